@@ -1,0 +1,134 @@
+#include "collectors/common/text.h"
+
+#include <cctype>
+
+#include <fmt/format.h>
+
+namespace gpufault::text {
+
+namespace {
+bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+int hexDigit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+}  // namespace
+
+std::string_view trimLeft(std::string_view s) {
+    size_t i = 0;
+    while (i < s.size() && isSpace(s[i])) ++i;
+    return s.substr(i);
+}
+
+std::string_view trimRight(std::string_view s) {
+    size_t n = s.size();
+    while (n > 0 && isSpace(s[n - 1])) --n;
+    return s.substr(0, n);
+}
+
+std::string_view trim(std::string_view s) { return trimRight(trimLeft(s)); }
+
+std::optional<uint64_t> parseHex(std::string_view s, size_t* consumed, bool allow_underscore) {
+    size_t i = 0;
+    if (s.size() >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) i = 2;
+    uint64_t v = 0;
+    size_t digits = 0;
+    for (; i < s.size(); ++i) {
+        if (allow_underscore && s[i] == '_' && digits > 0) continue;
+        int d = hexDigit(s[i]);
+        if (d < 0) break;
+        if (digits >= 16 && v >> 60) return std::nullopt;  // overflow
+        if (v >> 60) return std::nullopt;
+        v = (v << 4) | static_cast<uint64_t>(d);
+        ++digits;
+    }
+    if (digits == 0) return std::nullopt;
+    if (consumed) *consumed = i;
+    return v;
+}
+
+std::optional<int64_t> parseDec(std::string_view s, size_t* consumed) {
+    size_t i = 0;
+    bool neg = false;
+    if (!s.empty() && s[0] == '-') {
+        neg = true;
+        i = 1;
+    }
+    size_t start = i;
+    uint64_t v = 0;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+        if (v > (UINT64_MAX - 9) / 10) return std::nullopt;
+        v = v * 10 + static_cast<uint64_t>(s[i] - '0');
+    }
+    if (i == start || v > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    if (consumed) *consumed = i;
+    return neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+}
+
+std::optional<uint64_t> parseGroupedDec(std::string_view s, size_t* consumed) {
+    size_t i = 0;
+    uint64_t v = 0;
+    size_t digits = 0;
+    for (; i < s.size(); ++i) {
+        char c = s[i];
+        if (c == ',' && digits > 0 && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '9') continue;
+        if (c < '0' || c > '9') break;
+        if (v > (UINT64_MAX - 9) / 10) return std::nullopt;
+        v = v * 10 + static_cast<uint64_t>(c - '0');
+        ++digits;
+    }
+    if (digits == 0) return std::nullopt;
+    if (consumed) *consumed = i;
+    return v;
+}
+
+std::optional<std::string_view> after(std::string_view s, std::string_view key,
+                                      std::string_view stops) {
+    size_t p = s.find(key);
+    if (p == std::string_view::npos) return std::nullopt;
+    std::string_view rest = s.substr(p + key.size());
+    size_t e = rest.find_first_of(stops);
+    return rest.substr(0, e);
+}
+
+std::string hexAddr(uint64_t v) { return fmt::format("0x{:x}", v); }
+
+std::optional<std::string> normalizePci(std::string_view s) {
+    if (startsWith(s, "PCI:")) s.remove_prefix(4);
+    // Forms: DDDD:BB:DD.F, BB:DD.F, DDDD:BB:DD (NVIDIA)
+    auto isHex = [](std::string_view t) {
+        if (t.empty()) return false;
+        for (char c : t)
+            if (hexDigit(c) < 0) return false;
+        return true;
+    };
+    std::string_view domain = "0000", bus, dev, fn = "0";
+    size_t c1 = s.find(':');
+    if (c1 == std::string_view::npos) return std::nullopt;
+    size_t c2 = s.find(':', c1 + 1);
+    std::string_view rest;
+    if (c2 != std::string_view::npos) {
+        domain = s.substr(0, c1);
+        bus = s.substr(c1 + 1, c2 - c1 - 1);
+        rest = s.substr(c2 + 1);
+    } else {
+        bus = s.substr(0, c1);
+        rest = s.substr(c1 + 1);
+    }
+    size_t dot = rest.find('.');
+    if (dot != std::string_view::npos) {
+        dev = rest.substr(0, dot);
+        fn = rest.substr(dot + 1);
+    } else {
+        dev = rest;
+    }
+    if (domain.size() != 4 || bus.size() != 2 || dev.size() != 2 || fn.size() != 1) return std::nullopt;
+    if (!isHex(domain) || !isHex(bus) || !isHex(dev) || !isHex(fn)) return std::nullopt;
+    std::string out = fmt::format("{}:{}:{}.{}", domain, bus, dev, fn);
+    for (auto& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return out;
+}
+
+}  // namespace gpufault::text

@@ -1,0 +1,33 @@
+// The text pipeline: physical lines of one stream → decoder → every matcher → a Sink.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "collectors/common/log_line.h"
+#include "collectors/prefix/line_decoder.h"
+
+namespace gpufault {
+
+/// All text matchers, in a fixed order (kernel log first, then runtime log).
+std::vector<std::unique_ptr<Matcher>> makeTextMatchers();
+
+/// Runs one stream of text through the line decoder and all matchers. Pure: the caller owns
+/// I/O and feeds lines; records go to `out` as soon as they are complete.
+class TextPipeline {
+public:
+    explicit TextPipeline(Sink& out);
+    /// One physical line, without its '\n'; `line_no` is 1-based.
+    void feedLine(uint64_t line_no, std::string_view raw);
+    /// End of stream: flush blocks in progress.
+    void finish();
+
+private:
+    Sink& out_;
+    LineDecoder decoder_;
+    std::vector<std::unique_ptr<Matcher>> matchers_;
+};
+
+}  // namespace gpufault
