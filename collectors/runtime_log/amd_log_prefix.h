@@ -1,0 +1,29 @@
+// The AMD_LOG_LEVEL line prefix of HIP/ROCclr (`amd::log_printf`), FORMATS.md §3.1.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace gpufault {
+
+/// The fields of one AMD_LOG_LEVEL prefix. Views point into the parsed line.
+struct AmdLogPrefix {
+    int level = 0;                       ///< the `:N:` level (0 always/none, 1 error … 5)
+    std::string_view file;               ///< source file, padding trimmed (`rocvirtual.cpp`)
+    std::optional<int64_t> src_line;     ///< source line, padding trimmed
+    std::optional<int64_t> runtime_us;   ///< stamp in µs (`us` layouts); 100 ns units are converted
+    std::optional<int64_t> pid;          ///< `[pid:N tid:..]` or `N : [tid:..]`; nullopt if absent
+    std::string_view runtime_tid;        ///< `0x...` thread handle, "" if absent
+    size_t message_offset = 0;           ///< where the message starts in the line
+};
+
+/// Parses the AMD log prefix at the start of `line` (after leading spaces), in all six
+/// generations of FORMATS.md §3.1 (ROCm 3.3 `%010lld:` without `us`, 3.7–4.3 `us:`, 4.5–5.6
+/// `us: %-5d: [tid:0x..]` including a pid that runs into the colon, 5.7–6.2 `[pid:%-5d tid:0x..]`,
+/// 6.3+ `us: [pid:N tid: 0x..]` only at level ≥ 4 else two spaces, the `%010lud us` typo), plus the
+/// `log_entry`/`log_timestamped` layouts. Column padding may have been collapsed to one space.
+/// nullopt when the line does not start with such a prefix.
+std::optional<AmdLogPrefix> parseAmdLogPrefix(std::string_view line);
+
+}  // namespace gpufault
