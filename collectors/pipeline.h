@@ -23,6 +23,8 @@ public:
     void feedLine(uint64_t line_no, std::string_view raw);
     /// End of stream: flush blocks in progress.
     void finish();
+    /// The matchers (to ask where their open blocks start).
+    const std::vector<std::unique_ptr<Matcher>>& matchers() const { return matchers_; }
 
 private:
     Sink& out_;

@@ -45,6 +45,9 @@ public:
     virtual void feed(const LogLine& line, Sink& out) = 0;
     /// End of stream: emit any block in progress (cut blocks keep what they have).
     virtual void finish(Sink& out) { (void)out; }
+    /// The line where the oldest block still in progress started, nullopt when none is open.
+    /// An interrupted ingest resumes there, so no block loses its header.
+    virtual std::optional<uint64_t> openSince() const { return std::nullopt; }
 };
 
 }  // namespace gpufault

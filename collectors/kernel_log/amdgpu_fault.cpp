@@ -1,15 +1,235 @@
 #include "collectors/kernel_log/amdgpu_fault.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "collectors/common/text.h"
+#include "collectors/kernel_log/amdgpu_fault_lines.h"
+#include "collectors/kernel_log/amdgpu_line.h"
+
 namespace gpufault {
 
 namespace {
-// Placeholder until the parser lands: recognises nothing.
-class AmdgpuFaultMatcher final : public Matcher {
-public:
-    void feed(const LogLine&, Sink&) override {}
+
+using amdgpu::FaultStage;
+constexpr auto npos = std::string_view::npos;
+
+constexpr size_t kMaxDevices = 16;  // blocks in progress at once (one per device)
+constexpr uint64_t kMaxGap = 64;    // lines without one of its own after which a block ends
+
+int stageIndex(FaultStage s) {
+    return static_cast<int>(s);
+}
+
+// One fault block in progress: the lines of one device that belong together.
+struct Block {
+    std::string key;
+    Evidence ev;
+    uint64_t touched = 0;  // feed counter at its last line
+    int lines = 0;
+    int last_stage = -1;              // stage of its latest line in file order
+    std::optional<double> last_time;  // kernel_s of that line
+    uint32_t seen = 0;                // bit per stage
+    bool header = false;
+    bool fault_field = false;  // a line beyond the task line stated something
 };
+
+enum class Direction { Unknown, Forward, Reverse };
+
+// The count of a printk_ratelimit `gmc_v10_0_process_interrupt: 41 callbacks suppressed` line.
+std::optional<std::string_view> suppressedCount(std::string_view text) {
+    size_t p = text.find(" callbacks suppressed");
+    if (p == npos) return std::nullopt;
+    if (text.find("gmc_") == npos && text.find("process_interrupt") == npos &&
+        !amdgpu::splitDeviceLine(text))
+        return std::nullopt;
+    size_t b = p;
+    while (b > 0 && text[b - 1] >= '0' && text[b - 1] <= '9') --b;
+    if (b == p) return std::nullopt;
+    return text.substr(b, p - b);
+}
+
+// Device lines that are not the amdgpu driver's own (the IOMMU's `AMD-Vi: Event logged …`, RAS
+// CPER `{1}[Hardware Error]: …`) may interleave with a block without ending it.
+bool endsBlock(const amdgpu::DeviceLine& d) {
+    if (d.tagged) return true;
+    return !text::startsWith(d.body, "AMD-Vi") && !text::startsWith(d.body, "{");
+}
+
+class AmdgpuFaultMatcher final : public Matcher {
+  public:
+    void feed(const LogLine& line, Sink& out) override;
+    void finish(Sink& out) override;
+
+  private:
+    bool joins(const Block& b, FaultStage s, std::optional<double> t);
+    void add(Block& b, FaultStage s, std::string_view body, const LogLine& line);
+    void close(size_t i, Sink& out);
+    void flushHeld(Sink& out);
+    size_t find(std::string_view key) const;
+
+    std::vector<Block> blocks_;
+    Direction dir_ = Direction::Unknown;
+    std::optional<std::string> suppressed_;  // count waiting for the next record
+    std::optional<Evidence> held_;           // newest-first input: a record whose suppression
+                                             // line may come next
+    uint64_t seq_ = 0;
+};
+
+size_t AmdgpuFaultMatcher::find(std::string_view key) const {
+    for (size_t i = 0; i < blocks_.size(); ++i)
+        if (blocks_[i].key == key) return i;
+    return npos;
+}
+
+// Whether a line of stage `s` (stamped `t`) continues block `b` (else `b` ends and `s` starts a
+// new block). The direction of the input (journalctl -r prints newest first) is learned from the
+// first block that shows two lines in a telling order.
+bool AmdgpuFaultMatcher::joins(const Block& b, FaultStage s, std::optional<double> t) {
+    int si = stageIndex(s);
+    if (b.seen & (1u << si)) return false;
+    switch (dir_) {
+        case Direction::Forward:
+            return s != FaultStage::Header && si > b.last_stage;
+        case Direction::Reverse:
+            return si < b.last_stage;
+        case Direction::Unknown:
+            break;
+    }
+    // Two lines of one device printed by one interrupt handler: their stamps tell the order.
+    if (b.last_time && t && *t != *b.last_time) {
+        dir_ = *t > *b.last_time ? Direction::Forward : Direction::Reverse;
+        return joins(b, s, std::nullopt);
+    }
+    // Otherwise the stages tell it. Lines may be missing going forward (`grep fault` keeps the
+    // header, status and *_FAULTS lines), but a header followed by the flag lines of the end of
+    // a block is the boundary of newest-first blocks. A lone task or address line before a
+    // header may end an earlier block (forward) as well as start a newest-first one: undecided.
+    auto last = static_cast<FaultStage>(b.last_stage);
+    if (s != FaultStage::Header && si > b.last_stage) {
+        if (!amdgpu::directlyPrecedes(last, s) && last == FaultStage::Header &&
+            s >= FaultStage::MappingError)
+            return false;
+        dir_ = Direction::Forward;
+        return true;
+    }
+    if (amdgpu::directlyPrecedes(s, last) && (s != FaultStage::Header || b.lines >= 2)) {
+        dir_ = Direction::Reverse;
+        return true;
+    }
+    return false;
+}
+
+void AmdgpuFaultMatcher::add(Block& b, FaultStage s, std::string_view body, const LogLine& line) {
+    ++b.lines;
+    b.touched = seq_;
+    b.last_stage = stageIndex(s);
+    b.seen |= 1u << stageIndex(s);
+    b.last_time = line.time.kernel_s;
+    bool stated = amdgpu::applyFaultLine(s, body, b.ev);
+    if (s == FaultStage::Header) {
+        b.header = true;
+        b.ev.line = line.line;
+        b.ev.time = line.time;
+        if (line.rank) b.ev.rank = line.rank;
+    } else if (stated && s != FaultStage::Task) {
+        b.fault_field = true;
+    }
+    amdgpu::appendRaw(b.ev.raw, line.raw);
+}
+
+void AmdgpuFaultMatcher::flushHeld(Sink& out) {
+    if (!held_) return;
+    out.evidence(std::move(*held_));
+    held_.reset();
+}
+
+void AmdgpuFaultMatcher::close(size_t i, Sink& out) {
+    Block b = std::move(blocks_[i]);
+    blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (!b.header && !b.fault_field) return;  // a lone task line (e.g. after a ring timeout)
+    if (dir_ == Direction::Reverse && b.header) {
+        flushHeld(out);
+        held_ = std::move(b.ev);
+        return;
+    }
+    out.evidence(std::move(b.ev));
+}
+
+void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
+    ++seq_;
+    for (size_t i = 0; i < blocks_.size();) {
+        if (seq_ - blocks_[i].touched > kMaxGap) {
+            close(i, out);
+        } else {
+            ++i;
+        }
+    }
+    std::string_view text = line.text;
+    if (!amdgpu::mentionsAmdgpu(text)) {
+        flushHeld(out);
+        return;
+    }
+    if (auto n = suppressedCount(text)) {
+        if (held_) {
+            held_->setAttr("callbacks_suppressed", std::string(*n));
+        } else if (dir_ != Direction::Reverse) {
+            suppressed_ = std::string(*n);
+        }
+        flushHeld(out);
+        return;
+    }
+    flushHeld(out);
+    auto d = amdgpu::splitDeviceLine(text);
+    if (!d) return;
+    FaultStage s = amdgpu::classifyFaultLine(d->body);
+    size_t i = find(d->key);
+    if (s == FaultStage::None) {
+        if (i != npos && endsBlock(*d)) close(i, out);
+        return;
+    }
+    if (i != npos && !joins(blocks_[i], s, line.time.kernel_s)) {
+        close(i, out);
+        i = npos;
+    }
+    if (i == npos) {
+        if (blocks_.size() >= kMaxDevices) {
+            auto oldest = std::min_element(blocks_.begin(), blocks_.end(), [](auto& a, auto& b) {
+                return a.touched < b.touched;
+            });
+            close(static_cast<size_t>(oldest - blocks_.begin()), out);
+        }
+        Block b;
+        b.key = d->key;
+        b.ev.kind = Kind::AmdgpuPageFault;
+        b.ev.vendor = "amd";
+        b.ev.pci = d->pci;
+        b.ev.line = line.line;
+        b.ev.time = line.time;
+        b.ev.rank = line.rank;
+        if (suppressed_ && s != FaultStage::Task) {
+            b.ev.setAttr("callbacks_suppressed", *suppressed_);
+            suppressed_.reset();
+        }
+        blocks_.push_back(std::move(b));
+        i = blocks_.size() - 1;
+    }
+    add(blocks_[i], s, d->body, line);
+    if (dir_ == Direction::Reverse && s == FaultStage::Header) close(i, out);
+}
+
+void AmdgpuFaultMatcher::finish(Sink& out) {
+    std::stable_sort(
+        blocks_.begin(), blocks_.end(), [](auto& a, auto& b) { return a.ev.line < b.ev.line; });
+    while (!blocks_.empty()) close(0, out);
+    flushHeld(out);
+}
+
 }  // namespace
 
-std::unique_ptr<Matcher> makeAmdgpuFaultMatcher() { return std::make_unique<AmdgpuFaultMatcher>(); }
+std::unique_ptr<Matcher> makeAmdgpuFaultMatcher() {
+    return std::make_unique<AmdgpuFaultMatcher>();
+}
 
 }  // namespace gpufault

@@ -1,15 +1,275 @@
+// CPU user-space fault lines of the Linux kernel (FORMATS.md §9.0–9.1). One line = one record.
+//
+//   x86 arch/x86/mm/fault.c show_signal_msg():
+//     %s[%d]: segfault at %lx ip %px sp %px error %lx[ in MAP][ likely on CPU %d (core %d, socket
+//     %d)] (before 2.6.25: `rip %lx rsp %lx`; `likely on CPU` since 6.1)
+//   x86 arch/x86/kernel/traps.c show_signal(), pr_fmt `traps: `:
+//     traps: %s[%d] %s%s ip:%lx sp:%lx error:%lx[ in MAP]   (type "trap " + name, or "" + GP text)
+//     older: %s[%d] trap %s ip:… / %s[%d] general protection ip:…   (no `traps: ` for #GP)
+//   arm64 arch/arm64/kernel/traps.c arm64_show_signal():
+//     %s[%d]: unhandled exception: [%s, ESR 0x%lx, ]%s[ in MAP]
+//   MAP, mm/memory.c print_vma_addr(): 2.6.25–6.9 `lib[START+SIZE]`, 6.10+
+//   `lib[FILEOFF,START+SIZE]`. printk_ratelimit(): `<caller>: N callbacks suppressed` → attr on the
+//   next record.
 #include "collectors/kernel_log/cpu_fault.h"
+
+#include <array>
+#include <string>
+
+#include "collectors/common/text.h"
 
 namespace gpufault {
 
 namespace {
-// Placeholder until the parser lands: recognises nothing.
+
+using std::string_view;
+constexpr size_t kMaxRaw = 4096;
+constexpr size_t npos = string_view::npos;
+/// Lines after a `callbacks suppressed` line within which the next record takes its count (the
+/// ratelimit prints it right before the message it lets through).
+constexpr uint64_t kSuppressedWindow = 8;
+
+bool isDigit(char c) {
+    return c >= '0' && c <= '9';
+}
+
+/// Position of the `[` of a `[digits]` group that ends right before `close` (the `]`), or npos.
+size_t pidBracket(string_view s, size_t close) {
+    size_t i = close;
+    while (i > 0 && isDigit(s[i - 1])) --i;
+    if (i == close || i == 0 || s[i - 1] != '[') return npos;
+    return i - 1;
+}
+
+/// The last `[digits]` + `tail` in `s`: returns the `[` position (npos if none).
+size_t findPidGroup(string_view s, string_view tail) {
+    for (size_t p = s.rfind(tail); p != npos; p = p ? s.rfind(tail, p - 1) : npos) {
+        if (size_t b = pidBracket(s, p); b != npos) return b;
+    }
+    return npos;
+}
+
+/// comm = text before the `[pid]`. A decoded kernel line (origin Kernel) starts with it; otherwise
+/// a dmesg/syslog prefix may still precede it, cut after its last `] ` or `: `.
+string_view commOf(const LogLine& line, size_t bracket) {
+    string_view c = line.text.substr(0, bracket);
+    if (line.origin == Origin::Kernel) return c;
+    size_t a = c.rfind("] "), b = c.rfind(": ");
+    size_t cut = a == npos ? b : (b == npos ? a : std::max(a, b));
+    return cut == npos ? c : c.substr(cut + 2);
+}
+
+/// Hex at the front of `*s`, consumed; complete only when followed by `delim` (a field cut at the
+/// end of the line is not trusted, unless `eol_ok`).
+std::optional<uint64_t> hexField(string_view* s, char delim, bool eol_ok = false) {
+    size_t n = 0;
+    auto v = text::parseHex(*s, &n);
+    if (!v || text::startsWith(*s, "0x") || text::startsWith(*s, "0X")) return std::nullopt;
+    bool ok = n < s->size() ? (*s)[n] == delim : eol_ok;
+    s->remove_prefix(n);
+    return ok ? v : std::nullopt;
+}
+
+std::optional<std::string> vendorOf(string_view module) {
+    if (text::startsWith(module, "libamdhip64") || text::startsWith(module, "libhsa")) return "amd";
+    if (text::startsWith(module, "libcuda") || text::startsWith(module, "libnvidia"))
+        return "nvidia";
+    return std::nullopt;
+}
+
+/// `NAME[START+SIZE]` or `NAME[FILEOFF,START+SIZE]` (possibly cut): module, module_offset
+/// (FILEOFF; or ip − START for the old form), attrs map_start/map_size.
+void parseMapping(string_view s, std::optional<uint64_t> ip, Evidence& e) {
+    size_t lb = s.rfind('[');
+    if (lb == npos || lb == 0) return;  // cut before the brackets: the name may be cut too
+    string_view module = s.substr(0, lb);
+    e.module = std::string(module);
+    e.vendor = vendorOf(module);
+    string_view in = s.substr(lb + 1);
+    size_t n = 0;
+    auto first = text::parseHex(in, &n);
+    if (!first || n >= in.size()) return;
+    std::optional<uint64_t> start, size;
+    if (in[n] == ',') {  // 6.10+: FILEOFF,START+SIZE
+        e.module_offset = *first;
+        in.remove_prefix(n + 1);
+        start = hexField(&in, '+');
+    } else if (in[n] == '+') {
+        start = *first;
+        in.remove_prefix(n);
+    }
+    if (!start) return;
+    e.setAttr("map_start", text::hexAddr(*start));
+    if (!in.empty()) in.remove_prefix(1);
+    size = hexField(&in, ']');
+    if (size) e.setAttr("map_size", text::hexAddr(*size));
+    bool inside = ip && *ip >= *start && (!size || *ip - *start < *size);
+    if (!e.module_offset && inside) e.module_offset = *ip - *start;
+}
+
+/// Cuts ` likely on CPU %d (core %d, socket %d)` off `*s` into attrs cpu/core/socket.
+void takeLikelyCpu(string_view* s, Evidence& e) {
+    size_t p = s->find(" likely on CPU ");
+    if (p == npos) return;
+    string_view t = s->substr(p + 15);
+    *s = s->substr(0, p);
+    if (auto cpu = text::parseDec(t)) e.setAttr("cpu", std::to_string(*cpu));
+    if (auto c = text::after(t, "(core ", ",)")) e.setAttr("core", std::string(*c));
+    if (auto k = text::after(t, "socket ", ")")) e.setAttr("socket", std::string(*k));
+}
+
+/// After `segfault at `: `ADDR (r)ip IP (r)sp SP error E[ in MAP]`.
+void parseSegfault(string_view s, Evidence& e) {
+    takeLikelyCpu(&s, e);
+    auto addr = hexField(&s, ' ');
+    if (!addr) return;
+    e.address = *addr;
+    e.address_exact = true;
+    std::optional<uint64_t> ip;
+    if (text::startsWith(s, " ip ") || text::startsWith(s, " rip ")) {
+        s.remove_prefix(s.find(' ', 1) + 1);
+        if ((ip = hexField(&s, ' '))) e.setAttr("ip", text::hexAddr(*ip));
+    }
+    if (text::startsWith(s, " sp ") || text::startsWith(s, " rsp ")) {
+        s.remove_prefix(s.find(' ', 1) + 1);
+        if (auto sp = hexField(&s, ' ')) e.setAttr("sp", text::hexAddr(*sp));
+    }
+    if (!text::startsWith(s, " error ")) return;
+    s.remove_prefix(7);
+    if (auto err = hexField(&s, ' ', true)) e.setAttr("error", text::hexAddr(*err));
+    if (text::startsWith(s, " in ")) parseMapping(s.substr(4), ip, e);
+}
+
+/// After the trap description: `ip:IP sp:SP error:E[ in MAP]`.
+void parseTrapRegs(string_view s, Evidence& e) {
+    std::optional<uint64_t> ip;
+    if (text::startsWith(s, "ip:")) {
+        s.remove_prefix(3);
+        if ((ip = hexField(&s, ' '))) e.setAttr("ip", text::hexAddr(*ip));
+    }
+    if (text::startsWith(s, " sp:")) {
+        s.remove_prefix(4);
+        if (auto sp = hexField(&s, ' ')) e.setAttr("sp", text::hexAddr(*sp));
+    }
+    if (!text::startsWith(s, " error:")) return;
+    s.remove_prefix(7);
+    if (auto err = hexField(&s, ' ', true)) e.setAttr("error", text::hexAddr(*err));
+    if (text::startsWith(s, " in ")) parseMapping(s.substr(4), ip, e);
+}
+
+/// arm64 after `unhandled exception: `: `[CLASS, ESR 0x%lx, ]DESC[ in MAP]` (no data address).
+void parseArm64(string_view s, Evidence& e) {
+    if (size_t p = s.find(", ESR 0x"); p != npos) {
+        e.setAttr("esr_class", std::string(s.substr(0, p)));
+        s.remove_prefix(p + 6);
+        size_t n = 0;
+        if (auto esr = text::parseHex(s, &n)) e.setAttr("esr", text::hexAddr(*esr));
+        s.remove_prefix(n);
+        if (text::startsWith(s, ", ")) s.remove_prefix(2);
+    }
+    size_t in = s.rfind(" in ");
+    if (in != npos && s.find('[', in) != npos) {
+        parseMapping(s.substr(in + 4), std::nullopt, e);
+        s = s.substr(0, in);
+    }
+    if (!s.empty()) e.setAttr("fault", std::string(s));
+}
+
+/// `<func>: N callbacks suppressed` of the printk_ratelimit() callers above, else nullopt.
+std::optional<int64_t> suppressedCount(string_view t) {
+    size_t p = t.find(" callbacks suppressed");
+    if (p == npos) return std::nullopt;
+    size_t i = p;
+    while (i > 0 && isDigit(t[i - 1])) --i;
+    if (i == p || i < 2 || t.substr(i - 2, 2) != ": ") return std::nullopt;
+    string_view head = t.substr(0, i - 2);
+    constexpr std::array<string_view, 3> kFuncs{
+        "show_signal_msg", "show_signal", "arm64_show_signal"};
+    for (string_view f : kFuncs) {
+        if (text::endsWith(head, f) &&
+            (head.size() == f.size() || head[head.size() - f.size() - 1] == ' '))
+            return text::parseDec(t.substr(i));
+    }
+    return std::nullopt;
+}
+
 class CpuFaultMatcher final : public Matcher {
-public:
-    void feed(const LogLine&, Sink&) override {}
+  public:
+    void feed(const LogLine& line, Sink& out) override {
+        if (suppressed_ && line.line > suppressed_line_ + kSuppressedWindow) suppressed_.reset();
+        string_view t = line.text;
+        Evidence e;
+        size_t b = npos;
+        if (t.find("]: segfault at ") != npos) {
+            if ((b = findPidGroup(t, "]: segfault at ")) == npos) return;
+            size_t close = t.find(']', b);
+            parseSegfault(t.substr(close + 15), e);
+        } else if (size_t ip = t.find(" ip:"); ip != npos) {
+            if ((b = trapBracket(t, ip)) == npos) return;
+            size_t close = t.find(']', b);
+            e.setAttr("trap", std::string(trapName(t.substr(close + 2, ip - close - 2))));
+            parseTrapRegs(t.substr(ip + 1), e);
+        } else if (t.find("]: unhandled exception: ") != npos) {
+            if ((b = findPidGroup(t, "]: unhandled exception: ")) == npos) return;
+            parseArm64(t.substr(t.find(']', b) + 24), e);
+        } else {
+            if (auto n = suppressedCount(t)) {
+                suppressed_ = *n;
+                suppressed_line_ = line.line;
+            }
+            return;
+        }
+        emit(line, b, std::move(e), out);
+    }
+
+    /// A pending `callbacks suppressed` count is state too: resume at its line to keep it.
+    std::optional<uint64_t> openSince() const override {
+        return suppressed_ ? std::optional<uint64_t>(suppressed_line_) : std::nullopt;
+    }
+
+  private:
+    /// From a `callbacks suppressed` line, for the next record.
+    std::optional<int64_t> suppressed_;
+    uint64_t suppressed_line_ = 0;
+
+    /// `[pid]` of a trap line whose ` ip:` is at `ip`: `comm[pid] DESC ip:` with DESC one of
+    /// `general protection fault`, `general protection`, `trap NAME`.
+    static size_t trapBracket(string_view t, size_t ip) {
+        size_t close = t.rfind("] ", ip);
+        if (close == npos) return npos;
+        string_view desc = t.substr(close + 2, ip - close - 2);
+        if (desc != "general protection fault" && desc != "general protection" &&
+            !text::startsWith(desc, "trap "))
+            return npos;
+        return pidBracket(t, close);
+    }
+    static string_view trapName(string_view desc) {
+        return text::startsWith(desc, "trap ") ? desc.substr(5) : desc;
+    }
+
+    void emit(const LogLine& line, size_t bracket, Evidence&& e, Sink& out) {
+        e.kind = Kind::CpuSegfault;
+        string_view t = line.text;
+        size_t traps = t.rfind("traps: ", bracket);
+        e.process = std::string(traps != npos ? t.substr(traps + 7, bracket - traps - 7)
+                                              : commOf(line, bracket));
+        e.pid = text::parseDec(t.substr(bracket + 1));
+        e.tid = e.pid;  // task_pid_nr(): the faulting thread's id
+        if (suppressed_) e.setAttr("callbacks_suppressed", std::to_string(*suppressed_));
+        suppressed_.reset();
+        e.line = line.line;
+        e.time = line.time;
+        e.rank = line.rank;
+        string_view raw = line.raw.empty() ? line.text : line.raw;
+        e.raw = std::string(raw.substr(0, kMaxRaw));
+        out.evidence(std::move(e));
+    }
 };
+
 }  // namespace
 
-std::unique_ptr<Matcher> makeCpuFaultMatcher() { return std::make_unique<CpuFaultMatcher>(); }
+std::unique_ptr<Matcher> makeCpuFaultMatcher() {
+    return std::make_unique<CpuFaultMatcher>();
+}
 
 }  // namespace gpufault

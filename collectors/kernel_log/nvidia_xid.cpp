@@ -1,15 +1,158 @@
+// NVRM Xid lines (FORMATS.md §6). One line = one record; no state.
+//
+// Prefix (open-gpu-kernel-modules kernel_rc.c, all generations):
+//   NVRM: Xid (PCI:%04x:%02x:%02x[ GPU-I:%02u[ GPU-CI:%02u]]): %d, pid=%s, name=%s, %s
+//   ≤418:     NVRM: Xid (PCI:…): 31, Ch %08x, intr %08x. …          (no pid/name)
+//   ~440–545: NVRM: Xid (PCI:…): 31, pid=%s, Ch %08x, intr %08x. …  (no name)
+//   ~550+:    NVRM: Xid (PCI:…): 31, pid=%s, name=%s, channel 0x%08x, intr %08x. …
+// Xid 31 body: `MMU Fault: ENGINE %s [GPC%d ]%s faulted @ 0x%x_%08x. Fault is of type %s %s`.
 #include "collectors/kernel_log/nvidia_xid.h"
+
+#include <string>
+
+#include "collectors/common/text.h"
 
 namespace gpufault {
 
 namespace {
-// Placeholder until the parser lands: recognises nothing.
+
+using std::string_view;
+constexpr string_view kAnchor = "NVRM: Xid (";
+constexpr size_t kMaxRaw = 4096;
+
+/// Removes `p` from the front of `*s`; false (and `*s` unchanged) when `*s` does not start with it.
+bool consume(string_view* s, string_view p) {
+    if (!text::startsWith(*s, p)) return false;
+    s->remove_prefix(p.size());
+    return true;
+}
+
+/// A `key=value, ` field at the front of `*s` (value up to the comma). Consumes it and returns the
+/// value; nullopt when absent or cut before its comma (a cut value is not trusted).
+std::optional<string_view> takeField(string_view* s, string_view key) {
+    if (!text::startsWith(*s, key)) return std::nullopt;
+    size_t comma = s->find(',', key.size());
+    if (comma == string_view::npos) return std::nullopt;
+    string_view v = s->substr(key.size(), comma - key.size());
+    s->remove_prefix(comma + 1);
+    *s = text::trimLeft(*s);
+    return v;
+}
+
+/// The whitespace-delimited token ending right before position `end` of `s`.
+string_view tokenBefore(string_view s, size_t end) {
+    string_view head = text::trimRight(s.substr(0, end));
+    size_t sp = head.find_last_of(' ');
+    return sp == string_view::npos ? head : head.substr(sp + 1);
+}
+
+/// `ACCESS_TYPE_[VIRT_|PHYS_]READ|WRITE` → read/write; anything else (ATOMIC, PREFETCH…) → null.
+std::optional<std::string> accessOf(string_view type) {
+    if (!consume(&type, "ACCESS_TYPE_")) return std::nullopt;
+    if (!consume(&type, "VIRT_")) consume(&type, "PHYS_");
+    if (type == "READ") return "read";
+    if (type == "WRITE") return "write";
+    return std::nullopt;
+}
+
+/// Fault part of the body (`… faulted @ 0x%x_%08x. Fault is of type %s %s`): address (the
+/// 4 KiB page, so not exact), client (token before `faulted`, only for `MMU Fault: ENGINE`
+/// bodies), engine, reason (`FAULT_*`) and access.
+void parseFault(string_view body, Evidence& e) {
+    size_t at = body.find(" faulted @ ");
+    if (at == string_view::npos) return;
+    string_view addr = body.substr(at + 11);
+    size_t used = 0;
+    if (text::startsWith(addr, "0x")) {
+        if (auto v = text::parseHex(addr, &used, /*allow_underscore=*/true)) {
+            e.address = *v;
+            e.address_exact = false;
+        }
+    }
+    if (auto eng = body.find("MMU Fault: ENGINE "); eng != string_view::npos && eng + 18 <= at) {
+        string_view engine = body.substr(eng + 18, at - eng - 18);
+        e.client = std::string(tokenBefore(body, at));
+        e.setAttr("engine", std::string(engine.substr(0, engine.find(' '))));
+    }
+    size_t ty = body.find("Fault is of type ", at);
+    if (ty == string_view::npos) return;
+    string_view rest = body.substr(ty + 17);
+    size_t sp = rest.find(' ');
+    string_view reason = rest.substr(0, sp);
+    if (!reason.empty()) e.reason = std::string(reason);
+    if (sp == string_view::npos) return;
+    string_view access = text::trim(rest.substr(sp + 1));
+    access = access.substr(0, access.find(' '));
+    if (access.empty()) return;
+    e.access = accessOf(access);
+    e.setAttr("access_type", std::string(access));
+}
+
+/// Legacy `Ch %08x` / newer `channel 0x%08x`, then `intr %08x`, kept as attrs.
+void parseChannel(string_view body, Evidence& e) {
+    string_view ch;
+    if (consume(&body, "Ch ") || consume(&body, "channel ")) {
+        ch = body.substr(0, body.find_first_of(", "));
+        body.remove_prefix(ch.size());
+        if (!ch.empty()) e.setAttr("channel", std::string(ch));
+        body = text::trimLeft(body.substr(text::startsWith(body, ",") ? 1 : 0));
+    }
+    if (consume(&body, "intr ")) {
+        string_view intr = body.substr(0, body.find_first_of(". ,"));
+        if (!intr.empty()) e.setAttr("intr", std::string(intr));
+    }
+}
+
 class NvidiaXidMatcher final : public Matcher {
-public:
-    void feed(const LogLine&, Sink&) override {}
+  public:
+    void feed(const LogLine& line, Sink& out) override {
+        size_t a = line.text.find(kAnchor);
+        if (a == string_view::npos) return;
+        string_view s = line.text.substr(a + kAnchor.size());
+        Evidence e;
+        e.kind = Kind::NvidiaXid;
+        e.vendor = "nvidia";
+        // PCI:%04x:%02x:%02x, then optional MIG instance ids, then "): ".
+        size_t close = s.find(')');
+        if (close == string_view::npos) return;  // cut inside the prefix: identifies nothing
+        string_view dev = s.substr(0, close);
+        string_view pci = dev.substr(0, dev.find(' '));
+        e.pci = text::normalizePci(pci);
+        if (auto gi = text::after(dev, " GPU-I:", " ")) e.setAttr("gpu_instance", std::string(*gi));
+        if (auto ci = text::after(dev, " GPU-CI:", " "))
+            e.setAttr("compute_instance", std::string(*ci));
+        s.remove_prefix(close + 1);
+        if (!consume(&s, ": ")) return;
+        size_t used = 0;
+        auto xid = text::parseDec(s, &used);
+        if (!xid || *xid < 0) return;  // cut before the Xid number: not a record
+        e.xid = *xid;
+        s.remove_prefix(used);
+        consume(&s, ",");
+        string_view body = text::trimLeft(s);
+        if (auto pid = takeField(&body, "pid=")) {  // '<unknown>' (no channel) stays null
+            size_t n = 0;
+            auto v = text::parseDec(*pid, &n);
+            if (v && *v >= 0 && n == pid->size()) e.pid = *v;
+        }
+        if (auto name = takeField(&body, "name=")) {
+            if (!name->empty() && *name != "<unknown>") e.process = std::string(*name);
+        }
+        parseChannel(body, e);
+        parseFault(body, e);
+        e.line = line.line;
+        e.time = line.time;
+        e.rank = line.rank;
+        string_view raw = line.raw.empty() ? line.text : line.raw;
+        e.raw = std::string(raw.substr(0, kMaxRaw));
+        out.evidence(std::move(e));
+    }
 };
+
 }  // namespace
 
-std::unique_ptr<Matcher> makeNvidiaXidMatcher() { return std::make_unique<NvidiaXidMatcher>(); }
+std::unique_ptr<Matcher> makeNvidiaXidMatcher() {
+    return std::make_unique<NvidiaXidMatcher>();
+}
 
 }  // namespace gpufault

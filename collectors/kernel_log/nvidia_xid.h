@@ -7,7 +7,10 @@
 
 namespace gpufault {
 
-/// A new matcher for NVRM Xid lines, FORMATS.md §6.
+/// A new matcher for NVRM Xid lines, FORMATS.md §6 (open-gpu-kernel-modules kernel_rc.c prefix,
+/// all driver generations). In: decoded lines of one stream, the `NVRM: Xid (` anchor anywhere.
+/// Out: one Kind::NvidiaXid record per line with the Xid number (pci, xid, pid, process; for MMU
+/// faults the 4 KiB page address, not exact, client, reason, access). Stateless.
 std::unique_ptr<Matcher> makeNvidiaXidMatcher();
 
 }  // namespace gpufault

@@ -1,23 +1,206 @@
+// The line decoder: physical lines → LogLines, outermost prefix first (see line_decoder.h).
+//
+// Layers, in order: line end / `> ` quotes / compose prefix / CRI record / JSON wrapper on the
+// physical line; then on each logical line: carriage-return frames, one kernel-log prefix (kmsg,
+// journald/syslog, dmesg), container and logger stamps, `[rankN]:`, the AMD_LOG_LEVEL prefix.
 #include "collectors/prefix/line_decoder.h"
 
-#include "collectors/common/text.h"
+#include <algorithm>
+
+#include "collectors/prefix/container.h"
+#include "collectors/prefix/kernel_stamp.h"
+#include "collectors/prefix/program_prefix.h"
+#include "collectors/prefix/scan.h"
+#include "collectors/runtime_log/amd_log_prefix.h"
 
 namespace gpufault {
 
-// Placeholder until the prefix parsers land: passes text through, trims line endings.
-struct LineDecoder::State {};
+using namespace prefix;
+
+namespace {
+
+/// What a wrapper (CRI, JSON) said about the lines it carries.
+struct Outer {
+    std::optional<std::string> wall;
+    std::optional<double> kernel_s;
+    Origin origin = Origin::Unknown;
+    std::string_view ident;
+    std::optional<int64_t> ident_pid;
+};
+
+/// A CRI logical line being assembled from `P` records of one stream.
+struct PendingCri {
+    bool active = false;
+    uint64_t line = 0;
+    std::string raw;   ///< the first piece's physical line
+    std::string text;  ///< contents so far, at most kMaxLine bytes
+    std::optional<std::string> wall;
+};
+
+void appendBounded(std::string& to, std::string_view s) {
+    size_t room = LineDecoder::kMaxLine - std::min(to.size(), LineDecoder::kMaxLine);
+    to.append(s.substr(0, std::min(room, s.size())));
+}
+
+}  // namespace
+
+struct LineDecoder::State {
+    ComposePrefix compose;
+    bool after_kmsg = false;  ///< the previous line was a kmsg record: drop ` KEY=VALUE` lines
+    PendingCri cri[2];        ///< stdout, stderr
+    JsonPayload json;
+    std::string unescaped, unglued;
+
+    void logical(uint64_t line_no, std::string_view raw, std::string_view content, const Outer* o,
+                 const Emit& emit);
+    void flushCri(const Emit& emit);
+};
+
+/// One logical line: strips the inner prefixes, fills the LogLine and emits it.
+void LineDecoder::State::logical(uint64_t line_no, std::string_view raw, std::string_view content,
+                                 const Outer* o, const Emit& emit) {
+    LogLine l;
+    l.line = line_no;
+    l.raw = raw;
+    if (o) {
+        l.time.wall = o->wall;
+        l.time.kernel_s = o->kernel_s;
+        l.origin = o->origin;
+        l.ident = o->ident;
+        l.ident_pid = o->ident_pid;
+    }
+    std::string_view t = afterCarriageReturn(trimLineEnd(content));
+    if (t.size() > kMaxLine) t = t.substr(0, kMaxLine);
+
+    KernelPrefix kp;
+    bool kernel = false, kmsg = false;
+    if (auto km = t.empty() || !isDigit(t[0]) ? std::nullopt : parseKmsgHeader(t)) {
+        kp = std::move(*km);
+        kernel = kmsg = after_kmsg = true;
+    } else {
+        kernel = parseSyslogPrefix(t, kp) || parseDmesgPrefix(t, kp);
+        if (!kernel && !t.empty() && (t[0] == ' ' || t[0] == '\t')) {
+            // A dmesg excerpt indented as a Markdown code block: `    [ 4778.915423] amdgpu …`.
+            size_t b = t.find_first_not_of(" \t");
+            if (b != std::string_view::npos && b <= 8 && t[b] == '[' &&
+                parseDmesgPrefix(t.substr(b), kp) && (kp.kernel_s || kp.wall)) {
+                kp.consumed += b;
+                kernel = true;
+            }
+        }
+    }
+    if (kernel) {
+        t.remove_prefix(kp.consumed);
+        if (kmsg && unescapeKmsg(t, unescaped)) t = unescaped;
+        if (kp.kernel_s) l.time.kernel_s = kp.kernel_s;
+        if (kp.wall) l.time.wall = std::move(kp.wall);
+        if (kp.origin != Origin::Unknown) l.origin = kp.origin;
+        if (!kp.ident.empty()) {
+            l.ident = kp.ident;
+            l.ident_pid = kp.ident_pid;
+        }
+    }
+    if (!t.empty() && isDigit(t[0])) {
+        std::optional<std::string> wall;
+        if (size_t n = containerStampLength(t, wall)) {
+            t.remove_prefix(n);
+            if (wall && !l.time.wall) l.time.wall = std::move(wall);
+        }
+        if (size_t n = loggerStampsLength(t)) {
+            t.remove_prefix(n);
+            if (removeGluedLoggerStamps(t, unglued)) t = unglued;
+        }
+    }
+    size_t rank_len = 0;
+    if (!t.empty() && t[0] == '[') {
+        if (auto r = parseRankPrefix(t, &rank_len)) {
+            l.rank = r;
+            t.remove_prefix(rank_len);
+        }
+    }
+    if (auto amd = parseAmdLogPrefix(t)) {
+        l.amd_level = amd->level;
+        l.log_pid = amd->pid;
+        l.runtime_tid = amd->runtime_tid;
+        if (amd->runtime_us) l.time.runtime_us = amd->runtime_us;
+        t.remove_prefix(std::min(amd->message_offset, t.size()));
+    }
+    l.text = t;
+    emit(l);
+}
+
+void LineDecoder::State::flushCri(const Emit& emit) {
+    PendingCri* order[2] = {&cri[0], &cri[1]};
+    if (order[1]->active && (!order[0]->active || order[1]->line < order[0]->line))
+        std::swap(order[0], order[1]);
+    for (PendingCri* p : order) {
+        if (!p->active) continue;
+        p->active = false;
+        Outer o;
+        o.wall = p->wall;
+        logical(p->line, p->raw, p->text, &o, emit);
+    }
+}
 
 LineDecoder::LineDecoder() : state_(new State) {}
 LineDecoder::~LineDecoder() { delete state_; }
 
 void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit) {
-    LogLine l;
-    l.line = line_no;
-    l.raw = raw;
-    l.text = text::trimRight(raw);
-    emit(l);
+    State& st = *state_;
+    std::string_view s = stripReplyQuotes(trimLineEnd(raw));
+    if (st.after_kmsg) {
+        if (isKmsgContinuation(s)) return;
+        st.after_kmsg = false;
+    }
+    if (size_t n = st.compose.strip(s)) s.remove_prefix(n);
+
+    if (auto h = s.empty() || !isDigit(s[0]) ? std::nullopt : parseCriHeader(s)) {
+        PendingCri& p = st.cri[h->is_stderr ? 1 : 0];
+        std::string_view content = s.substr(h->content_offset);
+        if (!p.active && h->partial) {
+            p.active = true;
+            p.line = line_no;
+            p.raw.assign(raw.substr(0, kMaxLine));
+            p.text.clear();
+            p.wall = h->wall;
+        }
+        if (p.active) {
+            appendBounded(p.text, content);
+            if (h->partial) return;
+            p.active = false;
+            Outer o;
+            o.wall = p.wall;
+            st.logical(p.line, p.raw, p.text, &o, emit);
+            return;
+        }
+        Outer o;
+        o.wall = std::move(h->wall);
+        st.logical(line_no, raw, content, &o, emit);
+        return;
+    }
+    if (st.cri[0].active || st.cri[1].active) st.flushCri(emit);
+
+    if (!s.empty() && (s[0] == '{' || s[0] == ' ' || s[0] == '\t') && parseJsonLine(s, st.json)) {
+        Outer o;
+        o.wall = st.json.wall;
+        o.kernel_s = st.json.kernel_s;
+        o.origin = st.json.origin;
+        o.ident = st.json.ident;
+        o.ident_pid = st.json.ident_pid;
+        std::string_view text = st.json.text;
+        if (text.ends_with('\n')) text.remove_suffix(1);  // Docker keeps the line's `\n`
+        for (size_t pos = 0;;) {
+            size_t nl = text.find('\n', pos);
+            st.logical(line_no, raw, text.substr(pos, nl == std::string_view::npos ? nl : nl - pos),
+                       &o, emit);
+            if (nl == std::string_view::npos) break;
+            pos = nl + 1;
+        }
+        return;
+    }
+    st.logical(line_no, raw, s, nullptr, emit);
 }
 
-void LineDecoder::finish(const Emit&) {}
+void LineDecoder::finish(const Emit& emit) { state_->flushCri(emit); }
 
 }  // namespace gpufault

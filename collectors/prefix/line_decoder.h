@@ -10,19 +10,26 @@
 
 namespace gpufault {
 
-/// Turns physical lines of one stream into LogLines. Stateful per stream (dmesg -H time breaks,
-/// CRI partial lines, kmsg continuation lines), bounded memory (a logical line is capped at
-/// kMaxLine bytes; longer ones are truncated and flagged with a warning).
+/// Turns physical lines of one stream into LogLines. Stateful per stream (CRI partial lines,
+/// kmsg continuation lines, compose-capture detection), bounded memory (a logical line is capped
+/// at kMaxLine bytes; longer ones are truncated silently: LogLine has no field to flag it).
 ///
 /// Prefixes recognised, outermost first, in any sensible combination (FORMATS.md §1.9, §9.2–9.4):
-/// `> ` quotes; Docker json-file / JSON-wrapped lines (`{"log":"...\n",...}`, any object whose
-/// string field `log`/`data`/`message`/`msg`/`MESSAGE` holds the text, possibly several lines);
-/// CRI (`2025-06-05T12:40:08.1Z stderr F ...`, P pieces joined); compose `svc  | `; kmsg records
-/// (`6,1234,5678901,-;text`, `\xHH` unescaped, ` KEY=value` continuation lines dropped);
-/// journald short/short-iso/short-precise/short-monotonic and rsyslog traditional/RFC 3339
-/// (`host ident[pid]: `); dmesg raw `[ 4778.915423]`, `-T`, `-H`/`-e` (localized months, comma
-/// decimals), `-x`, `-r`, iso; `[rankN]:`; carriage-return progress bars; CRLF and literal `^M`;
-/// the AMD_LOG_LEVEL prefix in all six generations (FORMATS.md §3.1).
+/// line ends (CR, CRLF, literal `^M`, trailing blanks); `> ` quotes; compose `svc-1  | ` (only in
+/// a detected compose capture); CRI (`2025-06-05T12:40:08.1Z stderr F ...`, P pieces joined per
+/// stream, the joined line numbered by its first piece); JSON-wrapped lines (any object whose
+/// string field `log`/`MESSAGE`/`message`/`msg`/`data` holds the text, possibly several lines,
+/// all numbered by the physical line); carriage-return progress bars (the text after the last
+/// `\r`); kmsg records (`6,1234,5678901,-;text`, `\xHH` unescaped, ` KEY=value` continuation
+/// lines dropped); journald short/short-precise/short-iso[-precise]/short-full/short-unix/
+/// short-monotonic/short-delta and rsyslog traditional/RFC 3339/forwarded (`host ident[pid]: `,
+/// then an optional printk stamp after `kernel: `); dmesg raw `[ 4778.915423]`, `-d`, `-T`,
+/// `-H`/`-e` (localized months, comma decimals), `-x`, `-r`, iso, caller id; `docker logs -t`
+/// and ComfyUI logger stamps; `[rankN]:`; finally the AMD_LOG_LEVEL prefix (parseAmdLogPrefix(),
+/// FORMATS.md §3.1). Origin is Kernel only for kernel-log evidence (dmesg stamp, kmsg/`-x`/`-r`
+/// facility 0, `kernel` identifier), Other for another identifier or facility, else Unknown.
+/// `wall` is `YYYY-MM-DDTHH:MM:SS` to the second as printed (zone dropped), or `MM-DDTHH:MM:SS`
+/// for stamps without a year (journald `short`, RFC 3164); `-H` stamps give no time.
 class LineDecoder {
 public:
     static constexpr size_t kMaxLine = 1 << 20;  ///< bytes kept of one logical line
@@ -30,6 +37,8 @@ public:
 
     LineDecoder();
     ~LineDecoder();
+    LineDecoder(const LineDecoder&) = delete;
+    LineDecoder& operator=(const LineDecoder&) = delete;
     /// Decode one physical line (without its '\n'); calls `emit` for each logical line (0..n).
     void feed(uint64_t line_no, std::string_view raw, const Emit& emit);
     /// End of stream: emit what is still held (an unterminated CRI partial line).

@@ -9,13 +9,13 @@ namespace gpufault {
 
 /// The fields of one AMD_LOG_LEVEL prefix. Views point into the parsed line.
 struct AmdLogPrefix {
-    int level = 0;                       ///< the `:N:` level (0 always/none, 1 error … 5)
-    std::string_view file;               ///< source file, padding trimmed (`rocvirtual.cpp`)
-    std::optional<int64_t> src_line;     ///< source line, padding trimmed
-    std::optional<int64_t> runtime_us;   ///< stamp in µs (`us` layouts); 100 ns units are converted
-    std::optional<int64_t> pid;          ///< `[pid:N tid:..]` or `N : [tid:..]`; nullopt if absent
-    std::string_view runtime_tid;        ///< `0x...` thread handle, "" if absent
-    size_t message_offset = 0;           ///< where the message starts in the line
+    int level = 0;                      ///< the `:N:` level (0 always/none, 1 error … 5)
+    std::string_view file;              ///< source file, padding trimmed (`rocvirtual.cpp`)
+    std::optional<int64_t> src_line;    ///< source line, padding trimmed
+    std::optional<int64_t> runtime_us;  ///< stamp in µs (`us` layouts); 100 ns units are converted
+    std::optional<int64_t> pid;         ///< `[pid:N tid:..]` or `N : [tid:..]`; nullopt if absent
+    std::string_view runtime_tid;       ///< `0x...` thread handle, "" if absent
+    size_t message_offset = 0;          ///< where the message starts in the line
 };
 
 /// Parses the AMD log prefix at the start of `line` (after leading spaces), in all six

@@ -1,15 +1,378 @@
+// AMD_LOG_LEVEL messages of HIP/ROCclr (ROCm/clr), FORMATS.md §3.2–3.4.
 #include "collectors/runtime_log/hip_log.h"
+
+#include <string>
+#include <vector>
+
+#include "collectors/common/text.h"
+#include "collectors/runtime_log/error_names.h"
+#include "collectors/runtime_log/runtime_common.h"
 
 namespace gpufault {
 
 namespace {
-// Placeholder until the parser lands: recognises nothing.
-class HipLogMatcher final : public Matcher {
-public:
-    void feed(const LogLine&, Sink&) override {}
+
+constexpr size_t kMaxThreads = 256;   // (pid, runtime thread) pairs with pending args
+constexpr size_t kMaxArgs = 64;       // pointer args kept per thread
+constexpr size_t kMaxName = 256;      // bytes kept of an argument name
+constexpr size_t kMaxListing = 2048;  // bytes kept of a NoBinaryForGpu device/bundle listing
+
+/// One `Arg%d: %s %s = ptr:%p obj:[%p-%p]` line waiting for its ShaderName.
+struct PendingArg {
+    DispatchArg arg;
+    std::string name;
+    uint64_t line = 0;
+    TimeInfo time;
 };
+
+struct ThreadArgs {
+    std::optional<int64_t> pid;
+    std::string tid;
+    std::vector<PendingArg> args;
+    int last_index = -1;
+    uint64_t used = 0;
+};
+
+std::optional<uint64_t> hexOrNil(std::string_view s, size_t* n) {
+    if (s.starts_with("(nil)")) {
+        *n = 5;
+        return 0;
+    }
+    if (!s.starts_with("0x")) return std::nullopt;
+    return text::parseHex(s, n);
+}
+
+/// Appends `item` to the attr `key` (`; `-separated), bounded.
+void appendAttr(Evidence& e, const char* key, std::string_view item) {
+    std::string v(e.attr(key).value_or(""));
+    if (v.find(item) != std::string::npos || v.size() + item.size() > kMaxListing) return;
+    if (!v.empty()) v += "; ";
+    v += item;
+    e.setAttr(key, std::move(v));
+}
+
+class HipLogMatcher final : public Matcher {
+  public:
+    void feed(const LogLine& l, Sink& out) override {
+        rt::AmdFields amd = rt::amdFieldsAtStart(l);
+        if (listing_) {
+            if (amd.present && listingLine(l, amd.message)) return;
+            listing_ = nullptr;
+        }
+        if (amd.present) return message(l, amd, amd.message, out);
+        anywhere(l, out);
+    }
+
+    void finish(Sink& out) override {
+        listing_ = nullptr;
+        folder_.flush(out);
+    }
+
+    /// Records held for folding (pending ArgN lines are context and do not hold a resume).
+    std::optional<uint64_t> openSince() const override { return folder_.firstLine(); }
+
+  private:
+    /// A line whose AMD prefix is known: the message starts with the format's first word.
+    void message(const LogLine& l, const rt::AmdFields& amd, std::string_view m, Sink& out) {
+        if (m.empty()) return;
+        switch (m[0]) {
+            case 'A':
+                if (m.starts_with("Arg")) return arg(l, amd, m);
+                if (m.starts_with("Allocation failed")) return alloc(l, amd, m, out);
+                break;
+            case 'S':
+                if (m.starts_with("ShaderName : ")) return dispatch(l, amd, m.substr(13), out);
+                break;
+            case 'G':
+                if (m.starts_with("Graph shader name : "))
+                    return dispatch(l, amd, m.substr(20), out);
+                break;
+            case 'C':
+                if (m.starts_with("Callback: Queue ")) return queueAbort(l, amd, m, out);
+                if (m.starts_with("Cannot find the function: ")) return cannotFind(l, amd, m, out);
+                if (m.starts_with("Can't allocate memory size - ")) return alloc(l, amd, m, out);
+                break;
+            case 'D':
+                if (m.starts_with("Device::callbackQueue ")) return queueAbort(l, amd, m, out);
+                break;
+            case 'h':
+                if (m.starts_with("hipErrorNoBinaryForGpu: ")) return noBinary(l, amd, m, out);
+                break;
+            case 'H':
+                if (m.starts_with("HW Exception Error")) return hwException(l, amd, out);
+                if (m.starts_with("Heap buffer allocation failed")) return alloc(l, amd, m, out);
+                break;
+            case 'M':
+                if (m.starts_with("Memory allocation has failed")) return alloc(l, amd, m, out);
+                break;
+            case 'V':
+                if (m.starts_with("Video memory allocation failed")) return alloc(l, amd, m, out);
+                break;
+            default:
+                break;
+        }
+        if (size_t r = m.find("Returned hip"); r != std::string_view::npos)
+            returned(l, amd, m, r, out);
+    }
+
+    /// A line without a known AMD prefix at its start (quoted, wrapped, or printed by other
+    /// means, e.g. `guarantee()`): anchors anywhere.
+    void anywhere(const LogLine& l, Sink& out) {
+        std::string_view t = l.text;
+        size_t i;
+        if ((i = t.find("Returned hip")) != std::string_view::npos) {
+            auto amd = rt::amdFieldsAnywhere(l);
+            return returned(l, amd, t, i, out);
+        }
+        if ((i = t.find("ShaderName : ")) != std::string_view::npos)
+            return dispatch(l, rt::amdFieldsAnywhere(l), t.substr(i + 13), out);
+        if ((i = t.find("Graph shader name : ")) != std::string_view::npos)
+            return dispatch(l, rt::amdFieldsAnywhere(l), t.substr(i + 20), out);
+        if ((i = t.find(" = ptr:")) != std::string_view::npos) {
+            size_t a = t.rfind("Arg", i);
+            if (a != std::string_view::npos) return arg(l, rt::amdFieldsAnywhere(l), t.substr(a));
+        }
+        if ((i = t.find("borting with ")) != std::string_view::npos) {
+            size_t q = t.rfind("Callback: Queue ", i);
+            if (q == std::string_view::npos) q = t.rfind("callbackQueue ", i);
+            if (q != std::string_view::npos)
+                return queueAbort(l, rt::amdFieldsAnywhere(l), t.substr(q), out);
+        }
+        if ((i = t.find("Cannot find the function: ")) != std::string_view::npos)
+            return cannotFind(l, rt::amdFieldsAnywhere(l), t.substr(i), out);
+        if ((i = t.find("hipErrorNoBinaryForGpu: ")) != std::string_view::npos)
+            return noBinary(l, rt::amdFieldsAnywhere(l), t.substr(i), out);
+        if ((i = t.find("HW Exception Error")) != std::string_view::npos)
+            return hwException(l, rt::amdFieldsAnywhere(l), out);
+        if ((i = t.find("llocat")) != std::string_view::npos) {
+            for (std::string_view a : {"Allocation failed",
+                                       "Memory allocation has failed",
+                                       "Video memory allocation failed",
+                                       "Can't allocate memory size - ",
+                                       "Heap buffer allocation failed"}) {
+                if (size_t k = t.find(a); k != std::string_view::npos)
+                    return alloc(l, rt::amdFieldsAnywhere(l), t.substr(k), out);
+            }
+        }
+    }
+
+    ThreadArgs& thread(const rt::AmdFields& amd) {
+        ++tick_;
+        for (auto& t : threads_) {
+            if (t.pid == amd.pid && t.tid == amd.runtime_tid) {
+                t.used = tick_;
+                return t;
+            }
+        }
+        if (threads_.size() >= kMaxThreads) {  // evict the least recently used thread
+            size_t lru = 0;
+            for (size_t i = 1; i < threads_.size(); ++i)
+                if (threads_[i].used < threads_[lru].used) lru = i;
+            threads_.erase(threads_.begin() + static_cast<long>(lru));
+        }
+        threads_.push_back({amd.pid, std::string(amd.runtime_tid), {}, -1, tick_});
+        return threads_.back();
+    }
+
+    /// `Arg%d: %s %s = ptr:%p obj:[%p-%p]` (pointer) or `Arg%d: %s %s = val:%s` (not a pointer),
+    /// rocvirtual.cpp, LOG_KERN. A new Arg0 (or a lower index) starts a new launch.
+    void arg(const LogLine& l, const rt::AmdFields& amd, std::string_view s) {
+        size_t n = 0;
+        auto index = text::parseDec(s.substr(3), &n);
+        const size_t colon = 3 + n;
+        if (!index || *index < 0 || *index > 100000 || s.substr(colon, 1) != ":") return;
+        size_t eq = s.find(" = ", colon);
+        if (eq == std::string_view::npos) return;
+        ThreadArgs& t = thread(amd);
+        if (*index <= t.last_index) t.args.clear();
+        t.last_index = static_cast<int>(*index);
+        std::string_view value = s.substr(eq + 3);
+        if (!value.starts_with("ptr:") || t.args.size() >= kMaxArgs) return;
+        PendingArg p;
+        p.arg.index = static_cast<int>(*index);
+        auto ptr = hexOrNil(value.substr(4), &n);
+        if (!ptr) return;
+        p.arg.ptr = *ptr;
+        if (size_t o = value.find("obj:["); o != std::string_view::npos) {
+            std::string_view r = value.substr(o + 5);
+            size_t n1 = 0, n2 = 0;
+            auto lo = hexOrNil(r, &n1);
+            if (lo && r.substr(n1, 1) == "-") {
+                auto hi = hexOrNil(r.substr(n1 + 1), &n2);
+                if (hi && r.substr(n1 + 1 + n2, 1) == "]") {
+                    p.arg.obj_lo = lo;
+                    p.arg.obj_hi = hi;
+                }
+            }
+        }
+        // `%s %s` = type and name; either may be empty.
+        std::string_view decl = text::trim(s.substr(colon + 1, eq - (colon + 1)));
+        size_t sp = decl.rfind(' ');
+        std::string_view name = sp == std::string_view::npos ? decl : decl.substr(sp + 1);
+        p.name = name.empty() ? "Arg" + std::to_string(*index)
+                              : std::string(name.substr(0, std::min(name.size(), kMaxName)));
+        p.line = l.line;
+        p.time = l.time;
+        if (!p.time.runtime_us) p.time.runtime_us = amd.runtime_us;
+        t.args.push_back(std::move(p));
+    }
+
+    /// `ShaderName : %s` (rocvirtual.cpp, LOG_KERN) and `Graph shader name : %s`.
+    void dispatch(const LogLine& l, const rt::AmdFields& amd, std::string_view name, Sink& out) {
+        name = text::trim(name);
+        if (name.empty()) return;
+        ThreadArgs& t = thread(amd);
+        Dispatch d;
+        d.line = l.line;
+        d.time = l.time;
+        if (!d.time.runtime_us) d.time.runtime_us = amd.runtime_us;
+        d.pid = amd.pid;
+        d.runtime_tid = std::string(amd.runtime_tid);
+        d.kernel = std::string(name);
+        for (auto& p : t.args) d.args.push_back(p.arg);
+        out.dispatch(std::move(d));
+        for (auto& p : t.args) {
+            if (!p.arg.obj_lo || !p.arg.obj_hi || *p.arg.obj_hi <= *p.arg.obj_lo) continue;
+            Operand o;
+            o.line = p.line;
+            o.time = p.time;
+            o.pid = amd.pid;
+            o.name = std::move(p.name);
+            o.ptr = *p.arg.obj_lo;
+            o.end = *p.arg.obj_hi;
+            o.arg_ptr = p.arg.ptr;
+            o.origin = "hip_arg";
+            o.rank = rt::rankOf(l);
+            out.operand(std::move(o));
+        }
+        t.args.clear();
+        t.last_index = -1;
+    }
+
+    /// `%s: Returned %s : %s` (HIP API trace, LOG_API): a runtime_error unless hipSuccess or a
+    /// benign polled status; missing_code_object for NoBinaryForGpu/InvalidDeviceFunction.
+    void returned(
+        const LogLine& l, const rt::AmdFields& amd, std::string_view s, size_t r, Sink& out) {
+        if (r < 2 || s.substr(r - 2, 2) != ": ") return;
+        std::string_view name = rt::identAt(s, r + 9);
+        if (name.size() <= 8 || errnames::isBenign(name)) return;
+        size_t api_end = r - 2, api_start = api_end;
+        while (api_start > 0 && rt::isIdentChar(s[api_start - 1])) --api_start;
+        Kind k = errnames::isMissingCodeObject(name) ? Kind::MissingCodeObject : Kind::RuntimeError;
+        Evidence e = rt::baseEvidence(k, l, amd, "amd");
+        e.reason = std::string(name);
+        if (api_end > api_start)
+            e.setAttr("api", std::string(s.substr(api_start, api_end - api_start)));
+        folder_.add(std::move(e), out);
+    }
+
+    /// `Callback: Queue %p aborting with error : %s code: 0x%x` (and `Aborting … Code: 0x%x
+    /// Available Free mem : %zu MB`), rocdevice.cpp/rocvirtual.cpp; older `Device::callbackQueue
+    /// aborting with error : %s code: 0x%x` and `… aborting with status: 0x%x`.
+    void queueAbort(const LogLine& l, const rt::AmdFields& amd, std::string_view s, Sink& out) {
+        size_t w = s.find("borting with ");
+        if (w == std::string_view::npos) return;
+        Evidence e = rt::baseEvidence(Kind::HsaQueueError, l, amd, "amd");
+        if (auto q = text::after(s.substr(0, w), "Queue 0x"))
+            e.setAttr("queue", "0x" + std::string(*q));
+        std::string_view rest = s.substr(w + 13);
+        if (rest.starts_with("error : HSA_STATUS_")) {
+            std::string_view name = rt::identAt(rest, 8);
+            // Only a complete name (followed by its `: text`) is a reason: never guess a cut one.
+            if (rest.substr(8 + name.size(), 1) == ":") e.reason = std::string(name);
+        }
+        for (std::string_view key : {" code: 0x", " Code: 0x", "status: 0x"}) {
+            if (size_t c = rest.find(key); c != std::string_view::npos) {
+                size_t n = 0;
+                if (auto v = text::parseHex(rest.substr(c + key.size() - 2), &n)) {
+                    e.setAttr("code", text::hexAddr(*v));
+                    break;
+                }
+            }
+        }
+        out.evidence(std::move(e));
+    }
+
+    /// `Cannot find the function: %s for module: 0x%x` (hip_module.cpp) and
+    /// `Cannot find the function: %s ` (hip_code_object.cpp).
+    void cannotFind(const LogLine& l, const rt::AmdFields& amd, std::string_view s, Sink& out) {
+        std::string_view rest = text::trimLeft(s.substr(26));
+        std::string_view name = rest.substr(0, rest.find_first_of(" \t"));
+        if (name.empty()) return;
+        Evidence e = rt::baseEvidence(Kind::MissingCodeObject, l, amd, "amd");
+        e.kernel = std::string(name);
+        if (auto m = text::after(rest, "for module: ")) e.setAttr("module_handle", std::string(*m));
+        folder_.add(std::move(e), out);
+    }
+
+    /// `hipErrorNoBinaryForGpu: Unable to find code object for all current devices!` (then its
+    /// `Devices:`/`Bundled Code Objects:` listing), `…: Couldn't find binary for file: %s` /
+    /// `ptr: 0x%x` (hip_code_object.cpp, hip_fatbin.cpp), also as a `guarantee()` message.
+    void noBinary(const LogLine& l, const rt::AmdFields& amd, std::string_view s, Sink& out) {
+        Evidence e = rt::baseEvidence(Kind::MissingCodeObject, l, amd, "amd");
+        e.reason = "hipErrorNoBinaryForGpu";
+        if (auto f = text::after(s, "binary for file: ")) e.setAttr("file", std::string(*f));
+        bool listing =
+            amd.present && s.find("Unable to find code object") != std::string_view::npos;
+        Evidence* held = folder_.add(std::move(e), out);
+        listing_ = listing ? held : nullptr;
+        section_ = 0;
+    }
+
+    /// One line of the NoBinaryForGpu listing (`  Devices:`, `    %s - [%s]`,
+    /// `  Bundled Code Objects:`); false when the listing has ended.
+    bool listingLine(const LogLine& l, std::string_view m) {
+        m = text::trim(m);
+        if (m == "Devices:") {
+            section_ = 1;
+        } else if (m == "Bundled Code Objects:") {
+            section_ = 2;
+        } else {
+            size_t sep = m.find(" - [");
+            if (section_ == 0 || sep == std::string_view::npos || !m.ends_with("]")) return false;
+            std::string item = std::string(m.substr(0, sep)) + " " + std::string(m.substr(sep + 3));
+            appendAttr(*listing_, section_ == 1 ? "devices" : "bundles", item);
+        }
+        rt::appendRaw(listing_->raw, l.raw);
+        return true;
+    }
+
+    /// Allocation failures (hip_memory.cpp level 1, rocdevice/rocmemory): attrs in bytes.
+    void alloc(const LogLine& l, const rt::AmdFields& amd, std::string_view s, Sink& out) {
+        Evidence e = rt::baseEvidence(Kind::AllocFailure, l, amd, "amd");
+        for (std::string_view key : {"required :", "free :", "total :", "size :"}) {
+            if (auto v = text::after(s, key, " |,")) {
+                if (auto n = text::parseDec(*v))
+                    e.setAttr(std::string(key.substr(0, key.size() - 2)), std::to_string(*n));
+            }
+        }
+        if (size_t c = s.find("size - 0x"); c != std::string_view::npos) {
+            if (auto v = text::parseHex(s.substr(c + 7))) e.setAttr("size", std::to_string(*v));
+        }
+        if (s.find("Device memory") != std::string_view::npos) e.setAttr("memory", "device");
+        if (s.find("Pinned Memory") != std::string_view::npos) e.setAttr("memory", "pinned");
+        out.evidence(std::move(e));
+    }
+
+    /// `HW Exception Error` (rocdevice.cpp, level 1, on the HSA event thread): the device hit
+    /// a hardware exception; an hsa_queue_error without a status name (see rocr_fault.cpp).
+    void hwException(const LogLine& l, const rt::AmdFields& amd, Sink& out) {
+        Evidence e = rt::baseEvidence(Kind::HsaQueueError, l, amd, "amd");
+        e.setAttr("exception", "hw");
+        out.evidence(std::move(e));
+    }
+
+    std::vector<ThreadArgs> threads_;
+    uint64_t tick_ = 0;
+    rt::Folder folder_;
+    Evidence* listing_ = nullptr;  ///< held NoBinaryForGpu record collecting its listing
+    int section_ = 0;              ///< 1 Devices, 2 Bundled Code Objects
+};
+
 }  // namespace
 
-std::unique_ptr<Matcher> makeHipLogMatcher() { return std::make_unique<HipLogMatcher>(); }
+std::unique_ptr<Matcher> makeHipLogMatcher() {
+    return std::make_unique<HipLogMatcher>();
+}
 
 }  // namespace gpufault

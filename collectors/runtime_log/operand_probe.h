@@ -7,7 +7,11 @@
 
 namespace gpufault {
 
-/// A new matcher for operand probe lines and canonical gpufault.operand lines.
+/// A new matcher for operand lines: `[tag] key=value …` probe lines with `ptr=` and one of `end=`,
+/// `size=`, `bytes=`, `nbytes=` (bytes; name from `name=`, else the tag; shape/stride/dtype kept,
+/// values may be `(…)`/`[…]` with spaces) → Operand origin "probe"; `gpufault.operand name=…
+/// ptr=… end=…|size=…` → origin "canonical". `end` wins over `bytes` (a mismatch is a warning);
+/// `[access]`, `[check]`, `[param]` lines are never operands. Emits no evidence.
 std::unique_ptr<Matcher> makeOperandProbeMatcher();
 
 }  // namespace gpufault

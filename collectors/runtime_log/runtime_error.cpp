@@ -1,15 +1,217 @@
+// HIP/CUDA/PyTorch error text in program output (FORMATS.md §9.5, §9.6) and the math
+// libraries' missing Tensile code objects (§9.8). AMD_LOG_LEVEL lines belong to hip_log.cpp.
 #include "collectors/runtime_log/runtime_error.h"
+
+#include <optional>
+#include <string>
+
+#include "collectors/common/text.h"
+#include "collectors/runtime_log/error_names.h"
+#include "collectors/runtime_log/runtime_common.h"
 
 namespace gpufault {
 
 namespace {
-// Placeholder until the parser lands: recognises nothing.
+
+constexpr size_t kMaxMessage = 256;
+
+bool isUpper(char c) {
+    return c >= 'A' && c <= 'Z';
+}
+
+/// The first non-benign `hipErrorX` / `cudaErrorX` identifier in `t` as programs print it.
+std::optional<std::string_view> firstErrorToken(std::string_view t) {
+    for (std::string_view key : {std::string_view("hipError"), std::string_view("cudaError")}) {
+        for (size_t i = t.find(key); i != std::string_view::npos; i = t.find(key, i + 1)) {
+            if (i > 0 && rt::isIdentChar(t[i - 1])) continue;
+            if (i + key.size() >= t.size() || !isUpper(t[i + key.size()])) continue;  // hipError_t
+            std::string_view name = rt::identAt(t, i);
+            if (!errnames::isBenign(name)) return name;
+        }
+    }
+    return std::nullopt;
+}
+
+/// `gfx…` target named in `s` (`gfx1100`, `*gfx906*`), "" if none.
+std::string_view gfxIn(std::string_view s) {
+    size_t g = s.find("gfx");
+    if (g == std::string_view::npos) return {};
+    size_t e = g + 3;
+    while (e < s.size() && ((s[e] >= '0' && s[e] <= '9') || (s[e] >= 'a' && s[e] <= 'f'))) ++e;
+    return e > g + 3 ? s.substr(g, e - g) : std::string_view{};
+}
+
+Kind kindOf(std::optional<std::string_view> name) {
+    return name && errnames::isMissingCodeObject(*name) ? Kind::MissingCodeObject
+                                                        : Kind::RuntimeError;
+}
+
 class RuntimeErrorMatcher final : public Matcher {
-public:
-    void feed(const LogLine&, Sink&) override {}
+  public:
+    void feed(const LogLine& l, Sink& out) override {
+        std::string_view t = l.text;
+        if (t.find("rror") == std::string_view::npos) {  // prefilter: error/Error/hipError…
+            flushPending(out);
+            if (t.find("No paths matched") != std::string_view::npos) return blas(l, out);
+            if (t.find("no kernel image is available") != std::string_view::npos)
+                return noKernelImage(l, out);
+            return;
+        }
+        if (size_t s = t.find("Search for `"); s != std::string_view::npos)
+            return searchLine(l, t.substr(s + 12), out);
+        flushPending(out);
+        // AMD_LOG_LEVEL lines and HIP's own messages are hip_log.cpp's.
+        if (rt::amdFieldsAtStart(l).present || t.find("Returned hip") != std::string_view::npos ||
+            t.find("hipErrorNoBinaryForGpu: ") != std::string_view::npos)
+            return;
+        if (size_t p = t.find("Program hit "); p != std::string_view::npos)
+            return programHit(l, t.substr(p + 12), out);
+        if (t.find("rocBLAS error: ") != std::string_view::npos ||
+            t.find("rocblaslt error: ") != std::string_view::npos ||
+            t.find("No paths matched ") != std::string_view::npos)
+            return blas(l, out);
+        for (auto [key, hip] : {std::pair{std::string_view("CUDA error: "), false},
+                                std::pair{std::string_view("HIP error: "), true},
+                                std::pair{std::string_view("ROCm error: "), true}}) {
+            if (size_t e = t.find(key); e != std::string_view::npos)
+                return errorText(l, t.substr(e + key.size()), hip);
+        }
+        if (t.find("no kernel image is available") != std::string_view::npos)
+            return noKernelImage(l, out);
+        if (auto name = firstErrorToken(t)) {
+            Evidence e = rt::baseEvidence(kindOf(name), l, {}, errnames::vendorOfName(*name));
+            e.reason = std::string(*name);
+            folder_.add(std::move(e), out);
+        }
+    }
+
+    void finish(Sink& out) override {
+        flushPending(out);
+        folder_.flush(out);
+    }
+
+    std::optional<uint64_t> openSince() const override {
+        auto first = folder_.firstLine();
+        if (pending_ && (!first || pending_->line < *first)) first = pending_->line;
+        return first;
+    }
+
+  private:
+    void flushPending(Sink& out) {
+        if (pending_) folder_.add(std::move(*pending_), out);
+        pending_.reset();
+    }
+
+    /// PyTorch `CUDA error: %s` / hipified `HIP error: %s` (c10/cuda/CUDAException.cpp, after
+    /// `torch.AcceleratorError: `, `RuntimeError: `, `what():  `, an NCCL watchdog line …),
+    /// ggml's `ROCm error: %s`, or plain program output. The text is mapped back to a name.
+    void errorText(const LogLine& l, std::string_view msg, bool hip) {
+        msg = text::trim(msg);
+        if (msg.empty()) return;
+        std::optional<std::string_view> name = firstErrorToken(l.text);
+        if (!name) name = errnames::nameForText(msg, hip);
+        if (name && errnames::isBenign(*name)) return;
+        const char* vendor = name ? errnames::vendorOfName(*name) : nullptr;
+        if (!vendor) vendor = hip ? "amd" : "nvidia";
+        Evidence e = rt::baseEvidence(kindOf(name), l, {}, vendor);
+        if (name) e.reason = std::string(*name);
+        e.setAttr("message", std::string(msg.substr(0, std::min(msg.size(), kMaxMessage))));
+        pending_ = std::move(e);  // PyTorch's next line may name the error exactly
+    }
+
+    /// "Search for `NAME' in https://… for more information." (get_cuda_error_help): the name
+    /// is exact and overrides the one mapped from the previous line's text (a ROCm build says
+    /// "CUDA error" but names hipErrorX: vendor amd).
+    void searchLine(const LogLine& l, std::string_view rest, Sink& out) {
+        std::string_view name = rt::identAt(rest, 0);
+        if (name.empty() || rest.substr(name.size(), 1) != "'") return flushPending(out);
+        if (errnames::isBenign(name)) {
+            pending_.reset();
+            return;
+        }
+        Evidence e =
+            pending_ ? std::move(*pending_) : rt::baseEvidence(kindOf(name), l, {}, nullptr);
+        pending_.reset();
+        if (e.line != l.line) rt::appendRaw(e.raw, l.raw);
+        e.kind = kindOf(name);
+        e.reason = std::string(name);
+        if (const char* v = errnames::vendorOfName(name)) e.vendor = v;
+        folder_.add(std::move(e), out);
+    }
+
+    /// compute-sanitizer `Program hit cudaErrorX (error N) due to "TEXT" on CUDA API call to F.`,
+    /// docs' older `Program hit TEXT (error N) on CUDA API call to F.`, cuda-memcheck
+    /// `Program hit error N on CUDA API call to F` (§9.5). A runtime_error, not a sanitizer report.
+    void programHit(const LogLine& l, std::string_view s, Sink& out) {
+        std::optional<std::string_view> name;
+        std::optional<int64_t> code;
+        if (s.starts_with("error ")) {
+            code = text::parseDec(s.substr(6));
+        } else if (size_t p = s.find(" (error "); p != std::string_view::npos) {
+            code = text::parseDec(s.substr(p + 8));
+            std::string_view head = s.substr(0, p);
+            if (rt::identAt(head, 0).size() == head.size()) {
+                name = head;
+            } else {
+                name = errnames::nameForText(head, false);
+            }
+        } else {
+            return;
+        }
+        if (!name && code) name = errnames::nameForCode(static_cast<long>(*code), false);
+        if (name && errnames::isBenign(*name)) return;
+        Evidence e = rt::baseEvidence(kindOf(name), l, {}, "nvidia");
+        if (name && !name->empty()) e.reason = std::string(*name);
+        if (code) e.setAttr("code", std::to_string(*code));
+        if (auto api = text::after(s, "API call to ", " .")) e.setAttr("api", std::string(*api));
+        folder_.add(std::move(e), out);
+    }
+
+    /// rocBLAS/hipBLASLt (tensile_host.cpp): `rocBLAS error: Cannot read PATH: ERR[ for GPU arch
+    /// : gfxN]`, `… error: Could not initialize Tensile host…`, `rocblaslt warning: No paths
+    /// matched PATH. …` → missing_code_object, attr target (gfx…) where the text names it.
+    void blas(const LogLine& l, Sink& out) {
+        std::string_view t = l.text;
+        Evidence e = rt::baseEvidence(Kind::MissingCodeObject, l, {}, "amd");
+        e.setAttr("library", t.find("rocBLAS") != std::string_view::npos ? "rocBLAS" : "hipBLASLt");
+        std::string_view target;
+        if (size_t c = t.find("Cannot read "); c != std::string_view::npos) {
+            std::string_view path = text::after(t.substr(c), "Cannot read ", " ").value_or("");
+            if (path.ends_with(':')) path.remove_suffix(1);
+            e.setAttr("path", std::string(path));
+            auto arch = text::after(t, "for GPU arch : ");
+            target = arch ? gfxIn(*arch) : gfxIn(path);
+        } else if (size_t n = t.find("No paths matched "); n != std::string_view::npos) {
+            std::string_view path = text::after(t.substr(n), "No paths matched ", " ").value_or("");
+            if (path.ends_with('.')) path.remove_suffix(1);
+            e.setAttr("path", std::string(path));
+            target = gfxIn(path);
+        } else if (t.find("Could not initialize Tensile host") != std::string_view::npos) {
+            e.setAttr("message", "Could not initialize Tensile host");
+        } else {
+            return;
+        }
+        if (!target.empty()) e.setAttr("target", std::string(target));
+        folder_.add(std::move(e), out);
+    }
+
+    /// `no kernel image is available for execution on the device` without a name or prefix.
+    void noKernelImage(const LogLine& l, Sink& out) {
+        auto name = firstErrorToken(l.text);
+        Evidence e = rt::baseEvidence(
+            Kind::MissingCodeObject, l, {}, name ? errnames::vendorOfName(*name) : nullptr);
+        if (name && errnames::isMissingCodeObject(*name)) e.reason = std::string(*name);
+        folder_.add(std::move(e), out);
+    }
+
+    rt::Folder folder_;
+    std::optional<Evidence> pending_;  ///< an error-text line; the next may be `Search for`
 };
+
 }  // namespace
 
-std::unique_ptr<Matcher> makeRuntimeErrorMatcher() { return std::make_unique<RuntimeErrorMatcher>(); }
+std::unique_ptr<Matcher> makeRuntimeErrorMatcher() {
+    return std::make_unique<RuntimeErrorMatcher>();
+}
 
 }  // namespace gpufault

@@ -1,15 +1,231 @@
+// compute-sanitizer / cuda-memcheck memcheck reports (FORMATS.md §9.5). One record per
+// `Invalid <segment> <read|write> of size N[ bytes]` report:
+//   ========= Invalid __global__ write of size 4 bytes
+//   =========     at KERNEL+0xOFF[ in FILE:LINE]          (2023+)
+//   =========     at KERNEL:0xOFF in FILE:LINE             (docs sample)
+//   =========     at 0xOFF in KERNEL                       (2021–22, no line info)
+//   =========     at 0xOFF in FILE:LINE:KERNEL             (cuda-memcheck)
+//   =========     by thread (x,y,z) in block (x,y,z)
+//   =========     Address 0x… is out of bounds|misaligned  /  Access to|at 0x… is out of bounds
+//   =========     and is N bytes after|before the nearest allocation at 0x… of size S bytes
+// Continuation lines are indented under the prefix (`=========` unless `--prefix`); a bare prefix
+// line or any other top-level line (`Program hit …`, `ERROR SUMMARY`, `Malloc/Free error …`,
+// `Leaked …`) ends the report. Those other reports are not memory-access faults: no record.
+// Lines without the prefix (program output interleaved with the report) are skipped.
 #include "collectors/runtime_log/sanitizer.h"
+
+#include <string>
+
+#include "collectors/common/text.h"
 
 namespace gpufault {
 
 namespace {
-// Placeholder until the parser lands: recognises nothing.
+
+using std::string_view;
+constexpr size_t npos = string_view::npos;
+constexpr size_t kMaxRaw = 4096;
+constexpr int kMaxForeign = 16;  ///< unprefixed lines in a row that end a report
+constexpr string_view kDefaultPrefix = "=========";
+
+bool isDigit(char c) {
+    return c >= '0' && c <= '9';
+}
+bool isHex(char c) {
+    return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/// Position of the last `sep` + `0x` + hex digits in `s` that ends `s` or is followed by a space.
+size_t offsetMarker(string_view s, string_view sep) {
+    for (size_t p = s.rfind(sep); p != npos; p = p ? s.rfind(sep, p - 1) : npos) {
+        size_t i = p + sep.size();
+        while (i < s.size() && isHex(s[i])) ++i;
+        if (i > p + sep.size() && (i == s.size() || s[i] == ' ')) return p;
+    }
+    return npos;
+}
+
+/// cuda-memcheck `FILE:LINE:KERNEL`: the KERNEL part, or nullopt when `s` is not of that shape.
+std::optional<string_view> afterFileLine(string_view s) {
+    for (size_t c = s.find(':'); c != npos && s.find('(') > c; c = s.find(':', c + 1)) {
+        size_t j = c + 1;
+        while (j < s.size() && isDigit(s[j])) ++j;
+        if (j > c + 1 && j + 1 < s.size() && s[j] == ':' && s[j + 1] != ':') return s.substr(j + 1);
+    }
+    return std::nullopt;
+}
+
+/// The `at …` line (without `at `): kernel as printed, attrs pc_offset and source.
+void parseAt(string_view r, Evidence& e) {
+    size_t n = 0;
+    if (text::startsWith(r, "0x")) {  // 2021–22 and cuda-memcheck: `0xOFF in …`
+        auto off = text::parseHex(r, &n);
+        if (!off || !text::startsWith(r.substr(n), " in ")) return;
+        e.setAttr("pc_offset", text::hexAddr(*off));
+        string_view k = text::trim(r.substr(n + 4));
+        if (auto kk = afterFileLine(k)) {
+            e.setAttr("source", std::string(k.substr(0, k.size() - kk->size() - 1)));
+            k = *kk;
+        }
+        if (!k.empty()) e.kernel = std::string(k);
+        return;
+    }
+    size_t p = offsetMarker(r, "+0x");
+    if (p == npos) p = offsetMarker(r, ":0x");  // docs: `kernel():0x160 in file:6`
+    if (p == npos || p == 0) return;            // cut or unknown layout: no kernel guessed
+    e.kernel = std::string(r.substr(0, p));
+    string_view rest = r.substr(p + 1);
+    if (auto off = text::parseHex(rest, &n)) e.setAttr("pc_offset", text::hexAddr(*off));
+    rest.remove_prefix(n);
+    if (text::startsWith(rest, " in "))
+        e.setAttr("source", std::string(text::trim(rest.substr(4))));
+}
+
+/// `and is N bytes after|before the nearest allocation at 0x… of size S bytes` → attrs.
+void parseNearest(string_view r, Evidence& e) {
+    size_t n = 0;
+    auto dist = text::parseGroupedDec(r, &n);
+    if (!dist) return;
+    r.remove_prefix(n);
+    string_view side = text::startsWith(r, " bytes after ")    ? "after"
+                       : text::startsWith(r, " bytes before ") ? "before"
+                                                               : "";
+    if (side.empty()) return;
+    e.setAttr("nearest_distance", std::to_string(*dist));
+    e.setAttr("nearest_side", std::string(side));
+    if (auto at = text::after(r, "nearest allocation at ")) {
+        if (auto base = text::parseHex(*at)) e.setAttr("nearest_alloc", text::hexAddr(*base));
+    }
+    if (auto sz = text::after(r, " of size ")) {
+        if (auto v = text::parseGroupedDec(*sz))
+            e.setAttr("nearest_alloc_size", std::to_string(*v));
+    }
+}
+
+/// One continuation line of a report (trimmed).
+void parseDetail(string_view d, Evidence& e) {
+    if (text::startsWith(d, "at ")) {
+        if (!e.kernel && !e.attr("pc_offset")) parseAt(d.substr(3), e);
+    } else if (text::startsWith(d, "by thread ")) {
+        if (auto t = text::after(d, "by thread ", " ")) e.setAttr("thread", std::string(*t));
+        if (auto b = text::after(d, " in block ", " ")) e.setAttr("block", std::string(*b));
+    } else if (text::startsWith(d, "Address 0x") || text::startsWith(d, "Access to 0x") ||
+               text::startsWith(d, "Access at 0x")) {
+        string_view a = d.substr(d.find("0x"));
+        size_t n = 0;
+        if (auto v = text::parseHex(a, &n); v && !e.address) {
+            e.address = *v;
+            e.address_exact = true;
+            if (text::startsWith(a.substr(n), " is "))
+                e.setAttr("violation", std::string(a.substr(n + 4)));
+        }
+    } else if (text::startsWith(d, "and is ")) {
+        parseNearest(d.substr(7), e);
+    }
+}
+
 class SanitizerMatcher final : public Matcher {
-public:
-    void feed(const LogLine&, Sink&) override {}
+  public:
+    void feed(const LogLine& line, Sink& out) override {
+        if (startReport(line, out)) return;
+        if (!cur_) return;
+        auto body = content(line.text);
+        if (!body) {  // program output between the report's lines
+            if (++foreign_ > kMaxForeign) flush(out);
+            return;
+        }
+        foreign_ = 0;
+        if (body->size() < 2 || ((*body)[0] != ' ' && (*body)[0] != '\t') ||
+            ((*body)[1] != ' ' && (*body)[1] != '\t')) {
+            flush(out);  // bare prefix (separator) or a new top-level message
+            return;
+        }
+        appendRaw(line);
+        parseDetail(text::trim(*body), *cur_);
+    }
+
+    void finish(Sink& out) override { flush(out); }
+    std::optional<uint64_t> openSince() const override {
+        return cur_ ? std::optional<uint64_t>(cur_->line) : std::nullopt;
+    }
+
+  private:
+    std::optional<Evidence> cur_;  ///< the report in progress
+    std::string prefix_;           ///< its line prefix ("" when it had none)
+    int foreign_ = 0;
+
+    /// A header line `Invalid __global__|__shared__|__local__ read|write of size N`: flushes
+    /// the report in progress and opens a new one. False for any other line.
+    bool startReport(const LogLine& line, Sink& out) {
+        string_view t = line.text;
+        size_t p = t.find("Invalid __");
+        if (p == npos) return false;
+        string_view h = t.substr(p + 8);
+        size_t seg_end = h.find("__ ", 2);
+        if (seg_end == npos) return false;
+        string_view seg = h.substr(2, seg_end - 2);
+        if (seg != "global" && seg != "shared" && seg != "local") return false;
+        h.remove_prefix(seg_end + 3);
+        string_view access = text::startsWith(h, "read ")    ? "read"
+                             : text::startsWith(h, "write ") ? "write"
+                                                             : "";
+        if (access.empty() || !text::startsWith(h.substr(access.size()), " of size ")) return false;
+        auto size = text::parseGroupedDec(h.substr(access.size() + 9));
+        if (!size) return false;
+        flush(out);
+        Evidence e;
+        e.kind = Kind::SanitizerReport;
+        e.vendor = "nvidia";
+        e.access = std::string(access);
+        e.setAttr("segment", std::string(seg));
+        e.setAttr("access_size", std::to_string(*size));
+        e.line = line.line;
+        e.time = line.time;
+        e.rank = line.rank;
+        cur_ = std::move(e);
+        string_view before = text::trimRight(t.substr(0, p));
+        if (text::endsWith(before, kDefaultPrefix) || before.empty()) {
+            prefix_ = before.empty() ? "" : std::string(kDefaultPrefix);
+        } else {
+            size_t sp = before.find_last_of(" \t");
+            prefix_ = std::string(sp == npos ? before : before.substr(sp + 1));
+        }
+        foreign_ = 0;
+        appendRaw(line);
+        return true;
+    }
+
+    /// The text after the report's prefix, or nullopt when the line does not carry it.
+    std::optional<string_view> content(string_view t) const {
+        if (prefix_.empty()) return t;
+        for (size_t p = t.find(prefix_); p != npos; p = t.find(prefix_, p + 1)) {
+            size_t q = p + prefix_.size();
+            bool glued = p > 0 && t[p - 1] == prefix_.back();  // part of a longer `=====` run
+            if (!glued && (q == t.size() || t[q] == ' ' || t[q] == '\t')) {
+                return q < t.size() ? t.substr(q + 1) : string_view();
+            }
+        }
+        return std::nullopt;
+    }
+
+    void appendRaw(const LogLine& line) {
+        string_view r = line.raw.empty() ? line.text : line.raw;
+        std::string& raw = cur_->raw;
+        if (!raw.empty() && raw.size() < kMaxRaw) raw += '\n';
+        raw.append(r.substr(0, kMaxRaw - std::min(kMaxRaw, raw.size())));
+    }
+
+    void flush(Sink& out) {
+        if (cur_) out.evidence(std::move(*cur_));
+        cur_.reset();
+        foreign_ = 0;
+    }
 };
+
 }  // namespace
 
-std::unique_ptr<Matcher> makeSanitizerMatcher() { return std::make_unique<SanitizerMatcher>(); }
+std::unique_ptr<Matcher> makeSanitizerMatcher() {
+    return std::make_unique<SanitizerMatcher>();
+}
 
 }  // namespace gpufault

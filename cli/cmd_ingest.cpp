@@ -1,0 +1,101 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "ingest/ingest.h"
+#include "schema/store.h"
+
+namespace gpufault::cli {
+
+namespace {
+
+/// Every input must be readable before the store is touched.
+bool checkInputs(const std::vector<std::string>& files) {
+    bool ok = true;
+    for (const auto& f : files) {
+        if (f == "-") continue;
+        int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+        struct stat st {};
+        if (fd < 0) {
+            fmt::print(stderr, "gpufault: {}: {}\n", f, std::strerror(errno));
+            ok = false;
+            continue;
+        }
+        if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+            fmt::print(stderr, "gpufault: {}: is a directory\n", f);
+            ok = false;
+        }
+        ::close(fd);
+    }
+    return ok;
+}
+
+void progressBar(uint64_t done, uint64_t total) {
+    if (total == 0) return;
+    int pct = static_cast<int>(done * 100 / total);
+    int bars = pct / 4;
+    fmt::print(stderr, "\r[{:<25}] {:3}% {:.0f}/{:.0f} MiB", std::string(static_cast<size_t>(bars), '#'), pct,
+               static_cast<double>(done) / (1 << 20), static_cast<double>(total) / (1 << 20));
+    if (done >= total) fmt::print(stderr, "\n");
+}
+
+}  // namespace
+
+int cmdIngest(const Global& g, const std::vector<std::string>& files, int window, bool quiet) {
+    if (!checkInputs(files)) return 2;
+    std::error_code ec;
+    auto dir = std::filesystem::path(g.db).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    auto store = Store::open(g.db, Store::Mode::ReadWrite);
+    if (!store) {
+        fmt::print(stderr, "gpufault: {}\n", store.error().message);
+        fmt::print(stderr, "gpufault: cannot write the store {}; choose another with --db PATH\n", g.db);
+        return 2;
+    }
+    IngestOptions opt;
+    opt.dispatch_window = window;
+    bool tty = ::isatty(STDERR_FILENO);
+    int rc = 0;
+    for (const auto& f : files) {
+        struct stat st {};
+        bool big = f != "-" && ::stat(f.c_str(), &st) == 0 && st.st_size > (64 << 20);
+        opt.progress = (tty && big && !quiet) ? progressBar : std::function<void(uint64_t, uint64_t)>();
+        auto r = ingestFile(*store, f, opt);
+        if (!r) {
+            fmt::print(stderr, "gpufault: {}\n", r.error().message);
+            rc = 2;
+            break;
+        }
+        if (quiet) continue;
+        if (r->unchanged) {
+            fmt::print("{}: already ingested, unchanged\n", f);
+            continue;
+        }
+        uint64_t n = 0;
+        std::string kinds;
+        for (auto& [k, c] : r->evidence) {
+            n += c;
+            kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", c, k);
+        }
+        fmt::print("{}: {} lines{}, {} evidence{}{}, {} dispatches ({} kept), {} operands, {} warnings, {:.2f} s\n",
+                   f, r->lines, r->resumed ? " (resumed)" : "", n, kinds.empty() ? "" : " (",
+                   kinds.empty() ? "" : kinds + ")", r->dispatches, r->dispatch_rows, r->operands,
+                   r->warnings, r->seconds);
+    }
+    auto inc = recorrelate(*store);
+    if (!inc) {
+        fmt::print(stderr, "gpufault: correlation: {}\n", inc.error().message);
+        return 2;
+    }
+    if (!quiet) fmt::print("{} incidents in {}\n", *inc, g.db);
+    return rc;
+}
+
+}  // namespace gpufault::cli

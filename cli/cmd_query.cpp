@@ -1,0 +1,63 @@
+// `query`: one read-only SQL statement over the store.
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "cli/store_open.h"
+#include "schema/queries.h"
+
+namespace gpufault::cli {
+
+namespace {
+std::string csvCell(const std::optional<std::string>& v) {
+    if (!v) return "";
+    if (v->find_first_of(",\"\n\r") == std::string::npos) return *v;
+    std::string s = "\"";
+    for (char c : *v) s += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return s + "\"";
+}
+}  // namespace
+
+int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv) {
+    auto store = openForQuery(g);
+    if (!store) return 2;
+    auto t = runQuery(store->db(), sql);
+    if (!t) {
+        fmt::print(stderr, "gpufault: query: {}\n", t.error().message);
+        return 2;
+    }
+    if (json) {
+        for (size_t r = 0; r < t->rows.size(); ++r) {
+            nlohmann::json j = nlohmann::json::object();
+            for (size_t c = 0; c < t->columns.size(); ++c) {
+                const auto& v = t->rows[r][c];
+                int type = t->types[r][c];
+                if (!v) j[t->columns[c]] = nullptr;
+                else if (type == 1) j[t->columns[c]] = std::stoll(*v);
+                else if (type == 2) j[t->columns[c]] = std::stod(*v);
+                else j[t->columns[c]] = *v;
+            }
+            printJsonLine(stdout, j);
+        }
+        return 0;
+    }
+    if (csv) {
+        for (size_t c = 0; c < t->columns.size(); ++c) fmt::print("{}{}", c ? "," : "", csvCell(t->columns[c]));
+        fmt::print("\n");
+        for (auto& row : t->rows) {
+            for (size_t c = 0; c < row.size(); ++c) fmt::print("{}{}", c ? "," : "", csvCell(row[c]));
+            fmt::print("\n");
+        }
+        return 0;
+    }
+    TextTable out{t->columns, {}};
+    for (auto& row : t->rows) {
+        std::vector<std::string> cells;
+        for (auto& v : row) cells.push_back(v ? *v : "NULL");
+        out.rows.push_back(std::move(cells));
+    }
+    out.print(stdout);
+    return 0;
+}
+
+}  // namespace gpufault::cli

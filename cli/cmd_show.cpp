@@ -1,0 +1,181 @@
+// `show` (everything about one incident) and `report` (an upstream bug-report draft).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/incident_view.h"
+#include "cli/output.h"
+#include "cli/store_open.h"
+#include "collectors/common/text.h"
+
+namespace gpufault::cli {
+
+namespace {
+
+std::string alignmentText(uint64_t a) {
+    int tz = a == 0 ? 64 : __builtin_ctzll(a);
+    return fmt::format("2 MiB aligned: {} (low {} bits zero)", a % 0x200000 == 0 ? "yes" : "no", tz);
+}
+
+std::string distanceText(const DistanceRow& r) {
+    if (r.inside) return fmt::format("inside, {} from ptr", humanBytes(r.from_ptr));
+    if (r.distance < 0) return fmt::format("{} below ptr", humanBytes(r.distance));
+    return fmt::format("{} above end", humanBytes(r.distance));
+}
+
+TextTable operandTable(const std::vector<DistanceRow>& rows) {
+    TextTable t{{"OPERAND", "PTR", "END", "SIZE", "DISTANCE", "SAME 2MiB", "RANK", "WHERE"}, {}};
+    for (const auto& r : rows)
+        t.rows.push_back({r.op.o.name, addr16(r.op.o.ptr), addr16(r.op.o.end),
+                          humanBytes(static_cast<int64_t>(r.op.o.end - r.op.o.ptr)), distanceText(r),
+                          r.same_2mib ? "yes" : "no", orDash(r.rank_in_time),
+                          fmt::format("{}:{}", r.op.source, r.op.o.line)});
+    return t;
+}
+
+std::string firstLines(const std::string& raw, size_t n) {
+    std::string out;
+    size_t start = 0;
+    for (size_t i = 0; i < n && start < raw.size(); ++i) {
+        size_t e = raw.find('\n', start);
+        out += "      " + raw.substr(start, e == std::string::npos ? std::string::npos : e - start) + "\n";
+        if (e == std::string::npos) break;
+        start = e + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+int cmdShow(const Global& g, int64_t id, int dispatches) {
+    auto store = openForQuery(g);
+    if (!store) return 2;
+    bool missing = false;
+    auto v = loadIncident(store->db(), id, dispatches, missing);
+    if (!v) return missing ? 1 : 2;
+    const auto& i = v->incident;
+    fmt::print("Incident {}: {} ({} record{}: {})\n", i.id, i.kind, i.members, i.members == 1 ? "" : "s", i.kinds);
+    if (i.address) fmt::print("  address    {}  {}\n", addr16(*i.address), alignmentText(*i.address));
+    if (i.pid || i.process) fmt::print("  process    pid {} {}\n", orDash(i.pid), i.process.value_or(""));
+    if (i.reason) fmt::print("  reason     {}\n", *i.reason);
+    if (i.kernel) fmt::print("  kernel     {}\n", *i.kernel);
+    if (!v->dispatches.empty()) fmt::print("  last ShaderName  {}\n", v->dispatches.front().d.kernel);
+    fmt::print("  signature  {}\n\nEvidence\n", i.signature);
+    for (const auto& m : v->members) {
+        if (m.role != "member") continue;
+        const auto& e = m.ev.e;
+        fmt::print("  #{} {} {}:{}{}  [{}]\n", m.ev.id, kindName(e.kind), m.ev.source, e.line,
+                   e.address ? "  " + addr16(*e.address) : "", m.link);
+        fmt::print("{}", firstLines(e.raw, 12));
+    }
+    auto prim = primaryDistances(*v);
+    if (!prim.empty()) {
+        fmt::print("\nOperands by |distance| from {}\n", addr16(prim.front().address));
+        operandTable(prim).print(stdout);
+        auto byTime = prim;
+        std::stable_sort(byTime.begin(), byTime.end(), [](const DistanceRow& a, const DistanceRow& b) {
+            return a.rank_in_time.value_or(INT64_MAX) < b.rank_in_time.value_or(INT64_MAX);
+        });
+        fmt::print("\nOperands by time (last logged before the fault first)\n");
+        operandTable(byTime).print(stdout);
+    } else {
+        fmt::print("\nNo operands recorded for this process (see README: operand lines).\n");
+    }
+    if (!v->dispatches.empty()) {
+        fmt::print("\nLast dispatches (newest first)\n");
+        TextTable t{{"WHERE", "PID", "THREAD", "RUNTIME_US", "KERNEL"}, {}};
+        for (const auto& d : v->dispatches)
+            t.rows.push_back({fmt::format("{}:{}", d.source, d.d.line), orDash(d.d.pid),
+                              d.d.runtime_tid.empty() ? "-" : d.d.runtime_tid, orDash(d.d.time.runtime_us),
+                              d.d.kernel});
+        t.print(stdout);
+    }
+    bool ctx = false;
+    for (const auto& m : v->members) {
+        if (m.role != "context") continue;
+        if (!ctx) fmt::print("\nContext (resets, allocation failures)\n");
+        ctx = true;
+        fmt::print("  #{} {} {}:{}  [{}]\n", m.ev.id, kindName(m.ev.e.kind), m.ev.source, m.ev.e.line, m.link);
+        fmt::print("{}", firstLines(m.ev.e.raw, 3));
+    }
+    return 0;
+}
+
+int cmdReport(const Global& g, int64_t id, const std::string& format) {
+    auto store = openForQuery(g);
+    if (!store) return 2;
+    bool missing = false;
+    auto v = loadIncident(store->db(), id, 8, missing);
+    if (!v) return missing ? 1 : 2;
+    const auto& i = v->incident;
+    auto prim = primaryDistances(*v);
+    std::optional<std::string> lastKernel = i.kernel;
+    if (!v->dispatches.empty()) lastKernel = v->dispatches.front().d.kernel;
+    if (format == "json") {
+        nlohmann::json j;
+        j["incident"] = i.id;
+        j["kind"] = i.kind;
+        j["kinds"] = i.kinds;
+        j["vendor"] = i.vendor ? nlohmann::json(*i.vendor) : nlohmann::json(nullptr);
+        j["address"] = i.address ? nlohmann::json(text::hexAddr(*i.address)) : nlohmann::json(nullptr);
+        j["align_2mib"] = i.address ? nlohmann::json(*i.address % 0x200000 == 0) : nlohmann::json(nullptr);
+        j["reason"] = i.reason ? nlohmann::json(*i.reason) : nlohmann::json(nullptr);
+        j["kernel"] = lastKernel ? nlohmann::json(*lastKernel) : nlohmann::json(nullptr);
+        j["signature"] = i.signature;
+        j["evidence"] = nlohmann::json::array();
+        for (const auto& m : v->members) {
+            auto e = evidenceJson(m.ev);
+            e["role"] = m.role;
+            e["link"] = m.link;
+            j["evidence"].push_back(e);
+        }
+        j["operands"] = nlohmann::json::array();
+        for (const auto& r : prim)
+            j["operands"].push_back({{"name", r.op.o.name},
+                                     {"ptr", text::hexAddr(r.op.o.ptr)},
+                                     {"end", text::hexAddr(r.op.o.end)},
+                                     {"distance", r.distance},
+                                     {"from_ptr", r.from_ptr},
+                                     {"inside", r.inside},
+                                     {"same_2mib", r.same_2mib}});
+        printJsonLine(stdout, j);
+        return 0;
+    }
+    std::string vendor = i.vendor.value_or("GPU");
+    fmt::print("## {} memory access fault{}{}\n\n", vendor == "amd" ? "AMD GPU" : vendor == "nvidia" ? "NVIDIA GPU" : "GPU",
+               i.address ? " at " + addr16(*i.address) : "", i.reason ? " (" + *i.reason + ")" : "");
+    fmt::print("### Summary\n\n");
+    fmt::print("- Evidence: {} record(s): {}\n", i.members, i.kinds);
+    if (i.address) fmt::print("- Fault address: `{}`; {}\n", addr16(*i.address), alignmentText(*i.address));
+    if (i.pid || i.process) fmt::print("- Process: {} (pid {})\n", i.process.value_or("?"), orDash(i.pid));
+    if (i.reason) fmt::print("- Reason: {}\n", *i.reason);
+    fmt::print("- Signature: `{}`\n\n", i.signature);
+    fmt::print("### Faulting kernel\n\n");
+    if (lastKernel)
+        fmt::print("Last dispatched kernel before the fault: `{}`\n\n", *lastKernel);
+    else
+        fmt::print("No dispatch was logged before the fault (run with AMD_LOG_LEVEL=3 to record ShaderName lines).\n\n");
+    if (!prim.empty()) {
+        fmt::print("### Fault address vs. recorded operands\n\n");
+        fmt::print("| operand | ptr | end | size (bytes) | distance (bytes) | distance (GiB) | inside | same 2 MiB |\n");
+        fmt::print("|---|---|---|---:|---:|---:|---|---|\n");
+        for (const auto& r : prim) {
+            std::string where = r.inside ? "from ptr" : r.distance < 0 ? "below ptr" : "above end";
+            int64_t d = r.inside ? r.from_ptr : r.distance;
+            fmt::print("| {} | `{}` | `{}` | {} | {} {} | {:+.2f} | {} | {} |\n", r.op.o.name, addr16(r.op.o.ptr),
+                       addr16(r.op.o.end), r.op.o.end - r.op.o.ptr, d, where,
+                       static_cast<double>(d) / (1ull << 30), r.inside ? "yes" : "no", r.same_2mib ? "yes" : "no");
+        }
+        fmt::print("\n");
+    }
+    fmt::print("### Evidence\n\n");
+    for (const auto& m : v->members) {
+        fmt::print("`{}:{}` ({}{})\n\n```\n{}\n```\n\n", m.ev.source, m.ev.e.line, kindName(m.ev.e.kind),
+                   m.role == "context" ? ", context" : "", m.ev.e.raw);
+    }
+    fmt::print("_Drafted by gpufault from the records above; please add the ROCm/CUDA, driver and kernel versions._\n");
+    return 0;
+}
+
+}  // namespace gpufault::cli

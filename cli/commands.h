@@ -1,0 +1,34 @@
+// The gpufault subcommands. Each returns the process exit status: 0 done, 1 a check failed or
+// an id does not exist, 2 usage or input error.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpufault::cli {
+
+/// Options shared by all subcommands.
+struct Global {
+    std::string db;        ///< resolved store path
+    bool db_explicit = false;
+};
+
+/// --db, else $GPUFAULT_DB, else the system store /var/lib/gpufault/gpufault.db when it exists
+/// and is readable, else $XDG_DATA_HOME/gpufault/gpufault.db (~/.local/share/...).
+std::string resolveDbPath(const std::string& flag);
+
+int cmdIngest(const Global& g, const std::vector<std::string>& files, int window, bool quiet);
+int cmdEvents(const Global& g, bool json, const std::optional<std::string>& kind,
+              const std::optional<std::string>& source);
+int cmdIncidents(const Global& g, bool json);
+int cmdFaults(const Global& g, bool json);
+int cmdOperands(const Global& g, bool json);
+int cmdDispatches(const Global& g, bool json);
+int cmdKernels(const Global& g, bool json);
+int cmdShow(const Global& g, int64_t incident, int dispatches);
+int cmdReport(const Global& g, int64_t incident, const std::string& format);
+int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv);
+
+}  // namespace gpufault::cli

@@ -1,0 +1,59 @@
+#include "cli/incident_view.h"
+
+#include <fmt/format.h>
+
+#include "collectors/common/evidence_json.h"
+
+namespace gpufault::cli {
+
+nlohmann::json evidenceJson(const StoredEvidence& s) {
+    nlohmann::json j = toJson(s.e);
+    j["id"] = s.id;
+    j["source"] = s.source;
+    return j;
+}
+
+std::optional<IncidentView> loadIncident(db::Db& d, int64_t id, int dispatches, bool& missing) {
+    missing = false;
+    auto fail = [](const db::Error& e) {
+        fmt::print(stderr, "gpufault: {}\n", e.message);
+        return std::nullopt;
+    };
+    auto inc = queryIncidents(d, id);
+    if (!inc) return fail(inc.error());
+    if (inc->empty()) {
+        missing = true;
+        fmt::print(stderr, "gpufault: no incident {} (see `gpufault incidents`)\n", id);
+        return std::nullopt;
+    }
+    IncidentView v;
+    v.incident = inc->front();
+    auto m = queryIncidentMembers(d, id);
+    if (!m) return fail(m.error());
+    v.members = std::move(*m);
+    auto dist = queryIncidentDistances(d, id);
+    if (!dist) return fail(dist.error());
+    v.distances = std::move(*dist);
+    auto disp = queryIncidentDispatches(d, id, dispatches);
+    if (!disp) return fail(disp.error());
+    v.dispatches = std::move(*disp);
+    return v;
+}
+
+std::vector<DistanceRow> primaryDistances(const IncidentView& v) {
+    // The member whose address is the incident's address, preferring exact records.
+    std::optional<int64_t> primary;
+    for (const auto& m : v.members) {
+        if (m.role != "member" || !m.ev.e.address) continue;
+        if (v.incident.address && *m.ev.e.address == *v.incident.address) {
+            primary = m.ev.id;
+            break;
+        }
+    }
+    std::vector<DistanceRow> out;
+    for (const auto& r : v.distances)
+        if (!primary || r.evidence_id == *primary) out.push_back(r);
+    return out;
+}
+
+}  // namespace gpufault::cli

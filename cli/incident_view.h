@@ -1,0 +1,31 @@
+// Everything `show` and `report` print about one incident, loaded once from the store.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "schema/queries.h"
+
+namespace gpufault::cli {
+
+struct IncidentView {
+    IncidentRow incident;
+    std::vector<IncidentMemberRow> members;   ///< fault records, then context records
+    std::vector<DistanceRow> distances;       ///< sorted by |distance|
+    std::vector<DispatchRow> dispatches;      ///< newest first
+};
+
+/// Loads incident `id`; nullopt (and a message on stderr) when it does not exist or the store
+/// fails. `missing` is set when the id does not exist (exit 1 rather than 2).
+std::optional<IncidentView> loadIncident(db::Db& d, int64_t id, int dispatches, bool& missing);
+
+/// The evidence record as `events --json` prints it (id, source, contract fields).
+nlohmann::json evidenceJson(const StoredEvidence& s);
+
+/// Distances of the incident's most exact fault record only (one row per operand).
+std::vector<DistanceRow> primaryDistances(const IncidentView& v);
+
+}  // namespace gpufault::cli

@@ -1,0 +1,78 @@
+// gpufault: triage GPU memory-access faults from kernel logs, runtime logs and cores.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+    using namespace gpufault::cli;
+    CLI::App app{"gpufault: crash forensics for GPU memory-access faults", "gpufault"};
+    app.require_subcommand(1);
+    std::string dbFlag;
+    app.add_option("--db", dbFlag, "store path (else $GPUFAULT_DB, the system store, or the XDG data dir)");
+
+    std::vector<std::string> files;
+    int window = 64;
+    bool quiet = false;
+    auto* ingest = app.add_subcommand("ingest", "read logs (kernel, runtime, sanitizer, container) into the store");
+    ingest->add_option("files", files, "files to read, - for stdin")->required();
+    ingest->add_option("--window", window, "dispatches kept per thread before a fault")->check(CLI::Range(1, 100000));
+    ingest->add_flag("-q,--quiet", quiet, "no summary");
+
+    bool json = false, csv = false;
+    std::optional<std::string> kind, source;
+    auto* events = app.add_subcommand("events", "list evidence records (docs/evidence.md)");
+    events->add_flag("--json", json, "JSON Lines");
+    events->add_option("--kind", kind, "only this kind");
+    events->add_option("--source", source, "only this source path");
+
+    auto* incidents = app.add_subcommand("incidents", "list incidents");
+    incidents->add_flag("--json", json, "JSON Lines");
+    auto* faults = app.add_subcommand("faults", "fault addresses: alignment, nearest operand, last kernel");
+    faults->add_flag("--json", json, "JSON Lines");
+    auto* operands = app.add_subcommand("operands", "recorded buffers");
+    operands->add_flag("--json", json, "JSON Lines");
+    auto* dispatches = app.add_subcommand("dispatches", "dispatch rows kept before faults");
+    dispatches->add_flag("--json", json, "JSON Lines");
+    auto* kernels = app.add_subcommand("kernels", "dispatch counts per kernel and process");
+    kernels->add_flag("--json", json, "JSON Lines");
+
+    int64_t incident = 0;
+    int lastN = 16;
+    auto* show = app.add_subcommand("show", "everything about one incident");
+    show->add_option("incident", incident, "incident id")->required();
+    show->add_option("--dispatches", lastN, "last dispatches to print")->check(CLI::Range(0, 100000));
+
+    std::string format = "md";
+    auto* report = app.add_subcommand("report", "an upstream bug-report draft for one incident");
+    report->add_option("incident", incident, "incident id")->required();
+    report->add_option("--format", format, "md or json")->check(CLI::IsMember({"md", "json"}));
+
+    std::string sql;
+    auto* query = app.add_subcommand("query", "run one read-only SQL statement on the store");
+    query->add_option("sql", sql, "SQL")->required();
+    query->add_flag("--json", json, "JSON Lines");
+    query->add_flag("--csv", csv, "CSV");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        int rc = app.exit(e);
+        return rc == 0 ? 0 : 2;
+    }
+    Global g;
+    g.db_explicit = !dbFlag.empty();
+    g.db = resolveDbPath(dbFlag);
+    if (*ingest) return cmdIngest(g, files, window, quiet);
+    if (*events) return cmdEvents(g, json, kind, source);
+    if (*incidents) return cmdIncidents(g, json);
+    if (*faults) return cmdFaults(g, json);
+    if (*operands) return cmdOperands(g, json);
+    if (*dispatches) return cmdDispatches(g, json);
+    if (*kernels) return cmdKernels(g, json);
+    if (*show) return cmdShow(g, incident, lastN);
+    if (*report) return cmdReport(g, incident, format);
+    if (*query) return cmdQuery(g, sql, json, csv);
+    return 2;
+}

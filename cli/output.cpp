@@ -1,0 +1,73 @@
+#include "cli/output.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace gpufault::cli {
+
+namespace {
+size_t displayWidth(const std::string& s) {
+    size_t w = 0;
+    for (unsigned char c : s)
+        if ((c & 0xC0) != 0x80) ++w;  // count UTF-8 lead bytes
+    return w;
+}
+}  // namespace
+
+void TextTable::print(std::FILE* out) const {
+    bool tty = ::isatty(::fileno(out));
+    if (!tty) {
+        auto line = [&](const std::vector<std::string>& cells) {
+            for (size_t i = 0; i < cells.size(); ++i) fmt::print(out, "{}{}", i ? "\t" : "", cells[i]);
+            fmt::print(out, "\n");
+        };
+        line(header);
+        for (auto& r : rows) line(r);
+        return;
+    }
+    std::vector<size_t> w(header.size(), 0);
+    for (size_t i = 0; i < header.size(); ++i) w[i] = displayWidth(header[i]);
+    for (auto& r : rows)
+        for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], displayWidth(r[i]));
+    auto line = [&](const std::vector<std::string>& cells) {
+        std::string s;
+        for (size_t i = 0; i < cells.size(); ++i) {
+            s += cells[i];
+            if (i + 1 < cells.size()) s += std::string(w[i] - displayWidth(cells[i]) + 2, ' ');
+        }
+        fmt::print(out, "{}\n", s);
+    };
+    line(header);
+    for (auto& r : rows) line(r);
+}
+
+void printJsonLine(std::FILE* out, const nlohmann::json& j) {
+    fmt::print(out, "{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+std::string addr16(uint64_t a) { return fmt::format("0x{:016x}", a); }
+
+std::string humanBytes(int64_t b) {
+    uint64_t mag = b < 0 ? static_cast<uint64_t>(-(b + 1)) + 1 : static_cast<uint64_t>(b);
+    std::string digits = std::to_string(mag), grouped;
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i && (digits.size() - i) % 3 == 0) grouped += ',';
+        grouped += digits[i];
+    }
+    std::string sign = b < 0 ? "-" : (b > 0 ? "+" : "");
+    double d = static_cast<double>(mag);
+    std::string unit;
+    if (mag >= (1ull << 30)) unit = fmt::format(" ({}{:.2f} GiB)", sign, d / (1ull << 30));
+    else if (mag >= (1ull << 20)) unit = fmt::format(" ({}{:.2f} MiB)", sign, d / (1ull << 20));
+    else if (mag >= (1ull << 10)) unit = fmt::format(" ({}{:.2f} KiB)", sign, d / (1ull << 10));
+    return fmt::format("{}{} B{}", sign, grouped, unit);
+}
+
+std::string orDash(const std::optional<std::string>& s) { return s ? *s : "-"; }
+std::string orDash(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "-"; }
+
+}  // namespace gpufault::cli

@@ -1,0 +1,31 @@
+// Output helpers for the CLI: aligned tables on a TTY, tab-separated otherwise, JSON Lines.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpufault::cli {
+
+/// A table printed aligned when stdout is a terminal, tab-separated otherwise.
+struct TextTable {
+    std::vector<std::string> header;
+    std::vector<std::vector<std::string>> rows;
+    void print(std::FILE* out) const;
+};
+
+/// One JSON value per line; invalid UTF-8 in strings is replaced, never thrown.
+void printJsonLine(std::FILE* out, const nlohmann::json& j);
+/// `0x` + 16 hex digits.
+std::string addr16(uint64_t a);
+/// Bytes with sign and digit grouping, plus GiB/MiB/KiB: `-4,381,900,800 B (-4.08 GiB)`.
+std::string humanBytes(int64_t b);
+/// `-` for null.
+std::string orDash(const std::optional<std::string>& s);
+std::string orDash(const std::optional<int64_t>& v);
+
+}  // namespace gpufault::cli

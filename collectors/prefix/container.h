@@ -1,0 +1,62 @@
+// Container and wrapper prefixes: Docker json-file and other JSON-wrapped lines, CRI log lines,
+// docker compose `svc-1  | ` prefixes (FORMATS.md §9.4).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "collectors/common/log_line.h"
+
+namespace gpufault::prefix {
+
+/// A CRI log line header `<RFC3339Nano> <stdout|stderr> <P|F>[:tags] ` (containerd
+/// internal/cri/io/logger.go writeLineBuffer(), kubelet parseCRILog()).
+struct CriHeader {
+    size_t content_offset = 0;        ///< where the content starts
+    bool partial = false;             ///< `P`: the logical line continues in the stream's next record
+    bool is_stderr = false;
+    std::optional<std::string> wall;  ///< the stamp to the second, zone dropped
+};
+
+/// nullopt when `line` is not a CRI record.
+std::optional<CriHeader> parseCriHeader(std::string_view line);
+
+/// The payload of a JSON-wrapped line.
+struct JsonPayload {
+    std::string text;  ///< the text field, JSON-decoded; may hold several `\n`-separated lines
+    std::optional<std::string> wall;
+    std::optional<double> kernel_s;
+    Origin origin = Origin::Unknown;
+    std::string ident;
+    std::optional<int64_t> ident_pid;
+};
+
+/// A line holding one JSON object (leading blanks and a trailing `,` allowed) whose string field
+/// `log` (Docker json-file, moby jsonfilelog marshalMessage()), `MESSAGE` (journalctl -o json),
+/// `message`, `msg` (also util-linux dmesg -J records) or `data` holds the text. Docker's `time`
+/// gives `wall`; journald's `SYSLOG_IDENTIFIER`/`_PID`/`_TRANSPORT`/`_SOURCE_MONOTONIC_TIMESTAMP`/
+/// `__REALTIME_TIMESTAMP` and dmesg -J's numeric `time`/`pri` give ident, origin and time.
+/// False when the line is not such an object (then it is plain text).
+bool parseJsonLine(std::string_view line, JsonPayload& out);
+
+/// `docker compose logs`/`up` prefixes `%-*s | ` (docker/compose cmd/formatter/logs.go), stripped
+/// only once the stream is known to be a compose capture: a prefix whose name ends in the replica
+/// index (`svc-1`, `proj-svc-1`, v1 `proj_svc_1`), or two consecutive padded prefixes (≥ 2
+/// spaces before the `|`) with the `|` in the same column, within the first kDetectLines lines. Before that nothing is stripped, so a runtime
+/// line holding ` | ` (hip_memory.cpp `| free :%zu | total :%zu`) keeps its text.
+class ComposePrefix {
+public:
+    static constexpr unsigned kDetectLines = 64;
+    /// Bytes of `line` to strip (0: none).
+    size_t strip(std::string_view line);
+
+private:
+    bool on_ = false;
+    size_t weak_col_ = 0;
+    unsigned lines_ = 0;
+};
+
+}  // namespace gpufault::prefix

@@ -1,0 +1,95 @@
+// Line endings, reply quotes, logger stamps and `[rankN]:` (see program_prefix.h).
+#include "collectors/prefix/program_prefix.h"
+
+#include <cstring>
+
+#include "collectors/prefix/scan.h"
+#include "collectors/prefix/timestamp.h"
+
+namespace gpufault::prefix {
+
+namespace {
+
+/// `YYYY-MM-DDTHH:MM:SS.ffffff - ` (no zone) at the start of `s`: its length, or 0.
+size_t loggerStampAt(std::string_view s) {
+    if (s.size() < 22 || !isDigit(s[0])) return 0;
+    auto st = scanIsoStamp(s);
+    if (!st || st->zone || st->frac_digits == 0) return 0;
+    if (s.substr(st->len, 3) != " - ") return 0;
+    return st->len + 3;
+}
+
+}  // namespace
+
+std::string_view trimLineEnd(std::string_view s) {
+    for (;;) {
+        size_t n = s.size();
+        while (n > 0 && (s[n - 1] == '\r' || s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+            --n;
+        s = s.substr(0, n);
+        if (!s.ends_with("^M")) return s;
+        s.remove_suffix(2);
+    }
+}
+
+std::string_view afterCarriageReturn(std::string_view s) {
+    if (s.empty()) return s;
+    const void* hit = memrchr(s.data(), '\r', s.size());
+    if (!hit) return s;
+    size_t pos = static_cast<size_t>(static_cast<const char*>(hit) - s.data());
+    return s.substr(pos + 1);
+}
+
+std::string_view stripReplyQuotes(std::string_view s) {
+    while (!s.empty() && s[0] == '>') {
+        if (s.size() == 1) return {};
+        if (s[1] != ' ') break;
+        s.remove_prefix(2);
+    }
+    return s;
+}
+
+size_t loggerStampsLength(std::string_view s) {
+    size_t total = 0;
+    while (size_t n = loggerStampAt(s.substr(total))) total += n;
+    return total;
+}
+
+bool removeGluedLoggerStamps(std::string_view s, std::string& out) {
+    // Candidates: a digit run starting `20` followed by the `YYYY-MM-DDT` shape.
+    size_t pos = 0, copied = 0;
+    bool any = false;
+    while ((pos = s.find("20", pos)) != std::string_view::npos) {
+        size_t n = loggerStampAt(s.substr(pos));
+        if (n == 0) {
+            ++pos;
+            continue;
+        }
+        if (!any) out.clear();
+        any = true;
+        out.append(s.substr(copied, pos - copied));
+        pos += n;
+        copied = pos;
+    }
+    if (any) out.append(s.substr(copied));
+    return any;
+}
+
+size_t containerStampLength(std::string_view s, std::optional<std::string>& wall) {
+    if (s.size() < 21 || !isDigit(s[0])) return 0;
+    auto st = scanIsoStamp(s);
+    if (!st || st->sep != 'T' || !st->zone || s.size() <= st->len || s[st->len] != ' ') return 0;
+    wall = formatWall(st->t);
+    return st->len + 1;
+}
+
+std::optional<int64_t> parseRankPrefix(std::string_view s, size_t* len) {
+    Cursor c{s};
+    int64_t rank = 0;
+    if (!c.eat("[rank") || !c.number(rank, 1, 7) || !c.eat("]:")) return std::nullopt;
+    c.eat(' ');
+    if (len) *len = c.i;
+    return rank;
+}
+
+}  // namespace gpufault::prefix

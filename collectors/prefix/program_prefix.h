@@ -1,0 +1,40 @@
+// Line endings, reply quotes and the prefixes programs and loggers put before their own output.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gpufault::prefix {
+
+/// `s` without its line ending: trailing CR (CRLF files), literal two-character `^M` (copies of
+/// terminal/editor output) and trailing blanks, in any mix.
+std::string_view trimLineEnd(std::string_view s);
+
+/// The text after the last carriage return of an end-trimmed line: a progress bar redrawn with
+/// `\r` (tqdm, pip) leaves its frames in front of the message printed after it.
+std::string_view afterCarriageReturn(std::string_view s);
+
+/// Removes e-mail/Markdown reply quoting `> ` (repeated `> > `); a line that is only `>` gives "".
+std::string_view stripReplyQuotes(std::string_view s);
+
+/// Bytes of leading logger stamps `2025-12-21T05:01:45.677513 - ` (ComfyUI's stdout/stderr
+/// interceptor prefixes every write, so they repeat: `STAMP - STAMP -   File …`). 0 if none.
+size_t loggerStampsLength(std::string_view s);
+
+/// Copies `s` without the logger stamps glued inside it (`Exception in thread STAMP - Thread-5`);
+/// false (out untouched) when there are none.
+bool removeGluedLoggerStamps(std::string_view s, std::string& out);
+
+/// `docker logs -t` / `docker compose logs -t`: an RFC 3339 stamp with zone and a space.
+/// Returns its length (with the space) and fills `wall`; 0 when absent.
+size_t containerStampLength(std::string_view s, std::optional<std::string>& wall);
+
+/// `[rankN]:` (PyTorch distributed, torchrun `--tee`/`--redirects` and c10d log prefixes,
+/// optionally followed by a glog `[E610 …]` block that stays in the text). Returns N and sets
+/// `*len` to the prefix length with one following space.
+std::optional<int64_t> parseRankPrefix(std::string_view s, size_t* len);
+
+}  // namespace gpufault::prefix

@@ -1,0 +1,46 @@
+// Calendar stamps shared by the prefix parsers: ISO 8601/RFC 3339 scanning, localized month names,
+// the `wall` string of TimeInfo.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gpufault::prefix {
+
+/// A calendar time as printed. `year` 0 = not printed, `month` 0 = not recognised.
+struct CivilTime {
+    int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+};
+
+/// TimeInfo::wall for `t`: `YYYY-MM-DDTHH:MM:SS`, or `MM-DDTHH:MM:SS` when no year was printed
+/// (journald `short`, RFC 3164 syslog). nullopt when the month is unknown or a field is invalid.
+std::optional<std::string> formatWall(const CivilTime& t);
+
+/// Month 1–12 of an abbreviated or full month name as strftime `%b` prints it in English and
+/// common glibc locales (de, fr, es, it, pt, nl, sv/da/no, pl, cs, hu, ro, tr, fi, ru, uk; any
+/// case; a trailing `.` is ignored), or `9月`/`9월` (CJK). 0 when not recognised.
+int monthFromName(std::string_view token);
+
+/// An ISO 8601 / RFC 3339 stamp at the start of a line: `YYYY-MM-DD[T ]HH:MM:SS[.,]f…` with an
+/// optional zone `Z` / `±HH:MM` / `±HHMM` (Go RFC3339Nano, rsyslog date-rfc3339, journald
+/// short-iso, util-linux `--time-format iso`).
+struct IsoStamp {
+    CivilTime t;
+    size_t len = 0;        ///< bytes of the stamp
+    char sep = 'T';        ///< the date/time separator: 'T' or ' '
+    int frac_digits = 0;   ///< digits after the seconds (0: none)
+    char frac_sep = 0;     ///< '.' or ',' (0: no fraction)
+    bool zone = false;     ///< a zone follows
+    bool zone_z = false;   ///< the zone is `Z`
+};
+
+/// Scans an ISO stamp at the start of `s` (`allow_space`: also `YYYY-MM-DD HH:MM:SS`).
+std::optional<IsoStamp> scanIsoStamp(std::string_view s, bool allow_space = false);
+
+/// The UTC calendar time of `secs` seconds since the Unix epoch (journald `short-unix`).
+CivilTime civilFromEpoch(int64_t secs);
+
+}  // namespace gpufault::prefix

@@ -1,0 +1,144 @@
+#include "collectors/runtime_log/error_names.h"
+
+#include <array>
+
+namespace gpufault::errnames {
+
+namespace {
+
+struct Entry {
+    long code;
+    std::string_view name;
+    std::string_view text;
+};
+
+// FORMATS.md §9.6 (ROCm/clr hipamd/src/hip_error.cpp).
+constexpr std::array<Entry, 26> kHip{{
+    {1, "hipErrorInvalidValue", "invalid argument"},
+    {2, "hipErrorOutOfMemory", "out of memory"},
+    {35, "hipErrorInsufficientDriver", "driver version is insufficient for runtime version"},
+    {98, "hipErrorInvalidDeviceFunction", "invalid device function"},
+    {100, "hipErrorNoDevice", "no ROCm-capable device is detected"},
+    {200, "hipErrorInvalidImage", "device kernel image is invalid"},
+    {209, "hipErrorNoBinaryForGpu", "no kernel image is available for execution on the device"},
+    {214, "hipErrorECCNotCorrectable", "uncorrectable ECC error encountered"},
+    {218, "hipErrorInvalidKernelFile", "invalid kernel file"},
+    {303, "hipErrorSharedObjectInitFailed", "shared object initialization failed"},
+    {304, "hipErrorOperatingSystem", "OS call failed or operation not supported on this OS"},
+    {400, "hipErrorInvalidHandle", "invalid resource handle"},
+    {401, "hipErrorIllegalState", "the operation cannot be performed in the present state"},
+    {500, "hipErrorNotFound", "named symbol not found"},
+    {600, "hipErrorNotReady", "device not ready"},
+    {700, "hipErrorIllegalAddress", "an illegal memory access was encountered"},
+    {701, "hipErrorLaunchOutOfResources", "too many resources requested for launch"},
+    {702, "hipErrorLaunchTimeOut", "the launch timed out and was terminated"},
+    {704, "hipErrorPeerAccessAlreadyEnabled", "peer access is already enabled"},
+    {709, "hipErrorContextIsDestroyed", "context is destroyed"},
+    {710, "hipErrorAssert", "device-side assert triggered"},
+    {719, "hipErrorLaunchFailure", "unspecified launch failure"},
+    {801, "hipErrorNotSupported", "operation not supported"},
+    {999, "hipErrorUnknown", "unknown error"},
+    {1052, "hipErrorRuntimeMemory", "runtime memory call returned error"},
+    {1053, "hipErrorRuntimeOther", "runtime call other than memory returned error"},
+}};
+
+// FORMATS.md §9.5 (driver_types.h numbers; cudaGetErrorString texts).
+constexpr std::array<Entry, 28> kCuda{{
+    {1, "cudaErrorInvalidValue", "invalid argument"},
+    {2, "cudaErrorMemoryAllocation", "out of memory"},
+    {46, "cudaErrorDevicesUnavailable", "CUDA-capable device(s) is/are busy or unavailable"},
+    {98, "cudaErrorInvalidDeviceFunction", "invalid device function"},
+    {200, "cudaErrorInvalidKernelImage", "device kernel image is invalid"},
+    {209,
+     "cudaErrorNoKernelImageForDevice",
+     "no kernel image is available for execution on the device"},
+    {214, "cudaErrorECCUncorrectable", "uncorrectable ECC error encountered"},
+    {218, "cudaErrorInvalidPtx", "a PTX JIT compilation failed"},
+    {220,
+     "cudaErrorNvlinkUncorrectable",
+     "uncorrectable NVLink error detected during the execution"},
+    {222,
+     "cudaErrorUnsupportedPtxVersion",
+     "the provided PTX was compiled with an unsupported toolchain."},
+    {304, "cudaErrorOperatingSystem", "OS call failed or operation not supported on this OS"},
+    {400, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {401, "cudaErrorIllegalState", "the operation cannot be performed in the present state"},
+    {600, "cudaErrorNotReady", "device not ready"},
+    {700, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
+    {701, "cudaErrorLaunchOutOfResources", "too many resources requested for launch"},
+    {702, "cudaErrorLaunchTimeout", "the launch timed out and was terminated"},
+    {709, "cudaErrorContextIsDestroyed", "context is destroyed"},
+    {710, "cudaErrorAssert", "device-side assert triggered"},
+    {714, "cudaErrorHardwareStackError", "hardware stack error"},
+    {715, "cudaErrorIllegalInstruction", "an illegal instruction was encountered"},
+    {716, "cudaErrorMisalignedAddress", "misaligned address"},
+    {717, "cudaErrorInvalidAddressSpace", "operation not supported on global/shared address space"},
+    {718, "cudaErrorInvalidPc", "invalid program counter"},
+    {719, "cudaErrorLaunchFailure", "unspecified launch failure"},
+    {720, "cudaErrorCooperativeLaunchTooLarge", "too many blocks in cooperative launch"},
+    {801, "cudaErrorNotSupported", "operation not supported"},
+    {999, "cudaErrorUnknown", "unknown error"},
+}};
+
+template <size_t N>
+std::optional<std::string_view> byText(const std::array<Entry, N>& table, std::string_view text) {
+    const Entry* best = nullptr;
+    for (auto& e : table) {
+        if (text.substr(0, e.text.size()) != e.text) continue;
+        // Word boundary: the string must not run on into a longer word.
+        char next = text.size() > e.text.size() ? text[e.text.size()] : ' ';
+        bool boundary = !((next >= 'a' && next <= 'z') || (next >= 'A' && next <= 'Z') ||
+                          (next >= '0' && next <= '9') || next == '_');
+        if (boundary && (!best || e.text.size() > best->text.size())) best = &e;
+    }
+    if (!best) return std::nullopt;
+    return best->name;
+}
+
+template <size_t N>
+std::optional<std::string_view> byCode(const std::array<Entry, N>& table, long code) {
+    for (auto& e : table)
+        if (e.code == code) return e.name;
+    return std::nullopt;
+}
+
+bool endsWith(std::string_view s, std::string_view p) {
+    return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+}  // namespace
+
+std::optional<std::string_view> nameForText(std::string_view text, bool hip) {
+    auto n = hip ? byText(kHip, text) : byText(kCuda, text);
+    return n ? n : (hip ? byText(kCuda, text) : byText(kHip, text));
+}
+
+std::optional<std::string_view> nameForCode(long code, bool hip) {
+    return hip ? byCode(kHip, code) : byCode(kCuda, code);
+}
+
+bool isBenign(std::string_view n) {
+    return n == "hipSuccess" || n == "cudaSuccess" || n == "CUDA_SUCCESS" ||
+           endsWith(n, "ErrorNotReady") || endsWith(n, "ErrorPeerAccessAlreadyEnabled") ||
+           endsWith(n, "ErrorPeerAccessNotEnabled") ||
+           endsWith(n, "ErrorHostMemoryAlreadyRegistered") ||
+           endsWith(n, "ErrorHostMemoryNotRegistered") || n == "CUDA_ERROR_NOT_READY" ||
+           n == "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED" ||
+           n == "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED" ||
+           n == "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED" ||
+           n == "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED";
+}
+
+bool isMissingCodeObject(std::string_view n) {
+    return n == "hipErrorNoBinaryForGpu" || n == "cudaErrorNoKernelImageForDevice" ||
+           n == "CUDA_ERROR_NO_BINARY_FOR_GPU" || n == "hipErrorInvalidDeviceFunction" ||
+           n == "cudaErrorInvalidDeviceFunction";
+}
+
+const char* vendorOfName(std::string_view n) {
+    if (n.starts_with("hip") || n.starts_with("HSA_")) return "amd";
+    if (n.starts_with("cuda") || n.starts_with("CUDA_")) return "nvidia";
+    return nullptr;
+}
+
+}  // namespace gpufault::errnames

@@ -1,0 +1,27 @@
+// HIP and CUDA error names, numbers and strings (FORMATS.md §9.5 CUDA table, §9.6 HIP table:
+// hipGetErrorName/hipGetErrorString of ROCm/clr hip_error.cpp, cudaGetErrorName/String).
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace gpufault::errnames {
+
+/// The runtime name whose error string starts `text` (longest match, at a word boundary):
+/// `an illegal memory access was encountered` → `hipErrorIllegalAddress` (hip) or
+/// `cudaErrorIllegalAddress` (!hip). Falls back to the other vendor's table. nullopt if none.
+std::optional<std::string_view> nameForText(std::string_view text, bool hip);
+/// The name for an error number (`719` → `cudaErrorLaunchFailure` / `hipErrorLaunchFailure`).
+std::optional<std::string_view> nameForCode(long code, bool hip);
+/// Statuses that programs poll for and that are never evidence (EVIDENCE.md "Benign statuses"):
+/// `hipErrorNotReady`, `cudaErrorNotReady`, `…PeerAccessAlreadyEnabled`, `…PeerAccessNotEnabled`,
+/// `…HostMemoryAlreadyRegistered`/`NotRegistered`, `hipSuccess`/`cudaSuccess`, and CUDA_ERROR_
+/// forms.
+bool isBenign(std::string_view name);
+/// Names that mean "no code object for this GPU": hipErrorNoBinaryForGpu,
+/// cudaErrorNoKernelImageForDevice, CUDA_ERROR_NO_BINARY_FOR_GPU, …InvalidDeviceFunction.
+bool isMissingCodeObject(std::string_view name);
+/// "amd" for `hip…`/`HSA_…` names, "nvidia" for `cuda…`/`CUDA_ERROR_…`, nullptr otherwise.
+const char* vendorOfName(std::string_view name);
+
+}  // namespace gpufault::errnames

@@ -1,0 +1,144 @@
+#include "collectors/runtime_log/runtime_common.h"
+
+#include <algorithm>
+
+#include "collectors/common/text.h"
+#include "collectors/runtime_log/amd_log_prefix.h"
+
+namespace gpufault::rt {
+
+namespace {
+
+constexpr size_t kMaxRaw = 4096;
+constexpr size_t kPrefixSearch = 512;
+
+AmdFields fromPrefix(std::string_view s, const AmdLogPrefix& p) {
+    AmdFields f;
+    f.present = true;
+    f.pid = p.pid;
+    f.runtime_tid = p.runtime_tid;
+    f.runtime_us = p.runtime_us;
+    f.message = s.substr(p.message_offset);
+    return f;
+}
+
+bool sameKey(const Evidence& a, const Evidence& b) {
+    return a.kind == b.kind && a.reason == b.reason && a.pid == b.pid && a.rank == b.rank &&
+           a.vendor == b.vendor && a.kernel == b.kernel && a.attr("target") == b.attr("target") &&
+           (a.reason ||
+            (a.attr("code") == b.attr("code") && a.attr("message") == b.attr("message")));
+}
+
+}  // namespace
+
+AmdFields amdFieldsAtStart(const LogLine& l) {
+    if (l.amd_level) {
+        AmdFields f;
+        f.present = true;
+        f.pid = l.log_pid;
+        f.runtime_tid = l.runtime_tid;
+        f.runtime_us = l.time.runtime_us;
+        f.message = l.text;
+        return f;
+    }
+    // Only a line that starts like `:N:` (or `N:` with the colon lost) can carry the prefix.
+    std::string_view t = text::trimLeft(l.text);
+    if (t.size() > 2 && (t[0] == ':' || (t[0] >= '0' && t[0] <= '9' && t[1] == ':'))) {
+        if (auto p = parseAmdLogPrefix(l.text)) return fromPrefix(l.text, *p);
+    }
+    AmdFields f;
+    f.message = l.text;
+    return f;
+}
+
+AmdFields amdFieldsAnywhere(const LogLine& l) {
+    AmdFields f = amdFieldsAtStart(l);
+    if (f.present) return f;
+    std::string_view t = l.text.substr(0, std::min(l.text.size(), kPrefixSearch));
+    for (size_t i = t.find(':', 1); i != std::string_view::npos; i = t.find(':', i + 1)) {
+        if (i + 2 >= t.size() || t[i + 1] < '0' || t[i + 1] > '9' || t[i + 2] != ':') continue;
+        std::string_view rest = l.text.substr(i);
+        if (auto p = parseAmdLogPrefix(rest); p && p->runtime_us) return fromPrefix(rest, *p);
+    }
+    return f;
+}
+
+std::optional<int64_t> rankOf(const LogLine& l) {
+    if (l.rank) return l.rank;
+    for (std::string_view key : {std::string_view("[rank"), std::string_view(" Rank ")}) {
+        size_t i = l.text.find(key);
+        if (i == std::string_view::npos) continue;
+        size_t n = 0;
+        auto v = text::parseDec(l.text.substr(i + key.size()), &n);
+        if (!v || *v < 0) continue;
+        size_t end = i + key.size() + n;
+        if (key[0] == '[' && l.text.substr(end, 2) == "]:") return v;
+        if (key[0] == ' ' && l.text.substr(end, 1) == "]") return v;
+    }
+    return std::nullopt;
+}
+
+Evidence baseEvidence(Kind kind, const LogLine& l, const AmdFields& amd, const char* vendor) {
+    Evidence e;
+    e.kind = kind;
+    if (vendor) e.vendor = vendor;
+    e.line = l.line;
+    e.time = l.time;
+    if (!e.time.runtime_us && amd.runtime_us) e.time.runtime_us = amd.runtime_us;
+    e.rank = rankOf(l);
+    e.raw = std::string(l.raw.substr(0, std::min(l.raw.size(), kMaxRaw)));
+    if (amd.present) {
+        e.pid = amd.pid;
+        if (!amd.runtime_tid.empty()) e.runtime_tid = std::string(amd.runtime_tid);
+    }
+    return e;
+}
+
+void appendRaw(std::string& raw, std::string_view more) {
+    if (raw.size() + 1 >= kMaxRaw) return;
+    raw += '\n';
+    raw.append(more.substr(0, std::min(more.size(), kMaxRaw - raw.size())));
+}
+
+Evidence* Folder::add(Evidence&& e, Sink& out) {
+    for (auto& h : held_) {
+        if (sameKey(h, e)) {
+            ++h.count;
+            return &h;
+        }
+    }
+    held_.reserve(kMax);  // pointers handed out stay valid
+    if (held_.size() >= kMax) {
+        out.evidence(std::move(e));
+        return nullptr;
+    }
+    held_.push_back(std::move(e));
+    return &held_.back();
+}
+
+void Folder::flush(Sink& out) {
+    std::stable_sort(held_.begin(), held_.end(), [](const Evidence& a, const Evidence& b) {
+        return a.line < b.line;
+    });
+    for (auto& e : held_) out.evidence(std::move(e));
+    held_.clear();
+}
+
+std::optional<uint64_t> Folder::firstLine() const {
+    std::optional<uint64_t> first;
+    for (auto& e : held_)
+        if (!first || e.line < *first) first = e.line;
+    return first;
+}
+
+bool isIdentChar(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+std::string_view identAt(std::string_view s, size_t i) {
+    size_t j = i;
+    while (j < s.size() && isIdentChar(s[j])) ++j;
+    return s.substr(i, j - i);
+}
+
+}  // namespace gpufault::rt

@@ -1,0 +1,66 @@
+// Helpers shared by the runtime-log matchers: AMD log fields of a line, record skeletons,
+// `[rankN]:` fallback and folding of repeated identical errors. Internal to runtime_log/.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectors/common/log_line.h"
+
+namespace gpufault::rt {
+
+/// The AMD_LOG_LEVEL fields of one line, from the line decoder when it set them (amd_level),
+/// else parsed from `text` here.
+struct AmdFields {
+    bool present = false;               ///< the line carries an AMD log prefix
+    std::optional<int64_t> pid;         ///< `[pid:N ..]` / `N : [tid:..]`; nullopt when absent
+    std::string_view runtime_tid;       ///< `0x...`, "" when absent
+    std::optional<int64_t> runtime_us;  ///< the prefix stamp
+    std::string_view message;           ///< text after the prefix (all of `text` when absent)
+};
+
+/// AMD fields when the prefix is at the start of `text` (or the decoder removed it). Cheap.
+AmdFields amdFieldsAtStart(const LogLine& l);
+/// Like amdFieldsAtStart, but also finds a prefix behind other text (`> `, a JSON wrapper,
+/// `[rank3]: `) in the first 512 bytes. For lines that already matched an anchor.
+AmdFields amdFieldsAnywhere(const LogLine& l);
+
+/// `rank` of the line: LogLine.rank, else `[rankN]:` in the text, else NCCL's `Rank N]`.
+std::optional<int64_t> rankOf(const LogLine& l);
+
+/// An Evidence with kind, line, time (plus the AMD stamp), rank, raw (≤ 4 KiB), vendor and,
+/// for AMD log lines, pid and runtime_tid.
+Evidence baseEvidence(Kind kind, const LogLine& l, const AmdFields& amd, const char* vendor);
+
+/// Appends `more` to `raw` on a new line, keeping at most 4 KiB.
+void appendRaw(std::string& raw, std::string_view more);
+
+/// Holds runtime_error / missing_code_object records until the end of the stream so that
+/// identical ones (same kind, reason, pid, rank, vendor, kernel and `target` attr; without a
+/// reason also the same `code` and `message` attrs) become one
+/// record with `count` incremented; the first line is kept. At most kMax distinct records are
+/// held; further ones are emitted at once.
+class Folder {
+  public:
+    static constexpr size_t kMax = 64;
+    /// Folds or keeps `e`; returns the held record it went into (valid until flush), nullptr
+    /// when it was emitted directly.
+    Evidence* add(Evidence&& e, Sink& out);
+    /// Emits everything held, in order of first line.
+    void flush(Sink& out);
+    /// The first line of the records held, nullopt when none.
+    std::optional<uint64_t> firstLine() const;
+
+  private:
+    std::vector<Evidence> held_;
+};
+
+/// Identifier characters `[A-Za-z0-9_]` starting at `i`.
+std::string_view identAt(std::string_view s, size_t i);
+/// True for `[A-Za-z0-9_]`.
+bool isIdentChar(char c);
+
+}  // namespace gpufault::rt

@@ -1,0 +1,29 @@
+// Correlation v1: evidence → incidents. Pure: rows in, incident records out.
+// The rules are documented in docs/correlation.md; every link records its reason.
+#pragma once
+
+#include <vector>
+
+#include "schema/queries.h"
+#include "schema/store.h"
+
+namespace gpufault {
+
+/// Tunables of the join rules.
+struct CorrelationRules {
+    double max_gap_s = 2.0;        ///< records on one clock further apart never join
+    int same_stream_lines = 50;    ///< without a clock: records this many lines apart may join
+    int neighbours = 16;           ///< same-stream records compared with this many predecessors
+    double reset_after_s = 30.0;   ///< a GPU reset this soon after a fault of its device is context
+};
+
+/// Groups incident-opening evidence into incidents and attaches context records (GPU resets,
+/// allocation failures). Deterministic whatever the order of `evidence` or of ingests: records
+/// are ordered by (source path, line) first.
+std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidence,
+                                      const CorrelationRules& rules = {});
+
+/// True for records reported by the kernel (host pid namespace, kernel clock).
+bool isKernelSide(Kind k);
+
+}  // namespace gpufault

@@ -1,0 +1,275 @@
+#include "ingest/ingest.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "collectors/pipeline.h"
+#include "correlate/correlate.h"
+#include "ingest/store_sink.h"
+
+namespace gpufault {
+
+namespace {
+
+constexpr size_t kFingerprintBytes = 4096;
+constexpr size_t kMaxLine = LineDecoder::kMaxLine;
+constexpr size_t kChunk = 1 << 22;
+
+/// FNV-1a over the first bytes of a stream, with their count: the source fingerprint.
+std::string fingerprint(const char* p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ull;
+    return fmt::format("{:016x}-{}", h, n);
+}
+
+struct Fd {
+    int fd = -1;
+    ~Fd() {
+        if (fd > 0) ::close(fd);
+    }
+};
+
+/// Reads a stream in chunks and hands out lines with their byte offsets.
+class LineReader {
+public:
+    explicit LineReader(int fd) : fd_(fd), buf_(kChunk) {}
+    /// Fills the buffer's first bytes without consuming them (for the fingerprint).
+    db::Result<std::string_view> peek(size_t n) {
+        while (end_ < n) {
+            auto r = fill();
+            if (!r) return std::unexpected(r.error());
+            if (!*r) break;
+        }
+        return std::string_view(buf_.data(), std::min(n, end_));
+    }
+    /// Skips to `offset` (a seekable file was already positioned; here we drop bytes).
+    void setBase(uint64_t offset) { base_ = offset; }
+    /// Next line (without '\n'); nullopt at end. `truncated` is set for lines over kMaxLine.
+    db::Result<std::optional<std::string_view>> next(uint64_t& line_offset, bool& truncated) {
+        truncated = false;
+        for (;;) {
+            const char* s = buf_.data() + pos_;
+            if (auto* nl = static_cast<const char*>(std::memchr(s, '\n', end_ - pos_))) {
+                line_offset = base_ + pos_;
+                size_t len = static_cast<size_t>(nl - s);
+                pos_ += len + 1;
+                if (skipping_) {
+                    skipping_ = false;
+                    truncated = true;
+                    return std::optional<std::string_view>(std::string_view(long_));
+                }
+                if (len > kMaxLine) {
+                    truncated = true;
+                    len = kMaxLine;
+                }
+                return std::optional<std::string_view>(std::string_view(s, len));
+            }
+            // No newline in the buffer: keep the partial line, read more.
+            if (end_ - pos_ >= kMaxLine || skipping_) {
+                if (!skipping_) {
+                    long_.assign(s, kMaxLine);
+                    longOffset_ = base_ + pos_;
+                    skipping_ = true;
+                }
+                base_ += end_;
+                pos_ = end_ = 0;
+            } else if (pos_ > 0) {
+                std::memmove(buf_.data(), s, end_ - pos_);
+                base_ += pos_;
+                end_ -= pos_;
+                pos_ = 0;
+            }
+            auto r = fill();
+            if (!r) return std::unexpected(r.error());
+            if (!*r) {
+                if (skipping_) {
+                    skipping_ = false;
+                    truncated = true;
+                    line_offset = longOffset_;
+                    return std::optional<std::string_view>(std::string_view(long_));
+                }
+                if (end_ > pos_) {  // last line without '\n'
+                    line_offset = base_ + pos_;
+                    std::string_view v(buf_.data() + pos_, end_ - pos_);
+                    pos_ = end_;
+                    return std::optional<std::string_view>(v);
+                }
+                return std::optional<std::string_view>();
+            }
+        }
+    }
+    uint64_t consumed() const { return base_ + pos_; }
+
+private:
+    db::Result<bool> fill() {
+        if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);
+        for (;;) {
+            ssize_t n = ::read(fd_, buf_.data() + end_, buf_.size() - end_);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) return std::unexpected(db::Error{std::strerror(errno)});
+            end_ += static_cast<size_t>(n);
+            return n > 0;
+        }
+    }
+    int fd_;
+    std::vector<char> buf_;
+    size_t pos_ = 0, end_ = 0;
+    uint64_t base_ = 0;
+    bool skipping_ = false;
+    std::string long_;
+    uint64_t longOffset_ = 0;
+};
+
+}  // namespace
+
+db::Result<IngestSummary> ingestFile(Store& store, const std::string& path, const IngestOptions& opt) {
+    auto t0 = std::chrono::steady_clock::now();
+    IngestSummary sum;
+    sum.path = path;
+    Fd fd;
+    SourceIdentity id;
+    id.path = path;
+    struct stat st {};
+    if (path == "-") {
+        fd.fd = 0;
+        id.kind = "stdin";
+    } else {
+        fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd.fd < 0) return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
+        if (::fstat(fd.fd, &st) != 0) return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
+        if (S_ISDIR(st.st_mode)) return std::unexpected(db::Error{fmt::format("{}: is a directory", path)});
+        id.device = static_cast<int64_t>(st.st_dev);
+        id.inode = static_cast<int64_t>(st.st_ino);
+    }
+    LineReader reader(fd.fd);
+    auto head = reader.peek(kFingerprintBytes);
+    if (!head) return std::unexpected(db::Error{fmt::format("{}: {}", path, head.error().message)});
+    id.fingerprint = fingerprint(head->data(), head->size());
+    uint64_t total = S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+
+    auto src = store.source(id);
+    if (!src) return std::unexpected(src.error());
+    SourceState state = *src;
+    if (state.complete && id.kind == "file" && total == static_cast<uint64_t>(state.offset)) {
+        sum.unchanged = true;
+        return sum;
+    }
+    uint64_t skipLines = 0;
+    if (state.offset > 0 && id.kind == "file" && static_cast<uint64_t>(state.offset) <= total) {
+        // Resume: reposition the file at the checkpoint.
+        if (::lseek(fd.fd, state.offset, SEEK_SET) < 0)
+            return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
+        reader = LineReader(fd.fd);
+        reader.setBase(static_cast<uint64_t>(state.offset));
+        skipLines = static_cast<uint64_t>(state.line);
+        sum.resumed = !state.complete;
+    }
+
+    if (auto r = store.begin(); !r) return std::unexpected(r.error());
+    StoreSink sink(store, state.id, opt.dispatch_window, static_cast<uint64_t>(state.max_line), sum);
+    TextPipeline pipe(sink);
+    // Byte offsets of recent lines, to turn "the oldest open block starts at line L" into a
+    // resumable position.
+    std::deque<std::pair<uint64_t, uint64_t>> offsets;
+    uint64_t lineNo = skipLines, pending = 0;
+    auto batchStart = std::chrono::steady_clock::now();
+    auto fail = [&](const db::Error& e) -> db::Result<IngestSummary> {
+        (void)store.rollback();
+        return std::unexpected(db::Error{fmt::format("{}: {}", path, e.message)});
+    };
+    auto checkpoint = [&](bool complete) -> db::Result<void> {
+        sink.flushCounts();
+        if (sink.error()) return std::unexpected(*sink.error());
+        SourceState cp = state;
+        cp.max_line = static_cast<int64_t>(lineNo);
+        cp.complete = complete;
+        if (complete) {
+            cp.offset = static_cast<int64_t>(reader.consumed());
+            cp.line = static_cast<int64_t>(lineNo);
+        } else {
+            std::optional<uint64_t> open;
+            for (const auto& m : pipe.matchers())
+                if (auto o = m->openSince(); o && (!open || *o < *open)) open = o;
+            uint64_t resumeLine = open ? *open : lineNo + 1;
+            // Find the offset of resumeLine; if it is older than what we remember, keep the
+            // previous checkpoint (never move past an unfinished block).
+            for (auto& [ln, off] : offsets) {
+                if (ln == resumeLine) {
+                    cp.offset = static_cast<int64_t>(off);
+                    cp.line = static_cast<int64_t>(ln - 1);
+                    break;
+                }
+            }
+            if (!open) {
+                cp.offset = static_cast<int64_t>(reader.consumed());
+                cp.line = static_cast<int64_t>(lineNo);
+            }
+        }
+        if (auto r = store.setPosition(state.id, cp, static_cast<int64_t>(total)); !r) return r;
+        if (auto r = store.commit(); !r) return r;
+        state = cp;
+        if (!complete)
+            if (auto r = store.begin(); !r) return r;
+        return {};
+    };
+
+    for (;;) {
+        uint64_t off = 0;
+        bool truncated = false;
+        auto l = reader.next(off, truncated);
+        if (!l) return fail(l.error());
+        if (!*l) break;
+        ++lineNo;
+        ++sum.lines;
+        offsets.emplace_back(lineNo, off);
+        if (offsets.size() > 65536) offsets.pop_front();
+        if (truncated) {
+            ++sum.truncated_lines;
+            sink.warning(Warning{lineNo, fmt::format("line longer than {} bytes: stored truncated", kMaxLine)});
+        }
+        pipe.feedLine(lineNo, **l);
+        if (++pending >= opt.batch_lines ||
+            (pending % 1024 == 0 &&
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - batchStart).count() >
+                 opt.batch_seconds)) {
+            if (sink.error()) return fail(*sink.error());
+            if (auto r = checkpoint(false); !r) return fail(r.error());
+            pending = 0;
+            batchStart = std::chrono::steady_clock::now();
+            if (opt.progress) opt.progress(reader.consumed(), total);
+        }
+    }
+    pipe.finish();
+    sink.flushWindows();
+    if (sink.error()) return fail(*sink.error());
+    if (auto r = checkpoint(true); !r) return fail(r.error());
+    sum.bytes = reader.consumed();
+    if (opt.progress) opt.progress(sum.bytes, total);
+    sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return sum;
+}
+
+db::Result<size_t> recorrelate(Store& store) {
+    auto ev = queryEvidence(store.db());
+    if (!ev) return std::unexpected(ev.error());
+    auto incidents = correlate(*ev);
+    if (auto r = store.begin(); !r) return std::unexpected(r.error());
+    if (auto r = store.replaceIncidents(incidents); !r) {
+        (void)store.rollback();
+        return std::unexpected(r.error());
+    }
+    if (auto r = store.commit(); !r) return std::unexpected(r.error());
+    return incidents.size();
+}
+
+}  // namespace gpufault

@@ -1,0 +1,92 @@
+#include "ingest/store_sink.h"
+
+#include <fmt/format.h>
+
+namespace gpufault {
+
+StoreSink::StoreSink(Store& store, int64_t source_id, int window, uint64_t count_after_line,
+                     IngestSummary& summary)
+    : store_(store),
+      source_(source_id),
+      window_(static_cast<size_t>(window > 0 ? window : 1)),
+      countAfter_(count_after_line),
+      sum_(summary) {}
+
+void StoreSink::evidence(Evidence&& e) {
+    if (opensIncident(e.kind)) {
+        // The context of a fault: the dispatch windows of its process (all threads of the
+        // stream when the record names no process).
+        for (auto& [key, w] : windows_)
+            if (!e.pid || key.first < 0 || key.first == *e.pid) flushWindow(w);
+    }
+    auto r = store_.addEvidence(source_, e);
+    check(r);
+    if (r && store_.db().changes() > 0) ++sum_.evidence[std::string(kindName(e.kind))];
+}
+
+void StoreSink::dispatch(Dispatch&& d) {
+    if (d.line > countAfter_) {
+        auto& c = counts_[{d.pid.value_or(-1), d.kernel}];
+        if (c.n++ == 0) c.first = d.line;
+        c.last = d.line;
+        ++sum_.dispatches;
+    }
+    auto& w = windows_[{d.pid.value_or(-1), d.runtime_tid}];
+    w.push_back(Held{std::move(d), false});
+    if (w.size() > window_) w.pop_front();
+    if (windows_.size() > 4096) windows_.erase(windows_.begin());  // bound memory
+}
+
+void StoreSink::operand(Operand&& o) {
+    if (o.origin == "hip_arg") return;  // kept with its dispatch (see flushWindow)
+    auto r = store_.addOperand(source_, o, std::nullopt);
+    check(r);
+    if (r && store_.db().changes() > 0) ++sum_.operands;
+}
+
+void StoreSink::warning(Warning&& w) {
+    auto r = store_.addWarning(source_, w);
+    check(r);
+    ++sum_.warnings;
+}
+
+void StoreSink::flushWindow(std::deque<Held>& w) {
+    for (auto& h : w) {
+        if (h.stored) continue;
+        h.stored = true;
+        auto id = store_.addDispatch(source_, h.d);
+        check(id);
+        if (!id) return;
+        ++sum_.dispatch_rows;
+        for (const auto& a : h.d.args) {
+            if (!a.obj_lo || !a.obj_hi || *a.obj_hi <= *a.obj_lo) continue;
+            Operand o;
+            o.line = h.d.line;
+            o.time = h.d.time;
+            o.pid = h.d.pid;
+            o.name = fmt::format("{}:arg{}", h.d.kernel.substr(0, 48), a.index);
+            o.ptr = *a.obj_lo;
+            o.end = *a.obj_hi;
+            o.arg_ptr = a.ptr;
+            o.origin = "hip_arg";
+            auto r = store_.addOperand(source_, o, *id);
+            check(r);
+            if (r && store_.db().changes() > 0) ++sum_.operands;
+        }
+    }
+}
+
+void StoreSink::flushCounts() {
+    for (auto& [key, c] : counts_) {
+        std::optional<int64_t> pid = key.first < 0 ? std::nullopt : std::optional<int64_t>(key.first);
+        check(store_.addDispatchCount(source_, pid, key.second, c.n, static_cast<int64_t>(c.first),
+                                      static_cast<int64_t>(c.last)));
+    }
+    counts_.clear();
+}
+
+void StoreSink::flushWindows() {
+    for (auto& [key, w] : windows_) flushWindow(w);
+}
+
+}  // namespace gpufault

@@ -1,0 +1,63 @@
+// The Sink that writes parser output to the store, keeping dispatch context windows.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "collectors/common/evidence.h"
+#include "ingest/ingest.h"
+#include "schema/store.h"
+
+namespace gpufault {
+
+/// Writes records of one source into the open transaction of `store`. Dispatches are counted
+/// per (process, kernel) in full; dispatch rows (and their argument operands) are kept only in
+/// a window of the last N per (process, runtime thread), written when a fault record arrives
+/// and at the end of the stream. Store errors are kept and reported by `error()`.
+class StoreSink final : public Sink {
+public:
+    StoreSink(Store& store, int64_t source_id, int window, uint64_t count_after_line,
+              IngestSummary& summary);
+
+    void evidence(Evidence&& e) override;
+    void dispatch(Dispatch&& d) override;
+    void operand(Operand&& o) override;
+    void warning(Warning&& w) override;
+
+    /// Writes pending dispatch counts (call before each commit).
+    void flushCounts();
+    /// Writes every window (end of stream).
+    void flushWindows();
+    const std::optional<db::Error>& error() const { return error_; }
+
+private:
+    struct Held {
+        Dispatch d;
+        bool stored = false;
+    };
+    using ThreadKey = std::pair<int64_t, std::string>;  // pid (-1 none), runtime tid
+    void flushWindow(std::deque<Held>& w);
+    template <typename R>
+    void check(const R& r) {
+        if (!r && !error_) error_ = r.error();
+    }
+
+    Store& store_;
+    int64_t source_;
+    size_t window_;
+    uint64_t countAfter_;
+    IngestSummary& sum_;
+    std::map<ThreadKey, std::deque<Held>> windows_;
+    struct Count {
+        int64_t n = 0;
+        uint64_t first = 0, last = 0;
+    };
+    std::map<std::pair<int64_t, std::string>, Count> counts_;
+    std::optional<db::Error> error_;
+};
+
+}  // namespace gpufault

@@ -1,0 +1,293 @@
+#include "schema/queries.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace gpufault {
+
+namespace {
+
+constexpr const char* kEvidenceColumns =
+    "e.id, e.source_id, s.path, e.line, e.kind, e.vendor, e.kernel_s, e.wall, e.runtime_us, "
+    "e.address, e.address_exact, e.pci, e.gpu_node, e.pid, e.process, e.tid, e.thread, "
+    "e.runtime_tid, e.vmid, e.pasid, e.hub, e.retry, e.client, e.status, e.access, e.reason, "
+    "e.xid, e.kernel, e.module, e.module_offset, e.rank, e.count, e.attrs, e.raw";
+
+std::optional<bool> optBool(const db::Stmt& s, int c) {
+    return s.isNull(c) ? std::nullopt : std::optional<bool>(s.i64(c) != 0);
+}
+std::optional<uint64_t> optU64(const db::Stmt& s, int c) {
+    return s.isNull(c) ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(s.i64(c)));
+}
+
+StoredEvidence readEvidence(const db::Stmt& s, int c0 = 0) {
+    StoredEvidence r;
+    int c = c0;
+    r.id = s.i64(c++);
+    r.source_id = s.i64(c++);
+    r.source = s.str(c++);
+    Evidence& e = r.e;
+    e.line = static_cast<uint64_t>(s.i64(c++));
+    e.kind = kindFromName(s.str(c++)).value_or(Kind::RuntimeError);
+    e.vendor = s.optStr(c++);
+    if (!s.isNull(c)) e.time.kernel_s = s.f64(c);
+    ++c;
+    e.time.wall = s.optStr(c++);
+    e.time.runtime_us = s.optI64(c++);
+    e.address = optU64(s, c++);
+    e.address_exact = optBool(s, c++);
+    e.pci = s.optStr(c++);
+    e.gpu_node = s.optI64(c++);
+    e.pid = s.optI64(c++);
+    e.process = s.optStr(c++);
+    e.tid = s.optI64(c++);
+    e.thread = s.optStr(c++);
+    e.runtime_tid = s.optStr(c++);
+    e.vmid = s.optI64(c++);
+    e.pasid = s.optI64(c++);
+    e.hub = s.optStr(c++);
+    e.retry = optBool(s, c++);
+    e.client = s.optStr(c++);
+    e.status = s.optI64(c++);
+    e.access = s.optStr(c++);
+    e.reason = s.optStr(c++);
+    e.xid = s.optI64(c++);
+    e.kernel = s.optStr(c++);
+    e.module = s.optStr(c++);
+    e.module_offset = optU64(s, c++);
+    e.rank = s.optI64(c++);
+    e.count = static_cast<uint32_t>(s.i64(c++));
+    if (auto a = s.optStr(c++)) {
+        auto j = nlohmann::json::parse(*a, nullptr, false);
+        if (j.is_object())
+            for (auto& [k, v] : j.items())
+                e.attrs.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+    }
+    e.raw = s.str(c++);
+    return r;
+}
+
+template <typename Row, typename F>
+db::Result<std::vector<Row>> collect(db::Stmt& s, F&& read) {
+    std::vector<Row> out;
+    for (;;) {
+        auto row = s.step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        out.push_back(read(s));
+    }
+    return out;
+}
+
+constexpr const char* kOperandColumns =
+    "o.id, s.path, o.line, o.pid, o.name, o.ptr, o.end, o.arg_ptr, o.shape, o.stride, o.dtype, "
+    "o.origin, o.rank, o.runtime_us, k.name";
+constexpr const char* kOperandJoins =
+    "JOIN sources s ON s.id = o.source_id LEFT JOIN dispatches dd ON dd.id = o.dispatch_id "
+    "LEFT JOIN kernels k ON k.id = dd.kernel_id";
+
+OperandRow readOperand(const db::Stmt& s, int c) {
+    OperandRow r;
+    r.id = s.i64(c++);
+    r.source = s.str(c++);
+    r.o.line = static_cast<uint64_t>(s.i64(c++));
+    r.o.pid = s.optI64(c++);
+    r.o.name = s.str(c++);
+    r.o.ptr = static_cast<uint64_t>(s.i64(c++));
+    r.o.end = static_cast<uint64_t>(s.i64(c++));
+    r.o.arg_ptr = optU64(s, c++);
+    r.o.shape = s.optStr(c++);
+    r.o.stride = s.optStr(c++);
+    r.o.dtype = s.optStr(c++);
+    r.o.origin = s.str(c++);
+    r.o.rank = s.optI64(c++);
+    r.o.time.runtime_us = s.optI64(c++);
+    r.dispatch_kernel = s.optStr(c++);
+    return r;
+}
+
+DispatchRow readDispatch(const db::Stmt& s) {
+    DispatchRow r;
+    r.id = s.i64(0);
+    r.source = s.str(1);
+    r.d.line = static_cast<uint64_t>(s.i64(2));
+    r.d.time.runtime_us = s.optI64(3);
+    r.d.pid = s.optI64(4);
+    r.d.runtime_tid = s.str(5);
+    r.d.kernel = s.str(6);
+    return r;
+}
+
+}  // namespace
+
+db::Result<std::vector<StoredEvidence>> queryEvidence(db::Db& d, const EvidenceFilter& f) {
+    std::string sql = fmt::format(
+        "SELECT {} FROM evidence e JOIN sources s ON s.id = e.source_id WHERE (?1 IS NULL OR "
+        "e.kind = ?1) AND (?2 IS NULL OR s.path = ?2) AND (?3 IS NULL OR e.id IN (SELECT "
+        "evidence_id FROM incident_evidence WHERE incident_id = ?3)) ORDER BY e.source_id, e.line, e.id",
+        kEvidenceColumns);
+    auto s = d.prepare(sql);
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, f.kind).bind(2, f.source).bind(3, f.incident);
+    return collect<StoredEvidence>(*s, [](const db::Stmt& st) { return readEvidence(st); });
+}
+
+db::Result<std::vector<OperandRow>> queryOperands(db::Db& d) {
+    auto s = d.prepare(fmt::format("SELECT {} FROM operands o {} ORDER BY o.source_id, o.line, o.id",
+                                   kOperandColumns, kOperandJoins));
+    if (!s) return std::unexpected(s.error());
+    return collect<OperandRow>(*s, [](const db::Stmt& st) { return readOperand(st, 0); });
+}
+
+db::Result<std::vector<DispatchRow>> queryDispatches(db::Db& d) {
+    auto s = d.prepare(
+        "SELECT d.id, s.path, d.line, d.runtime_us, d.pid, d.runtime_tid, k.name FROM dispatches d "
+        "JOIN sources s ON s.id = d.source_id JOIN kernels k ON k.id = d.kernel_id "
+        "ORDER BY d.source_id, d.line");
+    if (!s) return std::unexpected(s.error());
+    return collect<DispatchRow>(*s, readDispatch);
+}
+
+db::Result<std::vector<KernelCountRow>> queryKernelCounts(db::Db& d) {
+    auto s = d.prepare(
+        "SELECT k.name, c.pid, s.path, c.n, c.first_line, c.last_line FROM dispatch_counts c "
+        "JOIN kernels k ON k.id = c.kernel_id JOIN sources s ON s.id = c.source_id "
+        "ORDER BY c.n DESC, k.name");
+    if (!s) return std::unexpected(s.error());
+    return collect<KernelCountRow>(*s, [](const db::Stmt& st) {
+        return KernelCountRow{st.str(0), st.optI64(1), st.str(2), st.i64(3), st.i64(4), st.i64(5)};
+    });
+}
+
+db::Result<std::vector<IncidentRow>> queryIncidents(db::Db& d, std::optional<int64_t> id) {
+    auto s = d.prepare(
+        "SELECT i.id, i.kind, i.vendor, i.address, i.pid, i.process, i.reason, i.kernel, "
+        "i.signature, (SELECT count(*) FROM incident_evidence m WHERE m.incident_id = i.id AND "
+        "m.role = 'member'), s.path, e.line, (SELECT group_concat(k, ',') FROM (SELECT DISTINCT "
+        "e2.kind AS k FROM incident_evidence m2 JOIN evidence e2 ON e2.id = m2.evidence_id WHERE "
+        "m2.incident_id = i.id AND m2.role = 'member' ORDER BY e2.kind)) FROM incidents i JOIN "
+        "evidence e ON e.id = i.first_evidence JOIN sources s ON s.id = e.source_id WHERE ?1 IS "
+        "NULL OR i.id = ?1 ORDER BY i.id");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, id);
+    return collect<IncidentRow>(*s, [](const db::Stmt& st) {
+        IncidentRow r;
+        r.id = st.i64(0);
+        r.kind = st.str(1);
+        r.vendor = st.optStr(2);
+        r.address = optU64(st, 3);
+        r.pid = st.optI64(4);
+        r.process = st.optStr(5);
+        r.reason = st.optStr(6);
+        r.kernel = st.optStr(7);
+        r.signature = st.str(8);
+        r.members = st.i64(9);
+        r.source = st.str(10);
+        r.line = st.i64(11);
+        r.kinds = st.str(12);
+        return r;
+    });
+}
+
+db::Result<std::vector<IncidentMemberRow>> queryIncidentMembers(db::Db& d, int64_t incident) {
+    auto s = d.prepare(fmt::format(
+        "SELECT {}, m.role, m.link FROM incident_evidence m JOIN evidence e ON e.id = "
+        "m.evidence_id JOIN sources s ON s.id = e.source_id WHERE m.incident_id = ?1 ORDER BY "
+        "m.role DESC, e.source_id, e.line",
+        kEvidenceColumns));
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, incident);
+    return collect<IncidentMemberRow>(*s, [](const db::Stmt& st) {
+        IncidentMemberRow r;
+        r.ev = readEvidence(st);
+        r.role = st.str(34);
+        r.link = st.str(35);
+        return r;
+    });
+}
+
+db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t incident) {
+    auto s = d.prepare(fmt::format(
+        "SELECT v.evidence_id, v.address, v.distance, v.from_ptr, v.inside, v.same_2mib, "
+        "v.rank_in_time, {} FROM fault_operand_distance v JOIN operands o ON o.id = v.operand_id "
+        "{} WHERE v.evidence_id IN (SELECT evidence_id FROM incident_evidence WHERE incident_id = "
+        "?1 AND role = 'member') ORDER BY abs(v.distance), o.line",
+        kOperandColumns, kOperandJoins));
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, incident);
+    return collect<DistanceRow>(*s, [](const db::Stmt& st) {
+        DistanceRow r;
+        r.evidence_id = st.i64(0);
+        r.address = static_cast<uint64_t>(st.i64(1));
+        r.distance = st.i64(2);
+        r.from_ptr = st.i64(3);
+        r.inside = st.i64(4) != 0;
+        r.same_2mib = st.i64(5) != 0;
+        r.rank_in_time = st.optI64(6);
+        r.op = readOperand(st, 7);
+        return r;
+    });
+}
+
+db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d, int64_t incident, int limit) {
+    auto s = d.prepare(
+        "SELECT d.id, s.path, d.line, d.runtime_us, d.pid, d.runtime_tid, k.name FROM dispatches d "
+        "JOIN sources s ON s.id = d.source_id JOIN kernels k ON k.id = d.kernel_id WHERE d.id IN "
+        "(SELECT d2.id FROM incident_evidence m JOIN evidence e ON e.id = m.evidence_id JOIN "
+        "dispatches d2 ON d2.source_id = e.source_id AND d2.line < e.line AND (d2.pid IS NULL OR "
+        "e.pid IS NULL OR d2.pid = e.pid) WHERE m.incident_id = ?1 AND m.role = 'member') "
+        "ORDER BY d.source_id, d.line DESC LIMIT ?2");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, incident).bind(2, static_cast<int64_t>(limit));
+    return collect<DispatchRow>(*s, readDispatch);
+}
+
+db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
+    auto s = d.prepare(fmt::format(
+        "WITH nearest AS (SELECT evidence_id, name, distance, inside FROM (SELECT v.*, "
+        "row_number() OVER (PARTITION BY v.evidence_id ORDER BY abs(v.distance), v.inside DESC, "
+        "v.operand_line DESC) AS rn FROM fault_operand_distance v) WHERE rn = 1) "
+        "SELECT {}, (SELECT incident_id FROM incident_evidence m WHERE m.evidence_id = e.id AND "
+        "m.role = 'member'), n.name, n.distance, n.inside, (SELECT k.name FROM dispatches dd JOIN "
+        "kernels k ON k.id = dd.kernel_id WHERE dd.source_id = e.source_id AND dd.line < e.line "
+        "AND (dd.pid IS NULL OR e.pid IS NULL OR dd.pid = e.pid) ORDER BY dd.line DESC LIMIT 1) "
+        "FROM evidence e JOIN sources s ON s.id = e.source_id LEFT JOIN nearest n ON "
+        "n.evidence_id = e.id WHERE e.kind IN ('amdgpu_page_fault', 'rocr_memory_fault', "
+        "'nvidia_xid', 'sanitizer_report', 'cpu_segfault') ORDER BY e.source_id, e.line, e.id",
+        kEvidenceColumns));
+    if (!s) return std::unexpected(s.error());
+    return collect<FaultRow>(*s, [](const db::Stmt& st) {
+        FaultRow r;
+        r.ev = readEvidence(st);
+        r.incident = st.optI64(34);
+        r.nearest = st.optStr(35);
+        r.nearest_distance = st.optI64(36);
+        r.nearest_inside = st.optI64(37).value_or(0) != 0;
+        r.last_kernel = st.optStr(38);
+        return r;
+    });
+}
+
+db::Result<Table> runQuery(db::Db& d, const std::string& sql) {
+    auto s = d.prepare(sql);
+    if (!s) return std::unexpected(s.error());
+    Table t;
+    for (int c = 0; c < s->columns(); ++c) t.columns.emplace_back(s->columnName(c));
+    for (;;) {
+        auto row = s->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        std::vector<std::optional<std::string>> cells;
+        std::vector<int> types;
+        for (int c = 0; c < s->columns(); ++c) {
+            types.push_back(s->columnType(c));
+            cells.push_back(s->optStr(c));
+        }
+        t.rows.push_back(std::move(cells));
+        t.types.push_back(std::move(types));
+    }
+    return t;
+}
+
+}  // namespace gpufault

@@ -1,0 +1,121 @@
+// Read side of the store: every question the CLI asks, as a function returning plain rows.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectors/common/evidence.h"
+#include "schema/sqlite.h"
+
+namespace gpufault {
+
+/// An evidence row with its store id and source path.
+struct StoredEvidence {
+    int64_t id = 0;
+    int64_t source_id = 0;
+    std::string source;
+    Evidence e;
+};
+
+/// Filters for `events` (all optional).
+struct EvidenceFilter {
+    std::optional<std::string> kind;
+    std::optional<std::string> source;   ///< exact path as given to ingest
+    std::optional<int64_t> incident;     ///< members and context of one incident
+};
+
+/// Evidence ordered by source (first ingest first) then line.
+db::Result<std::vector<StoredEvidence>> queryEvidence(db::Db& d, const EvidenceFilter& f = {});
+
+struct OperandRow {
+    int64_t id = 0;
+    std::string source;
+    Operand o;
+    std::optional<std::string> dispatch_kernel;
+};
+/// Operands ordered by source then line.
+db::Result<std::vector<OperandRow>> queryOperands(db::Db& d);
+
+struct DispatchRow {
+    int64_t id = 0;
+    std::string source;
+    Dispatch d;
+};
+/// Stored dispatch rows (the windows kept before faults and at stream ends).
+db::Result<std::vector<DispatchRow>> queryDispatches(db::Db& d);
+
+struct KernelCountRow {
+    std::string kernel;
+    std::optional<int64_t> pid;
+    std::string source;
+    int64_t n = 0;
+    int64_t first_line = 0, last_line = 0;
+};
+db::Result<std::vector<KernelCountRow>> queryKernelCounts(db::Db& d);
+
+struct IncidentRow {
+    int64_t id = 0;
+    std::string kind;
+    std::optional<std::string> vendor;
+    std::optional<uint64_t> address;
+    std::optional<int64_t> pid;
+    std::optional<std::string> process;
+    std::optional<std::string> reason;
+    std::optional<std::string> kernel;
+    std::string signature;
+    int64_t members = 0;
+    std::string source;                  ///< source of the first record
+    int64_t line = 0;                    ///< line of the first record
+    std::string kinds;                   ///< member kinds, comma-separated
+};
+db::Result<std::vector<IncidentRow>> queryIncidents(db::Db& d,
+                                                    std::optional<int64_t> id = std::nullopt);
+
+struct IncidentMemberRow {
+    StoredEvidence ev;
+    std::string role, link;
+};
+db::Result<std::vector<IncidentMemberRow>> queryIncidentMembers(db::Db& d, int64_t incident);
+
+/// One row of view fault_operand_distance.
+struct DistanceRow {
+    int64_t evidence_id = 0;
+    OperandRow op;
+    uint64_t address = 0;
+    int64_t distance = 0;                ///< bytes: <0 below ptr, 0 inside, >=0 at/above end
+    int64_t from_ptr = 0;                ///< address - ptr
+    bool inside = false, same_2mib = false;
+    std::optional<int64_t> rank_in_time;
+};
+/// Distances from the fault records of an incident to every operand of their processes.
+db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t incident);
+
+/// The last `limit` dispatches before each member record of an incident (same stream and
+/// process), newest first.
+db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d, int64_t incident,
+                                                             int limit);
+
+/// One fault record with the answers `gpufault faults` prints.
+struct FaultRow {
+    StoredEvidence ev;
+    std::optional<int64_t> incident;
+    std::optional<std::string> nearest;      ///< operand name nearest by |distance|
+    std::optional<int64_t> nearest_distance; ///< bytes (see DistanceRow)
+    bool nearest_inside = false;
+    std::optional<std::string> last_kernel;  ///< last ShaderName before it, same stream/process
+};
+/// Fault-kind records (amdgpu, ROCr, Xid, sanitizer, CPU segfault) in evidence order.
+db::Result<std::vector<FaultRow>> queryFaults(db::Db& d);
+
+/// A generic table for `gpufault query`: column names and rows of printable values.
+struct Table {
+    std::vector<std::string> columns;
+    std::vector<std::vector<std::optional<std::string>>> rows;
+    std::vector<std::vector<int>> types;  ///< SQLITE_INTEGER/FLOAT/TEXT/NULL per cell
+};
+/// Runs one read-only statement (the connection must be read-only). Errors are SQLite's.
+db::Result<Table> runQuery(db::Db& d, const std::string& sql);
+
+}  // namespace gpufault

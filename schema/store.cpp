@@ -1,0 +1,231 @@
+#include "schema/store.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "schema/migrations.h"
+
+namespace gpufault {
+
+int alignLog2(uint64_t address) { return address == 0 ? 64 : __builtin_ctzll(address); }
+
+db::Result<Store> Store::open(const std::string& path, Mode mode) {
+    bool ro = mode == Mode::ReadOnly;
+    auto d = db::Db::open(path, ro, !ro);
+    if (!d) return std::unexpected(d.error());
+    Store s(std::move(*d), path);
+    if (ro) {
+        auto st = s.db_.prepare("PRAGMA user_version");
+        if (!st) return std::unexpected(st.error());
+        auto row = st->step();
+        if (!row) return std::unexpected(db::Error{fmt::format("{}: not a gpufault store ({})", path, row.error().message)});
+        if (!*row || st->i64(0) == 0)
+            return std::unexpected(db::Error{fmt::format("{}: not a gpufault store (empty schema)", path)});
+        if (st->i64(0) > static_cast<int64_t>(migrations().size()))
+            return std::unexpected(db::Error{fmt::format("{}: store version {} is newer than this gpufault", path, st->i64(0))});
+        return s;
+    }
+    if (auto r = s.db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"); !r)
+        return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
+    if (auto r = s.migrate(); !r) return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
+    if (auto r = s.prepareWriters(); !r) return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
+    return s;
+}
+
+db::Result<void> Store::migrate() {
+    auto st = db_.prepare("PRAGMA user_version");
+    if (!st) return std::unexpected(st.error());
+    auto row = st->step();
+    if (!row) return std::unexpected(row.error());
+    int64_t version = st->i64(0);
+    st->reset();
+    const auto& m = migrations();
+    if (version > static_cast<int64_t>(m.size()))
+        return std::unexpected(db::Error{fmt::format("store version {} is newer than this gpufault", version)});
+    if (version == 0) {
+        // Must precede the first table for incremental vacuum to be available.
+        if (auto r = db_.exec("PRAGMA auto_vacuum=INCREMENTAL"); !r) return r;
+    }
+    for (size_t v = static_cast<size_t>(version); v < m.size(); ++v) {
+        if (auto r = db_.exec("BEGIN IMMEDIATE"); !r) return r;
+        auto r = db_.exec(m[v]);
+        if (r) r = db_.exec(fmt::format("PRAGMA user_version={}", v + 1));
+        if (!r) {
+            (void)db_.exec("ROLLBACK");
+            return std::unexpected(db::Error{fmt::format("migration {}: {}", v + 1, r.error().message)});
+        }
+        if (auto c = db_.exec("COMMIT"); !c) return c;
+    }
+    return {};
+}
+
+db::Result<SourceState> Store::source(const SourceIdentity& id) {
+    auto sel = db_.prepare(
+        "SELECT id, offset, line, max_line, complete FROM sources WHERE kind=?1 AND "
+        "ifnull(device,-1)=ifnull(?2,-1) AND ifnull(inode,-1)=ifnull(?3,-1) AND "
+        "ifnull(fingerprint,'')=?4");
+    if (!sel) return std::unexpected(sel.error());
+    sel->bind(1, id.kind).bind(2, id.device).bind(3, id.inode).bind(4, id.fingerprint);
+    auto row = sel->step();
+    if (!row) return std::unexpected(row.error());
+    if (*row) {
+        SourceState s{sel->i64(0), sel->i64(1), sel->i64(2), sel->i64(3), sel->i64(4) != 0};
+        sel->reset();
+        auto upd = db_.prepare("UPDATE sources SET path=?2 WHERE id=?1");
+        if (!upd) return std::unexpected(upd.error());
+        upd->bind(1, s.id).bind(2, id.path);
+        if (auto r = upd->run(); !r) return std::unexpected(r.error());
+        return s;
+    }
+    auto ins = db_.prepare(
+        "INSERT INTO sources(path, kind, device, inode, fingerprint, ingested_at) "
+        "VALUES(?1, ?2, ?3, ?4, ?5, strftime('%Y-%m-%dT%H:%M:%SZ','now'))");
+    if (!ins) return std::unexpected(ins.error());
+    ins->bind(1, id.path).bind(2, id.kind).bind(3, id.device).bind(4, id.inode).bind(5, id.fingerprint);
+    if (auto r = ins->run(); !r) return std::unexpected(r.error());
+    return SourceState{db_.lastInsertId(), 0, 0, 0, false};
+}
+
+db::Result<void> Store::begin() { return db_.exec("BEGIN IMMEDIATE"); }
+db::Result<void> Store::commit() { return db_.exec("COMMIT"); }
+db::Result<void> Store::rollback() { return db_.exec("ROLLBACK"); }
+
+db::Result<void> Store::prepareWriters() {
+    auto prep = [&](db::Stmt& s, const char* sql) -> db::Result<void> {
+        auto st = db_.prepare(sql);
+        if (!st) return std::unexpected(st.error());
+        s = std::move(*st);
+        return {};
+    };
+    db::Result<void> r = prep(insEvidence_,
+        "INSERT OR IGNORE INTO evidence(source_id, line, kind, vendor, kernel_s, wall, runtime_us, "
+        "address, address_exact, align_log2, pci, gpu_node, pid, process, tid, thread, runtime_tid, "
+        "vmid, pasid, hub, retry, client, status, access, reason, xid, kernel, module, "
+        "module_offset, rank, count, attrs, raw) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
+        "?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33)");
+    if (r) r = prep(insDispatch_,
+        "INSERT INTO dispatches(source_id, line, runtime_us, pid, runtime_tid, kernel_id) "
+        "VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET line=line RETURNING id");
+    if (r) r = prep(insOperand_,
+        "INSERT OR IGNORE INTO operands(source_id, line, pid, name, ptr, end, arg_ptr, shape, "
+        "stride, dtype, origin, rank, runtime_us, dispatch_id) "
+        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
+    if (r) r = prep(insCount_,
+        "INSERT INTO dispatch_counts(source_id, pid, kernel_id, n, first_line, last_line) "
+        "VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET n=n+excluded.n, "
+        "first_line=min(first_line, excluded.first_line), last_line=max(last_line, excluded.last_line)");
+    if (r) r = prep(insKernel_, "INSERT INTO kernels(name) VALUES(?1) ON CONFLICT DO UPDATE SET name=name RETURNING id");
+    if (r) r = prep(insWarning_, "INSERT OR IGNORE INTO warnings(source_id, line, message) VALUES(?1,?2,?3)");
+    return r;
+}
+
+db::Result<void> Store::addEvidence(int64_t source_id, const Evidence& e) {
+    auto& s = insEvidence_;
+    s.bind(1, source_id).bind(2, static_cast<int64_t>(e.line)).bind(3, kindName(e.kind));
+    s.bind(4, e.vendor).bind(5, e.time.kernel_s).bind(6, e.time.wall).bind(7, e.time.runtime_us);
+    s.bind(8, e.address).bind(9, e.address_exact);
+    if (e.address) s.bind(10, static_cast<int64_t>(alignLog2(*e.address))); else s.bind(10, nullptr);
+    s.bind(11, e.pci).bind(12, e.gpu_node).bind(13, e.pid).bind(14, e.process).bind(15, e.tid);
+    s.bind(16, e.thread).bind(17, e.runtime_tid).bind(18, e.vmid).bind(19, e.pasid).bind(20, e.hub);
+    s.bind(21, e.retry).bind(22, e.client).bind(23, e.status).bind(24, e.access).bind(25, e.reason);
+    s.bind(26, e.xid).bind(27, e.kernel).bind(28, e.module).bind(29, e.module_offset);
+    s.bind(30, e.rank).bind(31, static_cast<int64_t>(e.count));
+    if (e.attrs.empty()) {
+        s.bind(32, nullptr);
+    } else {
+        nlohmann::json a = nlohmann::json::object();
+        for (auto& [k, v] : e.attrs) a[k] = v;
+        s.bind(32, a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
+    s.bind(33, std::string_view(e.raw).substr(0, 4096));
+    return s.run();
+}
+
+db::Result<int64_t> Store::kernelId(const std::string& name) {
+    insKernel_.bind(1, name);
+    auto row = insKernel_.step();
+    if (!row) {
+        insKernel_.reset();
+        return std::unexpected(row.error());
+    }
+    int64_t id = insKernel_.i64(0);
+    insKernel_.reset();
+    return id;
+}
+
+db::Result<int64_t> Store::addDispatch(int64_t source_id, const Dispatch& d) {
+    auto k = kernelId(d.kernel);
+    if (!k) return std::unexpected(k.error());
+    auto& s = insDispatch_;
+    s.bind(1, source_id).bind(2, static_cast<int64_t>(d.line)).bind(3, d.time.runtime_us);
+    s.bind(4, d.pid).bind(5, d.runtime_tid).bind(6, *k);
+    auto row = s.step();
+    if (!row) {
+        s.reset();
+        return std::unexpected(row.error());
+    }
+    int64_t id = s.i64(0);
+    s.reset();
+    return id;
+}
+
+db::Result<void> Store::addOperand(int64_t source_id, const Operand& o,
+                                   std::optional<int64_t> dispatch_id) {
+    auto& s = insOperand_;
+    s.bind(1, source_id).bind(2, static_cast<int64_t>(o.line)).bind(3, o.pid).bind(4, o.name);
+    s.bind(5, o.ptr).bind(6, o.end).bind(7, o.arg_ptr).bind(8, o.shape).bind(9, o.stride);
+    s.bind(10, o.dtype).bind(11, o.origin).bind(12, o.rank).bind(13, o.time.runtime_us);
+    s.bind(14, dispatch_id);
+    return s.run();
+}
+
+db::Result<void> Store::addDispatchCount(int64_t source_id, std::optional<int64_t> pid,
+                                         const std::string& kernel, int64_t n, int64_t first_line,
+                                         int64_t last_line) {
+    auto k = kernelId(kernel);
+    if (!k) return std::unexpected(k.error());
+    insCount_.bind(1, source_id).bind(2, pid).bind(3, *k).bind(4, n).bind(5, first_line).bind(6, last_line);
+    return insCount_.run();
+}
+
+db::Result<void> Store::addWarning(int64_t source_id, const Warning& w) {
+    insWarning_.bind(1, source_id).bind(2, static_cast<int64_t>(w.line)).bind(3, w.message);
+    return insWarning_.run();
+}
+
+db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, int64_t size) {
+    auto s = db_.prepare(
+        "UPDATE sources SET offset=?2, line=?3, max_line=?4, complete=?5, size=?6, "
+        "ingested_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?1");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, source_id).bind(2, st.offset).bind(3, st.line).bind(4, st.max_line);
+    s->bind(5, static_cast<int64_t>(st.complete)).bind(6, size);
+    return s->run();
+}
+
+db::Result<void> Store::replaceIncidents(const std::vector<IncidentRecord>& incidents) {
+    if (auto r = db_.exec("DELETE FROM incident_evidence; DELETE FROM incidents;"); !r) return r;
+    auto ins = db_.prepare(
+        "INSERT INTO incidents(kind, vendor, address, pid, process, reason, kernel, signature, "
+        "first_evidence) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)");
+    auto mem = db_.prepare(
+        "INSERT OR IGNORE INTO incident_evidence(incident_id, evidence_id, role, link) VALUES(?1,?2,?3,?4)");
+    if (!ins) return std::unexpected(ins.error());
+    if (!mem) return std::unexpected(mem.error());
+    for (const auto& inc : incidents) {
+        if (inc.members.empty()) continue;
+        ins->bind(1, inc.kind).bind(2, inc.vendor).bind(3, inc.address).bind(4, inc.pid);
+        ins->bind(5, inc.process).bind(6, inc.reason).bind(7, inc.kernel).bind(8, inc.signature);
+        ins->bind(9, inc.members.front().evidence_id);
+        if (auto r = ins->run(); !r) return r;
+        int64_t id = db_.lastInsertId();
+        for (const auto& m : inc.members) {
+            mem->bind(1, id).bind(2, m.evidence_id).bind(3, m.role).bind(4, m.link);
+            if (auto r = mem->run(); !r) return r;
+        }
+    }
+    return {};
+}
+
+}  // namespace gpufault

@@ -1,0 +1,100 @@
+// The store: one SQLite file holding evidence, context, checkpoints and incidents.
+// The only code that speaks SQL is in schema/.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectors/common/evidence.h"
+#include "schema/sqlite.h"
+
+namespace gpufault {
+
+/// How an input stream is recognised again: device + inode + a fingerprint of its first bytes.
+struct SourceIdentity {
+    std::string path;                 ///< as given to `ingest` ("-" for stdin)
+    std::string kind = "file";        ///< file | stdin | kmsg | journal
+    std::optional<int64_t> device;
+    std::optional<int64_t> inode;
+    std::string fingerprint;          ///< hex hash of the first bytes (up to 4 KiB)
+};
+
+/// A source's checkpoint: where a (resumed) ingest starts.
+struct SourceState {
+    int64_t id = 0;
+    int64_t offset = 0;               ///< bytes: start of the oldest unfinished block
+    int64_t line = 0;                 ///< lines before `offset`
+    int64_t max_line = 0;             ///< highest line whose context (dispatch counts) is stored
+    bool complete = false;            ///< the whole stream was ingested
+};
+
+/// One correlated incident, as written by correlate/ (ids are assigned by the store).
+struct IncidentMember {
+    int64_t evidence_id = 0;
+    std::string role;                 ///< "member" | "context"
+    std::string link;                 ///< why it joined ("first", "same 2 MiB region 0x...", ...)
+};
+struct IncidentRecord {
+    std::string kind;
+    std::optional<std::string> vendor;
+    std::optional<uint64_t> address;
+    std::optional<int64_t> pid;
+    std::optional<std::string> process;
+    std::optional<std::string> reason;
+    std::optional<std::string> kernel;
+    std::string signature;
+    std::vector<IncidentMember> members;  ///< first member = the record that opened it
+};
+
+/// Read/write access to the store. Opening read-write creates the file and applies migrations
+/// (`PRAGMA user_version`); read-only never changes the file.
+class Store {
+public:
+    enum class Mode { ReadOnly, ReadWrite };
+
+    /// Opens (and for ReadWrite creates/migrates) the store at `path`. Errors name the path.
+    static db::Result<Store> open(const std::string& path, Mode mode);
+
+    /// The checkpoint of a source, created on first sight.
+    db::Result<SourceState> source(const SourceIdentity& id);
+    db::Result<void> begin();
+    db::Result<void> commit();
+    db::Result<void> rollback();
+
+    /// Inserts evidence; a record already stored (same source, kind, line, address, pci, node)
+    /// is ignored, so a resumed ingest never duplicates.
+    db::Result<void> addEvidence(int64_t source_id, const Evidence& e);
+    /// Inserts a dispatch row (kept only in the window before faults); returns its id.
+    db::Result<int64_t> addDispatch(int64_t source_id, const Dispatch& d);
+    db::Result<void> addOperand(int64_t source_id, const Operand& o,
+                                std::optional<int64_t> dispatch_id);
+    /// Adds `n` dispatches of `kernel` by `pid` seen between `first_line` and `last_line`.
+    db::Result<void> addDispatchCount(int64_t source_id, std::optional<int64_t> pid,
+                                      const std::string& kernel, int64_t n, int64_t first_line,
+                                      int64_t last_line);
+    db::Result<void> addWarning(int64_t source_id, const Warning& w);
+    /// Commits a checkpoint (call inside the transaction that stored the evidence before it).
+    db::Result<void> setPosition(int64_t source_id, const SourceState& st, int64_t size);
+    /// Replaces all incidents (correlation is recomputed after each ingest).
+    db::Result<void> replaceIncidents(const std::vector<IncidentRecord>& incidents);
+
+    db::Db& db() { return db_; }
+    const std::string& path() const { return path_; }
+
+private:
+    Store(db::Db db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
+    db::Result<void> migrate();
+    db::Result<void> prepareWriters();
+    db::Result<int64_t> kernelId(const std::string& name);
+
+    db::Db db_;
+    std::string path_;
+    db::Stmt insEvidence_, insDispatch_, insOperand_, insCount_, insKernel_, selKernel_, insWarning_;
+};
+
+/// Trailing zero bits of an address (64 for 0).
+int alignLog2(uint64_t address);
+
+}  // namespace gpufault

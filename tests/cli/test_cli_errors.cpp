@@ -1,0 +1,83 @@
+// Bad input and exit codes through the built binary: missing files leave the store untouched,
+// junk never crashes, re-ingesting never duplicates, unknown ids exit 1.
+#include <sys/stat.h>
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tests/support/fixture_check.h"
+#include "tests/support/process.h"
+
+namespace gpufault::testing {
+namespace {
+
+const std::string kCase013 = GPUFAULT_SOURCE_DIR "/tests/data/real/013-comfyui-journal-coredump-interleaved.txt";
+
+TEST(CliErrors, MissingFileExits2AndLeavesStoreUntouched) {
+    TempDir t;
+    auto first = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kCase013});
+    ASSERT_EQ(first.status, 0) << first.err;
+    std::string before = run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out;
+    struct stat st1 {};
+    ASSERT_EQ(::stat(t.file("db").c_str(), &st1), 0);
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kCase013, t.file("nope.log")});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("nope.log: No such file or directory"), std::string::npos) << r.err;
+    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out, before);
+}
+
+TEST(CliErrors, ReingestAddsNoDuplicates) {
+    TempDir t;
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kCase013}).status, 0);
+    auto once = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
+    auto again = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kCase013});
+    ASSERT_EQ(again.status, 0);
+    EXPECT_NE(again.out.find("already ingested"), std::string::npos) << again.out;
+    // A copy of the file is another inode but the same content: still no duplicates? It is a
+    // different source, so its records are its own; the original's count stays.
+    auto twice = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
+    EXPECT_EQ(once.size(), twice.size());
+    EXPECT_EQ(once.size(), 2u);
+}
+
+TEST(CliErrors, JunkEmptyAndNulInputDoNotCrash) {
+    TempDir t;
+    std::string junk;
+    for (int i = 0; i < 100000; ++i) junk += static_cast<char>((i * 7919) & 0xff);
+    writeFile(t.file("junk.bin"), junk);
+    writeFile(t.file("empty.log"), "");
+    writeFile(t.file("nul.log"), std::string(5000, '\0') + "\nMemory access fault by GPU node-1 (Agent handle: 0x1) on address 0x1000. Reason: Unknown.\n");
+    std::string longLine(3 << 20, 'x');
+    writeFile(t.file("long.log"), longLine + "\nMemory access fault by GPU node-2 (Agent handle: 0x1) on address 0x2000. Reason: Unknown.\n");
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("junk.bin"), t.file("empty.log"),
+                  t.file("nul.log"), t.file("long.log")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto ev = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json", "--kind", "rocr_memory_fault"}).out);
+    ASSERT_EQ(ev.size(), 2u);
+    EXPECT_EQ(ev[0]["address"], "0x1000");
+    EXPECT_EQ(ev[1]["address"], "0x2000");
+    EXPECT_EQ(ev[1]["line"], 2);
+    auto w = run({GPUFAULT_BIN, "--db", t.file("db"), "query", "SELECT message FROM warnings"});
+    EXPECT_NE(w.out.find("stored truncated"), std::string::npos) << w.out;
+}
+
+TEST(CliErrors, ExitCodes) {
+    TempDir t;
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kCase013}).status, 0);
+    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "show", "99"}).status, 1);
+    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "show", "1"}).status, 0);
+    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--kind", "nvidia_xid"}).status, 0);
+    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--kind", "bogus"}).status, 2);
+    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "frobnicate"}).status, 2);
+    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("missing.db"), "events"}).status, 2);
+    auto q = run({GPUFAULT_BIN, "--db", t.file("db"), "query", "DELETE FROM evidence"});
+    EXPECT_EQ(q.status, 2);
+    EXPECT_NE(q.err.find("readonly"), std::string::npos) << q.err;
+    auto unwritable = run({GPUFAULT_BIN, "--db", "/proc/gpufault.db", "ingest", kCase013});
+    EXPECT_EQ(unwritable.status, 2);
+    EXPECT_NE(unwritable.err.find("--db"), std::string::npos) << unwritable.err;
+}
+
+}  // namespace
+}  // namespace gpufault::testing

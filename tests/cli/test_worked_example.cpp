@@ -1,0 +1,74 @@
+// The worked gfx1201 example of the issue, through the built binary: alignment and signed
+// distances must come out exactly (the hand-written report was wrong by a factor of four).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/fixture_check.h"
+#include "tests/support/process.h"
+
+namespace gpufault::testing {
+namespace {
+
+const std::string kExample = GPUFAULT_SOURCE_DIR "/examples/gfx1201-worked-example.log";
+
+class WorkedExample : public ::testing::Test {
+protected:
+    void SetUp() override {
+        auto r = run({GPUFAULT_BIN, "--db", db(), "ingest", kExample});
+        ASSERT_EQ(r.status, 0) << r.err;
+    }
+    std::string db() const { return tmp_.file("db"); }
+    TempDir tmp_;
+};
+
+TEST_F(WorkedExample, DistancesFromTheView) {
+    auto r = run({GPUFAULT_BIN, "--db", db(), "query", "--json",
+                  "SELECT name, distance, from_ptr, inside, same_2mib FROM fault_operand_distance "
+                  "ORDER BY name"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto rows = parseJsonLines(r.out);
+    ASSERT_EQ(rows.size(), 2u) << r.out;
+    EXPECT_EQ(rows[0]["name"], "A");
+    EXPECT_EQ(rows[0]["distance"].get<int64_t>(), -4381900800LL);  // below A.ptr
+    EXPECT_EQ(rows[0]["from_ptr"].get<int64_t>(), -4381900800LL);
+    EXPECT_EQ(rows[0]["inside"].get<int64_t>(), 0);
+    EXPECT_EQ(rows[1]["name"], "B");
+    EXPECT_EQ(rows[1]["distance"].get<int64_t>(), 1539178496LL);  // above B.end
+    EXPECT_EQ(rows[1]["inside"].get<int64_t>(), 0);
+    EXPECT_EQ(rows[1]["same_2mib"].get<int64_t>(), 0);
+}
+
+TEST_F(WorkedExample, FaultsListsAlignmentAndNearestOperand) {
+    auto r = run({GPUFAULT_BIN, "--db", db(), "faults", "--json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto rows = parseJsonLines(r.out);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0]["address"], "0x7f6459a00000");
+    EXPECT_EQ(rows[0]["align_2mib"], true);
+    EXPECT_EQ(rows[0]["nearest_operand"], "B");
+    EXPECT_EQ(rows[0]["nearest_distance"].get<int64_t>(), 1539178496LL);
+}
+
+TEST_F(WorkedExample, ShowAndReportPrintBytesAndGiB) {
+    auto show = run({GPUFAULT_BIN, "--db", db(), "show", "1"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    EXPECT_NE(show.out.find("2 MiB aligned: yes"), std::string::npos) << show.out;
+    EXPECT_NE(show.out.find("-4,381,900,800 B (-4.08 GiB) below ptr"), std::string::npos) << show.out;
+    EXPECT_NE(show.out.find("+1,539,178,496 B (+1.43 GiB) above end"), std::string::npos) << show.out;
+    auto md = run({GPUFAULT_BIN, "--db", db(), "report", "1", "--format", "md"});
+    ASSERT_EQ(md.status, 0) << md.err;
+    EXPECT_NE(md.out.find("| A | `0x00007f655ece8000` | `0x00007f65605d8000` | 26148864 | -4381900800 below ptr | -4.08 |"),
+              std::string::npos)
+        << md.out;
+    auto js = run({GPUFAULT_BIN, "--db", db(), "report", "1", "--format", "json"});
+    ASSERT_EQ(js.status, 0) << js.err;
+    auto j = nlohmann::json::parse(js.out);
+    EXPECT_EQ(j["address"], "0x7f6459a00000");
+    EXPECT_EQ(j["align_2mib"], true);
+    ASSERT_EQ(j["operands"].size(), 2u);
+    EXPECT_EQ(j["operands"][0]["name"], "B");  // nearest first
+}
+
+}  // namespace
+}  // namespace gpufault::testing

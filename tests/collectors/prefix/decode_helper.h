@@ -1,0 +1,57 @@
+// Test helper: runs a LineDecoder over lines and keeps owned copies of the LogLines.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectors/prefix/line_decoder.h"
+
+namespace gpufault::testing {
+
+/// An owned copy of a LogLine (the decoder's views die after each emit).
+struct Decoded {
+    uint64_t line = 0;
+    std::string text, raw, ident, runtime_tid;
+    TimeInfo time;
+    Origin origin = Origin::Unknown;
+    std::optional<int64_t> rank, ident_pid, log_pid;
+    std::optional<int> amd_level;
+};
+
+inline std::vector<Decoded> decodeAll(const std::vector<std::string>& lines) {
+    std::vector<Decoded> out;
+    LineDecoder d;
+    auto emit = [&out](const LogLine& l) {
+        Decoded x;
+        x.line = l.line;
+        x.text = std::string(l.text);
+        x.raw = std::string(l.raw);
+        x.ident = std::string(l.ident);
+        x.runtime_tid = std::string(l.runtime_tid);
+        x.time = l.time;
+        x.origin = l.origin;
+        x.rank = l.rank;
+        x.ident_pid = l.ident_pid;
+        x.log_pid = l.log_pid;
+        x.amd_level = l.amd_level;
+        out.push_back(std::move(x));
+    };
+    uint64_t n = 0;
+    for (const auto& s : lines) d.feed(++n, s, emit);
+    d.finish(emit);
+    return out;
+}
+
+/// Decodes one physical line that must give exactly one logical line.
+inline Decoded decodeOne(const std::string& line) {
+    auto v = decodeAll({line});
+    if (v.size() == 1) return v[0];
+    Decoded bad;
+    bad.text = "<" + std::to_string(v.size()) + " lines>";
+    return bad;
+}
+
+}  // namespace gpufault::testing

@@ -1,0 +1,265 @@
+// Line endings, quotes, containers, logger prefixes, `[rankN]:` and the AMD log prefix hand-off.
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tests/collectors/prefix/decode_helper.h"
+
+namespace gpufault::testing {
+namespace {
+
+const std::string kRocr =
+    "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address 0x7f3a12340000. "
+    "Reason: Page not present or supervisor privilege.";
+
+TEST(LineDecoder, PlainTextPassesThrough) {
+    auto d = decodeOne(kRocr);
+    EXPECT_EQ(d.text, kRocr);
+    EXPECT_EQ(d.raw, kRocr);
+    EXPECT_EQ(d.line, 1u);
+    EXPECT_EQ(d.origin, Origin::Unknown);
+    EXPECT_TRUE(d.time.empty());
+    EXPECT_FALSE(d.rank);
+    EXPECT_FALSE(d.amd_level);
+    EXPECT_EQ(decodeOne("").text, "");
+    EXPECT_EQ(decodeOne("  ~~~~~~~^^^^").text, "  ~~~~~~~^^^^");  // leading blanks are kept
+}
+
+TEST(LineDecoder, LineEndings) {
+    EXPECT_EQ(decodeOne(kRocr + "\r").text, kRocr);
+    EXPECT_EQ(decodeOne(kRocr + "^M").text, kRocr);
+    EXPECT_EQ(decodeOne(kRocr + "   ^M\r").text, kRocr);
+    auto d = decodeOne("[ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: [gfxhub0] no-retry page fault^M");
+    EXPECT_EQ(d.text, "amdgpu 0000:c6:00.0: amdgpu: [gfxhub0] no-retry page fault");
+    ASSERT_TRUE(d.time.kernel_s);
+    EXPECT_NEAR(*d.time.kernel_s, 4778.915423, 5e-7);
+    EXPECT_EQ(d.raw, "[ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: [gfxhub0] no-retry page fault^M");
+}
+
+TEST(LineDecoder, CarriageReturnProgressBar) {
+    auto d = decodeOne("Loading:  50%|#####     | 1/2 [00:01<00:01]\rLoading: 100%|##########| 2/2 "
+                       "[00:02<00:00]\r" + kRocr);
+    EXPECT_EQ(d.text, kRocr);
+    EXPECT_EQ(decodeOne("100%|##########|\r" + kRocr + "\r").text, kRocr);
+}
+
+TEST(LineDecoder, ReplyQuotes) {
+    auto d = decodeOne("> > [ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: x");
+    EXPECT_EQ(d.text, "amdgpu 0000:c6:00.0: amdgpu: x");
+    EXPECT_EQ(d.origin, Origin::Kernel);
+    EXPECT_EQ(decodeOne(">").text, "");
+    EXPECT_EQ(decodeOne("> ").text, "");
+    EXPECT_EQ(decodeOne("> > ").text, "");
+    EXPECT_EQ(decodeOne(">>> import torch").text, ">>> import torch");
+    // real: 108
+    auto r = decodeOne("> :0:rocdevice.cpp            :2984: 71322719728 us: [pid:8     "
+                       "tid:0x7f53d8bff640] Callback: Queue 0x7f53d8200000 aborting with error : "
+                       "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access");
+    EXPECT_EQ(r.amd_level, 0);
+    EXPECT_EQ(r.log_pid, 8);
+    EXPECT_EQ(r.runtime_tid, "0x7f53d8bff640");
+    EXPECT_EQ(r.time.runtime_us, 71322719728);
+    EXPECT_TRUE(r.text.starts_with("Callback: Queue 0x7f53d8200000 aborting"));
+}
+
+TEST(LineDecoder, RankPrefix) {
+    auto d = decodeOne("[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered");
+    EXPECT_EQ(d.rank, 3);
+    EXPECT_EQ(d.text, "RuntimeError: CUDA error: an illegal memory access was encountered");
+    // real: 082 — the glog block stays in the text
+    auto g = decodeOne("[rank5]:[E610 07:42:53.345100746 ProcessGroupNCCL.cpp:1595] [PG ID 2 PG "
+                       "GUID 3 Rank 5] Process group watchdog thread terminated with exception");
+    EXPECT_EQ(g.rank, 5);
+    EXPECT_TRUE(g.text.starts_with("[E610 07:42:53.345100746 ProcessGroupNCCL.cpp:1595] [PG ID 2"));
+    EXPECT_EQ(g.origin, Origin::Unknown);
+    EXPECT_FALSE(decodeOne("[ranks]: x").rank);
+}
+
+TEST(LineDecoder, AmdLogPrefix) {
+    // real: 102 (ROCm 6.4+ `tid: 0x…`)
+    auto d = decodeOne(":3:hip_device_runtime.cpp   :671 : 48517561912 us: [pid:77544 tid: "
+                       "0x7fd5bfa8d640] hipDeviceSynchronize: Returned hipErrorLaunchFailure : ");
+    EXPECT_EQ(d.amd_level, 3);
+    EXPECT_EQ(d.log_pid, 77544);
+    EXPECT_EQ(d.runtime_tid, "0x7fd5bfa8d640");
+    EXPECT_EQ(d.time.runtime_us, 48517561912);
+    EXPECT_EQ(d.text, "hipDeviceSynchronize: Returned hipErrorLaunchFailure :");
+    // hip_memory.cpp's own ` | ` must survive (no compose stripping of runtime lines)
+    auto m = decodeOne(":4:hip_memory.cpp           :779 : 2156327711 us: [pid:1 tid:0x7f] "
+                       "hipMemGetInfo: free :17163 | total :17163");
+    EXPECT_EQ(m.text, "hipMemGetInfo: free :17163 | total :17163");
+}
+
+TEST(LineDecoder, DockerJsonFile) {
+    auto d = decodeOne("{\"log\":\"" + kRocr +
+                       "\\n\",\"stream\":\"stderr\",\"time\":\"2025-09-09T00:30:29.40412803Z\"}");
+    EXPECT_EQ(d.text, kRocr);
+    EXPECT_EQ(d.time.wall, "2025-09-09T00:30:29");
+    EXPECT_EQ(d.origin, Origin::Unknown);
+    auto esc = decodeOne("{\"log\":\"\\u001b[32m hipLaunchKernel \\u001b[0m\\u0009arg "
+                         "\\u003cx\\u003e\\n\",\"stream\":\"stderr\",\"time\":\"2025-09-09T00:30:29.5Z\"}");
+    EXPECT_EQ(esc.text, "\x1b[32m hipLaunchKernel \x1b[0m\targ <x>");
+    auto amd = decodeOne("{\"log\":\":3:rocvirtual.cpp           :3190: 0043127734 us:  ShaderName "
+                         ": _Z9vectoraddPfS_S_i\\n\",\"stream\":\"stderr\",\"time\":\"2025-09-09T00:"
+                         "30:29.4041Z\"}");
+    EXPECT_EQ(amd.amd_level, 3);
+    EXPECT_EQ(amd.time.runtime_us, 43127734);
+    EXPECT_EQ(amd.time.wall, "2025-09-09T00:30:29");
+    EXPECT_EQ(amd.text, "ShaderName : _Z9vectoraddPfS_S_i");
+}
+
+TEST(LineDecoder, JsonDataWithSeveralLines) {
+    auto v = decodeAll({"x", "{\"event\": \"line\", \"data\": \"first\\nsecond\\r\\n\", \"pipe\": "
+                             "\"stderr\"}"});
+    ASSERT_EQ(v.size(), 3u);
+    EXPECT_EQ(v[1].text, "first");
+    EXPECT_EQ(v[2].text, "second");
+    EXPECT_EQ(v[1].line, 2u);
+    EXPECT_EQ(v[2].line, 2u);
+    // real: 066
+    auto r = decodeOne("{\"event\": \"line\", \"data\": \"[rank3]: For debugging consider passing "
+                       "AMD_SERIALIZE_KERNEL=3\\n\", \"pipe\": \"stderr\"}");
+    EXPECT_EQ(r.rank, 3);
+    EXPECT_EQ(r.text, "For debugging consider passing AMD_SERIALIZE_KERNEL=3");
+    EXPECT_EQ(decodeOne("{\"log\":\"\\n\"}").text, "");
+}
+
+TEST(LineDecoder, JsonThatIsNotAWrapper) {
+    for (const std::string line : {"{\"event\": \"", "{\"a\": 1, \"b\": [1, 2]}", "{not json}",
+                                   "{\"log\": 5}", "{}"}) {
+        auto d = decodeOne(line);
+        EXPECT_EQ(d.text, line);
+        EXPECT_EQ(d.origin, Origin::Unknown);
+    }
+}
+
+TEST(LineDecoder, JournaldAndDmesgJson) {
+    auto j = decodeOne("{\"__REALTIME_TIMESTAMP\":\"1757377828123456\",\"_TRANSPORT\":\"kernel\","
+                       "\"SYSLOG_IDENTIFIER\":\"kernel\",\"_SOURCE_MONOTONIC_TIMESTAMP\":"
+                       "\"229550864052\",\"MESSAGE\":\"amdgpu: x\"}");
+    EXPECT_EQ(j.text, "amdgpu: x");
+    EXPECT_EQ(j.origin, Origin::Kernel);
+    EXPECT_EQ(j.ident, "kernel");
+    ASSERT_TRUE(j.time.kernel_s);
+    EXPECT_NEAR(*j.time.kernel_s, 229550.864052, 5e-7);
+    EXPECT_EQ(j.time.wall, "2025-09-09T00:30:28");
+    auto p = decodeOne("{\"SYSLOG_IDENTIFIER\":\"python3\",\"_PID\":\"4242\",\"MESSAGE\":[104,105]}");
+    EXPECT_EQ(p.text, "hi");
+    EXPECT_EQ(p.ident_pid, 4242);
+    EXPECT_EQ(p.origin, Origin::Other);
+    auto dm = decodeOne("      {\"pri\": 3, \"time\":   229.550864, \"msg\": \"amdgpu 0000:65:00.0: "
+                        "amdgpu: [gfxhub] page fault\"},");
+    EXPECT_EQ(dm.text, "amdgpu 0000:65:00.0: amdgpu: [gfxhub] page fault");
+    EXPECT_EQ(dm.origin, Origin::Kernel);
+    ASSERT_TRUE(dm.time.kernel_s);
+    EXPECT_NEAR(*dm.time.kernel_s, 229.550864, 5e-7);
+}
+
+TEST(LineDecoder, CriFullAndPartial) {
+    auto f = decodeOne("2025-09-09T00:30:29.404128031Z stderr F " + kRocr);
+    EXPECT_EQ(f.text, kRocr);
+    EXPECT_EQ(f.time.wall, "2025-09-09T00:30:29");
+    auto v = decodeAll({
+        "2025-09-09T00:30:29.41Z stderr P :3:rocvirtual.cpp           :3190: 0043127734 us:  "
+        "ShaderName : Cijk_",
+        "2025-09-09T00:30:29.410000100Z stdout F interleaved",
+        "2025-09-09T00:30:29.410000512Z stderr P Alik",
+        "2025-09-09T00:30:29.410000600Z stderr F:x _Bljk",
+        "2016-10-06T00:17:09.669794202Z stdout P log content 1",
+    });
+    ASSERT_EQ(v.size(), 3u);
+    EXPECT_EQ(v[0].line, 2u);
+    EXPECT_EQ(v[0].text, "interleaved");
+    EXPECT_EQ(v[1].line, 1u);
+    EXPECT_EQ(v[1].text, "ShaderName : Cijk_Alik_Bljk");
+    EXPECT_EQ(v[1].amd_level, 3);
+    EXPECT_EQ(v[1].time.runtime_us, 43127734);
+    EXPECT_EQ(v[1].time.wall, "2025-09-09T00:30:29");
+    EXPECT_EQ(v[2].line, 5u);  // unterminated at EOF: emitted by finish()
+    EXPECT_EQ(v[2].text, "log content 1");
+    EXPECT_EQ(v[2].time.wall, "2016-10-06T00:17:09");
+}
+
+TEST(LineDecoder, CriPartialFlushedByOtherText) {
+    auto v = decodeAll({"2025-09-09T00:30:29Z stdout P abc", "plain"});
+    ASSERT_EQ(v.size(), 2u);
+    EXPECT_EQ(v[0].text, "abc");
+    EXPECT_EQ(v[1].text, "plain");
+}
+
+TEST(LineDecoder, CriQuotedReal) {
+    // real: 080
+    auto d = decodeOne("> 2026-08-31T17:43:36.6703347Z stderr F Memory access fault by GPU node-6 "
+                       "(Agent handle: 0x501def90) on address 0x7f5e50c00000. Reason: Unknown.");
+    EXPECT_TRUE(d.text.starts_with("Memory access fault by GPU node-6"));
+    EXPECT_EQ(d.time.wall, "2026-08-31T17:43:36");
+}
+
+TEST(LineDecoder, ComposePrefix) {
+    auto v = decodeAll({"trainer-1    | " + kRocr,
+                        "evaluator-1  | RuntimeError: CUDA error: an illegal memory access",
+                        "\x1b[36mtrainer-1    | \x1b[0m[rank2]: x"});
+    ASSERT_EQ(v.size(), 3u);
+    EXPECT_EQ(v[0].text, kRocr);
+    EXPECT_EQ(v[1].text, "RuntimeError: CUDA error: an illegal memory access");
+    EXPECT_EQ(v[2].text, "x");
+    EXPECT_EQ(v[2].rank, 2);
+    // Names without a replica index: two lines with the bar in the same column.
+    auto w = decodeAll({"web  | one", "web  | two", "db   | three"});
+    EXPECT_EQ(w[0].text, "web  | one");
+    EXPECT_EQ(w[1].text, "two");
+    EXPECT_EQ(w[2].text, "three");
+}
+
+TEST(LineDecoder, NoComposeWithoutEvidence) {
+    auto v = decodeAll({"GPU0 | free :17163 | total :17163", "free | x",
+                        ":4:hip_memory.cpp :779 : 2156327711 us: [pid:1 tid:0x7f] | free :1 | total "
+                        ":2"});
+    ASSERT_EQ(v.size(), 3u);
+    EXPECT_EQ(v[0].text, "GPU0 | free :17163 | total :17163");
+    EXPECT_EQ(v[1].text, "free | x");
+    EXPECT_EQ(v[2].text, "| free :1 | total :2");
+}
+
+TEST(LineDecoder, LoggerStampsAndContainerStamp) {
+    // real: 064 (ComfyUI)
+    auto g = decodeOne("2025-12-21T05:01:45.677513 - Exception in thread 2025-12-21T05:01:45.677741 "
+                       "- Thread-5 (prompt_worker)2025-12-21T05:01:45.677860 - :");
+    EXPECT_EQ(g.text, "Exception in thread Thread-5 (prompt_worker):");
+    EXPECT_TRUE(g.time.empty());
+    auto r = decodeOne("2025-12-21T05:01:45.686997 - 2025-12-21T05:01:45.689733 -   File "
+                       "\"/usr/lib/python3.13/threading.py\", line 1044, in _bootstrap_inner");
+    EXPECT_EQ(r.text, "  File \"/usr/lib/python3.13/threading.py\", line 1044, in _bootstrap_inner");
+    // docker logs -t
+    auto t = decodeOne("2025-09-09T00:30:29.404128031Z RuntimeError: CUDA error: an illegal memory "
+                       "access was encountered");
+    EXPECT_EQ(t.text, "RuntimeError: CUDA error: an illegal memory access was encountered");
+    EXPECT_EQ(t.time.wall, "2025-09-09T00:30:29");
+    EXPECT_EQ(t.origin, Origin::Unknown);
+}
+
+TEST(LineDecoder, HugeLineIsTruncated) {
+    std::string big(2u << 20, 'a');
+    auto d = decodeOne(big);
+    EXPECT_EQ(d.text.size(), LineDecoder::kMaxLine);
+    EXPECT_EQ(d.raw.size(), big.size());
+    std::string piece(700u << 10, 'b');
+    auto v = decodeAll({"2025-09-09T00:30:29Z stderr P " + piece, "2025-09-09T00:30:29Z stderr P " + piece,
+                        "2025-09-09T00:30:29Z stderr F " + piece});
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_EQ(v[0].text.size(), LineDecoder::kMaxLine);
+}
+
+TEST(LineDecoder, NulBytesAndInvalidUtf8PassThrough) {
+    std::string nul(64, '\0');
+    auto d = decodeOne(nul);
+    EXPECT_EQ(d.text, nul);
+    EXPECT_EQ(d.origin, Origin::Unknown);
+    std::string bad = "\xff\xfe abc \xc3";
+    EXPECT_EQ(decodeOne(bad).text, bad);
+    std::string mixed = std::string("[  1.000000] a\0b", 16);
+    EXPECT_EQ(decodeOne(mixed).text, std::string("a\0b", 3));
+}
+
+}  // namespace
+}  // namespace gpufault::testing

@@ -1,0 +1,64 @@
+// Calendar helpers of the prefix parsers.
+#include "collectors/prefix/timestamp.h"
+
+#include <gtest/gtest.h>
+
+namespace gpufault::prefix {
+namespace {
+
+TEST(Timestamp, MonthNames) {
+    EXPECT_EQ(monthFromName("Sep"), 9);
+    EXPECT_EQ(monthFromName("nov"), 11);
+    EXPECT_EQ(monthFromName("DEC"), 12);
+    EXPECT_EQ(monthFromName("Dez"), 12);
+    EXPECT_EQ(monthFromName("M\xc3\xa4r"), 3);
+    EXPECT_EQ(monthFromName("M\xc3\x84R"), 3);
+    EXPECT_EQ(monthFromName("juin"), 6);
+    EXPECT_EQ(monthFromName("juil."), 7);
+    EXPECT_EQ(monthFromName("ao\xc3\xbbt"), 8);
+    EXPECT_EQ(monthFromName("okt"), 10);
+    EXPECT_EQ(monthFromName("marras"), 11);
+    EXPECT_EQ(monthFromName("\xd0\xa1\xd0\xb5\xd0\xbd"), 9);  // Сен
+    EXPECT_EQ(monthFromName("12\xe6\x9c\x88"), 12);            // 12月
+    EXPECT_EQ(monthFromName("9\xec\x9b\x94"), 9);              // 9월
+    EXPECT_EQ(monthFromName("Tue"), 0);
+    EXPECT_EQ(monthFromName("13\xe6\x9c\x88"), 0);
+    EXPECT_EQ(monthFromName("x"), 0);
+}
+
+TEST(Timestamp, WallFormats) {
+    EXPECT_EQ(formatWall({2025, 9, 9, 2, 30, 28}), "2025-09-09T02:30:28");
+    EXPECT_EQ(formatWall({0, 11, 4, 13, 30, 18}), "11-04T13:30:18");
+    EXPECT_FALSE(formatWall({2025, 0, 9, 2, 30, 28}));
+    EXPECT_FALSE(formatWall({2025, 9, 9, 25, 30, 28}));
+}
+
+TEST(Timestamp, IsoScanner) {
+    auto a = scanIsoStamp("2016-10-06T00:17:09.669794202Z stdout");
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->len, 30u);
+    EXPECT_EQ(a->frac_digits, 9);
+    EXPECT_TRUE(a->zone_z);
+    auto b = scanIsoStamp("2025-09-09T02:30:28,123456+0200 x");
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->frac_sep, ',');
+    EXPECT_TRUE(b->zone);
+    EXPECT_EQ(b->len, 31u);
+    auto c = scanIsoStamp("2025-12-21T05:01:45.677513 - x");
+    ASSERT_TRUE(c);
+    EXPECT_FALSE(c->zone);
+    EXPECT_FALSE(scanIsoStamp("2025-09-09 02:30:28"));
+    EXPECT_TRUE(scanIsoStamp("2025-09-09 02:30:28", true));
+    EXPECT_FALSE(scanIsoStamp("2025-13-09T02:30:28"));
+    EXPECT_FALSE(scanIsoStamp("2025-09-09T02:30"));
+}
+
+TEST(Timestamp, Epoch) {
+    auto t = civilFromEpoch(1757377828);
+    EXPECT_EQ(formatWall(t), "2025-09-09T00:30:28");
+    EXPECT_EQ(formatWall(civilFromEpoch(0)), "1970-01-01T00:00:00");
+    EXPECT_EQ(formatWall(civilFromEpoch(951782400)), "2000-02-29T00:00:00");
+}
+
+}  // namespace
+}  // namespace gpufault::prefix

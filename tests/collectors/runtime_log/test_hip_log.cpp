@@ -1,0 +1,370 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "collectors/runtime_log/hip_log.h"
+
+namespace gpufault {
+namespace {
+
+/// A line as the decoder delivers it: AMD prefix removed, its fields set.
+struct Amd {
+    Amd(std::string m,
+        std::optional<int64_t> p = {},
+        std::string t = "",
+        std::optional<int64_t> u = {})
+        : msg(std::move(m)), pid(p), tid(std::move(t)), us(u) {}
+    std::string msg;
+    std::optional<int64_t> pid;
+    std::string tid;
+    std::optional<int64_t> us;
+};
+
+struct Feeder {
+    CollectSink sink;
+    std::unique_ptr<Matcher> m = makeHipLogMatcher();
+    uint64_t n = 0;
+    void amd(const Amd& a, int level = 3) {
+        LogLine l;
+        l.line = ++n;
+        l.text = a.msg;
+        l.raw = a.msg;
+        l.amd_level = level;
+        l.log_pid = a.pid;
+        l.runtime_tid = a.tid;
+        l.time.runtime_us = a.us;
+        m->feed(l, sink);
+    }
+    void plain(const std::string& s) {
+        LogLine l;
+        l.line = ++n;
+        l.text = s;
+        l.raw = s;
+        m->feed(l, sink);
+    }
+    CollectSink& done() {
+        m->finish(sink);
+        return sink;
+    }
+};
+
+const char* kT1 = "0x7f0a1b2c3d40";
+const char* kT2 = "0x7f0a1b2c3e00";
+
+// Dispatch lines (FORMATS.md §3.2): "Arg%d: %s %s = ptr:%p obj:[%p-%p]", "Arg%d: %s %s = val:%s",
+// "ShaderName : %s", "Graph shader name : %s".
+
+TEST(HipLog, ShaderNameTakesPointerArgsOfItsThread) {
+    Feeder r;
+    r.amd({"Arg0: float* a = ptr:0x7f0000001000 obj:[0x7f0000000000-0x7f0000100000]", 42, kT1, 10});
+    r.amd(
+        {"Arg0: int* other = ptr:0x7e0000000000 obj:[0x7e0000000000-0x7e0000001000]", 42, kT2, 11});
+    r.amd({"Arg1: int n = val:1024", 42, kT1, 12});
+    r.amd({"Arg2: float* b = ptr:0x7f0000200010 obj:[0x7f0000200000-0x7f0000300000]", 42, kT1, 13});
+    r.amd({"ShaderName : _Z9vectoraddPfS_S_i", 42, kT1, 14});
+    auto& s = r.done();
+    ASSERT_EQ(s.dispatches.size(), 1u);
+    const Dispatch& d = s.dispatches[0];
+    EXPECT_EQ(d.line, 5u);
+    EXPECT_EQ(d.pid, 42);
+    EXPECT_EQ(d.runtime_tid, kT1);
+    EXPECT_EQ(d.kernel, "_Z9vectoraddPfS_S_i");
+    EXPECT_EQ(d.time.runtime_us, 14);
+    ASSERT_EQ(d.args.size(), 2u);  // the val: arg is not a pointer; the other thread's arg stays
+    EXPECT_EQ(d.args[0].index, 0);
+    EXPECT_EQ(d.args[0].ptr, 0x7f0000001000u);
+    EXPECT_EQ(d.args[0].obj_lo, 0x7f0000000000u);
+    EXPECT_EQ(d.args[0].obj_hi, 0x7f0000100000u);
+    EXPECT_EQ(d.args[1].index, 2);
+    ASSERT_EQ(s.operands.size(), 2u);
+    EXPECT_EQ(s.operands[0].origin, "hip_arg");
+    EXPECT_EQ(s.operands[0].name, "a");
+    EXPECT_EQ(s.operands[0].ptr, 0x7f0000000000u);
+    EXPECT_EQ(s.operands[0].end, 0x7f0000100000u);
+    EXPECT_EQ(s.operands[0].arg_ptr, 0x7f0000001000u);
+    EXPECT_EQ(s.operands[0].line, 1u);
+    EXPECT_EQ(s.operands[0].pid, 42);
+    EXPECT_EQ(s.operands[1].name, "b");
+    EXPECT_TRUE(s.evidences.empty());
+}
+
+TEST(HipLog, NewLaunchDropsStaleArgsAndGraphShaderName) {
+    Feeder r;
+    r.amd({"Arg0: float* a = ptr:0x1000 obj:[0x1000-0x2000]", 7, kT1});
+    r.amd({"Arg1: float* b = ptr:0x3000 obj:[0x3000-0x4000]", 7, kT1});
+    r.amd(
+        {"Arg0: float* c = ptr:0x5000 obj:[0x5000-0x6000]", 7, kT1});  // a launch that never logged
+    r.amd({"Graph shader name : graph_kernel", 7, kT1});
+    r.amd({"ShaderName : no_args_kernel", 7, kT1});
+    auto& s = r.done();
+    ASSERT_EQ(s.dispatches.size(), 2u);
+    EXPECT_EQ(s.dispatches[0].kernel, "graph_kernel");
+    ASSERT_EQ(s.dispatches[0].args.size(), 1u);
+    EXPECT_EQ(s.dispatches[0].args[0].ptr, 0x5000u);
+    EXPECT_TRUE(s.dispatches[1].args.empty());
+}
+
+TEST(HipLog, RealDispatchLinesUnnamedArgFixture016) {
+    Feeder r;
+    r.plain(
+        ":3:rocvirtual.cpp           :798 : 4815821610380 us: [pid:2429112 tid:0x70536bbc5640] "
+        "Arg0:   = val:1073741824");
+    r.plain(
+        ":3:rocvirtual.cpp           :723 : 4815821610388 us: [pid:2429112 tid:0x70536bbc5640] "
+        "Arg2:   = ptr:0x7051e5a00000 obj:[0x705165a00000-0x705365a00000]");
+    r.plain(
+        ":3:rocvirtual.cpp           :3016: 4815821610391 us: [pid:2429112 tid:0x70536bbc5640] "
+        "ShaderName : _ZN2at6native29vectorized_elementwise_kernel");
+    r.plain(
+        ":3:hip_module.cpp           :670 : 4815821610396 us: [pid:2429112 tid:0x70536bbc5640] "
+        "hipLaunchKernel: Returned hipSuccess : ");
+    auto& s = r.done();
+    ASSERT_EQ(s.dispatches.size(), 1u);
+    EXPECT_EQ(s.dispatches[0].pid, 2429112);
+    EXPECT_EQ(s.dispatches[0].runtime_tid, "0x70536bbc5640");
+    EXPECT_EQ(s.dispatches[0].time.runtime_us, 4815821610391);
+    ASSERT_EQ(s.operands.size(), 1u);
+    EXPECT_EQ(s.operands[0].name, "Arg2");
+    EXPECT_EQ(s.operands[0].ptr, 0x705165a00000u);
+    EXPECT_EQ(s.operands[0].end, 0x705365a00000u);
+    EXPECT_EQ(s.operands[0].arg_ptr, 0x7051e5a00000u);
+    EXPECT_TRUE(s.evidences.empty());
+}
+
+TEST(HipLog, ThreadTableIsBounded) {
+    Feeder r;
+    for (int i = 0; i < 300; ++i) {
+        r.amd({"Arg0: float* a = ptr:0x1000 obj:[0x1000-0x2000]", i, "0x1"});
+    }
+    r.amd({"ShaderName : k", 299, "0x1"});
+    r.amd({"ShaderName : k", 0, "0x1"});  // evicted: dispatch without args
+    auto& s = r.done();
+    ASSERT_EQ(s.dispatches.size(), 2u);
+    EXPECT_EQ(s.dispatches[0].args.size(), 1u);
+    EXPECT_TRUE(s.dispatches[1].args.empty());
+}
+
+// "%s: Returned %s : %s" (LOG_API).
+
+TEST(HipLog, ReturnedErrorFoldedWithPidAndTid) {
+    Feeder r;
+    r.amd({"hipDeviceSynchronize: Returned hipErrorLaunchFailure : ", 77544, kT1, 100});
+    r.amd({"hipModuleUnload: Returned hipErrorLaunchFailure : ", 77544, kT1, 101});
+    r.amd({"hipModuleUnload: Returned hipErrorLaunchFailure : ", 77544, kT1, 102});
+    r.amd({"hipGetDevice: Returned hipSuccess : ", 77544, kT1});
+    r.amd({"hipEventQuery: Returned hipErrorNotReady : ", 77544, kT1});
+    r.amd({"hipDeviceEnablePeerAccess: Returned hipErrorPeerAccessAlreadyEnabled : ", 77544, kT1});
+    r.amd({"hipLaunchKernel: Returned hipSuccess : : duration: 3 us", 77544, kT1});
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 1u);
+    const Evidence& e = s.evidences[0];
+    EXPECT_EQ(e.kind, Kind::RuntimeError);
+    EXPECT_EQ(e.vendor, "amd");
+    EXPECT_EQ(e.reason, "hipErrorLaunchFailure");
+    EXPECT_EQ(e.pid, 77544);
+    EXPECT_FALSE(e.tid);
+    EXPECT_EQ(e.runtime_tid, kT1);
+    EXPECT_EQ(e.count, 3u);
+    EXPECT_EQ(e.line, 1u);
+    EXPECT_EQ(e.time.runtime_us, 100);
+    EXPECT_EQ(e.attr("api"), "hipDeviceSynchronize");
+}
+
+TEST(HipLog, ReturnedNoBinaryIsMissingCodeObject) {
+    Feeder r;
+    r.amd({"hipModuleLoadData: Returned hipErrorNoBinaryForGpu : ", 5, kT1});
+    r.amd({"hipMalloc: Returned hipErrorOutOfMemory : ", 6, kT1});
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 2u);
+    EXPECT_EQ(s.evidences[0].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(s.evidences[0].reason, "hipErrorNoBinaryForGpu");
+    EXPECT_EQ(s.evidences[1].kind, Kind::RuntimeError);
+    EXPECT_EQ(s.evidences[1].pid, 6);
+}
+
+// Queue callbacks (§3.4).
+
+TEST(HipLog, QueueCallbackCurrentAndOutOfResources) {
+    Feeder r;
+    r.amd({"Callback: Queue 0x7f3c3c600000 aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_"
+           "VIOLATION: The agent attempted to access memory beyond the largest legal address. "
+           "code: 0x29",
+           18963,
+           "0x7f3d5b7fe700",
+           2232307098},
+          0);
+    r.amd(
+        {"Callback: Queue 0x7f3c3c600000 Aborting with error : HSA_STATUS_ERROR_OUT_OF_RESOURCES: "
+         "The runtime failed to allocate the necessary resources. Code: 0x1008 Available Free mem "
+         ": 12 MB",
+         18963,
+         "0x7f3d5b7fe700"},
+        0);
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 2u);
+    const Evidence& e = s.evidences[0];
+    EXPECT_EQ(e.kind, Kind::HsaQueueError);
+    EXPECT_EQ(e.vendor, "amd");
+    EXPECT_EQ(e.reason, "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION");
+    EXPECT_EQ(e.pid, 18963);
+    EXPECT_FALSE(e.address);  // the queue pointer is not a fault address
+    EXPECT_EQ(e.attr("code"), "0x29");
+    EXPECT_EQ(e.attr("queue"), "0x7f3c3c600000");
+    EXPECT_EQ(e.time.runtime_us, 2232307098);
+    EXPECT_EQ(s.evidences[1].reason, "HSA_STATUS_ERROR_OUT_OF_RESOURCES");
+    EXPECT_EQ(s.evidences[1].attr("code"), "0x1008");
+}
+
+TEST(HipLog, QueueCallbackOldFormsAndCutName) {
+    Feeder r;
+    r.plain(
+        ":0:rocdevice.cpp :2672: 0696142325 us: 5999 : [tid:0x7f676e4c7640] Device::callbackQueue "
+        "aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to "
+        "access memory beyond the largest legal address. code: 0x29");
+    r.plain(
+        ":0:rocdevice.cpp            :2303: 768423197593 us: Device::callbackQueue aborting with "
+        "status: 0x100f");
+    r.plain(
+        ":0:rocdevice.cpp            :3018: 183469315192d us:  Callback: Queue 0x7fb378200000 "
+        "aborting with error : HSA[52/1890]");
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 3u);
+    EXPECT_EQ(s.evidences[0].pid, 5999);
+    EXPECT_EQ(s.evidences[0].runtime_tid, "0x7f676e4c7640");
+    EXPECT_EQ(s.evidences[0].reason, "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION");
+    EXPECT_EQ(s.evidences[0].time.runtime_us, 696142325);
+    EXPECT_FALSE(s.evidences[1].reason);
+    EXPECT_FALSE(s.evidences[1].pid);
+    EXPECT_EQ(s.evidences[1].attr("code"), "0x100f");
+    EXPECT_EQ(s.evidences[1].time.runtime_us, 768423197593);
+    EXPECT_EQ(s.evidences[2].kind, Kind::HsaQueueError);
+    EXPECT_FALSE(s.evidences[2].reason);  // overwritten by tmux: not guessed
+}
+
+TEST(HipLog, QuotedAndJsonWrappedLinesFindThePrefix) {
+    Feeder r;
+    r.plain(
+        "> :0:rocdevice.cpp            :2984: 71322719728 us: [pid:8     tid:0x7f53d8bff640] "
+        "Callback: "
+        "Queue 0x7f53d8200000 aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: "
+        "The "
+        "agent attempted to access memory beyond the largest legal address. code: 0x29");
+    r.plain(
+        "{\"event\": \"line\", \"data\": \":0:rocdevice.cpp            :3586: 92087492418 us:  "
+        "Callback: "
+        "Queue 0x772c40900000 aborting with error : HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation "
+        "resulted in a hardware exception. code: 0x1016\\n\", \"pipe\": \"stderr\"}");
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 2u);
+    EXPECT_EQ(s.evidences[0].pid, 8);
+    EXPECT_EQ(s.evidences[0].time.runtime_us, 71322719728);
+    EXPECT_EQ(s.evidences[1].reason, "HSA_STATUS_ERROR_EXCEPTION");
+    EXPECT_EQ(s.evidences[1].time.runtime_us, 92087492418);
+    EXPECT_EQ(s.evidences[1].attr("code"), "0x1016");
+}
+
+// Code objects (§3.3).
+
+TEST(HipLog, CannotFindFunctionBothFormsOneRecordPerKernel) {
+    Feeder r;
+    r.amd({"Cannot find the function: Cijk_A ", std::nullopt, "", 1}, 1);
+    r.amd({"Cannot find the function: Cijk_A for module: 0x8b25960", std::nullopt, "", 2}, 1);
+    r.amd({"Cannot find the function: Cijk_B ", std::nullopt, "", 3}, 1);
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 2u);
+    EXPECT_EQ(s.evidences[0].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(s.evidences[0].kernel, "Cijk_A");
+    EXPECT_EQ(s.evidences[0].count, 2u);
+    EXPECT_EQ(s.evidences[0].line, 1u);
+    EXPECT_FALSE(s.evidences[0].address);
+    EXPECT_EQ(s.evidences[1].kernel, "Cijk_B");
+}
+
+TEST(HipLog, NoBinaryForGpuWithListingAndGuaranteeRepeat) {
+    Feeder r;
+    r.amd({"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"}, 1);
+    r.amd({"  Devices:"}, 1);
+    r.amd({"    amdgcn-amd-amdhsa--gfx902:xnack- - [Not Found]"}, 1);
+    r.amd({"  Bundled Code Objects:"}, 1);
+    r.amd({"    host-x86_64-unknown-linux - [Unsupported]"}, 1);
+    r.amd({"    hipv4-amdgcn-amd-amdhsa--gfx1030 - [code object v4 is amdgcn-amd-amdhsa--gfx1030]"},
+          1);
+    r.plain(
+        "/src/HIP-rocm-4.3.1/rocclr/hip_code_object.cpp:486: \"hipErrorNoBinaryForGpu: Unable to "
+        "find code object for all current devices!\"");
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 1u);
+    const Evidence& e = s.evidences[0];
+    EXPECT_EQ(e.kind, Kind::MissingCodeObject);
+    EXPECT_EQ(e.reason, "hipErrorNoBinaryForGpu");
+    EXPECT_EQ(e.line, 1u);
+    EXPECT_EQ(e.count, 2u);
+    EXPECT_EQ(e.attr("devices"), "amdgcn-amd-amdhsa--gfx902:xnack- [Not Found]");
+    EXPECT_EQ(
+        e.attr("bundles"),
+        "host-x86_64-unknown-linux [Unsupported]; hipv4-amdgcn-amd-amdhsa--gfx1030 [code object "
+        "v4 is amdgcn-amd-amdhsa--gfx1030]");
+}
+
+TEST(HipLog, CouldntFindBinaryForms) {
+    Feeder r;
+    r.amd({"hipErrorNoBinaryForGpu: Couldn't find binary for file: /opt/app/libk.so"}, 1);
+    r.plain(
+        "/work/HIP/rocclr/hip_code_object.cpp:92: guarantee(false && \"hipErrorNoBinaryForGpu: "
+        "Coudn't find binary for current devices!\")");
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 1u);  // same kind, reason and (no) pid: folded
+    EXPECT_EQ(s.evidences[0].attr("file"), "/opt/app/libk.so");
+    EXPECT_EQ(s.evidences[0].count, 2u);
+}
+
+// Allocation failures (§3.3) and HW Exception Error.
+
+TEST(HipLog, AllocationFailures) {
+    Feeder r;
+    r.amd({"Allocation failed : Device memory : required :17179869184 | free :1073741824 | total "
+           ":68702699520",
+           4242,
+           kT1},
+          1);
+    r.amd({"Allocation failed : Pinned Memory, size :4096", 4242, kT1}, 1);
+    r.amd({"Memory allocation has failed!"}, 1);
+    r.plain("Video memory allocation failed!");
+    r.plain("Can't allocate memory size - 0x38E00000 bytes!");
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 5u);
+    for (auto& e : s.evidences) EXPECT_EQ(e.kind, Kind::AllocFailure);
+    EXPECT_EQ(s.evidences[0].attr("required"), "17179869184");
+    EXPECT_EQ(s.evidences[0].attr("free"), "1073741824");
+    EXPECT_EQ(s.evidences[0].attr("total"), "68702699520");
+    EXPECT_EQ(s.evidences[0].pid, 4242);
+    EXPECT_EQ(s.evidences[1].attr("size"), "4096");
+    EXPECT_EQ(s.evidences[4].attr("size"), "954204160");
+    EXPECT_FALSE(s.evidences[4].address);
+}
+
+TEST(HipLog, HwExceptionError) {
+    Feeder r;
+    r.amd({"HW Exception Error", 77544, "0x7fd5af5ff6c0", 48517558015}, 1);
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 1u);
+    EXPECT_EQ(s.evidences[0].kind, Kind::HsaQueueError);
+    EXPECT_EQ(s.evidences[0].pid, 77544);
+    EXPECT_FALSE(s.evidences[0].reason);
+}
+
+TEST(HipLog, ApiTraceLinesGiveNothing) {
+    Feeder r;
+    r.amd({"hipGetLastError (  ) "});
+    r.amd({"\x1b[32m hipStreamSynchronize ( 0x3cff3890 ) \x1b[0m"});
+    r.amd({"Set Handler: handle(0x772d903fd100), timestamp(0x3d028e00), blocking CB=0"});
+    r.amd({"KernargSegmentByteSize = 24 KernargSegmentAlignment = 128"});
+    r.plain("hipSyncError: 719");
+    auto& s = r.done();
+    EXPECT_TRUE(s.evidences.empty());
+    EXPECT_TRUE(s.dispatches.empty());
+}
+
+}  // namespace
+}  // namespace gpufault

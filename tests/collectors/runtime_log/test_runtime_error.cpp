@@ -1,0 +1,229 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "collectors/runtime_log/runtime_error.h"
+
+namespace gpufault {
+namespace {
+
+struct Line {
+    Line(std::string t, std::optional<int64_t> r = {}) : text(std::move(t)), rank(r) {}
+    Line(const char* t) : text(t) {}
+    std::string text;
+    std::optional<int64_t> rank;
+};
+
+std::vector<Evidence> run(const std::vector<Line>& lines) {
+    auto m = makeRuntimeErrorMatcher();
+    CollectSink sink;
+    uint64_t n = 0;
+    for (const auto& s : lines) {
+        LogLine l;
+        l.line = ++n;
+        l.text = s.text;
+        l.raw = s.text;
+        l.rank = s.rank;
+        m->feed(l, sink);
+    }
+    m->finish(sink);
+    return sink.evidences;
+}
+
+// PyTorch (c10/cuda/CUDAException.cpp, FORMATS.md §9.6): "CUDA error: " + cudaGetErrorString.
+
+TEST(RuntimeError, TorchAcceleratorErrorCudaTextMappedToName) {
+    auto ev =
+        run({{"torch.AcceleratorError: CUDA error: an illegal memory access was encountered"},
+             {"CUDA kernel errors might be asynchronously reported at some other API call, so "
+              "the stacktrace below might be incorrect."},
+             {"For debugging consider passing CUDA_LAUNCH_BLOCKING=1"}});
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].kind, Kind::RuntimeError);
+    EXPECT_EQ(ev[0].vendor, "nvidia");
+    EXPECT_EQ(ev[0].reason, "cudaErrorIllegalAddress");
+    EXPECT_EQ(ev[0].line, 1u);
+    EXPECT_FALSE(ev[0].address);
+}
+
+TEST(RuntimeError, HipErrorTextAndSearchLineOverrides) {
+    auto ev =
+        run({{"RuntimeError: HIP error: the operation cannot be performed in the present state"},
+             {"AcceleratorError: CUDA error: device-side assert triggered"},
+             {"Search for `cudaErrorAssert' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
+              "group__CUDART__TYPES.html for more information."}});
+    ASSERT_EQ(ev.size(), 2u);
+    EXPECT_EQ(ev[0].vendor, "amd");
+    EXPECT_EQ(ev[0].reason, "hipErrorIllegalState");
+    EXPECT_EQ(ev[1].reason, "cudaErrorAssert");
+    EXPECT_EQ(ev[1].line, 2u);
+}
+
+TEST(RuntimeError, RocmBuildSayingCudaErrorIsAmd) {
+    // Fixture 065.
+    auto ev =
+        run({{"terminate called after throwing an instance of 'c10::AcceleratorError'"},
+             {"  what():  CUDA error: an illegal memory access was encountered"},
+             {"Search for `hipErrorIllegalAddress' in https://rocm.docs.amd.com/projects/HIP/en/"
+              "latest/index.html for more information."}});
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].vendor, "amd");
+    EXPECT_EQ(ev[0].reason, "hipErrorIllegalAddress");
+    EXPECT_EQ(ev[0].line, 2u);
+}
+
+TEST(RuntimeError, SearchLineAloneAndWithRank) {
+    auto ev =
+        run({{"[rank3]: Search for `hipErrorLaunchFailure' in https://rocm.docs.amd.com/x for "
+              "more information."}});
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].reason, "hipErrorLaunchFailure");
+    EXPECT_EQ(ev[0].vendor, "amd");
+    EXPECT_EQ(ev[0].rank, 3);
+}
+
+TEST(RuntimeError, MissingCodeObjectTexts) {
+    auto ev =
+        run({{"torch.AcceleratorError: HIP error: no kernel image is available for execution on "
+              "the device"},
+             {"Search for `hipErrorNoBinaryForGpu' in https://rocm.docs.amd.com/x for more "
+              "information."},
+             {"RuntimeError: HIP error: invalid device function"},
+             {"launch=cudaErrorNoKernelImageForDevice (209): no kernel image is available for "
+              "execution on the device"}});
+    ASSERT_EQ(ev.size(), 3u);
+    EXPECT_EQ(ev[0].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(ev[0].reason, "hipErrorNoBinaryForGpu");
+    EXPECT_EQ(ev[1].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(ev[1].reason, "hipErrorInvalidDeviceFunction");
+    EXPECT_EQ(ev[2].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(ev[2].reason, "cudaErrorNoKernelImageForDevice");
+    EXPECT_EQ(ev[2].vendor, "nvidia");
+}
+
+TEST(RuntimeError, RepeatsFoldIntoOneWithCount) {
+    // Fixture 063: the same error per dtype.
+    std::vector<Line> lines;
+    for (const char* t : {"int8", "int16", "int32"})
+        lines.push_back({std::string("  Tensor creation failed for torch.") + t +
+                         ": HIP error: no kernel image is available for execution on the device"});
+    auto ev = run(lines);
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].count, 3u);
+    EXPECT_EQ(ev[0].line, 1u);
+}
+
+TEST(RuntimeError, BareErrorLinesAndTokens) {
+    auto ev = run(
+        {{"CUDA error: an illegal memory access was encountered"},
+         {"error: hipErrorIllegalAddress at foo.cpp:12"},
+         {"src/fault.cu:156: CUDA error 719 cudaErrorLaunchFailure: unspecified launch failure"},
+         {"ggml-cuda.cu:110: ROCm error: unspecified launch failure"}});
+    ASSERT_EQ(ev.size(), 4u);
+    EXPECT_EQ(ev[0].reason, "cudaErrorIllegalAddress");
+    EXPECT_EQ(ev[1].reason, "hipErrorIllegalAddress");
+    EXPECT_EQ(ev[1].vendor, "amd");
+    EXPECT_EQ(ev[2].reason, "cudaErrorLaunchFailure");
+    EXPECT_EQ(ev[3].reason, "hipErrorLaunchFailure");
+    EXPECT_EQ(ev[3].vendor, "amd");
+}
+
+TEST(RuntimeError, BenignStatusesAndTypeNamesAreNotRecords) {
+    auto ev = run({{"hipEventQuery returned hipErrorNotReady"},
+                   {"cudaStreamQuery: cudaErrorNotReady (600)"},
+                   {"peer: hipErrorPeerAccessAlreadyEnabled"},
+                   {"RuntimeError: CUDA error: device not ready"},
+                   {"hipError_t err = hipMalloc(&p, n); // check error"},
+                   {"UserWarning: HIP warning: unspecified launch failure"}});
+    EXPECT_TRUE(ev.empty());
+}
+
+// compute-sanitizer API errors (§9.5): runtime_error, not sanitizer_report.
+
+TEST(RuntimeError, ComputeSanitizerProgramHit) {
+    auto ev =
+        run({{"========= Program hit cudaErrorLaunchFailure (error 719) due to \"unspecified "
+              "launch failure\" on CUDA API call to cudaDeviceSynchronize."},
+             {"========= Program hit invalid copy direction for memcpy (error 21) on CUDA API "
+              "call to cudaMemcpy."},
+             {"========= Program hit error 13 on CUDA API call to cudaMemcpyToSymbol"},
+             {"========= Program hit cudaErrorNotReady (error 600) due to \"device not ready\" on "
+              "CUDA API call to cudaEventQuery."}});
+    ASSERT_EQ(ev.size(), 3u);
+    EXPECT_EQ(ev[0].kind, Kind::RuntimeError);
+    EXPECT_EQ(ev[0].vendor, "nvidia");
+    EXPECT_EQ(ev[0].reason, "cudaErrorLaunchFailure");
+    EXPECT_EQ(ev[0].attr("code"), "719");
+    EXPECT_EQ(ev[0].attr("api"), "cudaDeviceSynchronize");
+    EXPECT_FALSE(ev[1].reason);
+    EXPECT_EQ(ev[1].attr("code"), "21");
+    EXPECT_EQ(ev[1].attr("api"), "cudaMemcpy");
+    EXPECT_FALSE(ev[2].reason);
+    EXPECT_EQ(ev[2].attr("code"), "13");
+}
+
+TEST(RuntimeError, NcclWatchdogRankFromLineOrText) {
+    std::string w =
+        "[E610 07:42:53.345100746 ProcessGroupNCCL.cpp:1595] [PG ID 2 PG GUID 3 Rank 5] Process "
+        "group "
+        "watchdog thread terminated with exception: CUDA error: an illegal memory access was "
+        "encountered";
+    auto ev = run({{w, 5}});
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].rank, 5);
+    EXPECT_EQ(ev[0].reason, "cudaErrorIllegalAddress");
+    auto ev2 = run({{"[rank1]:" + w}});
+    ASSERT_EQ(ev2.size(), 1u);
+    EXPECT_EQ(ev2[0].rank, 1);
+    auto ev3 = run({{w}});  // only NCCL's own `Rank 5]`
+    ASSERT_EQ(ev3.size(), 1u);
+    EXPECT_EQ(ev3[0].rank, 5);
+}
+
+TEST(RuntimeError, DifferentRanksAreDifferentRecords) {
+    auto ev = run({{"RuntimeError: CUDA error: unspecified launch failure", 0},
+                   {"RuntimeError: CUDA error: unspecified launch failure", 1}});
+    ASSERT_EQ(ev.size(), 2u);
+}
+
+// rocBLAS / hipBLASLt (§9.8).
+
+TEST(RuntimeError, TensileLibraryMissing) {
+    auto ev = run({{"rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: "
+                    "Illegal seek for GPU arch : gfx1100"},
+                   {" List of available TensileLibrary Files : "},
+                   {"rocBLAS error: Could not initialize Tensile host: No devices found"},
+                   {"rocblaslt warning: No paths matched /opt/hipBLASLt/library/../Tensile/library/"
+                    "*gfx906*co. Make sure that HIPBLASLT_TENSILE_LIBPATH is set correctly."}});
+    ASSERT_EQ(ev.size(), 3u);
+    EXPECT_EQ(ev[0].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(ev[0].vendor, "amd");
+    EXPECT_EQ(ev[0].attr("target"), "gfx1100");
+    EXPECT_EQ(ev[0].attr("path"), "/opt/rocm/lib/rocblas/library/TensileLibrary.dat");
+    EXPECT_EQ(ev[1].kind, Kind::MissingCodeObject);
+    EXPECT_FALSE(ev[1].attr("target"));
+    EXPECT_EQ(ev[2].attr("target"), "gfx906");
+    EXPECT_EQ(ev[2].attr("library"), "hipBLASLt");
+}
+
+TEST(RuntimeError, AmdLogLinesBelongToHipLog) {
+    LogLine l;
+    std::string t = "hipDeviceSynchronize: Returned hipErrorLaunchFailure : ";
+    l.line = 1;
+    l.text = t;
+    l.raw = t;
+    l.amd_level = 3;
+    auto m = makeRuntimeErrorMatcher();
+    CollectSink sink;
+    m->feed(l, sink);
+    m->finish(sink);
+    EXPECT_TRUE(sink.evidences.empty());
+    EXPECT_TRUE(
+        run({{":3:hip_module.cpp           :47  : 48517562042 us: [pid:77544 tid: 0x7fd5bfa8d640] "
+              "hipModuleUnload: Returned hipErrorLaunchFailure : "}})
+            .empty());
+}
+
+}  // namespace
+}  // namespace gpufault
