@@ -197,22 +197,22 @@ db::Result<IngestSummary> ingestFile(Store& store, const std::string& path, cons
             cp.offset = static_cast<int64_t>(reader.consumed());
             cp.line = static_cast<int64_t>(lineNo);
         } else {
+            // Resume where the oldest unfinished block starts (it must be among the remembered
+            // line offsets, else the previous checkpoint stays), or earlier where a held
+            // dispatch of the context window starts (clamped to what is remembered).
             std::optional<uint64_t> open;
             for (const auto& m : pipe.matchers())
                 if (auto o = m->openSince(); o && (!open || *o < *open)) open = o;
             uint64_t resumeLine = open ? *open : lineNo + 1;
-            // Find the offset of resumeLine; if it is older than what we remember, keep the
-            // previous checkpoint (never move past an unfinished block).
-            for (auto& [ln, off] : offsets) {
-                if (ln == resumeLine) {
-                    cp.offset = static_cast<int64_t>(off);
-                    cp.line = static_cast<int64_t>(ln - 1);
-                    break;
-                }
-            }
-            if (!open) {
+            if (auto held = sink.oldestHeldLine(); held && *held < resumeLine)
+                resumeLine = std::max(*held, offsets.empty() ? *held : offsets.front().first);
+            if (resumeLine > lineNo) {
                 cp.offset = static_cast<int64_t>(reader.consumed());
                 cp.line = static_cast<int64_t>(lineNo);
+            } else if (!offsets.empty() && resumeLine >= offsets.front().first) {
+                const auto& [ln, off] = offsets[resumeLine - offsets.front().first];
+                cp.offset = static_cast<int64_t>(off);
+                cp.line = static_cast<int64_t>(ln - 1);
             }
         }
         if (auto r = store.setPosition(state.id, cp, static_cast<int64_t>(total)); !r) return r;

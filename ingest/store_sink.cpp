@@ -17,7 +17,7 @@ void StoreSink::evidence(Evidence&& e) {
         // The context of a fault: the dispatch windows of its process (all threads of the
         // stream when the record names no process).
         for (auto& [key, w] : windows_)
-            if (!e.pid || key.first < 0 || key.first == *e.pid) flushWindow(w);
+            if (!e.pid || key.first < 0 || key.first == *e.pid) flushWindow(w, e.line);
     }
     auto r = store_.addEvidence(source_, e);
     check(r);
@@ -33,8 +33,9 @@ void StoreSink::dispatch(Dispatch&& d) {
     }
     auto& w = windows_[{d.pid.value_or(-1), d.runtime_tid}];
     w.push_back(Held{std::move(d), false});
-    if (w.size() > window_) w.pop_front();
-    if (windows_.size() > 4096) windows_.erase(windows_.begin());  // bound memory
+    // Slack beyond the window: a record that spans lines is emitted when its block ends.
+    if (w.size() > window_ + kSlack) w.pop_front();
+    if (windows_.size() > kMaxThreads) windows_.erase(windows_.begin());  // bound memory
 }
 
 void StoreSink::operand(Operand&& o) {
@@ -50,8 +51,19 @@ void StoreSink::warning(Warning&& w) {
     ++sum_.warnings;
 }
 
-void StoreSink::flushWindow(std::deque<Held>& w) {
-    for (auto& h : w) {
+std::optional<uint64_t> StoreSink::oldestHeldLine() const {
+    std::optional<uint64_t> oldest;
+    for (const auto& [key, w] : windows_)
+        if (!w.empty() && (!oldest || w.front().d.line < *oldest)) oldest = w.front().d.line;
+    return oldest;
+}
+
+void StoreSink::flushWindow(std::deque<Held>& w, uint64_t before) {
+    size_t end = 0;
+    while (end < w.size() && w[end].d.line < before) ++end;
+    size_t begin = end > window_ ? end - window_ : 0;
+    for (size_t i = begin; i < end; ++i) {
+        auto& h = w[i];
         if (h.stored) continue;
         h.stored = true;
         auto id = store_.addDispatch(source_, h.d);
@@ -86,7 +98,7 @@ void StoreSink::flushCounts() {
 }
 
 void StoreSink::flushWindows() {
-    for (auto& [key, w] : windows_) flushWindow(w);
+    for (auto& [key, w] : windows_) flushWindow(w, UINT64_MAX);
 }
 
 }  // namespace gpufault

@@ -17,6 +17,7 @@ namespace gpufault {
 /// Writes records of one source into the open transaction of `store`. Dispatches are counted
 /// per (process, kernel) in full; dispatch rows (and their argument operands) are kept only in
 /// a window of the last N per (process, runtime thread), written when a fault record arrives
+/// (the N before the fault's line, even when a multi-line record is emitted a few lines late)
 /// and at the end of the stream. Store errors are kept and reported by `error()`.
 class StoreSink final : public Sink {
 public:
@@ -32,6 +33,9 @@ public:
     void flushCounts();
     /// Writes every window (end of stream).
     void flushWindows();
+    /// The line of the oldest dispatch still held (a resumed ingest re-reads from there so a
+    /// later fault finds the same window), nullopt when none is held.
+    std::optional<uint64_t> oldestHeldLine() const;
     const std::optional<db::Error>& error() const { return error_; }
 
 private:
@@ -40,12 +44,15 @@ private:
         bool stored = false;
     };
     using ThreadKey = std::pair<int64_t, std::string>;  // pid (-1 none), runtime tid
-    void flushWindow(std::deque<Held>& w);
+    /// Stores the last `window_` dispatches of `w` that precede line `before`.
+    void flushWindow(std::deque<Held>& w, uint64_t before);
     template <typename R>
     void check(const R& r) {
         if (!r && !error_) error_ = r.error();
     }
 
+    static constexpr size_t kSlack = 64;         ///< dispatches kept beyond the window
+    static constexpr size_t kMaxThreads = 1024;  ///< windows kept (process, runtime thread)
     Store& store_;
     int64_t source_;
     size_t window_;

@@ -26,7 +26,8 @@ db::Result<Store> Store::open(const std::string& path, Mode mode) {
             return std::unexpected(db::Error{fmt::format("{}: store version {} is newer than this gpufault", path, st->i64(0))});
         return s;
     }
-    if (auto r = s.db_.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"); !r)
+    // auto_vacuum takes effect only before the first table exists, and must precede WAL.
+    if (auto r = s.db_.exec("PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"); !r)
         return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
     if (auto r = s.migrate(); !r) return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
     if (auto r = s.prepareWriters(); !r) return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
@@ -43,10 +44,6 @@ db::Result<void> Store::migrate() {
     const auto& m = migrations();
     if (version > static_cast<int64_t>(m.size()))
         return std::unexpected(db::Error{fmt::format("store version {} is newer than this gpufault", version)});
-    if (version == 0) {
-        // Must precede the first table for incremental vacuum to be available.
-        if (auto r = db_.exec("PRAGMA auto_vacuum=INCREMENTAL"); !r) return r;
-    }
     for (size_t v = static_cast<size_t>(version); v < m.size(); ++v) {
         if (auto r = db_.exec("BEGIN IMMEDIATE"); !r) return r;
         auto r = db_.exec(m[v]);

@@ -166,7 +166,7 @@ void GpuResetMatcher::feed(const LogLine& line, Sink& out) {
     e.confirmed |= ev != ResetEvent::RasUncorrectable;
     e.timeout |= starts_own;
     e.begun |= ev == ResetEvent::ResetBegin;
-    e.await_task = ev == ResetEvent::RingTimeout;
+    e.await_task = ev == ResetEvent::RingTimeout && !reversed_task;
     e.touched = seq_;
     amdgpu::appendRaw(e.ev.raw, line.raw);
     if (amdgpu::endsEpisode(ev)) close(i, out);

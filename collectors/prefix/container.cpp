@@ -87,8 +87,10 @@ int32_t hex4(Cursor& c) {
     int32_t v = 0;
     for (int k = 0; k < 4; ++k) {
         char h = c.peek();
-        int d = isDigit(h) ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10
-                                     : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+        int d = isDigit(h)               ? h - '0'
+                : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                         : -1;
         if (d < 0 || c.done()) return -1;
         v = v * 16 + d;
         ++c.i;
@@ -111,12 +113,26 @@ bool jsonString(Cursor& c, std::string& out) {
         char e = c.peek();
         ++c.i;
         switch (e) {
-            case 'n': out.push_back('\n'); break;
-            case 'r': out.push_back('\r'); break;
-            case 't': out.push_back('\t'); break;
-            case 'b': out.push_back('\b'); break;
-            case 'f': out.push_back('\f'); break;
-            case '"': case '\\': case '/': out.push_back(e); break;
+            case 'n':
+                out.push_back('\n');
+                break;
+            case 'r':
+                out.push_back('\r');
+                break;
+            case 't':
+                out.push_back('\t');
+                break;
+            case 'b':
+                out.push_back('\b');
+                break;
+            case 'f':
+                out.push_back('\f');
+                break;
+            case '"':
+            case '\\':
+            case '/':
+                out.push_back(e);
+                break;
             case 'u': {
                 int32_t u = hex4(c);
                 if (u < 0 || (u >= 0xdc00 && u <= 0xdfff)) return false;
@@ -129,7 +145,8 @@ bool jsonString(Cursor& c, std::string& out) {
                 appendUtf8(out, static_cast<uint32_t>(u));
                 break;
             }
-            default: return false;
+            default:
+                return false;
         }
     }
 }
@@ -138,10 +155,17 @@ bool jsonString(Cursor& c, std::string& out) {
 /// MarshalJSONBuf(), no `attrs`), without building a DOM: the common case at full speed.
 bool dockerJsonFast(std::string_view obj, JsonPayload& p) {
     Cursor c{obj};
-    std::string time;
+    // `stream` and `time` never hold escapes: take their bytes up to the closing quote.
+    auto plain = [&c](std::string_view& v) {
+        size_t start = c.i;
+        while (!c.done() && c.peek() != '"' && c.peek() != '\\') ++c.i;
+        v = c.s.substr(start, c.i - start);
+        return c.eat('"');
+    };
+    std::string_view stream, time;
     if (!c.eat("{\"log\":\"") || !jsonString(c, p.text)) return false;
-    if (c.eat(",\"stream\":\"") && !jsonString(c, time)) return false;
-    if (!c.eat(",\"time\":\"") || !jsonString(c, time) || !c.eat('}') || !c.done()) return false;
+    if (c.eat(",\"stream\":\"") && !plain(stream)) return false;
+    if (!c.eat(",\"time\":\"") || !plain(time) || !c.eat('}') || !c.done()) return false;
     if (auto st = scanIsoStamp(time, true)) p.wall = formatWall(st->t);
     return true;
 }
@@ -172,31 +196,31 @@ std::optional<CriHeader> parseCriHeader(std::string_view line) {
     return h;
 }
 
-bool parseJsonLine(std::string_view line, JsonPayload& out) {
+bool parseJsonLine(std::string_view line, JsonPayload& p) {
     size_t b = 0;
     while (b < line.size() && (line[b] == ' ' || line[b] == '\t')) ++b;
     if (b >= line.size() || line[b] != '{') return false;
     std::string_view obj = line.substr(b);
     if (obj.ends_with(',')) obj.remove_suffix(1);  // a record inside a JSON array (dmesg -J)
     if (obj.empty() || obj.back() != '}') return false;
-    if (obj.starts_with("{\"log\":\"")) {
-        JsonPayload fast;
-        if (dockerJsonFast(obj, fast)) {
-            out = std::move(fast);
-            return true;
-        }
-    }
+    p.text.clear();  // keeps its capacity from line to line
+    p.wall.reset();
+    p.kernel_s.reset();
+    p.origin = Origin::Unknown;
+    p.ident.clear();
+    p.ident_pid.reset();
+    if (obj.starts_with("{\"log\":\"") && dockerJsonFast(obj, p)) return true;
+
     auto j = nlohmann::json::parse(obj.data(), obj.data() + obj.size(), nullptr, false);
     if (j.is_discarded() || !j.is_object()) return false;
-
-    JsonPayload p;
     bool found = false;
     for (const char* key : {"log", "MESSAGE", "message", "msg", "data"}) {
         auto it = j.find(key);
         if (it == j.end()) continue;
         if (it->is_string()) {
-            p.text = it->get<std::string>();
+            p.text = it->get_ref<const std::string&>();
         } else if (it->is_array()) {  // journald JSON: non-UTF-8 fields are arrays of bytes
+            p.text.clear();
             for (const auto& v : *it) {
                 if (!v.is_number_unsigned() || v.get<uint64_t>() > 255) return false;
                 p.text.push_back(static_cast<char>(v.get<uint64_t>()));
@@ -218,12 +242,12 @@ bool parseJsonLine(std::string_view line, JsonPayload& out) {
             p.origin = Origin::Kernel;
             if (auto pri = intField(j, "pri"); pri && (*pri >> 3) != 0) p.origin = Origin::Other;
             if (auto fac = j.find("fac"); fac != j.end() && fac->is_string())
-                p.origin = fac->get_ref<const std::string&>() == "kern" ? Origin::Kernel
-                                                                         : Origin::Other;
+                p.origin =
+                    fac->get_ref<const std::string&>() == "kern" ? Origin::Kernel : Origin::Other;
         }
     }
     if (auto it = j.find("SYSLOG_IDENTIFIER"); it != j.end() && it->is_string()) {
-        p.ident = it->get<std::string>();
+        p.ident = it->get_ref<const std::string&>();
         p.origin = p.ident == "kernel" ? Origin::Kernel : Origin::Other;
     }
     if (auto t = j.find("_TRANSPORT"); t != j.end() && t->is_string() && *t == "kernel")
@@ -237,7 +261,6 @@ bool parseJsonLine(std::string_view line, JsonPayload& out) {
             p.kernel_s = static_cast<double>(*us) / 1e6;
     if (auto us = intField(j, "__REALTIME_TIMESTAMP"); us && !p.wall)
         p.wall = formatWall(civilFromEpoch(*us / 1000000));
-    out = std::move(p);
     return true;
 }
 

@@ -15,8 +15,8 @@ namespace gpufault::prefix {
 /// A CRI log line header `<RFC3339Nano> <stdout|stderr> <P|F>[:tags] ` (containerd
 /// internal/cri/io/logger.go writeLineBuffer(), kubelet parseCRILog()).
 struct CriHeader {
-    size_t content_offset = 0;        ///< where the content starts
-    bool partial = false;             ///< `P`: the logical line continues in the stream's next record
+    size_t content_offset = 0;  ///< where the content starts
+    bool partial = false;       ///< `P`: the logical line continues in the stream's next record
     bool is_stderr = false;
     std::optional<std::string> wall;  ///< the stamp to the second, zone dropped
 };
@@ -39,21 +39,23 @@ struct JsonPayload {
 /// `message`, `msg` (also util-linux dmesg -J records) or `data` holds the text. Docker's `time`
 /// gives `wall`; journald's `SYSLOG_IDENTIFIER`/`_PID`/`_TRANSPORT`/`_SOURCE_MONOTONIC_TIMESTAMP`/
 /// `__REALTIME_TIMESTAMP` and dmesg -J's numeric `time`/`pri` give ident, origin and time.
-/// False when the line is not such an object (then it is plain text).
+/// False when the line is not such an object (then it is plain text). `out` is overwritten (its
+/// buffers are reused from line to line).
 bool parseJsonLine(std::string_view line, JsonPayload& out);
 
 /// `docker compose logs`/`up` prefixes `%-*s | ` (docker/compose cmd/formatter/logs.go), stripped
 /// only once the stream is known to be a compose capture: a prefix whose name ends in the replica
 /// index (`svc-1`, `proj-svc-1`, v1 `proj_svc_1`), or two consecutive padded prefixes (≥ 2
-/// spaces before the `|`) with the `|` in the same column, within the first kDetectLines lines. Before that nothing is stripped, so a runtime
-/// line holding ` | ` (hip_memory.cpp `| free :%zu | total :%zu`) keeps its text.
+/// spaces before the `|`) with the `|` in the same column, within the first kDetectLines lines.
+/// Before that nothing is stripped, so a runtime line holding ` | ` (hip_memory.cpp `| free :%zu |
+/// total :%zu`) keeps its text.
 class ComposePrefix {
-public:
+  public:
     static constexpr unsigned kDetectLines = 64;
     /// Bytes of `line` to strip (0: none).
     size_t strip(std::string_view line);
 
-private:
+  private:
     bool on_ = false;
     size_t weak_col_ = 0;
     unsigned lines_ = 0;

@@ -8,11 +8,11 @@ namespace gpufault::prefix {
 namespace {
 
 constexpr std::string_view kFacilities[] = {
-    "kern",   "user",   "mail",   "daemon", "auth",   "syslog", "lpr",    "news",
-    "uucp",   "cron",   "authpriv", "ftp",  "res0",   "res1",   "res2",   "res3",
-    "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"};
-constexpr std::string_view kLevels[] = {"emerg", "alert", "crit",  "err",
-                                        "warn",  "notice", "info", "debug"};
+    "kern",   "user",   "mail",     "daemon", "auth",   "syslog", "lpr",    "news",
+    "uucp",   "cron",   "authpriv", "ftp",    "res0",   "res1",   "res2",   "res3",
+    "local0", "local1", "local2",   "local3", "local4", "local5", "local6", "local7"};
+constexpr std::string_view kLevels[] = {
+    "emerg", "alert", "crit", "err", "warn", "notice", "info", "debug"};
 
 template <size_t N>
 bool oneOf(std::string_view w, const std::string_view (&list)[N]) {

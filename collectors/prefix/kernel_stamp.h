@@ -17,7 +17,7 @@ struct KernelPrefix {
     std::optional<double> kernel_s;
     std::optional<std::string> wall;
     Origin origin = Origin::Unknown;
-    std::string_view ident;            ///< view into the parsed line
+    std::string_view ident;  ///< view into the parsed line
     std::optional<int64_t> ident_pid;
 };
 

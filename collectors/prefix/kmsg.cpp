@@ -35,7 +35,8 @@ std::optional<KernelPrefix> parseKmsgHeader(std::string_view line) {
 bool isKmsgContinuation(std::string_view line) {
     if (line.size() < 3 || line[0] != ' ') return false;
     size_t i = 1;
-    while (i < line.size() && ((line[i] >= 'A' && line[i] <= 'Z') || isDigit(line[i]) || line[i] == '_'))
+    while (i < line.size() &&
+           ((line[i] >= 'A' && line[i] <= 'Z') || isDigit(line[i]) || line[i] == '_'))
         ++i;
     return i > 1 && i < line.size() && line[i] == '=';
 }

@@ -51,27 +51,18 @@ struct LineDecoder::State {
     JsonPayload json;
     std::string unescaped, unglued;
 
-    void logical(uint64_t line_no, std::string_view raw, std::string_view content, const Outer* o,
+    void logical(uint64_t line_no,
+                 std::string_view raw,
+                 std::string_view content,
+                 const Outer* o,
                  const Emit& emit);
     void flushCri(const Emit& emit);
+    void kernelPrefix(std::string_view& t, LogLine& l);
+    void programPrefix(std::string_view& t, LogLine& l);
 };
 
-/// One logical line: strips the inner prefixes, fills the LogLine and emits it.
-void LineDecoder::State::logical(uint64_t line_no, std::string_view raw, std::string_view content,
-                                 const Outer* o, const Emit& emit) {
-    LogLine l;
-    l.line = line_no;
-    l.raw = raw;
-    if (o) {
-        l.time.wall = o->wall;
-        l.time.kernel_s = o->kernel_s;
-        l.origin = o->origin;
-        l.ident = o->ident;
-        l.ident_pid = o->ident_pid;
-    }
-    std::string_view t = afterCarriageReturn(trimLineEnd(content));
-    if (t.size() > kMaxLine) t = t.substr(0, kMaxLine);
-
+/// The kernel-log prefix of `t` (kmsg, journald/syslog, dmesg), removed into `l`.
+void LineDecoder::State::kernelPrefix(std::string_view& t, LogLine& l) {
     KernelPrefix kp;
     bool kernel = false, kmsg = false;
     if (auto km = t.empty() || !isDigit(t[0]) ? std::nullopt : parseKmsgHeader(t)) {
@@ -89,17 +80,20 @@ void LineDecoder::State::logical(uint64_t line_no, std::string_view raw, std::st
             }
         }
     }
-    if (kernel) {
-        t.remove_prefix(kp.consumed);
-        if (kmsg && unescapeKmsg(t, unescaped)) t = unescaped;
-        if (kp.kernel_s) l.time.kernel_s = kp.kernel_s;
-        if (kp.wall) l.time.wall = std::move(kp.wall);
-        if (kp.origin != Origin::Unknown) l.origin = kp.origin;
-        if (!kp.ident.empty()) {
-            l.ident = kp.ident;
-            l.ident_pid = kp.ident_pid;
-        }
+    if (!kernel) return;
+    t.remove_prefix(kp.consumed);
+    if (kmsg && unescapeKmsg(t, unescaped)) t = unescaped;
+    if (kp.kernel_s) l.time.kernel_s = kp.kernel_s;
+    if (kp.wall) l.time.wall = std::move(kp.wall);
+    if (kp.origin != Origin::Unknown) l.origin = kp.origin;
+    if (!kp.ident.empty()) {
+        l.ident = kp.ident;
+        l.ident_pid = kp.ident_pid;
     }
+}
+
+/// Program-side prefixes of `t`: container/logger stamps, `[rankN]:`, the AMD_LOG_LEVEL prefix.
+void LineDecoder::State::programPrefix(std::string_view& t, LogLine& l) {
     if (!t.empty() && isDigit(t[0])) {
         std::optional<std::string> wall;
         if (size_t n = containerStampLength(t, wall)) {
@@ -125,6 +119,28 @@ void LineDecoder::State::logical(uint64_t line_no, std::string_view raw, std::st
         if (amd->runtime_us) l.time.runtime_us = amd->runtime_us;
         t.remove_prefix(std::min(amd->message_offset, t.size()));
     }
+}
+
+/// One logical line: strips the inner prefixes, fills the LogLine and emits it.
+void LineDecoder::State::logical(uint64_t line_no,
+                                 std::string_view raw,
+                                 std::string_view content,
+                                 const Outer* o,
+                                 const Emit& emit) {
+    LogLine l;
+    l.line = line_no;
+    l.raw = raw;
+    if (o) {
+        l.time.wall = o->wall;
+        l.time.kernel_s = o->kernel_s;
+        l.origin = o->origin;
+        l.ident = o->ident;
+        l.ident_pid = o->ident_pid;
+    }
+    std::string_view t = afterCarriageReturn(trimLineEnd(content));
+    if (t.size() > kMaxLine) t = t.substr(0, kMaxLine);
+    kernelPrefix(t, l);
+    programPrefix(t, l);
     l.text = t;
     emit(l);
 }
@@ -143,7 +159,9 @@ void LineDecoder::State::flushCri(const Emit& emit) {
 }
 
 LineDecoder::LineDecoder() : state_(new State) {}
-LineDecoder::~LineDecoder() { delete state_; }
+LineDecoder::~LineDecoder() {
+    delete state_;
+}
 
 void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit) {
     State& st = *state_;
@@ -191,8 +209,11 @@ void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit)
         if (text.ends_with('\n')) text.remove_suffix(1);  // Docker keeps the line's `\n`
         for (size_t pos = 0;;) {
             size_t nl = text.find('\n', pos);
-            st.logical(line_no, raw, text.substr(pos, nl == std::string_view::npos ? nl : nl - pos),
-                       &o, emit);
+            st.logical(line_no,
+                       raw,
+                       text.substr(pos, nl == std::string_view::npos ? nl : nl - pos),
+                       &o,
+                       emit);
             if (nl == std::string_view::npos) break;
             pos = nl + 1;
         }
@@ -201,6 +222,8 @@ void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit)
     st.logical(line_no, raw, s, nullptr, emit);
 }
 
-void LineDecoder::finish(const Emit& emit) { state_->flushCri(emit); }
+void LineDecoder::finish(const Emit& emit) {
+    state_->flushCri(emit);
+}
 
 }  // namespace gpufault

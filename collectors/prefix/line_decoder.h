@@ -31,7 +31,7 @@ namespace gpufault {
 /// `wall` is `YYYY-MM-DDTHH:MM:SS` to the second as printed (zone dropped), or `MM-DDTHH:MM:SS`
 /// for stamps without a year (journald `short`, RFC 3164); `-H` stamps give no time.
 class LineDecoder {
-public:
+  public:
     static constexpr size_t kMaxLine = 1 << 20;  ///< bytes kept of one logical line
     using Emit = std::function<void(const LogLine&)>;
 
@@ -44,7 +44,7 @@ public:
     /// End of stream: emit what is still held (an unterminated CRI partial line).
     void finish(const Emit& emit);
 
-private:
+  private:
     struct State;
     State* state_;
 };

@@ -24,7 +24,8 @@ size_t loggerStampAt(std::string_view s) {
 std::string_view trimLineEnd(std::string_view s) {
     for (;;) {
         size_t n = s.size();
-        while (n > 0 && (s[n - 1] == '\r' || s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+        while (n > 0 &&
+               (s[n - 1] == '\r' || s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t'))
             --n;
         s = s.substr(0, n);
         if (!s.ends_with("^M")) return s;

@@ -7,10 +7,18 @@
 
 namespace gpufault::prefix {
 
-inline bool isDigit(char c) { return c >= '0' && c <= '9'; }
-inline bool isAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-inline bool isAlnum(char c) { return isDigit(c) || isAlpha(c); }
-inline bool isHighByte(char c) { return static_cast<unsigned char>(c) >= 0x80; }
+inline bool isDigit(char c) {
+    return c >= '0' && c <= '9';
+}
+inline bool isAlpha(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+inline bool isAlnum(char c) {
+    return isDigit(c) || isAlpha(c);
+}
+inline bool isHighByte(char c) {
+    return static_cast<unsigned char>(c) >= 0x80;
+}
 
 /// A read position in one line. Every accessor is safe past the end (it then sees '\0').
 struct Cursor {

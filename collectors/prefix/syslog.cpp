@@ -124,6 +124,48 @@ bool rfc5424(Cursor& c, KernelPrefix& p) {
     return true;
 }
 
+/// `[<PRI>]STAMP [HOST ]IDENT[PID]: ` (all forms but the bare `kernel: ` tag).
+bool stampedHeader(Cursor& c, KernelPrefix& p) {
+    if (c.eat('<')) {  // forwarded syslog `<PRI>`
+        int64_t pri = 0;
+        if (!c.number(pri, 1, 3) || !c.eat('>')) return false;
+        if (c.eat("1 ")) return rfc5424(c, p);
+    }
+    bool mono = c.peek() == '[';
+    if (mono) {  // journalctl short-monotonic / short-delta: receive time since boot
+        // Cheap test first: dmesg lines have the same stamp but no `HOST IDENT[PID]: `.
+        size_t close = c.s.find("] ", c.i);
+        if (close == std::string_view::npos || close - c.i > 48) return false;
+        Cursor h{c.s, close + 2};
+        KernelPrefix q;
+        if (token(h).empty() || !h.eat(' ') || !identTag(h, q) ||
+            (q.ident != "kernel" && !q.ident_pid))
+            return false;
+        size_t len = 0;
+        p.kernel_s = parsePrintkStamp(c.rest(), &len, true);
+        if (!p.kernel_s) return false;
+        c.i += len;
+    } else if (isDigit(c.peek())) {
+        if (!numericStamp(c, p)) return false;
+    } else if (!traditionalStamp(c, p) && !fullStamp(c, p)) {
+        return false;
+    }
+    if (c.spaces() == 0) return false;
+    // `HOST IDENT[PID]: ` or, with --no-hostname, `IDENT[PID]: `. Without a host only the kernel
+    // tag or an `ident[pid]` is believed (a message may start with `Error: `); a mono stamp
+    // without a host is dmesg (`[  231.101010] python3[4242]: segfault …`).
+    Cursor no_host = c;
+    KernelPrefix q = p;
+    if (!mono && identTag(no_host, q) && (q.ident == "kernel" || q.ident_pid)) {
+        c = no_host;
+        p = std::move(q);
+        return true;
+    }
+    auto host = token(c);
+    if (host.empty() || host.back() == ':' || !c.eat(' ') || !identTag(c, p)) return false;
+    return !mono || p.ident == "kernel" || p.ident_pid;
+}
+
 }  // namespace
 
 bool parseSyslogPrefix(std::string_view line, KernelPrefix& out) {
@@ -132,54 +174,9 @@ bool parseSyslogPrefix(std::string_view line, KernelPrefix& out) {
     if (!(isAlnum(first) || first == '[' || first == '<' || isHighByte(first))) return false;
     Cursor c{line};
     KernelPrefix p;
-    bool need_host_or_tag = false;  // a mono stamp alone is also dmesg; see below
-    if (first == 'k' && line.starts_with("kernel:") && identTag(c, p)) {
-        // `grep kernel /var/log/…` output without stamp and host.
-    } else {
-        if (c.eat('<')) {  // forwarded syslog `<PRI>`
-            int64_t pri = 0;
-            if (!c.number(pri, 1, 3) || !c.eat('>')) return false;
-            if (c.eat("1 ")) {
-                if (!rfc5424(c, p)) return false;
-                out = std::move(p);
-                out.consumed = c.i;
-                return true;
-            }
-        }
-        char f = c.peek();
-        if (f == '[') {  // journalctl short-monotonic / short-delta: receive time since boot
-            // Cheap test first: dmesg lines have the same stamp but no `HOST IDENT[PID]: `.
-            size_t close = line.find("] ", c.i);
-            if (close == std::string_view::npos || close - c.i > 48) return false;
-            Cursor h{line, close + 2};
-            KernelPrefix q;
-            if (token(h).empty() || !h.eat(' ') || !identTag(h, q) ||
-                (q.ident != "kernel" && !q.ident_pid))
-                return false;
-            size_t len = 0;
-            p.kernel_s = parsePrintkStamp(c.rest(), &len, true);
-            if (!p.kernel_s) return false;
-            c.i += len;
-            need_host_or_tag = true;
-        } else if (isDigit(f)) {
-            if (!numericStamp(c, p)) return false;
-        } else if (!traditionalStamp(c, p) && !fullStamp(c, p)) {
-            return false;
-        }
-        if (c.spaces() == 0) return false;
-        // `HOST IDENT[PID]: ` or, with --no-hostname, `IDENT[PID]: `. Without a host only the
-        // kernel tag or an `ident[pid]` is believed (a message may start with `Error: `).
-        Cursor no_host = c;
-        KernelPrefix q = p;
-        if (!need_host_or_tag && identTag(no_host, q) && (q.ident == "kernel" || q.ident_pid)) {
-            c = no_host;
-            p = std::move(q);
-        } else {
-            auto host = token(c);
-            if (host.empty() || host.back() == ':' || !c.eat(' ') || !identTag(c, p)) return false;
-            if (need_host_or_tag && p.ident != "kernel" && !p.ident_pid) return false;
-        }
-    }
+    // `grep kernel /var/log/…` output without stamp and host: a bare `kernel: ` tag.
+    bool bare = first == 'k' && line.starts_with("kernel:") && identTag(c, p);
+    if (!bare && !stampedHeader(c, p)) return false;
     if (p.ident == "kernel") {
         size_t len = 0;
         if (auto ks = parsePrintkStamp(c.rest(), &len)) {

@@ -16,6 +16,7 @@ struct MonthName {
 
 // strftime `%b` abbreviations (and a few full names) of glibc locales. The longest entry that
 // starts the token wins, so Finnish `marras` (November) beats `mar` (March).
+// clang-format off
 constexpr MonthName kMonths[] = {
     {"jan", 1},  {"feb", 2},  {"mar", 3},  {"apr", 4},  {"may", 5},  {"jun", 6},
     {"jul", 7},  {"aug", 8},  {"sep", 9},  {"oct", 10}, {"nov", 11}, {"dec", 12},
@@ -41,17 +42,16 @@ constexpr MonthName kMonths[] = {
     {"eyl", 9},  {"eki", 10}, {"kas", 11}, {"ara", 12},
     // fi (full month stems)
     {"tammi", 1}, {"helmi", 2}, {"maalis", 3}, {"huhti", 4}, {"touko", 5}, {"marras", 11},
-    // ru, uk (Cyrillic, lower case)
+    // ru (Cyrillic, lower case): янв фев мар апр май мая июн июл авг сен окт ноя дек
     {"\xd1\x8f\xd0\xbd\xd0\xb2", 1}, {"\xd1\x84\xd0\xb5\xd0\xb2", 2},
-    {"\xd0\xb0\xd0\xbf\xd1\x80", 4}, {"\xd0\xb0\xd0\xb2\xd0\xb3", 8},
-    {"\xd1\x81\xd0\xb5\xd0\xbd", 9}, {"\xd0\xbe\xd0\xba\xd1\x82", 10},
-    {"\xd0\xbd\xd0\xbe\xd1\x8f", 11}, {"\xd0\xb4\xd0\xb5\xd0\xba", 12},
-    {"\xd0\xbc\xd0\xb0\xd1\x80", 3},  // мар
-    {"\xd0\xbc\xd0\xb0\xd0\xb9", 5},  // май
-    {"\xd0\xbc\xd0\xb0\xd1\x8f", 5},  // мая
-    {"\xd0\xb8\xd1\x8e\xd0\xbd", 6},  // июн
-    {"\xd0\xb8\xd1\x8e\xd0\xbb", 7},  // июл
+    {"\xd0\xbc\xd0\xb0\xd1\x80", 3}, {"\xd0\xb0\xd0\xbf\xd1\x80", 4},
+    {"\xd0\xbc\xd0\xb0\xd0\xb9", 5}, {"\xd0\xbc\xd0\xb0\xd1\x8f", 5},
+    {"\xd0\xb8\xd1\x8e\xd0\xbd", 6}, {"\xd0\xb8\xd1\x8e\xd0\xbb", 7},
+    {"\xd0\xb0\xd0\xb2\xd0\xb3", 8}, {"\xd1\x81\xd0\xb5\xd0\xbd", 9},
+    {"\xd0\xbe\xd0\xba\xd1\x82", 10}, {"\xd0\xbd\xd0\xbe\xd1\x8f", 11},
+    {"\xd0\xb4\xd0\xb5\xd0\xba", 12},
 };
+// clang-format on
 
 /// ASCII, Latin-1 supplement (U+00C0–U+00DE) and basic Cyrillic upper case to lower case, into
 /// `buf` (which holds at least s.size() bytes).
@@ -111,7 +111,8 @@ int monthFromName(std::string_view token) {
     while (!token.empty() && token.back() == '.') token.remove_suffix(1);
     if (token.size() < 2 || token.size() > 24) return 0;
     // CJK: `9月` (zh, ja), `9월` (ko).
-    for (std::string_view suffix : {std::string_view("\xe6\x9c\x88"), std::string_view("\xec\x9b\x94")}) {
+    for (std::string_view suffix :
+         {std::string_view("\xe6\x9c\x88"), std::string_view("\xec\x9b\x94")}) {
         if (token.size() > suffix.size() && token.ends_with(suffix)) {
             Cursor c{token.substr(0, token.size() - suffix.size())};
             c.spaces();

@@ -20,7 +20,7 @@ struct CivilTime {
 std::optional<std::string> formatWall(const CivilTime& t);
 
 /// Month 1–12 of an abbreviated or full month name as strftime `%b` prints it in English and
-/// common glibc locales (de, fr, es, it, pt, nl, sv/da/no, pl, cs, hu, ro, tr, fi, ru, uk; any
+/// common glibc locales (de, fr, es, it, pt, nl, sv/da/no, pl, cs, hu, ro, tr, fi, ru; any
 /// case; a trailing `.` is ignored), or `9月`/`9월` (CJK). 0 when not recognised.
 int monthFromName(std::string_view token);
 
@@ -29,12 +29,12 @@ int monthFromName(std::string_view token);
 /// short-iso, util-linux `--time-format iso`).
 struct IsoStamp {
     CivilTime t;
-    size_t len = 0;        ///< bytes of the stamp
-    char sep = 'T';        ///< the date/time separator: 'T' or ' '
-    int frac_digits = 0;   ///< digits after the seconds (0: none)
-    char frac_sep = 0;     ///< '.' or ',' (0: no fraction)
-    bool zone = false;     ///< a zone follows
-    bool zone_z = false;   ///< the zone is `Z`
+    size_t len = 0;       ///< bytes of the stamp
+    char sep = 'T';       ///< the date/time separator: 'T' or ' '
+    int frac_digits = 0;  ///< digits after the seconds (0: none)
+    char frac_sep = 0;    ///< '.' or ',' (0: no fraction)
+    bool zone = false;    ///< a zone follows
+    bool zone_z = false;  ///< the zone is `Z`
 };
 
 /// Scans an ISO stamp at the start of `s` (`allow_space`: also `YYYY-MM-DD HH:MM:SS`).

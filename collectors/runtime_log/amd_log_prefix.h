@@ -22,8 +22,10 @@ struct AmdLogPrefix {
 /// generations of FORMATS.md §3.1 (ROCm 3.3 `%010lld:` without `us`, 3.7–4.3 `us:`, 4.5–5.6
 /// `us: %-5d: [tid:0x..]` including a pid that runs into the colon, 5.7–6.2 `[pid:%-5d tid:0x..]`,
 /// 6.3+ `us: [pid:N tid: 0x..]` only at level ≥ 4 else two spaces, the `%010lud us` typo), plus the
-/// `log_entry`/`log_timestamped` layouts. Column padding may have been collapsed to one space.
-/// nullopt when the line does not start with such a prefix.
+/// `log_entry`/`log_timestamped` layouts. Column padding may have been collapsed to one space; a
+/// paste that lost the leading `:` is accepted when a stamp follows. `message_offset` skips the
+/// blanks after the prefix (the layouts differ in how many they print). Cheap on other lines
+/// (the first character decides). nullopt when the line does not start with such a prefix.
 std::optional<AmdLogPrefix> parseAmdLogPrefix(std::string_view line);
 
 }  // namespace gpufault

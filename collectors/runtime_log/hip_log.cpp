@@ -115,44 +115,20 @@ class HipLogMatcher final : public Matcher {
             returned(l, amd, m, r, out);
     }
 
-    /// A line without a known AMD prefix at its start (quoted, wrapped, or printed by other
-    /// means, e.g. `guarantee()`): anchors anywhere.
+    /// A line without an AMD prefix at its start: the prefix may sit behind other text (a quote,
+    /// a wrapper the decoder did not remove); a few messages are printed without it
+    /// (`guarantee()` aborts, direct prints).
     void anywhere(const LogLine& l, Sink& out) {
+        rt::AmdFields amd = rt::amdFieldsAnywhere(l);
+        if (amd.present) return message(l, amd, amd.message, out);
         std::string_view t = l.text;
-        size_t i;
-        if ((i = t.find("Returned hip")) != std::string_view::npos) {
-            auto amd = rt::amdFieldsAnywhere(l);
-            return returned(l, amd, t, i, out);
+        if (size_t i = t.find("NoBinaryForGpu: "); i >= 8 && i != std::string_view::npos) {
+            if (t.substr(i - 8, 8) == "hipError") return noBinary(l, amd, t.substr(i - 8), out);
         }
-        if ((i = t.find("ShaderName : ")) != std::string_view::npos)
-            return dispatch(l, rt::amdFieldsAnywhere(l), t.substr(i + 13), out);
-        if ((i = t.find("Graph shader name : ")) != std::string_view::npos)
-            return dispatch(l, rt::amdFieldsAnywhere(l), t.substr(i + 20), out);
-        if ((i = t.find(" = ptr:")) != std::string_view::npos) {
-            size_t a = t.rfind("Arg", i);
-            if (a != std::string_view::npos) return arg(l, rt::amdFieldsAnywhere(l), t.substr(a));
-        }
-        if ((i = t.find("borting with ")) != std::string_view::npos) {
-            size_t q = t.rfind("Callback: Queue ", i);
-            if (q == std::string_view::npos) q = t.rfind("callbackQueue ", i);
-            if (q != std::string_view::npos)
-                return queueAbort(l, rt::amdFieldsAnywhere(l), t.substr(q), out);
-        }
-        if ((i = t.find("Cannot find the function: ")) != std::string_view::npos)
-            return cannotFind(l, rt::amdFieldsAnywhere(l), t.substr(i), out);
-        if ((i = t.find("hipErrorNoBinaryForGpu: ")) != std::string_view::npos)
-            return noBinary(l, rt::amdFieldsAnywhere(l), t.substr(i), out);
-        if ((i = t.find("HW Exception Error")) != std::string_view::npos)
-            return hwException(l, rt::amdFieldsAnywhere(l), out);
-        if ((i = t.find("llocat")) != std::string_view::npos) {
-            for (std::string_view a : {"Allocation failed",
-                                       "Memory allocation has failed",
-                                       "Video memory allocation failed",
-                                       "Can't allocate memory size - ",
-                                       "Heap buffer allocation failed"}) {
-                if (size_t k = t.find(a); k != std::string_view::npos)
-                    return alloc(l, rt::amdFieldsAnywhere(l), t.substr(k), out);
-            }
+        for (std::string_view a :
+             {"Video memory allocation failed", "Can't allocate memory size - "}) {
+            if (size_t k = t.find(a); k != std::string_view::npos)
+                return alloc(l, amd, t.substr(k), out);
         }
     }
 

@@ -102,6 +102,7 @@ class RocrFaultMatcher final : public Matcher {
     }
 
     void finish(Sink& out) override {
+        if (split_ && split_->reason->empty()) split_->reason.reset();
         if (split_) out.evidence(std::move(*split_));
         if (agent_) out.evidence(std::move(*agent_));
         split_.reset();
@@ -167,6 +168,7 @@ class RocrFaultMatcher final : public Matcher {
             done = true;
             break;
         }
+        if (split_->reason->empty()) split_->reason.reset();  // `Reason: ` and nothing else
         out.evidence(std::move(*split_));
         split_.reset();
         return done;

@@ -1,9 +1,9 @@
 // dmesg, /dev/kmsg, journald and syslog prefixes (FORMATS.md §1.9, §9.2, §9.3) through the decoder.
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <ctime>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "tests/collectors/prefix/decode_helper.h"
 
@@ -50,8 +50,9 @@ TEST(Dmesg, RawStamp) {
 }
 
 TEST(Dmesg, RawStampOnSegfaultLineKeepsTheTask) {
-    auto d = decodeOne("[  231.101010] python3[4242]: segfault at 0 ip 0000000000000000 sp "
-                       "00007ffd4a1b2c40 error 14 likely on CPU 3 (core 3, socket 0)");
+    auto d = decodeOne(
+        "[  231.101010] python3[4242]: segfault at 0 ip 0000000000000000 sp "
+        "00007ffd4a1b2c40 error 14 likely on CPU 3 (core 3, socket 0)");
     EXPECT_EQ(d.origin, Origin::Kernel);
     EXPECT_TRUE(d.ident.empty());
     EXPECT_TRUE(d.text.starts_with("python3[4242]: segfault at 0"));
@@ -102,8 +103,13 @@ TEST(Dmesg, ShowDeltaForms) {
 }
 
 TEST(Dmesg, HumanBreaksAndDeltas) {
-    for (const char* stamp : {"[Sep 9 02:30] ", "[Sep10 02:30] ", "[Dez26 08:58] ",
-                              "[12\xe6\x9c\x88" "25 19:09] ", "[  +0.000007] ", "[  +0,000007] ",
+    for (const char* stamp : {"[Sep 9 02:30] ",
+                              "[Sep10 02:30] ",
+                              "[Dez26 08:58] ",
+                              "[12\xe6\x9c\x88"
+                              "25 19:09] ",
+                              "[  +0.000007] ",
+                              "[  +0,000007] ",
                               "[ +12.345678] "}) {
         auto d = decodeOne(stamp + kFault);
         EXPECT_EQ(d.text, kFault) << stamp;
@@ -112,15 +118,18 @@ TEST(Dmesg, HumanBreaksAndDeltas) {
     EXPECT_EQ(decodeOne(cfmt("[  %+8.06f] ", 0.000012) + kFault).text, kFault);
     EXPECT_EQ(decodeOne(cfmt("[ %+9.06f] ", 12.5) + kFault).text, kFault);
     // real: 095
-    auto r = decodeOne("[  +0.000006] amdgpu 0000:03:00.0: amdgpu:  in process python3 pid 5748 "
-                       "thread python3 pid 5748)");
-    EXPECT_EQ(r.text, "amdgpu 0000:03:00.0: amdgpu:  in process python3 pid 5748 thread python3 "
-                      "pid 5748)");
+    auto r = decodeOne(
+        "[  +0.000006] amdgpu 0000:03:00.0: amdgpu:  in process python3 pid 5748 "
+        "thread python3 pid 5748)");
+    EXPECT_EQ(r.text,
+              "amdgpu 0000:03:00.0: amdgpu:  in process python3 pid 5748 thread python3 "
+              "pid 5748)");
 }
 
 TEST(Dmesg, IsoDecodeRawAndCaller) {
-    auto iso = decodeOne("2025-09-09T02:30:28,123456+02:00 amdgpu 0000:65:00.0: amdgpu: "
-                         "VM_L2_PROTECTION_FAULT_STATUS:0x00B01031");
+    auto iso = decodeOne(
+        "2025-09-09T02:30:28,123456+02:00 amdgpu 0000:65:00.0: amdgpu: "
+        "VM_L2_PROTECTION_FAULT_STATUS:0x00B01031");
     EXPECT_EQ(iso.text, "amdgpu 0000:65:00.0: amdgpu: VM_L2_PROTECTION_FAULT_STATUS:0x00B01031");
     EXPECT_EQ(iso.time.wall, "2025-09-09T02:30:28");
     EXPECT_EQ(iso.origin, Origin::Kernel);
@@ -149,15 +158,31 @@ TEST(Dmesg, IsoDecodeRawAndCaller) {
 TEST(Dmesg, BracketedMessageTextIsNotAStamp) {
     for (const std::string line :
          {"[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout",
-          "[gfxhub0] retry page fault", "[drm] PCIE GART of 256M enabled",
+          "[gfxhub0] retry page fault",
+          "[drm] PCIE GART of 256M enabled",
           "[2024-07-10 11:18:53,785] [INFO] [logging.py:96:log_dist] [Rank 0] step=1",
-          "[Hardware Error]: aca entry[00].STATUS=0x0", "[  629", "[", "[12:30] chat",
-          "[1.5] release notes", "<unknown> token", "kern: not a decode prefix"}) {
+          "[Hardware Error]: aca entry[00].STATUS=0x0",
+          "[  629",
+          "[",
+          "[12:30] chat",
+          "[1.5] release notes",
+          "<unknown> token",
+          "kern: not a decode prefix",
+          "[Build 12:30:45 2024] done",
+          "[v1.2 12:30] tag",
+          "[see 12:30] x"}) {
         auto d = decodeOne(line);
         EXPECT_EQ(d.text, line);
         EXPECT_EQ(d.origin, Origin::Unknown) << line;
         EXPECT_TRUE(d.time.empty()) << line;
     }
+}
+
+TEST(Dmesg, IndentedExcerpt) {
+    auto d = decodeOne("    [ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: x");
+    EXPECT_EQ(d.text, "amdgpu 0000:c6:00.0: amdgpu: x");
+    expectKernelS(d, 4778.915423);
+    EXPECT_EQ(decodeOne("    [T1] x").text, "    [T1] x");
 }
 
 // ---- /dev/kmsg (Documentation/ABI/testing/dev-kmsg) ----
@@ -216,22 +241,26 @@ TEST(Journald, ShortAndShortPrecise) {
 
 TEST(Journald, LowerCaseMonthAndOtherIdentifiers) {
     // real: 005
-    auto d = decodeOne("nov 04 13:30:18 host kernel: amdgpu 0000:0d:00.0: amdgpu: [gfxhub] page "
-                       "fault (src_id:0 ring:24 vmid:3 pasid:32770)");
-    EXPECT_EQ(d.text, "amdgpu 0000:0d:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:3 "
-                      "pasid:32770)");
+    auto d = decodeOne(
+        "nov 04 13:30:18 host kernel: amdgpu 0000:0d:00.0: amdgpu: [gfxhub] page "
+        "fault (src_id:0 ring:24 vmid:3 pasid:32770)");
+    EXPECT_EQ(d.text,
+              "amdgpu 0000:0d:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:3 "
+              "pasid:32770)");
     EXPECT_EQ(d.origin, Origin::Kernel);
     EXPECT_EQ(d.time.wall, "11-04T13:30:18");
     // real: 013
-    auto c = decodeOne("Jan 09 18:55:45 host systemd-coredump[134090]: Process 91762 (python) of "
-                       "user 60105 terminated abnormally with signal 6/ABRT, processing...");
+    auto c = decodeOne(
+        "Jan 09 18:55:45 host systemd-coredump[134090]: Process 91762 (python) of "
+        "user 60105 terminated abnormally with signal 6/ABRT, processing...");
     EXPECT_EQ(c.origin, Origin::Other);
     EXPECT_EQ(c.ident, "systemd-coredump");
     EXPECT_EQ(c.ident_pid, 134090);
     EXPECT_TRUE(c.text.starts_with("Process 91762 (python)"));
-    auto s = decodeOne("Sep 09 02:30:29 gpu-node-7 python3[4242]: Memory access fault by GPU "
-                       "node-1 (Agent handle: 0x55d5b2d4a780) on address 0x7f3a12340000. Reason: "
-                       "Page not present or supervisor privilege.");
+    auto s = decodeOne(
+        "Sep 09 02:30:29 gpu-node-7 python3[4242]: Memory access fault by GPU "
+        "node-1 (Agent handle: 0x55d5b2d4a780) on address 0x7f3a12340000. Reason: "
+        "Page not present or supervisor privilege.");
     EXPECT_EQ(s.ident, "python3");
     EXPECT_EQ(s.ident_pid, 4242);
     EXPECT_EQ(s.origin, Origin::Other);
@@ -253,10 +282,12 @@ TEST(Journald, IsoFullUnixMonotonicDelta) {
     EXPECT_EQ(isop.time.wall, "2025-09-09T02:30:28");
     EXPECT_EQ(decodeOne("2025-09-09T02:30:28+0200 host kernel: x").text, "x");  // old `%z`
 
-    auto full = decodeOne("Tue 2025-09-09 02:30:28 CEST gpu-node-7 kernel: amdgpu 0000:65:00.0: "
-                          "amdgpu:  Process python3 pid 4242 thread python3 pid 4250");
-    EXPECT_EQ(full.text, "amdgpu 0000:65:00.0: amdgpu:  Process python3 pid 4242 thread python3 "
-                         "pid 4250");
+    auto full = decodeOne(
+        "Tue 2025-09-09 02:30:28 CEST gpu-node-7 kernel: amdgpu 0000:65:00.0: "
+        "amdgpu:  Process python3 pid 4242 thread python3 pid 4250");
+    EXPECT_EQ(full.text,
+              "amdgpu 0000:65:00.0: amdgpu:  Process python3 pid 4242 thread python3 "
+              "pid 4250");
     EXPECT_EQ(full.time.wall, "2025-09-09T02:30:28");
     EXPECT_EQ(full.origin, Origin::Kernel);
 
@@ -279,10 +310,12 @@ TEST(Journald, IsoFullUnixMonotonicDelta) {
 
 TEST(Journald, StampPlusPrintkStamp) {
     // real: 051
-    auto d = decodeOne("Feb 15 17:37:45 host kernel: [82659.755847] NVRM: Xid (PCI:0000:41:00): 13, "
-                       "Graphics Exception: ESR 0x5067b0=0x9 0x5067b4=0x24");
-    EXPECT_EQ(d.text, "NVRM: Xid (PCI:0000:41:00): 13, Graphics Exception: ESR 0x5067b0=0x9 "
-                      "0x5067b4=0x24");
+    auto d = decodeOne(
+        "Feb 15 17:37:45 host kernel: [82659.755847] NVRM: Xid (PCI:0000:41:00): 13, "
+        "Graphics Exception: ESR 0x5067b0=0x9 0x5067b4=0x24");
+    EXPECT_EQ(d.text,
+              "NVRM: Xid (PCI:0000:41:00): 13, Graphics Exception: ESR 0x5067b0=0x9 "
+              "0x5067b4=0x24");
     expectKernelS(d, 82659.755847);
     EXPECT_EQ(d.time.wall, "02-15T17:37:45");
     EXPECT_EQ(d.origin, Origin::Kernel);
@@ -291,24 +324,27 @@ TEST(Journald, StampPlusPrintkStamp) {
 // ---- rsyslog files and forwarding (rsconf.c templates, RFC 3164/5424) ----
 
 TEST(Syslog, TraditionalAndRfc3339WithPrintkStamp) {
-    auto t = decodeOne("May  2 14:51:13 iZm5eeq3torqgjpx1v4keuZ kernel: [5870170.864740] "
-                       "turnserver[15494]: segfault at bd ip 00007f559238d562 sp 00007f554fbb4bc0 "
-                       "error 4 in libc-2.23.so[7f5592309000+1c0000]");
+    auto t = decodeOne(
+        "May  2 14:51:13 iZm5eeq3torqgjpx1v4keuZ kernel: [5870170.864740] "
+        "turnserver[15494]: segfault at bd ip 00007f559238d562 sp 00007f554fbb4bc0 "
+        "error 4 in libc-2.23.so[7f5592309000+1c0000]");
     EXPECT_TRUE(t.text.starts_with("turnserver[15494]: segfault at bd"));
     expectKernelS(t, 5870170.864740);
     EXPECT_EQ(t.time.wall, "05-02T14:51:13");
     EXPECT_EQ(t.origin, Origin::Kernel);
 
-    auto r = decodeOne("2024-08-20T17:38:27.488639+00:00 sonic kernel: [   90.864905] runc[7180]: "
-                       "segfault at 7f5bcbc36f78 ip 00007f5bf39d67da sp 00007f5bcbc36f80 error 6");
+    auto r = decodeOne(
+        "2024-08-20T17:38:27.488639+00:00 sonic kernel: [   90.864905] runc[7180]: "
+        "segfault at 7f5bcbc36f78 ip 00007f5bf39d67da sp 00007f5bcbc36f80 error 6");
     EXPECT_TRUE(r.text.starts_with("runc[7180]: segfault at 7f5bcbc36f78"));
     expectKernelS(r, 90.864905);
     EXPECT_EQ(r.time.wall, "2024-08-20T17:38:27");
     EXPECT_EQ(r.origin, Origin::Kernel);
 
     // real: 102 (RFC 3339 with +01:00, no printk stamp)
-    auto m = decodeOne("2025-08-10T19:55:33.635860+01:00 hostname kernel: amdgpu 0000:c1:00.0: "
-                       "amdgpu: MES failed to respond to msg=REMOVE_QUEUE");
+    auto m = decodeOne(
+        "2025-08-10T19:55:33.635860+01:00 hostname kernel: amdgpu 0000:c1:00.0: "
+        "amdgpu: MES failed to respond to msg=REMOVE_QUEUE");
     EXPECT_EQ(m.text, "amdgpu 0000:c1:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE");
     EXPECT_EQ(m.time.wall, "2025-08-10T19:55:33");
     EXPECT_FALSE(m.time.kernel_s);
@@ -328,8 +364,9 @@ TEST(Syslog, ForwardedAndBareKernelTag) {
     EXPECT_EQ(f.text, kFault);
     EXPECT_EQ(f.origin, Origin::Kernel);
     // real: 087
-    auto k = decodeOne("kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch "
-                       "00000001 caused by previous Xid 149");
+    auto k = decodeOne(
+        "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch "
+        "00000001 caused by previous Xid 149");
     EXPECT_TRUE(k.text.starts_with("NVRM: Xid (PCI:0000:dc:00): 45"));
     EXPECT_EQ(k.origin, Origin::Kernel);
     EXPECT_EQ(k.ident, "kernel");
@@ -339,7 +376,8 @@ TEST(Syslog, ProgramTextIsNotASyslogHeader) {
     for (const std::string line :
          {"Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address 0x7f",
           "RuntimeError: CUDA error: an illegal memory access was encountered",
-          "Epoch 1/30", "user@host:~$ sudo dmesg -T | grep -iE 'amdgpu' | tail -68",
+          "Epoch 1/30",
+          "user@host:~$ sudo dmesg -T | grep -iE 'amdgpu' | tail -68",
           "2019-01-29 22:25:46.392668: I tensorflow/core/kernels/conv_grad_input_ops.cc:1023] x"}) {
         auto d = decodeOne(line);
         EXPECT_EQ(d.text, line);

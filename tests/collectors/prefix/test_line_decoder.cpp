@@ -1,7 +1,7 @@
 // Line endings, quotes, containers, logger prefixes, `[rankN]:` and the AMD log prefix hand-off.
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "tests/collectors/prefix/decode_helper.h"
 
@@ -29,7 +29,8 @@ TEST(LineDecoder, LineEndings) {
     EXPECT_EQ(decodeOne(kRocr + "\r").text, kRocr);
     EXPECT_EQ(decodeOne(kRocr + "^M").text, kRocr);
     EXPECT_EQ(decodeOne(kRocr + "   ^M\r").text, kRocr);
-    auto d = decodeOne("[ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: [gfxhub0] no-retry page fault^M");
+    auto d =
+        decodeOne("[ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: [gfxhub0] no-retry page fault^M");
     EXPECT_EQ(d.text, "amdgpu 0000:c6:00.0: amdgpu: [gfxhub0] no-retry page fault");
     ASSERT_TRUE(d.time.kernel_s);
     EXPECT_NEAR(*d.time.kernel_s, 4778.915423, 5e-7);
@@ -37,8 +38,10 @@ TEST(LineDecoder, LineEndings) {
 }
 
 TEST(LineDecoder, CarriageReturnProgressBar) {
-    auto d = decodeOne("Loading:  50%|#####     | 1/2 [00:01<00:01]\rLoading: 100%|##########| 2/2 "
-                       "[00:02<00:00]\r" + kRocr);
+    auto d = decodeOne(
+        "Loading:  50%|#####     | 1/2 [00:01<00:01]\rLoading: 100%|##########| 2/2 "
+        "[00:02<00:00]\r" +
+        kRocr);
     EXPECT_EQ(d.text, kRocr);
     EXPECT_EQ(decodeOne("100%|##########|\r" + kRocr + "\r").text, kRocr);
 }
@@ -52,9 +55,10 @@ TEST(LineDecoder, ReplyQuotes) {
     EXPECT_EQ(decodeOne("> > ").text, "");
     EXPECT_EQ(decodeOne(">>> import torch").text, ">>> import torch");
     // real: 108
-    auto r = decodeOne("> :0:rocdevice.cpp            :2984: 71322719728 us: [pid:8     "
-                       "tid:0x7f53d8bff640] Callback: Queue 0x7f53d8200000 aborting with error : "
-                       "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access");
+    auto r = decodeOne(
+        "> :0:rocdevice.cpp            :2984: 71322719728 us: [pid:8     "
+        "tid:0x7f53d8bff640] Callback: Queue 0x7f53d8200000 aborting with error : "
+        "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access");
     EXPECT_EQ(r.amd_level, 0);
     EXPECT_EQ(r.log_pid, 8);
     EXPECT_EQ(r.runtime_tid, "0x7f53d8bff640");
@@ -63,12 +67,14 @@ TEST(LineDecoder, ReplyQuotes) {
 }
 
 TEST(LineDecoder, RankPrefix) {
-    auto d = decodeOne("[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered");
+    auto d =
+        decodeOne("[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered");
     EXPECT_EQ(d.rank, 3);
     EXPECT_EQ(d.text, "RuntimeError: CUDA error: an illegal memory access was encountered");
     // real: 082 — the glog block stays in the text
-    auto g = decodeOne("[rank5]:[E610 07:42:53.345100746 ProcessGroupNCCL.cpp:1595] [PG ID 2 PG "
-                       "GUID 3 Rank 5] Process group watchdog thread terminated with exception");
+    auto g = decodeOne(
+        "[rank5]:[E610 07:42:53.345100746 ProcessGroupNCCL.cpp:1595] [PG ID 2 PG "
+        "GUID 3 Rank 5] Process group watchdog thread terminated with exception");
     EXPECT_EQ(g.rank, 5);
     EXPECT_TRUE(g.text.starts_with("[E610 07:42:53.345100746 ProcessGroupNCCL.cpp:1595] [PG ID 2"));
     EXPECT_EQ(g.origin, Origin::Unknown);
@@ -77,16 +83,18 @@ TEST(LineDecoder, RankPrefix) {
 
 TEST(LineDecoder, AmdLogPrefix) {
     // real: 102 (ROCm 6.4+ `tid: 0x…`)
-    auto d = decodeOne(":3:hip_device_runtime.cpp   :671 : 48517561912 us: [pid:77544 tid: "
-                       "0x7fd5bfa8d640] hipDeviceSynchronize: Returned hipErrorLaunchFailure : ");
+    auto d = decodeOne(
+        ":3:hip_device_runtime.cpp   :671 : 48517561912 us: [pid:77544 tid: "
+        "0x7fd5bfa8d640] hipDeviceSynchronize: Returned hipErrorLaunchFailure : ");
     EXPECT_EQ(d.amd_level, 3);
     EXPECT_EQ(d.log_pid, 77544);
     EXPECT_EQ(d.runtime_tid, "0x7fd5bfa8d640");
     EXPECT_EQ(d.time.runtime_us, 48517561912);
     EXPECT_EQ(d.text, "hipDeviceSynchronize: Returned hipErrorLaunchFailure :");
     // hip_memory.cpp's own ` | ` must survive (no compose stripping of runtime lines)
-    auto m = decodeOne(":4:hip_memory.cpp           :779 : 2156327711 us: [pid:1 tid:0x7f] "
-                       "hipMemGetInfo: free :17163 | total :17163");
+    auto m = decodeOne(
+        ":4:hip_memory.cpp           :779 : 2156327711 us: [pid:1 tid:0x7f] "
+        "hipMemGetInfo: free :17163 | total :17163");
     EXPECT_EQ(m.text, "hipMemGetInfo: free :17163 | total :17163");
 }
 
@@ -96,37 +104,53 @@ TEST(LineDecoder, DockerJsonFile) {
     EXPECT_EQ(d.text, kRocr);
     EXPECT_EQ(d.time.wall, "2025-09-09T00:30:29");
     EXPECT_EQ(d.origin, Origin::Unknown);
-    auto esc = decodeOne("{\"log\":\"\\u001b[32m hipLaunchKernel \\u001b[0m\\u0009arg "
-                         "\\u003cx\\u003e\\n\",\"stream\":\"stderr\",\"time\":\"2025-09-09T00:30:29.5Z\"}");
+    auto esc = decodeOne(
+        "{\"log\":\"\\u001b[32m hipLaunchKernel \\u001b[0m\\u0009arg "
+        "\\u003cx\\u003e\\n\",\"stream\":\"stderr\",\"time\":\"2025-09-09T00:30:29.5Z\"}");
     EXPECT_EQ(esc.text, "\x1b[32m hipLaunchKernel \x1b[0m\targ <x>");
-    auto amd = decodeOne("{\"log\":\":3:rocvirtual.cpp           :3190: 0043127734 us:  ShaderName "
-                         ": _Z9vectoraddPfS_S_i\\n\",\"stream\":\"stderr\",\"time\":\"2025-09-09T00:"
-                         "30:29.4041Z\"}");
+    auto amd = decodeOne(
+        "{\"log\":\":3:rocvirtual.cpp           :3190: 0043127734 us:  ShaderName "
+        ": _Z9vectoraddPfS_S_i\\n\",\"stream\":\"stderr\",\"time\":\"2025-09-09T00:"
+        "30:29.4041Z\"}");
     EXPECT_EQ(amd.amd_level, 3);
     EXPECT_EQ(amd.time.runtime_us, 43127734);
     EXPECT_EQ(amd.time.wall, "2025-09-09T00:30:29");
     EXPECT_EQ(amd.text, "ShaderName : _Z9vectoraddPfS_S_i");
+    // escapes the fast path decodes itself, and a layout it leaves to the full parser
+    auto u = decodeOne(
+        "{\"log\":\"\\\"q\\\" \\\\ \\/ \\ud83d\\ude00 \\u00e9\\r\\n\",\"stream\":\"stdout\","
+        "\"time\":\"2025-09-09T00:30:29Z\"}");
+    EXPECT_EQ(u.text, "\"q\" \\ / \xf0\x9f\x98\x80 \xc3\xa9");
+    EXPECT_EQ(u.time.wall, "2025-09-09T00:30:29");
+    auto attrs = decodeOne(
+        "{\"log\":\"x\\n\",\"stream\":\"stderr\",\"attrs\":{\"tag\":\"t\"},\"time\":"
+        "\"2025-09-09T00:30:29.5Z\"}");
+    EXPECT_EQ(attrs.text, "x");
+    EXPECT_EQ(attrs.time.wall, "2025-09-09T00:30:29");
+    EXPECT_EQ(decodeOne("{\"log\":\"\\ud800\"}").text, "{\"log\":\"\\ud800\"}");  // lone surrogate
 }
 
 TEST(LineDecoder, JsonDataWithSeveralLines) {
-    auto v = decodeAll({"x", "{\"event\": \"line\", \"data\": \"first\\nsecond\\r\\n\", \"pipe\": "
-                             "\"stderr\"}"});
+    auto v = decodeAll({"x",
+                        "{\"event\": \"line\", \"data\": \"first\\nsecond\\r\\n\", \"pipe\": "
+                        "\"stderr\"}"});
     ASSERT_EQ(v.size(), 3u);
     EXPECT_EQ(v[1].text, "first");
     EXPECT_EQ(v[2].text, "second");
     EXPECT_EQ(v[1].line, 2u);
     EXPECT_EQ(v[2].line, 2u);
     // real: 066
-    auto r = decodeOne("{\"event\": \"line\", \"data\": \"[rank3]: For debugging consider passing "
-                       "AMD_SERIALIZE_KERNEL=3\\n\", \"pipe\": \"stderr\"}");
+    auto r = decodeOne(
+        "{\"event\": \"line\", \"data\": \"[rank3]: For debugging consider passing "
+        "AMD_SERIALIZE_KERNEL=3\\n\", \"pipe\": \"stderr\"}");
     EXPECT_EQ(r.rank, 3);
     EXPECT_EQ(r.text, "For debugging consider passing AMD_SERIALIZE_KERNEL=3");
     EXPECT_EQ(decodeOne("{\"log\":\"\\n\"}").text, "");
 }
 
 TEST(LineDecoder, JsonThatIsNotAWrapper) {
-    for (const std::string line : {"{\"event\": \"", "{\"a\": 1, \"b\": [1, 2]}", "{not json}",
-                                   "{\"log\": 5}", "{}"}) {
+    for (const std::string line :
+         {"{\"event\": \"", "{\"a\": 1, \"b\": [1, 2]}", "{not json}", "{\"log\": 5}", "{}"}) {
         auto d = decodeOne(line);
         EXPECT_EQ(d.text, line);
         EXPECT_EQ(d.origin, Origin::Unknown);
@@ -134,21 +158,24 @@ TEST(LineDecoder, JsonThatIsNotAWrapper) {
 }
 
 TEST(LineDecoder, JournaldAndDmesgJson) {
-    auto j = decodeOne("{\"__REALTIME_TIMESTAMP\":\"1757377828123456\",\"_TRANSPORT\":\"kernel\","
-                       "\"SYSLOG_IDENTIFIER\":\"kernel\",\"_SOURCE_MONOTONIC_TIMESTAMP\":"
-                       "\"229550864052\",\"MESSAGE\":\"amdgpu: x\"}");
+    auto j = decodeOne(
+        "{\"__REALTIME_TIMESTAMP\":\"1757377828123456\",\"_TRANSPORT\":\"kernel\","
+        "\"SYSLOG_IDENTIFIER\":\"kernel\",\"_SOURCE_MONOTONIC_TIMESTAMP\":"
+        "\"229550864052\",\"MESSAGE\":\"amdgpu: x\"}");
     EXPECT_EQ(j.text, "amdgpu: x");
     EXPECT_EQ(j.origin, Origin::Kernel);
     EXPECT_EQ(j.ident, "kernel");
     ASSERT_TRUE(j.time.kernel_s);
     EXPECT_NEAR(*j.time.kernel_s, 229550.864052, 5e-7);
     EXPECT_EQ(j.time.wall, "2025-09-09T00:30:28");
-    auto p = decodeOne("{\"SYSLOG_IDENTIFIER\":\"python3\",\"_PID\":\"4242\",\"MESSAGE\":[104,105]}");
+    auto p =
+        decodeOne("{\"SYSLOG_IDENTIFIER\":\"python3\",\"_PID\":\"4242\",\"MESSAGE\":[104,105]}");
     EXPECT_EQ(p.text, "hi");
     EXPECT_EQ(p.ident_pid, 4242);
     EXPECT_EQ(p.origin, Origin::Other);
-    auto dm = decodeOne("      {\"pri\": 3, \"time\":   229.550864, \"msg\": \"amdgpu 0000:65:00.0: "
-                        "amdgpu: [gfxhub] page fault\"},");
+    auto dm = decodeOne(
+        "      {\"pri\": 3, \"time\":   229.550864, \"msg\": \"amdgpu 0000:65:00.0: "
+        "amdgpu: [gfxhub] page fault\"},");
     EXPECT_EQ(dm.text, "amdgpu 0000:65:00.0: amdgpu: [gfxhub] page fault");
     EXPECT_EQ(dm.origin, Origin::Kernel);
     ASSERT_TRUE(dm.time.kernel_s);
@@ -189,8 +216,9 @@ TEST(LineDecoder, CriPartialFlushedByOtherText) {
 
 TEST(LineDecoder, CriQuotedReal) {
     // real: 080
-    auto d = decodeOne("> 2026-08-31T17:43:36.6703347Z stderr F Memory access fault by GPU node-6 "
-                       "(Agent handle: 0x501def90) on address 0x7f5e50c00000. Reason: Unknown.");
+    auto d = decodeOne(
+        "> 2026-08-31T17:43:36.6703347Z stderr F Memory access fault by GPU node-6 "
+        "(Agent handle: 0x501def90) on address 0x7f5e50c00000. Reason: Unknown.");
     EXPECT_TRUE(d.text.starts_with("Memory access fault by GPU node-6"));
     EXPECT_EQ(d.time.wall, "2026-08-31T17:43:36");
 }
@@ -212,9 +240,11 @@ TEST(LineDecoder, ComposePrefix) {
 }
 
 TEST(LineDecoder, NoComposeWithoutEvidence) {
-    auto v = decodeAll({"GPU0 | free :17163 | total :17163", "free | x",
-                        ":4:hip_memory.cpp :779 : 2156327711 us: [pid:1 tid:0x7f] | free :1 | total "
-                        ":2"});
+    auto v =
+        decodeAll({"GPU0 | free :17163 | total :17163",
+                   "free | x",
+                   ":4:hip_memory.cpp :779 : 2156327711 us: [pid:1 tid:0x7f] | free :1 | total "
+                   ":2"});
     ASSERT_EQ(v.size(), 3u);
     EXPECT_EQ(v[0].text, "GPU0 | free :17163 | total :17163");
     EXPECT_EQ(v[1].text, "free | x");
@@ -223,16 +253,20 @@ TEST(LineDecoder, NoComposeWithoutEvidence) {
 
 TEST(LineDecoder, LoggerStampsAndContainerStamp) {
     // real: 064 (ComfyUI)
-    auto g = decodeOne("2025-12-21T05:01:45.677513 - Exception in thread 2025-12-21T05:01:45.677741 "
-                       "- Thread-5 (prompt_worker)2025-12-21T05:01:45.677860 - :");
+    auto g = decodeOne(
+        "2025-12-21T05:01:45.677513 - Exception in thread 2025-12-21T05:01:45.677741 "
+        "- Thread-5 (prompt_worker)2025-12-21T05:01:45.677860 - :");
     EXPECT_EQ(g.text, "Exception in thread Thread-5 (prompt_worker):");
     EXPECT_TRUE(g.time.empty());
-    auto r = decodeOne("2025-12-21T05:01:45.686997 - 2025-12-21T05:01:45.689733 -   File "
-                       "\"/usr/lib/python3.13/threading.py\", line 1044, in _bootstrap_inner");
-    EXPECT_EQ(r.text, "  File \"/usr/lib/python3.13/threading.py\", line 1044, in _bootstrap_inner");
+    auto r = decodeOne(
+        "2025-12-21T05:01:45.686997 - 2025-12-21T05:01:45.689733 -   File "
+        "\"/usr/lib/python3.13/threading.py\", line 1044, in _bootstrap_inner");
+    EXPECT_EQ(r.text,
+              "  File \"/usr/lib/python3.13/threading.py\", line 1044, in _bootstrap_inner");
     // docker logs -t
-    auto t = decodeOne("2025-09-09T00:30:29.404128031Z RuntimeError: CUDA error: an illegal memory "
-                       "access was encountered");
+    auto t = decodeOne(
+        "2025-09-09T00:30:29.404128031Z RuntimeError: CUDA error: an illegal memory "
+        "access was encountered");
     EXPECT_EQ(t.text, "RuntimeError: CUDA error: an illegal memory access was encountered");
     EXPECT_EQ(t.time.wall, "2025-09-09T00:30:29");
     EXPECT_EQ(t.origin, Origin::Unknown);
@@ -244,7 +278,8 @@ TEST(LineDecoder, HugeLineIsTruncated) {
     EXPECT_EQ(d.text.size(), LineDecoder::kMaxLine);
     EXPECT_EQ(d.raw.size(), big.size());
     std::string piece(700u << 10, 'b');
-    auto v = decodeAll({"2025-09-09T00:30:29Z stderr P " + piece, "2025-09-09T00:30:29Z stderr P " + piece,
+    auto v = decodeAll({"2025-09-09T00:30:29Z stderr P " + piece,
+                        "2025-09-09T00:30:29Z stderr P " + piece,
                         "2025-09-09T00:30:29Z stderr F " + piece});
     ASSERT_EQ(v.size(), 1u);
     EXPECT_EQ(v[0].text.size(), LineDecoder::kMaxLine);

@@ -1,7 +1,7 @@
 // Calendar helpers of the prefix parsers.
-#include "collectors/prefix/timestamp.h"
-
 #include <gtest/gtest.h>
+
+#include "collectors/prefix/timestamp.h"
 
 namespace gpufault::prefix {
 namespace {
@@ -19,8 +19,8 @@ TEST(Timestamp, MonthNames) {
     EXPECT_EQ(monthFromName("okt"), 10);
     EXPECT_EQ(monthFromName("marras"), 11);
     EXPECT_EQ(monthFromName("\xd0\xa1\xd0\xb5\xd0\xbd"), 9);  // Сен
-    EXPECT_EQ(monthFromName("12\xe6\x9c\x88"), 12);            // 12月
-    EXPECT_EQ(monthFromName("9\xec\x9b\x94"), 9);              // 9월
+    EXPECT_EQ(monthFromName("12\xe6\x9c\x88"), 12);           // 12月
+    EXPECT_EQ(monthFromName("9\xec\x9b\x94"), 9);             // 9월
     EXPECT_EQ(monthFromName("Tue"), 0);
     EXPECT_EQ(monthFromName("13\xe6\x9c\x88"), 0);
     EXPECT_EQ(monthFromName("x"), 0);

@@ -103,6 +103,18 @@ TEST(RocrFault, SplitReasonNotGuessedFromOtherText) {
     EXPECT_EQ(ev[1].reason, "Host access only");
 }
 
+TEST(RocrFault, ReasonOnTheNextLineOnlyFromTable) {
+    auto ev =
+        run({"Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x2000. Reason: ",
+             "> Unknown.",
+             "Memory access fault by GPU node-2 (Agent handle: 0x1) on address 0x3000. Reason: ",
+             "Aborted (core dumped)"});
+    ASSERT_EQ(ev.size(), 2u);
+    EXPECT_EQ(ev[0].reason, "Unknown");
+    EXPECT_EQ(ev[1].gpu_node, 2);
+    EXPECT_FALSE(ev[1].reason);
+}
+
 TEST(RocrFault, CutLineKeepsWhatItHas) {
     auto ev = run({"Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on addr"});
     ASSERT_EQ(ev.size(), 1u);

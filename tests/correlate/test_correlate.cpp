@@ -1,0 +1,162 @@
+// Correlation v1 rules (docs/correlation.md) on constructed records, and through the binary on
+// real fixtures, including ingest-order independence.
+#include "correlate/correlate.h"
+
+#include <algorithm>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "tests/support/fixture_check.h"
+#include "tests/support/process.h"
+
+namespace gpufault {
+namespace {
+
+StoredEvidence rec(int64_t id, int64_t source, Kind k, uint64_t line) {
+    StoredEvidence s;
+    s.id = id;
+    s.source_id = source;
+    s.source = "s" + std::to_string(source);
+    s.e.kind = k;
+    s.e.line = line;
+    return s;
+}
+
+std::set<std::set<int64_t>> groups(const std::vector<IncidentRecord>& inc) {
+    std::set<std::set<int64_t>> out;
+    for (auto& i : inc) {
+        std::set<int64_t> g;
+        for (auto& m : i.members)
+            if (m.role == "member") g.insert(m.evidence_id);
+        out.insert(g);
+    }
+    return out;
+}
+
+TEST(Correlate, KernelPageAndRocrAddressInOneRegionJoinAcrossStreams) {
+    auto k = rec(1, 1, Kind::AmdgpuPageFault, 10);
+    k.e.address = 0x7f2a5318b000;
+    k.e.address_exact = false;  // amdgpu prints the page start
+    k.e.pid = 91762;  // host pid
+    k.e.time.kernel_s = 100.0;
+    auto r = rec(2, 2, Kind::RocrMemoryFault, 3);
+    r.e.address = 0x7f2a53193000;
+    r.e.address_exact = true;
+    r.e.pid = 8;  // container pid: different namespace, no contradiction
+    auto inc = correlate({k, r});
+    ASSERT_EQ(inc.size(), 1u);
+    EXPECT_EQ(inc[0].members.size(), 2u);
+    EXPECT_EQ(inc[0].kind, "rocr_memory_fault");
+    EXPECT_EQ(*inc[0].address, 0x7f2a53193000u);  // the exact address beats the page start
+    EXPECT_EQ(inc[0].members[1].link, "same 2 MiB region 0x7f2a53000000");
+}
+
+TEST(Correlate, PidAloneNeverJoinsKernelAndRuntime) {
+    auto k = rec(1, 1, Kind::AmdgpuPageFault, 10);
+    k.e.address = 0x1000000000;
+    k.e.pid = 42;
+    auto r = rec(2, 1, Kind::RocrMemoryFault, 11);
+    r.e.address = 0x7f0000000000;
+    r.e.pid = 42;
+    EXPECT_EQ(correlate({k, r}).size(), 2u);
+}
+
+TEST(Correlate, DifferentNodesOrDevicesAreDifferentIncidents) {
+    std::vector<StoredEvidence> ev;
+    for (int n = 1; n <= 8; ++n) {
+        auto r = rec(n, 1, Kind::RocrMemoryFault, static_cast<uint64_t>(n));
+        r.e.address = 0x7f0000000000 + static_cast<uint64_t>(n) * 0x10000000;
+        r.e.gpu_node = n;
+        r.e.time.wall = "2026-08-31T17:43:36";
+        ev.push_back(r);
+    }
+    EXPECT_EQ(correlate(ev).size(), 8u);
+}
+
+TEST(Correlate, RuntimeErrorAfterFaultInSameStreamJoins) {
+    auto r = rec(1, 1, Kind::RocrMemoryFault, 5);
+    r.e.address = 0x7f0000000000;
+    auto e = rec(2, 1, Kind::RuntimeError, 9);
+    e.e.reason = "hipErrorIllegalAddress";
+    auto far = rec(3, 1, Kind::RuntimeError, 5000);
+    auto inc = correlate({r, e, far});
+    EXPECT_EQ(groups(inc), (std::set<std::set<int64_t>>{{1, 2}, {3}}));
+}
+
+TEST(Correlate, ClocksFurtherApartThanTwoSecondsNeverJoin) {
+    auto a = rec(1, 1, Kind::NvidiaXid, 1);
+    a.e.pid = 524;
+    a.e.time.kernel_s = 10.0;
+    auto b = rec(2, 1, Kind::NvidiaXid, 2);
+    b.e.pid = 524;
+    b.e.time.kernel_s = 11.5;
+    auto c = rec(3, 1, Kind::NvidiaXid, 3);
+    c.e.pid = 524;
+    c.e.time.kernel_s = 20.0;
+    EXPECT_EQ(groups(correlate({a, b, c})), (std::set<std::set<int64_t>>{{1, 2}, {3}}));
+}
+
+TEST(Correlate, ResetIsContextOfTheFaultOfItsDevice) {
+    auto f = rec(1, 1, Kind::AmdgpuPageFault, 1);
+    f.e.pci = "0000:c5:00.0";
+    f.e.time.kernel_s = 50.0;
+    auto r = rec(2, 1, Kind::GpuReset, 9);
+    r.e.pci = "0000:c5:00.0";
+    r.e.time.kernel_s = 55.0;
+    auto other = rec(3, 1, Kind::GpuReset, 10);
+    other.e.pci = "0000:03:00.0";
+    other.e.time.kernel_s = 55.0;
+    auto inc = correlate({f, r, other});
+    ASSERT_EQ(inc.size(), 1u);
+    ASSERT_EQ(inc[0].members.size(), 2u);
+    EXPECT_EQ(inc[0].members[1].role, "context");
+    EXPECT_EQ(inc[0].members[1].evidence_id, 2);
+}
+
+TEST(Correlate, LoneRecordIsAnIncident) {
+    auto r = rec(7, 1, Kind::HsaQueueError, 1);
+    auto inc = correlate({r});
+    ASSERT_EQ(inc.size(), 1u);
+    EXPECT_EQ(inc[0].members[0].link, "first");
+}
+
+// Through the binary: the order of ingests does not change which records form incidents.
+std::set<std::set<std::string>> incidentsOf(const std::string& db) {
+    auto q = testing::run({GPUFAULT_BIN, "--db", db, "query", "--json",
+                           "SELECT m.incident_id AS i, s.path AS p, e.line AS l FROM incident_evidence m "
+                           "JOIN evidence e ON e.id = m.evidence_id JOIN sources s ON s.id = e.source_id"});
+    std::map<int64_t, std::set<std::string>> by;
+    for (auto& row : testing::parseJsonLines(q.out))
+        by[row["i"].get<int64_t>()].insert(row["p"].get<std::string>() + ":" + std::to_string(row["l"].get<int64_t>()));
+    std::set<std::set<std::string>> out;
+    for (auto& [i, s] : by) out.insert(s);
+    return out;
+}
+
+TEST(CorrelateCli, IngestOrderDoesNotChangeIncidents) {
+    std::string dir = GPUFAULT_SOURCE_DIR "/tests/data/real/";
+    std::vector<std::string> files = {dir + "012-llamabench-rocr-fault-plus-journalctl.txt",
+                                      dir + "067-nvidia-h200-dmesg-xid31-read-write-null-xid13-43.txt",
+                                      dir + "117-mi300x-dmesg-T-retry-faults-three-gpus-interleaved-rocr-unknown.txt"};
+    testing::TempDir t;
+    std::vector<std::string> a = {GPUFAULT_BIN, "--db", t.file("a"), "ingest"}, b = {GPUFAULT_BIN, "--db", t.file("b"), "ingest"};
+    for (auto& f : files) a.push_back(f);
+    for (auto it = files.rbegin(); it != files.rend(); ++it) b.push_back(*it);
+    ASSERT_EQ(testing::run(a).status, 0);
+    ASSERT_EQ(testing::run(b).status, 0);
+    auto ia = incidentsOf(t.file("a")), ib = incidentsOf(t.file("b"));
+    EXPECT_FALSE(ia.empty());
+    EXPECT_EQ(ia, ib);
+    // 012: the kernel's 2 MiB page and ROCr's address 0x27000 into it are one incident.
+    bool joined012 = false;
+    for (auto& g : ia) {
+        int n012 = 0;
+        for (auto& m : g) n012 += m.find("/012-") != std::string::npos;
+        joined012 |= n012 == 2;
+    }
+    EXPECT_TRUE(joined012);
+}
+
+}  // namespace
+}  // namespace gpufault
