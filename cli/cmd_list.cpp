@@ -136,7 +136,9 @@ int cmdFaults(const Global& g, bool json) {
         }
         std::string dist = "-";
         if (r.nearest_distance)
-            dist = r.nearest_inside ? "inside" : humanBytes(*r.nearest_distance);
+            dist = r.nearest_inside        ? std::string("inside")
+                   : *r.nearest_distance < 0 ? humanBytes(*r.nearest_distance) + " below ptr"
+                                             : humanBytes(*r.nearest_distance) + " above end";
         t.rows.push_back({std::to_string(r.ev.id), orDash(r.incident), std::string(kindName(e.kind)),
                           optAddr(e.address), aligned ? (*aligned ? "yes" : "no") : "-", orDash(r.nearest),
                           dist, orDash(r.last_kernel)});
@@ -157,7 +159,7 @@ int cmdOperands(const Global& g, bool json) {
             continue;
         }
         t.rows.push_back({std::to_string(r.id), fmt::format("{}:{}", r.source, r.o.line), r.o.name,
-                          addr16(r.o.ptr), addr16(r.o.end), humanBytes(static_cast<int64_t>(r.o.end - r.o.ptr)),
+                          addr16(r.o.ptr), addr16(r.o.end), sizeText(r.o.end - r.o.ptr),
                           orDash(r.o.shape), orDash(r.o.dtype), r.o.origin});
     }
     if (!json) t.print(stdout);

@@ -28,7 +28,7 @@ TextTable operandTable(const std::vector<DistanceRow>& rows) {
     TextTable t{{"OPERAND", "PTR", "END", "SIZE", "DISTANCE", "SAME 2MiB", "RANK", "WHERE"}, {}};
     for (const auto& r : rows)
         t.rows.push_back({r.op.o.name, addr16(r.op.o.ptr), addr16(r.op.o.end),
-                          humanBytes(static_cast<int64_t>(r.op.o.end - r.op.o.ptr)), distanceText(r),
+                          sizeText(r.op.o.end - r.op.o.ptr), distanceText(r),
                           r.same_2mib ? "yes" : "no", orDash(r.rank_in_time),
                           fmt::format("{}:{}", r.op.source, r.op.o.line)});
     return t;

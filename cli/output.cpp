@@ -51,14 +51,13 @@ void printJsonLine(std::FILE* out, const nlohmann::json& j) {
 
 std::string addr16(uint64_t a) { return fmt::format("0x{:016x}", a); }
 
-std::string humanBytes(int64_t b) {
-    uint64_t mag = b < 0 ? static_cast<uint64_t>(-(b + 1)) + 1 : static_cast<uint64_t>(b);
+namespace {
+std::string bytesText(uint64_t mag, const std::string& sign) {
     std::string digits = std::to_string(mag), grouped;
     for (size_t i = 0; i < digits.size(); ++i) {
         if (i && (digits.size() - i) % 3 == 0) grouped += ',';
         grouped += digits[i];
     }
-    std::string sign = b < 0 ? "-" : (b > 0 ? "+" : "");
     double d = static_cast<double>(mag);
     std::string unit;
     if (mag >= (1ull << 30)) unit = fmt::format(" ({}{:.2f} GiB)", sign, d / (1ull << 30));
@@ -66,6 +65,14 @@ std::string humanBytes(int64_t b) {
     else if (mag >= (1ull << 10)) unit = fmt::format(" ({}{:.2f} KiB)", sign, d / (1ull << 10));
     return fmt::format("{}{} B{}", sign, grouped, unit);
 }
+}  // namespace
+
+std::string humanBytes(int64_t b) {
+    uint64_t mag = b < 0 ? static_cast<uint64_t>(-(b + 1)) + 1 : static_cast<uint64_t>(b);
+    return bytesText(mag, b < 0 ? "-" : b > 0 ? "+" : "");
+}
+
+std::string sizeText(uint64_t b) { return bytesText(b, ""); }
 
 std::string orDash(const std::optional<std::string>& s) { return s ? *s : "-"; }
 std::string orDash(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "-"; }

@@ -24,6 +24,8 @@ void printJsonLine(std::FILE* out, const nlohmann::json& j);
 std::string addr16(uint64_t a);
 /// Bytes with sign and digit grouping, plus GiB/MiB/KiB: `-4,381,900,800 B (-4.08 GiB)`.
 std::string humanBytes(int64_t b);
+/// A size without sign: `231,211,008 B (220.50 MiB)`.
+std::string sizeText(uint64_t b);
 /// `-` for null.
 std::string orDash(const std::optional<std::string>& s);
 std::string orDash(const std::optional<int64_t>& v);

@@ -18,21 +18,35 @@ bool isKernelSide(Kind k) {
 
 namespace {
 
+/// Disjoint sets of records. A join is refused when any two records of the two sets
+/// contradict each other (two pids of one namespace, two devices, ...), so a record without a
+/// pid cannot chain two processes into one incident.
 struct UnionFind {
     std::vector<size_t> parent;
-    std::vector<std::string> link;  // why each node joined its parent
-    explicit UnionFind(size_t n) : parent(n), link(n) { std::iota(parent.begin(), parent.end(), 0); }
+    std::vector<std::string> link;               // why each set root joined its parent
+    std::vector<std::vector<size_t>> members;    // per root
+    explicit UnionFind(size_t n) : parent(n), link(n), members(n) {
+        std::iota(parent.begin(), parent.end(), 0);
+        for (size_t i = 0; i < n; ++i) members[i] = {i};
+    }
     size_t find(size_t x) {
         while (parent[x] != x) x = parent[x] = parent[parent[x]];
         return x;
     }
-    // Joins b's set into a's (the earlier record stays the root).
-    void join(size_t a, size_t b, std::string why) {
+    // Joins b's set into a's (the earlier record stays the root) unless `conflict(i, j)` holds
+    // for a pair of their members.
+    template <typename Conflict>
+    void join(size_t a, size_t b, std::string why, Conflict&& conflict) {
         size_t ra = find(a), rb = find(b);
         if (ra == rb) return;
+        for (size_t i : members[ra])
+            for (size_t j : members[rb])
+                if (conflict(i, j)) return;
         if (rb < ra) std::swap(ra, rb);
         parent[rb] = ra;
         link[rb] = std::move(why);
+        members[ra].insert(members[ra].end(), members[rb].begin(), members[rb].end());
+        members[rb].clear();
     }
 };
 
@@ -75,7 +89,8 @@ struct Linker {
     std::string why(const StoredEvidence& a, const StoredEvidence& b) const {
         if (contradicts(a, b)) return {};
         const Evidence &x = a.e, &y = b.e;
-        if (x.address && y.address && (*x.address >> 21) == (*y.address >> 21))
+        // The first 2 MiB (NULL and near-NULL pointers) is shared by unrelated faults.
+        if (x.address && y.address && (*x.address >> 21) == (*y.address >> 21) && (*x.address >> 21) != 0)
             return fmt::format("same 2 MiB region 0x{:x}", (*x.address >> 21) << 21);
         bool sameSide = isKernelSide(x.kind) == isKernelSide(y.kind);
         if (!sameSide) return {};  // a pid or proximity alone never joins kernel and runtime records
@@ -89,7 +104,14 @@ struct Linker {
             return gap ? fmt::format("same pid {} within {:.3f} s", *x.pid, *gap)
                        : fmt::format("same pid {} in one stream", *x.pid);
         if (a.source_id == b.source_id) {
-            if (x.pci && y.pci) return fmt::format("same device {} in one stream", *x.pci);
+            // An Xid without a pid belongs to the channel named by the Xid 43 that follows it
+            // (13 → 43), not to an earlier process's Xid 31 of the same device.
+            bool xidWithoutPid = (x.kind == Kind::NvidiaXid || y.kind == Kind::NvidiaXid) &&
+                                 (!x.pid || !y.pid);
+            bool chain13to43 = x.kind == Kind::NvidiaXid && y.kind == Kind::NvidiaXid && !x.pid &&
+                               y.pid && y.xid && *y.xid == 43 && x.line < y.line;
+            if (x.pci && y.pci && (!xidWithoutPid || (!x.pid && !y.pid) || chain13to43))
+                return fmt::format("same device {} in one stream", *x.pci);
             if (!isKernelSide(x.kind) && (!x.pid || !y.pid))
                 return gap ? fmt::format("same stream, {:.3f} s apart", *gap)
                            : fmt::format("same stream, {} lines apart",
@@ -111,6 +133,19 @@ int kindPriority(Kind k) {
         case Kind::RuntimeError: return 7;
         default: return 9;
     }
+}
+
+/// Errors that a memory fault produces (CUDA/HIP 700, 710, 715–719 and their driver names).
+bool isFaultFamilyError(const Evidence& e) {
+    if (!e.reason) return false;
+    static constexpr std::string_view kNames[] = {
+        "IllegalAddress", "ILLEGAL_ADDRESS", "LaunchFailure", "LAUNCH_FAILED", "Assert", "ASSERT",
+        "IllegalInstruction", "ILLEGAL_INSTRUCTION", "MisalignedAddress", "MISALIGNED_ADDRESS",
+        "InvalidAddressSpace", "INVALID_ADDRESS_SPACE", "InvalidPc", "INVALID_PC",
+        "HardwareStackError", "HARDWARE_STACK_ERROR"};
+    for (auto n : kNames)
+        if (e.reason->find(n) != std::string::npos) return true;
+    return false;
 }
 
 std::string signatureOf(const std::vector<const StoredEvidence*>& members) {
@@ -145,24 +180,26 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
 
     UnionFind uf(faults.size());
     Linker linker{faults, rules};
+    auto conflict = [&](size_t i, size_t j) { return linker.contradicts(*faults[i], *faults[j]); };
     // Same stream: each record against its recent predecessors.
     for (size_t i = 0; i < faults.size(); ++i) {
         size_t lo = i > static_cast<size_t>(rules.neighbours) ? i - rules.neighbours : 0;
         for (size_t j = i; j-- > lo;) {
             if (faults[j]->source_id != faults[i]->source_id) break;
-            if (auto w = linker.why(*faults[j], *faults[i]); !w.empty()) uf.join(j, i, w);
+            if (auto w = linker.why(*faults[j], *faults[i]); !w.empty()) uf.join(j, i, w, conflict);
         }
     }
     // Across streams: records naming addresses in one 2 MiB region.
     std::map<uint64_t, std::vector<size_t>> byRegion;
     for (size_t i = 0; i < faults.size(); ++i)
-        if (faults[i]->e.address) byRegion[*faults[i]->e.address >> 21].push_back(i);
+        if (faults[i]->e.address && (*faults[i]->e.address >> 21) != 0)
+            byRegion[*faults[i]->e.address >> 21].push_back(i);
     for (auto& [region, idx] : byRegion)
         for (size_t a = 0; a < idx.size(); ++a)
             for (size_t b = a + 1; b < idx.size() && b < a + 64; ++b)
                 if (faults[idx[a]]->source_id != faults[idx[b]]->source_id)
                     if (auto w = linker.why(*faults[idx[a]], *faults[idx[b]]); !w.empty())
-                        uf.join(idx[a], idx[b], w);
+                        uf.join(idx[a], idx[b], w, conflict);
 
     std::map<size_t, std::vector<size_t>> groups;  // root → members, root first
     for (size_t i = 0; i < faults.size(); ++i) groups[uf.find(i)].push_back(i);
@@ -177,10 +214,13 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
             incidentOf[i] = out.size();
             inc.members.push_back({faults[i]->id, "member", i == root ? "first" : uf.link[i]});
         }
-        const StoredEvidence* primary = *std::min_element(
-            members.begin(), members.end(), [](auto* a, auto* b) {
-                return kindPriority(a->e.kind) < kindPriority(b->e.kind);
-            });
+        // Most specific first: kind priority, then fault-family errors, then stream order.
+        std::stable_sort(members.begin(), members.end(), [](auto* a, auto* b) {
+            int pa = kindPriority(a->e.kind), pb = kindPriority(b->e.kind);
+            if (pa != pb) return pa < pb;
+            return isFaultFamilyError(a->e) && !isFaultFamilyError(b->e);
+        });
+        const StoredEvidence* primary = members.front();
         inc.kind = std::string(kindName(primary->e.kind));
         inc.vendor = primary->e.vendor;
         // The most exact address: an exact one beats a page start.

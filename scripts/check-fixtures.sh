@@ -15,5 +15,5 @@ for exp in "$dir"/*.expected.jsonl; do
   fi
 done
 rm -f /tmp/check.$$
-printf '%s\n' "${failed[@]}" | sed 's/^/FAIL /'
+((${#failed[@]})) && printf "FAIL %s\n" "${failed[@]}"
 echo "$pass passed, $fail failed"

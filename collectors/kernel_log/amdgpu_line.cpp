@@ -41,6 +41,7 @@ std::optional<std::pair<std::string_view, std::string_view>> splitAtColon(std::s
 
 bool mentionsAmdgpu(std::string_view text) {
     // Each anchor has an 'm' near its start: look only around the 'm's.
+    if (text.empty()) return false;  // data() may be null
     const char* b = text.data();
     const char* e = b + text.size();
     for (const char* p = b;

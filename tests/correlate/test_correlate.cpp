@@ -97,6 +97,37 @@ TEST(Correlate, ClocksFurtherApartThanTwoSecondsNeverJoin) {
     EXPECT_EQ(groups(correlate({a, b, c})), (std::set<std::set<int64_t>>{{1, 2}, {3}}));
 }
 
+TEST(Correlate, XidWithoutPidNeverChainsTwoProcesses) {
+    // 067: Xid 31 of pids 746, 780, 797 on one GPU within 2 s, then Xid 13 ×2 (no pid) and
+    // Xid 43 of pid 814. Each Xid 31 is its own incident; 13, 13, 43 are pid 814's.
+    std::vector<StoredEvidence> ev;
+    auto xid = [&](int64_t id, int x, std::optional<int64_t> pid, double t) {
+        auto r = rec(id, 1, Kind::NvidiaXid, static_cast<uint64_t>(id));
+        r.e.xid = x;
+        r.e.pid = pid;
+        r.e.pci = "0000:00:06.0";
+        r.e.time.kernel_s = t;
+        ev.push_back(r);
+    };
+    xid(1, 31, 746, 39.644756);
+    xid(2, 31, 780, 40.465120);
+    xid(3, 31, 797, 40.918656);
+    xid(4, 13, std::nullopt, 41.254067);
+    xid(5, 13, std::nullopt, 41.255541);
+    xid(6, 43, 814, 41.257555);
+    EXPECT_EQ(groups(correlate(ev)), (std::set<std::set<int64_t>>{{1}, {2}, {3}, {4, 5, 6}}));
+}
+
+TEST(Correlate, NullPageAddressesDoNotJoinUnrelatedFaults) {
+    auto a = rec(1, 1, Kind::CpuSegfault, 5);
+    a.e.address = 0x25c;
+    a.e.pid = 100;
+    auto b = rec(2, 2, Kind::CpuSegfault, 9);
+    b.e.address = 0x4afd8;
+    b.e.pid = 200;
+    EXPECT_EQ(correlate({a, b}).size(), 2u);
+}
+
 TEST(Correlate, ResetIsContextOfTheFaultOfItsDevice) {
     auto f = rec(1, 1, Kind::AmdgpuPageFault, 1);
     f.e.pci = "0000:c5:00.0";
