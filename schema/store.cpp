@@ -86,7 +86,10 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
 
 db::Result<void> Store::begin() { return db_.exec("BEGIN IMMEDIATE"); }
 db::Result<void> Store::commit() { return db_.exec("COMMIT"); }
-db::Result<void> Store::rollback() { return db_.exec("ROLLBACK"); }
+db::Result<void> Store::rollback() {
+    kernelIds_.clear();  // ids inserted by the rolled-back transaction are gone
+    return db_.exec("ROLLBACK");
+}
 
 db::Result<void> Store::prepareWriters() {
     auto prep = [&](db::Stmt& s, const char* sql) -> db::Result<void> {
@@ -140,6 +143,7 @@ db::Result<void> Store::addEvidence(int64_t source_id, const Evidence& e) {
 }
 
 db::Result<int64_t> Store::kernelId(const std::string& name) {
+    if (auto it = kernelIds_.find(name); it != kernelIds_.end()) return it->second;
     insKernel_.bind(1, name);
     auto row = insKernel_.step();
     if (!row) {
@@ -148,6 +152,7 @@ db::Result<int64_t> Store::kernelId(const std::string& name) {
     }
     int64_t id = insKernel_.i64(0);
     insKernel_.reset();
+    if (kernelIds_.size() < 65536) kernelIds_.emplace(name, id);  // ids never change
     return id;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "collectors/common/evidence.h"
@@ -91,6 +92,7 @@ private:
 
     db::Db db_;
     std::string path_;
+    std::unordered_map<std::string, int64_t> kernelIds_;  ///< cache of kernels(name → id)
     db::Stmt insEvidence_, insDispatch_, insOperand_, insCount_, insKernel_, selKernel_, insWarning_;
 };
 

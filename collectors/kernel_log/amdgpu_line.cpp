@@ -28,11 +28,13 @@ DeviceLine makeLine(std::string key, std::optional<std::string> pci, std::string
 }
 
 // The part behind `NAME:` up to the first `: `, or empty when the line ends with `NAME:`.
-// nullopt when neither follows.
-std::optional<std::pair<std::string_view, std::string_view>> splitAtColon(std::string_view s) {
-    size_t c = s.find(": ");
+// nullopt when neither follows, or when NAME would be longer than `max_name`: the search stops
+// there, so that trying every `amdgpu ` of a long line stays linear.
+std::optional<std::pair<std::string_view, std::string_view>> splitAtColon(std::string_view s,
+                                                                          size_t max_name) {
+    size_t c = s.substr(0, max_name + 2).find(": ");
     if (c != std::string_view::npos) return std::pair{s.substr(0, c), s.substr(c + 2)};
-    if (!s.empty() && s.back() == ':')
+    if (!s.empty() && s.size() <= max_name + 1 && s.back() == ':')
         return std::pair{s.substr(0, s.size() - 1), s.substr(s.size())};
     return std::nullopt;
 }
@@ -72,7 +74,7 @@ std::optional<DeviceLine> splitDeviceLine(std::string_view text) {
     for (size_t p = text.find(kAmdgpu); p != std::string_view::npos;
          p = text.find(kAmdgpu, p + 1)) {
         if (p > 0 && isWordChar(text[p - 1])) continue;
-        auto parts = splitAtColon(text.substr(p + kAmdgpu.size()));
+        auto parts = splitAtColon(text.substr(p + kAmdgpu.size()), 12);
         if (!parts || parts->first.size() != 12) continue;  // DDDD:BB:DD.F
         auto pci = text::normalizePci(parts->first);
         if (!pci) continue;
@@ -85,7 +87,7 @@ std::optional<DeviceLine> splitDeviceLine(std::string_view text) {
         size_t e = p + 4;
         while (e < text.size() && text[e] >= '0' && text[e] <= '9') ++e;
         if (e == p + 4) continue;
-        auto parts = splitAtColon(text.substr(e));
+        auto parts = splitAtColon(text.substr(e), 0);
         if (!parts || !parts->first.empty()) continue;
         return makeLine(std::string(text.substr(p, e - p)), std::nullopt, parts->second);
     }

@@ -198,6 +198,9 @@ class CpuFaultMatcher final : public Matcher {
     void feed(const LogLine& line, Sink& out) override {
         if (suppressed_ && line.line > suppressed_line_ + kSuppressedWindow) suppressed_.reset();
         string_view t = line.text;
+        // Cheap prefilter: every anchor below contains ':' (most log lines of other producers
+        // that do are rejected by the finds; the Evidence is only built for a match).
+        if (t.find(':') == npos) return;
         Evidence e;
         size_t b = npos;
         if (t.find("]: segfault at ") != npos) {

@@ -47,13 +47,19 @@ struct Cursor {
     }
     /// Reads `min..max` decimal digits into `v`; on failure nothing is consumed. Returns the digit
     /// count (0 on failure). More than `max` digits in a row is a failure.
+    /// A value above INT64_MAX (19 digits allowed) is a failure too.
     size_t number(int64_t& v, size_t min_digits = 1, size_t max_digits = 18) {
         size_t j = i;
-        int64_t x = 0;
-        while (j < s.size() && isDigit(s[j]) && j - i < max_digits) x = x * 10 + (s[j++] - '0');
+        uint64_t x = 0;
+        bool over = false;
+        while (j < s.size() && isDigit(s[j]) && j - i < max_digits) {
+            auto d = static_cast<uint64_t>(s[j++] - '0');
+            if (x > (static_cast<uint64_t>(INT64_MAX) - d) / 10) over = true;
+            if (!over) x = x * 10 + d;
+        }
         size_t n = j - i;
-        if (n < min_digits || (j < s.size() && isDigit(s[j]))) return 0;
-        v = x;
+        if (over || n < min_digits || (j < s.size() && isDigit(s[j]))) return 0;
+        v = static_cast<int64_t>(x);
         i = j;
         return n;
     }

@@ -27,6 +27,9 @@ constexpr size_t npos = string_view::npos;
 constexpr size_t kMaxRaw = 4096;
 constexpr int kMaxForeign = 16;  ///< unprefixed lines in a row that end a report
 constexpr string_view kDefaultPrefix = "=========";
+/// Longest `--prefix` taken as a report's line prefix: every continuation line is searched for
+/// it, and a longer "prefix" (any text glued before `Invalid __`) would make that quadratic.
+constexpr size_t kMaxPrefix = 64;
 
 bool isDigit(char c) {
     return c >= '0' && c <= '9';
@@ -47,7 +50,8 @@ size_t offsetMarker(string_view s, string_view sep) {
 
 /// cuda-memcheck `FILE:LINE:KERNEL`: the KERNEL part, or nullopt when `s` is not of that shape.
 std::optional<string_view> afterFileLine(string_view s) {
-    for (size_t c = s.find(':'); c != npos && s.find('(') > c; c = s.find(':', c + 1)) {
+    const size_t paren = s.find('(');  // once: a line of ':' must stay linear
+    for (size_t c = s.find(':'); c != npos && paren > c; c = s.find(':', c + 1)) {
         size_t j = c + 1;
         while (j < s.size() && isDigit(s[j])) ++j;
         if (j > c + 1 && j + 1 < s.size() && s[j] == ':' && s[j + 1] != ':') return s.substr(j + 1);
@@ -188,7 +192,10 @@ class SanitizerMatcher final : public Matcher {
             prefix_ = before.empty() ? "" : std::string(kDefaultPrefix);
         } else {
             size_t sp = before.find_last_of(" \t");
-            prefix_ = std::string(sp == npos ? before : before.substr(sp + 1));
+            string_view token = sp == npos ? before : before.substr(sp + 1);
+            // Longer than any real prefix: keep its tail (bounded search; the report survives).
+            if (token.size() > kMaxPrefix) token = token.substr(token.size() - kMaxPrefix);
+            prefix_ = std::string(token);
         }
         foreign_ = 0;
         appendRaw(line);

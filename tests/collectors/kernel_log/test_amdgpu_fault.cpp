@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -656,6 +657,28 @@ TEST(AmdgpuFault, RankIsCopied) {
     ASSERT_EQ(sink.evidences.size(), 1u);
     EXPECT_EQ(sink.evidences[0].rank, 3);
     EXPECT_EQ(sink.evidences[0].line, 5u);
+}
+
+TEST(AmdgpuFault, ManyDeviceWordsOnOneLineAreLinear) {
+    // Every `amdgpu ` / `drmnN ` of a line is tried as the device: each try used to search the
+    // rest of the line for `: ` (minutes for a few such 1 MiB lines).
+    std::string amd, drm;
+    while (amd.size() < (1u << 20)) amd += "amdgpu ";
+    while (drm.size() < (1u << 20)) drm += "drmn0 ";
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = run({amd + D + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 pasid:7)",
+                  drm + "drmn0: [gfxhub0] retry page fault (src_id:0 ring:0 vmid:4 pasid:8)"});
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(s, 5.0);
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_EQ(r[0].pci, "0000:c1:00.0");
+    EXPECT_EQ(r[0].vmid, 3);
+    EXPECT_FALSE(r[1].pci);
+    EXPECT_EQ(r[1].vmid, 4);
+    // The device name is still found only right before its `: `.
+    EXPECT_TRUE(run({"amdgpu 0000:c1:00.0 : [gfxhub] page fault (src_id:0 ring:40 vmid:8 "
+                     "pasid:1)"})
+                    .empty());
 }
 
 }  // namespace

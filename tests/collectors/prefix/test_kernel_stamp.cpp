@@ -224,6 +224,20 @@ TEST(Kmsg, UserSpaceRecordIsOther) {
     expectKernelS(d, 5.678901);
 }
 
+TEST(Kmsg, HugeSequenceNumberIsNoOverflow) {
+    // 19 digits above INT64_MAX used to overflow a signed accumulator (UBSan): now no record
+    // header, the line passes through as text; 19 digits within range still parse.
+    std::string over = "6,9999999999999999999,5678901,-;amdgpu: x";
+    auto d = decodeOne(over);
+    EXPECT_EQ(d.text, over);
+    EXPECT_EQ(d.origin, Origin::Unknown);
+    auto ok = decodeOne("6,9223372036854775807,5678901,-;amdgpu: x");
+    EXPECT_EQ(ok.text, "amdgpu: x");
+    expectKernelS(ok, 5.678901);
+    auto usec = decodeOne("6,1," + std::string(30, '9') + ",-;amdgpu: x");
+    EXPECT_EQ(usec.origin, Origin::Unknown);
+}
+
 // ---- journalctl short* (systemd logs-show.c) ----
 
 TEST(Journald, ShortAndShortPrecise) {

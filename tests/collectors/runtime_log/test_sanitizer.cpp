@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -216,6 +217,41 @@ TEST(Sanitizer, RealOlderAccessAtWordingCutLastLine) {  // 025
         "col_kernel(const unsigned int *, unsigned int *, unsigned int, unsigned int, int, float)");
     EXPECT_EQ(ev[0].address, 0x7f71b9e01360ull);
     EXPECT_EQ(ev[0].attr("nearest_alloc_size"), "2400");
+}
+
+// Hostile input: each of these was quadratic in the line length (minutes for 1 MiB lines).
+
+double secondsFor(const std::vector<std::string>& lines, std::vector<Evidence>* ev) {
+    auto t0 = std::chrono::steady_clock::now();
+    *ev = run(lines);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(Sanitizer, AtLineOfOnlyColonsIsLinear) {
+    std::vector<Evidence> ev;
+    double s = secondsFor({"========= Invalid __global__ read of size 4 bytes",
+                           "=========     at 0x10 in " + std::string(1u << 20, ':')},
+                          &ev);
+    EXPECT_LT(s, 5.0);
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].attr("pc_offset"), "0x10");
+}
+
+TEST(Sanitizer, OverlongPrefixIsBoundedAndStillJoinsTheReport) {
+    std::vector<Evidence> ev;
+    std::string long_a(300000, 'a');
+    double s = secondsFor(
+        {long_a + " Invalid __global__ read of size 4 bytes", std::string(1u << 20, 'a')}, &ev);
+    EXPECT_LT(s, 5.0);
+    ASSERT_EQ(ev.size(), 1u);
+    // A long (non-repeating) prefix: its last 64 bytes identify the continuation lines.
+    std::string pfx = "p";
+    for (int i = 0; i < 10; ++i) pfx += "0123456789";
+    ev = run({pfx + " Invalid __global__ write of size 8 bytes",
+              pfx + "     Address 0x7f0000001000 is out of bounds"});
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].address, 0x7f0000001000ull);
+    EXPECT_EQ(ev[0].access, "write");
 }
 
 }  // namespace
