@@ -256,7 +256,12 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
             } else if (f->source_id == c->source_id && f->e.line >= c->e.line &&
                        (!f->e.pid || !c->e.pid || *f->e.pid == *c->e.pid)) {
                 best = incidentOf[i];
-                why = fmt::format("allocation failure {} lines before", f->e.line - c->e.line);
+                if (f->e.time.runtime_us && c->e.time.runtime_us)
+                    why = fmt::format("allocation failure {:.3f} s ({} lines) before",
+                                      static_cast<double>(*f->e.time.runtime_us - *c->e.time.runtime_us) / 1e6,
+                                      f->e.line - c->e.line);
+                else
+                    why = fmt::format("allocation failure {} lines before", f->e.line - c->e.line);
                 break;
             }
         }

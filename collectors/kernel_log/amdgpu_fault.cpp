@@ -149,6 +149,11 @@ void AmdgpuFaultMatcher::close(size_t i, Sink& out) {
     Block b = std::move(blocks_[i]);
     blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
     if (!b.header && !b.fault_field) return;  // a lone task line (e.g. after a ring timeout)
+    // A cut block is still a record (missing fields null) and a counted warning.
+    if (!b.header)
+        out.warning({b.ev.line, "amdgpu page-fault block without its header line (cut?)"});
+    else if (!(b.seen & (1u << stageIndex(FaultStage::Address))))
+        out.warning({b.ev.line, "amdgpu page-fault block without its address line (cut?)"});
     if (dir_ == Direction::Reverse && b.header) {
         flushHeld(out);
         held_ = std::move(b.ev);

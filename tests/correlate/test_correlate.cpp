@@ -191,3 +191,21 @@ TEST(CorrelateCli, IngestOrderDoesNotChangeIncidents) {
 
 }  // namespace
 }  // namespace gpufault
+
+namespace gpufault {
+namespace {
+
+TEST(Correlate, AllocationFailureIsContextWithItsTimeGap) {
+    auto a = rec(1, 1, Kind::AllocFailure, 10);
+    a.e.time.runtime_us = 1000000;
+    auto f = rec(2, 1, Kind::HsaQueueError, 40);
+    f.e.time.runtime_us = 3500000;
+    auto inc = correlate({a, f});
+    ASSERT_EQ(inc.size(), 1u);
+    ASSERT_EQ(inc[0].members.size(), 2u);
+    EXPECT_EQ(inc[0].members[1].role, "context");
+    EXPECT_EQ(inc[0].members[1].link, "allocation failure 2.500 s (30 lines) before");
+}
+
+}  // namespace
+}  // namespace gpufault

@@ -10,6 +10,7 @@
 
 #include "collectors/common/text.h"
 #include "collectors/kernel_log/amdgpu_fault.h"
+#include "collectors/pipeline.h"
 
 namespace gpufault {
 namespace {
@@ -683,3 +684,28 @@ TEST(AmdgpuFault, ManyDeviceWordsOnOneLineAreLinear) {
 
 }  // namespace
 }  // namespace gpufault
+
+// A block cut at either end is a record and a counted warning; a complete block warns nothing.
+TEST(AmdgpuFault, CutBlocksAreCountedWarnings) {
+    gpufault::CollectSink sink;
+    gpufault::TextPipeline pipe(sink);
+    const char* lines[] = {
+        "[  283.724128] amdgpu 0000:2b:00.0: amdgpu: GCVM_L2_PROTECTION_FAULT_STATUS:0x00701031",
+        "[  283.724131] amdgpu 0000:2b:00.0: amdgpu: \t Faulty UTCL2 client ID: TCP (0x8)",
+        "[  283.724153] amdgpu 0000:2b:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:7 "
+        "pasid:32771, for process wezterm-gui pid 5044 thread wezterm-gu:cs0 pid 5072)",
+        "[  283.724157] amdgpu 0000:2b:00.0: amdgpu:   in page starting at address "
+        "0x0000800505606000 from client 0x1b (UTCL2)",
+        "[  283.724161] amdgpu 0000:2b:00.0: amdgpu: GCVM_L2_PROTECTION_FAULT_STATUS:0x00000000",
+        "[  283.724181] amdgpu 0000:2b:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:7 pa",
+    };
+    uint64_t n = 0;
+    for (const char* l : lines) pipe.feedLine(++n, l);
+    pipe.finish();
+    ASSERT_EQ(sink.evidences.size(), 3u);
+    ASSERT_EQ(sink.warnings.size(), 2u);
+    EXPECT_EQ(sink.warnings[0].line, 1u);
+    EXPECT_NE(sink.warnings[0].message.find("without its header"), std::string::npos);
+    EXPECT_EQ(sink.warnings[1].line, 6u);
+    EXPECT_NE(sink.warnings[1].message.find("without its address"), std::string::npos);
+}
