@@ -81,3 +81,23 @@ TEST(CliErrors, ExitCodes) {
 
 }  // namespace
 }  // namespace gpufault::testing
+
+namespace gpufault::testing {
+namespace {
+
+TEST(CliIngest, StdinAndSourceFilter) {
+    TempDir t;
+    std::string sh = std::string("exec ") + GPUFAULT_BIN + " --db " + t.file("db") + " ingest - < " + kCase013;
+    auto r = run({"/bin/sh", "-c", sh});
+    ASSERT_EQ(r.status, 0) << r.err;
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kCase013}).status, 0);
+    auto fromStdin = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json", "--source", "-"}).out);
+    auto fromFile = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json", "--source", kCase013}).out);
+    ASSERT_EQ(fromStdin.size(), 2u);
+    ASSERT_EQ(fromFile.size(), 2u);
+    EXPECT_EQ(fromStdin[0]["address"], fromFile[0]["address"]);
+    EXPECT_EQ(fromStdin[0]["source"], "-");
+}
+
+}  // namespace
+}  // namespace gpufault::testing
