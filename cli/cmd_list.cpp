@@ -87,7 +87,7 @@ int cmdIncidents(const Global& g, bool json) {
     if (!store) return 2;
     auto rows = queryIncidents(store->db());
     if (failed(rows)) return 2;
-    TextTable t{{"ID", "KIND", "RECORDS", "ADDRESS", "PID", "PROCESS", "REASON", "FIRST SEEN"}, {}};
+    TextTable t{{"ID", "KIND", "RECORDS", "ADDRESS", "PID", "PROCESS", "REASON", "FIRST SEEN", "KINDS"}, {}};
     for (auto& r : *rows) {
         if (json) {
             printJsonLine(stdout, {{"id", r.id},
@@ -105,9 +105,9 @@ int cmdIncidents(const Global& g, bool json) {
                                    {"line", r.line}});
             continue;
         }
-        t.rows.push_back({std::to_string(r.id), r.kinds, std::to_string(r.members), optAddr(r.address),
+        t.rows.push_back({std::to_string(r.id), r.kind, std::to_string(r.members), optAddr(r.address),
                           orDash(r.pid), orDash(r.process), orDash(r.reason),
-                          fmt::format("{}:{}", r.source, r.line)});
+                          fmt::format("{}:{}", r.source, r.line), r.kinds});
     }
     if (!json) t.print(stdout);
     return 0;

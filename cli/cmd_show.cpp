@@ -7,6 +7,7 @@
 #include "cli/incident_view.h"
 #include "cli/output.h"
 #include "cli/store_open.h"
+#include "collectors/common/demangle.h"
 #include "collectors/common/text.h"
 
 namespace gpufault::cli {
@@ -14,8 +15,35 @@ namespace gpufault::cli {
 namespace {
 
 std::string alignmentText(uint64_t a) {
-    int tz = a == 0 ? 64 : __builtin_ctzll(a);
-    return fmt::format("2 MiB aligned: {} (low {} bits zero)", a % 0x200000 == 0 ? "yes" : "no", tz);
+    if (a == 0) return "NULL pointer";
+    std::string near = a < 0x200000 ? " — near NULL (first 2 MiB)" : "";
+    return fmt::format("2 MiB aligned: {} (low {} bits zero){}", a % 0x200000 == 0 ? "yes" : "no",
+                       __builtin_ctzll(a), near);
+}
+
+/// What the record states beyond kind and address, on one line.
+std::string facts(const Evidence& e) {
+    std::vector<std::string> f;
+    if (e.xid) f.push_back(fmt::format("Xid {}", *e.xid));
+    if (e.pci) f.push_back(*e.pci);
+    if (e.gpu_node) f.push_back(fmt::format("node-{}", *e.gpu_node));
+    if (e.pid) f.push_back(fmt::format("pid {}{}", *e.pid, e.process ? " " + *e.process : ""));
+    if (e.vmid) f.push_back(fmt::format("vmid {}", *e.vmid));
+    if (e.pasid) f.push_back(fmt::format("pasid {}", *e.pasid));
+    if (e.client) f.push_back("client " + *e.client);
+    if (e.access) f.push_back(*e.access);
+    if (e.status) f.push_back(fmt::format("status 0x{:08X}", *e.status));
+    if (e.reason) f.push_back(*e.reason);
+    if (auto m = e.attr("message"); m && !e.reason) f.push_back(std::string(*m));
+    if (e.kernel) f.push_back("kernel " + shortKernelName(*e.kernel, 80));
+    if (e.module) f.push_back(fmt::format("{}+0x{:x}", *e.module, e.module_offset.value_or(0)));
+    if (auto a = e.attr("nearest_alloc"))
+        f.push_back(fmt::format("sanitizer: {} B {} the nearest allocation {} of {} B",
+                                e.attr("nearest_distance").value_or("?"), e.attr("nearest_side").value_or("after"),
+                                *a, e.attr("nearest_alloc_size").value_or("?")));
+    std::string s;
+    for (auto& x : f) s += (s.empty() ? "" : ", ") + x;
+    return s;
 }
 
 std::string distanceText(const DistanceRow& r) {
@@ -57,16 +85,22 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
     const auto& i = v->incident;
     fmt::print("Incident {}: {} ({} record{}: {})\n", i.id, i.kind, i.members, i.members == 1 ? "" : "s", i.kinds);
     if (i.address) fmt::print("  address    {}  {}\n", addr16(*i.address), alignmentText(*i.address));
-    if (i.pid || i.process) fmt::print("  process    pid {} {}\n", orDash(i.pid), i.process.value_or(""));
+    if (i.pid || i.process)
+        fmt::print("  process    pid {}{}\n", orDash(i.pid), i.process ? " " + *i.process : "");
     if (i.reason) fmt::print("  reason     {}\n", *i.reason);
-    if (i.kernel) fmt::print("  kernel     {}\n", *i.kernel);
-    if (!v->dispatches.empty()) fmt::print("  last ShaderName  {}\n", v->dispatches.front().d.kernel);
+    if (i.kernel) fmt::print("  kernel     {}\n", demangle(*i.kernel));
+    if (!v->dispatches.empty()) {
+        const std::string& k = v->dispatches.front().d.kernel;
+        std::string d = demangle(k);
+        fmt::print("  last ShaderName  {}{}\n", d, d != k ? "\n                   (" + k + ")" : "");
+    }
     fmt::print("  signature  {}\n\nEvidence\n", i.signature);
     for (const auto& m : v->members) {
         if (m.role != "member") continue;
         const auto& e = m.ev.e;
         fmt::print("  #{} {} {}:{}{}  [{}]\n", m.ev.id, kindName(e.kind), m.ev.source, e.line,
                    e.address ? "  " + addr16(*e.address) : "", m.link);
+        if (auto f = facts(e); !f.empty()) fmt::print("      {}\n", f);
         fmt::print("{}", firstLines(e.raw, 12));
     }
     auto prim = primaryDistances(*v);
@@ -80,7 +114,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         fmt::print("\nOperands by time (last logged before the fault first)\n");
         operandTable(byTime).print(stdout);
     } else {
-        fmt::print("\nNo operands recorded for this process (see README: operand lines).\n");
+        fmt::print("\nNo operands recorded near this fault (README: \"Operand lines\").\n");
     }
     if (!v->dispatches.empty()) {
         fmt::print("\nLast dispatches (newest first)\n");
@@ -88,7 +122,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         for (const auto& d : v->dispatches)
             t.rows.push_back({fmt::format("{}:{}", d.source, d.d.line), orDash(d.d.pid),
                               d.d.runtime_tid.empty() ? "-" : d.d.runtime_tid, orDash(d.d.time.runtime_us),
-                              d.d.kernel});
+                              shortKernelName(d.d.kernel, 100)});
         t.print(stdout);
     }
     bool ctx = false;
@@ -153,19 +187,23 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     fmt::print("- Signature: `{}`\n\n", i.signature);
     fmt::print("### Faulting kernel\n\n");
     if (lastKernel)
-        fmt::print("Last dispatched kernel before the fault: `{}`\n\n", *lastKernel);
+        fmt::print("Last dispatched kernel before the fault: `{}`{}\n\n", demangle(*lastKernel),
+                   demangle(*lastKernel) != *lastKernel ? fmt::format(" (`{}`)", *lastKernel) : "");
     else
         fmt::print("No dispatch was logged before the fault (run with AMD_LOG_LEVEL=3 to record ShaderName lines).\n\n");
     if (!prim.empty()) {
         fmt::print("### Fault address vs. recorded operands\n\n");
-        fmt::print("| operand | ptr | end | size (bytes) | distance (bytes) | distance (GiB) | inside | same 2 MiB |\n");
+        fmt::print("| operand | ptr | end | size (bytes) | distance (bytes) | distance | inside | same 2 MiB |\n");
         fmt::print("|---|---|---|---:|---:|---:|---|---|\n");
         for (const auto& r : prim) {
             std::string where = r.inside ? "from ptr" : r.distance < 0 ? "below ptr" : "above end";
             int64_t d = r.inside ? r.from_ptr : r.distance;
-            fmt::print("| {} | `{}` | `{}` | {} | {} {} | {:+.2f} | {} | {} |\n", r.op.o.name, addr16(r.op.o.ptr),
-                       addr16(r.op.o.end), r.op.o.end - r.op.o.ptr, d, where,
-                       static_cast<double>(d) / (1ull << 30), r.inside ? "yes" : "no", r.same_2mib ? "yes" : "no");
+            std::string human = humanBytes(d);
+            if (auto p = human.find(" ("); p != std::string::npos)
+                human = human.substr(p + 2, human.size() - p - 3);  // "-4.08 GiB"
+            fmt::print("| {} | `{}` | `{}` | {} | {} {} | {} | {} | {} |\n", r.op.o.name, addr16(r.op.o.ptr),
+                       addr16(r.op.o.end), r.op.o.end - r.op.o.ptr, d, where, human,
+                       r.inside ? "yes" : "no", r.same_2mib ? "yes" : "no");
         }
         fmt::print("\n");
     }

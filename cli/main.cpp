@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
     using namespace gpufault::cli;
     CLI::App app{"gpufault: crash forensics for GPU memory-access faults", "gpufault"};
     app.require_subcommand(1);
+    app.set_version_flag("--version", "gpufault " GPUFAULT_VERSION);
     std::string dbFlag;
     app.add_option("--db", dbFlag, "store path (else $GPUFAULT_DB, the system store, or the XDG data dir)");
 
@@ -55,11 +56,33 @@ int main(int argc, char** argv) {
     query->add_flag("--json", json, "JSON Lines");
     query->add_flag("--csv", csv, "CSV");
 
+    // The first word that is not an option (or --db's value) must be a subcommand.
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--db") {
+            ++i;
+            continue;
+        }
+        if (a.rfind("-", 0) == 0) continue;
+        bool known = false;
+        for (const auto* sub : app.get_subcommands({})) known |= sub->get_name() == a;
+        if (!known) {
+            std::fprintf(stderr, "gpufault: unknown command '%s' (see gpufault --help)\n", a.c_str());
+            return 2;
+        }
+        break;
+    }
     try {
         app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        int rc = app.exit(e);
-        return rc == 0 ? 0 : 2;
+        std::fprintf(stderr, "gpufault: %s (see gpufault --help)\n", e.what());
+        return 2;
     }
     Global g;
     g.db_explicit = !dbFlag.empty();

@@ -224,9 +224,14 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
         inc.kind = std::string(kindName(primary->e.kind));
         inc.vendor = primary->e.vendor;
         // The most exact address: an exact one beats a page start.
-        for (auto* m : members) {
+        bool exact = false;
+        for (auto* m : members) {  // members are in priority order, then stream order
             if (!m->e.address) continue;
-            if (!inc.address || m->e.address_exact.value_or(false)) inc.address = m->e.address;
+            bool e = m->e.address_exact.value_or(false);
+            if (!inc.address || (e && !exact)) {
+                inc.address = m->e.address;
+                exact = e;
+            }
         }
         for (auto* m : members) {
             if (!inc.pid && m->e.pid) inc.pid = m->e.pid;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "collectors/common/demangle.h"
+
 namespace gpufault {
 
 StoreSink::StoreSink(Store& store, int64_t source_id, int window, uint64_t count_after_line,
@@ -76,7 +78,7 @@ void StoreSink::flushWindow(std::deque<Held>& w, uint64_t before) {
             o.line = h.d.line;
             o.time = h.d.time;
             o.pid = h.d.pid;
-            o.name = fmt::format("{}:arg{}", h.d.kernel.substr(0, 48), a.index);
+            o.name = fmt::format("arg{} of {}", a.index, shortKernelName(h.d.kernel, 48));
             o.ptr = *a.obj_lo;
             o.end = *a.obj_hi;
             o.arg_ptr = a.ptr;

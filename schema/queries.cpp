@@ -124,7 +124,7 @@ DispatchRow readDispatch(const db::Stmt& s) {
 db::Result<std::vector<StoredEvidence>> queryEvidence(db::Db& d, const EvidenceFilter& f) {
     std::string sql = fmt::format(
         "SELECT {} FROM evidence e JOIN sources s ON s.id = e.source_id WHERE (?1 IS NULL OR "
-        "e.kind = ?1) AND (?2 IS NULL OR s.path = ?2) AND (?3 IS NULL OR e.id IN (SELECT "
+        "e.kind = ?1) AND (?2 IS NULL OR s.path = ?2 OR substr(s.path, -length(?2) - 1) = '/' || ?2) AND (?3 IS NULL OR e.id IN (SELECT "
         "evidence_id FROM incident_evidence WHERE incident_id = ?3)) ORDER BY e.source_id, e.line, e.id",
         kEvidenceColumns);
     auto s = d.prepare(sql);
@@ -270,7 +270,7 @@ db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
 }
 
 db::Result<Table> runQuery(db::Db& d, const std::string& sql) {
-    auto s = d.prepare(sql);
+    auto s = d.prepareOne(sql);
     if (!s) return std::unexpected(s.error());
     Table t;
     for (int c = 0; c < s->columns(); ++c) t.columns.emplace_back(s->columnName(c));

@@ -22,7 +22,7 @@ struct StoredEvidence {
 /// Filters for `events` (all optional).
 struct EvidenceFilter {
     std::optional<std::string> kind;
-    std::optional<std::string> source;   ///< exact path as given to ingest
+    std::optional<std::string> source;   ///< path as given to ingest, or a trailing part of it
     std::optional<int64_t> incident;     ///< members and context of one incident
 };
 
@@ -115,7 +115,8 @@ struct Table {
     std::vector<std::vector<std::optional<std::string>>> rows;
     std::vector<std::vector<int>> types;  ///< SQLITE_INTEGER/FLOAT/TEXT/NULL per cell
 };
-/// Runs one read-only statement (the connection must be read-only). Errors are SQLite's.
+/// Runs exactly one read-only statement (the connection must be read-only); several statements
+/// are an error. Errors are SQLite's.
 db::Result<Table> runQuery(db::Db& d, const std::string& sql);
 
 }  // namespace gpufault

@@ -101,6 +101,21 @@ Result<Stmt> Db::prepare(std::string_view sql) {
     return Stmt(db_, s);
 }
 
+Result<Stmt> Db::prepareOne(std::string_view sql) {
+    sqlite3_stmt* s = nullptr;
+    const char* tail = nullptr;
+    int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &s, &tail);
+    if (rc != SQLITE_OK)
+        return std::unexpected(Error{fmt::format("sqlite: {}", sqlite3_errmsg(db_))});
+    Stmt st(db_, s);
+    if (!s) return std::unexpected(Error{"no SQL statement"});
+    for (const char* p = tail; p && p < sql.data() + sql.size(); ++p) {
+        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ';') continue;
+        return std::unexpected(Error{"one statement at a time (found more SQL after the first ';')"});
+    }
+    return st;
+}
+
 Result<void> Db::exec(std::string_view sql) {
     std::string s(sql);
     char* err = nullptr;

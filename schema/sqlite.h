@@ -85,6 +85,8 @@ public:
     static Result<Db> open(const std::string& path, bool readonly, bool create);
     /// Prepares a statement (parameters bound later).
     Result<Stmt> prepare(std::string_view sql);
+    /// Prepares exactly one statement: trailing SQL after it is an error.
+    Result<Stmt> prepareOne(std::string_view sql);
     /// Runs SQL without parameters (schema scripts, pragmas, BEGIN/COMMIT).
     Result<void> exec(std::string_view sql);
     sqlite3* handle() const { return db_; }

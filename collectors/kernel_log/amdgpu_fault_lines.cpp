@@ -1,5 +1,6 @@
 #include "collectors/kernel_log/amdgpu_fault_lines.h"
 
+#include <cstdint>
 #include <string>
 
 #include "collectors/common/text.h"
@@ -102,7 +103,8 @@ bool applyAddress(std::string_view body, Evidence& e) {
 bool applyLegacyAddress(std::string_view body, Evidence& e) {
     std::string_view v = skipBlanks(body.substr(33));
     auto page = completeHex(v, 8);
-    if (!page || !startsWith(v, "0x")) return false;
+    // A page number whose byte address does not fit 64 bits is not one (no wrap-around).
+    if (!page || !startsWith(v, "0x") || *page > (UINT64_MAX >> 12)) return false;
     if (!e.address) e.address = *page * 4096;
     e.address_exact = false;
     return true;
@@ -167,7 +169,8 @@ bool applyLegacyDecode(std::string_view body, Evidence& e) {
     size_t pg = rest.find(") at page ");
     if (pg == npos) return e.vmid.has_value();
     rest = rest.substr(pg + 10);
-    if (auto page = decFollowedBy(rest, ",", false))
+    if (auto page = decFollowedBy(rest, ",", false);
+        page && static_cast<uint64_t>(*page) <= (UINT64_MAX >> 12))
         e.address = static_cast<uint64_t>(*page) * 4096;
     if (e.address) e.address_exact = false;
     size_t comma = rest.find(", ");

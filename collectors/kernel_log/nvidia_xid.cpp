@@ -138,6 +138,7 @@ class NvidiaXidMatcher final : public Matcher {
         if (auto name = takeField(&body, "name=")) {
             if (!name->empty() && *name != "<unknown>") e.process = std::string(*name);
         }
+        if (!body.empty()) e.setAttr("message", std::string(body.substr(0, 512)));
         parseChannel(body, e);
         parseFault(body, e);
         e.line = line.line;

@@ -3,6 +3,7 @@
 // producer source for probe lines: the shape is generalized from all probe lines seen.
 #include "collectors/runtime_log/operand_probe.h"
 
+#include <cstdint>
 #include <string>
 
 #include "collectors/common/text.h"
@@ -164,7 +165,8 @@ class OperandProbeMatcher final : public Matcher {
         o.line = l.line;
         o.time = l.time;
         if (!f.pid.empty()) {
-            if (auto v = number(f.pid)) o.pid = static_cast<int64_t>(*v);
+            if (auto v = number(f.pid); v && *v <= static_cast<uint64_t>(INT64_MAX))
+                o.pid = static_cast<int64_t>(*v);  // never a wrapped, negative pid
         }
         o.name = name.substr(0, std::min(name.size(), kMaxValue));
         o.ptr = *ptr;

@@ -58,7 +58,7 @@ TEST_F(WorkedExample, ShowAndReportPrintBytesAndGiB) {
     EXPECT_NE(show.out.find("+1,539,178,496 B (+1.43 GiB) above end"), std::string::npos) << show.out;
     auto md = run({GPUFAULT_BIN, "--db", db(), "report", "1", "--format", "md"});
     ASSERT_EQ(md.status, 0) << md.err;
-    EXPECT_NE(md.out.find("| A | `0x00007f655ece8000` | `0x00007f65605d8000` | 26148864 | -4381900800 below ptr | -4.08 |"),
+    EXPECT_NE(md.out.find("| A | `0x00007f655ece8000` | `0x00007f65605d8000` | 26148864 | -4381900800 below ptr | -4.08 GiB | no | no |"),
               std::string::npos)
         << md.out;
     auto js = run({GPUFAULT_BIN, "--db", db(), "report", "1", "--format", "json"});

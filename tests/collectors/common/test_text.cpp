@@ -36,3 +36,20 @@ TEST(Text, NormalizePci) {
 }
 
 }  // namespace gpufault::text
+
+#include "collectors/common/demangle.h"
+
+namespace gpufault {
+
+TEST(Demangle, HipKernelNames) {
+    EXPECT_EQ(demangle("_Z9vectoraddPfS_S_i"), "vectoradd(float*, float*, float*, int)");
+    EXPECT_EQ(shortKernelName("_Z9vectoraddPfS_S_i"), "vectoradd");
+    EXPECT_EQ(shortKernelName("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIN3c104HalfEEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_", 200),
+              "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>, at::detail::Array<char*, 1> >");
+    // Tensile kernels are plain C identifiers; garbage stays as it is.
+    EXPECT_EQ(demangle("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32"), "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32");
+    EXPECT_EQ(demangle("_Zgarbage"), "_Zgarbage");
+    EXPECT_EQ(shortKernelName("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0_APM1", 20), "Cijk_Ailk_Bljk_HH...");
+}
+
+}  // namespace gpufault

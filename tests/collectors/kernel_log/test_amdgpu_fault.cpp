@@ -301,6 +301,21 @@ TEST(AmdgpuFault, GmcV8BlockAddressIsPageTimes4096) {
     EXPECT_FALSE(r[0].hub);
 }
 
+TEST(AmdgpuFault, GmcV8HugePageNumberDoesNotWrap) {
+    // page * 4096 above 2^64 used to wrap into a small, wrong address.
+    const std::string d = "amdgpu 0000:01:00.0: ";
+    auto r = run({d + "GPU fault detected: 146 0x00028814",
+                  d + "  VM_CONTEXT1_PROTECTION_FAULT_ADDR   0xFFFFFFFFFFFFF001",
+                  d + "VM fault (0x14, vmid 8, pasid 32768) at page 9223372036854775807, read "
+                      "from 'TC6' (0x54433600) (72)"});
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_FALSE(r[0].address);
+    EXPECT_EQ(r[0].vmid, 8);
+    auto ok = run({d + "  VM_CONTEXT1_PROTECTION_FAULT_ADDR   0x000FFFFFFFFFFFFF"});
+    ASSERT_EQ(ok.size(), 1u);
+    EXPECT_EQ(ok[0].address, 0xFFFFFFFFFFFFF000ull);
+}
+
 TEST(AmdgpuFault, GmcV6DecodeWithoutPasidAndNumericClient) {
     const std::string d = "amdgpu 0000:01:00.0: amdgpu: ";
     auto a = run({d + "GPU fault detected: 147 0x00001234",

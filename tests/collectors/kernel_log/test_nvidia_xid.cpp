@@ -194,3 +194,19 @@ TEST(NvidiaXid, RealXid31WriteTwoMiBAligned) {  // 113
 
 }  // namespace
 }  // namespace gpufault
+
+namespace gpufault {
+namespace {
+
+// The body after the Xid number (the cause of an Xid 13) is kept for display as attr `message`.
+TEST(NvidiaXid, Xid13CauseIsKeptAsMessage) {
+    auto r = run({"[   41.254067] NVRM: Xid (PCI:0000:00:06): 13, Graphics SM Warp Exception on "
+                  "(GPC 1, TPC 4, SM 0): Misaligned Address"});
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].xid, 13);
+    EXPECT_EQ(r[0].attr("message"), "Graphics SM Warp Exception on (GPC 1, TPC 4, SM 0): Misaligned Address");
+    EXPECT_FALSE(r[0].reason);  // reason is the MMU fault type only
+}
+
+}  // namespace
+}  // namespace gpufault

@@ -105,5 +105,16 @@ TEST(OperandProbe, AccessCheckParamAndSizelessLinesAreNotOperands) {
     EXPECT_EQ(s.warnings.size(), 1u);  // end below ptr
 }
 
+TEST(OperandProbe, HostileNumbersAreRejectedNotWrapped) {
+    auto s = run({"gpufault.operand name=A ptr=0x1000 size=16 pid=18446744073709551615",
+                  "gpufault.operand name=B ptr=0x" + std::string(40, 'f') + " size=16",
+                  "gpufault.operand name=C ptr=0xffffffffffffff00 size=0x1000",
+                  "gpufault.operand name=D ptr=0x1000 size=99999999999999999999"});
+    ASSERT_EQ(s.operands.size(), 1u);  // B: ptr overflows, C: end overflows, D: size overflows
+    EXPECT_EQ(s.operands[0].name, "A");
+    EXPECT_EQ(s.operands[0].end, 0x1010u);
+    EXPECT_FALSE(s.operands[0].pid);  // not -1
+}
+
 }  // namespace
 }  // namespace gpufault
