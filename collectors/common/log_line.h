@@ -36,6 +36,19 @@ struct LogLine {
     std::string_view runtime_tid;   ///< `0x7f..` from `tid:0x..` / `tid: 0x..`, "" if none
 };
 
+/// Bytes of the record's text kept in Evidence::raw.
+constexpr size_t kMaxRaw = 4096;
+
+/// Stamps a one-line record with where and when `l` says it happened: line, time, rank, and
+/// raw (the physical line, else the text; first kMaxRaw bytes).
+inline void stampFromLine(Evidence& e, const LogLine& l) {
+    e.line = l.line;
+    e.time = l.time;
+    e.rank = l.rank;
+    std::string_view raw = l.raw.empty() ? l.text : l.raw;
+    e.raw = std::string(raw.substr(0, kMaxRaw));
+}
+
 /// A parser for one producer format. Fed every decoded line of one stream in order; keeps only
 /// bounded state (a block in progress). Pure: no I/O, no globals.
 class Matcher {

@@ -19,6 +19,9 @@ inline bool endsWith(std::string_view s, std::string_view p) {
     return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
 
+/// The value of one hex digit, -1 for any other character.
+int hexDigit(char c);
+
 /// Parses hex digits at the start of `s` (an optional `0x`/`0X` is skipped; `_` separators as
 /// in NVIDIA's `0x17_00592000` are accepted when `allow_underscore`). On success returns the
 /// value and sets `*consumed` to the characters used. Fails on no digits or overflow past 64 bits.

@@ -2,13 +2,13 @@
 
 #include <cstring>
 
+#include "collectors/common/log_line.h"
 #include "collectors/common/text.h"
 
 namespace gpufault::amdgpu {
 
 namespace {
 
-constexpr size_t kMaxRaw = 4096;
 
 bool isWordChar(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';

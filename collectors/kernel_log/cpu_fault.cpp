@@ -23,7 +23,6 @@ namespace gpufault {
 namespace {
 
 using std::string_view;
-constexpr size_t kMaxRaw = 4096;
 constexpr size_t npos = string_view::npos;
 /// Lines after a `callbacks suppressed` line within which the next record takes its count (the
 /// ratelimit prints it right before the message it lets through).
@@ -260,11 +259,7 @@ class CpuFaultMatcher final : public Matcher {
         e.tid = e.pid;  // task_pid_nr(): the faulting thread's id
         if (suppressed_) e.setAttr("callbacks_suppressed", std::to_string(*suppressed_));
         suppressed_.reset();
-        e.line = line.line;
-        e.time = line.time;
-        e.rank = line.rank;
-        string_view raw = line.raw.empty() ? line.text : line.raw;
-        e.raw = std::string(raw.substr(0, kMaxRaw));
+        stampFromLine(e, line);
         out.evidence(std::move(e));
     }
 };

@@ -18,7 +18,6 @@ namespace {
 
 using std::string_view;
 constexpr string_view kAnchor = "NVRM: Xid (";
-constexpr size_t kMaxRaw = 4096;
 
 /// Removes `p` from the front of `*s`; false (and `*s` unchanged) when `*s` does not start with it.
 bool consume(string_view* s, string_view p) {
@@ -141,11 +140,7 @@ class NvidiaXidMatcher final : public Matcher {
         if (!body.empty()) e.setAttr("message", std::string(body.substr(0, 512)));
         parseChannel(body, e);
         parseFault(body, e);
-        e.line = line.line;
-        e.time = line.time;
-        e.rank = line.rank;
-        string_view raw = line.raw.empty() ? line.text : line.raw;
-        e.raw = std::string(raw.substr(0, kMaxRaw));
+        stampFromLine(e, line);
         out.evidence(std::move(e));
     }
 };

@@ -1,17 +1,11 @@
 // /dev/kmsg records (FORMATS.md §1.9): `PRI,SEQ,TS_USEC,FLAGS[,…];TEXT` + ` KEY=VALUE` lines.
 #include "collectors/prefix/kernel_stamp.h"
+#include "collectors/common/text.h"
 #include "collectors/prefix/scan.h"
 
 namespace gpufault::prefix {
 
-namespace {
-int hexValue(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-}  // namespace
+using text::hexDigit;
 
 std::optional<KernelPrefix> parseKmsgHeader(std::string_view line) {
     if (line.empty() || !isDigit(line[0])) return std::nullopt;
@@ -50,7 +44,7 @@ bool unescapeKmsg(std::string_view text, std::string& out) {
     for (size_t i = pos; i < text.size(); ++i) {
         int hi = 0, lo = 0;
         if (text[i] == '\\' && i + 3 < text.size() && text[i + 1] == 'x' &&
-            (hi = hexValue(text[i + 2])) >= 0 && (lo = hexValue(text[i + 3])) >= 0) {
+            (hi = hexDigit(text[i + 2])) >= 0 && (lo = hexDigit(text[i + 3])) >= 0) {
             out.push_back(static_cast<char>(hi * 16 + lo));
             i += 3;
         } else {

@@ -9,7 +9,6 @@ namespace gpufault::rt {
 
 namespace {
 
-constexpr size_t kMaxRaw = 4096;
 constexpr size_t kPrefixSearch = 512;
 
 AmdFields fromPrefix(std::string_view s, const AmdLogPrefix& p) {

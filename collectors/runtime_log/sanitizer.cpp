@@ -24,7 +24,6 @@ namespace {
 
 using std::string_view;
 constexpr size_t npos = string_view::npos;
-constexpr size_t kMaxRaw = 4096;
 constexpr int kMaxForeign = 16;  ///< unprefixed lines in a row that end a report
 constexpr string_view kDefaultPrefix = "=========";
 /// Longest `--prefix` taken as a report's line prefix: every continuation line is searched for
