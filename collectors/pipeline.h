@@ -11,6 +11,11 @@
 
 namespace gpufault {
 
+/// True for AMD_LOG_LEVEL=3 HIP API trace lines — the `%s %s ( %s ) %s` entry and the
+/// `%s: Returned hipSuccess : ` exit of FORMATS.md §3.2 — which are most lines of a level-3 log
+/// and state nothing any matcher records. The pipeline skips them.
+bool isApiTrace(const LogLine& l);
+
 /// All text matchers, in a fixed order (kernel log first, then runtime log).
 std::vector<std::unique_ptr<Matcher>> makeTextMatchers();
 
