@@ -1,12 +1,11 @@
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "ingest/ingest.h"
@@ -41,8 +40,12 @@ void progressBar(uint64_t done, uint64_t total) {
     if (total == 0) return;
     int pct = static_cast<int>(done * 100 / total);
     int bars = pct / 4;
-    fmt::print(stderr, "\r[{:<25}] {:3}% {:.0f}/{:.0f} MiB", std::string(static_cast<size_t>(bars), '#'), pct,
-               static_cast<double>(done) / (1 << 20), static_cast<double>(total) / (1 << 20));
+    fmt::print(stderr,
+               "\r[{:<25}] {:3}% {:.0f}/{:.0f} MiB",
+               std::string(static_cast<size_t>(bars), '#'),
+               pct,
+               static_cast<double>(done) / (1 << 20),
+               static_cast<double>(total) / (1 << 20));
     if (done >= total) fmt::print(stderr, "\n");
 }
 
@@ -56,7 +59,8 @@ int cmdIngest(const Global& g, const std::vector<std::string>& files, int window
     auto store = Store::open(g.db, Store::Mode::ReadWrite);
     if (!store) {
         fmt::print(stderr, "gpufault: {}\n", store.error().message);
-        fmt::print(stderr, "gpufault: cannot write the store {}; choose another with --db PATH\n", g.db);
+        fmt::print(
+            stderr, "gpufault: cannot write the store {}; choose another with --db PATH\n", g.db);
         return 2;
     }
     IngestOptions opt;
@@ -66,7 +70,8 @@ int cmdIngest(const Global& g, const std::vector<std::string>& files, int window
     for (const auto& f : files) {
         struct stat st {};
         bool big = f != "-" && ::stat(f.c_str(), &st) == 0 && st.st_size > (64 << 20);
-        opt.progress = (tty && big && !quiet) ? progressBar : std::function<void(uint64_t, uint64_t)>();
+        opt.progress =
+            (tty && big && !quiet) ? progressBar : std::function<void(uint64_t, uint64_t)>();
         auto r = ingestFile(*store, f, opt);
         if (!r) {
             fmt::print(stderr, "gpufault: {}\n", r.error().message);
@@ -84,10 +89,20 @@ int cmdIngest(const Global& g, const std::vector<std::string>& files, int window
             n += c;
             kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", c, k);
         }
-        fmt::print("{}: {} lines{}, {} evidence{}{}, {} dispatches ({} kept), {} operands, {} warnings, {:.2f} s\n",
-                   f, r->lines, r->resumed ? " (resumed)" : "", n, kinds.empty() ? "" : " (",
-                   kinds.empty() ? "" : kinds + ")", r->dispatches, r->dispatch_rows, r->operands,
-                   r->warnings, r->seconds);
+        fmt::print(
+            "{}: {} lines{}, {} evidence{}{}, {} dispatches ({} kept), {} operands, {} warnings, "
+            "{:.2f} s\n",
+            f,
+            r->lines,
+            r->resumed ? " (resumed)" : "",
+            n,
+            kinds.empty() ? "" : " (",
+            kinds.empty() ? "" : kinds + ")",
+            r->dispatches,
+            r->dispatch_rows,
+            r->operands,
+            r->warnings,
+            r->seconds);
     }
     auto inc = recorrelate(*store);
     if (!inc) {

@@ -20,9 +20,13 @@ bool failed(const db::Result<T>& r) {
     return true;
 }
 
-std::string where(const StoredEvidence& s) { return fmt::format("{}:{}", s.source, s.e.line); }
+std::string where(const StoredEvidence& s) {
+    return fmt::format("{}:{}", s.source, s.e.line);
+}
 
-std::string optAddr(const std::optional<uint64_t>& a) { return a ? addr16(*a) : "-"; }
+std::string optAddr(const std::optional<uint64_t>& a) {
+    return a ? addr16(*a) : "-";
+}
 
 /// A one-line description of the record (what the table shows besides the fixed columns).
 std::string detail(const Evidence& e) {
@@ -48,19 +52,22 @@ nlohmann::json operandJson(const OperandRow& r) {
             {"ptr", text::hexAddr(r.o.ptr)},
             {"end", text::hexAddr(r.o.end)},
             {"size", r.o.end - r.o.ptr},
-            {"arg_ptr", r.o.arg_ptr ? nlohmann::json(text::hexAddr(*r.o.arg_ptr)) : nlohmann::json(nullptr)},
+            {"arg_ptr",
+             r.o.arg_ptr ? nlohmann::json(text::hexAddr(*r.o.arg_ptr)) : nlohmann::json(nullptr)},
             {"shape", r.o.shape ? nlohmann::json(*r.o.shape) : nlohmann::json(nullptr)},
             {"stride", r.o.stride ? nlohmann::json(*r.o.stride) : nlohmann::json(nullptr)},
             {"dtype", r.o.dtype ? nlohmann::json(*r.o.dtype) : nlohmann::json(nullptr)},
             {"origin", r.o.origin},
             {"rank", r.o.rank ? nlohmann::json(*r.o.rank) : nlohmann::json(nullptr)},
-            {"dispatch_kernel", r.dispatch_kernel ? nlohmann::json(*r.dispatch_kernel) : nlohmann::json(nullptr)}};
+            {"dispatch_kernel",
+             r.dispatch_kernel ? nlohmann::json(*r.dispatch_kernel) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace
 
-
-int cmdEvents(const Global& g, bool json, const std::optional<std::string>& kind,
+int cmdEvents(const Global& g,
+              bool json,
+              const std::optional<std::string>& kind,
               const std::optional<std::string>& source) {
     if (kind && !kindFromName(*kind)) {
         fmt::print(stderr, "gpufault: unknown kind '{}'\n", *kind);
@@ -76,8 +83,12 @@ int cmdEvents(const Global& g, bool json, const std::optional<std::string>& kind
     }
     TextTable t{{"ID", "KIND", "WHERE", "ADDRESS", "PID", "DETAIL"}, {}};
     for (auto& r : *rows)
-        t.rows.push_back({std::to_string(r.id), std::string(kindName(r.e.kind)), where(r),
-                          optAddr(r.e.address), orDash(r.e.pid), detail(r.e)});
+        t.rows.push_back({std::to_string(r.id),
+                          std::string(kindName(r.e.kind)),
+                          where(r),
+                          optAddr(r.e.address),
+                          orDash(r.e.pid),
+                          detail(r.e)});
     t.print(stdout);
     return 0;
 }
@@ -87,27 +98,38 @@ int cmdIncidents(const Global& g, bool json) {
     if (!store) return 2;
     auto rows = queryIncidents(store->db());
     if (failed(rows)) return 2;
-    TextTable t{{"ID", "KIND", "RECORDS", "ADDRESS", "PID", "PROCESS", "REASON", "FIRST SEEN", "KINDS"}, {}};
+    TextTable t{
+        {"ID", "KIND", "RECORDS", "ADDRESS", "PID", "PROCESS", "REASON", "FIRST SEEN", "KINDS"},
+        {}};
     for (auto& r : *rows) {
         if (json) {
-            printJsonLine(stdout, {{"id", r.id},
-                                   {"kind", r.kind},
-                                   {"kinds", r.kinds},
-                                   {"records", r.members},
-                                   {"vendor", r.vendor ? nlohmann::json(*r.vendor) : nlohmann::json(nullptr)},
-                                   {"address", r.address ? nlohmann::json(text::hexAddr(*r.address)) : nlohmann::json(nullptr)},
-                                   {"pid", r.pid ? nlohmann::json(*r.pid) : nlohmann::json(nullptr)},
-                                   {"process", r.process ? nlohmann::json(*r.process) : nlohmann::json(nullptr)},
-                                   {"reason", r.reason ? nlohmann::json(*r.reason) : nlohmann::json(nullptr)},
-                                   {"kernel", r.kernel ? nlohmann::json(*r.kernel) : nlohmann::json(nullptr)},
-                                   {"signature", r.signature},
-                                   {"source", r.source},
-                                   {"line", r.line}});
+            printJsonLine(
+                stdout,
+                {{"id", r.id},
+                 {"kind", r.kind},
+                 {"kinds", r.kinds},
+                 {"records", r.members},
+                 {"vendor", r.vendor ? nlohmann::json(*r.vendor) : nlohmann::json(nullptr)},
+                 {"address",
+                  r.address ? nlohmann::json(text::hexAddr(*r.address)) : nlohmann::json(nullptr)},
+                 {"pid", r.pid ? nlohmann::json(*r.pid) : nlohmann::json(nullptr)},
+                 {"process", r.process ? nlohmann::json(*r.process) : nlohmann::json(nullptr)},
+                 {"reason", r.reason ? nlohmann::json(*r.reason) : nlohmann::json(nullptr)},
+                 {"kernel", r.kernel ? nlohmann::json(*r.kernel) : nlohmann::json(nullptr)},
+                 {"signature", r.signature},
+                 {"source", r.source},
+                 {"line", r.line}});
             continue;
         }
-        t.rows.push_back({std::to_string(r.id), r.kind, std::to_string(r.members), optAddr(r.address),
-                          orDash(r.pid), orDash(r.process), orDash(r.reason),
-                          fmt::format("{}:{}", r.source, r.line), r.kinds});
+        t.rows.push_back({std::to_string(r.id),
+                          r.kind,
+                          std::to_string(r.members),
+                          optAddr(r.address),
+                          orDash(r.pid),
+                          orDash(r.process),
+                          orDash(r.reason),
+                          fmt::format("{}:{}", r.source, r.line),
+                          r.kinds});
     }
     if (!json) t.print(stdout);
     return 0;
@@ -118,7 +140,9 @@ int cmdFaults(const Global& g, bool json) {
     if (!store) return 2;
     auto rows = queryFaults(store->db());
     if (failed(rows)) return 2;
-    TextTable t{{"ID", "INCIDENT", "KIND", "ADDRESS", "2MiB", "NEAREST OPERAND", "DISTANCE", "LAST KERNEL"}, {}};
+    TextTable t{
+        {"ID", "INCIDENT", "KIND", "ADDRESS", "2MiB", "NEAREST OPERAND", "DISTANCE", "LAST KERNEL"},
+        {}};
     for (auto& r : *rows) {
         const auto& e = r.ev.e;
         std::optional<bool> aligned;
@@ -128,20 +152,28 @@ int cmdFaults(const Global& g, bool json) {
             j.erase("raw");
             j["incident"] = r.incident ? nlohmann::json(*r.incident) : nlohmann::json(nullptr);
             j["nearest_operand"] = r.nearest ? nlohmann::json(*r.nearest) : nlohmann::json(nullptr);
-            j["nearest_distance"] = r.nearest_distance ? nlohmann::json(*r.nearest_distance) : nlohmann::json(nullptr);
-            j["nearest_inside"] = r.nearest ? nlohmann::json(r.nearest_inside) : nlohmann::json(nullptr);
-            j["last_kernel"] = r.last_kernel ? nlohmann::json(*r.last_kernel) : nlohmann::json(nullptr);
+            j["nearest_distance"] =
+                r.nearest_distance ? nlohmann::json(*r.nearest_distance) : nlohmann::json(nullptr);
+            j["nearest_inside"] =
+                r.nearest ? nlohmann::json(r.nearest_inside) : nlohmann::json(nullptr);
+            j["last_kernel"] =
+                r.last_kernel ? nlohmann::json(*r.last_kernel) : nlohmann::json(nullptr);
             printJsonLine(stdout, j);
             continue;
         }
         std::string dist = "-";
         if (r.nearest_distance)
-            dist = r.nearest_inside        ? std::string("inside")
+            dist = r.nearest_inside          ? std::string("inside")
                    : *r.nearest_distance < 0 ? humanBytes(*r.nearest_distance) + " below ptr"
                                              : humanBytes(*r.nearest_distance) + " above end";
-        t.rows.push_back({std::to_string(r.ev.id), orDash(r.incident), std::string(kindName(e.kind)),
-                          optAddr(e.address), aligned ? (*aligned ? "yes" : "no") : "-", orDash(r.nearest),
-                          dist, orDash(r.last_kernel)});
+        t.rows.push_back({std::to_string(r.ev.id),
+                          orDash(r.incident),
+                          std::string(kindName(e.kind)),
+                          optAddr(e.address),
+                          aligned ? (*aligned ? "yes" : "no") : "-",
+                          orDash(r.nearest),
+                          dist,
+                          orDash(r.last_kernel)});
     }
     if (!json) t.print(stdout);
     return 0;
@@ -158,9 +190,15 @@ int cmdOperands(const Global& g, bool json) {
             printJsonLine(stdout, operandJson(r));
             continue;
         }
-        t.rows.push_back({std::to_string(r.id), fmt::format("{}:{}", r.source, r.o.line), r.o.name,
-                          addr16(r.o.ptr), addr16(r.o.end), sizeText(r.o.end - r.o.ptr),
-                          orDash(r.o.shape), orDash(r.o.dtype), r.o.origin});
+        t.rows.push_back({std::to_string(r.id),
+                          fmt::format("{}:{}", r.source, r.o.line),
+                          r.o.name,
+                          addr16(r.o.ptr),
+                          addr16(r.o.end),
+                          sizeText(r.o.end - r.o.ptr),
+                          orDash(r.o.shape),
+                          orDash(r.o.dtype),
+                          r.o.origin});
     }
     if (!json) t.print(stdout);
     return 0;
@@ -174,17 +212,23 @@ int cmdDispatches(const Global& g, bool json) {
     TextTable t{{"ID", "WHERE", "PID", "THREAD", "RUNTIME_US", "KERNEL"}, {}};
     for (auto& r : *rows) {
         if (json) {
-            printJsonLine(stdout, {{"id", r.id},
-                                   {"source", r.source},
-                                   {"line", r.d.line},
-                                   {"pid", r.d.pid ? nlohmann::json(*r.d.pid) : nlohmann::json(nullptr)},
-                                   {"runtime_tid", r.d.runtime_tid},
-                                   {"runtime_us", r.d.time.runtime_us ? nlohmann::json(*r.d.time.runtime_us) : nlohmann::json(nullptr)},
-                                   {"kernel", r.d.kernel}});
+            printJsonLine(stdout,
+                          {{"id", r.id},
+                           {"source", r.source},
+                           {"line", r.d.line},
+                           {"pid", r.d.pid ? nlohmann::json(*r.d.pid) : nlohmann::json(nullptr)},
+                           {"runtime_tid", r.d.runtime_tid},
+                           {"runtime_us",
+                            r.d.time.runtime_us ? nlohmann::json(*r.d.time.runtime_us)
+                                                : nlohmann::json(nullptr)},
+                           {"kernel", r.d.kernel}});
             continue;
         }
-        t.rows.push_back({std::to_string(r.id), fmt::format("{}:{}", r.source, r.d.line), orDash(r.d.pid),
-                          r.d.runtime_tid.empty() ? "-" : r.d.runtime_tid, orDash(r.d.time.runtime_us),
+        t.rows.push_back({std::to_string(r.id),
+                          fmt::format("{}:{}", r.source, r.d.line),
+                          orDash(r.d.pid),
+                          r.d.runtime_tid.empty() ? "-" : r.d.runtime_tid,
+                          orDash(r.d.time.runtime_us),
                           r.d.kernel});
     }
     if (!json) t.print(stdout);
@@ -199,16 +243,20 @@ int cmdKernels(const Global& g, bool json) {
     TextTable t{{"DISPATCHES", "PID", "SOURCE", "LINES", "KERNEL"}, {}};
     for (auto& r : *rows) {
         if (json) {
-            printJsonLine(stdout, {{"kernel", r.kernel},
-                                   {"pid", r.pid ? nlohmann::json(*r.pid) : nlohmann::json(nullptr)},
-                                   {"source", r.source},
-                                   {"dispatches", r.n},
-                                   {"first_line", r.first_line},
-                                   {"last_line", r.last_line}});
+            printJsonLine(stdout,
+                          {{"kernel", r.kernel},
+                           {"pid", r.pid ? nlohmann::json(*r.pid) : nlohmann::json(nullptr)},
+                           {"source", r.source},
+                           {"dispatches", r.n},
+                           {"first_line", r.first_line},
+                           {"last_line", r.last_line}});
             continue;
         }
-        t.rows.push_back({std::to_string(r.n), orDash(r.pid), r.source,
-                          fmt::format("{}-{}", r.first_line, r.last_line), r.kernel});
+        t.rows.push_back({std::to_string(r.n),
+                          orDash(r.pid),
+                          r.source,
+                          fmt::format("{}-{}", r.first_line, r.last_line),
+                          r.kernel});
     }
     if (!json) t.print(stdout);
     return 0;

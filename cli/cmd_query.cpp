@@ -32,20 +32,26 @@ int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv) {
             for (size_t c = 0; c < t->columns.size(); ++c) {
                 const auto& v = t->rows[r][c];
                 int type = t->types[r][c];
-                if (!v) j[t->columns[c]] = nullptr;
-                else if (type == 1) j[t->columns[c]] = std::stoll(*v);
-                else if (type == 2) j[t->columns[c]] = std::stod(*v);
-                else j[t->columns[c]] = *v;
+                if (!v)
+                    j[t->columns[c]] = nullptr;
+                else if (type == 1)
+                    j[t->columns[c]] = std::stoll(*v);
+                else if (type == 2)
+                    j[t->columns[c]] = std::stod(*v);
+                else
+                    j[t->columns[c]] = *v;
             }
             printJsonLine(stdout, j);
         }
         return 0;
     }
     if (csv) {
-        for (size_t c = 0; c < t->columns.size(); ++c) fmt::print("{}{}", c ? "," : "", csvCell(t->columns[c]));
+        for (size_t c = 0; c < t->columns.size(); ++c)
+            fmt::print("{}{}", c ? "," : "", csvCell(t->columns[c]));
         fmt::print("\n");
         for (auto& row : t->rows) {
-            for (size_t c = 0; c < row.size(); ++c) fmt::print("{}{}", c ? "," : "", csvCell(row[c]));
+            for (size_t c = 0; c < row.size(); ++c)
+                fmt::print("{}{}", c ? "," : "", csvCell(row[c]));
             fmt::print("\n");
         }
         return 0;

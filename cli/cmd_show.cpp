@@ -1,7 +1,7 @@
 // `show` (everything about one incident) and `report` (an upstream bug-report draft).
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "cli/commands.h"
 #include "cli/incident_view.h"
@@ -17,8 +17,10 @@ namespace {
 std::string alignmentText(uint64_t a) {
     if (a == 0) return "NULL pointer";
     std::string near = a < 0x200000 ? " — near NULL (first 2 MiB)" : "";
-    return fmt::format("2 MiB aligned: {} (low {} bits zero){}", a % 0x200000 == 0 ? "yes" : "no",
-                       __builtin_ctzll(a), near);
+    return fmt::format("2 MiB aligned: {} (low {} bits zero){}",
+                       a % 0x200000 == 0 ? "yes" : "no",
+                       __builtin_ctzll(a),
+                       near);
 }
 
 /// What the record states beyond kind and address, on one line.
@@ -39,8 +41,10 @@ std::string facts(const Evidence& e) {
     if (e.module) f.push_back(fmt::format("{}+0x{:x}", *e.module, e.module_offset.value_or(0)));
     if (auto a = e.attr("nearest_alloc"))
         f.push_back(fmt::format("sanitizer: {} B {} the nearest allocation {} of {} B",
-                                e.attr("nearest_distance").value_or("?"), e.attr("nearest_side").value_or("after"),
-                                *a, e.attr("nearest_alloc_size").value_or("?")));
+                                e.attr("nearest_distance").value_or("?"),
+                                e.attr("nearest_side").value_or("after"),
+                                *a,
+                                e.attr("nearest_alloc_size").value_or("?")));
     std::string s;
     for (auto& x : f) s += (s.empty() ? "" : ", ") + x;
     return s;
@@ -55,9 +59,13 @@ std::string distanceText(const DistanceRow& r) {
 TextTable operandTable(const std::vector<DistanceRow>& rows) {
     TextTable t{{"OPERAND", "PTR", "END", "SIZE", "DISTANCE", "SAME 2MiB", "RANK", "WHERE"}, {}};
     for (const auto& r : rows)
-        t.rows.push_back({r.op.o.name, addr16(r.op.o.ptr), addr16(r.op.o.end),
-                          sizeText(r.op.o.end - r.op.o.ptr), distanceText(r),
-                          r.same_2mib ? "yes" : "no", orDash(r.rank_in_time),
+        t.rows.push_back({r.op.o.name,
+                          addr16(r.op.o.ptr),
+                          addr16(r.op.o.end),
+                          sizeText(r.op.o.end - r.op.o.ptr),
+                          distanceText(r),
+                          r.same_2mib ? "yes" : "no",
+                          orDash(r.rank_in_time),
                           fmt::format("{}:{}", r.op.source, r.op.o.line)});
     return t;
 }
@@ -67,7 +75,8 @@ std::string firstLines(const std::string& raw, size_t n) {
     size_t start = 0;
     for (size_t i = 0; i < n && start < raw.size(); ++i) {
         size_t e = raw.find('\n', start);
-        out += "      " + raw.substr(start, e == std::string::npos ? std::string::npos : e - start) + "\n";
+        out += "      " +
+               raw.substr(start, e == std::string::npos ? std::string::npos : e - start) + "\n";
         if (e == std::string::npos) break;
         start = e + 1;
     }
@@ -83,8 +92,14 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
     auto v = loadIncident(store->db(), id, dispatches, missing);
     if (!v) return missing ? 1 : 2;
     const auto& i = v->incident;
-    fmt::print("Incident {}: {} ({} record{}: {})\n", i.id, i.kind, i.members, i.members == 1 ? "" : "s", i.kinds);
-    if (i.address) fmt::print("  address    {}  {}\n", addr16(*i.address), alignmentText(*i.address));
+    fmt::print("Incident {}: {} ({} record{}: {})\n",
+               i.id,
+               i.kind,
+               i.members,
+               i.members == 1 ? "" : "s",
+               i.kinds);
+    if (i.address)
+        fmt::print("  address    {}  {}\n", addr16(*i.address), alignmentText(*i.address));
     if (i.pid || i.process)
         fmt::print("  process    pid {}{}\n", orDash(i.pid), i.process ? " " + *i.process : "");
     if (i.reason) fmt::print("  reason     {}\n", *i.reason);
@@ -92,14 +107,20 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
     if (!v->dispatches.empty()) {
         const std::string& k = v->dispatches.front().d.kernel;
         std::string d = demangle(k);
-        fmt::print("  last ShaderName  {}{}\n", d, d != k ? "\n                   (" + k + ")" : "");
+        fmt::print(
+            "  last ShaderName  {}{}\n", d, d != k ? "\n                   (" + k + ")" : "");
     }
     fmt::print("  signature  {}\n\nEvidence\n", i.signature);
     for (const auto& m : v->members) {
         if (m.role != "member") continue;
         const auto& e = m.ev.e;
-        fmt::print("  #{} {} {}:{}{}  [{}]\n", m.ev.id, kindName(e.kind), m.ev.source, e.line,
-                   e.address ? "  " + addr16(*e.address) : "", m.link);
+        fmt::print("  #{} {} {}:{}{}  [{}]\n",
+                   m.ev.id,
+                   kindName(e.kind),
+                   m.ev.source,
+                   e.line,
+                   e.address ? "  " + addr16(*e.address) : "",
+                   m.link);
         if (auto f = facts(e); !f.empty()) fmt::print("      {}\n", f);
         fmt::print("{}", firstLines(e.raw, 12));
     }
@@ -108,9 +129,10 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         fmt::print("\nOperands by |distance| from {}\n", addr16(prim.front().address));
         operandTable(prim).print(stdout);
         auto byTime = prim;
-        std::stable_sort(byTime.begin(), byTime.end(), [](const DistanceRow& a, const DistanceRow& b) {
-            return a.rank_in_time.value_or(INT64_MAX) < b.rank_in_time.value_or(INT64_MAX);
-        });
+        std::stable_sort(
+            byTime.begin(), byTime.end(), [](const DistanceRow& a, const DistanceRow& b) {
+                return a.rank_in_time.value_or(INT64_MAX) < b.rank_in_time.value_or(INT64_MAX);
+            });
         fmt::print("\nOperands by time (last logged before the fault first)\n");
         operandTable(byTime).print(stdout);
     } else {
@@ -120,8 +142,10 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         fmt::print("\nLast dispatches (newest first)\n");
         TextTable t{{"WHERE", "PID", "THREAD", "RUNTIME_US", "KERNEL"}, {}};
         for (const auto& d : v->dispatches)
-            t.rows.push_back({fmt::format("{}:{}", d.source, d.d.line), orDash(d.d.pid),
-                              d.d.runtime_tid.empty() ? "-" : d.d.runtime_tid, orDash(d.d.time.runtime_us),
+            t.rows.push_back({fmt::format("{}:{}", d.source, d.d.line),
+                              orDash(d.d.pid),
+                              d.d.runtime_tid.empty() ? "-" : d.d.runtime_tid,
+                              orDash(d.d.time.runtime_us),
                               shortKernelName(d.d.kernel, 100)});
         t.print(stdout);
     }
@@ -130,7 +154,12 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         if (m.role != "context") continue;
         if (!ctx) fmt::print("\nContext (resets, allocation failures)\n");
         ctx = true;
-        fmt::print("  #{} {} {}:{}  [{}]\n", m.ev.id, kindName(m.ev.e.kind), m.ev.source, m.ev.e.line, m.link);
+        fmt::print("  #{} {} {}:{}  [{}]\n",
+                   m.ev.id,
+                   kindName(m.ev.e.kind),
+                   m.ev.source,
+                   m.ev.e.line,
+                   m.link);
         fmt::print("{}", firstLines(m.ev.e.raw, 3));
     }
     return 0;
@@ -152,8 +181,10 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         j["kind"] = i.kind;
         j["kinds"] = i.kinds;
         j["vendor"] = i.vendor ? nlohmann::json(*i.vendor) : nlohmann::json(nullptr);
-        j["address"] = i.address ? nlohmann::json(text::hexAddr(*i.address)) : nlohmann::json(nullptr);
-        j["align_2mib"] = i.address ? nlohmann::json(*i.address % 0x200000 == 0) : nlohmann::json(nullptr);
+        j["address"] =
+            i.address ? nlohmann::json(text::hexAddr(*i.address)) : nlohmann::json(nullptr);
+        j["align_2mib"] =
+            i.address ? nlohmann::json(*i.address % 0x200000 == 0) : nlohmann::json(nullptr);
         j["reason"] = i.reason ? nlohmann::json(*i.reason) : nlohmann::json(nullptr);
         j["kernel"] = lastKernel ? nlohmann::json(*lastKernel) : nlohmann::json(nullptr);
         j["signature"] = i.signature;
@@ -177,23 +208,34 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         return 0;
     }
     std::string vendor = i.vendor.value_or("GPU");
-    fmt::print("## {} memory access fault{}{}\n\n", vendor == "amd" ? "AMD GPU" : vendor == "nvidia" ? "NVIDIA GPU" : "GPU",
-               i.address ? " at " + addr16(*i.address) : "", i.reason ? " (" + *i.reason + ")" : "");
+    fmt::print("## {} memory access fault{}{}\n\n",
+               vendor == "amd"      ? "AMD GPU"
+               : vendor == "nvidia" ? "NVIDIA GPU"
+                                    : "GPU",
+               i.address ? " at " + addr16(*i.address) : "",
+               i.reason ? " (" + *i.reason + ")" : "");
     fmt::print("### Summary\n\n");
     fmt::print("- Evidence: {} record(s): {}\n", i.members, i.kinds);
-    if (i.address) fmt::print("- Fault address: `{}`; {}\n", addr16(*i.address), alignmentText(*i.address));
-    if (i.pid || i.process) fmt::print("- Process: {} (pid {})\n", i.process.value_or("?"), orDash(i.pid));
+    if (i.address)
+        fmt::print("- Fault address: `{}`; {}\n", addr16(*i.address), alignmentText(*i.address));
+    if (i.pid || i.process)
+        fmt::print("- Process: {} (pid {})\n", i.process.value_or("?"), orDash(i.pid));
     if (i.reason) fmt::print("- Reason: {}\n", *i.reason);
     fmt::print("- Signature: `{}`\n\n", i.signature);
     fmt::print("### Faulting kernel\n\n");
     if (lastKernel)
-        fmt::print("Last dispatched kernel before the fault: `{}`{}\n\n", demangle(*lastKernel),
+        fmt::print("Last dispatched kernel before the fault: `{}`{}\n\n",
+                   demangle(*lastKernel),
                    demangle(*lastKernel) != *lastKernel ? fmt::format(" (`{}`)", *lastKernel) : "");
     else
-        fmt::print("No dispatch was logged before the fault (run with AMD_LOG_LEVEL=3 to record ShaderName lines).\n\n");
+        fmt::print(
+            "No dispatch was logged before the fault (run with AMD_LOG_LEVEL=3 to record "
+            "ShaderName lines).\n\n");
     if (!prim.empty()) {
         fmt::print("### Fault address vs. recorded operands\n\n");
-        fmt::print("| operand | ptr | end | size (bytes) | distance (bytes) | distance | inside | same 2 MiB |\n");
+        fmt::print(
+            "| operand | ptr | end | size (bytes) | distance (bytes) | distance | inside | same 2 "
+            "MiB |\n");
         fmt::print("|---|---|---|---:|---:|---:|---|---|\n");
         for (const auto& r : prim) {
             std::string where = r.inside ? "from ptr" : r.distance < 0 ? "below ptr" : "above end";
@@ -201,18 +243,31 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
             std::string human = humanBytes(d);
             if (auto p = human.find(" ("); p != std::string::npos)
                 human = human.substr(p + 2, human.size() - p - 3);  // "-4.08 GiB"
-            fmt::print("| {} | `{}` | `{}` | {} | {} {} | {} | {} | {} |\n", r.op.o.name, addr16(r.op.o.ptr),
-                       addr16(r.op.o.end), r.op.o.end - r.op.o.ptr, d, where, human,
-                       r.inside ? "yes" : "no", r.same_2mib ? "yes" : "no");
+            fmt::print("| {} | `{}` | `{}` | {} | {} {} | {} | {} | {} |\n",
+                       r.op.o.name,
+                       addr16(r.op.o.ptr),
+                       addr16(r.op.o.end),
+                       r.op.o.end - r.op.o.ptr,
+                       d,
+                       where,
+                       human,
+                       r.inside ? "yes" : "no",
+                       r.same_2mib ? "yes" : "no");
         }
         fmt::print("\n");
     }
     fmt::print("### Evidence\n\n");
     for (const auto& m : v->members) {
-        fmt::print("`{}:{}` ({}{})\n\n```\n{}\n```\n\n", m.ev.source, m.ev.e.line, kindName(m.ev.e.kind),
-                   m.role == "context" ? ", context" : "", m.ev.e.raw);
+        fmt::print("`{}:{}` ({}{})\n\n```\n{}\n```\n\n",
+                   m.ev.source,
+                   m.ev.e.line,
+                   kindName(m.ev.e.kind),
+                   m.role == "context" ? ", context" : "",
+                   m.ev.e.raw);
     }
-    fmt::print("_Drafted by gpufault from the records above; please add the ROCm/CUDA, driver and kernel versions._\n");
+    fmt::print(
+        "_Drafted by gpufault from the records above; please add the ROCm/CUDA, driver and kernel "
+        "versions._\n");
     return 0;
 }
 

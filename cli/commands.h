@@ -11,7 +11,7 @@ namespace gpufault::cli {
 
 /// Options shared by all subcommands.
 struct Global {
-    std::string db;        ///< resolved store path
+    std::string db;  ///< resolved store path
     bool db_explicit = false;
 };
 
@@ -20,7 +20,9 @@ struct Global {
 std::string resolveDbPath(const std::string& flag);
 
 int cmdIngest(const Global& g, const std::vector<std::string>& files, int window, bool quiet);
-int cmdEvents(const Global& g, bool json, const std::optional<std::string>& kind,
+int cmdEvents(const Global& g,
+              bool json,
+              const std::optional<std::string>& kind,
               const std::optional<std::string>& source);
 int cmdIncidents(const Global& g, bool json);
 int cmdFaults(const Global& g, bool json);

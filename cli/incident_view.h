@@ -1,11 +1,10 @@
 // Everything `show` and `report` print about one incident, loaded once from the store.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "schema/queries.h"
 
@@ -13,9 +12,9 @@ namespace gpufault::cli {
 
 struct IncidentView {
     IncidentRow incident;
-    std::vector<IncidentMemberRow> members;   ///< fault records, then context records
-    std::vector<DistanceRow> distances;       ///< sorted by |distance|
-    std::vector<DispatchRow> dispatches;      ///< newest first
+    std::vector<IncidentMemberRow> members;  ///< fault records, then context records
+    std::vector<DistanceRow> distances;      ///< sorted by |distance|
+    std::vector<DispatchRow> dispatches;     ///< newest first
 };
 
 /// Loads incident `id`; nullopt (and a message on stderr) when it does not exist or the store

@@ -1,6 +1,5 @@
 // gpufault: triage GPU memory-access faults from kernel logs, runtime logs and cores.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 
 #include "cli/commands.h"
@@ -11,14 +10,17 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", "gpufault " GPUFAULT_VERSION);
     std::string dbFlag;
-    app.add_option("--db", dbFlag, "store path (else $GPUFAULT_DB, the system store, or the XDG data dir)");
+    app.add_option(
+        "--db", dbFlag, "store path (else $GPUFAULT_DB, the system store, or the XDG data dir)");
 
     std::vector<std::string> files;
     int window = 64;
     bool quiet = false;
-    auto* ingest = app.add_subcommand("ingest", "read logs (kernel, runtime, sanitizer, container) into the store");
+    auto* ingest = app.add_subcommand(
+        "ingest", "read logs (kernel, runtime, sanitizer, container) into the store");
     ingest->add_option("files", files, "files to read, - for stdin")->required();
-    ingest->add_option("--window", window, "dispatches kept per thread before a fault")->check(CLI::Range(1, 100000));
+    ingest->add_option("--window", window, "dispatches kept per thread before a fault")
+        ->check(CLI::Range(1, 100000));
     ingest->add_flag("-q,--quiet", quiet, "no summary");
 
     bool json = false, csv = false;
@@ -30,7 +32,8 @@ int main(int argc, char** argv) {
 
     auto* incidents = app.add_subcommand("incidents", "list incidents");
     incidents->add_flag("--json", json, "JSON Lines");
-    auto* faults = app.add_subcommand("faults", "fault addresses: alignment, nearest operand, last kernel");
+    auto* faults =
+        app.add_subcommand("faults", "fault addresses: alignment, nearest operand, last kernel");
     faults->add_flag("--json", json, "JSON Lines");
     auto* operands = app.add_subcommand("operands", "recorded buffers");
     operands->add_flag("--json", json, "JSON Lines");
@@ -43,7 +46,8 @@ int main(int argc, char** argv) {
     int lastN = 16;
     auto* show = app.add_subcommand("show", "everything about one incident");
     show->add_option("incident", incident, "incident id")->required();
-    show->add_option("--dispatches", lastN, "last dispatches to print")->check(CLI::Range(0, 100000));
+    show->add_option("--dispatches", lastN, "last dispatches to print")
+        ->check(CLI::Range(0, 100000));
 
     std::string format = "md";
     auto* report = app.add_subcommand("report", "an upstream bug-report draft for one incident");
@@ -67,7 +71,8 @@ int main(int argc, char** argv) {
         bool known = false;
         for (const auto* sub : app.get_subcommands({})) known |= sub->get_name() == a;
         if (!known) {
-            std::fprintf(stderr, "gpufault: unknown command '%s' (see gpufault --help)\n", a.c_str());
+            std::fprintf(
+                stderr, "gpufault: unknown command '%s' (see gpufault --help)\n", a.c_str());
             return 2;
         }
         break;

@@ -1,11 +1,10 @@
 #include "cli/output.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace gpufault::cli {
 
@@ -22,7 +21,8 @@ void TextTable::print(std::FILE* out) const {
     bool tty = ::isatty(::fileno(out));
     if (!tty) {
         auto line = [&](const std::vector<std::string>& cells) {
-            for (size_t i = 0; i < cells.size(); ++i) fmt::print(out, "{}{}", i ? "\t" : "", cells[i]);
+            for (size_t i = 0; i < cells.size(); ++i)
+                fmt::print(out, "{}{}", i ? "\t" : "", cells[i]);
             fmt::print(out, "\n");
         };
         line(header);
@@ -32,7 +32,8 @@ void TextTable::print(std::FILE* out) const {
     std::vector<size_t> w(header.size(), 0);
     for (size_t i = 0; i < header.size(); ++i) w[i] = displayWidth(header[i]);
     for (auto& r : rows)
-        for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], displayWidth(r[i]));
+        for (size_t i = 0; i < r.size() && i < w.size(); ++i)
+            w[i] = std::max(w[i], displayWidth(r[i]));
     auto line = [&](const std::vector<std::string>& cells) {
         std::string s;
         for (size_t i = 0; i < cells.size(); ++i) {
@@ -49,7 +50,9 @@ void printJsonLine(std::FILE* out, const nlohmann::json& j) {
     fmt::print(out, "{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-std::string addr16(uint64_t a) { return fmt::format("0x{:016x}", a); }
+std::string addr16(uint64_t a) {
+    return fmt::format("0x{:016x}", a);
+}
 
 namespace {
 std::string bytesText(uint64_t mag, const std::string& sign) {
@@ -60,9 +63,12 @@ std::string bytesText(uint64_t mag, const std::string& sign) {
     }
     double d = static_cast<double>(mag);
     std::string unit;
-    if (mag >= (1ull << 30)) unit = fmt::format(" ({}{:.2f} GiB)", sign, d / (1ull << 30));
-    else if (mag >= (1ull << 20)) unit = fmt::format(" ({}{:.2f} MiB)", sign, d / (1ull << 20));
-    else if (mag >= (1ull << 10)) unit = fmt::format(" ({}{:.2f} KiB)", sign, d / (1ull << 10));
+    if (mag >= (1ull << 30))
+        unit = fmt::format(" ({}{:.2f} GiB)", sign, d / (1ull << 30));
+    else if (mag >= (1ull << 20))
+        unit = fmt::format(" ({}{:.2f} MiB)", sign, d / (1ull << 20));
+    else if (mag >= (1ull << 10))
+        unit = fmt::format(" ({}{:.2f} KiB)", sign, d / (1ull << 10));
     return fmt::format("{}{} B{}", sign, grouped, unit);
 }
 }  // namespace
@@ -72,9 +78,15 @@ std::string humanBytes(int64_t b) {
     return bytesText(mag, b < 0 ? "-" : b > 0 ? "+" : "");
 }
 
-std::string sizeText(uint64_t b) { return bytesText(b, ""); }
+std::string sizeText(uint64_t b) {
+    return bytesText(b, "");
+}
 
-std::string orDash(const std::optional<std::string>& s) { return s ? *s : "-"; }
-std::string orDash(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "-"; }
+std::string orDash(const std::optional<std::string>& s) {
+    return s ? *s : "-";
+}
+std::string orDash(const std::optional<int64_t>& v) {
+    return v ? std::to_string(*v) : "-";
+}
 
 }  // namespace gpufault::cli

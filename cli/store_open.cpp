@@ -1,11 +1,10 @@
 #include "cli/store_open.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace gpufault::cli {
 
@@ -15,16 +14,21 @@ std::string resolveDbPath(const std::string& flag) {
     const char* sys = "/var/lib/gpufault/gpufault.db";
     if (::access(sys, R_OK) == 0) return sys;
     std::string base;
-    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) base = x;
-    else if (const char* h = std::getenv("HOME"); h && *h) base = std::string(h) + "/.local/share";
-    else base = ".";
+    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x)
+        base = x;
+    else if (const char* h = std::getenv("HOME"); h && *h)
+        base = std::string(h) + "/.local/share";
+    else
+        base = ".";
     return base + "/gpufault/gpufault.db";
 }
 
 std::optional<Store> openForQuery(const Global& g) {
     struct stat st {};
     if (::stat(g.db.c_str(), &st) != 0) {
-        fmt::print(stderr, "gpufault: no store at {} (run `gpufault ingest FILE` first, or pass --db)\n", g.db);
+        fmt::print(stderr,
+                   "gpufault: no store at {} (run `gpufault ingest FILE` first, or pass --db)\n",
+                   g.db);
         return std::nullopt;
     }
     auto s = Store::open(g.db, Store::Mode::ReadOnly);

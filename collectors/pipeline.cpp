@@ -26,7 +26,8 @@ bool isApiTrace(const LogLine& l) {
     std::string_view name = t.substr(id, i - id), rest = t.substr(i);
     if (name.empty()) return false;
     if (rest.starts_with(": Returned hipSuccess")) return true;
-    if (!name.starts_with("hip") && !name.starts_with("__hip") && !name.starts_with("hsa")) return false;
+    if (!name.starts_with("hip") && !name.starts_with("__hip") && !name.starts_with("hsa"))
+        return false;
     size_t j = 0;
     while (j < rest.size() && rest[j] == ' ') ++j;
     if (rest.substr(j, 4) == "\x1b[0m") j += 4;  // KNRM

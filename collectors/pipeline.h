@@ -22,7 +22,7 @@ std::vector<std::unique_ptr<Matcher>> makeTextMatchers();
 /// Runs one stream of text through the line decoder and all matchers. Pure: the caller owns
 /// I/O and feeds lines; records go to `out` as soon as they are complete.
 class TextPipeline {
-public:
+  public:
     explicit TextPipeline(Sink& out);
     /// One physical line, without its '\n'; `line_no` is 1-based.
     void feedLine(uint64_t line_no, std::string_view raw);
@@ -31,7 +31,7 @@ public:
     /// The matchers (to ask where their open blocks start).
     const std::vector<std::unique_ptr<Matcher>>& matchers() const { return matchers_; }
 
-private:
+  private:
     Sink& out_;
     LineDecoder decoder_;
     std::vector<std::unique_ptr<Matcher>> matchers_;

@@ -1,13 +1,13 @@
 #include "correlate/correlate.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 namespace gpufault {
 
@@ -23,8 +23,8 @@ namespace {
 /// pid cannot chain two processes into one incident.
 struct UnionFind {
     std::vector<size_t> parent;
-    std::vector<std::string> link;               // why each set root joined its parent
-    std::vector<std::vector<size_t>> members;    // per root
+    std::vector<std::string> link;             // why each set root joined its parent
+    std::vector<std::vector<size_t>> members;  // per root
     explicit UnionFind(size_t n) : parent(n), link(n), members(n) {
         std::iota(parent.begin(), parent.end(), 0);
         for (size_t i = 0; i < n; ++i) members[i] = {i};
@@ -90,15 +90,18 @@ struct Linker {
         if (contradicts(a, b)) return {};
         const Evidence &x = a.e, &y = b.e;
         // The first 2 MiB (NULL and near-NULL pointers) is shared by unrelated faults.
-        if (x.address && y.address && (*x.address >> 21) == (*y.address >> 21) && (*x.address >> 21) != 0)
+        if (x.address && y.address && (*x.address >> 21) == (*y.address >> 21) &&
+            (*x.address >> 21) != 0)
             return fmt::format("same 2 MiB region 0x{:x}", (*x.address >> 21) << 21);
         bool sameSide = isKernelSide(x.kind) == isKernelSide(y.kind);
-        if (!sameSide) return {};  // a pid or proximity alone never joins kernel and runtime records
+        if (!sameSide)
+            return {};  // a pid or proximity alone never joins kernel and runtime records
         auto gap = clockGap(x, y);
-        bool close = gap ? *gap <= rules.max_gap_s
-                         : a.source_id == b.source_id &&
-                               std::llabs(static_cast<long long>(x.line) - static_cast<long long>(y.line)) <=
-                                   rules.same_stream_lines;
+        bool close =
+            gap ? *gap <= rules.max_gap_s
+                : a.source_id == b.source_id &&
+                      std::llabs(static_cast<long long>(x.line) - static_cast<long long>(y.line)) <=
+                          rules.same_stream_lines;
         if (!close) return {};
         if (x.pid && y.pid && samePidSpace(a, b))
             return gap ? fmt::format("same pid {} within {:.3f} s", *x.pid, *gap)
@@ -106,8 +109,8 @@ struct Linker {
         if (a.source_id == b.source_id) {
             // An Xid without a pid belongs to the channel named by the Xid 43 that follows it
             // (13 → 43), not to an earlier process's Xid 31 of the same device.
-            bool xidWithoutPid = (x.kind == Kind::NvidiaXid || y.kind == Kind::NvidiaXid) &&
-                                 (!x.pid || !y.pid);
+            bool xidWithoutPid =
+                (x.kind == Kind::NvidiaXid || y.kind == Kind::NvidiaXid) && (!x.pid || !y.pid);
             bool chain13to43 = x.kind == Kind::NvidiaXid && y.kind == Kind::NvidiaXid && !x.pid &&
                                y.pid && y.xid && *y.xid == 43 && x.line < y.line;
             if (x.pci && y.pci && (!xidWithoutPid || (!x.pid && !y.pid) || chain13to43))
@@ -115,7 +118,8 @@ struct Linker {
             if (!isKernelSide(x.kind) && (!x.pid || !y.pid))
                 return gap ? fmt::format("same stream, {:.3f} s apart", *gap)
                            : fmt::format("same stream, {} lines apart",
-                                         std::llabs(static_cast<long long>(x.line) - static_cast<long long>(y.line)));
+                                         std::llabs(static_cast<long long>(x.line) -
+                                                    static_cast<long long>(y.line)));
         }
         return {};
     }
@@ -123,26 +127,46 @@ struct Linker {
 
 int kindPriority(Kind k) {
     switch (k) {
-        case Kind::RocrMemoryFault: return 0;
-        case Kind::AmdgpuPageFault: return 1;
-        case Kind::SanitizerReport: return 2;
-        case Kind::NvidiaXid: return 3;
-        case Kind::CpuSegfault: return 4;
-        case Kind::HsaQueueError: return 5;
-        case Kind::MissingCodeObject: return 6;
-        case Kind::RuntimeError: return 7;
-        default: return 9;
+        case Kind::RocrMemoryFault:
+            return 0;
+        case Kind::AmdgpuPageFault:
+            return 1;
+        case Kind::SanitizerReport:
+            return 2;
+        case Kind::NvidiaXid:
+            return 3;
+        case Kind::CpuSegfault:
+            return 4;
+        case Kind::HsaQueueError:
+            return 5;
+        case Kind::MissingCodeObject:
+            return 6;
+        case Kind::RuntimeError:
+            return 7;
+        default:
+            return 9;
     }
 }
 
 /// Errors that a memory fault produces (CUDA/HIP 700, 710, 715–719 and their driver names).
 bool isFaultFamilyError(const Evidence& e) {
     if (!e.reason) return false;
-    static constexpr std::string_view kNames[] = {
-        "IllegalAddress", "ILLEGAL_ADDRESS", "LaunchFailure", "LAUNCH_FAILED", "Assert", "ASSERT",
-        "IllegalInstruction", "ILLEGAL_INSTRUCTION", "MisalignedAddress", "MISALIGNED_ADDRESS",
-        "InvalidAddressSpace", "INVALID_ADDRESS_SPACE", "InvalidPc", "INVALID_PC",
-        "HardwareStackError", "HARDWARE_STACK_ERROR"};
+    static constexpr std::string_view kNames[] = {"IllegalAddress",
+                                                  "ILLEGAL_ADDRESS",
+                                                  "LaunchFailure",
+                                                  "LAUNCH_FAILED",
+                                                  "Assert",
+                                                  "ASSERT",
+                                                  "IllegalInstruction",
+                                                  "ILLEGAL_INSTRUCTION",
+                                                  "MisalignedAddress",
+                                                  "MISALIGNED_ADDRESS",
+                                                  "InvalidAddressSpace",
+                                                  "INVALID_ADDRESS_SPACE",
+                                                  "InvalidPc",
+                                                  "INVALID_PC",
+                                                  "HardwareStackError",
+                                                  "HARDWARE_STACK_ERROR"};
     for (auto n : kNames)
         if (e.reason->find(n) != std::string::npos) return true;
     return false;
@@ -152,8 +176,11 @@ std::string signatureOf(const std::vector<const StoredEvidence*>& members) {
     // vendor, kind set, reasons and clients: what makes two incidents the same bug (v1).
     std::vector<std::string> parts;
     for (auto* m : members) {
-        parts.push_back(fmt::format("{}|{}|{}|{}|{}", m->e.vendor.value_or(""), kindName(m->e.kind),
-                                    m->e.reason.value_or(""), m->e.client.value_or(""),
+        parts.push_back(fmt::format("{}|{}|{}|{}|{}",
+                                    m->e.vendor.value_or(""),
+                                    kindName(m->e.kind),
+                                    m->e.reason.value_or(""),
+                                    m->e.client.value_or(""),
                                     m->e.kernel.value_or("")));
     }
     std::sort(parts.begin(), parts.end());
@@ -262,9 +289,10 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
                        (!f->e.pid || !c->e.pid || *f->e.pid == *c->e.pid)) {
                 best = incidentOf[i];
                 if (f->e.time.runtime_us && c->e.time.runtime_us)
-                    why = fmt::format("allocation failure {:.3f} s ({} lines) before",
-                                      static_cast<double>(*f->e.time.runtime_us - *c->e.time.runtime_us) / 1e6,
-                                      f->e.line - c->e.line);
+                    why = fmt::format(
+                        "allocation failure {:.3f} s ({} lines) before",
+                        static_cast<double>(*f->e.time.runtime_us - *c->e.time.runtime_us) / 1e6,
+                        f->e.line - c->e.line);
                 else
                     why = fmt::format("allocation failure {} lines before", f->e.line - c->e.line);
                 break;

@@ -11,10 +11,10 @@ namespace gpufault {
 
 /// Tunables of the join rules.
 struct CorrelationRules {
-    double max_gap_s = 2.0;        ///< records on one clock further apart never join
-    int same_stream_lines = 50;    ///< without a clock: records this many lines apart may join
-    int neighbours = 16;           ///< same-stream records compared with this many predecessors
-    double reset_after_s = 30.0;   ///< a GPU reset this soon after a fault of its device is context
+    double max_gap_s = 2.0;       ///< records on one clock further apart never join
+    int same_stream_lines = 50;   ///< without a clock: records this many lines apart may join
+    int neighbours = 16;          ///< same-stream records compared with this many predecessors
+    double reset_after_s = 30.0;  ///< a GPU reset this soon after a fault of its device is context
 };
 
 /// Groups incident-opening evidence into incidents and attaches context records (GPU resets,

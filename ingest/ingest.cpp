@@ -1,6 +1,7 @@
 #include "ingest/ingest.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,8 +11,6 @@
 #include <deque>
 #include <memory>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "collectors/pipeline.h"
 #include "correlate/correlate.h"
@@ -41,7 +40,7 @@ struct Fd {
 
 /// Reads a stream in chunks and hands out lines with their byte offsets.
 class LineReader {
-public:
+  public:
     explicit LineReader(int fd) : fd_(fd), buf_(kChunk) {}
     /// Fills the buffer's first bytes without consuming them (for the fingerprint).
     db::Result<std::string_view> peek(size_t n) {
@@ -110,7 +109,7 @@ public:
     }
     uint64_t consumed() const { return base_ + pos_; }
 
-private:
+  private:
     db::Result<bool> fill() {
         if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);
         for (;;) {
@@ -132,7 +131,9 @@ private:
 
 }  // namespace
 
-db::Result<IngestSummary> ingestFile(Store& store, const std::string& path, const IngestOptions& opt) {
+db::Result<IngestSummary> ingestFile(Store& store,
+                                     const std::string& path,
+                                     const IngestOptions& opt) {
     auto t0 = std::chrono::steady_clock::now();
     IngestSummary sum;
     sum.path = path;
@@ -145,9 +146,12 @@ db::Result<IngestSummary> ingestFile(Store& store, const std::string& path, cons
         id.kind = "stdin";
     } else {
         fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd.fd < 0) return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
-        if (::fstat(fd.fd, &st) != 0) return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
-        if (S_ISDIR(st.st_mode)) return std::unexpected(db::Error{fmt::format("{}: is a directory", path)});
+        if (fd.fd < 0)
+            return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
+        if (::fstat(fd.fd, &st) != 0)
+            return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
+        if (S_ISDIR(st.st_mode))
+            return std::unexpected(db::Error{fmt::format("{}: is a directory", path)});
         id.device = static_cast<int64_t>(st.st_dev);
         id.inode = static_cast<int64_t>(st.st_ino);
     }
@@ -176,7 +180,8 @@ db::Result<IngestSummary> ingestFile(Store& store, const std::string& path, cons
     }
 
     if (auto r = store.begin(); !r) return std::unexpected(r.error());
-    StoreSink sink(store, state.id, opt.dispatch_window, static_cast<uint64_t>(state.max_line), sum);
+    StoreSink sink(
+        store, state.id, opt.dispatch_window, static_cast<uint64_t>(state.max_line), sum);
     TextPipeline pipe(sink);
     // Byte offsets of recent lines, to turn "the oldest open block starts at line L" into a
     // resumable position.
@@ -235,7 +240,8 @@ db::Result<IngestSummary> ingestFile(Store& store, const std::string& path, cons
         if (offsets.size() > 65536) offsets.pop_front();
         if (truncated) {
             ++sum.truncated_lines;
-            sink.warning(Warning{lineNo, fmt::format("line longer than {} bytes: stored truncated", kMaxLine)});
+            sink.warning(Warning{
+                lineNo, fmt::format("line longer than {} bytes: stored truncated", kMaxLine)});
         }
         pipe.feedLine(lineNo, **l);
         if (++pending >= opt.batch_lines ||

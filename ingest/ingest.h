@@ -11,9 +11,9 @@
 namespace gpufault {
 
 struct IngestOptions {
-    int dispatch_window = 64;        ///< dispatches kept per (process, runtime thread)
-    uint64_t batch_lines = 10000;    ///< commit after this many lines ...
-    double batch_seconds = 0.05;     ///< ... or this long after the first uncommitted line
+    int dispatch_window = 64;      ///< dispatches kept per (process, runtime thread)
+    uint64_t batch_lines = 10000;  ///< commit after this many lines ...
+    double batch_seconds = 0.05;   ///< ... or this long after the first uncommitted line
     /// Progress callback: bytes read so far, total bytes (0 when unknown). May be empty.
     std::function<void(uint64_t, uint64_t)> progress;
 };
@@ -21,23 +21,24 @@ struct IngestOptions {
 /// What one ingest did.
 struct IngestSummary {
     std::string path;
-    uint64_t lines = 0;              ///< lines read in this run
+    uint64_t lines = 0;  ///< lines read in this run
     uint64_t bytes = 0;
     std::map<std::string, uint64_t> evidence;  ///< new records by kind
-    uint64_t dispatches = 0;         ///< dispatch lines counted
-    uint64_t dispatch_rows = 0;      ///< dispatch rows kept (windows)
+    uint64_t dispatches = 0;                   ///< dispatch lines counted
+    uint64_t dispatch_rows = 0;                ///< dispatch rows kept (windows)
     uint64_t operands = 0;
     uint64_t warnings = 0;
-    uint64_t truncated_lines = 0;    ///< lines over 1 MiB, stored truncated
-    bool resumed = false;            ///< started from an earlier, interrupted run's checkpoint
-    bool unchanged = false;          ///< already ingested completely; nothing read
+    uint64_t truncated_lines = 0;  ///< lines over 1 MiB, stored truncated
+    bool resumed = false;          ///< started from an earlier, interrupted run's checkpoint
+    bool unchanged = false;        ///< already ingested completely; nothing read
     double seconds = 0;
 };
 
 /// Ingests a file (or "-" for stdin). Resumes from the source's checkpoint; a file ingested
 /// completely and unchanged is skipped. Errors (unreadable file, store failure) name the file;
 /// what was committed before an error stays in the store.
-db::Result<IngestSummary> ingestFile(Store& store, const std::string& path,
+db::Result<IngestSummary> ingestFile(Store& store,
+                                     const std::string& path,
                                      const IngestOptions& opt = {});
 
 /// Recomputes incidents from all evidence in the store (one transaction).

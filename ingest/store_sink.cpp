@@ -6,8 +6,8 @@
 
 namespace gpufault {
 
-StoreSink::StoreSink(Store& store, int64_t source_id, int window, uint64_t count_after_line,
-                     IngestSummary& summary)
+StoreSink::StoreSink(
+    Store& store, int64_t source_id, int window, uint64_t count_after_line, IngestSummary& summary)
     : store_(store),
       source_(source_id),
       window_(static_cast<size_t>(window > 0 ? window : 1)),
@@ -92,8 +92,13 @@ void StoreSink::flushWindow(std::deque<Held>& w, uint64_t before) {
 
 void StoreSink::flushCounts() {
     for (auto& [key, c] : counts_) {
-        std::optional<int64_t> pid = key.first < 0 ? std::nullopt : std::optional<int64_t>(key.first);
-        check(store_.addDispatchCount(source_, pid, key.second, c.n, static_cast<int64_t>(c.first),
+        std::optional<int64_t> pid =
+            key.first < 0 ? std::nullopt : std::optional<int64_t>(key.first);
+        check(store_.addDispatchCount(source_,
+                                      pid,
+                                      key.second,
+                                      c.n,
+                                      static_cast<int64_t>(c.first),
                                       static_cast<int64_t>(c.last)));
     }
     counts_.clear();

@@ -20,8 +20,11 @@ namespace gpufault {
 /// (the N before the fault's line, even when a multi-line record is emitted a few lines late)
 /// and at the end of the stream. Store errors are kept and reported by `error()`.
 class StoreSink final : public Sink {
-public:
-    StoreSink(Store& store, int64_t source_id, int window, uint64_t count_after_line,
+  public:
+    StoreSink(Store& store,
+              int64_t source_id,
+              int window,
+              uint64_t count_after_line,
               IngestSummary& summary);
 
     void evidence(Evidence&& e) override;
@@ -38,7 +41,7 @@ public:
     std::optional<uint64_t> oldestHeldLine() const;
     const std::optional<db::Error>& error() const { return error_; }
 
-private:
+  private:
     struct Held {
         Dispatch d;
         bool stored = false;

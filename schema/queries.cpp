@@ -124,8 +124,10 @@ DispatchRow readDispatch(const db::Stmt& s) {
 db::Result<std::vector<StoredEvidence>> queryEvidence(db::Db& d, const EvidenceFilter& f) {
     std::string sql = fmt::format(
         "SELECT {} FROM evidence e JOIN sources s ON s.id = e.source_id WHERE (?1 IS NULL OR "
-        "e.kind = ?1) AND (?2 IS NULL OR s.path = ?2 OR substr(s.path, -length(?2) - 1) = '/' || ?2) AND (?3 IS NULL OR e.id IN (SELECT "
-        "evidence_id FROM incident_evidence WHERE incident_id = ?3)) ORDER BY e.source_id, e.line, e.id",
+        "e.kind = ?1) AND (?2 IS NULL OR s.path = ?2 OR substr(s.path, -length(?2) - 1) = '/' || "
+        "?2) AND (?3 IS NULL OR e.id IN (SELECT "
+        "evidence_id FROM incident_evidence WHERE incident_id = ?3)) ORDER BY e.source_id, e.line, "
+        "e.id",
         kEvidenceColumns);
     auto s = d.prepare(sql);
     if (!s) return std::unexpected(s.error());
@@ -134,8 +136,10 @@ db::Result<std::vector<StoredEvidence>> queryEvidence(db::Db& d, const EvidenceF
 }
 
 db::Result<std::vector<OperandRow>> queryOperands(db::Db& d) {
-    auto s = d.prepare(fmt::format("SELECT {} FROM operands o {} ORDER BY o.source_id, o.line, o.id",
-                                   kOperandColumns, kOperandJoins));
+    auto s =
+        d.prepare(fmt::format("SELECT {} FROM operands o {} ORDER BY o.source_id, o.line, o.id",
+                              kOperandColumns,
+                              kOperandJoins));
     if (!s) return std::unexpected(s.error());
     return collect<OperandRow>(*s, [](const db::Stmt& st) { return readOperand(st, 0); });
 }
@@ -213,7 +217,8 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
         "v.rank_in_time, {} FROM fault_operand_distance v JOIN operands o ON o.id = v.operand_id "
         "{} WHERE v.evidence_id IN (SELECT evidence_id FROM incident_evidence WHERE incident_id = "
         "?1 AND role = 'member') ORDER BY abs(v.distance), o.line",
-        kOperandColumns, kOperandJoins));
+        kOperandColumns,
+        kOperandJoins));
     if (!s) return std::unexpected(s.error());
     s->bind(1, incident);
     return collect<DistanceRow>(*s, [](const db::Stmt& st) {
@@ -230,7 +235,9 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
     });
 }
 
-db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d, int64_t incident, int limit) {
+db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d,
+                                                             int64_t incident,
+                                                             int limit) {
     auto s = d.prepare(
         "SELECT d.id, s.path, d.line, d.runtime_us, d.pid, d.runtime_tid, k.name FROM dispatches d "
         "JOIN sources s ON s.id = d.source_id JOIN kernels k ON k.id = d.kernel_id WHERE d.id IN "

@@ -22,8 +22,8 @@ struct StoredEvidence {
 /// Filters for `events` (all optional).
 struct EvidenceFilter {
     std::optional<std::string> kind;
-    std::optional<std::string> source;   ///< path as given to ingest, or a trailing part of it
-    std::optional<int64_t> incident;     ///< members and context of one incident
+    std::optional<std::string> source;  ///< path as given to ingest, or a trailing part of it
+    std::optional<int64_t> incident;    ///< members and context of one incident
 };
 
 /// Evidence ordered by source (first ingest first) then line.
@@ -66,9 +66,9 @@ struct IncidentRow {
     std::optional<std::string> kernel;
     std::string signature;
     int64_t members = 0;
-    std::string source;                  ///< source of the first record
-    int64_t line = 0;                    ///< line of the first record
-    std::string kinds;                   ///< member kinds, comma-separated
+    std::string source;  ///< source of the first record
+    int64_t line = 0;    ///< line of the first record
+    std::string kinds;   ///< member kinds, comma-separated
 };
 db::Result<std::vector<IncidentRow>> queryIncidents(db::Db& d,
                                                     std::optional<int64_t> id = std::nullopt);
@@ -84,8 +84,8 @@ struct DistanceRow {
     int64_t evidence_id = 0;
     OperandRow op;
     uint64_t address = 0;
-    int64_t distance = 0;                ///< bytes: <0 below ptr, 0 inside, >=0 at/above end
-    int64_t from_ptr = 0;                ///< address - ptr
+    int64_t distance = 0;  ///< bytes: <0 below ptr, 0 inside, >=0 at/above end
+    int64_t from_ptr = 0;  ///< address - ptr
     bool inside = false, same_2mib = false;
     std::optional<int64_t> rank_in_time;
 };
@@ -94,15 +94,16 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
 
 /// The last `limit` dispatches before each member record of an incident (same stream and
 /// process), newest first.
-db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d, int64_t incident,
+db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d,
+                                                             int64_t incident,
                                                              int limit);
 
 /// One fault record with the answers `gpufault faults` prints.
 struct FaultRow {
     StoredEvidence ev;
     std::optional<int64_t> incident;
-    std::optional<std::string> nearest;      ///< operand name nearest by |distance|
-    std::optional<int64_t> nearest_distance; ///< bytes (see DistanceRow)
+    std::optional<std::string> nearest;       ///< operand name nearest by |distance|
+    std::optional<int64_t> nearest_distance;  ///< bytes (see DistanceRow)
     bool nearest_inside = false;
     std::optional<std::string> last_kernel;  ///< last ShaderName before it, same stream/process
 };

@@ -111,7 +111,8 @@ Result<Stmt> Db::prepareOne(std::string_view sql) {
     if (!s) return std::unexpected(Error{"no SQL statement"});
     for (const char* p = tail; p && p < sql.data() + sql.size(); ++p) {
         if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ';') continue;
-        return std::unexpected(Error{"one statement at a time (found more SQL after the first ';')"});
+        return std::unexpected(
+            Error{"one statement at a time (found more SQL after the first ';')"});
     }
     return st;
 }

@@ -21,7 +21,7 @@ using Result = std::expected<T, Error>;
 
 /// One prepared statement. Bind with 1-based indexes; `step()` returns true while a row is ready.
 class Stmt {
-public:
+  public:
     Stmt() = default;
     Stmt(sqlite3* db, sqlite3_stmt* s) : db_(db), s_(s) {}
     Stmt(Stmt&& o) noexcept : db_(o.db_), s_(o.s_) { o.s_ = nullptr; }
@@ -66,14 +66,14 @@ public:
     const char* columnName(int col) const { return sqlite3_column_name(s_, col); }
     int columnType(int col) const { return sqlite3_column_type(s_, col); }
 
-private:
+  private:
     sqlite3* db_ = nullptr;
     sqlite3_stmt* s_ = nullptr;
 };
 
 /// One connection. Read-only connections use SQLITE_OPEN_READONLY.
 class Db {
-public:
+  public:
     Db() = default;
     Db(Db&& o) noexcept : db_(o.db_) { o.db_ = nullptr; }
     Db& operator=(Db&& o) noexcept;
@@ -93,7 +93,7 @@ public:
     int64_t lastInsertId() const { return sqlite3_last_insert_rowid(db_); }
     int changes() const { return sqlite3_changes(db_); }
 
-private:
+  private:
     explicit Db(sqlite3* db) : db_(db) {}
     sqlite3* db_ = nullptr;
 };

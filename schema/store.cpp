@@ -8,7 +8,9 @@
 
 namespace gpufault {
 
-int alignLog2(uint64_t address) { return address == 0 ? 64 : __builtin_ctzll(address); }
+int alignLog2(uint64_t address) {
+    return address == 0 ? 64 : __builtin_ctzll(address);
+}
 
 db::Result<Store> Store::open(const std::string& path, Mode mode) {
     bool ro = mode == Mode::ReadOnly;
@@ -19,18 +21,26 @@ db::Result<Store> Store::open(const std::string& path, Mode mode) {
         auto st = s.db_.prepare("PRAGMA user_version");
         if (!st) return std::unexpected(st.error());
         auto row = st->step();
-        if (!row) return std::unexpected(db::Error{fmt::format("{}: not a gpufault store ({})", path, row.error().message)});
+        if (!row)
+            return std::unexpected(
+                db::Error{fmt::format("{}: not a gpufault store ({})", path, row.error().message)});
         if (!*row || st->i64(0) == 0)
-            return std::unexpected(db::Error{fmt::format("{}: not a gpufault store (empty schema)", path)});
+            return std::unexpected(
+                db::Error{fmt::format("{}: not a gpufault store (empty schema)", path)});
         if (st->i64(0) > static_cast<int64_t>(migrations().size()))
-            return std::unexpected(db::Error{fmt::format("{}: store version {} is newer than this gpufault", path, st->i64(0))});
+            return std::unexpected(db::Error{
+                fmt::format("{}: store version {} is newer than this gpufault", path, st->i64(0))});
         return s;
     }
     // auto_vacuum takes effect only before the first table exists, and must precede WAL.
-    if (auto r = s.db_.exec("PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"); !r)
+    if (auto r = s.db_.exec("PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA "
+                            "synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+        !r)
         return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
-    if (auto r = s.migrate(); !r) return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
-    if (auto r = s.prepareWriters(); !r) return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
+    if (auto r = s.migrate(); !r)
+        return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
+    if (auto r = s.prepareWriters(); !r)
+        return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
     return s;
 }
 
@@ -43,14 +53,16 @@ db::Result<void> Store::migrate() {
     st->reset();
     const auto& m = migrations();
     if (version > static_cast<int64_t>(m.size()))
-        return std::unexpected(db::Error{fmt::format("store version {} is newer than this gpufault", version)});
+        return std::unexpected(
+            db::Error{fmt::format("store version {} is newer than this gpufault", version)});
     for (size_t v = static_cast<size_t>(version); v < m.size(); ++v) {
         if (auto r = db_.exec("BEGIN IMMEDIATE"); !r) return r;
         auto r = db_.exec(m[v]);
         if (r) r = db_.exec(fmt::format("PRAGMA user_version={}", v + 1));
         if (!r) {
             (void)db_.exec("ROLLBACK");
-            return std::unexpected(db::Error{fmt::format("migration {}: {}", v + 1, r.error().message)});
+            return std::unexpected(
+                db::Error{fmt::format("migration {}: {}", v + 1, r.error().message)});
         }
         if (auto c = db_.exec("COMMIT"); !c) return c;
     }
@@ -79,13 +91,21 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
         "INSERT INTO sources(path, kind, device, inode, fingerprint, ingested_at) "
         "VALUES(?1, ?2, ?3, ?4, ?5, strftime('%Y-%m-%dT%H:%M:%SZ','now'))");
     if (!ins) return std::unexpected(ins.error());
-    ins->bind(1, id.path).bind(2, id.kind).bind(3, id.device).bind(4, id.inode).bind(5, id.fingerprint);
+    ins->bind(1, id.path)
+        .bind(2, id.kind)
+        .bind(3, id.device)
+        .bind(4, id.inode)
+        .bind(5, id.fingerprint);
     if (auto r = ins->run(); !r) return std::unexpected(r.error());
     return SourceState{db_.lastInsertId(), 0, 0, 0, false};
 }
 
-db::Result<void> Store::begin() { return db_.exec("BEGIN IMMEDIATE"); }
-db::Result<void> Store::commit() { return db_.exec("COMMIT"); }
+db::Result<void> Store::begin() {
+    return db_.exec("BEGIN IMMEDIATE");
+}
+db::Result<void> Store::commit() {
+    return db_.exec("COMMIT");
+}
 db::Result<void> Store::rollback() {
     kernelIds_.clear();  // ids inserted by the rolled-back transaction are gone
     return db_.exec("ROLLBACK");
@@ -98,25 +118,37 @@ db::Result<void> Store::prepareWriters() {
         s = std::move(*st);
         return {};
     };
-    db::Result<void> r = prep(insEvidence_,
+    db::Result<void> r = prep(
+        insEvidence_,
         "INSERT OR IGNORE INTO evidence(source_id, line, kind, vendor, kernel_s, wall, runtime_us, "
-        "address, address_exact, align_log2, pci, gpu_node, pid, process, tid, thread, runtime_tid, "
+        "address, address_exact, align_log2, pci, gpu_node, pid, process, tid, thread, "
+        "runtime_tid, "
         "vmid, pasid, hub, retry, client, status, access, reason, xid, kernel, module, "
         "module_offset, rank, count, attrs, raw) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
         "?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33)");
-    if (r) r = prep(insDispatch_,
-        "INSERT INTO dispatches(source_id, line, runtime_us, pid, runtime_tid, kernel_id) "
-        "VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET line=line RETURNING id");
-    if (r) r = prep(insOperand_,
-        "INSERT OR IGNORE INTO operands(source_id, line, pid, name, ptr, end, arg_ptr, shape, "
-        "stride, dtype, origin, rank, runtime_us, dispatch_id) "
-        "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
-    if (r) r = prep(insCount_,
-        "INSERT INTO dispatch_counts(source_id, pid, kernel_id, n, first_line, last_line) "
-        "VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET n=n+excluded.n, "
-        "first_line=min(first_line, excluded.first_line), last_line=max(last_line, excluded.last_line)");
-    if (r) r = prep(insKernel_, "INSERT INTO kernels(name) VALUES(?1) ON CONFLICT DO UPDATE SET name=name RETURNING id");
-    if (r) r = prep(insWarning_, "INSERT OR IGNORE INTO warnings(source_id, line, message) VALUES(?1,?2,?3)");
+    if (r)
+        r = prep(insDispatch_,
+                 "INSERT INTO dispatches(source_id, line, runtime_us, pid, runtime_tid, kernel_id) "
+                 "VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET line=line RETURNING id");
+    if (r)
+        r = prep(
+            insOperand_,
+            "INSERT OR IGNORE INTO operands(source_id, line, pid, name, ptr, end, arg_ptr, shape, "
+            "stride, dtype, origin, rank, runtime_us, dispatch_id) "
+            "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
+    if (r)
+        r = prep(insCount_,
+                 "INSERT INTO dispatch_counts(source_id, pid, kernel_id, n, first_line, last_line) "
+                 "VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT DO UPDATE SET n=n+excluded.n, "
+                 "first_line=min(first_line, excluded.first_line), last_line=max(last_line, "
+                 "excluded.last_line)");
+    if (r)
+        r = prep(insKernel_,
+                 "INSERT INTO kernels(name) VALUES(?1) ON CONFLICT DO UPDATE SET name=name "
+                 "RETURNING id");
+    if (r)
+        r = prep(insWarning_,
+                 "INSERT OR IGNORE INTO warnings(source_id, line, message) VALUES(?1,?2,?3)");
     return r;
 }
 
@@ -125,7 +157,10 @@ db::Result<void> Store::addEvidence(int64_t source_id, const Evidence& e) {
     s.bind(1, source_id).bind(2, static_cast<int64_t>(e.line)).bind(3, kindName(e.kind));
     s.bind(4, e.vendor).bind(5, e.time.kernel_s).bind(6, e.time.wall).bind(7, e.time.runtime_us);
     s.bind(8, e.address).bind(9, e.address_exact);
-    if (e.address) s.bind(10, static_cast<int64_t>(alignLog2(*e.address))); else s.bind(10, nullptr);
+    if (e.address)
+        s.bind(10, static_cast<int64_t>(alignLog2(*e.address)));
+    else
+        s.bind(10, nullptr);
     s.bind(11, e.pci).bind(12, e.gpu_node).bind(13, e.pid).bind(14, e.process).bind(15, e.tid);
     s.bind(16, e.thread).bind(17, e.runtime_tid).bind(18, e.vmid).bind(19, e.pasid).bind(20, e.hub);
     s.bind(21, e.retry).bind(22, e.client).bind(23, e.status).bind(24, e.access).bind(25, e.reason);
@@ -172,7 +207,8 @@ db::Result<int64_t> Store::addDispatch(int64_t source_id, const Dispatch& d) {
     return id;
 }
 
-db::Result<void> Store::addOperand(int64_t source_id, const Operand& o,
+db::Result<void> Store::addOperand(int64_t source_id,
+                                   const Operand& o,
                                    std::optional<int64_t> dispatch_id) {
     auto& s = insOperand_;
     s.bind(1, source_id).bind(2, static_cast<int64_t>(o.line)).bind(3, o.pid).bind(4, o.name);
@@ -182,12 +218,20 @@ db::Result<void> Store::addOperand(int64_t source_id, const Operand& o,
     return s.run();
 }
 
-db::Result<void> Store::addDispatchCount(int64_t source_id, std::optional<int64_t> pid,
-                                         const std::string& kernel, int64_t n, int64_t first_line,
+db::Result<void> Store::addDispatchCount(int64_t source_id,
+                                         std::optional<int64_t> pid,
+                                         const std::string& kernel,
+                                         int64_t n,
+                                         int64_t first_line,
                                          int64_t last_line) {
     auto k = kernelId(kernel);
     if (!k) return std::unexpected(k.error());
-    insCount_.bind(1, source_id).bind(2, pid).bind(3, *k).bind(4, n).bind(5, first_line).bind(6, last_line);
+    insCount_.bind(1, source_id)
+        .bind(2, pid)
+        .bind(3, *k)
+        .bind(4, n)
+        .bind(5, first_line)
+        .bind(6, last_line);
     return insCount_.run();
 }
 
@@ -212,7 +256,8 @@ db::Result<void> Store::replaceIncidents(const std::vector<IncidentRecord>& inci
         "INSERT INTO incidents(kind, vendor, address, pid, process, reason, kernel, signature, "
         "first_evidence) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)");
     auto mem = db_.prepare(
-        "INSERT OR IGNORE INTO incident_evidence(incident_id, evidence_id, role, link) VALUES(?1,?2,?3,?4)");
+        "INSERT OR IGNORE INTO incident_evidence(incident_id, evidence_id, role, link) "
+        "VALUES(?1,?2,?3,?4)");
     if (!ins) return std::unexpected(ins.error());
     if (!mem) return std::unexpected(mem.error());
     for (const auto& inc : incidents) {

@@ -15,27 +15,27 @@ namespace gpufault {
 
 /// How an input stream is recognised again: device + inode + a fingerprint of its first bytes.
 struct SourceIdentity {
-    std::string path;                 ///< as given to `ingest` ("-" for stdin)
-    std::string kind = "file";        ///< file | stdin | kmsg | journal
+    std::string path;           ///< as given to `ingest` ("-" for stdin)
+    std::string kind = "file";  ///< file | stdin | kmsg | journal
     std::optional<int64_t> device;
     std::optional<int64_t> inode;
-    std::string fingerprint;          ///< hex hash of the first bytes (up to 4 KiB)
+    std::string fingerprint;  ///< hex hash of the first bytes (up to 4 KiB)
 };
 
 /// A source's checkpoint: where a (resumed) ingest starts.
 struct SourceState {
     int64_t id = 0;
-    int64_t offset = 0;               ///< bytes: start of the oldest unfinished block
-    int64_t line = 0;                 ///< lines before `offset`
-    int64_t max_line = 0;             ///< highest line whose context (dispatch counts) is stored
-    bool complete = false;            ///< the whole stream was ingested
+    int64_t offset = 0;     ///< bytes: start of the oldest unfinished block
+    int64_t line = 0;       ///< lines before `offset`
+    int64_t max_line = 0;   ///< highest line whose context (dispatch counts) is stored
+    bool complete = false;  ///< the whole stream was ingested
 };
 
 /// One correlated incident, as written by correlate/ (ids are assigned by the store).
 struct IncidentMember {
     int64_t evidence_id = 0;
-    std::string role;                 ///< "member" | "context"
-    std::string link;                 ///< why it joined ("first", "same 2 MiB region 0x...", ...)
+    std::string role;  ///< "member" | "context"
+    std::string link;  ///< why it joined ("first", "same 2 MiB region 0x...", ...)
 };
 struct IncidentRecord {
     std::string kind;
@@ -52,7 +52,7 @@ struct IncidentRecord {
 /// Read/write access to the store. Opening read-write creates the file and applies migrations
 /// (`PRAGMA user_version`); read-only never changes the file.
 class Store {
-public:
+  public:
     enum class Mode { ReadOnly, ReadWrite };
 
     /// Opens (and for ReadWrite creates/migrates) the store at `path`. Errors name the path.
@@ -69,11 +69,15 @@ public:
     db::Result<void> addEvidence(int64_t source_id, const Evidence& e);
     /// Inserts a dispatch row (kept only in the window before faults); returns its id.
     db::Result<int64_t> addDispatch(int64_t source_id, const Dispatch& d);
-    db::Result<void> addOperand(int64_t source_id, const Operand& o,
+    db::Result<void> addOperand(int64_t source_id,
+                                const Operand& o,
                                 std::optional<int64_t> dispatch_id);
     /// Adds `n` dispatches of `kernel` by `pid` seen between `first_line` and `last_line`.
-    db::Result<void> addDispatchCount(int64_t source_id, std::optional<int64_t> pid,
-                                      const std::string& kernel, int64_t n, int64_t first_line,
+    db::Result<void> addDispatchCount(int64_t source_id,
+                                      std::optional<int64_t> pid,
+                                      const std::string& kernel,
+                                      int64_t n,
+                                      int64_t first_line,
                                       int64_t last_line);
     db::Result<void> addWarning(int64_t source_id, const Warning& w);
     /// Commits a checkpoint (call inside the transaction that stored the evidence before it).
@@ -84,7 +88,7 @@ public:
     db::Db& db() { return db_; }
     const std::string& path() const { return path_; }
 
-private:
+  private:
     Store(db::Db db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
     db::Result<void> migrate();
     db::Result<void> prepareWriters();
@@ -93,7 +97,8 @@ private:
     db::Db db_;
     std::string path_;
     std::unordered_map<std::string, int64_t> kernelIds_;  ///< cache of kernels(name → id)
-    db::Stmt insEvidence_, insDispatch_, insOperand_, insCount_, insKernel_, selKernel_, insWarning_;
+    db::Stmt insEvidence_, insDispatch_, insOperand_, insCount_, insKernel_, selKernel_,
+        insWarning_;
 };
 
 /// Trailing zero bits of an address (64 for 0).

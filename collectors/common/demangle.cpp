@@ -7,7 +7,8 @@
 namespace gpufault {
 
 std::string demangle(std::string_view name) {
-    if (name.size() < 3 || name.substr(0, 2) != "_Z" || name.size() > 4096) return std::string(name);
+    if (name.size() < 3 || name.substr(0, 2) != "_Z" || name.size() > 4096)
+        return std::string(name);
     std::string mangled(name);
     int status = 0;
     char* out = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
@@ -26,7 +27,8 @@ std::string shortKernelName(std::string_view name, size_t max) {
     if (!d.empty() && d.back() == ')') {
         int depth = 0;
         for (size_t i = d.size(); i-- > 0;) {
-            if (d[i] == ')') ++depth;
+            if (d[i] == ')')
+                ++depth;
             else if (d[i] == '(' && --depth == 0) {
                 d.resize(i);
                 break;

@@ -31,7 +31,9 @@ std::optional<Kind> kindFromName(std::string_view name) {
     return std::nullopt;
 }
 
-bool opensIncident(Kind k) { return k != Kind::GpuReset && k != Kind::AllocFailure; }
+bool opensIncident(Kind k) {
+    return k != Kind::GpuReset && k != Kind::AllocFailure;
+}
 
 void Evidence::setAttr(std::string key, std::string value) {
     for (auto& kv : attrs) {

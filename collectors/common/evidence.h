@@ -34,9 +34,10 @@ bool opensIncident(Kind k);
 
 /// What a line says about time. Any subset may be set.
 struct TimeInfo {
-    std::optional<double> kernel_s;      ///< seconds since boot: `[ 4778.915423]`, kmsg usec / 1e6
-    std::optional<std::string> wall;     ///< `YYYY-MM-DDTHH:MM:SS` or `MM-DDTHH:MM:SS`-less forms as printed
-    std::optional<int64_t> runtime_us;   ///< AMD_LOG_LEVEL monotonic stamp, microseconds
+    std::optional<double> kernel_s;  ///< seconds since boot: `[ 4778.915423]`, kmsg usec / 1e6
+    std::optional<std::string>
+        wall;  ///< `YYYY-MM-DDTHH:MM:SS` or `MM-DDTHH:MM:SS`-less forms as printed
+    std::optional<int64_t> runtime_us;  ///< AMD_LOG_LEVEL monotonic stamp, microseconds
 
     bool empty() const { return !kernel_s && !wall && !runtime_us; }
 };
@@ -45,33 +46,34 @@ struct TimeInfo {
 /// A field the text does not state stays nullopt: never guessed, never defaulted.
 struct Evidence {
     Kind kind = Kind::RuntimeError;
-    std::optional<std::string> vendor;        ///< "amd" | "nvidia"
-    uint64_t line = 0;                        ///< 1-based line where the record starts
+    std::optional<std::string> vendor;  ///< "amd" | "nvidia"
+    uint64_t line = 0;                  ///< 1-based line where the record starts
     TimeInfo time;
-    std::optional<uint64_t> address;          ///< fault address (normalised, see evidence.md)
+    std::optional<uint64_t> address;  ///< fault address (normalised, see evidence.md)
     std::optional<bool> address_exact;
-    std::optional<std::string> pci;           ///< DDDD:BB:DD.F
-    std::optional<int64_t> gpu_node;          ///< ROCr "GPU node-N"
+    std::optional<std::string> pci;   ///< DDDD:BB:DD.F
+    std::optional<int64_t> gpu_node;  ///< ROCr "GPU node-N"
     std::optional<int64_t> pid;
     std::optional<std::string> process;
-    std::optional<int64_t> tid;               ///< kernel thread id only
+    std::optional<int64_t> tid;  ///< kernel thread id only
     std::optional<std::string> thread;
-    std::optional<std::string> runtime_tid;   ///< AMD_LOG_LEVEL `tid:0x...` handle (not a kernel tid)
+    std::optional<std::string>
+        runtime_tid;  ///< AMD_LOG_LEVEL `tid:0x...` handle (not a kernel tid)
     std::optional<int64_t> vmid;
     std::optional<int64_t> pasid;
     std::optional<std::string> hub;
     std::optional<bool> retry;
     std::optional<std::string> client;
     std::optional<int64_t> status;
-    std::optional<std::string> access;        ///< "read" | "write" | "execute"
+    std::optional<std::string> access;  ///< "read" | "write" | "execute"
     std::optional<std::string> reason;
     std::optional<int64_t> xid;
     std::optional<std::string> kernel;
     std::optional<std::string> module;
     std::optional<uint64_t> module_offset;
     std::optional<int64_t> rank;
-    std::string raw;                          ///< the record's text as read (first 4 KiB)
-    uint32_t count = 1;                       ///< identical records folded into this one
+    std::string raw;     ///< the record's text as read (first 4 KiB)
+    uint32_t count = 1;  ///< identical records folded into this one
     /// Further producer fields, kept as strings (e.g. "ring", "src_id", "ih_client",
     /// "die", "access_size", "nearest_alloc", "nearest_alloc_size", "callbacks_suppressed").
     std::vector<std::pair<std::string, std::string>> attrs;
@@ -86,8 +88,8 @@ struct Evidence {
 struct DispatchArg {
     int index = 0;
     uint64_t ptr = 0;
-    std::optional<uint64_t> obj_lo;   ///< allocation start
-    std::optional<uint64_t> obj_hi;   ///< allocation end (exclusive)
+    std::optional<uint64_t> obj_lo;  ///< allocation start
+    std::optional<uint64_t> obj_hi;  ///< allocation end (exclusive)
 };
 
 /// One kernel dispatch (`ShaderName : NAME`) with the argument lines logged before it.
@@ -95,8 +97,8 @@ struct Dispatch {
     uint64_t line = 0;
     TimeInfo time;
     std::optional<int64_t> pid;
-    std::string runtime_tid;          ///< AMD log tid handle, "" when the layout has none
-    std::string kernel;               ///< ShaderName as printed (mangled)
+    std::string runtime_tid;  ///< AMD log tid handle, "" when the layout has none
+    std::string kernel;       ///< ShaderName as printed (mangled)
     std::vector<DispatchArg> args;
 };
 
@@ -111,7 +113,7 @@ struct Operand {
     uint64_t end = 0;                 ///< exclusive
     std::optional<uint64_t> arg_ptr;  ///< for HIP args: the pointer passed (inside [ptr,end))
     std::optional<std::string> shape, stride, dtype;
-    std::string origin;               ///< "probe" | "canonical" | "hip_arg"
+    std::string origin;  ///< "probe" | "canonical" | "hip_arg"
     std::optional<int64_t> rank;
 };
 
@@ -123,7 +125,7 @@ struct Warning {
 
 /// Where parsers deliver their records. Implemented by the ingest pipeline and by tests.
 class Sink {
-public:
+  public:
     virtual ~Sink() = default;
     virtual void evidence(Evidence&& e) = 0;
     virtual void dispatch(Dispatch&& d) = 0;
@@ -133,7 +135,7 @@ public:
 
 /// A Sink that keeps everything in vectors (tests, small tools).
 class CollectSink : public Sink {
-public:
+  public:
     std::vector<Evidence> evidences;
     std::vector<Dispatch> dispatches;
     std::vector<Operand> operands;

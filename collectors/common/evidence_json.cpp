@@ -28,7 +28,8 @@ nlohmann::json toJson(const Evidence& e) {
     j["time"] = toJson(e.time);
     j["address"] = e.address ? nlohmann::json(text::hexAddr(*e.address)) : nlohmann::json(nullptr);
     j["address_exact"] = opt(e.address_exact);
-    j["align_2mib"] = e.address ? nlohmann::json(*e.address % 0x200000 == 0) : nlohmann::json(nullptr);
+    j["align_2mib"] =
+        e.address ? nlohmann::json(*e.address % 0x200000 == 0) : nlohmann::json(nullptr);
     j["pci"] = opt(e.pci);
     j["gpu_node"] = opt(e.gpu_node);
     j["pid"] = opt(e.pid);
@@ -47,8 +48,8 @@ nlohmann::json toJson(const Evidence& e) {
     j["xid"] = opt(e.xid);
     j["kernel"] = opt(e.kernel);
     j["module"] = opt(e.module);
-    j["module_offset"] = e.module_offset ? nlohmann::json(text::hexAddr(*e.module_offset))
-                                         : nlohmann::json(nullptr);
+    j["module_offset"] =
+        e.module_offset ? nlohmann::json(text::hexAddr(*e.module_offset)) : nlohmann::json(nullptr);
     j["rank"] = opt(e.rank);
     j["count"] = e.count;
     nlohmann::json attrs = nlohmann::json::object();

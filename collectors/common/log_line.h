@@ -22,18 +22,18 @@ enum class Origin {
 /// `[rankN]:`, AMD_LOG_LEVEL prefix). `text` and `raw` point into buffers owned by the decoder
 /// and are valid only during the Matcher::feed call.
 struct LogLine {
-    uint64_t line = 0;              ///< 1-based physical line in the source
-    std::string_view text;          ///< message text, no trailing CR/LF/`^M`
-    std::string_view raw;           ///< the physical line as read (without newline)
-    TimeInfo time;                  ///< kernel_s / wall / runtime_us from the prefixes
+    uint64_t line = 0;      ///< 1-based physical line in the source
+    std::string_view text;  ///< message text, no trailing CR/LF/`^M`
+    std::string_view raw;   ///< the physical line as read (without newline)
+    TimeInfo time;          ///< kernel_s / wall / runtime_us from the prefixes
     Origin origin = Origin::Unknown;
-    std::optional<int64_t> rank;    ///< from `[rankN]:`
-    std::string_view ident;         ///< journald/syslog identifier (`kernel`, `python3`), "" if none
+    std::optional<int64_t> rank;  ///< from `[rankN]:`
+    std::string_view ident;       ///< journald/syslog identifier (`kernel`, `python3`), "" if none
     std::optional<int64_t> ident_pid;  ///< journald/syslog `ident[PID]`
     // AMD_LOG_LEVEL prefix (`:3:rocvirtual.cpp :3190: 0043127734 us: [pid:42 tid:0x..] msg`).
-    std::optional<int> amd_level;   ///< the `:N:` level, set iff the AMD log prefix was present
-    std::optional<int64_t> log_pid; ///< pid from `[pid:N tid:..]` or `N : [tid:..]`
-    std::string_view runtime_tid;   ///< `0x7f..` from `tid:0x..` / `tid: 0x..`, "" if none
+    std::optional<int> amd_level;    ///< the `:N:` level, set iff the AMD log prefix was present
+    std::optional<int64_t> log_pid;  ///< pid from `[pid:N tid:..]` or `N : [tid:..]`
+    std::string_view runtime_tid;    ///< `0x7f..` from `tid:0x..` / `tid: 0x..`, "" if none
 };
 
 /// Bytes of the record's text kept in Evidence::raw.
@@ -52,7 +52,7 @@ inline void stampFromLine(Evidence& e, const LogLine& l) {
 /// A parser for one producer format. Fed every decoded line of one stream in order; keeps only
 /// bounded state (a block in progress). Pure: no I/O, no globals.
 class Matcher {
-public:
+  public:
     virtual ~Matcher() = default;
     /// Parse one line; emit finished records to `out`.
     virtual void feed(const LogLine& line, Sink& out) = 0;

@@ -1,13 +1,15 @@
 #include "collectors/common/text.h"
 
-#include <cctype>
-
 #include <fmt/format.h>
+
+#include <cctype>
 
 namespace gpufault::text {
 
 namespace {
-bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+bool isSpace(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
 }  // namespace
 
 int hexDigit(char c) {
@@ -29,7 +31,9 @@ std::string_view trimRight(std::string_view s) {
     return s.substr(0, n);
 }
 
-std::string_view trim(std::string_view s) { return trimRight(trimLeft(s)); }
+std::string_view trim(std::string_view s) {
+    return trimRight(trimLeft(s));
+}
 
 std::optional<uint64_t> parseHex(std::string_view s, size_t* consumed, bool allow_underscore) {
     size_t i = 0;
@@ -74,7 +78,8 @@ std::optional<uint64_t> parseGroupedDec(std::string_view s, size_t* consumed) {
     size_t digits = 0;
     for (; i < s.size(); ++i) {
         char c = s[i];
-        if (c == ',' && digits > 0 && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '9') continue;
+        if (c == ',' && digits > 0 && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '9')
+            continue;
         if (c < '0' || c > '9') break;
         if (v > (UINT64_MAX - 9) / 10) return std::nullopt;
         v = v * 10 + static_cast<uint64_t>(c - '0');
@@ -85,7 +90,8 @@ std::optional<uint64_t> parseGroupedDec(std::string_view s, size_t* consumed) {
     return v;
 }
 
-std::optional<std::string_view> after(std::string_view s, std::string_view key,
+std::optional<std::string_view> after(std::string_view s,
+                                      std::string_view key,
                                       std::string_view stops) {
     size_t p = s.find(key);
     if (p == std::string_view::npos) return std::nullopt;
@@ -94,7 +100,9 @@ std::optional<std::string_view> after(std::string_view s, std::string_view key,
     return rest.substr(0, e);
 }
 
-std::string hexAddr(uint64_t v) { return fmt::format("0x{:x}", v); }
+std::string hexAddr(uint64_t v) {
+    return fmt::format("0x{:x}", v);
+}
 
 std::optional<std::string> normalizePci(std::string_view s) {
     if (startsWith(s, "PCI:")) s.remove_prefix(4);
@@ -125,7 +133,8 @@ std::optional<std::string> normalizePci(std::string_view s) {
     } else {
         dev = rest;
     }
-    if (domain.size() != 4 || bus.size() != 2 || dev.size() != 2 || fn.size() != 1) return std::nullopt;
+    if (domain.size() != 4 || bus.size() != 2 || dev.size() != 2 || fn.size() != 1)
+        return std::nullopt;
     if (!isHex(domain) || !isHex(bus) || !isHex(dev) || !isHex(fn)) return std::nullopt;
     std::string out = fmt::format("{}:{}:{}.{}", domain, bus, dev, fn);
     for (auto& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));

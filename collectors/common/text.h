@@ -14,7 +14,9 @@ std::string_view trimLeft(std::string_view s);
 std::string_view trimRight(std::string_view s);
 
 /// True when `s` starts/ends with `p`.
-inline bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+inline bool startsWith(std::string_view s, std::string_view p) {
+    return s.substr(0, p.size()) == p;
+}
 inline bool endsWith(std::string_view s, std::string_view p) {
     return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
@@ -25,7 +27,8 @@ int hexDigit(char c);
 /// Parses hex digits at the start of `s` (an optional `0x`/`0X` is skipped; `_` separators as
 /// in NVIDIA's `0x17_00592000` are accepted when `allow_underscore`). On success returns the
 /// value and sets `*consumed` to the characters used. Fails on no digits or overflow past 64 bits.
-std::optional<uint64_t> parseHex(std::string_view s, size_t* consumed = nullptr,
+std::optional<uint64_t> parseHex(std::string_view s,
+                                 size_t* consumed = nullptr,
                                  bool allow_underscore = false);
 /// Parses decimal digits at the start of `s` (optional leading '-'). Fails on no digits/overflow.
 std::optional<int64_t> parseDec(std::string_view s, size_t* consumed = nullptr);
@@ -34,7 +37,8 @@ std::optional<uint64_t> parseGroupedDec(std::string_view s, size_t* consumed = n
 
 /// The text after the first occurrence of `key` up to the first char in `stops` (or end).
 /// nullopt when `key` does not occur.
-std::optional<std::string_view> after(std::string_view s, std::string_view key,
+std::optional<std::string_view> after(std::string_view s,
+                                      std::string_view key,
                                       std::string_view stops = " ");
 
 /// `0x` + lowercase hex, no padding.

@@ -1,10 +1,9 @@
 // Bad input and exit codes through the built binary: missing files leave the store untouched,
 // junk never crashes, re-ingesting never duplicates, unknown ids exit 1.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "tests/support/fixture_check.h"
 #include "tests/support/process.h"
@@ -12,7 +11,8 @@
 namespace gpufault::testing {
 namespace {
 
-const std::string kCase013 = GPUFAULT_SOURCE_DIR "/tests/data/real/013-comfyui-journal-coredump-interleaved.txt";
+const std::string kCase013 =
+    GPUFAULT_SOURCE_DIR "/tests/data/real/013-comfyui-journal-coredump-interleaved.txt";
 
 TEST(CliErrors, MissingFileExits2AndLeavesStoreUntouched) {
     TempDir t;
@@ -47,13 +47,27 @@ TEST(CliErrors, JunkEmptyAndNulInputDoNotCrash) {
     for (int i = 0; i < 100000; ++i) junk += static_cast<char>((i * 7919) & 0xff);
     writeFile(t.file("junk.bin"), junk);
     writeFile(t.file("empty.log"), "");
-    writeFile(t.file("nul.log"), std::string(5000, '\0') + "\nMemory access fault by GPU node-1 (Agent handle: 0x1) on address 0x1000. Reason: Unknown.\n");
+    writeFile(t.file("nul.log"),
+              std::string(5000, '\0') +
+                  "\nMemory access fault by GPU node-1 (Agent handle: 0x1) on address 0x1000. "
+                  "Reason: Unknown.\n");
     std::string longLine(3 << 20, 'x');
-    writeFile(t.file("long.log"), longLine + "\nMemory access fault by GPU node-2 (Agent handle: 0x1) on address 0x2000. Reason: Unknown.\n");
-    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("junk.bin"), t.file("empty.log"),
-                  t.file("nul.log"), t.file("long.log")});
+    writeFile(t.file("long.log"),
+              longLine +
+                  "\nMemory access fault by GPU node-2 (Agent handle: 0x1) on address 0x2000. "
+                  "Reason: Unknown.\n");
+    auto r = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "ingest",
+                  t.file("junk.bin"),
+                  t.file("empty.log"),
+                  t.file("nul.log"),
+                  t.file("long.log")});
     ASSERT_EQ(r.status, 0) << r.err;
-    auto ev = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json", "--kind", "rocr_memory_fault"}).out);
+    auto ev = parseJsonLines(
+        run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json", "--kind", "rocr_memory_fault"})
+            .out);
     ASSERT_EQ(ev.size(), 2u);
     EXPECT_EQ(ev[0]["address"], "0x1000");
     EXPECT_EQ(ev[1]["address"], "0x2000");
@@ -67,7 +81,8 @@ TEST(CliErrors, ExitCodes) {
     ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kCase013}).status, 0);
     EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "show", "99"}).status, 1);
     EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "show", "1"}).status, 0);
-    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--kind", "nvidia_xid"}).status, 0);
+    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--kind", "nvidia_xid"}).status,
+              0);
     EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--kind", "bogus"}).status, 2);
     EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "frobnicate"}).status, 2);
     EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("missing.db"), "events"}).status, 2);
@@ -87,12 +102,15 @@ namespace {
 
 TEST(CliIngest, StdinAndSourceFilter) {
     TempDir t;
-    std::string sh = std::string("exec ") + GPUFAULT_BIN + " --db " + t.file("db") + " ingest - < " + kCase013;
+    std::string sh =
+        std::string("exec ") + GPUFAULT_BIN + " --db " + t.file("db") + " ingest - < " + kCase013;
     auto r = run({"/bin/sh", "-c", sh});
     ASSERT_EQ(r.status, 0) << r.err;
     ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kCase013}).status, 0);
-    auto fromStdin = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json", "--source", "-"}).out);
-    auto fromFile = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json", "--source", kCase013}).out);
+    auto fromStdin = parseJsonLines(
+        run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json", "--source", "-"}).out);
+    auto fromFile = parseJsonLines(
+        run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json", "--source", kCase013}).out);
     ASSERT_EQ(fromStdin.size(), 2u);
     ASSERT_EQ(fromFile.size(), 2u);
     EXPECT_EQ(fromStdin[0]["address"], fromFile[0]["address"]);

@@ -3,13 +3,13 @@
 // A ratchet: cases listed in tests/cli/fixtures_pending.txt may still fail (they are skipped with
 // the differences printed); a listed case that passes fails the test until it is removed from
 // the list, and an unlisted case that fails is a regression.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "tests/support/fixture_check.h"
 #include "tests/support/process.h"
@@ -24,7 +24,8 @@ std::vector<std::string> cases() {
     for (auto& e : std::filesystem::directory_iterator(kData)) {
         std::string n = e.path().filename().string();
         const std::string suffix = ".expected.jsonl";
-        if (n.size() > suffix.size() && n.ends_with(suffix)) out.push_back(n.substr(0, n.size() - suffix.size()));
+        if (n.size() > suffix.size() && n.ends_with(suffix))
+            out.push_back(n.substr(0, n.size() - suffix.size()));
     }
     std::sort(out.begin(), out.end());
     return out;
@@ -64,7 +65,9 @@ TEST_P(RealFixture, EventsMatchExpected) {
     EXPECT_TRUE(problems.empty()) << name << " regressed:\n" << report;
 }
 
-INSTANTIATE_TEST_SUITE_P(Corpus, RealFixture, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Corpus,
+                         RealFixture,
+                         ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<std::string>& i) {
                              std::string s = "case_" + i.param.substr(0, 3);
                              return s;

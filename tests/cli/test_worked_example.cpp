@@ -13,7 +13,7 @@ namespace {
 const std::string kExample = GPUFAULT_SOURCE_DIR "/examples/gfx1201-worked-example.log";
 
 class WorkedExample : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         auto r = run({GPUFAULT_BIN, "--db", db(), "ingest", kExample});
         ASSERT_EQ(r.status, 0) << r.err;
@@ -23,7 +23,11 @@ protected:
 };
 
 TEST_F(WorkedExample, DistancesFromTheView) {
-    auto r = run({GPUFAULT_BIN, "--db", db(), "query", "--json",
+    auto r = run({GPUFAULT_BIN,
+                  "--db",
+                  db(),
+                  "query",
+                  "--json",
                   "SELECT name, distance, from_ptr, inside, same_2mib FROM fault_operand_distance "
                   "ORDER BY name"});
     ASSERT_EQ(r.status, 0) << r.err;
@@ -54,11 +58,14 @@ TEST_F(WorkedExample, ShowAndReportPrintBytesAndGiB) {
     auto show = run({GPUFAULT_BIN, "--db", db(), "show", "1"});
     ASSERT_EQ(show.status, 0) << show.err;
     EXPECT_NE(show.out.find("2 MiB aligned: yes"), std::string::npos) << show.out;
-    EXPECT_NE(show.out.find("-4,381,900,800 B (-4.08 GiB) below ptr"), std::string::npos) << show.out;
-    EXPECT_NE(show.out.find("+1,539,178,496 B (+1.43 GiB) above end"), std::string::npos) << show.out;
+    EXPECT_NE(show.out.find("-4,381,900,800 B (-4.08 GiB) below ptr"), std::string::npos)
+        << show.out;
+    EXPECT_NE(show.out.find("+1,539,178,496 B (+1.43 GiB) above end"), std::string::npos)
+        << show.out;
     auto md = run({GPUFAULT_BIN, "--db", db(), "report", "1", "--format", "md"});
     ASSERT_EQ(md.status, 0) << md.err;
-    EXPECT_NE(md.out.find("| A | `0x00007f655ece8000` | `0x00007f65605d8000` | 26148864 | -4381900800 below ptr | -4.08 GiB | no | no |"),
+    EXPECT_NE(md.out.find("| A | `0x00007f655ece8000` | `0x00007f65605d8000` | 26148864 | "
+                          "-4381900800 below ptr | -4.08 GiB | no | no |"),
               std::string::npos)
         << md.out;
     auto js = run({GPUFAULT_BIN, "--db", db(), "report", "1", "--format", "json"});

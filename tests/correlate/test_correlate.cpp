@@ -1,12 +1,11 @@
 // Correlation v1 rules (docs/correlation.md) on constructed records, and through the binary on
 // real fixtures, including ingest-order independence.
-#include "correlate/correlate.h"
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <set>
 
-#include <gtest/gtest.h>
-
+#include "correlate/correlate.h"
 #include "tests/support/fixture_check.h"
 #include "tests/support/process.h"
 
@@ -38,7 +37,7 @@ TEST(Correlate, KernelPageAndRocrAddressInOneRegionJoinAcrossStreams) {
     auto k = rec(1, 1, Kind::AmdgpuPageFault, 10);
     k.e.address = 0x7f2a5318b000;
     k.e.address_exact = false;  // amdgpu prints the page start
-    k.e.pid = 91762;  // host pid
+    k.e.pid = 91762;            // host pid
     k.e.time.kernel_s = 100.0;
     auto r = rec(2, 2, Kind::RocrMemoryFault, 3);
     r.e.address = 0x7f2a53193000;
@@ -154,12 +153,18 @@ TEST(Correlate, LoneRecordIsAnIncident) {
 
 // Through the binary: the order of ingests does not change which records form incidents.
 std::set<std::set<std::string>> incidentsOf(const std::string& db) {
-    auto q = testing::run({GPUFAULT_BIN, "--db", db, "query", "--json",
-                           "SELECT m.incident_id AS i, s.path AS p, e.line AS l FROM incident_evidence m "
-                           "JOIN evidence e ON e.id = m.evidence_id JOIN sources s ON s.id = e.source_id"});
+    auto q = testing::run(
+        {GPUFAULT_BIN,
+         "--db",
+         db,
+         "query",
+         "--json",
+         "SELECT m.incident_id AS i, s.path AS p, e.line AS l FROM incident_evidence m "
+         "JOIN evidence e ON e.id = m.evidence_id JOIN sources s ON s.id = e.source_id"});
     std::map<int64_t, std::set<std::string>> by;
     for (auto& row : testing::parseJsonLines(q.out))
-        by[row["i"].get<int64_t>()].insert(row["p"].get<std::string>() + ":" + std::to_string(row["l"].get<int64_t>()));
+        by[row["i"].get<int64_t>()].insert(row["p"].get<std::string>() + ":" +
+                                           std::to_string(row["l"].get<int64_t>()));
     std::set<std::set<std::string>> out;
     for (auto& [i, s] : by) out.insert(s);
     return out;
@@ -167,11 +172,13 @@ std::set<std::set<std::string>> incidentsOf(const std::string& db) {
 
 TEST(CorrelateCli, IngestOrderDoesNotChangeIncidents) {
     std::string dir = GPUFAULT_SOURCE_DIR "/tests/data/real/";
-    std::vector<std::string> files = {dir + "012-llamabench-rocr-fault-plus-journalctl.txt",
-                                      dir + "067-nvidia-h200-dmesg-xid31-read-write-null-xid13-43.txt",
-                                      dir + "117-mi300x-dmesg-T-retry-faults-three-gpus-interleaved-rocr-unknown.txt"};
+    std::vector<std::string> files = {
+        dir + "012-llamabench-rocr-fault-plus-journalctl.txt",
+        dir + "067-nvidia-h200-dmesg-xid31-read-write-null-xid13-43.txt",
+        dir + "117-mi300x-dmesg-T-retry-faults-three-gpus-interleaved-rocr-unknown.txt"};
     testing::TempDir t;
-    std::vector<std::string> a = {GPUFAULT_BIN, "--db", t.file("a"), "ingest"}, b = {GPUFAULT_BIN, "--db", t.file("b"), "ingest"};
+    std::vector<std::string> a = {GPUFAULT_BIN, "--db", t.file("a"), "ingest"},
+                             b = {GPUFAULT_BIN, "--db", t.file("b"), "ingest"};
     for (auto& f : files) a.push_back(f);
     for (auto it = files.rbegin(); it != files.rend(); ++it) b.push_back(*it);
     ASSERT_EQ(testing::run(a).status, 0);

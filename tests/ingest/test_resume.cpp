@@ -1,15 +1,14 @@
 // No loss, no duplicates: an ingest killed with SIGKILL at several instants and run again must
 // leave exactly the store a single clean ingest leaves (evidence, operands, dispatch counts).
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <thread>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "tests/support/fixture_check.h"
 #include "tests/support/process.h"
@@ -23,18 +22,51 @@ std::string makeLog(int rounds) {
     std::string s;
     for (int i = 0; i < rounds; ++i) {
         uint64_t us = 1000000000ull + static_cast<uint64_t>(i) * 37;
-        s += fmt::format(":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40]  hipLaunchKernel ( 0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, 0x70536bbc2fa0, 0, stream:<null> ) \n", us);
-        s += fmt::format(":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] Arg0:   = ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]\n", us + 1, (i % 4096) * 16);
-        s += fmt::format(":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] ShaderName : Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_K{}\n", us + 2, i % 7);
+        s += fmt::format(
+            ":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40]  "
+            "hipLaunchKernel ( 0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, 0x70536bbc2fa0, 0, "
+            "stream:<null> ) \n",
+            us);
+        s += fmt::format(
+            ":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] Arg0:   "
+            "= ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]\n",
+            us + 1,
+            (i % 4096) * 16);
+        s += fmt::format(
+            ":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] "
+            "ShaderName : Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_K{}\n",
+            us + 2,
+            i % 7);
         if (i % 997 == 500) {
-            s += fmt::format("[dequant_probe] name=W{} shape=(21504, 5376) dtype=torch.bfloat16 ptr=0x7ef9{:08x} end=0x7efa{:08x}\n", i, i * 4096, i * 4096);
-            s += fmt::format("Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address 0x7f64{:08x}. Reason: Page not present or supervisor privilege.\n", i * 0x1000);
+            s += fmt::format(
+                "[dequant_probe] name=W{} shape=(21504, 5376) dtype=torch.bfloat16 "
+                "ptr=0x7ef9{:08x} end=0x7efa{:08x}\n",
+                i,
+                i * 4096,
+                i * 4096);
+            s += fmt::format(
+                "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address "
+                "0x7f64{:08x}. Reason: Page not present or supervisor privilege.\n",
+                i * 0x1000);
         }
         if (i % 1499 == 700) {
-            s += fmt::format("[ {}.000001] amdgpu 0000:c1:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:8 pasid:32772)\n", 1000 + i);
-            s += fmt::format("[ {}.000002] amdgpu 0000:c1:00.0: amdgpu:  Process python3 pid 4242 thread python3 pid 4250\n", 1000 + i);
-            s += fmt::format("[ {}.000003] amdgpu 0000:c1:00.0: amdgpu:   in page starting at address 0x00007f3a{:08x} from IH client 0x1b (UTCL2)\n", 1000 + i, i * 0x1000);
-            s += fmt::format("[ {}.000004] amdgpu 0000:c1:00.0: amdgpu: VM_L2_PROTECTION_FAULT_STATUS:0x00B01031\n", 1000 + i);
+            s += fmt::format(
+                "[ {}.000001] amdgpu 0000:c1:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 "
+                "ring:24 vmid:8 pasid:32772)\n",
+                1000 + i);
+            s += fmt::format(
+                "[ {}.000002] amdgpu 0000:c1:00.0: amdgpu:  Process python3 pid 4242 thread "
+                "python3 pid 4250\n",
+                1000 + i);
+            s += fmt::format(
+                "[ {}.000003] amdgpu 0000:c1:00.0: amdgpu:   in page starting at address "
+                "0x00007f3a{:08x} from IH client 0x1b (UTCL2)\n",
+                1000 + i,
+                i * 0x1000);
+            s += fmt::format(
+                "[ {}.000004] amdgpu 0000:c1:00.0: amdgpu: "
+                "VM_L2_PROTECTION_FAULT_STATUS:0x00B01031\n",
+                1000 + i);
             s += fmt::format("[ {}.000005] amdgpu 0000:c1:00.0: amdgpu: \t RW: 0x1\n", 1000 + i);
         }
     }
@@ -47,7 +79,8 @@ std::string dump(const std::string& db) {
     for (const char* sql :
          {"SELECT kind, line, address, pid, reason, raw FROM evidence ORDER BY line, kind",
           "SELECT line, name, ptr, end, origin FROM operands ORDER BY line, name",
-          "SELECT k.name, c.pid, c.n, c.first_line, c.last_line FROM dispatch_counts c JOIN kernels k ON k.id = c.kernel_id ORDER BY k.name",
+          "SELECT k.name, c.pid, c.n, c.first_line, c.last_line FROM dispatch_counts c JOIN "
+          "kernels k ON k.id = c.kernel_id ORDER BY k.name",
           "SELECT line, runtime_tid FROM dispatches ORDER BY line",
           "SELECT complete, max_line FROM sources"}) {
         auto r = run({GPUFAULT_BIN, "--db", db, "query", "--json", sql});
@@ -73,7 +106,13 @@ TEST(Resume, KilledIngestsResumeToTheSameStore) {
         if (pid == 0) {
             int devnull = ::open("/dev/null", O_WRONLY);
             ::dup2(devnull, 1);
-            ::execl(GPUFAULT_BIN, GPUFAULT_BIN, "--db", t.file("killed.db").c_str(), "ingest", "-q", log.c_str(),
+            ::execl(GPUFAULT_BIN,
+                    GPUFAULT_BIN,
+                    "--db",
+                    t.file("killed.db").c_str(),
+                    "ingest",
+                    "-q",
+                    log.c_str(),
                     static_cast<char*>(nullptr));
             ::_exit(127);
         }

@@ -1,9 +1,8 @@
 // The store on a real SQLite file: migrations, pragmas, idempotent inserts, the distance view.
-#include "schema/store.h"
-
 #include <gtest/gtest.h>
 
 #include "schema/queries.h"
+#include "schema/store.h"
 #include "tests/support/process.h"
 
 namespace gpufault {
@@ -87,13 +86,18 @@ TEST(Store, DistanceViewSignsAndBoundaries) {
     auto src = s->source(SourceIdentity{"a.log", "file", 1, 2, "abc"});
     ASSERT_TRUE(src);
     const uint64_t fault = 0x7f0000200000;
-    ASSERT_TRUE(s->addOperand(src->id, operand(1, "below", fault + 0x1000, fault + 0x2000), std::nullopt));
-    ASSERT_TRUE(s->addOperand(src->id, operand(2, "inside", fault - 0x10, fault + 0x10), std::nullopt));
+    ASSERT_TRUE(
+        s->addOperand(src->id, operand(1, "below", fault + 0x1000, fault + 0x2000), std::nullopt));
+    ASSERT_TRUE(
+        s->addOperand(src->id, operand(2, "inside", fault - 0x10, fault + 0x10), std::nullopt));
     ASSERT_TRUE(s->addOperand(src->id, operand(3, "at_end", fault - 0x100, fault), std::nullopt));
-    ASSERT_TRUE(s->addOperand(src->id, operand(9, "after", fault - 0x300000, fault - 0x200000), std::nullopt));
+    ASSERT_TRUE(s->addOperand(
+        src->id, operand(9, "after", fault - 0x300000, fault - 0x200000), std::nullopt));
     ASSERT_TRUE(s->addEvidence(src->id, rocr(5, fault)));
     auto d = [&](const char* name) {
-        return scalar(*s, std::string("SELECT distance FROM fault_operand_distance WHERE name = '") + name + "'");
+        return scalar(
+            *s,
+            std::string("SELECT distance FROM fault_operand_distance WHERE name = '") + name + "'");
     };
     EXPECT_EQ(d("below"), -0x1000);
     EXPECT_EQ(d("inside"), 0);
@@ -104,9 +108,13 @@ TEST(Store, DistanceViewSignsAndBoundaries) {
     EXPECT_EQ(scalar(*s, "SELECT same_2mib FROM fault_operand_distance WHERE name = 'inside'"), 1);
     EXPECT_EQ(scalar(*s, "SELECT same_2mib FROM fault_operand_distance WHERE name = 'after'"), 0);
     // Rank in time: the operand logged last before the fault (line 5) is rank 1; line 9 is after.
-    EXPECT_EQ(scalar(*s, "SELECT rank_in_time FROM fault_operand_distance WHERE name = 'at_end'"), 1);
-    EXPECT_EQ(scalar(*s, "SELECT rank_in_time FROM fault_operand_distance WHERE name = 'below'"), 3);
-    EXPECT_EQ(scalar(*s, "SELECT rank_in_time IS NULL FROM fault_operand_distance WHERE name = 'after'"), 1);
+    EXPECT_EQ(scalar(*s, "SELECT rank_in_time FROM fault_operand_distance WHERE name = 'at_end'"),
+              1);
+    EXPECT_EQ(scalar(*s, "SELECT rank_in_time FROM fault_operand_distance WHERE name = 'below'"),
+              3);
+    EXPECT_EQ(
+        scalar(*s, "SELECT rank_in_time IS NULL FROM fault_operand_distance WHERE name = 'after'"),
+        1);
 }
 
 TEST(Store, OperandsOfAnotherProcessAreNotCompared) {

@@ -1,19 +1,19 @@
 #include "tests/support/fixture_check.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdint>
 #include <optional>
 #include <set>
 #include <sstream>
 
-#include <fmt/format.h>
-
 namespace gpufault::testing {
 
 namespace {
 
-const std::set<std::string> kStrictKinds = {"amdgpu_page_fault", "rocr_memory_fault", "nvidia_xid",
-                                            "sanitizer_report", "cpu_segfault"};
+const std::set<std::string> kStrictKinds = {
+    "amdgpu_page_fault", "rocr_memory_fault", "nvidia_xid", "sanitizer_report", "cpu_segfault"};
 
 std::optional<uint64_t> hexValue(const nlohmann::json& v) {
     if (!v.is_string()) return std::nullopt;
@@ -117,9 +117,13 @@ std::vector<std::string> checkCase(const std::vector<nlohmann::json>& expected,
         const auto& act = actual[*best];
         for (auto& [k, v] : exp.items()) {
             if (!fieldEqual(k, v, act)) {
-                problems.push_back(fmt::format(
-                    "{} line {}: field '{}' expected {} got {}", kind, exp.value("line", 0), k,
-                    v.dump(), act.contains(k) ? act[k].dump() : std::string("(absent)")));
+                problems.push_back(
+                    fmt::format("{} line {}: field '{}' expected {} got {}",
+                                kind,
+                                exp.value("line", 0),
+                                k,
+                                v.dump(),
+                                act.contains(k) ? act[k].dump() : std::string("(absent)")));
             }
         }
     }

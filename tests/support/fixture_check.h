@@ -2,10 +2,9 @@
 // tests/data/real/README.md ("How a case is checked").
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace gpufault::testing {
 

@@ -7,7 +7,7 @@
 namespace gpufault::testing {
 
 struct ProcessResult {
-    int status = -1;      ///< exit status; 128+N when killed by signal N; -1 when it could not run
+    int status = -1;  ///< exit status; 128+N when killed by signal N; -1 when it could not run
     std::string out, err;
 };
 
@@ -17,13 +17,13 @@ ProcessResult run(const std::vector<std::string>& argv, int timeout_s = 60);
 
 /// A fresh temporary directory, removed by the destructor.
 class TempDir {
-public:
+  public:
     TempDir();
     ~TempDir();
     const std::string& path() const { return path_; }
     std::string file(const std::string& name) const { return path_ + "/" + name; }
 
-private:
+  private:
     std::string path_;
 };
 

@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
         for (auto& o : sink.operands)
             std::cout << "# operand line " << o.line << " " << o.name << " [" << std::hex << o.ptr
                       << "," << o.end << std::dec << ") " << o.origin << "\n";
-        for (auto& w : sink.warnings) std::cout << "# warning line " << w.line << " " << w.message << "\n";
+        for (auto& w : sink.warnings)
+            std::cout << "# warning line " << w.line << " " << w.message << "\n";
     }
     if (!expected.empty()) {
         std::ifstream ein(expected);

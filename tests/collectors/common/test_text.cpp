@@ -1,6 +1,6 @@
-#include "collectors/common/text.h"
-
 #include <gtest/gtest.h>
+
+#include "collectors/common/text.h"
 
 namespace gpufault::text {
 
@@ -10,7 +10,8 @@ TEST(Text, ParseHexAcceptsNvidiaUnderscoreForm) {
     ASSERT_TRUE(v);
     EXPECT_EQ(*v, 0x1700592000ull);
     EXPECT_EQ(used, 13u);
-    EXPECT_FALSE(parseHex("0x17_00592000", nullptr, false) == std::optional<uint64_t>(0x1700592000ull));
+    EXPECT_FALSE(parseHex("0x17_00592000", nullptr, false) ==
+                 std::optional<uint64_t>(0x1700592000ull));
 }
 
 TEST(Text, ParseHexRejectsOverflowAndEmpty) {
@@ -44,12 +45,16 @@ namespace gpufault {
 TEST(Demangle, HipKernelNames) {
     EXPECT_EQ(demangle("_Z9vectoraddPfS_S_i"), "vectoradd(float*, float*, float*, int)");
     EXPECT_EQ(shortKernelName("_Z9vectoraddPfS_S_i"), "vectoradd");
-    EXPECT_EQ(shortKernelName("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIN3c104HalfEEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_", 200),
-              "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>, at::detail::Array<char*, 1> >");
+    EXPECT_EQ(shortKernelName("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_"
+                              "11FillFunctorIN3c104HalfEEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_",
+                              200),
+              "void at::native::vectorized_elementwise_kernel<4, "
+              "at::native::FillFunctor<c10::Half>, at::detail::Array<char*, 1> >");
     // Tensile kernels are plain C identifiers; garbage stays as it is.
     EXPECT_EQ(demangle("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32"), "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32");
     EXPECT_EQ(demangle("_Zgarbage"), "_Zgarbage");
-    EXPECT_EQ(shortKernelName("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0_APM1", 20), "Cijk_Ailk_Bljk_HH...");
+    EXPECT_EQ(shortKernelName("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0_APM1", 20),
+              "Cijk_Ailk_Bljk_HH...");
 }
 
 }  // namespace gpufault
