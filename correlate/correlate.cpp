@@ -18,35 +18,96 @@ bool isKernelSide(Kind k) {
 
 namespace {
 
-/// Disjoint sets of records. A join is refused when any two records of the two sets
-/// contradict each other (two pids of one namespace, two devices, ...), so a record without a
-/// pid cannot chain two processes into one incident.
+/// What a set of records states that another set could contradict: one GPU node, device and
+/// vendor at most, the kernel (pid, tid) pairs, one pid per runtime stream, and the span of each
+/// clock. Merging two sets is refused when the union would hold a contradiction, so a record
+/// without a pid can never chain two processes into one incident. O(1) per join.
+struct Traits {
+    std::optional<int64_t> node;
+    std::optional<std::string> pci, vendor, wall;
+    std::vector<std::pair<int64_t, std::optional<int64_t>>> kernelPids;  // (pid, tid)
+    std::vector<std::pair<int64_t, int64_t>> streamPids;                 // (source, pid)
+    std::optional<double> kMin, kMax, rMin, rMax;                        // seconds
+
+    static Traits of(const StoredEvidence& s) {
+        Traits t;
+        const Evidence& e = s.e;
+        t.node = e.gpu_node;
+        t.pci = e.pci;
+        t.vendor = e.vendor;
+        if (e.pid) {
+            if (isKernelSide(e.kind)) t.kernelPids.push_back({*e.pid, e.tid});
+            else t.streamPids.push_back({s.source_id, *e.pid});
+        }
+        if (e.time.kernel_s) t.kMin = t.kMax = *e.time.kernel_s;
+        if (e.time.runtime_us) t.rMin = t.rMax = static_cast<double>(*e.time.runtime_us) / 1e6;
+        if (e.time.wall && e.time.wall->size() == 19) t.wall = e.time.wall;
+        return t;
+    }
+
+    bool conflicts(const Traits& o, double maxGap) const {
+        auto differ = [](const auto& a, const auto& b) { return a && b && *a != *b; };
+        if (differ(node, o.node) || differ(pci, o.pci) || differ(vendor, o.vendor) || differ(wall, o.wall))
+            return true;
+        for (auto& [p1, t1] : kernelPids)
+            for (auto& [p2, t2] : o.kernelPids)
+                if (p1 != p2 && !(t1 && *t1 == p2) && !(t2 && *t2 == p1)) return true;
+        for (auto& [s1, p1] : streamPids)
+            for (auto& [s2, p2] : o.streamPids)
+                if (s1 == s2 && p1 != p2) return true;
+        auto span = [&](const auto& lo1, const auto& hi1, const auto& lo2, const auto& hi2) {
+            if (!lo1 || !lo2) return false;
+            return std::max(*hi1, *hi2) - std::min(*lo1, *lo2) > maxGap;
+        };
+        return span(kMin, kMax, o.kMin, o.kMax) || span(rMin, rMax, o.rMin, o.rMax);
+    }
+
+    void merge(const Traits& o) {
+        if (!node) node = o.node;
+        if (!pci) pci = o.pci;
+        if (!vendor) vendor = o.vendor;
+        if (!wall) wall = o.wall;
+        auto add = [](auto& into, const auto& from) {
+            for (const auto& x : from)
+                if (into.size() < 16 && std::find(into.begin(), into.end(), x) == into.end()) into.push_back(x);
+        };
+        add(kernelPids, o.kernelPids);
+        add(streamPids, o.streamPids);
+        auto widen = [](auto& lo, auto& hi, const auto& olo, const auto& ohi) {
+            if (!olo) return;
+            lo = lo ? std::min(*lo, *olo) : *olo;
+            hi = hi ? std::max(*hi, *ohi) : *ohi;
+        };
+        widen(kMin, kMax, o.kMin, o.kMax);
+        widen(rMin, rMax, o.rMin, o.rMax);
+    }
+};
+
+/// Disjoint sets of records, joined only when their Traits do not conflict.
 struct UnionFind {
     std::vector<size_t> parent;
-    std::vector<std::string> link;             // why each set root joined its parent
-    std::vector<std::vector<size_t>> members;  // per root
-    explicit UnionFind(size_t n) : parent(n), link(n), members(n) {
+    std::vector<std::string> link;  // why each set root joined its parent
+    std::vector<Traits> traits;     // per root
+    double maxGap;
+    UnionFind(const std::vector<const StoredEvidence*>& recs, double gap)
+        : parent(recs.size()), link(recs.size()), maxGap(gap) {
         std::iota(parent.begin(), parent.end(), 0);
-        for (size_t i = 0; i < n; ++i) members[i] = {i};
+        traits.reserve(recs.size());
+        for (auto* r : recs) traits.push_back(Traits::of(*r));
     }
     size_t find(size_t x) {
         while (parent[x] != x) x = parent[x] = parent[parent[x]];
         return x;
     }
-    // Joins b's set into a's (the earlier record stays the root) unless `conflict(i, j)` holds
-    // for a pair of their members.
-    template <typename Conflict>
-    void join(size_t a, size_t b, std::string why, Conflict&& conflict) {
+    // Joins b's set into a's (the earlier record stays the root) unless they conflict.
+    void join(size_t a, size_t b, std::string why) {
         size_t ra = find(a), rb = find(b);
-        if (ra == rb) return;
-        for (size_t i : members[ra])
-            for (size_t j : members[rb])
-                if (conflict(i, j)) return;
+        if (ra == rb || traits[ra].conflicts(traits[rb], maxGap)) return;
         if (rb < ra) std::swap(ra, rb);
         parent[rb] = ra;
         link[rb] = std::move(why);
-        members[ra].insert(members[ra].end(), members[rb].begin(), members[rb].end());
-        members[rb].clear();
+        traits[ra].merge(traits[rb]);
+        traits[rb] = Traits{};
     }
 };
 
@@ -205,15 +266,14 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
     std::sort(faults.begin(), faults.end(), order);
     std::sort(context.begin(), context.end(), order);
 
-    UnionFind uf(faults.size());
+    UnionFind uf(faults, rules.max_gap_s);
     Linker linker{faults, rules};
-    auto conflict = [&](size_t i, size_t j) { return linker.contradicts(*faults[i], *faults[j]); };
     // Same stream: each record against its recent predecessors.
     for (size_t i = 0; i < faults.size(); ++i) {
         size_t lo = i > static_cast<size_t>(rules.neighbours) ? i - rules.neighbours : 0;
         for (size_t j = i; j-- > lo;) {
             if (faults[j]->source_id != faults[i]->source_id) break;
-            if (auto w = linker.why(*faults[j], *faults[i]); !w.empty()) uf.join(j, i, w, conflict);
+            if (auto w = linker.why(*faults[j], *faults[i]); !w.empty()) uf.join(j, i, w);
         }
     }
     // Across streams: records naming addresses in one 2 MiB region.
@@ -226,7 +286,7 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
             for (size_t b = a + 1; b < idx.size() && b < a + 64; ++b)
                 if (faults[idx[a]]->source_id != faults[idx[b]]->source_id)
                     if (auto w = linker.why(*faults[idx[a]], *faults[idx[b]]); !w.empty())
-                        uf.join(idx[a], idx[b], w, conflict);
+                        uf.join(idx[a], idx[b], w);
 
     std::map<size_t, std::vector<size_t>> groups;  // root → members, root first
     for (size_t i = 0; i < faults.size(); ++i) groups[uf.find(i)].push_back(i);

@@ -266,7 +266,9 @@ db::Result<IngestSummary> ingestFile(Store& store,
 }
 
 db::Result<size_t> recorrelate(Store& store) {
-    auto ev = queryEvidence(store.db());
+    EvidenceFilter f;
+    f.with_text = false;  // correlation needs neither attrs nor raw
+    auto ev = queryEvidence(store.db(), f);
     if (!ev) return std::unexpected(ev.error());
     auto incidents = correlate(*ev);
     if (auto r = store.begin(); !r) return std::unexpected(r.error());

@@ -24,6 +24,7 @@ struct EvidenceFilter {
     std::optional<std::string> kind;
     std::optional<std::string> source;  ///< path as given to ingest, or a trailing part of it
     std::optional<int64_t> incident;    ///< members and context of one incident
+    bool with_text = true;  ///< false: attrs and raw are left empty
 };
 
 /// Evidence ordered by source (first ingest first) then line.

@@ -216,3 +216,23 @@ TEST(Correlate, AllocationFailureIsContextWithItsTimeGap) {
 
 }  // namespace
 }  // namespace gpufault
+
+namespace gpufault {
+namespace {
+
+// A storm of records that all join one incident stays linear: the set-level contradiction check
+// is O(1) per join (it was all pairs of members, quadratic).
+TEST(Correlate, StormOfOneDeviceIsOneIncidentInLinearTime) {
+    std::vector<StoredEvidence> ev;
+    for (int i = 0; i < 100000; ++i) {
+        auto r = rec(i + 1, 1, Kind::AmdgpuPageFault, static_cast<uint64_t>(i + 1));
+        r.e.pci = "0000:03:00.0";
+        ev.push_back(std::move(r));
+    }
+    auto inc = correlate(ev);
+    ASSERT_EQ(inc.size(), 1u);
+    EXPECT_EQ(inc[0].members.size(), 100000u);
+}
+
+}  // namespace
+}  // namespace gpufault
