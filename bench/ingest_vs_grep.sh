@@ -12,15 +12,17 @@ trap 'rm -rf "$work"' EXIT
 log=$work/amd.log
 "$build/bench/gen_amdlog" "$size" "$log"
 cat "$log" > /dev/null  # warm cache
-t() { local s e; s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N); awk -v a="$s" -v b="$e" 'BEGIN{printf "%.2f", b-a}'; }
+# Output goes to a file: GNU grep stops at the first match when its output is /dev/null.
+t() { local s e; s=$(date +%s.%N); "$@" > "$work/cmd.out"; e=$(date +%s.%N); awk -v a="$s" -v b="$e" 'BEGIN{printf "%.2f", b-a}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
 grep_s=$(t grep -c ShaderName "$log")
+shader_lines=$(cat "$work/cmd.out")
 wc_s=$(t wc -l "$log")
 lines=$(wc -l < "$log")
 /usr/bin/time -f '%e %M' -o "$work/time" "$build/cli/gpufault" --db "$work/db" ingest "$log" > "$work/out"
 read -r ingest_s peak_kib < "$work/time"
 echo "file            $(du -m "$log" | cut -f1) MiB, $lines lines"
-echo "grep -c         ${grep_s} s"
+echo "grep -c         ${grep_s} s   ($shader_lines ShaderName lines)"
 echo "wc -l           ${wc_s} s"
 echo "gpufault ingest ${ingest_s} s   ($(ratio "$ingest_s" "$grep_s")x grep, $(ratio "$ingest_s" "$wc_s")x wc -l)"
 echo "peak RSS        $((peak_kib / 1024)) MiB (read(2) buffers, no mapped input)"

@@ -1,6 +1,5 @@
 #include "collectors/pipeline.h"
 
-#include <cctype>
 
 #include "collectors/kernel_log/amdgpu_fault.h"
 #include "collectors/kernel_log/cpu_fault.h"
@@ -14,6 +13,12 @@
 
 namespace gpufault {
 
+namespace {
+bool isIdentChar(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+}  // namespace
+
 bool isApiTrace(const LogLine& l) {
     if (!l.amd_level || *l.amd_level != 3) return false;
     std::string_view t = l.text;
@@ -22,7 +27,7 @@ bool isApiTrace(const LogLine& l) {
     if (t.substr(i, 5) == "\x1b[32m") i += 5;  // KGRN around the function name
     while (i < t.size() && t[i] == ' ') ++i;
     const size_t id = i;
-    while (i < t.size() && (std::isalnum(static_cast<unsigned char>(t[i])) || t[i] == '_')) ++i;
+    while (i < t.size() && isIdentChar(t[i])) ++i;
     std::string_view name = t.substr(id, i - id), rest = t.substr(i);
     if (name.empty()) return false;
     if (rest.starts_with(": Returned hipSuccess")) return true;
