@@ -20,16 +20,30 @@ bool checkInputs(const std::vector<std::string>& files) {
     bool ok = true;
     for (const auto& f : files) {
         if (f == "-") continue;
-        int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
         struct stat st {};
-        if (fd < 0) {
+        if (::stat(f.c_str(), &st) != 0) {
             fmt::print(stderr, "gpufault: {}: {}\n", f, std::strerror(errno));
             ok = false;
             continue;
         }
-        if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (S_ISDIR(st.st_mode)) {
             fmt::print(stderr, "gpufault: {}: is a directory\n", f);
             ok = false;
+            continue;
+        }
+        // A FIFO or device is checked without opening it: an open would block or consume data.
+        if (!S_ISREG(st.st_mode)) {
+            if (::access(f.c_str(), R_OK) != 0) {
+                fmt::print(stderr, "gpufault: {}: {}\n", f, std::strerror(errno));
+                ok = false;
+            }
+            continue;
+        }
+        int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            fmt::print(stderr, "gpufault: {}: {}\n", f, std::strerror(errno));
+            ok = false;
+            continue;
         }
         ::close(fd);
     }

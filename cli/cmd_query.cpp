@@ -18,10 +18,10 @@ std::string csvCell(const std::optional<std::string>& v) {
 }
 }  // namespace
 
-int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv) {
+int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv, double timeout_s) {
     auto store = openForQuery(g);
     if (!store) return 2;
-    auto t = runQuery(store->db(), sql);
+    auto t = runQuery(store->db(), sql, timeout_s);
     if (!t) {
         fmt::print(stderr, "gpufault: query: {}\n", t.error().message);
         return 2;

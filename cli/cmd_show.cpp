@@ -76,7 +76,9 @@ std::string firstLines(const std::string& raw, size_t n) {
     for (size_t i = 0; i < n && start < raw.size(); ++i) {
         size_t e = raw.find('\n', start);
         out += "      " +
-               raw.substr(start, e == std::string::npos ? std::string::npos : e - start) + "\n";
+               printable(raw.substr(start, e == std::string::npos ? std::string::npos : e - start),
+                         true) +
+               "\n";
         if (e == std::string::npos) break;
         start = e + 1;
     }
@@ -101,9 +103,10 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
     if (i.address)
         fmt::print("  address    {}  {}\n", addr16(*i.address), alignmentText(*i.address));
     if (i.pid || i.process)
-        fmt::print("  process    pid {}{}\n", orDash(i.pid), i.process ? " " + *i.process : "");
-    if (i.reason) fmt::print("  reason     {}\n", *i.reason);
-    if (i.kernel) fmt::print("  kernel     {}\n", demangle(*i.kernel));
+        fmt::print(
+            "  process    pid {}{}\n", orDash(i.pid), i.process ? " " + printable(*i.process) : "");
+    if (i.reason) fmt::print("  reason     {}\n", printable(*i.reason));
+    if (i.kernel) fmt::print("  kernel     {}\n", printable(demangle(*i.kernel)));
     if (!v->dispatches.empty()) {
         const std::string& k = v->dispatches.front().d.kernel;
         std::string d = demangle(k);
@@ -117,11 +120,11 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         fmt::print("  #{} {} {}:{}{}  [{}]\n",
                    m.ev.id,
                    kindName(e.kind),
-                   m.ev.source,
+                   printable(m.ev.source),
                    e.line,
                    e.address ? "  " + addr16(*e.address) : "",
                    m.link);
-        if (auto f = facts(e); !f.empty()) fmt::print("      {}\n", f);
+        if (auto f = facts(e); !f.empty()) fmt::print("      {}\n", printable(f));
         fmt::print("{}", firstLines(e.raw, 12));
     }
     auto prim = primaryDistances(*v);
@@ -157,7 +160,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         fmt::print("  #{} {} {}:{}  [{}]\n",
                    m.ev.id,
                    kindName(m.ev.e.kind),
-                   m.ev.source,
+                   printable(m.ev.source),
                    m.ev.e.line,
                    m.link);
         fmt::print("{}", firstLines(m.ev.e.raw, 3));
@@ -213,14 +216,14 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                : vendor == "nvidia" ? "NVIDIA GPU"
                                     : "GPU",
                i.address ? " at " + addr16(*i.address) : "",
-               i.reason ? " (" + *i.reason + ")" : "");
+               i.reason ? " (" + printable(*i.reason) + ")" : "");
     fmt::print("### Summary\n\n");
     fmt::print("- Evidence: {} record(s): {}\n", i.members, i.kinds);
     if (i.address)
         fmt::print("- Fault address: `{}`; {}\n", addr16(*i.address), alignmentText(*i.address));
     if (i.pid || i.process)
-        fmt::print("- Process: {} (pid {})\n", i.process.value_or("?"), orDash(i.pid));
-    if (i.reason) fmt::print("- Reason: {}\n", *i.reason);
+        fmt::print("- Process: {} (pid {})\n", printable(i.process.value_or("?")), orDash(i.pid));
+    if (i.reason) fmt::print("- Reason: {}\n", printable(*i.reason));
     fmt::print("- Signature: `{}`\n\n", i.signature);
     fmt::print("### Faulting kernel\n\n");
     if (lastKernel)
@@ -259,11 +262,11 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     fmt::print("### Evidence\n\n");
     for (const auto& m : v->members) {
         fmt::print("`{}:{}` ({}{})\n\n```\n{}\n```\n\n",
-                   m.ev.source,
+                   printable(m.ev.source),
                    m.ev.e.line,
                    kindName(m.ev.e.kind),
                    m.role == "context" ? ", context" : "",
-                   m.ev.e.raw);
+                   printableLines(m.ev.e.raw));
     }
     fmt::print(
         "_Drafted by gpufault from the records above; please add the ROCm/CUDA, driver and kernel "

@@ -31,6 +31,6 @@ int cmdDispatches(const Global& g, bool json);
 int cmdKernels(const Global& g, bool json);
 int cmdShow(const Global& g, int64_t incident, int dispatches);
 int cmdReport(const Global& g, int64_t incident, const std::string& format);
-int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv);
+int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv, double timeout_s);
 
 }  // namespace gpufault::cli

@@ -59,6 +59,9 @@ int main(int argc, char** argv) {
     query->add_option("sql", sql, "SQL")->required();
     query->add_flag("--json", json, "JSON Lines");
     query->add_flag("--csv", csv, "CSV");
+    double timeout = 60;
+    query->add_option("--timeout", timeout, "seconds before the query is interrupted")
+        ->check(CLI::Range(0.001, 86400.0));
 
     // The first word that is not an option (or --db's value) must be a subcommand.
     for (int i = 1; i < argc; ++i) {
@@ -101,6 +104,6 @@ int main(int argc, char** argv) {
     if (*kernels) return cmdKernels(g, json);
     if (*show) return cmdShow(g, incident, lastN);
     if (*report) return cmdReport(g, incident, format);
-    if (*query) return cmdQuery(g, sql, json, csv);
+    if (*query) return cmdQuery(g, sql, json, csv, timeout);
     return 2;
 }

@@ -17,7 +17,29 @@ size_t displayWidth(const std::string& s) {
 }
 }  // namespace
 
+std::string printable(std::string_view s, bool keep_tab) {
+    std::string out;
+    out.reserve(s.size());
+    for (unsigned char c : s) {
+        if ((c < 0x20 && !(keep_tab && c == '\t')) || c == 0x7f)
+            out += fmt::format("\\x{:02x}", c);
+        else
+            out += static_cast<char>(c);
+    }
+    return out;
+}
+
 void TextTable::print(std::FILE* out) const {
+    TextTable safe{{}, {}};  // cells from logs must not drive the terminal or break rows
+    for (const auto& h : header) safe.header.push_back(printable(h));
+    for (const auto& r : rows) {
+        safe.rows.emplace_back();
+        for (const auto& c : r) safe.rows.back().push_back(printable(c));
+    }
+    safe.printSafe(out);
+}
+
+void TextTable::printSafe(std::FILE* out) const {
     bool tty = ::isatty(::fileno(out));
     if (!tty) {
         auto line = [&](const std::vector<std::string>& cells) {
@@ -76,6 +98,21 @@ std::string bytesText(uint64_t mag, const std::string& sign) {
 std::string humanBytes(int64_t b) {
     uint64_t mag = b < 0 ? static_cast<uint64_t>(-(b + 1)) + 1 : static_cast<uint64_t>(b);
     return bytesText(mag, b < 0 ? "-" : b > 0 ? "+" : "");
+}
+
+std::string printableLines(std::string_view s) {
+    std::string out;
+    size_t start = 0;
+    while (start <= s.size()) {
+        size_t e = s.find('\n', start);
+        out += printable(
+            s.substr(start, e == std::string_view::npos ? std::string_view::npos : e - start),
+            true);
+        if (e == std::string_view::npos) break;
+        out += '\n';
+        start = e + 1;
+    }
+    return out;
 }
 
 std::string sizeText(uint64_t b) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpufault::cli {
@@ -15,7 +16,16 @@ struct TextTable {
     std::vector<std::string> header;
     std::vector<std::vector<std::string>> rows;
     void print(std::FILE* out) const;
+
+  private:
+    void printSafe(std::FILE* out) const;
 };
+
+/// Text safe for a terminal and for tab-separated output: control bytes (ESC, TAB, CR, LF, …)
+/// and DEL become `\xHH`, so a log line can never drive the terminal or break a row.
+std::string printable(std::string_view s, bool keep_tab = false);
+/// printable() per line of a multi-line text, keeping the line breaks and TABs.
+std::string printableLines(std::string_view s);
 
 /// One JSON value per line; invalid UTF-8 in strings is replaced, never thrown.
 void printJsonLine(std::FILE* out, const nlohmann::json& j);

@@ -36,8 +36,10 @@ struct Traits {
         t.pci = e.pci;
         t.vendor = e.vendor;
         if (e.pid) {
-            if (isKernelSide(e.kind)) t.kernelPids.push_back({*e.pid, e.tid});
-            else t.streamPids.push_back({s.source_id, *e.pid});
+            if (isKernelSide(e.kind))
+                t.kernelPids.push_back({*e.pid, e.tid});
+            else
+                t.streamPids.push_back({s.source_id, *e.pid});
         }
         if (e.time.kernel_s) t.kMin = t.kMax = *e.time.kernel_s;
         if (e.time.runtime_us) t.rMin = t.rMax = static_cast<double>(*e.time.runtime_us) / 1e6;
@@ -47,7 +49,8 @@ struct Traits {
 
     bool conflicts(const Traits& o, double maxGap) const {
         auto differ = [](const auto& a, const auto& b) { return a && b && *a != *b; };
-        if (differ(node, o.node) || differ(pci, o.pci) || differ(vendor, o.vendor) || differ(wall, o.wall))
+        if (differ(node, o.node) || differ(pci, o.pci) || differ(vendor, o.vendor) ||
+            differ(wall, o.wall))
             return true;
         for (auto& [p1, t1] : kernelPids)
             for (auto& [p2, t2] : o.kernelPids)
@@ -69,7 +72,8 @@ struct Traits {
         if (!wall) wall = o.wall;
         auto add = [](auto& into, const auto& from) {
             for (const auto& x : from)
-                if (into.size() < 16 && std::find(into.begin(), into.end(), x) == into.end()) into.push_back(x);
+                if (into.size() < 16 && std::find(into.begin(), into.end(), x) == into.end())
+                    into.push_back(x);
         };
         add(kernelPids, o.kernelPids);
         add(streamPids, o.streamPids);

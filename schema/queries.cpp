@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 namespace gpufault {
@@ -280,9 +281,15 @@ db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
     });
 }
 
-db::Result<Table> runQuery(db::Db& d, const std::string& sql) {
+db::Result<Table> runQuery(db::Db& d, const std::string& sql, double timeout_s) {
     auto s = d.prepareOne(sql);
     if (!s) return std::unexpected(s.error());
+    if (!s->readonly())
+        return std::unexpected(db::Error{"query is read-only: this statement would write"});
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(timeout_s));
+    d.setDeadline(deadline);
     Table t;
     for (int c = 0; c < s->columns(); ++c) t.columns.emplace_back(s->columnName(c));
     for (;;) {

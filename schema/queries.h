@@ -24,7 +24,7 @@ struct EvidenceFilter {
     std::optional<std::string> kind;
     std::optional<std::string> source;  ///< path as given to ingest, or a trailing part of it
     std::optional<int64_t> incident;    ///< members and context of one incident
-    bool with_text = true;  ///< false: attrs and raw are left empty
+    bool with_text = true;              ///< false: attrs and raw are left empty
 };
 
 /// Evidence ordered by source (first ingest first) then line.
@@ -117,8 +117,9 @@ struct Table {
     std::vector<std::vector<std::optional<std::string>>> rows;
     std::vector<std::vector<int>> types;  ///< SQLITE_INTEGER/FLOAT/TEXT/NULL per cell
 };
-/// Runs exactly one read-only statement (the connection must be read-only); several statements
-/// are an error. Errors are SQLite's.
-db::Result<Table> runQuery(db::Db& d, const std::string& sql);
+/// Runs exactly one read-only statement (the connection must be read-only); several statements,
+/// a statement that writes (`VACUUM INTO`, `ATTACH`, …) and one running past `timeout_s`
+/// seconds are errors. Other errors are SQLite's.
+db::Result<Table> runQuery(db::Db& d, const std::string& sql, double timeout_s = 60);
 
 }  // namespace gpufault

@@ -69,6 +69,7 @@ Db& Db::operator=(Db&& o) noexcept {
     if (this != &o) {
         if (db_) sqlite3_close_v2(db_);
         db_ = o.db_;
+        deadline_ = std::move(o.deadline_);
         o.db_ = nullptr;
     }
     return *this;
@@ -90,6 +91,38 @@ Result<Db> Db::open(const std::string& path, bool readonly, bool create) {
     }
     sqlite3_busy_timeout(h, 5000);
     sqlite3_extended_result_codes(h, 1);
+    return Db(h);
+}
+
+void Db::setDeadline(std::chrono::steady_clock::time_point deadline) {
+    if (!deadline_) deadline_ = std::make_unique<std::chrono::steady_clock::time_point>();
+    *deadline_ = deadline;
+    sqlite3_progress_handler(
+        db_,
+        10000,
+        [](void* p) -> int {
+            return std::chrono::steady_clock::now() >
+                   *static_cast<std::chrono::steady_clock::time_point*>(p);
+        },
+        deadline_.get());
+}
+
+Result<Db> Db::openImmutable(const std::string& path) {
+    std::string uri = "file:";
+    for (unsigned char c : path) {
+        if (c == '%' || c == '?' || c == '#' || c < 0x21 || c >= 0x7f)
+            uri += fmt::format("%{:02X}", c);
+        else
+            uri += static_cast<char>(c);
+    }
+    uri += "?immutable=1";
+    sqlite3* h = nullptr;
+    int rc = sqlite3_open_v2(uri.c_str(), &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+    if (rc != SQLITE_OK) {
+        std::string msg = h ? sqlite3_errmsg(h) : sqlite3_errstr(rc);
+        if (h) sqlite3_close_v2(h);
+        return std::unexpected(Error{fmt::format("{}: cannot open store: {}", path, msg)});
+    }
     return Db(h);
 }
 

@@ -3,8 +3,10 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdint>
 #include <expected>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +65,8 @@ class Stmt {
         return isNull(col) ? std::nullopt : std::optional<std::string>(str(col));
     }
     int columns() const { return sqlite3_column_count(s_); }
+    /// True when the statement makes no direct change to the database file.
+    bool readonly() const { return sqlite3_stmt_readonly(s_) != 0; }
     const char* columnName(int col) const { return sqlite3_column_name(s_, col); }
     int columnType(int col) const { return sqlite3_column_type(s_, col); }
 
@@ -75,7 +79,7 @@ class Stmt {
 class Db {
   public:
     Db() = default;
-    Db(Db&& o) noexcept : db_(o.db_) { o.db_ = nullptr; }
+    Db(Db&& o) noexcept : db_(o.db_), deadline_(std::move(o.deadline_)) { o.db_ = nullptr; }
     Db& operator=(Db&& o) noexcept;
     Db(const Db&) = delete;
     Db& operator=(const Db&) = delete;
@@ -83,6 +87,9 @@ class Db {
 
     /// Opens `path`; `create` makes the file when missing. Sets a 5 s busy timeout.
     static Result<Db> open(const std::string& path, bool readonly, bool create);
+    /// Opens `path` read-only as immutable (no locks, no -shm/-wal): for readers that cannot
+    /// write the store's directory. Changes made after opening are not seen.
+    static Result<Db> openImmutable(const std::string& path);
     /// Prepares a statement (parameters bound later).
     Result<Stmt> prepare(std::string_view sql);
     /// Prepares exactly one statement: trailing SQL after it is an error.
@@ -90,12 +97,16 @@ class Db {
     /// Runs SQL without parameters (schema scripts, pragmas, BEGIN/COMMIT).
     Result<void> exec(std::string_view sql);
     sqlite3* handle() const { return db_; }
+    /// Interrupts statements that run past `deadline` (checked every 10 000 VM steps).
+    void setDeadline(std::chrono::steady_clock::time_point deadline);
     int64_t lastInsertId() const { return sqlite3_last_insert_rowid(db_); }
     int changes() const { return sqlite3_changes(db_); }
 
   private:
     explicit Db(sqlite3* db) : db_(db) {}
     sqlite3* db_ = nullptr;
+    /// On the heap so the progress handler's pointer survives moves of the Db.
+    std::unique_ptr<std::chrono::steady_clock::time_point> deadline_;
 };
 
 }  // namespace gpufault::db

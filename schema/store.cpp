@@ -21,6 +21,19 @@ db::Result<Store> Store::open(const std::string& path, Mode mode) {
         auto st = s.db_.prepare("PRAGMA user_version");
         if (!st) return std::unexpected(st.error());
         auto row = st->step();
+        if (!row) {
+            // A WAL store in a directory this user cannot write (the system store read by a
+            // member of its group) cannot create its -shm file: read the file as immutable.
+            st->reset();
+            auto imm = db::Db::openImmutable(path);
+            if (imm) {
+                Store t(std::move(*imm), path);
+                auto st2 = t.db_.prepare("PRAGMA user_version");
+                if (st2 && st2->step().value_or(false) && st2->i64(0) > 0 &&
+                    st2->i64(0) <= static_cast<int64_t>(migrations().size()))
+                    return t;
+            }
+        }
         if (!row)
             return std::unexpected(
                 db::Error{fmt::format("{}: not a gpufault store ({})", path, row.error().message)});

@@ -2,6 +2,7 @@
 // junk never crashes, re-ingesting never duplicates, unknown ids exit 1.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include <string>
 
@@ -115,6 +116,62 @@ TEST(CliIngest, StdinAndSourceFilter) {
     ASSERT_EQ(fromFile.size(), 2u);
     EXPECT_EQ(fromStdin[0]["address"], fromFile[0]["address"]);
     EXPECT_EQ(fromStdin[0]["source"], "-");
+}
+
+}  // namespace
+}  // namespace gpufault::testing
+
+namespace gpufault::testing {
+namespace {
+
+TEST(CliHostile, QueryRefusesWritesAndRunaways) {
+    TempDir t;
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kCase013}).status, 0);
+    auto vac = run(
+        {GPUFAULT_BIN, "--db", t.file("db"), "query", "VACUUM INTO '" + t.file("copy.db") + "'"});
+    EXPECT_EQ(vac.status, 2);
+    EXPECT_NE(vac.err.find("would write"), std::string::npos) << vac.err;
+    EXPECT_TRUE(readFile(t.file("copy.db")).empty());
+    auto two = run({GPUFAULT_BIN, "--db", t.file("db"), "query", "SELECT 1; SELECT 2"});
+    EXPECT_EQ(two.status, 2);
+    auto slow = run(
+        {GPUFAULT_BIN,
+         "--db",
+         t.file("db"),
+         "query",
+         "--timeout",
+         "0.3",
+         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"},
+        20);
+    EXPECT_EQ(slow.status, 2);
+    EXPECT_NE(slow.err.find("interrupted"), std::string::npos) << slow.err;
+}
+
+TEST(CliHostile, TerminalEscapesInLogsAreNeutralised) {
+    TempDir t;
+    writeFile(t.file("esc.log"),
+              "[ 1.0] e\x1b]0;pwned\x07\x1b[2J[1]: segfault at 10 ip 1 sp 2 error 4\n");
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("esc.log")}).status, 0);
+    for (const char* cmd : {"show", "report"}) {
+        auto r = run({GPUFAULT_BIN, "--db", t.file("db"), cmd, "1"});
+        ASSERT_EQ(r.status, 0) << r.err;
+        EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << cmd;
+        EXPECT_NE(r.out.find("\\x1b]0;pwned"), std::string::npos) << r.out;
+    }
+    auto ev = run({GPUFAULT_BIN, "--db", t.file("db"), "events"});
+    EXPECT_EQ(ev.out.find('\x1b'), std::string::npos);
+}
+
+TEST(CliHostile, FifoIsReadNotProbed) {
+    TempDir t;
+    std::string fifo = t.file("fifo");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    std::string sh = "(sleep 0.3; cat '" + std::string(kCase013) + "' > '" + fifo + "') & exec " +
+                     GPUFAULT_BIN + " --db " + t.file("db") + " ingest " + fifo;
+    auto r = run({"/bin/sh", "-c", sh}, 20);
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto ev = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
+    EXPECT_EQ(ev.size(), 2u);
 }
 
 }  // namespace

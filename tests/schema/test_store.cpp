@@ -133,3 +133,25 @@ TEST(Store, OperandsOfAnotherProcessAreNotCompared) {
 
 }  // namespace
 }  // namespace gpufault
+
+namespace gpufault {
+namespace {
+
+// Readers that cannot write the store's directory open it as immutable (no -shm needed).
+TEST(Store, ImmutableOpenReadsACommittedStore) {
+    TempDir t;
+    {
+        auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+        ASSERT_TRUE(s);
+        auto src = s->source(SourceIdentity{"a.log", "file", 1, 2, "abc"});
+        ASSERT_TRUE(s->addEvidence(src->id, rocr(3, 0x7f6459a00000)));
+    }
+    auto d = db::Db::openImmutable(t.file("db"));
+    ASSERT_TRUE(d) << d.error().message;
+    auto st = d->prepare("SELECT count(*) FROM evidence");
+    ASSERT_TRUE(st && *st->step());
+    EXPECT_EQ(st->i64(0), 1);
+}
+
+}  // namespace
+}  // namespace gpufault
