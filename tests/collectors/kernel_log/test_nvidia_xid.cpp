@@ -4,25 +4,20 @@
 #include <vector>
 
 #include "collectors/kernel_log/nvidia_xid.h"
+#include "tests/support/matcher_feed.h"
 
 namespace gpufault {
 namespace {
 
 std::vector<Evidence> run(const std::vector<std::string>& lines) {
     auto m = makeNvidiaXidMatcher();
-    CollectSink sink;
-    uint64_t n = 0;
-    for (const auto& s : lines) {
-        LogLine l;
-        l.line = ++n;
-        l.text = s;
-        l.raw = s;
-        l.time.kernel_s = 100.0 + static_cast<double>(n);
-        l.rank = 3;
-        m->feed(l, sink);
-    }
-    m->finish(sink);
-    return sink.evidences;
+    return testing::feedMatcher(*m,
+                                lines,
+                                [](LogLine& l) {
+                                    l.time.kernel_s = 100.0 + static_cast<double>(l.line);
+                                    l.rank = 3;
+                                })
+        .evidences;
 }
 
 Evidence one(const std::string& line) {
@@ -200,11 +195,13 @@ namespace {
 
 // The body after the Xid number (the cause of an Xid 13) is kept for display as attr `message`.
 TEST(NvidiaXid, Xid13CauseIsKeptAsMessage) {
-    auto r = run({"[   41.254067] NVRM: Xid (PCI:0000:00:06): 13, Graphics SM Warp Exception on "
-                  "(GPC 1, TPC 4, SM 0): Misaligned Address"});
+    auto r =
+        run({"[   41.254067] NVRM: Xid (PCI:0000:00:06): 13, Graphics SM Warp Exception on "
+             "(GPC 1, TPC 4, SM 0): Misaligned Address"});
     ASSERT_EQ(r.size(), 1u);
     EXPECT_EQ(r[0].xid, 13);
-    EXPECT_EQ(r[0].attr("message"), "Graphics SM Warp Exception on (GPC 1, TPC 4, SM 0): Misaligned Address");
+    EXPECT_EQ(r[0].attr("message"),
+              "Graphics SM Warp Exception on (GPC 1, TPC 4, SM 0): Misaligned Address");
     EXPECT_FALSE(r[0].reason);  // reason is the MMU fault type only
 }
 

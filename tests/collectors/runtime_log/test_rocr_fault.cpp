@@ -4,23 +4,14 @@
 #include <vector>
 
 #include "collectors/runtime_log/rocr_fault.h"
+#include "tests/support/matcher_feed.h"
 
 namespace gpufault {
 namespace {
 
 std::vector<Evidence> run(const std::vector<std::string>& lines) {
     auto m = makeRocrFaultMatcher();
-    CollectSink sink;
-    uint64_t n = 0;
-    for (const auto& s : lines) {
-        LogLine l;
-        l.line = ++n;
-        l.text = s;
-        l.raw = s;
-        m->feed(l, sink);
-    }
-    m->finish(sink);
-    return sink.evidences;
+    return testing::feedMatcher(*m, lines).evidences;
 }
 
 // Constructed from "Memory access fault by GPU node-%u (Agent handle: %p) on address %p%s.

@@ -5,24 +5,14 @@
 #include <vector>
 
 #include "collectors/runtime_log/sanitizer.h"
+#include "tests/support/matcher_feed.h"
 
 namespace gpufault {
 namespace {
 
 std::vector<Evidence> run(const std::vector<std::string>& lines) {
     auto m = makeSanitizerMatcher();
-    CollectSink sink;
-    uint64_t n = 0;
-    for (const auto& s : lines) {
-        LogLine l;
-        l.line = ++n;
-        l.text = s;
-        l.raw = s;
-        l.rank = 1;
-        m->feed(l, sink);
-    }
-    m->finish(sink);
-    return sink.evidences;
+    return testing::feedMatcher(*m, lines, [](LogLine& l) { l.rank = 1; }).evidences;
 }
 
 // Layouts of FORMATS.md §9.5, constructed.
