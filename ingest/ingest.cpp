@@ -240,6 +240,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
         if (offsets.size() > 65536) offsets.pop_front();
         if (truncated) {
             ++sum.truncated_lines;
+            sink.markTruncated(lineNo);
             sink.warning(Warning{
                 lineNo, fmt::format("line longer than {} bytes: stored truncated", kMaxLine)});
         }

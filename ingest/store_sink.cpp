@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "collectors/common/demangle.h"
 
 namespace gpufault {
@@ -14,7 +16,14 @@ StoreSink::StoreSink(
       countAfter_(count_after_line),
       sum_(summary) {}
 
+void StoreSink::markTruncated(uint64_t line) {
+    truncated_.push_back(line);
+    if (truncated_.size() > 64) truncated_.pop_front();
+}
+
 void StoreSink::evidence(Evidence&& e) {
+    if (std::find(truncated_.begin(), truncated_.end(), e.line) != truncated_.end())
+        e.setAttr("truncated", "1");
     if (opensIncident(e.kind)) {
         // The context of a fault: the dispatch windows of its process (all threads of the
         // stream when the record names no process).

@@ -32,6 +32,10 @@ class StoreSink final : public Sink {
     void operand(Operand&& o) override;
     void warning(Warning&& w) override;
 
+    /// Line `line` was longer than the decoder keeps: records starting there get attr
+    /// `truncated=1` (the last 64 such lines are remembered).
+    void markTruncated(uint64_t line);
+
     /// Writes pending dispatch counts (call before each commit).
     void flushCounts();
     /// Writes every window (end of stream).
@@ -68,6 +72,7 @@ class StoreSink final : public Sink {
     };
     std::map<std::pair<int64_t, std::string>, Count> counts_;
     std::optional<db::Error> error_;
+    std::deque<uint64_t> truncated_;
 };
 
 }  // namespace gpufault

@@ -75,6 +75,21 @@ TEST(CliErrors, JunkEmptyAndNulInputDoNotCrash) {
     EXPECT_EQ(ev[1]["line"], 2);
     auto w = run({GPUFAULT_BIN, "--db", t.file("db"), "query", "SELECT message FROM warnings"});
     EXPECT_NE(w.out.find("stored truncated"), std::string::npos) << w.out;
+    // A record on an over-long line carries the flag.
+    std::string tail(2 << 20, 'y');
+    writeFile(t.file("longfault.log"),
+              tail +
+                  " Memory access fault by GPU node-3 (Agent handle: 0x1) on address 0x3000. "
+                  "Reason: Unknown.\n" +
+                  "Memory access fault by GPU node-4 (Agent handle: 0x1) on address 0x4000. "
+                  "Reason: Unknown." +
+                  std::string(2 << 20, ' ') + "\n");
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db2"), "ingest", t.file("longfault.log")}).status,
+              0);
+    auto lf = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db2"), "events", "--json"}).out);
+    ASSERT_EQ(lf.size(), 1u);  // the first fault lies beyond the 1 MiB kept of line 1
+    EXPECT_EQ(lf[0]["address"], "0x4000");
+    EXPECT_EQ(lf[0]["attrs"]["truncated"], "1");
 }
 
 TEST(CliErrors, ExitCodes) {
