@@ -51,7 +51,7 @@ class LineReader {
         }
         return std::string_view(buf_.data(), std::min(n, end_));
     }
-    /// Skips to `offset` (a seekable file was already positioned; here we drop bytes).
+    /// Tells the reader that its fd was positioned at `offset` (resume), so offsets stay absolute.
     void setBase(uint64_t offset) { base_ = offset; }
     /// Next line (without '\n'); nullopt at end. `truncated` is set for lines over kMaxLine.
     db::Result<std::optional<std::string_view>> next(uint64_t& line_offset, bool& truncated) {

@@ -87,7 +87,10 @@ void StoreSink::flushWindow(std::deque<Held>& w, uint64_t before) {
             o.line = h.d.line;
             o.time = h.d.time;
             o.pid = h.d.pid;
-            o.name = fmt::format("arg{} of {}", a.index, shortKernelName(h.d.kernel, 48));
+            // The parameter name when HIP logged one: `dst (arg2 of scatter_rows)`.
+            std::string where =
+                fmt::format("arg{} of {}", a.index, shortKernelName(h.d.kernel, 48));
+            o.name = a.name.empty() ? where : fmt::format("{} ({})", a.name, where);
             o.ptr = *a.obj_lo;
             o.end = *a.obj_hi;
             o.arg_ptr = a.ptr;

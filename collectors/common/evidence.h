@@ -87,6 +87,7 @@ struct Evidence {
 /// One pointer argument of a dispatch: HIP `ArgN: type name = ptr:0x... obj:[lo-hi]`.
 struct DispatchArg {
     int index = 0;
+    std::string name;  ///< the parameter name as logged ("" when the log shows none)
     uint64_t ptr = 0;
     std::optional<uint64_t> obj_lo;  ///< allocation start
     std::optional<uint64_t> obj_hi;  ///< allocation end (exclusive)

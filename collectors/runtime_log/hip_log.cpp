@@ -187,6 +187,7 @@ class HipLogMatcher final : public Matcher {
         std::string_view name = sp == std::string_view::npos ? decl : decl.substr(sp + 1);
         p.name = name.empty() ? "Arg" + std::to_string(*index)
                               : std::string(name.substr(0, std::min(name.size(), kMaxName)));
+        if (!name.empty()) p.arg.name = p.name;
         p.line = l.line;
         p.time = l.time;
         if (!p.time.runtime_us) p.time.runtime_us = amd.runtime_us;

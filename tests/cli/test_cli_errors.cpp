@@ -35,8 +35,6 @@ TEST(CliErrors, ReingestAddsNoDuplicates) {
     auto again = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kCase013});
     ASSERT_EQ(again.status, 0);
     EXPECT_NE(again.out.find("already ingested"), std::string::npos) << again.out;
-    // A copy of the file is another inode but the same content: still no duplicates? It is a
-    // different source, so its records are its own; the original's count stays.
     auto twice = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
     EXPECT_EQ(once.size(), twice.size());
     EXPECT_EQ(once.size(), 2u);

@@ -79,3 +79,32 @@ TEST_F(WorkedExample, ShowAndReportPrintBytesAndGiB) {
 
 }  // namespace
 }  // namespace gpufault::testing
+
+namespace gpufault::testing {
+namespace {
+
+// The constructed AMD_LOG_LEVEL=3 example: with no instrumentation, HIP's ArgN lines make the
+// operands and the last ShaderName names the kernel.
+TEST(AmdLogExample, LastKernelAndArgumentOperands) {
+    TempDir t;
+    auto in = run({GPUFAULT_BIN,
+                   "--db",
+                   t.file("db"),
+                   "ingest",
+                   GPUFAULT_SOURCE_DIR "/examples/amdlog3-scatter-fault.log"});
+    ASSERT_EQ(in.status, 0) << in.err;
+    auto rows = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "faults", "--json"}).out);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0]["address"], "0x7f3a13101000");
+    EXPECT_EQ(rows[0]["last_kernel"], "_Z12scatter_rowsPKfPKiPfi");
+    EXPECT_EQ(rows[0]["nearest_operand"], "dst (arg2 of scatter_rows)");
+    EXPECT_EQ(rows[0]["nearest_distance"].get<int64_t>(), 4096);
+    EXPECT_EQ(rows[0]["nearest_inside"], false);
+    auto d = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "dispatches", "--json"}).out);
+    ASSERT_EQ(d.size(), 2u);
+    EXPECT_EQ(d[0]["kernel"], "_Z9vectoraddPfS_S_i");
+    EXPECT_EQ(d[0]["pid"], 4242);
+}
+
+}  // namespace
+}  // namespace gpufault::testing

@@ -76,7 +76,9 @@ TEST(HipLog, ShaderNameTakesPointerArgsOfItsThread) {
     EXPECT_EQ(d.args[0].ptr, 0x7f0000001000u);
     EXPECT_EQ(d.args[0].obj_lo, 0x7f0000000000u);
     EXPECT_EQ(d.args[0].obj_hi, 0x7f0000100000u);
+    EXPECT_EQ(d.args[0].name, "a");
     EXPECT_EQ(d.args[1].index, 2);
+    EXPECT_EQ(d.args[1].name, "b");
     ASSERT_EQ(s.operands.size(), 2u);
     EXPECT_EQ(s.operands[0].origin, "hip_arg");
     EXPECT_EQ(s.operands[0].name, "a");
