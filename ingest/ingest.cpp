@@ -8,13 +8,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <vector>
 
 #include "collectors/pipeline.h"
 #include "correlate/correlate.h"
-#include "ingest/store_sink.h"
+#include "ingest/stream.h"
 
 namespace gpufault {
 
@@ -168,61 +167,29 @@ db::Result<IngestSummary> ingestFile(Store& store,
         sum.unchanged = true;
         return sum;
     }
-    uint64_t skipLines = 0;
     if (state.offset > 0 && id.kind == "file" && static_cast<uint64_t>(state.offset) <= total) {
         // Resume: reposition the file at the checkpoint.
         if (::lseek(fd.fd, state.offset, SEEK_SET) < 0)
             return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
         reader = LineReader(fd.fd);
         reader.setBase(static_cast<uint64_t>(state.offset));
-        skipLines = static_cast<uint64_t>(state.line);
         sum.resumed = !state.complete;
+    } else {
+        state.offset = state.line = 0;  // read from the start; stored lines are not duplicated
     }
 
     if (auto r = store.begin(); !r) return std::unexpected(r.error());
-    StoreSink sink(
-        store, state.id, opt.dispatch_window, static_cast<uint64_t>(state.max_line), sum);
-    TextPipeline pipe(sink);
-    // Byte offsets of recent lines, to turn "the oldest open block starts at line L" into a
-    // resumable position.
-    std::deque<std::pair<uint64_t, uint64_t>> offsets;
-    uint64_t lineNo = skipLines, pending = 0;
+    StreamIngest stream(store, state, opt.dispatch_window, sum);
     auto batchStart = std::chrono::steady_clock::now();
     auto fail = [&](const db::Error& e) -> db::Result<IngestSummary> {
         (void)store.rollback();
         return std::unexpected(db::Error{fmt::format("{}: {}", path, e.message)});
     };
     auto checkpoint = [&](bool complete) -> db::Result<void> {
-        sink.flushCounts();
-        if (sink.error()) return std::unexpected(*sink.error());
-        SourceState cp = state;
-        cp.max_line = static_cast<int64_t>(lineNo);
-        cp.complete = complete;
-        if (complete) {
-            cp.offset = static_cast<int64_t>(reader.consumed());
-            cp.line = static_cast<int64_t>(lineNo);
-        } else {
-            // Resume where the oldest unfinished block starts (it must be among the remembered
-            // line offsets, else the previous checkpoint stays), or earlier where a held
-            // dispatch of the context window starts (clamped to what is remembered).
-            std::optional<uint64_t> open;
-            for (const auto& m : pipe.matchers())
-                if (auto o = m->openSince(); o && (!open || *o < *open)) open = o;
-            uint64_t resumeLine = open ? *open : lineNo + 1;
-            if (auto held = sink.oldestHeldLine(); held && *held < resumeLine)
-                resumeLine = std::max(*held, offsets.empty() ? *held : offsets.front().first);
-            if (resumeLine > lineNo) {
-                cp.offset = static_cast<int64_t>(reader.consumed());
-                cp.line = static_cast<int64_t>(lineNo);
-            } else if (!offsets.empty() && resumeLine >= offsets.front().first) {
-                const auto& [ln, off] = offsets[resumeLine - offsets.front().first];
-                cp.offset = static_cast<int64_t>(off);
-                cp.line = static_cast<int64_t>(ln - 1);
-            }
-        }
-        if (auto r = store.setPosition(state.id, cp, static_cast<int64_t>(total)); !r) return r;
+        auto end = static_cast<int64_t>(reader.consumed());
+        if (auto r = stream.checkpoint(end, complete, static_cast<int64_t>(total)); !r) return r;
         if (auto r = store.commit(); !r) return r;
-        state = cp;
+        stream.committed();
         if (!complete)
             if (auto r = store.begin(); !r) return r;
         return {};
@@ -234,31 +201,20 @@ db::Result<IngestSummary> ingestFile(Store& store,
         auto l = reader.next(off, truncated);
         if (!l) return fail(l.error());
         if (!*l) break;
-        ++lineNo;
-        ++sum.lines;
-        offsets.emplace_back(lineNo, off);
-        if (offsets.size() > 65536) offsets.pop_front();
-        if (truncated) {
-            ++sum.truncated_lines;
-            sink.markTruncated(lineNo);
-            sink.warning(Warning{
-                lineNo, fmt::format("line longer than {} bytes: stored truncated", kMaxLine)});
-        }
-        pipe.feedLine(lineNo, **l);
-        if (++pending >= opt.batch_lines ||
+        stream.feed(**l, static_cast<int64_t>(off), truncated);
+        uint64_t pending = stream.uncommittedLines();
+        if (pending >= opt.batch_lines ||
             (pending % 1024 == 0 &&
              std::chrono::duration<double>(std::chrono::steady_clock::now() - batchStart).count() >
                  opt.batch_seconds)) {
-            if (sink.error()) return fail(*sink.error());
+            if (stream.error()) return fail(*stream.error());
             if (auto r = checkpoint(false); !r) return fail(r.error());
-            pending = 0;
             batchStart = std::chrono::steady_clock::now();
             if (opt.progress) opt.progress(reader.consumed(), total);
         }
     }
-    pipe.finish();
-    sink.flushWindows();
-    if (sink.error()) return fail(*sink.error());
+    stream.finish();
+    if (stream.error()) return fail(*stream.error());
     if (auto r = checkpoint(true); !r) return fail(r.error());
     sum.bytes = reader.consumed();
     if (opt.progress) opt.progress(sum.bytes, total);

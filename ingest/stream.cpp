@@ -1,0 +1,72 @@
+#include "ingest/stream.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace gpufault {
+
+StreamIngest::StreamIngest(Store& store,
+                           const SourceState& state,
+                           int window,
+                           IngestSummary& summary)
+    : store_(store),
+      state_(state),
+      pending_(state),
+      sum_(summary),
+      sink_(store, state.id, window, static_cast<uint64_t>(state.max_line), summary),
+      pipe_(sink_),
+      lineNo_(static_cast<uint64_t>(state.line)) {}
+
+void StreamIngest::feed(std::string_view line, int64_t position, bool truncated) {
+    ++lineNo_;
+    ++uncommitted_;
+    ++sum_.lines;
+    positions_.emplace_back(lineNo_, position);
+    if (positions_.size() > kRemembered) positions_.pop_front();
+    if (truncated) {
+        ++sum_.truncated_lines;
+        sink_.markTruncated(lineNo_);
+        sink_.warning(Warning{
+            lineNo_,
+            fmt::format("line longer than {} bytes: stored truncated", LineDecoder::kMaxLine)});
+    }
+    pipe_.feedLine(lineNo_, line);
+}
+
+void StreamIngest::finish() {
+    pipe_.finish();
+    sink_.flushWindows();
+}
+
+db::Result<void> StreamIngest::checkpoint(int64_t end, bool complete, int64_t size) {
+    sink_.flushCounts();
+    if (sink_.error()) return std::unexpected(*sink_.error());
+    SourceState cp = state_;
+    cp.max_line = static_cast<int64_t>(lineNo_);
+    cp.complete = complete;
+    // Resume where the oldest unfinished block starts (it must be among the remembered line
+    // positions, else the previous checkpoint stays), or earlier where a held dispatch of the
+    // context window starts (clamped to what is remembered).
+    std::optional<uint64_t> open;
+    if (!complete)
+        for (const auto& m : pipe_.matchers())
+            if (auto o = m->openSince(); o && (!open || *o < *open)) open = o;
+    uint64_t resumeLine = open ? *open : lineNo_ + 1;
+    if (auto held = sink_.oldestHeldLine(); !complete && held && *held < resumeLine)
+        resumeLine = std::max(*held, positions_.empty() ? *held : positions_.front().first);
+    if (resumeLine > lineNo_) {
+        cp.offset = end;
+        cp.line = static_cast<int64_t>(lineNo_);
+    } else if (!positions_.empty() && resumeLine >= positions_.front().first) {
+        const auto& [ln, pos] = positions_[resumeLine - positions_.front().first];
+        cp.offset = pos;
+        cp.line = static_cast<int64_t>(ln - 1);
+    }
+    if (auto r = store_.setPosition(state_.id, cp, size); !r) return r;
+    pending_ = cp;
+    uncommitted_ = 0;
+    return {};
+}
+
+}  // namespace gpufault

@@ -1,0 +1,61 @@
+// One input stream's lines → parsers → the open store transaction, with its checkpoint.
+// Shared by `gpufault ingest` (a whole file) and gpufaultd (tailed files, /dev/kmsg).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "collectors/pipeline.h"
+#include "ingest/ingest.h"
+#include "ingest/store_sink.h"
+#include "schema/store.h"
+
+namespace gpufault {
+
+/// Feeds the lines of one source through every matcher into the store's open transaction and
+/// computes where a restarted reader must begin so that no block is lost or duplicated: the
+/// start of the oldest block a parser has not finished, or of the oldest dispatch still held
+/// for a fault's context window. Positions are opaque to this class: byte offsets for files,
+/// sequence numbers for /dev/kmsg. Not thread-safe; one per source.
+class StreamIngest {
+  public:
+    /// `state` is the source's committed checkpoint; lines are numbered from state.line + 1.
+    StreamIngest(Store& store, const SourceState& state, int window, IngestSummary& summary);
+    StreamIngest(const StreamIngest&) = delete;
+    StreamIngest& operator=(const StreamIngest&) = delete;
+
+    /// One line (without '\n') that starts at `position`; `truncated` when it was cut at
+    /// LineDecoder::kMaxLine bytes.
+    void feed(std::string_view line, int64_t position, bool truncated);
+    /// End of stream: completes open blocks and writes every dispatch window.
+    void finish();
+    /// Writes pending dispatch counts and the checkpoint into the open transaction.
+    /// `end` is the position just after the last fed line; `complete` marks the stream done;
+    /// `size` is recorded with it (bytes, or 0). The caller commits, then calls committed().
+    db::Result<void> checkpoint(int64_t end, bool complete, int64_t size);
+    /// The transaction holding the last checkpoint() was committed.
+    void committed() { state_ = pending_; }
+
+    /// Lines fed since the last checkpoint().
+    uint64_t uncommittedLines() const { return uncommitted_; }
+    uint64_t lineNo() const { return lineNo_; }
+    /// The committed checkpoint.
+    const SourceState& state() const { return state_; }
+    /// The first store error a record met (the transaction must then be rolled back).
+    const std::optional<db::Error>& error() const { return sink_.error(); }
+
+  private:
+    static constexpr size_t kRemembered = 65536;  ///< line positions kept for checkpoints
+    Store& store_;
+    SourceState state_, pending_;
+    IngestSummary& sum_;
+    StoreSink sink_;
+    TextPipeline pipe_;
+    std::deque<std::pair<uint64_t, int64_t>> positions_;  ///< (line, position) of recent lines
+    uint64_t lineNo_ = 0, uncommitted_ = 0;
+};
+
+}  // namespace gpufault
