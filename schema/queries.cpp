@@ -131,12 +131,12 @@ db::Result<std::vector<StoredEvidence>> queryEvidence(db::Db& d, const EvidenceF
         "SELECT {} FROM evidence e JOIN sources s ON s.id = e.source_id WHERE (?1 IS NULL OR "
         "e.kind = ?1) AND (?2 IS NULL OR s.path = ?2 OR substr(s.path, -length(?2) - 1) = '/' || "
         "?2) AND (?3 IS NULL OR e.id IN (SELECT "
-        "evidence_id FROM incident_evidence WHERE incident_id = ?3)) ORDER BY e.source_id, e.line, "
-        "e.id",
+        "evidence_id FROM incident_evidence WHERE incident_id = ?3)) AND (?4 IS NULL OR e.id > ?4) "
+        "ORDER BY e.source_id, e.line, e.id",
         f.with_text ? std::string(kEvidenceColumns) : kEvidenceColumnsNoText);
     auto s = d.prepare(sql);
     if (!s) return std::unexpected(s.error());
-    s->bind(1, f.kind).bind(2, f.source).bind(3, f.incident);
+    s->bind(1, f.kind).bind(2, f.source).bind(3, f.incident).bind(4, f.after_id);
     return collect<StoredEvidence>(*s, [](const db::Stmt& st) { return readEvidence(st); });
 }
 
@@ -167,6 +167,31 @@ db::Result<std::vector<KernelCountRow>> queryKernelCounts(db::Db& d) {
     return collect<KernelCountRow>(*s, [](const db::Stmt& st) {
         return KernelCountRow{st.str(0), st.optI64(1), st.str(2), st.i64(3), st.i64(4), st.i64(5)};
     });
+}
+
+db::Result<std::vector<CountRow>> queryEvidenceByGpu(db::Db& d) {
+    auto s = d.prepare(
+        "SELECT kind, coalesce(pci, 'node-' || gpu_node, ''), count(*) FROM evidence "
+        "GROUP BY 1, 2 ORDER BY 1, 2");
+    if (!s) return std::unexpected(s.error());
+    return collect<CountRow>(
+        *s, [](const db::Stmt& st) { return CountRow{st.str(0), st.str(1), st.i64(2)}; });
+}
+
+db::Result<int64_t> maxEvidenceId(db::Db& d) {
+    auto s = d.prepare("SELECT ifnull(max(id), 0) FROM evidence");
+    if (!s) return std::unexpected(s.error());
+    auto row = s->step();
+    if (!row) return std::unexpected(row.error());
+    return s->i64(0);
+}
+
+db::Result<std::vector<CountRow>> queryIncidentsBySignature(db::Db& d) {
+    auto s = d.prepare(
+        "SELECT kind, signature, count(*) FROM incidents GROUP BY 1, 2 ORDER BY 1, 2");
+    if (!s) return std::unexpected(s.error());
+    return collect<CountRow>(
+        *s, [](const db::Stmt& st) { return CountRow{st.str(0), st.str(1), st.i64(2)}; });
 }
 
 db::Result<std::vector<IncidentRow>> queryIncidents(db::Db& d, std::optional<int64_t> id) {

@@ -24,6 +24,7 @@ struct EvidenceFilter {
     std::optional<std::string> kind;
     std::optional<std::string> source;  ///< path as given to ingest, or a trailing part of it
     std::optional<int64_t> incident;    ///< members and context of one incident
+    std::optional<int64_t> after_id;    ///< only records stored after this id (`watch`)
     bool with_text = true;              ///< false: attrs and raw are left empty
 };
 
@@ -110,6 +111,18 @@ struct FaultRow {
 };
 /// Fault-kind records (amdgpu, ROCr, Xid, sanitizer, CPU segfault) in evidence order.
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d);
+
+/// Record counts for metrics: evidence by (kind, GPU) and incidents by (kind, signature).
+/// `gpu` is the PCI address, else "node-N", else "" (a record that names no GPU).
+struct CountRow {
+    std::string kind;
+    std::string label;  ///< gpu or signature
+    int64_t n = 0;
+};
+db::Result<std::vector<CountRow>> queryEvidenceByGpu(db::Db& d);
+/// The highest evidence id (0 for an empty store).
+db::Result<int64_t> maxEvidenceId(db::Db& d);
+db::Result<std::vector<CountRow>> queryIncidentsBySignature(db::Db& d);
 
 /// A generic table for `gpufault query`: column names and rows of printable values.
 struct Table {

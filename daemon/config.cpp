@@ -1,0 +1,144 @@
+#include "daemon/config.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <toml++/toml.h>
+
+namespace gpufault::daemon {
+
+std::string ConfigError::text() const {
+    std::string s = file;
+    if (line > 0) s += fmt::format(":{}", line);
+    if (!key.empty()) s += (s.empty() ? "" : ": ") + key;
+    return s + (s.empty() ? "" : ": ") + message;
+}
+
+namespace {
+
+using Setter = std::function<std::optional<std::string>(const toml::node&, Config&)>;
+
+int lineOf(const toml::node& n) {
+    return static_cast<int>(n.source().begin.line);
+}
+
+Setter str(std::string Config::*field) {
+    return [field](const toml::node& n, Config& c) -> std::optional<std::string> {
+        auto v = n.value<std::string>();
+        if (!n.is_string() || !v) return "expected a string";
+        c.*field = *v;
+        return std::nullopt;
+    };
+}
+
+Setter boolean(bool Config::*field) {
+    return [field](const toml::node& n, Config& c) -> std::optional<std::string> {
+        if (!n.is_boolean()) return "expected true or false";
+        c.*field = *n.value<bool>();
+        return std::nullopt;
+    };
+}
+
+template <typename T>
+Setter integer(T Config::*field, int64_t lo, int64_t hi) {
+    return [=](const toml::node& n, Config& c) -> std::optional<std::string> {
+        if (!n.is_integer()) return "expected an integer";
+        int64_t v = *n.value<int64_t>();
+        if (v < lo || v > hi) return fmt::format("{} is out of range [{}, {}]", v, lo, hi);
+        c.*field = static_cast<T>(v);
+        return std::nullopt;
+    };
+}
+
+Setter globs() {
+    return [](const toml::node& n, Config& c) -> std::optional<std::string> {
+        const auto* a = n.as_array();
+        if (!a) return "expected an array of strings";
+        c.file_globs.clear();
+        for (const auto& e : *a) {
+            if (!e.is_string()) return "expected an array of strings";
+            auto g = *e.value<std::string>();
+            if (g.empty() || g[0] != '/') return fmt::format("'{}' is not an absolute path", g);
+            c.file_globs.push_back(g);
+        }
+        return std::nullopt;
+    };
+}
+
+const std::map<std::string, std::map<std::string, Setter>>& schema() {
+    constexpr int64_t kDay = 86400000;
+    static const std::map<std::string, std::map<std::string, Setter>> s = {
+        {"store",
+         {{"path", str(&Config::store_path)},
+          {"max_size_mib", integer(&Config::max_store_mib, 0, 1 << 24)},
+          {"max_age_days", integer(&Config::max_age_days, 0, 36500)}}},
+        {"commit",
+         {{"batch_lines", integer(&Config::batch_lines, 1, 10000000)},
+          {"batch_ms", integer(&Config::batch_ms, 1, 60000)},
+          {"dispatch_window", integer(&Config::dispatch_window, 1, 4096)},
+          {"correlate_ms", integer(&Config::correlate_ms, 0, kDay)}}},
+        {"kmsg", {{"enabled", boolean(&Config::kmsg)}, {"path", str(&Config::kmsg_path)}}},
+        {"files",
+         {{"globs", globs()},
+          {"poll_interval_ms", integer(&Config::poll_ms, 10, kDay)},
+          {"inotify", boolean(&Config::inotify)}}},
+        {"control", {{"socket", str(&Config::socket_path)}, {"group", str(&Config::socket_group)}}},
+        {"metrics",
+         {{"path", str(&Config::metrics_path)},
+          {"interval_ms", integer(&Config::metrics_ms, 100, kDay)}}},
+    };
+    return s;
+}
+
+}  // namespace
+
+std::expected<Config, ConfigError> parseConfig(std::string_view text, const std::string& name) {
+    Config c;
+    c.path = name;
+    toml::table root;
+    try {
+        root = toml::parse(text, std::string_view(name));
+    } catch (const toml::parse_error& e) {
+        return std::unexpected(ConfigError{
+            name, static_cast<int>(e.source().begin.line), "", std::string(e.description())});
+    }
+    const auto& sections = schema();
+    for (const auto& [skey, snode] : root) {
+        std::string section(skey.str());
+        auto it = sections.find(section);
+        if (it == sections.end())
+            return std::unexpected(
+                ConfigError{name, lineOf(snode), section, "unknown section or key"});
+        const auto* table = snode.as_table();
+        if (!table)
+            return std::unexpected(ConfigError{
+                name, lineOf(snode), section, fmt::format("expected a [{}] table", section)});
+        for (const auto& [k, node] : *table) {
+            std::string key = section + "." + std::string(k.str());
+            auto setter = it->second.find(std::string(k.str()));
+            if (setter == it->second.end())
+                return std::unexpected(ConfigError{name, lineOf(node), key, "unknown key"});
+            if (auto err = setter->second(node, c))
+                return std::unexpected(ConfigError{name, lineOf(node), key, *err});
+        }
+    }
+    if (c.store_path.empty())
+        return std::unexpected(ConfigError{name, 0, "store.path", "must not be empty"});
+    return c;
+}
+
+std::expected<Config, ConfigError> loadConfig(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::unexpected(ConfigError{path, 0, "", std::strerror(errno)});
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) return std::unexpected(ConfigError{path, 0, "", std::strerror(errno)});
+    return parseConfig(ss.str(), path);
+}
+
+}  // namespace gpufault::daemon

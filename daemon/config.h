@@ -1,0 +1,56 @@
+// gpufaultd's configuration: /etc/gpufault/gpufaultd.conf (TOML, read with toml++).
+// packaging/gpufaultd.conf is the documented default; every key is optional.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <vector>
+
+namespace gpufault::daemon {
+
+/// The daemon's settings, with the defaults of packaging/gpufaultd.conf.
+struct Config {
+    std::string path;  ///< the file it was read from ("" = built-in defaults)
+
+    std::string store_path = "/var/lib/gpufault/gpufault.db";
+    uint64_t max_store_mib = 0;  ///< above this, the oldest sources are dropped (0 = no limit)
+    uint64_t max_age_days = 0;   ///< sources older than this are dropped (0 = keep)
+
+    uint64_t batch_lines = 10000;  ///< commit after this many lines ...
+    uint64_t batch_ms = 50;        ///< ... or this long after the first uncommitted line
+    int dispatch_window = 64;      ///< dispatches kept per (process, runtime thread)
+    uint64_t correlate_ms = 1000;  ///< incidents recomputed at most this often
+
+    bool kmsg = true;
+    std::string kmsg_path = "/dev/kmsg";
+
+    std::vector<std::string> file_globs;  ///< runtime logs to tail (glob(7) patterns)
+    uint64_t poll_ms = 1000;              ///< stat polling (NFS/Lustre/GPFS: no inotify)
+    bool inotify = true;
+
+    std::string socket_path = "/run/gpufault/gpufaultd.sock";
+    std::string socket_group = "gpufault";  ///< may connect besides root ("" = root only)
+
+    std::string metrics_path;  ///< Prometheus textfile ("" = none)
+    uint64_t metrics_ms = 10000;
+};
+
+/// A configuration error: file, 1-based line (0 when unknown), key and what is wrong.
+struct ConfigError {
+    std::string file;
+    int line = 0;
+    std::string key;
+    std::string message;
+    /// "FILE:LINE: KEY: MESSAGE" (parts that are unknown are left out).
+    std::string text() const;
+};
+
+/// Parses TOML text (`name` is used in errors). Unknown keys, wrong types and out-of-range
+/// values are errors: a typo must not silently switch a source off.
+std::expected<Config, ConfigError> parseConfig(std::string_view text, const std::string& name);
+
+/// Reads and parses a configuration file; a missing or unreadable file is an error.
+std::expected<Config, ConfigError> loadConfig(const std::string& path);
+
+}  // namespace gpufault::daemon

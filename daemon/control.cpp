@@ -1,0 +1,256 @@
+#include "daemon/control.h"
+
+#include <fmt/format.h>
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "collectors/common/evidence_json.h"
+#include "daemon/daemon.h"
+#include "schema/queries.h"
+
+namespace gpufault::daemon {
+
+namespace asio = boost::asio;
+using local = asio::local::stream_protocol;
+
+namespace {
+constexpr size_t kMaxQueued = 10000;  ///< lines queued per watcher before dropping
+constexpr size_t kMaxRequest = 256;
+}  // namespace
+
+struct ControlServer::Conn {
+    explicit Conn(local::socket s) : sock(std::move(s)) {}
+    local::socket sock;
+    asio::streambuf in{kMaxRequest};
+    std::deque<std::string> out;
+    bool writing = false, closeAfter = false;
+    uint64_t dropped = 0;
+};
+
+namespace {
+
+/// True when the peer may talk to the daemon: root, our own user, or in group `gid`.
+bool allowed(int fd, gid_t gid) {
+    struct ucred cred {};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
+    if (cred.uid == 0 || cred.uid == ::geteuid()) return true;
+    if (gid == static_cast<gid_t>(-1)) return false;
+    if (cred.gid == gid) return true;
+    gid_t groups[256];
+    socklen_t glen = sizeof groups;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) != 0) return false;
+    for (size_t i = 0; i < glen / sizeof(gid_t); ++i)
+        if (groups[i] == gid) return true;
+    return false;
+}
+
+void send(const std::shared_ptr<ControlServer::Conn>& c, std::string line);
+
+void flush(const std::shared_ptr<ControlServer::Conn>& c) {
+    if (c->writing || c->out.empty()) {
+        if (!c->writing && c->out.empty() && c->closeAfter) {
+            boost::system::error_code ec;
+            c->sock.shutdown(local::socket::shutdown_both, ec);
+            c->sock.close(ec);
+        }
+        return;
+    }
+    c->writing = true;
+    asio::async_write(c->sock, asio::buffer(c->out.front()),
+                      [c](const boost::system::error_code& ec, size_t) {
+                          c->writing = false;
+                          if (ec) {
+                              c->out.clear();
+                              boost::system::error_code ig;
+                              c->sock.close(ig);
+                              return;
+                          }
+                          c->out.pop_front();
+                          if (c->dropped > 0 && c->out.size() < kMaxQueued / 2) {
+                              auto n = c->dropped;
+                              c->dropped = 0;
+                              send(c, nlohmann::json{{"type", "dropped"}, {"lines", n}}.dump());
+                          }
+                          flush(c);
+                      });
+}
+
+void send(const std::shared_ptr<ControlServer::Conn>& c, std::string line) {
+    if (!c->sock.is_open()) return;
+    if (c->out.size() >= kMaxQueued) {
+        ++c->dropped;
+        return;
+    }
+    c->out.push_back(std::move(line) + "\n");
+    flush(c);
+}
+
+}  // namespace
+
+ControlServer::ControlServer(State& s) : s_(s), path_(s.cfg.socket_path), acceptor_(s.io) {}
+
+ControlServer::~ControlServer() {
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    for (const auto& w : watchers_) w->sock.close(ec);
+    ::unlink(path_.c_str());
+}
+
+std::expected<std::unique_ptr<ControlServer>, std::string> ControlServer::open(State& s) {
+    std::unique_ptr<ControlServer> srv(new ControlServer(s));
+    const std::string& path = srv->path_;
+    std::error_code fec;
+    auto dir = std::filesystem::path(path).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir, fec);
+    boost::system::error_code ec;
+    {
+        // A live daemon behind an existing socket is an error; a stale file is replaced.
+        local::socket probe(s.io);
+        probe.connect(local::endpoint(path), ec);
+        if (!ec) return std::unexpected(fmt::format("{}: another gpufaultd is listening", path));
+        ::unlink(path.c_str());
+    }
+    srv->acceptor_.open(local(), ec);
+    if (!ec) srv->acceptor_.bind(local::endpoint(path), ec);
+    if (!ec) srv->acceptor_.listen(16, ec);
+    if (ec) return std::unexpected(fmt::format("{}: {}", path, ec.message()));
+    if (!s.cfg.socket_group.empty()) {
+        if (const struct group* g = ::getgrnam(s.cfg.socket_group.c_str())) {
+            srv->gid_ = g->gr_gid;
+            if (::geteuid() == 0) (void)::chown(path.c_str(), 0, g->gr_gid);
+        } else {
+            logLine(4, fmt::format("{}: group '{}' does not exist: only root may connect", path,
+                                   s.cfg.socket_group));
+        }
+    }
+    ::chmod(path.c_str(), 0660);
+    srv->accept();
+    return srv;
+}
+
+void ControlServer::accept() {
+    acceptor_.async_accept([this](const boost::system::error_code& ec, local::socket sock) {
+        if (ec == asio::error::operation_aborted) return;
+        if (!ec) {
+            auto c = std::make_shared<Conn>(std::move(sock));
+            if (!allowed(c->sock.native_handle(), gid_)) {
+                c->closeAfter = true;
+                send(c, R"({"error":"permission denied"})");
+            } else {
+                serve(c);
+            }
+        }
+        accept();
+    });
+}
+
+void ControlServer::serve(std::shared_ptr<Conn> c) {
+    asio::async_read_until(
+        c->sock, c->in, '\n', [this, c](const boost::system::error_code& ec, size_t n) {
+            if (ec) return;
+            std::string req(asio::buffers_begin(c->in.data()),
+                            asio::buffers_begin(c->in.data()) + static_cast<long>(n) - 1);
+            if (!req.empty() && req.back() == '\r') req.pop_back();
+            if (req == "status") {
+                c->closeAfter = true;
+                send(c, statusJson());
+            } else if (req == "watch") {
+                if (watchers_.empty()) {
+                    // Cursors start now: a watcher sees what lands after it connected.
+                    if (auto m = maxEvidenceId(s_.store->db()); m) lastEvidence_ = *m;
+                    announced_.clear();
+                    if (auto inc = queryIncidents(s_.store->db()); inc)
+                        for (const auto& i : *inc)
+                            announced_.insert(fmt::format("{}:{}:{}", i.source, i.line, i.kind));
+                }
+                watchers_.insert(c);
+                send(c, R"({"type":"watching"})");
+                // A closed client shows as a read error: forget it then.
+                auto sink = std::make_shared<std::array<char, 64>>();
+                c->sock.async_read_some(
+                    asio::buffer(*sink), [this, c, sink](const boost::system::error_code&, size_t) {
+                        watchers_.erase(c);
+                        boost::system::error_code ig;
+                        c->sock.close(ig);
+                    });
+            } else {
+                c->closeAfter = true;
+                send(c, nlohmann::json{{"error", "unknown request: " + req.substr(0, 64)}}.dump());
+            }
+        });
+}
+
+std::string ControlServer::statusJson() const {
+    nlohmann::json j;
+    j["version"] = GPUFAULT_VERSION;
+    j["pid"] = ::getpid();
+    j["uptime_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - s_.started)
+                        .count();
+    struct stat sb {};
+    j["store"] = {{"path", s_.cfg.store_path},
+                  {"bytes", ::stat(s_.cfg.store_path.c_str(), &sb) == 0 ? sb.st_size : 0},
+                  {"error", s_.store_error}};
+    j["commits"] = s_.commits;
+    j["correlations"] = s_.correlations;
+    j["config"] = s_.cfg.path;
+    auto streams = nlohmann::json::array();
+    for (const auto& src : s_.sources)
+        for (const auto& st : src->status())
+            streams.push_back({{"source", st.source},
+                               {"name", st.name},
+                               {"position", st.position},
+                               {"lines", st.lines},
+                               {"evidence", st.evidence},
+                               {"lag", st.lag},
+                               {"lost_records", st.lost_records},
+                               {"lost_bytes", st.lost_bytes},
+                               {"active", st.active}});
+    j["streams"] = std::move(streams);
+    return j.dump();
+}
+
+void ControlServer::published() {
+    if (watchers_.empty() || !s_.store) return;
+    EvidenceFilter f;
+    f.after_id = lastEvidence_;
+    auto ev = queryEvidence(s_.store->db(), f);
+    if (ev) {
+        for (const auto& e : *ev) {
+            lastEvidence_ = std::max(lastEvidence_, e.id);
+            nlohmann::json j = toJson(e.e);
+            j["type"] = "evidence";
+            j["id"] = e.id;
+            j["source"] = e.source;
+            for (const auto& w : watchers_) send(w, j.dump());
+        }
+    }
+    auto inc = queryIncidents(s_.store->db());
+    if (!inc) return;
+    for (const auto& i : *inc) {
+        auto key = fmt::format("{}:{}:{}", i.source, i.line, i.kind);
+        if (!announced_.insert(key).second) continue;
+        nlohmann::json j{{"type", "incident"},
+                         {"id", i.id},
+                         {"kind", i.kind},
+                         {"signature", i.signature},
+                         {"members", i.members},
+                         {"kinds", i.kinds},
+                         {"source", i.source},
+                         {"line", i.line}};
+        if (i.address) j["address"] = fmt::format("0x{:016x}", *i.address);
+        if (i.pid) j["pid"] = *i.pid;
+        if (i.kernel) j["kernel"] = *i.kernel;
+        for (const auto& w : watchers_) send(w, j.dump());
+    }
+}
+
+}  // namespace gpufault::daemon

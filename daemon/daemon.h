@@ -1,0 +1,67 @@
+// gpufaultd: the state shared by the start-up steps, the event loop and the teardown.
+#pragma once
+
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
+#include <boost/asio.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/config.h"
+#include "daemon/control.h"
+#include "daemon/source.h"
+#include "schema/store.h"
+
+namespace gpufault::daemon {
+
+class FileTail;
+class KmsgSource;
+
+/// Writes one log line to stderr with its sd-daemon priority prefix (journald reads it).
+/// `prio` is a syslog level: 3 error, 4 warning, 5 notice, 6 info, 7 debug.
+void logLine(int prio, const std::string& msg);
+
+/// Everything the daemon holds. Steps fill it in order; teardown empties it in reverse.
+struct State {
+    std::string config_path;
+    Config cfg;
+    boost::asio::io_context io;
+    std::optional<Store> store;
+    std::unique_ptr<Txn> txn;
+    std::vector<std::unique_ptr<Source>> sources;
+    FileTail* files = nullptr;  ///< owned by `sources`
+    KmsgSource* kmsg = nullptr;
+    std::unique_ptr<ControlServer> control;
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    std::string store_error;  ///< the last store failure while it lasts ("" = healthy)
+    uint64_t commits = 0, correlations = 0;
+    int exit_code = 0;
+};
+
+/// The outcome of one start-up step (after Falco's run_result): `proceed` false stops the
+/// start-up; the teardown runs in any case; `exit_code` is the process's status then.
+struct StepResult {
+    bool proceed = true;
+    int exit_code = 0;
+    std::string error;
+    static StepResult ok() { return {}; }
+    static StepResult fatal(int code, std::string msg) { return {false, code, std::move(msg)}; }
+};
+
+/// Start-up steps, in order (daemon/steps.cpp).
+StepResult loadConfigStep(State& s);
+StepResult openStoreStep(State& s);
+StepResult openSourcesStep(State& s);
+StepResult openControlStep(State& s);
+/// Teardown steps, run in order whatever happened: commit what is pending, close sources,
+/// the socket and the store.
+void flushStep(State& s);
+void closeStep(State& s);
+
+/// Runs the event loop until SIGTERM/SIGINT (daemon/loop.cpp): reads sources, commits in
+/// batches, re-correlates, reloads on SIGHUP, pings the watchdog, writes metrics.
+void runLoop(State& s);
+
+}  // namespace gpufault::daemon

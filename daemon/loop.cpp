@@ -1,0 +1,292 @@
+// gpufaultd's event loop (Boost.Asio, one thread): sources → batched commits → incidents.
+#include <fmt/format.h>
+#include <sys/inotify.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include "daemon/control.h"
+#include "daemon/daemon.h"
+#include "daemon/metrics.h"
+#include "daemon/sources/file_tail.h"
+#include "daemon/sources/kmsg.h"
+#include "ingest/ingest.h"
+
+namespace gpufault::daemon {
+
+namespace {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+class Loop {
+  public:
+    explicit Loop(State& s)
+        : s_(s),
+          signals_(s.io, SIGTERM, SIGINT, SIGHUP),
+          pollTimer_(s.io),
+          commitTimer_(s.io),
+          retryTimer_(s.io),
+          correlateTimer_(s.io),
+          watchdogTimer_(s.io),
+          metricsTimer_(s.io),
+          kmsgWait_(s.io),
+          inotify_(s.io) {}
+
+    void start() {
+        waitSignal();
+        armSources();
+        uint64_t usec = 0;
+        if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
+            watchdogPeriod_ = std::chrono::microseconds(usec / 2);
+            watchdog();
+        }
+        if (!s_.cfg.metrics_path.empty()) metrics();
+        pump();
+        sd_notify(0, "READY=1\nSTATUS=collecting");
+        logLine(6, fmt::format("gpufaultd {} ready: store {}, {} source(s)", GPUFAULT_VERSION,
+                               s_.cfg.store_path, s_.sources.size()));
+    }
+
+  private:
+    void waitSignal() {
+        signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+            if (ec) return;
+            if (sig == SIGHUP) {
+                reload();
+                waitSignal();
+                return;
+            }
+            logLine(6, fmt::format("signal {}: flushing and stopping", sig));
+            sd_notify(0, "STOPPING=1");
+            s_.io.stop();
+        });
+    }
+
+    /// Readiness of /dev/kmsg, inotify events on the patterns' directories, the poll timer.
+    void armSources() {
+        if (s_.kmsg && s_.kmsg->fd() >= 0) {
+            kmsgWait_.assign(::dup(s_.kmsg->fd()));
+            waitKmsg();
+        }
+        if (s_.files && s_.cfg.inotify) {
+            int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+            if (fd >= 0) {
+                for (const auto& d : s_.files->watchDirs())
+                    ::inotify_add_watch(fd, d.c_str(),
+                                        IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM |
+                                            IN_DELETE | IN_CLOSE_WRITE);
+                inotify_.assign(fd);
+                waitInotify();
+            }
+        }
+        pollTick();
+    }
+
+    void waitKmsg() {
+        kmsgWait_.async_wait(asio::posix::stream_descriptor::wait_read,
+                             [this](const boost::system::error_code& ec) {
+                                 if (ec) return;
+                                 pump();
+                                 waitKmsg();
+                             });
+    }
+
+    void waitInotify() {
+        inotify_.async_wait(asio::posix::stream_descriptor::wait_read,
+                            [this](const boost::system::error_code& ec) {
+                                if (ec) return;
+                                char buf[8192];
+                                while (::read(inotify_.native_handle(), buf, sizeof buf) > 0) {
+                                }
+                                if (s_.files) s_.files->rescanSoon();
+                                pump();
+                                waitInotify();
+                            });
+    }
+
+    void pollTick() {
+        pollTimer_.expires_after(milliseconds(s_.cfg.poll_ms));
+        pollTimer_.async_wait([this](const boost::system::error_code& ec) {
+            if (ec) return;
+            if (s_.files) s_.files->rescanSoon();
+            pump();
+            pollTick();
+        });
+    }
+
+    /// Reads every source once; commits when a batch is full, else arms the batch timer.
+    void pump() {
+        if (!s_.store_error.empty() || !s_.txn) return;  // the retry timer resumes
+        bool more = false;
+        for (auto& src : s_.sources) {
+            auto r = src->poll(*s_.txn);
+            if (!r) return fail(r.error().message);
+            more = more || *r;
+        }
+        uint64_t pending = 0;
+        for (auto& src : s_.sources) pending += src->uncommittedLines();
+        if (pending >= s_.cfg.batch_lines) {
+            commit();
+        } else if (pending > 0 && !commitArmed_) {
+            commitArmed_ = true;
+            commitTimer_.expires_after(milliseconds(s_.cfg.batch_ms));
+            commitTimer_.async_wait([this](const boost::system::error_code& ec) {
+                if (!ec) commit();
+            });
+        }
+        if (more && !morePosted_) {
+            morePosted_ = true;
+            asio::post(s_.io, [this] {
+                morePosted_ = false;
+                pump();
+            });
+        }
+    }
+
+    void commit() {
+        commitArmed_ = false;
+        commitTimer_.cancel();
+        if (!s_.txn || !s_.txn->open()) return;
+        for (auto& src : s_.sources)
+            if (auto r = src->checkpoint(); !r) return fail(r.error().message);
+        if (auto r = s_.txn->commit(); !r) return fail(r.error().message);
+        for (auto& src : s_.sources) src->committed();
+        ++s_.commits;
+        uint64_t ev = 0;
+        for (auto& src : s_.sources) ev += src->evidenceStored();
+        if (ev != evidenceSeen_) {
+            evidenceSeen_ = ev;
+            scheduleCorrelate();
+        }
+        if (s_.control) s_.control->published();
+    }
+
+    /// A store error (disk full, I/O error): roll back, forget what the sources held in
+    /// memory, and retry from the committed checkpoints a second later. Nothing is lost as
+    /// long as the inputs are still there.
+    void fail(const std::string& msg) {
+        if (s_.store_error.empty()) logLine(3, fmt::format("store error: {}; retrying", msg));
+        s_.store_error = msg;
+        sd_notifyf(0, "STATUS=store error: %s", msg.c_str());
+        if (s_.txn) s_.txn->rollback();
+        for (auto& src : s_.sources) src->reset();
+        commitArmed_ = false;
+        commitTimer_.cancel();
+        retryTimer_.expires_after(std::chrono::seconds(1));
+        retryTimer_.async_wait([this](const boost::system::error_code& ec) {
+            if (ec) return;
+            logLine(5, "retrying the store");
+            s_.store_error.clear();
+            pump();
+            if (s_.store_error.empty()) sd_notify(0, "STATUS=collecting");
+        });
+    }
+
+    void scheduleCorrelate() {
+        if (correlateArmed_) return;
+        correlateArmed_ = true;
+        auto since = Clock::now() - lastCorrelate_;
+        auto wait = milliseconds(s_.cfg.correlate_ms) - since;
+        correlateTimer_.expires_after(wait.count() > 0 ? wait : Clock::duration::zero());
+        correlateTimer_.async_wait([this](const boost::system::error_code& ec) {
+            correlateArmed_ = false;
+            if (ec || !s_.store_error.empty()) return;
+            if (s_.txn->open()) commit();
+            if (s_.txn->open() || !s_.store_error.empty()) return scheduleCorrelate();
+            lastCorrelate_ = Clock::now();
+            auto n = recorrelate(*s_.store);
+            if (!n) return fail(n.error().message);
+            ++s_.correlations;
+            if (s_.control) s_.control->published();
+        });
+    }
+
+    void watchdog() {
+        sd_notify(0, "WATCHDOG=1");
+        watchdogTimer_.expires_after(watchdogPeriod_);
+        watchdogTimer_.async_wait([this](const boost::system::error_code& ec) {
+            if (!ec) watchdog();
+        });
+    }
+
+    void metrics() {
+        if (s_.store) {
+            if (auto r = writeMetrics(s_); !r)
+                logLine(4, fmt::format("metrics: {}", r.error()));
+        }
+        metricsTimer_.expires_after(milliseconds(s_.cfg.metrics_ms));
+        metricsTimer_.async_wait([this](const boost::system::error_code& ec) {
+            if (!ec) metrics();
+        });
+    }
+
+    /// SIGHUP: a valid new configuration replaces the sources (their checkpoints make the
+    /// restart lossless); an invalid one is reported and the running one stays.
+    void reload() {
+        auto c = loadConfig(s_.config_path);
+        if (!c) {
+            logLine(3, fmt::format("reload: {}; keeping the running configuration",
+                                   c.error().text()));
+            return;
+        }
+        logLine(6, fmt::format("reload: {}", s_.config_path));
+        commit();
+        kmsgWait_.close();
+        inotify_.close();
+        pollTimer_.cancel();
+        metricsTimer_.cancel();
+        State& s = s_;
+        s.control.reset();
+        s.sources.clear();
+        s.files = nullptr;
+        s.kmsg = nullptr;
+        bool newStore = c->store_path != s.cfg.store_path;
+        Config old = s.cfg;
+        s.cfg = std::move(*c);
+        if (newStore) {
+            s.txn->rollback();
+            auto st = Store::open(s.cfg.store_path, Store::Mode::ReadWrite);
+            if (!st) {
+                logLine(3, fmt::format("reload: {}; keeping store {}", st.error().message,
+                                       old.store_path));
+                s.cfg.store_path = old.store_path;
+            } else {
+                s.txn.reset();
+                s.store.emplace(std::move(*st));
+                s.txn = std::make_unique<Txn>(*s.store);
+            }
+        }
+        (void)openSourcesStep(s);
+        if (auto r = openControlStep(s); !r.proceed) logLine(3, fmt::format("reload: {}", r.error));
+        armSources();
+        if (!s.cfg.metrics_path.empty()) metrics();
+        pump();
+    }
+
+    State& s_;
+    asio::signal_set signals_;
+    asio::steady_timer pollTimer_, commitTimer_, retryTimer_, correlateTimer_, watchdogTimer_,
+        metricsTimer_;
+    asio::posix::stream_descriptor kmsgWait_, inotify_;
+    Clock::duration watchdogPeriod_{};
+    Clock::time_point lastCorrelate_{};
+    bool commitArmed_ = false, correlateArmed_ = false, morePosted_ = false;
+    uint64_t evidenceSeen_ = 0;
+};
+
+}  // namespace
+
+void runLoop(State& s) {
+    Loop loop(s);  // installs the signal handlers ...
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);  // ... so signals pending since start-up are seen
+    loop.start();
+    s.io.run();
+}
+
+}  // namespace gpufault::daemon

@@ -1,0 +1,63 @@
+// gpufaultd: collects GPU fault evidence continuously into the gpufault store.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <csignal>
+
+#include "daemon/daemon.h"
+
+using namespace gpufault::daemon;
+
+namespace {
+constexpr const char* kDefaultConfig = "/etc/gpufault/gpufaultd.conf";
+}
+
+int main(int argc, char** argv) {
+    CLI::App app{"gpufaultd: collects GPU fault evidence (kernel log, runtime logs) into the "
+                 "gpufault store"};
+    std::string config = kDefaultConfig;
+    bool check = false;
+    app.add_option("-c,--config", config, "configuration file (TOML)")->capture_default_str();
+    app.add_flag("--check-config", check, "validate the configuration and exit (0 valid, 2 not)");
+    app.set_version_flag("--version", std::string("gpufaultd ") + GPUFAULT_VERSION);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        int rc = app.exit(e);
+        return rc == 0 ? 0 : 2;
+    }
+    // Signals the loop handles are blocked until its handlers are installed (runLoop); a
+    // signal during start-up stays pending and is handled then.
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, sig);
+    sigprocmask(SIG_BLOCK, &set, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    State s;
+    struct stat sb {};
+    // The packaged default file may be absent: then the built-in defaults apply.
+    s.config_path = (config == kDefaultConfig && ::stat(config.c_str(), &sb) != 0) ? "" : config;
+    using Step = StepResult (*)(State&);
+    const std::pair<const char*, Step> steps[] = {
+        {"load configuration", loadConfigStep},
+        {"open store", openStoreStep},
+        {"open sources", openSourcesStep},
+        {"open control socket", openControlStep},
+    };
+    StepResult failed;
+    for (const auto& [name, step] : steps) {
+        if (check && step != loadConfigStep) break;
+        failed = step(s);
+        if (!failed.proceed) {
+            logLine(3, fmt::format("{}: {}", name, failed.error));
+            break;
+        }
+    }
+    if (failed.proceed && !check) runLoop(s);
+    flushStep(s);
+    closeStep(s);
+    if (check && failed.proceed) fmt::print("{}: valid\n", s.config_path.empty() ? "defaults" : s.config_path);
+    return failed.proceed ? 0 : failed.exit_code;
+}

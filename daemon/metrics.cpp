@@ -1,0 +1,111 @@
+#include "daemon/metrics.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "daemon/daemon.h"
+#include "schema/queries.h"
+
+namespace gpufault::daemon {
+
+std::string promLabel(std::string_view v) {
+    std::string out;
+    for (char c : v) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
+std::expected<std::string, std::string> renderMetrics(State& s) {
+    std::string m;
+    auto head = [&](const char* name, const char* type, const char* help) {
+        m += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+    };
+    auto ev = queryEvidenceByGpu(s.store->db());
+    if (!ev) return std::unexpected(ev.error().message);
+    head("gpufault_evidence", "gauge", "Records in the store, by kind and GPU (PCI address).");
+    for (const auto& r : *ev)
+        m += fmt::format("gpufault_evidence{{kind=\"{}\",gpu=\"{}\"}} {}\n", promLabel(r.kind),
+                         promLabel(r.label), r.n);
+    auto inc = queryIncidentsBySignature(s.store->db());
+    if (!inc) return std::unexpected(inc.error().message);
+    head("gpufault_incidents", "gauge", "Incidents in the store, by kind and signature.");
+    for (const auto& r : *inc)
+        m += fmt::format("gpufault_incidents{{kind=\"{}\",signature=\"{}\"}} {}\n",
+                         promLabel(r.kind), promLabel(r.label), r.n);
+    std::vector<StreamStatus> streams;
+    for (const auto& src : s.sources)
+        for (auto& st : src->status()) streams.push_back(std::move(st));
+    struct Metric {
+        const char* name;
+        const char* type;
+        const char* help;
+        uint64_t StreamStatus::*field;
+    };
+    static const Metric kStream[] = {
+        {"gpufault_source_lines_total", "counter", "Lines read since the daemon started.",
+         &StreamStatus::lines},
+        {"gpufault_source_lag", "gauge", "Bytes (files) not read yet.", &StreamStatus::lag},
+        {"gpufault_source_lost_records_total", "counter",
+         "Kernel log records overwritten before they were read.", &StreamStatus::lost_records},
+        {"gpufault_source_lost_bytes_total", "counter",
+         "Bytes truncated away before they were read (a lower bound).",
+         &StreamStatus::lost_bytes},
+    };
+    for (const auto& k : kStream) {
+        head(k.name, k.type, k.help);
+        for (const auto& st : streams)
+            m += fmt::format("{}{{source=\"{}\",name=\"{}\"}} {}\n", k.name, st.source,
+                             promLabel(st.name), st.*k.field);
+    }
+    struct stat sb {};
+    head("gpufault_store_bytes", "gauge", "Size of the store file.");
+    m += fmt::format("gpufault_store_bytes {}\n",
+                     ::stat(s.cfg.store_path.c_str(), &sb) == 0 ? sb.st_size : 0);
+    head("gpufault_store_error", "gauge", "1 while the store cannot be written (disk full, I/O).");
+    m += fmt::format("gpufault_store_error {}\n", s.store_error.empty() ? 0 : 1);
+    head("gpufault_commits_total", "counter", "Transactions committed since the daemon started.");
+    m += fmt::format("gpufault_commits_total {}\n", s.commits);
+    return m;
+}
+
+std::expected<void, std::string> writeMetrics(State& s) {
+    auto text = renderMetrics(s);
+    if (!text) return std::unexpected(text.error());
+    const std::string& path = s.cfg.metrics_path;
+    std::string tmp = path + ".tmp";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return std::unexpected(fmt::format("{}: {}", tmp, std::strerror(errno)));
+    const char* p = text->data();
+    size_t left = text->size();
+    while (left > 0) {
+        ssize_t n = ::write(fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            std::string e = std::strerror(errno);
+            ::close(fd);
+            ::unlink(tmp.c_str());
+            return std::unexpected(fmt::format("{}: {}", tmp, e));
+        }
+        p += n;
+        left -= static_cast<size_t>(n);
+    }
+    ::fsync(fd);
+    ::close(fd);
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+        return std::unexpected(fmt::format("{}: {}", path, std::strerror(errno)));
+    return {};
+}
+
+}  // namespace gpufault::daemon

@@ -1,0 +1,303 @@
+#include "daemon/sources/file_tail.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <glob.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <set>
+
+#include "collectors/prefix/line_decoder.h"
+
+namespace gpufault::daemon {
+
+namespace {
+
+constexpr size_t kChunk = 4u << 20;  ///< bytes read per file per poll
+constexpr size_t kMaxLine = LineDecoder::kMaxLine;
+
+using Clock = std::chrono::steady_clock;
+
+/// Compressed rotations (`job.log.2.gz`) matched by a pattern are not text.
+bool compressed(std::string_view head) {
+    auto starts = [&](std::string_view m) { return head.substr(0, m.size()) == m; };
+    return starts("\x1f\x8b") || starts("\x28\xb5\x2f\xfd") || starts("\xfd" "7zXZ") ||
+           starts("BZh");
+}
+
+uint64_t evidenceOf(const IngestSummary& s) {
+    uint64_t n = 0;
+    for (const auto& [k, v] : s.evidence) n += v;
+    return n;
+}
+
+}  // namespace
+
+/// One followed file (an open descriptor; its stream once the first line identified it).
+struct FileTail::Followed {
+    std::string path;
+    Key key{};
+    int fd = -1;
+    bool matched = true;   ///< a pattern still names it
+    bool ignored = false;  ///< compressed: never parsed
+    IngestSummary sum;
+    std::unique_ptr<StreamIngest> stream;
+    int64_t offset = 0;  ///< next byte to read: the start of a held partial line
+    int64_t size = 0;    ///< size at the last poll
+    bool skipping = false;
+    uint64_t lost = 0;  ///< bytes truncated away unread (at least)
+    Clock::time_point changed = Clock::now();
+    ~Followed() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+FileTail::FileTail(Store& store,
+                   std::vector<std::string> globs,
+                   int window,
+                   uint64_t idle_close_ms)
+    : store_(store),
+      globs_(std::move(globs)),
+      window_(window),
+      idleCloseMs_(idle_close_ms),
+      buf_(kChunk) {}
+
+FileTail::~FileTail() = default;
+
+std::vector<std::string> FileTail::watchDirs() const {
+    std::set<std::string> dirs;
+    for (const auto& g : globs_) {
+        auto slash = g.rfind('/');
+        std::string dir = slash == 0 ? "/" : g.substr(0, slash);
+        if (dir.find_first_of("*?[") == std::string::npos) dirs.insert(dir);
+    }
+    return {dirs.begin(), dirs.end()};
+}
+
+void FileTail::scan() {
+    scanDue_ = false;
+    std::set<Key> seen;
+    for (const auto& pattern : globs_) {
+        glob_t g{};
+        if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g) == 0) {
+            for (size_t i = 0; i < g.gl_pathc; ++i) {
+                std::string path = g.gl_pathv[i];
+                struct stat st {};
+                if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+                Key key{st.st_dev, st.st_ino};
+                seen.insert(key);
+                if (auto it = files_.find(key); it != files_.end()) {
+                    it->second->path = path;  // renamed within the patterns
+                    continue;
+                }
+                int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+                if (fd < 0) continue;
+                struct stat fst {};
+                if (::fstat(fd, &fst) != 0 || fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
+                    ::close(fd);
+                    continue;
+                }
+                auto f = std::make_unique<Followed>();
+                f->path = path;
+                f->key = key;
+                f->fd = fd;
+                files_.emplace(key, std::move(f));
+            }
+        }
+        ::globfree(&g);
+    }
+    for (auto& [key, f] : files_) f->matched = seen.count(key) > 0;
+}
+
+db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
+    size_t want = static_cast<size_t>(std::min<int64_t>(size, 4096));
+    ssize_t n = ::pread(f.fd, buf_.data(), want, 0);
+    if (n <= 0) return false;
+    std::string_view head(buf_.data(), static_cast<size_t>(n));
+    if (head.find('\n') == std::string_view::npos && head.size() < 4096) return false;
+    if (compressed(head)) {
+        f.ignored = true;
+        return false;
+    }
+    if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
+    SourceIdentity id;
+    id.path = f.path;
+    id.device = static_cast<int64_t>(f.key.first);
+    id.inode = static_cast<int64_t>(f.key.second);
+    id.fingerprint = sourceFingerprint(head);
+    auto src = store_.source(id);
+    if (!src) return std::unexpected(src.error());
+    SourceState st = *src;
+    if (st.offset > size) {
+        // Truncated and written again under the same first line: new lines are numbered
+        // after the stored ones so that none is taken for a duplicate.
+        st.offset = 0;
+        st.line = st.max_line;
+    }
+    f.offset = st.offset;
+    f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
+    return true;
+}
+
+db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
+    if (!f.stream) return {};
+    if (feed_partial && f.size > f.offset && !f.skipping) {
+        // The last line of a finished file has no newline: take it as it is.
+        size_t n = static_cast<size_t>(std::min<int64_t>(f.size - f.offset, kMaxLine));
+        ssize_t got = ::pread(f.fd, buf_.data(), n, f.offset);
+        if (got > 0) {
+            f.stream->feed(std::string_view(buf_.data(), static_cast<size_t>(got)), f.offset,
+                           f.size - f.offset > static_cast<int64_t>(kMaxLine));
+            f.offset = f.size;
+        }
+    }
+    f.stream->finish();
+    if (f.stream->error()) return std::unexpected(*f.stream->error());
+    auto r = f.stream->checkpoint(f.offset, true, f.size);
+    if (!r) return r;
+    auto done = std::make_unique<Followed>();
+    done->path = f.path;
+    done->sum = f.sum;
+    done->stream = std::move(f.stream);
+    retired_.push_back(std::move(done));
+    f.sum = IngestSummary{};
+    return {};
+}
+
+db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
+    struct stat st {};
+    if (::fstat(f.fd, &st) != 0) return false;
+    int64_t size = st.st_size;
+    if (size < f.offset || (size < f.size && !f.stream)) {
+        // Truncated (copytruncate, `> file`): what was written after our last read is gone.
+        f.lost += static_cast<uint64_t>(std::max<int64_t>(f.size - f.offset, 0));
+        if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
+        if (auto r = retire(f, false); !r) return std::unexpected(r.error());
+        f.offset = 0;
+        f.skipping = false;
+    }
+    if (size != f.size) f.changed = Clock::now();
+    f.size = size;
+    if (f.ignored) return false;
+    if (!f.stream) {
+        auto ok = identify(txn, f, size);
+        if (!ok || !*ok) return ok;
+    }
+    if (size <= f.offset) return false;
+    if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
+    size_t want = static_cast<size_t>(std::min<int64_t>(size - f.offset, kChunk));
+    ssize_t n = ::pread(f.fd, buf_.data(), want, f.offset);
+    if (n <= 0) return false;
+    const char* p = buf_.data();
+    const char* end = p + n;
+    while (p < end) {
+        const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
+        int64_t at = f.offset;
+        if (!nl) {
+            size_t held = static_cast<size_t>(end - p);
+            if (f.skipping) {
+                f.offset += static_cast<int64_t>(held);  // rest of an over-long line
+            } else if (held > kMaxLine) {
+                f.stream->feed(std::string_view(p, kMaxLine), at, true);
+                f.skipping = true;
+                f.offset += static_cast<int64_t>(held);
+            }
+            break;  // else: a partial line, held until its newline
+        }
+        size_t len = static_cast<size_t>(nl - p);
+        if (f.skipping) {
+            f.skipping = false;
+        } else {
+            bool cut = len > kMaxLine;
+            f.stream->feed(std::string_view(p, cut ? kMaxLine : len), at, cut);
+        }
+        f.offset += static_cast<int64_t>(len + 1);
+        p = nl + 1;
+    }
+    if (f.stream->error()) return std::unexpected(*f.stream->error());
+    return size > f.offset && static_cast<size_t>(n) == want && want == kChunk;
+}
+
+db::Result<bool> FileTail::poll(Txn& txn) {
+    if (scanDue_) scan();
+    bool more = false;
+    auto now = Clock::now();
+    for (auto it = files_.begin(); it != files_.end();) {
+        Followed& f = *it->second;
+        auto r = read(txn, f);
+        if (!r) return r;
+        more = more || *r;
+        struct stat st {};
+        bool gone = ::fstat(f.fd, &st) == 0 && st.st_nlink == 0;
+        auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - f.changed);
+        if ((!f.matched || gone) && !*r &&
+            static_cast<uint64_t>(idle.count()) >= idleCloseMs_) {
+            // Renamed out of the patterns or deleted, read to its end and idle: finished.
+            if (f.stream)
+                if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
+            if (auto e = retire(f, true); !e) return std::unexpected(e.error());
+            retiredLost_ += f.lost;
+            it = files_.erase(it);
+            continue;
+        }
+        ++it;
+    }
+    return more;
+}
+
+uint64_t FileTail::uncommittedLines() const {
+    uint64_t n = retired_.size();
+    for (const auto& [k, f] : files_)
+        if (f->stream) n += f->stream->uncommittedLines();
+    return n;
+}
+
+db::Result<void> FileTail::checkpoint() {
+    for (auto& [k, f] : files_)
+        if (f->stream && f->stream->uncommittedLines() > 0)
+            if (auto r = f->stream->checkpoint(f->offset, false, f->size); !r) return r;
+    return {};
+}
+
+void FileTail::committed() {
+    for (auto& [k, f] : files_)
+        if (f->stream) f->stream->committed();
+    for (auto& f : retired_) retiredEvidence_ += evidenceOf(f->sum);
+    retired_.clear();
+}
+
+void FileTail::reset() {
+    files_.clear();
+    retired_.clear();
+    scanDue_ = true;
+}
+
+std::vector<StreamStatus> FileTail::status() const {
+    std::vector<StreamStatus> out;
+    for (const auto& [k, f] : files_) {
+        StreamStatus s;
+        s.source = "file";
+        s.name = f->path;
+        s.position = f->stream ? fmt::format("offset {}", f->stream->state().offset)
+                               : (f->ignored ? "skipped (compressed)" : "waiting for a first line");
+        s.lines = f->sum.lines;
+        s.evidence = evidenceOf(f->sum);
+        s.lag = static_cast<uint64_t>(std::max<int64_t>(f->size - f->offset, 0));
+        s.lost_bytes = f->lost;
+        s.active = f->matched;
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+uint64_t FileTail::evidenceStored() const {
+    uint64_t n = retiredEvidence_;
+    for (const auto& [k, f] : files_) n += evidenceOf(f->sum);
+    return n;
+}
+
+}  // namespace gpufault::daemon

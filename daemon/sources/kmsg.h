@@ -1,0 +1,58 @@
+// Reads the kernel log from /dev/kmsg: one record per read(2), resumed by (boot id, sequence).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/source.h"
+#include "ingest/stream.h"
+
+namespace gpufault::daemon {
+
+/// Follows /dev/kmsg (Documentation/ABI/testing/dev-kmsg): each read returns one record
+/// `PRI,SEQ,USEC,FLAGS;text\n` plus ` KEY=value\n` continuation lines, which the line decoder
+/// parses. The source is identified by the boot id (/proc/sys/kernel/random/boot_id), so a new
+/// boot starts at the first record; within a boot it resumes at the checkpointed sequence
+/// number. EPIPE (records overwritten in the ring buffer before they were read) and sequence
+/// gaps are counted as lost records, and reading goes on.
+class KmsgSource final : public Source {
+  public:
+    /// `path` is /dev/kmsg (tests may not substitute another file: the semantics are the
+    /// kernel's). `boot_id` names the boot; `window` as in StreamIngest.
+    KmsgSource(Store& store, std::string path, std::string boot_id, int window);
+    ~KmsgSource() override;
+
+    /// Opens the device (non-blocking). Errors name the path (e.g. EPERM under
+    /// ProtectKernelLogs=, ENOENT under PrivateDevices=).
+    db::Result<void> open();
+    /// The open descriptor (the event loop waits for it to become readable), -1 when closed.
+    int fd() const { return fd_; }
+
+    db::Result<bool> poll(Txn& txn) override;
+    uint64_t uncommittedLines() const override;
+    db::Result<void> checkpoint() override;
+    void committed() override;
+    void reset() override;
+    std::vector<StreamStatus> status() const override;
+    uint64_t evidenceStored() const override;
+
+  private:
+    Store& store_;
+    std::string path_, bootId_;
+    int window_;
+    int fd_ = -1;
+    IngestSummary sum_;
+    std::unique_ptr<StreamIngest> stream_;
+    uint64_t resumeSeq_ = 0;  ///< records below this were stored before
+    uint64_t nextSeq_ = 0;    ///< the sequence number expected next
+    bool haveNext_ = false;
+    uint64_t lost_ = 0;
+    std::vector<char> buf_;
+};
+
+/// This boot's id (/proc/sys/kernel/random/boot_id), "" when unreadable.
+std::string readBootId();
+
+}  // namespace gpufault::daemon

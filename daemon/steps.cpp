@@ -1,0 +1,95 @@
+// gpufaultd's start-up steps and teardown, each small and in order (daemon/daemon.h).
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "daemon/control.h"
+#include "daemon/daemon.h"
+#include "daemon/sources/file_tail.h"
+#include "daemon/sources/kmsg.h"
+
+namespace gpufault::daemon {
+
+void logLine(int prio, const std::string& msg) {
+    std::fprintf(stderr, "<%d>%s\n", prio, msg.c_str());
+    std::fflush(stderr);
+}
+
+StepResult loadConfigStep(State& s) {
+    if (s.config_path.empty()) return StepResult::ok();  // built-in defaults
+    auto c = loadConfig(s.config_path);
+    if (!c) return StepResult::fatal(2, c.error().text());
+    s.cfg = std::move(*c);
+    return StepResult::ok();
+}
+
+StepResult openStoreStep(State& s) {
+    std::error_code ec;
+    auto dir = std::filesystem::path(s.cfg.store_path).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    auto st = Store::open(s.cfg.store_path, Store::Mode::ReadWrite);
+    if (!st) return StepResult::fatal(1, st.error().message);
+    s.store.emplace(std::move(*st));
+    s.txn = std::make_unique<Txn>(*s.store);
+    return StepResult::ok();
+}
+
+StepResult openSourcesStep(State& s) {
+    const Config& c = s.cfg;
+    if (c.kmsg) {
+        auto k = std::make_unique<KmsgSource>(*s.store, c.kmsg_path, readBootId(),
+                                              c.dispatch_window);
+        if (auto r = k->open(); !r) {
+            // Hardening (ProtectKernelLogs=, PrivateDevices=) or a container: say so loudly;
+            // the other sources still run.
+            logLine(3, fmt::format("kernel log source off: {}", r.error().message));
+        } else {
+            s.kmsg = k.get();
+            s.sources.push_back(std::move(k));
+        }
+    }
+    if (!c.file_globs.empty()) {
+        auto f = std::make_unique<FileTail>(*s.store, c.file_globs, c.dispatch_window,
+                                            std::max<uint64_t>(2 * c.poll_ms, 2000));
+        s.files = f.get();
+        s.sources.push_back(std::move(f));
+    }
+    if (s.sources.empty()) logLine(4, "no sources enabled: nothing to collect");
+    return StepResult::ok();
+}
+
+StepResult openControlStep(State& s) {
+    if (s.cfg.socket_path.empty()) return StepResult::ok();
+    auto srv = ControlServer::open(s);
+    if (!srv) return StepResult::fatal(1, srv.error());
+    s.control = std::move(*srv);
+    return StepResult::ok();
+}
+
+void flushStep(State& s) {
+    if (!s.txn || !s.txn->open()) return;
+    for (auto& src : s.sources)
+        if (auto r = src->checkpoint(); !r) {
+            logLine(3, fmt::format("final checkpoint failed: {}", r.error().message));
+            s.txn->rollback();
+            return;
+        }
+    if (auto r = s.txn->commit(); !r)
+        logLine(3, fmt::format("final commit failed: {}", r.error().message));
+    else
+        for (auto& src : s.sources) src->committed();
+}
+
+void closeStep(State& s) {
+    s.control.reset();
+    s.files = nullptr;
+    s.kmsg = nullptr;
+    s.sources.clear();
+    if (s.txn) s.txn->rollback();
+    s.txn.reset();
+    s.store.reset();
+}
+
+}  // namespace gpufault::daemon
