@@ -75,7 +75,10 @@ int cmdEvents(const Global& g,
     }
     auto store = openForQuery(g);
     if (!store) return 2;
-    auto rows = queryEvidence(store->db(), EvidenceFilter{kind, source, std::nullopt});
+    EvidenceFilter filter;
+    filter.kind = kind;
+    filter.source = source;
+    auto rows = queryEvidence(store->db(), filter);
     if (failed(rows)) return 2;
     if (json) {
         for (auto& r : *rows) printJsonLine(stdout, evidenceJson(r));

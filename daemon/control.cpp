@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collectors/common/evidence_json.h"
+#include "collectors/common/text.h"
 #include "daemon/daemon.h"
 #include "schema/queries.h"
 
@@ -246,7 +247,7 @@ void ControlServer::published() {
                          {"kinds", i.kinds},
                          {"source", i.source},
                          {"line", i.line}};
-        if (i.address) j["address"] = fmt::format("0x{:016x}", *i.address);
+        if (i.address) j["address"] = text::hexAddr(*i.address);
         if (i.pid) j["pid"] = *i.pid;
         if (i.kernel) j["kernel"] = *i.kernel;
         for (const auto& w : watchers_) send(w, j.dump());

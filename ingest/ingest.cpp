@@ -23,13 +23,6 @@ constexpr size_t kFingerprintBytes = 4096;
 constexpr size_t kMaxLine = LineDecoder::kMaxLine;
 constexpr size_t kChunk = 1 << 22;
 
-/// FNV-1a over the first bytes of a stream, with their count: the source fingerprint.
-std::string fingerprint(const char* p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ull;
-    return fmt::format("{:016x}-{}", h, n);
-}
-
 struct Fd {
     int fd = -1;
     ~Fd() {
@@ -157,7 +150,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
     LineReader reader(fd.fd);
     auto head = reader.peek(kFingerprintBytes);
     if (!head) return std::unexpected(db::Error{fmt::format("{}: {}", path, head.error().message)});
-    id.fingerprint = fingerprint(head->data(), head->size());
+    id.fingerprint = sourceFingerprint(*head);
     uint64_t total = S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
 
     auto src = store.source(id);
@@ -174,8 +167,13 @@ db::Result<IngestSummary> ingestFile(Store& store,
         reader = LineReader(fd.fd);
         reader.setBase(static_cast<uint64_t>(state.offset));
         sum.resumed = !state.complete;
+    } else if (id.kind == "file" && static_cast<uint64_t>(state.offset) > total) {
+        // Truncated and written again under the same first line: new content, numbered after
+        // the lines already stored so that none of it is taken for a duplicate.
+        state.offset = 0;
+        state.line = state.max_line;
     } else {
-        state.offset = state.line = 0;  // read from the start; stored lines are not duplicated
+        state.offset = state.line = 0;  // stdin again: the same lines are not duplicated
     }
 
     if (auto r = store.begin(); !r) return std::unexpected(r.error());

@@ -6,6 +6,14 @@
 
 namespace gpufault {
 
+std::string sourceFingerprint(std::string_view head) {
+    if (head.size() > 4096) head = head.substr(0, 4096);
+    if (auto nl = head.find('\n'); nl != std::string_view::npos) head = head.substr(0, nl + 1);
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : head) h = (h ^ c) * 1099511628211ull;
+    return fmt::format("{:016x}-{}", h, head.size());
+}
+
 StreamIngest::StreamIngest(Store& store,
                            const SourceState& state,
                            int window,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -14,6 +15,12 @@
 #include "schema/store.h"
 
 namespace gpufault {
+
+/// A source's fingerprint: FNV-1a of its first line (through the first '\n', at most the
+/// first 4 KiB), with the byte count ("<16 hex>-<n>"). A growing file keeps it, so a file is
+/// recognised again after it grew; a file replaced under the same inode gets a new one.
+/// `head` = the stream's first bytes (up to 4 KiB).
+std::string sourceFingerprint(std::string_view head);
 
 /// Feeds the lines of one source through every matcher into the store's open transaction and
 /// computes where a restarted reader must begin so that no block is lost or duplicated: the

@@ -1,0 +1,150 @@
+#include "tests/daemon/daemon_harness.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace gpufault::testing {
+
+DaemonProcess::DaemonProcess(std::string binary, std::string config, std::string dir,
+                             uint64_t watchdog_usec)
+    : bin_(std::move(binary)),
+      config_(std::move(config)),
+      dir_(std::move(dir)),
+      notifyPath_(dir_ + "/notify.sock"),
+      watchdogUsec_(watchdog_usec) {}
+
+DaemonProcess::~DaemonProcess() {
+    if (pid_ > 0) kill9();
+    if (notifyFd_ >= 0) ::close(notifyFd_);
+    ::unlink(notifyPath_.c_str());
+}
+
+bool DaemonProcess::start() {
+    if (notifyFd_ < 0) {
+        notifyFd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::strncpy(a.sun_path, notifyPath_.c_str(), sizeof a.sun_path - 1);
+        ::unlink(notifyPath_.c_str());
+        if (::bind(notifyFd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return false;
+    }
+    notes_.clear();
+    std::string errPath = dir_ + "/gpufaultd.stderr";
+    pid_ = ::fork();
+    if (pid_ < 0) return false;
+    if (pid_ == 0) {
+        int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+        ::dup2(null, 0);
+        ::dup2(null, 1);
+        ::dup2(err, 2);
+        ::setenv("NOTIFY_SOCKET", notifyPath_.c_str(), 1);
+        if (watchdogUsec_ > 0) {
+            ::setenv("WATCHDOG_USEC", std::to_string(watchdogUsec_).c_str(), 1);
+            ::setenv("WATCHDOG_PID", std::to_string(::getpid()).c_str(), 1);
+        }
+        ::execl(bin_.c_str(), bin_.c_str(), "--config", config_.c_str(),
+                static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    return true;
+}
+
+void DaemonProcess::drainNotify(int timeout_ms) {
+    pollfd p{notifyFd_, POLLIN, 0};
+    while (::poll(&p, 1, timeout_ms) > 0) {
+        char buf[4096];
+        ssize_t n = ::recv(notifyFd_, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        notes_.emplace_back(buf, static_cast<size_t>(n));
+        timeout_ms = 0;
+    }
+}
+
+bool DaemonProcess::waitNotify(const std::string& what, std::chrono::milliseconds timeout) {
+    auto end = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        for (const auto& n : notes_)
+            if (n.find(what) != std::string::npos) return true;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            end - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return false;
+        drainNotify(static_cast<int>(std::min<int64_t>(left.count(), 50)));
+    }
+}
+
+void DaemonProcess::signal(int sig) {
+    if (pid_ > 0) ::kill(pid_, sig);
+}
+
+std::optional<int> DaemonProcess::waitExit(std::chrono::milliseconds timeout) {
+    if (pid_ <= 0) return std::nullopt;
+    auto end = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        int st = 0;
+        pid_t r = ::waitpid(pid_, &st, WNOHANG);
+        if (r == pid_) {
+            pid_ = -1;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        }
+        if (std::chrono::steady_clock::now() >= end) return std::nullopt;
+        struct timespec ts{0, 5'000'000};
+        nanosleep(&ts, nullptr);
+    }
+}
+
+void DaemonProcess::kill9() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int st = 0;
+    ::waitpid(pid_, &st, 0);
+    pid_ = -1;
+}
+
+std::string DaemonProcess::stderrText() const {
+    std::ifstream in(dir_ + "/gpufaultd.stderr");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string controlRequest(const std::string& socket_path, const std::string& request,
+                           std::chrono::milliseconds timeout) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, socket_path.c_str(), sizeof a.sun_path - 1);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        return "";
+    }
+    std::string req = request + "\n";
+    (void)!::write(fd, req.data(), req.size());
+    std::string out;
+    auto end = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            end - std::chrono::steady_clock::now());
+        if (left.count() <= 0) break;
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+        char buf[65536];
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n <= 0) break;
+        out.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return out;
+}
+
+}  // namespace gpufault::testing

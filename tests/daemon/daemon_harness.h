@@ -1,0 +1,62 @@
+// Runs a real gpufaultd in tests, playing the service manager (NOTIFY_SOCKET, WATCHDOG_USEC).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpufault::testing {
+
+/// A gpufaultd child process started with `--config PATH`. Its notifications arrive on a
+/// datagram socket of our own (NOTIFY_SOCKET), its stderr goes to a file.
+class DaemonProcess {
+  public:
+    /// `dir` holds the notify socket and the stderr file. `watchdog_usec` > 0 sets
+    /// WATCHDOG_USEC (and WATCHDOG_PID) as systemd does.
+    DaemonProcess(std::string binary, std::string config, std::string dir,
+                  uint64_t watchdog_usec = 0);
+    ~DaemonProcess();  ///< SIGKILLs a daemon still running
+
+    bool start();
+    /// Waits for a notification containing `what` (e.g. "READY=1"); false on timeout.
+    bool waitNotify(const std::string& what, std::chrono::milliseconds timeout);
+    /// All notifications received so far.
+    const std::vector<std::string>& notifications() const { return notes_; }
+    /// Sends `sig`; then waitExit().
+    void signal(int sig);
+    /// Waits for the exit; the status (128+N for signal N), nullopt on timeout.
+    std::optional<int> waitExit(std::chrono::milliseconds timeout);
+    void kill9();
+    pid_t pid() const { return pid_; }
+    std::string stderrText() const;
+
+  private:
+    void drainNotify(int timeout_ms);
+    std::string bin_, config_, dir_, notifyPath_;
+    uint64_t watchdogUsec_;
+    int notifyFd_ = -1;
+    pid_t pid_ = -1;
+    std::vector<std::string> notes_;
+};
+
+/// Sends one request line to a Unix socket and returns everything read until the server
+/// closes or `timeout` passes ("" when it cannot connect).
+std::string controlRequest(const std::string& socket_path, const std::string& request,
+                           std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
+
+/// Polls `pred` every 10 ms until it holds or `timeout` passes.
+template <typename F>
+bool eventually(F pred, std::chrono::milliseconds timeout) {
+    auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+        if (pred()) return true;
+        struct timespec ts{0, 10'000'000};
+        nanosleep(&ts, nullptr);
+    }
+    return pred();
+}
+
+}  // namespace gpufault::testing

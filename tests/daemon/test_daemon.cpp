@@ -1,0 +1,274 @@
+// The real gpufaultd: started with a temporary config and store, driven through real files,
+// /dev/kmsg, signals and its control socket; this test plays the service manager.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "schema/sqlite.h"
+#include "tests/daemon/daemon_harness.h"
+#include "tests/support/process.h"
+
+using namespace gpufault::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kRocrFault =
+    "Memory access fault by GPU node-1 (Agent handle: 0x55d4c0a1b2c0) on address 0x7f6459a00000. "
+    "Reason: Page not present or supervisor privilege.";
+
+struct Fixture {
+    TempDir dir;
+    std::string conf = dir.file("gpufaultd.conf");
+    std::string store = dir.file("store.db");
+    std::string sock = dir.file("ctl.sock");
+    std::string logs = dir.file("logs");
+    std::string metrics = dir.file("gpufault.prom");
+    Fixture() { ::mkdir(logs.c_str(), 0755); }
+
+    std::string config(bool kmsg = false, const std::string& glob = "") const {
+        return fmt::format(
+            "[store]\npath = \"{}\"\n[kmsg]\nenabled = {}\n[files]\nglobs = [\"{}\"]\n"
+            "poll_interval_ms = 100\n[control]\nsocket = \"{}\"\ngroup = \"\"\n"
+            "[metrics]\npath = \"{}\"\ninterval_ms = 100\n[commit]\ncorrelate_ms = 50\n",
+            store, kmsg ? "true" : "false", glob.empty() ? logs + "/*.log*" : glob, sock,
+            metrics);
+    }
+    void append(const std::string& name, const std::string& text) const {
+        std::ofstream(logs + "/" + name, std::ios::app) << text << std::flush;
+    }
+    /// One integer from the store, read beside the running daemon (WAL).
+    int64_t count(const std::string& sql) const {
+        auto d = gpufault::db::Db::open(store, true, false);
+        if (!d) return -1;
+        auto s = d->prepare(sql);
+        if (!s) return -1;
+        auto r = s->step();
+        return r && *r ? s->i64(0) : -1;
+    }
+};
+
+/// A `watch` client kept open: lines arrive as the daemon commits.
+class Watcher {
+  public:
+    explicit Watcher(const std::string& path) {
+        fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+        ok_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+              ::write(fd_, "watch\n", 6) == 6;
+    }
+    ~Watcher() { ::close(fd_); }
+    bool ok() const { return ok_; }
+    /// The next JSON line, or null after `timeout`.
+    nlohmann::json next(std::chrono::milliseconds timeout) {
+        auto end = std::chrono::steady_clock::now() + timeout;
+        for (;;) {
+            if (auto nl = buf_.find('\n'); nl != std::string::npos) {
+                auto line = buf_.substr(0, nl);
+                buf_.erase(0, nl + 1);
+                return nlohmann::json::parse(line, nullptr, false);
+            }
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                end - std::chrono::steady_clock::now());
+            pollfd p{fd_, POLLIN, 0};
+            if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0)
+                return nullptr;
+            char b[4096];
+            ssize_t n = ::read(fd_, b, sizeof b);
+            if (n <= 0) return nullptr;
+            buf_.append(b, static_cast<size_t>(n));
+        }
+    }
+
+  private:
+    int fd_ = -1;
+    bool ok_ = false;
+    std::string buf_;
+};
+
+}  // namespace
+
+TEST(Daemon, NotifiesReadyPingsTheWatchdogAndStopsCleanlyOnSigterm) {
+    Fixture f;
+    writeFile(f.conf, f.config());
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path(), 200000);
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    // WATCHDOG_USEC=200 ms: pings every 100 ms.
+    ASSERT_TRUE(d.waitNotify("WATCHDOG=1", 1s));
+    auto t0 = std::chrono::steady_clock::now();
+    d.signal(SIGTERM);
+    auto rc = d.waitExit(2s);
+    ASSERT_TRUE(rc) << "not stopped within 2 s";
+    EXPECT_EQ(*rc, 0) << d.stderrText();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+    EXPECT_TRUE(d.waitNotify("STOPPING=1", 100ms));
+    EXPECT_EQ(::access(f.sock.c_str(), F_OK), -1) << "control socket left behind";
+}
+
+TEST(Daemon, InvalidConfigExitsTwoNamingFileLineAndKey) {
+    Fixture f;
+    writeFile(f.conf, "[store]\npath = \"/tmp/x.db\"\n[files]\nglobz = [\"/var/log/*.log\"]\n");
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    auto rc = d.waitExit(5s);
+    ASSERT_TRUE(rc);
+    EXPECT_EQ(*rc, 2);
+    EXPECT_NE(d.stderrText().find(f.conf + ":4: files.globz: unknown key"), std::string::npos)
+        << d.stderrText();
+    auto check = run({GPUFAULTD_BIN, "--config", f.conf, "--check-config"});
+    EXPECT_EQ(check.status, 2);
+}
+
+TEST(Daemon, TailsAFileIntoTheStoreAndTellsWatchStatusAndMetrics) {
+    Fixture f;
+    writeFile(f.conf, f.config());
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    Watcher w(f.sock);
+    ASSERT_TRUE(w.ok());
+    EXPECT_EQ(w.next(2s).value("type", ""), "watching");
+
+    f.append("job.log", "[probe] name=A ptr=0x7f655ece8000 end=0x7f65605d8000\n");
+    f.append("job.log", std::string(kRocrFault) + "\n");
+    auto ev = w.next(5s);
+    ASSERT_FALSE(ev.is_null()) << d.stderrText();
+    EXPECT_EQ(ev["type"], "evidence");
+    EXPECT_EQ(ev["kind"], "rocr_memory_fault");
+    EXPECT_EQ(ev["address"], "0x7f6459a00000");
+    EXPECT_EQ(ev["source"], f.logs + "/job.log");
+    EXPECT_EQ(ev["line"], 2);
+    auto inc = w.next(5s);
+    ASSERT_FALSE(inc.is_null());
+    EXPECT_EQ(inc["type"], "incident");
+    EXPECT_EQ(inc["kind"], "rocr_memory_fault");
+    EXPECT_EQ(inc["address"], "0x7f6459a00000");
+
+    auto st = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
+    ASSERT_TRUE(st.is_object());
+    ASSERT_EQ(st["streams"].size(), 1u);
+    EXPECT_EQ(st["streams"][0]["name"], f.logs + "/job.log");
+    EXPECT_EQ(st["streams"][0]["lines"], 2);
+    EXPECT_EQ(st["streams"][0]["evidence"], 1);
+    EXPECT_EQ(st["streams"][0]["lag"], 0);
+    EXPECT_EQ(st["store"]["error"], "");
+
+    // A reader beside the running daemon: the operand and the fault are joined.
+    EXPECT_EQ(f.count("SELECT distance FROM fault_operand_distance"), -4381900800);
+    EXPECT_TRUE(eventually(
+        [&] {
+            return readFile(f.metrics).find(
+                       "gpufault_evidence{kind=\"rocr_memory_fault\",gpu=\"node-1\"} 1") !=
+                   std::string::npos;
+        },
+        3s))
+        << readFile(f.metrics);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(2s), 0);
+}
+
+TEST(Daemon, HoldsAPartialLastLineUntilItsNewline) {
+    Fixture f;
+    writeFile(f.conf, f.config());
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s));
+    std::string line = kRocrFault;
+    f.append("job.log", "starting\n" + line.substr(0, 40));
+    ASSERT_TRUE(eventually(
+        [&] { return f.count("SELECT sum(offset) FROM sources WHERE kind='file'") == 9; }, 3s))
+        << "the complete first line is committed, the partial one is held";
+    EXPECT_EQ(f.count("SELECT count(*) FROM evidence"), 0);
+    f.append("job.log", line.substr(40) + "\n");
+    EXPECT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 3s));
+    EXPECT_EQ(f.count("SELECT address FROM evidence"), 0x7f6459a00000);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(2s), 0);
+}
+
+TEST(Daemon, SighupWithAnInvalidConfigKeepsRunningAndAValidOneReloads) {
+    Fixture f;
+    writeFile(f.conf, f.config(false, f.logs + "/a.log"));
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s));
+    writeFile(f.conf, "[files]\nglobs = 3\n");
+    d.signal(SIGHUP);
+    EXPECT_TRUE(eventually(
+        [&] {
+            return d.stderrText().find(":2: files.globs: expected an array of strings; keeping "
+                                       "the running configuration") != std::string::npos;
+        },
+        3s))
+        << d.stderrText();
+    f.append("a.log", std::string(kRocrFault) + "\n");
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 3s));
+
+    writeFile(f.conf, f.config(false, f.logs + "/b.log"));
+    d.signal(SIGHUP);
+    ASSERT_TRUE(eventually(
+        [&] { return d.stderrText().find("reload: " + f.conf) != std::string::npos; }, 3s));
+    f.append("b.log", std::string(kRocrFault) + "\n");
+    EXPECT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 2; }, 3s));
+    EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE path LIKE '%/b.log'"), 1);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(2s), 0);
+}
+
+TEST(Daemon, ReadsInjectedKernelRecordsOnceAcrossRestarts) {
+    int probe = ::open("/dev/kmsg", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (probe < 0) GTEST_SKIP() << "/dev/kmsg is not readable and writable here (needs root)";
+    Fixture f;
+    writeFile(f.conf, f.config(true, f.logs + "/none.log"));
+    std::mt19937_64 rng(std::random_device{}());
+    std::string tag = fmt::format("gpufault-test-{:016x}", rng());
+    auto inject = [&](int pid) {
+        auto rec = fmt::format(
+            "<3>{}[{}]: segfault at 8a ip 00007f38e8a8a610 sp 00007ffd3f0c1e30 error 4 in "
+            "libamdhip64.so.6[7f38e8600000+4a0000]\n",
+            tag, pid);
+        ASSERT_EQ(::write(probe, rec.data(), rec.size()), static_cast<ssize_t>(rec.size()));
+    };
+    auto stored = [&](int pid) {
+        return f.count(fmt::format(
+            "SELECT count(*) FROM evidence WHERE kind='cpu_segfault' AND pid={} AND raw LIKE "
+            "'%{}%'",
+            pid, tag));
+    };
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    inject(101);
+    ASSERT_TRUE(eventually([&] { return stored(101) == 1; }, 5s)) << d.stderrText();
+    d.kill9();
+    inject(102);  // written while the daemon is down
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s));
+    ASSERT_TRUE(eventually([&] { return stored(102) == 1; }, 5s));
+    d.signal(SIGTERM);
+    ASSERT_EQ(d.waitExit(2s), 0);
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s));
+    inject(103);
+    ASSERT_TRUE(eventually([&] { return stored(103) == 1; }, 5s));
+    EXPECT_EQ(stored(101), 1);
+    EXPECT_EQ(stored(102), 1);
+    EXPECT_EQ(f.count(fmt::format("SELECT count(*) FROM evidence WHERE raw LIKE '%{}%'", tag)),
+              3);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(2s), 0);
+    ::close(probe);
+}
