@@ -31,6 +31,12 @@ int cmdDispatches(const Global& g, bool json);
 int cmdKernels(const Global& g, bool json);
 int cmdShow(const Global& g, int64_t incident, int dispatches);
 int cmdReport(const Global& g, int64_t incident, const std::string& format);
+/// --socket, else $GPUFAULT_SOCKET, else /run/gpufault/gpufaultd.sock.
+std::string resolveSocketPath(const std::string& flag);
+/// gpufaultd's state (sources, positions, lag, losses, store); 2 when it is unreachable.
+int cmdStatus(const std::string& socket, bool json);
+/// Records and incidents as gpufaultd commits them, until it closes or Ctrl-C.
+int cmdWatch(const std::string& socket, bool json);
 int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv, double timeout_s);
 
 }  // namespace gpufault::cli

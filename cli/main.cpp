@@ -63,6 +63,15 @@ int main(int argc, char** argv) {
     query->add_option("--timeout", timeout, "seconds before the query is interrupted")
         ->check(CLI::Range(0.001, 86400.0));
 
+    std::string socketFlag;
+    auto* status = app.add_subcommand("status", "the running gpufaultd: sources, lag, losses");
+    status->add_flag("--json", json, "one JSON object");
+    status->add_option("--socket", socketFlag, "control socket (else $GPUFAULT_SOCKET or "
+                                               "/run/gpufault/gpufaultd.sock)");
+    auto* watch = app.add_subcommand("watch", "records and incidents as gpufaultd stores them");
+    watch->add_flag("--json", json, "JSON Lines");
+    watch->add_option("--socket", socketFlag, "control socket");
+
     // The first word that is not an option (or --db's value) must be a subcommand.
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -92,6 +101,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "gpufault: %s (see gpufault --help)\n", e.what());
         return 2;
     }
+    if (*status) return cmdStatus(resolveSocketPath(socketFlag), json);
+    if (*watch) return cmdWatch(resolveSocketPath(socketFlag), json);
     Global g;
     g.db_explicit = !dbFlag.empty();
     g.db = resolveDbPath(dbFlag);

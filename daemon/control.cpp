@@ -196,9 +196,8 @@ std::string ControlServer::statusJson() const {
     j["pid"] = ::getpid();
     j["uptime_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - s_.started)
                         .count();
-    struct stat sb {};
     j["store"] = {{"path", s_.cfg.store_path},
-                  {"bytes", ::stat(s_.cfg.store_path.c_str(), &sb) == 0 ? sb.st_size : 0},
+                  {"bytes", storeFileBytes(s_.cfg.store_path)},
                   {"error", s_.store_error}};
     j["commits"] = s_.commits;
     j["correlations"] = s_.correlations;

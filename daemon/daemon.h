@@ -23,6 +23,9 @@ class KmsgSource;
 /// `prio` is a syslog level: 3 error, 4 warning, 5 notice, 6 info, 7 debug.
 void logLine(int prio, const std::string& msg);
 
+/// Bytes the store occupies: the database file plus its write-ahead log.
+uint64_t storeFileBytes(const std::string& path);
+
 /// Everything the daemon holds. Steps fill it in order; teardown empties it in reverse.
 struct State {
     std::string config_path;

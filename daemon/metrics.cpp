@@ -69,10 +69,8 @@ std::expected<std::string, std::string> renderMetrics(State& s) {
             m += fmt::format("{}{{source=\"{}\",name=\"{}\"}} {}\n", k.name, st.source,
                              promLabel(st.name), st.*k.field);
     }
-    struct stat sb {};
-    head("gpufault_store_bytes", "gauge", "Size of the store file.");
-    m += fmt::format("gpufault_store_bytes {}\n",
-                     ::stat(s.cfg.store_path.c_str(), &sb) == 0 ? sb.st_size : 0);
+    head("gpufault_store_bytes", "gauge", "Size of the store (database and write-ahead log).");
+    m += fmt::format("gpufault_store_bytes {}\n", storeFileBytes(s.cfg.store_path));
     head("gpufault_store_error", "gauge", "1 while the store cannot be written (disk full, I/O).");
     m += fmt::format("gpufault_store_error {}\n", s.store_error.empty() ? 0 : 1);
     head("gpufault_commits_total", "counter", "Transactions committed since the daemon started.");

@@ -17,6 +17,15 @@ void logLine(int prio, const std::string& msg) {
     std::fflush(stderr);
 }
 
+uint64_t storeFileBytes(const std::string& path) {
+    uint64_t n = 0;
+    for (const auto& p : {path, path + "-wal"}) {
+        struct stat sb {};
+        if (::stat(p.c_str(), &sb) == 0) n += static_cast<uint64_t>(sb.st_size);
+    }
+    return n;
+}
+
 StepResult loadConfigStep(State& s) {
     if (s.config_path.empty()) return StepResult::ok();  // built-in defaults
     auto c = loadConfig(s.config_path);

@@ -176,8 +176,18 @@ TEST(Daemon, TailsAFileIntoTheStoreAndTellsWatchStatusAndMetrics) {
         },
         3s))
         << readFile(f.metrics);
+    // The CLI's view of the same daemon.
+    auto cli = run({GPUFAULT_BIN, "status", "--socket", f.sock});
+    EXPECT_EQ(cli.status, 0) << cli.err;
+    auto size = readFile(f.logs + "/job.log").size();
+    EXPECT_NE(cli.out.find(fmt::format("file\t{}/job.log\toffset {}\t2\t1\t0\t0\t0", f.logs, size)),
+              std::string::npos)
+        << cli.out;
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(2s), 0);
+    auto down = run({GPUFAULT_BIN, "status", "--socket", f.sock});
+    EXPECT_EQ(down.status, 2);
+    EXPECT_NE(down.err.find("cannot reach gpufaultd at " + f.sock), std::string::npos) << down.err;
 }
 
 TEST(Daemon, HoldsAPartialLastLineUntilItsNewline) {
