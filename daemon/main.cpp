@@ -4,8 +4,11 @@
 #include <sys/stat.h>
 
 #include <csignal>
+#include <fstream>
+#include <sstream>
 
 #include "daemon/daemon.h"
+#include "daemon/hardening.h"
 
 using namespace gpufault::daemon;
 
@@ -18,8 +21,12 @@ int main(int argc, char** argv) {
                  "gpufault store"};
     std::string config = kDefaultConfig;
     bool check = false;
+    std::string unit;
     app.add_option("-c,--config", config, "configuration file (TOML)")->capture_default_str();
     app.add_flag("--check-config", check, "validate the configuration and exit (0 valid, 2 not)");
+    app.add_option("--check-unit", unit,
+                   "with --check-config: also report directives of this systemd unit that cut "
+                   "off an enabled source (exit 1)");
     app.set_version_flag("--version", std::string("gpufaultd ") + GPUFAULT_VERSION);
     try {
         app.parse(argc, argv);
@@ -58,6 +65,21 @@ int main(int argc, char** argv) {
     if (failed.proceed && !check) runLoop(s);
     flushStep(s);
     closeStep(s);
-    if (check && failed.proceed) fmt::print("{}: valid\n", s.config_path.empty() ? "defaults" : s.config_path);
+    if (check && failed.proceed) {
+        fmt::print("{}: valid\n", s.config_path.empty() ? "defaults" : s.config_path);
+        if (!unit.empty()) {
+            std::ifstream in(unit);
+            if (!in) {
+                logLine(3, fmt::format("{}: cannot read", unit));
+                return 2;
+            }
+            std::stringstream text;
+            text << in.rdbuf();
+            auto problems = unitContradictions(text.str(), s.cfg);
+            for (const auto& p : problems) fmt::print("{}: {}\n", unit, p);
+            if (!problems.empty()) return 1;
+            fmt::print("{}: no directive cuts off an enabled source\n", unit);
+        }
+    }
     return failed.proceed ? 0 : failed.exit_code;
 }

@@ -1,0 +1,112 @@
+// The shipped unit against the shipped configuration, and each directive that would cut off a
+// source.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "daemon/hardening.h"
+
+using namespace gpufault::daemon;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+const std::string kUnitPath = std::string(GPUFAULT_SOURCE_DIR) + "/packaging/gpufaultd.service";
+const std::string kConfPath = std::string(GPUFAULT_SOURCE_DIR) + "/packaging/gpufaultd.conf";
+
+Config shippedConfig() {
+    auto c = loadConfig(kConfPath);
+    EXPECT_TRUE(c) << c.error().text();
+    return c ? *c : Config{};
+}
+
+std::string joined(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += x + "\n";
+    return s;
+}
+
+}  // namespace
+
+TEST(Hardening, ShippedUnitKeepsEverySourceOfTheShippedConfig) {
+    std::string unit = slurp(kUnitPath);
+    ASSERT_FALSE(unit.empty());
+    Config c = shippedConfig();
+    EXPECT_TRUE(c.kmsg);
+    auto problems = unitContradictions(unit, c);
+    EXPECT_TRUE(problems.empty()) << joined(problems);
+    // The documented metrics directory and a job-log directory are fine too.
+    c.metrics_path = "/var/lib/prometheus/node-exporter/gpufault.prom";
+    c.file_globs = {"/var/log/gpu-jobs/*.log*", "/home/*/runs/*.log"};
+    problems = unitContradictions(unit, c);
+    EXPECT_TRUE(problems.empty()) << joined(problems);
+}
+
+TEST(Hardening, PrivateTmpHidesLogsUnderTmp) {
+    Config c = shippedConfig();
+    c.file_globs = {"/tmp/hip_log_*"};
+    auto p = unitContradictions(slurp(kUnitPath), c);
+    ASSERT_EQ(p.size(), 1u) << joined(p);
+    EXPECT_EQ(p[0],
+              "PrivateTmp=yes gives the service its own /tmp: '/tmp/hip_log_*' sees no job's "
+              "files (files.globs)");
+}
+
+TEST(Hardening, KernelLogDirectivesCutOffKmsg) {
+    Config c = shippedConfig();
+    std::string unit = slurp(kUnitPath);
+    auto p = unitContradictions(unit + "[Service]\nProtectKernelLogs=yes\nPrivateDevices=yes\n", c);
+    ASSERT_EQ(p.size(), 2u) << joined(p);
+    EXPECT_EQ(p[0], "ProtectKernelLogs=yes hides /dev/kmsg (kmsg.enabled)");
+    EXPECT_EQ(p[1], "PrivateDevices=yes hides /dev/kmsg (kmsg.enabled)");
+    // A unit may repeat [Service] (drop-ins do). An empty assignment resets DeviceAllow=: the closed policy then takes /dev/kmsg away.
+    p = unitContradictions(unit + "[Service]\nDeviceAllow=\n", c);
+    ASSERT_EQ(p.size(), 1u) << joined(p);
+    EXPECT_EQ(p[0], "DevicePolicy=closed without DeviceAllow=/dev/kmsg r (kmsg.enabled)");
+    p = unitContradictions("[Service]\nCapabilityBoundingSet=CAP_CHOWN\n", c);
+    ASSERT_EQ(p.size(), 1u) << joined(p);
+    EXPECT_NE(p[0].find("lacks CAP_SYSLOG"), std::string::npos);
+    p = unitContradictions("[Service]\nCapabilityBoundingSet=~CAP_SYSLOG CAP_SYS_ADMIN\n", c);
+    EXPECT_EQ(p.size(), 1u) << joined(p);
+    // With the kernel log off, none of this matters.
+    c.kmsg = false;
+    EXPECT_TRUE(unitContradictions(unit + "[Service]\nProtectKernelLogs=yes\n", c).empty());
+}
+
+TEST(Hardening, ReadOnlySystemNeedsWritableStoreSocketAndMetrics) {
+    Config c;
+    c.kmsg = false;
+    c.metrics_path = "/var/lib/node_exporter/g.prom";
+    auto p = unitContradictions("[Service]\nProtectSystem=strict\nReadWritePaths=/run/gpufault\n", c);
+    ASSERT_EQ(p.size(), 2u) << joined(p);
+    EXPECT_EQ(p[0],
+              "ProtectSystem=strict makes the store /var/lib/gpufault/gpufault.db read-only "
+              "(store.path)");
+    EXPECT_EQ(p[1], "ProtectSystem=strict makes /var/lib/node_exporter read-only (metrics.path)");
+    p = unitContradictions(
+        "[Service]\nProtectSystem=strict\nStateDirectory=gpufault\nReadWritePaths=/run/gpufault "
+        "-/var/lib/node_exporter\n",
+        c);
+    EXPECT_TRUE(p.empty()) << joined(p);
+}
+
+TEST(Hardening, HomeAndAddressFamilies) {
+    Config c;
+    c.kmsg = false;
+    c.file_globs = {"/home/*/job.log"};
+    auto p = unitContradictions(
+        "[Service]\nProtectHome=yes\nRestrictAddressFamilies=AF_INET AF_INET6\n", c);
+    ASSERT_EQ(p.size(), 2u) << joined(p);
+    EXPECT_EQ(p[0], "ProtectHome=yes hides '/home/*/job.log' (files.globs; read-only would do)");
+    EXPECT_NE(p[1].find("forbids AF_UNIX"), std::string::npos);
+    EXPECT_TRUE(unitContradictions("[Service]\nProtectHome=read-only\n", c).empty());
+    // Directives outside [Service] do not count.
+    EXPECT_TRUE(unitContradictions("[Unit]\nProtectHome=yes\n", c).empty());
+}
