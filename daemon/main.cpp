@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
     for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, sig);
     sigprocmask(SIG_BLOCK, &set, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
+    std::signal(SIGXFSZ, SIG_IGN);  // a file size limit surfaces as a store error, not a death
 
     State s;
     struct stat sb {};

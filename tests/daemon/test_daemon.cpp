@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -281,4 +282,50 @@ TEST(Daemon, ReadsInjectedKernelRecordsOnceAcrossRestarts) {
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(2s), 0);
     ::close(probe);
+}
+
+TEST(Daemon, KeepsRunningWhenTheStoreCannotGrowAndCatchesUpWithoutLoss) {
+    Fixture f;
+    writeFile(f.conf, f.config());
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s));
+    // No file the daemon writes may grow past 64 KiB: SQLite then fails with an I/O error
+    // (EFBIG), as on a full file system.
+    struct rlimit small {64 << 10, RLIM_INFINITY};  // soft limit: raising it back needs no privilege
+    ASSERT_EQ(::prlimit(d.pid(), RLIMIT_FSIZE, &small, nullptr), 0) << std::strerror(errno);
+    std::string lines;
+    constexpr int kFaults = 3000;
+    for (int i = 0; i < kFaults; ++i)
+        lines += fmt::format(
+            "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x{:x}. Reason: "
+            "Page not present or supervisor privilege.\n",
+            0x7f0000000000 + uint64_t(i) * 0x200000);
+    f.append("job.log", lines);
+    nlohmann::json st;
+    ASSERT_TRUE(eventually(
+        [&] {
+            st = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
+            return st.is_object() && !st["store"]["error"].get<std::string>().empty();
+        },
+        5s))
+        << d.stderrText();
+    EXPECT_TRUE(d.waitExit(300ms) == std::nullopt) << "the daemon must keep running";
+    EXPECT_NE(d.stderrText().find("store error:"), std::string::npos);
+    EXPECT_TRUE(eventually(
+        [&] { return readFile(f.metrics).find("gpufault_store_error 1") != std::string::npos; },
+        3s));
+    // Space returns: everything arrives, once.
+    struct rlimit unlimited {RLIM_INFINITY, RLIM_INFINITY};
+    ASSERT_EQ(::prlimit(d.pid(), RLIMIT_FSIZE, &unlimited, nullptr), 0)
+        << std::strerror(errno) << d.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] { return f.count("SELECT count(*) FROM evidence") == kFaults; }, 15s))
+        << f.count("SELECT count(*) FROM evidence") << "\n"
+        << d.stderrText();
+    EXPECT_EQ(f.count("SELECT count(DISTINCT address) FROM evidence"), kFaults);
+    st = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
+    EXPECT_EQ(st["store"]["error"], "");
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(2s), 0);
 }
