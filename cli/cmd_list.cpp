@@ -265,4 +265,42 @@ int cmdKernels(const Global& g, bool json) {
     return 0;
 }
 
+int cmdRuns(const Global& g, bool json) {
+    auto store = openForQuery(g);
+    if (!store) return 2;
+    auto rows = queryRuns(store->db());
+    if (failed(rows)) return 2;
+    TextTable t{{"RUN", "STARTED", "ENDED", "EXIT", "PID", "RECORDS", "COMMAND"}, {}};
+    for (auto& r : *rows) {
+        const RunRecord& x = r.run;
+        std::string exit = x.signal ? fmt::format("signal {}", *x.signal) : orDash(x.exit_status);
+        if (json) {
+            auto j = nlohmann::json{{"run", r.id},
+                                    {"command", nlohmann::json::parse(x.command, nullptr, false)},
+                                    {"cwd", x.cwd},
+                                    {"host", x.host},
+                                    {"boot_id", x.boot_id},
+                                    {"started", x.started},
+                                    {"ended", x.ended ? nlohmann::json(*x.ended) : nullptr},
+                                    {"exit_status", x.exit_status ? nlohmann::json(*x.exit_status) : nullptr},
+                                    {"signal", x.signal ? nlohmann::json(*x.signal) : nullptr},
+                                    {"pid", x.pid ? nlohmann::json(*x.pid) : nullptr},
+                                    {"pids", nlohmann::json::parse(x.pids, nullptr, false)},
+                                    {"env", nlohmann::json::parse(x.env, nullptr, false)},
+                                    {"spool", x.spool ? nlohmann::json(*x.spool) : nullptr},
+                                    {"records", r.evidence}};
+            printJsonLine(stdout, j);
+            continue;
+        }
+        std::string cmd;
+        auto argv = nlohmann::json::parse(x.command, nullptr, false);
+        if (argv.is_array())
+            for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
+        t.rows.push_back({std::to_string(r.id), x.started, x.ended.value_or("-"), exit,
+                          orDash(x.pid), std::to_string(r.evidence), cmd});
+    }
+    if (!json) t.print(stdout);
+    return 0;
+}
+
 }  // namespace gpufault::cli

@@ -37,6 +37,19 @@ std::string resolveSocketPath(const std::string& flag);
 int cmdStatus(const std::string& socket, bool json);
 /// Records and incidents as gpufaultd commits them, until it closes or Ctrl-C.
 int cmdWatch(const std::string& socket, bool json);
+/// `gpufault run` options.
+struct RunOptions {
+    std::vector<std::string> command;         ///< CMD ARGS…
+    std::optional<int> amd_log_level;         ///< sets AMD_LOG_LEVEL
+    std::optional<std::string> amd_log_mask;  ///< names or a number (parseAmdLogMask)
+    bool serialize = false;  ///< AMD_SERIALIZE_KERNEL=3, HIP_LAUNCH_BLOCKING=1, CUDA_LAUNCH_BLOCKING=1
+    std::string spool_dir;   ///< "" = the default spool directory
+};
+/// Runs a job on a pseudo-terminal, records the run and ingests its output; returns the
+/// job's status (exit code, or 128 + signal), 2 when it could not be started.
+int cmdRun(const Global& g, const RunOptions& o);
+/// Recorded runs: command, exit, records from their output.
+int cmdRuns(const Global& g, bool json);
 int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv, double timeout_s);
 
 }  // namespace gpufault::cli

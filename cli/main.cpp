@@ -63,6 +63,21 @@ int main(int argc, char** argv) {
     query->add_option("--timeout", timeout, "seconds before the query is interrupted")
         ->check(CLI::Range(0.001, 86400.0));
 
+    RunOptions runOpt;
+    auto* runCmd = app.add_subcommand(
+        "run", "run a job under observation: gpufault run [OPTIONS] -- CMD ARGS…");
+    runCmd->add_option("--amd-log-level", runOpt.amd_log_level, "set AMD_LOG_LEVEL")
+        ->check(CLI::Range(0, 7));
+    runCmd->add_option("--amd-log-mask", runOpt.amd_log_mask,
+                       "AMD_LOG_MASK bits by name (kern = dispatches and arguments without the "
+                       "API trace) or a number");
+    runCmd->add_flag("--serialize", runOpt.serialize,
+                     "AMD_SERIALIZE_KERNEL=3, HIP_LAUNCH_BLOCKING=1, CUDA_LAUNCH_BLOCKING=1");
+    runCmd->add_option("--spool", runOpt.spool_dir, "directory for the captured output");
+    runCmd->add_option("command", runOpt.command, "the job")->required();
+    auto* runs = app.add_subcommand("runs", "jobs recorded by gpufault run");
+    runs->add_flag("--json", json, "JSON Lines");
+
     std::string socketFlag;
     auto* status = app.add_subcommand("status", "the running gpufaultd: sources, lag, losses");
     status->add_flag("--json", json, "one JSON object");
@@ -115,6 +130,8 @@ int main(int argc, char** argv) {
     if (*kernels) return cmdKernels(g, json);
     if (*show) return cmdShow(g, incident, lastN);
     if (*report) return cmdReport(g, incident, format);
+    if (*runCmd) return cmdRun(g, runOpt);
+    if (*runs) return cmdRuns(g, json);
     if (*query) return cmdQuery(g, sql, json, csv, timeout);
     return 2;
 }

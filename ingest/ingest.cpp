@@ -156,6 +156,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
     auto src = store.source(id);
     if (!src) return std::unexpected(src.error());
     SourceState state = *src;
+    sum.source_id = state.id;
     if (state.complete && id.kind == "file" && total == static_cast<uint64_t>(state.offset)) {
         sum.unchanged = true;
         return sum;

@@ -21,7 +21,8 @@ struct IngestOptions {
 /// What one ingest did.
 struct IngestSummary {
     std::string path;
-    uint64_t lines = 0;  ///< lines read in this run
+    int64_t source_id = 0;  ///< the source row in the store
+    uint64_t lines = 0;     ///< lines read in this run
     uint64_t bytes = 0;
     std::map<std::string, uint64_t> evidence;  ///< new records by kind
     uint64_t dispatches = 0;                   ///< dispatch lines counted

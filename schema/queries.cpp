@@ -178,6 +178,34 @@ db::Result<std::vector<CountRow>> queryEvidenceByGpu(db::Db& d) {
         *s, [](const db::Stmt& st) { return CountRow{st.str(0), st.str(1), st.i64(2)}; });
 }
 
+db::Result<std::vector<RunRow>> queryRuns(db::Db& d, std::optional<int64_t> id) {
+    auto s = d.prepare(
+        "SELECT r.id, r.command, r.cwd, r.host, r.boot_id, r.started, r.ended, r.exit_status, "
+        "r.signal, r.pid, r.pids, r.env, r.spool, r.source_id, (SELECT count(*) FROM evidence e "
+        "WHERE e.source_id = r.source_id) FROM runs r WHERE ?1 IS NULL OR r.id = ?1 ORDER BY r.id");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, id);
+    return collect<RunRow>(*s, [](const db::Stmt& st) {
+        RunRow r;
+        r.id = st.i64(0);
+        r.run.command = st.str(1);
+        r.run.cwd = st.str(2);
+        r.run.host = st.str(3);
+        r.run.boot_id = st.str(4);
+        r.run.started = st.str(5);
+        r.run.ended = st.optStr(6);
+        r.run.exit_status = st.optI64(7);
+        r.run.signal = st.optI64(8);
+        r.run.pid = st.optI64(9);
+        r.run.pids = st.str(10);
+        r.run.env = st.str(11);
+        r.run.spool = st.optStr(12);
+        r.run.source_id = st.optI64(13);
+        r.evidence = st.i64(14);
+        return r;
+    });
+}
+
 db::Result<int64_t> maxEvidenceId(db::Db& d) {
     auto s = d.prepare("SELECT ifnull(max(id), 0) FROM evidence");
     if (!s) return std::unexpected(s.error());

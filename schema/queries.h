@@ -8,6 +8,7 @@
 
 #include "collectors/common/evidence.h"
 #include "schema/sqlite.h"
+#include "schema/store.h"
 
 namespace gpufault {
 
@@ -123,6 +124,15 @@ db::Result<std::vector<CountRow>> queryEvidenceByGpu(db::Db& d);
 /// The highest evidence id (0 for an empty store).
 db::Result<int64_t> maxEvidenceId(db::Db& d);
 db::Result<std::vector<CountRow>> queryIncidentsBySignature(db::Db& d);
+
+/// A run with its id and the number of records its captured output produced.
+struct RunRow {
+    int64_t id = 0;
+    RunRecord run;
+    int64_t evidence = 0;
+};
+/// Runs, oldest first (`id` set: that one only).
+db::Result<std::vector<RunRow>> queryRuns(db::Db& d, std::optional<int64_t> id = std::nullopt);
 
 /// A generic table for `gpufault query`: column names and rows of printable values.
 struct Table {

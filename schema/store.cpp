@@ -113,6 +113,19 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
     return SourceState{db_.lastInsertId(), 0, 0, 0, false};
 }
 
+db::Result<int64_t> Store::addRun(const RunRecord& r) {
+    auto ins = db_.prepare(
+        "INSERT INTO runs(command, cwd, host, boot_id, started, ended, exit_status, signal, pid, "
+        "pids, env, spool, source_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+        "?13)");
+    if (!ins) return std::unexpected(ins.error());
+    ins->bind(1, r.command).bind(2, r.cwd).bind(3, r.host).bind(4, r.boot_id).bind(5, r.started);
+    ins->bind(6, r.ended).bind(7, r.exit_status).bind(8, r.signal).bind(9, r.pid);
+    ins->bind(10, r.pids).bind(11, r.env).bind(12, r.spool).bind(13, r.source_id);
+    if (auto x = ins->run(); !x) return std::unexpected(x.error());
+    return db_.lastInsertId();
+}
+
 db::Result<void> Store::begin() {
     return db_.exec("BEGIN IMMEDIATE");
 }

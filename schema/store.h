@@ -49,6 +49,20 @@ struct IncidentRecord {
     std::vector<IncidentMember> members;  ///< first member = the record that opened it
 };
 
+/// One job observed by `gpufault run` (table runs). Times are UTC ISO 8601 strings.
+struct RunRecord {
+    std::string command;  ///< JSON array (argv)
+    std::string cwd, host, boot_id, started;
+    std::optional<std::string> ended;
+    std::optional<int64_t> exit_status;  ///< exit code; null when a signal ended it
+    std::optional<int64_t> signal;
+    std::optional<int64_t> pid;
+    std::string pids = "[]";  ///< JSON array
+    std::string env = "{}";   ///< JSON object (redacted)
+    std::optional<std::string> spool;
+    std::optional<int64_t> source_id;
+};
+
 /// Read/write access to the store. Opening read-write creates the file and applies migrations
 /// (`PRAGMA user_version`); read-only never changes the file.
 class Store {
@@ -82,6 +96,8 @@ class Store {
     db::Result<void> addWarning(int64_t source_id, const Warning& w);
     /// Commits a checkpoint (call inside the transaction that stored the evidence before it).
     db::Result<void> setPosition(int64_t source_id, const SourceState& st, int64_t size);
+    /// Records a run; returns its id.
+    db::Result<int64_t> addRun(const RunRecord& r);
     /// Replaces all incidents (correlation is recomputed after each ingest).
     db::Result<void> replaceIncidents(const std::vector<IncidentRecord>& incidents);
 

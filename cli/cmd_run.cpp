@@ -1,0 +1,175 @@
+// `gpufault run -- CMD ARGS…`: a job under observation, recorded as a run with its output.
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "cli/run_env.h"
+#include "cli/run_job.h"
+#include "ingest/ingest.h"
+#include "schema/queries.h"
+#include "schema/store.h"
+
+extern char** environ;
+
+namespace gpufault::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kKeepSpools = 100;             ///< newest spool files kept
+constexpr uintmax_t kKeepSpoolBytes = 2ull << 30;  ///< and at most this much in all
+
+/// /var/lib/gpufault/spool for root, else $XDG_DATA_HOME/gpufault/spool (mode 0700: no other
+/// user can add lines to a job's output).
+std::string spoolDir() {
+    if (::geteuid() == 0) return "/var/lib/gpufault/spool";
+    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::string(x) + "/gpufault/spool";
+    const char* home = std::getenv("HOME");
+    return std::string(home ? home : "/tmp") + "/.local/share/gpufault/spool";
+}
+
+/// Keeps the newest kKeepSpools files and at most kKeepSpoolBytes; older ones are removed.
+void pruneSpool(const std::string& dir) {
+    std::vector<fs::directory_entry> files;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.is_regular_file(ec) && e.path().filename().string().starts_with("run-"))
+            files.push_back(e);
+    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
+        return a.path().filename() > b.path().filename();  // names sort by time: newest first
+    });
+    uintmax_t total = 0;
+    for (size_t i = 0; i < files.size(); ++i) {
+        total += files[i].file_size(ec);
+        if (i >= kKeepSpools || (i > 0 && total > kKeepSpoolBytes)) fs::remove(files[i].path(), ec);
+    }
+}
+
+std::string hostName() {
+    char h[256] = {};
+    ::gethostname(h, sizeof h - 1);
+    return h;
+}
+
+std::string bootId() {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string id;
+    std::getline(in, id);
+    return id;
+}
+
+}  // namespace
+
+int cmdRun(const Global& g, const RunOptions& o) {
+    if (o.command.empty()) {
+        fmt::print(stderr, "gpufault run: no command (gpufault run -- CMD ARGS…)\n");
+        return 2;
+    }
+    JobSpec spec;
+    spec.argv = o.command;
+    if (o.amd_log_level) spec.env["AMD_LOG_LEVEL"] = std::to_string(*o.amd_log_level);
+    if (o.amd_log_mask) {
+        auto m = parseAmdLogMask(*o.amd_log_mask);
+        if (!m) {
+            fmt::print(stderr, "gpufault run: --amd-log-mask: {}\n", m.error());
+            return 2;
+        }
+        spec.env["AMD_LOG_MASK"] = fmt::format("0x{:x}", *m);
+        if (!o.amd_log_level && !std::getenv("AMD_LOG_LEVEL")) spec.env["AMD_LOG_LEVEL"] = "3";
+    }
+    if (o.serialize) {
+        spec.env["AMD_SERIALIZE_KERNEL"] = "3";
+        spec.env["HIP_LAUNCH_BLOCKING"] = "1";
+        spec.env["CUDA_LAUNCH_BLOCKING"] = "1";
+    }
+    spec.env["PYTHONUNBUFFERED"] = "1";
+    std::string dir = o.spool_dir.empty() ? spoolDir() : o.spool_dir;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    ::chmod(dir.c_str(), 0700);
+    std::string started = utcNow();
+    std::string stamp;
+    for (char c : started.substr(0, 19))
+        if (c != '-' && c != ':') stamp += c;
+    spec.spool = fmt::format("{}/run-{}Z-{}.log", dir, stamp, ::getpid());
+
+    // The environment the job sees: ours plus what the options set.
+    std::vector<std::string> envStrings;
+    for (char** e = environ; e && *e; ++e) {
+        std::string kv = *e;
+        auto name = kv.substr(0, kv.find('='));
+        if (!spec.env.count(name)) envStrings.push_back(kv);
+    }
+    for (const auto& [k, v] : spec.env) envStrings.push_back(k + "=" + v);
+    std::vector<const char*> envp;
+    for (const auto& s : envStrings) envp.push_back(s.c_str());
+    envp.push_back(nullptr);
+    nlohmann::json env = gpuEnvironment(envp.data());
+
+    auto job = runJob(spec);
+    if (!job) {
+        fmt::print(stderr, "gpufault run: {}\n", job.error());
+        return 2;
+    }
+    int status = job->shellStatus();
+    if (job->signal)
+        fmt::print(stderr, "gpufault run: the job was ended by signal {} ({})\n", *job->signal,
+                   sigabbrev_np(*job->signal) ? sigabbrev_np(*job->signal) : "?");
+    pruneSpool(dir);
+
+    RunRecord run;
+    run.command = nlohmann::json(o.command).dump();
+    run.cwd = fs::current_path(ec).string();
+    run.host = hostName();
+    run.boot_id = bootId();
+    run.started = job->started;
+    run.ended = job->ended;
+    if (job->exit_status) run.exit_status = *job->exit_status;
+    if (job->signal) run.signal = *job->signal;
+    run.pid = job->pid;
+    run.pids = nlohmann::json(std::vector<pid_t>(job->pids.begin(), job->pids.end())).dump();
+    run.env = env.dump();
+    run.spool = spec.spool;
+
+    fs::create_directories(fs::path(g.db).parent_path(), ec);
+    auto store = Store::open(g.db, Store::Mode::ReadWrite);
+    if (!store) {
+        fmt::print(stderr,
+                   "gpufault run: cannot write the store {} ({}); the output is kept in {}: "
+                   "gpufault --db PATH ingest {}\n",
+                   g.db, store.error().message, spec.spool, spec.spool);
+        return status;
+    }
+    auto sum = ingestFile(*store, spec.spool);
+    if (sum) run.source_id = sum->source_id;
+    else fmt::print(stderr, "gpufault run: {}\n", sum.error().message);
+    auto id = store->addRun(run);
+    if (!id) {
+        fmt::print(stderr, "gpufault run: {}\n", id.error().message);
+        return status;
+    }
+    if (auto r = recorrelate(*store); !r) fmt::print(stderr, "gpufault run: {}\n", r.error().message);
+    uint64_t records = 0;
+    if (sum)
+        for (const auto& [k, n] : sum->evidence) records += n;
+    fmt::print(stderr, "gpufault run: run #{} recorded in {}: {} record(s) from {} of output\n",
+               *id, g.db, records, sizeText(job->bytes));
+    if (auto inc = queryIncidents(store->db()); inc)
+        for (const auto& i : *inc)
+            if (i.source == spec.spool)
+                fmt::print(stderr, "gpufault run: incident {} ({}) — gpufault show {}\n", i.id,
+                           i.kind, i.id);
+    return status;
+}
+
+}  // namespace gpufault::cli
