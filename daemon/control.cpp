@@ -218,7 +218,7 @@ std::string ControlServer::statusJson() const {
     return j.dump();
 }
 
-void ControlServer::published() {
+void ControlServer::published(bool incidents) {
     if (watchers_.empty() || !s_.store) return;
     EvidenceFilter f;
     f.after_id = lastEvidence_;
@@ -233,6 +233,7 @@ void ControlServer::published() {
             for (const auto& w : watchers_) send(w, j.dump());
         }
     }
+    if (!incidents) return;
     auto inc = queryIncidents(s_.store->db());
     if (!inc) return;
     for (const auto& i : *inc) {

@@ -29,8 +29,9 @@ class ControlServer {
     static std::expected<std::unique_ptr<ControlServer>, std::string> open(State& s);
     ~ControlServer();
 
-    /// New records or incidents were committed: sends them to every watcher.
-    void published();
+    /// New records (and, with `incidents`, recomputed incidents) were committed: sends what is
+    /// new to every watcher.
+    void published(bool incidents);
 
     struct Conn;
 

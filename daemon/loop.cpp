@@ -161,7 +161,7 @@ class Loop {
             evidenceSeen_ = ev;
             scheduleCorrelate();
         }
-        if (s_.control) s_.control->published();
+        if (s_.control) s_.control->published(false);
     }
 
     /// A store error (disk full, I/O error): roll back, forget what the sources held in
@@ -200,7 +200,7 @@ class Loop {
             auto n = recorrelate(*s_.store);
             if (!n) return fail(n.error().message);
             ++s_.correlations;
-            if (s_.control) s_.control->published();
+            if (s_.control) s_.control->published(true);
         });
     }
 
