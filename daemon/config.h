@@ -14,8 +14,8 @@ struct Config {
     std::string path;  ///< the file it was read from ("" = built-in defaults)
 
     std::string store_path = "/var/lib/gpufault/gpufault.db";
-    uint64_t max_store_mib = 0;  ///< above this, the oldest sources are dropped (0 = no limit)
-    uint64_t max_age_days = 0;   ///< sources older than this are dropped (0 = keep)
+    uint64_t max_store_mib = 0;  ///< above this, the least recently written sources are dropped
+    uint64_t max_age_days = 0;   ///< sources last written longer ago are dropped (0 = keep)
 
     uint64_t batch_lines = 10000;  ///< commit after this many lines ...
     uint64_t batch_ms = 50;        ///< ... or this long after the first uncommitted line

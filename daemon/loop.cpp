@@ -32,6 +32,7 @@ class Loop {
           correlateTimer_(s.io),
           watchdogTimer_(s.io),
           metricsTimer_(s.io),
+          retentionTimer_(s.io),
           kmsgWait_(s.io),
           inotify_(s.io) {}
 
@@ -44,6 +45,7 @@ class Loop {
             watchdog();
         }
         if (!s_.cfg.metrics_path.empty()) metrics();
+        if (s_.cfg.max_age_days > 0 || s_.cfg.max_store_mib > 0) retention();
         pump();
         sd_notify(0, "READY=1\nSTATUS=collecting");
         logLine(6, fmt::format("gpufaultd {} ready: store {}, {} source(s)", GPUFAULT_VERSION,
@@ -223,6 +225,32 @@ class Loop {
         });
     }
 
+    /// Drops the oldest sources beyond store.max_age_days / store.max_size_mib (never one
+    /// being followed), then re-correlates; every minute.
+    void retention() {
+        if (s_.store && s_.store_error.empty()) {
+            if (s_.txn->open()) commit();
+            if (!s_.txn->open()) {
+                std::vector<int64_t> keep;
+                for (const auto& src : s_.sources)
+                    for (auto id : src->sourceIds()) keep.push_back(id);
+                auto n = s_.store->prune(static_cast<int64_t>(s_.cfg.max_age_days) * 86400,
+                                         static_cast<int64_t>(s_.cfg.max_store_mib) << 20, keep);
+                if (!n) {
+                    logLine(4, fmt::format("retention: {}", n.error().message));
+                } else if (*n > 0) {
+                    logLine(6, fmt::format("retention: dropped {} source(s)", *n));
+                    ++evidenceSeen_;  // forces the next commit to re-correlate
+                    scheduleCorrelate();
+                }
+            }
+        }
+        retentionTimer_.expires_after(std::chrono::seconds(60));
+        retentionTimer_.async_wait([this](const boost::system::error_code& ec) {
+            if (!ec) retention();
+        });
+    }
+
     /// SIGHUP: a valid new configuration replaces the sources (their checkpoints make the
     /// restart lossless); an invalid one is reported and the running one stays.
     void reload() {
@@ -238,6 +266,7 @@ class Loop {
         inotify_.close();
         pollTimer_.cancel();
         metricsTimer_.cancel();
+        retentionTimer_.cancel();
         State& s = s_;
         s.control.reset();
         s.sources.clear();
@@ -263,13 +292,14 @@ class Loop {
         if (auto r = openControlStep(s); !r.proceed) logLine(3, fmt::format("reload: {}", r.error));
         armSources();
         if (!s.cfg.metrics_path.empty()) metrics();
+        if (s.cfg.max_age_days > 0 || s.cfg.max_store_mib > 0) retention();
         pump();
     }
 
     State& s_;
     asio::signal_set signals_;
     asio::steady_timer pollTimer_, commitTimer_, retryTimer_, correlateTimer_, watchdogTimer_,
-        metricsTimer_;
+        metricsTimer_, retentionTimer_;
     asio::posix::stream_descriptor kmsgWait_, inotify_;
     Clock::duration watchdogPeriod_{};
     Clock::time_point lastCorrelate_{};

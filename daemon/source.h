@@ -72,6 +72,8 @@ class Source {
     /// Forgets in-memory state after a rollback.
     virtual void reset() = 0;
     virtual std::vector<StreamStatus> status() const = 0;
+    /// Store ids of the sources being followed (retention never drops them).
+    virtual std::vector<int64_t> sourceIds() const = 0;
     /// Records stored since the daemon started (the loop re-correlates when it grows).
     virtual uint64_t evidenceStored() const = 0;
 };

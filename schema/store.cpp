@@ -113,6 +113,83 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
     return SourceState{db_.lastInsertId(), 0, 0, 0, false};
 }
 
+db::Result<int64_t> Store::usedBytes() {
+    auto s = db_.prepare(
+        "SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM "
+        "pragma_freelist_count()), (SELECT page_size FROM pragma_page_size())");
+    if (!s) return std::unexpected(s.error());
+    auto row = s->step();
+    if (!row) return std::unexpected(row.error());
+    return s->i64(0) * s->i64(1);
+}
+
+db::Result<int> Store::prune(int64_t max_age_s,
+                             int64_t max_bytes,
+                             const std::vector<int64_t>& keep) {
+    std::string kept = "[]";
+    {
+        std::string k;
+        for (auto id : keep) k += (k.empty() ? "" : ",") + std::to_string(id);
+        kept = "[" + k + "]";
+    }
+    // Candidates, least recently written first.
+    auto sel = db_.prepare(
+        "SELECT id, (strftime('%s','now') - strftime('%s', ifnull(ingested_at, '1970-01-01'))) "
+        "FROM sources WHERE id NOT IN (SELECT value FROM json_each(?1)) ORDER BY ingested_at, id");
+    if (!sel) return std::unexpected(sel.error());
+    sel->bind(1, kept);
+    std::vector<std::pair<int64_t, int64_t>> candidates;  // id, age in seconds
+    for (;;) {
+        auto row = sel->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        candidates.emplace_back(sel->i64(0), sel->i64(1));
+    }
+    static constexpr const char* kDrop[] = {
+        "DELETE FROM incident_evidence WHERE incident_id IN (SELECT id FROM incidents WHERE "
+        "first_evidence IN (SELECT id FROM evidence WHERE source_id=?1))",
+        "DELETE FROM incident_evidence WHERE evidence_id IN (SELECT id FROM evidence WHERE "
+        "source_id=?1)",
+        "DELETE FROM incidents WHERE first_evidence IN (SELECT id FROM evidence WHERE "
+        "source_id=?1)",
+        "DELETE FROM operands WHERE source_id=?1",
+        "DELETE FROM dispatches WHERE source_id=?1",
+        "DELETE FROM dispatch_counts WHERE source_id=?1",
+        "DELETE FROM warnings WHERE source_id=?1",
+        "DELETE FROM evidence WHERE source_id=?1",
+        "UPDATE runs SET source_id=NULL WHERE source_id=?1",
+        "DELETE FROM sources WHERE id=?1"};
+    int dropped = 0;
+    for (const auto& [id, age] : candidates) {
+        bool old = max_age_s > 0 && age > max_age_s;
+        bool big = false;
+        if (!old && max_bytes > 0) {
+            auto used = usedBytes();
+            if (!used) return std::unexpected(used.error());
+            big = *used > max_bytes;
+        }
+        if (!old && !big) continue;
+        if (auto r = begin(); !r) return std::unexpected(r.error());
+        for (const char* sql : kDrop) {
+            auto st = db_.prepare(sql);
+            if (!st) {
+                (void)rollback();
+                return std::unexpected(st.error());
+            }
+            st->bind(1, id);
+            if (auto r = st->run(); !r) {
+                (void)rollback();
+                return std::unexpected(r.error());
+            }
+        }
+        if (auto r = commit(); !r) return std::unexpected(r.error());
+        ++dropped;
+    }
+    if (dropped > 0)
+        if (auto r = db_.exec("PRAGMA incremental_vacuum"); !r) return std::unexpected(r.error());
+    return dropped;
+}
+
 db::Result<int64_t> Store::addRun(const RunRecord& r) {
     auto ins = db_.prepare(
         "INSERT INTO runs(command, cwd, host, boot_id, started, ended, exit_status, signal, pid, "

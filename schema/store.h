@@ -96,6 +96,15 @@ class Store {
     db::Result<void> addWarning(int64_t source_id, const Warning& w);
     /// Commits a checkpoint (call inside the transaction that stored the evidence before it).
     db::Result<void> setPosition(int64_t source_id, const SourceState& st, int64_t size);
+    /// Retention: drops every source last written more than `max_age_s` seconds ago, then,
+    /// while the live data exceed `max_bytes`, the least recently written sources; each with
+    /// everything it produced (records, dispatches, operands, counts, warnings; runs keep their
+    /// row without the source). Sources in `keep` (being followed) are never dropped; 0 turns a
+    /// limit off. Free pages are then returned to the file system (incremental vacuum). Run
+    /// outside a transaction; re-correlate afterwards. Returns the number of sources dropped.
+    db::Result<int> prune(int64_t max_age_s, int64_t max_bytes, const std::vector<int64_t>& keep);
+    /// Bytes of pages in use (page count minus free pages, times the page size).
+    db::Result<int64_t> usedBytes();
     /// Records a run; returns its id.
     db::Result<int64_t> addRun(const RunRecord& r);
     /// Replaces all incidents (correlation is recomputed after each ingest).

@@ -294,6 +294,14 @@ std::vector<StreamStatus> FileTail::status() const {
     return out;
 }
 
+std::vector<int64_t> FileTail::sourceIds() const {
+    std::vector<int64_t> ids;
+    for (const auto& [k, f] : files_)
+        if (f->stream) ids.push_back(f->stream->state().id);
+    for (const auto& f : retired_) ids.push_back(f->stream->state().id);
+    return ids;
+}
+
 uint64_t FileTail::evidenceStored() const {
     uint64_t n = retiredEvidence_;
     for (const auto& [k, f] : files_) n += evidenceOf(f->sum);

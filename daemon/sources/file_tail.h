@@ -40,6 +40,7 @@ class FileTail final : public Source {
     void reset() override;
     std::vector<StreamStatus> status() const override;
     uint64_t evidenceStored() const override;
+    std::vector<int64_t> sourceIds() const override;
 
   private:
     struct Followed;

@@ -136,6 +136,11 @@ std::vector<StreamStatus> KmsgSource::status() const {
     return {s};
 }
 
+std::vector<int64_t> KmsgSource::sourceIds() const {
+    if (!stream_) return {};
+    return {stream_->state().id};
+}
+
 uint64_t KmsgSource::evidenceStored() const {
     return evidenceOf(sum_);
 }

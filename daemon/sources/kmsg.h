@@ -37,6 +37,7 @@ class KmsgSource final : public Source {
     void reset() override;
     std::vector<StreamStatus> status() const override;
     uint64_t evidenceStored() const override;
+    std::vector<int64_t> sourceIds() const override;
 
   private:
     Store& store_;

@@ -329,3 +329,35 @@ TEST(Daemon, KeepsRunningWhenTheStoreCannotGrowAndCatchesUpWithoutLoss) {
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(2s), 0);
 }
+
+TEST(Daemon, RetentionDropsTheOldestSourcesAboveTheSizeLimitButNotAFollowedOne) {
+    Fixture f;
+    // An earlier ingest left 2+ MiB of records from a file that is gone now.
+    std::string lines;
+    for (int i = 0; i < 20000; ++i)
+        lines += fmt::format(
+            "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x{:x}. Reason: "
+            "Page not present or supervisor privilege.\n",
+            0x7f0000000000 + uint64_t(i) * 0x1000);
+    writeFile(f.dir.file("old.log"), lines);
+    auto ing = run({GPUFAULT_BIN, "--db", f.store, "ingest", "-q", f.dir.file("old.log")});
+    ASSERT_EQ(ing.status, 0) << ing.err;
+    ASSERT_EQ(f.count("SELECT count(*) FROM evidence"), 20000);
+    f.append("job.log", std::string(kRocrFault) + "\n");
+    std::string conf = f.config();
+    conf.replace(conf.find("[store]\n"), 8, "[store]\nmax_size_mib = 1\n");
+    writeFile(f.conf, conf);
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] { return f.count("SELECT count(*) FROM sources WHERE path LIKE '%old.log'") == 0; },
+        5s))
+        << d.stderrText();
+    EXPECT_NE(d.stderrText().find("retention: dropped 1 source(s)"), std::string::npos);
+    // The followed file's record arrives and stays.
+    EXPECT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 5s));
+    EXPECT_EQ(f.count("SELECT address FROM evidence"), 0x7f6459a00000);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(2s), 0);
+}

@@ -1,6 +1,8 @@
 // The store on a real SQLite file: migrations, pragmas, idempotent inserts, the distance view.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "ingest/ingest.h"
 #include "schema/queries.h"
 #include "schema/store.h"
 #include "tests/support/process.h"
@@ -43,7 +45,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     TempDir t;
     auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s) << s.error().message;
-    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 1);
+    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 2);  // 001_init, 002_runs
     EXPECT_EQ(scalar(*s, "PRAGMA auto_vacuum"), 2);  // 2 = INCREMENTAL
     auto mode = s->db().prepare("PRAGMA journal_mode");
     ASSERT_TRUE(mode && *mode->step());
@@ -51,7 +53,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     // Reopening does not migrate again.
     s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s);
-    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 1);
+    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 2);  // 001_init, 002_runs
 }
 
 TEST(Store, ReadOnlyRefusesFilesThatAreNotStores) {
@@ -151,6 +153,77 @@ TEST(Store, ImmutableOpenReadsACommittedStore) {
     auto st = d->prepare("SELECT count(*) FROM evidence");
     ASSERT_TRUE(st && *st->step());
     EXPECT_EQ(st->i64(0), 1);
+}
+
+}  // namespace
+}  // namespace gpufault
+
+namespace gpufault {
+namespace {
+
+/// A source with `n` fault records, last written `age_s` seconds ago.
+int64_t sourceWith(Store& s, const std::string& path, int n, int64_t age_s) {
+    SourceIdentity id;
+    id.path = path;
+    id.fingerprint = path;
+    auto src = s.source(id);
+    EXPECT_TRUE(src);
+    EXPECT_TRUE(s.begin());
+    for (int i = 1; i <= n; ++i) EXPECT_TRUE(s.addEvidence(src->id, rocr(i, 0x7f0000000000 + i * 0x1000)));
+    EXPECT_TRUE(s.addOperand(src->id, operand(1, "A", 0x7f0000000000, 0x7f0000100000), std::nullopt));
+    EXPECT_TRUE(s.commit());
+    auto st = s.db().prepare(
+        "UPDATE sources SET ingested_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now', ?2) WHERE id = ?1");
+    EXPECT_TRUE(st);
+    st->bind(1, src->id).bind(2, fmt::format("-{} seconds", age_s));
+    EXPECT_TRUE(st->run());
+    return src->id;
+}
+
+TEST(Store, RetentionDropsOldSourcesWithEverythingTheyProduced) {
+    TempDir t;
+    auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s);
+    int64_t old = sourceWith(*s, "old.log", 3, 10 * 86400);
+    int64_t followed = sourceWith(*s, "followed.log", 2, 20 * 86400);
+    int64_t recent = sourceWith(*s, "recent.log", 4, 60);
+    ASSERT_TRUE(recorrelate(*s));
+    RunRecord run;
+    run.command = "[\"x\"]";
+    run.started = "2026-11-01T00:00:00.000000Z";
+    run.source_id = old;
+    ASSERT_TRUE(s->addRun(run));
+    auto dropped = s->prune(7 * 86400, 0, {followed});
+    ASSERT_TRUE(dropped) << dropped.error().message;
+    EXPECT_EQ(*dropped, 1);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sources"), 2);
+    EXPECT_EQ(scalar(*s, fmt::format("SELECT count(*) FROM evidence WHERE source_id={}", old)), 0);
+    EXPECT_EQ(scalar(*s, fmt::format("SELECT count(*) FROM operands WHERE source_id={}", old)), 0);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM evidence"), 6);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM incident_evidence WHERE evidence_id NOT IN "
+                         "(SELECT id FROM evidence)"), 0);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM runs WHERE source_id IS NULL"), 1);
+    EXPECT_EQ(scalar(*s, fmt::format("SELECT count(*) FROM sources WHERE id={}", recent)), 1);
+}
+
+TEST(Store, RetentionBySizeDropsTheLeastRecentlyWrittenFirst) {
+    TempDir t;
+    auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s);
+    int64_t a = sourceWith(*s, "a.log", 3000, 300);
+    int64_t b = sourceWith(*s, "b.log", 3000, 200);
+    int64_t c = sourceWith(*s, "c.log", 3000, 100);
+    auto used = s->usedBytes();
+    ASSERT_TRUE(used);
+    // A limit a little above two sources' worth: the oldest one goes, the others stay.
+    auto dropped = s->prune(0, *used * 3 / 4, {});
+    ASSERT_TRUE(dropped) << dropped.error().message;
+    EXPECT_EQ(*dropped, 1);
+    EXPECT_EQ(scalar(*s, fmt::format("SELECT count(*) FROM sources WHERE id={}", a)), 0);
+    EXPECT_EQ(scalar(*s, fmt::format("SELECT count(*) FROM sources WHERE id IN ({},{})", b, c)), 2);
+    EXPECT_LE(*s->usedBytes(), *used * 3 / 4);
+    // The freed pages went back to the file system.
+    EXPECT_EQ(scalar(*s, "PRAGMA freelist_count"), 0);
 }
 
 }  // namespace
