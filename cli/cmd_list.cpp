@@ -265,6 +265,44 @@ int cmdKernels(const Global& g, bool json) {
     return 0;
 }
 
+int cmdProcesses(const Global& g, bool json) {
+    auto store = openForQuery(g);
+    if (!store) return 2;
+    auto rows = queryProcesses(store->db());
+    if (failed(rows)) return 2;
+    TextTable t{{"ID", "PID", "NAME", "NSPID", "CGROUP", "MODULES", "RECORD", "TAKEN"}, {}};
+    for (auto& r : *rows) {
+        const ProcessRecord& p = r.p;
+        if (json) {
+            auto mods = nlohmann::json::array();
+            for (const auto& m : p.modules)
+                mods.push_back({{"path", m.path},
+                                {"start", text::hexAddr(m.start)},
+                                {"end", text::hexAddr(m.end)},
+                                {"executable", m.executable}});
+            printJsonLine(stdout,
+                          {{"id", r.id},
+                           {"pid", p.pid},
+                           {"boot_id", p.boot_id},
+                           {"taken_at", p.taken_at},
+                           {"start_ticks", p.start_ticks ? nlohmann::json(*p.start_ticks) : nullptr},
+                           {"name", p.name},
+                           {"ppid", p.ppid ? nlohmann::json(*p.ppid) : nullptr},
+                           {"uid", p.uid ? nlohmann::json(*p.uid) : nullptr},
+                           {"nspid", nlohmann::json::parse(p.nspid, nullptr, false)},
+                           {"cgroup", p.cgroup},
+                           {"cmdline", nlohmann::json::parse(p.cmdline, nullptr, false)},
+                           {"evidence_id", p.evidence_id ? nlohmann::json(*p.evidence_id) : nullptr},
+                           {"modules", mods}});
+            continue;
+        }
+        t.rows.push_back({std::to_string(r.id), std::to_string(p.pid), p.name, p.nspid, p.cgroup,
+                          std::to_string(p.modules.size()), orDash(p.evidence_id), p.taken_at});
+    }
+    if (!json) t.print(stdout);
+    return 0;
+}
+
 int cmdRuns(const Global& g, bool json) {
     auto store = openForQuery(g);
     if (!store) return 2;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/incident_view.h"
@@ -9,10 +10,40 @@
 #include "cli/store_open.h"
 #include "collectors/common/demangle.h"
 #include "collectors/common/text.h"
+#include "schema/queries.h"
 
 namespace gpufault::cli {
 
 namespace {
+
+/// The modules that say which GPU runtime a process ran: HIP, ROCr, CUDA, the math libraries.
+bool runtimeModule(const std::string& path) {
+    for (const char* k : {"libamdhip64", "libhsa-runtime64", "libcudart", "libcuda.so",
+                          "librocblas", "libhipblaslt", "libMIOpen", "librccl", "libnccl",
+                          "libtorch_hip", "libtorch_cuda", "libamd_comgr"})
+        if (path.find(k) != std::string::npos) return true;
+    return false;
+}
+
+/// `  snapshot   …` lines: what /proc said about an incident's process while it lived.
+std::string processText(const ProcessRow& r) {
+    const auto& p = r.p;
+    auto ns = nlohmann::json::parse(p.nspid, nullptr, false);
+    std::string nspid;
+    if (ns.is_array() && ns.size() > 1)
+        for (const auto& x : ns) nspid += (nspid.empty() ? "" : " ") + x.dump();
+    std::string out = fmt::format("  snapshot   {} pid {} (ppid {}, uid {}){}{}, taken {}\n",
+                                  printable(p.name), p.pid, orDash(p.ppid), orDash(p.uid),
+                                  nspid.empty() ? "" : ", NSpid " + nspid,
+                                  p.cgroup.empty() || p.cgroup == "/" ? "" : ", cgroup " + printable(p.cgroup),
+                                  p.taken_at);
+    std::string mods;
+    for (const auto& m : p.modules)
+        if (runtimeModule(m.path)) mods += (mods.empty() ? "" : ", ") + printable(m.path);
+    out += fmt::format("             {} modules mapped{}{}\n", p.modules.size(),
+                       mods.empty() ? "" : "; GPU runtime: ", mods);
+    return out;
+}
 
 std::string alignmentText(uint64_t a) {
     if (a == 0) return "NULL pointer";
@@ -105,6 +136,8 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
     if (i.pid || i.process)
         fmt::print(
             "  process    pid {}{}\n", orDash(i.pid), i.process ? " " + printable(*i.process) : "");
+    if (auto procs = queryProcesses(store->db(), id); procs)
+        for (const auto& r : *procs) fmt::print("{}", processText(r));
     if (i.reason) fmt::print("  reason     {}\n", printable(*i.reason));
     if (i.kernel) fmt::print("  kernel     {}\n", printable(demangle(*i.kernel)));
     if (!v->dispatches.empty()) {

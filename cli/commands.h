@@ -48,6 +48,8 @@ struct RunOptions {
 /// Runs a job on a pseudo-terminal, records the run and ingests its output; returns the
 /// job's status (exit code, or 128 + signal), 2 when it could not be started.
 int cmdRun(const Global& g, const RunOptions& o);
+/// Process snapshots gpufaultd took of faulting processes (NSpid, cgroup, modules).
+int cmdProcesses(const Global& g, bool json);
 /// Recorded runs: command, exit, records from their output.
 int cmdRuns(const Global& g, bool json);
 int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv, double timeout_s);

@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
                      "AMD_SERIALIZE_KERNEL=3, HIP_LAUNCH_BLOCKING=1, CUDA_LAUNCH_BLOCKING=1");
     runCmd->add_option("--spool", runOpt.spool_dir, "directory for the captured output");
     runCmd->add_option("command", runOpt.command, "the job")->required();
+    auto* processes = app.add_subcommand(
+        "processes", "what /proc said about faulting processes (gpufaultd): NSpid, cgroup, modules");
+    processes->add_flag("--json", json, "JSON Lines");
     auto* runs = app.add_subcommand("runs", "jobs recorded by gpufault run");
     runs->add_flag("--json", json, "JSON Lines");
 
@@ -132,6 +135,7 @@ int main(int argc, char** argv) {
     if (*report) return cmdReport(g, incident, format);
     if (*runCmd) return cmdRun(g, runOpt);
     if (*runs) return cmdRuns(g, json);
+    if (*processes) return cmdProcesses(g, json);
     if (*query) return cmdQuery(g, sql, json, csv, timeout);
     return 2;
 }

@@ -8,36 +8,14 @@
 #include <charconv>
 #include <utility>
 
+#include "collectors/common/redact.h"
+
 namespace gpufault::cli {
 
 namespace {
 
 bool startsWith(std::string_view s, std::string_view p) {
     return s.substr(0, p.size()) == p;
-}
-
-std::string upper(std::string_view s) {
-    std::string u(s);
-    for (auto& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return u;
-}
-
-bool looksSecret(std::string_view name, std::string_view value) {
-    auto u = upper(name);
-    for (std::string_view w :
-         {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE",
-          "SESSION"})
-        if (u.find(w) != std::string::npos) return true;
-    // scheme://user:password@host
-    if (auto p = value.find("://"); p != std::string_view::npos) {
-        auto rest = value.substr(p + 3);
-        auto at = rest.find('@');
-        auto slash = rest.find('/');
-        if (at != std::string_view::npos && (slash == std::string_view::npos || at < slash) &&
-            rest.substr(0, at).find(':') != std::string_view::npos)
-            return true;
-    }
-    return false;
 }
 
 }  // namespace

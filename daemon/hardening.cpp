@@ -113,6 +113,20 @@ std::vector<std::string> unitContradictions(std::string_view unit, const Config&
         }
         if (listedUnder(d, "InaccessiblePaths", k))
             out.push_back(fmt::format("InaccessiblePaths= hides {} (kmsg.enabled)", k));
+        // Kernel fault records lead to /proc/PID snapshots of the faulting process.
+        auto proc = last(d, "ProtectProc");
+        if (proc == "invisible" || proc == "noaccess" || proc == "ptraceable")
+            out.push_back(fmt::format(
+                "ProtectProc={} hides faulting processes' /proc/PID (process snapshots)", proc));
+        if (auto it = d.find("CapabilityBoundingSet"); it != d.end() && !it->second.empty()) {
+            bool inverted = it->second.front().starts_with("~");
+            bool named = false;
+            for (auto c : it->second) named |= c == "CAP_SYS_PTRACE" || c == "~CAP_SYS_PTRACE";
+            if (inverted == named)
+                out.push_back(
+                    "CapabilityBoundingSet= lacks CAP_SYS_PTRACE: other users' /proc/PID/maps "
+                    "are unreadable (process snapshots: modules)");
+        }
     }
     for (const auto& g : cfg.file_globs) {
         auto dir = fixedDir(g);

@@ -13,7 +13,9 @@ namespace gpufault::daemon {
 /// replaces an earlier one, an empty one resets a list) and returns one message per directive
 /// that takes away something `cfg` needs: /dev/kmsg (ProtectKernelLogs=, PrivateDevices=,
 /// DevicePolicy= without DeviceAllow=/dev/kmsg, a capability set without CAP_SYSLOG,
-/// InaccessiblePaths=), a log pattern's directory (PrivateTmp= for /tmp and /var/tmp,
+/// InaccessiblePaths=), the faulting processes' /proc/PID that kernel records lead to
+/// (ProtectProc=invisible|noaccess|ptraceable, a capability set without CAP_SYS_PTRACE for
+/// other users' maps), a log pattern's directory (PrivateTmp= for /tmp and /var/tmp,
 /// ProtectHome=yes|tmpfs for /home, /root, /run/user, InaccessiblePaths=), the writable store,
 /// socket and metrics directories (ProtectSystem= without ReadWritePaths=/StateDirectory=),
 /// and AF_UNIX (RestrictAddressFamilies=). An empty result means no contradiction found.

@@ -9,9 +9,13 @@
 #include "daemon/control.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
+#include "daemon/processes.h"
 #include "daemon/sources/file_tail.h"
 #include "daemon/sources/kmsg.h"
 #include "ingest/ingest.h"
+#include "schema/queries.h"
+
+#include <set>
 
 namespace gpufault::daemon {
 
@@ -37,6 +41,8 @@ class Loop {
           inotify_(s.io) {}
 
     void start() {
+        bootId_ = readBootId();
+        if (auto m = maxEvidenceId(s_.store->db()); m) lastSnapshotEvidence_ = *m;
         waitSignal();
         armSources();
         uint64_t usec = 0;
@@ -162,6 +168,7 @@ class Loop {
         if (ev != evidenceSeen_) {
             evidenceSeen_ = ev;
             scheduleCorrelate();
+            snapshotProcesses();
         }
         if (s_.control) s_.control->published(false);
     }
@@ -185,6 +192,35 @@ class Loop {
             pump();
             if (s_.store_error.empty()) sd_notify(0, "STATUS=collecting");
         });
+    }
+
+    /// Kernel fault records name host pids: while such a process lives, what /proc says about
+    /// it (NSpid, cgroup, modules) is stored beside the record. A pid reused by a process that
+    /// started after the record is skipped. At most 64 snapshots per commit.
+    void snapshotProcesses() {
+        EvidenceFilter f;
+        f.after_id = lastSnapshotEvidence_;
+        f.with_text = false;
+        auto ev = queryEvidence(s_.store->db(), f);
+        if (!ev) return;
+        int taken = 0;
+        for (const auto& e : *ev) {
+            lastSnapshotEvidence_ = std::max(lastSnapshotEvidence_, e.id);
+            bool kernel = e.e.kind == Kind::AmdgpuPageFault || e.e.kind == Kind::NvidiaXid ||
+                          e.e.kind == Kind::CpuSegfault;
+            if (!kernel || !e.e.pid || taken >= 64 || !snapshotted_.insert(*e.e.pid).second)
+                continue;
+            auto p = snapshotProcess(*e.e.pid, bootId_);
+            if (!p || !startedBefore(p->start_ticks, e.e.time.kernel_s)) continue;
+            p->evidence_id = e.id;
+            if (!s_.txn->ensure()) return;
+            if (auto r = s_.store->addProcess(*p); !r) return fail(r.error().message);
+            ++taken;
+        }
+        if (taken > 0 && s_.txn->open()) {
+            if (auto r = s_.txn->commit(); !r) return fail(r.error().message);
+        }
+        if (snapshotted_.size() > 4096) snapshotted_.clear();
     }
 
     void scheduleCorrelate() {
@@ -305,6 +341,9 @@ class Loop {
     Clock::time_point lastCorrelate_{};
     bool commitArmed_ = false, correlateArmed_ = false, morePosted_ = false;
     uint64_t evidenceSeen_ = 0;
+    int64_t lastSnapshotEvidence_ = 0;
+    std::string bootId_;
+    std::set<int64_t> snapshotted_;  ///< pids already looked at (bounded)
 };
 
 }  // namespace

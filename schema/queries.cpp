@@ -206,6 +206,48 @@ db::Result<std::vector<RunRow>> queryRuns(db::Db& d, std::optional<int64_t> id) 
     });
 }
 
+db::Result<std::vector<ProcessRow>> queryProcesses(db::Db& d, std::optional<int64_t> incident) {
+    auto s = d.prepare(
+        "SELECT id, pid, boot_id, taken_at, start_ticks, name, ppid, uid, nspid, cgroup, cmdline, "
+        "evidence_id FROM processes p WHERE ?1 IS NULL OR p.evidence_id IN (SELECT evidence_id "
+        "FROM incident_evidence WHERE incident_id = ?1 AND role = 'member') ORDER BY id");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, incident);
+    auto rows = collect<ProcessRow>(*s, [](const db::Stmt& st) {
+        ProcessRow r;
+        r.id = st.i64(0);
+        r.p.pid = st.i64(1);
+        r.p.boot_id = st.str(2);
+        r.p.taken_at = st.str(3);
+        r.p.start_ticks = st.optI64(4);
+        r.p.name = st.str(5);
+        r.p.ppid = st.optI64(6);
+        r.p.uid = st.optI64(7);
+        r.p.nspid = st.str(8);
+        r.p.cgroup = st.str(9);
+        r.p.cmdline = st.str(10);
+        r.p.evidence_id = st.optI64(11);
+        return r;
+    });
+    if (!rows) return rows;
+    auto m = d.prepare(
+        "SELECT path, start, end, executable FROM process_modules WHERE process_id = ?1 "
+        "ORDER BY start");
+    if (!m) return std::unexpected(m.error());
+    for (auto& r : *rows) {
+        m->bind(1, r.id);
+        for (;;) {
+            auto row = m->step();
+            if (!row) return std::unexpected(row.error());
+            if (!*row) break;
+            r.p.modules.push_back({m->str(0), static_cast<uint64_t>(m->i64(1)),
+                                   static_cast<uint64_t>(m->i64(2)), m->i64(3) != 0});
+        }
+        m->reset();
+    }
+    return rows;
+}
+
 db::Result<int64_t> maxEvidenceId(db::Db& d) {
     auto s = d.prepare("SELECT ifnull(max(id), 0) FROM evidence");
     if (!s) return std::unexpected(s.error());

@@ -134,6 +134,15 @@ struct RunRow {
 /// Runs, oldest first (`id` set: that one only).
 db::Result<std::vector<RunRow>> queryRuns(db::Db& d, std::optional<int64_t> id = std::nullopt);
 
+/// A stored process snapshot with its modules.
+struct ProcessRow {
+    int64_t id = 0;
+    ProcessRecord p;
+};
+/// Snapshots, oldest first; `incident` set: those taken for that incident's member records.
+db::Result<std::vector<ProcessRow>> queryProcesses(db::Db& d,
+                                                   std::optional<int64_t> incident = std::nullopt);
+
 /// A generic table for `gpufault query`: column names and rows of printable values.
 struct Table {
     std::vector<std::string> columns;

@@ -113,6 +113,38 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
     return SourceState{db_.lastInsertId(), 0, 0, 0, false};
 }
 
+db::Result<int64_t> Store::addProcess(const ProcessRecord& p) {
+    auto ins = db_.prepare(
+        "INSERT OR IGNORE INTO processes(pid, boot_id, taken_at, start_ticks, name, ppid, uid, "
+        "nspid, cgroup, cmdline, evidence_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+    if (!ins) return std::unexpected(ins.error());
+    ins->bind(1, p.pid).bind(2, p.boot_id).bind(3, p.taken_at).bind(4, p.start_ticks);
+    ins->bind(5, p.name).bind(6, p.ppid).bind(7, p.uid).bind(8, p.nspid).bind(9, p.cgroup);
+    ins->bind(10, p.cmdline).bind(11, p.evidence_id);
+    if (auto r = ins->run(); !r) return std::unexpected(r.error());
+    if (db_.changes() == 0) {
+        auto sel = db_.prepare(
+            "SELECT id FROM processes WHERE ifnull(boot_id,'')=?1 AND pid=?2 AND "
+            "ifnull(start_ticks,-1)=ifnull(?3,-1)");
+        if (!sel) return std::unexpected(sel.error());
+        sel->bind(1, p.boot_id).bind(2, p.pid).bind(3, p.start_ticks);
+        auto row = sel->step();
+        if (!row) return std::unexpected(row.error());
+        return *row ? sel->i64(0) : 0;
+    }
+    int64_t id = db_.lastInsertId();
+    auto mod = db_.prepare(
+        "INSERT INTO process_modules(process_id, path, start, end, executable) "
+        "VALUES(?1, ?2, ?3, ?4, ?5)");
+    if (!mod) return std::unexpected(mod.error());
+    for (const auto& m : p.modules) {
+        mod->bind(1, id).bind(2, m.path).bind(3, m.start).bind(4, m.end);
+        mod->bind(5, static_cast<int64_t>(m.executable));
+        if (auto r = mod->run(); !r) return std::unexpected(r.error());
+    }
+    return id;
+}
+
 db::Result<int64_t> Store::usedBytes() {
     auto s = db_.prepare(
         "SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM "
@@ -156,6 +188,8 @@ db::Result<int> Store::prune(int64_t max_age_s,
         "DELETE FROM dispatches WHERE source_id=?1",
         "DELETE FROM dispatch_counts WHERE source_id=?1",
         "DELETE FROM warnings WHERE source_id=?1",
+        "UPDATE processes SET evidence_id=NULL WHERE evidence_id IN (SELECT id FROM evidence "
+        "WHERE source_id=?1)",
         "DELETE FROM evidence WHERE source_id=?1",
         "UPDATE runs SET source_id=NULL WHERE source_id=?1",
         "DELETE FROM sources WHERE id=?1"};

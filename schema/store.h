@@ -63,6 +63,25 @@ struct RunRecord {
     std::optional<int64_t> source_id;
 };
 
+/// A snapshot of a live process (table processes, process_modules).
+struct ProcessRecord {
+    int64_t pid = 0;
+    std::string boot_id, taken_at;
+    std::optional<int64_t> start_ticks;
+    std::string name;
+    std::optional<int64_t> ppid, uid;
+    std::string nspid = "[]";    ///< JSON array
+    std::string cgroup;
+    std::string cmdline = "[]";  ///< JSON array
+    std::optional<int64_t> evidence_id;
+    struct Module {
+        std::string path;
+        uint64_t start = 0, end = 0;
+        bool executable = false;
+    };
+    std::vector<Module> modules;
+};
+
 /// Read/write access to the store. Opening read-write creates the file and applies migrations
 /// (`PRAGMA user_version`); read-only never changes the file.
 class Store {
@@ -105,6 +124,9 @@ class Store {
     db::Result<int> prune(int64_t max_age_s, int64_t max_bytes, const std::vector<int64_t>& keep);
     /// Bytes of pages in use (page count minus free pages, times the page size).
     db::Result<int64_t> usedBytes();
+    /// Records a process snapshot with its modules (in the open transaction); a snapshot of the
+    /// same process (boot, pid, start time) already stored is kept and its id returned.
+    db::Result<int64_t> addProcess(const ProcessRecord& p);
     /// Records a run; returns its id.
     db::Result<int64_t> addRun(const RunRecord& r);
     /// Replaces all incidents (correlation is recomputed after each ingest).

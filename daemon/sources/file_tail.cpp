@@ -46,6 +46,7 @@ struct FileTail::Followed {
     bool ignored = false;  ///< compressed: never parsed
     IngestSummary sum;
     std::unique_ptr<StreamIngest> stream;
+    std::string head;    ///< the stream's first line (as fingerprinted), to see truncation
     int64_t offset = 0;  ///< next byte to read: the start of a held partial line
     int64_t size = 0;    ///< size at the last poll
     bool skipping = false;
@@ -129,6 +130,8 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     id.device = static_cast<int64_t>(f.key.first);
     id.inode = static_cast<int64_t>(f.key.second);
     id.fingerprint = sourceFingerprint(head);
+    if (auto nl = head.find('\n'); nl != std::string_view::npos) head = head.substr(0, nl + 1);
+    f.head.assign(head);
     auto src = store_.source(id);
     if (!src) return std::unexpected(src.error());
     SourceState st = *src;
@@ -168,18 +171,35 @@ db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
     return {};
 }
 
+bool FileTail::headIntact(const Followed& f) {
+    if (f.head.empty()) return true;
+    char b[4096];
+    ssize_t n = ::pread(f.fd, b, f.head.size(), 0);
+    return n == static_cast<ssize_t>(f.head.size()) &&
+           std::memcmp(b, f.head.data(), f.head.size()) == 0;
+}
+
+db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
+    // What was written after our last look is gone unseen: only what we saw (f.size) and had
+    // not read is counted.
+    f.lost += static_cast<uint64_t>(std::max<int64_t>(f.size - f.offset, 0));
+    if (auto r = txn.ensure(); !r) return r;
+    if (auto r = retire(f, false); !r) return r;
+    f.offset = 0;
+    f.skipping = false;
+    f.head.clear();
+    return {};
+}
+
 db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
     struct stat st {};
     if (::fstat(f.fd, &st) != 0) return false;
     int64_t size = st.st_size;
     if (size < f.offset || (size < f.size && !f.stream)) {
-        // Truncated (copytruncate, `> file`): what was written after our last read is gone.
-        f.lost += static_cast<uint64_t>(std::max<int64_t>(f.size - f.offset, 0));
-        if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
-        if (auto r = retire(f, false); !r) return std::unexpected(r.error());
-        f.offset = 0;
-        f.skipping = false;
+        // Truncated (copytruncate, `> file`).
+        if (auto r = truncated(txn, f); !r) return std::unexpected(r.error());
     }
+    int64_t seen = f.size;  // the size at our last look
     if (size != f.size) f.changed = Clock::now();
     f.size = size;
     if (f.ignored) return false;
@@ -192,6 +212,16 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
     size_t want = static_cast<size_t>(std::min<int64_t>(size - f.offset, kChunk));
     ssize_t n = ::pread(f.fd, buf_.data(), want, f.offset);
     if (n <= 0) return false;
+    if (!headIntact(f)) {
+        // Truncated and written past our offset again since our last look: the size cannot
+        // tell, the first line can. Checked after the read, so that what we read is known to
+        // be the old content only if the first line is still there; otherwise it may be new
+        // content from the middle of a line: dropped, and the file is read again from 0.
+        f.size = seen;
+        if (auto r = truncated(txn, f); !r) return std::unexpected(r.error());
+        f.size = size;
+        return true;
+    }
     const char* p = buf_.data();
     const char* end = p + n;
     while (p < end) {

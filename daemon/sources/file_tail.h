@@ -49,6 +49,10 @@ class FileTail final : public Source {
     db::Result<bool> read(Txn& txn, Followed& f);
     db::Result<bool> identify(Txn& txn, Followed& f, int64_t size);
     db::Result<void> retire(Followed& f, bool feed_partial);
+    /// Finishes the stream of a truncated file; it is read again from 0 as a new stream.
+    db::Result<void> truncated(Txn& txn, Followed& f);
+    /// The file still starts with its stream's first line.
+    static bool headIntact(const Followed& f);
 
     Store& store_;
     std::vector<std::string> globs_;

@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -360,4 +361,53 @@ TEST(Daemon, RetentionDropsTheOldestSourcesAboveTheSizeLimitButNotAFollowedOne) 
     EXPECT_EQ(f.count("SELECT address FROM evidence"), 0x7f6459a00000);
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(2s), 0);
+}
+
+TEST(Daemon, SnapshotsTheProcessAKernelFaultRecordNamesWhileItLives) {
+    int probe = ::open("/dev/kmsg", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (probe < 0) GTEST_SKIP() << "/dev/kmsg is not readable and writable here (needs root)";
+    Fixture f;
+    writeFile(f.conf, f.config(true, f.logs + "/none.log"));
+    // A live process with a recognisable command line (its secret argument must not be kept).
+    pid_t child = ::fork();
+    if (child == 0) {
+        ::execl("/bin/sh", "sh", "-c", "sleep 30; true", "sh", "--api-token=hunter2",
+                static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    auto rec = fmt::format(
+        "<3>sh[{}]: segfault at 8a ip 00007f38e8a8a610 sp 00007ffd3f0c1e30 error 4 in "
+        "libamdhip64.so.6[7f38e8600000+4a0000]\n",
+        child);
+    ASSERT_EQ(::write(probe, rec.data(), rec.size()), static_cast<ssize_t>(rec.size()));
+    ::close(probe);
+    ASSERT_TRUE(eventually(
+        [&] { return f.count(fmt::format("SELECT count(*) FROM processes WHERE pid={}", child)) == 1; },
+        5s))
+        << d.stderrText();
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(2s), 0);
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+
+    auto procs = run({GPUFAULT_BIN, "--db", f.store, "processes", "--json"});
+    ASSERT_EQ(procs.status, 0) << procs.err;
+    auto j = nlohmann::json::parse(procs.out.substr(0, procs.out.find('\n')));
+    EXPECT_EQ(j["name"], "sh");
+    EXPECT_EQ(j["nspid"].back(), child);
+    EXPECT_EQ(j["cmdline"],
+              nlohmann::json({"sh", "-c", "sleep 30; true", "sh", "--api-token=<redacted>"}));
+    bool libc = false;
+    for (const auto& m : j["modules"]) libc |= m["path"].get<std::string>().find("/libc.so") != std::string::npos;
+    EXPECT_TRUE(libc) << j.dump();
+    EXPECT_FALSE(j["evidence_id"].is_null());
+    // `show` of the incident prints the snapshot.
+    auto inc = f.count(fmt::format(
+        "SELECT incident_id FROM incident_evidence WHERE evidence_id = {}", j["evidence_id"].get<int64_t>()));
+    auto show = run({GPUFAULT_BIN, "--db", f.store, "show", std::to_string(inc)});
+    EXPECT_NE(show.out.find(fmt::format("  snapshot   sh pid {} (ppid", child)), std::string::npos)
+        << show.out;
 }

@@ -71,10 +71,15 @@ TEST(Hardening, KernelLogDirectivesCutOffKmsg) {
     ASSERT_EQ(p.size(), 1u) << joined(p);
     EXPECT_EQ(p[0], "DevicePolicy=closed without DeviceAllow=/dev/kmsg r (kmsg.enabled)");
     p = unitContradictions("[Service]\nCapabilityBoundingSet=CAP_CHOWN\n", c);
+    ASSERT_EQ(p.size(), 2u) << joined(p);
+    EXPECT_NE(p[0].find("lacks CAP_SYSLOG"), std::string::npos);
+    EXPECT_NE(p[1].find("lacks CAP_SYS_PTRACE"), std::string::npos);
+    p = unitContradictions("[Service]\nCapabilityBoundingSet=~CAP_SYSLOG CAP_SYS_ADMIN\n", c);
     ASSERT_EQ(p.size(), 1u) << joined(p);
     EXPECT_NE(p[0].find("lacks CAP_SYSLOG"), std::string::npos);
-    p = unitContradictions("[Service]\nCapabilityBoundingSet=~CAP_SYSLOG CAP_SYS_ADMIN\n", c);
-    EXPECT_EQ(p.size(), 1u) << joined(p);
+    p = unitContradictions(unit + "[Service]\nProtectProc=invisible\n", c);
+    ASSERT_EQ(p.size(), 1u) << joined(p);
+    EXPECT_EQ(p[0], "ProtectProc=invisible hides faulting processes' /proc/PID (process snapshots)");
     // With the kernel log off, none of this matters.
     c.kmsg = false;
     EXPECT_TRUE(unitContradictions(unit + "[Service]\nProtectKernelLogs=yes\n", c).empty());
