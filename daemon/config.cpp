@@ -55,6 +55,19 @@ Setter integer(T Config::*field, int64_t lo, int64_t hi) {
     };
 }
 
+Setter strings(std::vector<std::string> Config::*field) {
+    return [field](const toml::node& n, Config& c) -> std::optional<std::string> {
+        const auto* a = n.as_array();
+        if (!a) return "expected an array of strings";
+        (c.*field).clear();
+        for (const auto& e : *a) {
+            if (!e.is_string()) return "expected an array of strings";
+            (c.*field).push_back(*e.value<std::string>());
+        }
+        return std::nullopt;
+    };
+}
+
 Setter globs() {
     return [](const toml::node& n, Config& c) -> std::optional<std::string> {
         const auto* a = n.as_array();
@@ -83,6 +96,10 @@ const std::map<std::string, std::map<std::string, Setter>>& schema() {
           {"dispatch_window", integer(&Config::dispatch_window, 1, 4096)},
           {"correlate_ms", integer(&Config::correlate_ms, 0, kDay)}}},
         {"kmsg", {{"enabled", boolean(&Config::kmsg)}, {"path", str(&Config::kmsg_path)}}},
+        {"journal",
+         {{"enabled", boolean(&Config::journal)},
+          {"directory", str(&Config::journal_dir)},
+          {"units", strings(&Config::journal_units)}}},
         {"files",
          {{"globs", globs()},
           {"poll_interval_ms", integer(&Config::poll_ms, 10, kDay)},
@@ -127,6 +144,10 @@ std::expected<Config, ConfigError> parseConfig(std::string_view text, const std:
                 return std::unexpected(ConfigError{name, lineOf(node), key, *err});
         }
     }
+    if (c.kmsg && c.journal)
+        return std::unexpected(ConfigError{
+            name, lineOf(*root["journal"]["enabled"].node()), "journal.enabled",
+            "the journal carries the kernel log too: set kmsg.enabled = false to use it"});
     if (c.store_path.empty())
         return std::unexpected(ConfigError{name, 0, "store.path", "must not be empty"});
     return c;

@@ -25,6 +25,10 @@ struct Config {
     bool kmsg = true;
     std::string kmsg_path = "/dev/kmsg";
 
+    bool journal = false;              ///< the systemd journal instead of /dev/kmsg
+    std::string journal_dir;           ///< a journal directory ("" = the local system journal)
+    std::vector<std::string> journal_units;  ///< units whose output is read besides the kernel's
+
     std::vector<std::string> file_globs;  ///< runtime logs to tail (glob(7) patterns)
     uint64_t poll_ms = 1000;              ///< stat polling (NFS/Lustre/GPFS: no inotify)
     bool inotify = true;

@@ -18,6 +18,7 @@ namespace gpufault::daemon {
 
 class FileTail;
 class KmsgSource;
+class JournalSource;
 
 /// Writes one log line to stderr with its sd-daemon priority prefix (journald reads it).
 /// `prio` is a syslog level: 3 error, 4 warning, 5 notice, 6 info, 7 debug.
@@ -36,6 +37,7 @@ struct State {
     std::vector<std::unique_ptr<Source>> sources;
     FileTail* files = nullptr;  ///< owned by `sources`
     KmsgSource* kmsg = nullptr;
+    JournalSource* journal = nullptr;
     std::unique_ptr<ControlServer> control;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     std::string store_error;  ///< the last store failure while it lasts ("" = healthy)

@@ -11,6 +11,7 @@
 #include "daemon/metrics.h"
 #include "daemon/processes.h"
 #include "daemon/sources/file_tail.h"
+#include "daemon/sources/journal.h"
 #include "daemon/sources/kmsg.h"
 #include "ingest/ingest.h"
 #include "schema/queries.h"
@@ -37,7 +38,9 @@ class Loop {
           watchdogTimer_(s.io),
           metricsTimer_(s.io),
           retentionTimer_(s.io),
+          idleTimer_(s.io),
           kmsgWait_(s.io),
+          journalWait_(s.io),
           inotify_(s.io) {}
 
     void start() {
@@ -79,6 +82,10 @@ class Loop {
             kmsgWait_.assign(::dup(s_.kmsg->fd()));
             waitKmsg();
         }
+        if (s_.journal && s_.journal->fd() >= 0) {
+            journalWait_.assign(::dup(s_.journal->fd()));
+            waitJournal();
+        }
         if (s_.files && s_.cfg.inotify) {
             int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
             if (fd >= 0) {
@@ -100,6 +107,16 @@ class Loop {
                                  pump();
                                  waitKmsg();
                              });
+    }
+
+    void waitJournal() {
+        journalWait_.async_wait(asio::posix::stream_descriptor::wait_read,
+                                [this](const boost::system::error_code& ec) {
+                                    if (ec) return;
+                                    if (s_.journal) s_.journal->changed();
+                                    pump();
+                                    waitJournal();
+                                });
     }
 
     void waitInotify() {
@@ -136,6 +153,8 @@ class Loop {
         }
         uint64_t pending = 0;
         for (auto& src : s_.sources) pending += src->uncommittedLines();
+        if (pending > linesAtLastPump_) armIdle();
+        linesAtLastPump_ = pending;
         if (pending >= s_.cfg.batch_lines) {
             commit();
         } else if (pending > 0 && !commitArmed_) {
@@ -154,7 +173,20 @@ class Loop {
         }
     }
 
+    /// 200 ms after the last line fed, open blocks are completed and committed: a fault line
+    /// at the end of a quiet log is stored without waiting for a next line.
+    void armIdle() {
+        idleTimer_.expires_after(milliseconds(200));
+        idleTimer_.async_wait([this](const boost::system::error_code& ec) {
+            if (ec || !s_.store_error.empty() || !s_.txn) return;
+            for (auto& src : s_.sources)
+                if (auto r = src->flushIdle(*s_.txn); !r) return fail(r.error().message);
+            commit();
+        });
+    }
+
     void commit() {
+        linesAtLastPump_ = 0;
         commitArmed_ = false;
         commitTimer_.cancel();
         if (!s_.txn || !s_.txn->open()) return;
@@ -299,6 +331,7 @@ class Loop {
         logLine(6, fmt::format("reload: {}", s_.config_path));
         commit();
         kmsgWait_.close();
+        journalWait_.close();
         inotify_.close();
         pollTimer_.cancel();
         metricsTimer_.cancel();
@@ -308,6 +341,7 @@ class Loop {
         s.sources.clear();
         s.files = nullptr;
         s.kmsg = nullptr;
+        s.journal = nullptr;
         bool newStore = c->store_path != s.cfg.store_path;
         Config old = s.cfg;
         s.cfg = std::move(*c);
@@ -335,12 +369,12 @@ class Loop {
     State& s_;
     asio::signal_set signals_;
     asio::steady_timer pollTimer_, commitTimer_, retryTimer_, correlateTimer_, watchdogTimer_,
-        metricsTimer_, retentionTimer_;
-    asio::posix::stream_descriptor kmsgWait_, inotify_;
+        metricsTimer_, retentionTimer_, idleTimer_;
+    asio::posix::stream_descriptor kmsgWait_, journalWait_, inotify_;
     Clock::duration watchdogPeriod_{};
     Clock::time_point lastCorrelate_{};
     bool commitArmed_ = false, correlateArmed_ = false, morePosted_ = false;
-    uint64_t evidenceSeen_ = 0;
+    uint64_t evidenceSeen_ = 0, linesAtLastPump_ = 0;
     int64_t lastSnapshotEvidence_ = 0;
     std::string bootId_;
     std::set<int64_t> snapshotted_;  ///< pids already looked at (bounded)

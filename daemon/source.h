@@ -63,6 +63,9 @@ class Source {
     /// Reads a bounded amount; true when more is ready right away. Errors are store errors
     /// (the caller rolls back and resets).
     virtual db::Result<bool> poll(Txn& txn) = 0;
+    /// No line arrived for a while: completes the parsers' open blocks (records may be
+    /// written into `txn`).
+    virtual db::Result<void> flushIdle(Txn& txn) = 0;
     /// Lines fed since the last checkpoint.
     virtual uint64_t uncommittedLines() const = 0;
     /// Writes pending counts and positions into the open transaction.

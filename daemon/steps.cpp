@@ -8,6 +8,7 @@
 #include "daemon/control.h"
 #include "daemon/daemon.h"
 #include "daemon/sources/file_tail.h"
+#include "daemon/sources/journal.h"
 #include "daemon/sources/kmsg.h"
 
 namespace gpufault::daemon {
@@ -59,6 +60,16 @@ StepResult openSourcesStep(State& s) {
             s.sources.push_back(std::move(k));
         }
     }
+    if (c.journal) {
+        auto j = std::make_unique<JournalSource>(*s.store, c.journal_dir, c.journal_units,
+                                                 readBootId(), c.dispatch_window);
+        if (auto r = j->open(); !r) {
+            logLine(3, fmt::format("journal source off: {}", r.error().message));
+        } else {
+            s.journal = j.get();
+            s.sources.push_back(std::move(j));
+        }
+    }
     if (!c.file_globs.empty()) {
         auto f = std::make_unique<FileTail>(*s.store, c.file_globs, c.dispatch_window,
                                             std::max<uint64_t>(2 * c.poll_ms, 2000));
@@ -95,6 +106,7 @@ void closeStep(State& s) {
     s.control.reset();
     s.files = nullptr;
     s.kmsg = nullptr;
+    s.journal = nullptr;
     s.sources.clear();
     if (s.txn) s.txn->rollback();
     s.txn.reset();

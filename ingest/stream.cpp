@@ -47,7 +47,14 @@ void StreamIngest::finish() {
     sink_.flushWindows();
 }
 
-db::Result<void> StreamIngest::checkpoint(int64_t end, bool complete, int64_t size) {
+void StreamIngest::flushIdle() {
+    pipe_.finish();
+}
+
+db::Result<void> StreamIngest::checkpoint(int64_t end,
+                                          bool complete,
+                                          int64_t size,
+                                          const std::function<void(SourceState&)>& adjust) {
     sink_.flushCounts();
     if (sink_.error()) return std::unexpected(*sink_.error());
     SourceState cp = state_;
@@ -71,6 +78,7 @@ db::Result<void> StreamIngest::checkpoint(int64_t end, bool complete, int64_t si
         cp.offset = pos;
         cp.line = static_cast<int64_t>(ln - 1);
     }
+    if (adjust) adjust(cp);
     if (auto r = store_.setPosition(state_.id, cp, size); !r) return r;
     pending_ = cp;
     uncommitted_ = 0;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,10 +40,18 @@ class StreamIngest {
     void feed(std::string_view line, int64_t position, bool truncated);
     /// End of stream: completes open blocks and writes every dispatch window.
     void finish();
+    /// The stream went quiet: completes open blocks (a fault line at the end of a live log
+    /// must not wait for the next line to be stored); the dispatch windows stay held.
+    void flushIdle();
     /// Writes pending dispatch counts and the checkpoint into the open transaction.
     /// `end` is the position just after the last fed line; `complete` marks the stream done;
-    /// `size` is recorded with it (bytes, or 0). The caller commits, then calls committed().
-    db::Result<void> checkpoint(int64_t end, bool complete, int64_t size);
+    /// `size` is recorded with it (bytes, or 0). `adjust`, when given, may rewrite the
+    /// computed checkpoint before it is written (the journal turns a position into a cursor).
+    /// The caller commits, then calls committed().
+    db::Result<void> checkpoint(int64_t end,
+                                bool complete,
+                                int64_t size,
+                                const std::function<void(SourceState&)>& adjust = {});
     /// The transaction holding the last checkpoint() was committed.
     void committed() { state_ = pending_; }
 

@@ -84,7 +84,7 @@ db::Result<void> Store::migrate() {
 
 db::Result<SourceState> Store::source(const SourceIdentity& id) {
     auto sel = db_.prepare(
-        "SELECT id, offset, line, max_line, complete FROM sources WHERE kind=?1 AND "
+        "SELECT id, offset, line, max_line, complete, cursor FROM sources WHERE kind=?1 AND "
         "ifnull(device,-1)=ifnull(?2,-1) AND ifnull(inode,-1)=ifnull(?3,-1) AND "
         "ifnull(fingerprint,'')=?4");
     if (!sel) return std::unexpected(sel.error());
@@ -92,7 +92,8 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
     auto row = sel->step();
     if (!row) return std::unexpected(row.error());
     if (*row) {
-        SourceState s{sel->i64(0), sel->i64(1), sel->i64(2), sel->i64(3), sel->i64(4) != 0};
+        SourceState s{sel->i64(0), sel->i64(1), sel->i64(2), sel->i64(3), sel->i64(4) != 0,
+                      sel->optStr(5)};
         sel->reset();
         auto upd = db_.prepare("UPDATE sources SET path=?2 WHERE id=?1");
         if (!upd) return std::unexpected(upd.error());
@@ -110,7 +111,7 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
         .bind(4, id.inode)
         .bind(5, id.fingerprint);
     if (auto r = ins->run(); !r) return std::unexpected(r.error());
-    return SourceState{db_.lastInsertId(), 0, 0, 0, false};
+    return SourceState{db_.lastInsertId(), 0, 0, 0, false, std::nullopt};
 }
 
 db::Result<int64_t> Store::addProcess(const ProcessRecord& p) {
@@ -379,11 +380,11 @@ db::Result<void> Store::addWarning(int64_t source_id, const Warning& w) {
 
 db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, int64_t size) {
     auto s = db_.prepare(
-        "UPDATE sources SET offset=?2, line=?3, max_line=?4, complete=?5, size=?6, "
+        "UPDATE sources SET offset=?2, line=?3, max_line=?4, complete=?5, size=?6, cursor=?7, "
         "ingested_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?1");
     if (!s) return std::unexpected(s.error());
     s->bind(1, source_id).bind(2, st.offset).bind(3, st.line).bind(4, st.max_line);
-    s->bind(5, static_cast<int64_t>(st.complete)).bind(6, size);
+    s->bind(5, static_cast<int64_t>(st.complete)).bind(6, size).bind(7, st.cursor);
     return s->run();
 }
 

@@ -29,6 +29,7 @@ struct SourceState {
     int64_t line = 0;       ///< lines before `offset`
     int64_t max_line = 0;   ///< highest line whose context (dispatch counts) is stored
     bool complete = false;  ///< the whole stream was ingested
+    std::optional<std::string> cursor;  ///< journal sources: the entry `offset` stands for
 };
 
 /// One correlated incident, as written by correlate/ (ids are assigned by the store).

@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config
   libsqlite3-dev sqlite3 libfmt-dev libcli11-dev nlohmann-json3-dev
-  libboost-dev libsystemd-dev libtomlplusplus-dev
+  libboost-dev libsystemd-dev libtomlplusplus-dev systemd-journal-remote
   libgtest-dev libgmock-dev libbenchmark-dev time
 )
 missing=()

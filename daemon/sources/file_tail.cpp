@@ -8,7 +8,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <deque>
 #include <set>
 
 #include "collectors/prefix/line_decoder.h"
@@ -19,6 +21,48 @@ namespace {
 
 constexpr size_t kChunk = 4u << 20;  ///< bytes read per file per poll
 constexpr size_t kMaxLine = LineDecoder::kMaxLine;
+constexpr size_t kMarks = 1024;            ///< line ends remembered per stream (copytruncate)
+constexpr size_t kFinished = 32;           ///< finished streams remembered (copytruncate)
+constexpr auto kFinishedFor = std::chrono::seconds(60);
+constexpr int64_t kHashCap = int64_t{64} << 20;  ///< a resumed stream's prefix hashed up to this
+
+/// A hash of a file's bytes from offset 0, extended as they are read: 8-byte words, a
+/// multiply-xorshift step each (fast enough to run over everything read). Values are only
+/// compared with values of the same kind, on the same machine.
+class PrefixHasher {
+  public:
+    void add(const char* p, size_t len) {
+        for (; len > 0 && n_ > 0; ++p, --len) push(static_cast<unsigned char>(*p));
+        for (; len >= 8; p += 8, len -= 8) {
+            uint64_t w;
+            std::memcpy(&w, p, 8);
+            mix(w);
+        }
+        for (; len > 0; ++p, --len) push(static_cast<unsigned char>(*p));
+    }
+    /// The hash of the bytes added so far (a partial last word and its length included).
+    uint64_t value() const {
+        PrefixHasher c = *this;
+        c.mix(word_ ^ (uint64_t{n_} << 59));
+        return c.h_;
+    }
+
+  private:
+    void push(unsigned char c) {
+        word_ |= uint64_t{c} << (8 * n_);
+        if (++n_ == 8) {
+            mix(word_);
+            word_ = 0;
+            n_ = 0;
+        }
+    }
+    void mix(uint64_t w) {
+        h_ = (h_ ^ w) * 0x9e3779b97f4a7c15ull;
+        h_ ^= h_ >> 29;
+    }
+    uint64_t h_ = 1469598103934665603ull, word_ = 0;
+    unsigned n_ = 0;  ///< bytes in word_
+};
 
 using Clock = std::chrono::steady_clock;
 
@@ -47,11 +91,20 @@ struct FileTail::Followed {
     IngestSummary sum;
     std::unique_ptr<StreamIngest> stream;
     std::string head;    ///< the stream's first line (as fingerprinted), to see truncation
+    std::string fingerprint;  ///< the stream's
     int64_t offset = 0;  ///< next byte to read: the start of a held partial line
     int64_t size = 0;    ///< size at the last poll
     bool skipping = false;
     uint64_t lost = 0;  ///< bytes truncated away unread (at least)
     Clock::time_point changed = Clock::now();
+    // copytruncate (see copyWaits, copyResume):
+    bool hashed = false;       ///< `hash` has bytes [0, offset) (false: not known)
+    PrefixHasher hash;
+    std::deque<Mark> marks;    ///< after each of the last kMarks lines read
+    int64_t prefixLen = 0;     ///< prefixHash()'s cache: `prefix` has bytes [0, prefixLen)
+    PrefixHasher prefix;
+    bool copyWait = false;     ///< a copy of a file still being read: waits for its end
+    bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
     ~Followed() {
         if (fd >= 0) ::close(fd);
     }
@@ -131,7 +184,11 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     id.inode = static_cast<int64_t>(f.key.second);
     id.fingerprint = sourceFingerprint(head);
     if (auto nl = head.find('\n'); nl != std::string_view::npos) head = head.substr(0, nl + 1);
-    f.head.assign(head);
+    f.head.assign(head);  // `head` is in buf_, which what follows reuses
+    auto wait = copyWaits(txn, f, id.fingerprint, size);
+    if (!wait) return std::unexpected(wait.error());
+    f.copyWait = *wait;
+    if (f.copyWait) { std::fprintf(stderr, "DBG wait %s size %ld fp %s\n", f.path.c_str(), (long)size, id.fingerprint.c_str()); return false; }
     auto src = store_.source(id);
     if (!src) return std::unexpected(src.error());
     SourceState st = *src;
@@ -141,9 +198,93 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
         st.offset = 0;
         st.line = st.max_line;
     }
+    std::optional<Mark> resume;
+    if (st.offset == 0 && st.line == 0 && st.max_line == 0 && !st.complete)
+        resume = copyResume(f, id.fingerprint, size);  // nothing read from it yet
+    std::fprintf(stderr, "DBG identify %s ino %lu size %ld fp %s fresh %d resume %ld finished %zu\n", f.path.c_str(), (unsigned long)f.key.second, (long)size, id.fingerprint.c_str(), (int)(st.offset == 0 && st.line == 0 && st.max_line == 0 && !st.complete), resume ? (long)resume->offset : -1L, finished_.size());
+    for (auto& o : files_) if (o.second->stream) std::fprintf(stderr, "DBG   live %s ino %lu fp %s off %ld size %ld\n", o.second->path.c_str(), (unsigned long)o.second->key.second, o.second->fingerprint.c_str(), (long)o.second->offset, (long)o.second->size);
+    if (resume) {
+        st.offset = resume->offset;
+        st.line = st.max_line = resume->line;
+    }
+    // What it read is hashed from its start (its checkpoint's prefix first) for its copies.
+    f.hashed = st.offset <= kHashCap && prefixHash(f, st.offset).has_value();
+    f.hash = f.prefix;
+    f.marks.clear();
+    if (f.hashed) f.marks.push_back({st.offset, st.line, f.hash.value()});
+    f.fingerprint = id.fingerprint;
     f.offset = st.offset;
     f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
+    if (resume) {
+        // Its checkpoint now, committed with the original's last lines: nothing to read may
+        // follow, and a restart must not read the copy from its start.
+        if (auto r = f.stream->checkpoint(f.offset, false, size); !r)
+            return std::unexpected(r.error());
+        f.resumed = true;
+    }
     return true;
+}
+
+std::optional<uint64_t> FileTail::prefixHash(Followed& f, int64_t len) {
+    if (len < f.prefixLen) {
+        f.prefixLen = 0;
+        f.prefix = PrefixHasher{};
+    }
+    while (f.prefixLen < len) {
+        size_t want = static_cast<size_t>(std::min<int64_t>(len - f.prefixLen, kChunk));
+        ssize_t n = ::pread(f.fd, buf_.data(), want, f.prefixLen);
+        if (n <= 0) return std::nullopt;
+        f.prefix.add(buf_.data(), static_cast<size_t>(n));
+        f.prefixLen += n;
+    }
+    return f.prefix.value();
+}
+
+template <typename Marks>
+const FileTail::Mark* FileTail::lastMark(const Marks& marks, int64_t offset) {
+    const Mark* m = nullptr;
+    for (const auto& k : marks)
+        if (k.offset <= offset) m = &k;
+    return m;
+}
+
+db::Result<bool> FileTail::copyWaits(Txn& txn,
+                                     Followed& c,
+                                     const std::string& fingerprint,
+                                     int64_t size) {
+    // A copy made before the truncation (copytruncate; also a copy still being written)
+    // holds bytes the original also holds: they are read from the original only. The copy
+    // waits while it is no larger than the original and the same as its start.
+    for (auto& [k, o] : files_) {
+        if (o.get() == &c || !o->stream || o->fingerprint != fingerprint) continue;
+        // Up to date first: if the original was truncated since our last look, it is
+        // finished now, and the copy resumes where it ended (copyResume).
+        if (auto r = read(txn, *o); !r) return std::unexpected(r.error());
+        if (!o->stream || o->fingerprint != fingerprint || size > o->size) continue;
+        auto hc = prefixHash(c, size);
+        auto ho = prefixHash(*o, size);
+        if (hc && ho && *hc == *ho) return true;
+        // Unless the original was truncated just now: then it is finished by this read.
+        if (!headIntact(*o))
+            if (auto r = read(txn, *o); !r) return std::unexpected(r.error());
+    }
+    return false;
+}
+
+std::optional<FileTail::Mark> FileTail::copyResume(Followed& c,
+                                                   const std::string& fingerprint,
+                                                   int64_t size) {
+    auto now = Clock::now();
+    std::erase_if(finished_, [&](const Finished& e) { return now - e.at > kFinishedFor; });
+    for (auto e = finished_.rbegin(); e != finished_.rend(); ++e) {
+        if (e->fingerprint != fingerprint || e->marks.empty()) continue;
+        // Its whole reading when the copy is as large, else the last line end within the copy.
+        const Mark* m = size >= e->marks.back().offset ? &e->marks.back() : lastMark(e->marks, size);
+        if (!m || m->offset == 0) continue;
+        auto h = prefixHash(c, m->offset);
+        if (h && *h == m->hash) return *m;
+    }
+    return std::nullopt;
 }
 
 db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
@@ -155,6 +296,10 @@ db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
         if (got > 0) {
             f.stream->feed(std::string_view(buf_.data(), static_cast<size_t>(got)), f.offset,
                            f.size - f.offset > static_cast<int64_t>(kMaxLine));
+            if (got == f.size - f.offset)
+                consumed(f, buf_.data(), static_cast<size_t>(got), true);
+            else
+                f.hashed = false;
             f.offset = f.size;
         }
     }
@@ -162,6 +307,14 @@ db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
     if (f.stream->error()) return std::unexpected(*f.stream->error());
     auto r = f.stream->checkpoint(f.offset, true, f.size);
     if (!r) return r;
+    if (f.hashed) {
+        Finished e{f.fingerprint, {f.marks.begin(), f.marks.end()}, Clock::now()};
+        if (e.marks.empty() || e.marks.back().offset != f.offset)
+            e.marks.push_back({f.offset, static_cast<int64_t>(f.stream->lineNo()), f.hash.value()});
+        std::fprintf(stderr, "DBG finished %s ino %lu fp %s at %ld marks %zu\n", f.path.c_str(), (unsigned long)f.key.second, e.fingerprint.c_str(), (long)f.offset, e.marks.size());
+        finished_.push_back(std::move(e));
+        if (finished_.size() > kFinished) finished_.erase(finished_.begin());
+    }
     auto done = std::make_unique<Followed>();
     done->path = f.path;
     done->sum = f.sum;
@@ -183,12 +336,26 @@ db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
     // What was written after our last look is gone unseen: only what we saw (f.size) and had
     // not read is counted.
     f.lost += static_cast<uint64_t>(std::max<int64_t>(f.size - f.offset, 0));
+    if (f.size - f.offset > 1000) std::fprintf(stderr, "DBG lost %s ino %lu size %ld off %ld stream %d wait %d\n", f.path.c_str(), (unsigned long)f.key.second, (long)f.size, (long)f.offset, (int)!!f.stream, (int)f.copyWait);
     if (auto r = txn.ensure(); !r) return r;
     if (auto r = retire(f, false); !r) return r;
     f.offset = 0;
     f.skipping = false;
     f.head.clear();
+    f.hashed = false;
+    f.marks.clear();
+    f.prefixLen = 0;
+    f.prefix = PrefixHasher{};
     return {};
+}
+
+void FileTail::consumed(Followed& f, const char* p, size_t n, bool line_end) {
+    f.offset += static_cast<int64_t>(n);
+    if (!f.hashed) return;
+    f.hash.add(p, n);
+    if (!line_end) return;
+    f.marks.push_back({f.offset, static_cast<int64_t>(f.stream->lineNo()), f.hash.value()});
+    if (f.marks.size() > kMarks) f.marks.pop_front();
 }
 
 db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
@@ -230,11 +397,11 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
         if (!nl) {
             size_t held = static_cast<size_t>(end - p);
             if (f.skipping) {
-                f.offset += static_cast<int64_t>(held);  // rest of an over-long line
+                consumed(f, p, held, false);  // rest of an over-long line
             } else if (held > kMaxLine) {
                 f.stream->feed(std::string_view(p, kMaxLine), at, true);
                 f.skipping = true;
-                f.offset += static_cast<int64_t>(held);
+                consumed(f, p, held, false);
             }
             break;  // else: a partial line, held until its newline
         }
@@ -245,7 +412,7 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
             bool cut = len > kMaxLine;
             f.stream->feed(std::string_view(p, cut ? kMaxLine : len), at, cut);
         }
-        f.offset += static_cast<int64_t>(len + 1);
+        consumed(f, p, len + 1, true);
         p = nl + 1;
     }
     if (f.stream->error()) return std::unexpected(*f.stream->error());
@@ -279,10 +446,20 @@ db::Result<bool> FileTail::poll(Txn& txn) {
     return more;
 }
 
+db::Result<void> FileTail::flushIdle(Txn& txn) {
+    for (auto& [k, f] : files_) {
+        if (!f->stream) continue;
+        if (auto r = txn.ensure(); !r) return r;
+        f->stream->flushIdle();
+        if (f->stream->error()) return std::unexpected(*f->stream->error());
+    }
+    return {};
+}
+
 uint64_t FileTail::uncommittedLines() const {
     uint64_t n = retired_.size();
     for (const auto& [k, f] : files_)
-        if (f->stream) n += f->stream->uncommittedLines();
+        if (f->stream) n += f->stream->uncommittedLines() + (f->resumed ? 1 : 0);
     return n;
 }
 
@@ -294,8 +471,10 @@ db::Result<void> FileTail::checkpoint() {
 }
 
 void FileTail::committed() {
-    for (auto& [k, f] : files_)
+    for (auto& [k, f] : files_) {
         if (f->stream) f->stream->committed();
+        f->resumed = false;
+    }
     for (auto& f : retired_) retiredEvidence_ += evidenceOf(f->sum);
     retired_.clear();
 }
@@ -303,6 +482,7 @@ void FileTail::committed() {
 void FileTail::reset() {
     files_.clear();
     retired_.clear();
+    finished_.clear();  // what they read was rolled back
     scanDue_ = true;
 }
 
@@ -313,7 +493,9 @@ std::vector<StreamStatus> FileTail::status() const {
         s.source = "file";
         s.name = f->path;
         s.position = f->stream ? fmt::format("offset {}", f->stream->state().offset)
-                               : (f->ignored ? "skipped (compressed)" : "waiting for a first line");
+                   : f->ignored  ? "skipped (compressed)"
+                   : f->copyWait ? "waiting: a copy of a file still being read"
+                                 : "waiting for a first line";
         s.lines = f->sum.lines;
         s.evidence = evidenceOf(f->sum);
         s.lag = static_cast<uint64_t>(std::max<int64_t>(f->size - f->offset, 0));

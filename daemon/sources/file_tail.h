@@ -4,8 +4,10 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +23,10 @@ namespace gpufault::daemon {
 /// pattern still matches its new name: include rotated names (`job.log*`) in the patterns.
 /// A file renamed or deleted while followed is read to its end through the open descriptor
 /// and finished once idle. Compressed files (gzip, zstd, xz, bzip2 magic) are skipped.
+/// copytruncate: a new file with the first line of a followed stream, whose bytes are a
+/// prefix of what that stream read, waits until that stream is finished (truncated, renamed
+/// away, deleted), then resumes where it ended; this is in memory only, so a copytruncate
+/// while the daemon is down (or before a commit a kill undoes) is still read from its start.
 class FileTail final : public Source {
   public:
     /// `window`: dispatches kept per runtime thread; `idle_close_ms`: how long a file that no
@@ -34,6 +40,7 @@ class FileTail final : public Source {
     std::vector<std::string> watchDirs() const;
 
     db::Result<bool> poll(Txn& txn) override;
+    db::Result<void> flushIdle(Txn& txn) override;
     uint64_t uncommittedLines() const override;
     db::Result<void> checkpoint() override;
     void committed() override;
@@ -45,6 +52,18 @@ class FileTail final : public Source {
   private:
     struct Followed;
     using Key = std::pair<dev_t, ino_t>;
+    /// A line end of a stream: its offset, the lines before it, FNV-1a of bytes [0, offset).
+    struct Mark {
+        int64_t offset = 0, line = 0;
+        uint64_t hash = 0;
+    };
+    /// A stream finished (truncated, renamed away, deleted) lately: a copy of it resumes after
+    /// what it read (copytruncate).
+    struct Finished {
+        std::string fingerprint;
+        std::vector<Mark> marks;  ///< the last is where it ended
+        std::chrono::steady_clock::time_point at;
+    };
     void scan();
     db::Result<bool> read(Txn& txn, Followed& f);
     db::Result<bool> identify(Txn& txn, Followed& f, int64_t size);
@@ -53,6 +72,15 @@ class FileTail final : public Source {
     db::Result<void> truncated(Txn& txn, Followed& f);
     /// The file still starts with its stream's first line.
     static bool headIntact(const Followed& f);
+    /// Bytes [f.offset, f.offset + n) at `p` were read; `line_end`: they end a line.
+    void consumed(Followed& f, const char* p, size_t n, bool line_end);
+    /// FNV-1a of the file's bytes [0, len) (cached for growing `len`); nullopt if shorter.
+    std::optional<uint64_t> prefixHash(Followed& f, int64_t len);
+    db::Result<bool> copyWaits(Txn& txn, Followed& c, const std::string& fingerprint, int64_t size);
+    std::optional<Mark> copyResume(Followed& c, const std::string& fingerprint, int64_t size);
+    /// The last of `marks` at or before `offset` (nullptr: none).
+    template <typename Marks>
+    static const Mark* lastMark(const Marks& marks, int64_t offset);
 
     Store& store_;
     std::vector<std::string> globs_;
@@ -61,6 +89,7 @@ class FileTail final : public Source {
     bool scanDue_ = true;
     std::map<Key, std::unique_ptr<Followed>> files_;
     std::vector<std::unique_ptr<Followed>> retired_;  ///< finished, checkpoint not committed
+    std::vector<Finished> finished_;                  ///< lately, newest last (copytruncate)
     std::vector<char> buf_;
     uint64_t retiredEvidence_ = 0, retiredLost_ = 0;
 };

@@ -105,6 +105,14 @@ db::Result<bool> KmsgSource::poll(Txn& txn) {
     return true;
 }
 
+db::Result<void> KmsgSource::flushIdle(Txn& txn) {
+    if (!stream_) return {};
+    if (auto r = txn.ensure(); !r) return r;
+    stream_->flushIdle();
+    if (stream_->error()) return std::unexpected(*stream_->error());
+    return {};
+}
+
 uint64_t KmsgSource::uncommittedLines() const {
     return stream_ ? stream_->uncommittedLines() : 0;
 }

@@ -31,6 +31,7 @@ class KmsgSource final : public Source {
     int fd() const { return fd_; }
 
     db::Result<bool> poll(Txn& txn) override;
+    db::Result<void> flushIdle(Txn& txn) override;
     uint64_t uncommittedLines() const override;
     db::Result<void> checkpoint() override;
     void committed() override;

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <random>
 
 #include "schema/sqlite.h"
@@ -410,4 +411,131 @@ TEST(Daemon, SnapshotsTheProcessAKernelFaultRecordNamesWhileItLives) {
     auto show = run({GPUFAULT_BIN, "--db", f.store, "show", std::to_string(inc)});
     EXPECT_NE(show.out.find(fmt::format("  snapshot   sh pid {} (ppid", child)), std::string::npos)
         << show.out;
+}
+
+namespace {
+
+/// Writes journal entries (export format, systemd-journal-export-formats(7)) into a journal
+/// file with systemd-journal-remote, as journald would have stored them.
+bool writeJournal(const std::string& file, const std::vector<std::map<std::string, std::string>>& entries) {
+    std::string exp;
+    for (const auto& e : entries) {
+        for (const auto& [k, v] : e) exp += k + "=" + v + "\n";
+        exp += "\n";
+    }
+    TempDir t;
+    writeFile(t.file("in.export"), exp);
+    auto r = run({"/lib/systemd/systemd-journal-remote", "--output=" + file, t.file("in.export")});
+    return r.status == 0;
+}
+
+std::map<std::string, std::string> kernelEntry(uint64_t mono_us, const std::string& msg) {
+    return {{"__REALTIME_TIMESTAMP", std::to_string(1764480000000000 + mono_us)},
+            {"__MONOTONIC_TIMESTAMP", std::to_string(mono_us)},
+            {"_BOOT_ID", "5c040de43e9d429a9ca3d2c93965225b"},
+            {"_TRANSPORT", "kernel"},
+            {"PRIORITY", "3"},
+            {"SYSLOG_IDENTIFIER", "kernel"},
+            {"_HOSTNAME", "node7"},
+            {"MESSAGE", msg}};
+}
+
+std::map<std::string, std::string> unitEntry(const std::string& unit, uint64_t mono_us,
+                                             const std::string& msg) {
+    return {{"__REALTIME_TIMESTAMP", std::to_string(1764480000000000 + mono_us)},
+            {"__MONOTONIC_TIMESTAMP", std::to_string(mono_us)},
+            {"_BOOT_ID", "5c040de43e9d429a9ca3d2c93965225b"},
+            {"_TRANSPORT", "stdout"},
+            {"_SYSTEMD_UNIT", unit},
+            {"SYSLOG_IDENTIFIER", "python3"},
+            {"_PID", "4242"},
+            {"_HOSTNAME", "node7"},
+            {"MESSAGE", msg}};
+}
+
+}  // namespace
+
+TEST(Daemon, ReadsTheJournalsKernelAndUnitEntriesOnceAcrossKill9) {
+    if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)
+        GTEST_SKIP() << "systemd-journal-remote is not installed (scripts/install-deps.sh)";
+    Fixture f;
+    std::string jdir = f.dir.file("journal");
+    ::mkdir(jdir.c_str(), 0755);
+    const std::string amd = "amdgpu 0000:c6:00.0: amdgpu: ";
+    ASSERT_TRUE(writeJournal(
+        jdir + "/a.journal",
+        {kernelEntry(4778915423, amd + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 pasid:32769)"),
+         kernelEntry(4778916081, amd + " for process python3 pid 4242 thread python3 pid 4242)"),
+         kernelEntry(4778916571, amd + "  in page starting at address 0x00007f6459a00000 from IH client 0x1b (UTCL2)"),
+         kernelEntry(4778917054, amd + "VM_L2_PROTECTION_FAULT_STATUS:0x00301031"),
+         unitEntry("train.service", 4779000000, kRocrFault),
+         unitEntry("other.service", 4779000001,
+                   "Memory access fault by GPU node-2 (Agent handle: 0x1) on address 0x1000. "
+                   "Reason: Unknown.")}));
+    std::string conf = f.config(false, f.logs + "/none.log");
+    conf += fmt::format("[journal]\nenabled = true\ndirectory = \"{}\"\nunits = [\"train.service\"]\n", jdir);
+    writeFile(f.conf, conf);
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 2; }, 5s))
+        << d.stderrText() << controlRequest(f.sock, "status");
+    EXPECT_EQ(f.count("SELECT count(*) FROM evidence WHERE kind='amdgpu_page_fault' AND "
+                      "address=0x7f6459a00000 AND pid=4242 AND kernel_s BETWEEN 4778.91 AND 4778.92"),
+              1);
+    EXPECT_EQ(f.count("SELECT count(*) FROM evidence WHERE kind='rocr_memory_fault' AND "
+                      "gpu_node=1"),
+              1);
+    // Both records of one fault: one incident (same 2 MiB region).
+    EXPECT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM incidents") == 1; }, 3s));
+    auto st = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
+    ASSERT_TRUE(st.is_object());
+    EXPECT_EQ(st["streams"][0]["source"], "journal");
+    EXPECT_EQ(st["streams"][0]["position"].get<std::string>().rfind("cursor s=", 0), 0u)
+        << st.dump();
+
+    d.kill9();
+    ASSERT_TRUE(writeJournal(
+        jdir + "/b.journal",
+        {kernelEntry(4790000000, "gpufault-test[777]: segfault at 8a ip 00007f38e8a8a610 sp "
+                                 "00007ffd3f0c1e30 error 4 in libamdhip64.so.6[7f38e8600000+4a0000]")}));
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s));
+    EXPECT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 3; }, 5s))
+        << f.count("SELECT count(*) FROM evidence") << d.stderrText();
+    EXPECT_EQ(f.count("SELECT count(*) FROM evidence WHERE kind='cpu_segfault' AND pid=777"), 1);
+    EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE kind='journal'"), 1);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(2s), 0);
+}
+
+TEST(Daemon, JournalAndKmsgTogetherIsAConfigError) {
+    Fixture f;
+    writeFile(f.conf, "[kmsg]\nenabled = true\n[journal]\nenabled = true\n");
+    auto r = run({GPUFAULTD_BIN, "--config", f.conf, "--check-config"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find(f.conf + ":4: journal.enabled: the journal carries the kernel log too"),
+              std::string::npos)
+        << r.err;
+}
+
+TEST(Daemon, StoresABlockAtTheEndOfAQuietLogWithoutWaitingForANextLine) {
+    Fixture f;
+    writeFile(f.conf, f.config());
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s));
+    const std::string amd = "[ 4778.91] amdgpu 0000:c6:00.0: amdgpu: ";
+    f.append("dmesg.log",
+             amd + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 pasid:32769)\n" + amd +
+                 " for process python3 pid 4242 thread python3 pid 4242)\n" + amd +
+                 "  in page starting at address 0x00007f6459a00000 from IH client 0x1b (UTCL2)\n" +
+                 amd + "VM_L2_PROTECTION_FAULT_STATUS:0x00301031\n");
+    // The block could go on: the parser completes it once the log has been quiet for 200 ms.
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 3s));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
+    EXPECT_EQ(f.count("SELECT status FROM evidence"), 0x00301031);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(2s), 0);
 }

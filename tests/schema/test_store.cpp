@@ -45,7 +45,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     TempDir t;
     auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s) << s.error().message;
-    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 3);  // 001_init, 002_runs, 003_processes
+    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 4);  // 001 … 004_journal_cursor
     EXPECT_EQ(scalar(*s, "PRAGMA auto_vacuum"), 2);  // 2 = INCREMENTAL
     auto mode = s->db().prepare("PRAGMA journal_mode");
     ASSERT_TRUE(mode && *mode->step());
@@ -53,7 +53,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     // Reopening does not migrate again.
     s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s);
-    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 3);  // 001_init, 002_runs, 003_processes
+    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 4);  // 001 … 004_journal_cursor
 }
 
 TEST(Store, ReadOnlyRefusesFilesThatAreNotStores) {

@@ -1,0 +1,229 @@
+#include "daemon/sources/journal.h"
+
+#include <fmt/format.h>
+#include <systemd/sd-journal.h>
+
+#include <cstring>
+
+#include "collectors/prefix/journal_entry.h"
+
+namespace gpufault::daemon {
+
+namespace {
+
+constexpr int kEntriesPerPoll = 4096;
+constexpr size_t kRemembered = 65536;
+
+/// A field's value ("" when absent).
+std::string field(sd_journal* j, const char* name) {
+    const void* data = nullptr;
+    size_t len = 0;
+    if (sd_journal_get_data(j, name, &data, &len) < 0) return "";
+    std::string_view kv(static_cast<const char*>(data), len);
+    auto eq = kv.find('=');
+    return eq == std::string_view::npos ? "" : std::string(kv.substr(eq + 1));
+}
+
+std::optional<int64_t> number(const std::string& s) {
+    if (s.empty()) return std::nullopt;
+    char* end = nullptr;
+    long long v = std::strtoll(s.c_str(), &end, 10);
+    if (!end || *end) return std::nullopt;
+    return v;
+}
+
+uint64_t evidenceOf(const IngestSummary& s) {
+    uint64_t n = 0;
+    for (const auto& [k, v] : s.evidence) n += v;
+    return n;
+}
+
+db::Error journalError(const std::string& what, int r) {
+    return db::Error{fmt::format("journal: {}: {}", what, std::strerror(-r))};
+}
+
+}  // namespace
+
+JournalSource::JournalSource(Store& store, std::string directory, std::vector<std::string> units,
+                             std::string boot_id, int window)
+    : store_(store),
+      directory_(std::move(directory)),
+      bootId_(std::move(boot_id)),
+      units_(std::move(units)),
+      window_(window) {}
+
+JournalSource::~JournalSource() {
+    if (j_) sd_journal_close(j_);
+}
+
+db::Result<void> JournalSource::open() {
+    if (j_) return {};
+    int r = directory_.empty() ? sd_journal_open(&j_, SD_JOURNAL_LOCAL_ONLY)
+                               : sd_journal_open_directory(&j_, directory_.c_str(), 0);
+    if (r < 0) {
+        j_ = nullptr;
+        return std::unexpected(journalError(name(), r));
+    }
+    // (_TRANSPORT=kernel OR _SYSTEMD_UNIT=u1 OR …)
+    sd_journal_add_match(j_, "_TRANSPORT=kernel", 0);
+    for (const auto& u : units_) {
+        sd_journal_add_disjunction(j_);
+        std::string m = "_SYSTEMD_UNIT=" + u;
+        sd_journal_add_match(j_, m.c_str(), 0);
+    }
+    return {};
+}
+
+int JournalSource::fd() const {
+    return j_ ? sd_journal_get_fd(j_) : -1;
+}
+
+void JournalSource::changed() {
+    if (j_) sd_journal_process(j_);
+}
+
+db::Result<void> JournalSource::start(Txn& txn) {
+    if (auto r = txn.ensure(); !r) return r;
+    SourceIdentity id;
+    id.path = name();
+    id.kind = "journal";
+    id.fingerprint = "journal " + name();
+    auto src = store_.source(id);
+    if (!src) return std::unexpected(src.error());
+    stream_ = std::make_unique<StreamIngest>(store_, *src, window_, sum_);
+    cursors_.clear();
+    pendingFirst_ = false;
+    if (src->cursor) {
+        int r = sd_journal_seek_cursor(j_, src->cursor->c_str());
+        if (r < 0) return std::unexpected(journalError("seek to the checkpoint", r));
+        lastCursor_ = *src->cursor;
+        if (sd_journal_next(j_) <= 0) return {};  // nothing at or after it yet
+        bool there = sd_journal_test_cursor(j_, src->cursor->c_str()) > 0;
+        if (!there) ++lost_;  // vacuumed: what was after the checkpoint may be gone too
+        // offset 1: the cursor entry was read; 0: it starts an unfinished block.
+        pendingFirst_ = !(there && src->offset == 1);
+        return {};
+    }
+    if (directory_.empty() && !bootId_.empty()) {
+        // First start on the system journal: this boot only, not years of history.
+        std::string boot;
+        for (char c : bootId_)
+            if (c != '-') boot += c;
+        sd_journal_add_conjunction(j_);
+        sd_journal_add_match(j_, ("_BOOT_ID=" + boot).c_str(), 0);
+    }
+    sd_journal_seek_head(j_);
+    return {};
+}
+
+db::Result<bool> JournalSource::poll(Txn& txn) {
+    if (!j_) return false;
+    if (!stream_)
+        if (auto r = start(txn); !r) return std::unexpected(r.error());
+    for (int i = 0; i < kEntriesPerPoll; ++i) {
+        if (!pendingFirst_) {
+            int r = sd_journal_next(j_);
+            if (r < 0) return std::unexpected(journalError(name(), r));
+            if (r == 0) return false;
+        }
+        pendingFirst_ = false;
+        JournalEntry e;
+        e.message = field(j_, "MESSAGE");
+        e.transport = field(j_, "_TRANSPORT");
+        if (auto p = number(field(j_, "PRIORITY"))) e.priority = static_cast<int>(*p);
+        if (auto m = number(field(j_, "_SOURCE_MONOTONIC_TIMESTAMP"))) {
+            e.monotonic_us = static_cast<uint64_t>(*m);
+        } else {
+            uint64_t mono = 0;
+            sd_id128_t boot;
+            if (sd_journal_get_monotonic_usec(j_, &mono, &boot) >= 0) e.monotonic_us = mono;
+        }
+        sd_journal_get_realtime_usec(j_, &e.realtime_us);
+        e.hostname = field(j_, "_HOSTNAME");
+        e.identifier = field(j_, "SYSLOG_IDENTIFIER");
+        if (e.identifier.empty()) e.identifier = field(j_, "_COMM");
+        e.pid = number(field(j_, "_PID"));
+        if (!e.pid) e.pid = number(field(j_, "SYSLOG_PID"));
+        char* cursor = nullptr;
+        if (sd_journal_get_cursor(j_, &cursor) < 0) continue;
+        lastCursor_ = cursor;
+        std::free(cursor);
+        ++counter_;
+        cursors_.emplace_back(counter_, lastCursor_);
+        if (cursors_.size() > kRemembered) cursors_.pop_front();
+        if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
+        std::string prefix = journalLinePrefix(e);
+        std::string_view msg = e.message;
+        do {
+            auto nl = msg.find('\n');
+            std::string line = prefix + std::string(msg.substr(0, nl));
+            stream_->feed(line, counter_, false);
+            msg = nl == std::string_view::npos ? std::string_view() : msg.substr(nl + 1);
+        } while (!msg.empty());
+        if (stream_->error()) return std::unexpected(*stream_->error());
+    }
+    return true;
+}
+
+db::Result<void> JournalSource::flushIdle(Txn& txn) {
+    if (!stream_) return {};
+    if (auto r = txn.ensure(); !r) return r;
+    stream_->flushIdle();
+    if (stream_->error()) return std::unexpected(*stream_->error());
+    return {};
+}
+
+uint64_t JournalSource::uncommittedLines() const {
+    return stream_ ? stream_->uncommittedLines() : 0;
+}
+
+db::Result<void> JournalSource::checkpoint() {
+    if (!stream_ || stream_->uncommittedLines() == 0) return {};
+    return stream_->checkpoint(counter_ + 1, false, 0, [this](SourceState& cp) {
+        // The position StreamIngest chose → the entry's cursor (offset 0: resume at it), or
+        // after everything read (offset 1: resume after the last entry).
+        if (cp.offset > counter_) {
+            cp.cursor = lastCursor_;
+            cp.offset = 1;
+            return;
+        }
+        for (const auto& [pos, cur] : cursors_)
+            if (pos == cp.offset) {
+                cp.cursor = cur;
+                cp.offset = 0;
+                return;
+            }
+    });
+}
+
+void JournalSource::committed() {
+    if (stream_) stream_->committed();
+}
+
+void JournalSource::reset() {
+    stream_.reset();  // the next poll seeks to the committed cursor again
+    sum_ = IngestSummary{};
+}
+
+std::vector<StreamStatus> JournalSource::status() const {
+    StreamStatus s;
+    s.source = "journal";
+    s.name = name();
+    s.position = stream_ && stream_->state().cursor ? "cursor " + *stream_->state().cursor
+                                                    : std::string(j_ ? "not started" : "closed");
+    s.lines = sum_.lines;
+    s.evidence = evidenceOf(sum_);
+    s.lost_records = lost_;
+    return {s};
+}
+
+uint64_t JournalSource::evidenceStored() const {
+    return evidenceOf(sum_);
+}
+
+std::vector<int64_t> JournalSource::sourceIds() const {
+    if (!stream_) return {};
+    return {stream_->state().id};
+}
+
+}  // namespace gpufault::daemon

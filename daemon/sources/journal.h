@@ -1,0 +1,67 @@
+// Reads the systemd journal (libsystemd sd-journal): the kernel transport and the output of
+// configured units, resumed by cursor.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daemon/source.h"
+#include "ingest/stream.h"
+
+typedef struct sd_journal sd_journal;
+
+namespace gpufault::daemon {
+
+/// Follows `_TRANSPORT=kernel` entries plus `_SYSTEMD_UNIT=` each of `units`, in the local
+/// system journal or the journal files of `directory`. An entry becomes lines the decoder
+/// reads (journalLinePrefix). The checkpoint is a cursor (sources.cursor) with sources.offset 0
+/// = resume at that entry (the oldest block a parser has not finished starts there) or 1 =
+/// after it; on restart sd_journal_seek_cursor() and sd_journal_test_cursor() tell whether the
+/// entry is still there (an entry removed by journal vacuuming is counted as lost). The system
+/// journal is read from the start of the current boot the first time.
+class JournalSource final : public Source {
+  public:
+    JournalSource(Store& store, std::string directory, std::vector<std::string> units,
+                  std::string boot_id, int window);
+    ~JournalSource() override;
+
+    /// Opens the journal and sets the matches; errors name the journal.
+    db::Result<void> open();
+    /// A descriptor that becomes readable when the journal changes (sd_journal_get_fd), -1
+    /// when none; call changed() after it fired.
+    int fd() const;
+    void changed();
+
+    db::Result<bool> poll(Txn& txn) override;
+    db::Result<void> flushIdle(Txn& txn) override;
+    uint64_t uncommittedLines() const override;
+    db::Result<void> checkpoint() override;
+    void committed() override;
+    void reset() override;
+    std::vector<StreamStatus> status() const override;
+    uint64_t evidenceStored() const override;
+    std::vector<int64_t> sourceIds() const override;
+
+  private:
+    db::Result<void> start(Txn& txn);
+    std::string name() const { return directory_.empty() ? "system journal" : directory_; }
+
+    Store& store_;
+    std::string directory_, bootId_;
+    std::vector<std::string> units_;
+    int window_;
+    sd_journal* j_ = nullptr;
+    IngestSummary sum_;
+    std::unique_ptr<StreamIngest> stream_;
+    bool pendingFirst_ = false;  ///< positioned on an entry not read yet
+    int64_t counter_ = 0;        ///< position of the last entry read (this process)
+    std::deque<std::pair<int64_t, std::string>> cursors_;  ///< (position, cursor), recent
+    std::string lastCursor_;
+    uint64_t lost_ = 0;
+};
+
+}  // namespace gpufault::daemon
