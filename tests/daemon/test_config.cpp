@@ -30,6 +30,10 @@ correlate_ms = 250
 [kmsg]
 enabled = false
 path = "/dev/kmsg"
+[journal]
+enabled = true
+directory = "/var/log/journal/remote"
+units = ["train.service", "slurmd.service"]
 [files]
 globs = ["/var/log/jobs/*.log*", "/tmp/hip_*"]
 poll_interval_ms = 250
@@ -51,6 +55,10 @@ interval_ms = 5000
     EXPECT_EQ(c->dispatch_window, 16);
     EXPECT_EQ(c->correlate_ms, 250u);
     EXPECT_FALSE(c->kmsg);
+    EXPECT_TRUE(c->journal);
+    EXPECT_EQ(c->journal_dir, "/var/log/journal/remote");
+    ASSERT_EQ(c->journal_units.size(), 2u);
+    EXPECT_EQ(c->journal_units[1], "slurmd.service");
     ASSERT_EQ(c->file_globs.size(), 2u);
     EXPECT_EQ(c->file_globs[1], "/tmp/hip_*");
     EXPECT_EQ(c->poll_ms, 250u);
@@ -71,9 +79,9 @@ TEST(DaemonConfig, UnknownKeyNamesFileLineAndKey) {
 }
 
 TEST(DaemonConfig, UnknownSectionIsAnError) {
-    auto c = parseConfig("[journal]\nunits = []\n", "g.conf");
+    auto c = parseConfig("[journald]\nunits = []\n", "g.conf");
     ASSERT_FALSE(c);
-    EXPECT_EQ(c.error().key, "journal");
+    EXPECT_EQ(c.error().key, "journald");
     EXPECT_EQ(c.error().line, 1);
 }
 
