@@ -259,7 +259,8 @@ std::string signatureOf(const std::vector<const StoredEvidence*>& members) {
 }  // namespace
 
 std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidence,
-                                      const CorrelationRules& rules) {
+                                      const CorrelationRules& rules,
+                                      const std::map<int64_t, int64_t>& ns_pids) {
     std::vector<const StoredEvidence*> faults, context;
     for (auto& s : evidence) (opensIncident(s.e.kind) ? faults : context).push_back(&s);
     auto order = [](const StoredEvidence* a, const StoredEvidence* b) {
@@ -291,6 +292,30 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
                 if (faults[idx[a]]->source_id != faults[idx[b]]->source_id)
                     if (auto w = linker.why(*faults[idx[a]], *faults[idx[b]]); !w.empty())
                         uf.join(idx[a], idx[b], w);
+    // Kernel and runtime records of one process whose pids differ because the runtime ran in
+    // a container: /proc/PID/status NSpid, read while it lived, says so.
+    std::map<int64_t, std::pair<std::vector<size_t>, std::vector<size_t>>> byProcess;
+    for (size_t i = 0; i < faults.size(); ++i) {
+        const auto& e = faults[i]->e;
+        if (!e.pid) continue;
+        if (isKernelSide(e.kind)) {
+            if (auto it = ns_pids.find(*e.pid); it != ns_pids.end())
+                byProcess[it->second].first.push_back(i);
+        } else {
+            byProcess[*e.pid].second.push_back(i);
+        }
+    }
+    for (auto& [inner, sides] : byProcess) {
+        auto& [kernel, runtime] = sides;
+        if (kernel.empty()) continue;
+        for (size_t r = 0; r < runtime.size() && r < 64; ++r) {
+            const auto& k = *faults[kernel.front()];
+            if (linker.contradicts(k, *faults[runtime[r]])) continue;
+            uf.join(kernel.front(), runtime[r],
+                    fmt::format("same process: host pid {} is pid {} in its namespace (NSpid)",
+                                *k.e.pid, inner));
+        }
+    }
 
     std::map<size_t, std::vector<size_t>> groups;  // root → members, root first
     for (size_t i = 0; i < faults.size(); ++i) groups[uf.find(i)].push_back(i);

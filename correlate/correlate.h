@@ -2,6 +2,8 @@
 // The rules are documented in docs/correlation.md; every link records its reason.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <vector>
 
 #include "schema/queries.h"
@@ -19,9 +21,12 @@ struct CorrelationRules {
 
 /// Groups incident-opening evidence into incidents and attaches context records (GPU resets,
 /// allocation failures). Deterministic whatever the order of `evidence` or of ingests: records
-/// are ordered by (source path, line) first.
+/// are ordered by (source path, line) first. `ns_pids` maps a host pid to the pid the same
+/// process had in its innermost pid namespace (NSpid of a process snapshot): a kernel record
+/// of the host pid and runtime records of the namespace pid then join.
 std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidence,
-                                      const CorrelationRules& rules = {});
+                                      const CorrelationRules& rules = {},
+                                      const std::map<int64_t, int64_t>& ns_pids = {});
 
 /// True for records reported by the kernel (host pid namespace, kernel clock).
 bool isKernelSide(Kind k);

@@ -14,6 +14,9 @@
 #include "collectors/pipeline.h"
 #include "correlate/correlate.h"
 #include "ingest/stream.h"
+#include "schema/queries.h"
+
+#include <nlohmann/json.hpp>
 
 namespace gpufault {
 
@@ -226,7 +229,16 @@ db::Result<size_t> recorrelate(Store& store) {
     f.with_text = false;  // correlation needs neither attrs nor raw
     auto ev = queryEvidence(store.db(), f);
     if (!ev) return std::unexpected(ev.error());
-    auto incidents = correlate(*ev);
+    // Container pids of processes the daemon saw alive (NSpid: host pid first, innermost last).
+    std::map<int64_t, int64_t> nsPids;
+    auto procs = queryProcesses(store.db());
+    if (!procs) return std::unexpected(procs.error());
+    for (const auto& p : *procs) {
+        auto ns = nlohmann::json::parse(p.p.nspid, nullptr, false);
+        if (ns.is_array() && ns.size() > 1 && ns.back().is_number_integer())
+            nsPids[p.p.pid] = ns.back().get<int64_t>();
+    }
+    auto incidents = correlate(*ev, {}, nsPids);
     if (auto r = store.begin(); !r) return std::unexpected(r.error());
     if (auto r = store.replaceIncidents(incidents); !r) {
         (void)store.rollback();

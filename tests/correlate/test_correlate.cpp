@@ -61,6 +61,34 @@ TEST(Correlate, PidAloneNeverJoinsKernelAndRuntime) {
     EXPECT_EQ(correlate({k, r}).size(), 2u);
 }
 
+TEST(Correlate, NspidOfASnapshotJoinsTheHostPidToTheContainerPid) {
+    // A CPU segfault in the kernel log (host pid 48213) and a HIP error in the container's
+    // log (pid 17): no address, no shared clock. Without a snapshot: two incidents.
+    auto k = rec(1, 1, Kind::CpuSegfault, 10);
+    k.e.address = 0x8a;
+    k.e.pid = 48213;
+    k.e.time.kernel_s = 100.0;
+    auto r = rec(2, 2, Kind::RuntimeError, 40);
+    r.e.pid = 17;
+    auto other = rec(3, 2, Kind::RuntimeError, 900);
+    other.e.pid = 18;  // another process of that container
+    EXPECT_EQ(correlate({k, r, other}).size(), 3u);
+    // /proc/48213/status said `NSpid: 48213 17`.
+    auto inc = correlate({k, r, other}, {}, {{48213, 17}});
+    ASSERT_EQ(inc.size(), 2u);
+    EXPECT_EQ(groups(inc), (std::set<std::set<int64_t>>{{1, 2}, {3}}));
+    for (const auto& i : inc) {
+        if (i.members.size() == 2) {
+            EXPECT_EQ(i.members[1].link,
+                      "same process: host pid 48213 is pid 17 in its namespace (NSpid)");
+        }
+    }
+    // A contradiction still wins: another GPU.
+    k.e.pci = "0000:03:00.0";
+    r.e.pci = "0000:83:00.0";
+    EXPECT_EQ(correlate({k, r}, {}, {{48213, 17}}).size(), 2u);
+}
+
 TEST(Correlate, DifferentNodesOrDevicesAreDifferentIncidents) {
     std::vector<StoredEvidence> ev;
     for (int n = 1; n <= 8; ++n) {
