@@ -52,6 +52,19 @@ int cmdRun(const Global& g, const RunOptions& o);
 int cmdProcesses(const Global& g, bool json);
 /// Recorded runs: command, exit, records from their output.
 int cmdRuns(const Global& g, bool json);
+/// `gpufault codeobj` options.
+struct CodeobjOptions {
+    std::vector<std::string> paths;          ///< files and directories (every ELF under them)
+    std::optional<std::string> device;       ///< gfx1151, gfx90a:xnack+, sm_90
+    std::vector<std::string> require;        ///< targets every code unit must cover
+    std::string hsa_override_gfx_version;    ///< applied to AMD targets checked, "" = none
+    uint64_t max_decompressed = 1ull << 30;  ///< per compressed bundle, bytes
+    bool json = false;
+};
+/// Inventories GPU code (offload bundles, CCOB, CUDA fat binaries); with a device or required
+/// targets, names every bundle lacking one: 0 all covered (or a listing), 1 a bundle lacks a
+/// target or is mislabeled, 2 usage or input error.
+int cmdCodeobj(const CodeobjOptions& o);
 int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv, double timeout_s);
 
 }  // namespace gpufault::cli

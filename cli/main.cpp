@@ -81,6 +81,30 @@ int main(int argc, char** argv) {
     auto* runs = app.add_subcommand("runs", "jobs recorded by gpufault run");
     runs->add_flag("--json", json, "JSON Lines");
 
+    CodeobjOptions co;
+    auto* codeobj = app.add_subcommand(
+        "codeobj",
+        "which GPU targets a binary carries; with --device/--require, which bundles lack one");
+    codeobj->footer(
+        "Reads .hip_fatbin offload bundles (plain and CCOB zlib/zstd), .nv_fatbin CUDA fat "
+        "binaries, bare bundles and AMDGPU code objects; a directory: every ELF under it.\n"
+        "Exit: 0 covered (or listed), 1 a bundle lacks a target or is mislabeled, 2 usage or "
+        "input error.\nThis command does not detect local GPUs: give --device (detection of "
+        "the local GPUs comes with `gpufault devices`).");
+    codeobj->add_option("paths", co.paths, "files or directories")->required();
+    codeobj->add_option("--device", co.device,
+                        "a device target: gfx1151, gfx90a:xnack+, sm_90 (a feature left out "
+                        "matches either setting)");
+    codeobj->add_option("--require", co.require, "targets every bundle must carry (release gate)")
+        ->delimiter(',');
+    codeobj->add_option("--hsa-override-gfx-version", co.hsa_override_gfx_version,
+                        "as HSA_OVERRIDE_GFX_VERSION (e.g. 10.3.0): the AMD device reports this "
+                        "processor");
+    codeobj->add_option("--max-decompressed", co.max_decompressed,
+                        "bytes one compressed bundle may inflate to (default 1 GiB)")
+        ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+    codeobj->add_flag("--json", co.json, "JSON Lines, one object per file");
+
     std::string socketFlag;
     auto* status = app.add_subcommand("status", "the running gpufaultd: sources, lag, losses");
     status->add_flag("--json", json, "one JSON object");
@@ -119,6 +143,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "gpufault: %s (see gpufault --help)\n", e.what());
         return 2;
     }
+    if (*codeobj) return cmdCodeobj(co);
     if (*status) return cmdStatus(resolveSocketPath(socketFlag), json);
     if (*watch) return cmdWatch(resolveSocketPath(socketFlag), json);
     Global g;

@@ -1,0 +1,146 @@
+// gpufault codeobj through the built binary: the seed case, --require as a release gate,
+// directories, JSON, exit codes and bad input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/support/fixture_check.h"
+#include "tests/support/process.h"
+
+namespace gpufault::testing {
+namespace {
+
+const std::string kBin = GPUFAULT_SOURCE_DIR "/tests/data/binaries";
+const std::string kSeed = kBin + "/seedcase/multi_plus_one";
+
+TEST(CliCodeobj, SeedCaseForGfx1030NamesExactlyTheGfx906OnlyBundleAndItsKernel) {
+    auto r = run({GPUFAULT_BIN, "codeobj", kSeed, "--device", "gfx1030"});
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.out.find("bundle #4 at 0x12000: no code for gfx1030 (has gfx906); kernels: "
+                         "gpu_bench_kernel(float*, int)"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(r.out.find("bundle #1"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("gfx1030: 1 of 4 lack code"), std::string::npos) << r.out;
+}
+
+TEST(CliCodeobj, SeedCaseRunsOnGfx906) {
+    auto r = run({GPUFAULT_BIN, "codeobj", kSeed, "--device", "gfx906"});
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("gfx906: all 4 have code"), std::string::npos) << r.out;
+}
+
+TEST(CliCodeobj, RequireIsAReleaseGate) {
+    auto r = run({GPUFAULT_BIN, "codeobj", kSeed, "--require", "gfx906,gfx90a,gfx942"});
+    EXPECT_EQ(r.status, 1);
+    // gfx90a lacks in bundle 4; gfx942 lacks everywhere.
+    EXPECT_NE(r.out.find("bundle #4 at 0x12000: no code for gfx90a (has gfx906)"),
+              std::string::npos)
+        << r.out;
+    for (const char* b : {"#1 at 0x3000", "#2 at 0x8000", "#3 at 0xd000", "#4 at 0x12000"})
+        EXPECT_NE(r.out.find(std::string("bundle ") + b + ": no code for gfx942"),
+                  std::string::npos)
+            << b;
+    EXPECT_EQ(run({GPUFAULT_BIN,
+                   "codeobj",
+                   kBin + "/hip/vadd_multi",
+                   "--require",
+                   "gfx906,gfx90a,gfx1030"})
+                  .status,
+              0);
+}
+
+TEST(CliCodeobj, JsonListsBundlesTargetsAndMissing) {
+    auto r = run({GPUFAULT_BIN, "codeobj", kSeed, "--device", "gfx90a", "--json"});
+    EXPECT_EQ(r.status, 1);
+    auto lines = parseJsonLines(r.out);
+    ASSERT_EQ(lines.size(), 1u);
+    const auto& j = lines[0];
+    ASSERT_EQ(j["bundles"].size(), 4u);
+    EXPECT_EQ(j["bundles"][3]["offset"], 0x12000);
+    EXPECT_EQ(j["bundles"][3]["targets"], nlohmann::json::array({"gfx906"}));
+    ASSERT_EQ(j["missing"].size(), 1u);
+    EXPECT_EQ(j["missing"][0]["bundle"], 4);
+    EXPECT_EQ(j["missing"][0]["kernels"][0], "gpu_bench_kernel(float*, int)");
+}
+
+TEST(CliCodeobj, CudaDeviceChecks) {
+    std::string f = kBin + "/cuda/vadd_sm80_sm90_ptx.nv_fatbin.elf";
+    EXPECT_EQ(run({GPUFAULT_BIN, "codeobj", f, "--device", "sm_86"}).status, 0);
+    EXPECT_EQ(run({GPUFAULT_BIN, "codeobj", f, "--device", "sm_120"}).status,
+              1);  // dlink lacks PTX
+    auto r =
+        run({GPUFAULT_BIN, "codeobj", kBin + "/cuda/vadd_sm75.nv_fatbin.elf", "--device", "sm_90"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.out.find("fatbin #2 at 0xfc8: no code for sm_90 (has sm_75)"), std::string::npos)
+        << r.out;
+}
+
+TEST(CliCodeobj, ListingAndMislabeledEntries) {
+    auto r = run({GPUFAULT_BIN, "codeobj", kBin + "/hip/vadd_features"});
+    EXPECT_EQ(r.status, 0);
+    EXPECT_NE(r.out.find("bundle #1 at 0x3000, 12696 bytes: gfx908:sramecc-:xnack-, gfx90a:xnack+"),
+              std::string::npos)
+        << r.out;
+    auto m = run({GPUFAULT_BIN,
+                  "codeobj",
+                  kBin + "/hip/raw/synthetic_mislabeled_gfx1151.hipfb",
+                  "--device",
+                  "gfx1151"});
+    EXPECT_EQ(m.status, 1);
+    EXPECT_NE(m.out.find("labeled gfx1151 but holds gfx1030 code"), std::string::npos) << m.out;
+}
+
+TEST(CliCodeobj, DirectorySkipsNonElfAndReportsUnreadable) {
+    TempDir t;
+    writeFile(t.file("notes.txt"), "not an ELF");
+    writeFile(t.file("a.hipfb"), readFile(kBin + "/hip/raw/vadd_gfx906.hipfb"));
+    auto r = run({GPUFAULT_BIN, "codeobj", t.path(), "--device", "gfx906"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out.find("notes.txt"), std::string::npos);
+    EXPECT_NE(r.out.find("a.hipfb: gfx906: all 1 have code"), std::string::npos) << r.out;
+}
+
+TEST(CliCodeobj, BadInputAndUsageExit2) {
+    TempDir t;
+    writeFile(t.file("junk"), "hello");
+    auto r = run({GPUFAULT_BIN, "codeobj", t.file("junk")});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("junk: offset 0x0: not an ELF file"), std::string::npos) << r.err;
+    std::string elf = readFile(kBin + "/hip/vadd_gfx906");
+    writeFile(t.file("cut"), elf.substr(0, 0x4000));
+    r = run({GPUFAULT_BIN, "codeobj", t.file("cut")});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("cut: offset 0x28: section table"), std::string::npos) << r.err;
+    // A bundle whose entry count is 2^63, inside a copy of a real executable's .hip_fatbin.
+    std::string bad = elf;
+    bad.replace(0x3000 + 24, 8, std::string("\0\0\0\0\0\0\0\x80", 8));
+    writeFile(t.file("count"), bad);
+    r = run({GPUFAULT_BIN, "codeobj", t.file("count"), "--device", "gfx906"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("count: offset 0x3018: offload bundle entry count 9223372036854775808"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(run({GPUFAULT_BIN, "codeobj", t.file("missing")}).status, 2);
+    EXPECT_EQ(run({GPUFAULT_BIN, "codeobj", kSeed, "--device", "nvidia"}).status, 2);
+    EXPECT_EQ(run({GPUFAULT_BIN, "codeobj", kSeed, "--hsa-override-gfx-version", "11"}).status, 2);
+    EXPECT_EQ(run({GPUFAULT_BIN, "codeobj"}).status, 2);
+}
+
+TEST(CliCodeobj, HsaOverrideMakesGfx1031RunGfx1030Code) {
+    EXPECT_EQ(
+        run({GPUFAULT_BIN, "codeobj", kBin + "/hip/vadd_multi", "--device", "gfx1031"}).status, 1);
+    EXPECT_EQ(run({GPUFAULT_BIN,
+                   "codeobj",
+                   kBin + "/hip/vadd_multi",
+                   "--device",
+                   "gfx1031",
+                   "--hsa-override-gfx-version",
+                   "10.3.0"})
+                  .status,
+              0);
+}
+
+}  // namespace
+}  // namespace gpufault::testing
