@@ -260,7 +260,7 @@ std::string signatureOf(const std::vector<const StoredEvidence*>& members) {
 
 std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidence,
                                       const CorrelationRules& rules,
-                                      const std::map<int64_t, int64_t>& ns_pids) {
+                                      const ProcessLinks& links) {
     std::vector<const StoredEvidence*> faults, context;
     for (auto& s : evidence) (opensIncident(s.e.kind) ? faults : context).push_back(&s);
     auto order = [](const StoredEvidence* a, const StoredEvidence* b) {
@@ -299,7 +299,7 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
         const auto& e = faults[i]->e;
         if (!e.pid) continue;
         if (isKernelSide(e.kind)) {
-            if (auto it = ns_pids.find(*e.pid); it != ns_pids.end())
+            if (auto it = links.ns_pids.find(*e.pid); it != links.ns_pids.end())
                 byProcess[it->second].first.push_back(i);
         } else {
             byProcess[*e.pid].second.push_back(i);
@@ -314,6 +314,27 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
             uf.join(kernel.front(), runtime[r],
                     fmt::format("same process: host pid {} is pid {} in its namespace (NSpid)",
                                 *k.e.pid, inner));
+        }
+    }
+
+    // Kernel records of a pid that a `gpufault run` job spawned, and the fault records of that
+    // run's captured output (which state no pid, or the job's own).
+    std::map<int64_t, std::vector<size_t>> bySource;
+    for (size_t i = 0; i < faults.size(); ++i)
+        if (!isKernelSide(faults[i]->e.kind)) bySource[faults[i]->source_id].push_back(i);
+    for (size_t k = 0; k < faults.size(); ++k) {
+        const auto& e = faults[k]->e;
+        if (!isKernelSide(e.kind) || !e.pid) continue;
+        auto it = links.run_sources.find(*e.pid);
+        if (it == links.run_sources.end()) continue;
+        for (const auto& [source, run] : it->second) {
+            auto recs = bySource.find(source);
+            if (recs == bySource.end()) continue;
+            for (size_t n = 0; n < recs->second.size() && n < 64; ++n) {
+                size_t r = recs->second[n];
+                if (linker.contradicts(*faults[k], *faults[r])) continue;
+                uf.join(k, r, fmt::format("same process: pid {} was spawned by run #{}", *e.pid, run));
+            }
         }
     }
 

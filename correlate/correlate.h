@@ -19,14 +19,23 @@ struct CorrelationRules {
     double reset_after_s = 30.0;  ///< a GPU reset this soon after a fault of its device is context
 };
 
+/// What tells a host pid (as the kernel prints it) to the runtime's streams, beyond addresses.
+struct ProcessLinks {
+    /// host pid → the pid the same process had in its innermost pid namespace (NSpid of a
+    /// /proc snapshot gpufaultd took): kernel records of the host pid join runtime records
+    /// stating the namespace pid.
+    std::map<int64_t, int64_t> ns_pids;
+    /// host pid → (source id, run id) of `gpufault run` jobs that spawned it: kernel records of
+    /// the pid join the fault records of the run's captured output.
+    std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> run_sources;
+};
+
 /// Groups incident-opening evidence into incidents and attaches context records (GPU resets,
 /// allocation failures). Deterministic whatever the order of `evidence` or of ingests: records
-/// are ordered by (source path, line) first. `ns_pids` maps a host pid to the pid the same
-/// process had in its innermost pid namespace (NSpid of a process snapshot): a kernel record
-/// of the host pid and runtime records of the namespace pid then join.
+/// are ordered by (source path, line) first.
 std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidence,
                                       const CorrelationRules& rules = {},
-                                      const std::map<int64_t, int64_t>& ns_pids = {});
+                                      const ProcessLinks& links = {});
 
 /// True for records reported by the kernel (host pid namespace, kernel clock).
 bool isKernelSide(Kind k);

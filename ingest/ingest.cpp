@@ -229,16 +229,26 @@ db::Result<size_t> recorrelate(Store& store) {
     f.with_text = false;  // correlation needs neither attrs nor raw
     auto ev = queryEvidence(store.db(), f);
     if (!ev) return std::unexpected(ev.error());
+    ProcessLinks links;
     // Container pids of processes the daemon saw alive (NSpid: host pid first, innermost last).
-    std::map<int64_t, int64_t> nsPids;
     auto procs = queryProcesses(store.db());
     if (!procs) return std::unexpected(procs.error());
     for (const auto& p : *procs) {
         auto ns = nlohmann::json::parse(p.p.nspid, nullptr, false);
         if (ns.is_array() && ns.size() > 1 && ns.back().is_number_integer())
-            nsPids[p.p.pid] = ns.back().get<int64_t>();
+            links.ns_pids[p.p.pid] = ns.back().get<int64_t>();
     }
-    auto incidents = correlate(*ev, {}, nsPids);
+    // Pids that `gpufault run` jobs spawned, with the source of their captured output.
+    auto runs = queryRuns(store.db());
+    if (!runs) return std::unexpected(runs.error());
+    for (const auto& r : *runs) {
+        auto pids = nlohmann::json::parse(r.run.pids, nullptr, false);
+        if (!r.run.source_id || !pids.is_array()) continue;
+        for (const auto& p : pids)
+            if (p.is_number_integer())
+                links.run_sources[p.get<int64_t>()].emplace_back(*r.run.source_id, r.id);
+    }
+    auto incidents = correlate(*ev, {}, links);
     if (auto r = store.begin(); !r) return std::unexpected(r.error());
     if (auto r = store.replaceIncidents(incidents); !r) {
         (void)store.rollback();

@@ -312,11 +312,24 @@ db::Result<std::vector<IncidentMemberRow>> queryIncidentMembers(db::Db& d, int64
 }
 
 db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t incident) {
+    // Operands of the fault's own stream (the view), then operands of the incident's other
+    // member streams: a kernel record (Xid 31, amdgpu) joined to a job's output by a process
+    // link has its operands there. Across streams lines do not order: no rank in time.
     auto s = d.prepare(fmt::format(
-        "SELECT v.evidence_id, v.address, v.distance, v.from_ptr, v.inside, v.same_2mib, "
-        "v.rank_in_time, {} FROM fault_operand_distance v JOIN operands o ON o.id = v.operand_id "
-        "{} WHERE v.evidence_id IN (SELECT evidence_id FROM incident_evidence WHERE incident_id = "
-        "?1 AND role = 'member') ORDER BY abs(v.distance), o.line",
+        "WITH members AS (SELECT evidence_id FROM incident_evidence WHERE incident_id = ?1 AND "
+        "role = 'member'), member_sources AS (SELECT DISTINCT e.source_id FROM evidence e "
+        "JOIN members m ON m.evidence_id = e.id) "
+        "SELECT * FROM (SELECT v.evidence_id, v.address, v.distance AS dist, v.from_ptr, v.inside, v.same_2mib, "
+        "v.rank_in_time, {0}, o.line AS oline FROM fault_operand_distance v JOIN operands o ON "
+        "o.id = v.operand_id {1} WHERE v.evidence_id IN (SELECT evidence_id FROM members) "
+        "UNION ALL "
+        "SELECT e.id, e.address, CASE WHEN e.address < o.ptr THEN e.address - o.ptr WHEN "
+        "e.address >= o.end THEN e.address - o.end ELSE 0 END, e.address - o.ptr, e.address >= "
+        "o.ptr AND e.address < o.end, (e.address >> 21) = (o.ptr >> 21) OR (e.address >> 21) = "
+        "((o.end - 1) >> 21), NULL, {0}, o.line FROM evidence e JOIN operands o ON o.source_id IN "
+        "(SELECT source_id FROM member_sources) AND o.source_id != e.source_id {1} WHERE e.id IN "
+        "(SELECT evidence_id FROM members) AND e.address IS NOT NULL) "
+        "ORDER BY abs(dist), oline",
         kOperandColumns,
         kOperandJoins));
     if (!s) return std::unexpected(s.error());

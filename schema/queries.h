@@ -92,7 +92,9 @@ struct DistanceRow {
     bool inside = false, same_2mib = false;
     std::optional<int64_t> rank_in_time;
 };
-/// Distances from the fault records of an incident to every operand of their processes.
+/// Distances from the fault records of an incident to every operand of their processes: those
+/// of the fault's own stream, and those of the incident's other member streams (rank_in_time
+/// null: lines of different streams do not order).
 db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t incident);
 
 /// The last `limit` dispatches before each member record of an incident (same stream and

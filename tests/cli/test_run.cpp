@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -112,4 +113,54 @@ TEST(Run, ExitCodeOfANormalJobAndACommandThatCannotRun) {
     auto bad = run({GPUFAULT_BIN, "--db", db, "run", "--amd-log-mask", "kernel", "--", "true"});
     EXPECT_EQ(bad.status, 2);
     EXPECT_NE(bad.err.find("unknown AMD_LOG_MASK bit 'kernel'"), std::string::npos);
+}
+
+// A real H200 fault (tests/data/device/h200-illegal-write): the job's stderr captured by
+// `gpufault run`, the kernel's Xid lines naming the pid the run spawned. The Xid 31 address is
+// measured against the operands the job printed, though they live in different streams.
+TEST(Run, NvidiaXidJoinsTheRunThatSpawnedItsPidAndMeetsItsOperands) {
+    TempDir dir;
+    std::string db = dir.file("g.db"), spool = dir.file("spool");
+    std::string data = std::string(GPUFAULT_SOURCE_DIR) + "/tests/data/device/h200-illegal-write";
+    auto r = run({GPUFAULT_BIN, "--db", db, "run", "--spool", spool, "--", "sh", "-c",
+                  "cat " + data + "/stderr.log >&2"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto runs = nlohmann::json::parse(run({GPUFAULT_BIN, "--db", db, "runs", "--json"}).out);
+    int64_t pid = runs["pid"];
+    // The real dmesg lines, with the pid this run's job had instead of the H200 run's 524.
+    std::string dmesg = readFile(data + "/dmesg.txt");
+    for (size_t at; (at = dmesg.find("pid=524")) != std::string::npos;)
+        dmesg.replace(at, 7, fmt::format("pid={}", pid));
+    writeFile(dir.file("dmesg.txt"), dmesg);
+    auto ing = run({GPUFAULT_BIN, "--db", db, "ingest", "-q", dir.file("dmesg.txt")});
+    ASSERT_EQ(ing.status, 0) << ing.err;
+
+    auto inc = run({GPUFAULT_BIN, "--db", db, "incidents", "--json"});
+    ASSERT_EQ(std::count(inc.out.begin(), inc.out.end(), '\n'), 1) << inc.out;
+    auto i = nlohmann::json::parse(inc.out);
+    EXPECT_EQ(i["kind"], "nvidia_xid");
+    EXPECT_EQ(i["address"], "0x7f4dc1f00000");
+    EXPECT_EQ(i["records"], 3);
+    auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    EXPECT_NE(show.out.find(fmt::format("[same process: pid {} was spawned by run #1]", pid)),
+              std::string::npos)
+        << show.out;
+    // Nearest operand: `out`, 640 MiB − 1 MiB above its end (thread 160 × 4 MiB stride).
+    auto ops = show.out.find("Operands by |distance| from 0x00007f4dc1f00000");
+    ASSERT_NE(ops, std::string::npos) << show.out;
+    auto first = show.out.find('\n', show.out.find('\n', ops) + 1) + 1;
+    EXPECT_EQ(show.out.substr(first, show.out.find('\n', first) - first).substr(0, 103),
+              "out\t0x00007f4d99f00000\t0x00007f4d9a000000\t1,048,576 B (1.00 MiB)\t+670,040,064 B "
+              "(+639.00 MiB) above end");
+
+    // The sanitizer run of the same program: 100 reports (its print limit), the first at
+    // 0x7f6c62900000 in scatter_rows.
+    auto san = run({GPUFAULT_BIN, "--db", db, "ingest", "-q", data + "/compute-sanitizer.out"});
+    ASSERT_EQ(san.status, 0) << san.err;
+    auto ev = run({GPUFAULT_BIN, "--db", db, "events", "--json", "--kind", "sanitizer_report"});
+    EXPECT_EQ(std::count(ev.out.begin(), ev.out.end(), '\n'), 100);
+    auto e = nlohmann::json::parse(ev.out.substr(0, ev.out.find('\n')));
+    EXPECT_EQ(e["address"], "0x7f6c62900000");
+    EXPECT_EQ(e["kernel"], "scatter_rows(float *, const float *, int, long long)");
 }

@@ -74,7 +74,9 @@ TEST(Correlate, NspidOfASnapshotJoinsTheHostPidToTheContainerPid) {
     other.e.pid = 18;  // another process of that container
     EXPECT_EQ(correlate({k, r, other}).size(), 3u);
     // /proc/48213/status said `NSpid: 48213 17`.
-    auto inc = correlate({k, r, other}, {}, {{48213, 17}});
+    ProcessLinks links;
+    links.ns_pids[48213] = 17;
+    auto inc = correlate({k, r, other}, {}, links);
     ASSERT_EQ(inc.size(), 2u);
     EXPECT_EQ(groups(inc), (std::set<std::set<int64_t>>{{1, 2}, {3}}));
     for (const auto& i : inc) {
@@ -86,7 +88,7 @@ TEST(Correlate, NspidOfASnapshotJoinsTheHostPidToTheContainerPid) {
     // A contradiction still wins: another GPU.
     k.e.pci = "0000:03:00.0";
     r.e.pci = "0000:83:00.0";
-    EXPECT_EQ(correlate({k, r}, {}, {{48213, 17}}).size(), 2u);
+    EXPECT_EQ(correlate({k, r}, {}, links).size(), 2u);
 }
 
 TEST(Correlate, DifferentNodesOrDevicesAreDifferentIncidents) {
