@@ -65,6 +65,19 @@ struct CodeobjOptions {
 /// targets, names every bundle lacking one: 0 all covered (or a listing), 1 a bundle lacks a
 /// target or is mislabeled, 2 usage or input error.
 int cmdCodeobj(const CodeobjOptions& o);
+/// A GPU of this machine (sysfs, /proc). `node`: the KFD topology node (amdgpu; ROCr's
+/// "GPU node-N" when the process sees every node) or the NVIDIA device minor.
+struct Device {
+    std::string vendor;  ///< amd | nvidia
+    std::optional<int> node;
+    std::string pci, target, name, uuid, vbios, driver;
+    std::optional<int> render_minor;
+    std::optional<uint64_t> vram_total, vram_used;  ///< bytes
+};
+/// GPUs under `sysfs_root` (KFD topology, PCI attributes) and `proc_root` (NVIDIA module).
+std::vector<Device> listDevices(const std::string& sysfs_root, const std::string& proc_root);
+/// Lists them: 0 found, 1 none.
+int cmdDevices(const std::string& sysfs_root, const std::string& proc_root, bool json);
 int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv, double timeout_s);
 
 }  // namespace gpufault::cli

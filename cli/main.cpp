@@ -105,6 +105,13 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
     codeobj->add_flag("--json", co.json, "JSON Lines, one object per file");
 
+    std::string sysfsRoot = "/sys", procRoot = "/proc";
+    auto* devices = app.add_subcommand("devices", "the GPUs of this machine (sysfs, /proc)");
+    devices->add_flag("--json", json, "JSON Lines");
+    devices->add_option("--sysfs-root", sysfsRoot, "sysfs mount (a copy for tests)")
+        ->capture_default_str();
+    devices->add_option("--proc-root", procRoot, "procfs mount")->capture_default_str();
+
     std::string socketFlag;
     auto* status = app.add_subcommand("status", "the running gpufaultd: sources, lag, losses");
     status->add_flag("--json", json, "one JSON object");
@@ -144,6 +151,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (*codeobj) return cmdCodeobj(co);
+    if (*devices) return cmdDevices(sysfsRoot, procRoot, json);
     if (*status) return cmdStatus(resolveSocketPath(socketFlag), json);
     if (*watch) return cmdWatch(resolveSocketPath(socketFlag), json);
     Global g;

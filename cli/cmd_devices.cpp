@@ -1,0 +1,135 @@
+// `gpufault devices`: the GPUs of this machine from sysfs and /proc, no vendor tools needed.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "collectors/device/sysfs.h"
+
+namespace gpufault::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> slurp(const fs::path& p) {
+    std::ifstream in(p);
+    if (!in) return std::nullopt;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string firstLine(const std::optional<std::string>& s) {
+    if (!s) return "";
+    return s->substr(0, s->find('\n'));
+}
+
+}  // namespace
+
+std::vector<Device> listDevices(const std::string& sysfs_root, const std::string& proc_root) {
+    std::vector<Device> out;
+    std::error_code ec;
+    // amdgpu through KFD: nodes in topology order; ROCr's "GPU node-N" counts every node
+    // (CPU nodes included) that the process can open, the way libhsakmt numbers them.
+    fs::path nodes = fs::path(sysfs_root) / "class/kfd/kfd/topology/nodes";
+    std::vector<std::pair<int, fs::path>> dirs;
+    for (const auto& e : fs::directory_iterator(nodes, ec)) {
+        int n = -1;
+        try {
+            n = std::stoi(e.path().filename().string());
+        } catch (...) {
+            continue;
+        }
+        dirs.emplace_back(n, e.path());
+    }
+    std::sort(dirs.begin(), dirs.end());
+    for (const auto& [n, dir] : dirs) {
+        auto props = slurp(dir / "properties");
+        if (!props) continue;
+        KfdNode node = parseKfdProperties(*props);
+        if (!node.isGpu()) continue;
+        Device d;
+        d.vendor = "amd";
+        d.node = n;
+        d.target = node.target().value_or("");
+        d.pci = node.pci().value_or("");
+        if (auto minor = node.get("drm_render_minor")) d.render_minor = static_cast<int>(*minor);
+        fs::path dev = fs::path(sysfs_root) / "bus/pci/devices" / d.pci;
+        d.name = firstLine(slurp(dev / "product_name"));
+        d.vbios = firstLine(slurp(dev / "vbios_version"));
+        if (auto v = slurp(dev / "mem_info_vram_total")) d.vram_total = std::strtoull(v->c_str(), nullptr, 10);
+        if (auto v = slurp(dev / "mem_info_vram_used")) d.vram_used = std::strtoull(v->c_str(), nullptr, 10);
+        d.driver = firstLine(slurp(fs::path(sysfs_root) / "module/amdgpu/version"));
+        out.push_back(std::move(d));
+    }
+    // NVIDIA: the kernel module's per-GPU information files.
+    fs::path gpus = fs::path(proc_root) / "driver/nvidia/gpus";
+    std::vector<fs::path> nv;
+    for (const auto& e : fs::directory_iterator(gpus, ec)) nv.push_back(e.path());
+    std::sort(nv.begin(), nv.end());
+    // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build …"
+    std::string driver;
+    std::istringstream words(firstLine(slurp(fs::path(proc_root) / "driver/nvidia/version")));
+    for (std::string w; words >> w;)
+        if (!w.empty() && std::isdigit(static_cast<unsigned char>(w[0])) &&
+            w.find('.') != std::string::npos) {
+            driver = w;
+            break;
+        }
+    for (const auto& dir : nv) {
+        auto info = slurp(dir / "information");
+        if (!info) continue;
+        auto kv = parseNvidiaInformation(*info);
+        Device d;
+        d.vendor = "nvidia";
+        d.name = kv["Model"];
+        d.pci = kv["Bus Location"];
+        d.uuid = kv["GPU UUID"];
+        d.vbios = kv["Video BIOS"];
+        d.driver = driver;
+        if (!kv["Device Minor"].empty()) d.node = std::atoi(kv["Device Minor"].c_str());
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
+int cmdDevices(const std::string& sysfs_root, const std::string& proc_root, bool json) {
+    auto devs = listDevices(sysfs_root, proc_root);
+    if (devs.empty()) {
+        fmt::print(stderr, "gpufault devices: no GPU found (no KFD topology under {}, no NVIDIA "
+                           "GPU under {}/driver/nvidia)\n", sysfs_root, proc_root);
+        return 1;
+    }
+    TextTable t{{"VENDOR", "NODE", "PCI", "TARGET", "NAME", "VRAM", "VBIOS", "DRIVER"}, {}};
+    for (const auto& d : devs) {
+        if (json) {
+            printJsonLine(stdout, {{"vendor", d.vendor},
+                                   {"node", d.node ? nlohmann::json(*d.node) : nullptr},
+                                   {"pci", d.pci},
+                                   {"target", d.target},
+                                   {"name", d.name},
+                                   {"uuid", d.uuid},
+                                   {"render_minor", d.render_minor ? nlohmann::json(*d.render_minor) : nullptr},
+                                   {"vram_total", d.vram_total ? nlohmann::json(*d.vram_total) : nullptr},
+                                   {"vram_used", d.vram_used ? nlohmann::json(*d.vram_used) : nullptr},
+                                   {"vbios", d.vbios},
+                                   {"driver", d.driver}});
+            continue;
+        }
+        t.rows.push_back({d.vendor, d.node ? std::to_string(*d.node) : "-", d.pci,
+                          d.target.empty() ? "-" : d.target, d.name.empty() ? "-" : d.name,
+                          d.vram_total ? sizeText(*d.vram_total) : "-", d.vbios.empty() ? "-" : d.vbios,
+                          d.driver.empty() ? "-" : d.driver});
+    }
+    if (!json) t.print(stdout);
+    return 0;
+}
+
+}  // namespace gpufault::cli

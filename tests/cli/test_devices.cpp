@@ -1,0 +1,87 @@
+// `gpufault devices` on real-shaped sysfs/proc trees: KFD topology (CPU and GPU nodes) and the
+// NVIDIA module's information file as an H200 printed it.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "collectors/device/sysfs.h"
+#include "tests/support/process.h"
+
+using namespace gpufault;
+using namespace gpufault::testing;
+
+namespace {
+
+void put(const std::string& path, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    writeFile(path, text);
+}
+
+}  // namespace
+
+TEST(KfdProperties, TargetAndPciFromTopology) {
+    // kfd_topology.c node_show(): "%s %llu\n" pairs.
+    auto n = parseKfdProperties(
+        "cpu_cores_count 0\nsimd_count 416\nmem_banks_count 1\ngfx_target_version 90010\n"
+        "vendor_id 4098\ndevice_id 29711\nlocation_id 50688\ndomain 0\ndrm_render_minor 128\n"
+        "garbage line here\n");
+    EXPECT_TRUE(n.isGpu());
+    EXPECT_EQ(n.target(), "gfx90a");
+    EXPECT_EQ(n.pci(), "0000:c6:00.0");
+    EXPECT_EQ(n.get("drm_render_minor"), 128u);
+    EXPECT_EQ(parseKfdProperties("gfx_target_version 110501\nsimd_count 80\n").target(), "gfx1151");
+    EXPECT_EQ(parseKfdProperties("gfx_target_version 90402\nsimd_count 1216\n").target(), "gfx942");
+    EXPECT_EQ(parseKfdProperties("gfx_target_version 100300\nsimd_count 80\n").target(), "gfx1030");
+    auto cpu = parseKfdProperties("cpu_cores_count 64\nsimd_count 0\ngfx_target_version 0\n");
+    EXPECT_FALSE(cpu.isGpu());
+    EXPECT_FALSE(cpu.target());
+    EXPECT_FALSE(cpu.pci());
+}
+
+TEST(Devices, ListsAmdNodesAndTheH200FromFakeTrees) {
+    TempDir t;
+    std::string sys = t.file("sys"), proc = t.file("proc");
+    std::string nodes = sys + "/class/kfd/kfd/topology/nodes";
+    put(nodes + "/0/properties", "cpu_cores_count 64\nsimd_count 0\ngfx_target_version 0\n");
+    put(nodes + "/1/properties",
+        "simd_count 416\ngfx_target_version 90010\nlocation_id 50688\ndomain 0\n"
+        "drm_render_minor 128\n");
+    put(nodes + "/2/properties",
+        "simd_count 80\ngfx_target_version 110501\nlocation_id 768\ndomain 0\n"
+        "drm_render_minor 129\n");
+    put(sys + "/bus/pci/devices/0000:c6:00.0/product_name", "AMD Instinct MI210\n");
+    put(sys + "/bus/pci/devices/0000:c6:00.0/vbios_version", "113-D67301-063\n");
+    put(sys + "/bus/pci/devices/0000:c6:00.0/mem_info_vram_total", "68702699520\n");
+    std::string data = std::string(GPUFAULT_SOURCE_DIR) + "/tests/data/device/h200-proc";
+    put(proc + "/driver/nvidia/gpus/0000:00:06.0/information", readFile(data + "/information"));
+    put(proc + "/driver/nvidia/version", readFile(data + "/version"));
+
+    auto r = run({GPUFAULT_BIN, "devices", "--json", "--sysfs-root", sys, "--proc-root", proc});
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::vector<nlohmann::json> d;
+    for (size_t at = 0, nl; (nl = r.out.find('\n', at)) != std::string::npos; at = nl + 1)
+        d.push_back(nlohmann::json::parse(r.out.substr(at, nl - at)));
+    ASSERT_EQ(d.size(), 3u) << r.out;
+    EXPECT_EQ(d[0]["node"], 1);
+    EXPECT_EQ(d[0]["target"], "gfx90a");
+    EXPECT_EQ(d[0]["pci"], "0000:c6:00.0");
+    EXPECT_EQ(d[0]["name"], "AMD Instinct MI210");
+    EXPECT_EQ(d[0]["vbios"], "113-D67301-063");
+    EXPECT_EQ(d[0]["vram_total"], 68702699520u);
+    EXPECT_EQ(d[0]["render_minor"], 128);
+    EXPECT_EQ(d[1]["target"], "gfx1151");
+    EXPECT_EQ(d[1]["pci"], "0000:03:00.0");
+    EXPECT_EQ(d[2]["vendor"], "nvidia");
+    EXPECT_EQ(d[2]["name"], "NVIDIA H200");
+    EXPECT_EQ(d[2]["pci"], "0000:00:06.0");
+    EXPECT_EQ(d[2]["uuid"], "GPU-7733b9c3-28c9-3284-25e8-a4691857ae53");
+    EXPECT_EQ(d[2]["vbios"], "96.00.a5.00.1a");
+    EXPECT_EQ(d[2]["driver"], "580.159.04");
+
+    auto none = run({GPUFAULT_BIN, "devices", "--sysfs-root", t.file("empty"), "--proc-root",
+                     t.file("empty")});
+    EXPECT_EQ(none.status, 1);
+    EXPECT_NE(none.err.find("no GPU found"), std::string::npos);
+}
