@@ -71,9 +71,9 @@ std::vector<std::unique_ptr<Matcher>> makeTextMatchers() {
 TextPipeline::TextPipeline(Sink& out) : out_(out), matchers_(makeTextMatchers()) {}
 
 void TextPipeline::feedLine(uint64_t line_no, std::string_view raw) {
-    if (LogLine l; decoder_.feedBareAmd(line_no, raw, l)) {
-        if (isApiTrace(l)) return;
-        for (auto& m : matchers_) m->feed(l, out_);
+    if (decoder_.feedBareAmd(line_no, raw, bare_)) {
+        if (isApiTrace(bare_)) return;
+        for (auto& m : matchers_) m->feed(bare_, out_);
         return;
     }
     decoder_.feed(line_no, raw, [this](const LogLine& l) {

@@ -34,6 +34,7 @@ class TextPipeline {
   private:
     Sink& out_;
     LineDecoder decoder_;
+    LogLine bare_;  ///< reused by feedBareAmd(), which sets the same fields each time
     std::vector<std::unique_ptr<Matcher>> matchers_;
 };
 

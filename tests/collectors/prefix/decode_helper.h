@@ -41,10 +41,11 @@ inline std::vector<Decoded> decodeAll(const std::vector<std::string>& lines, boo
         out.push_back(std::move(x));
     };
     uint64_t n = 0;
+    LogLine bare;  // reused, as TextPipeline does
     for (const auto& s : lines) {
-        if (LogLine l; bare_amd && d.feedBareAmd(n + 1, s, l)) {
+        if (bare_amd && d.feedBareAmd(n + 1, s, bare)) {
             ++n;
-            emit(l);
+            emit(bare);
             continue;
         }
         d.feed(++n, s, emit);

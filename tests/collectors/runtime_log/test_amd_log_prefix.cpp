@@ -251,6 +251,7 @@ TEST(AmdLogPrefix, FixedColumnPathAgreesWithGeneralParser) {
         ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0x7F0A1B2C3D4E5F60] \t "
         "hipLaunchKernel: Returned hipSuccess : ",
         ":3:hip_module.cpp           :670 : 100000000612345 us: [pid:12345 tid:0xa] x",
+        ":3:hip_module.cpp           :9   : 98765432 us: [pid:7654321 tid:0xa] x",
     };
     const char subst[] = {' ', '\t', ':', '0', '9', 'a', 'x', '[', ']', '(', 'd', '-'};
     for (const std::string& base : bases) {
