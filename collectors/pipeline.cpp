@@ -71,22 +71,12 @@ std::vector<std::unique_ptr<Matcher>> makeTextMatchers() {
 TextPipeline::TextPipeline(Sink& out) : out_(out), matchers_(makeTextMatchers()) {}
 
 void TextPipeline::feedLine(uint64_t line_no, std::string_view raw) {
-    if (decoder_.feedBareAmd(line_no, raw, bare_)) {
-        if (isApiTrace(bare_)) return;
-        for (auto& m : matchers_) m->feed(bare_, out_);
-        return;
-    }
-    decoder_.feed(line_no, raw, [this](const LogLine& l) {
-        if (isApiTrace(l)) return;
-        for (auto& m : matchers_) m->feed(l, out_);
-    });
+    decode(line_no, raw, [this](const LogLine& l) { match(l); });
 }
 
 void TextPipeline::finish() {
-    decoder_.finish([this](const LogLine& l) {
-        for (auto& m : matchers_) m->feed(l, out_);
-    });
-    for (auto& m : matchers_) m->finish(out_);
+    decodeFinish([this](const LogLine& l) { match(l); });
+    matchFinish();
 }
 
 }  // namespace gpufault

@@ -5,15 +5,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "collectors/pipeline.h"
 #include "correlate/correlate.h"
+#include "ingest/line_batches.h"
+#include "ingest/line_reader.h"
 #include "ingest/store_sink.h"
 
 namespace gpufault {
@@ -22,7 +26,7 @@ namespace {
 
 constexpr size_t kFingerprintBytes = 4096;
 constexpr size_t kMaxLine = LineDecoder::kMaxLine;
-constexpr size_t kChunk = 1 << 22;
+constexpr size_t kBatchLines = 2048;  // physical lines per batch between the two threads
 
 /// FNV-1a over the first bytes of a stream, with their count: the source fingerprint.
 std::string fingerprint(const char* p, size_t n) {
@@ -38,96 +42,58 @@ struct Fd {
     }
 };
 
-/// Reads a stream in chunks and hands out lines with their byte offsets.
-class LineReader {
-  public:
-    explicit LineReader(int fd) : fd_(fd), buf_(kChunk) {}
-    /// Fills the buffer's first bytes without consuming them (for the fingerprint).
-    db::Result<std::string_view> peek(size_t n) {
-        while (end_ < n) {
-            auto r = fill();
-            if (!r) return std::unexpected(r.error());
-            if (!*r) break;
+/// The reading thread of an ingest: lines from `reader` (numbered after `lineNo`) through the
+/// decoder half of `pipe`, in batches of `batchLines` to `channel`; the last batch says so or
+/// carries the read error. Before the reader overwrites a buffer it waits until the batches
+/// pointing into it are done. Returns early when the channel is closed.
+void readAndDecode(LineReader& reader,
+                   TextPipeline& pipe,
+                   BatchChannel& channel,
+                   uint64_t lineNo,
+                   size_t batchLines) {
+    struct Unhook {
+        LineReader& r;
+        ~Unhook() { r.setReuse({}); }
+    } unhook{reader};
+    LineBatch batch;
+    batch.first_line = lineNo + 1;
+    uint64_t seq = 0, endOffset = reader.consumed(), reuseAfter = 0;
+    bool open = true;
+    auto flush = [&](bool last) {
+        batch.seq = ++seq;
+        batch.end_offset = endOffset;
+        batch.last = last;
+        open = channel.push(std::move(batch)) && open;
+        batch = LineBatch{};
+        batch.first_line = lineNo + 1;
+    };
+    reader.setReuse([&] {
+        if (!batch.offsets.empty() || !batch.kept.empty()) flush(false);
+        open = channel.waitDone(reuseAfter) && open;
+        reuseAfter = seq;
+    });
+    auto inBuffer = [&reader](std::string_view v) { return reader.inBuffer(v); };
+    auto keep = [&](const LogLine& l) { batch.keep(l, inBuffer); };
+    while (open) {
+        uint64_t off = 0;
+        bool truncated = false;
+        auto l = reader.next(off, truncated);
+        if (!l) {
+            batch.error = l.error();
+            return flush(true);
         }
-        return std::string_view(buf_.data(), std::min(n, end_));
+        if (!*l) break;
+        ++lineNo;
+        batch.offsets.push_back(off);
+        if (truncated) batch.truncated.emplace_back(lineNo, batch.kept.size());
+        pipe.decode(lineNo, **l, keep);
+        endOffset = reader.consumed();
+        if (batch.offsets.size() >= batchLines) flush(false);
     }
-    /// Tells the reader that its fd was positioned at `offset` (resume), so offsets stay absolute.
-    void setBase(uint64_t offset) { base_ = offset; }
-    /// Next line (without '\n'); nullopt at end. `truncated` is set for lines over kMaxLine.
-    db::Result<std::optional<std::string_view>> next(uint64_t& line_offset, bool& truncated) {
-        truncated = false;
-        for (;;) {
-            const char* s = buf_.data() + pos_;
-            if (auto* nl = static_cast<const char*>(std::memchr(s, '\n', end_ - pos_))) {
-                line_offset = base_ + pos_;
-                size_t len = static_cast<size_t>(nl - s);
-                pos_ += len + 1;
-                if (skipping_) {
-                    skipping_ = false;
-                    truncated = true;
-                    return std::optional<std::string_view>(std::string_view(long_));
-                }
-                if (len > kMaxLine) {
-                    truncated = true;
-                    len = kMaxLine;
-                }
-                return std::optional<std::string_view>(std::string_view(s, len));
-            }
-            // No newline in the buffer: keep the partial line, read more.
-            if (end_ - pos_ >= kMaxLine || skipping_) {
-                if (!skipping_) {
-                    long_.assign(s, kMaxLine);
-                    longOffset_ = base_ + pos_;
-                    skipping_ = true;
-                }
-                base_ += end_;
-                pos_ = end_ = 0;
-            } else if (pos_ > 0) {
-                std::memmove(buf_.data(), s, end_ - pos_);
-                base_ += pos_;
-                end_ -= pos_;
-                pos_ = 0;
-            }
-            auto r = fill();
-            if (!r) return std::unexpected(r.error());
-            if (!*r) {
-                if (skipping_) {
-                    skipping_ = false;
-                    truncated = true;
-                    line_offset = longOffset_;
-                    return std::optional<std::string_view>(std::string_view(long_));
-                }
-                if (end_ > pos_) {  // last line without '\n'
-                    line_offset = base_ + pos_;
-                    std::string_view v(buf_.data() + pos_, end_ - pos_);
-                    pos_ = end_;
-                    return std::optional<std::string_view>(v);
-                }
-                return std::optional<std::string_view>();
-            }
-        }
-    }
-    uint64_t consumed() const { return base_ + pos_; }
-
-  private:
-    db::Result<bool> fill() {
-        if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);
-        for (;;) {
-            ssize_t n = ::read(fd_, buf_.data() + end_, buf_.size() - end_);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) return std::unexpected(db::Error{std::strerror(errno)});
-            end_ += static_cast<size_t>(n);
-            return n > 0;
-        }
-    }
-    int fd_;
-    std::vector<char> buf_;
-    size_t pos_ = 0, end_ = 0;
-    uint64_t base_ = 0;
-    bool skipping_ = false;
-    std::string long_;
-    uint64_t longOffset_ = 0;
-};
+    if (!open) return;
+    pipe.decodeFinish(keep);
+    flush(true);
+}
 
 }  // namespace
 
@@ -155,7 +121,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
         id.device = static_cast<int64_t>(st.st_dev);
         id.inode = static_cast<int64_t>(st.st_ino);
     }
-    LineReader reader(fd.fd);
+    LineReader reader(fd.fd, kMaxLine);
     auto head = reader.peek(kFingerprintBytes);
     if (!head) return std::unexpected(db::Error{fmt::format("{}: {}", path, head.error().message)});
     id.fingerprint = fingerprint(head->data(), head->size());
@@ -173,7 +139,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
         // Resume: reposition the file at the checkpoint.
         if (::lseek(fd.fd, state.offset, SEEK_SET) < 0)
             return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
-        reader = LineReader(fd.fd);
+        reader = LineReader(fd.fd, kMaxLine);
         reader.setBase(static_cast<uint64_t>(state.offset));
         skipLines = static_cast<uint64_t>(state.line);
         sum.resumed = !state.complete;
@@ -186,7 +152,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
     // Byte offsets of recent lines, to turn "the oldest open block starts at line L" into a
     // resumable position.
     std::deque<std::pair<uint64_t, uint64_t>> offsets;
-    uint64_t lineNo = skipLines, pending = 0;
+    uint64_t lineNo = skipLines, pending = 0, consumedAt = reader.consumed();
     auto batchStart = std::chrono::steady_clock::now();
     auto fail = [&](const db::Error& e) -> db::Result<IngestSummary> {
         (void)store.rollback();
@@ -199,7 +165,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
         cp.max_line = static_cast<int64_t>(lineNo);
         cp.complete = complete;
         if (complete) {
-            cp.offset = static_cast<int64_t>(reader.consumed());
+            cp.offset = static_cast<int64_t>(consumedAt);
             cp.line = static_cast<int64_t>(lineNo);
         } else {
             // Resume where the oldest unfinished block starts (it must be among the remembered
@@ -212,7 +178,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
             if (auto held = sink.oldestHeldLine(); held && *held < resumeLine)
                 resumeLine = std::max(*held, offsets.empty() ? *held : offsets.front().first);
             if (resumeLine > lineNo) {
-                cp.offset = static_cast<int64_t>(reader.consumed());
+                cp.offset = static_cast<int64_t>(consumedAt);
                 cp.line = static_cast<int64_t>(lineNo);
             } else if (!offsets.empty() && resumeLine >= offsets.front().first) {
                 const auto& [ln, off] = offsets[resumeLine - offsets.front().first];
@@ -228,39 +194,64 @@ db::Result<IngestSummary> ingestFile(Store& store,
         return {};
     };
 
-    for (;;) {
-        uint64_t off = 0;
-        bool truncated = false;
-        auto l = reader.next(off, truncated);
-        if (!l) return fail(l.error());
-        if (!*l) break;
-        ++lineNo;
-        ++sum.lines;
-        offsets.emplace_back(lineNo, off);
-        if (offsets.size() > 65536) offsets.pop_front();
-        if (truncated) {
-            ++sum.truncated_lines;
-            sink.markTruncated(lineNo);
-            sink.warning(Warning{
-                lineNo, fmt::format("line longer than {} bytes: stored truncated", kMaxLine)});
+    // Two threads: this one matches and stores; `front` reads and decodes, and hands over the
+    // lines the matchers must see (most AMD_LOG_LEVEL=3 lines are API trace lines it drops).
+    BatchChannel channel(4);
+    const size_t batchLines = static_cast<size_t>(std::clamp<uint64_t>(opt.batch_lines, 1, kBatchLines));
+    std::thread front([&, lineNo = skipLines] {
+        readAndDecode(reader, pipe, channel, lineNo, batchLines);
+    });
+    struct Join {
+        BatchChannel& channel;
+        std::thread& thread;
+        ~Join() {
+            channel.close();
+            thread.join();
         }
-        pipe.feedLine(lineNo, **l);
-        if (++pending >= opt.batch_lines ||
-            (pending % 1024 == 0 &&
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - batchStart).count() >
-                 opt.batch_seconds)) {
+    } join{channel, front};
+
+    for (;;) {
+        auto b = channel.pop();
+        if (!b) return fail(db::Error{"reader stopped"});
+        if (b->error) return fail(*b->error);
+        size_t t = 0;
+        auto truncation = [&] {  // in the order the single-threaded pipeline had it
+            uint64_t ln = b->truncated[t++].first;
+            ++sum.truncated_lines;
+            sink.markTruncated(ln);
+            sink.warning(
+                Warning{ln, fmt::format("line longer than {} bytes: stored truncated", kMaxLine)});
+        };
+        for (size_t k = 0; k < b->kept.size(); ++k) {
+            while (t < b->truncated.size() && b->truncated[t].second <= k) truncation();
+            pipe.match(b->kept[k]);
+        }
+        while (t < b->truncated.size()) truncation();
+        for (size_t i = 0; i < b->offsets.size(); ++i) {
+            offsets.emplace_back(b->first_line + i, b->offsets[i]);
+            if (offsets.size() > 65536) offsets.pop_front();
+        }
+        lineNo += b->offsets.size();
+        sum.lines += b->offsets.size();
+        pending += b->offsets.size();
+        consumedAt = b->end_offset;
+        channel.done(b->seq);
+        if (b->last) break;
+        if (pending >= opt.batch_lines ||
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - batchStart).count() >
+                opt.batch_seconds) {
             if (sink.error()) return fail(*sink.error());
             if (auto r = checkpoint(false); !r) return fail(r.error());
             pending = 0;
             batchStart = std::chrono::steady_clock::now();
-            if (opt.progress) opt.progress(reader.consumed(), total);
+            if (opt.progress) opt.progress(consumedAt, total);
         }
     }
-    pipe.finish();
+    pipe.matchFinish();
     sink.flushWindows();
     if (sink.error()) return fail(*sink.error());
     if (auto r = checkpoint(true); !r) return fail(r.error());
-    sum.bytes = reader.consumed();
+    sum.bytes = consumedAt;
     if (opt.progress) opt.progress(sum.bytes, total);
     sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return sum;
