@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstring>
 
+#include "collectors/common/swar.h"
+
 namespace gpufault {
 
 namespace {
@@ -117,30 +119,14 @@ bool generalHead(Scan& c, AmdLogPrefix& pr, bool& leading_colon) {
     return true;
 }
 
-constexpr uint64_t kOnes = 0x0101010101010101ull;
-constexpr uint64_t kHigh = 0x8080808080808080ull;
-
-uint64_t load8(const char* p) {
-    uint64_t v;
-    std::memcpy(&v, p, 8);
-    return v;
-}
-/// Nonzero iff some byte of `x` is zero.
-uint64_t anyZeroByte(uint64_t x) {
-    return (x - kOnes) & ~x & kHigh;
-}
-/// The high bit of every byte of `x` that differs from `c` (exact, no borrow).
-uint64_t bytesNot(uint64_t x, char c) {
-    uint64_t t = x ^ (kOnes * static_cast<unsigned char>(c));
-    return (((t & ~kHigh) + ~kHigh) | t) & kHigh;
-}
+using namespace swar;
 
 /// The head in the printf columns of every `:%d:%-25s:%-4d: ` layout (file ≤ 25 and line ≤ 4
 /// characters, no TABs in the padding): `:L:`, the file padded to column 28, the line padded to
 /// column 33, `: ` and a digit. Gives what generalHead() would (`c` after the blanks), or false
 /// when the line is not in exactly this shape and generalHead() must decide.
 bool fixedHead(std::string_view s, Scan& c, AmdLogPrefix& pr) {
-    if constexpr (std::endian::native != std::endian::little) return false;
+    if constexpr (!kLittleEndian) return false;
     const char* b = s.data();
     if (s.size() < 40 || b[0] != ':' || !Scan::digit(b[1]) || b[2] != ':' || b[28] != ':' ||
         b[33] != ':' || b[34] != ' ' || !Scan::digit(b[35]) || !Scan::digit(b[29]) ||
@@ -174,26 +160,6 @@ bool fixedHead(std::string_view s, Scan& c, AmdLogPrefix& pr) {
     pr.src_line = line;
     c.p = b + 35;
     return true;
-}
-
-/// The high bit of every byte of `x` that is not an ASCII digit.
-uint64_t nonDigits(uint64_t x) {
-    uint64_t u = x ^ (kOnes * '0');  // digits become 0..9
-    return (((u & ~kHigh) + kOnes * 0x76) | u) & kHigh;
-}
-/// The high bit of every byte of `x` that is not a hex digit.
-uint64_t nonHex(uint64_t x) {
-    uint64_t v = (x | (kOnes * 0x20)) ^ (kOnes * 0x60);  // a..f and A..F become 1..6
-    uint64_t above6 = (((v & ~kHigh) + kOnes * 0x79) | v) & kHigh;
-    uint64_t zero = ~(((v & ~kHigh) + ~kHigh) | v) & kHigh;
-    return nonDigits(x) & (above6 | zero);
-}
-/// Eight ASCII digits as a number (the first one most significant).
-uint64_t eightDigits(uint64_t v) {
-    v -= kOnes * '0';
-    v = (v * 10 + (v >> 8)) & 0x00FF00FF00FF00FFull;
-    v = (v * 100 + (v >> 16)) & 0x0000FFFF0000FFFFull;
-    return (v * 10000 + (v >> 32)) & 0xFFFFFFFFull;
 }
 
 /// After fixedHead(): the ROCm 5.7–6.2 rest `%010lld us: [pid:%-5d tid:0x%s] ` (8–15 stamp
