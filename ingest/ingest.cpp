@@ -57,6 +57,8 @@ void readAndDecode(LineReader& reader,
     } unhook{reader};
     LineBatch batch;
     batch.first_line = lineNo + 1;
+    batch.offsets.reserve(batchLines);
+    batch.kept.reserve(batchLines / 2);
     uint64_t seq = 0, endOffset = reader.consumed(), reuseAfter = 0;
     bool open = true;
     auto flush = [&](bool last) {
@@ -66,6 +68,8 @@ void readAndDecode(LineReader& reader,
         open = channel.push(std::move(batch)) && open;
         batch = LineBatch{};
         batch.first_line = lineNo + 1;
+        batch.offsets.reserve(batchLines);
+        batch.kept.reserve(batchLines / 2);
     };
     reader.setReuse([&] {
         if (!batch.offsets.empty() || !batch.kept.empty()) flush(false);
