@@ -1,5 +1,7 @@
 #include "collectors/pipeline.h"
 
+#include <array>
+#include <cstring>
 
 #include "collectors/kernel_log/amdgpu_fault.h"
 #include "collectors/kernel_log/cpu_fault.h"
@@ -14,32 +16,42 @@
 namespace gpufault {
 
 namespace {
-bool isIdentChar(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+
+/// `[A-Za-z0-9_]` as a table (one load per byte on the per-line path).
+constexpr auto kIdent = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0; c < 256; ++c)
+        t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_';
+    return t;
+}();
+
+bool startsWith(const char* p, const char* e, std::string_view lit) {
+    return static_cast<size_t>(e - p) >= lit.size() && std::memcmp(p, lit.data(), lit.size()) == 0;
 }
+
 }  // namespace
 
 bool isApiTrace(const LogLine& l) {
     if (!l.amd_level || *l.amd_level != 3) return false;
-    std::string_view t = l.text;
-    size_t i = 0;
-    while (i < t.size() && t[i] == ' ') ++i;
-    if (t.substr(i, 5) == "\x1b[32m") i += 5;  // KGRN around the function name
-    while (i < t.size() && t[i] == ' ') ++i;
-    const size_t id = i;
-    while (i < t.size() && isIdentChar(t[i])) ++i;
-    std::string_view name = t.substr(id, i - id), rest = t.substr(i);
-    if (name.empty()) return false;
-    if (rest.starts_with(": Returned hipSuccess")) return true;
+    const char* p = l.text.data();
+    const char* e = p + l.text.size();
+    while (p < e && *p == ' ') ++p;
+    if (startsWith(p, e, "\x1b[32m")) p += 5;  // KGRN around the function name
+    while (p < e && *p == ' ') ++p;
+    const char* id = p;
+    while (p < e && kIdent[static_cast<unsigned char>(*p)]) ++p;
+    if (p == id) return false;
+    if (startsWith(p, e, ": Returned hipSuccess")) return true;
+    std::string_view name(id, static_cast<size_t>(p - id));
     if (!name.starts_with("hip") && !name.starts_with("__hip") && !name.starts_with("hsa"))
         return false;
-    size_t j = 0;
-    while (j < rest.size() && rest[j] == ' ') ++j;
-    if (rest.substr(j, 4) == "\x1b[0m") j += 4;  // KNRM
-    while (j < rest.size() && rest[j] == ' ') ++j;
-    if (j >= rest.size() || rest[j] != '(') return false;
-    while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\r')) rest.remove_suffix(1);
-    return !rest.empty() && rest.back() == ')';
+    while (p < e && *p == ' ') ++p;
+    if (startsWith(p, e, "\x1b[0m")) p += 4;  // KNRM
+    while (p < e && *p == ' ') ++p;
+    if (p >= e || *p != '(') return false;
+    while (e > p && (e[-1] == ' ' || e[-1] == '\r')) --e;
+    return e[-1] == ')';
 }
 
 std::vector<std::unique_ptr<Matcher>> makeTextMatchers() {
@@ -59,17 +71,12 @@ std::vector<std::unique_ptr<Matcher>> makeTextMatchers() {
 TextPipeline::TextPipeline(Sink& out) : out_(out), matchers_(makeTextMatchers()) {}
 
 void TextPipeline::feedLine(uint64_t line_no, std::string_view raw) {
-    decoder_.feed(line_no, raw, [this](const LogLine& l) {
-        if (isApiTrace(l)) return;
-        for (auto& m : matchers_) m->feed(l, out_);
-    });
+    decode(line_no, raw, [this](const LogLine& l) { match(l); });
 }
 
 void TextPipeline::finish() {
-    decoder_.finish([this](const LogLine& l) {
-        for (auto& m : matchers_) m->feed(l, out_);
-    });
-    for (auto& m : matchers_) m->finish(out_);
+    decodeFinish([this](const LogLine& l) { match(l); });
+    matchFinish();
 }
 
 }  // namespace gpufault

@@ -5,18 +5,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "collectors/pipeline.h"
 #include "correlate/correlate.h"
+#include "ingest/line_batches.h"
+#include "ingest/line_reader.h"
 #include "ingest/stream.h"
 #include "schema/queries.h"
-
-#include <nlohmann/json.hpp>
 
 namespace gpufault {
 
@@ -24,7 +29,7 @@ namespace {
 
 constexpr size_t kFingerprintBytes = 4096;
 constexpr size_t kMaxLine = LineDecoder::kMaxLine;
-constexpr size_t kChunk = 1 << 22;
+constexpr size_t kBatchLines = 2048;  // physical lines per batch between the two threads
 
 struct Fd {
     int fd = -1;
@@ -33,96 +38,62 @@ struct Fd {
     }
 };
 
-/// Reads a stream in chunks and hands out lines with their byte offsets.
-class LineReader {
-  public:
-    explicit LineReader(int fd) : fd_(fd), buf_(kChunk) {}
-    /// Fills the buffer's first bytes without consuming them (for the fingerprint).
-    db::Result<std::string_view> peek(size_t n) {
-        while (end_ < n) {
-            auto r = fill();
-            if (!r) return std::unexpected(r.error());
-            if (!*r) break;
+/// The reading thread of an ingest: lines from `reader` (numbered after `lineNo`) through the
+/// decoder half of `pipe`, in batches of `batchLines` to `channel`; the last batch says so or
+/// carries the read error. Before the reader overwrites a buffer it waits until the batches
+/// pointing into it are done. Returns early when the channel is closed.
+void readAndDecode(LineReader& reader,
+                   TextPipeline& pipe,
+                   BatchChannel& channel,
+                   uint64_t lineNo,
+                   size_t batchLines) {
+    struct Unhook {
+        LineReader& r;
+        ~Unhook() { r.setReuse({}); }
+    } unhook{reader};
+    LineBatch batch;
+    batch.first_line = lineNo + 1;
+    batch.offsets.reserve(batchLines);
+    batch.kept.reserve(batchLines / 2);
+    uint64_t seq = 0, endOffset = reader.consumed(), reuseAfter = 0;
+    bool open = true;
+    auto flush = [&](bool last) {
+        batch.seq = ++seq;
+        batch.end_offset = endOffset;
+        batch.last = last;
+        open = channel.push(std::move(batch)) && open;
+        batch = LineBatch{};
+        batch.first_line = lineNo + 1;
+        batch.offsets.reserve(batchLines);
+        batch.kept.reserve(batchLines / 2);
+    };
+    reader.setReuse([&] {
+        if (!batch.offsets.empty() || !batch.kept.empty()) flush(false);
+        open = channel.waitDone(reuseAfter) && open;
+        reuseAfter = seq;
+    });
+    auto inBuffer = [&reader](std::string_view v) { return reader.inBuffer(v); };
+    auto keep = [&](const LogLine& l) { batch.keep(l, inBuffer); };
+    while (open) {
+        uint64_t off = 0;
+        bool truncated = false;
+        auto l = reader.next(off, truncated);
+        if (!l) {
+            batch.error = l.error();
+            return flush(true);
         }
-        return std::string_view(buf_.data(), std::min(n, end_));
+        if (!*l) break;
+        ++lineNo;
+        batch.offsets.push_back(off);
+        if (truncated) batch.truncated.emplace_back(lineNo, batch.kept.size());
+        pipe.decode(lineNo, **l, keep);
+        endOffset = reader.consumed();
+        if (batch.offsets.size() >= batchLines) flush(false);
     }
-    /// Tells the reader that its fd was positioned at `offset` (resume), so offsets stay absolute.
-    void setBase(uint64_t offset) { base_ = offset; }
-    /// Next line (without '\n'); nullopt at end. `truncated` is set for lines over kMaxLine.
-    db::Result<std::optional<std::string_view>> next(uint64_t& line_offset, bool& truncated) {
-        truncated = false;
-        for (;;) {
-            const char* s = buf_.data() + pos_;
-            if (auto* nl = static_cast<const char*>(std::memchr(s, '\n', end_ - pos_))) {
-                line_offset = base_ + pos_;
-                size_t len = static_cast<size_t>(nl - s);
-                pos_ += len + 1;
-                if (skipping_) {
-                    skipping_ = false;
-                    truncated = true;
-                    return std::optional<std::string_view>(std::string_view(long_));
-                }
-                if (len > kMaxLine) {
-                    truncated = true;
-                    len = kMaxLine;
-                }
-                return std::optional<std::string_view>(std::string_view(s, len));
-            }
-            // No newline in the buffer: keep the partial line, read more.
-            if (end_ - pos_ >= kMaxLine || skipping_) {
-                if (!skipping_) {
-                    long_.assign(s, kMaxLine);
-                    longOffset_ = base_ + pos_;
-                    skipping_ = true;
-                }
-                base_ += end_;
-                pos_ = end_ = 0;
-            } else if (pos_ > 0) {
-                std::memmove(buf_.data(), s, end_ - pos_);
-                base_ += pos_;
-                end_ -= pos_;
-                pos_ = 0;
-            }
-            auto r = fill();
-            if (!r) return std::unexpected(r.error());
-            if (!*r) {
-                if (skipping_) {
-                    skipping_ = false;
-                    truncated = true;
-                    line_offset = longOffset_;
-                    return std::optional<std::string_view>(std::string_view(long_));
-                }
-                if (end_ > pos_) {  // last line without '\n'
-                    line_offset = base_ + pos_;
-                    std::string_view v(buf_.data() + pos_, end_ - pos_);
-                    pos_ = end_;
-                    return std::optional<std::string_view>(v);
-                }
-                return std::optional<std::string_view>();
-            }
-        }
-    }
-    uint64_t consumed() const { return base_ + pos_; }
-
-  private:
-    db::Result<bool> fill() {
-        if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);
-        for (;;) {
-            ssize_t n = ::read(fd_, buf_.data() + end_, buf_.size() - end_);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) return std::unexpected(db::Error{std::strerror(errno)});
-            end_ += static_cast<size_t>(n);
-            return n > 0;
-        }
-    }
-    int fd_;
-    std::vector<char> buf_;
-    size_t pos_ = 0, end_ = 0;
-    uint64_t base_ = 0;
-    bool skipping_ = false;
-    std::string long_;
-    uint64_t longOffset_ = 0;
-};
+    if (!open) return;
+    pipe.decodeFinish(keep);
+    flush(true);
+}
 
 }  // namespace
 
@@ -150,7 +121,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
         id.device = static_cast<int64_t>(st.st_dev);
         id.inode = static_cast<int64_t>(st.st_ino);
     }
-    LineReader reader(fd.fd);
+    LineReader reader(fd.fd, kMaxLine);
     auto head = reader.peek(kFingerprintBytes);
     if (!head) return std::unexpected(db::Error{fmt::format("{}: {}", path, head.error().message)});
     id.fingerprint = sourceFingerprint(*head);
@@ -168,7 +139,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
         // Resume: reposition the file at the checkpoint.
         if (::lseek(fd.fd, state.offset, SEEK_SET) < 0)
             return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
-        reader = LineReader(fd.fd);
+        reader = LineReader(fd.fd, kMaxLine);
         reader.setBase(static_cast<uint64_t>(state.offset));
         sum.resumed = !state.complete;
     } else if (id.kind == "file" && static_cast<uint64_t>(state.offset) > total) {
@@ -182,13 +153,14 @@ db::Result<IngestSummary> ingestFile(Store& store,
 
     if (auto r = store.begin(); !r) return std::unexpected(r.error());
     StreamIngest stream(store, state, opt.dispatch_window, sum);
+    uint64_t consumedAt = reader.consumed();
     auto batchStart = std::chrono::steady_clock::now();
     auto fail = [&](const db::Error& e) -> db::Result<IngestSummary> {
         (void)store.rollback();
         return std::unexpected(db::Error{fmt::format("{}: {}", path, e.message)});
     };
     auto checkpoint = [&](bool complete) -> db::Result<void> {
-        auto end = static_cast<int64_t>(reader.consumed());
+        auto end = static_cast<int64_t>(consumedAt);
         if (auto r = stream.checkpoint(end, complete, static_cast<int64_t>(total)); !r) return r;
         if (auto r = store.commit(); !r) return r;
         stream.committed();
@@ -197,28 +169,44 @@ db::Result<IngestSummary> ingestFile(Store& store,
         return {};
     };
 
+    // Two threads: this one matches and stores; `front` reads and decodes, and hands over the
+    // lines the matchers must see (most AMD_LOG_LEVEL=3 lines are API trace lines it drops).
+    BatchChannel channel(4);
+    const size_t batchLines =
+        static_cast<size_t>(std::clamp<uint64_t>(opt.batch_lines, 1, kBatchLines));
+    std::thread front([&, lineNo = static_cast<uint64_t>(state.line)] {
+        readAndDecode(reader, stream.pipeline(), channel, lineNo, batchLines);
+    });
+    struct Join {
+        BatchChannel& channel;
+        std::thread& thread;
+        ~Join() {
+            channel.close();
+            thread.join();
+        }
+    } join{channel, front};
+
     for (;;) {
-        uint64_t off = 0;
-        bool truncated = false;
-        auto l = reader.next(off, truncated);
-        if (!l) return fail(l.error());
-        if (!*l) break;
-        stream.feed(**l, static_cast<int64_t>(off), truncated);
-        uint64_t pending = stream.uncommittedLines();
-        if (pending >= opt.batch_lines ||
-            (pending % 1024 == 0 &&
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - batchStart).count() >
-                 opt.batch_seconds)) {
+        auto b = channel.pop();
+        if (!b) return fail(db::Error{"reader stopped"});
+        if (b->error) return fail(*b->error);
+        stream.matchBatch(*b);
+        consumedAt = b->end_offset;
+        channel.done(b->seq);
+        if (b->last) break;
+        if (stream.uncommittedLines() >= opt.batch_lines ||
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - batchStart).count() >
+                opt.batch_seconds) {
             if (stream.error()) return fail(*stream.error());
             if (auto r = checkpoint(false); !r) return fail(r.error());
             batchStart = std::chrono::steady_clock::now();
-            if (opt.progress) opt.progress(reader.consumed(), total);
+            if (opt.progress) opt.progress(consumedAt, total);
         }
     }
-    stream.finish();
+    stream.finishBatched();
     if (stream.error()) return fail(*stream.error());
     if (auto r = checkpoint(true); !r) return fail(r.error());
-    sum.bytes = reader.consumed();
+    sum.bytes = consumedAt;
     if (opt.progress) opt.progress(sum.bytes, total);
     sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return sum;

@@ -36,13 +36,18 @@ void StoreSink::evidence(Evidence&& e) {
 }
 
 void StoreSink::dispatch(Dispatch&& d) {
+    const int64_t pid = d.pid.value_or(-1);
     if (d.line > countAfter_) {
-        auto& c = counts_[{d.pid.value_or(-1), d.kernel}];
+        auto it = counts_.find(KeyView{pid, d.kernel});
+        if (it == counts_.end()) it = counts_.try_emplace({pid, d.kernel}).first;
+        Count& c = it->second;
         if (c.n++ == 0) c.first = d.line;
         c.last = d.line;
         ++sum_.dispatches;
     }
-    auto& w = windows_[{d.pid.value_or(-1), d.runtime_tid}];
+    auto wit = windows_.find(KeyView{pid, d.runtime_tid});
+    if (wit == windows_.end()) wit = windows_.try_emplace({pid, d.runtime_tid}).first;
+    auto& w = wit->second;
     w.push_back(Held{std::move(d), false});
     // Slack beyond the window: a record that spans lines is emitted when its block ends.
     if (w.size() > window_ + kSlack) w.pop_front();

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include "collectors/common/evidence.h"
@@ -51,6 +52,17 @@ class StoreSink final : public Sink {
         bool stored = false;
     };
     using ThreadKey = std::pair<int64_t, std::string>;  // pid (-1 none), runtime tid
+    /// Orders (pid, text) keys as std::pair does, and finds them by (pid, string_view) without
+    /// building a key string per dispatch.
+    struct KeyLess {
+        using is_transparent = void;
+        template <typename A, typename B>
+        bool operator()(const A& a, const B& b) const {
+            return a.first != b.first ? a.first < b.first
+                                      : std::string_view(a.second) < std::string_view(b.second);
+        }
+    };
+    using KeyView = std::pair<int64_t, std::string_view>;
     /// Stores the last `window_` dispatches of `w` that precede line `before`.
     void flushWindow(std::deque<Held>& w, uint64_t before);
     template <typename R>
@@ -65,12 +77,12 @@ class StoreSink final : public Sink {
     size_t window_;
     uint64_t countAfter_;
     IngestSummary& sum_;
-    std::map<ThreadKey, std::deque<Held>> windows_;
+    std::map<ThreadKey, std::deque<Held>, KeyLess> windows_;
     struct Count {
         int64_t n = 0;
         uint64_t first = 0, last = 0;
     };
-    std::map<std::pair<int64_t, std::string>, Count> counts_;
+    std::map<std::pair<int64_t, std::string>, Count, KeyLess> counts_;
     std::optional<db::Error> error_;
     std::deque<uint64_t> truncated_;
 };

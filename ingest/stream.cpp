@@ -42,6 +42,34 @@ void StreamIngest::feed(std::string_view line, int64_t position, bool truncated)
     pipe_.feedLine(lineNo_, line);
 }
 
+void StreamIngest::matchBatch(const LineBatch& b) {
+    size_t t = 0;
+    auto truncation = [&] {
+        uint64_t ln = b.truncated[t++].first;
+        ++sum_.truncated_lines;
+        sink_.markTruncated(ln);
+        sink_.warning(Warning{
+            ln, fmt::format("line longer than {} bytes: stored truncated", LineDecoder::kMaxLine)});
+    };
+    for (size_t k = 0; k < b.kept.size(); ++k) {
+        while (t < b.truncated.size() && b.truncated[t].second <= k) truncation();
+        pipe_.match(b.kept[k]);
+    }
+    while (t < b.truncated.size()) truncation();
+    for (size_t i = 0; i < b.offsets.size(); ++i) {
+        positions_.emplace_back(b.first_line + i, static_cast<int64_t>(b.offsets[i]));
+        if (positions_.size() > kRemembered) positions_.pop_front();
+    }
+    lineNo_ += b.offsets.size();
+    sum_.lines += b.offsets.size();
+    uncommitted_ += b.offsets.size();
+}
+
+void StreamIngest::finishBatched() {
+    pipe_.matchFinish();
+    sink_.flushWindows();
+}
+
 void StreamIngest::finish() {
     pipe_.finish();
     sink_.flushWindows();

@@ -12,6 +12,7 @@
 
 #include "collectors/pipeline.h"
 #include "ingest/ingest.h"
+#include "ingest/line_batches.h"
 #include "ingest/store_sink.h"
 #include "schema/store.h"
 
@@ -40,6 +41,16 @@ class StreamIngest {
     void feed(std::string_view line, int64_t position, bool truncated);
     /// End of stream: completes open blocks and writes every dispatch window.
     void finish();
+
+    // The same in two halves for `gpufault ingest`, which reads and decodes on one thread
+    // (pipeline().decode) and matches and stores on another (these three).
+    /// The parsers; only their decoder half may be used from the reading thread.
+    TextPipeline& pipeline() { return pipe_; }
+    /// One batch decoded on the reading thread: its kept lines matched in order, with the
+    /// truncation warnings where the single-threaded feed() has them, positions and counts.
+    void matchBatch(const LineBatch& b);
+    /// End of a batched stream: the matchers' open blocks and every dispatch window.
+    void finishBatched();
     /// The stream went quiet: completes open blocks (a fault line at the end of a live log
     /// must not wait for the next line to be stored); the dispatch windows stay held.
     void flushIdle();

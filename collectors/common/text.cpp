@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cctype>
+#include <cstdint>
 
 namespace gpufault::text {
 
@@ -10,6 +12,17 @@ namespace {
 bool isSpace(char c) {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
 }
+
+/// Hex digit values by byte, -1 for other bytes (one load per digit in parseHex()).
+constexpr auto kHexValue = [] {
+    std::array<int8_t, 256> t{};
+    for (int c = 0; c < 256; ++c)
+        t[c] = static_cast<int8_t>(c >= '0' && c <= '9'   ? c - '0'
+                                   : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                   : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                          : -1);
+    return t;
+}();
 }  // namespace
 
 int hexDigit(char c) {
@@ -41,11 +54,12 @@ std::optional<uint64_t> parseHex(std::string_view s, size_t* consumed, bool allo
     uint64_t v = 0;
     size_t digits = 0;
     for (; i < s.size(); ++i) {
-        if (allow_underscore && s[i] == '_' && digits > 0) continue;
-        int d = hexDigit(s[i]);
-        if (d < 0) break;
-        if (digits >= 16 && v >> 60) return std::nullopt;  // overflow
-        if (v >> 60) return std::nullopt;
+        int d = kHexValue[static_cast<unsigned char>(s[i])];
+        if (d < 0) {
+            if (allow_underscore && s[i] == '_' && digits > 0) continue;
+            break;
+        }
+        if (v >> 60) return std::nullopt;  // overflow
         v = (v << 4) | static_cast<uint64_t>(d);
         ++digits;
     }

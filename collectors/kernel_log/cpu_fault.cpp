@@ -200,26 +200,30 @@ class CpuFaultMatcher final : public Matcher {
         // Cheap prefilter: every anchor below contains ':' (most log lines of other producers
         // that do are rejected by the finds; the Evidence is only built for a match).
         if (t.find(':') == npos) return;
-        Evidence e;
-        size_t b = npos;
-        if (t.find("]: segfault at ") != npos) {
-            if ((b = findPidGroup(t, "]: segfault at ")) == npos) return;
-            size_t close = t.find(']', b);
-            parseSegfault(t.substr(close + 15), e);
-        } else if (size_t ip = t.find(" ip:"); ip != npos) {
-            if ((b = trapBracket(t, ip)) == npos) return;
-            size_t close = t.find(']', b);
-            e.setAttr("trap", std::string(trapName(t.substr(close + 2, ip - close - 2))));
-            parseTrapRegs(t.substr(ip + 1), e);
-        } else if (t.find("]: unhandled exception: ") != npos) {
-            if ((b = findPidGroup(t, "]: unhandled exception: ")) == npos) return;
-            parseArm64(t.substr(t.find(']', b) + 24), e);
-        } else {
+        // Which record the line is, before any Evidence is built (most lines are none).
+        const bool segfault = t.find("]: segfault at ") != npos;
+        const size_t ip = segfault ? npos : t.find(" ip:");
+        if (!segfault && ip == npos && t.find("]: unhandled exception: ") == npos) {
             if (auto n = suppressedCount(t)) {
                 suppressed_ = *n;
                 suppressed_line_ = line.line;
             }
             return;
+        }
+        Evidence e;
+        size_t b = npos;
+        if (segfault) {
+            if ((b = findPidGroup(t, "]: segfault at ")) == npos) return;
+            size_t close = t.find(']', b);
+            parseSegfault(t.substr(close + 15), e);
+        } else if (ip != npos) {
+            if ((b = trapBracket(t, ip)) == npos) return;
+            size_t close = t.find(']', b);
+            e.setAttr("trap", std::string(trapName(t.substr(close + 2, ip - close - 2))));
+            parseTrapRegs(t.substr(ip + 1), e);
+        } else {
+            if ((b = findPidGroup(t, "]: unhandled exception: ")) == npos) return;
+            parseArm64(t.substr(t.find(']', b) + 24), e);
         }
         emit(line, b, std::move(e), out);
     }

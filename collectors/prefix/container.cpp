@@ -264,6 +264,12 @@ bool parseJsonLine(std::string_view line, JsonPayload& p) {
     return true;
 }
 
+void ComposePrefix::other() {
+    if (!on_ && lines_ >= kDetectLines) return;
+    if (!on_) ++lines_;
+    weak_col_ = 0;
+}
+
 size_t ComposePrefix::strip(std::string_view line) {
     if (!on_ && lines_ >= kDetectLines) return 0;
     if (!on_) ++lines_;

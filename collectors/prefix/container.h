@@ -54,6 +54,9 @@ class ComposePrefix {
     static constexpr unsigned kDetectLines = 64;
     /// Bytes of `line` to strip (0: none).
     size_t strip(std::string_view line);
+    /// A line that starts with neither an alphanumeric character nor ESC (no compose prefix):
+    /// the state change of strip() on it, which returns 0.
+    void other();
 
   private:
     bool on_ = false;

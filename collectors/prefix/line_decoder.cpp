@@ -6,6 +6,7 @@
 #include "collectors/prefix/line_decoder.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "collectors/prefix/container.h"
 #include "collectors/prefix/kernel_stamp.h"
@@ -220,6 +221,29 @@ void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit)
         return;
     }
     st.logical(line_no, raw, s, nullptr, emit);
+}
+
+bool LineDecoder::feedBareAmd(uint64_t line_no, std::string_view raw, LogLine& l) {
+    State& st = *state_;
+    // What feed() does with a line starting with ':': no quote, compose, CRI or JSON layer
+    // applies (each needs another first character), nor a kernel-log prefix (kmsg, syslog and
+    // dmesg need a digit, letter, '[', '<' or blank); only the AMD prefix can.
+    if (raw.empty() || raw[0] != ':' || st.cri[0].active || st.cri[1].active) return false;
+    std::string_view t = trimLineEnd(raw);
+    if (std::memchr(t.data(), '\r', t.size())) return false;  // afterCarriageReturn() would cut
+    if (t.size() > kMaxLine) t = t.substr(0, kMaxLine);
+    auto amd = parseAmdLogPrefix(t);
+    if (!amd) return false;
+    st.after_kmsg = false;
+    st.compose.other();
+    l.line = line_no;
+    l.raw = raw;
+    l.amd_level = amd->level;
+    l.log_pid = amd->pid;
+    l.runtime_tid = amd->runtime_tid;
+    l.time.runtime_us = amd->runtime_us;
+    l.text = t.substr(std::min(amd->message_offset, t.size()));
+    return true;
 }
 
 void LineDecoder::finish(const Emit& emit) {

@@ -41,6 +41,12 @@ class LineDecoder {
     LineDecoder& operator=(const LineDecoder&) = delete;
     /// Decode one physical line (without its '\n'); calls `emit` for each logical line (0..n).
     void feed(uint64_t line_no, std::string_view raw, const Emit& emit);
+    /// Fast path for a bare AMD_LOG_LEVEL line (`:N:` in column 0, no carriage return inside,
+    /// no CRI line pending), most lines of a level-3 log: fills `l` exactly as feed() would emit
+    /// it, updates the state as feed() would and returns true. Otherwise returns false and
+    /// changes nothing: call feed(). `l` is a default LogLine or one filled by this call before
+    /// (the fields it sets are the same every time, so it can be reused without clearing).
+    bool feedBareAmd(uint64_t line_no, std::string_view raw, LogLine& l);
     /// End of stream: emit what is still held (an unterminated CRI partial line).
     void finish(const Emit& emit);
 

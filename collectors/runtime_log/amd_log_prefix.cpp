@@ -1,7 +1,10 @@
 // Parser of the AMD_LOG_LEVEL line prefix (ROCclr/clr `amd::log_printf`), FORMATS.md §3.1.
 #include "collectors/runtime_log/amd_log_prefix.h"
 
+#include <bit>
 #include <cstring>
+
+#include "collectors/common/swar.h"
 
 namespace gpufault {
 
@@ -27,10 +30,14 @@ struct Scan {
         ++p;
         return true;
     }
-    bool eat(std::string_view lit) {
-        if (static_cast<size_t>(e - p) < lit.size() || std::memcmp(p, lit.data(), lit.size()) != 0)
-            return false;
-        p += lit.size();
+    /// A literal (a string constant: the compiler unrolls the compare).
+    template <size_t N>
+    bool eat(const char (&lit)[N]) {
+        constexpr size_t n = N - 1;
+        if (static_cast<size_t>(e - p) < n) return false;
+        for (size_t i = 0; i < n; ++i)
+            if (p[i] != lit[i]) return false;
+        p += n;
         return true;
     }
     /// Decimal digits (at least one, at most `max`: a longer run fails) into `v`.
@@ -84,22 +91,19 @@ void parsePidTid(std::string_view s, Scan c, AmdLogPrefix& pr) {
     pr.message_offset = c.pos(s.data());
 }
 
-}  // namespace
-
-std::optional<AmdLogPrefix> parseAmdLogPrefix(std::string_view s) {
-    AmdLogPrefix pr;
-    Scan c{s.data(), s.data() + s.size()};
+/// Level, file and source line in any padding; `c` is left after the line's `:` and blanks.
+bool generalHead(Scan& c, AmdLogPrefix& pr, bool& leading_colon) {
     c.blanks();
     // A paste may have lost the leading ':'; then only the stamped layouts are accepted.
-    const bool leading_colon = c.eat(':');
+    leading_colon = c.eat(':');
     c.blanks();  // log_timestamped prints the level with `% 2d`
     int64_t level = 0;
-    if (!c.number(level, 1) || !c.eat(':')) return std::nullopt;
+    if (!c.number(level, 1) || !c.eat(':')) return false;
     pr.level = static_cast<int>(level);
 
     const char* fileStart = c.p;
     auto* colon = static_cast<const char*>(std::memchr(c.p, ':', static_cast<size_t>(c.e - c.p)));
-    if (!colon || colon - fileStart > 1024) return std::nullopt;
+    if (!colon || colon - fileStart > 1024) return false;
     const char* fileEnd = colon;
     while (fileStart < fileEnd && (*fileStart == ' ' || *fileStart == '\t')) ++fileStart;
     while (fileEnd > fileStart && (fileEnd[-1] == ' ' || fileEnd[-1] == '\t')) --fileEnd;
@@ -107,11 +111,112 @@ std::optional<AmdLogPrefix> parseAmdLogPrefix(std::string_view s) {
     c.p = colon + 1;
     c.blanks();
     int64_t srcLine = 0;
-    if (!c.number(srcLine, 9)) return std::nullopt;
+    if (!c.number(srcLine, 9)) return false;
     pr.src_line = srcLine;
     c.blanks();
-    if (!c.eat(':')) return std::nullopt;
+    if (!c.eat(':')) return false;
     c.blanks();
+    return true;
+}
+
+using namespace swar;
+
+/// The head in the printf columns of every `:%d:%-25s:%-4d: ` layout (file ≤ 25 and line ≤ 4
+/// characters, no TABs in the padding): `:L:`, the file padded to column 28, the line padded to
+/// column 33, `: ` and a digit. Gives what generalHead() would (`c` after the blanks), or false
+/// when the line is not in exactly this shape and generalHead() must decide.
+bool fixedHead(std::string_view s, Scan& c, AmdLogPrefix& pr) {
+    if constexpr (!kLittleEndian) return false;
+    const char* b = s.data();
+    if (s.size() < 40 || b[0] != ':' || !Scan::digit(b[1]) || b[2] != ':' || b[28] != ':' ||
+        b[33] != ':' || b[34] != ' ' || !Scan::digit(b[35]) || !Scan::digit(b[29]) ||
+        b[3] == ' ' || b[3] == '\t')
+        return false;
+    // No ':' in columns 3..27 (else memchr would stop there).
+    const uint64_t colons = kOnes * ':';
+    if (anyZeroByte(load8(b + 3) ^ colons) | anyZeroByte(load8(b + 11) ^ colons) |
+        anyZeroByte(load8(b + 19) ^ colons) | anyZeroByte(load8(b + 20) ^ colons))
+        return false;
+    // The file ends at the last non-space byte before column 28.
+    size_t end = 3;
+    if (uint64_t m = bytesNot(load8(b + 20), ' ')) {
+        end = 20 + (63 - static_cast<size_t>(std::countl_zero(m))) / 8 + 1;
+    } else if (uint64_t m2 = bytesNot(load8(b + 12), ' ')) {
+        end = 12 + (63 - static_cast<size_t>(std::countl_zero(m2))) / 8 + 1;
+    } else if (uint64_t m3 = bytesNot(load8(b + 4), ' ')) {
+        end = 4 + (63 - static_cast<size_t>(std::countl_zero(m3))) / 8 + 1;
+    } else {
+        end = 4;  // b[3] is not a blank
+    }
+    if (b[end - 1] == '\t') return false;
+    // The source line: digits from column 29, spaces up to the ':' in column 33.
+    int64_t line = 0;
+    size_t i = 29;
+    while (i < 33 && Scan::digit(b[i])) line = line * 10 + (b[i++] - '0');
+    for (; i < 33; ++i)
+        if (b[i] != ' ') return false;
+    pr.level = b[1] - '0';
+    pr.file = std::string_view(b + 3, end - 3);
+    pr.src_line = line;
+    c.p = b + 35;
+    return true;
+}
+
+/// After fixedHead(): the ROCm 5.7–6.2 rest `%010lld us: [pid:%-5d tid:0x%s] ` (8–15 stamp
+/// digits, 1–7 pid digits, 1–15 tid digits) read a word at a time. Fills the stamp, pid, tid and
+/// message start as the general path would, or returns false (nothing changed) for any other text.
+bool fixedTail(std::string_view s, AmdLogPrefix& pr) {
+    const char* b = s.data();
+    const char* e = b + s.size();
+    const char* q = b + 35;
+    if (e - q < 16 || nonDigits(load8(q)) != 0) return false;
+    uint64_t more = nonDigits(load8(q + 8));
+    if (more == 0) return false;
+    const size_t n = 8 + static_cast<size_t>(std::countr_zero(more)) / 8;
+    const char* r = q + n;
+    if (e - r < 18 || std::memcmp(r, " us: [pid:", 10) != 0) return false;
+    const char* t = r + 10;
+    uint64_t pidEnd = nonDigits(load8(t));
+    const size_t pidLen = static_cast<size_t>(std::countr_zero(pidEnd)) / 8;  // 8 if none
+    if (pidLen == 0 || pidLen == 8) return false;
+    const char* u = t + pidLen;
+    if (e - u < 8) return false;
+    uint64_t nonSpace = bytesNot(load8(u), ' ');
+    if (nonSpace == 0) return false;
+    const char* h = u + static_cast<size_t>(std::countr_zero(nonSpace)) / 8;
+    if (e - h < 22 || std::memcmp(h, "tid:0x", 6) != 0) return false;
+    const char* x = h + 4;  // the `0x`
+    uint64_t hexEnd = nonHex(load8(x + 2));
+    size_t hexLen = static_cast<size_t>(std::countr_zero(hexEnd)) / 8;
+    if (hexLen == 8) {
+        hexEnd = nonHex(load8(x + 10));
+        if (hexEnd == 0) return false;
+        hexLen = 8 + static_cast<size_t>(std::countr_zero(hexEnd)) / 8;
+    }
+    if (hexLen == 0 || x[2 + hexLen] != ']') return false;
+    int64_t stamp = static_cast<int64_t>(eightDigits(load8(q)));
+    for (const char* d = q + 8; d < r; ++d) stamp = stamp * 10 + (*d - '0');
+    int64_t pid = 0;
+    for (const char* d = t; d < u; ++d) pid = pid * 10 + (*d - '0');
+    const char* m = x + 3 + hexLen;
+    while (m < e && (*m == ' ' || *m == '\t')) ++m;
+    pr.runtime_us = stamp;
+    pr.pid = pid;
+    pr.runtime_tid = std::string_view(x, 2 + hexLen);
+    pr.message_offset = static_cast<size_t>(m - b);
+    return true;
+}
+
+/// The prefix with the head already found (`fast`: try fixedHead() first).
+std::optional<AmdLogPrefix> parse(std::string_view s, bool fast) {
+    AmdLogPrefix pr;
+    Scan c{s.data(), s.data() + s.size()};
+    bool leading_colon = true;
+    if (fast && fixedHead(s, c, pr)) {
+        if (fixedTail(s, pr)) return pr;
+    } else if (!generalHead(c, pr, leading_colon)) {
+        return std::nullopt;
+    }
     const size_t afterLine = c.pos(s.data());
 
     int64_t stamp = 0;
@@ -141,6 +246,16 @@ std::optional<AmdLogPrefix> parseAmdLogPrefix(std::string_view s) {
     if (!leading_colon) return std::nullopt;
     pr.message_offset = afterLine;  // log_entry `:%d:%s:%d: %s`
     return pr;
+}
+
+}  // namespace
+
+std::optional<AmdLogPrefix> parseAmdLogPrefix(std::string_view line) {
+    return parse(line, true);
+}
+
+std::optional<AmdLogPrefix> parseAmdLogPrefixGeneral(std::string_view line) {
+    return parse(line, false);
 }
 
 }  // namespace gpufault

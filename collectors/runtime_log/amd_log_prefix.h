@@ -26,6 +26,10 @@ struct AmdLogPrefix {
 /// paste that lost the leading `:` is accepted when a stamp follows. `message_offset` skips the
 /// blanks after the prefix (the layouts differ in how many they print). Cheap on other lines
 /// (the first character decides). nullopt when the line does not start with such a prefix.
+/// Lines in the printf columns (`%-25s`, `%-4d`) take a fixed-column path; others the general one.
 std::optional<AmdLogPrefix> parseAmdLogPrefix(std::string_view line);
+
+/// The same parse without the fixed-column path (tests compare the two).
+std::optional<AmdLogPrefix> parseAmdLogPrefixGeneral(std::string_view line);
 
 }  // namespace gpufault

@@ -208,6 +208,8 @@ class HipLogMatcher final : public Matcher {
         d.kernel = std::string(name);
         for (auto& p : t.args) d.args.push_back(p.arg);
         out.dispatch(std::move(d));
+        std::optional<int64_t> rank;
+        bool rankKnown = false;
         for (auto& p : t.args) {
             if (!p.arg.obj_lo || !p.arg.obj_hi || *p.arg.obj_hi <= *p.arg.obj_lo) continue;
             Operand o;
@@ -219,7 +221,8 @@ class HipLogMatcher final : public Matcher {
             o.end = *p.arg.obj_hi;
             o.arg_ptr = p.arg.ptr;
             o.origin = "hip_arg";
-            o.rank = rt::rankOf(l);
+            if (!rankKnown) rank = rt::rankOf(l), rankKnown = true;  // once per line
+            o.rank = rank;
             out.operand(std::move(o));
         }
         t.args.clear();

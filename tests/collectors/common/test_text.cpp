@@ -4,6 +4,56 @@
 
 namespace gpufault::text {
 
+/// parseHex() as it was before the digit table: the reference for the random test below.
+static std::optional<uint64_t> parseHexBytewise(std::string_view s,
+                                                size_t* consumed,
+                                                bool underscore) {
+    size_t i = s.size() >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 2 : 0;
+    uint64_t v = 0;
+    size_t digits = 0;
+    for (; i < s.size(); ++i) {
+        if (underscore && s[i] == '_' && digits > 0) continue;
+        int d = text::hexDigit(s[i]);
+        if (d < 0) break;
+        if (v >> 60) return std::nullopt;
+        v = (v << 4) | static_cast<uint64_t>(d);
+        ++digits;
+    }
+    if (digits == 0) return std::nullopt;
+    *consumed = i;
+    return v;
+}
+
+TEST(Text, ParseHexAgreesWithReference) {
+    const char alphabet[] = "0123456789abcdefABCDEF0000fffff_xg -]";
+    uint64_t seed = 12345;
+    auto rnd = [&seed](size_t n) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        return static_cast<size_t>((seed >> 33) % n);
+    };
+    for (int round = 0; round < 20000; ++round) {
+        std::string s = rnd(3) == 0 ? "0x" : "";
+        size_t len = rnd(40);
+        for (size_t j = 0; j < len; ++j)
+            s += rnd(5) == 0 ? alphabet[rnd(sizeof alphabet - 1)] : alphabet[rnd(22)];
+        for (bool underscore : {false, true}) {
+            size_t n1 = 999, n2 = 999;
+            auto a = text::parseHex(s, &n1, underscore);
+            auto b = parseHexBytewise(s, &n2, underscore);
+            ASSERT_EQ(a, b) << s;
+            if (a) {
+                EXPECT_EQ(n1, n2) << s;
+            }
+        }
+    }
+    size_t n = 0;
+    EXPECT_EQ(text::parseHex("0x705165a01000 obj", &n), 0x705165a01000u);
+    EXPECT_EQ(n, 14u);
+    EXPECT_EQ(text::parseHex("FFFFFFFFFFFFFFFF"), UINT64_MAX);
+    EXPECT_FALSE(text::parseHex("10000000000000000"));
+    EXPECT_EQ(text::parseHex("000000000000000000001"), 1u);
+}
+
 TEST(Text, ParseHexAcceptsNvidiaUnderscoreForm) {
     size_t used = 0;
     auto v = parseHex("0x17_00592000. Fault", &used, true);

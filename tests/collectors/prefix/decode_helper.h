@@ -21,7 +21,8 @@ struct Decoded {
     std::optional<int> amd_level;
 };
 
-inline std::vector<Decoded> decodeAll(const std::vector<std::string>& lines) {
+/// `bare_amd`: offer each line to LineDecoder::feedBareAmd() first, as TextPipeline does.
+inline std::vector<Decoded> decodeAll(const std::vector<std::string>& lines, bool bare_amd = false) {
     std::vector<Decoded> out;
     LineDecoder d;
     auto emit = [&out](const LogLine& l) {
@@ -40,7 +41,15 @@ inline std::vector<Decoded> decodeAll(const std::vector<std::string>& lines) {
         out.push_back(std::move(x));
     };
     uint64_t n = 0;
-    for (const auto& s : lines) d.feed(++n, s, emit);
+    LogLine bare;  // reused, as TextPipeline does
+    for (const auto& s : lines) {
+        if (bare_amd && d.feedBareAmd(n + 1, s, bare)) {
+            ++n;
+            emit(bare);
+            continue;
+        }
+        d.feed(++n, s, emit);
+    }
     d.finish(emit);
     return out;
 }

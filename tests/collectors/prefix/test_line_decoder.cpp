@@ -296,5 +296,70 @@ TEST(LineDecoder, NulBytesAndInvalidUtf8PassThrough) {
     EXPECT_EQ(decodeOne(mixed).text, std::string("a\0b", 3));
 }
 
+TEST(LineDecoder, BareAmdFastPathGivesWhatFeedGives) {
+    const std::string amd =
+        ":3:hip_module.cpp           :669 : 1000000002 us: [pid:4242  tid:0x7f0a1b2c3d40]  "
+        "hipLaunchKernel ( 0x7056a988e9d0, {1048576,1,1} ) ";
+    const std::string shader =
+        ":3:rocvirtual.cpp           :3016: 1000000005 us: [pid:4242  tid:0x7f0a1b2c3d40] "
+        "ShaderName : Cijk_Ailk";
+    std::vector<std::string> lines;
+    // Compose detection looks at the first 64 lines: AMD lines in between reset it.
+    for (int i = 0; i < 3; ++i) {
+        lines.push_back("trainer  | step " + std::to_string(i));
+        lines.push_back(amd);
+    }
+    lines.push_back("trainer  | step 9");
+    lines.push_back("worker   | step 9");
+    lines.push_back(shader);
+    lines.push_back(amd + "\r");
+    lines.push_back(amd + "^M  ");
+    lines.push_back(amd + "\rprogress 50%");
+    lines.push_back(":3:rocdevice.cpp :412 : 0012345670: Initializing HSA stack.");
+    lines.push_back(":3:not a prefix");
+    lines.push_back(": plain text after a colon");
+    lines.push_back("6,1234,5678901,-;amdgpu 0000:c6:00.0: amdgpu: page fault");
+    lines.push_back(amd);
+    lines.push_back(" SUBSYSTEM=pci");
+    lines.push_back("6,1235,5678902,-;amdgpu 0000:c6:00.0: amdgpu: in page");
+    lines.push_back(" SUBSYSTEM=pci");
+    lines.push_back(shader);
+    lines.push_back("2025-06-05T12:40:08.100000000Z stderr P " + amd.substr(0, 40));
+    lines.push_back(shader);
+    lines.push_back("2025-06-05T12:40:08.200000000Z stderr F " + amd.substr(40));
+    lines.push_back(shader);
+    lines.push_back("{\"log\":\"" + shader + "\\n\"}");
+    lines.push_back(std::string(2 << 20, 'x'));
+    lines.push_back(":3:" + std::string(2 << 20, 'y'));
+    auto slow = decodeAll(lines);
+    auto fast = decodeAll(lines, true);
+    ASSERT_EQ(slow.size(), fast.size());
+    for (size_t i = 0; i < slow.size(); ++i) {
+        SCOPED_TRACE(i);
+        EXPECT_EQ(slow[i].line, fast[i].line);
+        EXPECT_EQ(slow[i].text, fast[i].text);
+        EXPECT_EQ(slow[i].raw, fast[i].raw);
+        EXPECT_EQ(slow[i].ident, fast[i].ident);
+        EXPECT_EQ(slow[i].runtime_tid, fast[i].runtime_tid);
+        EXPECT_EQ(slow[i].time.kernel_s, fast[i].time.kernel_s);
+        EXPECT_EQ(slow[i].time.wall, fast[i].time.wall);
+        EXPECT_EQ(slow[i].time.runtime_us, fast[i].time.runtime_us);
+        EXPECT_EQ(slow[i].origin, fast[i].origin);
+        EXPECT_EQ(slow[i].rank, fast[i].rank);
+        EXPECT_EQ(slow[i].ident_pid, fast[i].ident_pid);
+        EXPECT_EQ(slow[i].log_pid, fast[i].log_pid);
+        EXPECT_EQ(slow[i].amd_level, fast[i].amd_level);
+    }
+    // The fast path took the bare AMD lines, not the others.
+    LineDecoder d;
+    LogLine l;
+    EXPECT_TRUE(d.feedBareAmd(1, amd, l));
+    EXPECT_EQ(l.text, "hipLaunchKernel ( 0x7056a988e9d0, {1048576,1,1} )");
+    EXPECT_EQ(l.log_pid, 4242);
+    LogLine m;
+    EXPECT_FALSE(d.feedBareAmd(2, amd + "\rprogress 50%", m));
+    EXPECT_FALSE(d.feedBareAmd(3, "> " + amd, m));
+}
+
 }  // namespace
 }  // namespace gpufault::testing

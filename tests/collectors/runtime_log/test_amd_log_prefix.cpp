@@ -216,5 +216,62 @@ TEST(AmdLogPrefix, RealLinesFromFixtures) {
     EXPECT_EQ(msg(b, *q), "Callback: Queue 0x7f0810400000 aborting");
 }
 
+void expectSameParse(std::string_view l) {
+    auto fast = parseAmdLogPrefix(l);
+    auto general = parseAmdLogPrefixGeneral(l);
+    ASSERT_EQ(fast.has_value(), general.has_value()) << l;
+    if (!fast) return;
+    EXPECT_EQ(fast->level, general->level) << l;
+    EXPECT_EQ(fast->file, general->file) << l;
+    EXPECT_EQ(fast->file.data(), general->file.data()) << l;
+    EXPECT_EQ(fast->src_line, general->src_line) << l;
+    EXPECT_EQ(fast->runtime_us, general->runtime_us) << l;
+    EXPECT_EQ(fast->pid, general->pid) << l;
+    EXPECT_EQ(fast->runtime_tid, general->runtime_tid) << l;
+    EXPECT_EQ(fast->message_offset, general->message_offset) << l;
+}
+
+TEST(AmdLogPrefix, FixedColumnPathAgreesWithGeneralParser) {
+    // Lines in the printf columns, each byte of the head replaced, a byte inserted or removed
+    // and the line cut at every length: the fixed-column path gives what the general one gives.
+    const std::string bases[] = {
+        ":3:hip_device_runtime.cpp   :623 : 1000000000 us: [pid:4242  tid:0x7f0a1b2c3d40]  "
+        "hipGetDevice ( 0x70536bbc2ecc ) ",
+        ":3:rocvirtual.cpp           :3016: 71322719728 us: [pid:8     tid:0x7f53d8bff640] "
+        "ShaderName : k",
+        ":1:hip_memory.cpp           :333 : 1123456789 us: 4242 : [tid:0x7f0a1b2c3d40] x",
+        ":3:rocdevice.cpp            :412 : 0012345670: Initializing HSA stack.",
+        ":3:rocvirtual.cpp           :3190: 0043127734 us:  ShaderName : _Z9vectoraddPfS_S_i",
+        ":1:hip_code_object.cpp      :1008: 2156327706d us:  Cannot find the function: C ",
+        ":3:                         :0   : 0000000007 us:  ShaderName : k",
+        ":4:a_file_name_of_25_chars.c:1   : 0000000100 us: [pid:9 tid: 0x0a1b2] Arg0: x",
+        ":3:x                        :7   : (0000001234) us Initializing",
+        ":3:rocvirtual.cpp           :723 : 4815821610388 us: [pid:2429112 tid:0x70536bbc5640] "
+        "Arg2:   = ptr:0x7051e5a00000",
+        ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0x7F0A1B2C3D4E5F60] \t "
+        "hipLaunchKernel: Returned hipSuccess : ",
+        ":3:hip_module.cpp           :670 : 100000000612345 us: [pid:12345 tid:0xa] x",
+        ":3:hip_module.cpp           :9   : 98765432 us: [pid:7654321 tid:0xa] x",
+    };
+    const char subst[] = {' ', '\t', ':', '0', '9', 'a', 'x', '[', ']', '(', 'd', '-'};
+    for (const std::string& base : bases) {
+        expectSameParse(base);
+        for (size_t i = 0; i < 100 && i < base.size(); ++i) {
+            for (char c : subst) {
+                std::string m = base;
+                m[i] = c;
+                expectSameParse(m);
+                std::string ins = base;
+                ins.insert(i, 1, c);
+                expectSameParse(ins);
+            }
+            std::string del = base;
+            del.erase(i, 1);
+            expectSameParse(del);
+        }
+        for (size_t n = 0; n <= base.size(); ++n) expectSameParse(std::string_view(base).substr(0, n));
+    }
+}
+
 }  // namespace
 }  // namespace gpufault

@@ -1,0 +1,101 @@
+#include "ingest/line_reader.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace gpufault {
+
+LineReader::LineReader(int fd, size_t max_line, std::function<void()> reuse)
+    : fd_(fd), maxLine_(max_line), reuse_(std::move(reuse)) {
+    bufs_[0].resize(kChunk);
+}
+
+db::Result<std::string_view> LineReader::peek(size_t n) {
+    while (end_ < n) {
+        auto r = fill();
+        if (!r) return std::unexpected(r.error());
+        if (!*r) break;
+    }
+    return std::string_view(bufs_[cur_].data(), std::min(n, end_));
+}
+
+db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offset,
+                                                             bool& truncated) {
+    truncated = false;
+    for (;;) {
+        const char* s = bufs_[cur_].data() + pos_;
+        if (auto* nl = static_cast<const char*>(std::memchr(s, '\n', end_ - pos_))) {
+            line_offset = base_ + pos_;
+            size_t len = static_cast<size_t>(nl - s);
+            pos_ += len + 1;
+            if (skipping_) {
+                skipping_ = false;
+                truncated = true;
+                return std::optional<std::string_view>(std::string_view(long_));
+            }
+            if (len > maxLine_) {
+                truncated = true;
+                len = maxLine_;
+            }
+            return std::optional<std::string_view>(std::string_view(s, len));
+        }
+        // No newline in the buffer: keep the partial line, read more.
+        if (end_ - pos_ >= maxLine_ || skipping_) {
+            if (!skipping_) {
+                long_.assign(s, maxLine_);
+                longOffset_ = base_ + pos_;
+                skipping_ = true;
+            }
+            const size_t adv = end_;
+            switchBuffer(0);
+            base_ += adv;
+        } else if (pos_ > 0) {
+            const size_t adv = pos_;
+            switchBuffer(end_ - pos_);
+            base_ += adv;
+        }
+        auto r = fill();
+        if (!r) return std::unexpected(r.error());
+        if (!*r) {
+            if (skipping_) {
+                skipping_ = false;
+                truncated = true;
+                line_offset = longOffset_;
+                return std::optional<std::string_view>(std::string_view(long_));
+            }
+            if (end_ > pos_) {  // last line without '\n'
+                line_offset = base_ + pos_;
+                std::string_view v(bufs_[cur_].data() + pos_, end_ - pos_);
+                pos_ = end_;
+                return std::optional<std::string_view>(v);
+            }
+            return std::optional<std::string_view>();
+        }
+    }
+}
+
+void LineReader::switchBuffer(size_t keep) {
+    if (reuse_) reuse_();
+    std::vector<char>& to = bufs_[1 - cur_];
+    if (to.size() < bufs_[cur_].size()) to.resize(bufs_[cur_].size());
+    if (keep) std::memcpy(to.data(), bufs_[cur_].data() + pos_, keep);
+    cur_ = 1 - cur_;
+    pos_ = 0;
+    end_ = keep;
+}
+
+db::Result<bool> LineReader::fill() {
+    std::vector<char>& buf = bufs_[cur_];
+    if (end_ == buf.size()) buf.resize(buf.size() * 2);  // only peek() can get here
+    for (;;) {
+        ssize_t n = ::read(fd_, buf.data() + end_, buf.size() - end_);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return std::unexpected(db::Error{std::strerror(errno)});
+        end_ += static_cast<size_t>(n);
+        return n > 0;
+    }
+}
+
+}  // namespace gpufault
