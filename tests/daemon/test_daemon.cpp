@@ -1,6 +1,7 @@
 // The real gpufaultd: started with a temporary config and store, driven through real files,
 // /dev/kmsg, signals and its control socket; this test plays the service manager.
 #include <fcntl.h>
+#include <grp.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -536,6 +537,60 @@ TEST(Daemon, StoresABlockAtTheEndOfAQuietLogWithoutWaitingForANextLine) {
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 3s));
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
     EXPECT_EQ(f.count("SELECT status FROM evidence"), 0x00301031);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(2s), 0);
+}
+
+namespace {
+
+/// `status` asked by a child running as uid 65534 with primary group `gid` and the given
+/// supplementary groups: the raw reply.
+std::string statusAs(const std::string& sock, gid_t gid, const std::vector<gid_t>& groups) {
+    int fds[2];
+    if (::pipe(fds) != 0) return "pipe failed";
+    pid_t child = ::fork();
+    if (child == 0) {
+        ::close(fds[0]);
+        if (::setgroups(groups.size(), groups.data()) != 0 || ::setgid(gid) != 0 ||
+            ::setuid(65534) != 0)
+            ::_exit(3);
+        std::string reply = controlRequest(sock, "status");
+        (void)!::write(fds[1], reply.data(), reply.size());
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string reply;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) reply.append(buf, static_cast<size_t>(n));
+    ::close(fds[0]);
+    int st = 0;
+    ::waitpid(child, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? reply : "child failed";
+}
+
+}  // namespace
+
+TEST(Daemon, ControlSocketChecksThePeersUserAndGroups) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to connect as another user";
+    const struct group* nog = ::getgrnam("nogroup");
+    if (!nog) GTEST_SKIP() << "no group 'nogroup'";
+    gid_t member = nog->gr_gid;
+    Fixture f;
+    std::string conf = f.config();
+    conf.replace(conf.find("group = \"\""), 10, "group = \"nogroup\"");
+    writeFile(f.conf, conf);
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ::chmod(f.dir.path().c_str(), 0755);
+    ::chmod(f.sock.c_str(), 0666);  // let the file mode pass: the daemon's own check decides
+    // Not root, not the daemon's user, not in the group: refused.
+    EXPECT_EQ(statusAs(f.sock, 4242, {}), "{\"error\":\"permission denied\"}\n");
+    // The group as a supplementary group (SO_PEERGROUPS), or as the primary one: allowed.
+    EXPECT_NE(statusAs(f.sock, 4242, {member}).find("\"streams\""), std::string::npos);
+    EXPECT_NE(statusAs(f.sock, member, {}).find("\"streams\""), std::string::npos);
+    // Root still gets its answer.
+    EXPECT_NE(controlRequest(f.sock, "status").find("\"streams\""), std::string::npos);
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(2s), 0);
 }
