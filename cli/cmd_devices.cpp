@@ -61,6 +61,8 @@ std::vector<Device> listDevices(const std::string& sysfs_root, const std::string
         d.target = node.target().value_or("");
         d.pci = node.pci().value_or("");
         if (auto minor = node.get("drm_render_minor")) d.render_minor = static_cast<int>(*minor);
+        if (auto id = slurp(dir / "gpu_id"); id && !id->empty())
+            d.gpu_id = std::strtoull(id->c_str(), nullptr, 10);
         fs::path dev = fs::path(sysfs_root) / "bus/pci/devices" / d.pci;
         d.name = firstLine(slurp(dev / "product_name"));
         d.vbios = firstLine(slurp(dev / "vbios_version"));

@@ -73,11 +73,24 @@ struct Device {
     std::string pci, target, name, uuid, vbios, driver;
     std::optional<int> render_minor;
     std::optional<uint64_t> vram_total, vram_used;  ///< bytes
+    std::optional<uint64_t> gpu_id;  ///< KFD's gpu_id (names vram_<gpu_id> in kfd/proc)
 };
 /// GPUs under `sysfs_root` (KFD topology, PCI attributes) and `proc_root` (NVIDIA module).
 std::vector<Device> listDevices(const std::string& sysfs_root, const std::string& proc_root);
 /// Lists them: 0 found, 1 none.
 int cmdDevices(const std::string& sysfs_root, const std::string& proc_root, bool json);
+/// `gpufault preflight` options.
+struct PreflightOptions {
+    std::string sysfs_root = "/sys", proc_root = "/proc";
+    uint64_t max_vram_used_mib = 1024;  ///< VRAM in use above this is dirty (AMD)
+    std::vector<std::string> allow = {"rocm-smi", "amd-smi", "rdcd", "gpuagent",
+                                      "amd-metrics-exporter", "device-metrics-exporter"};
+    bool json = false;
+};
+/// Is each GPU clean before a run: faults or failed resets since its last successful reset
+/// (from the store), VRAM in use, KFD processes other than monitoring agents. 0 clean, 1 a
+/// device is dirty, 2 no device or nothing could be checked.
+int cmdPreflight(const Global& g, const PreflightOptions& o);
 int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv, double timeout_s);
 
 }  // namespace gpufault::cli

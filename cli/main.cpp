@@ -112,6 +112,18 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     devices->add_option("--proc-root", procRoot, "procfs mount")->capture_default_str();
 
+    PreflightOptions pre;
+    auto* preflight = app.add_subcommand(
+        "preflight", "is each GPU clean before a run (faults since its last reset, VRAM, processes)");
+    preflight->add_flag("--json", pre.json, "JSON Lines");
+    preflight->add_option("--max-vram-used-mib", pre.max_vram_used_mib,
+                          "VRAM in use above this is dirty")
+        ->capture_default_str();
+    preflight->add_option("--allow", pre.allow, "process names that may hold a GPU (monitoring)")
+        ->capture_default_str();
+    preflight->add_option("--sysfs-root", pre.sysfs_root, "sysfs mount")->capture_default_str();
+    preflight->add_option("--proc-root", pre.proc_root, "procfs mount")->capture_default_str();
+
     std::string socketFlag;
     auto* status = app.add_subcommand("status", "the running gpufaultd: sources, lag, losses");
     status->add_flag("--json", json, "one JSON object");
@@ -167,6 +179,7 @@ int main(int argc, char** argv) {
     if (*show) return cmdShow(g, incident, lastN);
     if (*report) return cmdReport(g, incident, format);
     if (*runCmd) return cmdRun(g, runOpt);
+    if (*preflight) return cmdPreflight(g, pre);
     if (*runs) return cmdRuns(g, json);
     if (*processes) return cmdProcesses(g, json);
     if (*query) return cmdQuery(g, sql, json, csv, timeout);

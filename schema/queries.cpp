@@ -248,6 +248,45 @@ db::Result<std::vector<ProcessRow>> queryProcesses(db::Db& d, std::optional<int6
     return rows;
 }
 
+db::Result<DeviceHistory> queryDeviceHistory(db::Db& d, const std::string& pci) {
+    DeviceHistory h;
+    std::string cols = kEvidenceColumnsNoText;
+    auto reset = d.prepare(fmt::format(
+        "SELECT {} FROM evidence e JOIN sources s ON s.id = e.source_id WHERE e.pci = ?1 AND "
+        "e.kind = 'gpu_reset' AND json_extract(e.attrs, '$.result') = 'succeeded' ORDER BY e.id "
+        "DESC LIMIT 1",
+        cols));
+    if (!reset) return std::unexpected(reset.error());
+    reset->bind(1, pci);
+    auto r = reset->step();
+    if (!r) return std::unexpected(r.error());
+    int64_t after = 0;
+    if (*r) {
+        h.last_good_reset = readEvidence(*reset);
+        after = h.last_good_reset->id;
+    }
+    auto faults = d.prepare(fmt::format(
+        "SELECT {}, (SELECT count(*) FROM evidence x WHERE x.pci = ?1 AND x.id > ?2 AND (x.kind "
+        "IN ('amdgpu_page_fault', 'nvidia_xid') OR (x.kind = 'gpu_reset' AND "
+        "ifnull(json_extract(x.attrs, '$.result'), '') != 'succeeded' AND "
+        "ifnull(json_extract(x.attrs, '$.trigger'), '') != 'reset_begin'))) FROM evidence e JOIN "
+        "sources s ON s.id = e.source_id WHERE e.pci = ?1 AND e.id > ?2 AND (e.kind IN "
+        "('amdgpu_page_fault', 'nvidia_xid') OR (e.kind = 'gpu_reset' AND "
+        "ifnull(json_extract(e.attrs, '$.result'), '') != 'succeeded' AND "
+        "ifnull(json_extract(e.attrs, '$.trigger'), '') != 'reset_begin')) ORDER BY e.id DESC "
+        "LIMIT 1",
+        cols));
+    if (!faults) return std::unexpected(faults.error());
+    faults->bind(1, pci).bind(2, after);
+    auto f = faults->step();
+    if (!f) return std::unexpected(f.error());
+    if (*f) {
+        h.last_fault = readEvidence(*faults);
+        h.faults = faults->i64(faults->columns() - 1);
+    }
+    return h;
+}
+
 db::Result<int64_t> maxEvidenceId(db::Db& d) {
     auto s = d.prepare("SELECT ifnull(max(id), 0) FROM evidence");
     if (!s) return std::unexpected(s.error());

@@ -145,6 +145,15 @@ struct ProcessRow {
 db::Result<std::vector<ProcessRow>> queryProcesses(db::Db& d,
                                                    std::optional<int64_t> incident = std::nullopt);
 
+/// What the store knows about one GPU's recent trouble, for `preflight`.
+struct DeviceHistory {
+    int64_t faults = 0;  ///< page faults, Xids, ring timeouts and failed resets after the baseline
+    std::optional<StoredEvidence> last_fault;
+    std::optional<StoredEvidence> last_good_reset;  ///< the baseline, when there is one
+};
+/// Records naming PCI device `pci` after its last successful GPU reset (in store order).
+db::Result<DeviceHistory> queryDeviceHistory(db::Db& d, const std::string& pci);
+
 /// A generic table for `gpufault query`: column names and rows of printable values.
 struct Table {
     std::vector<std::string> columns;

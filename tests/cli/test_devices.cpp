@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fmt/format.h>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "collectors/device/sysfs.h"
@@ -84,4 +86,59 @@ TEST(Devices, ListsAmdNodesAndTheH200FromFakeTrees) {
                      t.file("empty")});
     EXPECT_EQ(none.status, 1);
     EXPECT_NE(none.err.find("no GPU found"), std::string::npos);
+}
+
+TEST(Preflight, FaultsSinceTheLastGoodResetVramAndProcessesMakeADeviceDirty) {
+    TempDir t;
+    std::string sys = t.file("sys"), proc = t.file("proc"), db = t.file("g.db");
+    std::string nodes = sys + "/class/kfd/kfd/topology/nodes";
+    for (auto [n, loc, id] : {std::tuple{1, "50688", "17183"}, std::tuple{2, "768", "29361"}}) {
+        put(fmt::format("{}/{}/properties", nodes, n),
+            fmt::format("simd_count 416\ngfx_target_version 90010\nlocation_id {}\ndomain 0\n", loc));
+        put(fmt::format("{}/{}/gpu_id", nodes, n), std::string(id) + "\n");
+    }
+    put(sys + "/bus/pci/devices/0000:c6:00.0/mem_info_vram_used", "3221225472\n");  // 3 GiB
+    put(sys + "/bus/pci/devices/0000:03:00.0/mem_info_vram_used", "16777216\n");    // 16 MiB
+    // A training process on device 1 (gpu_id 17183) and a monitoring agent on both.
+    put(sys + "/class/kfd/kfd/proc/4242/vram_17183", "0\n");
+    put(proc + "/4242/comm", "python3\n");
+    put(sys + "/class/kfd/kfd/proc/900/vram_17183", "0\n");
+    put(sys + "/class/kfd/kfd/proc/900/vram_29361", "0\n");
+    put(proc + "/900/comm", "amd-smi\n");
+    // The kernel log: device c6 faulted after its last successful reset; device 03 faulted
+    // before its successful reset only.
+    const std::string c6 = "amdgpu 0000:c6:00.0: amdgpu: ", d3 = "amdgpu 0000:03:00.0: amdgpu: ";
+    writeFile(t.file("dmesg.log"),
+              "[  50.0] " + d3 + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 pasid:32769)\n"
+              "[  50.1] " + d3 + "  in page starting at address 0x00007f0000000000 from IH client 0x1b (UTCL2)\n"
+              "[  60.0] " + d3 + "GPU reset begin!\n"
+              "[  61.0] " + d3 + "GPU reset(1) succeeded!\n"
+              "[  70.0] " + c6 + "GPU reset begin!\n"
+              "[  71.0] " + c6 + "GPU reset(1) succeeded!\n"
+              "[ 100.0] " + c6 + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 pasid:32769)\n"
+              "[ 100.1] " + c6 + "  in page starting at address 0x00007f6459a00000 from IH client 0x1b (UTCL2)\n"
+              "[ 100.2] " + c6 + "VM_L2_PROTECTION_FAULT_STATUS:0x00301031\n");
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db, "ingest", "-q", t.file("dmesg.log")}).status, 0);
+
+    auto r = run({GPUFAULT_BIN, "--db", db, "preflight", "--sysfs-root", sys, "--proc-root", proc});
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    EXPECT_EQ(r.out,
+              "0000:c6:00.0 gfx90a (node 1) DIRTY\n"
+              "  - 1 fault record(s) since its last successful GPU reset (last: amdgpu_page_fault " +
+                  t.file("dmesg.log") + ":7)\n"
+              "  - VRAM in use: 3,221,225,472 B (3.00 GiB) (limit 1024 MiB)\n"
+              "  - KFD process 4242 (python3) holds memory on it\n"
+              "0000:03:00.0 gfx90a (node 2) clean\n");
+    // With the training process gone, less VRAM in use and no store: clean, history unchecked.
+    std::filesystem::remove_all(sys + "/class/kfd/kfd/proc/4242");
+    put(sys + "/bus/pci/devices/0000:c6:00.0/mem_info_vram_used", "1048576\n");
+    auto clean = run({GPUFAULT_BIN, "--db", t.file("none.db"), "preflight", "--json",
+                      "--sysfs-root", sys, "--proc-root", proc});
+    EXPECT_EQ(clean.status, 0) << clean.out;
+    auto first = nlohmann::json::parse(clean.out.substr(0, clean.out.find('\n')));
+    EXPECT_EQ(first["verdict"], "clean");
+    EXPECT_EQ(first["unchecked"][0], "fault history (no store at " + t.file("none.db") + ")");
+    EXPECT_EQ(run({GPUFAULT_BIN, "preflight", "--sysfs-root", t.file("x"), "--proc-root",
+                   t.file("x")}).status,
+              2);
 }
