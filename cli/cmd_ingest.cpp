@@ -8,7 +8,9 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "collectors/coredump/core_reader.h"
 #include "ingest/ingest.h"
+#include "ingest/ingest_core.h"
 #include "schema/store.h"
 
 namespace gpufault::cli {
@@ -63,9 +65,41 @@ void progressBar(uint64_t done, uint64_t total) {
     if (done >= total) fmt::print(stderr, "\n");
 }
 
+/// Reads one core; prints its summary unless quiet. False on error (printed).
+bool ingestOneCore(Store& store, const std::string& f, const CoreOptions& o, bool quiet) {
+    coredump::ReadOptions ro;
+    ro.unwind.exe = o.exe;
+    ro.unwind.debuginfo_path = o.debuginfo_path;
+    auto r = ingestCore(store, f, ro);
+    if (!r) {
+        fmt::print(stderr, "gpufault: {}\n", r.error().message);
+        return false;
+    }
+    if (quiet) return true;
+    if (r->unchanged) {
+        fmt::print("{}: core already ingested, unchanged\n", f);
+        return true;
+    }
+    if (r->kind != "cpu") {
+        fmt::print("{}: {} core {} (metadata only, not unwound), {:.2f} s\n", f, r->kind,
+                   r->core_id, r->seconds);
+        return true;
+    }
+    fmt::print("{}: core {}, {} thread{}, {} frames in the crashing thread, top {}, stack {}, "
+               "{:.2f} s\n",
+               f, r->core_id, r->threads, r->threads == 1 ? "" : "s", r->frames,
+               r->top.empty() ? "-" : r->top, r->signature.empty() ? "-" : r->signature,
+               r->seconds);
+    return true;
+}
+
 }  // namespace
 
-int cmdIngest(const Global& g, const std::vector<std::string>& files, int window, bool quiet) {
+int cmdIngest(const Global& g,
+              const std::vector<std::string>& files,
+              int window,
+              bool quiet,
+              const CoreOptions& cores) {
     if (!checkInputs(files)) return 2;
     std::error_code ec;
     auto dir = std::filesystem::path(g.db).parent_path();
@@ -82,6 +116,13 @@ int cmdIngest(const Global& g, const std::vector<std::string>& files, int window
     bool tty = ::isatty(STDERR_FILENO);
     int rc = 0;
     for (const auto& f : files) {
+        if (f != "-" && coredump::isCoreFile(f)) {
+            if (!ingestOneCore(*store, f, cores, quiet)) {
+                rc = 2;
+                break;
+            }
+            continue;
+        }
         struct stat st {};
         bool big = f != "-" && ::stat(f.c_str(), &st) == 0 && st.st_size > (64 << 20);
         opt.progress =

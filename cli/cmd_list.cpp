@@ -7,6 +7,7 @@
 #include "cli/store_open.h"
 #include "collectors/common/evidence_json.h"
 #include "collectors/common/text.h"
+#include "schema/core_queries.h"
 #include "schema/queries.h"
 
 namespace gpufault::cli {
@@ -26,6 +27,25 @@ std::string where(const StoredEvidence& s) {
 
 std::string optAddr(const std::optional<uint64_t>& a) {
     return a ? addr16(*a) : "-";
+}
+
+/// The stack signature of the core in a record's incident, if any.
+std::optional<std::string> stackOf(const std::map<int64_t, std::string>& stacks, int64_t id) {
+    auto it = stacks.find(id);
+    return it == stacks.end() ? std::nullopt : std::optional<std::string>(it->second);
+}
+
+/// A STACK column is shown only when some record has a core's stack (no change otherwise).
+void addStackColumn(TextTable& t, const std::vector<std::optional<std::string>>& stacks) {
+    bool any = false;
+    for (auto& s : stacks) any |= s.has_value();
+    if (!any) return;
+    t.header.push_back("STACK");
+    for (size_t i = 0; i < t.rows.size(); ++i) t.rows[i].push_back(orDash(stacks[i]));
+}
+
+nlohmann::json optJson(const std::optional<std::string>& s) {
+    return s ? nlohmann::json(*s) : nlohmann::json(nullptr);
 }
 
 /// A one-line description of the record (what the table shows besides the fixed columns).
@@ -80,18 +100,28 @@ int cmdEvents(const Global& g,
     filter.source = source;
     auto rows = queryEvidence(store->db(), filter);
     if (failed(rows)) return 2;
+    auto stacks = queryStackSignatures(store->db());
+    if (failed(stacks)) return 2;
     if (json) {
-        for (auto& r : *rows) printJsonLine(stdout, evidenceJson(r));
+        for (auto& r : *rows) {
+            auto j = evidenceJson(r);
+            j["stack"] = optJson(stackOf(*stacks, r.id));
+            printJsonLine(stdout, j);
+        }
         return 0;
     }
     TextTable t{{"ID", "KIND", "WHERE", "ADDRESS", "PID", "DETAIL"}, {}};
-    for (auto& r : *rows)
+    std::vector<std::optional<std::string>> stackCol;
+    for (auto& r : *rows) {
         t.rows.push_back({std::to_string(r.id),
                           std::string(kindName(r.e.kind)),
                           where(r),
                           optAddr(r.e.address),
                           orDash(r.e.pid),
                           detail(r.e)});
+        stackCol.push_back(stackOf(*stacks, r.id));
+    }
+    addStackColumn(t, stackCol);
     t.print(stdout);
     return 0;
 }
@@ -143,9 +173,12 @@ int cmdFaults(const Global& g, bool json) {
     if (!store) return 2;
     auto rows = queryFaults(store->db());
     if (failed(rows)) return 2;
+    auto stacks = queryStackSignatures(store->db());
+    if (failed(stacks)) return 2;
     TextTable t{
         {"ID", "INCIDENT", "KIND", "ADDRESS", "2MiB", "NEAREST OPERAND", "DISTANCE", "LAST KERNEL"},
         {}};
+    std::vector<std::optional<std::string>> stackCol;
     for (auto& r : *rows) {
         const auto& e = r.ev.e;
         std::optional<bool> aligned;
@@ -161,6 +194,7 @@ int cmdFaults(const Global& g, bool json) {
                 r.nearest ? nlohmann::json(r.nearest_inside) : nlohmann::json(nullptr);
             j["last_kernel"] =
                 r.last_kernel ? nlohmann::json(*r.last_kernel) : nlohmann::json(nullptr);
+            j["stack"] = optJson(stackOf(*stacks, r.ev.id));
             printJsonLine(stdout, j);
             continue;
         }
@@ -177,7 +211,9 @@ int cmdFaults(const Global& g, bool json) {
                           orDash(r.nearest),
                           dist,
                           orDash(r.last_kernel)});
+        stackCol.push_back(stackOf(*stacks, r.ev.id));
     }
+    addStackColumn(t, stackCol);
     if (!json) t.print(stdout);
     return 0;
 }

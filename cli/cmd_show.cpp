@@ -7,9 +7,11 @@
 #include "cli/commands.h"
 #include "cli/incident_view.h"
 #include "cli/output.h"
+#include "cli/stack_view.h"
 #include "cli/store_open.h"
 #include "collectors/common/demangle.h"
 #include "collectors/common/text.h"
+#include "schema/core_queries.h"
 #include "schema/queries.h"
 
 namespace gpufault::cli {
@@ -160,6 +162,15 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         if (auto f = facts(e); !f.empty()) fmt::print("      {}\n", printable(f));
         fmt::print("{}", firstLines(e.raw, 12));
     }
+    if (auto cores = queryIncidentCores(store->db(), id); cores)
+        for (const auto& c : *cores) {
+            fmt::print("\nCore {}: {}\n{}", c.id, coreTitle(c), coreFacts(c, "  "));
+            if (auto th = queryCoreThreads(store->db(), c.id, false); th)
+                for (const auto& t : *th) fmt::print("{}", threadText(t, 24, "  "));
+            if (c.threads > 1)
+                fmt::print("  {} other threads: gpufault stack {} --all-threads\n", c.threads - 1,
+                           c.id);
+        }
     auto prim = primaryDistances(*v);
     if (!prim.empty()) {
         fmt::print("\nOperands by |distance| from {}\n", addr16(prim.front().address));

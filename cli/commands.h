@@ -19,7 +19,21 @@ struct Global {
 /// and is readable, else $XDG_DATA_HOME/gpufault/gpufault.db (~/.local/share/...).
 std::string resolveDbPath(const std::string& flag);
 
-int cmdIngest(const Global& g, const std::vector<std::string>& files, int window, bool quiet);
+/// Options for cores given to `ingest`.
+struct CoreOptions {
+    std::optional<std::string> exe;           ///< the executable, when its recorded path is gone
+    std::vector<std::string> debuginfo_path;  ///< searched before `:.debug:/usr/lib/debug`
+};
+/// Reads logs and cores (an ELF core is recognised by its header) into the store.
+int cmdIngest(const Global& g,
+              const std::vector<std::string>& files,
+              int window,
+              bool quiet,
+              const CoreOptions& cores = {});
+/// Cores in the store: pid, signal, si_addr, signature, top frame, incident.
+int cmdCores(const Global& g, bool json);
+/// One core's symbolized stack (the crashing thread; `all`: every thread); 1 when no such core.
+int cmdStack(const Global& g, int64_t core, bool all, bool json);
 int cmdEvents(const Global& g,
               bool json,
               const std::optional<std::string>& kind,

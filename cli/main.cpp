@@ -17,11 +17,18 @@ int main(int argc, char** argv) {
     int window = 64;
     bool quiet = false;
     auto* ingest = app.add_subcommand(
-        "ingest", "read logs (kernel, runtime, sanitizer, container) into the store");
+        "ingest", "read logs (kernel, runtime, sanitizer, container) and core files into the store");
     ingest->add_option("files", files, "files to read, - for stdin")->required();
     ingest->add_option("--window", window, "dispatches kept per thread before a fault")
         ->check(CLI::Range(1, 100000));
     ingest->add_flag("-q,--quiet", quiet, "no summary");
+    CoreOptions coreOpt;
+    ingest->add_option("--exe", coreOpt.exe,
+                       "cores: the executable, when the path the core records is gone");
+    ingest->add_option("--debuginfo-path", coreOpt.debuginfo_path,
+                       "cores: directories with debug files or a .build-id tree (DIR[:DIR…]; "
+                       "searched before :.debug:/usr/lib/debug)")
+        ->allow_extra_args(false);
 
     bool json = false, csv = false;
     std::optional<std::string> kind, source;
@@ -29,6 +36,15 @@ int main(int argc, char** argv) {
     events->add_flag("--json", json, "JSON Lines");
     events->add_option("--kind", kind, "only this kind");
     events->add_option("--source", source, "only this source path");
+
+    auto* cores = app.add_subcommand("cores", "cores read by ingest: signal, address, signature");
+    cores->add_flag("--json", json, "JSON Lines");
+    int64_t coreId = 0;
+    bool allThreads = false;
+    auto* stack = app.add_subcommand("stack", "one core's symbolized stack");
+    stack->add_option("core", coreId, "core id (gpufault cores)")->required();
+    stack->add_flag("--all-threads", allThreads, "every thread, not only the crashing one");
+    stack->add_flag("--json", json, "one JSON object");
 
     auto* incidents = app.add_subcommand("incidents", "list incidents");
     incidents->add_flag("--json", json, "JSON Lines");
@@ -169,7 +185,9 @@ int main(int argc, char** argv) {
     Global g;
     g.db_explicit = !dbFlag.empty();
     g.db = resolveDbPath(dbFlag);
-    if (*ingest) return cmdIngest(g, files, window, quiet);
+    if (*ingest) return cmdIngest(g, files, window, quiet, coreOpt);
+    if (*cores) return cmdCores(g, json);
+    if (*stack) return cmdStack(g, coreId, allThreads, json);
     if (*events) return cmdEvents(g, json, kind, source);
     if (*incidents) return cmdIncidents(g, json);
     if (*faults) return cmdFaults(g, json);

@@ -13,10 +13,38 @@ namespace gpufault {
 
 bool isKernelSide(Kind k) {
     return k == Kind::AmdgpuPageFault || k == Kind::NvidiaXid || k == Kind::CpuSegfault ||
-           k == Kind::GpuReset;
+           k == Kind::GpuReset || k == Kind::Coredump;
+}
+
+std::optional<int64_t> wallSeconds(std::string_view wall) {
+    // YYYY-MM-DDTHH:MM:SS as a count of seconds on its own (unstated) zone: differences only.
+    if (wall.size() != 19 || wall[4] != '-' || wall[10] != 'T') return std::nullopt;
+    auto num = [&](size_t at, size_t n) -> std::optional<int64_t> {
+        int64_t v = 0;
+        for (size_t i = at; i < at + n; ++i) {
+            if (wall[i] < '0' || wall[i] > '9') return std::nullopt;
+            v = v * 10 + (wall[i] - '0');
+        }
+        return v;
+    };
+    auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2),
+         sec = num(17, 2);
+    if (!y || !mo || !d || !h || !mi || !sec || *mo < 1 || *mo > 12) return std::nullopt;
+    // days from civil (Howard Hinnant's algorithm)
+    int64_t yy = *y - (*mo <= 2), era = (yy >= 0 ? yy : yy - 399) / 400, yoe = yy - era * 400;
+    int64_t doy = (153 * (*mo + (*mo > 2 ? -3 : 9)) + 2) / 5 + *d - 1;
+    int64_t days = era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+    return days * 86400 + *h * 3600 + *mi * 60 + *sec;
 }
 
 namespace {
+
+/// A core's time (the file's modification) is not the instant of the fault: it is compared
+/// only by the core link, never as a shared clock.
+const std::optional<std::string>& wallOf(const Evidence& e) {
+    static const std::optional<std::string> kNone;
+    return e.kind == Kind::Coredump ? kNone : e.time.wall;
+}
 
 /// What a set of records states that another set could contradict: one GPU node, device and
 /// vendor at most, the kernel (pid, tid) pairs, one pid per runtime stream, and the span of each
@@ -43,7 +71,7 @@ struct Traits {
         }
         if (e.time.kernel_s) t.kMin = t.kMax = *e.time.kernel_s;
         if (e.time.runtime_us) t.rMin = t.rMax = static_cast<double>(*e.time.runtime_us) / 1e6;
-        if (e.time.wall && e.time.wall->size() == 19) t.wall = e.time.wall;
+        if (wallOf(e) && wallOf(e)->size() == 19) t.wall = wallOf(e);
         return t;
     }
 
@@ -120,8 +148,9 @@ std::optional<double> clockGap(const Evidence& a, const Evidence& b) {
     if (a.time.kernel_s && b.time.kernel_s) return std::fabs(*a.time.kernel_s - *b.time.kernel_s);
     if (a.time.runtime_us && b.time.runtime_us)
         return std::fabs(static_cast<double>(*a.time.runtime_us - *b.time.runtime_us)) / 1e6;
-    if (a.time.wall && b.time.wall && a.time.wall->size() == 19 && b.time.wall->size() == 19)
-        return *a.time.wall == *b.time.wall ? 0.0 : 1e9;  // to the second; different = unknown gap
+    const auto &wa = wallOf(a), &wb = wallOf(b);
+    if (wa && wb && wa->size() == 19 && wb->size() == 19)
+        return *wa == *wb ? 0.0 : 1e9;  // to the second; different = unknown gap
     return std::nullopt;
 }
 
@@ -208,6 +237,8 @@ int kindPriority(Kind k) {
             return 6;
         case Kind::RuntimeError:
             return 7;
+        case Kind::Coredump:
+            return 8;
         default:
             return 9;
     }
@@ -247,6 +278,7 @@ std::string signatureOf(const std::vector<const StoredEvidence*>& members) {
                                     m->e.reason.value_or(""),
                                     m->e.client.value_or(""),
                                     m->e.kernel.value_or("")));
+        if (auto stack = m->e.attr("stack")) parts.back() += fmt::format("|stack {}", *stack);
     }
     std::sort(parts.begin(), parts.end());
     parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
@@ -336,6 +368,41 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
                 uf.join(k, r, fmt::format("same process: pid {} was spawned by run #{}", *e.pid, run));
             }
         }
+    }
+
+    // A core joins the record of its process (pid, or the crashing thread's tid that a segfault
+    // line prints) whose wall time lies at most core_before_s after and core_after_s before
+    // the core's time; the closest in time wins.
+    for (size_t c = 0; c < faults.size(); ++c) {
+        const auto& core = faults[c]->e;
+        if (core.kind != Kind::Coredump || !core.pid || !core.time.wall) continue;
+        auto ct = wallSeconds(*core.time.wall);
+        if (!ct) continue;
+        std::optional<size_t> best;
+        int64_t bestGap = 0;
+        for (size_t i = 0; i < faults.size(); ++i) {
+            const auto& f = faults[i]->e;
+            if (i == c || f.kind == Kind::Coredump || !f.pid || !f.time.wall) continue;
+            bool samePid = *f.pid == *core.pid;
+            if (!samePid && !(core.tid && *f.pid == *core.tid) && !(f.tid && *f.tid == *core.pid))
+                continue;
+            // comm is cut to 15 characters; a thread's own name may differ from the process's
+            if (samePid && f.process && core.process &&
+                f.process->substr(0, 15) != core.process->substr(0, 15))
+                continue;
+            auto ft = wallSeconds(*f.time.wall);
+            if (!ft) continue;
+            int64_t gap = *ct - *ft;
+            if (gap < -rules.core_before_s || gap > rules.core_after_s) continue;
+            if (!best || std::llabs(gap) < std::llabs(bestGap)) {
+                best = i;
+                bestGap = gap;
+            }
+        }
+        if (best)
+            uf.join(*best, c,
+                    fmt::format("core of pid {}, written {} s after the record", *core.pid,
+                                bestGap));
     }
 
     std::map<size_t, std::vector<size_t>> groups;  // root → members, root first

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "schema/queries.h"
@@ -17,6 +19,8 @@ struct CorrelationRules {
     int same_stream_lines = 50;   ///< without a clock: records this many lines apart may join
     int neighbours = 16;          ///< same-stream records compared with this many predecessors
     double reset_after_s = 30.0;  ///< a GPU reset this soon after a fault of its device is context
+    int64_t core_after_s = 600;   ///< a core written this long after its process's record joins it
+    int64_t core_before_s = 2;    ///< … or this long before it (clocks to the second)
 };
 
 /// What tells a host pid (as the kernel prints it) to the runtime's streams, beyond addresses.
@@ -37,7 +41,11 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
                                       const CorrelationRules& rules = {},
                                       const ProcessLinks& links = {});
 
-/// True for records reported by the kernel (host pid namespace, kernel clock).
+/// True for records reported by the kernel (host pid namespace, kernel clock); cores count as
+/// kernel side (their pid contradicts another kernel record's pid).
 bool isKernelSide(Kind k);
+
+/// `YYYY-MM-DDTHH:MM:SS` as seconds (to compare two stamps of one zone); nullopt otherwise.
+std::optional<int64_t> wallSeconds(std::string_view wall);
 
 }  // namespace gpufault

@@ -413,7 +413,7 @@ db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
         "AND (dd.pid IS NULL OR e.pid IS NULL OR dd.pid = e.pid) ORDER BY dd.line DESC LIMIT 1) "
         "FROM evidence e JOIN sources s ON s.id = e.source_id LEFT JOIN nearest n ON "
         "n.evidence_id = e.id WHERE e.kind IN ('amdgpu_page_fault', 'rocr_memory_fault', "
-        "'nvidia_xid', 'sanitizer_report', 'cpu_segfault') ORDER BY e.source_id, e.line, e.id",
+        "'nvidia_xid', 'sanitizer_report', 'cpu_segfault', 'coredump') ORDER BY e.source_id, e.line, e.id",
         kEvidenceColumns));
     if (!s) return std::unexpected(s.error());
     return collect<FaultRow>(*s, [](const db::Stmt& st) {

@@ -112,7 +112,7 @@ struct FaultRow {
     bool nearest_inside = false;
     std::optional<std::string> last_kernel;  ///< last ShaderName before it, same stream/process
 };
-/// Fault-kind records (amdgpu, ROCr, Xid, sanitizer, CPU segfault) in evidence order.
+/// Fault-kind records (amdgpu, ROCr, Xid, sanitizer, CPU segfault, core) in evidence order.
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d);
 
 /// Record counts for metrics: evidence by (kind, GPU) and incidents by (kind, signature).

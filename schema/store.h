@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collectors/common/evidence.h"
+#include "collectors/coredump/stack.h"
 #include "schema/sqlite.h"
 
 namespace gpufault {
@@ -83,6 +84,32 @@ struct ProcessRecord {
     std::vector<Module> modules;
 };
 
+/// A core as stored (tables cores, threads, frames, core_files); see schema/sql/005_cores.sql.
+struct CoreRecord {
+    std::string kind = "cpu";  ///< cpu | rocr_gpu | cuda_gpu
+    std::string path;
+    int64_t size = 0;
+    int64_t time = 0;  ///< UTC seconds
+    std::string time_from = "mtime";
+    std::optional<int64_t> pid, tid, uid, signal, si_code;
+    std::optional<std::string> process;
+    std::optional<uint64_t> signal_addr;  ///< si_addr (fault signals)
+    int64_t e_machine = 0;
+    std::optional<std::string> signature;
+    std::string signature_frames = "[]";  ///< JSON array
+    bool threads_truncated = false;
+    std::string modules_missing = "[]";  ///< JSON array
+    std::string runtimes = "{}";         ///< JSON object
+    std::optional<std::string> meta;     ///< JSON object (GPU cores)
+    double seconds = 0;
+    std::vector<coredump::Thread> threads;
+    struct File {
+        std::string path;
+        uint64_t start = 0, end = 0;
+    };
+    std::vector<File> files;
+};
+
 /// Read/write access to the store. Opening read-write creates the file and applies migrations
 /// (`PRAGMA user_version`); read-only never changes the file.
 class Store {
@@ -128,6 +155,14 @@ class Store {
     /// Records a process snapshot with its modules (in the open transaction); a snapshot of the
     /// same process (boot, pid, start time) already stored is kept and its id returned.
     db::Result<int64_t> addProcess(const ProcessRecord& p);
+    /// Records a core with its threads, frames and mapped files (in the open transaction);
+    /// `evidence_id` is its `coredump` record. A core of the same source is kept: its id is
+    /// returned. Implemented in store_cores.cpp.
+    db::Result<int64_t> addCore(int64_t source_id,
+                                const CoreRecord& c,
+                                std::optional<int64_t> evidence_id);
+    /// The id of the record of `kind` a source produced first, if any.
+    db::Result<std::optional<int64_t>> evidenceIdOf(int64_t source_id, Kind kind);
     /// Records a run; returns its id.
     db::Result<int64_t> addRun(const RunRecord& r);
     /// Replaces all incidents (correlation is recomputed after each ingest).

@@ -5,7 +5,7 @@
 namespace gpufault {
 
 namespace {
-constexpr std::array<std::pair<Kind, std::string_view>, 10> kKindNames{{
+constexpr std::array<std::pair<Kind, std::string_view>, 11> kKindNames{{
     {Kind::AmdgpuPageFault, "amdgpu_page_fault"},
     {Kind::RocrMemoryFault, "rocr_memory_fault"},
     {Kind::HsaQueueError, "hsa_queue_error"},
@@ -16,6 +16,7 @@ constexpr std::array<std::pair<Kind, std::string_view>, 10> kKindNames{{
     {Kind::MissingCodeObject, "missing_code_object"},
     {Kind::AllocFailure, "alloc_failure"},
     {Kind::GpuReset, "gpu_reset"},
+    {Kind::Coredump, "coredump"},
 }};
 }  // namespace
 

@@ -23,6 +23,7 @@ enum class Kind {
     MissingCodeObject,
     AllocFailure,
     GpuReset,
+    Coredump,  ///< a core file of a process that died of a signal (collectors/coredump)
 };
 
 /// `amdgpu_page_fault`, `rocr_memory_fault`, ... for a kind.

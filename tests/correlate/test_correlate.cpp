@@ -266,3 +266,73 @@ TEST(Correlate, StormOfOneDeviceIsOneIncidentInLinearTime) {
 
 }  // namespace
 }  // namespace gpufault
+
+namespace gpufault {
+namespace {
+
+StoredEvidence coreRec(int64_t id, int64_t source, int64_t pid, int64_t tid, const char* wall) {
+    StoredEvidence c;
+    c.id = id;
+    c.source_id = source;
+    c.source = "core" + std::to_string(source);
+    c.e.kind = Kind::Coredump;
+    c.e.line = 1;
+    c.e.pid = pid;
+    c.e.tid = tid;
+    c.e.process = "python3";
+    c.e.time.wall = wall;
+    c.e.address = 0x8a;
+    c.e.setAttr("stack", "80e226361c375067");
+    return c;
+}
+
+StoredEvidence segfault(int64_t id, int64_t pid, const char* wall, const char* process) {
+    StoredEvidence s;
+    s.id = id;
+    s.source_id = 1;
+    s.source = "kern.log";
+    s.e.kind = Kind::CpuSegfault;
+    s.e.line = static_cast<uint64_t>(id);
+    s.e.pid = pid;
+    s.e.process = process;
+    s.e.time.wall = wall;
+    s.e.address = 0x8a;
+    return s;
+}
+
+TEST(CorrelateCores, CoreJoinsItsProcessWithinTheWindow) {
+    auto seg = segfault(1, 4242, "2025-06-05T12:40:08", "python3");
+    auto core = coreRec(2, 2, 4242, 4242, "2025-06-05T12:41:30");  // 82 s later: a big core
+    auto inc = correlate({seg, core});
+    ASSERT_EQ(inc.size(), 1u);
+    EXPECT_EQ(inc[0].kind, "cpu_segfault");
+    EXPECT_EQ(inc[0].members[1].link, "core of pid 4242, written 82 s after the record");
+    // the stack signature is part of the incident's signature
+    auto alone = correlate({segfault(1, 4242, "2025-06-05T12:40:08", "python3")});
+    EXPECT_NE(inc[0].signature, alone[0].signature);
+}
+
+TEST(CorrelateCores, ThreadIdOfTheSegfaultLineJoinsToo) {
+    // A worker thread crashed: the kernel prints its tid and its own name.
+    auto seg = segfault(1, 4250, "2025-06-05T12:40:08", "pt_autograd_0");
+    auto core = coreRec(2, 2, 4242, 4250, "2025-06-05T12:40:09");
+    EXPECT_EQ(correlate({seg, core}).size(), 1u);
+}
+
+TEST(CorrelateCores, OtherPidNameOrTimeNeverJoins) {
+    auto core = coreRec(9, 2, 4242, 4242, "2025-06-05T12:40:10");
+    EXPECT_EQ(correlate({segfault(1, 4243, "2025-06-05T12:40:08", "python3"), core}).size(), 2u);
+    EXPECT_EQ(correlate({segfault(1, 4242, "2025-06-05T12:40:08", "bash"), core}).size(), 2u);
+    EXPECT_EQ(correlate({segfault(1, 4242, "2025-06-05T11:40:08", "python3"), core}).size(), 2u);
+    EXPECT_EQ(correlate({segfault(1, 4242, "2025-06-05T12:40:20", "python3"), core}).size(), 2u);
+    auto noClock = segfault(1, 4242, "2025-06-05T12:40:08", "python3");
+    noClock.e.time = {};
+    noClock.e.time.kernel_s = 4778.9;
+    EXPECT_EQ(correlate({noClock, core}).size(), 2u);  // no shared clock: documented limit
+    EXPECT_EQ(wallSeconds("2025-06-05T12:40:10").value() - wallSeconds("2025-06-04T12:40:10").value(),
+              86400);
+    EXPECT_FALSE(wallSeconds("06-05T12:40:10"));
+}
+
+}  // namespace
+}  // namespace gpufault

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ingest/ingest.h"
+#include "schema/core_queries.h"
 #include "schema/queries.h"
 #include "schema/store.h"
 #include "tests/support/process.h"
@@ -45,7 +46,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     TempDir t;
     auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s) << s.error().message;
-    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 4);  // 001 … 004_journal_cursor
+    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 5);  // 001 … 005_cores
     EXPECT_EQ(scalar(*s, "PRAGMA auto_vacuum"), 2);  // 2 = INCREMENTAL
     auto mode = s->db().prepare("PRAGMA journal_mode");
     ASSERT_TRUE(mode && *mode->step());
@@ -53,7 +54,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     // Reopening does not migrate again.
     s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s);
-    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 4);  // 001 … 004_journal_cursor
+    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 5);  // 001 … 005_cores
 }
 
 TEST(Store, ReadOnlyRefusesFilesThatAreNotStores) {
@@ -224,6 +225,80 @@ TEST(Store, RetentionBySizeDropsTheLeastRecentlyWrittenFirst) {
     EXPECT_LE(*s->usedBytes(), *used * 3 / 4);
     // The freed pages went back to the file system.
     EXPECT_EQ(scalar(*s, "PRAGMA freelist_count"), 0);
+}
+
+TEST(Store, CoreWithThreadsAndFramesIsStoredOnceAndPruned) {
+    TempDir t;
+    auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s) << s.error().message;
+    ASSERT_TRUE(s->begin());
+    auto src = s->source({"core.1", "core", 1, 2, "core-x"});
+    ASSERT_TRUE(src);
+    Evidence e;
+    e.kind = Kind::Coredump;
+    e.line = 1;
+    e.pid = 14046;
+    e.raw = "core";
+    ASSERT_TRUE(s->addEvidence(src->id, e));
+    auto ev = s->evidenceIdOf(src->id, Kind::Coredump);
+    ASSERT_TRUE(ev && *ev);
+    CoreRecord c;
+    c.path = "/var/crash/core.1";
+    c.size = 4096;
+    c.time = 1749127210;
+    c.pid = 14046;
+    c.signal = 11;
+    c.signal_addr = 0x8a;
+    c.e_machine = 62;
+    c.signature = "80e226361c375067";
+    coredump::Thread th;
+    th.tid = 14046;
+    th.crashed = true;
+    coredump::Frame f0, f1;
+    f0.pc = 0x7f5eb547916e;
+    f0.module = "/tmp/crashfixture/libcrashlib.so";
+    f0.build_id = "3d7e219e203cde2a23bc8764309cc2c58c95316f";
+    f0.module_offset = 0x116e;
+    f1.pc = 0x7f5eb547919b;
+    f1.symbol = "(anonymous namespace)::ihip_launch_kernel_like(fakeamd::Symbol*, int)";
+    f1.file = "./crashlib.cpp";
+    f1.line = 19;
+    th.frames = {f0, f1};
+    coredump::Thread other;
+    other.tid = 14047;
+    other.error = "no matching address range";
+    c.threads = {th, other};
+    c.files = {{"/tmp/crashfixture/libcrashlib.so", 0x7f5eb5478000, 0x7f5eb547d000}};
+    auto id = s->addCore(src->id, c, *ev);
+    ASSERT_TRUE(id) << id.error().message;
+    auto again = s->addCore(src->id, c, *ev);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(*again, *id);
+    ASSERT_TRUE(s->commit());
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM frames"), 2);
+
+    auto rows = queryCores(s->db());
+    ASSERT_TRUE(rows);
+    ASSERT_EQ(rows->size(), 1u);
+    EXPECT_EQ(rows->front().core.signal_addr, 0x8au);
+    EXPECT_EQ(rows->front().threads, 2);
+    auto crashed = queryCoreThreads(s->db(), *id, false);
+    ASSERT_TRUE(crashed);
+    ASSERT_EQ(crashed->size(), 1u);
+    ASSERT_EQ(crashed->front().frames.size(), 2u);
+    EXPECT_EQ(crashed->front().frames[0].module_offset, 0x116eu);
+    EXPECT_EQ(crashed->front().frames[1].line, 19);
+    auto all = queryCoreThreads(s->db(), *id, true);
+    ASSERT_TRUE(all);
+    ASSERT_EQ(all->size(), 2u);
+    EXPECT_EQ(all->back().error, "no matching address range");
+    EXPECT_TRUE(all->back().frames.empty());
+
+    auto dropped = s->prune(0, 1, {});  // everything is over one byte
+    ASSERT_TRUE(dropped) << dropped.error().message;
+    EXPECT_EQ(*dropped, 1);
+    for (const char* table : {"cores", "threads", "frames", "core_files", "evidence"})
+        EXPECT_EQ(scalar(*s, fmt::format("SELECT count(*) FROM {}", table)), 0) << table;
 }
 
 }  // namespace

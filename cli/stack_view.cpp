@@ -1,0 +1,117 @@
+#include "cli/stack_view.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "cli/output.h"
+#include "collectors/coredump/core_elf.h"
+
+namespace gpufault::cli {
+
+namespace {
+
+std::string baseName(const std::string& p) {
+    auto s = p.rfind('/');
+    return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+std::string utc(int64_t t) {
+    time_t tt = static_cast<time_t>(t);
+    struct tm tm {};
+    gmtime_r(&tt, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+}  // namespace
+
+std::string coreTitle(const CoreRow& r) {
+    const auto& c = r.core;
+    if (c.kind != "cpu") {
+        auto meta = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+        std::string target = meta.is_object() && meta.contains("target")
+                                 ? ", " + meta["target"].get<std::string>()
+                                 : "";
+        return fmt::format("{} core{}{} (e_machine {})",
+                           c.kind,
+                           c.pid ? fmt::format(" of pid {}", *c.pid) : "",
+                           target,
+                           c.e_machine);
+    }
+    std::string s = fmt::format("{} pid {}", printable(c.process.value_or("?")), orDash(c.pid));
+    if (c.signal) {
+        s += ", " + coredump::signalName(static_cast<int>(*c.signal));
+        if (c.si_code) {
+            auto code =
+                coredump::sigCodeName(static_cast<int>(*c.signal), static_cast<int>(*c.si_code));
+            if (!code.empty()) s += fmt::format(" ({})", code);
+        }
+    }
+    if (c.signal_addr) s += " at " + addr16(*c.signal_addr);
+    return s;
+}
+
+std::string coreFacts(const CoreRow& r, const std::string& indent) {
+    const auto& c = r.core;
+    std::string out = fmt::format("{}core       {}, {}, written {} ({})\n",
+                                  indent,
+                                  printable(c.path),
+                                  sizeText(static_cast<uint64_t>(c.size)),
+                                  utc(c.time),
+                                  c.time_from);
+    if (c.signature)
+        out += fmt::format(
+            "{}signature  {} (top frames of the crashing thread)\n", indent, *c.signature);
+    auto rt = nlohmann::json::parse(c.runtimes, nullptr, false);
+    if (rt.is_object() && !rt.empty()) {
+        std::string s;
+        for (auto& [k, v] : rt.items())
+            s += (s.empty() ? "" : ", ") + k + " " + v.get<std::string>();
+        out += fmt::format("{}runtimes   {}\n", indent, printable(s));
+    }
+    auto missing = nlohmann::json::parse(c.modules_missing, nullptr, false);
+    if (missing.is_array() && !missing.empty()) {
+        std::string s;
+        for (auto& m : missing) s += (s.empty() ? "" : ", ") + m.get<std::string>();
+        out += fmt::format(
+            "{}no file    {} (frames by build-id + offset; --debuginfo-path DIR "
+            "with .build-id/xx/… names them)\n",
+            indent,
+            printable(s));
+    }
+    if (c.threads_truncated)
+        out += fmt::format(
+            "{}threads    {} stored: the thread limit was reached\n", indent, r.threads);
+    return out;
+}
+
+std::string frameLine(size_t n, const coredump::Frame& f) {
+    std::string s = fmt::format("#{:<2} 0x{:016x} ", n, f.pc);
+    s += f.symbol ? printable(*f.symbol) : "n/a";
+    if (f.symbol && f.symbol_offset) s += fmt::format(" + 0x{:x}", *f.symbol_offset);
+    if (f.module)
+        s += f.module_offset
+                 ? fmt::format(" ({} + 0x{:x})", printable(baseName(*f.module)), *f.module_offset)
+                 : fmt::format(" ({})", printable(baseName(*f.module)));
+    if (f.file) s += " " + printable(*f.file) + (f.line ? fmt::format(":{}", *f.line) : "");
+    if (!f.symbol && f.build_id) s += " " + *f.build_id;
+    return s;
+}
+
+std::string threadText(const coredump::Thread& t, size_t max_frames, const std::string& indent) {
+    std::string out = fmt::format("{}Thread {}{}:\n", indent, t.tid, t.crashed ? " (crashed)" : "");
+    for (size_t i = 0; i < t.frames.size() && i < max_frames; ++i)
+        out += indent + frameLine(i, t.frames[i]) + "\n";
+    if (t.frames.size() > max_frames)
+        out += fmt::format(
+            "{}… {} more frames (gpufault stack)\n", indent, t.frames.size() - max_frames);
+    if (t.frames_truncated) out += indent + "(frame limit reached)\n";
+    if (t.frames.empty() && t.error)
+        out += fmt::format("{}(no frames: {})\n", indent, printable(*t.error));
+    return out;
+}
+
+}  // namespace gpufault::cli

@@ -1,0 +1,27 @@
+// Text of cores and stacks for `stack`, `show` and `report`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "schema/core_queries.h"
+
+namespace gpufault::cli {
+
+/// `crashmain pid 14046, SIGSEGV (SEGV_MAPERR) at 0x000000000000008a` (CPU cores);
+/// `rocr_gpu core of pid 77, gfx90a` (GPU cores).
+std::string coreTitle(const CoreRow& c);
+
+/// The facts below a core's title, each line indented by `indent`: path, size and time,
+/// signature, GPU runtimes, modules without a file, truncation.
+std::string coreFacts(const CoreRow& c, const std::string& indent);
+
+/// One frame in systemd-coredump's layout plus the source line:
+/// `#0  0x00007f5eb547916e fakeamd::Symbol::getDeviceKernel(int) const + 0x54
+/// (libcrashlib.so + 0x116e) ./crashlib.cpp:13`; a frame without symbol ends with its build-id.
+std::string frameLine(size_t n, const coredump::Frame& f);
+
+/// `Thread T (crashed):` and its frames (at most `max_frames`, then `… N more`).
+std::string threadText(const coredump::Thread& t, size_t max_frames, const std::string& indent);
+
+}  // namespace gpufault::cli

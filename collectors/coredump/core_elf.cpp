@@ -1,0 +1,305 @@
+#include "collectors/coredump/core_elf.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <csignal>
+
+namespace gpufault::coredump {
+
+namespace {
+
+constexpr uint32_t kPtLoad = 1, kPtNote = 4;
+constexpr uint32_t kNtPrstatus = 1, kNtPrpsinfo = 3, kNtSiginfo = 0x53494749, kNtFile = 0x46494c45;
+
+/// A little-endian unsigned integer at `off`; nullopt past the end of `b`.
+template <class T>
+std::optional<T> le(std::string_view b, uint64_t off) {
+    if (off > b.size() || sizeof(T) > b.size() - off) return std::nullopt;
+    T v = 0;
+    for (size_t i = sizeof(T); i-- > 0;)
+        v = static_cast<T>((v << 8) | static_cast<unsigned char>(b[off + i]));
+    return v;
+}
+
+int64_t asInt32(uint32_t v) {
+    return static_cast<int32_t>(v);
+}
+
+/// A NUL-terminated string inside [off, off + max) of `b`.
+std::string cstr(std::string_view b, uint64_t off, size_t max) {
+    if (off >= b.size()) return {};
+    auto s = b.substr(off, std::min<size_t>(max, b.size() - off));
+    return std::string(s.substr(0, s.find('\0')));
+}
+
+Result<ElfHead> parseHead(std::string_view h) {
+    if (h.size() < 64 || h.substr(0, 4) !=
+                             "\x7f"
+                             "ELF")
+        return std::unexpected(Error{"not an ELF file"});
+    if (h[4] != 2) return std::unexpected(Error{"a 32-bit ELF core is not supported"});
+    if (h[5] != 1) return std::unexpected(Error{"a big-endian ELF core is not supported"});
+    ElfHead e;
+    e.os_abi = static_cast<uint8_t>(h[7]);
+    e.abi_version = static_cast<uint8_t>(h[8]);
+    e.type = *le<uint16_t>(h, 16);
+    e.machine = *le<uint16_t>(h, 18);
+    e.phoff = *le<uint64_t>(h, 32);
+    e.shoff = *le<uint64_t>(h, 40);
+    e.flags = *le<uint32_t>(h, 48);
+    e.phnum = *le<uint16_t>(h, 56);
+    e.shnum = *le<uint16_t>(h, 60);
+    e.shstrndx = *le<uint16_t>(h, 62);
+    if (*le<uint16_t>(h, 54) != 56 && e.phnum) return std::unexpected(Error{"bad e_phentsize"});
+    if (*le<uint16_t>(h, 58) != 64 && e.shnum) return std::unexpected(Error{"bad e_shentsize"});
+    return e;
+}
+
+/// Reads exactly [off, off + n) or says which range lies outside the file.
+Result<std::string> readRange(
+    const ReadAt& read, uint64_t size, uint64_t off, uint64_t n, std::string_view what) {
+    if (off > size || n > size - off)
+        return std::unexpected(Error{
+            fmt::format("truncated: {} at 0x{:x}+0x{:x} lies beyond the end of the file ({} bytes)",
+                        what,
+                        off,
+                        n,
+                        size)});
+    auto s = read(off, static_cast<size_t>(n));
+    if (s.size() != n)
+        return std::unexpected(Error{fmt::format("short read of {} at 0x{:x}", what, off)});
+    return s;
+}
+
+void parsePrstatus(std::string_view d, CoreNotes& out) {
+    // elf_prstatus (64-bit): pr_info (12), pr_cursig (short) at 12, sigpend/sighold, pr_pid at 32.
+    auto pid = le<uint32_t>(d, 32);
+    if (!pid) return;
+    if (out.tids.empty())
+        if (auto sig = le<uint16_t>(d, 12)) out.cursig = *sig;
+    if (out.tids.size() < 1u << 20) out.tids.push_back(asInt32(*pid));
+}
+
+void parsePrpsinfo(std::string_view d, CoreNotes& out) {
+    // elf_prpsinfo (64-bit): state/sname/zomb/nice (4), pad, pr_flag (8) at 8, pr_uid at 16,
+    // pr_gid 20, pr_pid 24, pr_ppid 28, pr_pgrp 32, pr_sid 36, pr_fname[16] at 40, pr_psargs.
+    // pr_psargs (the command line) is not read: it may hold secrets.
+    if (d.size() < 56) return;
+    out.uid = *le<uint32_t>(d, 16);
+    out.pid = asInt32(*le<uint32_t>(d, 24));
+    out.ppid = asInt32(*le<uint32_t>(d, 28));
+    out.comm = cstr(d, 40, 16);
+}
+
+void parseSiginfo(std::string_view d, SigInfo& s) {
+    // siginfo_t (64-bit): si_signo, si_errno, si_code, pad; the union at 16.
+    if (d.size() < 24) return;
+    s.signo = static_cast<int>(asInt32(*le<uint32_t>(d, 0)));
+    s.code = static_cast<int>(asInt32(*le<uint32_t>(d, 8)));
+    bool fault = s.signo == SIGSEGV || s.signo == SIGBUS || s.signo == SIGILL ||
+                 s.signo == SIGFPE || s.signo == SIGTRAP;
+    if (fault && s.code > 0)
+        s.addr = *le<uint64_t>(d, 16);
+    else if (s.code <= 0)  // SI_USER, SI_TKILL, SI_QUEUE: si_pid, si_uid
+        s.sender = asInt32(*le<uint32_t>(d, 16));
+}
+
+void parseFiles(std::string_view d, std::vector<MappedFile>& out) {
+    // count, page_size, count × (start, end, file_ofs in pages), then count NUL-terminated names.
+    auto count = le<uint64_t>(d, 0), page = le<uint64_t>(d, 8);
+    if (!count || !page || *count > (d.size() - 16) / 24) return;
+    uint64_t names = 16 + *count * 24;
+    for (uint64_t i = 0; i < *count && names < d.size(); ++i) {
+        MappedFile f;
+        f.start = *le<uint64_t>(d, 16 + i * 24);
+        f.end = *le<uint64_t>(d, 24 + i * 24);
+        f.file_offset = *le<uint64_t>(d, 32 + i * 24) * *page;
+        f.path = cstr(d, names, d.size() - names);
+        names += f.path.size() + 1;
+        out.push_back(std::move(f));
+    }
+}
+
+}  // namespace
+
+std::string_view coreKindName(CoreKind k) {
+    switch (k) {
+        case CoreKind::Cpu:
+            return "cpu";
+        case CoreKind::RocrGpu:
+            return "rocr_gpu";
+        case CoreKind::CudaGpu:
+            return "cuda_gpu";
+    }
+    return "cpu";
+}
+
+std::optional<CoreKind> sniffCore(std::string_view head) {
+    if (head.size() < 20 || head.substr(0, 4) !=
+                                "\x7f"
+                                "ELF")
+        return std::nullopt;
+    bool little = head[5] == 1;
+    auto half = [&](size_t off) {
+        auto a = static_cast<unsigned char>(head[off]),
+             b = static_cast<unsigned char>(head[off + 1]);
+        return static_cast<uint16_t>(little ? a | (b << 8) : (a << 8) | b);
+    };
+    uint16_t type = half(16), machine = half(18);
+    if (machine == kEmAmdgpu && type == kEtCore) return CoreKind::RocrGpu;
+    if (machine == kEmCuda && type == kEtCore) return CoreKind::CudaGpu;
+    if (type == kEtCore) return CoreKind::Cpu;
+    return std::nullopt;
+}
+
+void parseNotes(std::string_view notes, CoreNotes& out) {
+    uint64_t off = 0;
+    auto pad4 = [](uint64_t n) { return (n + 3) & ~uint64_t{3}; };
+    while (off + 12 <= notes.size()) {
+        uint32_t namesz = *le<uint32_t>(notes, off), descsz = *le<uint32_t>(notes, off + 4),
+                 type = *le<uint32_t>(notes, off + 8);
+        uint64_t name = off + 12, desc = name + pad4(namesz);
+        if (desc > notes.size() || descsz > notes.size() - desc) return;  // cut note: stop
+        auto owner = cstr(notes, name, namesz);
+        auto d = notes.substr(desc, descsz);
+        if (owner == "CORE") {
+            if (type == kNtPrstatus)
+                parsePrstatus(d, out);
+            else if (type == kNtPrpsinfo)
+                parsePrpsinfo(d, out);
+            else if (type == kNtSiginfo && !out.siginfo)
+                parseSiginfo(d, out.siginfo.emplace());
+            else if (type == kNtFile && out.files.empty())
+                parseFiles(d, out.files);
+        }
+        off = desc + pad4(descsz);
+    }
+}
+
+Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
+    auto head = parseHead(read(0, 64));
+    if (!head) return std::unexpected(head.error());
+    auto kind = sniffCore(read(0, 64));
+    if (!kind)
+        return std::unexpected(Error{fmt::format("not a core file (ELF e_type {})", head->type)});
+    CoreLayout c;
+    c.kind = *kind;
+    c.head = *head;
+    c.file_size = file_size;
+    if (uint64_t{head->phnum} * 56 > file_size)
+        return std::unexpected(Error{"truncated: the program headers lie beyond the file"});
+    auto ph =
+        readRange(read, file_size, head->phoff, uint64_t{head->phnum} * 56, "program headers");
+    if (!ph) return std::unexpected(ph.error());
+    uint64_t noteBytes = 0;
+    for (uint16_t i = 0; i < head->phnum; ++i) {
+        auto p = std::string_view(*ph).substr(i * 56u, 56);
+        uint32_t type = *le<uint32_t>(p, 0);
+        uint64_t off = *le<uint64_t>(p, 8), filesz = *le<uint64_t>(p, 32);
+        if (type != kPtLoad && type != kPtNote) continue;
+        if (off > UINT64_MAX - filesz)
+            return std::unexpected(Error{fmt::format("program header {} overflows", i)});
+        c.needed_size = std::max(c.needed_size, off + filesz);
+        if (type != kPtNote) continue;
+        noteBytes += filesz;
+        if (noteBytes > kMaxNoteBytes)
+            return std::unexpected(Error{fmt::format("notes larger than {} bytes", kMaxNoteBytes)});
+        auto n = readRange(read, file_size, off, filesz, "PT_NOTE segment");
+        if (!n) return std::unexpected(n.error());
+        parseNotes(*n, c.notes);
+    }
+    if (c.needed_size > file_size)
+        return std::unexpected(Error{fmt::format(
+            "truncated: its segments need {} bytes, the file has {}", c.needed_size, file_size)});
+    if (c.kind != CoreKind::Cpu && head->shnum && head->shnum <= kMaxSections) {
+        auto sh =
+            readRange(read, file_size, head->shoff, uint64_t{head->shnum} * 64, "section headers");
+        if (!sh) return std::unexpected(sh.error());
+        std::string strtab;
+        if (head->shstrndx < head->shnum) {
+            auto s = std::string_view(*sh).substr(head->shstrndx * 64u, 64);
+            uint64_t off = *le<uint64_t>(s, 24), size = *le<uint64_t>(s, 32);
+            auto t = readRange(
+                read, file_size, off, std::min<uint64_t>(size, 16u << 20), "section names");
+            if (!t) return std::unexpected(t.error());
+            strtab = std::move(*t);
+        }
+        for (uint16_t i = 0; i < head->shnum; ++i) {
+            uint32_t name = *le<uint32_t>(std::string_view(*sh).substr(i * 64u, 64), 0);
+            c.sections.push_back(cstr(strtab, name, strtab.size()));
+        }
+    }
+    return c;
+}
+
+std::string signalName(int signo) {
+    static constexpr std::array<std::pair<int, std::string_view>, 12> kNames{{
+        {SIGSEGV, "SIGSEGV"},
+        {SIGABRT, "SIGABRT"},
+        {SIGBUS, "SIGBUS"},
+        {SIGILL, "SIGILL"},
+        {SIGFPE, "SIGFPE"},
+        {SIGTRAP, "SIGTRAP"},
+        {SIGKILL, "SIGKILL"},
+        {SIGQUIT, "SIGQUIT"},
+        {SIGSYS, "SIGSYS"},
+        {SIGXCPU, "SIGXCPU"},
+        {SIGXFSZ, "SIGXFSZ"},
+        {SIGTERM, "SIGTERM"},
+    }};
+    for (auto& [n, name] : kNames)
+        if (n == signo) return std::string(name);
+    return fmt::format("signal {}", signo);
+}
+
+std::string_view sigCodeName(int signo, int code) {
+    if (code <= 0) {
+        switch (code) {
+            case 0:
+                return "SI_USER";
+            case -1:
+                return "SI_QUEUE";
+            case -6:
+                return "SI_TKILL";
+            default:
+                return "";
+        }
+    }
+    if (signo == SIGSEGV) {
+        static constexpr std::string_view k[] = {
+            "SEGV_MAPERR", "SEGV_ACCERR", "SEGV_BNDERR", "SEGV_PKUERR"};
+        return code <= 4 ? k[code - 1] : "";
+    }
+    if (signo == SIGBUS) {
+        static constexpr std::string_view k[] = {
+            "BUS_ADRALN", "BUS_ADRERR", "BUS_OBJERR", "BUS_MCEERR_AR", "BUS_MCEERR_AO"};
+        return code <= 5 ? k[code - 1] : "";
+    }
+    if (signo == SIGILL && code <= 8) {
+        static constexpr std::string_view k[] = {"ILL_ILLOPC",
+                                                 "ILL_ILLOPN",
+                                                 "ILL_ILLADR",
+                                                 "ILL_ILLTRP",
+                                                 "ILL_PRVOPC",
+                                                 "ILL_PRVREG",
+                                                 "ILL_COPROC",
+                                                 "ILL_BADSTK"};
+        return k[code - 1];
+    }
+    if (signo == SIGFPE && code <= 8) {
+        static constexpr std::string_view k[] = {"FPE_INTDIV",
+                                                 "FPE_INTOVF",
+                                                 "FPE_FLTDIV",
+                                                 "FPE_FLTOVF",
+                                                 "FPE_FLTUND",
+                                                 "FPE_FLTRES",
+                                                 "FPE_FLTINV",
+                                                 "FPE_FLTSUB"};
+        return k[code - 1];
+    }
+    return "";
+}
+
+}  // namespace gpufault::coredump

@@ -1,0 +1,102 @@
+// ELF core files read without libelf: the header, the program headers, the notes the kernel
+// writes (NT_PRSTATUS, NT_PRPSINFO, NT_SIGINFO, NT_FILE) and, for GPU cores, section names.
+// Sources: the System V gABI (ELF-64), Linux fs/binfmt_elf.c (fill_note_info, fill_files_note,
+// fill_prstatus, fill_psinfo) and include/uapi/linux/elfcore.h for the 64-bit layouts.
+// Pure: all bytes come through a ReadAt callback, so tests feed buffers built in memory.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpufault::coredump {
+
+/// A core that cannot be read: what is wrong (the caller adds the file name).
+struct Error {
+    std::string message;
+};
+template <class T>
+using Result = std::expected<T, Error>;
+
+/// Reads up to `n` bytes at file offset `off` (fewer at the end of the file, none past it).
+using ReadAt = std::function<std::string(uint64_t off, size_t n)>;
+
+inline constexpr uint16_t kEtCore = 4;      ///< ET_CORE
+inline constexpr uint16_t kEmAmdgpu = 224;  ///< EM_AMDGPU: ROCr GPU cores (gpucore.<pid>)
+inline constexpr uint16_t kEmCuda = 190;    ///< EM_CUDA: CUDA GPU cores
+
+/// What kind of core a file is.
+enum class CoreKind { Cpu, RocrGpu, CudaGpu };
+std::string_view coreKindName(CoreKind k);  ///< "cpu", "rocr_gpu", "cuda_gpu"
+
+/// The kind of core the first bytes of a file (at least 64) show: an ELF with e_type ET_CORE,
+/// or e_machine EM_AMDGPU / EM_CUDA; nullopt for anything else (a log, an executable).
+std::optional<CoreKind> sniffCore(std::string_view head);
+
+/// One file mapping from NT_FILE: [start, end) in the process, file offset in bytes.
+struct MappedFile {
+    uint64_t start = 0, end = 0, file_offset = 0;
+    std::string path;
+};
+
+/// NT_SIGINFO (siginfo_t, 64-bit layout): the signal that killed the process.
+struct SigInfo {
+    int signo = 0;
+    int code = 0;                   ///< si_code: > 0 sent by the kernel (SEGV_MAPERR = 1 …)
+    std::optional<uint64_t> addr;   ///< si_addr: SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP only
+    std::optional<int64_t> sender;  ///< si_pid for signals sent by a process (kill, abort)
+};
+
+/// What the notes state (never the environment: NT_AUXV and the stack are not read).
+struct CoreNotes {
+    std::optional<int64_t> pid, ppid, uid;  ///< NT_PRPSINFO (pid as the process saw it)
+    std::string comm;                       ///< NT_PRPSINFO pr_fname (≤ 15 characters)
+    std::vector<int64_t> tids;  ///< NT_PRSTATUS pr_pid in note order: [0] is the crashing thread
+    std::optional<int> cursig;  ///< pr_cursig of the crashing thread
+    std::optional<SigInfo> siginfo;
+    std::vector<MappedFile> files;  ///< NT_FILE, in address order
+};
+
+/// ELF header fields a core reader needs.
+struct ElfHead {
+    uint16_t type = 0, machine = 0;
+    uint32_t flags = 0;
+    uint8_t os_abi = 0, abi_version = 0;
+    uint64_t phoff = 0, shoff = 0;
+    uint16_t phnum = 0, shnum = 0, shstrndx = 0;
+};
+
+/// A core's structure: header, notes, section names (GPU cores), and how many bytes its
+/// segments need (a file shorter than that was truncated while it was written).
+struct CoreLayout {
+    CoreKind kind = CoreKind::Cpu;
+    ElfHead head;
+    uint64_t file_size = 0;
+    uint64_t needed_size = 0;  ///< max(p_offset + p_filesz) over PT_LOAD and PT_NOTE
+    CoreNotes notes;
+    std::vector<std::string> sections;  ///< section names (GPU cores keep theirs; CPU cores none)
+};
+
+/// Limits on what a (possibly hostile) core may make the reader allocate.
+inline constexpr uint64_t kMaxNoteBytes = 64ull << 20;
+inline constexpr uint32_t kMaxSections = 65536;
+
+/// Reads and checks the structure of the ELF64 little-endian core of `file_size` bytes. Errors:
+/// not an ELF core, a 32-bit or big-endian core, headers or notes outside the file, a file
+/// shorter than its segments ("truncated: segments need N bytes, the file has M").
+Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size);
+
+/// Parses the note records of one PT_NOTE segment into `out` (pure; bounds-checked).
+void parseNotes(std::string_view notes, CoreNotes& out);
+
+/// The signal's name (`SIGSEGV`); "signal N" for others.
+std::string signalName(int signo);
+/// The si_code's name for the kernel-sent codes of SIGSEGV/SIGBUS/SIGILL/SIGFPE and the
+/// SI_* user codes (`SEGV_MAPERR`, `SI_TKILL`); "" when unknown.
+std::string_view sigCodeName(int signo, int code);
+
+}  // namespace gpufault::coredump

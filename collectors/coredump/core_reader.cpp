@@ -1,0 +1,74 @@
+#include "collectors/coredump/core_reader.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+namespace gpufault::coredump {
+
+namespace {
+
+std::string preadAt(int fd, uint64_t off, size_t n) {
+    std::string s(n, '\0');
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = ::pread(fd, s.data() + got, n - got, static_cast<off_t>(off + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += static_cast<size_t>(r);
+    }
+    s.resize(got);
+    return s;
+}
+
+}  // namespace
+
+bool isCoreFile(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    auto head = preadAt(fd, 0, 64);
+    ::close(fd);
+    return sniffCore(head).has_value();
+}
+
+Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto fail = [&](const std::string& m) { return std::unexpected(Error{path + ": " + m}); };
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail(std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return fail("not a regular file");
+    }
+    auto layout = readCoreLayout([fd](uint64_t off, size_t n) { return preadAt(fd, off, n); },
+                                 static_cast<uint64_t>(st.st_size));
+    ::close(fd);
+    if (!layout) return fail(layout.error().message);
+    CoreReport r;
+    r.path = path;
+    r.size = static_cast<uint64_t>(st.st_size);
+    r.mtime = st.st_mtim.tv_sec;
+    r.layout = std::move(*layout);
+    r.runtimes = runtimeVersions(r.layout.notes.files);
+    if (r.layout.kind == CoreKind::Cpu) {
+        if (r.layout.notes.tids.empty()) return fail("no NT_PRSTATUS note: no thread to unwind");
+        auto s = unwindCore(path, opt.unwind, r.layout.notes.tids.front(), opt.limits);
+        if (!s) return fail("unwinding failed: " + s.error().message);
+        r.stack = std::move(*s);
+        if (auto* t = crashingThread(*r.stack))
+            r.signature = stackSignature(t->frames, opt.signature_depth);
+    } else {
+        r.gpu = gpuCoreMeta(r.layout, std::filesystem::path(path).filename().string());
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+}
+
+}  // namespace gpufault::coredump

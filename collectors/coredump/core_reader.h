@@ -1,0 +1,44 @@
+// A core file, read: its structure and notes, its threads unwound and symbolized (CPU cores)
+// or its metadata (GPU cores), and the stack signature. The core stays where it is.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "collectors/coredump/core_elf.h"
+#include "collectors/coredump/gpu_core.h"
+#include "collectors/coredump/sandbox.h"
+#include "collectors/coredump/signature.h"
+#include "collectors/coredump/stack.h"
+#include "collectors/coredump/unwind.h"
+
+namespace gpufault::coredump {
+
+struct ReadOptions {
+    UnwindOptions unwind;
+    ChildLimits limits;
+    size_t signature_depth = 5;  ///< frames in the stack signature
+};
+
+struct CoreReport {
+    std::string path;
+    uint64_t size = 0;  ///< bytes
+    int64_t mtime = 0;  ///< the core's time: file modification, UTC seconds
+    CoreLayout layout;
+    std::optional<CoreStack> stack;  ///< CPU cores
+    StackSignature signature;
+    std::map<std::string, std::string> runtimes;  ///< runtimeVersions() of the mapped files
+    std::optional<GpuCoreMeta> gpu;               ///< GPU cores
+    double seconds = 0;                           ///< reading and unwinding, wall clock
+};
+
+/// True when the file at `path` starts like a core (sniffCore); false when it cannot be read.
+bool isCoreFile(const std::string& path);
+
+/// Reads the core at `path`. Errors name the file: unreadable, not a core, truncated, or
+/// unwinding failed (the limited child timed out, died or ran out of memory).
+Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt = {});
+
+}  // namespace gpufault::coredump

@@ -1,0 +1,37 @@
+// Read side of the core tables (schema/sql/005_cores.sql): `gpufault cores`, `stack`, and the
+// stacks `show`, `faults` and `events` print.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schema/sqlite.h"
+#include "schema/store.h"
+
+namespace gpufault {
+
+/// A stored core (threads and frames not loaded) with the incident its record belongs to.
+struct CoreRow {
+    int64_t id = 0;
+    std::optional<int64_t> evidence_id;
+    std::optional<int64_t> incident;
+    int64_t threads = 0;  ///< threads stored
+    CoreRecord core;      ///< `threads` and `files` left empty
+};
+
+/// Cores, oldest ingest first; `id` set: that one only.
+db::Result<std::vector<CoreRow>> queryCores(db::Db& d, std::optional<int64_t> id = std::nullopt);
+
+/// The cores whose `coredump` record is a member of `incident`.
+db::Result<std::vector<CoreRow>> queryIncidentCores(db::Db& d, int64_t incident);
+
+/// The threads of a core with their frames, the crashing thread first (`all` false: only it).
+db::Result<std::vector<coredump::Thread>> queryCoreThreads(db::Db& d, int64_t core, bool all);
+
+/// For `faults`/`events`: evidence id → the stack signature of the core in its incident.
+db::Result<std::map<int64_t, std::string>> queryStackSignatures(db::Db& d);
+
+}  // namespace gpufault

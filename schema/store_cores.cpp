@@ -1,0 +1,72 @@
+// Store: writing cores (tables of schema/sql/005_cores.sql).
+#include <fmt/format.h>
+
+#include "schema/store.h"
+
+namespace gpufault {
+
+db::Result<std::optional<int64_t>> Store::evidenceIdOf(int64_t source_id, Kind kind) {
+    auto sel = db_.prepare("SELECT min(id) FROM evidence WHERE source_id=?1 AND kind=?2");
+    if (!sel) return std::unexpected(sel.error());
+    sel->bind(1, source_id).bind(2, kindName(kind));
+    auto row = sel->step();
+    if (!row) return std::unexpected(row.error());
+    return *row ? sel->optI64(0) : std::nullopt;
+}
+
+db::Result<int64_t> Store::addCore(int64_t source_id,
+                                   const CoreRecord& c,
+                                   std::optional<int64_t> evidence_id) {
+    auto sel = db_.prepare("SELECT id FROM cores WHERE source_id=?1");
+    if (!sel) return std::unexpected(sel.error());
+    sel->bind(1, source_id);
+    auto found = sel->step();
+    if (!found) return std::unexpected(found.error());
+    if (*found) return sel->i64(0);
+    auto ins = db_.prepare(
+        "INSERT INTO cores(source_id, evidence_id, kind, path, size, time, time_from, pid, tid, "
+        "process, uid, signal, si_code, si_addr, e_machine, signature, signature_frames, "
+        "threads_truncated, modules_missing, runtimes, meta, seconds) VALUES(?1, ?2, ?3, ?4, ?5, "
+        "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)");
+    if (!ins) return std::unexpected(ins.error());
+    ins->bind(1, source_id).bind(2, evidence_id).bind(3, c.kind).bind(4, c.path).bind(5, c.size);
+    ins->bind(6, c.time).bind(7, c.time_from).bind(8, c.pid).bind(9, c.tid).bind(10, c.process);
+    ins->bind(11, c.uid).bind(12, c.signal).bind(13, c.si_code).bind(14, c.signal_addr);
+    ins->bind(15, c.e_machine).bind(16, c.signature).bind(17, c.signature_frames);
+    ins->bind(18, static_cast<int64_t>(c.threads_truncated)).bind(19, c.modules_missing);
+    ins->bind(20, c.runtimes).bind(21, c.meta).bind(22, c.seconds);
+    if (auto r = ins->run(); !r) return std::unexpected(r.error());
+    int64_t core = db_.lastInsertId();
+
+    auto thr = db_.prepare(
+        "INSERT INTO threads(core_id, tid, crashed, frames_truncated, unwind_error) "
+        "VALUES(?1, ?2, ?3, ?4, ?5)");
+    auto frm = db_.prepare(
+        "INSERT INTO frames(thread_id, n, pc, module, build_id, module_offset, symbol, "
+        "symbol_offset, file, line) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+    auto fil =
+        db_.prepare("INSERT INTO core_files(core_id, path, start, end) VALUES(?1, ?2, ?3, ?4)");
+    if (!thr) return std::unexpected(thr.error());
+    if (!frm) return std::unexpected(frm.error());
+    if (!fil) return std::unexpected(fil.error());
+    for (const auto& t : c.threads) {
+        thr->bind(1, core).bind(2, t.tid).bind(3, static_cast<int64_t>(t.crashed));
+        thr->bind(4, static_cast<int64_t>(t.frames_truncated)).bind(5, t.error);
+        if (auto r = thr->run(); !r) return std::unexpected(r.error());
+        int64_t tid = db_.lastInsertId();
+        int64_t n = 0;
+        for (const auto& f : t.frames) {
+            frm->bind(1, tid).bind(2, n++).bind(3, f.pc).bind(4, f.module).bind(5, f.build_id);
+            frm->bind(6, f.module_offset).bind(7, f.symbol).bind(8, f.symbol_offset);
+            frm->bind(9, f.file).bind(10, f.line);
+            if (auto r = frm->run(); !r) return std::unexpected(r.error());
+        }
+    }
+    for (const auto& f : c.files) {
+        fil->bind(1, core).bind(2, f.path).bind(3, f.start).bind(4, f.end);
+        if (auto r = fil->run(); !r) return std::unexpected(r.error());
+    }
+    return core;
+}
+
+}  // namespace gpufault

@@ -1,0 +1,196 @@
+// Cores through the built binary: ingest (once), cores, stack, show, the join with the kernel's
+// segfault line of the same process, a truncated core, a GPU core.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <ctime>
+
+#include "tests/collectors/coredump/core_builder.h"
+#include "tests/support/fixture_check.h"
+#include "tests/support/process.h"
+
+namespace gpufault::testing {
+namespace {
+
+const std::string kDir = GPUFAULT_SOURCE_DIR "/tests/data/cores/";
+const std::string kCore = kDir + "core";
+
+std::vector<std::string> ingestArgs(const TempDir& t, const std::vector<std::string>& files) {
+    std::vector<std::string> a{GPUFAULT_BIN,
+                               "--db",
+                               t.file("db"),
+                               "ingest",
+                               "--exe",
+                               kDir + "crashmain",
+                               "--debuginfo-path",
+                               kDir + "buildid"};
+    a.insert(a.end(), files.begin(), files.end());
+    return a;
+}
+
+/// A copy of the fixture core whose modification time is `wall` in the local zone.
+std::string coreAt(const TempDir& t, const std::string& name, int hour, int min, int sec) {
+    auto path = t.file(name);
+    writeFile(path, readFile(kCore));
+    struct tm tm {};
+    tm.tm_year = 2025 - 1900;
+    tm.tm_mon = 5;
+    tm.tm_mday = 5;
+    tm.tm_hour = hour;
+    tm.tm_min = min;
+    tm.tm_sec = sec;
+    tm.tm_isdst = -1;
+    struct timespec ts[2] = {{std::mktime(&tm), 0}, {std::mktime(&tm), 0}};
+    EXPECT_EQ(::utimensat(AT_FDCWD, path.c_str(), ts, 0), 0);
+    return path;
+}
+
+TEST(CliCores, IngestTwiceStoresOneCore) {
+    TempDir t;
+    auto r = run(ingestArgs(t, {kCore}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("core 1, 1 thread, 8 frames in the crashing thread, top "
+                         "fakeamd::Symbol::getDeviceKernel(int) const (libcrashlib.so + 0x116e)"),
+              std::string::npos)
+        << r.out;
+    auto again = run(ingestArgs(t, {kCore}));
+    ASSERT_EQ(again.status, 0) << again.err;
+    EXPECT_NE(again.out.find("core already ingested, unchanged"), std::string::npos) << again.out;
+    auto cores = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"}).out);
+    ASSERT_EQ(cores.size(), 1u);
+    const auto& c = cores[0];
+    EXPECT_EQ(c["kind"], "cpu");
+    EXPECT_EQ(c["pid"], 14046);
+    EXPECT_EQ(c["process"], "crashmain");
+    EXPECT_EQ(c["signal"], 11);
+    EXPECT_EQ(c["si_addr"], "0x8a");
+    EXPECT_EQ(c["threads"], 1);
+    EXPECT_EQ(c["incident"], 1);
+    EXPECT_EQ(c["top_frame"],
+              "fakeamd::Symbol::getDeviceKernel(int) const (libcrashlib.so + 0x116e)");
+    EXPECT_EQ(c["signature_frames"][2], "libcrashlib.so!fake_launch_kernel");
+    EXPECT_EQ(c["signature"].get<std::string>().size(), 16u);
+    auto events = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0]["kind"], "coredump");
+    EXPECT_EQ(events[0]["address"], "0x8a");
+    EXPECT_EQ(events[0]["reason"], "SIGSEGV");
+    EXPECT_EQ(events[0]["module"], "libcrashlib.so");
+    EXPECT_EQ(events[0]["stack"], c["signature"]);
+}
+
+TEST(CliCores, StackPrintsTheSymbolizedFrames) {
+    TempDir t;
+    ASSERT_EQ(run(ingestArgs(t, {kCore})).status, 0);
+    auto s = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1"});
+    ASSERT_EQ(s.status, 0) << s.err;
+    EXPECT_NE(
+        s.out.find("Core 1: crashmain pid 14046, SIGSEGV (SEGV_MAPERR) at 0x000000000000008a"),
+        std::string::npos)
+        << s.out;
+    for (const char* line :
+         {"#0  0x00007f5eb547916e fakeamd::Symbol::getDeviceKernel(int) const + 0x54 "
+          "(libcrashlib.so + 0x116e) ./crashlib.cpp:13",
+          "#1  0x00007f5eb547919b (anonymous namespace)::ihip_launch_kernel_like(fakeamd::Symbol*, "
+          "int) + 0x20 (libcrashlib.so + 0x119b) ./crashlib.cpp:19",
+          "#2  0x00007f5eb54791d6 fake_launch_kernel + 0x39 (libcrashlib.so + 0x11d6) "
+          "./crashlib.cpp:27",
+          "#4  0x00005628408d51b1 main + 0x37 (crashmain + 0x11b1) ./crashmain.cpp:12"})
+        EXPECT_NE(s.out.find(line), std::string::npos) << line << "\n" << s.out;
+    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "7"}).status, 1);
+
+    TempDir plain;  // without the build-id tree: build-id + offset
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", plain.file("db"), "ingest", kCore}).status, 0);
+    auto p = run({GPUFAULT_BIN, "--db", plain.file("db"), "stack", "1", "--all-threads"});
+    ASSERT_EQ(p.status, 0) << p.err;
+    EXPECT_NE(p.out.find("#0  0x00007f5eb547916e n/a (libcrashlib.so + 0x116e) "
+                         "3d7e219e203cde2a23bc8764309cc2c58c95316f"),
+              std::string::npos)
+        << p.out;
+    EXPECT_NE(p.out.find("no file    /tmp/crashfixture/libcrashlib.so"), std::string::npos)
+        << p.out;
+    auto j =
+        parseJsonLines(run({GPUFAULT_BIN, "--db", plain.file("db"), "stack", "1", "--json"}).out);
+    ASSERT_EQ(j.size(), 1u);
+    EXPECT_EQ(j[0]["stacks"][0]["frames"][1]["module_offset"], "0x119b");
+    EXPECT_EQ(j[0]["stacks"][0]["frames"][1]["build_id"],
+              "3d7e219e203cde2a23bc8764309cc2c58c95316f");
+}
+
+TEST(CliCores, CoreJoinsTheSegfaultLineOfItsProcess) {
+    TempDir t;
+    writeFile(
+        t.file("kern.log"),
+        "2025-06-05T12:40:08+0000 node7 kernel: crashmain[14046]: segfault at 8a ip "
+        "00007f5eb547916e sp 00007fff363a9000 error 4 in libcrashlib.so[116e,7f5eb5479000+1000]\n"
+        "2025-06-05T12:40:09+0000 node7 kernel: other[999]: segfault at 10 ip "
+        "0000000000401000 sp 00007fff363a9000 error 4 in other[1000,400000+1000]\n");
+    auto core = coreAt(t, "core.14046", 12, 40, 10);
+    auto r = run(ingestArgs(t, {t.file("kern.log"), core}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("2 incidents"), std::string::npos) << r.out;
+    auto show = run({GPUFAULT_BIN, "--db", t.file("db"), "show", "1"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    EXPECT_NE(show.out.find("Incident 1: cpu_segfault (2 records: coredump,cpu_segfault)"),
+              std::string::npos)
+        << show.out;
+    EXPECT_NE(show.out.find("[core of pid 14046, written 2 s after the record]"), std::string::npos)
+        << show.out;
+    EXPECT_NE(show.out.find("  #0  0x00007f5eb547916e fakeamd::Symbol::getDeviceKernel(int) const"),
+              std::string::npos)
+        << show.out;
+    auto faults = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "faults", "--json"}).out);
+    ASSERT_EQ(faults.size(), 3u);
+    EXPECT_EQ(faults[0]["kind"], "cpu_segfault");
+    EXPECT_EQ(faults[0]["stack"], faults[2]["stack"]);  // the segfault line gets its core's stack
+    EXPECT_TRUE(faults[1]["stack"].is_null());          // the other process: none
+    auto table = run({GPUFAULT_BIN, "--db", t.file("db"), "events"});
+    EXPECT_NE(table.out.find("\tSTACK\n"), std::string::npos) << table.out;
+
+    TempDir late;  // an hour later: another crash, not this one
+    writeFile(late.file("kern.log"), readFile(t.file("kern.log")));
+    auto lateCore = coreAt(late, "core.14046", 13, 40, 10);
+    auto r2 = run(ingestArgs(late, {late.file("kern.log"), lateCore}));
+    ASSERT_EQ(r2.status, 0) << r2.err;
+    EXPECT_NE(r2.out.find("3 incidents"), std::string::npos) << r2.out;
+}
+
+TEST(CliCores, TruncatedCoreExits2AndStoresNothing) {
+    TempDir t;
+    auto whole = readFile(kCore);
+    writeFile(t.file("core.cut"), whole.substr(0, whole.size() / 2));
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("core.cut")});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find(t.file("core.cut") + ": truncated: its segments need 462848 bytes, the "
+                                              "file has 231424"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"}).out, "");
+    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out, "");
+}
+
+TEST(CliCores, RocrGpuCoreIsStoredAsMetadata) {
+    TempDir t;
+    CoreBuilder b;
+    b.machine = 224;
+    b.flags = 0x3f;  // gfx90a
+    b.sections = {".note", "load0"};
+    writeFile(t.file("gpucore.4242"), b.build());
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("gpucore.4242")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("rocr_gpu core 1 (metadata only, not unwound)"), std::string::npos)
+        << r.out;
+    auto c = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"}).out);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["kind"], "rocr_gpu");
+    EXPECT_EQ(c[0]["pid"], 4242);
+    EXPECT_EQ(c[0]["e_machine"], 224);
+    EXPECT_EQ(c[0]["meta"]["target"], "gfx90a");
+    auto s = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1"});
+    EXPECT_NE(s.out.find("rocr_gpu core of pid 4242, gfx90a (e_machine 224)"), std::string::npos)
+        << s.out;
+}
+
+}  // namespace
+}  // namespace gpufault::testing

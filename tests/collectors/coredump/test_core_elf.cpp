@@ -1,0 +1,155 @@
+// The pure core reader on cores built in memory: notes, siginfo, NT_FILE, truncation, GPU cores.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "collectors/coredump/core_elf.h"
+#include "collectors/coredump/gpu_core.h"
+#include "tests/collectors/coredump/core_builder.h"
+
+namespace gpufault::coredump {
+namespace {
+
+using testing::CoreBuilder;
+
+Result<CoreLayout> layoutOf(const std::string& f) {
+    return readCoreLayout(
+        [&f](uint64_t off, size_t n) { return off >= f.size() ? std::string() : f.substr(off, n); },
+        f.size());
+}
+
+CoreBuilder crashCore() {
+    CoreBuilder b;
+    b.prstatus(4243, SIGSEGV);  // the crashing thread first
+    b.prpsinfo(4242, "python3", "python3 train.py --token=SECRET");
+    b.siginfo(SIGSEGV, 1, 0x8a);
+    b.prstatus(4242, 0);
+    b.files({{0x7f0000000000, 0x7f0000001000, 0, "/opt/rocm/lib/libamdhip64.so.6.2.60200"},
+             {0x7f0000001000, 0x7f0000009000, 0x1000, "/opt/rocm/lib/libamdhip64.so.6.2.60200"},
+             {0x7f1000000000, 0x7f1000001000, 0, "/usr/lib/libhsa-runtime64.so.1.14.60200"}});
+    b.load_size = 4096;
+    return b;
+}
+
+TEST(CoreElf, NotesGiveProcessThreadsSignalAndFiles) {
+    auto c = layoutOf(crashCore().build());
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->kind, CoreKind::Cpu);
+    const auto& n = c->notes;
+    EXPECT_EQ(n.pid, 4242);
+    EXPECT_EQ(n.ppid, 1);
+    EXPECT_EQ(n.uid, 1000);
+    EXPECT_EQ(n.comm, "python3");
+    EXPECT_EQ(n.tids, (std::vector<int64_t>{4243, 4242}));
+    EXPECT_EQ(n.cursig, SIGSEGV);
+    ASSERT_TRUE(n.siginfo);
+    EXPECT_EQ(n.siginfo->signo, SIGSEGV);
+    EXPECT_EQ(n.siginfo->code, 1);
+    EXPECT_EQ(n.siginfo->addr, 0x8au);
+    ASSERT_EQ(n.files.size(), 3u);
+    EXPECT_EQ(n.files[1].file_offset, 0x1000u);
+    EXPECT_EQ(n.files[2].path, "/usr/lib/libhsa-runtime64.so.1.14.60200");
+}
+
+TEST(CoreElf, AbortHasASenderNotAnAddress) {
+    CoreBuilder b;
+    b.prstatus(10, SIGABRT);
+    b.siginfo(SIGABRT, -6, 10);  // SI_TKILL from raise(): si_pid 10
+    auto c = layoutOf(b.build());
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_FALSE(c->notes.siginfo->addr);
+    EXPECT_EQ(c->notes.siginfo->sender, 10);
+    EXPECT_EQ(signalName(SIGABRT), "SIGABRT");
+    EXPECT_EQ(sigCodeName(SIGABRT, -6), "SI_TKILL");
+    EXPECT_EQ(sigCodeName(SIGSEGV, 1), "SEGV_MAPERR");
+    EXPECT_EQ(sigCodeName(SIGSEGV, 2), "SEGV_ACCERR");
+    EXPECT_EQ(signalName(64), "signal 64");
+}
+
+TEST(CoreElf, SniffTellsCoresFromOtherFiles) {
+    auto cpu = crashCore().build();
+    EXPECT_EQ(sniffCore(cpu), CoreKind::Cpu);
+    CoreBuilder exe;
+    exe.type = 3;  // ET_DYN
+    EXPECT_FALSE(sniffCore(exe.build()));
+    EXPECT_FALSE(sniffCore("Memory access fault by GPU node-1 (Agent handle: 0x1) on address"));
+    EXPECT_FALSE(sniffCore(""));
+    auto r = layoutOf(exe.build());
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().message, "not a core file (ELF e_type 3)");
+}
+
+TEST(CoreElf, TruncatedCoreIsAnError) {
+    auto f = crashCore().build();
+    auto cut = f.substr(0, f.size() - 100);  // the PT_LOAD segment lost its end
+    auto r = layoutOf(cut);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().message,
+              fmt::format(
+                  "truncated: its segments need {} bytes, the file has {}", f.size(), cut.size()));
+    auto early = layoutOf(f.substr(0, 200));  // inside the notes
+    ASSERT_FALSE(early);
+    EXPECT_NE(early.error().message.find("truncated: PT_NOTE segment"), std::string::npos)
+        << early.error().message;
+    EXPECT_FALSE(layoutOf(f.substr(0, 40)));
+}
+
+TEST(CoreElf, HostileNotesNeverReadOutside) {
+    // Note sizes pointing past the segment, a NT_FILE count larger than its data: parsed as far
+    // as they are whole, nothing else.
+    CoreNotes n;
+    std::string notes;
+    CoreBuilder::put(notes, 5, 4);
+    CoreBuilder::put(notes, 0xffffff00u, 4);
+    CoreBuilder::put(notes, 1, 4);
+    notes += std::string("CORE\0\0\0\0", 8);
+    parseNotes(notes, n);
+    EXPECT_TRUE(n.tids.empty());
+    std::string file;
+    CoreBuilder::put(file, 1u << 30, 8);
+    CoreBuilder::put(file, 4096, 8);
+    CoreBuilder b;
+    b.note("CORE", 0x46494c45, file);
+    auto c = layoutOf(b.build());
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(c->notes.files.empty());
+    for (size_t i = 0; i < 64; ++i) {  // every prefix of a note stream
+        CoreNotes m;
+        parseNotes(crashCore().build().substr(64 + 56 * 2, i * 13), m);
+    }
+}
+
+TEST(GpuCore, RocrGpuCoreMetadata) {
+    CoreBuilder b;
+    b.machine = 224;
+    b.flags = 0x3f | 0x300;  // gfx90a, xnack
+    b.sections = {".note", "load0"};
+    auto c = layoutOf(b.build());
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->kind, CoreKind::RocrGpu);
+    auto m = gpuCoreMeta(*c, "gpucore.31337");
+    EXPECT_EQ(m.pid, 31337);
+    EXPECT_EQ(m.target, "gfx90a");
+    EXPECT_EQ(m.sections, 4u);
+    EXPECT_TRUE(m.cudbg_sections.empty());
+    EXPECT_EQ(coreKindName(c->kind), "rocr_gpu");
+}
+
+TEST(GpuCore, CudaGpuCoreSections) {
+    CoreBuilder b;
+    b.machine = 190;
+    b.sections = {".cudbg.devtbl", ".cudbg.smtbl.dev0", ".cudbg.warptbl.dev0.sm0", ".text"};
+    auto c = layoutOf(b.build());
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->kind, CoreKind::CudaGpu);
+    auto m = gpuCoreMeta(*c, "core_1700000000_host_4242.nvcudmp");
+    EXPECT_FALSE(m.pid);
+    EXPECT_FALSE(m.target);
+    EXPECT_EQ(m.cudbg_sections,
+              (std::vector<std::string>{
+                  ".cudbg.devtbl", ".cudbg.smtbl.dev0", ".cudbg.warptbl.dev0.sm0"}));
+}
+
+}  // namespace
+}  // namespace gpufault::coredump
