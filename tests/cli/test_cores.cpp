@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <ctime>
+#include <nlohmann/json.hpp>
 
 #include "tests/collectors/coredump/core_builder.h"
 #include "tests/support/fixture_check.h"
@@ -190,6 +192,31 @@ TEST(CliCores, RocrGpuCoreIsStoredAsMetadata) {
     auto s = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1"});
     EXPECT_NE(s.out.find("rocr_gpu core of pid 4242, gfx90a (e_machine 224)"), std::string::npos)
         << s.out;
+}
+
+TEST(CoresCli, RealCudaGpuCoreFromAnH200IsStoredAsMetadata) {
+    // tests/data/cores/cuda-h200: the driver's GPU core of a real out-of-bounds write.
+    TempDir t;
+    std::string core = t.file("core_1796026266_vm_485.nvcudmp");
+    auto unz = run({"/bin/sh", "-c",
+                    "gzip -dc '" + kDir + "cuda-h200/gpucore.illegal_probe.nvcudmp.gz' > '" +
+                        core + "'"});
+    ASSERT_EQ(unz.status, 0) << unz.err;
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", core});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("cuda_gpu core 1 (metadata only, not unwound)"), std::string::npos)
+        << r.out;
+    auto j = run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"});
+    ASSERT_EQ(j.status, 0);
+    auto c = nlohmann::json::parse(j.out.substr(0, j.out.find('\n')));
+    EXPECT_EQ(c["kind"], "cuda_gpu");
+    EXPECT_EQ(c["e_machine"], 190);
+    EXPECT_EQ(c["size"], 13193222);
+    auto meta = c["meta"].is_string() ? nlohmann::json::parse(c["meta"].get<std::string>())
+                                      : c["meta"];
+    auto secs = meta["cudbg_sections"];
+    EXPECT_NE(std::find(secs.begin(), secs.end(), ".cudbg.param.dev0.grid0"), secs.end());
+    EXPECT_NE(std::find(secs.begin(), secs.end(), ".cudbg.devtbl"), secs.end());
 }
 
 }  // namespace
