@@ -14,6 +14,7 @@
 #include "cli/output.h"
 #include "cli/run_env.h"
 #include "cli/run_job.h"
+#include "collectors/common/text.h"
 #include "ingest/ingest.h"
 #include "schema/queries.h"
 #include "schema/store.h"
@@ -97,7 +98,7 @@ int cmdRun(const Global& g, const RunOptions& o) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     ::chmod(dir.c_str(), 0700);
-    std::string started = utcNow();
+    std::string started = text::utcNowIso();
     std::string stamp;
     for (char c : started.substr(0, 19))
         if (c != '-' && c != ':') stamp += c;

@@ -1,5 +1,7 @@
 #include "cli/run_job.h"
 
+#include "collectors/common/text.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -74,15 +76,6 @@ struct RawTerminal {
 
 }  // namespace
 
-std::string utcNow() {
-    timeval tv{};
-    ::gettimeofday(&tv, nullptr);
-    tm t{};
-    ::gmtime_r(&tv.tv_sec, &t);
-    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", t.tm_year + 1900,
-                       t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
-                       static_cast<long>(tv.tv_usec));
-}
 
 std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
     if (spec.argv.empty()) return std::unexpected("no command");
@@ -122,7 +115,7 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
         ::sigaction(sig, &sa, nullptr);
 
     JobResult res;
-    res.started = utcNow();
+    res.started = text::utcNowIso();
     pid_t pid = ::fork();
     if (pid < 0) {
         ::close(spool);
@@ -178,7 +171,7 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
                     if (!exited && ::waitpid(pid, &st, WNOHANG) == pid) {
                         exited = true;
                         exitedAt = std::chrono::steady_clock::now();
-                        res.ended = utcNow();
+                        res.ended = text::utcNowIso();
                         if (WIFEXITED(st)) res.exit_status = WEXITSTATUS(st);
                         if (WIFSIGNALED(st)) res.signal = WTERMSIG(st);
                     }
@@ -217,7 +210,7 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
     if (!exited) {
         int st = 0;
         ::waitpid(pid, &st, 0);
-        res.ended = utcNow();
+        res.ended = text::utcNowIso();
         if (WIFEXITED(st)) res.exit_status = WEXITSTATUS(st);
         if (WIFSIGNALED(st)) res.signal = WTERMSIG(st);
     }

@@ -41,7 +41,4 @@ struct JobResult {
 /// cannot be executed ends with status 127 and its message in the output.
 std::expected<JobResult, std::string> runJob(const JobSpec& spec);
 
-/// UTC now as `YYYY-MM-DDTHH:MM:SS.uuuuuuZ`.
-std::string utcNow();
-
 }  // namespace gpufault::cli

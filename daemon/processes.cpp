@@ -1,7 +1,6 @@
 #include "daemon/processes.h"
 
 #include <fmt/format.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <ctime>
@@ -10,6 +9,7 @@
 #include <sstream>
 
 #include "collectors/common/redact.h"
+#include "collectors/common/text.h"
 #include "collectors/process/proc.h"
 
 namespace gpufault::daemon {
@@ -24,15 +24,6 @@ std::optional<std::string> slurp(const std::string& path) {
     return ss.str();
 }
 
-std::string utcNow() {
-    timeval tv{};
-    ::gettimeofday(&tv, nullptr);
-    tm t{};
-    ::gmtime_r(&tv.tv_sec, &t);
-    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", t.tm_year + 1900,
-                       t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
-                       static_cast<long>(tv.tv_usec));
-}
 
 }  // namespace
 
@@ -53,7 +44,7 @@ std::optional<ProcessRecord> snapshotProcess(int64_t pid,
     ProcessRecord p;
     p.pid = pid;
     p.boot_id = boot_id;
-    p.taken_at = utcNow();
+    p.taken_at = text::utcNowIso();
     p.name = st->name;
     p.ppid = st->ppid;
     p.uid = st->uid;

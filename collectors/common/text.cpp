@@ -1,6 +1,9 @@
 #include "collectors/common/text.h"
 
 #include <fmt/format.h>
+#include <sys/time.h>
+
+#include <ctime>
 
 #include <array>
 #include <cctype>
@@ -153,6 +156,16 @@ std::optional<std::string> normalizePci(std::string_view s) {
     std::string out = fmt::format("{}:{}:{}.{}", domain, bus, dev, fn);
     for (auto& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     return out;
+}
+
+std::string utcNowIso() {
+    timeval tv{};
+    ::gettimeofday(&tv, nullptr);
+    tm t{};
+    ::gmtime_r(&tv.tv_sec, &t);
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", t.tm_year + 1900,
+                       t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
+                       static_cast<long>(tv.tv_usec));
 }
 
 }  // namespace gpufault::text

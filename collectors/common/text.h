@@ -44,6 +44,21 @@ std::optional<std::string_view> after(std::string_view s,
 /// `0x` + lowercase hex, no padding.
 std::string hexAddr(uint64_t v);
 
+/// Calls `f(line)` for each '\n'-separated line of `text` (without the '\n'; a last line
+/// without one included).
+template <typename F>
+void forEachLine(std::string_view text, F&& f) {
+    while (!text.empty()) {
+        auto nl = text.find('\n');
+        f(text.substr(0, nl));
+        if (nl == std::string_view::npos) break;
+        text.remove_prefix(nl + 1);
+    }
+}
+
+/// The current UTC time as `YYYY-MM-DDTHH:MM:SS.uuuuuuZ` (the store's time stamps).
+std::string utcNowIso();
+
 /// Normalises a PCI address to `DDDD:BB:DD.F`: accepts `0000:c6:00.0`, `c6:00.0`,
 /// `PCI:0000:01:00` (NVIDIA, no function → `.0`). nullopt when it is not one.
 std::optional<std::string> normalizePci(std::string_view s);

@@ -8,20 +8,6 @@
 
 namespace gpufault {
 
-namespace {
-
-template <typename F>
-void eachLine(std::string_view text, F f) {
-    while (!text.empty()) {
-        auto nl = text.find('\n');
-        f(text.substr(0, nl));
-        if (nl == std::string_view::npos) break;
-        text.remove_prefix(nl + 1);
-    }
-}
-
-}  // namespace
-
 std::optional<uint64_t> KfdNode::get(const std::string& key) const {
     auto it = props.find(key);
     if (it == props.end()) return std::nullopt;
@@ -45,7 +31,7 @@ std::optional<std::string> KfdNode::pci() const {
 
 KfdNode parseKfdProperties(std::string_view text) {
     KfdNode n;
-    eachLine(text, [&](std::string_view line) {
+    text::forEachLine(text, [&](std::string_view line) {
         line = text::trim(line);
         auto sp = line.find(' ');
         if (sp == std::string_view::npos) return;
@@ -60,7 +46,7 @@ KfdNode parseKfdProperties(std::string_view text) {
 
 std::map<std::string, std::string> parseNvidiaInformation(std::string_view text) {
     std::map<std::string, std::string> out;
-    eachLine(text, [&](std::string_view line) {
+    text::forEachLine(text, [&](std::string_view line) {
         auto colon = line.find(':');
         if (colon == std::string_view::npos) return;
         out[std::string(text::trim(line.substr(0, colon)))] =

@@ -39,22 +39,13 @@ std::vector<std::string_view> fields(std::string_view s) {
     return out;
 }
 
-template <typename F>
-void eachLine(std::string_view text, F f) {
-    while (!text.empty()) {
-        auto nl = text.find('\n');
-        f(text.substr(0, nl));
-        if (nl == std::string_view::npos) break;
-        text.remove_prefix(nl + 1);
-    }
-}
 
 }  // namespace
 
 std::optional<ProcStatus> parseProcStatus(std::string_view text) {
     ProcStatus st;
     bool named = false;
-    eachLine(text, [&](std::string_view line) {
+    text::forEachLine(text, [&](std::string_view line) {
         auto colon = line.find(':');
         if (colon == std::string_view::npos) return;
         auto key = line.substr(0, colon);
@@ -80,7 +71,7 @@ std::optional<ProcStatus> parseProcStatus(std::string_view text) {
 
 std::vector<ProcMapping> parseProcMaps(std::string_view text) {
     std::vector<ProcMapping> out;
-    eachLine(text, [&](std::string_view line) {
+    text::forEachLine(text, [&](std::string_view line) {
         auto f = fields(line);
         if (f.size() < 5) return;
         auto dash = f[0].find('-');
@@ -118,7 +109,7 @@ std::vector<ProcModule> modulesOf(const std::vector<ProcMapping>& maps) {
 std::string parseCgroup(std::string_view text) {
     std::string v1;
     std::string v2;
-    eachLine(text, [&](std::string_view line) {
+    text::forEachLine(text, [&](std::string_view line) {
         auto c1 = line.find(':');
         if (c1 == std::string_view::npos) return;
         auto c2 = line.find(':', c1 + 1);
