@@ -67,7 +67,7 @@ int connectTo(const std::string& path) {
 nlohmann::json status(const std::string& sock) {
     int fd = connectTo(sock);
     if (fd < 0) return nullptr;
-    (void)!::write(fd, "status\n", 7);
+    (void)!::send(fd, "status\n", 7, MSG_NOSIGNAL);
     std::string out;
     char b[65536];
     for (ssize_t n; (n = ::read(fd, b, sizeof b)) > 0;) out.append(b, static_cast<size_t>(n));

@@ -87,7 +87,8 @@ std::string resolveSocketPath(const std::string& flag) {
 int cmdStatus(const std::string& socket, bool json) {
     int fd = connectDaemon(socket);
     if (fd < 0) return 2;
-    (void)!::write(fd, "status\n", 7);
+    // MSG_NOSIGNAL: a daemon that refuses us closes at once; its reply says why.
+    (void)!::send(fd, "status\n", 7, MSG_NOSIGNAL);
     std::string buf, line;
     bool got = readLine(fd, buf, line);
     ::close(fd);
@@ -125,7 +126,7 @@ int cmdStatus(const std::string& socket, bool json) {
 int cmdWatch(const std::string& socket, bool json) {
     int fd = connectDaemon(socket);
     if (fd < 0) return 2;
-    (void)!::write(fd, "watch\n", 6);
+    (void)!::send(fd, "watch\n", 6, MSG_NOSIGNAL);
     std::string buf, line;
     if (!readLine(fd, buf, line) || parseReply(line, socket).is_null()) {
         ::close(fd);

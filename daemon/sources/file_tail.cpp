@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <set>
@@ -34,8 +33,8 @@ class PrefixHasher {
     void add(const char* p, size_t len) {
         for (; len > 0 && n_ > 0; ++p, --len) push(static_cast<unsigned char>(*p));
         for (; len >= 8; p += 8, len -= 8) {
-            uint64_t w;
-            std::memcpy(&w, p, 8);
+            uint64_t w = 0;  // little-endian, as push() builds it (one load on x86 and arm64)
+            for (int i = 0; i < 8; ++i) w |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
             mix(w);
         }
         for (; len > 0; ++p, --len) push(static_cast<unsigned char>(*p));
@@ -104,6 +103,7 @@ struct FileTail::Followed {
     int64_t prefixLen = 0;     ///< prefixHash()'s cache: `prefix` has bytes [0, prefixLen)
     PrefixHasher prefix;
     bool copyWait = false;     ///< a copy of a file still being read: waits for its end
+    bool busy = false;         ///< being identified (copyWaits does not recurse into it)
     bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
     ~Followed() {
         if (fd >= 0) ::close(fd);
@@ -185,10 +185,14 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     id.fingerprint = sourceFingerprint(head);
     if (auto nl = head.find('\n'); nl != std::string_view::npos) head = head.substr(0, nl + 1);
     f.head.assign(head);  // `head` is in buf_, which what follows reuses
+    f.busy = true;
     auto wait = copyWaits(txn, f, id.fingerprint, size);
+    f.busy = false;
     if (!wait) return std::unexpected(wait.error());
     f.copyWait = *wait;
-    if (f.copyWait) { std::fprintf(stderr, "DBG wait %s size %ld fp %s\n", f.path.c_str(), (long)size, id.fingerprint.c_str()); return false; }
+    if (f.copyWait) return false;
+    // The others were brought up to date meanwhile: it may have grown (a copy being written).
+    if (struct stat now {}; ::fstat(f.fd, &now) == 0) size = std::max<int64_t>(size, now.st_size);
     auto src = store_.source(id);
     if (!src) return std::unexpected(src.error());
     SourceState st = *src;
@@ -201,8 +205,6 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     std::optional<Mark> resume;
     if (st.offset == 0 && st.line == 0 && st.max_line == 0 && !st.complete)
         resume = copyResume(f, id.fingerprint, size);  // nothing read from it yet
-    std::fprintf(stderr, "DBG identify %s ino %lu size %ld fp %s fresh %d resume %ld finished %zu\n", f.path.c_str(), (unsigned long)f.key.second, (long)size, id.fingerprint.c_str(), (int)(st.offset == 0 && st.line == 0 && st.max_line == 0 && !st.complete), resume ? (long)resume->offset : -1L, finished_.size());
-    for (auto& o : files_) if (o.second->stream) std::fprintf(stderr, "DBG   live %s ino %lu fp %s off %ld size %ld\n", o.second->path.c_str(), (unsigned long)o.second->key.second, o.second->fingerprint.c_str(), (long)o.second->offset, (long)o.second->size);
     if (resume) {
         st.offset = resume->offset;
         st.line = st.max_line = resume->line;
@@ -248,6 +250,15 @@ const FileTail::Mark* FileTail::lastMark(const Marks& marks, int64_t offset) {
     return m;
 }
 
+bool FileTail::sameHead(const Followed& f, const std::string& fingerprint) {
+    char b[4096];
+    ssize_t n = ::pread(f.fd, b, sizeof b, 0);
+    if (n <= 0) return false;
+    std::string_view head(b, static_cast<size_t>(n));
+    return (head.find('\n') != std::string_view::npos || head.size() == sizeof b) &&
+           sourceFingerprint(head) == fingerprint;
+}
+
 db::Result<bool> FileTail::copyWaits(Txn& txn,
                                      Followed& c,
                                      const std::string& fingerprint,
@@ -256,10 +267,14 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
     // holds bytes the original also holds: they are read from the original only. The copy
     // waits while it is no larger than the original and the same as its start.
     for (auto& [k, o] : files_) {
-        if (o.get() == &c || !o->stream || o->fingerprint != fingerprint) continue;
-        // Up to date first: if the original was truncated since our last look, it is
-        // finished now, and the copy resumes where it ended (copyResume).
-        if (auto r = read(txn, *o); !r) return std::unexpected(r.error());
+        if (o.get() == &c || o->busy || o->ignored) continue;
+        // The others up to date first: an original truncated since our last look is finished
+        // (copyResume then finds it), one not identified yet is (the first file identified
+        // is the original; its copies wait).
+        bool update = o->stream ? o->fingerprint == fingerprint || !headIntact(*o)
+                                : !o->copyWait && sameHead(*o, fingerprint);
+        if (update)
+            if (auto r = read(txn, *o); !r) return std::unexpected(r.error());
         if (!o->stream || o->fingerprint != fingerprint || size > o->size) continue;
         auto hc = prefixHash(c, size);
         auto ho = prefixHash(*o, size);
@@ -278,11 +293,20 @@ std::optional<FileTail::Mark> FileTail::copyResume(Followed& c,
     std::erase_if(finished_, [&](const Finished& e) { return now - e.at > kFinishedFor; });
     for (auto e = finished_.rbegin(); e != finished_.rend(); ++e) {
         if (e->fingerprint != fingerprint || e->marks.empty()) continue;
-        // Its whole reading when the copy is as large, else the last line end within the copy.
-        const Mark* m = size >= e->marks.back().offset ? &e->marks.back() : lastMark(e->marks, size);
+        // Where it ended when the copy is as large, else its last line end within the copy.
+        const Mark& end = e->marks.back();
+        const Mark* m = size >= end.offset ? &end : lastMark(e->marks, size);
         if (!m || m->offset == 0) continue;
         auto h = prefixHash(c, m->offset);
-        if (h && *h == m->hash) return *m;
+        if (!h || *h != m->hash) continue;
+        if (m == &end && e->lost > 0) {
+            // What its truncation counted lost and the copy holds is not lost after all.
+            uint64_t back = std::min<uint64_t>(e->lost, static_cast<uint64_t>(size - end.offset));
+            e->lost -= back;
+            if (auto o = files_.find(e->key); o != files_.end())
+                o->second->lost -= std::min(o->second->lost, back);
+        }
+        return *m;
     }
     return std::nullopt;
 }
@@ -308,10 +332,9 @@ db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
     auto r = f.stream->checkpoint(f.offset, true, f.size);
     if (!r) return r;
     if (f.hashed) {
-        Finished e{f.fingerprint, {f.marks.begin(), f.marks.end()}, Clock::now()};
+        Finished e{f.fingerprint, {f.marks.begin(), f.marks.end()}, Clock::now(), f.key, 0};
         if (e.marks.empty() || e.marks.back().offset != f.offset)
             e.marks.push_back({f.offset, static_cast<int64_t>(f.stream->lineNo()), f.hash.value()});
-        std::fprintf(stderr, "DBG finished %s ino %lu fp %s at %ld marks %zu\n", f.path.c_str(), (unsigned long)f.key.second, e.fingerprint.c_str(), (long)f.offset, e.marks.size());
         finished_.push_back(std::move(e));
         if (finished_.size() > kFinished) finished_.erase(finished_.begin());
     }
@@ -334,11 +357,14 @@ bool FileTail::headIntact(const Followed& f) {
 
 db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
     // What was written after our last look is gone unseen: only what we saw (f.size) and had
-    // not read is counted.
-    f.lost += static_cast<uint64_t>(std::max<int64_t>(f.size - f.offset, 0));
-    if (f.size - f.offset > 1000) std::fprintf(stderr, "DBG lost %s ino %lu size %ld off %ld stream %d wait %d\n", f.path.c_str(), (unsigned long)f.key.second, (long)f.size, (long)f.offset, (int)!!f.stream, (int)f.copyWait);
+    // not read is counted (none for a waiting copy: its bytes are its original's).
+    uint64_t lost =
+        f.copyWait ? 0 : static_cast<uint64_t>(std::max<int64_t>(f.size - f.offset, 0));
+    f.lost += lost;
     if (auto r = txn.ensure(); !r) return r;
+    size_t finished = finished_.size();
     if (auto r = retire(f, false); !r) return r;
+    if (finished_.size() > finished) finished_.back().lost = lost;  // a copy may have them
     f.offset = 0;
     f.skipping = false;
     f.head.clear();
@@ -386,7 +412,7 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
         // content from the middle of a line: dropped, and the file is read again from 0.
         f.size = seen;
         if (auto r = truncated(txn, f); !r) return std::unexpected(r.error());
-        f.size = size;
+        f.size = 0;  // `size` may be the old content's: nothing is known of the new one yet
         return true;
     }
     const char* p = buf_.data();
@@ -501,6 +527,16 @@ std::vector<StreamStatus> FileTail::status() const {
         s.lag = static_cast<uint64_t>(std::max<int64_t>(f->size - f->offset, 0));
         s.lost_bytes = f->lost;
         s.active = f->matched;
+        out.push_back(std::move(s));
+    }
+    if (retiredLost_ > 0) {
+        // Files finished (renamed away, deleted) keep counting: losses are totals.
+        StreamStatus s;
+        s.source = "file";
+        s.name = "(finished files)";
+        s.position = "-";
+        s.lost_bytes = retiredLost_;
+        s.active = false;
         out.push_back(std::move(s));
     }
     return out;

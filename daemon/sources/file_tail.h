@@ -22,11 +22,15 @@ namespace gpufault::daemon {
 /// (sourceFingerprint), so it is found again after a rename or a daemon restart as long as a
 /// pattern still matches its new name: include rotated names (`job.log*`) in the patterns.
 /// A file renamed or deleted while followed is read to its end through the open descriptor
-/// and finished once idle. Compressed files (gzip, zstd, xz, bzip2 magic) are skipped.
-/// copytruncate: a new file with the first line of a followed stream, whose bytes are a
-/// prefix of what that stream read, waits until that stream is finished (truncated, renamed
-/// away, deleted), then resumes where it ended; this is in memory only, so a copytruncate
-/// while the daemon is down (or before a commit a kill undoes) is still read from its start.
+/// and finished once idle. Truncation is seen by the size, or by the first line when the file
+/// grew past the read offset again between two looks. Compressed files (gzip, zstd, xz, bzip2
+/// magic) are skipped.
+/// copytruncate: a new file with the first line of a followed stream, no larger than it and
+/// the same as its start, is a copy: it waits until that stream is finished (truncated,
+/// renamed away, deleted), then resumes where the stream ended when its bytes up to there are
+/// the same (a hash of what each stream read, and of its last kMarks line ends, is kept for 60
+/// s). In memory only: after a copytruncate while the daemon is down, or one whose commit a
+/// kill undid, the copy is read from its start (its lines already stored are stored again).
 class FileTail final : public Source {
   public:
     /// `window`: dispatches kept per runtime thread; `idle_close_ms`: how long a file that no
@@ -63,6 +67,8 @@ class FileTail final : public Source {
         std::string fingerprint;
         std::vector<Mark> marks;  ///< the last is where it ended
         std::chrono::steady_clock::time_point at;
+        Key key{};          ///< its file
+        uint64_t lost = 0;  ///< bytes its truncation counted lost, which a copy may hold
     };
     void scan();
     db::Result<bool> read(Txn& txn, Followed& f);
@@ -74,9 +80,13 @@ class FileTail final : public Source {
     static bool headIntact(const Followed& f);
     /// Bytes [f.offset, f.offset + n) at `p` were read; `line_end`: they end a line.
     void consumed(Followed& f, const char* p, size_t n, bool line_end);
-    /// FNV-1a of the file's bytes [0, len) (cached for growing `len`); nullopt if shorter.
+    /// The hash of the file's bytes [0, len) (cached for a growing `len`); nullopt if shorter.
     std::optional<uint64_t> prefixHash(Followed& f, int64_t len);
+    /// The file starts with a first line of this fingerprint.
+    static bool sameHead(const Followed& f, const std::string& fingerprint);
+    /// True while `c` (not identified yet) may be a copy of a stream still being read.
     db::Result<bool> copyWaits(Txn& txn, Followed& c, const std::string& fingerprint, int64_t size);
+    /// Where `c`, a copy of a stream finished lately, resumes (nullopt: it is no such copy).
     std::optional<Mark> copyResume(Followed& c, const std::string& fingerprint, int64_t size);
     /// The last of `marks` at or before `offset` (nullptr: none).
     template <typename Marks>

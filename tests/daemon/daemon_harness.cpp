@@ -129,7 +129,8 @@ std::string controlRequest(const std::string& socket_path, const std::string& re
         return "";
     }
     std::string req = request + "\n";
-    (void)!::write(fd, req.data(), req.size());
+    // MSG_NOSIGNAL: a daemon that refuses the peer may close before the request is written.
+    (void)!::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
     std::string out;
     auto end = std::chrono::steady_clock::now() + timeout;
     for (;;) {

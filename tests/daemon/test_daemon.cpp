@@ -565,7 +565,9 @@ std::string statusAs(const std::string& sock, gid_t gid, const std::vector<gid_t
     ::close(fds[0]);
     int st = 0;
     ::waitpid(child, &st, 0);
-    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? reply : "child failed";
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0
+               ? reply
+               : fmt::format("child failed: status {:#x}, reply {}", st, reply);
 }
 
 }  // namespace

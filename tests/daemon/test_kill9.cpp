@@ -1,7 +1,8 @@
 // gpufaultd under SIGKILL. A writer that never waits for the daemon appends a ledger of lines
-// while it rotates the log (by rename; copytruncate in a test of its own), truncates it,
+// while it rotates the log (by rename; copytruncate in tests of their own), truncates it,
 // deletes old rotations and recreates it; the test kills the daemon with SIGKILL at random
-// moments and restarts it each time. Then it checks the store against the ledger.
+// moments and restarts it each time, and freezes it (SIGSTOP) at times so that the writer runs
+// ahead, as on a loaded machine. Then it checks the store against the ledger.
 //
 // The ledger: line N is `[ledger] name=L<N> ptr=<0x10000000 + N*0x1000> size=4096 pad=x…`,
 // which the operand-probe parser stores as one row of `operands`, so the rows say exactly which
@@ -19,6 +20,10 @@
 //    commit. A deleted (or renamed) file the daemon holds open stays readable through its
 //    descriptor and is read to its end (DeletedFilesHeldOpenAreReadToTheEnd); a file deleted
 //    while the daemon is dead, or before it opened it, is gone for it.
+//  * Whatever was stored of a file, removed later or not, is a prefix of its lines: the
+//    daemon reads in order, so a stored line after a missing one means it skipped part of a
+//    file (as it did when a file was truncated and written past the old read offset between
+//    two looks: TruncatedAndRegrownBetweenTwoLooksIsReadFromTheStart).
 //  * Reported loss: on truncation the daemon counts lost_bytes += (the size at its last look −
 //    its read offset), i.e. bytes it saw and had not read. What was written after its last
 //    look and truncated before its next one, what a file deleted before it opened it held,
@@ -26,10 +31,11 @@
 //    killed, are all unknowable to it. So reported ≤ missing ≤ removed, where missing is the
 //    ledger's count of bytes removed unread (the removed lines the store lacks). Equality
 //    holds when the daemon saw everything that was removed unread: asserted exactly in
-//    PartialLineSeenThenTruncatedIsReportedLostExactly.
+//    PartialLineSeenThenTruncatedIsReportedLostExactly. (`status` shows only the files still
+//    followed, and each daemon counts from 0: the test adds up, per life, the most it saw.)
 //
-// Figures: GPUFAULT_KILL9_SEED=<n> replays a seed (the writer's timing still varies);
-// GPUFAULT_LONG=1 kills 200 times instead of 50.
+// GPUFAULT_KILL9_SEED=<n> replays a seed (the writer's timing still varies); GPUFAULT_LONG=1
+// kills 200 times instead of 50 (and runs 100 copytruncate periods instead of 20).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -180,6 +186,12 @@ bool caughtUp(const std::string& sock, const std::string& logs, std::string* why
         }
     }
     return true;
+}
+
+/// After a start that did not become ready: how the daemon ended, if it did.
+std::string exitText(DaemonProcess& d) {
+    auto rc = d.waitExit(0ms);
+    return rc ? fmt::format("the daemon exited with status {}", *rc) : "the daemon is running";
 }
 
 /// Stops the daemon (SIGSTOP) and waits until it is stopped: whatever happens next, it sees
@@ -516,8 +528,9 @@ void runScenario(Rotation rotation, int lives, bool kill, Figures* fig) {
         if (kill || i == 0) {
             ASSERT_TRUE(d.start());
             if (!early) {
-                ASSERT_TRUE(d.waitNotify("READY=1", 30s)) << "start " << i << "\n"
-                                                          << d.stderrText();
+                ASSERT_TRUE(d.waitNotify("READY=1", 30s))
+                    << "start " << i << ": " << exitText(d) << "\n"
+                    << d.stderrText();
             }
         }
         auto life = std::chrono::milliseconds(early ? rand(0, 30) : rand(0, 700));
@@ -552,12 +565,11 @@ void runScenario(Rotation rotation, int lives, bool kill, Figures* fig) {
     // commit it to its end; a clean SIGTERM must then exit 0.
     if (kill) {
         ASSERT_TRUE(d.start());
-        ASSERT_TRUE(d.waitNotify("READY=1", 30s)) << d.stderrText();
+        ASSERT_TRUE(d.waitNotify("READY=1", 30s)) << exitText(d) << "\n" << d.stderrText();
     }
     std::string why;
-    EXPECT_TRUE(eventually([&] { return caughtUp(s.sock, s.logs, &why); }, 60s))
-        << why << "\n"
-        << d.stderrText();
+    EXPECT_TRUE(eventually([&] { return caughtUp(s.sock, s.logs, &why); }, 60s)) << why << "\n"
+                                                                                 << d.stderrText();
     if (auto st = status(s.sock)) lifeLost = std::max(lifeLost, lostOf(*st));
     fig->reportedLost += lifeLost;
     d.signal(SIGTERM);
@@ -597,7 +609,10 @@ void runScenario(Rotation rotation, int lives, bool kill, Figures* fig) {
             continue;
         }
         if (row.rows != 1)
-            show(x, fmt::format("stored {} times: {}", row.rows, whereStored(s.store, x)));
+            show(x,
+                 fmt::format("stored {} times: {}",
+                             row.rows,
+                             shown < 20 ? whereStored(s.store, x) : std::string()));
         if (row.ptr != kPtrBase + x * kPtrStep || row.end != row.ptr + kSize)
             show(x, fmt::format("stored as ptr 0x{:x} end 0x{:x}", row.ptr, row.end));
         if (!l.complete[x]) show(x, "stored, but it was never complete");
@@ -629,7 +644,6 @@ void runScenario(Rotation rotation, int lives, bool kill, Figures* fig) {
             }
         }
     }
-    if (shown || fig->reportedLost > 10000) std::fprintf(stderr, "%s\n", d.stderrText().c_str());  // DBG
     fig->seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     std::string ops;
     for (const auto& [k, v] : l.ops) ops += fmt::format(" {} {}", k, v);
@@ -673,9 +687,12 @@ TEST(DaemonKill9, CopyTruncateRotationWithoutKills) {
     runScenario(Rotation::CopyTruncate, killsFromEnv(20, 100), false, &fig);
 }
 
-// KNOWN LIMITATION (see daemon/sources/file_tail.h): a copytruncate rotation makes a new
-// inode with the same first line, which the daemon reads from its start, so the lines it had
-// already read from app.log before the truncation are stored twice. Enable once fixed.
+// KNOWN GAP (see daemon/sources/file_tail.h): a copy resumes after its original only while
+// the daemon remembers the original (in memory). A copytruncate while the daemon is down, or
+// whose original was finished in a transaction a kill undid, leaves a copy with a new inode
+// and the original's first line that is read from its start: the lines already stored from
+// the original are stored twice. Enable once the store keeps, with each checkpoint, a hash of
+// the bytes before it (then a copy is recognised after a restart too).
 TEST(DaemonKill9, DISABLED_CopyTruncateRotationUnderRandomKills) {
     Figures fig;
     runScenario(Rotation::CopyTruncate, killsFromEnv(20, 100), true, &fig);
@@ -828,20 +845,144 @@ TEST(DaemonKill9, DeletedFilesHeldOpenAreReadToTheEnd) {
     EXPECT_EQ(storedNames(stored), want);
 }
 
-// copytruncate without kills: the copy must continue where app.log had been read.
-// KNOWN LIMITATION (as DISABLED_CopyTruncateRotationUnderRandomKills).
-TEST(DaemonKill9, DISABLED_CopyTruncateContinuesWhereTheOriginalWasRead) {
+// ---------------------------------------------------------------------------------------------
+// copytruncate: a copy resumes where its original was read (in memory: see file_tail.h).
+
+namespace {
+
+std::string every(uint64_t from, uint64_t to) {
+    std::string s;
+    for (uint64_t n = from; n < to; ++n) s += fmt::format(" L{}x1", n);
+    return s;
+}
+
+/// logrotate's copytruncate, as the writer would see it: copy, then truncate.
+void copyTruncate(Quiet& q, const std::string& to, bool truncate = true) {
+    gpufault::testing::writeFile(to, gpufault::testing::readFile(q.s.app));
+    if (truncate) {
+        ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    }
+}
+
+}  // namespace
+
+// The daemon had read app.log to its end; the copy appears with the truncation.
+TEST(DaemonKill9, CopyTruncateContinuesWhereTheOriginalWasRead) {
     Quiet q;
     ASSERT_TRUE(q.start());
     q.lines(q.fd, 10);  // L0-9, read from app.log
     ASSERT_TRUE(q.caughtUp());
-    std::string content = gpufault::testing::readFile(q.s.app);
-    gpufault::testing::writeFile(q.s.app + ".1", content);
-    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    copyTruncate(q, q.s.app + ".1");
     q.lines(q.fd, 5);  // L10-14
     ASSERT_TRUE(q.caughtUp());
-    auto stored = q.stop();
-    std::string want;
-    for (uint64_t n = 0; n < 15; ++n) want += fmt::format(" L{}x1", n);
-    EXPECT_EQ(storedNames(stored), want);
+    EXPECT_EQ(storedNames(q.stop()), every(0, 15));
+}
+
+// The copy appears while app.log still has lines the daemon has not read, and more are
+// written before the truncation: the copy waits (status says so), app.log is read on, and
+// the copy resumes where app.log ended.
+TEST(DaemonKill9, CopySeenBeforeTheTruncationWaitsForTheOriginal) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(freeze(q.d.pid()));
+    q.lines(q.fd, 10);  // L10-19, unread
+    std::string copy = q.s.app + ".1";
+    copyTruncate(q, copy, false);
+    q.lines(q.fd, 5);  // L20-24: in app.log only
+    thaw(q.d.pid());
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto c = q.stream(copy);
+            auto a = q.stream(q.s.app);
+            return c && a && c->position == "waiting: a copy of a file still being read" &&
+                   a->lag == 0;
+        },
+        30s));
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 5);  // L25-29
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 30));
+}
+
+// Copied and truncated while the daemon was frozen, with lines it had not read: they are read
+// from the copy, after what app.log gave.
+TEST(DaemonKill9, CopyHoldsWhatTheOriginalHadNotGiven) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(freeze(q.d.pid()));
+    q.lines(q.fd, 10);  // L10-19, unread, then copied
+    copyTruncate(q, q.s.app + ".1");
+    q.lines(q.fd, 3);  // L20-22
+    thaw(q.d.pid());
+    ASSERT_TRUE(q.caughtUp());
+    auto st = q.stream(q.s.app);
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->lost, 0u);
+    EXPECT_EQ(storedNames(q.stop()), every(0, 23));
+}
+
+// A partial line the daemon saw is counted lost at the truncation; the copy then holds it
+// (completed) after all, so the count is taken back: lost_bytes is exact again.
+TEST(DaemonKill9, CopyGivesBackWhatTheTruncationCountedLost) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    std::string l10 = ledgerLine(10, 8);
+    ASSERT_TRUE(writeAll(q.fd, l10.substr(0, 20)));
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto st = q.stream(q.s.app);
+            return st && st->lag == 20;
+        },
+        30s));
+    ASSERT_TRUE(freeze(q.d.pid()));
+    ASSERT_TRUE(writeAll(q.fd, l10.substr(20)));
+    q.next = 11;
+    q.lines(q.fd, 1);  // L11
+    // The truncation is seen first (the copy is made after the daemon thaws).
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 2);   // L12-13
+    std::string saved;  // app.log as it was before the truncation
+    for (uint64_t n = 0; n < 12; ++n) saved += ledgerLine(n, 8);
+    thaw(q.d.pid());
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto st = q.stream(q.s.app);
+            return st && st->lost == 20;
+        },
+        30s));
+    gpufault::testing::writeFile(q.s.app + ".1", saved);
+    ASSERT_TRUE(q.caughtUp());
+    auto st = q.stream(q.s.app);
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->lost, 0u);
+    EXPECT_EQ(storedNames(q.stop()), every(0, 14));
+}
+
+// Another file that merely starts with the same line is no copy: it is read from its start,
+// whether it appears while app.log is followed or after app.log was truncated.
+TEST(DaemonKill9, ASameFirstLineIsNoCopy) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(writeAll(q.fd, "=== job started ===\n"));
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    std::string other = "=== job started ===\n";
+    for (uint64_t n = 100; n < 105; ++n) other += ledgerLine(n, 8);
+    gpufault::testing::writeFile(q.s.app + ".a", other);  // smaller than app.log
+    ASSERT_TRUE(q.caughtUp());
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.next = 10;
+    q.lines(q.fd, 2);  // L10-11
+    ASSERT_TRUE(q.caughtUp());
+    other = "=== job started ===\n";
+    for (uint64_t n = 200; n < 220; ++n) other += ledgerLine(n, 8);
+    gpufault::testing::writeFile(q.s.app + ".b", other);  // larger than app.log had been
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 12) + every(100, 105) + every(200, 220));
 }
