@@ -12,6 +12,7 @@
 #include <deque>
 #include <memory>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -124,6 +125,17 @@ db::Result<IngestSummary> ingestFile(Store& store,
     LineReader reader(fd.fd, kMaxLine);
     auto head = reader.peek(kFingerprintBytes);
     if (!head) return std::unexpected(db::Error{fmt::format("{}: {}", path, head.error().message)});
+    // Compressed logs and cores (journal exports, `dmesg.gz`, `core.zst`) are not text.
+    for (auto [magic, name, tool] :
+         {std::tuple{std::string_view("\x1f\x8b"), "gzip", "zcat"},
+          std::tuple{std::string_view("\x28\xb5\x2f\xfd"), "zstd", "zstdcat"},
+          std::tuple{std::string_view("\xfd" "7zXZ"), "xz", "xzcat"},
+          std::tuple{std::string_view("BZh"), "bzip2", "bzcat"}})
+        if (head->substr(0, magic.size()) == magic)
+            return std::unexpected(db::Error{fmt::format(
+                "{}: {}-compressed: decompress it first (a core: {} FILE > core; a log: {} FILE | "
+                "gpufault ingest -)",
+                path, name, tool, tool)});
     id.fingerprint = sourceFingerprint(*head);
     uint64_t total = S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
 

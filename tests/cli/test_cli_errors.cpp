@@ -28,6 +28,16 @@ TEST(CliErrors, MissingFileExits2AndLeavesStoreUntouched) {
     EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out, before);
 }
 
+TEST(CliErrors, CompressedInputIsNamedNotReadAsText) {
+    TempDir t;
+    std::string gz = std::string(GPUFAULT_SOURCE_DIR) +
+                     "/tests/data/cores/cuda-h200/gpucore.illegal_probe.nvcudmp.gz";
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", gz});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find(gz + ": gzip-compressed: decompress it first"), std::string::npos)
+        << r.err;
+}
+
 TEST(CliErrors, ReingestAddsNoDuplicates) {
     TempDir t;
     ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kCase013}).status, 0);
