@@ -30,6 +30,9 @@ std::string preadAt(int fd, uint64_t off, size_t n) {
 }  // namespace
 
 bool isCoreFile(const std::string& path) {
+    // Only regular files are probed: opening a FIFO would block or eat its writer's data.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     auto head = preadAt(fd, 0, 64);
