@@ -79,7 +79,7 @@ void flush(const std::shared_ptr<ControlServer::Conn>& c) {
                           if (c->dropped > 0 && c->out.size() < kMaxQueued / 2) {
                               auto n = c->dropped;
                               c->dropped = 0;
-                              send(c, nlohmann::json{{"type", "dropped"}, {"lines", n}}.dump());
+                              send(c, nlohmann::json{{"type", "dropped"}, {"lines", n}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
                           }
                           flush(c);
                       });
@@ -98,6 +98,14 @@ void send(const std::shared_ptr<ControlServer::Conn>& c, std::string line) {
 }  // namespace
 
 ControlServer::ControlServer(State& s) : s_(s), path_(s.cfg.socket_path), acceptor_(s.io) {}
+
+void ControlServer::close() {
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    for (const auto& w : watchers_) w->sock.close(ec);
+    watchers_.clear();
+    ::unlink(path_.c_str());
+}
 
 ControlServer::~ControlServer() {
     boost::system::error_code ec;
@@ -185,7 +193,7 @@ void ControlServer::serve(std::shared_ptr<Conn> c) {
                     });
             } else {
                 c->closeAfter = true;
-                send(c, nlohmann::json{{"error", "unknown request: " + req.substr(0, 64)}}.dump());
+                send(c, nlohmann::json{{"error", "unknown request: " + req.substr(0, 64)}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
             }
         });
 }
@@ -215,7 +223,7 @@ std::string ControlServer::statusJson() const {
                                {"lost_bytes", st.lost_bytes},
                                {"active", st.active}});
     j["streams"] = std::move(streams);
-    return j.dump();
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void ControlServer::published(bool incidents) {
@@ -230,7 +238,7 @@ void ControlServer::published(bool incidents) {
             j["type"] = "evidence";
             j["id"] = e.id;
             j["source"] = e.source;
-            for (const auto& w : watchers_) send(w, j.dump());
+            for (const auto& w : watchers_) send(w, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         }
     }
     if (!incidents) return;
@@ -250,7 +258,7 @@ void ControlServer::published(bool incidents) {
         if (i.address) j["address"] = text::hexAddr(*i.address);
         if (i.pid) j["pid"] = *i.pid;
         if (i.kernel) j["kernel"] = *i.kernel;
-        for (const auto& w : watchers_) send(w, j.dump());
+        for (const auto& w : watchers_) send(w, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
 }
 

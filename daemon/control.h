@@ -29,6 +29,9 @@ class ControlServer {
     static std::expected<std::unique_ptr<ControlServer>, std::string> open(State& s);
     ~ControlServer();
 
+    /// Stops accepting and closes every connection (the object must outlive queued handlers).
+    void close();
+
     /// New records (and, with `incidents`, recomputed incidents) were committed: sends what is
     /// new to every watcher.
     void published(bool incidents);

@@ -39,6 +39,9 @@ struct State {
     KmsgSource* kmsg = nullptr;
     JournalSource* journal = nullptr;
     std::unique_ptr<ControlServer> control;
+    /// Control servers replaced by a reload: kept (closed) until exit, because handlers of
+    /// their connections may still be queued and refer to them.
+    std::vector<std::unique_ptr<ControlServer>> retired_control;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     std::string store_error;  ///< the last store failure while it lasts ("" = healthy)
     uint64_t commits = 0, correlations = 0;

@@ -337,7 +337,6 @@ class Loop {
         metricsTimer_.cancel();
         retentionTimer_.cancel();
         State& s = s_;
-        s.control.reset();
         s.sources.clear();
         s.files = nullptr;
         s.kmsg = nullptr;
@@ -359,7 +358,16 @@ class Loop {
             }
         }
         (void)openSourcesStep(s);
-        if (auto r = openControlStep(s); !r.proceed) logLine(3, fmt::format("reload: {}", r.error));
+        if (!s.control || s.cfg.socket_path != old.socket_path) {
+            // A moved socket: the old server is closed but kept alive (queued handlers of its
+            // connections refer to it); an unchanged one keeps its clients across the reload.
+            if (s.control) {
+                s.control->close();
+                s.retired_control.push_back(std::move(s.control));
+            }
+            if (auto r = openControlStep(s); !r.proceed)
+                logLine(3, fmt::format("reload: {}", r.error));
+        }
         armSources();
         if (!s.cfg.metrics_path.empty()) metrics();
         if (s.cfg.max_age_days > 0 || s.cfg.max_store_mib > 0) retention();

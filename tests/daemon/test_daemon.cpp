@@ -602,3 +602,34 @@ TEST(Daemon, ControlSocketChecksThePeersUserAndGroups) {
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(2s), 0);
 }
+
+TEST(Daemon, ReloadKeepsWatchersAndInvalidUtf8NeverKillsIt) {
+    Fixture f;
+    writeFile(f.conf, f.config());
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s));
+    Watcher w(f.sock);
+    ASSERT_TRUE(w.ok());
+    EXPECT_EQ(w.next(2s).value("type", ""), "watching");
+    // A reload while a watcher is connected (its handlers are queued on the old server).
+    d.signal(SIGHUP);
+    ASSERT_TRUE(eventually(
+        [&] { return d.stderrText().find("reload: " + f.conf) != std::string::npos; }, 3s));
+    // Invalid UTF-8 in a request, in a followed file's name and in a record's text.
+    auto junk = controlRequest(f.sock, "\xff\xfe");
+    EXPECT_NE(junk.find("unknown request: \xef\xbf\xbd\xef\xbf\xbd"), std::string::npos) << junk;
+    f.append("bad\xff.log", "x\n");
+    f.append("job.log",
+             "[ 1.0] pyth\xffon3[4242]: segfault at 10 ip 00007f0000001000 sp 00007ffd00000000 "
+             "error 4 in libfoo.so[7f0000000000+2000]\n");
+    auto ev = w.next(5s);
+    ASSERT_FALSE(ev.is_null()) << d.stderrText();
+    EXPECT_EQ(ev["kind"], "cpu_segfault");
+    EXPECT_TRUE(eventually(
+        [&] { return controlRequest(f.sock, "status").find("bad\xef\xbf\xbd.log") != std::string::npos; },
+        3s));
+    EXPECT_FALSE(d.waitExit(100ms)) << d.stderrText();
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(2s), 0);
+}
