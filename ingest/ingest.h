@@ -25,6 +25,12 @@ struct IngestSummary {
     uint64_t lines = 0;     ///< lines read in this run
     uint64_t bytes = 0;
     std::map<std::string, uint64_t> evidence;  ///< new records by kind
+    /// New records of every kind.
+    uint64_t evidenceTotal() const {
+        uint64_t n = 0;
+        for (const auto& [k, v] : evidence) n += v;
+        return n;
+    }
     uint64_t dispatches = 0;                   ///< dispatch lines counted
     uint64_t dispatch_rows = 0;                ///< dispatch rows kept (windows)
     uint64_t operands = 0;

@@ -72,12 +72,6 @@ bool compressed(std::string_view head) {
            starts("BZh");
 }
 
-uint64_t evidenceOf(const IngestSummary& s) {
-    uint64_t n = 0;
-    for (const auto& [k, v] : s.evidence) n += v;
-    return n;
-}
-
 }  // namespace
 
 /// One followed file (an open descriptor; its stream once the first line identified it).
@@ -501,7 +495,7 @@ void FileTail::committed() {
         if (f->stream) f->stream->committed();
         f->resumed = false;
     }
-    for (auto& f : retired_) retiredEvidence_ += evidenceOf(f->sum);
+    for (auto& f : retired_) retiredEvidence_ += f->sum.evidenceTotal();
     retired_.clear();
 }
 
@@ -523,7 +517,7 @@ std::vector<StreamStatus> FileTail::status() const {
                    : f->copyWait ? "waiting: a copy of a file still being read"
                                  : "waiting for a first line";
         s.lines = f->sum.lines;
-        s.evidence = evidenceOf(f->sum);
+        s.evidence = f->sum.evidenceTotal();
         s.lag = static_cast<uint64_t>(std::max<int64_t>(f->size - f->offset, 0));
         s.lost_bytes = f->lost;
         s.active = f->matched;
@@ -552,7 +546,7 @@ std::vector<int64_t> FileTail::sourceIds() const {
 
 uint64_t FileTail::evidenceStored() const {
     uint64_t n = retiredEvidence_;
-    for (const auto& [k, f] : files_) n += evidenceOf(f->sum);
+    for (const auto& [k, f] : files_) n += f->sum.evidenceTotal();
     return n;
 }
 

@@ -32,12 +32,6 @@ std::optional<int64_t> number(const std::string& s) {
     return v;
 }
 
-uint64_t evidenceOf(const IngestSummary& s) {
-    uint64_t n = 0;
-    for (const auto& [k, v] : s.evidence) n += v;
-    return n;
-}
-
 db::Error journalError(const std::string& what, int r) {
     return db::Error{fmt::format("journal: {}: {}", what, std::strerror(-r))};
 }
@@ -212,13 +206,13 @@ std::vector<StreamStatus> JournalSource::status() const {
     s.position = stream_ && stream_->state().cursor ? "cursor " + *stream_->state().cursor
                                                     : std::string(j_ ? "not started" : "closed");
     s.lines = sum_.lines;
-    s.evidence = evidenceOf(sum_);
+    s.evidence = sum_.evidenceTotal();
     s.lost_records = lost_;
     return {s};
 }
 
 uint64_t JournalSource::evidenceStored() const {
-    return evidenceOf(sum_);
+    return sum_.evidenceTotal();
 }
 
 std::vector<int64_t> JournalSource::sourceIds() const {

@@ -28,12 +28,6 @@ std::optional<uint64_t> recordSeq(std::string_view rec) {
     return seq;
 }
 
-uint64_t evidenceOf(const IngestSummary& s) {
-    uint64_t n = 0;
-    for (const auto& [k, v] : s.evidence) n += v;
-    return n;
-}
-
 }  // namespace
 
 std::string readBootId() {
@@ -139,7 +133,7 @@ std::vector<StreamStatus> KmsgSource::status() const {
     s.position = stream_ ? fmt::format("seq {} (boot {})", stream_->state().offset, bootId_)
                          : std::string(fd_ < 0 ? "closed" : "not started");
     s.lines = sum_.lines;
-    s.evidence = evidenceOf(sum_);
+    s.evidence = sum_.evidenceTotal();
     s.lost_records = lost_;
     return {s};
 }
@@ -150,7 +144,7 @@ std::vector<int64_t> KmsgSource::sourceIds() const {
 }
 
 uint64_t KmsgSource::evidenceStored() const {
-    return evidenceOf(sum_);
+    return sum_.evidenceTotal();
 }
 
 }  // namespace gpufault::daemon

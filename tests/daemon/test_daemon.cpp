@@ -102,6 +102,17 @@ class Watcher {
     std::string buf_;
 };
 
+/// /dev/kmsg for writing tagged test records, or -1 with the reason to skip.
+int openKmsgForTests(std::string& why) {
+    if (std::getenv("GPUFAULT_TEST_NO_KMSG")) {
+        why = "GPUFAULT_TEST_NO_KMSG: no test records into the kernel log";
+        return -1;
+    }
+    int fd = ::open("/dev/kmsg", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) why = "/dev/kmsg is not readable and writable here (needs root)";
+    return fd;
+}
+
 }  // namespace
 
 TEST(Daemon, NotifiesReadyPingsTheWatchdogAndStopsCleanlyOnSigterm) {
@@ -243,10 +254,9 @@ TEST(Daemon, SighupWithAnInvalidConfigKeepsRunningAndAValidOneReloads) {
 }
 
 TEST(Daemon, ReadsInjectedKernelRecordsOnceAcrossRestarts) {
-    if (std::getenv("GPUFAULT_TEST_NO_KMSG"))
-        GTEST_SKIP() << "GPUFAULT_TEST_NO_KMSG: no test records into the kernel log";
-    int probe = ::open("/dev/kmsg", O_RDWR | O_NONBLOCK | O_CLOEXEC);
-    if (probe < 0) GTEST_SKIP() << "/dev/kmsg is not readable and writable here (needs root)";
+    std::string why;
+    int probe = openKmsgForTests(why);
+    if (probe < 0) GTEST_SKIP() << why;
     Fixture f;
     writeFile(f.conf, f.config(true, f.logs + "/none.log"));
     std::mt19937_64 rng(std::random_device{}());
@@ -368,10 +378,9 @@ TEST(Daemon, RetentionDropsTheOldestSourcesAboveTheSizeLimitButNotAFollowedOne) 
 }
 
 TEST(Daemon, SnapshotsTheProcessAKernelFaultRecordNamesWhileItLives) {
-    if (std::getenv("GPUFAULT_TEST_NO_KMSG"))
-        GTEST_SKIP() << "GPUFAULT_TEST_NO_KMSG: no test records into the kernel log";
-    int probe = ::open("/dev/kmsg", O_RDWR | O_NONBLOCK | O_CLOEXEC);
-    if (probe < 0) GTEST_SKIP() << "/dev/kmsg is not readable and writable here (needs root)";
+    std::string why;
+    int probe = openKmsgForTests(why);
+    if (probe < 0) GTEST_SKIP() << why;
     Fixture f;
     writeFile(f.conf, f.config(true, f.logs + "/none.log"));
     // A live process with a recognisable command line (its secret argument must not be kept).
