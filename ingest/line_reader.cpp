@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -33,8 +34,11 @@ db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offs
             if (skipping_) {
                 skipping_ = false;
                 truncated = true;
+                lastCr_ = true;
                 return std::optional<std::string_view>(std::string_view(long_));
             }
+            const size_t start = static_cast<size_t>(s - bufs_[cur_].data());
+            lastCr_ = hasCr(start, start + len);
             if (len > maxLine_) {
                 truncated = true;
                 len = maxLine_;
@@ -62,10 +66,12 @@ db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offs
             if (skipping_) {
                 skipping_ = false;
                 truncated = true;
+                lastCr_ = true;
                 line_offset = longOffset_;
                 return std::optional<std::string_view>(std::string_view(long_));
             }
             if (end_ > pos_) {  // last line without '\n'
+                lastCr_ = true;
                 line_offset = base_ + pos_;
                 std::string_view v(bufs_[cur_].data() + pos_, end_ - pos_);
                 pos_ = end_;
@@ -76,6 +82,16 @@ db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offs
     }
 }
 
+bool LineReader::hasCr(size_t a, size_t b) {
+    if (cr_ != kNone ? cr_ >= a : b <= crTo_) return cr_ < b;  // known: the first '\r' from a
+    const size_t from = cr_ != kNone ? a : std::max(a, crTo_);
+    const char* buf = bufs_[cur_].data();
+    auto* p = static_cast<const char*>(std::memchr(buf + from, '\r', end_ - from));
+    cr_ = p ? static_cast<size_t>(p - buf) : kNone;
+    crTo_ = end_;
+    return cr_ < b;
+}
+
 void LineReader::switchBuffer(size_t keep) {
     if (reuse_) reuse_();
     std::vector<char>& to = bufs_[1 - cur_];
@@ -84,6 +100,8 @@ void LineReader::switchBuffer(size_t keep) {
     cur_ = 1 - cur_;
     pos_ = 0;
     end_ = keep;
+    cr_ = kNone;
+    crTo_ = 0;
 }
 
 db::Result<bool> LineReader::fill() {
