@@ -60,6 +60,13 @@ bool isApiTraceMessage(std::string_view text) {
     p = identEnd(p, e);
     if (p == id) return false;
     if (p < e && *p == ':') {  // the exit line `%s: Returned %s : `: benign statuses only
+        if constexpr (simd::kSimd) {
+            // The common case, `: Returned hipSuccess` and a non-identifier byte, in one compare.
+            static const char kSuccess[17] = ": Returned hipSu";
+            if (e - p >= 22 && simd::startsWith(p, kSuccess, 16) &&
+                std::memcmp(p + 16, "ccess", 5) == 0 && !kIdent[static_cast<unsigned char>(p[21])])
+                return true;
+        }
         if (!startsWith(p, e, ": Returned ")) return false;
         const char* st = p + 11;
         const char* q = identEnd(st, e);

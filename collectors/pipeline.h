@@ -90,7 +90,7 @@ class TextPipeline {
     LineDecoder decoder_;
     LogLine bare_;  ///< reused by feedBareAmd(), which sets the same fields each time
     std::vector<std::unique_ptr<Matcher>> matchers_;
-    std::vector<bool> kernelOnly_, owner_;  ///< per matcher: kernelLogOnly(), ownsDispatchLines()
+    std::vector<char> kernelOnly_, owner_;  ///< per matcher: kernelLogOnly(), ownsDispatchLines()
 };
 
 }  // namespace gpufault

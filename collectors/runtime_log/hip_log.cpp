@@ -26,12 +26,12 @@ struct ThreadArgs {
 };
 
 std::optional<uint64_t> hexOrNil(std::string_view s, size_t* n) {
+    if (s.size() >= 3 && s[0] == '0' && s[1] == 'x') return text::parseHex(s, n);
     if (s.starts_with("(nil)")) {
         *n = 5;
         return 0;
     }
-    if (!s.starts_with("0x")) return std::nullopt;
-    return text::parseHex(s, n);
+    return std::nullopt;
 }
 
 /// Appends `item` to the attr `key` (`; `-separated), bounded.
@@ -128,9 +128,17 @@ class HipLogMatcher final : public Matcher {
 
     ThreadArgs& thread(const rt::AmdFields& amd) {
         ++tick_;
-        for (auto& t : threads_) {
+        // The thread of the previous line first: a launch's lines come from one thread.
+        if (last_ < threads_.size() && threads_[last_].pid == amd.pid &&
+            threads_[last_].tid == amd.runtime_tid) {
+            threads_[last_].used = tick_;
+            return threads_[last_];
+        }
+        for (size_t i = 0; i < threads_.size(); ++i) {
+            ThreadArgs& t = threads_[i];
             if (t.pid == amd.pid && t.tid == amd.runtime_tid) {
                 t.used = tick_;
+                last_ = i;
                 return t;
             }
         }
@@ -141,6 +149,7 @@ class HipLogMatcher final : public Matcher {
             threads_.erase(threads_.begin() + static_cast<long>(lru));
         }
         threads_.push_back({amd.pid, std::string(amd.runtime_tid), {}, -1, tick_});
+        last_ = threads_.size() - 1;
         return threads_.back();
     }
 
@@ -318,6 +327,7 @@ class HipLogMatcher final : public Matcher {
     }
 
     std::vector<ThreadArgs> threads_;
+    size_t last_ = 0;  ///< index of the thread found last
     uint64_t tick_ = 0;
     rt::Folder folder_;
     Evidence* listing_ = nullptr;  ///< held NoBinaryForGpu record collecting its listing
