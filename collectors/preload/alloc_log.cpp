@@ -152,6 +152,8 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
     }
     if (e->kind == "create" || e->kind == "release") {
         ++log_.handles;
+        if (e->kind == "create" && e->handle && e->device)
+            handleDevice_[openKey(*e->pid, "handle", *e->handle)] = *e->device;
         return;
     }
     std::string_view fam = family(e->kind);
@@ -175,6 +177,10 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
             return;
         }
         a.handle = e->handle;
+        if (!a.device && a.handle)
+            if (auto h = handleDevice_.find(openKey(a.pid, "handle", *a.handle));
+                h != handleDevice_.end())
+                a.device = h->second;
         a.stack = e->stack;
         open_[key] = log_.allocations.size();  // a pointer handed out again replaces the old
         log_.allocations.push_back(std::move(a));

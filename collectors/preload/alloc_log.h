@@ -36,7 +36,8 @@ struct Event {
 /// the caller adds them).
 std::optional<Event> parseLine(std::string_view line, std::string& error);
 
-/// One allocation (or mapping, or reservation) with its free when one was recorded.
+/// One allocation (or mapping, or reservation) with its free when one was recorded. A
+/// mapping's device is its handle's (from the create record).
 struct Allocation {
     uint64_t line = 0;  ///< the record that made it
     int64_t pid = 0;
@@ -89,6 +90,8 @@ class Parser {
     Log log_;
     /// open allocations by (pid, family, ptr) → index into log_.allocations
     std::unordered_map<std::string, size_t> open_;
+    /// device of each physical handle (create records) by (pid, handle): a map names none
+    std::unordered_map<std::string, int64_t> handleDevice_;
 };
 
 /// Parses a whole file's text.
