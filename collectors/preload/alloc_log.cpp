@@ -51,7 +51,9 @@ std::string openKey(int64_t pid, std::string_view fam, uint64_t ptr) {
 
 }  // namespace
 
-bool looksLikeAllocLog(std::string_view head) { return head.starts_with(kPrefix); }
+bool looksLikeAllocLog(std::string_view head) {
+    return head.starts_with(kPrefix);
+}
 
 std::optional<Event> parseLine(std::string_view line, std::string& error) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
@@ -105,19 +107,29 @@ std::optional<Event> parseLine(std::string_view line, std::string& error) {
             if (val != "-") e.stack = std::string(val);
         } else if (key == "ptr" || key == "size" || key == "handle") {
             if (!parseU64(val, u)) return bad();
-            if (key == "ptr") e.ptr = u, havePtr = true;
-            else if (key == "size") e.size = u, haveSize = true;
-            else e.handle = u;
+            if (key == "ptr")
+                e.ptr = u, havePtr = true;
+            else if (key == "size")
+                e.size = u, haveSize = true;
+            else
+                e.handle = u;
         } else if (key == "device" || key == "rc" || key == "wall_us" || key == "mono_us" ||
                    key == "pid" || key == "ppid" || key == "tid") {
             if (!parseI64(val, i)) return bad();
-            if (key == "device") e.device = i < 0 ? std::nullopt : std::optional<int64_t>(i);
-            else if (key == "rc") e.rc = i;
-            else if (key == "wall_us") e.wall_us = i;
-            else if (key == "mono_us") e.mono_us = i;
-            else if (key == "pid") e.pid = i;
-            else if (key == "ppid") e.ppid = i;
-            else e.tid = i;
+            if (key == "device")
+                e.device = i < 0 ? std::nullopt : std::optional<int64_t>(i);
+            else if (key == "rc")
+                e.rc = i;
+            else if (key == "wall_us")
+                e.wall_us = i;
+            else if (key == "mono_us")
+                e.mono_us = i;
+            else if (key == "pid")
+                e.pid = i;
+            else if (key == "ppid")
+                e.ppid = i;
+            else
+                e.tid = i;
         }  // other keys: later versions' extras, ignored
     }
     if (!e.pid) {
@@ -203,7 +215,9 @@ void Parser::truncated(uint64_t line_no) {
     log_.warnings.push_back({line_no, "record cut short (no newline at the end of the file)"});
 }
 
-Log Parser::finish() && { return std::move(log_); }
+Log Parser::finish() && {
+    return std::move(log_);
+}
 
 Log parse(std::string_view text) {
     Parser p;

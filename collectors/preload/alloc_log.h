@@ -22,7 +22,8 @@ bool looksLikeAllocLog(std::string_view head);
 /// One record as written (fields the record does not carry stay unset).
 struct Event {
     uint64_t line = 0;  ///< 1-based
-    std::string kind;   ///< start | alloc | free | reserve | unreserve | create | release | map | unmap
+    std::string
+        kind;  ///< start | alloc | free | reserve | unreserve | create | release | map | unmap
     std::string api;
     std::optional<std::string> mem;  ///< device | host | managed | va
     uint64_t ptr = 0, size = 0;      ///< bytes
@@ -72,9 +73,9 @@ struct Log {
     std::vector<Process> processes;
     std::vector<Warning> warnings;
     uint64_t lines = 0, events = 0;
-    uint64_t failed = 0;          ///< calls that returned an error (rc != 0): no allocation
-    uint64_t unmatched_frees = 0; ///< frees of a pointer with no open allocation in this file
-    uint64_t handles = 0;         ///< create/release records (physical memory handles)
+    uint64_t failed = 0;           ///< calls that returned an error (rc != 0): no allocation
+    uint64_t unmatched_frees = 0;  ///< frees of a pointer with no open allocation in this file
+    uint64_t handles = 0;          ///< create/release records (physical memory handles)
 };
 
 /// Incremental parser: feed lines in order, then take the result.

@@ -26,11 +26,10 @@ Real r_alloc{"cuMemAlloc_v2"}, r_free{"cuMemFree_v2"}, r_allocAsync{"cuMemAllocA
     r_allocAsyncP{"cuMemAllocAsync_ptsz"}, r_freeAsync{"cuMemFreeAsync"},
     r_freeAsyncP{"cuMemFreeAsync_ptsz"}, r_pool{"cuMemAllocFromPoolAsync"},
     r_poolP{"cuMemAllocFromPoolAsync_ptsz"}, r_managed{"cuMemAllocManaged"},
-    r_pitch{"cuMemAllocPitch_v2"}, r_allocHost{"cuMemAllocHost_v2"},
-    r_hostAlloc{"cuMemHostAlloc"}, r_freeHost{"cuMemFreeHost"}, r_create{"cuMemCreate"},
-    r_release{"cuMemRelease"}, r_map{"cuMemMap"}, r_unmap{"cuMemUnmap"},
-    r_reserve{"cuMemAddressReserve"}, r_addressFree{"cuMemAddressFree"},
-    r_gpa{"cuGetProcAddress"}, r_gpa2{"cuGetProcAddress_v2"};
+    r_pitch{"cuMemAllocPitch_v2"}, r_allocHost{"cuMemAllocHost_v2"}, r_hostAlloc{"cuMemHostAlloc"},
+    r_freeHost{"cuMemFreeHost"}, r_create{"cuMemCreate"}, r_release{"cuMemRelease"},
+    r_map{"cuMemMap"}, r_unmap{"cuMemUnmap"}, r_reserve{"cuMemAddressReserve"},
+    r_addressFree{"cuMemAddressFree"}, r_gpa{"cuGetProcAddress"}, r_gpa2{"cuGetProcAddress_v2"};
 
 int64_t runtimeDevice() {
     auto f = reinterpret_cast<Err (*)(int*)>(r_cudaGetDevice.get());
@@ -45,8 +44,13 @@ int64_t driverDevice() {
 
 enum class Dev { None, Runtime, Driver };
 
-void record(const char* kind, const char* api, const char* mem, uint64_t ptr, uint64_t size,
-            Err rc, Dev dev) {
+void record(const char* kind,
+            const char* api,
+            const char* mem,
+            uint64_t ptr,
+            uint64_t size,
+            Err rc,
+            Dev dev) {
     Event e;
     e.kind = kind;
     e.api = api;
@@ -58,8 +62,13 @@ void record(const char* kind, const char* api, const char* mem, uint64_t ptr, ui
     emit(e);
 }
 
-void recordHandle(const char* kind, const char* api, uint64_t ptr, uint64_t size, uint64_t handle,
-                  int64_t device, Err rc) {
+void recordHandle(const char* kind,
+                  const char* api,
+                  uint64_t ptr,
+                  uint64_t size,
+                  uint64_t handle,
+                  int64_t device,
+                  Err rc) {
     Event e;
     e.kind = kind;
     e.api = api;
@@ -119,11 +128,15 @@ extern "C" {
 Err cudaMalloc(void** p, size_t n) {
     return allocCall(r_cudaMalloc, "cudaMalloc", "device", Dev::Runtime, n, p, n);
 }
-Err cudaFree(void* p) { return freeCall(r_cudaFree, "cudaFree", p); }
+Err cudaFree(void* p) {
+    return freeCall(r_cudaFree, "cudaFree", p);
+}
 Err cudaMallocAsync(void** p, size_t n, void* st) {
     return allocCall(r_cudaMallocAsync, "cudaMallocAsync", "device", Dev::Runtime, n, p, n, st);
 }
-Err cudaFreeAsync(void* p, void* st) { return freeCall(r_cudaFreeAsync, "cudaFreeAsync", p, st); }
+Err cudaFreeAsync(void* p, void* st) {
+    return freeCall(r_cudaFreeAsync, "cudaFreeAsync", p, st);
+}
 Err cudaMallocManaged(void** p, size_t n, unsigned fl) {
     return allocCall(r_cudaManaged, "cudaMallocManaged", "managed", Dev::Runtime, n, p, n, fl);
 }
@@ -133,20 +146,26 @@ Err cudaMallocHost(void** p, size_t n) {
 Err cudaHostAlloc(void** p, size_t n, unsigned fl) {
     return allocCall(r_cudaHostAlloc, "cudaHostAlloc", "host", Dev::Runtime, n, p, n, fl);
 }
-Err cudaFreeHost(void* p) { return freeCall(r_cudaFreeHost, "cudaFreeHost", p); }
+Err cudaFreeHost(void* p) {
+    return freeCall(r_cudaFreeHost, "cudaFreeHost", p);
+}
 
 // ---- driver ----
 Err cuMemAlloc_v2(DevPtr* p, size_t n) {
     return allocCall(r_alloc, "cuMemAlloc_v2", "device", Dev::Driver, n, p, n);
 }
-Err cuMemFree_v2(DevPtr p) { return freeCall(r_free, "cuMemFree_v2", p); }
+Err cuMemFree_v2(DevPtr p) {
+    return freeCall(r_free, "cuMemFree_v2", p);
+}
 Err cuMemAllocAsync(DevPtr* p, size_t n, void* st) {
     return allocCall(r_allocAsync, "cuMemAllocAsync", "device", Dev::Driver, n, p, n, st);
 }
 Err cuMemAllocAsync_ptsz(DevPtr* p, size_t n, void* st) {
     return allocCall(r_allocAsyncP, "cuMemAllocAsync", "device", Dev::Driver, n, p, n, st);
 }
-Err cuMemFreeAsync(DevPtr p, void* st) { return freeCall(r_freeAsync, "cuMemFreeAsync", p, st); }
+Err cuMemFreeAsync(DevPtr p, void* st) {
+    return freeCall(r_freeAsync, "cuMemFreeAsync", p, st);
+}
 Err cuMemFreeAsync_ptsz(DevPtr p, void* st) {
     return freeCall(r_freeAsyncP, "cuMemFreeAsync", p, st);
 }
@@ -166,7 +185,12 @@ Err cuMemAllocPitch_v2(DevPtr* p, size_t* pitch, size_t w, size_t h, unsigned el
     Err rc = f(p, pitch, w, h, elem);
     bool ok = rc == 0 && p && pitch;
     if (s.outer())
-        record("alloc", "cuMemAllocPitch_v2", "device", ok ? *p : 0, ok ? *pitch * h : 0, rc,
+        record("alloc",
+               "cuMemAllocPitch_v2",
+               "device",
+               ok ? *p : 0,
+               ok ? *pitch * h : 0,
+               rc,
                Dev::Driver);
     return rc;
 }
@@ -176,7 +200,9 @@ Err cuMemAllocHost_v2(void** p, size_t n) {
 Err cuMemHostAlloc(void** p, size_t n, unsigned fl) {
     return allocCall(r_hostAlloc, "cuMemHostAlloc", "host", Dev::Driver, n, p, n, fl);
 }
-Err cuMemFreeHost(void* p) { return freeCall(r_freeHost, "cuMemFreeHost", p); }
+Err cuMemFreeHost(void* p) {
+    return freeCall(r_freeHost, "cuMemFreeHost", p);
+}
 
 Err cuMemCreate(uint64_t* handle, size_t n, const void* prop, unsigned long long fl) {
     auto f = real<Err (*)(uint64_t*, size_t, const void*, unsigned long long)>(r_create);
@@ -261,7 +287,8 @@ struct Entry {
     Real* real;
 };
 
-#define GPUFAULT_ENTRY(fn, r) {#fn, reinterpret_cast<void*>(&fn), &r}
+#define GPUFAULT_ENTRY(fn, r) \
+    { #fn, reinterpret_cast < void*>(&fn), &r }
 const Entry kEntries[] = {
     GPUFAULT_ENTRY(cudaMalloc, r_cudaMalloc),
     GPUFAULT_ENTRY(cudaFree, r_cudaFree),

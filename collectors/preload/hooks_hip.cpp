@@ -25,10 +25,17 @@ int64_t device() {
     return f && f(&d) == 0 ? d : -1;
 }
 
-uint64_t u(const void* p) { return reinterpret_cast<uint64_t>(p); }
+uint64_t u(const void* p) {
+    return reinterpret_cast<uint64_t>(p);
+}
 
-void record(const char* kind, const char* api, const char* mem, uint64_t ptr, uint64_t size,
-            hipError rc, bool withDevice = true) {
+void record(const char* kind,
+            const char* api,
+            const char* mem,
+            uint64_t ptr,
+            uint64_t size,
+            hipError rc,
+            bool withDevice = true) {
     Event e;
     e.kind = kind;
     e.api = api;
@@ -133,8 +140,7 @@ hipError hipHostMalloc(void** ptr, size_t size, unsigned flags) {
     if (!f) return kUnknown;
     Scope s;
     hipError rc = f(ptr, size, flags);
-    if (s.outer())
-        record("alloc", "hipHostMalloc", "host", rc == 0 && ptr ? u(*ptr) : 0, size, rc);
+    if (s.outer()) record("alloc", "hipHostMalloc", "host", rc == 0 && ptr ? u(*ptr) : 0, size, rc);
     return rc;
 }
 
@@ -212,15 +218,15 @@ hipError hipMemUnmap(void* ptr, size_t size) {
     return rc;
 }
 
-hipError hipMemAddressReserve(void** ptr, size_t size, size_t align, void* addr,
-                              unsigned long long flags) {
+hipError hipMemAddressReserve(
+    void** ptr, size_t size, size_t align, void* addr, unsigned long long flags) {
     auto f = real<hipError (*)(void**, size_t, size_t, void*, unsigned long long)>(r_reserve);
     if (!f) return kUnknown;
     Scope s;
     hipError rc = f(ptr, size, align, addr, flags);
     if (s.outer())
-        record("reserve", "hipMemAddressReserve", "va", rc == 0 && ptr ? u(*ptr) : 0, size, rc,
-               false);
+        record(
+            "reserve", "hipMemAddressReserve", "va", rc == 0 && ptr ? u(*ptr) : 0, size, rc, false);
     return rc;
 }
 

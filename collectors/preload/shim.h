@@ -12,11 +12,12 @@ namespace gpufault::preload {
 
 /// One allocation-API event. Sizes in bytes; `ptr`/`handle` as the API returned them.
 struct Event {
-    const char* kind = "alloc";  ///< alloc | free | reserve | unreserve | create | release | map | unmap
-    const char* api = "";        ///< the hooked function (`hipMalloc`, `cuMemAlloc_v2`, …)
-    const char* mem = nullptr;   ///< device | host | managed | va (nullptr: not printed)
+    const char* kind =
+        "alloc";           ///< alloc | free | reserve | unreserve | create | release | map | unmap
+    const char* api = "";  ///< the hooked function (`hipMalloc`, `cuMemAlloc_v2`, …)
+    const char* mem = nullptr;  ///< device | host | managed | va (nullptr: not printed)
     uint64_t ptr = 0;
-    uint64_t size = 0;  ///< 0: not known at this call (frees)
+    uint64_t size = 0;    ///< 0: not known at this call (frees)
     int64_t device = -1;  ///< ordinal; -1: unknown
     uint64_t handle = 0;  ///< hipMemCreate/cuMemCreate handles (0: none)
     bool has_handle = false;

@@ -21,9 +21,9 @@ namespace gpufault::preload {
 namespace {
 
 constexpr int kMaxFrames = 16;
-int g_fd = -1;              // the record file of this process; -1: not opened yet
-bool g_disabled = false;    // opening or writing failed: stop trying
-int g_frames = 8;           // frames per record (GPUFAULT_ALLOC_FRAMES, 0–16)
+int g_fd = -1;            // the record file of this process; -1: not opened yet
+bool g_disabled = false;  // opening or writing failed: stop trying
+int g_frames = 8;         // frames per record (GPUFAULT_ALLOC_FRAMES, 0–16)
 pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t g_scan_mu = PTHREAD_MUTEX_INITIALIZER;
 using BacktraceFn = int (*)(void**, int);
@@ -160,8 +160,8 @@ void putStack(Line& l) {
         for (const char* c = base ? base + 1 : mod; *c; ++c)
             l.putc(*c == ' ' || *c == ';' || *c == '=' ? '_' : *c);
         l.putc('+');
-        uintptr_t off = reinterpret_cast<uintptr_t>(ips[i]) -
-                        reinterpret_cast<uintptr_t>(info.dli_fbase);
+        uintptr_t off =
+            reinterpret_cast<uintptr_t>(ips[i]) - reinterpret_cast<uintptr_t>(info.dli_fbase);
         l.hex(info.dli_fbase ? off : reinterpret_cast<uintptr_t>(ips[i]));
     }
     if (shown == 0) l.putc('-');
@@ -230,7 +230,9 @@ int collectName(struct dl_phdr_info* info, size_t, void* data) {
 }  // namespace
 
 Scope::Scope() : outer_(t_depth++ == 0) {}
-Scope::~Scope() { --t_depth; }
+Scope::~Scope() {
+    --t_depth;
+}
 
 void* realDlsym(void* handle, const char* name);
 

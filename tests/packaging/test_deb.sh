@@ -24,7 +24,7 @@ dpkg --root="$root" --force-script-chrootless --force-depends --log=/dev/null -i
 
 fail=0
 check() { if ! eval "$1"; then echo "FAIL: $2"; fail=1; fi; }
-for f in usr/bin/gpufault usr/sbin/gpufaultd; do
+for f in usr/bin/gpufault usr/sbin/gpufaultd usr/lib/gpufault/libgpufault-preload.so; do
   check "[ -x '$root/$f' ]" "$f missing or not executable"
 done
 for f in usr/lib/systemd/system/gpufaultd.service usr/lib/tmpfiles.d/gpufault.conf \

@@ -15,13 +15,17 @@ __attribute__((noinline)) void* fw_hip_alloc(size_t n, int* rc) {
     *rc = hipMalloc(&p, n);
     return p;
 }
-__attribute__((noinline)) int fw_hip_free(void* p) { return hipFree(p); }
+__attribute__((noinline)) int fw_hip_free(void* p) {
+    return hipFree(p);
+}
 __attribute__((noinline)) void* fw_cuda_alloc(size_t n, int* rc) {
     void* p = nullptr;
     *rc = cudaMalloc(&p, n);
     return p;
 }
-__attribute__((noinline)) int fw_cuda_free(void* p) { return cudaFree(p); }
+__attribute__((noinline)) int fw_cuda_free(void* p) {
+    return cudaFree(p);
+}
 }
 
 /// Calls back into the host, which may throw through this frame (C++ linkage on purpose).
@@ -30,4 +34,6 @@ __attribute__((noinline)) int fw_call(void (*cb)(int), int i) {
     cb(guard);
     return guard + 1;
 }
-extern "C" int fw_call_c(void (*cb)(int), int i) { return fw_call(cb, i); }
+extern "C" int fw_call_c(void (*cb)(int), int i) {
+    return fw_call(cb, i);
+}

@@ -36,7 +36,9 @@ int driverAlloc(unsigned long long* p, size_t n) {  // reached only through cuGe
     *p = reinterpret_cast<uintptr_t>(q);
     return 0;
 }
-int driverFree(unsigned long long) { return 0; }
+int driverFree(unsigned long long) {
+    return 0;
+}
 
 }  // namespace
 
@@ -47,7 +49,9 @@ int hipMalloc(void** p, size_t n) {
     *p = take(n);
     return *p ? 0 : 2;  // hipErrorOutOfMemory
 }
-int hipFree(void*) { return 0; }
+int hipFree(void*) {
+    return 0;
+}
 int hipGetDevice(int* d) {
     *d = 3;
     return 0;
@@ -58,7 +62,9 @@ int cudaMalloc(void** p, size_t n) {
     *p = take(n);
     return *p ? 0 : 2;
 }
-int cudaFree(void*) { return 0; }
+int cudaFree(void*) {
+    return 0;
+}
 int cudaGetDevice(int* d) {
     *d = 1;
     return 0;

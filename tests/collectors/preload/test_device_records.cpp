@@ -34,7 +34,9 @@ std::vector<Printed> printed(const std::string& path) {
     return v;
 }
 
-std::string dir() { return std::string(std::getenv("GPUFAULT_TEST_DATA")) + "/device/preload/"; }
+std::string dir() {
+    return std::string(std::getenv("GPUFAULT_TEST_DATA")) + "/device/preload/";
+}
 
 al::Log load(const std::string& name) {
     auto text = readFile(dir() + name);
@@ -80,7 +82,9 @@ TEST(DeviceRecords, NvccProgramSharedCudartIsSeenAsRuntimeCalls) {
     for (const auto& x : p) {
         const auto* a = exact(log, x.ptr, x.size);
         ASSERT_TRUE(a) << x.what;
-        if (x.what.starts_with("cuda")) EXPECT_EQ(a->api, x.what);  // no double driver record
+        if (x.what.starts_with("cuda")) {
+            EXPECT_EQ(a->api, x.what);  // no second (driver) record
+        }
     }
     EXPECT_EQ(log.allocations.size(), 8u);
 }
@@ -121,6 +125,8 @@ TEST(DeviceRecords, PyTorchExpandableSegmentsAreMappingsInsideAReservation) {
                 mapped += a.end - a.ptr;
         }
         EXPECT_TRUE(reserved) << x.what;
-        if (x.what == "segment") EXPECT_EQ(mapped, x.size) << std::hex << x.ptr;
+        if (x.what == "segment") {
+            EXPECT_EQ(mapped, x.size) << std::hex << x.ptr;
+        }
     }
 }

@@ -34,8 +34,13 @@ std::multimap<std::string, std::pair<uint64_t, uint64_t>> printed(const std::str
 }
 
 ProcessResult runHost(const std::string& dir, const std::string& mode) {
-    return run({"/usr/bin/env", "LD_PRELOAD=" PRELOAD_SHIM, "GPUFAULT_ALLOC_DIR=" + dir,
-                PRELOAD_HOST, STANDIN_FW, STANDIN_RT, mode});
+    return run({"/usr/bin/env",
+                "LD_PRELOAD=" PRELOAD_SHIM,
+                "GPUFAULT_ALLOC_DIR=" + dir,
+                PRELOAD_HOST,
+                STANDIN_FW,
+                STANDIN_RT,
+                mode});
 }
 
 const al::Allocation* find(const al::Log& log, const std::string& api, uint64_t ptr) {
