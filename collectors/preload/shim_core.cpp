@@ -77,9 +77,26 @@ uint64_t nowUs(clockid_t c) {
     return static_cast<uint64_t>(ts.tv_sec) * 1000000u + static_cast<uint64_t>(ts.tv_nsec) / 1000u;
 }
 
+/// Our load address (set by the constructor, or here when a hook runs before it did).
+void* selfBase() {
+    void* b = __atomic_load_n(&g_self_base, __ATOMIC_ACQUIRE);
+    if (b) return b;
+    Dl_info i{};
+    if (dladdr(reinterpret_cast<void*>(&selfBase), &i)) b = i.dli_fbase;
+    __atomic_store_n(&g_self_base, b, __ATOMIC_RELEASE);
+    return b;
+}
+
 bool isOurs(const void* p) {
     Dl_info i{};
-    return p && dladdr(p, &i) != 0 && i.dli_fbase == g_self_base;
+    return p && dladdr(p, &i) != 0 && i.dli_fbase == selfBase();
+}
+
+bool disabled() {
+    return __atomic_load_n(&g_disabled, __ATOMIC_ACQUIRE);
+}
+void disable() {
+    __atomic_store_n(&g_disabled, true, __ATOMIC_RELEASE);
 }
 
 void writeAll(int fd, const char* p, size_t n) {
@@ -87,7 +104,7 @@ void writeAll(int fd, const char* p, size_t n) {
         ssize_t w = ::write(fd, p, n);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
-            g_disabled = true;
+            disable();
             return;
         }
         p += w;
@@ -122,10 +139,10 @@ void writeStart(int fd) {
 /// The record file, opened (and its `start` record written) on the first event.
 int logFd() {
     int fd = __atomic_load_n(&g_fd, __ATOMIC_ACQUIRE);
-    if (fd >= 0 || g_disabled) return fd;
+    if (fd >= 0 || disabled()) return fd;
     pthread_mutex_lock(&g_open_mu);
     fd = g_fd;
-    if (fd < 0 && !g_disabled) {
+    if (fd < 0 && !disabled()) {
         const char* dir = std::getenv("GPUFAULT_ALLOC_DIR");
         Line p;
         p.put(dir && *dir ? dir : ".");
@@ -135,7 +152,7 @@ int logFd() {
         p.buf[p.n] = '\0';
         fd = ::open(p.buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
         if (fd < 0) {
-            g_disabled = true;
+            disable();
         } else {
             writeStart(fd);
             __atomic_store_n(&g_fd, fd, __ATOMIC_RELEASE);
@@ -153,7 +170,7 @@ void putStack(Line& l) {
     l.key("stack");
     for (int i = 0; i < n && shown < g_frames; ++i) {
         Dl_info info{};
-        if (dladdr(ips[i], &info) != 0 && info.dli_fbase == g_self_base) continue;  // our frames
+        if (dladdr(ips[i], &info) != 0 && info.dli_fbase == selfBase()) continue;  // our frames
         if (shown++ > 0) l.putc(';');
         const char* mod = info.dli_fname && *info.dli_fname ? info.dli_fname : "?";
         const char* base = std::strrchr(mod, '/');
@@ -202,8 +219,7 @@ void atforkChild() {
 }
 
 __attribute__((constructor)) void init() {
-    Dl_info i{};
-    if (dladdr(reinterpret_cast<void*>(&init), &i)) g_self_base = i.dli_fbase;
+    selfBase();
     if (const char* f = std::getenv("GPUFAULT_ALLOC_FRAMES"); f && *f) {
         int v = std::atoi(f);
         g_frames = v < 0 ? 0 : v > kMaxFrames ? kMaxFrames : v;

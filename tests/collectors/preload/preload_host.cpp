@@ -5,6 +5,7 @@
 //   preload_host FRAMEWORK.so RUNTIME.so records
 //   preload_host FRAMEWORK.so RUNTIME.so fault    (prints a ROCr fault line 4 KiB past an
 //                                                  allocation's end and exits 1)
+//   preload_host FRAMEWORK.so RUNTIME.so puts     (one line through puts)
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -142,5 +143,6 @@ int main(int argc, char** argv) {
     cudaAlloc = sym<Alloc>(fw, "fw_cuda_alloc");
     hipFreeFn = sym<Free>(fw, "fw_hip_free");
     fwCall = sym<Call>(fw, "fw_call_c");
+    if (std::strcmp(argv[3], "puts") == 0) return std::puts("hello from puts") >= 0 ? 0 : 3;
     return std::strcmp(argv[3], "fault") == 0 ? fault() : records(rt);
 }

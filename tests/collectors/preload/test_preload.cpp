@@ -133,6 +133,19 @@ TEST(PreloadShim, RecordsWhatTheHostAllocatedAndExceptionsStillWork) {
     EXPECT_EQ(clog.processes.size(), 1u);
 }
 
+TEST(PreloadShim, AnotherInterposersRtldNextStillFindsTheNextObject) {
+    TempDir dir;
+    auto r = run({"/usr/bin/env",
+                  "LD_PRELOAD=" PRELOAD_SHIM ":" INTERPOSER,
+                  "GPUFAULT_ALLOC_DIR=" + dir.path(),
+                  PRELOAD_HOST,
+                  STANDIN_FW,
+                  STANDIN_RT,
+                  "puts"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "[interposed] hello from puts\n");
+}
+
 TEST(PreloadShim, WithoutTheShimTheHostRunsTheSame) {
     auto r = run({PRELOAD_HOST, STANDIN_FW, STANDIN_RT, "records"});
     ASSERT_EQ(r.status, 0) << r.err;
