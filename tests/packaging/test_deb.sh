@@ -24,12 +24,13 @@ dpkg --root="$root" --force-script-chrootless --force-depends --log=/dev/null -i
 
 fail=0
 check() { if ! eval "$1"; then echo "FAIL: $2"; fail=1; fi; }
-for f in usr/bin/gpufault usr/sbin/gpufaultd usr/lib/gpufault/libgpufault-preload.so; do
+for f in usr/bin/gpufault usr/sbin/gpufaultd; do
   check "[ -x '$root/$f' ]" "$f missing or not executable"
 done
 for f in usr/lib/systemd/system/gpufaultd.service usr/lib/tmpfiles.d/gpufault.conf \
          etc/gpufault/gpufaultd.conf usr/share/man/man1/gpufault.1 usr/share/man/man8/gpufaultd.8 \
-         usr/share/man/man5/gpufaultd.conf.5 usr/share/gpufault/gpufault_operands.py; do
+         usr/share/man/man5/gpufaultd.conf.5 usr/share/gpufault/gpufault_operands.py \
+         usr/lib/gpufault/libgpufault-preload.so usr/share/doc/gpufault/preload.md; do
   check "[ -f '$root/$f' ]" "$f missing"
 done
 check "grep -q '^gpufault:x:[0-9]*:' '$root/etc/group'" "group gpufault not created"
