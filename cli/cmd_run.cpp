@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include "cli/run_job.h"
 #include "collectors/common/text.h"
 #include "ingest/ingest.h"
+#include "ingest/ingest_alloc.h"
 #include "schema/queries.h"
 #include "schema/store.h"
 
@@ -54,6 +57,30 @@ void pruneSpool(const std::string& dir) {
         total += files[i].file_size(ec);
         if (i >= kKeepSpools || (i > 0 && total > kKeepSpoolBytes)) fs::remove(files[i].path(), ec);
     }
+    // Allocation record directories (run-….alloc) go with their output file.
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        auto name = e.path().filename().string();
+        if (!e.is_directory(ec) || !name.starts_with("run-") || !name.ends_with(".alloc")) continue;
+        auto log = e.path().parent_path() / (name.substr(0, name.size() - 6) + ".log");
+        if (!fs::exists(log, ec)) fs::remove_all(e.path(), ec);
+    }
+}
+
+/// The shim for --record-allocations: --preload, $GPUFAULT_PRELOAD, beside this binary (or in
+/// the build tree's collectors/preload), else the package's /usr/lib/gpufault. "" if none.
+std::string findPreloadShim(const std::string& given) {
+    std::error_code ec;
+    auto usable = [&](const fs::path& p) { return !p.empty() && fs::is_regular_file(p, ec); };
+    if (!given.empty()) return usable(given) ? fs::absolute(given, ec).string() : "";
+    if (const char* e = std::getenv("GPUFAULT_PRELOAD"); e && *e)
+        return usable(e) ? fs::absolute(e, ec).string() : "";
+    auto self = fs::read_symlink("/proc/self/exe", ec).parent_path();
+    for (const fs::path& p : {self / "libgpufault-preload.so",
+                              self / "../collectors/preload/libgpufault-preload.so",
+                              self / "../lib/gpufault/libgpufault-preload.so",
+                              fs::path("/usr/lib/gpufault/libgpufault-preload.so")})
+        if (usable(p)) return fs::canonical(p, ec).string();
+    return "";
 }
 
 std::string hostName() {
@@ -67,6 +94,28 @@ std::string bootId() {
     std::string id;
     std::getline(in, id);
     return id;
+}
+
+/// Ingests every gpufault-alloc.<pid>.log the job's processes wrote, as allocations of run `id`.
+void recordAllocations(Store& store, const std::string& dir, int64_t id) {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.is_regular_file(ec) && e.path().filename().string().starts_with("gpufault-alloc."))
+            files.push_back(e.path().string());
+    std::sort(files.begin(), files.end());
+    uint64_t allocations = 0;
+    for (const auto& f : files) {
+        auto r = ingestAllocLog(store, f, id);
+        if (!r) {
+            fmt::print(stderr, "gpufault run: {}\n", r.error().message);
+            continue;
+        }
+        for (const auto& w : r->warning_texts) fmt::print(stderr, "gpufault run: {}\n", w);
+        allocations += r->allocations;
+    }
+    fmt::print(stderr, "gpufault run: {} allocation(s) recorded by {} process(es) in {}\n",
+               allocations, files.size(), dir);
 }
 
 }  // namespace
@@ -103,6 +152,26 @@ int cmdRun(const Global& g, const RunOptions& o) {
     for (char c : started.substr(0, 19))
         if (c != '-' && c != ':') stamp += c;
     spec.spool = fmt::format("{}/run-{}Z-{}.log", dir, stamp, ::getpid());
+    std::string allocDir;
+    if (o.record_allocations) {
+        std::string shim = findPreloadShim(o.preload);
+        if (shim.empty()) {
+            fmt::print(stderr,
+                       "gpufault run: --record-allocations: libgpufault-preload.so not found{}; "
+                       "give --preload PATH\n",
+                       o.preload.empty() ? "" : " at " + o.preload);
+            return 2;
+        }
+        allocDir = spec.spool.substr(0, spec.spool.size() - 4) + ".alloc";
+        if (!fs::create_directories(allocDir, ec) || ::chmod(allocDir.c_str(), 0700) != 0) {
+            fmt::print(stderr, "gpufault run: cannot create {}: {}\n", allocDir,
+                       ec ? ec.message() : std::strerror(errno));
+            return 2;
+        }
+        const char* pre = std::getenv("LD_PRELOAD");
+        spec.env["LD_PRELOAD"] = pre && *pre ? shim + ":" + pre : shim;
+        spec.env["GPUFAULT_ALLOC_DIR"] = allocDir;
+    }
 
     // The environment the job sees: ours plus what the options set.
     std::vector<std::string> envStrings;
@@ -159,6 +228,7 @@ int cmdRun(const Global& g, const RunOptions& o) {
         fmt::print(stderr, "gpufault run: {}\n", id.error().message);
         return status;
     }
+    if (!allocDir.empty()) recordAllocations(*store, allocDir, *id);
     if (auto r = recorrelate(*store); !r) fmt::print(stderr, "gpufault run: {}\n", r.error().message);
     uint64_t records = 0;
     if (sum)

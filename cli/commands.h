@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+namespace gpufault {
+class Store;
+}
+
 namespace gpufault::cli {
 
 /// Options shared by all subcommands.
@@ -30,6 +34,9 @@ int cmdIngest(const Global& g,
               int window,
               bool quiet,
               const CoreOptions& cores = {});
+/// Ingests one allocation record file of the preload shim (`run`: the run that wrote it);
+/// prints its summary unless quiet and its warnings as PATH:LINE. False on error (printed).
+bool ingestOneAllocLog(Store& store, const std::string& path, std::optional<int64_t> run, bool quiet);
 /// Cores in the store: pid, signal, si_addr, signature, top frame, incident.
 int cmdCores(const Global& g, bool json);
 /// One core's symbolized stack (the crashing thread; `all`: every thread); 1 when no such core.
@@ -58,6 +65,8 @@ struct RunOptions {
     std::optional<std::string> amd_log_mask;  ///< names or a number (parseAmdLogMask)
     bool serialize = false;  ///< AMD_SERIALIZE_KERNEL=3, HIP_LAUNCH_BLOCKING=1, CUDA_LAUNCH_BLOCKING=1
     std::string spool_dir;   ///< "" = the default spool directory
+    bool record_allocations = false;  ///< LD_PRELOAD the allocation-recording shim
+    std::string preload;              ///< the shim; "" = found (findPreloadShim)
 };
 /// Runs a job on a pseudo-terminal, records the run and ingests its output; returns the
 /// job's status (exit code, or 128 + signal), 2 when it could not be started.

@@ -29,7 +29,8 @@ for f in usr/bin/gpufault usr/sbin/gpufaultd; do
 done
 for f in usr/lib/systemd/system/gpufaultd.service usr/lib/tmpfiles.d/gpufault.conf \
          etc/gpufault/gpufaultd.conf usr/share/man/man1/gpufault.1 usr/share/man/man8/gpufaultd.8 \
-         usr/share/man/man5/gpufaultd.conf.5 usr/share/gpufault/gpufault_operands.py; do
+         usr/share/man/man5/gpufaultd.conf.5 usr/share/gpufault/gpufault_operands.py \
+         usr/lib/gpufault/libgpufault-preload.so usr/share/doc/gpufault/preload.md; do
   check "[ -f '$root/$f' ]" "$f missing"
 done
 check "grep -q '^gpufault:x:[0-9]*:' '$root/etc/group'" "group gpufault not created"

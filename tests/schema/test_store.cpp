@@ -46,7 +46,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     TempDir t;
     auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s) << s.error().message;
-    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 5);  // 001 … 005_cores
+    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 6);  // 001 … 005_cores, 007_allocations
     EXPECT_EQ(scalar(*s, "PRAGMA auto_vacuum"), 2);  // 2 = INCREMENTAL
     auto mode = s->db().prepare("PRAGMA journal_mode");
     ASSERT_TRUE(mode && *mode->step());
@@ -54,7 +54,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     // Reopening does not migrate again.
     s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s);
-    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 5);  // 001 … 005_cores
+    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 6);  // 001 … 005_cores, 007_allocations
 }
 
 TEST(Store, ReadOnlyRefusesFilesThatAreNotStores) {
@@ -118,6 +118,43 @@ TEST(Store, DistanceViewSignsAndBoundaries) {
     EXPECT_EQ(
         scalar(*s, "SELECT rank_in_time IS NULL FROM fault_operand_distance WHERE name = 'after'"),
         1);
+}
+
+TEST(Store, AllocationDistancesByPidAndReplacedOnReingest) {
+    TempDir t;
+    auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s);
+    auto src = s->source(SourceIdentity{"gpufault-alloc.41.log", "alloc", 1, 3, "alloc-1"});
+    auto log = alloclog::parse(
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000000000 size=2097152 rc=0 pid=41\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000400000 size=4096 rc=0 pid=41\n"
+        "gpufault.alloc 1 free api=hipFree ptr=0x7f0000400000 size=0 rc=0 pid=41\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000200000 size=4096 rc=0 pid=42\n");
+    ASSERT_TRUE(s->begin());
+    auto n = s->replaceAllocations(src->id, std::nullopt, log);
+    ASSERT_TRUE(n) << n.error().message;
+    EXPECT_EQ(*n, 3);
+    ASSERT_TRUE(s->commit());
+    auto logSrc = s->source(SourceIdentity{"job.log", "file", 1, 4, "job"});
+    Evidence e = rocr(1, 0x7f0000200010);
+    e.pid = 41;
+    ASSERT_TRUE(s->addEvidence(logSrc->id, e));
+    auto d = [&](const char* where) {
+        return scalar(*s, std::string("SELECT distance FROM fault_allocation_distance WHERE ") +
+                              where);
+    };
+    EXPECT_EQ(d("ptr = 0x7f0000000000"), 0x10);              // above the end
+    EXPECT_EQ(d("ptr = 0x7f0000400000"), -(0x200000 - 0x10));  // below, and freed
+    EXPECT_EQ(scalar(*s, "SELECT freed FROM fault_allocation_distance WHERE ptr = 0x7f0000400000"),
+              1);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM fault_allocation_distance"), 2);  // not pid 42's
+    // The file grew: its rows are replaced, never duplicated.
+    ASSERT_TRUE(s->begin());
+    ASSERT_TRUE(s->replaceAllocations(src->id, std::nullopt, log));
+    ASSERT_TRUE(s->commit());
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM allocations"), 3);
+    EXPECT_EQ(*s->prune(0, 1, {}), 2);  // retention drops the allocations with their source
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM allocations"), 0);
 }
 
 TEST(Store, OperandsOfAnotherProcessAreNotCompared) {
