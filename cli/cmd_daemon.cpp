@@ -1,9 +1,6 @@
-// `gpufault status` and `gpufault watch`: clients of gpufaultd's control socket.
+// `gpufault status` and `gpufault watch`: clients of gpufaultd's control socket. A reply is
+// shown only when its shape is the daemon's (daemon/control.cpp); anything else exits 2.
 #include <fmt/format.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>

@@ -103,6 +103,14 @@ Setter globs() {
     };
 }
 
+/// A key as an error shows it: a NUL byte (a quoted key may hold one) as `\0`, so that the
+/// message is not cut there when printed.
+std::string shownKey(std::string k) {
+    for (size_t at = k.find('\0'); at != std::string::npos; at = k.find('\0', at + 2))
+        k.replace(at, 1, "\\0");
+    return k;
+}
+
 const std::map<std::string, std::map<std::string, Setter>>& schema() {
     constexpr int64_t kDay = 86400000;
     static const std::map<std::string, std::map<std::string, Setter>> s = {
@@ -150,7 +158,7 @@ std::expected<Config, ConfigError> parseConfig(std::string_view text, const std:
         auto it = sections.find(section);
         if (it == sections.end())
             return std::unexpected(
-                ConfigError{name, lineOf(snode), section, "unknown section or key"});
+                ConfigError{name, lineOf(snode), shownKey(section), "unknown section or key"});
         const auto* table = snode.as_table();
         if (!table)
             return std::unexpected(ConfigError{
@@ -159,7 +167,8 @@ std::expected<Config, ConfigError> parseConfig(std::string_view text, const std:
             std::string key = section + "." + std::string(k.str());
             auto setter = it->second.find(std::string(k.str()));
             if (setter == it->second.end())
-                return std::unexpected(ConfigError{name, lineOf(node), key, "unknown key"});
+                return std::unexpected(
+                    ConfigError{name, lineOf(node), shownKey(key), "unknown key"});
             if (auto err = setter->second(node, c))
                 return std::unexpected(ConfigError{name, lineOf(node), key, *err});
         }

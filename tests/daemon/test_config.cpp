@@ -175,6 +175,13 @@ TEST(DaemonConfig, NulByteInAnyStringValueIsRefused) {
         ASSERT_FALSE(c) << r.toml;
         EXPECT_EQ(c.error().text(), r.text) << r.toml;
     }
+    // A quoted key with a NUL byte is unknown, and shown whole.
+    auto key = parseConfig("[store]\n\"pa\\u0000th\" = \"/x.db\"\n", "g.conf");
+    ASSERT_FALSE(key);
+    EXPECT_EQ(key.error().text(), "g.conf:2: store.pa\\0th: unknown key");
+    auto section = parseConfig("[\"st\\u0000ore\"]\npath = \"/x.db\"\n", "g.conf");
+    ASSERT_FALSE(section);
+    EXPECT_EQ(section.error().text(), "g.conf:1: st\\0ore: unknown section or key");
     // A raw NUL byte outside a string is a syntax error on its line.
     auto raw = parseConfig("[store]\n\0path = \"/x.db\"\n"s, "g.conf");
     ASSERT_FALSE(raw);
