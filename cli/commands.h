@@ -54,10 +54,14 @@ int cmdShow(const Global& g, int64_t incident, int dispatches);
 int cmdReport(const Global& g, int64_t incident, const std::string& format);
 /// --socket, else $GPUFAULT_SOCKET, else /run/gpufault/gpufaultd.sock.
 std::string resolveSocketPath(const std::string& flag);
-/// gpufaultd's state (sources, positions, lag, losses, store); 2 when it is unreachable.
-int cmdStatus(const std::string& socket, bool json);
-/// Records and incidents as gpufaultd commits them, until it closes or Ctrl-C.
-int cmdWatch(const std::string& socket, bool json);
+/// gpufaultd's state (sources, positions, lag, losses, store); 2 when it is unreachable, does
+/// not connect and answer within `timeout_s` seconds, or its reply is malformed (not JSON, a
+/// field of the wrong type, a line over 16 MiB).
+int cmdStatus(const std::string& socket, bool json, double timeout_s);
+/// Records and incidents as gpufaultd commits them, until it closes (0) or Ctrl-C. The
+/// connection and the first reply must come within `timeout_s` seconds; a malformed line
+/// ends it with 2.
+int cmdWatch(const std::string& socket, bool json, double timeout_s);
 /// `gpufault run` options.
 struct RunOptions {
     std::vector<std::string> command;         ///< CMD ARGS…

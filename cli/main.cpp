@@ -151,9 +151,22 @@ int main(int argc, char** argv) {
     status->add_flag("--json", json, "one JSON object");
     status->add_option("--socket", socketFlag, "control socket (else $GPUFAULT_SOCKET or "
                                                "/run/gpufault/gpufaultd.sock)");
+    double daemonTimeout = 5;
+    status
+        ->add_option(
+            "--timeout", daemonTimeout, "seconds to connect and get the answer (then exit 2)")
+        ->check(CLI::Range(0.001, 86400.0))
+        ->capture_default_str();
     auto* watch = app.add_subcommand("watch", "records and incidents as gpufaultd stores them");
     watch->add_flag("--json", json, "JSON Lines");
     watch->add_option("--socket", socketFlag, "control socket");
+    watch
+        ->add_option("--timeout",
+                     daemonTimeout,
+                     "seconds to connect and be acknowledged (then exit 2); records may take "
+                     "any time")
+        ->check(CLI::Range(0.001, 86400.0))
+        ->capture_default_str();
 
     // The first word that is not an option (or --db's value) must be a subcommand.
     for (int i = 1; i < argc; ++i) {
@@ -186,8 +199,8 @@ int main(int argc, char** argv) {
     }
     if (*codeobj) return cmdCodeobj(co);
     if (*devices) return cmdDevices(sysfsRoot, procRoot, json);
-    if (*status) return cmdStatus(resolveSocketPath(socketFlag), json);
-    if (*watch) return cmdWatch(resolveSocketPath(socketFlag), json);
+    if (*status) return cmdStatus(resolveSocketPath(socketFlag), json, daemonTimeout);
+    if (*watch) return cmdWatch(resolveSocketPath(socketFlag), json, daemonTimeout);
     Global g;
     g.db_explicit = !dbFlag.empty();
     g.db = resolveDbPath(dbFlag);

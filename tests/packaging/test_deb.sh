@@ -41,6 +41,9 @@ check "[ \"\$(stat -c '%a' '$root/etc/gpufault/gpufaultd.conf')\" = 644 ]" "conf
 check "grep -qx '/etc/gpufault/gpufaultd.conf' '$root/var/lib/dpkg/info/gpufault.conffiles'" \
   "config is not a conffile"
 check "dpkg --root='$root' -s gpufault | grep -q '^Status: install ok installed'" "not installed"
+# The unit starts the gpufaultd the package installed.
+check "grep -qx 'ExecStart=/usr/sbin/gpufaultd --config /etc/gpufault/gpufaultd.conf' '$root/usr/lib/systemd/system/gpufaultd.service'" \
+  "the unit's ExecStart= is not /usr/sbin/gpufaultd"
 # The installed binaries run, and the installed default config is valid.
 check "'$root/usr/sbin/gpufaultd' --version | grep -q '^gpufaultd '" "gpufaultd --version"
 check "'$root/usr/sbin/gpufaultd' --check-config --config '$root/etc/gpufault/gpufaultd.conf' >/dev/null" \
