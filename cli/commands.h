@@ -19,10 +19,11 @@ struct Global {
 /// and is readable, else $XDG_DATA_HOME/gpufault/gpufault.db (~/.local/share/...).
 std::string resolveDbPath(const std::string& flag);
 
-/// Options for cores given to `ingest`.
+/// Options for cores given to `ingest`, and where the diagnosis finds this machine's GPUs.
 struct CoreOptions {
     std::optional<std::string> exe;           ///< the executable, when its recorded path is gone
     std::vector<std::string> debuginfo_path;  ///< searched before `:.debug:/usr/lib/debug`
+    std::string sysfs_root = "/sys", proc_root = "/proc";  ///< for listDevices (diagnoses)
 };
 /// Reads logs and cores (an ELF core is recognised by its header) into the store.
 int cmdIngest(const Global& g,
@@ -74,10 +75,13 @@ struct CodeobjOptions {
     std::string hsa_override_gfx_version;    ///< applied to AMD targets checked, "" = none
     uint64_t max_decompressed = 1ull << 30;  ///< per compressed bundle, bytes
     bool json = false;
+    bool list = false;  ///< only list (no device or required target: no check)
+    std::string sysfs_root = "/sys", proc_root = "/proc";  ///< local GPUs, when no --device
 };
-/// Inventories GPU code (offload bundles, CCOB, CUDA fat binaries); with a device or required
-/// targets, names every bundle lacking one: 0 all covered (or a listing), 1 a bundle lacks a
-/// target or is mislabeled, 2 usage or input error.
+/// Inventories GPU code (offload bundles, CCOB, CUDA fat binaries; in directories also kernel
+/// library files) and names every bundle lacking a target: `--device`, `--require`, else this
+/// machine's GPUs (none: exit 2), unless `list`. 0 all covered (or a listing), 1 a bundle or
+/// library directory lacks a target or is mislabeled, 2 usage or input error or no GPU.
 int cmdCodeobj(const CodeobjOptions& o);
 /// A GPU of this machine (sysfs, /proc). `node`: the KFD topology node (amdgpu; ROCr's
 /// "GPU node-N" when the process sees every node) or the NVIDIA device minor.
@@ -91,8 +95,12 @@ struct Device {
 };
 /// GPUs under `sysfs_root` (KFD topology, PCI attributes) and `proc_root` (NVIDIA module).
 std::vector<Device> listDevices(const std::string& sysfs_root, const std::string& proc_root);
-/// Lists them: 0 found, 1 none.
-int cmdDevices(const std::string& sysfs_root, const std::string& proc_root, bool json);
+/// Lists them and, with `record` set, also writes them into its store (table devices, for
+/// diagnoses and the evidence_device links): 0 found, 1 none, 2 the store failed.
+int cmdDevices(const Global* record,
+               const std::string& sysfs_root,
+               const std::string& proc_root,
+               bool json);
 /// `gpufault preflight` options.
 struct PreflightOptions {
     std::string sysfs_root = "/sys", proc_root = "/proc";
