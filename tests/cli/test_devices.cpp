@@ -142,3 +142,33 @@ TEST(Preflight, FaultsSinceTheLastGoodResetVramAndProcessesMakeADeviceDirty) {
                    t.file("x")}).status,
               2);
 }
+
+TEST(Devices, RecordedOnceAndLinkedToRecordsByPciAndNode) {
+    TempDir t;
+    std::string sys = t.file("sys"), db = t.file("g.db");
+    std::string nodes = sys + "/class/kfd/kfd/topology/nodes";
+    put(nodes + "/0/properties", "cpu_cores_count 16\nsimd_count 0\n");
+    // The GPU of the real fixture 012: PCI 0000:0a:00.0 (location_id 0x0a00), ROCr node-1.
+    put(nodes + "/1/properties",
+        "simd_count 96\ngfx_target_version 110000\nlocation_id 2560\ndomain 0\n");
+    for (int i = 0; i < 2; ++i) {  // recording again refreshes the row
+        auto r = run({GPUFAULT_BIN, "--db", db, "devices", "--record", "--sysfs-root", sys,
+                      "--proc-root", t.file("proc")});
+        ASSERT_EQ(r.status, 0) << r.err;
+        EXPECT_NE(r.err.find("1 device recorded in " + db), std::string::npos) << r.err;
+    }
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db, "ingest", "-q",
+                   std::string(GPUFAULT_SOURCE_DIR) +
+                       "/tests/data/real/012-llamabench-rocr-fault-plus-journalctl.txt"})
+                  .status,
+              0);
+    auto q = run({GPUFAULT_BIN, "--db", db, "query", "--csv",
+                  "SELECT e.kind, l.link, d.pci, d.node, d.target, (SELECT count(*) FROM devices) "
+                  "FROM evidence_device l JOIN evidence e ON e.id = l.evidence_id JOIN devices d "
+                  "ON d.id = l.device_id ORDER BY e.id"});
+    ASSERT_EQ(q.status, 0) << q.err;
+    EXPECT_EQ(q.out,
+              "kind,link,pci,node,target,(SELECT count(*) FROM devices)\n"
+              "rocr_memory_fault,node,0000:0a:00.0,1,gfx1100,1\n"
+              "amdgpu_page_fault,pci,0000:0a:00.0,1,gfx1100,1\n");
+}
