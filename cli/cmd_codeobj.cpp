@@ -181,6 +181,16 @@ FileResult codeobjFile(const std::string& path,
                        bool json) {
     FileResult r;
     auto inv = inventory(bytes, opt);
+    // Kernel names are read only where printed: a second pass when a bundle lacks a target.
+    if (inv && !opt.kernels && std::ranges::any_of(inv->bundles, [&](const BundleInfo& b) {
+            return std::ranges::any_of(check.targets, [&](const Target& t) {
+                return !hasCodeFor(b, t, check.hsa_override);
+            });
+        })) {
+        InventoryOptions again = opt;
+        again.kernels = true;
+        inv = inventory(bytes, again);
+    }
     if (!inv) {
         fmt::print(stderr,
                    "gpufault codeobj: {}: offset 0x{:x}: {}\n",
@@ -201,7 +211,8 @@ FileResult codeobjFile(const std::string& path,
                    e.offset,
                    printable(e.message));
     r.input_error = !inv->errors.empty();
-    nlohmann::json j = toJson(path, *inv);
+    // Only --json prints the whole inventory; the checks below keep their findings in `j`.
+    nlohmann::json j = json ? toJson(path, *inv) : nlohmann::json::object();
     j["errors"] = nlohmann::json::array();
     for (const auto& e : inv->errors)
         j["errors"].push_back({{"offset", e.offset}, {"message", e.message}});
@@ -373,6 +384,9 @@ int cmdCodeobj(const CodeobjOptions& o) {
     }
     InventoryOptions opt;
     opt.max_decompressed = o.max_decompressed;
+    // Kernel names are printed in --json and for bundles lacking a target (read again then); a
+    // listing or a passing check does not read the symbol tables (librocsparse: 777 of them).
+    opt.kernels = o.json;
     bool inputError = false, failed = false;
     auto one = [&](const std::string& path, bool fromDir) {
         MappedFile m;
