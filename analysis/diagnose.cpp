@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "analysis/mapped_file.h"
@@ -62,7 +63,21 @@ void checkOne(const ModuleRef& m,
     }
     ++counts.read;
     if (!codeobj::looksLikeCodeContainer(f.bytes())) return;
-    auto inv = codeobj::inventory(f.bytes(), opt);
+    // Headers first; kernel names (every code object's symbol table) only when a bundle lacks
+    // code, as `gpufault codeobj` does.
+    codeobj::InventoryOptions fast = opt;
+    fast.kernels = false;
+    auto inv = codeobj::inventory(f.bytes(), fast);
+    if (inv && opt.kernels) {
+        for (const auto& d : devices) {
+            auto found = checkModule(m.path, *inv, d);
+            if (std::ranges::any_of(found,
+                                    [](const Finding& x) { return x.verdict == "no_code"; })) {
+                inv = codeobj::inventory(f.bytes(), opt);
+                break;
+            }
+        }
+    }
     if (!inv) {
         Finding x;
         x.verdict = "unreadable";

@@ -24,32 +24,39 @@ if [ -z "$file" ]; then
     fi
 fi
 cat "$file" > /dev/null  # warm cache
-# Best of 5 wall times, in seconds; output to a file.
+# Best of 5: "wall cpu" in seconds (cpu = user + system of the command and its children, less
+# disturbed than wall time on a shared machine); output to a file.
 best() {
-    local b=999 s e d
+    local bw=999 bc=999 w u sy
     for _ in 1 2 3 4 5; do
-        s=$(date +%s.%N); "$@" > "$work/cmd.out"; e=$(date +%s.%N)
-        d=$(awk -v a="$s" -v b="$e" 'BEGIN{printf "%.4f", b-a}')
-        b=$(awk -v x="$d" -v y="$b" 'BEGIN{print (x < y) ? x : y}')
+        { TIMEFORMAT='%3R %3U %3S'; time "$@" > "$work/cmd.out" 2> /dev/null || true; } 2> "$work/time"
+        read -r w u sy < <(tail -n 1 "$work/time")
+        bw=$(awk -v x="$w" -v y="$bw" 'BEGIN{print (x < y) ? x : y}')
+        bc=$(awk -v x="$u" -v s="$sy" -v y="$bc" 'BEGIN{c = x + s; print (c < y) ? c : y}')
     done
-    echo "$b"
+    echo "$bw $bc"
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", a/b}'; }
-grep_pipeline() {
-    grep -a -o -E "hip[v0-9]*-amdgcn-amd-amdhsa--gfx[0-9a-z]+" "$file" | sort | uniq -c
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (b == 0) print "inf"; else printf "%.1f", a/b}'; }
+line() {  # label, "wall cpu" of it, "wall cpu" of grep, what
+    local w c gw gc
+    read -r w c <<< "$2"
+    read -r gw gc <<< "$3"
+    printf '%-18s wall %6.3f s (%5sx)  cpu %6.3f s (%5sx)  %s\n' "$1" "$w" "$(ratio "$gw" "$w")" \
+        "$c" "$(ratio "$gc" "$c")" "$4"
 }
-grep_s=$(best grep_pipeline)
-list_s=$(best "$build/cli/gpufault" codeobj --list "$file")
+grep_t=$(best sh -c "grep -a -o -E 'hip[v0-9]*-amdgcn-amd-amdhsa--gfx[0-9a-z]+' '$file' | sort | uniq -c")
+list_t=$(best "$build/cli/gpufault" codeobj --list "$file")
 cp "$work/cmd.out" "$work/list.out"
-json_s=$(best "$build/cli/gpufault" codeobj --list --json "$file")
-pass_s=$(best "$build/cli/gpufault" codeobj --device gfx90a "$file" || true)
-fail_s=$(best "$build/cli/gpufault" codeobj --device gfx1100 "$file" || true)
-echo "file            $file, $(du -m "$file" | cut -f1) MiB, $(head -n 1 "$work/list.out" | sed 's/.*: //')"
-echo "grep pipeline   ${grep_s} s"
-echo "codeobj --list  ${list_s} s   ($(ratio "$grep_s" "$list_s")x faster: targets per bundle, headers checked)"
-echo "  --list --json     ${json_s} s   ($(ratio "$grep_s" "$json_s")x: plus every code object's kernel names)"
-echo "  --device gfx90a   ${pass_s} s   ($(ratio "$grep_s" "$pass_s")x: a check that passes)"
-echo "  --device gfx1100  ${fail_s} s   ($(ratio "$grep_s" "$fail_s")x: a check naming the kernels of every bundle lacking it)"
+json_t=$(best "$build/cli/gpufault" codeobj --list --json "$file")
+pass_t=$(best "$build/cli/gpufault" codeobj --device gfx90a "$file")
+fail_t=$(best "$build/cli/gpufault" codeobj --device gfx1100 "$file")
+echo "file               $file, $(du -m "$file" | cut -f1) MiB, $(head -n 1 "$work/list.out" | sed 's/.*: //')"
+echo "load average       $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; best of 5; (Nx) = how many times faster than grep"
+line "grep pipeline" "$grep_t" "$grep_t" "grep -a -o -E … | sort | uniq -c"
+line "codeobj --list" "$list_t" "$grep_t" "targets per bundle, headers checked"
+line "--list --json" "$json_t" "$grep_t" "plus every code object's kernel names"
+line "--device gfx90a" "$pass_t" "$grep_t" "a check that passes"
+line "--device gfx1100" "$fail_t" "$grep_t" "a check naming the kernels of the 111 bundles lacking it"
 # Entry IDs per target as codeobj lists them, and as roc-obj-ls does.
 awk '/^    [a-z]/ {print $1}' "$work/list.out" | sort | uniq -c > "$work/ours"
 listing=../shared/fixtures/binaries/logs/roc-obj-ls_librocsparse.txt
