@@ -58,7 +58,7 @@ void checkOne(const ModuleRef& m,
     MappedFile f;
     if (auto err = f.open(m.path); !err.empty()) {
         ++counts.missing;
-        if (counts.missing_names.size() < 3) counts.missing_names.push_back(m.path);
+        if (counts.missing_names.size() < 3) counts.missing_names.push_back(m.path + ": " + err);
         return;
     }
     ++counts.read;
@@ -117,6 +117,14 @@ Diagnosis compute(const Facts& facts, const Trigger& t, const codeobj::Inventory
         dg.findings.push_back(std::move(x));
     }
     for (const auto& d : devices) {
+        Finding x;
+        x.verdict = "device";
+        x.device_target = d.target;
+        x.device = d.device;
+        x.device_from = d.from;
+        dg.findings.push_back(std::move(x));
+    }
+    for (const auto& d : devices) {
         auto listed = checkRuntimeListing(facts, d);
         dg.findings.insert(dg.findings.end(), listed.begin(), listed.end());
     }
@@ -147,7 +155,7 @@ Diagnosis compute(const Facts& facts, const Trigger& t, const codeobj::Inventory
                                counts.read,
                                counts.with_code);
         if (counts.missing) {
-            x.detail += fmt::format("; {} not found on this machine (", counts.missing);
+            x.detail += fmt::format("; {} not read here (", counts.missing);
             for (size_t i = 0; i < counts.missing_names.size(); ++i)
                 x.detail += (i ? ", " : "") + counts.missing_names[i];
             x.detail += counts.missing > counts.missing_names.size() ? ", …)" : ")";

@@ -15,7 +15,12 @@ MappedFile::~MappedFile() {
 }
 
 std::string MappedFile::open(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Checked before opening: paths come from cores and logs, and opening a FIFO blocks (and
+    // eats its writer's data) while opening a device node (/dev/kfd, /dev/dri/…) runs its driver.
+    struct stat pre {};
+    if (::stat(path.c_str(), &pre) != 0) return std::strerror(errno);
+    if (!S_ISREG(pre.st_mode)) return "not a regular file";
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return std::strerror(errno);
     struct stat st {};
     std::string err;

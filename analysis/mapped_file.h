@@ -15,8 +15,8 @@ class MappedFile {
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
     ~MappedFile();
-    /// Maps `path`; "" on success, else why not (strerror, "not a regular file"). An empty file
-    /// maps to no bytes.
+    /// Maps `path`; "" on success, else why not (strerror, "not a regular file": FIFOs and
+    /// device nodes are refused before they are opened). An empty file maps to no bytes.
     std::string open(const std::string& path);
     codeobj::Bytes bytes() const { return {static_cast<const std::byte*>(data_), size_}; }
 

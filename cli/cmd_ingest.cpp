@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 
-#include "analysis/diagnose.h"
 #include "cli/commands.h"
 #include "collectors/coredump/core_reader.h"
 #include "ingest/ingest.h"
@@ -166,21 +165,8 @@ int cmdIngest(const Global& g,
         return 2;
     }
     if (!quiet) fmt::print("{} incidents in {}\n", *inc, g.db);
-    diagnosis::DiagnoseOptions dopt;
-    dopt.local_devices = [&cores] {
-        std::vector<diagnosis::DeviceFact> out;
-        for (const auto& d : listDevices(cores.sysfs_root, cores.proc_root))
-            out.push_back({d.vendor, d.target, d.pci, d.node, "this machine"});
-        return out;
-    };
-    auto dg = diagnosis::diagnoseIncidents(store->db(), dopt);
-    if (!dg) {
-        fmt::print(stderr, "gpufault: diagnosis: {}\n", dg.error().message);
-        return 2;
-    }
-    if (!quiet && dg->diagnosed)
-        fmt::print("{} diagnos{} of a missing code object (gpufault show INCIDENT)\n",
-                   dg->diagnosed, dg->diagnosed == 1 ? "is" : "es");
+    if (int d = runDiagnoses(store->db(), cores.sysfs_root, cores.proc_root, quiet); d != 0)
+        return d;
     return rc;
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "schema/sqlite.h"
+
 namespace gpufault::cli {
 
 /// Options shared by all subcommands.
@@ -31,6 +33,12 @@ int cmdIngest(const Global& g,
               int window,
               bool quiet,
               const CoreOptions& cores = {});
+/// Diagnoses the incidents whose records point at a missing code object (analysis/diagnose.h),
+/// with this machine's GPUs under `sysfs_root`/`proc_root` when the store records none; prints
+/// how many unless quiet. 0 done, 2 the store failed (printed).
+int runDiagnoses(db::Db& d, const std::string& sysfs_root, const std::string& proc_root, bool quiet);
+/// `gpufault diagnose`: runDiagnoses on the store (e.g. one gpufaultd wrote).
+int cmdDiagnose(const Global& g, const std::string& sysfs_root, const std::string& proc_root);
 /// Cores in the store: pid, signal, si_addr, signature, top frame, incident.
 int cmdCores(const Global& g, bool json);
 /// One core's symbolized stack (the crashing thread; `all`: every thread); 1 when no such core.

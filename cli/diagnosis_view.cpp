@@ -46,8 +46,9 @@ std::string diagnosisText(db::Db& d, int64_t incident) {
         for (const auto& dev : deviceLines(dg))
             out += fmt::format("  {:<10} {}\n", "device", printable(dev));
         for (const auto& f : dg.findings)
-            out += fmt::format(
-                "  {:<10} {}\n", label(f.verdict), printable(diagnosis::findingText(f)));
+            if (f.verdict != "device")  // printed as the device lines above
+                out += fmt::format(
+                    "  {:<10} {}\n", label(f.verdict), printable(diagnosis::findingText(f)));
     }
     return out;
 }
@@ -61,8 +62,9 @@ std::string diagnosisMarkdown(db::Db& d, int64_t incident) {
         for (const auto& dev : deviceLines(dg))
             out += fmt::format("- Device: {}\n", printable(dev));
         for (const auto& f : dg.findings)
-            out += fmt::format(
-                "- **{}** {}\n", label(f.verdict), printable(diagnosis::findingText(f)));
+            if (f.verdict != "device")
+                out += fmt::format(
+                    "- **{}** {}\n", label(f.verdict), printable(diagnosis::findingText(f)));
         out += "\n";
     }
     return out;

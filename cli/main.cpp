@@ -154,6 +154,13 @@ int main(int argc, char** argv) {
     preflight->add_option("--sysfs-root", pre.sysfs_root, "sysfs mount")->capture_default_str();
     preflight->add_option("--proc-root", pre.proc_root, "procfs mount")->capture_default_str();
 
+    std::string diagSysfs = "/sys", diagProc = "/proc";
+    auto* diagnose = app.add_subcommand(
+        "diagnose", "diagnose incidents that point at a missing code object (ingest does it too)");
+    diagnose->add_option("--sysfs-root", diagSysfs, "this machine's GPUs, when none is recorded")
+        ->capture_default_str();
+    diagnose->add_option("--proc-root", diagProc, "procfs mount")->capture_default_str();
+
     std::string socketFlag;
     auto* status = app.add_subcommand("status", "the running gpufaultd: sources, lag, losses");
     status->add_flag("--json", json, "one JSON object");
@@ -200,6 +207,7 @@ int main(int argc, char** argv) {
     g.db = resolveDbPath(dbFlag);
     if (*devices) return cmdDevices(recordDevices ? &g : nullptr, sysfsRoot, procRoot, json);
     if (*ingest) return cmdIngest(g, files, window, quiet, coreOpt);
+    if (*diagnose) return cmdDiagnose(g, diagSysfs, diagProc);
     if (*cores) return cmdCores(g, json);
     if (*stack) return cmdStack(g, coreId, allThreads, json);
     if (*events) return cmdEvents(g, json, kind, source);

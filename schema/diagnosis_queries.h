@@ -31,7 +31,8 @@ db::Result<std::vector<DeviceRecord>> queryEvidenceDevices(db::Db& d, int64_t ev
 
 /// One finding of a diagnosis (a row of table diagnoses).
 struct DiagnosisFinding {
-    std::string verdict;  ///< no_code, covered, mislabeled, library_missing, library_present,
+    std::string verdict;  ///< device (a target checked), no_code, covered, mislabeled,
+                          ///< library_missing, library_present,
                           ///< modules, unreadable, no_device
     std::string module;
     std::optional<int64_t> bundle;     ///< 1-based

@@ -44,7 +44,7 @@ CREATE TABLE diagnoses (
     why           TEXT NOT NULL,     -- the trigger, in words
     inputs        TEXT NOT NULL,
     n             INTEGER NOT NULL,  -- order of the findings
-    verdict       TEXT NOT NULL,     -- no_code | covered | mislabeled | library_missing |
+    verdict       TEXT NOT NULL,     -- device | no_code | covered | mislabeled | library_missing |
                                      -- library_present | modules | unreadable | no_device
     module        TEXT,              -- file inventoried (or the runtime's own listing)
     bundle        INTEGER,           -- 1-based, as `gpufault codeobj` numbers them

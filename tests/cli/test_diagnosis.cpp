@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,8 +98,14 @@ TEST(CliDiagnosis, CoreOfACrashInTheHipRuntimeNamesTheBundleWithoutCode) {
     EXPECT_EQ(out.find("bundle #1"), std::string::npos) << out;  // the three others have code
     EXPECT_NE(out.find("  modules    "), std::string::npos) << out;
 
+    // Nothing changed: diagnosing again keeps it.
+    auto same = run({GPUFAULT_BIN, "--db", t.file("db"), "diagnose", "--sysfs-root", sys});
+    EXPECT_EQ(same.status, 0) << same.err;
+    EXPECT_EQ(same.out, "1 diagnosis in " + t.file("db") + "\n");
+
     // The same core from a gfx906 machine: every bundle has code. Recorded devices win over
-    // this machine's sysfs, and a changed device recomputes the diagnosis.
+    // this machine's sysfs, and a changed device recomputes the diagnosis (on the next ingest
+    // or `gpufault diagnose`).
     std::string sys906 = fakeSysfs(t, "sys906", "90006");
     auto rec = run({GPUFAULT_BIN,
                     "--db",
@@ -110,18 +117,7 @@ TEST(CliDiagnosis, CoreOfACrashInTheHipRuntimeNamesTheBundleWithoutCode) {
                     "--proc-root",
                     t.file("proc")});
     ASSERT_EQ(rec.status, 0) << rec.err;
-    ASSERT_EQ(run({GPUFAULT_BIN,
-                   "--db",
-                   t.file("db"),
-                   "ingest",
-                   "-q",
-                   "--sysfs-root",
-                   sys,
-                   "--proc-root",
-                   t.file("proc"),
-                   core})
-                  .status,
-              0);
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "diagnose", "--sysfs-root", sys}).status, 0);
     out = show(t, 1);
     EXPECT_NE(out.find("  covered    " + module + ": all 4 bundles carry code for gfx906\n"),
               std::string::npos)
@@ -133,8 +129,10 @@ TEST(CliDiagnosis, CoreOfACrashInTheHipRuntimeNamesTheBundleWithoutCode) {
     auto j = nlohmann::json::parse(rep.out);
     ASSERT_EQ(j["diagnosis"].size(), 1u) << rep.out;
     EXPECT_EQ(j["diagnosis"][0]["rule"], "runtime_null_deref");
-    EXPECT_EQ(j["diagnosis"][0]["findings"][0]["verdict"], "covered");
+    EXPECT_EQ(j["diagnosis"][0]["findings"][0]["verdict"], "device");
     EXPECT_EQ(j["diagnosis"][0]["findings"][0]["device_target"], "gfx906");
+    EXPECT_EQ(j["diagnosis"][0]["findings"][1]["verdict"], "covered");
+    EXPECT_EQ(j["diagnosis"][0]["findings"][1]["module"], module);
 }
 
 TEST(CliDiagnosis, FixtureCoreThroughAKernelLaunchWithItsModulesGone) {
@@ -175,8 +173,7 @@ TEST(CliDiagnosis, FixtureCoreThroughAKernelLaunchWithItsModulesGone) {
         << out;
     // The core names /tmp/crashfixture/{crashmain,libcrashlib.so}, gone since; no module read
     // carries GPU code.
-    EXPECT_NE(out.find(" with GPU code; 2 not found on this machine (/tmp/crashfixture/"),
-              std::string::npos)
+    EXPECT_NE(out.find(" with GPU code; 2 not read here (/tmp/crashfixture/"), std::string::npos)
         << out;
     EXPECT_NE(out.find(" read, 0 with GPU code"), std::string::npos) << out;
 }
@@ -241,6 +238,56 @@ TEST(CliDiagnosis, RocblasLibraryErrorFindsNoFilesForTheDevice) {
         << out;
     EXPECT_NE(out.find("  NO LIBRARY " + lib +
                        ": no kernel library files for gfx1201 (has gfx1100 (2), gfx90a (2))\n"),
+              std::string::npos)
+        << out;
+}
+
+TEST(CliDiagnosis, FileNamedByTheRuntimeIsInventoriedAndAFifoIsNotOpened) {
+    // hip_code_object.cpp's message names the binary it could not use.
+    auto line = [](const std::string& file) {
+        return ":1:hip_code_object.cpp      :507 : 0635372365 us: 16170: [tid:0x7fe0e2402880] "
+               "hipErrorNoBinaryForGpu: Couldn't find binary for file: " +
+               file + "\n";
+    };
+    TempDir t;
+    std::string sys = fakeSysfs(t, "sys", "90010");  // gfx90a
+    std::string module = t.file("multi_plus_one");
+    writeFile(module, readFile(kData + "binaries/seedcase/multi_plus_one"));
+    writeFile(t.file("run.log"), line(module));
+    auto r = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "ingest",
+                  "--sysfs-root",
+                  sys,
+                  "--proc-root",
+                  t.file("proc"),
+                  t.file("run.log")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::string out = show(t, 1);
+    EXPECT_NE(out.find("  device     gfx90a (0000:03:00.0): this machine, its only GPU\n  NO "
+                       "CODE    " +
+                       module + ": bundle #4 at 0x12000: no code for gfx90a (has gfx906)"),
+              std::string::npos)
+        << out;
+
+    // A FIFO (or a device node) named in a log is never opened: ingest does not wait on it.
+    TempDir f;
+    ASSERT_EQ(::mkfifo(f.file("fifo").c_str(), 0600), 0);
+    writeFile(f.file("run.log"), line(f.file("fifo")));
+    r = run({GPUFAULT_BIN,
+             "--db",
+             f.file("db"),
+             "ingest",
+             "--sysfs-root",
+             sys,
+             "--proc-root",
+             f.file("proc"),
+             f.file("run.log")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    out = run({GPUFAULT_BIN, "--db", f.file("db"), "show", "1"}).out;
+    EXPECT_NE(out.find("  modules    1 module named, 0 read, 0 with GPU code; 1 not read here (" +
+                       f.file("fifo") + ": not a regular file)\n"),
               std::string::npos)
         << out;
 }
