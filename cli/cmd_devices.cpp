@@ -96,6 +96,7 @@ std::vector<Device> listDevices(const std::string& sysfs_root, const std::string
         Device d;
         d.vendor = "nvidia";
         d.name = kv["Model"];
+        d.target = nvidiaTargetOfModel(d.name).value_or("");
         d.pci = kv["Bus Location"];
         d.uuid = kv["GPU UUID"];
         d.vbios = kv["Video BIOS"];

@@ -169,6 +169,24 @@ TEST(CliCodeobj, WithoutDeviceChecksThisMachinesGpus) {
     EXPECT_NE(list.out.find("bundle #4 at 0x12000"), std::string::npos) << list.out;
 }
 
+TEST(CliCodeobj, WithoutDeviceOnTheH200ChecksSm90) {
+    // The real H200's information file: the model gives sm_90. The case of fixture 074: an
+    // sm_75-only build on an H200 (cudaErrorNoKernelImageForDevice at launch).
+    TempDir t;
+    std::string info = readFile(GPUFAULT_SOURCE_DIR "/tests/data/device/h200-proc/information");
+    std::filesystem::create_directories(t.file("proc/driver/nvidia/gpus/0000:00:06.0"));
+    writeFile(t.file("proc/driver/nvidia/gpus/0000:00:06.0/information"), info);
+    auto sm75 = run({GPUFAULT_BIN, "codeobj", kBin + "/cuda/vadd_sm75.nv_fatbin.elf",
+                     "--sysfs-root", t.file("sys"), "--proc-root", t.file("proc")});
+    EXPECT_EQ(sm75.status, 1) << sm75.err;
+    EXPECT_EQ(sm75.err, "gpufault codeobj: checking for this machine's GPU sm_90 (0000:00:06.0)\n");
+    EXPECT_NE(sm75.out.find(": sm_90: 2 of 2 lack code"), std::string::npos) << sm75.out;
+    auto sm90 = run({GPUFAULT_BIN, "codeobj", kBin + "/cuda/vadd_sm80_sm90_ptx.nv_fatbin.elf",
+                     "--sysfs-root", t.file("sys"), "--proc-root", t.file("proc")});
+    EXPECT_EQ(sm90.status, 0) << sm90.out << sm90.err;
+    EXPECT_NE(sm90.out.find(": sm_90: all 2 have code"), std::string::npos) << sm90.out;
+}
+
 TEST(CliCodeobj, DirectoryKernelLibraryFilesFlagATargetWithNone) {
     TempDir t;
     std::string lib = t.file("rocblas/library");

@@ -42,6 +42,28 @@ TEST(KfdProperties, TargetAndPciFromTopology) {
     EXPECT_FALSE(cpu.pci());
 }
 
+TEST(NvidiaModels, ComputeCapabilityFromTheModelName) {
+    // Model names as /proc/driver/nvidia/gpus/*/information prints them.
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA H200"), "sm_90");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA H100 80GB HBM3"), "sm_90");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA A100-SXM4-80GB"), "sm_80");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA A10G"), "sm_86");
+    EXPECT_EQ(nvidiaTargetOfModel("Tesla V100-SXM2-16GB"), "sm_70");
+    EXPECT_EQ(nvidiaTargetOfModel("Tesla T4"), "sm_75");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA L40S"), "sm_89");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA B200"), "sm_100");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA GeForce RTX 4090"), "sm_89");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA GeForce RTX 3090 Ti"), "sm_86");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA GeForce RTX 5090"), "sm_120");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA RTX A6000"), "sm_86");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA RTX 5000 Ada Generation"), "sm_89");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA RTX PRO 6000 Blackwell Server Edition"), "sm_120");
+    // Not guessed: a Turing Quadro whose number looks like a GeForce series, unknown names.
+    EXPECT_FALSE(nvidiaTargetOfModel("Quadro RTX 5000"));
+    EXPECT_FALSE(nvidiaTargetOfModel("NVIDIA Graphics Device"));
+    EXPECT_FALSE(nvidiaTargetOfModel(""));
+}
+
 TEST(Devices, ListsAmdNodesAndTheH200FromFakeTrees) {
     TempDir t;
     std::string sys = t.file("sys"), proc = t.file("proc");
@@ -81,6 +103,7 @@ TEST(Devices, ListsAmdNodesAndTheH200FromFakeTrees) {
     EXPECT_EQ(d[2]["uuid"], "GPU-7733b9c3-28c9-3284-25e8-a4691857ae53");
     EXPECT_EQ(d[2]["vbios"], "96.00.a5.00.1a");
     EXPECT_EQ(d[2]["driver"], "580.159.04");
+    EXPECT_EQ(d[2]["target"], "sm_90");  // from the model name: /proc states no compute capability
 
     auto none = run({GPUFAULT_BIN, "devices", "--sysfs-root", t.file("empty"), "--proc-root",
                      t.file("empty")});
