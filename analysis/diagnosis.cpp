@@ -171,14 +171,23 @@ std::vector<DeviceChoice> deviceTargets(const Facts& f) {
         }
     }
     if (!out.empty()) return out;
+    // No record names a GPU: every GPU known, of the records' vendor when they state one.
+    std::optional<std::string> vendor;
+    for (const auto& m : f.members)
+        if (m.e.vendor) vendor = m.e.vendor;
+    auto fits = [&](const DeviceFact& d) {
+        return !d.target.empty() && (!vendor || d.vendor == *vendor);
+    };
     size_t withTarget = 0;
-    for (const auto& d : f.devices) withTarget += !d.target.empty();
+    for (const auto& d : f.devices) withTarget += fits(d);
     for (const auto& d : f.devices)
-        add({d.target,
-             d.pci,
-             withTarget == 1
-                 ? d.from + ", its only GPU"
-                 : fmt::format("{}, one of {} GPUs (no record names one)", d.from, withTarget)});
+        if (fits(d))
+            add({d.target,
+                 d.pci,
+                 withTarget == 1
+                     ? d.from + ", its only GPU"
+                     : fmt::format(
+                           "{}, one of {} GPUs (no record names one)", d.from, withTarget)});
     return out;
 }
 

@@ -163,6 +163,14 @@ TEST(DiagnosisRules, DeviceTargetsFromListingPciNodeOrTheOnlyGpu) {
     d = deviceTargets(f);
     ASSERT_EQ(d.size(), 2u);
     EXPECT_EQ(d[1].from, "this machine, one of 2 GPUs (no record names one)");
+    // A HIP error on a machine that also has an NVIDIA GPU: only the AMD ones are candidates.
+    auto hip = record(4, Kind::MissingCodeObject, 3);
+    hip.e.vendor = "amd";
+    f.members = {hip};
+    f.devices.push_back({"nvidia", "sm_90", "0000:00:06.0", 0, "this machine"});
+    EXPECT_EQ(deviceTargets(f).size(), 2u);
+    f.members = {};
+    f.devices.pop_back();
     f.devices.pop_back();
     EXPECT_EQ(deviceTargets(f)[0].from, "this machine, its only GPU");
     f.devices.clear();
