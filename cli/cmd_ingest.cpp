@@ -194,6 +194,8 @@ int cmdIngest(const Global& g,
         return 2;
     }
     if (!quiet) fmt::print("{} incidents in {}\n", *inc, g.db);
+    if (int d = runDiagnoses(store->db(), cores.sysfs_root, cores.proc_root, quiet); d != 0)
+        return d;
     return rc;
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/diagnosis_view.h"
 #include "cli/incident_view.h"
 #include "cli/output.h"
 #include "cli/stack_view.h"
@@ -171,6 +172,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                i.members,
                i.members == 1 ? "" : "s",
                i.kinds);
+    fmt::print("{}", diagnosisText(store->db(), id));
     if (i.address)
         fmt::print("  address    {}  {}\n", addr16(*i.address), alignmentText(*i.address));
     if (i.pid || i.process)
@@ -274,6 +276,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         j["reason"] = i.reason ? nlohmann::json(*i.reason) : nlohmann::json(nullptr);
         j["kernel"] = lastKernel ? nlohmann::json(*lastKernel) : nlohmann::json(nullptr);
         j["signature"] = i.signature;
+        j["diagnosis"] = diagnosisJson(store->db(), id);
         j["evidence"] = nlohmann::json::array();
         for (const auto& m : v->members) {
             auto e = evidenceJson(m.ev);
@@ -312,6 +315,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                                     : "GPU",
                i.address ? " at " + addr16(*i.address) : "",
                i.reason ? " (" + printable(*i.reason) + ")" : "");
+    fmt::print("{}", diagnosisMarkdown(store->db(), id));
     fmt::print("### Summary\n\n");
     fmt::print("- Evidence: {} record(s): {}\n", i.members, i.kinds);
     if (i.address)

@@ -29,6 +29,11 @@ int main(int argc, char** argv) {
                        "cores: directories with debug files or a .build-id tree (DIR[:DIR…]; "
                        "searched before :.debug:/usr/lib/debug)")
         ->allow_extra_args(false);
+    ingest->add_option("--sysfs-root", coreOpt.sysfs_root,
+                       "diagnoses: sysfs of this machine's GPUs, when none is recorded")
+        ->capture_default_str();
+    ingest->add_option("--proc-root", coreOpt.proc_root, "diagnoses: procfs mount")
+        ->capture_default_str();
 
     bool json = false, csv = false;
     std::optional<std::string> kind, source;
@@ -109,10 +114,11 @@ int main(int argc, char** argv) {
         "which GPU targets a binary carries; with --device/--require, which bundles lack one");
     codeobj->footer(
         "Reads .hip_fatbin offload bundles (plain and CCOB zlib/zstd), .nv_fatbin CUDA fat "
-        "binaries, bare bundles and AMDGPU code objects; a directory: every ELF under it.\n"
+        "binaries, bare bundles and AMDGPU code objects; a directory: every ELF under it and "
+        "its Tensile kernel library files.\n"
         "Exit: 0 covered (or listed), 1 a bundle lacks a target or is mislabeled, 2 usage or "
-        "input error.\nThis command does not detect local GPUs: give --device (detection of "
-        "the local GPUs comes with `gpufault devices`).");
+        "input error (or no GPU found).\nWithout --device/--require it checks for this "
+        "machine's GPUs (as `gpufault devices` lists them); --list only lists.");
     codeobj->add_option("paths", co.paths, "files or directories")->required();
     codeobj->add_option("--device", co.device,
                         "a device target: gfx1151, gfx90a:xnack+, sm_90 (a feature left out "
@@ -126,6 +132,11 @@ int main(int argc, char** argv) {
                         "bytes one compressed bundle may inflate to (default 1 GiB)")
         ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
     codeobj->add_flag("--json", co.json, "JSON Lines, one object per file");
+    codeobj->add_flag("--list", co.list, "only list what each file carries (no check)");
+    codeobj->add_option("--sysfs-root", co.sysfs_root, "sysfs mount (local GPUs)")
+        ->capture_default_str();
+    codeobj->add_option("--proc-root", co.proc_root, "procfs mount (local GPUs)")
+        ->capture_default_str();
 
     std::string sysfsRoot = "/sys", procRoot = "/proc";
     auto* devices = app.add_subcommand("devices", "the GPUs of this machine (sysfs, /proc)");
@@ -133,6 +144,9 @@ int main(int argc, char** argv) {
     devices->add_option("--sysfs-root", sysfsRoot, "sysfs mount (a copy for tests)")
         ->capture_default_str();
     devices->add_option("--proc-root", procRoot, "procfs mount")->capture_default_str();
+    bool recordDevices = false;
+    devices->add_flag("--record", recordDevices,
+                      "also write them into the store (diagnoses, evidence_device links)");
 
     PreflightOptions pre;
     auto* preflight = app.add_subcommand(
@@ -145,6 +159,13 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     preflight->add_option("--sysfs-root", pre.sysfs_root, "sysfs mount")->capture_default_str();
     preflight->add_option("--proc-root", pre.proc_root, "procfs mount")->capture_default_str();
+
+    std::string diagSysfs = "/sys", diagProc = "/proc";
+    auto* diagnose = app.add_subcommand(
+        "diagnose", "diagnose incidents that point at a missing code object (ingest does it too)");
+    diagnose->add_option("--sysfs-root", diagSysfs, "this machine's GPUs, when none is recorded")
+        ->capture_default_str();
+    diagnose->add_option("--proc-root", diagProc, "procfs mount")->capture_default_str();
 
     std::string socketFlag;
     auto* status = app.add_subcommand("status", "the running gpufaultd: sources, lag, losses");
@@ -198,13 +219,14 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (*codeobj) return cmdCodeobj(co);
-    if (*devices) return cmdDevices(sysfsRoot, procRoot, json);
     if (*status) return cmdStatus(resolveSocketPath(socketFlag), json, daemonTimeout);
     if (*watch) return cmdWatch(resolveSocketPath(socketFlag), json, daemonTimeout);
     Global g;
     g.db_explicit = !dbFlag.empty();
     g.db = resolveDbPath(dbFlag);
+    if (*devices) return cmdDevices(recordDevices ? &g : nullptr, sysfsRoot, procRoot, json);
     if (*ingest) return cmdIngest(g, files, window, quiet, coreOpt);
+    if (*diagnose) return cmdDiagnose(g, diagSysfs, diagProc);
     if (*cores) return cmdCores(g, json);
     if (*stack) return cmdStack(g, coreId, allThreads, json);
     if (*events) return cmdEvents(g, json, kind, source);

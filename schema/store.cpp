@@ -197,6 +197,8 @@ db::Result<int> Store::prune(int64_t max_age_s,
         "DELETE FROM threads WHERE core_id IN (SELECT id FROM cores WHERE source_id=?1)",
         "DELETE FROM core_files WHERE core_id IN (SELECT id FROM cores WHERE source_id=?1)",
         "DELETE FROM cores WHERE source_id=?1",
+        "DELETE FROM diagnoses WHERE evidence_id IN (SELECT id FROM evidence WHERE "
+        "source_id=?1)",
         "DELETE FROM evidence WHERE source_id=?1",
         "UPDATE runs SET source_id=NULL WHERE source_id=?1",
         "DELETE FROM sources WHERE id=?1"};
