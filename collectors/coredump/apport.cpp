@@ -1,0 +1,149 @@
+#include "collectors/coredump/apport.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+
+namespace gpufault::coredump {
+
+namespace {
+
+template <class T>
+std::optional<T> number(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\r')) s.remove_suffix(1);
+    T v{};
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || p != s.data() + s.size() || s.empty()) return std::nullopt;
+    return v;
+}
+
+bool keyChars(std::string_view k) {
+    if (k.empty()) return false;
+    for (char c : k)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_'))
+            return false;
+    return true;
+}
+
+}  // namespace
+
+std::optional<std::string> decodeBase64(std::string_view s) {
+    static const std::array<int8_t, 256> table = [] {
+        std::array<int8_t, 256> t{};
+        t.fill(-1);
+        const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(a[i])] = static_cast<int8_t>(i);
+        return t;
+    }();
+    while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.remove_suffix(1);
+    if (s.size() % 4) return std::nullopt;
+    std::string out;
+    out.reserve(s.size() / 4 * 3);
+    for (size_t i = 0; i < s.size(); i += 4) {
+        int v[4];
+        int pad = 0;
+        for (int k = 0; k < 4; ++k) {
+            char c = s[i + k];
+            if (c == '=' && i + 4 == s.size() && k >= 2) {
+                v[k] = 0;
+                ++pad;
+                continue;
+            }
+            if (pad) return std::nullopt;  // data after '='
+            v[k] = table[static_cast<unsigned char>(c)];
+            if (v[k] < 0) return std::nullopt;
+        }
+        uint32_t w = (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) |
+                     uint32_t(v[3]);
+        out += static_cast<char>(w >> 16);
+        if (pad < 2) out += static_cast<char>((w >> 8) & 0xff);
+        if (pad < 1) out += static_cast<char>(w & 0xff);
+    }
+    return out;
+}
+
+Result<void> ApportReader::line(std::string_view l, uint64_t n) {
+    auto fail = [&](const std::string& m) {
+        return std::unexpected(Error{fmt::format("line {}: {}", n, m)});
+    };
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    if (!l.empty() && l[0] == ' ') {
+        if (key_.empty()) return fail("continuation line before any field");
+        auto v = l.substr(1);
+        if (binary_) {
+            auto bytes = decodeBase64(v);
+            if (!bytes) return fail(fmt::format("{}: invalid base64", key_));
+            r_.binary[key_] += bytes->size();
+            if (key_ == "CoreDump")
+                if (auto r = onCore_(*bytes); !r) return fail(r.error().message);
+            return {};
+        }
+        auto& s = r_.fields[key_];
+        if (s.size() + v.size() + 1 > maxText_) {
+            r_.truncated_fields = true;
+            return {};
+        }
+        if (!s.empty()) s += '\n';
+        s.append(v);
+        return {};
+    }
+    if (l.empty()) return {};  // apport writes none; tolerate a trailing blank line
+    auto colon = l.find(':');
+    if (colon == std::string_view::npos || !keyChars(l.substr(0, colon)))
+        return fail("not a 'Key: value' line of an apport report");
+    key_ = std::string(l.substr(0, colon));
+    auto v = l.substr(colon + 1);
+    if (!v.empty() && v[0] == ' ') v.remove_prefix(1);
+    binary_ = v == "base64";
+    if (binary_) {
+        r_.binary.emplace(key_, 0);
+        return {};
+    }
+    r_.fields[key_] = std::string(v.substr(0, maxText_));
+    return {};
+}
+
+std::optional<int64_t> ApportReport::pid() const {
+    auto it = fields.find("ProcStatus");
+    if (it == fields.end()) return std::nullopt;
+    std::string_view s = it->second;
+    while (!s.empty()) {
+        auto nl = s.find('\n');
+        auto l = s.substr(0, nl);
+        if (l.starts_with("Pid:")) return number<int64_t>(l.substr(4));
+        s = nl == std::string_view::npos ? std::string_view() : s.substr(nl + 1);
+    }
+    return std::nullopt;
+}
+
+std::optional<int> ApportReport::signal() const {
+    auto it = fields.find("Signal");
+    return it == fields.end() ? std::nullopt : number<int>(it->second);
+}
+
+std::string ApportReport::executable() const {
+    auto it = fields.find("ExecutablePath");
+    return it == fields.end() ? std::string() : it->second;
+}
+
+std::optional<std::string> ApportReport::wall() const {
+    auto it = fields.find("Date");
+    if (it == fields.end()) return std::nullopt;
+    char wd[4] = {}, mon[4] = {};
+    int day = 0, h = 0, m = 0, s = 0, y = 0;
+    if (std::sscanf(it->second.c_str(), "%3s %3s %d %d:%d:%d %d", wd, mon, &day, &h, &m, &s, &y) !=
+        7)
+        return std::nullopt;
+    static constexpr std::string_view kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    auto at = kMonths.find(mon);
+    if (at == std::string_view::npos || at % 3 || day < 1 || day > 31 || h > 23 || m > 59 ||
+        s > 60 || y < 1970)
+        return std::nullopt;
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", y, at / 3 + 1, day, h, m, s);
+}
+
+}  // namespace gpufault::coredump
