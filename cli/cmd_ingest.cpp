@@ -11,6 +11,7 @@
 #include "collectors/coredump/core_reader.h"
 #include "ingest/ingest.h"
 #include "ingest/ingest_core.h"
+#include "ingest/ingest_crash.h"
 #include "schema/store.h"
 
 namespace gpufault::cli {
@@ -93,6 +94,56 @@ bool ingestOneCore(Store& store, const std::string& f, const CoreOptions& o, boo
     return true;
 }
 
+/// Prints one stored core's summary line.
+void printCore(const std::string& f, const CoreIngestSummary& r) {
+    if (r.unchanged) {
+        fmt::print("{}: core already ingested, unchanged\n", f);
+        return;
+    }
+    if (r.kind != "cpu") {
+        fmt::print("{}: {} core {} (metadata only, not unwound), {:.2f} s\n", f, r.kind,
+                   r.core_id, r.seconds);
+        return;
+    }
+    fmt::print("{}: core {}, {} thread{}, {} frames in the crashing thread, top {}, stack {}, "
+               "{:.2f} s\n",
+               f, r.core_id, r.threads, r.threads == 1 ? "" : "s", r.frames,
+               r.top.empty() ? "-" : r.top, r.signature.empty() ? "-" : r.signature,
+               r.seconds);
+}
+
+/// systemd-coredump files and journal entries, apport reports. 0 not one of them, 1 done,
+/// -1 error (printed).
+int ingestCrashInput(Store& store, const std::string& f, const CoreOptions& o, bool quiet) {
+    auto kind = crashInputOf(f);
+    if (kind == CrashInput::None) return 0;
+    CrashOptions co;
+    co.read.unwind.exe = o.exe;
+    co.read.unwind.debuginfo_path = o.debuginfo_path;
+    if (kind == CrashInput::JournalExport || kind == CrashInput::JournalJson) {
+        auto r = ingestJournalCores(store, f, kind, co);
+        if (!r) {
+            fmt::print(stderr, "gpufault: {}\n", r.error().message);
+            return -1;
+        }
+        if (!quiet) {
+            fmt::print("{}: {} journal entries, {} systemd-coredump\n", f, r->entries,
+                       r->cores.size());
+            for (const auto& c : r->cores) printCore(f, c);
+        }
+        // JSON lines are also log lines: the text ingest reads their MESSAGE fields next.
+        return kind == CrashInput::JournalJson ? 0 : 1;
+    }
+    auto r = kind == CrashInput::Apport ? ingestApportReport(store, f, co, true)
+                                        : ingestSystemdCoreFile(store, f, co, true);
+    if (!r) {
+        fmt::print(stderr, "gpufault: {}\n", r.error().message);
+        return -1;
+    }
+    if (!quiet) printCore(f, *r);
+    return 1;
+}
+
 }  // namespace
 
 int cmdIngest(const Global& g,
@@ -122,6 +173,14 @@ int cmdIngest(const Global& g,
                 break;
             }
             continue;
+        }
+        if (f != "-") {
+            int c = ingestCrashInput(*store, f, cores, quiet);
+            if (c < 0) {
+                rc = 2;
+                break;
+            }
+            if (c > 0) continue;
         }
         struct stat st {};
         bool big = f != "-" && ::stat(f.c_str(), &st) == 0 && st.st_size > (64 << 20);

@@ -100,7 +100,10 @@ struct CoreRecord {
     bool threads_truncated = false;
     std::string modules_missing = "[]";  ///< JSON array
     std::string runtimes = "{}";         ///< JSON object
-    std::optional<std::string> meta;     ///< JSON object (GPU cores)
+    std::optional<std::string> meta;     ///< JSON object (GPU core metadata; boot id, unit)
+    std::string origin = "file";         ///< file | systemd-coredump | apport (006)
+    std::optional<std::string> note;     ///< why the core is missing or partial
+    std::optional<std::string> exe;      ///< the executable's path, when the producer said
     double seconds = 0;
     std::vector<coredump::Thread> threads;
     struct File {

@@ -1,0 +1,253 @@
+// systemd-coredump (journal entries in export and JSON form, its zstd core files), apport's
+// .crash reports and a real CUDA GPU core's kernel arguments, through the built binary. The
+// zstd file and the .crash report are made here from the real fixture core.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/crash_files.h"
+#include "tests/support/fixture_check.h"
+#include "tests/support/process.h"
+
+namespace gpufault::testing {
+namespace {
+
+const std::string kDir = GPUFAULT_SOURCE_DIR "/tests/data/cores/";
+const std::string kBoot = "0123456789abcdef0123456789abcdef";
+const std::string kZstName = "core.crashmain.0." + kBoot + ".14046.1764491498000000.zst";
+
+std::vector<std::string> ingest(const TempDir& t, const std::vector<std::string>& files) {
+    std::vector<std::string> a{GPUFAULT_BIN,
+                               "--db",
+                               t.file("db"),
+                               "ingest",
+                               "--exe",
+                               kDir + "crashmain",
+                               "--debuginfo-path",
+                               kDir + "buildid"};
+    a.insert(a.end(), files.begin(), files.end());
+    return a;
+}
+
+std::vector<nlohmann::json> jsonLines(const TempDir& t, const std::string& cmd) {
+    return parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), cmd, "--json"}).out);
+}
+
+/// The fixture core compressed with libzstd, as systemd-coredump stores it.
+std::string zstCore(const TempDir& t) {
+    auto path = t.file(kZstName);
+    writeFile(path, zstdCompress(readFile(kDir + "core")));
+    return path;
+}
+
+const std::string kNotKeptMessage =
+    "Process 51234 (python3) of user 1000 terminated abnormally without generating a coredump.\n"
+    "\n"
+    "Stack trace of thread 51240:\n"
+    "#0  0x00007f3a9c2969fc __pthread_kill_implementation (libc.so.6 + 0x969fc)\n"
+    "#1  0x00007f3a9c242476 raise (libc.so.6 + 0x42476)\n"
+    "#2  0x00007f3a9c2287f3 abort (libc.so.6 + 0x287f3)\n"
+    "#3  0x00007f3a61f3b2c5 n/a (libhsa-runtime64.so.1 + 0x3b2c5)\n";
+
+std::vector<std::pair<std::string, std::string>> notKeptFields() {
+    return {{"__CURSOR", "s=2"},
+            {"__REALTIME_TIMESTAMP", "1764491600000000"},
+            {"_BOOT_ID", kBoot},
+            {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+            {"COREDUMP_PID", "51234"},
+            {"COREDUMP_UID", "1000"},
+            {"COREDUMP_SIGNAL", "6"},
+            {"COREDUMP_SIGNAL_NAME", "SIGABRT"},
+            {"COREDUMP_TIMESTAMP", "1764491599000000"},
+            {"COREDUMP_COMM", "python3"},
+            {"COREDUMP_EXE", "/usr/bin/python3.12"},
+            {"COREDUMP_RLIMIT", "18446744073709551615"}};
+}
+
+TEST(CrashSources, SystemdZstdCoreIsDecompressedAndUnwoundOnce) {
+    TempDir t;
+    auto zst = zstCore(t);
+    auto r = run(ingest(t, {zst}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("core 1, 1 thread, 8 frames in the crashing thread, top "
+                         "fakeamd::Symbol::getDeviceKernel(int) const (libcrashlib.so + 0x116e)"),
+              std::string::npos)
+        << r.out;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["origin"], "systemd-coredump");
+    EXPECT_EQ(c[0]["path"], zst);
+    EXPECT_EQ(c[0]["pid"], 14046);
+    EXPECT_EQ(c[0]["time"], 1764491498);
+    EXPECT_EQ(c[0]["time_from"], "file name");
+    EXPECT_EQ(c[0]["si_addr"], "0x8a");
+    EXPECT_EQ(c[0]["meta"]["boot_id"], kBoot);
+    auto again = run(ingest(t, {zst}));
+    ASSERT_EQ(again.status, 0) << again.err;
+    EXPECT_NE(again.out.find("core already ingested, unchanged"), std::string::npos);
+    EXPECT_EQ(jsonLines(t, "cores").size(), 1u);
+}
+
+TEST(CrashSources, JournalExportEntriesKeptAndNotKept) {
+    TempDir t;
+    auto zst = zstCore(t);
+    std::string exp =
+        exportEntry({{"__CURSOR", "s=1"},
+                     {"_BOOT_ID", kBoot},
+                     {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+                     {"COREDUMP_PID", "14046"},
+                     {"COREDUMP_UID", "0"},
+                     {"COREDUMP_SIGNAL", "11"},
+                     {"COREDUMP_TIMESTAMP", "1764491498000000"},
+                     {"COREDUMP_COMM", "crashmain"},
+                     {"COREDUMP_EXE", "/tmp/crashfixture/crashmain"},
+                     {"COREDUMP_FILENAME", zst}},
+                    "Process 14046 (crashmain) of user 0 dumped core.") +
+        exportEntry({{"__CURSOR", "s=9"}, {"_TRANSPORT", "kernel"}}, "unrelated kernel line") +
+        exportEntry(notKeptFields(), kNotKeptMessage);
+    writeFile(t.file("coredumps.export"), exp);
+    auto r = run(ingest(t, {t.file("coredumps.export")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("3 journal entries, 2 systemd-coredump"), std::string::npos) << r.out;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0]["path"], zst);  // the kept file was read and unwound
+    EXPECT_EQ(c[0]["threads"], 1);
+    EXPECT_EQ(c[0]["time_from"], "journal");
+    EXPECT_EQ(c[0]["exe"], "/tmp/crashfixture/crashmain");
+    EXPECT_EQ(c[1]["note"], "core not kept: size limit");
+    EXPECT_EQ(c[1]["pid"], 51234);
+    EXPECT_EQ(c[1]["tid"], 51240);
+    EXPECT_EQ(c[1]["signal"], 6);
+    EXPECT_EQ(c[1]["top_frame"], "n/a (libhsa-runtime64.so.1 + 0x3b2c5)");
+    EXPECT_EQ(c[1]["signature_frames"][0], "libhsa-runtime64.so!+0x3b2c5");
+    // The crash forms an incident from the journal entry alone.
+    EXPECT_EQ(c[1]["incident"].is_number(), true) << c[1].dump();
+    auto s =
+        run({GPUFAULT_BIN, "--db", t.file("db"), "stack", std::to_string(c[1]["id"].get<int>())});
+    EXPECT_NE(s.out.find("note       core not kept: size limit"), std::string::npos) << s.out;
+    EXPECT_NE(s.out.find("0x00007f3a61f3b2c5 n/a (libhsa-runtime64.so.1 + 0x3b2c5)"),
+              std::string::npos)
+        << s.out;
+    // The file of the first entry is the same crash: stored once.
+    auto f = run(ingest(t, {zst}));
+    ASSERT_EQ(f.status, 0) << f.err;
+    EXPECT_NE(f.out.find("core already ingested, unchanged"), std::string::npos) << f.out;
+    EXPECT_EQ(jsonLines(t, "cores").size(), 2u);
+}
+
+TEST(CrashSources, JournalJsonLinesAndBrokenExport) {
+    TempDir t;
+    nlohmann::json j;
+    for (const auto& [k, v] : notKeptFields()) j[k] = v;
+    std::vector<int> bytes(kNotKeptMessage.begin(), kNotKeptMessage.end());
+    j["MESSAGE"] = bytes;
+    writeFile(t.file("j.json"),
+              R"({"__CURSOR":"s=0","MESSAGE":"hello","_TRANSPORT":"stdout"})"
+              "\n" +
+                  j.dump() + "\n");
+    auto r = run(ingest(t, {t.file("j.json")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("2 journal entries, 1 systemd-coredump"), std::string::npos) << r.out;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["pid"], 51234);
+
+    TempDir u;
+    writeFile(u.file("cut.export"),
+              "__CURSOR=s=1\nMESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1\n"
+              "MESSAGE\n" +
+                  le64(100) + "short");
+    auto bad = run(ingest(u, {u.file("cut.export")}));
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find(u.file("cut.export") + ": offset 78: the stream ends inside binary "
+                                                  "field MESSAGE"),
+              std::string::npos)
+        << bad.err;
+    auto lz4 = u.file("core.x.0." + kBoot + ".7.1764491498000000.lz4");
+    writeFile(lz4, std::string("\x04\x22\x4d\x18", 4) + std::string(60, '\0'));
+    auto l = run(ingest(u, {lz4}));
+    EXPECT_EQ(l.status, 2);
+    EXPECT_NE(l.err.find("lz4-compressed core: not supported"), std::string::npos) << l.err;
+}
+
+std::string fixtureReport(bool cut) {
+    return apportReport(readFile(kDir + "core"),
+                        "ProblemType: Crash\nDate: Sun Nov 30 08:31:38 2025\n"
+                        "ExecutablePath: /tmp/crashfixture/crashmain\n"
+                        "ProcStatus:\n Name:\tcrashmain\n Umask:\t0022\n Pid:\t14046\n"
+                        "Signal: 11\n",
+                        cut);
+}
+
+TEST(CrashSources, ApportReportWithARealCore) {
+    TempDir t;
+    writeFile(t.file("_tmp_crashfixture_crashmain.0.crash"), fixtureReport(false));
+    auto r = run(ingest(t, {t.file("_tmp_crashfixture_crashmain.0.crash")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("top fakeamd::Symbol::getDeviceKernel(int) const (libcrashlib.so + "
+                         "0x116e)"),
+              std::string::npos)
+        << r.out;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["origin"], "apport");
+    EXPECT_EQ(c[0]["pid"], 14046);
+    EXPECT_EQ(c[0]["signal"], 11);
+    EXPECT_EQ(c[0]["time_from"], "apport Date");
+    EXPECT_EQ(c[0]["exe"], "/tmp/crashfixture/crashmain");
+    EXPECT_EQ(c[0]["si_addr"], "0x8a");
+
+    TempDir u;
+    writeFile(u.file("cut.crash"), fixtureReport(true));
+    auto bad = run(ingest(u, {u.file("cut.crash")}));
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find(u.file("cut.crash") + ": CoreDump: the compressed data end early"),
+              std::string::npos)
+        << bad.err;
+    EXPECT_TRUE(jsonLines(u, "cores").empty());
+}
+
+TEST(CrashSources, CudaGpuCoreKernelPointersBecomeOperands) {
+    // The H200 core of tests/data/device/h200-illegal-write (README: out = 0x7f4413f00000,
+    // in = 0x7f4413e00000, both 1 MiB, as stderr.log's operand lines print), under CUDA's
+    // default name core_%t_%h_%p.nvcudmp.
+    TempDir t;
+    std::string core = t.file("core_1796026266_h200_490.nvcudmp");
+    auto unz =
+        run({"/bin/sh",
+             "-c",
+             "gzip -dc '" + kDir + "cuda-h200/gpucore.illegal_probe.nvcudmp.gz' > '" + core + "'"});
+    ASSERT_EQ(unz.status, 0) << unz.err;
+    // The Xid 31 of the write 640 MiB past out (i = 640, stride 2^20 floats), same pid.
+    writeFile(t.file("kern.log"),
+              "2026-11-30T08:11:05+0000 h200 kernel: NVRM: Xid (PCI:0000:00:06): 31, pid=490, "
+              "name=illegal_probe, channel 0x0000000a, intr 00000000. MMU Fault: ENGINE GRAPHICS "
+              "GPC1 GPCCLIENT_T1_4 faulted @ 0x7f44_3bf00000. Fault is of type FAULT_PDE "
+              "ACCESS_TYPE_VIRT_WRITE\n");
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("kern.log"), core});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto ops = jsonLines(t, "operands");
+    ASSERT_EQ(ops.size(), 2u) << r.out;
+    std::map<std::string, nlohmann::json> byName;
+    for (auto& o : ops) byName[o["name"].get<std::string>()] = o;
+    ASSERT_TRUE(byName.contains("param+0x0"));
+    ASSERT_TRUE(byName.contains("param+0x8"));
+    EXPECT_EQ(byName["param+0x0"]["ptr"], "0x7f4413f00000");  // out
+    EXPECT_EQ(byName["param+0x0"]["end"], "0x7f4414000000");  // + 1 MiB
+    EXPECT_EQ(byName["param+0x8"]["ptr"], "0x7f4413e00000");  // in
+    EXPECT_EQ(byName["param+0x8"]["end"], "0x7f4413f00000");
+    EXPECT_EQ(byName["param+0x0"]["pid"], 490);
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["pid"], 490);
+    EXPECT_EQ(c[0]["meta"]["grids"][0]["grid_dim"][0], 4);
+    EXPECT_EQ(c[0]["meta"]["grids"][0]["block_dim"][0], 256);
+    ASSERT_TRUE(c[0]["incident"].is_number()) << c[0].dump();
+    auto show = run(
+        {GPUFAULT_BIN, "--db", t.file("db"), "show", std::to_string(c[0]["incident"].get<int>())});
+    EXPECT_NE(show.out.find("+670,040,064 B"), std::string::npos) << show.out;
+}
+
+}  // namespace
+}  // namespace gpufault::testing
