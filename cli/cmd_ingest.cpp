@@ -120,6 +120,7 @@ int ingestCrashInput(Store& store, const std::string& f, const CoreOptions& o, b
     CrashOptions co;
     co.read.unwind.exe = o.exe;
     co.read.unwind.debuginfo_path = o.debuginfo_path;
+    co.unpack.max_bytes = o.max_unpacked_mib << 20;
     if (kind == CrashInput::JournalExport || kind == CrashInput::JournalJson) {
         auto r = ingestJournalCores(store, f, kind, co);
         if (!r) {

@@ -29,6 +29,11 @@ int main(int argc, char** argv) {
                        "cores: directories with debug files or a .build-id tree (DIR[:DIR…]; "
                        "searched before :.debug:/usr/lib/debug)")
         ->allow_extra_args(false);
+    ingest
+        ->add_option("--max-unpacked-mib", coreOpt.max_unpacked_mib,
+                     "cores: cap on a compressed core decompressed into a temporary file "
+                     "($TMPDIR, else /var/tmp)")
+        ->check(CLI::Range(1, 1 << 24));
 
     bool json = false, csv = false;
     std::optional<std::string> kind, source;

@@ -173,17 +173,18 @@ db::Result<InflateToTemp> InflateToTemp::create(const UnpackLimits& lim) {
 
 db::Result<void> InflateToTemp::feed(std::string_view c) {
     if (ended_) return {};  // bytes after the stream's end are ignored
-    char buf[1 << 16];
+    static thread_local std::vector<char> buf(1 << 20);
     z_->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(c.data()));
     z_->avail_in = static_cast<uInt>(c.size());
     while (z_->avail_in > 0 && !ended_) {
-        z_->next_out = reinterpret_cast<Bytef*>(buf);
-        z_->avail_out = sizeof buf;
+        z_->next_out = reinterpret_cast<Bytef*>(buf.data());
+        z_->avail_out = static_cast<uInt>(buf.size());
         int r = inflate(z_.get(), Z_NO_FLUSH);
         if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR)
             return std::unexpected(
                 err(fmt::format("CoreDump: zlib: {}", z_->msg ? z_->msg : "error")));
-        if (auto w = file_->write(std::string_view(buf, sizeof buf - z_->avail_out)); !w) return w;
+        if (auto w = file_->write(std::string_view(buf.data(), buf.size() - z_->avail_out)); !w)
+            return w;
         if (r == Z_STREAM_END) ended_ = true;
         if (r == Z_BUF_ERROR) break;
     }

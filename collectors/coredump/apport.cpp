@@ -41,28 +41,29 @@ std::optional<std::string> decodeBase64(std::string_view s) {
     }();
     while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.remove_suffix(1);
     if (s.size() % 4) return std::nullopt;
-    std::string out;
-    out.reserve(s.size() / 4 * 3);
-    for (size_t i = 0; i < s.size(); i += 4) {
-        int v[4];
-        int pad = 0;
-        for (int k = 0; k < 4; ++k) {
-            char c = s[i + k];
-            if (c == '=' && i + 4 == s.size() && k >= 2) {
-                v[k] = 0;
-                ++pad;
-                continue;
-            }
-            if (pad) return std::nullopt;  // data after '='
-            v[k] = table[static_cast<unsigned char>(c)];
-            if (v[k] < 0) return std::nullopt;
-        }
-        uint32_t w = (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) |
-                     uint32_t(v[3]);
-        out += static_cast<char>(w >> 16);
-        if (pad < 2) out += static_cast<char>((w >> 8) & 0xff);
-        if (pad < 1) out += static_cast<char>(w & 0xff);
+    size_t pad = s.ends_with("==") ? 2 : s.ends_with("=") ? 1 : 0;
+    std::string out(s.size() / 4 * 3, '\0');
+    char* o = out.data();
+    const auto* in = reinterpret_cast<const unsigned char*>(s.data());
+    size_t full = s.size() - (pad ? 4 : 0);  // groups without '='
+    for (size_t i = 0; i < full; i += 4) {
+        int a = table[in[i]], b = table[in[i + 1]], c = table[in[i + 2]], d = table[in[i + 3]];
+        if ((a | b | c | d) < 0) return std::nullopt;
+        uint32_t w = (uint32_t(a) << 18) | (uint32_t(b) << 12) | (uint32_t(c) << 6) | uint32_t(d);
+        *o++ = static_cast<char>(w >> 16);
+        *o++ = static_cast<char>((w >> 8) & 0xff);
+        *o++ = static_cast<char>(w & 0xff);
     }
+    if (pad) {
+        size_t i = full;
+        int a = table[in[i]], b = table[in[i + 1]];
+        int c = pad == 1 ? table[in[i + 2]] : 0;
+        if ((a | b | c) < 0) return std::nullopt;
+        uint32_t w = (uint32_t(a) << 18) | (uint32_t(b) << 12) | (uint32_t(c) << 6);
+        *o++ = static_cast<char>(w >> 16);
+        if (pad == 1) *o++ = static_cast<char>((w >> 8) & 0xff);
+    }
+    out.resize(static_cast<size_t>(o - out.data()));
     return out;
 }
 

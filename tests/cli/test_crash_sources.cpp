@@ -2,6 +2,7 @@
 // .crash reports and a real CUDA GPU core's kernel arguments, through the built binary. The
 // zstd file and the .crash report are made here from the real fixture core.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
@@ -247,6 +248,43 @@ TEST(CrashSources, CudaGpuCoreKernelPointersBecomeOperands) {
     auto show = run(
         {GPUFAULT_BIN, "--db", t.file("db"), "show", std::to_string(c[0]["incident"].get<int>())});
     EXPECT_NE(show.out.find("+670,040,064 B"), std::string::npos) << show.out;
+}
+
+}  // namespace
+}  // namespace gpufault::testing
+
+namespace gpufault::testing {
+namespace {
+
+TEST(CrashSources, ZstdCapAndCutFileAreErrorsLeavingNothing) {
+    TempDir t;
+    ::mkdir(t.file("tmp").c_str(), 0700);
+    // The real core followed by 2 MiB: more than a cap of 1 MiB once decompressed.
+    auto big = t.file(kZstName);
+    writeFile(big, zstdCompress(readFile(kDir + "core") + std::string(2 << 20, '\0')));
+    auto r = run({"/usr/bin/env",
+                  "TMPDIR=" + t.file("tmp"),
+                  GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "ingest",
+                  "--max-unpacked-mib",
+                  "1",
+                  big});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find(big + ": decompressed core larger than the cap of 1 MiB"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(run({"/bin/sh", "-c", "ls -A '" + t.file("tmp") + "' | wc -l"}).out, "0\n");
+    // A cut zstd file: the frame does not end.
+    auto z = zstdCompress(readFile(kDir + "core"));
+    auto cut = t.file("core.crashmain.0." + kBoot + ".14046.1764491499000000.zst");
+    writeFile(cut, z.substr(0, z.size() / 2));
+    auto c = run(ingest(t, {cut}));
+    EXPECT_EQ(c.status, 2);
+    EXPECT_NE(c.err.find(cut + ": zstd: the data end in mid-frame (cut file)"), std::string::npos)
+        << c.err;
+    EXPECT_TRUE(jsonLines(t, "cores").empty());
 }
 
 }  // namespace
