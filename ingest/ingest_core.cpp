@@ -279,6 +279,8 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
             if (auto r = store.begin(); !r) return std::unexpected(r.error());
         auto s = store.source(id);
         if (!s) return std::unexpected(s.error());
+        if (prov.replace)
+            if (auto r = store.dropCoreOf(s->id); !r) return std::unexpected(r.error());
         std::optional<int64_t> evidence;
         if (ev) {
             if (auto r = store.addEvidence(s->id, *ev); !r) return std::unexpected(r.error());

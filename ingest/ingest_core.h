@@ -41,6 +41,7 @@ struct CoreProvenance {
     std::optional<int64_t> uid;
     std::optional<std::string> path;  ///< where the core is kept (the compressed file)
     std::optional<int64_t> size;      ///< its size in bytes
+    bool replace = false;  ///< drop the core the source holds first (Store::dropCoreOf)
     nlohmann::json meta = nlohmann::json::object();  ///< merged into cores.meta
 };
 

@@ -35,14 +35,24 @@ std::string baseName(const std::string& p) {
     return std::filesystem::path(p).filename().string();
 }
 
-/// True when the source is stored completely (the crash was ingested before).
-db::Result<bool> stored(Store& store, const SourceIdentity& id, bool own_txn) {
+constexpr std::string_view kNotRead = "core file not read: ";
+
+/// How far a crash is stored: not at all, from its journal entry only because its core file
+/// could not be read then (the file replaces it), or completely.
+enum class Stored { No, WithoutFile, Yes };
+db::Result<Stored> stored(Store& store, const SourceIdentity& id, bool own_txn) {
     if (own_txn)
         if (auto r = store.begin(); !r) return std::unexpected(r.error());
     auto s = store.source(id);
+    std::optional<std::string> note;
+    if (s && s->complete) {
+        auto n = store.coreNoteOf(s->id);
+        if (n) note = *n;
+    }
     if (own_txn) (void)store.rollback();
     if (!s) return std::unexpected(s.error());
-    return s->complete;
+    if (!s->complete) return Stored::No;
+    return note && note->starts_with(kNotRead) ? Stored::WithoutFile : Stored::Yes;
 }
 
 SourceIdentity coredumpSource(const std::string& where, const std::string& key) {
@@ -247,7 +257,7 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
     auto id = coredumpSource(where, entryKey(e));
     auto done = stored(store, id, own_txn);
     if (!done) return std::unexpected(done.error());
-    if (*done) {
+    if (*done != Stored::No) {
         CoreIngestSummary s;
         s.path = where;
         s.unchanged = true;
@@ -262,7 +272,7 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
             prov.size = fileSize(*e.filename);
             return storeCoreReport(store, id, *report, prov, own_txn);
         }
-        why = "core file not read: " + report.error().message;
+        why = std::string(kNotRead) + report.error().message;
     }
     return storeEntryOnly(store, id, e, why, own_txn);
 }
@@ -342,7 +352,7 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
     }
     auto done = stored(store, id, own_txn);
     if (!done) return std::unexpected(done.error());
-    if (*done) {
+    if (*done == Stored::Yes) {
         CoreIngestSummary s;
         s.path = path;
         s.unchanged = true;
@@ -351,6 +361,7 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
     auto report = readKeptCore(path, opt);
     if (!report) return std::unexpected(report.error());
     CoreProvenance prov;
+    prov.replace = *done == Stored::WithoutFile;  // the entry's text stack gives way to the core
     prov.path = path;
     prov.size = fileSize(path);
     if (name) {
@@ -384,7 +395,7 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
                       fmt::format("apport-{:016x}-{}", fnv, st.st_size)};
     auto done = stored(store, id, own_txn);
     if (!done) return std::unexpected(done.error());
-    if (*done) {
+    if (*done != Stored::No) {
         CoreIngestSummary s;
         s.path = path;
         s.unchanged = true;

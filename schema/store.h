@@ -164,6 +164,12 @@ class Store {
     db::Result<int64_t> addCore(int64_t source_id,
                                 const CoreRecord& c,
                                 std::optional<int64_t> evidence_id);
+    /// Removes the core a source holds with its record, operands, threads, frames and files (in
+    /// the open transaction; incidents are recomputed afterwards): a crash first stored from its
+    /// journal entry alone is replaced when its core file is read later.
+    db::Result<void> dropCoreOf(int64_t source_id);
+    /// The note of the core a source holds (nullopt: none, or no note).
+    db::Result<std::optional<std::string>> coreNoteOf(int64_t source_id);
     /// The id of the record of `kind` a source produced first, if any.
     db::Result<std::optional<int64_t>> evidenceIdOf(int64_t source_id, Kind kind);
     /// Records a run; returns its id.

@@ -289,3 +289,45 @@ TEST(CrashSources, ZstdCapAndCutFileAreErrorsLeavingNothing) {
 
 }  // namespace
 }  // namespace gpufault::testing
+
+namespace gpufault::testing {
+namespace {
+
+TEST(CrashSources, EntryStoredWithoutItsFileIsReplacedWhenTheFileIsRead) {
+    // An export from another host: its COREDUMP_FILENAME is not here. Later the file is.
+    TempDir t;
+    auto zst = t.file(kZstName);
+    auto fields = notKeptFields();
+    for (auto& [k, v] : fields) {
+        if (k == "COREDUMP_PID") v = "14046";
+        if (k == "COREDUMP_TIMESTAMP") v = "1764491498000000";
+    }
+    fields.emplace_back("COREDUMP_FILENAME", zst);
+    writeFile(t.file("e.export"), exportEntry(fields, kNotKeptMessage));
+    auto r = run(ingest(t, {t.file("e.export")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["note"], "core file not read: " + zst + ": No such file or directory");
+    EXPECT_EQ(c[0]["top_frame"], "n/a (libhsa-runtime64.so.1 + 0x3b2c5)");
+    writeFile(zst, zstdCompress(readFile(kDir + "core")));
+    auto f = run(ingest(t, {zst}));
+    ASSERT_EQ(f.status, 0) << f.err;
+    EXPECT_NE(f.out.find("top fakeamd::Symbol::getDeviceKernel(int) const"), std::string::npos)
+        << f.out;
+    c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_TRUE(c[0]["note"].is_null()) << c[0].dump();
+    EXPECT_EQ(c[0]["si_addr"], "0x8a");
+    EXPECT_EQ(c[0]["pid"], 14046);
+    EXPECT_EQ(
+        parseJsonLines(
+            run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json", "--kind", "coredump"}).out)
+            .size(),
+        1u);
+    auto again = run(ingest(t, {zst}));
+    EXPECT_NE(again.out.find("core already ingested, unchanged"), std::string::npos) << again.out;
+}
+
+}  // namespace
+}  // namespace gpufault::testing

@@ -46,7 +46,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     TempDir t;
     auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s) << s.error().message;
-    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 5);  // 001 … 005_cores
+    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 6);  // 001 … 006_core_origins
     EXPECT_EQ(scalar(*s, "PRAGMA auto_vacuum"), 2);  // 2 = INCREMENTAL
     auto mode = s->db().prepare("PRAGMA journal_mode");
     ASSERT_TRUE(mode && *mode->step());
@@ -54,7 +54,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     // Reopening does not migrate again.
     s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s);
-    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 5);  // 001 … 005_cores
+    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 6);  // 001 … 006_core_origins
 }
 
 TEST(Store, ReadOnlyRefusesFilesThatAreNotStores) {
