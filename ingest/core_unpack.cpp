@@ -36,7 +36,10 @@ db::Result<TempFile> TempFile::create(const UnpackLimits& lim, std::string_view 
     if (fd < 0)
         return std::unexpected(
             err(fmt::format("temporary file in {}: {}", dir, std::strerror(errno))));
-    return TempFile(tmpl, fd, lim.max_bytes);
+    // Removed at once: nothing is left behind even by kill -9. libdw and the unwinding child
+    // (forked, not exec'd: it keeps the descriptor) open it through /proc/self/fd.
+    ::unlink(tmpl.c_str());
+    return TempFile(fmt::format("/proc/self/fd/{}", fd), fd, lim.max_bytes);
 }
 
 TempFile::TempFile(TempFile&& o) noexcept
@@ -47,7 +50,6 @@ TempFile::TempFile(TempFile&& o) noexcept
 
 TempFile::~TempFile() {
     if (fd_ >= 0) ::close(fd_);
-    if (!path_.empty()) ::unlink(path_.c_str());
 }
 
 db::Result<void> TempFile::write(std::string_view data) {

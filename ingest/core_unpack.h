@@ -21,7 +21,8 @@ struct UnpackLimits {
     std::string dir;                   ///< "" = $TMPDIR, else /var/tmp
 };
 
-/// A temporary file in `dir`, mode 0600, removed (and closed) on destruction.
+/// A temporary file in `dir`, mode 0600, unlinked as soon as it is created (nothing is left
+/// behind, even by kill -9) and read through `/proc/self/fd/N`; closed on destruction.
 class TempFile {
   public:
     static db::Result<TempFile> create(const UnpackLimits& lim, std::string_view tag);

@@ -14,7 +14,7 @@ namespace gpufault::daemon {
 
 namespace {
 
-constexpr int kCoresPerPoll = 4;  ///< unwinding takes time: let the other sources run between
+constexpr int kCoresPerPoll = 1;  ///< unwinding takes time: the other sources run between cores
 
 enum class What { Skip, Systemd, Apport, Plain };
 
