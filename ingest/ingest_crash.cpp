@@ -142,7 +142,7 @@ db::Result<CoreIngestSummary> storeEntryOnly(Store& store,
     rec.kind = "cpu";
     rec.path = e.filename.value_or("");
     rec.time = e.timestamp_us ? static_cast<int64_t>(*e.timestamp_us / 1000000) : 0;
-    rec.time_from = "journal";
+    rec.time_from = origin == "apport" ? "apport Date" : "journal";
     rec.pid = e.pid;
     if (!e.comm.empty()) rec.process = e.comm;
     rec.uid = e.uid;
@@ -151,7 +151,9 @@ db::Result<CoreIngestSummary> storeEntryOnly(Store& store,
     rec.note = why ? why : e.not_kept;
     if (!e.exe.empty()) rec.exe = e.exe;
     nlohmann::json meta = entryProvenance(e).meta;
-    meta["stack_from"] = e.stack ? "journal MESSAGE" : "none";
+    meta["stack_from"] = !e.stack             ? "none"
+                         : origin == "apport" ? "apport Stacktrace"
+                                              : "journal MESSAGE";
     rec.meta = meta.dump();
     Evidence ev = coredumpEntryEvidence(e);
     ev.setAttr("origin", origin);
@@ -447,6 +449,7 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
         e.exe = prov.exe.value_or("");
         e.signal = prov.signal;
         if (prov.time) e.timestamp_us = static_cast<uint64_t>(*prov.time) * 1000000;
+        e.stack = rep.stack();
         return storeEntryOnly(store, id, e, "no CoreDump in the apport report", own_txn, "apport");
     }
     auto tmp = inflater->finish();

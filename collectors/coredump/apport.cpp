@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <vector>
 
 namespace gpufault::coredump {
 
@@ -106,6 +108,99 @@ Result<void> ApportReader::line(std::string_view l, uint64_t n) {
     }
     r_.fields[key_] = std::string(v.substr(0, maxText_));
     return {};
+}
+
+namespace {
+
+struct Mapping {
+    uint64_t start = 0, end = 0;
+    std::string path;
+};
+
+/// `/proc/PID/maps` lines: `start-end perms offset dev inode path`.
+std::vector<Mapping> parseMaps(std::string_view s) {
+    std::vector<Mapping> out;
+    while (!s.empty()) {
+        auto nl = s.find('\n');
+        auto l = s.substr(0, nl);
+        s = nl == std::string_view::npos ? std::string_view() : s.substr(nl + 1);
+        auto dash = l.find('-'), sp = l.find(' ');
+        if (dash == std::string_view::npos || sp == std::string_view::npos || dash > sp) continue;
+        Mapping m;
+        auto a = std::from_chars(l.data(), l.data() + dash, m.start, 16);
+        auto b = std::from_chars(l.data() + dash + 1, l.data() + sp, m.end, 16);
+        if (a.ec != std::errc{} || b.ec != std::errc{}) continue;
+        auto slash = l.find('/');
+        if (slash == std::string_view::npos) continue;  // anonymous, [heap], [stack]
+        m.path = std::string(l.substr(slash));
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+/// One gdb frame line; nullopt for other lines (locals of `bt full`).
+std::optional<Frame> gdbFrame(std::string_view l) {
+    if (!l.starts_with("#")) return std::nullopt;
+    auto sp = l.find(' ');
+    if (sp == std::string_view::npos) return std::nullopt;
+    l = l.substr(sp);
+    while (!l.empty() && l.front() == ' ') l.remove_prefix(1);
+    Frame f;
+    if (l.starts_with("0x")) {
+        auto end = l.find(' ');
+        auto hex = l.substr(2, end == std::string_view::npos ? l.npos : end - 2);
+        if (std::from_chars(hex.data(), hex.data() + hex.size(), f.pc, 16).ec != std::errc{})
+            return std::nullopt;
+        l = end == std::string_view::npos ? std::string_view() : l.substr(end + 1);
+        if (l.starts_with("in ")) l.remove_prefix(3);
+    }
+    auto paren = l.find(" (");
+    auto sym = l.substr(0, paren);
+    if (!sym.empty() && sym != "??") f.symbol = std::string(sym);
+    if (auto at = l.rfind(" at "); at != std::string_view::npos && at > paren) {
+        auto loc = l.substr(at + 4);
+        auto colon = loc.rfind(':');
+        if (colon != std::string_view::npos) {
+            f.file = std::string(loc.substr(0, colon));
+            f.line = number<int64_t>(loc.substr(colon + 1));
+        }
+    } else if (auto from = l.rfind(" from "); from != std::string_view::npos) {
+        f.module = std::string(l.substr(from + 6));
+    }
+    return f;
+}
+
+}  // namespace
+
+std::optional<CoreStack> ApportReport::stack() const {
+    auto st = fields.find("Stacktrace");
+    if (st == fields.end()) return std::nullopt;
+    std::vector<Mapping> maps;
+    if (auto m = fields.find("ProcMaps"); m != fields.end()) maps = parseMaps(m->second);
+    CoreStack s;
+    auto& t = s.threads.emplace_back();
+    t.tid = pid().value_or(0);
+    t.crashed = true;
+    std::string_view text = st->second;
+    while (!text.empty() && t.frames.size() < 256) {
+        auto nl = text.find('\n');
+        auto l = text.substr(0, nl);
+        text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+        auto f = gdbFrame(l);
+        if (!f) continue;
+        f->activation = t.frames.empty();
+        for (const auto& m : maps)
+            if (f->pc && f->pc >= m.start && f->pc < m.end) {
+                uint64_t base = m.start;
+                for (const auto& o : maps)
+                    if (o.path == m.path) base = std::min(base, o.start);
+                f->module = m.path;
+                f->module_offset = f->pc - base;
+                break;
+            }
+        t.frames.push_back(std::move(*f));
+    }
+    return s;
 }
 
 std::optional<int64_t> ApportReport::pid() const {

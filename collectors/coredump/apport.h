@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "collectors/coredump/core_elf.h"
+#include "collectors/coredump/stack.h"
 
 namespace gpufault::coredump {
 
@@ -29,6 +30,11 @@ struct ApportReport {
     /// `Date` (Python's time.asctime(), local time: `Mon Nov 30 08:31:38 2026`) as
     /// `2026-11-30T08:31:38`; nullopt when it is not that form.
     std::optional<std::string> wall() const;
+    /// The crashing thread from `Stacktrace` (gdb's `bt full`: `#N  0xPC in SYMBOL (ARGS) at
+    /// FILE:LINE` or `… from LIBRARY`; `??` is an unknown symbol; a frame whose pc gdb left
+    /// out has pc 0), each pc placed in `ProcMaps` (module = the mapped file, offset = pc − its
+    /// lowest mapped address, as systemd-coredump counts). nullopt without `Stacktrace`.
+    std::optional<CoreStack> stack() const;
 };
 
 /// Reads a report line by line. The decoded bytes of the binary field `CoreDump` go to

@@ -331,3 +331,30 @@ TEST(CrashSources, EntryStoredWithoutItsFileIsReplacedWhenTheFileIsRead) {
 
 }  // namespace
 }  // namespace gpufault::testing
+
+namespace gpufault::testing {
+namespace {
+
+TEST(CrashSources, ApportReportWithoutCoreDumpKeepsItsStacktrace) {
+    TempDir t;
+    writeFile(
+        t.file("_usr_bin_python3.1000.crash"),
+        "ProblemType: Crash\nDate: Sun Nov 30 08:31:38 2025\n"
+        "ExecutablePath: /usr/bin/python3.12\nProcMaps:\n"
+        " 7f3a61f00000-7f3a62000000 r-xp 00000000 08:01 2 /opt/rocm/lib/libhsa-runtime64.so.1\n"
+        "ProcStatus:\n Name:\tpython3\n Pid:\t4528\nSignal: 6\nStacktrace:\n"
+        " #0  0x00007f3a61f3b2c5 in ?? () from /opt/rocm/lib/libhsa-runtime64.so.1\n");
+    auto r = run(ingest(t, {t.file("_usr_bin_python3.1000.crash")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["origin"], "apport");
+    EXPECT_EQ(c[0]["note"], "no CoreDump in the apport report");
+    EXPECT_EQ(c[0]["pid"], 4528);
+    EXPECT_EQ(c[0]["time_from"], "apport Date");
+    EXPECT_EQ(c[0]["top_frame"], "n/a (libhsa-runtime64.so.1 + 0x3b2c5)");
+    EXPECT_TRUE(c[0]["incident"].is_number());
+}
+
+}  // namespace
+}  // namespace gpufault::testing

@@ -225,3 +225,44 @@ TEST(Apport, FieldsContinuationsAndCoreDumpBytes) {
 
 }  // namespace
 }  // namespace gpufault::coredump
+
+namespace gpufault::coredump {
+namespace {
+
+TEST(Apport, StacktracePlacedInProcMaps) {
+    // gdb's `bt full` as apport stores it, and the process's maps.
+    ApportReport r;
+    r.fields["ProcStatus"] = "Name:\tpython3\nPid:\t4528";
+    r.fields["ProcMaps"] =
+        "7f3a9c200000-7f3a9c228000 r--p 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+        "7f3a9c228000-7f3a9c3bd000 r-xp 00028000 08:01 1 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+        "7f3a61f00000-7f3a62000000 r-xp 00000000 08:01 2 /opt/rocm/lib/libhsa-runtime64.so.1\n"
+        "7ffd3f0a0000-7ffd3f0c2000 rw-p 00000000 00:00 0 [stack]";
+    r.fields["Stacktrace"] =
+        "#0  __pthread_kill_implementation (no_tid=0, signo=6, threadid=1) at "
+        "./nptl/pthread_kill.c:44\n"
+        "        tid = <optimized out>\n"
+        "#1  0x00007f3a9c242476 in __GI_raise (sig=sig@entry=6) at ../sysdeps/posix/raise.c:26\n"
+        "#2  0x00007f3a61f3b2c5 in ?? () from /opt/rocm/lib/libhsa-runtime64.so.1\n"
+        "#3  0x00007ffd3f0c1000 in ?? ()";
+    auto s = r.stack();
+    ASSERT_TRUE(s);
+    const auto& f = s->threads.at(0).frames;
+    ASSERT_EQ(f.size(), 4u);
+    EXPECT_EQ(s->threads[0].tid, 4528);
+    EXPECT_EQ(f[0].symbol, "__pthread_kill_implementation");
+    EXPECT_EQ(f[0].file, "./nptl/pthread_kill.c");
+    EXPECT_EQ(f[0].line, 44);
+    EXPECT_EQ(f[0].pc, 0u);
+    EXPECT_EQ(f[1].symbol, "__GI_raise");
+    EXPECT_EQ(f[1].module, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+    EXPECT_EQ(f[1].module_offset, 0x42476u);  // from the library's lowest mapping
+    EXPECT_FALSE(f[2].symbol);
+    EXPECT_EQ(f[2].module, "/opt/rocm/lib/libhsa-runtime64.so.1");
+    EXPECT_EQ(f[2].module_offset, 0x3b2c5u);
+    EXPECT_FALSE(f[3].module);  // [stack]: no file
+    EXPECT_FALSE(ApportReport{}.stack());
+}
+
+}  // namespace
+}  // namespace gpufault::coredump
