@@ -66,6 +66,34 @@ void progressBar(uint64_t done, uint64_t total) {
     if (done >= total) fmt::print(stderr, "\n");
 }
 
+/// Prints one stored core's summary line.
+void printCore(const std::string& f, const CoreIngestSummary& r) {
+    if (r.unchanged) {
+        fmt::print("{}: core already ingested, unchanged\n", f);
+        return;
+    }
+    if (r.kind != "cpu") {
+        fmt::print("{}: {} core {} (metadata only, not unwound){}, {:.2f} s\n",
+                   f,
+                   r.kind,
+                   r.core_id,
+                   r.operands ? fmt::format(", {} pointer arguments", r.operands) : "",
+                   r.seconds);
+        return;
+    }
+    fmt::print(
+        "{}: core {}, {} thread{}, {} frames in the crashing thread, top {}, stack {}, "
+        "{:.2f} s\n",
+        f,
+        r.core_id,
+        r.threads,
+        r.threads == 1 ? "" : "s",
+        r.frames,
+        r.top.empty() ? "-" : r.top,
+        r.signature.empty() ? "-" : r.signature,
+        r.seconds);
+}
+
 /// Reads one core; prints its summary unless quiet. False on error (printed).
 bool ingestOneCore(Store& store, const std::string& f, const CoreOptions& o, bool quiet) {
     coredump::ReadOptions ro;
@@ -76,40 +104,8 @@ bool ingestOneCore(Store& store, const std::string& f, const CoreOptions& o, boo
         fmt::print(stderr, "gpufault: {}\n", r.error().message);
         return false;
     }
-    if (quiet) return true;
-    if (r->unchanged) {
-        fmt::print("{}: core already ingested, unchanged\n", f);
-        return true;
-    }
-    if (r->kind != "cpu") {
-        fmt::print("{}: {} core {} (metadata only, not unwound), {:.2f} s\n", f, r->kind,
-                   r->core_id, r->seconds);
-        return true;
-    }
-    fmt::print("{}: core {}, {} thread{}, {} frames in the crashing thread, top {}, stack {}, "
-               "{:.2f} s\n",
-               f, r->core_id, r->threads, r->threads == 1 ? "" : "s", r->frames,
-               r->top.empty() ? "-" : r->top, r->signature.empty() ? "-" : r->signature,
-               r->seconds);
+    if (!quiet) printCore(f, *r);
     return true;
-}
-
-/// Prints one stored core's summary line.
-void printCore(const std::string& f, const CoreIngestSummary& r) {
-    if (r.unchanged) {
-        fmt::print("{}: core already ingested, unchanged\n", f);
-        return;
-    }
-    if (r.kind != "cpu") {
-        fmt::print("{}: {} core {} (metadata only, not unwound), {:.2f} s\n", f, r.kind,
-                   r.core_id, r.seconds);
-        return;
-    }
-    fmt::print("{}: core {}, {} thread{}, {} frames in the crashing thread, top {}, stack {}, "
-               "{:.2f} s\n",
-               f, r.core_id, r.threads, r.threads == 1 ? "" : "s", r.frames,
-               r.top.empty() ? "-" : r.top, r.signature.empty() ? "-" : r.signature,
-               r.seconds);
 }
 
 /// systemd-coredump files and journal entries, apport reports. 0 not one of them, 1 done,
@@ -128,8 +124,8 @@ int ingestCrashInput(Store& store, const std::string& f, const CoreOptions& o, b
             return -1;
         }
         if (!quiet) {
-            fmt::print("{}: {} journal entries, {} systemd-coredump\n", f, r->entries,
-                       r->cores.size());
+            fmt::print(
+                "{}: {} journal entries, {} systemd-coredump\n", f, r->entries, r->cores.size());
             for (const auto& c : r->cores) printCore(f, c);
         }
         // JSON lines are also log lines: the text ingest reads their MESSAGE fields next.

@@ -13,6 +13,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "collectors/common/demangle.h"
+
 namespace gpufault {
 
 std::string localWall(int64_t t) {
@@ -181,13 +183,21 @@ std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const st
     e.reason = "CUDA GPU core";
     std::string what = fmt::format("CUDA GPU core of pid {}", *r.gpu->pid);
     for (const auto& g : r.gpu->grids) {
-        what += fmt::format("; grid {} on device {}: {}x{}x{} blocks of {}x{}x{}, host thread {}",
-                            g.grid, g.dev, g.grid_dim[0], g.grid_dim[1], g.grid_dim[2],
-                            g.block_dim[0], g.block_dim[1], g.block_dim[2], g.host_tid);
+        if (!g.kernel.empty() && !e.kernel) e.kernel = g.kernel;
+        what += fmt::format("; grid {} on device {}{}: {}x{}x{} blocks of {}x{}x{}, host thread {}",
+                            g.grid,
+                            g.dev,
+                            g.kernel.empty() ? "" : " " + demangle(g.kernel),
+                            g.grid_dim[0],
+                            g.grid_dim[1],
+                            g.grid_dim[2],
+                            g.block_dim[0],
+                            g.block_dim[1],
+                            g.block_dim[2],
+                            g.host_tid);
         if (!e.tid && g.host_tid) e.tid = g.host_tid;
     }
-    if (!r.gpu->params.empty())
-        e.setAttr("pointer_args", std::to_string(r.gpu->params.size()));
+    if (!r.gpu->params.empty()) e.setAttr("pointer_args", std::to_string(r.gpu->params.size()));
     e.raw = what;
     return e;
 }
@@ -200,11 +210,22 @@ std::vector<Operand> cudaParamOperands(const coredump::CoreReport& r) {
         Operand o;
         o.line = 1;
         o.pid = r.gpu->pid;
-        o.name = ps.size() == 1 || std::all_of(ps.begin(), ps.end(), [&](const auto& q) {
-                     return q.dev == p.dev && q.grid == p.grid;
-                 })
-                     ? fmt::format("param+0x{:x}", p.offset)
-                     : fmt::format("dev{}.grid{}.param+0x{:x}", p.dev, p.grid, p.offset);
+        bool oneGrid = std::all_of(ps.begin(), ps.end(), [&](const auto& q) {
+            return q.dev == p.dev && q.grid == p.grid;
+        });
+        o.name = oneGrid ? fmt::format("param+0x{:x}", p.offset)
+                         : fmt::format("dev{}.grid{}.param+0x{:x}", p.dev, p.grid, p.offset);
+        // With the kernel known: `scatter_rows.arg0` (`.arg2+0x8` inside a struct argument),
+        // the parameter's type as dtype.
+        for (const auto& g : r.gpu->grids)
+            if (g.dev == p.dev && g.grid == p.grid && p.ordinal && !g.kernel.empty()) {
+                auto base = shortKernelName(demangle(g.kernel), 40);
+                if (!oneGrid) base = fmt::format("grid{}.{}", p.grid, base);
+                o.name = fmt::format("{}.arg{}", base, *p.ordinal);
+                if (p.in_param) o.name += fmt::format("+0x{:x}", p.in_param);
+                for (const auto& q : g.params)
+                    if (q.ordinal == *p.ordinal && !q.type.empty()) o.dtype = q.type;
+            }
         o.ptr = p.value;
         o.end = p.hi;
         for (const auto& q : ps)
@@ -266,6 +287,7 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     } else if (report.layout.kind == coredump::CoreKind::CudaGpu) {
         ev = cudaCoreEvidence(report, localWall(when));
         operands = cudaParamOperands(report);
+        sum.operands = operands.size();
     }
     if (ev) {
         if (prov.pid) ev->pid = prov.pid;

@@ -24,6 +24,7 @@ struct CoreIngestSummary {
     size_t frames = 0;      ///< frames of the crashing thread
     std::string signature;  ///< stack signature, "" for GPU cores
     std::string top;        ///< the first frame that is not generic (describeFrame)
+    size_t operands = 0;    ///< CUDA GPU cores: pointer arguments stored as operands
     double seconds = 0;
 };
 
@@ -49,7 +50,8 @@ struct CoreProvenance {
 /// grids it holds; nullopt when the file name names no pid.
 std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const std::string& wall);
 
-/// Operands from a CUDA GPU core's pointer arguments (pure): `param+0xOFF`, from the pointer to
+/// Operands from a CUDA GPU core's pointer arguments (pure): `KERNEL.argN` (dtype the
+/// parameter's type) when the core's cubin names the kernel, else `param+0xOFF`; from the pointer to
 /// the next pointer argument in the same dumped device-memory region or the region's end,
 /// whichever comes first (an upper bound of the buffer); origin `cuda_param`.
 std::vector<Operand> cudaParamOperands(const coredump::CoreReport& r);

@@ -82,6 +82,7 @@ struct CoreLayout {
     /// Where each of `sections` lies: address (sh_addr), file offset and size, in bytes.
     struct Place {
         uint64_t addr = 0, offset = 0, size = 0;
+        uint32_t info = 0;  ///< sh_info
     };
     std::vector<Place> places;  ///< parallel to `sections`
 };

@@ -14,6 +14,13 @@
 
 namespace gpufault::coredump {
 
+/// One kernel parameter (EIATTR_KPARAM_INFO of the cubin's `.nv.info.<kernel>`), with its type
+/// from the demangled kernel name when there is one.
+struct CudaParamInfo {
+    uint32_t ordinal = 0, offset = 0, size = 0;  ///< offset and size in bytes
+    std::string type;                            ///< `float*`; "" for extern "C" kernels
+};
+
 /// A CUDA kernel argument that points into device memory the core holds: an 8-byte word of
 /// `.cudbg.param.devD.gridG` whose value lies in a `.cudbg.global.N` section (device memory,
 /// dumped unless CUDA_COREDUMP_GENERATION_FLAGS has skip_global_memory). [lo, hi) is the
@@ -23,6 +30,8 @@ struct CudaParamPointer {
     uint64_t offset = 0;  ///< bytes into the kernel's parameter block
     uint64_t value = 0;   ///< the pointer
     uint64_t lo = 0, hi = 0;
+    std::optional<uint32_t> ordinal;  ///< the parameter holding it (KPARAM_INFO), when known
+    uint64_t in_param = 0;            ///< bytes into that parameter (a struct's member)
 };
 
 /// The launch of a grid (CudbgGridTableEntry of cuda-gdb's cudacoredump.h).
@@ -31,6 +40,8 @@ struct CudaGrid {
     uint64_t function_entry = 0;
     uint32_t grid_dim[3] = {0, 0, 0}, block_dim[3] = {0, 0, 0};
     uint32_t host_tid = 0;  ///< the host thread that launched it
+    std::string kernel;     ///< the function at function_entry (relocated cubin's symbols)
+    std::vector<CudaParamInfo> params;  ///< by ordinal
 };
 
 struct GpuCoreMeta {

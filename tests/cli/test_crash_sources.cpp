@@ -232,18 +232,29 @@ TEST(CrashSources, CudaGpuCoreKernelPointersBecomeOperands) {
     ASSERT_EQ(ops.size(), 2u) << r.out;
     std::map<std::string, nlohmann::json> byName;
     for (auto& o : ops) byName[o["name"].get<std::string>()] = o;
-    ASSERT_TRUE(byName.contains("param+0x0"));
-    ASSERT_TRUE(byName.contains("param+0x8"));
-    EXPECT_EQ(byName["param+0x0"]["ptr"], "0x7f4413f00000");  // out
-    EXPECT_EQ(byName["param+0x0"]["end"], "0x7f4414000000");  // + 1 MiB
-    EXPECT_EQ(byName["param+0x8"]["ptr"], "0x7f4413e00000");  // in
-    EXPECT_EQ(byName["param+0x8"]["end"], "0x7f4413f00000");
-    EXPECT_EQ(byName["param+0x0"]["pid"], 490);
+    // The core's cubin names the kernel (scatter_rows at the grid's function entry) and its
+    // parameters (EIATTR_KPARAM_INFO: offsets 0, 8, 16, 24): out and in are args 0 and 1.
+    ASSERT_TRUE(byName.contains("scatter_rows.arg0")) << ops[0].dump();
+    ASSERT_TRUE(byName.contains("scatter_rows.arg1"));
+    EXPECT_EQ(byName["scatter_rows.arg0"]["ptr"], "0x7f4413f00000");  // out
+    EXPECT_EQ(byName["scatter_rows.arg0"]["end"], "0x7f4414000000");  // + 1 MiB
+    EXPECT_EQ(byName["scatter_rows.arg0"]["dtype"], "float*");
+    EXPECT_EQ(byName["scatter_rows.arg1"]["ptr"], "0x7f4413e00000");  // in
+    EXPECT_EQ(byName["scatter_rows.arg1"]["end"], "0x7f4413f00000");
+    EXPECT_EQ(byName["scatter_rows.arg1"]["dtype"], "float const*");
+    EXPECT_EQ(byName["scatter_rows.arg0"]["pid"], 490);
+    EXPECT_NE(r.out.find("cuda_gpu core 1 (metadata only, not unwound), 2 pointer arguments"),
+              std::string::npos)
+        << r.out;
     auto c = jsonLines(t, "cores");
     ASSERT_EQ(c.size(), 1u);
     EXPECT_EQ(c[0]["pid"], 490);
     EXPECT_EQ(c[0]["meta"]["grids"][0]["grid_dim"][0], 4);
     EXPECT_EQ(c[0]["meta"]["grids"][0]["block_dim"][0], 256);
+    EXPECT_EQ(c[0]["meta"]["grids"][0]["kernel"], "_Z12scatter_rowsPfPKfix");
+    EXPECT_EQ(c[0]["meta"]["grids"][0]["params"].size(), 4u);
+    EXPECT_EQ(c[0]["meta"]["grids"][0]["params"][3]["type"], "long long");
+    EXPECT_EQ(c[0]["meta"]["grids"][0]["params"][3]["offset"], 24);
     ASSERT_TRUE(c[0]["incident"].is_number()) << c[0].dump();
     auto show = run(
         {GPUFAULT_BIN, "--db", t.file("db"), "show", std::to_string(c[0]["incident"].get<int>())});
