@@ -266,3 +266,70 @@ TEST(Apport, StacktracePlacedInProcMaps) {
 
 }  // namespace
 }  // namespace gpufault::coredump
+
+namespace gpufault::coredump {
+namespace {
+
+/// Hostile input: every parser of this file over truncated and byte-flipped versions of valid
+/// input (a fixed seed): no crash, no hang, and errors rather than garbage where it can tell.
+TEST(CrashFormats, MutatedInputNeverCrashes) {
+    std::string msg =
+        "Stack trace of thread 5:\n#0  0x00007f0000001000 raise (libc.so.6 + 0x1000)\n"
+        "#1  0x00007f0000002000 n/a (libx.so (deleted) + 0x2000)\n";
+    std::string exp =
+        "__CURSOR=s=1\nMESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1\n"
+        "COREDUMP_PID=5\nMESSAGE\n" +
+        std::string("\x3c\0\0\0\0\0\0\0", 8) + msg.substr(0, 60) + "\n\n";
+    std::string crash =
+        "ProblemType: Crash\nProcStatus:\n Pid:\t5\nCoreDump: base64\n aGVsbG8=\n"
+        "Stacktrace:\n #0  0x00007f00 in f () from /lib/x.so\n";
+    uint32_t seed = 12345;
+    auto rnd = [&] { return seed = seed * 1103515245u + 12345u; };
+    int exportErrors = 0, apportErrors = 0;
+    for (int round = 0; round < 3000; ++round) {
+        auto mutate = [&](std::string s) {
+            if (s.empty()) return s;
+            int n = 1 + static_cast<int>(rnd() % 4);
+            for (int k = 0; k < n; ++k) s[rnd() % s.size()] = static_cast<char>(rnd() & 0xff);
+            return s.substr(0, rnd() % (s.size() + 1));
+        };
+        auto m = mutate(msg);
+        (void)parseStackTraceText(m);
+        FieldMap f{{"MESSAGE_ID", std::string(kCoredumpMessageId)},
+                   {"COREDUMP_PID", mutate("12345")},
+                   {"COREDUMP_TIMESTAMP", mutate("1764491498000000")},
+                   {"MESSAGE", m}};
+        (void)parseCoredumpEntry(f);
+        (void)parseCoredumpFileName(
+            mutate("core.a\\x2eb.0.0123456789abcdef0123456789abcdef.9.1764491498000000.zst"));
+        JournalExportReader r([](FieldMap&&, uint64_t) {}, 1024);
+        auto e = mutate(exp);
+        bool ok = true;
+        for (size_t i = 0; i < e.size() && ok; i += 7)
+            ok = r.feed(std::string_view(e).substr(i, 7)).has_value();
+        if (!ok || !r.finish()) ++exportErrors;
+        (void)parseJournalJsonLine(mutate(R"({"MESSAGE":[72,105],"A":["x",[1,2]]})"));
+        ApportReader a([](std::string_view) -> Result<void> { return {}; });
+        auto c = mutate(crash);
+        uint64_t n = 0;
+        size_t pos = 0;
+        while (pos <= c.size()) {
+            auto nl = c.find('\n', pos);
+            auto l = std::string_view(c).substr(pos, nl == std::string::npos ? c.npos : nl - pos);
+            if (!a.line(l, ++n)) {
+                ++apportErrors;
+                break;
+            }
+            if (nl == std::string::npos) break;
+            pos = nl + 1;
+        }
+        (void)a.report().stack();
+        (void)a.report().wall();
+    }
+    // The mutations are noticed (cut binary fields, bad lines, bad base64), not swallowed.
+    EXPECT_GT(exportErrors, 300);
+    EXPECT_GT(apportErrors, 300);
+}
+
+}  // namespace
+}  // namespace gpufault::coredump
