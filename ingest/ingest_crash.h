@@ -45,7 +45,8 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
                                                   bool own_txn);
 
 /// Reads a file of journal entries (export format or JSON lines) and stores its
-/// systemd-coredump entries. Errors name the file and the byte offset or line.
+/// systemd-coredump entries. Errors name the file and the byte offset (export format; JSON
+/// lines that are not objects are skipped: the text ingest reads them).
 db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
                                                    const std::string& path,
                                                    CrashInput kind,

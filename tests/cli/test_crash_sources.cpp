@@ -146,7 +146,7 @@ TEST(CrashSources, JournalJsonLinesAndBrokenExport) {
     writeFile(t.file("j.json"),
               R"({"__CURSOR":"s=0","MESSAGE":"hello","_TRANSPORT":"stdout"})"
               "\n" +
-                  j.dump() + "\n");
+                  j.dump() + "\nnot JSON: the text ingest reads it\n");
     auto r = run(ingest(t, {t.file("j.json")}));
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("2 journal entries, 1 systemd-coredump"), std::string::npos) << r.out;
