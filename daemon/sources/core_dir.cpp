@@ -22,7 +22,8 @@ What classify(const std::string& name) {
     if (name.empty() || name[0] == '.') return What::Skip;  // systemd's `.#core…` temporaries
     if (name.ends_with(".crash")) return What::Apport;
     if (coredump::parseCoredumpFileName(name)) return What::Systemd;
-    if (name.starts_with("core")) return What::Plain;  // core, core.PID, core_…nvcudmp
+    // core, core.PID, CUDA's core_…nvcudmp, ROCr's gpucore.PID
+    if (name.starts_with("core") || name.starts_with("gpucore.")) return What::Plain;
     return What::Skip;
 }
 

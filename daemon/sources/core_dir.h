@@ -1,5 +1,6 @@
 // Follows core directories: systemd-coredump's files (`core.COMM.UID.BOOTID.PID.USEC.zst`),
-// apport's `*.crash` reports and plain `core`/`core.PID` files. Each new file is read (unwound
+// apport's `*.crash` reports, plain `core`/`core.PID` files and GPU cores (CUDA's
+// `core_*.nvcudmp`, ROCr's `gpucore.PID`). Each new file is read (unwound
 // in the limited child) and stored with its crash's source, in the daemon's transaction.
 #pragma once
 

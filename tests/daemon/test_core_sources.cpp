@@ -138,6 +138,7 @@ TEST(DaemonCores, FollowsACoreDirectory) {
                            "ExecutablePath: /tmp/crashfixture/crashmain\n"
                            "ProcStatus:\n Pid:\t14046\nSignal: 11\n"));
     writeFile(cdir + "/notes.txt", "not a core\n");
+    writeFile(cdir + "/core.c", "int main() {}\n");  // named like a core, is not one
     // Files are taken once 2 s old and unchanged.
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM cores") == 2; }, 20s))
         << d.stderrText() << controlRequest(f.sock, "status");
