@@ -127,6 +127,11 @@ class Store {
     db::Result<void> begin();
     db::Result<void> commit();
     db::Result<void> rollback();
+    /// A savepoint inside the open transaction: what one core writes into the daemon's shared
+    /// transaction is kept (release) or undone alone (undoSavepoint: rolled back and released).
+    db::Result<void> savepoint();
+    db::Result<void> releaseSavepoint();
+    db::Result<void> undoSavepoint();
 
     /// Inserts evidence; a record already stored (same source, kind, line, address, pci, node)
     /// is ignored, so a resumed ingest never duplicates.

@@ -85,6 +85,9 @@ db::Result<bool> CoreDirSource::poll(Txn& txn) {
                 uncommittedSeen_.insert(p);
             }
         if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
+        // One core's rows stand or fall together: a failure halfway leaves the shared
+        // transaction as it was.
+        if (auto r = store_.savepoint(); !r) return std::unexpected(r.error());
         auto name = path.substr(path.rfind('/') + 1);
         db::Result<CoreIngestSummary> r = std::unexpected(db::Error{"not a core"});
         switch (classify(name)) {
@@ -95,17 +98,20 @@ db::Result<bool> CoreDirSource::poll(Txn& txn) {
                 r = ingestSystemdCoreFile(store_, path, opt_, false);
                 break;
             case What::Plain:
-                if (!coredump::isCoreFile(path)) continue;  // core.c, core-utils.log, …
+                if (!coredump::isCoreFile(path)) break;  // core.c, core-utils.log, …
                 r = ingestCore(store_, path, opt_.read, false);
                 break;
             case What::Skip:
-                continue;
+                break;
         }
         if (!r) {
+            if (auto u = store_.undoSavepoint(); !u) return std::unexpected(u.error());
+            if (r.error().message == "not a core") continue;
             ++errors_;
             logLine(4, fmt::format("core not stored: {}", r.error().message));
             continue;
         }
+        if (auto u = store_.releaseSavepoint(); !u) return std::unexpected(u.error());
         if (r->unchanged) continue;
         ++uncommitted_;
         ++stored_;

@@ -185,7 +185,9 @@ db::Result<void> JournalSource::storeCoredump(Txn& txn) {
     auto e = coredump::parseCoredumpEntry(fields);
     if (!e) return {};  // no COREDUMP_PID: nothing to store
     if (auto r = txn.ensure(); !r) return r;
+    if (auto r = store_.savepoint(); !r) return r;  // one crash's rows stand or fall together
     auto r = ingestCoredumpEntry(store_, *e, "journal:" + name(), crash_, false);
+    if (auto s = r ? store_.releaseSavepoint() : store_.undoSavepoint(); !s) return s;
     if (!r) {
         logLine(4,
                 fmt::format(
