@@ -178,30 +178,7 @@ db::Result<int> Store::prune(int64_t max_age_s,
         if (!*row) break;
         candidates.emplace_back(sel->i64(0), sel->i64(1));
     }
-    static constexpr const char* kDrop[] = {
-        "DELETE FROM incident_evidence WHERE incident_id IN (SELECT id FROM incidents WHERE "
-        "first_evidence IN (SELECT id FROM evidence WHERE source_id=?1))",
-        "DELETE FROM incident_evidence WHERE evidence_id IN (SELECT id FROM evidence WHERE "
-        "source_id=?1)",
-        "DELETE FROM incidents WHERE first_evidence IN (SELECT id FROM evidence WHERE "
-        "source_id=?1)",
-        "DELETE FROM operands WHERE source_id=?1",
-        "DELETE FROM dispatches WHERE source_id=?1",
-        "DELETE FROM dispatch_counts WHERE source_id=?1",
-        "DELETE FROM warnings WHERE source_id=?1",
-        "DELETE FROM allocations WHERE source_id=?1",
-        "UPDATE processes SET evidence_id=NULL WHERE evidence_id IN (SELECT id FROM evidence "
-        "WHERE source_id=?1)",
-        "DELETE FROM frames WHERE thread_id IN (SELECT t.id FROM threads t JOIN cores c ON "
-        "c.id=t.core_id WHERE c.source_id=?1)",
-        "DELETE FROM threads WHERE core_id IN (SELECT id FROM cores WHERE source_id=?1)",
-        "DELETE FROM core_files WHERE core_id IN (SELECT id FROM cores WHERE source_id=?1)",
-        "DELETE FROM cores WHERE source_id=?1",
-        "DELETE FROM diagnoses WHERE evidence_id IN (SELECT id FROM evidence WHERE "
-        "source_id=?1)",
-        "DELETE FROM evidence WHERE source_id=?1",
-        "UPDATE runs SET source_id=NULL WHERE source_id=?1",
-        "DELETE FROM sources WHERE id=?1"};
+
     int dropped = 0;
     for (const auto& [id, age] : candidates) {
         bool old = max_age_s > 0 && age > max_age_s;
@@ -213,17 +190,9 @@ db::Result<int> Store::prune(int64_t max_age_s,
         }
         if (!old && !big) continue;
         if (auto r = begin(); !r) return std::unexpected(r.error());
-        for (const char* sql : kDrop) {
-            auto st = db_.prepare(sql);
-            if (!st) {
-                (void)rollback();
-                return std::unexpected(st.error());
-            }
-            st->bind(1, id);
-            if (auto r = st->run(); !r) {
-                (void)rollback();
-                return std::unexpected(r.error());
-            }
+        if (auto r = dropSourceRows(id, true); !r) {
+            (void)rollback();
+            return std::unexpected(r.error());
         }
         if (auto r = commit(); !r) return std::unexpected(r.error());
         ++dropped;
@@ -231,6 +200,48 @@ db::Result<int> Store::prune(int64_t max_age_s,
     if (dropped > 0)
         if (auto r = db_.exec("PRAGMA incremental_vacuum"); !r) return std::unexpected(r.error());
     return dropped;
+}
+
+db::Result<void> Store::dropSourceRows(int64_t source_id, bool whole) {
+    // The source's records and what hangs on them, in dependency order.
+    static constexpr const char* kRecords[] = {
+        "DELETE FROM incident_evidence WHERE incident_id IN (SELECT id FROM incidents WHERE "
+        "first_evidence IN (SELECT id FROM evidence WHERE source_id=?1))",
+        "DELETE FROM incident_evidence WHERE evidence_id IN (SELECT id FROM evidence WHERE "
+        "source_id=?1)",
+        "DELETE FROM incidents WHERE first_evidence IN (SELECT id FROM evidence WHERE "
+        "source_id=?1)",
+        "DELETE FROM operands WHERE source_id=?1",
+        "UPDATE processes SET evidence_id=NULL WHERE evidence_id IN (SELECT id FROM evidence "
+        "WHERE source_id=?1)",
+        "DELETE FROM frames WHERE thread_id IN (SELECT t.id FROM threads t JOIN cores c ON "
+        "c.id=t.core_id WHERE c.source_id=?1)",
+        "DELETE FROM threads WHERE core_id IN (SELECT id FROM cores WHERE source_id=?1)",
+        "DELETE FROM core_files WHERE core_id IN (SELECT id FROM cores WHERE source_id=?1)",
+        "DELETE FROM cores WHERE source_id=?1",
+        "DELETE FROM diagnoses WHERE evidence_id IN (SELECT id FROM evidence WHERE "
+        "source_id=?1)",
+        "DELETE FROM evidence WHERE source_id=?1"};
+    // The rest of the stream's rows and the source itself.
+    static constexpr const char* kStream[] = {
+        "DELETE FROM dispatches WHERE source_id=?1",
+        "DELETE FROM dispatch_counts WHERE source_id=?1",
+        "DELETE FROM warnings WHERE source_id=?1",
+        "DELETE FROM allocations WHERE source_id=?1",
+        "UPDATE runs SET source_id=NULL WHERE source_id=?1",
+        "DELETE FROM sources WHERE id=?1"};
+    auto run = [&](const char* sql) -> db::Result<void> {
+        auto st = db_.prepare(sql);
+        if (!st) return std::unexpected(st.error());
+        st->bind(1, source_id);
+        return st->run();
+    };
+    for (const char* sql : kRecords)
+        if (auto r = run(sql); !r) return r;
+    if (whole)
+        for (const char* sql : kStream)
+            if (auto r = run(sql); !r) return r;
+    return {};
 }
 
 db::Result<int64_t> Store::addRun(const RunRecord& r) {

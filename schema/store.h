@@ -197,6 +197,10 @@ class Store {
     db::Result<void> migrate();
     db::Result<void> prepareWriters();
     db::Result<int64_t> kernelId(const std::string& name);
+    /// Deletes what source `source_id` recorded (evidence, incidents built on it, operands,
+    /// cores, diagnoses) in the open transaction; `whole`: also its dispatches, counts, warnings,
+    /// allocations and the source row (retention), else the source stays (a core replaced).
+    db::Result<void> dropSourceRows(int64_t source_id, bool whole);
 
     db::Db db_;
     std::string path_;

@@ -15,29 +15,7 @@ db::Result<std::optional<int64_t>> Store::evidenceIdOf(int64_t source_id, Kind k
 }
 
 db::Result<void> Store::dropCoreOf(int64_t source_id) {
-    static constexpr const char* kDrop[] = {
-        "DELETE FROM incident_evidence WHERE incident_id IN (SELECT id FROM incidents WHERE "
-        "first_evidence IN (SELECT id FROM evidence WHERE source_id=?1))",
-        "DELETE FROM incident_evidence WHERE evidence_id IN (SELECT id FROM evidence WHERE "
-        "source_id=?1)",
-        "DELETE FROM incidents WHERE first_evidence IN (SELECT id FROM evidence WHERE "
-        "source_id=?1)",
-        "DELETE FROM operands WHERE source_id=?1",
-        "UPDATE processes SET evidence_id=NULL WHERE evidence_id IN (SELECT id FROM evidence "
-        "WHERE source_id=?1)",
-        "DELETE FROM frames WHERE thread_id IN (SELECT t.id FROM threads t JOIN cores c ON "
-        "c.id=t.core_id WHERE c.source_id=?1)",
-        "DELETE FROM threads WHERE core_id IN (SELECT id FROM cores WHERE source_id=?1)",
-        "DELETE FROM core_files WHERE core_id IN (SELECT id FROM cores WHERE source_id=?1)",
-        "DELETE FROM cores WHERE source_id=?1",
-        "DELETE FROM evidence WHERE source_id=?1"};
-    for (const char* sql : kDrop) {
-        auto st = db_.prepare(sql);
-        if (!st) return std::unexpected(st.error());
-        st->bind(1, source_id);
-        if (auto r = st->run(); !r) return std::unexpected(r.error());
-    }
-    return {};
+    return dropSourceRows(source_id, false);
 }
 
 db::Result<std::optional<std::string>> Store::coreNoteOf(int64_t source_id) {

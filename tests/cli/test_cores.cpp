@@ -10,25 +10,17 @@
 
 #include "tests/collectors/coredump/core_builder.h"
 #include "tests/support/fixture_check.h"
+#include "tests/cli/core_ingest.h"
 #include "tests/support/process.h"
 
 namespace gpufault::testing {
 namespace {
 
-const std::string kDir = GPUFAULT_SOURCE_DIR "/tests/data/cores/";
+const std::string kDir = kCoreDir;
 const std::string kCore = kDir + "core";
 
 std::vector<std::string> ingestArgs(const TempDir& t, const std::vector<std::string>& files) {
-    std::vector<std::string> a{GPUFAULT_BIN,
-                               "--db",
-                               t.file("db"),
-                               "ingest",
-                               "--exe",
-                               kDir + "crashmain",
-                               "--debuginfo-path",
-                               kDir + "buildid"};
-    a.insert(a.end(), files.begin(), files.end());
-    return a;
+    return coreIngestArgs(t.file("db"), files);
 }
 
 /// A copy of the fixture core whose modification time is `wall` in the local zone.

@@ -8,26 +8,18 @@
 
 #include "tests/support/crash_files.h"
 #include "tests/support/fixture_check.h"
+#include "tests/cli/core_ingest.h"
 #include "tests/support/process.h"
 
 namespace gpufault::testing {
 namespace {
 
-const std::string kDir = GPUFAULT_SOURCE_DIR "/tests/data/cores/";
+const std::string kDir = kCoreDir;
 const std::string kBoot = "0123456789abcdef0123456789abcdef";
 const std::string kZstName = "core.crashmain.0." + kBoot + ".14046.1764491498000000.zst";
 
 std::vector<std::string> ingest(const TempDir& t, const std::vector<std::string>& files) {
-    std::vector<std::string> a{GPUFAULT_BIN,
-                               "--db",
-                               t.file("db"),
-                               "ingest",
-                               "--exe",
-                               kDir + "crashmain",
-                               "--debuginfo-path",
-                               kDir + "buildid"};
-    a.insert(a.end(), files.begin(), files.end());
-    return a;
+    return coreIngestArgs(t.file("db"), files);
 }
 
 std::vector<nlohmann::json> jsonLines(const TempDir& t, const std::string& cmd) {
