@@ -154,6 +154,15 @@ TEST(CliCores, CoreJoinsTheSegfaultLineOfItsProcess) {
     EXPECT_TRUE(faults[1]["stack"].is_null());          // the other process: none
     auto table = run({GPUFAULT_BIN, "--db", t.file("db"), "events"});
     EXPECT_NE(table.out.find("\tSTACK\n"), std::string::npos) << table.out;
+    // issue 4: `faults` too; the segfault line's row ends with its core's signature.
+    auto ftable = run({GPUFAULT_BIN, "--db", t.file("db"), "faults"});
+    EXPECT_NE(ftable.out.find("\tSTACK\n"), std::string::npos) << ftable.out;
+    auto sig = faults[0]["stack"].get<std::string>();
+    auto segv = ftable.out.find("cpu_segfault");
+    ASSERT_NE(segv, std::string::npos) << ftable.out;
+    EXPECT_EQ(ftable.out.substr(ftable.out.find('\n', segv) - sig.size() - 1, sig.size() + 1),
+              "\t" + sig)
+        << ftable.out;
 
     TempDir late;  // an hour later: another crash, not this one
     writeFile(late.file("kern.log"), readFile(t.file("kern.log")));
