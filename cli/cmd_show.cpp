@@ -208,8 +208,8 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
             if (auto th = queryCoreThreads(store->db(), c.id, false); th)
                 for (const auto& t : *th) fmt::print("{}", threadText(t, 24, "  "));
             if (c.threads > 1) {
-                fmt::print("  {} other threads: gpufault stack {} --all-threads\n", c.threads - 1,
-                           c.id);
+                fmt::print(
+                    "  {} other threads: gpufault stack {} --all-threads\n", c.threads - 1, c.id);
                 if (auto all = queryCoreThreads(store->db(), c.id, true); all)
                     fmt::print("{}", runtimeThreadsText(*all, 8, 6, "  "));
             }

@@ -151,7 +151,9 @@ TEST(Unwind, SignatureIsTheSameWithAndWithoutDebuginfo) {
     auto split = readCore(data("core"), stripped);
     auto full = readCore(data("core"), symbolized());
     ASSERT_TRUE(bare && dyn && split && full);
-    auto f0 = [](const CoreReport& r) -> const Frame& { return r.stack->threads.at(0).frames.at(0); };
+    auto f0 = [](const CoreReport& r) -> const Frame& {
+        return r.stack->threads.at(0).frames.at(0);
+    };
     EXPECT_FALSE(f0(*bare).symbol);
     EXPECT_FALSE(f0(*dyn).line);  // no DWARF in the stripped copy
     EXPECT_EQ(f0(*split).symbol, "fakeamd::Symbol::getDeviceKernel(int) const");
