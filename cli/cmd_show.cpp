@@ -207,9 +207,12 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
             fmt::print("\nCore {}: {}\n{}", c.id, coreTitle(c), coreFacts(c, "  "));
             if (auto th = queryCoreThreads(store->db(), c.id, false); th)
                 for (const auto& t : *th) fmt::print("{}", threadText(t, 24, "  "));
-            if (c.threads > 1)
-                fmt::print("  {} other threads: gpufault stack {} --all-threads\n", c.threads - 1,
-                           c.id);
+            if (c.threads > 1) {
+                fmt::print(
+                    "  {} other threads: gpufault stack {} --all-threads\n", c.threads - 1, c.id);
+                if (auto all = queryCoreThreads(store->db(), c.id, true); all)
+                    fmt::print("{}", runtimeThreadsText(*all, 8, 6, "  "));
+            }
         }
     auto prim = primaryDistances(*v);
     if (!prim.empty()) {

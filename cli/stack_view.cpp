@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "cli/output.h"
 #include "collectors/coredump/core_elf.h"
+#include "collectors/coredump/signature.h"
 
 namespace gpufault::cli {
 
@@ -114,6 +116,43 @@ std::string threadText(const coredump::Thread& t, size_t max_frames, const std::
     if (t.frames_truncated) out += indent + "(frame limit reached)\n";
     if (t.frames.empty() && t.error)
         out += fmt::format("{}(no frames: {})\n", indent, printable(*t.error));
+    return out;
+}
+
+std::string runtimeThreadsText(const std::vector<coredump::Thread>& threads,
+                               size_t max_threads,
+                               size_t max_frames,
+                               const std::string& indent) {
+    struct Hit {
+        const coredump::Thread* t;
+        size_t first;  ///< index of its first runtime frame
+    };
+    std::vector<Hit> hits;
+    for (const auto& t : threads) {
+        if (t.crashed) continue;
+        for (size_t i = 0; i < t.frames.size(); ++i)
+            if (t.frames[i].module && coredump::isGpuRuntimeModule(*t.frames[i].module)) {
+                hits.push_back({&t, i});
+                break;
+            }
+    }
+    if (hits.empty()) return "";
+    std::string out = fmt::format("{}{} other thread{} inside the GPU runtime:\n",
+                                  indent,
+                                  hits.size(),
+                                  hits.size() == 1 ? "" : "s");
+    for (size_t h = 0; h < hits.size() && h < max_threads; ++h) {
+        const auto& t = *hits[h].t;
+        size_t end = std::min(t.frames.size(), hits[h].first + 3);
+        size_t begin = end > max_frames ? end - max_frames : 0;
+        out += fmt::format("{}Thread {}:\n", indent, t.tid);
+        if (begin > 0) out += fmt::format("{}… {} inner frames\n", indent, begin);
+        for (size_t i = begin; i < end; ++i) out += indent + frameLine(i, t.frames[i]) + "\n";
+    }
+    if (hits.size() > max_threads)
+        out += fmt::format("{}… {} more threads inside the GPU runtime (gpufault stack)\n",
+                           indent,
+                           hits.size() - max_threads);
     return out;
 }
 

@@ -24,4 +24,15 @@ std::string frameLine(size_t n, const coredump::Frame& f);
 /// `Thread T (crashed):` and its frames (at most `max_frames`, then `… N more`).
 std::string threadText(const coredump::Thread& t, size_t max_frames, const std::string& indent);
 
+/// The threads other than the crashed one that were inside the HIP runtime (a frame in
+/// libamdhip64, libhsa-runtime64 or libamd_comgr: coredump::isGpuRuntimeModule): for a ROCr
+/// abort, which dies on the runtime's event thread, where the program's GPU work was. At most
+/// `max_threads` threads (then `… N more`), each with at most `max_frames` frames, innermost
+/// first, ending two frames below its first runtime frame (inner frames skipped when that is
+/// deeper). "" when no such thread exists.
+std::string runtimeThreadsText(const std::vector<coredump::Thread>& threads,
+                               size_t max_threads,
+                               size_t max_frames,
+                               const std::string& indent);
+
 }  // namespace gpufault::cli

@@ -8,6 +8,7 @@ pkgs=(
   libboost-dev libsystemd-dev libtomlplusplus-dev systemd-journal-remote
   zlib1g-dev libzstd-dev libdw-dev libelf-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev time
+  elfutils gdb  # eu-stack and gdb: bench/core_vs_eustack.sh's yardsticks
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -31,6 +31,17 @@ std::string moduleStem(std::string_view path) {
     return std::string(b);
 }
 
+bool isCLibraryModule(std::string_view path) {
+    auto stem = moduleStem(path);
+    return stem == "libc.so" || stem == "libpthread.so" || stem == "libdl.so" ||
+           startsWith(stem, "ld-linux") || stem == "linux-vdso.so" || stem == "[vdso]";
+}
+
+bool isGpuRuntimeModule(std::string_view path) {
+    auto stem = moduleStem(path);
+    return stem == "libamdhip64.so" || stem == "libhsa-runtime64.so" || stem == "libamd_comgr.so";
+}
+
 bool isGenericFrame(const Frame& f) {
     if (!f.symbol) return false;
     static constexpr std::array<std::string_view, 11> kExact{"abort",
@@ -52,10 +63,9 @@ bool isGenericFrame(const Frame& f) {
 
 std::string frameKey(const Frame& f) {
     std::string mod = f.module ? moduleStem(*f.module) : "?";
+    if (f.build_id && f.module_offset) return fmt::format("{}+0x{:x}", mod, *f.module_offset);
     if (f.symbol) return fmt::format("{}!{}", mod, *f.symbol);
-    if (f.build_id && f.module_offset)
-        return fmt::format("{}!{}+0x{:x}", mod, *f.build_id, *f.module_offset);
-    if (f.module_offset) return fmt::format("{}!+0x{:x}", mod, *f.module_offset);
+    if (f.module_offset) return fmt::format("{}+0x{:x}", mod, *f.module_offset);
     return fmt::format("{}!0x{:x}", mod, f.pc);
 }
 
@@ -63,7 +73,8 @@ StackSignature stackSignature(const std::vector<Frame>& frames, size_t depth) {
     StackSignature s;
     for (const auto& f : frames) {
         if (s.keys.size() >= depth) break;
-        if (!isGenericFrame(f)) s.keys.push_back(frameKey(f));
+        if (isGenericFrame(f) || (f.module && isCLibraryModule(*f.module))) continue;
+        s.keys.push_back(frameKey(f));
     }
     if (s.keys.empty()) return s;
     uint64_t h = 1469598103934665603ull;

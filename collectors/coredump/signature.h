@@ -16,18 +16,32 @@ namespace gpufault::coredump {
 /// → `libamdhip64.so`, `libc.so.6` → `libc.so`, `crashmain` → `crashmain`.
 std::string moduleStem(std::string_view path);
 
+/// True for a module of the C library and loader: `libc.so`, `libpthread.so`, `libdl.so`,
+/// `ld-linux*`, and the vDSO (`linux-vdso.so`, `[vdso]`).
+bool isCLibraryModule(std::string_view path);
+
+/// True for a module of the HIP runtime, whatever its directory and version:
+/// `libamdhip64.so*`, `libhsa-runtime64.so*`, `libamd_comgr.so*`.
+bool isGpuRuntimeModule(std::string_view path);
+
 /// True for frames every crash of a kind shares and that say nothing about the bug: abort,
 /// raise, pthread_kill (and glibc's __pthread_kill_implementation/_internal), gsignal,
 /// `__libc_*`, `__GI_*` aliases, assert's `__assert_fail*`, and signal trampolines
-/// (`__restore_rt`, `__kernel_rt_sigreturn`).
+/// (`__restore_rt`, `__kernel_rt_sigreturn`). Needs the symbol: for the signature, which must
+/// not depend on symbols, stackSignature() also drops every frame of isCLibraryModule().
 bool isGenericFrame(const Frame& f);
 
-/// The frame's part of a signature: `module!symbol`, else `module!build-id+0xoffset`, else
-/// `module!+0xoffset`, else `?!0xpc`.
+/// The frame's part of a signature, independent of debuginfo when the module's build-id is
+/// known: `module+0xoffset` (module without directory and version; the offset from the
+/// module's start, which the core alone fixes). Without a build-id: `module!symbol`, else
+/// `module+0xoffset`; without a module: `?!0xpc`. Symbols are shown, never hashed, for a
+/// module with a build-id: the same crash hashes the same whether its modules' symbols and
+/// DWARF were found or not (docs/cores.md "Stack signatures").
 std::string frameKey(const Frame& f);
 
-/// A stack's signature: the first `depth` non-generic frames of the crashing thread as
-/// frameKey()s, hashed (FNV-1a 64, 16 hex digits). Empty when the thread has no frames.
+/// A stack's signature: the first `depth` frames of the crashing thread that are neither
+/// generic (isGenericFrame) nor in the C library or vDSO (isCLibraryModule), as frameKey()s,
+/// hashed (FNV-1a 64, 16 hex digits). Empty when no frame is left.
 struct StackSignature {
     std::string hash;
     std::vector<std::string> keys;

@@ -5,17 +5,35 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "collectors/common/demangle.h"
+#include "collectors/coredump/signature.h"
 
 namespace gpufault::coredump {
 
 namespace {
+
+/// What a frame needs of its module, found once per module.
+struct ModuleInfo {
+    std::optional<std::string> name;
+    Dwarf_Addr start = 0;
+    std::optional<std::string> build_id;
+    bool has_file = false;
+    bool c_library = false;
+};
+
+/// Symbol and source line of one looked-up address (pc, or pc − 1 in caller frames).
+struct Symbolized {
+    std::optional<std::string> symbol;
+    GElf_Off offset = 0;  ///< from the symbol's start to the looked-up address
+    std::optional<std::string> file;
+    std::optional<int64_t> line;
+};
 
 struct Context {
     Dwfl* dwfl = nullptr;
@@ -23,45 +41,73 @@ struct Context {
     std::optional<int64_t> crashing;
     CoreStack stack;
     Thread* current = nullptr;
+    // Threads of one process share most return addresses (64 threads parked in one wait);
+    // libdwfl's symbol lookup scans the module's whole symbol table on every call.
+    std::unordered_map<Dwfl_Module*, ModuleInfo> modules;
+    std::unordered_map<Dwarf_Addr, Symbolized> symbols;
 };
 
 std::string hex(const unsigned char* p, int n) {
+    static constexpr char kDigits[] = "0123456789abcdef";
     std::string s;
-    for (int i = 0; i < n; ++i) s += fmt::format("{:02x}", p[i]);
+    s.reserve(static_cast<size_t>(n) * 2);
+    for (int i = 0; i < n; ++i) {
+        s += kDigits[p[i] >> 4];
+        s += kDigits[p[i] & 15];
+    }
     return s;
 }
 
-void describe(Context& c, Dwfl_Module* m, Dwarf_Addr pc, Dwarf_Addr adjusted, Frame& f) {
+const ModuleInfo& moduleInfo(Context& c, Dwfl_Module* m) {
+    auto [it, fresh] = c.modules.try_emplace(m);
+    if (!fresh) return it->second;
+    auto& info = it->second;
     Dwarf_Addr bias = 0;
-    bool hasFile = dwfl_module_getelf(m, &bias) != nullptr;
-    Dwarf_Addr start = 0;
+    info.has_file = dwfl_module_getelf(m, &bias) != nullptr;
     const char* name =
-        dwfl_module_info(m, nullptr, &start, nullptr, nullptr, nullptr, nullptr, nullptr);
-    if (name) f.module = name;
-    f.module_offset = pc - start;
+        dwfl_module_info(m, nullptr, &info.start, nullptr, nullptr, nullptr, nullptr, nullptr);
+    if (name) info.name = name;
     const unsigned char* bits = nullptr;
     GElf_Addr vaddr = 0;
-    if (int n = dwfl_module_build_id(m, &bits, &vaddr); n > 0) f.build_id = hex(bits, n);
-    if (!hasFile) {
-        auto& missing = c.stack.modules_without_file;
-        if (name && std::find(missing.begin(), missing.end(), name) == missing.end())
-            missing.emplace_back(name);
-        return;
-    }
-    GElf_Off off = 0;
+    if (int n = dwfl_module_build_id(m, &bits, &vaddr); n > 0) info.build_id = hex(bits, n);
+    // No source lines for the C library, loader and vDSO: their frames are generic (dropped
+    // from signatures) and their DWARF (libc6-dbg: 2.3 MiB of .debug_info, compressed) costs
+    // more to inflate than unwinding and symbolizing the rest of a core (docs/performance.md).
+    info.c_library = name && isCLibraryModule(name);
+    if (!info.has_file && name) c.stack.modules_without_file.emplace_back(name);
+    return info;
+}
+
+const Symbolized& symbolize(Context& c, Dwfl_Module* m, const ModuleInfo& info, Dwarf_Addr a) {
+    auto [it, fresh] = c.symbols.try_emplace(a);
+    if (!fresh || !info.has_file) return it->second;
+    auto& out = it->second;
     GElf_Sym sym;
-    if (const char* s = dwfl_module_addrinfo(m, adjusted, &off, &sym, nullptr, nullptr, nullptr)) {
+    if (const char* s = dwfl_module_addrinfo(m, a, &out.offset, &sym, nullptr, nullptr, nullptr)) {
         std::string_view name(s);
-        f.symbol = demangle(name.substr(0, name.find('@')));  // `__libc_start_main@@GLIBC_2.34`
-        f.symbol_offset = off + (pc - adjusted);
+        out.symbol = demangle(name.substr(0, name.find('@')));  // `__libc_start_main@@GLIBC_2.34`
     }
-    if (Dwfl_Line* line = dwfl_module_getsrc(m, adjusted)) {
+    if (info.c_library) return out;
+    if (Dwfl_Line* line = dwfl_module_getsrc(m, a)) {
         int lineno = 0;
         if (const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
-            f.file = file;
-            if (lineno > 0) f.line = lineno;
+            out.file = file;
+            if (lineno > 0) out.line = lineno;
         }
     }
+    return out;
+}
+
+void describe(Context& c, Dwfl_Module* m, Dwarf_Addr pc, Dwarf_Addr adjusted, Frame& f) {
+    const auto& info = moduleInfo(c, m);
+    f.module = info.name;
+    f.module_offset = pc - info.start;
+    f.build_id = info.build_id;
+    const auto& s = symbolize(c, m, info, adjusted);
+    f.symbol = s.symbol;
+    if (s.symbol) f.symbol_offset = s.offset + (pc - adjusted);
+    f.file = s.file;
+    f.line = s.line;
 }
 
 int onFrame(Dwfl_Frame* state, void* arg) {

@@ -2,10 +2,15 @@
 // segfault line of the same process, a truncated core, a GPU core.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "tests/collectors/coredump/core_builder.h"
@@ -63,7 +68,7 @@ TEST(CliCores, IngestTwiceStoresOneCore) {
     EXPECT_EQ(c["incident"], 1);
     EXPECT_EQ(c["top_frame"],
               "fakeamd::Symbol::getDeviceKernel(int) const (libcrashlib.so + 0x116e)");
-    EXPECT_EQ(c["signature_frames"][2], "libcrashlib.so!fake_launch_kernel");
+    EXPECT_EQ(c["signature_frames"][2], "libcrashlib.so+0x11d6");
     EXPECT_EQ(c["signature"].get<std::string>().size(), 16u);
     auto events = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
     ASSERT_EQ(events.size(), 1u);
@@ -141,6 +146,15 @@ TEST(CliCores, CoreJoinsTheSegfaultLineOfItsProcess) {
     EXPECT_TRUE(faults[1]["stack"].is_null());          // the other process: none
     auto table = run({GPUFAULT_BIN, "--db", t.file("db"), "events"});
     EXPECT_NE(table.out.find("\tSTACK\n"), std::string::npos) << table.out;
+    // issue 4: `faults` too; the segfault line's row ends with its core's signature.
+    auto ftable = run({GPUFAULT_BIN, "--db", t.file("db"), "faults"});
+    EXPECT_NE(ftable.out.find("\tSTACK\n"), std::string::npos) << ftable.out;
+    auto sig = faults[0]["stack"].get<std::string>();
+    auto segv = ftable.out.find("cpu_segfault");
+    ASSERT_NE(segv, std::string::npos) << ftable.out;
+    EXPECT_EQ(ftable.out.substr(ftable.out.find('\n', segv) - sig.size() - 1, sig.size() + 1),
+              "\t" + sig)
+        << ftable.out;
 
     TempDir late;  // an hour later: another crash, not this one
     writeFile(late.file("kern.log"), readFile(t.file("kern.log")));
@@ -148,6 +162,57 @@ TEST(CliCores, CoreJoinsTheSegfaultLineOfItsProcess) {
     auto r2 = run(ingestArgs(late, {late.file("kern.log"), lateCore}));
     ASSERT_EQ(r2.status, 0) << r2.err;
     EXPECT_NE(r2.out.find("3 incidents"), std::string::npos) << r2.out;
+}
+
+/// Runs rocr_abort (tests/tools/rocr_abort.cpp) in `t` with cores enabled; the core's path, ""
+/// when the kernel wrote none there (kernel.core_pattern is not a plain file name).
+std::string rocrAbortCore(const TempDir& t) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        struct rlimit rl {
+            RLIM_INFINITY, RLIM_INFINITY
+        };
+        ::setrlimit(RLIMIT_CORE, &rl);
+        if (::chdir(t.path().c_str()) != 0) ::_exit(3);
+        ::execl(ROCR_ABORT, ROCR_ABORT, static_cast<char*>(nullptr));
+        ::_exit(4);
+    }
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT) << st;
+    for (const auto& name : {std::string("core"), "core." + std::to_string(pid)})
+        if (std::filesystem::exists(t.file(name))) return t.file(name);
+    return "";
+}
+
+TEST(CliCores, RocrAbortShowPrintsTheThreadInsideTheHipRuntime) {
+    // A real core: the abort()ing thread is not the one that was inside libamdhip64.so.6.
+    TempDir t;
+    auto core = rocrAbortCore(t);
+    if (core.empty()) GTEST_SKIP() << "no core written (kernel.core_pattern is not 'core')";
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", core});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto cores = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"}).out);
+    ASSERT_EQ(cores.size(), 1u);
+    EXPECT_EQ(cores[0]["signal"], 6);
+    EXPECT_EQ(cores[0]["threads"], 3);
+    auto show = run({GPUFAULT_BIN, "--db", t.file("db"), "show", "1"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    const auto& o = show.out;
+    auto crashed = o.find(" (crashed):\n");
+    auto inside = o.find("  1 other thread inside the GPU runtime:\n");
+    ASSERT_NE(crashed, std::string::npos) << o;
+    ASSERT_NE(inside, std::string::npos) << o;  // the main thread (in pthread_join) is not
+    EXPECT_NE(o.find("eventThread(void*)", crashed), std::string::npos) << o;
+    auto hip = o.find(" hipDeviceSynchronize + 0x", inside);
+    ASSERT_NE(hip, std::string::npos) << o;
+    EXPECT_NE(o.find("(libamdhip64.so.6 + 0x", hip), std::string::npos) << o;
+    EXPECT_NE(o.find("tools/fake_amdhip64.cpp:", hip), std::string::npos) << o;
+    // Its thread is not the crashed one, and its frames start at the innermost (in libc).
+    auto title = o.rfind("  Thread ", hip);
+    ASSERT_NE(title, std::string::npos);
+    EXPECT_GT(title, inside);
+    EXPECT_EQ(o.substr(o.find('\n', title) + 1, 6), "  #0  ") << o;
 }
 
 TEST(CliCores, TruncatedCoreExits2AndStoresNothing) {

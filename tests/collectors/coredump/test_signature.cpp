@@ -37,6 +37,38 @@ TEST(Signature, GenericFramesAreDropped) {
     EXPECT_FALSE(isGenericFrame(fr("libx.so", "abort_handler(int)", 0x10)));
 }
 
+TEST(Signature, CLibraryAndRuntimeModules) {
+    EXPECT_TRUE(isCLibraryModule("/usr/lib/x86_64-linux-gnu/libc.so.6"));
+    EXPECT_TRUE(isCLibraryModule("/lib64/ld-linux-x86-64.so.2"));
+    EXPECT_TRUE(isCLibraryModule("linux-vdso.so.1"));
+    EXPECT_TRUE(isCLibraryModule("/lib/x86_64-linux-gnu/libpthread.so.0"));
+    EXPECT_FALSE(isCLibraryModule("/usr/lib/x86_64-linux-gnu/libcrypt.so.1"));
+    EXPECT_FALSE(isCLibraryModule("/opt/app/libcalc.so"));
+    EXPECT_TRUE(isGpuRuntimeModule("/opt/rocm-6.2.0/lib/libamdhip64.so.6.2.60200"));
+    EXPECT_TRUE(isGpuRuntimeModule("/opt/rocm/lib/libhsa-runtime64.so.1"));
+    EXPECT_TRUE(isGpuRuntimeModule("/opt/rocm/lib/libamd_comgr.so.2.8.60200"));
+    EXPECT_FALSE(isGpuRuntimeModule("/opt/rocm/lib/librocblas.so.4"));
+    EXPECT_FALSE(isGpuRuntimeModule("/opt/rocm/lib/libamdhip64_fake.so"));
+}
+
+TEST(Signature, SymbolsAreNotHashedWhenTheBuildIdIsKnown) {
+    // One crash read twice: with the library's symbols, and with only its build-id (file gone).
+    std::vector<Frame> with{fr("/usr/lib/libc.so.6", "abort", 0x287f3, "cc01"),
+                            fr("/srv/libcalc.so", "calc::run(int)", 0x116e, "ab12"),
+                            fr("/srv/app", "main", 0x11b1, "cd34")};
+    auto without = with;
+    for (auto& f : without) f.symbol.reset();  // libc's abort unnamed too: dropped by module
+    auto a = stackSignature(with, 5), b = stackSignature(without, 5);
+    EXPECT_EQ(a.keys, (std::vector<std::string>{"libcalc.so+0x116e", "app+0x11b1"}));
+    EXPECT_EQ(a.hash, b.hash);
+    EXPECT_EQ(a.keys, b.keys);
+    // No build-id: the symbol is all that identifies the code across reads.
+    Frame plain = fr("/srv/libold.so", "old()", 0x40);
+    EXPECT_EQ(frameKey(plain), "libold.so!old()");
+    plain.symbol.reset();
+    EXPECT_EQ(frameKey(plain), "libold.so+0x40");
+}
+
 TEST(Signature, RocrAbortStackKeepsTheRuntimeFrames) {
     // systemd-coredump's example of a ROCr abort (FORMATS.md §7.2).
     std::vector<Frame> frames{
@@ -50,7 +82,7 @@ TEST(Signature, RocrAbortStackKeepsTheRuntimeFrames) {
     auto s = stackSignature(frames, 5);
     EXPECT_EQ(s.keys,
               (std::vector<std::string>{
-                  "libhsa-runtime64.so!aabbcc+0x3b2c5",
+                  "libhsa-runtime64.so+0x3b2c5",
                   "libhsa-runtime64.so!rocr::core::Runtime::VMFaultHandler(long, void*)"}));
     EXPECT_EQ(s.hash.size(), 16u);
     // The same stack under another ROCm version's soname and path: the same signature.

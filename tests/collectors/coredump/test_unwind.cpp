@@ -94,10 +94,10 @@ TEST(Unwind, WithBuildIdTreeFramesHaveSymbolsAndLines) {
     EXPECT_EQ(t.frames[1].symbol_offset, 0x20u);  // the return address, as gdb's frame #1 shows
     EXPECT_EQ(t.frames[3].build_id, "f3fd0fa19b387315a62730e7781520419a4ece0f");
     EXPECT_TRUE(r->stack->modules_without_file.empty());
-    EXPECT_EQ(r->signature.keys.front(),
-              "libcrashlib.so!fakeamd::Symbol::getDeviceKernel(int) const");
+    // Build-ids known: module + offset, symbols not hashed (signature.h, frameKey).
+    EXPECT_EQ(r->signature.keys.front(), "libcrashlib.so+0x116e");
     EXPECT_EQ(r->signature.keys.size(), 5u);
-    EXPECT_EQ(r->signature.keys.back(), "crashmain!main");
+    EXPECT_EQ(r->signature.keys.back(), "crashmain+0x11b1");
 }
 
 TEST(Unwind, MissingLibraryGivesBuildIdAndOffsetAndGoesOn) {
@@ -119,7 +119,7 @@ TEST(Unwind, MissingLibraryGivesBuildIdAndOffsetAndGoesOn) {
                         r->stack->modules_without_file.end(),
                         "/tmp/crashfixture/libcrashlib.so"),
               r->stack->modules_without_file.end());
-    EXPECT_EQ(r->signature.keys.front(), std::string("libcrashlib.so!") + kLibBuildId + "+0x116e");
+    EXPECT_EQ(r->signature.keys.front(), "libcrashlib.so+0x116e");
 }
 
 TEST(Unwind, SignatureIsTheSameForTwoRuns) {
@@ -132,7 +132,38 @@ TEST(Unwind, SignatureIsTheSameForTwoRuns) {
     auto d = readCore(data("core"));
     ASSERT_TRUE(c && d);
     EXPECT_EQ(c->signature.hash, d->signature.hash);
-    EXPECT_NE(a->signature.hash, c->signature.hash);  // symbols vs build-id + offset
+    EXPECT_EQ(a->signature.hash, c->signature.hash);  // symbols or not: the same crash
+}
+
+TEST(Unwind, SignatureIsTheSameWithAndWithoutDebuginfo) {
+    // The fixture core read four ways: the library gone (build-id + offset), its stripped copy
+    // (.dynsym only), the stripped copy with its separate debug file, and the whole library.
+    testing::TempDir t;
+    std::string dir = t.file("strip/.build-id/3d/");
+    std::filesystem::create_directories(dir);
+    std::string rest = std::string(kLibBuildId).substr(2);
+    testing::writeFile(dir + rest, testing::readFile(data("libcrashlib.stripped.so")));
+    ReadOptions stripped;
+    stripped.unwind.debuginfo_path = {t.file("strip")};
+    auto bare = readCore(data("core"));
+    auto dyn = readCore(data("core"), stripped);
+    testing::writeFile(dir + rest + ".debug", testing::readFile(data("libcrashlib.so.debug")));
+    auto split = readCore(data("core"), stripped);
+    auto full = readCore(data("core"), symbolized());
+    ASSERT_TRUE(bare && dyn && split && full);
+    auto f0 = [](const CoreReport& r) -> const Frame& {
+        return r.stack->threads.at(0).frames.at(0);
+    };
+    EXPECT_FALSE(f0(*bare).symbol);
+    EXPECT_FALSE(f0(*dyn).line);  // no DWARF in the stripped copy
+    EXPECT_EQ(f0(*split).symbol, "fakeamd::Symbol::getDeviceKernel(int) const");
+    EXPECT_EQ(f0(*split).line, 13);
+    EXPECT_EQ(f0(*full).line, 13);
+    EXPECT_EQ(bare->signature.hash.size(), 16u);
+    for (const auto* r : {&*dyn, &*split, &*full}) {
+        EXPECT_EQ(r->signature.keys, bare->signature.keys);
+        EXPECT_EQ(r->signature.hash, bare->signature.hash);
+    }
 }
 
 TEST(Unwind, TruncatedCoreIsAClearErrorNamingTheFile) {
