@@ -166,6 +166,7 @@ LineDecoder::~LineDecoder() {
 
 void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit) {
     State& st = *state_;
+    quiet_ = false;
     std::string_view s = stripReplyQuotes(trimLineEnd(raw));
     if (st.after_kmsg) {
         if (isKmsgContinuation(s)) return;
@@ -274,9 +275,11 @@ bool LineDecoder::criPending() const {
 void LineDecoder::bareAmdSeen() {
     state_->after_kmsg = false;
     state_->compose.other();
+    quiet_ = !criPending() && state_->compose.settled();
 }
 
 void LineDecoder::finish(const Emit& emit) {
+    quiet_ = false;
     state_->flushCri(emit);
 }
 

@@ -61,13 +61,13 @@ class LineDecoder {
     /// knows the line has no '\r' (else it is searched here).
     template <typename Skip>
     Bare feedBare(uint64_t line_no, std::string_view raw, LogLine& l, Skip&& skip, bool mayHaveCr) {
-        if (raw.size() < 40 || raw[0] != ':' || criPending()) return Bare::No;
+        if (raw.size() < 40 || raw[0] != ':' || (!quiet_ && criPending())) return Bare::No;
         if (raw.size() <= kMaxLine) {
             const AmdFixedShape sh = amdFixedShape(raw);
             if (sh.message != 0) {
                 const bool cr = mayHaveCr && std::memchr(raw.data(), '\r', raw.size());
                 if (!cr && raw[1] == '3' && skip(raw.substr(sh.message))) {
-                    bareAmdSeen();
+                    if (!quiet_) bareAmdSeen();
                     return Bare::Skipped;
                 }
                 if (!cr && fillFixed(line_no, raw, sh, l)) return Bare::Filled;
@@ -86,6 +86,10 @@ class LineDecoder {
     bool fillFixed(uint64_t line_no, std::string_view raw, const AmdFixedShape& sh, LogLine& l);
     struct State;
     State* state_;
+    /// True while only bare AMD lines came since bareAmdSeen() found the state settled (no CRI
+    /// line pending, compose detection over): another bare line changes nothing, so the fast
+    /// path skips both out-of-line checks. feed() and finish() clear it.
+    bool quiet_ = false;
 };
 
 }  // namespace gpufault
