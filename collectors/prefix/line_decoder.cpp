@@ -249,11 +249,13 @@ bool LineDecoder::feedBareAmd(uint64_t line_no, std::string_view raw, LogLine& l
 bool LineDecoder::fillFixed(uint64_t line_no,
                             std::string_view raw,
                             const AmdFixedShape& sh,
-                            LogLine& l) {
+                            LogLine& l,
+                            bool& whole) {
     // The shape was read from the first 96 bytes, or all of a shorter line: the same for the
     // line without its trailing blanks when that keeps them (or the whole line).
     std::string_view t = trimLineEnd(raw);
-    if (t.size() < 96 && t.size() != raw.size()) return false;
+    whole = t.size() == raw.size();
+    if (t.size() < 96 && !whole) return false;
     int64_t us = 0, pid = 0;
     std::string_view tid;
     amdFixedValues(t, sh, us, pid, tid);
