@@ -21,8 +21,8 @@ namespace gpufault {
 inline const char* findNewline(const char* p, const char* e) {
     if constexpr (simd::kSimd) {
         for (; e - p >= 32; p += 32) {
-            const uint32_t m = simd::eq(simd::load16(p), '\n') |
-                               simd::eq(simd::load16(p + 16), '\n') << 16;
+            const uint32_t m =
+                simd::eq(simd::load16(p), '\n') | simd::eq(simd::load16(p + 16), '\n') << 16;
             if (m) return p + std::countr_zero(m);
         }
     }
@@ -59,7 +59,7 @@ class LineReader {
         pos_ += len + 1;
         // The '\r' known from the last search of this buffer, else a search (hasCr()).
         lastCr_ = (cr_ != kNone ? cr_ >= start : start + len <= crTo_) ? cr_ < start + len
-                                                                        : hasCr(start, start + len);
+                                                                       : hasCr(start, start + len);
         truncated = len > maxLine_;
         if (truncated) len = maxLine_;
         line = std::string_view(s, len);

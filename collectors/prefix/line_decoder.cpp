@@ -246,11 +246,8 @@ bool LineDecoder::feedBareAmd(uint64_t line_no, std::string_view raw, LogLine& l
     return true;
 }
 
-bool LineDecoder::fillFixed(uint64_t line_no,
-                            std::string_view raw,
-                            const AmdFixedShape& sh,
-                            LogLine& l,
-                            bool& whole) {
+bool LineDecoder::fillFixed(
+    uint64_t line_no, std::string_view raw, const AmdFixedShape& sh, LogLine& l, bool& whole) {
     // The shape was read from the first 96 bytes, or all of a shorter line: the same for the
     // line without its trailing blanks when that keeps them (or the whole line).
     std::string_view t = trimLineEnd(raw);

@@ -89,11 +89,8 @@ class LineDecoder {
     /// feedBareAmd() for a line without '\r' whose fixed shape `sh` is known; false when the
     /// shape of the trimmed line might differ (then feedBareAmd() decides). `whole`: nothing
     /// was trimmed off the line's end (l.text is raw from the message on).
-    bool fillFixed(uint64_t line_no,
-                   std::string_view raw,
-                   const AmdFixedShape& sh,
-                   LogLine& l,
-                   bool& whole);
+    bool fillFixed(
+        uint64_t line_no, std::string_view raw, const AmdFixedShape& sh, LogLine& l, bool& whole);
     struct State;
     State* state_;
     /// True while only bare AMD lines came since bareAmdSeen() found the state settled (no CRI

@@ -1,11 +1,11 @@
 #include <gtest/gtest.h>
 
-#include "collectors/pipeline.h"
-
 #include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include "collectors/pipeline.h"
 
 namespace gpufault {
 namespace {
@@ -137,11 +137,19 @@ TEST(Pipeline, BarePathAgreesWithFeedAcrossOtherLayers) {
     lines.push_back(head + " hipGetDevice ( 0x1 ) \r");
     bare(80);
 
-    using Row = std::tuple<uint64_t, std::string, std::optional<int>, std::optional<int64_t>,
-                           std::string, std::optional<int64_t>>;
+    using Row = std::tuple<uint64_t,
+                           std::string,
+                           std::optional<int>,
+                           std::optional<int64_t>,
+                           std::string,
+                           std::optional<int64_t>>;
     auto row = [](const LogLine& l) {
-        return Row{l.line,   std::string(l.text), l.amd_level, l.log_pid,
-                   std::string(l.runtime_tid), l.time.runtime_us};
+        return Row{l.line,
+                   std::string(l.text),
+                   l.amd_level,
+                   l.log_pid,
+                   std::string(l.runtime_tid),
+                   l.time.runtime_us};
     };
     std::vector<Row> viaBare, viaFeed;
     size_t kept = 0;
@@ -178,7 +186,7 @@ TEST(Pipeline, BarePathAgreesWithFeedAcrossOtherLayers) {
         d.finish([&](const LogLine& l) { viaFeed.push_back(row(l)); });
     }
     EXPECT_EQ(viaBare, viaFeed);
-    EXPECT_EQ(kept, 50u);  // every Arg line, without a second isApiTrace()
+    EXPECT_EQ(kept, 50u);            // every Arg line, without a second isApiTrace()
     std::vector<std::string> other;  // what is not an Arg line
     for (const Row& r : viaFeed)
         if (!std::get<1>(r).starts_with("Arg1:")) other.push_back(std::get<1>(r));
@@ -215,8 +223,7 @@ TEST(Pipeline, FixedColumnFillAgreesWithFeedBareAmd) {
         LineDecoder d1, d2;
         LogLine a, b;
         auto keepAll = [](std::string_view) { return false; };
-        const bool filled =
-            d1.feedBare(7, raw, a, keepAll, true) >= LineDecoder::Bare::Filled;
+        const bool filled = d1.feedBare(7, raw, a, keepAll, true) >= LineDecoder::Bare::Filled;
         ASSERT_EQ(filled, d2.feedBareAmd(7, raw, b));
         EXPECT_EQ(a.line, b.line);
         EXPECT_EQ(a.text, b.text);
