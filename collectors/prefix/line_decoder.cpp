@@ -256,7 +256,7 @@ bool LineDecoder::fillFixed(
     int64_t us = 0, pid = 0;
     std::string_view tid;
     amdFixedValues(t, sh, us, pid, tid);
-    bareAmdSeen();
+    if (!quiet_) bareAmdSeen();  // a no-op while quiet_
     l.line = line_no;
     l.raw = raw;
     l.amd_level = raw[1] - '0';
