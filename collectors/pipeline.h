@@ -50,6 +50,9 @@ class TextPipeline {
             case LineDecoder::Bare::Filled:
                 if (!isApiTrace(bare_)) keep(bare_);
                 return;
+            case LineDecoder::Bare::Kept:  // isApiTraceMessage() already said no to its text
+                keep(bare_);
+                return;
             case LineDecoder::Bare::No:
                 break;
         }

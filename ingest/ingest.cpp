@@ -78,16 +78,20 @@ void readAndDecode(LineReader& reader,
     while (open) {
         uint64_t off = 0;
         bool truncated = false;
-        auto l = reader.next(off, truncated);
-        if (!l) {
-            batch.error = l.error();
-            return flush(true);
+        std::string_view line;
+        if (!reader.nextBuffered(line, off, truncated)) {
+            auto l = reader.next(off, truncated);
+            if (!l) {
+                batch.error = l.error();
+                return flush(true);
+            }
+            if (!*l) break;
+            line = **l;
         }
-        if (!*l) break;
         ++lineNo;
         batch.offsets.push_back(off);
         if (truncated) batch.truncated.emplace_back(lineNo, batch.kept.size());
-        pipe.decode(lineNo, **l, keep, reader.lastLineMayHaveCr());
+        pipe.decode(lineNo, line, keep, reader.lastLineMayHaveCr());
         endOffset = reader.consumed();
         if (batch.offsets.size() >= batchLines) flush(false);
     }

@@ -11,22 +11,13 @@
 
 namespace gpufault {
 
-namespace {
-
-/// The first '\n' in [p, e), nullptr when none: 32 bytes a step (lines of log files are a
-/// few hundred bytes, where a libc call costs more than the search).
-const char* findNewline(const char* p, const char* e) {
-    if constexpr (simd::kSimd) {
-        for (; e - p >= 32; p += 32) {
-            const uint32_t m = simd::eq(simd::load16(p), '\n') |
-                               simd::eq(simd::load16(p + 16), '\n') << 16;
-            if (m) return p + std::countr_zero(m);
-        }
-    }
-    return static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(e - p)));
+void LineReader::Buffer::resize(size_t m) {
+    if (m <= n) return;
+    std::unique_ptr<char[]> grown(new char[m]);  // uninitialized: no 4 MiB memset per buffer
+    if (n) std::memcpy(grown.get(), bytes.get(), n);
+    bytes = std::move(grown);
+    n = m;
 }
-
-}  // namespace
 
 LineReader::LineReader(int fd, size_t max_line, std::function<void()> reuse)
     : fd_(fd), maxLine_(max_line), reuse_(std::move(reuse)) {
@@ -114,7 +105,7 @@ bool LineReader::hasCr(size_t a, size_t b) {
 
 void LineReader::switchBuffer(size_t keep) {
     if (reuse_) reuse_();
-    std::vector<char>& to = bufs_[1 - cur_];
+    Buffer& to = bufs_[1 - cur_];
     if (to.size() < bufs_[cur_].size()) to.resize(bufs_[cur_].size());
     if (keep) std::memcpy(to.data(), bufs_[cur_].data() + pos_, keep);
     cur_ = 1 - cur_;
@@ -125,7 +116,7 @@ void LineReader::switchBuffer(size_t keep) {
 }
 
 db::Result<bool> LineReader::fill() {
-    std::vector<char>& buf = bufs_[cur_];
+    Buffer& buf = bufs_[cur_];
     if (end_ == buf.size()) buf.resize(buf.size() * 2);  // only peek() can get here
     for (;;) {
         ssize_t n = ::read(fd_, buf.data() + end_, buf.size() - end_);

@@ -1,16 +1,33 @@
 // Reads a stream in chunks and hands out lines (views into its buffers) with byte offsets.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "collectors/common/simd.h"
 #include "schema/store.h"
 
 namespace gpufault {
+
+/// The first '\n' in [p, e), nullptr when none: 32 bytes a step (lines of log files are a
+/// few hundred bytes, where a libc call costs more than the search).
+inline const char* findNewline(const char* p, const char* e) {
+    if constexpr (simd::kSimd) {
+        for (; e - p >= 32; p += 32) {
+            const uint32_t m =
+                simd::eq(simd::load16(p), '\n') | simd::eq(simd::load16(p + 16), '\n') << 16;
+            if (m) return p + std::countr_zero(m);
+        }
+    }
+    return static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(e - p)));
+}
 
 /// Lines of a file descriptor, read(2) in 4 MiB chunks into two buffers used in turn: a line
 /// handed out stays valid until the reader has moved on to the other buffer and back, and the
@@ -28,6 +45,26 @@ class LineReader {
     void setBase(uint64_t offset) { base_ = offset; }
     /// Next line (without '\n'); nullopt at end. `truncated` is set for lines over max_line.
     db::Result<std::optional<std::string_view>> next(uint64_t& line_offset, bool& truncated);
+    /// next() for a line that ends in the current buffer (most lines), inline and without a
+    /// result object; false, with nothing consumed, for any other case: then call next().
+    bool nextBuffered(std::string_view& line, uint64_t& line_offset, bool& truncated) {
+        if (skipping_) return false;
+        const char* b = bufs_[cur_].data();
+        const char* s = b + pos_;
+        const char* nl = findNewline(s, b + end_);
+        if (!nl) return false;
+        const size_t start = pos_;
+        size_t len = static_cast<size_t>(nl - s);
+        line_offset = base_ + start;
+        pos_ += len + 1;
+        // The '\r' known from the last search of this buffer, else a search (hasCr()).
+        lastCr_ = (cr_ != kNone ? cr_ >= start : start + len <= crTo_) ? cr_ < start + len
+                                                                       : hasCr(start, start + len);
+        truncated = len > maxLine_;
+        if (truncated) len = maxLine_;
+        line = std::string_view(s, len);
+        return true;
+    }
     /// Whether the last line handed out may contain a '\r' (false: it certainly does not). A
     /// file without carriage returns is searched for them once per buffer, not once per line.
     bool lastLineMayHaveCr() { return lastCr_; }
@@ -40,6 +77,16 @@ class LineReader {
     }
 
   private:
+    /// A read buffer whose new bytes are not zeroed (read(2) writes them).
+    struct Buffer {
+        std::unique_ptr<char[]> bytes;
+        size_t n = 0;
+        char* data() { return bytes.get(); }
+        const char* data() const { return bytes.get(); }
+        size_t size() const { return n; }
+        /// Grows to `m` bytes, keeping the first size() bytes.
+        void resize(size_t m);
+    };
     db::Result<bool> fill();
     /// Continues in the other buffer, carrying the `keep` bytes from pos_.
     void switchBuffer(size_t keep);
@@ -50,7 +97,7 @@ class LineReader {
     int fd_;
     size_t maxLine_;
     std::function<void()> reuse_;
-    std::vector<char> bufs_[2];
+    Buffer bufs_[2];
     int cur_ = 0;
     size_t pos_ = 0, end_ = 0;
     uint64_t base_ = 0;

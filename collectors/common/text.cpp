@@ -5,6 +5,7 @@
 
 #include <ctime>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdint>
@@ -55,6 +56,19 @@ std::optional<uint64_t> parseHex(std::string_view s, size_t* consumed, bool allo
     size_t i = 0;
     if (s.size() >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) i = 2;
     uint64_t v = 0;
+    // Fast path: 1–16 digits, ended by the view's end or a byte that ends them here too (no
+    // overflow check is needed, no '_' to skip); anything else takes the loop below.
+    const size_t start = i;
+    const size_t lim = std::min(s.size(), start + 16);
+    for (int d; i < lim && (d = kHexValue[static_cast<unsigned char>(s[i])]) >= 0; ++i)
+        v = (v << 4) | static_cast<uint64_t>(d);
+    if (i > start && (i == s.size() || (kHexValue[static_cast<unsigned char>(s[i])] < 0 &&
+                                        !(allow_underscore && s[i] == '_')))) {
+        if (consumed) *consumed = i;
+        return v;
+    }
+    i = start;
+    v = 0;
     size_t digits = 0;
     for (; i < s.size(); ++i) {
         int d = kHexValue[static_cast<unsigned char>(s[i])];

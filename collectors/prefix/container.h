@@ -57,6 +57,8 @@ class ComposePrefix {
     /// A line that starts with neither an alphanumeric character nor ESC (no compose prefix):
     /// the state change of strip() on it, which returns 0.
     void other();
+    /// True when other() no longer changes anything (detection over, not a compose capture).
+    bool settled() const { return !on_ && lines_ >= kDetectLines; }
 
   private:
     bool on_ = false;

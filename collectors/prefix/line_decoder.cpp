@@ -166,6 +166,7 @@ LineDecoder::~LineDecoder() {
 
 void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit) {
     State& st = *state_;
+    quiet_ = false;
     std::string_view s = stripReplyQuotes(trimLineEnd(raw));
     if (st.after_kmsg) {
         if (isKmsgContinuation(s)) return;
@@ -245,18 +246,17 @@ bool LineDecoder::feedBareAmd(uint64_t line_no, std::string_view raw, LogLine& l
     return true;
 }
 
-bool LineDecoder::fillFixed(uint64_t line_no,
-                            std::string_view raw,
-                            const AmdFixedShape& sh,
-                            LogLine& l) {
+bool LineDecoder::fillFixed(
+    uint64_t line_no, std::string_view raw, const AmdFixedShape& sh, LogLine& l, bool& whole) {
     // The shape was read from the first 96 bytes, or all of a shorter line: the same for the
     // line without its trailing blanks when that keeps them (or the whole line).
     std::string_view t = trimLineEnd(raw);
-    if (t.size() < 96 && t.size() != raw.size()) return false;
+    whole = t.size() == raw.size();
+    if (t.size() < 96 && !whole) return false;
     int64_t us = 0, pid = 0;
     std::string_view tid;
     amdFixedValues(t, sh, us, pid, tid);
-    bareAmdSeen();
+    if (!quiet_) bareAmdSeen();  // a no-op while quiet_
     l.line = line_no;
     l.raw = raw;
     l.amd_level = raw[1] - '0';
@@ -274,9 +274,11 @@ bool LineDecoder::criPending() const {
 void LineDecoder::bareAmdSeen() {
     state_->after_kmsg = false;
     state_->compose.other();
+    quiet_ = !criPending() && state_->compose.settled();
 }
 
 void LineDecoder::finish(const Emit& emit) {
+    quiet_ = false;
     state_->flushCri(emit);
 }
 

@@ -54,6 +54,9 @@ class LineDecoder {
         No,       ///< not a bare AMD_LOG_LEVEL line: call feed()
         Skipped,  ///< a level-3 line whose message `skip` accepted: nothing to emit
         Filled,   ///< `l` holds the line as feed() would emit it
+        /// Filled, and `skip` already rejected exactly `l.text` at level 3, or the level is not
+        /// 3 (with skip = isApiTraceMessage: isApiTrace(l) is false, no need to ask again)
+        Kept,
     };
     /// feedBareAmd() with a cheaper path for lines in the fixed ROCm 5.7–6.2 columns
     /// (amdFixedShape()), most lines of a level-3 log: a level-3 line whose message `skip`
@@ -61,16 +64,18 @@ class LineDecoder {
     /// knows the line has no '\r' (else it is searched here).
     template <typename Skip>
     Bare feedBare(uint64_t line_no, std::string_view raw, LogLine& l, Skip&& skip, bool mayHaveCr) {
-        if (raw.size() < 40 || raw[0] != ':' || criPending()) return Bare::No;
+        if (raw.size() < 40 || raw[0] != ':' || (!quiet_ && criPending())) return Bare::No;
         if (raw.size() <= kMaxLine) {
             const AmdFixedShape sh = amdFixedShape(raw);
             if (sh.message != 0) {
                 const bool cr = mayHaveCr && std::memchr(raw.data(), '\r', raw.size());
                 if (!cr && raw[1] == '3' && skip(raw.substr(sh.message))) {
-                    bareAmdSeen();
+                    if (!quiet_) bareAmdSeen();
                     return Bare::Skipped;
                 }
-                if (!cr && fillFixed(line_no, raw, sh, l)) return Bare::Filled;
+                bool whole = false;
+                if (!cr && fillFixed(line_no, raw, sh, l, whole))
+                    return raw[1] != '3' || whole ? Bare::Kept : Bare::Filled;
             }
         }
         return feedBareAmd(line_no, raw, l) ? Bare::Filled : Bare::No;
@@ -82,10 +87,16 @@ class LineDecoder {
     bool criPending() const;
     void bareAmdSeen();
     /// feedBareAmd() for a line without '\r' whose fixed shape `sh` is known; false when the
-    /// shape of the trimmed line might differ (then feedBareAmd() decides).
-    bool fillFixed(uint64_t line_no, std::string_view raw, const AmdFixedShape& sh, LogLine& l);
+    /// shape of the trimmed line might differ (then feedBareAmd() decides). `whole`: nothing
+    /// was trimmed off the line's end (l.text is raw from the message on).
+    bool fillFixed(
+        uint64_t line_no, std::string_view raw, const AmdFixedShape& sh, LogLine& l, bool& whole);
     struct State;
     State* state_;
+    /// True while only bare AMD lines came since bareAmdSeen() found the state settled (no CRI
+    /// line pending, compose detection over): another bare line changes nothing, so the fast
+    /// path skips both out-of-line checks. feed() and finish() clear it.
+    bool quiet_ = false;
 };
 
 }  // namespace gpufault

@@ -295,23 +295,25 @@ namespace {
 /// offset is before the blanks that follow the prefix.
 AmdFixedShape fixedShapeSimd(const char* b) {
     using namespace simd;
-    const __m128i v0 = load16(b), v1 = load16(b + 16), v2 = load16(b + 32), v3 = load16(b + 48);
-    const uint64_t colon = eq(v0, ':') | uint64_t{eq(v1, ':')} << 16 |
-                           uint64_t{eq(v2, ':')} << 32 | uint64_t{eq(v3, ':')} << 48;
-    const uint64_t digit = digits(v0) | uint64_t{digits(v1)} << 16 |
-                           uint64_t{digits(v2)} << 32 | uint64_t{digits(v3)} << 48;
-    const uint64_t space = eq(v0, ' ') | uint64_t{eq(v1, ' ')} << 16 | uint64_t{eq(v2, ' ')} << 32;
+    // Colons of columns 0..34; digits and spaces from column 29 (bit i: column 29 + i), which
+    // covers the source line, the `: ` and up to 26 stamp digits; columns 1 and 3 by bytes.
+    const uint64_t colon = eq(load16(b), ':') | uint64_t{eq(load16(b + 16), ':')} << 16 |
+                           uint64_t{eq(load16(b + 32), ':')} << 32;
     // `:L:`, the file without ':' up to column 28, `:` in 28 and 33, nothing else up to 34.
     constexpr uint64_t kColons = 1ull | 1ull << 2 | 1ull << 28 | 1ull << 33;
     if ((colon & ((1ull << 35) - 1)) != kColons) return {};
-    constexpr uint64_t kDigits = 1ull << 1 | 1ull << 29 | 1ull << 35;
-    if ((digit & kDigits) != kDigits || !(space >> 34 & 1) || (space >> 3 & 1) || b[3] == '\t')
+    const __m128i w = load16(b + 29);
+    const uint64_t digit = digits(w) | uint64_t{digits(load16(b + 45))} << 16;
+    const uint32_t space = eq(w, ' ');
+    constexpr uint64_t kDigits = 1ull | 1ull << 6;  // columns 29 and 35
+    if (!Scan::digit(b[1]) || (digit & kDigits) != kDigits || !(space >> 5 & 1) || b[3] == ' ' ||
+        b[3] == '\t')
         return {};
     // The source line: digits from column 29, then spaces up to column 33.
-    const uint64_t ld = digit >> 29 & 0xf, ls = space >> 29 & 0xf;
+    const uint64_t ld = digit & 0xf, ls = space & 0xf;
     if ((ld | ls) != 0xf || (ld & (ld + 1)) != 0) return {};
     // The stamp: 8–15 digits from column 35.
-    const size_t stampLen = static_cast<size_t>(std::countr_zero(~(digit >> 35)));
+    const size_t stampLen = static_cast<size_t>(std::countr_zero(~(digit >> 6)));
     if (stampLen < 8 || stampLen > 15) return {};
     static const char kUs[16] = " us: [pid:";
     static const char kTid[16] = "tid:0x";

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
-#include "collectors/pipeline.h"
-
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include "collectors/pipeline.h"
 
 namespace gpufault {
 namespace {
@@ -104,6 +106,106 @@ TEST(Pipeline, BareTraceSkipAgreesWithTheFullDecode) {
     EXPECT_FALSE(skip(head + "hipGetDevice ( 0x1 ) \rprogress"));
 }
 
+// Once the decoder state is settled, bare lines skip its CRI/compose checks (quiet_); every
+// other kind of line after them (kmsg with continuations, CRI pieces, compose prefixes) must
+// still be decoded as feed() alone decodes the whole stream.
+TEST(Pipeline, BarePathAgreesWithFeedAcrossOtherLayers) {
+    const std::string head =
+        ":3:hip_device_runtime.cpp   :623 : 1000000000 us: [pid:4242  tid:0x7f0a1b2c3d40] ";
+    const std::string arg =
+        ":3:rocvirtual.cpp           :723 : 1000000001 us: [pid:4242  tid:0x7f0a1b2c3d40] "
+        "Arg1:   = ptr:0x7051e5a00000 obj:[0x705165a00000-0x705365a00000]";
+    std::vector<std::string> lines;
+    auto bare = [&](int n) {
+        for (int i = 0; i < n; ++i) lines.push_back(i % 3 == 2 ? arg : std::string(kTrace));
+    };
+    bare(70);  // past the compose detection window
+    lines.push_back("6,1234,5678901,-;amdgpu 0000:03:00.0: amdgpu: page fault");
+    bare(2);
+    lines.push_back(" SUBSYSTEM=pci");
+    lines.push_back("6,1235,5678902,-;amdgpu: x");
+    lines.push_back(" DEVICE=+pci:0000:03:00.0");
+    bare(3);
+    lines.push_back("2025-06-05T12:40:08.100000000Z stderr P " + head + "Arg0:   = val:1");
+    bare(2);
+    lines.push_back("2025-06-05T12:40:08.200000000Z stderr F  and the rest");
+    bare(2);
+    lines.push_back("svc-1  | " + arg);
+    bare(2);
+    lines.push_back(head + "hipMalloc: Returned hipErrorOutOfMemory : ");
+    bare(1);
+    lines.push_back(head + " hipGetDevice ( 0x1 ) \r");
+    bare(80);
+
+    using Row = std::tuple<uint64_t,
+                           std::string,
+                           std::optional<int>,
+                           std::optional<int64_t>,
+                           std::string,
+                           std::optional<int64_t>>;
+    auto row = [](const LogLine& l) {
+        return Row{l.line,
+                   std::string(l.text),
+                   l.amd_level,
+                   l.log_pid,
+                   std::string(l.runtime_tid),
+                   l.time.runtime_us};
+    };
+    std::vector<Row> viaBare, viaFeed;
+    size_t kept = 0;
+    {
+        LineDecoder d;
+        LogLine b;
+        for (size_t i = 0; i < lines.size(); ++i) {
+            switch (d.feedBare(i + 1, lines[i], b, isApiTraceMessage, true)) {
+                case LineDecoder::Bare::Skipped:
+                    continue;
+                case LineDecoder::Bare::Filled:
+                    if (!isApiTrace(b)) viaBare.push_back(row(b));
+                    continue;
+                case LineDecoder::Bare::Kept:
+                    ++kept;
+                    EXPECT_FALSE(isApiTrace(b)) << lines[i];
+                    viaBare.push_back(row(b));
+                    continue;
+                case LineDecoder::Bare::No:
+                    break;
+            }
+            d.feed(i + 1, lines[i], [&](const LogLine& l) {
+                if (!isApiTrace(l)) viaBare.push_back(row(l));
+            });
+        }
+        d.finish([&](const LogLine& l) { viaBare.push_back(row(l)); });
+    }
+    {
+        LineDecoder d;
+        for (size_t i = 0; i < lines.size(); ++i)
+            d.feed(i + 1, lines[i], [&](const LogLine& l) {
+                if (!isApiTrace(l)) viaFeed.push_back(row(l));
+            });
+        d.finish([&](const LogLine& l) { viaFeed.push_back(row(l)); });
+    }
+    EXPECT_EQ(viaBare, viaFeed);
+    EXPECT_EQ(kept, 50u);            // every Arg line, without a second isApiTrace()
+    std::vector<std::string> other;  // what is not an Arg line
+    for (const Row& r : viaFeed)
+        if (!std::get<1>(r).starts_with("Arg1:")) other.push_back(std::get<1>(r));
+    EXPECT_EQ(viaFeed.size() - other.size(), 50u);
+    // The continuation after a bare line is a line of its own (the bare line ended the kmsg
+    // record), the one right after a record is dropped; a CRI piece cut by bare lines is
+    // emitted as it stands; no compose capture was detected.
+    const std::vector<std::string> want = {
+        "amdgpu 0000:03:00.0: amdgpu: page fault",
+        " SUBSYSTEM=pci",
+        "amdgpu: x",
+        "Arg0:   = val:1",
+        " and the rest",
+        "svc-1  | " + arg,
+        "hipMalloc: Returned hipErrorOutOfMemory :",
+    };
+    EXPECT_EQ(other, want);
+}
+
 // A kept bare line comes out of the fixed-column path exactly as feedBareAmd() makes it.
 TEST(Pipeline, FixedColumnFillAgreesWithFeedBareAmd) {
     const std::string head =
@@ -121,8 +223,7 @@ TEST(Pipeline, FixedColumnFillAgreesWithFeedBareAmd) {
         LineDecoder d1, d2;
         LogLine a, b;
         auto keepAll = [](std::string_view) { return false; };
-        const bool filled =
-            d1.feedBare(7, raw, a, keepAll, true) == LineDecoder::Bare::Filled;
+        const bool filled = d1.feedBare(7, raw, a, keepAll, true) >= LineDecoder::Bare::Filled;
         ASSERT_EQ(filled, d2.feedBareAmd(7, raw, b));
         EXPECT_EQ(a.line, b.line);
         EXPECT_EQ(a.text, b.text);

@@ -52,6 +52,18 @@ TEST(Text, ParseHexAgreesWithReference) {
     EXPECT_EQ(text::parseHex("FFFFFFFFFFFFFFFF"), UINT64_MAX);
     EXPECT_FALSE(text::parseHex("10000000000000000"));
     EXPECT_EQ(text::parseHex("000000000000000000001"), 1u);
+    // The edges of the 1–16 digit path: a 16-digit run ended by '_', by the end, a 17th digit.
+    EXPECT_EQ(text::parseHex("0xffffffffffffffff_1", &n, true), std::nullopt);
+    EXPECT_EQ(text::parseHex("0x000000000000000f_1", &n, true), 0xf1u);
+    EXPECT_EQ(n, 20u);
+    EXPECT_EQ(text::parseHex("0x000000000000000f_1", &n, false), 0xfu);
+    EXPECT_EQ(n, 18u);
+    EXPECT_EQ(text::parseHex("0x0123456789abcdef", &n), 0x0123456789abcdefu);
+    EXPECT_EQ(n, 18u);
+    EXPECT_EQ(text::parseHex("0x0123456789abcdef0", &n), 0x123456789abcdef0u);  // 17: the loop
+    EXPECT_EQ(n, 19u);
+    EXPECT_EQ(text::parseHex("0x1123456789abcdef0", &n), std::nullopt);
+    EXPECT_EQ(text::parseHex("0x", &n), std::nullopt);
 }
 
 TEST(Text, ParseHexAcceptsNvidiaUnderscoreForm) {
