@@ -103,31 +103,31 @@ int malformed(const std::string& path, const std::string& why, const std::string
 /// The next reply line (Result::Line); otherwise prints why there is none: the daemon closed,
 /// did not answer before `deadline` (`timeout_s` is named), sent an endless line, or the read
 /// failed.
-LineReader::Result nextLine(LineReader& r,
+ReplyReader::Result nextLine(ReplyReader& r,
                             std::string& line,
                             Deadline deadline,
                             double timeout_s,
                             const std::string& path) {
     auto res = r.next(line, deadline);
     switch (res) {
-        case LineReader::Result::Line:
+        case ReplyReader::Result::Line:
             break;
-        case LineReader::Result::End:
+        case ReplyReader::Result::End:
             std::fprintf(stderr, "gpufault: %s: gpufaultd closed the connection\n", path.c_str());
             break;
-        case LineReader::Result::Timeout:
+        case ReplyReader::Result::Timeout:
             std::fprintf(stderr,
                          "gpufault: gpufaultd at %s did not answer within %g s (--timeout)\n",
                          path.c_str(),
                          timeout_s);
             break;
-        case LineReader::Result::TooLong:
+        case ReplyReader::Result::TooLong:
             std::fprintf(stderr,
                          "gpufault: %s: malformed gpufaultd reply (a line longer than %zu bytes)\n",
                          path.c_str(),
                          kMaxReplyLine);
             break;
-        case LineReader::Result::Error:
+        case ReplyReader::Result::Error:
             std::fprintf(stderr, "gpufault: %s: %s\n", path.c_str(), std::strerror(errno));
             break;
     }
@@ -201,11 +201,11 @@ int cmdStatus(const std::string& socket, bool json, double timeout_s) {
         std::fprintf(stderr, "gpufault: %s\n", fd.error().c_str());
         return 2;
     }
-    LineReader reader(*fd);
+    ReplyReader reader(*fd);
     std::string line;
     auto got = nextLine(reader, line, deadline, timeout_s, socket);
     ::close(*fd);
-    if (got != LineReader::Result::Line) return 2;
+    if (got != ReplyReader::Result::Line) return 2;
     auto j = parseReply(line, socket);
     if (j.is_null()) return 2;
     if (auto e = statusShapeError(j)) return malformed(socket, *e, line);
@@ -241,9 +241,9 @@ int cmdWatch(const std::string& socket, bool json, double timeout_s) {
         std::fprintf(stderr, "gpufault: %s\n", fd.error().c_str());
         return 2;
     }
-    LineReader reader(*fd);
+    ReplyReader reader(*fd);
     std::string line;
-    if (nextLine(reader, line, deadline, timeout_s, socket) != LineReader::Result::Line ||
+    if (nextLine(reader, line, deadline, timeout_s, socket) != ReplyReader::Result::Line ||
         parseReply(line, socket).is_null()) {
         ::close(*fd);
         return 2;
@@ -252,9 +252,9 @@ int cmdWatch(const std::string& socket, bool json, double timeout_s) {
     // Lines come when faults happen: no deadline from here on.
     for (;;) {
         auto got = nextLine(reader, line, std::nullopt, 0, socket);
-        if (got != LineReader::Result::Line) {
+        if (got != ReplyReader::Result::Line) {
             ::close(*fd);
-            return got == LineReader::Result::End ? 0 : 2;  // the daemon stopped: not an error
+            return got == ReplyReader::Result::End ? 0 : 2;  // the daemon stopped: not an error
         }
         std::string why;
         auto parsed = parseLine(line, why);

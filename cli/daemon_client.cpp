@@ -64,7 +64,7 @@ std::expected<int, std::string> connectDaemon(const std::string& path,
     return fd;
 }
 
-LineReader::Result LineReader::next(std::string& line, Deadline deadline) {
+ReplyReader::Result ReplyReader::next(std::string& line, Deadline deadline) {
     for (;;) {
         if (auto nl = buf_.find('\n', scanned_); nl != std::string::npos) {
             if (nl > kMaxReplyLine) return Result::TooLong;

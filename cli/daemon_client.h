@@ -25,10 +25,10 @@ std::expected<int, std::string> connectDaemon(const std::string& path,
                                               Deadline deadline);
 
 /// Reads '\n'-terminated lines from a socket; `buf` carries bytes read past the last line.
-class LineReader {
+class ReplyReader {
   public:
     enum class Result { Line, End, Timeout, TooLong, Error };
-    explicit LineReader(int fd) : fd_(fd) {}
+    explicit ReplyReader(int fd) : fd_(fd) {}
     /// The next line (without its '\n') into `line`. End: the peer closed (a partial last line
     /// is dropped); Timeout: `deadline` passed; TooLong: no '\n' within kMaxReplyLine bytes;
     /// Error: read/poll failed (errno kept).
