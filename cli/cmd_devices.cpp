@@ -13,6 +13,7 @@
 #include "cli/output.h"
 #include "collectors/common/text.h"
 #include "collectors/device/sysfs.h"
+#include "ingest/small_file.h"
 #include "schema/diagnosis_queries.h"
 #include "schema/store.h"
 
@@ -22,12 +23,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// A sysfs attribute or /proc entry: regular files of at most 64 KiB only (a tree given with
+/// --sysfs-root/--proc-root may hold FIFOs, device nodes or huge files); nullopt otherwise.
 std::optional<std::string> slurp(const fs::path& p) {
-    std::ifstream in(p);
-    if (!in) return std::nullopt;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    auto r = readSmallFile(p.string(), 64 * 1024);
+    if (!r) return std::nullopt;
+    return std::move(*r);
 }
 
 std::string firstLine(const std::optional<std::string>& s) {
@@ -97,11 +98,13 @@ std::vector<Device> listDevices(const std::string& sysfs_root, const std::string
         d.vendor = "nvidia";
         d.name = kv["Model"];
         d.target = nvidiaTargetOfModel(d.name).value_or("");
-        d.pci = kv["Bus Location"];
+        d.pci = text::normalizePci(kv["Bus Location"]).value_or("");
         d.uuid = kv["GPU UUID"];
         d.vbios = kv["Video BIOS"];
         d.driver = driver;
-        if (!kv["Device Minor"].empty()) d.node = std::atoi(kv["Device Minor"].c_str());
+        // /dev/nvidiaN: minors 0–254 (255 is nvidiactl).
+        if (auto m = text::parseDec(kv["Device Minor"]); m && *m >= 0 && *m < 255)
+            d.node = static_cast<int>(*m);
         out.push_back(std::move(d));
     }
     return out;

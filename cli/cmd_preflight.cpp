@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "cli/store_open.h"
+#include "ingest/small_file.h"
 #include "schema/queries.h"
 
 namespace gpufault::cli {
@@ -26,9 +27,9 @@ std::vector<std::pair<int64_t, std::string>> kfdProcesses(const PreflightOptions
     for (const auto& e : fs::directory_iterator(fs::path(o.sysfs_root) / "class/kfd/kfd/proc", ec)) {
         if (!fs::exists(e.path() / fmt::format("vram_{}", gpu_id), ec)) continue;
         int64_t pid = std::atoll(e.path().filename().c_str());
-        std::ifstream in(fs::path(o.proc_root) / std::to_string(pid) / "comm");
-        std::string comm;
-        std::getline(in, comm);
+        auto text = readSmallFile((fs::path(o.proc_root) / std::to_string(pid) / "comm").string(),
+                                  4096);
+        std::string comm = text ? text->substr(0, text->find('\n')) : std::string();
         out.emplace_back(pid, comm);
     }
     std::sort(out.begin(), out.end());

@@ -195,3 +195,38 @@ TEST(Devices, RecordedOnceAndLinkedToRecordsByPciAndNode) {
               "rocr_memory_fault,node,0000:0a:00.0,1,gfx1100,1\n"
               "amdgpu_page_fault,pci,0000:0a:00.0,1,gfx1100,1\n");
 }
+
+// A tree given with --sysfs-root/--proc-root is read as files only: a FIFO is not waited on, a
+// device node or a huge file is not read, forged fields are refused (hostile review, defect 3).
+TEST(Devices, HostileTreesAreReadAsSmallRegularFilesOnly) {
+    TempDir t;
+    std::string sys = t.file("sys"), proc = t.file("proc");
+    std::string nodes = sys + "/class/kfd/kfd/topology/nodes";
+    put(nodes + "/1/properties",
+        "simd_count 416\ngfx_target_version 90010\nlocation_id 50688\ndomain 0\n");
+    std::filesystem::create_directories(nodes + "/2");
+    ASSERT_EQ(::symlink("/dev/zero", (nodes + "/2/properties").c_str()), 0);
+    std::filesystem::create_directories(nodes + "/3");
+    ASSERT_EQ(::mkfifo((nodes + "/3/properties").c_str(), 0600), 0);
+    put(sys + "/bus/pci/devices/0000:c6:00.0/product_name", std::string(200 * 1024, 'A') + "\n");
+    std::string gpus = proc + "/driver/nvidia/gpus";
+    put(gpus + "/0000:00:06.0/information",
+        "Model: \t\t NVIDIA H200\nBus Location: \t ../../../etc\nDevice Minor: \t 99999999999999\n");
+    std::filesystem::create_directories(gpus + "/0000:00:07.0");
+    ASSERT_EQ(::mkfifo((gpus + "/0000:00:07.0/information").c_str(), 0600), 0);
+
+    auto r = run({GPUFAULT_BIN, "devices", "--json", "--sysfs-root", sys, "--proc-root", proc},
+                 30);  // a wait on a FIFO would end at 30 s (status 137)
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::vector<nlohmann::json> d;
+    for (size_t at = 0, nl; (nl = r.out.find('\n', at)) != std::string::npos; at = nl + 1)
+        d.push_back(nlohmann::json::parse(r.out.substr(at, nl - at)));
+    ASSERT_EQ(d.size(), 2u) << r.out;  // node 1 and the H200; nodes 2 and 3 are not read
+    EXPECT_EQ(d[0]["node"], 1);
+    EXPECT_EQ(d[0]["name"], "");  // a 200 KiB product_name is not a name
+    EXPECT_EQ(d[1]["name"], "NVIDIA H200");
+    EXPECT_EQ(d[1]["pci"], "");  // `../../../etc` is no PCI address
+    EXPECT_FALSE(d[1].contains("node") && d[1]["node"].is_number() &&
+                 d[1]["node"].get<int64_t>() > 254)
+        << d[1].dump();
+}
