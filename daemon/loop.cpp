@@ -227,8 +227,10 @@ class Loop {
     }
 
     /// Kernel fault records name host pids: while such a process lives, what /proc says about
-    /// it (NSpid, cgroup, modules) is stored beside the record. A pid reused by a process that
-    /// started after the record is skipped. At most 64 snapshots per commit.
+    /// it (NSpid, cgroup, modules) is stored beside the record. Only records the kernel wrote
+    /// (Source::kernelRecord) count: a followed file or a unit's output may be written by any
+    /// user, who must not make the daemon read /proc of a pid of their choice. A pid reused by
+    /// a process that started after the record is skipped. At most 64 snapshots per commit.
     void snapshotProcesses() {
         EvidenceFilter f;
         f.after_id = lastSnapshotEvidence_;
@@ -240,7 +242,8 @@ class Loop {
             lastSnapshotEvidence_ = std::max(lastSnapshotEvidence_, e.id);
             bool kernel = e.e.kind == Kind::AmdgpuPageFault || e.e.kind == Kind::NvidiaXid ||
                           e.e.kind == Kind::CpuSegfault;
-            if (!kernel || !e.e.pid || taken >= 64 || !snapshotted_.insert(*e.e.pid).second)
+            if (!kernel || !e.e.pid || taken >= 64 || !fromKernel(e.source_id, e.e.line) ||
+                !snapshotted_.insert(*e.e.pid).second)
                 continue;
             auto p = snapshotProcess(*e.e.pid, bootId_);
             if (!p || !startedBefore(p->start_ticks, e.e.time.kernel_s)) continue;
@@ -253,6 +256,12 @@ class Loop {
             if (auto r = s_.txn->commit(); !r) return fail(r.error().message);
         }
         if (snapshotted_.size() > 4096) snapshotted_.clear();
+    }
+
+    bool fromKernel(int64_t source_id, uint64_t line) const {
+        for (const auto& src : s_.sources)
+            if (src->kernelRecord(source_id, line)) return true;
+        return false;
     }
 
     void scheduleCorrelate() {
@@ -330,6 +339,12 @@ class Loop {
         }
         logLine(6, fmt::format("reload: {}", s_.config_path));
         commit();
+        // Counters of the streams that stay go on after the reload (same store only).
+        CarriedCounters before;
+        if (c->store_path == s_.cfg.store_path)
+            for (const auto& src : s_.sources)
+                for (auto& st : src->status())
+                    if (!st.key.empty()) before.emplace(st.key, std::move(st));
         kmsgWait_.close();
         journalWait_.close();
         inotify_.close();
@@ -358,6 +373,7 @@ class Loop {
             }
         }
         (void)openSourcesStep(s);
+        for (auto& src : s.sources) src->carry(before);
         if (!s.control || s.cfg.socket_path != old.socket_path) {
             // A moved socket: the old server is closed but kept alive (queued handlers of its
             // connections refer to it); an unchanged one keeps its clients across the reload.

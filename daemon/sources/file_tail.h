@@ -25,6 +25,11 @@ namespace gpufault::daemon {
 /// and finished once idle. Truncation is seen by the size, or by the first line when the file
 /// grew past the read offset again between two looks. Compressed files (gzip, zstd, xz, bzip2
 /// magic) are skipped.
+/// Limits: at most `max_open` files are followed at once (one descriptor each; compressed
+/// files are skipped and hold none); a regular file with more than one hard link is not
+/// followed unless `follow_hardlinks` (a user could link a file they may read into a followed
+/// directory, and the daemon reads as root). A file not followed (open failed, over the cap,
+/// hard links) shows in status() with the reason and is logged once, not at every scan.
 /// copytruncate: a new file with the first line of a followed stream, no larger than it and
 /// the same as its start, is a copy: it waits until that stream is finished (truncated,
 /// renamed away, deleted), then resumes where the stream ended when its bytes up to there are
@@ -35,7 +40,12 @@ class FileTail final : public Source {
   public:
     /// `window`: dispatches kept per runtime thread; `idle_close_ms`: how long a file that no
     /// longer matches (renamed, deleted) must stay unchanged before it is finished.
-    FileTail(Store& store, std::vector<std::string> globs, int window, uint64_t idle_close_ms);
+    FileTail(Store& store,
+             std::vector<std::string> globs,
+             int window,
+             uint64_t idle_close_ms,
+             size_t max_open = 512,
+             bool follow_hardlinks = false);
     ~FileTail() override;
 
     /// Next poll() re-expands the patterns (called on the poll timer and on inotify events).
@@ -52,6 +62,7 @@ class FileTail final : public Source {
     std::vector<StreamStatus> status() const override;
     uint64_t evidenceStored() const override;
     std::vector<int64_t> sourceIds() const override;
+    void carry(const CarriedCounters& before) override;
 
   private:
     struct Followed;
@@ -71,6 +82,8 @@ class FileTail final : public Source {
         uint64_t lost = 0;  ///< bytes its truncation counted lost, which a copy may hold
     };
     void scan();
+    /// A matching file is not followed: why (kept for status(), logged once).
+    void problem(const std::string& path, std::string why);
     db::Result<bool> read(Txn& txn, Followed& f);
     db::Result<bool> identify(Txn& txn, Followed& f, int64_t size);
     db::Result<void> retire(Followed& f, bool feed_partial);
@@ -102,6 +115,12 @@ class FileTail final : public Source {
     std::vector<Finished> finished_;                  ///< lately, newest last (copytruncate)
     std::vector<char> buf_;
     uint64_t retiredEvidence_ = 0, retiredLost_ = 0;
+    size_t maxOpen_;
+    bool followHardlinks_;
+    std::map<std::string, std::string> problems_;  ///< path → why not followed (last scan)
+    std::map<std::string, std::string> logged_;    ///< what was logged (once per path)
+    size_t overCap_ = 0;                           ///< files over max_open at the last scan
+    CarriedCounters carried_;                      ///< from before a reload, by key
 };
 
 }  // namespace gpufault::daemon

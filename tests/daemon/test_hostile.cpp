@@ -1,0 +1,446 @@
+// gpufaultd against hostile input (issue 3's review): the real daemon, real files, a real
+// journal, real sockets. Who may make the root daemon read /proc/PID; caps on control
+// connections, watchers, watch queues and followed files; hard links; counters across reloads.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "schema/sqlite.h"
+#include "tests/daemon/daemon_harness.h"
+#include "tests/support/process.h"
+
+using namespace gpufault::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kRocrFault =
+    "Memory access fault by GPU node-1 (Agent handle: 0x55d4c0a1b2c0) on address 0x7f6459a00000. "
+    "Reason: Page not present or supervisor privilege.";
+
+/// A kernel-style segfault line naming `pid` (what a user could write into a followed log).
+std::string segfaultLine(pid_t pid) {
+    return fmt::format(
+        "sleep[{}]: segfault at 8a ip 00007f38e8a8a610 sp 00007ffd3f0c1e30 error 4 "
+        "in libamdhip64.so.6[7f38e8600000+4a0000]",
+        pid);
+}
+
+/// A temporary daemon setup: logs/*.log followed, kmsg off, `extra` appended to the config.
+struct Fixture {
+    TempDir dir;
+    std::string conf = dir.file("gpufaultd.conf");
+    std::string store = dir.file("store.db");
+    std::string sock = dir.file("ctl.sock");
+    std::string logs = dir.file("logs");
+    std::string globs = fmt::format("\"{}/*.log\"", logs);  ///< TOML array elements
+    Fixture() { ::mkdir(logs.c_str(), 0755); }
+
+    void configure(const std::string& files_extra = "", const std::string& extra = "") const {
+        writeFile(conf,
+                  fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\n"
+                              "globs = [{}]\npoll_interval_ms = 100\n{}"
+                              "[control]\nsocket = \"{}\"\ngroup = \"\"\n{}",
+                              store,
+                              globs,
+                              files_extra,
+                              sock,
+                              extra));
+    }
+    void append(const std::string& name, const std::string& text) const {
+        std::ofstream(logs + "/" + name, std::ios::app) << text << std::flush;
+    }
+    int64_t count(const std::string& sql) const {
+        auto d = gpufault::db::Db::open(store, true, false);
+        if (!d) return -1;
+        auto s = d->prepare(sql);
+        if (!s) return -1;
+        auto r = s->step();
+        return r && *r ? s->i64(0) : -1;
+    }
+    nlohmann::json status() const {
+        return nlohmann::json::parse(controlRequest(sock, "status"), nullptr, false);
+    }
+    /// The status row of a file, or null.
+    nlohmann::json stream(const std::string& name) const {
+        auto st = status();
+        if (st.is_object())
+            for (const auto& s : st["streams"])
+                if (s.value("name", "") == name) return s;
+        return nullptr;
+    }
+};
+
+/// Occurrences of `what` in `text`.
+size_t occurrences(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+    return n;
+}
+
+/// A child that sleeps until killed: a live pid for the records to name.
+struct Sleeper {
+    pid_t pid = ::fork();
+    Sleeper() {
+        if (pid == 0) {
+            ::execl("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+    }
+    ~Sleeper() {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+    }
+};
+
+/// Seconds since boot, read from /proc/uptime.
+double uptime() {
+    std::ifstream in("/proc/uptime");
+    double s = 0;
+    in >> s;
+    return s;
+}
+
+/// Sets `pid`'s soft RLIMIT_NOFILE to 0, so that its every open, socket or accept fails with
+/// EMFILE (descriptors already open stay); returns the limits to restore (soft limit 0 when
+/// prlimit failed).
+struct rlimit exhaustDescriptors(pid_t pid) {
+    struct rlimit old {};
+    if (::prlimit(pid, RLIMIT_NOFILE, nullptr, &old) != 0) return {0, 0};
+    struct rlimit none {
+        0, old.rlim_max
+    };
+    if (::prlimit(pid, RLIMIT_NOFILE, &none, nullptr) != 0) return {0, 0};
+    return old;
+}
+
+void stop(DaemonProcess& d) {
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(10s), std::optional<int>(0)) << d.stderrText();
+}
+
+}  // namespace
+
+// (a) A followed file anyone may write, or a unit's output, naming a live pid in a
+// kernel-looking fault line: stored, but /proc/PID is not read. A journal entry of the kernel
+// transport naming another live pid: read.
+TEST(DaemonHostile, OnlyKernelRecordsMakeTheDaemonReadProc) {
+    if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)
+        GTEST_SKIP() << "systemd-journal-remote is not installed (scripts/install-deps.sh)";
+    Fixture f;
+    Sleeper byFile, byUnit, byKernel;
+    std::string jdir = f.dir.file("journal");
+    ::mkdir(jdir.c_str(), 0755);
+    auto mono = static_cast<uint64_t>((uptime() + 60) * 1e6);  // after the sleepers started
+    ASSERT_TRUE(writeJournal(jdir + "/a.journal",
+                             {unitEntry("train.service", mono, segfaultLine(byUnit.pid)),
+                              kernelEntry(mono + 1, segfaultLine(byKernel.pid))}));
+    f.append("job.log", "[ 1.0] " + segfaultLine(byFile.pid) + "\n");
+    f.configure("",
+                fmt::format("[journal]\nenabled = true\ndirectory = \"{}\"\n"
+                            "units = [\"train.service\"]\n",
+                            jdir));
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    auto pidCount = [&](const char* table, pid_t pid) {
+        return f.count(fmt::format("SELECT count(*) FROM {} WHERE pid = {}", table, pid));
+    };
+    ASSERT_TRUE(eventually([&] { return pidCount("processes", byKernel.pid) == 1; }, 10s))
+        << d.stderrText();
+    // All three records are stored ...
+    ASSERT_TRUE(eventually(
+        [&] {
+            return pidCount("evidence", byFile.pid) == 1 && pidCount("evidence", byUnit.pid) == 1;
+        },
+        10s));
+    // ... and once a status request (served on the loop, after the commit that stored them
+    // and its snapshots) has come back, no snapshot of the other two can still come.
+    ASSERT_TRUE(f.status().is_object());
+    EXPECT_EQ(pidCount("processes", byFile.pid), 0);
+    EXPECT_EQ(pidCount("processes", byUnit.pid), 0);
+    EXPECT_EQ(f.count("SELECT count(*) FROM processes"), 1);
+    stop(d);
+}
+
+// (b) At most control.max_clients connections; one more is told why and closed. A client
+// that sends nothing is closed after control.idle_timeout_ms, and its slot is free again.
+TEST(DaemonHostile, ControlConnectionsAreCappedAndSilentOnesClosed) {
+    Fixture f;
+    f.configure("", "max_clients = 3\nidle_timeout_ms = 300\n");
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    std::vector<std::unique_ptr<Watcher>> silent;
+    for (int i = 0; i < 3; ++i) {
+        silent.push_back(std::make_unique<Watcher>(f.sock, ""));
+        ASSERT_TRUE(silent.back()->ok());
+    }
+    // The three are accepted before the fourth (one accept loop, in order).
+    EXPECT_EQ(controlRequest(f.sock, "status"),
+              "{\"error\":\"too many connections (control.max_clients = 3)\"}\n");
+    for (auto& w : silent) EXPECT_TRUE(w->closedByPeer(10s)) << "a silent client stays";
+    nlohmann::json st;
+    ASSERT_TRUE(eventually(
+        [&] {
+            st = f.status();
+            return st.is_object();
+        },
+        5s));
+    EXPECT_EQ(st["control"]["refused"], 1);
+    EXPECT_EQ(st["control"]["clients"], 1);  // this status request
+    stop(d);
+}
+
+// (b) Out of descriptors, accept(2) fails with EMFILE and leaves the connection queued: the
+// daemon backs off (10 ms doubling to 1 s) instead of spinning, logs it once, and serves the
+// client once descriptors are back.
+TEST(DaemonHostile, AcceptBacksOffWhenOutOfDescriptors) {
+    Fixture f;
+    f.configure();
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(f.status().is_object());
+    struct rlimit back = exhaustDescriptors(d.pid());
+    ASSERT_GT(back.rlim_cur, 0u) << std::strerror(errno);
+    Watcher client(f.sock, "status");
+    ASSERT_TRUE(client.ok());
+    const std::string logged = "accept: Too many open files; retrying with a back-off";
+    ASSERT_TRUE(eventually([&] { return d.stderrText().find(logged) != std::string::npos; }, 5s))
+        << d.stderrText();
+    auto t0 = std::chrono::steady_clock::now();
+    auto early = client.next(1500ms);  // meanwhile: no answer, the daemon cannot accept
+    auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - t0);
+    EXPECT_TRUE(early.is_null()) << early.dump();
+    ASSERT_EQ(::prlimit(d.pid(), RLIMIT_NOFILE, &back, nullptr), 0) << std::strerror(errno);
+    auto st = client.next(5s);
+    ASSERT_TRUE(st.is_object()) << d.stderrText();
+    // With waits of 10 ms doubling, at most one attempt per 10 ms of the time it waited (plus
+    // the ones before and after it); a spinning loop makes millions.
+    uint64_t errors = st["control"]["accept_errors"];
+    EXPECT_GE(errors, 1u);
+    EXPECT_LE(errors, static_cast<uint64_t>(waited.count()) / 10 + 20) << waited.count() << " ms";
+    EXPECT_EQ(occurrences(d.stderrText(), logged), 1u) << d.stderrText();
+    stop(d);
+}
+
+// (b) At most files.max_open files are followed; the others are listed in `status` with the
+// reason and logged once, and followed when a slot frees up.
+TEST(DaemonHostile, FollowedFilesAreCappedAndFailuresReportedOnce) {
+    Fixture f;
+    f.configure("max_open = 2\n");
+    for (const char* n : {"a.log", "b.log", "c.log"})  // distinct first lines: no copies
+        f.append(n, fmt::format("{} started\n{}\n", n, kRocrFault));
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 2; }, 10s));
+    // Which one is left out depends on the directory order: the one without a source.
+    std::string left;
+    for (const char* n : {"a.log", "b.log", "c.log"})
+        if (f.count(fmt::format("SELECT count(*) FROM sources WHERE path = '{}/{}'", f.logs, n)) ==
+            0)
+            left = n;
+    ASSERT_NE(left, "");
+    auto row = f.stream(f.logs + "/" + left);
+    ASSERT_TRUE(row.is_object()) << f.status().dump();
+    EXPECT_EQ(row["error"], "not followed: files.max_open = 2 files are open");
+    EXPECT_EQ(row["position"], row["error"]);
+    // Several scans later (each append is an inotify event and a scan), still logged once.
+    std::string followed = left == "a.log" ? "b.log" : "a.log";
+    for (int i = 0; i < 3; ++i) {
+        f.append(followed, std::string(kRocrFault) + "\n");
+        ASSERT_TRUE(
+            eventually([&] { return f.count("SELECT count(*) FROM evidence") == 3 + i; }, 10s));
+    }
+    const std::string cap = "files.max_open = 2 reached: 1 matching file(s) not followed";
+    EXPECT_EQ(occurrences(d.stderrText(), cap), 1u) << d.stderrText();
+    // A followed file goes: the one left out is followed.
+    ASSERT_EQ(::unlink((f.logs + "/" + followed).c_str()), 0);
+    EXPECT_TRUE(eventually(
+        [&] {
+            return f.count(fmt::format("SELECT count(*) FROM evidence e JOIN sources s ON "
+                                       "s.id = e.source_id WHERE s.path = '{}/{}'",
+                                       f.logs,
+                                       left)) == 1;
+        },
+        15s))
+        << d.stderrText();
+
+    stop(d);
+}
+
+// (b) A file that cannot be opened (here: the daemon is out of descriptors; root opens any
+// file) is listed in `status` with the error and logged once, and followed once it can be. A
+// pattern whose directory cannot be read then is reported the same way, and the files it
+// matched before stay followed.
+TEST(DaemonHostile, AFileThatCannotBeOpenedIsReportedOnceThenFollowed) {
+    Fixture f;
+    // A literal pattern: glob(3) needs no descriptor for it, open(2) does.
+    f.globs += fmt::format(", \"{}/d.txt\"", f.logs);
+    f.configure();
+    f.append("a.log", fmt::format("a.log started\n{}\n", kRocrFault));
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 10s));
+    struct rlimit back = exhaustDescriptors(d.pid());
+    ASSERT_GT(back.rlim_cur, 0u) << std::strerror(errno);
+    f.append("d.txt", fmt::format("d.txt started\n{}\n", kRocrFault));
+    const std::string failed = f.logs + "/d.txt: cannot open: Too many open files";
+    const std::string scan = f.logs + "/*.log: cannot scan: Too many open files";
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto e = d.stderrText();
+            return e.find(failed) != std::string::npos && e.find(scan) != std::string::npos;
+        },
+        10s))
+        << d.stderrText();
+    // Several scans (poll_interval_ms = 100) with the same failures.
+    std::this_thread::sleep_for(500ms);
+    ASSERT_EQ(::prlimit(d.pid(), RLIMIT_NOFILE, &back, nullptr), 0) << std::strerror(errno);
+    EXPECT_EQ(occurrences(d.stderrText(), failed), 1u) << d.stderrText();
+    EXPECT_EQ(occurrences(d.stderrText(), scan), 1u) << d.stderrText();
+    EXPECT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 2; }, 10s))
+        << d.stderrText();
+    auto a = f.stream(f.logs + "/a.log");
+    ASSERT_TRUE(a.is_object());
+    EXPECT_TRUE(a["active"].get<bool>()) << "a.log was taken for gone while the scan failed";
+    EXPECT_EQ(f.count("SELECT count(*) FROM sources"), 2);
+    stop(d);
+}
+
+// (c) A watcher that does not read loses lines beyond control.watch_queue_kib bytes (long
+// records: far fewer lines than any line count would allow), and is told how many; a watcher
+// beyond control.max_watchers is refused.
+TEST(DaemonHostile, WatchQueuesAreCappedInBytesAndWatchersInNumber) {
+    Fixture f;
+    // No correlation during the test: only evidence lines are sent.
+    f.configure("", "max_watchers = 2\nwatch_queue_kib = 64\n[commit]\ncorrelate_ms = 86400000\n");
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    Watcher slow(f.sock), other(f.sock);
+    ASSERT_EQ(slow.next(5s).value("type", ""), "watching");
+    ASSERT_EQ(other.next(5s).value("type", ""), "watching");
+    EXPECT_EQ(controlRequest(f.sock, "watch"),
+              "{\"error\":\"too many watchers (control.max_watchers = 2)\"}\n");
+    // 600 records with 3 KiB of text each: about 2 MiB of JSON lines.
+    constexpr int kRecords = 600;
+    std::string lines;
+    for (int i = 0; i < kRecords; ++i)
+        lines += fmt::format(
+            "[{}] Memory access fault by GPU node-1 (Agent handle: 0x1) on address "
+            "0x{:x}. Reason: Page not present or supervisor privilege.\n",
+            std::string(3072, 'p'),
+            0x7f0000000000 + uint64_t(i) * 0x200000);
+    f.append("job.log", lines);
+    ASSERT_TRUE(
+        eventually([&] { return f.count("SELECT count(*) FROM evidence") == kRecords; }, 20s));
+    ASSERT_TRUE(f.status().is_object());  // every commit's lines are queued by now
+    uint64_t got = 0, dropped = 0, bytes = 0;
+    while (got + dropped < kRecords) {
+        auto j = slow.next(10s);
+        if (j.is_null()) break;
+        bytes += j.dump().size();
+        if (j["type"] == "evidence") ++got;
+        if (j["type"] == "dropped") dropped += j["lines"].get<uint64_t>();
+    }
+    EXPECT_EQ(got + dropped, static_cast<uint64_t>(kRecords)) << got << " + " << dropped;
+    EXPECT_GT(dropped, 0u);
+    EXPECT_LT(got, static_cast<uint64_t>(kRecords) / 2) << bytes << " bytes received";
+    stop(d);
+}
+
+// (k) A hard link in a followed directory (a user linking a file they may read but that is
+// not a log) is not followed, is reported once; with files.follow_hardlinks = true it is.
+TEST(DaemonHostile, HardLinksAreNotFollowedUnlessConfigured) {
+    Fixture f;
+    std::string secret = f.dir.file("secret.txt");
+    writeFile(secret, "not a log\n" + std::string(kRocrFault) + "\n");
+    ASSERT_EQ(::link(secret.c_str(), (f.logs + "/leak.log").c_str()), 0) << std::strerror(errno);
+    f.append("job.log", std::string(kRocrFault) + "\n");
+    f.configure();
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 10s));
+    auto row = f.stream(f.logs + "/leak.log");
+    ASSERT_TRUE(row.is_object()) << f.status().dump();
+    EXPECT_EQ(row["error"], "not followed: 2 hard links (files.follow_hardlinks = false)");
+    for (int i = 0; i < 3; ++i) {  // three more scans
+        f.append("job.log", std::string(kRocrFault) + "\n");
+        ASSERT_TRUE(
+            eventually([&] { return f.count("SELECT sum(line) FROM sources") == 2 + i; }, 10s));
+    }
+    EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE path LIKE '%leak.log'"), 0);
+    EXPECT_EQ(occurrences(d.stderrText(), "leak.log: not followed: 2 hard links"), 1u)
+        << d.stderrText();
+    f.configure("follow_hardlinks = true\n");
+    d.signal(SIGHUP);
+    EXPECT_TRUE(eventually(
+        [&] { return f.count("SELECT count(*) FROM sources WHERE path LIKE '%leak.log'") == 1; },
+        10s))
+        << d.stderrText();
+    stop(d);
+}
+
+// (m) lines, evidence and lost bytes of a file that stays followed go on across a reload.
+TEST(DaemonHostile, CountersSurviveAReload) {
+    Fixture f;
+    f.configure();
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    std::string job = f.logs + "/job.log";
+    f.append("job.log", "starting\n" + std::string(kRocrFault) + "\nx");  // a partial line
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto r = f.stream(job);
+            return r.is_object() && r["evidence"] == 1 && r["lag"] == 1;
+        },
+        10s));
+    // Truncated while the partial line was held: 1 byte seen and not read is lost.
+    ASSERT_EQ(::truncate(job.c_str(), 0), 0);
+    f.append("job.log", std::string(kRocrFault) + "\n");
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto r = f.stream(job);
+            return r.is_object() && r["lost_bytes"] == 1 && r["evidence"] == 1 && r["lag"] == 0;
+        },
+        10s))
+        << f.status().dump();
+    auto before = f.stream(job);
+    d.signal(SIGHUP);
+    ASSERT_TRUE(eventually(
+        [&] { return d.stderrText().find("reload: " + f.conf) != std::string::npos; }, 5s));
+    auto after = f.stream(job);
+    ASSERT_TRUE(after.is_object());
+    EXPECT_EQ(after["lines"], before["lines"]);
+    EXPECT_EQ(after["evidence"], before["evidence"]);
+    EXPECT_EQ(after["lost_bytes"], 1);
+    f.append("job.log", std::string(kRocrFault) + "\n");
+    EXPECT_TRUE(eventually(
+        [&] {
+            auto r = f.stream(job);
+            return r.is_object() && r["evidence"] == 2 &&
+                   r["lines"] == before["lines"].get<int>() + 1;
+        },
+        10s))
+        << f.status().dump();
+    stop(d);
+}
