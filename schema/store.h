@@ -31,6 +31,13 @@ struct SourceState {
     int64_t max_line = 0;   ///< highest line whose context (dispatch counts) is stored
     bool complete = false;  ///< the whole stream was ingested
     std::optional<std::string> cursor;  ///< journal sources: the entry `offset` stands for
+    int64_t size = 0;  ///< the stream's size (bytes) when the checkpoint was written, 0 unknown
+};
+
+/// A file source whose stream was not finished (complete = 0), as a restarted daemon finds it.
+struct UnfinishedFile {
+    SourceIdentity identity;
+    SourceState state;
 };
 
 /// One correlated incident, as written by correlate/ (ids are assigned by the store).
@@ -141,6 +148,8 @@ class Store {
                                       int64_t first_line,
                                       int64_t last_line);
     db::Result<void> addWarning(int64_t source_id, const Warning& w);
+    /// Every `file` source not complete, oldest first (bounded by `limit`).
+    db::Result<std::vector<UnfinishedFile>> unfinishedFiles(int64_t limit);
     /// Commits a checkpoint (call inside the transaction that stored the evidence before it).
     db::Result<void> setPosition(int64_t source_id, const SourceState& st, int64_t size);
     /// Retention: drops every source last written more than `max_age_s` seconds ago, then,

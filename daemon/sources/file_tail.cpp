@@ -1,6 +1,7 @@
 #include "daemon/sources/file_tail.h"
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <fmt/format.h>
 #include <glob.h>
 #include <sys/stat.h>
@@ -101,6 +102,8 @@ struct FileTail::Followed {
     bool busy = false;         ///< being identified (copyWaits does not recurse into it)
     bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
     uint64_t carriedLines = 0, carriedEvidence = 0;  ///< counted before a reload
+    int64_t checkpointedSize = -1;  ///< `size` at the last checkpoint written
+    uint64_t lostPending = 0;       ///< lost bytes found at identification, not committed yet
     ~Followed() {
         if (fd >= 0) ::close(fd);
     }
@@ -235,6 +238,8 @@ void FileTail::scan() {
     carried_.clear();  // streams not found again did not stay
     for (auto& [key, f] : files_)
         if (complete || seen.count(key)) f->matched = seen.count(key) > 0;
+    seenComplete_ = complete;
+    seen_ = std::move(seen);
     // Each problem is logged once (again only when it changes), the cap once per episode.
     if (over > 0 && overCap_ == 0)
         logLine(4,
@@ -290,6 +295,9 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     if (!src) return std::unexpected(src.error());
     SourceState st = *src;
     if (st.offset > size) {
+        // Truncated while the daemon was down: what its checkpoint had seen and not read is
+        // gone (a stream finished here is complete, its loss counted at the truncation).
+        if (!st.complete) f.lostPending += static_cast<uint64_t>(std::max<int64_t>(st.size - st.offset, 0));
         // Truncated and written again under the same first line: new lines are numbered
         // after the stored ones so that none is taken for a duplicate.
         st.offset = 0;
@@ -553,7 +561,10 @@ db::Result<bool> FileTail::poll(Txn& txn) {
         auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - f.changed);
         if ((!f.matched || gone) && !*r &&
             static_cast<uint64_t>(idle.count()) >= idleCloseMs_) {
-            // Renamed out of the patterns or deleted, read to its end and idle: finished.
+            // Renamed out of the patterns or deleted, read to its end and idle: finished. A
+            // deleted file never identified (its first line incomplete) takes its bytes along.
+            if (gone && !f.stream && !f.copyWait && !f.ignored)
+                f.lost += static_cast<uint64_t>(f.size);
             if (f.stream)
                 if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
             if (auto e = retire(f, true); !e) return std::unexpected(e.error());
@@ -563,7 +574,51 @@ db::Result<bool> FileTail::poll(Txn& txn) {
         }
         ++it;
     }
+    if (checkVanished_ && seenComplete_)
+        if (auto r = accountVanished(txn); !r) return std::unexpected(r.error());
     return more;
+}
+
+db::Result<void> FileTail::accountVanished(Txn& txn) {
+    constexpr int64_t kRows = 4096;  // per pass; the rest at the next poll
+    auto rows = store_.unfinishedFiles(kRows);
+    if (!rows) return std::unexpected(rows.error());
+    std::set<int64_t> followed;
+    std::set<std::string> heads;  // first lines of followed streams (their copies)
+    for (const auto& [k, f] : files_)
+        if (f->stream) {
+            followed.insert(f->stream->state().id);
+            heads.insert(f->fingerprint);
+        }
+    for (const auto& f : retired_) followed.insert(f->stream->state().id);
+    bool undecided = static_cast<int64_t>(rows->size()) == kRows;
+    for (const auto& r : *rows) {
+        const auto& id = r.identity;
+        bool ours = false;
+        for (const auto& g : globs_)
+            ours = ours || ::fnmatch(g.c_str(), id.path.c_str(), FNM_PATHNAME | FNM_PERIOD) == 0;
+        if (!ours || followed.count(r.state.id) || !id.device || !id.inode) continue;
+        Key key{static_cast<dev_t>(*id.device), static_cast<ino_t>(*id.inode)};
+        if (seen_.count(key)) {
+            auto it = files_.find(key);
+            if (it == files_.end()) continue;  // there, not followed (cap, hard links, open)
+            if (!it->second->stream) {
+                undecided = true;  // not identified yet: it may still be this stream
+                continue;
+            }
+            // The inode holds another stream now: this one was truncated (or deleted and its
+            // inode reused) while the daemon was down.
+        }
+        if (heads.count(id.fingerprint)) continue;  // a copy of it may hold its bytes
+        if (auto e = txn.ensure(); !e) return e;
+        SourceState done = r.state;
+        done.complete = true;
+        if (auto e = store_.setPosition(done.id, done, done.size); !e) return e;
+        vanishedLost_ += static_cast<uint64_t>(std::max<int64_t>(done.size - done.offset, 0));
+        ++vanishedStreams_;
+    }
+    checkVanished_ = undecided;
+    return {};
 }
 
 db::Result<void> FileTail::flushIdle(Txn& txn) {
@@ -577,16 +632,23 @@ db::Result<void> FileTail::flushIdle(Txn& txn) {
 }
 
 uint64_t FileTail::uncommittedLines() const {
-    uint64_t n = retired_.size();
+    // A size not recorded yet counts as a line: the checkpoint keeps what was seen (a partial
+    // last line), which a restart counts lost if the file is gone by then.
+    uint64_t n = retired_.size() + vanishedStreams_;
     for (const auto& [k, f] : files_)
-        if (f->stream) n += f->stream->uncommittedLines() + (f->resumed ? 1 : 0);
+        if (f->stream)
+            n += f->stream->uncommittedLines() + (f->resumed ? 1 : 0) +
+                 (f->size != f->checkpointedSize || f->lostPending > 0 ? 1 : 0);
     return n;
 }
 
 db::Result<void> FileTail::checkpoint() {
     for (auto& [k, f] : files_)
-        if (f->stream && f->stream->uncommittedLines() > 0)
+        if (f->stream && (f->stream->uncommittedLines() > 0 || f->size != f->checkpointedSize ||
+                          f->lostPending > 0)) {
             if (auto r = f->stream->checkpoint(f->offset, false, f->size); !r) return r;
+            f->checkpointedSize = f->size;
+        }
     return {};
 }
 
@@ -594,7 +656,12 @@ void FileTail::committed() {
     for (auto& [k, f] : files_) {
         if (f->stream) f->stream->committed();
         f->resumed = false;
+        f->lost += f->lostPending;
+        f->lostPending = 0;
     }
+    retiredLost_ += vanishedLost_;
+    vanishedLost_ = 0;
+    vanishedStreams_ = 0;
     for (auto& f : retired_) retiredEvidence_ += f->sum.evidenceTotal();
     retired_.clear();
 }
@@ -604,6 +671,9 @@ void FileTail::reset() {
     retired_.clear();
     finished_.clear();  // what they read was rolled back
     scanDue_ = true;
+    checkVanished_ = true;
+    vanishedLost_ = 0;
+    vanishedStreams_ = 0;
 }
 
 std::vector<StreamStatus> FileTail::status() const {

@@ -444,3 +444,74 @@ TEST(DaemonHostile, CountersSurviveAReload) {
         << f.status().dump();
     stop(d);
 }
+
+// (l) What the daemon saw and had not read is counted lost when it disappears, also across a
+// restart: its checkpoints keep the size seen. a.log is deleted and b.log truncated and
+// rewritten while the daemon is down, c.log truncated and regrown with its first line; d.log,
+// deleted before its first line was complete, takes its bytes along. Counted once.
+TEST(DaemonHostile, LostBytesTheDaemonSawAreCountedAlsoAcrossARestart) {
+    Fixture f;
+    f.configure();
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    const std::string partial = "Memory access fault by";  // 22 bytes, no newline yet
+    for (const char* n : {"a.log", "b.log", "c.log"})
+        f.append(n, fmt::format("{} started\n{}\n{}\n{}", n, kRocrFault, kRocrFault, partial));
+    auto size = [&](const char* n) {
+        struct stat st {};
+        return ::stat((f.logs + "/" + n).c_str(), &st) == 0 ? st.st_size : -1;
+    };
+    // Committed with the size seen (the partial line is held, not read).
+    ASSERT_TRUE(eventually(
+        [&] {
+            return f.count(fmt::format("SELECT count(*) FROM sources WHERE size = {} AND "
+                                       "offset = {}",
+                                       size("a.log"), size("a.log") - 22)) == 3;
+        },
+        10s))
+        << d.stderrText();
+    f.append("d.log", "no newline yet");  // 14 bytes
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto r = f.stream(f.logs + "/d.log");
+            return r.is_object() && r["position"] == "waiting for a first line" && r["lag"] == 14;
+        },
+        10s));
+    ASSERT_EQ(::unlink((f.logs + "/d.log").c_str()), 0);
+    EXPECT_TRUE(eventually(
+        [&] {
+            auto r = f.stream("(finished files)");
+            return r.is_object() && r["lost_bytes"] == 14;
+        },
+        10s))
+        << f.status().dump();
+    stop(d);
+
+    ASSERT_EQ(::unlink((f.logs + "/a.log").c_str()), 0);
+    ASSERT_EQ(::truncate((f.logs + "/b.log").c_str(), 0), 0);
+    f.append("b.log", "b.log again\n");
+    ASSERT_EQ(::truncate((f.logs + "/c.log").c_str(), 0), 0);
+    f.append("c.log", "c.log started\n");  // the same first line, below the old offset
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    EXPECT_TRUE(eventually(
+        [&] {
+            auto fin = f.stream("(finished files)");
+            auto c = f.stream(f.logs + "/c.log");
+            return fin.is_object() && fin["lost_bytes"] == 2 * 22 && c.is_object() &&
+                   c["lost_bytes"] == 22;
+        },
+        10s))
+        << f.status().dump();
+    EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE complete = 0"), 2);  // b and c anew
+    stop(d);
+
+    // Once: a third life finds nothing more to count.
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return f.stream(f.logs + "/c.log").is_object(); }, 10s));
+    auto st = f.status();
+    for (const auto& s : st["streams"]) EXPECT_EQ(s["lost_bytes"], 0) << st.dump();
+    stop(d);
+}
