@@ -26,6 +26,13 @@ namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+/// SIGTERM or SIGINT is pending (blocked while the loop correlates).
+bool exitPending() {
+    sigset_t pending;
+    if (::sigpending(&pending) != 0) return false;
+    return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
+}
+
 class Loop {
   public:
     explicit Loop(State& s)
@@ -45,7 +52,12 @@ class Loop {
 
     void start() {
         bootId_ = readBootId();
-        if (auto m = maxEvidenceId(s_.store->db()); m) lastSnapshotEvidence_ = *m;
+        if (auto m = maxEvidenceId(s_.store->db()); m) {
+            lastSnapshotEvidence_ = *m;
+            // The last correlation may have been interrupted (SIGTERM): do it again.
+            if (auto c = maxIncidentEvidenceId(s_.store->db()); c && *c < *m)
+                scheduleCorrelate();
+        }
         waitSignal();
         armSources();
         uint64_t usec = 0;
@@ -276,7 +288,22 @@ class Loop {
             if (s_.txn->open()) commit();
             if (s_.txn->open() || !s_.store_error.empty()) return scheduleCorrelate();
             lastCorrelate_ = Clock::now();
-            auto n = recorrelate(*s_.store);
+            // A long correlation (hundreds of thousands of records) must not hold SIGTERM up:
+            // SIGTERM and SIGINT are blocked meanwhile, and asked for (sigpending) every few
+            // thousand steps; one pending ends it, the incidents stay as they were, and the
+            // signal is handled as soon as it is unblocked (the next start correlates again).
+            sigset_t block, old;
+            sigemptyset(&block);
+            sigaddset(&block, SIGTERM);
+            sigaddset(&block, SIGINT);
+            ::pthread_sigmask(SIG_BLOCK, &block, &old);
+            auto n = recorrelate(*s_.store, exitPending);
+            bool exiting = exitPending();
+            ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+            if (!n && exiting) {
+                logLine(6, "correlation interrupted: exiting");
+                return;
+            }
             if (!n) return fail(n.error().message);
             ++s_.correlations;
             if (s_.control) s_.control->published(true);

@@ -416,7 +416,10 @@ db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, in
     return s->run();
 }
 
-db::Result<void> Store::replaceIncidents(const std::vector<IncidentRecord>& incidents) {
+db::Result<void> Store::replaceIncidents(const std::vector<IncidentRecord>& incidents,
+                                        const std::function<bool()>& stop) {
+    uint64_t rows = 0;
+    auto stopped = [&] { return stop && (++rows & 4095) == 0 && stop(); };
     if (auto r = db_.exec("DELETE FROM incident_evidence; DELETE FROM incidents;"); !r) return r;
     auto ins = db_.prepare(
         "INSERT INTO incidents(kind, vendor, address, pid, process, reason, kernel, signature, "
@@ -434,6 +437,7 @@ db::Result<void> Store::replaceIncidents(const std::vector<IncidentRecord>& inci
         if (auto r = ins->run(); !r) return r;
         int64_t id = db_.lastInsertId();
         for (const auto& m : inc.members) {
+            if (stopped()) return std::unexpected(db::Error{"interrupted"});
             mem->bind(1, id).bind(2, m.evidence_id).bind(3, m.role).bind(4, m.link);
             if (auto r = mem->run(); !r) return r;
         }

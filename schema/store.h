@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -174,8 +175,10 @@ class Store {
     db::Result<std::optional<int64_t>> evidenceIdOf(int64_t source_id, Kind kind);
     /// Records a run; returns its id.
     db::Result<int64_t> addRun(const RunRecord& r);
-    /// Replaces all incidents (correlation is recomputed after each ingest).
-    db::Result<void> replaceIncidents(const std::vector<IncidentRecord>& incidents);
+    /// Replaces all incidents (correlation is recomputed after each ingest). `stop`, asked
+    /// every 4096 rows, ends it with the error "interrupted" (the caller rolls back).
+    db::Result<void> replaceIncidents(const std::vector<IncidentRecord>& incidents,
+                                      const std::function<bool()>& stop = {});
 
     db::Db& db() { return db_; }
     const std::string& path() const { return path_; }

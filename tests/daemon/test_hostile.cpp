@@ -515,3 +515,49 @@ TEST(DaemonHostile, LostBytesTheDaemonSawAreCountedAlsoAcrossARestart) {
     for (const auto& s : st["streams"]) EXPECT_EQ(s["lost_bytes"], 0) << st.dump();
     stop(d);
 }
+
+// (d) SIGTERM while the daemon re-correlates a large store (200 000 records: seconds of work
+// on the loop thread) ends the correlation at once: exit status 0, well within 10 s, every
+// committed record there, and the next start correlates again.
+TEST(DaemonHostile, SigtermDuringALongCorrelationExitsPromptly) {
+    Fixture f;
+    // One correlation right after the first commit, then none for an hour: the store ends up
+    // with incidents older than its records, which the next start correlates.
+    f.configure("", "[commit]\ncorrelate_ms = 3600000\n");
+    constexpr int kRecords = 200000;
+    {
+        std::string lines;
+        lines.reserve(size_t{kRecords} * 120);
+        for (int i = 0; i < kRecords; ++i)
+            lines += fmt::format("Memory access fault by GPU node-1 (Agent handle: 0x1) on address "
+                                 "0x{:x}. Reason: Page not present or supervisor privilege.\n",
+                                 0x7f0000000000 + uint64_t(i) * 0x200000);
+        f.append("job.log", lines);
+    }
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] { return f.count("SELECT count(*) FROM evidence") == kRecords; }, 60s))
+        << f.count("SELECT count(*) FROM evidence") << d.stderrText();
+    stop(d);
+    ASSERT_LT(f.count("SELECT max(evidence_id) FROM incident_evidence"), kRecords);
+
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    // The loop is correlating when it cannot answer `status` for a while.
+    bool busy = eventually([&] { return controlRequest(f.sock, "status", 300ms).empty(); }, 30s);
+    ASSERT_TRUE(busy) << "never caught the daemon correlating";
+    auto t0 = std::chrono::steady_clock::now();
+    d.signal(SIGTERM);
+    auto rc = d.waitExit(10s);
+    auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(rc) << "no exit within 10 s of SIGTERM";
+    EXPECT_EQ(*rc, 0) << d.stderrText();
+    EXPECT_NE(d.stderrText().find("correlation interrupted: exiting"), std::string::npos)
+        << d.stderrText();
+    std::printf("exit %.2f s after SIGTERM during a correlation of %d records\n", took, kRecords);
+    EXPECT_EQ(f.count("SELECT count(*) FROM evidence"), kRecords);
+    EXPECT_LT(f.count("SELECT max(evidence_id) FROM incident_evidence"), kRecords)
+        << "the interrupted correlation left the incidents as they were";
+}
