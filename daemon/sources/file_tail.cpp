@@ -138,6 +138,7 @@ std::vector<std::string> FileTail::watchDirs() const {
 namespace {
 constexpr size_t kProblemsLogged = 20;  ///< problems logged per scan (then a count)
 constexpr size_t kProblemsShown = 100;  ///< problem rows in status()
+constexpr size_t kProblemsKept = 1000;  ///< problems remembered (a directory may hold millions)
 
 std::string keyText(dev_t dev, ino_t ino) {
     return fmt::format("file {}:{}", static_cast<uint64_t>(dev), static_cast<uint64_t>(ino));
@@ -145,6 +146,10 @@ std::string keyText(dev_t dev, ino_t ino) {
 }  // namespace
 
 void FileTail::problem(const std::string& path, std::string why) {
+    if (problems_.size() >= kProblemsKept && !problems_.count(path)) {
+        ++problemsUnkept_;
+        return;
+    }
     problems_[path] = std::move(why);
 }
 
@@ -162,6 +167,7 @@ void FileTail::scan() {
     scanDue_ = false;
     std::set<Key> seen;
     problems_.clear();
+    problemsUnkept_ = 0;
     bool complete = true;  // false: a directory could not be read, files may be missing
     size_t open = 0, over = 0;
     for (const auto& [k, f] : files_) open += f->fd >= 0 ? 1 : 0;
@@ -239,7 +245,10 @@ void FileTail::scan() {
     for (auto& [key, f] : files_)
         if (complete || seen.count(key)) f->matched = seen.count(key) > 0;
     seenComplete_ = complete;
-    seen_ = std::move(seen);
+    if (checkVanished_)
+        seen_ = std::move(seen);
+    else
+        seen_.clear();
     // Each problem is logged once (again only when it changes), the cap once per episode.
     if (over > 0 && overCap_ == 0)
         logLine(4,
@@ -259,7 +268,11 @@ void FileTail::scan() {
             ++unlogged;
         logged_[path] = why;
     }
-    if (unlogged > 0) logLine(4, fmt::format("… and {} more file(s) not followed", unlogged));
+    // Beyond those, only their number, when it changes.
+    unlogged += problemsUnkept_;
+    if (unlogged > 0 && unlogged != unloggedBefore_)
+        logLine(4, fmt::format("… and {} more file(s) not followed", unlogged));
+    unloggedBefore_ = unlogged;
     std::erase_if(logged_, [&](const auto& e) { return problems_.count(e.first) == 0; });
 }
 
@@ -699,7 +712,8 @@ std::vector<StreamStatus> FileTail::status() const {
         if (shown++ == kProblemsShown) {
             StreamStatus s;
             s.source = "file";
-            s.name = fmt::format("({} more files not followed)", problems_.size() - kProblemsShown);
+            s.name = fmt::format("({} more files not followed)",
+                                 problems_.size() - kProblemsShown + problemsUnkept_);
             s.position = s.error = "not followed";
             out.push_back(std::move(s));
             break;

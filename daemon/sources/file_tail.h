@@ -128,6 +128,8 @@ class FileTail final : public Source {
     size_t maxOpen_;
     bool followHardlinks_;
     std::map<std::string, std::string> problems_;  ///< path → why not followed (last scan)
+    size_t problemsUnkept_ = 0;  ///< problems beyond kProblemsKept (counted only)
+    size_t unloggedBefore_ = 0;  ///< problems not logged one by one at the last scan
     std::map<std::string, std::string> logged_;    ///< what was logged (once per path)
     size_t overCap_ = 0;                           ///< files over max_open at the last scan
     std::set<Key> seen_;         ///< files the last scan matched (followed or not)

@@ -561,3 +561,40 @@ TEST(DaemonHostile, SigtermDuringALongCorrelationExitsPromptly) {
     EXPECT_LT(f.count("SELECT max(evidence_id) FROM incident_evidence"), kRecords)
         << "the interrupted correlation left the incidents as they were";
 }
+
+// (b, k) A directory with many files the daemon does not follow (here 1 100 hard links) costs
+// bounded memory, a bounded status and a bounded log: 100 rows and a count, 20 lines and a
+// count, once.
+TEST(DaemonHostile, ManyFilesNotFollowedAreBoundedInStatusAndLog) {
+    Fixture f;
+    std::string target = f.dir.file("target.txt");
+    writeFile(target, "not a log\n");
+    for (int i = 0; i < 1100; ++i)
+        ASSERT_EQ(::link(target.c_str(), fmt::format("{}/l{:04}.log", f.logs, i).c_str()), 0);
+    f.append("job.log", std::string(kRocrFault) + "\n");
+    f.configure();
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 10s));
+    for (int i = 0; i < 3; ++i) {  // three more scans
+        f.append("job.log", std::string(kRocrFault) + "\n");
+        ASSERT_TRUE(eventually(
+            [&] { return f.count("SELECT sum(line) FROM sources") == 2 + i; }, 10s));
+    }
+    auto st = f.status();
+    ASSERT_TRUE(st.is_object());
+    size_t rows = 0;
+    std::string last;
+    for (const auto& s : st["streams"])
+        if (!s["error"].get<std::string>().empty()) {
+            ++rows;
+            last = s["name"];
+        }
+    EXPECT_EQ(rows, 101u);
+    EXPECT_EQ(last, "(1000 more files not followed)");
+    auto err = d.stderrText();
+    EXPECT_EQ(occurrences(err, ": not followed: 1101 hard links"), 20u) << err;
+    EXPECT_EQ(occurrences(err, "… and 1080 more file(s) not followed"), 1u) << err;
+    stop(d);
+}
