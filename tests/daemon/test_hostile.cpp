@@ -179,7 +179,7 @@ TEST(DaemonHostile, OnlyKernelRecordsMakeTheDaemonReadProc) {
 // that sends nothing is closed after control.idle_timeout_ms, and its slot is free again.
 TEST(DaemonHostile, ControlConnectionsAreCappedAndSilentOnesClosed) {
     Fixture f;
-    f.configure("", "max_clients = 3\nidle_timeout_ms = 300\n");
+    f.configure("", "max_clients = 3\nidle_timeout_ms = 1000\n");
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
     ASSERT_TRUE(d.start());
     ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
