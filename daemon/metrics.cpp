@@ -49,7 +49,7 @@ std::expected<std::string, std::string> renderMetrics(State& s) {
     for (const auto& src : s.sources)
         for (auto& st : src->status()) {
             if (!st.error.empty()) {
-                ++notFollowed;  // one series each would let a directory of files flood it
+                notFollowed += st.not_followed;  // a series each: a directory could flood it
                 continue;
             }
             streams.push_back(std::move(st));

@@ -54,6 +54,7 @@ struct StreamStatus {
     uint64_t lost_bytes = 0;    ///< bytes truncated away before they were read (at least)
     bool active = true;         ///< false once a rotated or deleted file is finished
     std::string error;  ///< why it is not followed ("" = followed): open failed, over a cap, …
+    uint64_t not_followed = 0;  ///< files (or patterns) this row stands for that are not followed
     /// Identity across a reload (device:inode for files, the path for kmsg); "" = none:
     /// counters of a stream whose key is the same before and after a reload are carried over.
     std::string key;

@@ -715,6 +715,7 @@ std::vector<StreamStatus> FileTail::status() const {
             s.name = fmt::format("({} more files not followed)",
                                  problems_.size() - kProblemsShown + problemsUnkept_);
             s.position = s.error = "not followed";
+            s.not_followed = problems_.size() - kProblemsShown + problemsUnkept_;
             out.push_back(std::move(s));
             break;
         }
@@ -722,6 +723,7 @@ std::vector<StreamStatus> FileTail::status() const {
         s.source = "file";
         s.name = path;
         s.position = s.error = why;
+        s.not_followed = 1;
         out.push_back(std::move(s));
     }
     if (retiredLost_ > 0) {

@@ -572,11 +572,19 @@ TEST(DaemonHostile, ManyFilesNotFollowedAreBoundedInStatusAndLog) {
     for (int i = 0; i < 1100; ++i)
         ASSERT_EQ(::link(target.c_str(), fmt::format("{}/l{:04}.log", f.logs, i).c_str()), 0);
     f.append("job.log", std::string(kRocrFault) + "\n");
-    f.configure();
+    std::string metrics = f.dir.file("gpufault.prom");
+    f.configure("", fmt::format("[metrics]\npath = \"{}\"\ninterval_ms = 100\n", metrics));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
     ASSERT_TRUE(d.start());
     ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 10s));
+    EXPECT_TRUE(eventually(
+        [&] {
+            return readFile(metrics).find("gpufault_files_not_followed 1100\n") !=
+                   std::string::npos;
+        },
+        5s))
+        << readFile(metrics);
     for (int i = 0; i < 3; ++i) {  // three more scans
         f.append("job.log", std::string(kRocrFault) + "\n");
         ASSERT_TRUE(eventually(
