@@ -1,21 +1,17 @@
 // gpufault codeobj: which GPU targets a binary carries, and which bundles lack a device's code.
 // I/O lives here (mmap, directory walk); the parsing is collectors/code_object/.
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "analysis/mapped_file.h"
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "collectors/code_object/compat.h"
 #include "collectors/code_object/inventory.h"
+#include "collectors/code_object/kernel_library.h"
 #include "collectors/common/demangle.h"
 
 namespace gpufault::cli {
@@ -23,41 +19,6 @@ namespace {
 
 using namespace codeobj;
 namespace fs = std::filesystem;
-
-// A read-only mapping of a whole file.
-class Mapped {
-  public:
-    ~Mapped() {
-        if (data_ && size_) ::munmap(data_, size_);
-    }
-    std::string open(const std::string& path) {
-        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return std::strerror(errno);
-        struct stat st {};
-        std::string err;
-        if (::fstat(fd, &st) != 0)
-            err = std::strerror(errno);
-        else if (!S_ISREG(st.st_mode))
-            err = "not a regular file";
-        else if (st.st_size > 0) {
-            size_ = static_cast<size_t>(st.st_size);
-            void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-            if (p == MAP_FAILED) {
-                err = std::strerror(errno);
-                size_ = 0;
-            } else {
-                data_ = p;
-            }
-        }
-        ::close(fd);
-        return err;
-    }
-    Bytes bytes() const { return {static_cast<const std::byte*>(data_), size_}; }
-
-  private:
-    void* data_ = nullptr;
-    size_t size_ = 0;
-};
 
 std::string_view kindName(BundleInfo::Kind k) {
     switch (k) {
@@ -220,6 +181,16 @@ FileResult codeobjFile(const std::string& path,
                        bool json) {
     FileResult r;
     auto inv = inventory(bytes, opt);
+    // Kernel names are read only where printed: a second pass when a bundle lacks a target.
+    if (inv && !opt.kernels && std::ranges::any_of(inv->bundles, [&](const BundleInfo& b) {
+            return std::ranges::any_of(check.targets, [&](const Target& t) {
+                return !hasCodeFor(b, t, check.hsa_override);
+            });
+        })) {
+        InventoryOptions again = opt;
+        again.kernels = true;
+        inv = inventory(bytes, again);
+    }
     if (!inv) {
         fmt::print(stderr,
                    "gpufault codeobj: {}: offset 0x{:x}: {}\n",
@@ -240,7 +211,8 @@ FileResult codeobjFile(const std::string& path,
                    e.offset,
                    printable(e.message));
     r.input_error = !inv->errors.empty();
-    nlohmann::json j = toJson(path, *inv);
+    // Only --json prints the whole inventory; the checks below keep their findings in `j`.
+    nlohmann::json j = json ? toJson(path, *inv) : nlohmann::json::object();
     j["errors"] = nlohmann::json::array();
     for (const auto& e : inv->errors)
         j["errors"].push_back({{"offset", e.offset}, {"message", e.message}});
@@ -324,6 +296,66 @@ FileResult codeobjFile(const std::string& path,
     return r;
 }
 
+/// Kernel library files (Tensile) of the directories walked: which targets have files, and
+/// for each target checked, whether one runs on it. True when a checked target has none.
+bool libraryDirs(const std::vector<std::string>& files, const Check& check, bool json) {
+    bool failed = false;
+    for (const auto& dir : groupKernelLibraries(files)) {
+        nlohmann::json j{{"directory", dir.dir}, {"library_files", dir.files}};
+        j["missing"] = nlohmann::json::array();
+        std::string has;
+        for (const auto& [p, n] : dir.files) has += fmt::format("{}{} ({})", has.empty() ? "" : ", ", p, n);
+        if (!json && check.targets.empty())
+            fmt::print("{}: kernel library files for {}\n", printable(dir.dir), has);
+        for (const auto& want : check.targets) {
+            if (want.kind != Target::Kind::Amd) continue;
+            if (libraryCovers(dir, want.text(), check.hsa_override)) {
+                if (!json)
+                    fmt::print("{}: {}: kernel library files present\n", printable(dir.dir),
+                               want.text());
+                continue;
+            }
+            failed = true;
+            j["missing"].push_back(want.text());
+            if (!json)
+                fmt::print("{}: no kernel library files for {} (has {})\n", printable(dir.dir),
+                           want.text(), has);
+        }
+        if (json) printJsonLine(stdout, j);
+    }
+    return failed;
+}
+
+/// The targets of this machine's GPUs (`--device` left out); an empty list after saying why.
+std::vector<Target> localTargets(const CodeobjOptions& o) {
+    std::vector<Target> out;
+    auto devs = listDevices(o.sysfs_root, o.proc_root);
+    std::string seen;
+    for (const auto& d : devs) {
+        if (d.target.empty()) {
+            fmt::print(stderr,
+                       "gpufault codeobj: {} GPU {} ({}): its target is not known from {}; give "
+                       "--device\n",
+                       d.vendor, d.pci, d.name.empty() ? "?" : d.name,
+                       d.vendor == "nvidia" ? o.proc_root + "/driver/nvidia" : o.sysfs_root);
+            continue;
+        }
+        auto t = parseTarget(d.target);
+        if (!t || std::ranges::any_of(out, [&](const Target& x) { return x.text() == t->text(); }))
+            continue;
+        fmt::print(stderr, "gpufault codeobj: checking for this machine's GPU {} ({})\n",
+                   t->text(), d.pci);
+        out.push_back(std::move(*t));
+    }
+    if (devs.empty())
+        fmt::print(stderr,
+                   "gpufault codeobj: no GPU found on this machine (no KFD topology under {}, no "
+                   "NVIDIA GPU under {}/driver/nvidia): give --device TARGET, --require, or "
+                   "--list\n",
+                   o.sysfs_root, o.proc_root);
+    return out;
+}
+
 }  // namespace
 
 int cmdCodeobj(const CodeobjOptions& o) {
@@ -346,11 +378,18 @@ int cmdCodeobj(const CodeobjOptions& o) {
         }
         check.targets.push_back(std::move(*t));
     }
+    if (check.targets.empty() && !o.list) {
+        check.targets = localTargets(o);
+        if (check.targets.empty()) return 2;
+    }
     InventoryOptions opt;
     opt.max_decompressed = o.max_decompressed;
+    // Kernel names are printed in --json and for bundles lacking a target (read again then); a
+    // listing or a passing check does not read the symbol tables (librocsparse: 777 of them).
+    opt.kernels = o.json;
     bool inputError = false, failed = false;
     auto one = [&](const std::string& path, bool fromDir) {
-        Mapped m;
+        MappedFile m;
         if (auto err = m.open(path); !err.empty()) {
             fmt::print(stderr, "gpufault codeobj: {}: {}\n", printable(path), err);
             inputError = true;
@@ -379,6 +418,7 @@ int cmdCodeobj(const CodeobjOptions& o) {
         }
         std::ranges::sort(files);
         for (const auto& f : files) one(f, true);
+        failed |= libraryDirs(files, check, o.json);
     }
     return inputError ? 2 : failed ? 1 : 0;
 }

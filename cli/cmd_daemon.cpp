@@ -1,79 +1,189 @@
-// `gpufault status` and `gpufault watch`: clients of gpufaultd's control socket.
+// `gpufault status` and `gpufault watch`: clients of gpufaultd's control socket. A reply is
+// shown only when its shape is the daemon's (daemon/control.cpp); anything else exits 2.
 #include <fmt/format.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "cli/commands.h"
+#include "cli/daemon_client.h"
 #include "cli/output.h"
 
 namespace gpufault::cli {
 
 namespace {
 
-/// Connects to the control socket; -1 (message printed) when the daemon is not reachable.
-int connectDaemon(const std::string& path) {
-    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    if (fd < 0 || path.size() >= sizeof a.sun_path) {
-        std::fprintf(stderr, "gpufault: %s: invalid socket path\n", path.c_str());
-        if (fd >= 0) ::close(fd);
-        return -1;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+/// What a reply field must be: (name, test, what the message says it should be).
+struct Field {
+    const char* key;
+    bool (json::*is)() const noexcept;
+    const char* what;
+};
+
+/// What is wrong with `o` (named `name` in messages): not an object ("NAME: expected an
+/// object"), or its first field that is present with another type ("NAME.KEY: expected WHAT").
+/// Absent fields are fine (the renderers print "-" or "?").
+std::optional<std::string> badField(const json& o,
+                                    std::initializer_list<Field> fields,
+                                    const std::string& name = "") {
+    std::string prefix = name.empty() ? "" : name + ".";
+    if (!o.is_object()) return (name.empty() ? "" : name + ": ") + "expected an object";
+    for (const auto& f : fields)
+        if (auto it = o.find(f.key); it != o.end() && !((*it).*f.is)())
+            return fmt::format("{}{}: expected {}", prefix, f.key, f.what);
+    return std::nullopt;
+}
+
+constexpr auto kStr = &json::is_string;
+constexpr auto kNum = &json::is_number;
+
+/// Why a status reply cannot be shown, or nullopt when its shape is the daemon's.
+std::optional<std::string> statusShapeError(const json& j) {
+    if (auto e = badField(j,
+                          {{"version", kStr, "a string"},
+                           {"pid", kNum, "a number"},
+                           {"commits", kNum, "a number"},
+                           {"uptime_s", kNum, "a number"},
+                           {"config", kStr, "a string"},
+                           {"store", &json::is_object, "an object"},
+                           {"streams", &json::is_array, "an array"}}))
+        return e;
+    if (j.contains("store"))
+        if (auto e = badField(j["store"],
+                              {{"path", kStr, "a string"},
+                               {"bytes", &json::is_number_unsigned, "a byte count"},
+                               {"error", kStr, "a string"}},
+                              "store"))
+            return e;
+    if (j.contains("streams"))
+        for (size_t i = 0; i < j["streams"].size(); ++i)
+            if (auto e = badField(j["streams"][i],
+                                  {{"source", kStr, "a string"},
+                                   {"name", kStr, "a string"},
+                                   {"position", kStr, "a string"},
+                                   {"lines", kNum, "a number"},
+                                   {"evidence", kNum, "a number"},
+                                   {"lag", kNum, "a number"},
+                                   {"lost_records", kNum, "a number"},
+                                   {"lost_bytes", kNum, "a number"},
+                                   {"active", &json::is_boolean, "true or false"}},
+                                  fmt::format("streams[{}]", i)))
+                return e;
+    return std::nullopt;
+}
+
+/// Why a watch line cannot be shown, or nullopt. Unknown types are shown by --json only.
+std::optional<std::string> watchShapeError(const json& j) {
+    return badField(j,
+                    {{"type", kStr, "a string"},
+                     {"kind", kStr, "a string"},
+                     {"address", kStr, "a string"},
+                     {"source", kStr, "a string"},
+                     {"kinds", kStr, "a string"}});
+}
+
+/// Prints "gpufault: SOCKET: malformed gpufaultd reply (WHY): LINE…" and returns 2.
+int malformed(const std::string& path, const std::string& why, const std::string& line) {
+    std::fprintf(stderr,
+                 "gpufault: %s: malformed gpufaultd reply (%s): %s%s\n",
+                 path.c_str(),
+                 why.c_str(),
+                 printable(line.substr(0, 120)).c_str(),
+                 line.size() > 120 ? "…" : "");
+    return 2;
+}
+
+/// The next reply line (Result::Line); otherwise prints why there is none: the daemon closed,
+/// did not answer before `deadline` (`timeout_s` is named), sent an endless line, or the read
+/// failed.
+LineReader::Result nextLine(LineReader& r,
+                            std::string& line,
+                            Deadline deadline,
+                            double timeout_s,
+                            const std::string& path) {
+    auto res = r.next(line, deadline);
+    switch (res) {
+        case LineReader::Result::Line:
+            break;
+        case LineReader::Result::End:
+            std::fprintf(stderr, "gpufault: %s: gpufaultd closed the connection\n", path.c_str());
+            break;
+        case LineReader::Result::Timeout:
+            std::fprintf(stderr,
+                         "gpufault: gpufaultd at %s did not answer within %g s (--timeout)\n",
+                         path.c_str(),
+                         timeout_s);
+            break;
+        case LineReader::Result::TooLong:
+            std::fprintf(stderr,
+                         "gpufault: %s: malformed gpufaultd reply (a line longer than %zu bytes)\n",
+                         path.c_str(),
+                         kMaxReplyLine);
+            break;
+        case LineReader::Result::Error:
+            std::fprintf(stderr, "gpufault: %s: %s\n", path.c_str(), std::strerror(errno));
+            break;
     }
-    std::memcpy(a.sun_path, path.data(), path.size());
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    return res;
+}
+
+constexpr int kMaxDepth = 64;  ///< the daemon nests 3 deep; a deeper reply is not its
+
+/// One reply line as a JSON object; otherwise `why` says what is wrong. Nesting is limited so
+/// that printing it back cannot exhaust the stack.
+std::optional<json> parseLine(const std::string& line, std::string& why) {
+    bool deep = false;
+    auto keep = [&](int depth, json::parse_event_t, json&) {
+        deep |= depth > kMaxDepth;
+        return !deep;
+    };
+    auto j = json::parse(line, keep, false);
+    if (j.is_discarded())
+        why = "not JSON";
+    else if (deep)
+        why = fmt::format("nested deeper than {}", kMaxDepth);
+    else if (!j.is_object())
+        why = "expected an object";
+    else
+        return j;
+    return std::nullopt;
+}
+
+/// The daemon's first answer as a JSON object; prints why (returns null) on refusal or garbage.
+json parseReply(const std::string& line, const std::string& path) {
+    std::string why;
+    auto j = parseLine(line, why);
+    if (!j) return malformed(path, why, line), nullptr;
+    if (auto e = badField(*j, {{"error", kStr, "a string"}}))
+        return malformed(path, *e, line), nullptr;
+    if (j->contains("error")) {
+        std::string err = (*j)["error"];
         std::fprintf(stderr,
-                     "gpufault: cannot reach gpufaultd at %s: %s (is it running? systemctl "
-                     "status gpufaultd; or pass --socket)\n",
-                     path.c_str(), std::strerror(errno));
-        ::close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/// Reads one '\n'-terminated line into `line`; false at end of stream.
-bool readLine(int fd, std::string& buf, std::string& line) {
-    for (;;) {
-        if (auto nl = buf.find('\n'); nl != std::string::npos) {
-            line = buf.substr(0, nl);
-            buf.erase(0, nl + 1);
-            return true;
-        }
-        char b[65536];
-        ssize_t n = ::read(fd, b, sizeof b);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        buf.append(b, static_cast<size_t>(n));
-    }
-}
-
-/// The daemon's answer as JSON; prints its error and returns null on refusal or garbage.
-nlohmann::json parseReply(const std::string& line, const std::string& path) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-        std::fprintf(stderr, "gpufault: %s: not a gpufaultd reply\n", path.c_str());
+                     "gpufault: gpufaultd at %s: %s%s\n",
+                     path.c_str(),
+                     printable(err).c_str(),
+                     err == "permission denied" ? " (join the gpufault group, or use sudo)" : "");
         return nullptr;
     }
-    if (j.contains("error")) {
-        std::fprintf(stderr, "gpufault: gpufaultd at %s: %s%s\n", path.c_str(),
-                     j["error"].get<std::string>().c_str(),
-                     j["error"] == "permission denied" ? " (join the gpufault group, or use sudo)"
-                                                       : "");
-        return nullptr;
-    }
-    return j;
+    return *j;
 }
 
-std::string u64(const nlohmann::json& j, const char* key) {
-    return j.contains(key) ? j[key].dump() : "-";
+std::string u64(const json& j, const char* key) {
+    return j.contains(key) ? printable(j[key].dump(-1, ' ', false, json::error_handler_t::replace))
+                           : "-";
+}
+
+/// `timeout_s` from now.
+Deadline after(double timeout_s) {
+    return Clock::now() +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
 }
 
 }  // namespace
@@ -84,25 +194,26 @@ std::string resolveSocketPath(const std::string& flag) {
     return "/run/gpufault/gpufaultd.sock";
 }
 
-int cmdStatus(const std::string& socket, bool json) {
-    int fd = connectDaemon(socket);
-    if (fd < 0) return 2;
-    // MSG_NOSIGNAL: a daemon that refuses us closes at once; its reply says why.
-    (void)!::send(fd, "status\n", 7, MSG_NOSIGNAL);
-    std::string buf, line;
-    bool got = readLine(fd, buf, line);
-    ::close(fd);
-    if (!got) {
-        std::fprintf(stderr, "gpufault: %s: gpufaultd closed the connection\n", socket.c_str());
+int cmdStatus(const std::string& socket, bool json, double timeout_s) {
+    auto deadline = after(timeout_s);
+    auto fd = connectDaemon(socket, "status", deadline);
+    if (!fd) {
+        std::fprintf(stderr, "gpufault: %s\n", fd.error().c_str());
         return 2;
     }
+    LineReader reader(*fd);
+    std::string line;
+    auto got = nextLine(reader, line, deadline, timeout_s, socket);
+    ::close(*fd);
+    if (got != LineReader::Result::Line) return 2;
     auto j = parseReply(line, socket);
     if (j.is_null()) return 2;
+    if (auto e = statusShapeError(j)) return malformed(socket, *e, line);
     if (json) {
         printJsonLine(stdout, j);
         return 0;
     }
-    const auto& st = j["store"];
+    const auto st = j.value("store", nlohmann::json::object());
     std::printf("gpufaultd %s, pid %s, up %.0f s, config %s\n",
                 printable(j.value("version", "?")).c_str(), u64(j, "pid").c_str(),
                 j.value("uptime_s", 0.0), printable(j.value("config", "(defaults)")).c_str());
@@ -114,7 +225,7 @@ int cmdStatus(const std::string& socket, bool json) {
     TextTable t;
     t.header = {"SOURCE", "NAME", "POSITION", "LINES", "EVIDENCE", "LAG", "LOST_RECORDS",
                 "LOST_BYTES"};
-    for (const auto& s : j["streams"])
+    for (const auto& s : j.value("streams", nlohmann::json::array()))
         t.rows.push_back({s.value("source", "?") + (s.value("active", true) ? "" : " (rotated)"),
                           s.value("name", "?"), s.value("position", "?"), u64(s, "lines"),
                           u64(s, "evidence"), u64(s, "lag"), u64(s, "lost_records"),
@@ -123,19 +234,36 @@ int cmdStatus(const std::string& socket, bool json) {
     return 0;
 }
 
-int cmdWatch(const std::string& socket, bool json) {
-    int fd = connectDaemon(socket);
-    if (fd < 0) return 2;
-    (void)!::send(fd, "watch\n", 6, MSG_NOSIGNAL);
-    std::string buf, line;
-    if (!readLine(fd, buf, line) || parseReply(line, socket).is_null()) {
-        ::close(fd);
+int cmdWatch(const std::string& socket, bool json, double timeout_s) {
+    auto deadline = after(timeout_s);
+    auto fd = connectDaemon(socket, "watch", deadline);
+    if (!fd) {
+        std::fprintf(stderr, "gpufault: %s\n", fd.error().c_str());
+        return 2;
+    }
+    LineReader reader(*fd);
+    std::string line;
+    if (nextLine(reader, line, deadline, timeout_s, socket) != LineReader::Result::Line ||
+        parseReply(line, socket).is_null()) {
+        ::close(*fd);
         return 2;
     }
     std::fprintf(stderr, "watching %s (Ctrl-C to stop)\n", socket.c_str());
-    while (readLine(fd, buf, line)) {
-        auto j = nlohmann::json::parse(line, nullptr, false);
-        if (j.is_discarded()) continue;
+    // Lines come when faults happen: no deadline from here on.
+    for (;;) {
+        auto got = nextLine(reader, line, std::nullopt, 0, socket);
+        if (got != LineReader::Result::Line) {
+            ::close(*fd);
+            return got == LineReader::Result::End ? 0 : 2;  // the daemon stopped: not an error
+        }
+        std::string why;
+        auto parsed = parseLine(line, why);
+        if (parsed) why = watchShapeError(*parsed).value_or("");
+        if (!why.empty()) {
+            ::close(*fd);
+            return malformed(socket, why, line);
+        }
+        const nlohmann::json& j = *parsed;
         if (json) {
             printJsonLine(stdout, j);
         } else if (j.value("type", "") == "evidence") {
@@ -154,9 +282,6 @@ int cmdWatch(const std::string& socket, bool json) {
         }
         std::fflush(stdout);
     }
-    ::close(fd);
-    std::fprintf(stderr, "gpufaultd closed the connection\n");
-    return 0;
 }
 
 }  // namespace gpufault::cli

@@ -5,12 +5,16 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "collectors/common/text.h"
 #include "collectors/device/sysfs.h"
+#include "schema/diagnosis_queries.h"
+#include "schema/store.h"
 
 namespace gpufault::cli {
 
@@ -92,6 +96,7 @@ std::vector<Device> listDevices(const std::string& sysfs_root, const std::string
         Device d;
         d.vendor = "nvidia";
         d.name = kv["Model"];
+        d.target = nvidiaTargetOfModel(d.name).value_or("");
         d.pci = kv["Bus Location"];
         d.uuid = kv["GPU UUID"];
         d.vbios = kv["Video BIOS"];
@@ -102,12 +107,63 @@ std::vector<Device> listDevices(const std::string& sysfs_root, const std::string
     return out;
 }
 
-int cmdDevices(const std::string& sysfs_root, const std::string& proc_root, bool json) {
+namespace {
+
+/// Writes `devs` into the store (table devices), tagged with this host and boot.
+int storeDevices(const Global& g, const std::vector<Device>& devs, const std::string& proc_root) {
+    std::error_code ec;
+    if (auto dir = fs::path(g.db).parent_path(); !dir.empty()) fs::create_directories(dir, ec);
+    auto store = Store::open(g.db, Store::Mode::ReadWrite);
+    if (!store) {
+        fmt::print(stderr, "gpufault devices: {}\n", store.error().message);
+        return 2;
+    }
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    std::string boot = firstLine(slurp(fs::path(proc_root) / "sys/kernel/random/boot_id"));
+    std::string now = text::utcNowIso();
+    std::vector<DeviceRecord> rows;
+    for (const auto& d : devs) {
+        DeviceRecord r;
+        r.host = host;
+        r.boot_id = boot;
+        r.taken_at = now;
+        r.vendor = d.vendor;
+        r.node = d.node;
+        r.pci = d.pci;
+        r.target = d.target;
+        r.name = d.name;
+        r.uuid = d.uuid;
+        r.vbios = d.vbios;
+        r.driver = d.driver;
+        r.render_minor = d.render_minor;
+        r.vram_total = d.vram_total;
+        rows.push_back(std::move(r));
+    }
+    auto n = gpufault::recordDevices(store->db(), rows);
+    if (!n) {
+        fmt::print(stderr, "gpufault devices: {}: {}\n", g.db, n.error().message);
+        return 2;
+    }
+    fmt::print(stderr, "{} device{} recorded in {} (host {})\n", *n, *n == 1 ? "" : "s", g.db,
+               host);
+    return 0;
+}
+
+}  // namespace
+
+int cmdDevices(const Global* g,
+               const std::string& sysfs_root,
+               const std::string& proc_root,
+               bool json) {
     auto devs = listDevices(sysfs_root, proc_root);
     if (devs.empty()) {
         fmt::print(stderr, "gpufault devices: no GPU found (no KFD topology under {}, no NVIDIA "
                            "GPU under {}/driver/nvidia)\n", sysfs_root, proc_root);
         return 1;
+    }
+    if (g) {
+        if (int rc = storeDevices(*g, devs, proc_root); rc != 0) return rc;
     }
     TextTable t{{"VENDOR", "NODE", "PCI", "TARGET", "NAME", "VRAM", "VBIOS", "DRIVER"}, {}};
     for (const auto& d : devs) {

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "collectors/coredump/core_reader.h"
 #include "ingest/ingest.h"
+#include "ingest/ingest_alloc.h"
 #include "ingest/ingest_core.h"
 #include "schema/store.h"
 
@@ -95,6 +96,27 @@ bool ingestOneCore(Store& store, const std::string& f, const CoreOptions& o, boo
 
 }  // namespace
 
+bool ingestOneAllocLog(Store& store, const std::string& f, std::optional<int64_t> run, bool quiet) {
+    auto r = ingestAllocLog(store, f, run);
+    if (!r) {
+        fmt::print(stderr, "gpufault: {}\n", r.error().message);
+        return false;
+    }
+    for (const auto& w : r->warning_texts) fmt::print(stderr, "gpufault: {}\n", w);
+    if (quiet) return true;
+    if (r->unchanged) {
+        fmt::print("{}: allocation records already ingested, unchanged\n", f);
+        return true;
+    }
+    std::string pids;
+    for (auto p : r->pids) pids += (pids.empty() ? "" : ",") + std::to_string(p);
+    fmt::print("{}: allocation records of pid {}: {} lines, {} allocations ({} freed), {} failed "
+               "calls, {} warnings, {:.2f} s\n",
+               f, pids.empty() ? "-" : pids, r->lines, r->allocations, r->freed, r->failed,
+               r->warnings, r->seconds);
+    return true;
+}
+
 int cmdIngest(const Global& g,
               const std::vector<std::string>& files,
               int window,
@@ -116,6 +138,13 @@ int cmdIngest(const Global& g,
     bool tty = ::isatty(STDERR_FILENO);
     int rc = 0;
     for (const auto& f : files) {
+        if (f != "-" && isAllocLogFile(f)) {
+            if (!ingestOneAllocLog(*store, f, std::nullopt, quiet)) {
+                rc = 2;
+                break;
+            }
+            continue;
+        }
         if (f != "-" && coredump::isCoreFile(f)) {
             if (!ingestOneCore(*store, f, cores, quiet)) {
                 rc = 2;
@@ -165,6 +194,8 @@ int cmdIngest(const Global& g,
         return 2;
     }
     if (!quiet) fmt::print("{} incidents in {}\n", *inc, g.db);
+    if (int d = runDiagnoses(store->db(), cores.sysfs_root, cores.proc_root, quiet); d != 0)
+        return d;
     return rc;
 }
 

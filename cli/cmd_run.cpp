@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,8 +16,10 @@
 #include "cli/output.h"
 #include "cli/run_env.h"
 #include "cli/run_job.h"
+#include "collectors/common/redact.h"
 #include "collectors/common/text.h"
 #include "ingest/ingest.h"
+#include "ingest/ingest_alloc.h"
 #include "schema/queries.h"
 #include "schema/store.h"
 
@@ -26,6 +30,17 @@ namespace gpufault::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+/// Invalid UTF-8 in an argument or a variable is stored replaced, never thrown.
+constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+
+/// A message on stderr. Unlike fmt::print, it never throws: with stderr on a pipe its reader
+/// has closed (`gpufault run … 2>&1 | head -1`), the run is still recorded.
+template <typename... Args>
+void say(fmt::format_string<Args...> f, Args&&... args) {
+    std::string m = fmt::format(f, std::forward<Args>(args)...);
+    (void)!std::fwrite(m.data(), 1, m.size(), stderr);
+}
 
 constexpr size_t kKeepSpools = 100;             ///< newest spool files kept
 constexpr uintmax_t kKeepSpoolBytes = 2ull << 30;  ///< and at most this much in all
@@ -54,6 +69,30 @@ void pruneSpool(const std::string& dir) {
         total += files[i].file_size(ec);
         if (i >= kKeepSpools || (i > 0 && total > kKeepSpoolBytes)) fs::remove(files[i].path(), ec);
     }
+    // Allocation record directories (run-….alloc) go with their output file.
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        auto name = e.path().filename().string();
+        if (!e.is_directory(ec) || !name.starts_with("run-") || !name.ends_with(".alloc")) continue;
+        auto log = e.path().parent_path() / (name.substr(0, name.size() - 6) + ".log");
+        if (!fs::exists(log, ec)) fs::remove_all(e.path(), ec);
+    }
+}
+
+/// The shim for --record-allocations: --preload, $GPUFAULT_PRELOAD, beside this binary (or in
+/// the build tree's collectors/preload), else the package's /usr/lib/gpufault. "" if none.
+std::string findPreloadShim(const std::string& given) {
+    std::error_code ec;
+    auto usable = [&](const fs::path& p) { return !p.empty() && fs::is_regular_file(p, ec); };
+    if (!given.empty()) return usable(given) ? fs::absolute(given, ec).string() : "";
+    if (const char* e = std::getenv("GPUFAULT_PRELOAD"); e && *e)
+        return usable(e) ? fs::absolute(e, ec).string() : "";
+    auto self = fs::read_symlink("/proc/self/exe", ec).parent_path();
+    for (const fs::path& p : {self / "libgpufault-preload.so",
+                              self / "../collectors/preload/libgpufault-preload.so",
+                              self / "../lib/gpufault/libgpufault-preload.so",
+                              fs::path("/usr/lib/gpufault/libgpufault-preload.so")})
+        if (usable(p)) return fs::canonical(p, ec).string();
+    return "";
 }
 
 std::string hostName() {
@@ -69,11 +108,33 @@ std::string bootId() {
     return id;
 }
 
+/// Ingests every gpufault-alloc.<pid>.log the job's processes wrote, as allocations of run `id`.
+void recordAllocations(Store& store, const std::string& dir, int64_t id) {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.is_regular_file(ec) && e.path().filename().string().starts_with("gpufault-alloc."))
+            files.push_back(e.path().string());
+    std::sort(files.begin(), files.end());
+    uint64_t allocations = 0;
+    for (const auto& f : files) {
+        auto r = ingestAllocLog(store, f, id);
+        if (!r) {
+            say("gpufault run: {}\n", r.error().message);
+            continue;
+        }
+        for (const auto& w : r->warning_texts) say("gpufault run: {}\n", w);
+        allocations += r->allocations;
+    }
+    say("gpufault run: {} allocation(s) recorded by {} process(es) in {}\n",
+               allocations, files.size(), dir);
+}
+
 }  // namespace
 
 int cmdRun(const Global& g, const RunOptions& o) {
     if (o.command.empty()) {
-        fmt::print(stderr, "gpufault run: no command (gpufault run -- CMD ARGS…)\n");
+        say("gpufault run: no command (gpufault run -- CMD ARGS…)\n");
         return 2;
     }
     JobSpec spec;
@@ -82,7 +143,7 @@ int cmdRun(const Global& g, const RunOptions& o) {
     if (o.amd_log_mask) {
         auto m = parseAmdLogMask(*o.amd_log_mask);
         if (!m) {
-            fmt::print(stderr, "gpufault run: --amd-log-mask: {}\n", m.error());
+            say("gpufault run: --amd-log-mask: {}\n", m.error());
             return 2;
         }
         spec.env["AMD_LOG_MASK"] = fmt::format("0x{:x}", *m);
@@ -103,6 +164,26 @@ int cmdRun(const Global& g, const RunOptions& o) {
     for (char c : started.substr(0, 19))
         if (c != '-' && c != ':') stamp += c;
     spec.spool = fmt::format("{}/run-{}Z-{}.log", dir, stamp, ::getpid());
+    std::string allocDir;
+    if (o.record_allocations) {
+        std::string shim = findPreloadShim(o.preload);
+        if (shim.empty()) {
+            say(
+                       "gpufault run: --record-allocations: libgpufault-preload.so not found{}; "
+                       "give --preload PATH\n",
+                       o.preload.empty() ? "" : " at " + o.preload);
+            return 2;
+        }
+        allocDir = spec.spool.substr(0, spec.spool.size() - 4) + ".alloc";
+        if (!fs::create_directories(allocDir, ec) || ::chmod(allocDir.c_str(), 0700) != 0) {
+            say("gpufault run: cannot create {}: {}\n", allocDir,
+                       ec ? ec.message() : std::strerror(errno));
+            return 2;
+        }
+        const char* pre = std::getenv("LD_PRELOAD");
+        spec.env["LD_PRELOAD"] = pre && *pre ? shim + ":" + pre : shim;
+        spec.env["GPUFAULT_ALLOC_DIR"] = allocDir;
+    }
 
     // The environment the job sees: ours plus what the options set.
     std::vector<std::string> envStrings;
@@ -119,17 +200,23 @@ int cmdRun(const Global& g, const RunOptions& o) {
 
     auto job = runJob(spec);
     if (!job) {
-        fmt::print(stderr, "gpufault run: {}\n", job.error());
+        say("gpufault run: {}\n", job.error());
         return 2;
     }
     int status = job->shellStatus();
+    if (job->output_lost)
+        say("gpufault run: our output stopped ({}); the job's whole output is in {}\n",
+            std::strerror(job->output_lost),
+            spec.spool);
     if (job->signal)
-        fmt::print(stderr, "gpufault run: the job was ended by signal {} ({})\n", *job->signal,
-                   sigabbrev_np(*job->signal) ? sigabbrev_np(*job->signal) : "?");
+        say("gpufault run: the job was ended by signal {} ({})\n",
+            *job->signal,
+            sigabbrev_np(*job->signal) ? sigabbrev_np(*job->signal) : "?");
     pruneSpool(dir);
 
     RunRecord run;
-    run.command = nlohmann::json(o.command).dump();
+    // Stored as the job ran it, less its secrets (--password X, --token=X, u:p@ in URLs).
+    run.command = nlohmann::json(redactArgs(o.command)).dump(-1, ' ', false, kReplace);
     run.cwd = fs::current_path(ec).string();
     run.host = hostName();
     run.boot_id = bootId();
@@ -139,37 +226,43 @@ int cmdRun(const Global& g, const RunOptions& o) {
     if (job->signal) run.signal = *job->signal;
     run.pid = job->pid;
     run.pids = nlohmann::json(std::vector<pid_t>(job->pids.begin(), job->pids.end())).dump();
-    run.env = env.dump();
+    run.env = env.dump(-1, ' ', false, kReplace);
     run.spool = spec.spool;
 
     fs::create_directories(fs::path(g.db).parent_path(), ec);
     auto store = Store::open(g.db, Store::Mode::ReadWrite);
     if (!store) {
-        fmt::print(stderr,
-                   "gpufault run: cannot write the store {} ({}); the output is kept in {}: "
-                   "gpufault --db PATH ingest {}\n",
-                   g.db, store.error().message, spec.spool, spec.spool);
+        say("gpufault run: cannot write the store {} ({}); the output is kept in {}: "
+            "gpufault --db PATH ingest {}\n",
+            g.db,
+            store.error().message,
+            spec.spool,
+            spec.spool);
         return status;
     }
     auto sum = ingestFile(*store, spec.spool);
     if (sum) run.source_id = sum->source_id;
-    else fmt::print(stderr, "gpufault run: {}\n", sum.error().message);
+    else
+        say("gpufault run: {}\n", sum.error().message);
     auto id = store->addRun(run);
     if (!id) {
-        fmt::print(stderr, "gpufault run: {}\n", id.error().message);
+        say("gpufault run: {}\n", id.error().message);
         return status;
     }
-    if (auto r = recorrelate(*store); !r) fmt::print(stderr, "gpufault run: {}\n", r.error().message);
+    if (!allocDir.empty()) recordAllocations(*store, allocDir, *id);
+    if (auto r = recorrelate(*store); !r) say("gpufault run: {}\n", r.error().message);
     uint64_t records = 0;
     if (sum)
         for (const auto& [k, n] : sum->evidence) records += n;
-    fmt::print(stderr, "gpufault run: run #{} recorded in {}: {} record(s) from {} of output\n",
-               *id, g.db, records, sizeText(job->bytes));
+    say("gpufault run: run #{} recorded in {}: {} record(s) from {} of output\n",
+        *id,
+        g.db,
+        records,
+        sizeText(job->bytes));
     if (auto inc = queryIncidents(store->db()); inc)
         for (const auto& i : *inc)
             if (i.source == spec.spool)
-                fmt::print(stderr, "gpufault run: incident {} ({}) — gpufault show {}\n", i.id,
-                           i.kind, i.id);
+                say("gpufault run: incident {} ({}) — gpufault show {}\n", i.id, i.kind, i.id);
     return status;
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/diagnosis_view.h"
 #include "cli/incident_view.h"
 #include "cli/output.h"
 #include "cli/stack_view.h"
@@ -103,6 +104,44 @@ TextTable operandTable(const std::vector<DistanceRow>& rows) {
     return t;
 }
 
+constexpr size_t kAllocationRows = 10;
+
+std::string allocationDistanceText(const AllocationDistanceRow& r) {
+    if (r.inside) return fmt::format("inside, {} from ptr", humanBytes(r.from_ptr));
+    if (r.distance < 0) return fmt::format("{} below ptr", humanBytes(r.distance));
+    return fmt::format("{} above end", humanBytes(r.distance));
+}
+
+/// The shim's allocations nearest the fault, with the caching-allocator caveat.
+void printAllocations(const std::vector<AllocationDistanceRow>& rows) {
+    fmt::print("\nAllocations recorded by the preload shim, by |distance| from {} ({} of pid {})\n",
+               addr16(rows.front().address), rows.size(), rows.front().pid);
+    fmt::print("  Under PyTorch's caching allocator these are segments (the allocator's "
+               "cudaMalloc/hipMalloc blocks), not tensors.\n");
+    TextTable t{{"API", "PTR", "END", "SIZE", "DISTANCE", "SAME 2MiB", "DEVICE", "STATE", "STACK",
+                 "WHERE"},
+                {}};
+    for (size_t i = 0; i < rows.size() && i < kAllocationRows; ++i) {
+        const auto& r = rows[i];
+        std::string stack = r.stack ? r.stack->substr(0, r.stack->find(';')) : "-";
+        t.rows.push_back({r.api,
+                          addr16(r.ptr),
+                          addr16(r.end),
+                          sizeText(r.end - r.ptr),
+                          allocationDistanceText(r),
+                          r.same_2mib ? "yes" : "no",
+                          orDash(r.device),
+                          r.free_api ? "freed (" + *r.free_api + ")" : "live",
+                          printable(stack),
+                          fmt::format("{}:{}", printable(r.source), r.line)});
+    }
+    t.print(stdout);
+    if (rows.size() > kAllocationRows)
+        fmt::print("  {} more: gpufault query \"SELECT * FROM fault_allocation_distance WHERE "
+                   "evidence_id = {} ORDER BY abs(distance)\"\n",
+                   rows.size() - kAllocationRows, rows.front().evidence_id);
+}
+
 std::string firstLines(const std::string& raw, size_t n) {
     std::string out;
     size_t start = 0;
@@ -133,6 +172,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                i.members,
                i.members == 1 ? "" : "s",
                i.kinds);
+    fmt::print("{}", diagnosisText(store->db(), id));
     if (i.address)
         fmt::print("  address    {}  {}\n", addr16(*i.address), alignmentText(*i.address));
     if (i.pid || i.process)
@@ -182,9 +222,10 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
             });
         fmt::print("\nOperands by time (last logged before the fault first)\n");
         operandTable(byTime).print(stdout);
-    } else {
+    } else if (v->allocations.empty()) {
         fmt::print("\nNo operands recorded near this fault (README: \"Operand lines\").\n");
     }
+    if (auto al = primaryAllocations(*v); !al.empty()) printAllocations(al);
     if (!v->dispatches.empty()) {
         fmt::print("\nLast dispatches (newest first)\n");
         TextTable t{{"WHERE", "PID", "THREAD", "RUNTIME_US", "KERNEL"}, {}};
@@ -235,6 +276,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         j["reason"] = i.reason ? nlohmann::json(*i.reason) : nlohmann::json(nullptr);
         j["kernel"] = lastKernel ? nlohmann::json(*lastKernel) : nlohmann::json(nullptr);
         j["signature"] = i.signature;
+        j["diagnosis"] = diagnosisJson(store->db(), id);
         j["evidence"] = nlohmann::json::array();
         for (const auto& m : v->members) {
             auto e = evidenceJson(m.ev);
@@ -251,6 +293,18 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                                      {"from_ptr", r.from_ptr},
                                      {"inside", r.inside},
                                      {"same_2mib", r.same_2mib}});
+        j["allocations"] = nlohmann::json::array();
+        for (const auto& r : primaryAllocations(*v))
+            j["allocations"].push_back({{"api", r.api},
+                                        {"pid", r.pid},
+                                        {"ptr", text::hexAddr(r.ptr)},
+                                        {"end", text::hexAddr(r.end)},
+                                        {"distance", r.distance},
+                                        {"from_ptr", r.from_ptr},
+                                        {"inside", r.inside},
+                                        {"same_2mib", r.same_2mib},
+                                        {"freed", r.free_api.has_value()},
+                                        {"stack", r.stack ? nlohmann::json(*r.stack) : nlohmann::json(nullptr)}});
         printJsonLine(stdout, j);
         return 0;
     }
@@ -261,6 +315,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                                     : "GPU",
                i.address ? " at " + addr16(*i.address) : "",
                i.reason ? " (" + printable(*i.reason) + ")" : "");
+    fmt::print("{}", diagnosisMarkdown(store->db(), id));
     fmt::print("### Summary\n\n");
     fmt::print("- Evidence: {} record(s): {}\n", i.members, i.kinds);
     if (i.address)

@@ -7,6 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "schema/sqlite.h"
+
+namespace gpufault {
+class Store;
+}
+
 namespace gpufault::cli {
 
 /// Options shared by all subcommands.
@@ -19,10 +25,11 @@ struct Global {
 /// and is readable, else $XDG_DATA_HOME/gpufault/gpufault.db (~/.local/share/...).
 std::string resolveDbPath(const std::string& flag);
 
-/// Options for cores given to `ingest`.
+/// Options for cores given to `ingest`, and where the diagnosis finds this machine's GPUs.
 struct CoreOptions {
     std::optional<std::string> exe;           ///< the executable, when its recorded path is gone
     std::vector<std::string> debuginfo_path;  ///< searched before `:.debug:/usr/lib/debug`
+    std::string sysfs_root = "/sys", proc_root = "/proc";  ///< for listDevices (diagnoses)
 };
 /// Reads logs and cores (an ELF core is recognised by its header) into the store.
 int cmdIngest(const Global& g,
@@ -30,6 +37,15 @@ int cmdIngest(const Global& g,
               int window,
               bool quiet,
               const CoreOptions& cores = {});
+/// Ingests one allocation record file of the preload shim (`run`: the run that wrote it);
+/// prints its summary unless quiet and its warnings as PATH:LINE. False on error (printed).
+bool ingestOneAllocLog(Store& store, const std::string& path, std::optional<int64_t> run, bool quiet);
+/// Diagnoses the incidents whose records point at a missing code object (analysis/diagnose.h),
+/// with this machine's GPUs under `sysfs_root`/`proc_root` when the store records none; prints
+/// how many unless quiet. 0 done, 2 the store failed (printed).
+int runDiagnoses(db::Db& d, const std::string& sysfs_root, const std::string& proc_root, bool quiet);
+/// `gpufault diagnose`: runDiagnoses on the store (e.g. one gpufaultd wrote).
+int cmdDiagnose(const Global& g, const std::string& sysfs_root, const std::string& proc_root);
 /// Cores in the store: pid, signal, si_addr, signature, top frame, incident.
 int cmdCores(const Global& g, bool json);
 /// One core's symbolized stack (the crashing thread; `all`: every thread); 1 when no such core.
@@ -47,10 +63,14 @@ int cmdShow(const Global& g, int64_t incident, int dispatches);
 int cmdReport(const Global& g, int64_t incident, const std::string& format);
 /// --socket, else $GPUFAULT_SOCKET, else /run/gpufault/gpufaultd.sock.
 std::string resolveSocketPath(const std::string& flag);
-/// gpufaultd's state (sources, positions, lag, losses, store); 2 when it is unreachable.
-int cmdStatus(const std::string& socket, bool json);
-/// Records and incidents as gpufaultd commits them, until it closes or Ctrl-C.
-int cmdWatch(const std::string& socket, bool json);
+/// gpufaultd's state (sources, positions, lag, losses, store); 2 when it is unreachable, does
+/// not connect and answer within `timeout_s` seconds, or its reply is malformed (not JSON, a
+/// field of the wrong type, a line over 16 MiB).
+int cmdStatus(const std::string& socket, bool json, double timeout_s);
+/// Records and incidents as gpufaultd commits them, until it closes (0) or Ctrl-C. The
+/// connection and the first reply must come within `timeout_s` seconds; a malformed line
+/// ends it with 2.
+int cmdWatch(const std::string& socket, bool json, double timeout_s);
 /// `gpufault run` options.
 struct RunOptions {
     std::vector<std::string> command;         ///< CMD ARGS…
@@ -58,6 +78,8 @@ struct RunOptions {
     std::optional<std::string> amd_log_mask;  ///< names or a number (parseAmdLogMask)
     bool serialize = false;  ///< AMD_SERIALIZE_KERNEL=3, HIP_LAUNCH_BLOCKING=1, CUDA_LAUNCH_BLOCKING=1
     std::string spool_dir;   ///< "" = the default spool directory
+    bool record_allocations = false;  ///< LD_PRELOAD the allocation-recording shim
+    std::string preload;              ///< the shim; "" = found (findPreloadShim)
 };
 /// Runs a job on a pseudo-terminal, records the run and ingests its output; returns the
 /// job's status (exit code, or 128 + signal), 2 when it could not be started.
@@ -74,10 +96,13 @@ struct CodeobjOptions {
     std::string hsa_override_gfx_version;    ///< applied to AMD targets checked, "" = none
     uint64_t max_decompressed = 1ull << 30;  ///< per compressed bundle, bytes
     bool json = false;
+    bool list = false;  ///< only list (no device or required target: no check)
+    std::string sysfs_root = "/sys", proc_root = "/proc";  ///< local GPUs, when no --device
 };
-/// Inventories GPU code (offload bundles, CCOB, CUDA fat binaries); with a device or required
-/// targets, names every bundle lacking one: 0 all covered (or a listing), 1 a bundle lacks a
-/// target or is mislabeled, 2 usage or input error.
+/// Inventories GPU code (offload bundles, CCOB, CUDA fat binaries; in directories also kernel
+/// library files) and names every bundle lacking a target: `--device`, `--require`, else this
+/// machine's GPUs (none: exit 2), unless `list`. 0 all covered (or a listing), 1 a bundle or
+/// library directory lacks a target or is mislabeled, 2 usage or input error or no GPU.
 int cmdCodeobj(const CodeobjOptions& o);
 /// A GPU of this machine (sysfs, /proc). `node`: the KFD topology node (amdgpu; ROCr's
 /// "GPU node-N" when the process sees every node) or the NVIDIA device minor.
@@ -91,8 +116,12 @@ struct Device {
 };
 /// GPUs under `sysfs_root` (KFD topology, PCI attributes) and `proc_root` (NVIDIA module).
 std::vector<Device> listDevices(const std::string& sysfs_root, const std::string& proc_root);
-/// Lists them: 0 found, 1 none.
-int cmdDevices(const std::string& sysfs_root, const std::string& proc_root, bool json);
+/// Lists them and, with `record` set, also writes them into its store (table devices, for
+/// diagnoses and the evidence_device links): 0 found, 1 none, 2 the store failed.
+int cmdDevices(const Global* record,
+               const std::string& sysfs_root,
+               const std::string& proc_root,
+               bool json);
 /// `gpufault preflight` options.
 struct PreflightOptions {
     std::string sysfs_root = "/sys", proc_root = "/proc";

@@ -37,7 +37,35 @@ std::optional<IncidentView> loadIncident(db::Db& d, int64_t id, int dispatches, 
     auto disp = queryIncidentDispatches(d, id, dispatches);
     if (!disp) return fail(disp.error());
     v.dispatches = std::move(*disp);
+    auto al = queryIncidentAllocations(d, id);
+    if (!al) return fail(al.error());
+    v.allocations = std::move(*al);
     return v;
+}
+
+namespace {
+
+/// The member whose address is the incident's address (the first such record).
+std::optional<int64_t> primaryRecord(const IncidentView& v) {
+    for (const auto& m : v.members)
+        if (m.role == "member" && m.ev.e.address && v.incident.address &&
+            *m.ev.e.address == *v.incident.address)
+            return m.ev.id;
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<AllocationDistanceRow> primaryAllocations(const IncidentView& v) {
+    auto primary = primaryRecord(v);
+    std::vector<AllocationDistanceRow> out;
+    for (const auto& r : v.allocations)
+        if (!primary || r.evidence_id == *primary) out.push_back(r);
+    if (!primary && !out.empty()) {  // one record's rows only
+        int64_t first = out.front().evidence_id;
+        std::erase_if(out, [&](const auto& r) { return r.evidence_id != first; });
+    }
+    return out;
 }
 
 std::vector<DistanceRow> primaryDistances(const IncidentView& v) {

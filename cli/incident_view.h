@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "schema/alloc_queries.h"
 #include "schema/queries.h"
 
 namespace gpufault::cli {
@@ -15,6 +16,7 @@ struct IncidentView {
     std::vector<IncidentMemberRow> members;  ///< fault records, then context records
     std::vector<DistanceRow> distances;      ///< sorted by |distance|
     std::vector<DispatchRow> dispatches;     ///< newest first
+    std::vector<AllocationDistanceRow> allocations;  ///< preload shim, by |distance|
 };
 
 /// Loads incident `id`; nullopt (and a message on stderr) when it does not exist or the store
@@ -26,5 +28,7 @@ nlohmann::json evidenceJson(const StoredEvidence& s);
 
 /// Distances of the incident's most exact fault record only (one row per operand).
 std::vector<DistanceRow> primaryDistances(const IncidentView& v);
+/// The shim's allocations measured from that same record, nearest first.
+std::vector<AllocationDistanceRow> primaryAllocations(const IncidentView& v);
 
 }  // namespace gpufault::cli

@@ -29,6 +29,11 @@ int main(int argc, char** argv) {
                        "cores: directories with debug files or a .build-id tree (DIR[:DIR…]; "
                        "searched before :.debug:/usr/lib/debug)")
         ->allow_extra_args(false);
+    ingest->add_option("--sysfs-root", coreOpt.sysfs_root,
+                       "diagnoses: sysfs of this machine's GPUs, when none is recorded")
+        ->capture_default_str();
+    ingest->add_option("--proc-root", coreOpt.proc_root, "diagnoses: procfs mount")
+        ->capture_default_str();
 
     bool json = false, csv = false;
     std::optional<std::string> kind, source;
@@ -90,6 +95,12 @@ int main(int argc, char** argv) {
     runCmd->add_flag("--serialize", runOpt.serialize,
                      "AMD_SERIALIZE_KERNEL=3, HIP_LAUNCH_BLOCKING=1, CUDA_LAUNCH_BLOCKING=1");
     runCmd->add_option("--spool", runOpt.spool_dir, "directory for the captured output");
+    runCmd->add_flag("--record-allocations", runOpt.record_allocations,
+                     "preload libgpufault-preload.so: record every GPU allocation and free "
+                     "(GPUFAULT_ALLOC_DIR = a directory beside the spooled output)");
+    runCmd->add_option("--preload", runOpt.preload,
+                       "the shim to preload (default: $GPUFAULT_PRELOAD, else beside gpufault, "
+                       "else /usr/lib/gpufault/libgpufault-preload.so)");
     runCmd->add_option("command", runOpt.command, "the job")->required();
     auto* processes = app.add_subcommand(
         "processes", "what /proc said about faulting processes (gpufaultd): NSpid, cgroup, modules");
@@ -103,10 +114,11 @@ int main(int argc, char** argv) {
         "which GPU targets a binary carries; with --device/--require, which bundles lack one");
     codeobj->footer(
         "Reads .hip_fatbin offload bundles (plain and CCOB zlib/zstd), .nv_fatbin CUDA fat "
-        "binaries, bare bundles and AMDGPU code objects; a directory: every ELF under it.\n"
+        "binaries, bare bundles and AMDGPU code objects; a directory: every ELF under it and "
+        "its Tensile kernel library files.\n"
         "Exit: 0 covered (or listed), 1 a bundle lacks a target or is mislabeled, 2 usage or "
-        "input error.\nThis command does not detect local GPUs: give --device (detection of "
-        "the local GPUs comes with `gpufault devices`).");
+        "input error (or no GPU found).\nWithout --device/--require it checks for this "
+        "machine's GPUs (as `gpufault devices` lists them); --list only lists.");
     codeobj->add_option("paths", co.paths, "files or directories")->required();
     codeobj->add_option("--device", co.device,
                         "a device target: gfx1151, gfx90a:xnack+, sm_90 (a feature left out "
@@ -120,6 +132,11 @@ int main(int argc, char** argv) {
                         "bytes one compressed bundle may inflate to (default 1 GiB)")
         ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
     codeobj->add_flag("--json", co.json, "JSON Lines, one object per file");
+    codeobj->add_flag("--list", co.list, "only list what each file carries (no check)");
+    codeobj->add_option("--sysfs-root", co.sysfs_root, "sysfs mount (local GPUs)")
+        ->capture_default_str();
+    codeobj->add_option("--proc-root", co.proc_root, "procfs mount (local GPUs)")
+        ->capture_default_str();
 
     std::string sysfsRoot = "/sys", procRoot = "/proc";
     auto* devices = app.add_subcommand("devices", "the GPUs of this machine (sysfs, /proc)");
@@ -127,6 +144,9 @@ int main(int argc, char** argv) {
     devices->add_option("--sysfs-root", sysfsRoot, "sysfs mount (a copy for tests)")
         ->capture_default_str();
     devices->add_option("--proc-root", procRoot, "procfs mount")->capture_default_str();
+    bool recordDevices = false;
+    devices->add_flag("--record", recordDevices,
+                      "also write them into the store (diagnoses, evidence_device links)");
 
     PreflightOptions pre;
     auto* preflight = app.add_subcommand(
@@ -140,14 +160,34 @@ int main(int argc, char** argv) {
     preflight->add_option("--sysfs-root", pre.sysfs_root, "sysfs mount")->capture_default_str();
     preflight->add_option("--proc-root", pre.proc_root, "procfs mount")->capture_default_str();
 
+    std::string diagSysfs = "/sys", diagProc = "/proc";
+    auto* diagnose = app.add_subcommand(
+        "diagnose", "diagnose incidents that point at a missing code object (ingest does it too)");
+    diagnose->add_option("--sysfs-root", diagSysfs, "this machine's GPUs, when none is recorded")
+        ->capture_default_str();
+    diagnose->add_option("--proc-root", diagProc, "procfs mount")->capture_default_str();
+
     std::string socketFlag;
     auto* status = app.add_subcommand("status", "the running gpufaultd: sources, lag, losses");
     status->add_flag("--json", json, "one JSON object");
     status->add_option("--socket", socketFlag, "control socket (else $GPUFAULT_SOCKET or "
                                                "/run/gpufault/gpufaultd.sock)");
+    double daemonTimeout = 5;
+    status
+        ->add_option(
+            "--timeout", daemonTimeout, "seconds to connect and get the answer (then exit 2)")
+        ->check(CLI::Range(0.001, 86400.0))
+        ->capture_default_str();
     auto* watch = app.add_subcommand("watch", "records and incidents as gpufaultd stores them");
     watch->add_flag("--json", json, "JSON Lines");
     watch->add_option("--socket", socketFlag, "control socket");
+    watch
+        ->add_option("--timeout",
+                     daemonTimeout,
+                     "seconds to connect and be acknowledged (then exit 2); records may take "
+                     "any time")
+        ->check(CLI::Range(0.001, 86400.0))
+        ->capture_default_str();
 
     // The first word that is not an option (or --db's value) must be a subcommand.
     for (int i = 1; i < argc; ++i) {
@@ -179,13 +219,14 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (*codeobj) return cmdCodeobj(co);
-    if (*devices) return cmdDevices(sysfsRoot, procRoot, json);
-    if (*status) return cmdStatus(resolveSocketPath(socketFlag), json);
-    if (*watch) return cmdWatch(resolveSocketPath(socketFlag), json);
+    if (*status) return cmdStatus(resolveSocketPath(socketFlag), json, daemonTimeout);
+    if (*watch) return cmdWatch(resolveSocketPath(socketFlag), json, daemonTimeout);
     Global g;
     g.db_explicit = !dbFlag.empty();
     g.db = resolveDbPath(dbFlag);
+    if (*devices) return cmdDevices(recordDevices ? &g : nullptr, sysfsRoot, procRoot, json);
     if (*ingest) return cmdIngest(g, files, window, quiet, coreOpt);
+    if (*diagnose) return cmdDiagnose(g, diagSysfs, diagProc);
     if (*cores) return cmdCores(g, json);
     if (*stack) return cmdStack(g, coreId, allThreads, json);
     if (*events) return cmdEvents(g, json, kind, source);

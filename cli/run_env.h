@@ -12,8 +12,9 @@ namespace gpufault::cli {
 /// The GPU-relevant variables of `envp` (NAME=VALUE strings, null-terminated array): names
 /// starting with AMD_, HIP_, HSA_, ROCBLAS_, HIPBLASLT_, MIOPEN_, TORCH_, PYTORCH_, CUDA_,
 /// NCCL_, RCCL_, or ending in _VISIBLE_DEVICES, and LOCAL_RANK, RANK, WORLD_SIZE. A value is
-/// replaced by `<redacted>` when its name looks secret (TOKEN, SECRET, PASSWORD, PASSWD, KEY,
-/// CREDENTIAL, AUTH, COOKIE, SESSION) or it holds a URL with credentials (`scheme://u:p@h`).
+/// replaced by `<redacted>` when looksSecret() says so (collectors/common/redact.h: names with
+/// TOKEN, SECRET, PASSWORD, PASSPHRASE, KEY, CREDS, …, or a part PW/PWD/PASS/CRED; URLs with
+/// `user:password@`).
 std::map<std::string, std::string> gpuEnvironment(const char* const* envp);
 
 /// True when `name` is one gpuEnvironment() keeps.

@@ -113,6 +113,10 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
     sa.sa_flags = SA_RESTART;
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGCHLD})
         ::sigaction(sig, &sa, nullptr);
+    // A reader of our stdout that goes away (`gpufault run -- CMD | head -1`) must not end
+    // us: the pass-through stops, spooling goes on, the job finishes and the run is recorded.
+    // Left ignored for the caller, whose messages must not die on a closed stderr either.
+    ::signal(SIGPIPE, SIG_IGN);
 
     JobResult res;
     res.started = text::utcNowIso();
@@ -148,7 +152,7 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
     if (ttyIn) raw.emplace(0);
 
     char buf[65536];
-    bool exited = false, inOpen = ttyIn;
+    bool exited = false, inOpen = ttyIn, outOpen = true;
     auto lastScan = std::chrono::steady_clock::now() - std::chrono::seconds(1);
     auto exitedAt = std::chrono::steady_clock::now();
     for (;;) {
@@ -183,7 +187,10 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
         if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t r = ::read(master, buf, sizeof buf);
             if (r > 0) {
-                writeAll(1, buf, static_cast<size_t>(r));
+                if (outOpen && !writeAll(1, buf, static_cast<size_t>(r))) {
+                    outOpen = false;  // EPIPE (or a full disk): the spool keeps everything
+                    res.output_lost = errno;
+                }
                 writeAll(spool, buf, static_cast<size_t>(r));
                 res.bytes += static_cast<uint64_t>(r);
             } else if (r < 0 && errno == EINTR) {

@@ -27,6 +27,9 @@ struct JobResult {
     std::set<pid_t> pids;            ///< the job and every descendant seen while it ran
     std::string started, ended;
     uint64_t bytes = 0;  ///< output captured
+    /// errno of the write to our stdout that failed (EPIPE: its reader closed), after which
+    /// the output went to the spool only; 0 when all of it was passed through.
+    int output_lost = 0;
     /// The status a shell would give: the exit code, or 128 + the signal.
     int shellStatus() const { return exit_status ? *exit_status : 128 + signal.value_or(0); }
 };
@@ -36,7 +39,9 @@ struct JobResult {
 /// output is written unchanged to our stdout and appended to the spool file. When our stdin
 /// is a terminal, it is put in raw mode and forwarded (Ctrl-C reaches the job through the
 /// pseudo-terminal); otherwise the job inherits our stdin. SIGINT, SIGTERM, SIGHUP and SIGQUIT
-/// sent to us are forwarded to the job; window size changes follow. Errors (spool not
+/// sent to us are forwarded to the job; window size changes follow. SIGPIPE is ignored from
+/// here on: when our stdout's reader goes away, pass-through stops and the job runs on, its
+/// output still spooled (JobResult::output_lost says so). Errors (spool not
 /// creatable, no pseudo-terminal, fork) are returned before anything runs; a command that
 /// cannot be executed ends with status 127 and its message in the output.
 std::expected<JobResult, std::string> runJob(const JobSpec& spec);

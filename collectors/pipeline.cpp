@@ -1,12 +1,15 @@
 #include "collectors/pipeline.h"
 
 #include <array>
+#include <bit>
 #include <cstring>
 
+#include "collectors/common/simd.h"
 #include "collectors/kernel_log/amdgpu_fault.h"
 #include "collectors/kernel_log/cpu_fault.h"
 #include "collectors/kernel_log/gpu_reset.h"
 #include "collectors/kernel_log/nvidia_xid.h"
+#include "collectors/runtime_log/error_names.h"
 #include "collectors/runtime_log/hip_log.h"
 #include "collectors/runtime_log/operand_probe.h"
 #include "collectors/runtime_log/rocr_fault.h"
@@ -30,21 +33,49 @@ bool startsWith(const char* p, const char* e, std::string_view lit) {
     return static_cast<size_t>(e - p) >= lit.size() && std::memcmp(p, lit.data(), lit.size()) == 0;
 }
 
+/// The end of the identifier `[A-Za-z0-9_]*` starting at `p`.
+const char* identEnd(const char* p, const char* e) {
+    if constexpr (simd::kSimd) {
+        for (; e - p >= 16; p += 16) {
+            const uint32_t m = simd::identChars(simd::load16(p));
+            if (m != 0xffff) return p + std::countr_zero(~m);
+        }
+    }
+    while (p < e && kIdent[static_cast<unsigned char>(*p)]) ++p;
+    return p;
+}
+
 }  // namespace
 
-bool isApiTrace(const LogLine& l) {
-    if (!l.amd_level || *l.amd_level != 3) return false;
-    const char* p = l.text.data();
-    const char* e = p + l.text.size();
+bool isApiTraceMessage(std::string_view text) {
+    const char* p = text.data();
+    const char* e = p + text.size();
     while (p < e && *p == ' ') ++p;
-    if (startsWith(p, e, "\x1b[32m")) p += 5;  // KGRN around the function name
-    while (p < e && *p == ' ') ++p;
+    if (p < e && *p == '\x1b') {
+        if (!startsWith(p, e, "\x1b[32m")) return false;  // KGRN around the function name
+        p += 5;
+        while (p < e && *p == ' ') ++p;
+    }
     const char* id = p;
-    while (p < e && kIdent[static_cast<unsigned char>(*p)]) ++p;
+    p = identEnd(p, e);
     if (p == id) return false;
-    if (startsWith(p, e, ": Returned hipSuccess")) return true;
-    std::string_view name(id, static_cast<size_t>(p - id));
-    if (!name.starts_with("hip") && !name.starts_with("__hip") && !name.starts_with("hsa"))
+    if (p < e && *p == ':') {  // the exit line `%s: Returned %s : `: benign statuses only
+        if constexpr (simd::kSimd) {
+            // The common case, `: Returned hipSuccess` and a non-identifier byte, in one compare.
+            static const char kSuccess[17] = ": Returned hipSu";
+            if (e - p >= 22 && simd::startsWith(p, kSuccess, 16) &&
+                std::memcmp(p + 16, "ccess", 5) == 0 && !kIdent[static_cast<unsigned char>(p[21])])
+                return true;
+        }
+        if (!startsWith(p, e, ": Returned ")) return false;
+        const char* st = p + 11;
+        const char* q = identEnd(st, e);
+        return q > st && errnames::isBenign(std::string_view(st, static_cast<size_t>(q - st)));
+    }
+    // The entry line `%s %s ( %s ) %s` of a hip…/__hip…/hsa… function.
+    if (!(id[0] == 'h' && p - id >= 3 && ((id[1] == 'i' && id[2] == 'p') ||
+                                           (id[1] == 's' && id[2] == 'a'))) &&
+        !(id[0] == '_' && p - id >= 5 && std::memcmp(id, "__hip", 5) == 0))
         return false;
     while (p < e && *p == ' ') ++p;
     if (startsWith(p, e, "\x1b[0m")) p += 4;  // KNRM
@@ -52,6 +83,10 @@ bool isApiTrace(const LogLine& l) {
     if (p >= e || *p != '(') return false;
     while (e > p && (e[-1] == ' ' || e[-1] == '\r')) --e;
     return e[-1] == ')';
+}
+
+bool isApiTrace(const LogLine& l) {
+    return l.amd_level && *l.amd_level == 3 && isApiTraceMessage(l.text);
 }
 
 std::vector<std::unique_ptr<Matcher>> makeTextMatchers() {
@@ -68,7 +103,18 @@ std::vector<std::unique_ptr<Matcher>> makeTextMatchers() {
     return m;
 }
 
-TextPipeline::TextPipeline(Sink& out) : out_(out), matchers_(makeTextMatchers()) {}
+bool isDispatchContext(std::string_view m) {
+    if (m.size() > 4 && m[0] == 'A' && m[1] == 'r' && m[2] == 'g')
+        return m[3] >= '0' && m[3] <= '9';
+    return m.starts_with("ShaderName : ") || m.starts_with("Graph shader name : ");
+}
+
+TextPipeline::TextPipeline(Sink& out) : out_(out), matchers_(makeTextMatchers()) {
+    for (const auto& m : matchers_) {
+        kernelOnly_.push_back(m->kernelLogOnly());
+        owner_.push_back(m->ownsDispatchLines());
+    }
+}
 
 void TextPipeline::feedLine(uint64_t line_no, std::string_view raw) {
     decode(line_no, raw, [this](const LogLine& l) { match(l); });

@@ -12,9 +12,16 @@
 namespace gpufault {
 
 /// True for AMD_LOG_LEVEL=3 HIP API trace lines — the `%s %s ( %s ) %s` entry and the
-/// `%s: Returned hipSuccess : ` exit of FORMATS.md §3.2 — which are most lines of a level-3 log
-/// and state nothing any matcher records. The pipeline skips them.
+/// `%s: Returned %s : ` exit of FORMATS.md §3.2 with a benign status (hipSuccess, a polled
+/// hipErrorNotReady: errnames::isBenign) — which are most lines of a level-3 log and state
+/// nothing any matcher records. The pipeline skips them.
 bool isApiTrace(const LogLine& l);
+/// The message test of isApiTrace(), for a message whose prefix is known to be level 3.
+bool isApiTraceMessage(std::string_view text);
+
+/// True for the messages of HIP's dispatch context after an AMD_LOG_LEVEL prefix (`Arg%d: `,
+/// `ShaderName : `, `Graph shader name : `; rocvirtual.cpp, FORMATS.md §3.3).
+bool isDispatchContext(std::string_view message);
 
 /// All text matchers, in a fixed order (kernel log first, then runtime log).
 std::vector<std::unique_ptr<Matcher>> makeTextMatchers();
@@ -34,11 +41,17 @@ class TextPipeline {
     // dropped); the matcher half gets those lines in the same order.
 
     /// Decoder half of feedLine(). `keep` gets lines whose views die when it returns.
+    /// `mayHaveCr` false: the caller knows that `raw` holds no '\r'.
     template <typename Keep>
-    void decode(uint64_t line_no, std::string_view raw, Keep&& keep) {
-        if (decoder_.feedBareAmd(line_no, raw, bare_)) {
-            if (!isApiTrace(bare_)) keep(bare_);
-            return;
+    void decode(uint64_t line_no, std::string_view raw, Keep&& keep, bool mayHaveCr = true) {
+        switch (decoder_.feedBare(line_no, raw, bare_, isApiTraceMessage, mayHaveCr)) {
+            case LineDecoder::Bare::Skipped:
+                return;
+            case LineDecoder::Bare::Filled:
+                if (!isApiTrace(bare_)) keep(bare_);
+                return;
+            case LineDecoder::Bare::No:
+                break;
         }
         decoder_.feed(line_no, raw, [&keep](const LogLine& l) {
             if (!isApiTrace(l)) keep(l);
@@ -49,9 +62,21 @@ class TextPipeline {
     void decodeFinish(Keep&& keep) {
         decoder_.finish([&keep](const LogLine& l) { keep(l); });
     }
-    /// Matcher half of feedLine(): one kept line to every matcher.
+    /// Matcher half of feedLine(): one kept line to every matcher that can use it (a line with
+    /// an AMD_LOG_LEVEL prefix skips idle kernel-log matchers; a HIP dispatch-context line
+    /// skips every idle matcher but the one that owns it: Matcher::kernelLogOnly(),
+    /// ownsDispatchLines(), idle()).
     void match(const LogLine& l) {
-        for (auto& m : matchers_) m->feed(l, out_);
+        if (!l.amd_level) {
+            for (auto& m : matchers_) m->feed(l, out_);
+            return;
+        }
+        const bool dispatchLine = isDispatchContext(l.text);
+        for (size_t i = 0; i < matchers_.size(); ++i) {
+            Matcher& m = *matchers_[i];
+            const bool skippable = dispatchLine ? !owner_[i] : kernelOnly_[i];
+            if (!skippable || !m.idle()) m.feed(l, out_);
+        }
     }
     /// Matcher half of finish().
     void matchFinish() {
@@ -65,6 +90,7 @@ class TextPipeline {
     LineDecoder decoder_;
     LogLine bare_;  ///< reused by feedBareAmd(), which sets the same fields each time
     std::vector<std::unique_ptr<Matcher>> matchers_;
+    std::vector<char> kernelOnly_, owner_;  ///< per matcher: kernelLogOnly(), ownsDispatchLines()
 };
 
 }  // namespace gpufault

@@ -1,14 +1,17 @@
 #include "daemon/config.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <toml++/toml.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
-#include <sstream>
-#include <toml++/toml.h>
 
 namespace gpufault::daemon {
 
@@ -27,11 +30,25 @@ int lineOf(const toml::node& n) {
     return static_cast<int>(n.source().begin.line);
 }
 
+/// A TOML string keeps a `\u0000` escape as a NUL byte; no path or name may hold one.
+constexpr const char* kNul = "contains a NUL byte";
+
 Setter str(std::string Config::*field) {
     return [field](const toml::node& n, Config& c) -> std::optional<std::string> {
         auto v = n.value<std::string>();
         if (!n.is_string() || !v) return "expected a string";
+        if (v->find('\0') != std::string::npos) return kNul;
         c.*field = *v;
+        return std::nullopt;
+    };
+}
+
+/// The control socket: a string that fits sockaddr_un's sun_path with its terminating NUL.
+Setter socketPath() {
+    return [](const toml::node& n, Config& c) -> std::optional<std::string> {
+        if (auto err = str(&Config::socket_path)(n, c)) return err;
+        constexpr size_t kMax = sizeof(sockaddr_un{}.sun_path) - 1;
+        if (c.socket_path.size() > kMax) return fmt::format("path longer than {} bytes", kMax);
         return std::nullopt;
     };
 }
@@ -62,7 +79,9 @@ Setter strings(std::vector<std::string> Config::*field) {
         (c.*field).clear();
         for (const auto& e : *a) {
             if (!e.is_string()) return "expected an array of strings";
-            (c.*field).push_back(*e.value<std::string>());
+            auto v = *e.value<std::string>();
+            if (v.find('\0') != std::string::npos) return kNul;
+            (c.*field).push_back(std::move(v));
         }
         return std::nullopt;
     };
@@ -76,11 +95,20 @@ Setter globs() {
         for (const auto& e : *a) {
             if (!e.is_string()) return "expected an array of strings";
             auto g = *e.value<std::string>();
+            if (g.find('\0') != std::string::npos) return kNul;
             if (g.empty() || g[0] != '/') return fmt::format("'{}' is not an absolute path", g);
             c.file_globs.push_back(g);
         }
         return std::nullopt;
     };
+}
+
+/// A key as an error shows it: a NUL byte (a quoted key may hold one) as `\0`, so that the
+/// message is not cut there when printed.
+std::string shownKey(std::string k) {
+    for (size_t at = k.find('\0'); at != std::string::npos; at = k.find('\0', at + 2))
+        k.replace(at, 1, "\\0");
+    return k;
 }
 
 const std::map<std::string, std::map<std::string, Setter>>& schema() {
@@ -107,7 +135,7 @@ const std::map<std::string, std::map<std::string, Setter>>& schema() {
           {"max_open", integer(&Config::files_max_open, 1, 1 << 20)},
           {"follow_hardlinks", boolean(&Config::follow_hardlinks)}}},
         {"control",
-         {{"socket", str(&Config::socket_path)},
+         {{"socket", socketPath()},
           {"group", str(&Config::socket_group)},
           {"max_clients", integer(&Config::max_clients, 1, 65536)},
           {"idle_timeout_ms", integer(&Config::idle_timeout_ms, 10, kDay)},
@@ -138,7 +166,7 @@ std::expected<Config, ConfigError> parseConfig(std::string_view text, const std:
         auto it = sections.find(section);
         if (it == sections.end())
             return std::unexpected(
-                ConfigError{name, lineOf(snode), section, "unknown section or key"});
+                ConfigError{name, lineOf(snode), shownKey(section), "unknown section or key"});
         const auto* table = snode.as_table();
         if (!table)
             return std::unexpected(ConfigError{
@@ -147,7 +175,8 @@ std::expected<Config, ConfigError> parseConfig(std::string_view text, const std:
             std::string key = section + "." + std::string(k.str());
             auto setter = it->second.find(std::string(k.str()));
             if (setter == it->second.end())
-                return std::unexpected(ConfigError{name, lineOf(node), key, "unknown key"});
+                return std::unexpected(
+                    ConfigError{name, lineOf(node), shownKey(key), "unknown key"});
             if (auto err = setter->second(node, c))
                 return std::unexpected(ConfigError{name, lineOf(node), key, *err});
         }
@@ -162,12 +191,47 @@ std::expected<Config, ConfigError> parseConfig(std::string_view text, const std:
 }
 
 std::expected<Config, ConfigError> loadConfig(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::unexpected(ConfigError{path, 0, "", std::strerror(errno)});
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) return std::unexpected(ConfigError{path, 0, "", std::strerror(errno)});
-    return parseConfig(ss.str(), path);
+    auto fail = [&](std::string msg) { return std::unexpected(ConfigError{path, 0, "", msg}); };
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return fail(std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        int e = errno;
+        ::close(fd);
+        return fail(std::strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                           : S_ISFIFO(st.st_mode) ? "a FIFO"
+                           : S_ISCHR(st.st_mode)  ? "a character device"
+                           : S_ISBLK(st.st_mode)  ? "a block device"
+                           : S_ISSOCK(st.st_mode) ? "a socket"
+                                                  : "not a plain file";
+        return fail(fmt::format("not a regular file ({})", what));
+    }
+    // Read at most one byte past the cap: a file that grows while we read is caught too.
+    std::string text;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int e = errno;
+            ::close(fd);
+            return fail(std::strerror(e));
+        }
+        if (n == 0) break;
+        text.append(buf, static_cast<size_t>(n));
+        if (text.size() > kMaxConfigBytes) {
+            ::close(fd);
+            return fail(fmt::format("larger than {} bytes (1 MiB): not a configuration file",
+                                    kMaxConfigBytes));
+        }
+    }
+    ::close(fd);
+    return parseConfig(text, path);
 }
 
 }  // namespace gpufault::daemon

@@ -57,10 +57,18 @@ struct ConfigError {
 };
 
 /// Parses TOML text (`name` is used in errors). Unknown keys, wrong types and out-of-range
-/// values are errors: a typo must not silently switch a source off.
+/// values are errors: a typo must not silently switch a source off. A string holding a NUL byte
+/// (a `\u0000` escape) is an error ("contains a NUL byte"), and so is a control.socket longer
+/// than 107 bytes (sockaddr_un's sun_path less its terminating NUL).
 std::expected<Config, ConfigError> parseConfig(std::string_view text, const std::string& name);
 
-/// Reads and parses a configuration file; a missing or unreadable file is an error.
+/// The largest configuration file read (bytes); packaging/gpufaultd.conf is under 3 KiB.
+inline constexpr size_t kMaxConfigBytes = size_t{1} << 20;
+
+/// Reads and parses a configuration file. Errors (file name, no line): missing or unreadable,
+/// not a regular file (a FIFO, a directory, a device such as /dev/zero: refused without
+/// waiting or reading on), larger than kMaxConfigBytes. String values holding a NUL byte and a
+/// too long control.socket are errors of parseConfig().
 std::expected<Config, ConfigError> loadConfig(const std::string& path);
 
 }  // namespace gpufault::daemon

@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -144,6 +145,12 @@ ControlServer::~ControlServer() {
 std::expected<std::unique_ptr<ControlServer>, std::string> ControlServer::open(State& s) {
     std::unique_ptr<ControlServer> srv(new ControlServer(s));
     const std::string& path = srv->path_;
+    // Asio's endpoint constructor throws for a path that does not fit sun_path (the config
+    // check refuses it too): an error value here, never an exception out of start-up.
+    constexpr size_t kMaxPath = sizeof(sockaddr_un{}.sun_path) - 1;
+    if (path.empty() || path.size() > kMaxPath)
+        return std::unexpected(
+            fmt::format("{}: a socket path must be 1 to {} bytes long", path, kMaxPath));
     std::error_code fec;
     auto dir = std::filesystem::path(path).parent_path();
     if (!dir.empty()) std::filesystem::create_directories(dir, fec);

@@ -87,7 +87,7 @@ void readAndDecode(LineReader& reader,
         ++lineNo;
         batch.offsets.push_back(off);
         if (truncated) batch.truncated.emplace_back(lineNo, batch.kept.size());
-        pipe.decode(lineNo, **l, keep);
+        pipe.decode(lineNo, **l, keep, reader.lastLineMayHaveCr());
         endOffset = reader.consumed();
         if (batch.offsets.size() >= batchLines) flush(false);
     }

@@ -1,11 +1,32 @@
 #include "ingest/line_reader.h"
 
+#include "collectors/common/simd.h"
+
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 
 namespace gpufault {
+
+namespace {
+
+/// The first '\n' in [p, e), nullptr when none: 32 bytes a step (lines of log files are a
+/// few hundred bytes, where a libc call costs more than the search).
+const char* findNewline(const char* p, const char* e) {
+    if constexpr (simd::kSimd) {
+        for (; e - p >= 32; p += 32) {
+            const uint32_t m = simd::eq(simd::load16(p), '\n') |
+                               simd::eq(simd::load16(p + 16), '\n') << 16;
+            if (m) return p + std::countr_zero(m);
+        }
+    }
+    return static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(e - p)));
+}
+
+}  // namespace
 
 LineReader::LineReader(int fd, size_t max_line, std::function<void()> reuse)
     : fd_(fd), maxLine_(max_line), reuse_(std::move(reuse)) {
@@ -26,15 +47,18 @@ db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offs
     truncated = false;
     for (;;) {
         const char* s = bufs_[cur_].data() + pos_;
-        if (auto* nl = static_cast<const char*>(std::memchr(s, '\n', end_ - pos_))) {
+        if (auto* nl = findNewline(s, s + (end_ - pos_))) {
             line_offset = base_ + pos_;
             size_t len = static_cast<size_t>(nl - s);
             pos_ += len + 1;
             if (skipping_) {
                 skipping_ = false;
                 truncated = true;
+                lastCr_ = true;
                 return std::optional<std::string_view>(std::string_view(long_));
             }
+            const size_t start = static_cast<size_t>(s - bufs_[cur_].data());
+            lastCr_ = hasCr(start, start + len);
             if (len > maxLine_) {
                 truncated = true;
                 len = maxLine_;
@@ -62,10 +86,12 @@ db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offs
             if (skipping_) {
                 skipping_ = false;
                 truncated = true;
+                lastCr_ = true;
                 line_offset = longOffset_;
                 return std::optional<std::string_view>(std::string_view(long_));
             }
             if (end_ > pos_) {  // last line without '\n'
+                lastCr_ = true;
                 line_offset = base_ + pos_;
                 std::string_view v(bufs_[cur_].data() + pos_, end_ - pos_);
                 pos_ = end_;
@@ -76,6 +102,16 @@ db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offs
     }
 }
 
+bool LineReader::hasCr(size_t a, size_t b) {
+    if (cr_ != kNone ? cr_ >= a : b <= crTo_) return cr_ < b;  // known: the first '\r' from a
+    const size_t from = cr_ != kNone ? a : std::max(a, crTo_);
+    const char* buf = bufs_[cur_].data();
+    auto* p = static_cast<const char*>(std::memchr(buf + from, '\r', end_ - from));
+    cr_ = p ? static_cast<size_t>(p - buf) : kNone;
+    crTo_ = end_;
+    return cr_ < b;
+}
+
 void LineReader::switchBuffer(size_t keep) {
     if (reuse_) reuse_();
     std::vector<char>& to = bufs_[1 - cur_];
@@ -84,6 +120,8 @@ void LineReader::switchBuffer(size_t keep) {
     cur_ = 1 - cur_;
     pos_ = 0;
     end_ = keep;
+    cr_ = kNone;
+    crTo_ = 0;
 }
 
 db::Result<bool> LineReader::fill() {

@@ -28,6 +28,9 @@ class LineReader {
     void setBase(uint64_t offset) { base_ = offset; }
     /// Next line (without '\n'); nullopt at end. `truncated` is set for lines over max_line.
     db::Result<std::optional<std::string_view>> next(uint64_t& line_offset, bool& truncated);
+    /// Whether the last line handed out may contain a '\r' (false: it certainly does not). A
+    /// file without carriage returns is searched for them once per buffer, not once per line.
+    bool lastLineMayHaveCr() { return lastCr_; }
     /// Bytes consumed: the offset after the last line handed out.
     uint64_t consumed() const { return base_ + pos_; }
     /// Whether `s` lies in the buffer that the current line is in.
@@ -40,6 +43,9 @@ class LineReader {
     db::Result<bool> fill();
     /// Continues in the other buffer, carrying the `keep` bytes from pos_.
     void switchBuffer(size_t keep);
+    /// Whether bytes [a, b) of the current buffer hold a '\r' (a never decreases between
+    /// calls within one buffer).
+    bool hasCr(size_t a, size_t b);
 
     int fd_;
     size_t maxLine_;
@@ -49,6 +55,11 @@ class LineReader {
     size_t pos_ = 0, end_ = 0;
     uint64_t base_ = 0;
     bool skipping_ = false;
+    bool lastCr_ = true;
+    static constexpr size_t kNone = static_cast<size_t>(-1);
+    // The first '\r' at or after the line it was searched from (up to crTo_, the buffer's end
+    // then), kNone when there was none.
+    size_t cr_ = kNone, crTo_ = 0;
     std::string long_;
     uint64_t longOffset_ = 0;
 };

@@ -30,8 +30,7 @@ void StreamIngest::feed(std::string_view line, int64_t position, bool truncated)
     ++lineNo_;
     ++uncommitted_;
     ++sum_.lines;
-    positions_.emplace_back(lineNo_, position);
-    if (positions_.size() > kRemembered) positions_.pop_front();
+    positions_.add(lineNo_, position);
     if (truncated) {
         ++sum_.truncated_lines;
         sink_.markTruncated(lineNo_);
@@ -56,10 +55,7 @@ void StreamIngest::matchBatch(const LineBatch& b) {
         pipe_.match(b.kept[k]);
     }
     while (t < b.truncated.size()) truncation();
-    for (size_t i = 0; i < b.offsets.size(); ++i) {
-        positions_.emplace_back(b.first_line + i, static_cast<int64_t>(b.offsets[i]));
-        if (positions_.size() > kRemembered) positions_.pop_front();
-    }
+    positions_.addRun(b.first_line, b.offsets);
     lineNo_ += b.offsets.size();
     sum_.lines += b.offsets.size();
     uncommitted_ += b.offsets.size();
@@ -97,14 +93,13 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
             if (auto o = m->openSince(); o && (!open || *o < *open)) open = o;
     uint64_t resumeLine = open ? *open : lineNo_ + 1;
     if (auto held = sink_.oldestHeldLine(); !complete && held && *held < resumeLine)
-        resumeLine = std::max(*held, positions_.empty() ? *held : positions_.front().first);
+        resumeLine = std::max(*held, positions_.oldest().value_or(*held));
     if (resumeLine > lineNo_) {
         cp.offset = end;
         cp.line = static_cast<int64_t>(lineNo_);
-    } else if (!positions_.empty() && resumeLine >= positions_.front().first) {
-        const auto& [ln, pos] = positions_[resumeLine - positions_.front().first];
-        cp.offset = pos;
-        cp.line = static_cast<int64_t>(ln - 1);
+    } else if (auto pos = positions_.at(resumeLine)) {
+        cp.offset = *pos;
+        cp.line = static_cast<int64_t>(resumeLine - 1);
     }
     if (adjust) adjust(cp);
     if (auto r = store_.setPosition(state_.id, cp, size); !r) return r;

@@ -13,6 +13,7 @@
 #include "collectors/pipeline.h"
 #include "ingest/ingest.h"
 #include "ingest/line_batches.h"
+#include "ingest/line_positions.h"
 #include "ingest/store_sink.h"
 #include "schema/store.h"
 
@@ -81,7 +82,7 @@ class StreamIngest {
     IngestSummary& sum_;
     StoreSink sink_;
     TextPipeline pipe_;
-    std::deque<std::pair<uint64_t, int64_t>> positions_;  ///< (line, position) of recent lines
+    LinePositions positions_{kRemembered};  ///< where the recent lines start
     uint64_t lineNo_ = 0, uncommitted_ = 0;
 };
 

@@ -81,7 +81,8 @@ Db::~Db() {
 
 Result<Db> Db::open(const std::string& path, bool readonly, bool create) {
     sqlite3* h = nullptr;
-    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
+    // One connection is never used by two threads at once: no per-call mutex (multi-thread mode).
+    int flags = (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX;
     if (!readonly && create) flags |= SQLITE_OPEN_CREATE;
     int rc = sqlite3_open_v2(path.c_str(), &h, flags, nullptr);
     if (rc != SQLITE_OK) {

@@ -189,6 +189,7 @@ db::Result<int> Store::prune(int64_t max_age_s,
         "DELETE FROM dispatches WHERE source_id=?1",
         "DELETE FROM dispatch_counts WHERE source_id=?1",
         "DELETE FROM warnings WHERE source_id=?1",
+        "DELETE FROM allocations WHERE source_id=?1",
         "UPDATE processes SET evidence_id=NULL WHERE evidence_id IN (SELECT id FROM evidence "
         "WHERE source_id=?1)",
         "DELETE FROM frames WHERE thread_id IN (SELECT t.id FROM threads t JOIN cores c ON "
@@ -196,6 +197,8 @@ db::Result<int> Store::prune(int64_t max_age_s,
         "DELETE FROM threads WHERE core_id IN (SELECT id FROM cores WHERE source_id=?1)",
         "DELETE FROM core_files WHERE core_id IN (SELECT id FROM cores WHERE source_id=?1)",
         "DELETE FROM cores WHERE source_id=?1",
+        "DELETE FROM diagnoses WHERE evidence_id IN (SELECT id FROM evidence WHERE "
+        "source_id=?1)",
         "DELETE FROM evidence WHERE source_id=?1",
         "UPDATE runs SET source_id=NULL WHERE source_id=?1",
         "DELETE FROM sources WHERE id=?1"};

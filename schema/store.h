@@ -11,6 +11,7 @@
 
 #include "collectors/common/evidence.h"
 #include "collectors/coredump/stack.h"
+#include "collectors/preload/alloc_log.h"
 #include "schema/sqlite.h"
 
 namespace gpufault {
@@ -171,6 +172,12 @@ class Store {
     db::Result<int64_t> addCore(int64_t source_id,
                                 const CoreRecord& c,
                                 std::optional<int64_t> evidence_id);
+    /// Replaces the allocations a source produced with `log`'s (in the open transaction), its
+    /// warnings with the log's; `run_id`: the run that recorded them. Implemented in
+    /// store_allocations.cpp. Returns the number of rows stored.
+    db::Result<int64_t> replaceAllocations(int64_t source_id,
+                                           std::optional<int64_t> run_id,
+                                           const alloclog::Log& log);
     /// The id of the record of `kind` a source produced first, if any.
     db::Result<std::optional<int64_t>> evidenceIdOf(int64_t source_id, Kind kind);
     /// Records a run; returns its id.

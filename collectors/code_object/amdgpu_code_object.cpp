@@ -73,7 +73,7 @@ std::string_view amdProcessorName(uint32_t mach) {
     return {};
 }
 
-Result<AmdCodeObject> parseAmdCodeObject(Bytes b, uint64_t base) {
+Result<AmdCodeObject> parseAmdCodeObject(Bytes b, uint64_t base, bool kernels) {
     auto elf = parseElf(b, base);
     if (!elf) return std::unexpected(elf.error());
     if (elf->header.machine != kEmAmdgpu)
@@ -101,10 +101,11 @@ Result<AmdCodeObject> parseAmdCodeObject(Bytes b, uint64_t base) {
         co.target.sramecc = v4Feature((co.e_flags >> 10) & 3);
         if (co.target.processor.ends_with("-generic")) co.generic_version = co.e_flags >> 24;
     }
+    if (!kernels) return co;
     auto syms = symbols(*elf);
     if (!syms) return std::unexpected(syms.error());
     for (const auto& s : *syms)
-        if (s.name.ends_with(".kd")) co.kernels.push_back(s.name.substr(0, s.name.size() - 3));
+        if (s.name.ends_with(".kd")) co.kernels.emplace_back(s.name.substr(0, s.name.size() - 3));
     std::ranges::sort(co.kernels);
     co.kernels.erase(std::unique(co.kernels.begin(), co.kernels.end()), co.kernels.end());
     return co;

@@ -28,9 +28,10 @@ struct AmdCodeObject {
 /// The processor name of an EF_AMDGPU_MACH value (`0x2f` → `gfx906`); "" when unknown.
 std::string_view amdProcessorName(uint32_t mach);
 
-/// Parses the code object in `b` (`base` = its file offset). Errors: not ELF64 LE, e_machine
-/// other than 224, a malformed section table or symbol table.
-Result<AmdCodeObject> parseAmdCodeObject(Bytes b, uint64_t base);
+/// Parses the code object in `b` (`base` = its file offset); `kernels` false leaves the symbol
+/// table unread (and `kernels` empty). Errors: not ELF64 LE, e_machine other than 224, a
+/// malformed section table or symbol table.
+Result<AmdCodeObject> parseAmdCodeObject(Bytes b, uint64_t base, bool kernels = true);
 
 /// Compares an entry's label with what its code object says: "" when they agree, else a
 /// sentence ("labeled gfx1151 but holds gfx1030 code (e_flags 0x36)"). Features are compared

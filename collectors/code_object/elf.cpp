@@ -8,10 +8,10 @@ namespace {
 constexpr uint32_t kShtSymtab = 2, kShtNobits = 8, kShtDynsym = 11;
 
 // A NUL-terminated name at `off` in the string table `tab` ("" when out of range).
-std::string nameAt(Bytes tab, uint64_t off) {
+std::string_view nameAt(Bytes tab, uint64_t off) {
     if (off >= tab.size()) return {};
     auto rest = asText(tab.subspan(off));
-    return std::string(rest.substr(0, rest.find('\0')));
+    return rest.substr(0, rest.find('\0'));
 }
 
 }  // namespace
@@ -96,7 +96,7 @@ Result<Elf> parseElf(Bytes b, uint64_t base) {
     if (shstrndx < shnum) {
         auto tab = e.bytes(e.sections[shstrndx]);
         if (!tab) return std::unexpected(tab.error());
-        for (uint64_t i = 0; i < shnum; ++i) e.sections[i].name = nameAt(*tab, nameOffsets[i]);
+        for (uint64_t i = 0; i < shnum; ++i) e.sections[i].name = std::string(nameAt(*tab, nameOffsets[i]));
     }
     return e;
 }

@@ -56,9 +56,10 @@ bool isElf(Bytes b);
 /// of `b` (errors name file offsets). Section count is bounded by what fits in `b`.
 Result<Elf> parseElf(Bytes b, uint64_t base = 0);
 
-/// A defined symbol: name and value (an address for executables and shared objects).
+/// A defined symbol: name and value (an address for executables and shared objects). `name`
+/// points into the image's bytes (valid while they are).
 struct ElfSymbol {
-    std::string name;
+    std::string_view name;
     uint64_t value = 0, size = 0;
     uint8_t type = 0;  ///< STT_*: 1 object, 2 func
 };

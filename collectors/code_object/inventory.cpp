@@ -13,7 +13,7 @@ namespace {
 constexpr uint32_t kHipWrapperMagic = 0x48495046;  // "HIPF" (FORMATS.md §4.4)
 
 // The entries of an uncompressed bundle at the start of `b`, each code object checked.
-Result<BundleInfo> readBundle(Bytes b, uint64_t base) {
+Result<BundleInfo> readBundle(Bytes b, uint64_t base, bool kernels) {
     auto bundle = parseOffloadBundle(b, base);
     if (!bundle) return std::unexpected(bundle.error());
     BundleInfo info;
@@ -23,7 +23,7 @@ Result<BundleInfo> readBundle(Bytes b, uint64_t base) {
         EntryInfo ei{std::move(e), {}, {}, {}};
         if (!ei.entry.parsed.isHost() && ei.entry.size > 0) {
             Bytes payload = *slice(b, ei.entry.offset, ei.entry.size);
-            auto co = parseAmdCodeObject(payload, base + ei.entry.offset);
+            auto co = parseAmdCodeObject(payload, base + ei.entry.offset, kernels);
             if (co) {
                 auto label = parseTargetId(ei.entry.parsed.target);
                 if (label) ei.mismatch = checkLabel(*label, *co);
@@ -48,7 +48,7 @@ Result<BundleInfo> readCompressed(Bytes b, uint64_t base, const InventoryOptions
     auto raw = decompressBundle(b, *h, opt.max_decompressed, base);
     if (!raw) return std::unexpected(raw.error());
     // Offsets inside the inflated bundle are not file offsets: errors point at the CCOB header.
-    auto inner = readBundle(Bytes(raw->data(), raw->size()), 0);
+    auto inner = readBundle(Bytes(raw->data(), raw->size()), 0, opt.kernels);
     if (!inner)
         return fail(base,
                     fmt::format("inflated bundle: {} (at 0x{:x} of the inflated bytes)",
@@ -91,12 +91,24 @@ bool looksLikeCodeContainer(Bytes file) {
 void scanBundles(Bytes region, uint64_t base, const InventoryOptions& opt, Inventory& out) {
     std::string_view text = asText(region);
     size_t pos = 0;
+    // The next plain magic is remembered while it lies ahead, and the compressed magic is looked
+    // for only before it: each search covers the gap to the next bundle, never the rest of the
+    // section again (Debian's librocsparse, 111 bundles in 1.2 GB and no CCOB, was otherwise
+    // read 111 times over).
+    size_t a = 0;
+    bool aKnown = false;
     while (pos < text.size()) {
-        size_t a = text.find(kBundleMagic, pos), c = text.find(kCompressedBundleMagic, pos);
+        if (!aKnown || (a != std::string_view::npos && a < pos)) {
+            a = text.find(kBundleMagic, pos);
+            aKnown = true;
+        }
+        size_t c = text.substr(0, a == std::string_view::npos ? text.size() : a)
+                       .find(kCompressedBundleMagic, pos);
         size_t hit = std::min(a, c);
         if (hit == std::string_view::npos) break;
         Bytes rest = region.subspan(hit);
-        auto info = hit == a ? readBundle(rest, base + hit) : readCompressed(rest, base + hit, opt);
+        auto info = hit == a ? readBundle(rest, base + hit, opt.kernels)
+                             : readCompressed(rest, base + hit, opt);
         if (!info) {
             out.errors.push_back(info.error());
             pos = hit + 1;
@@ -120,7 +132,7 @@ Result<Inventory> inventory(Bytes file, const InventoryOptions& opt) {
     if (!elf) return std::unexpected(elf.error());
     if (elf->header.machine == kEmAmdgpu) {
         inv.format = "AMDGPU code object";
-        auto co = parseAmdCodeObject(file, 0);
+        auto co = parseAmdCodeObject(file, 0, opt.kernels);
         if (!co) return std::unexpected(co.error());
         BundleInfo b;
         b.kind = BundleInfo::Kind::CodeObject;

@@ -50,6 +50,7 @@ struct Inventory {
 struct InventoryOptions {
     bool decompress = true;                  ///< inflate CCOB bundles to learn their entries
     uint64_t max_decompressed = 1ull << 30;  ///< per bundle, in bytes
+    bool kernels = true;  ///< read kernel names (each code object's symbol table)
 };
 
 /// True when the file is something `inventory` reads (ELF, a bundle, a CCOB).

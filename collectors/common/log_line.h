@@ -61,6 +61,17 @@ class Matcher {
     /// The line where the oldest block still in progress started, nullopt when none is open.
     /// An interrupted ingest resumes there, so no block loses its header.
     virtual std::optional<uint64_t> openSince() const { return std::nullopt; }
+    /// True when no line can change this matcher's state except by being one of its records
+    /// (no block in progress, nothing waiting for a next line). Default: nothing open.
+    virtual bool idle() const { return !openSince(); }
+    /// True for parsers of kernel-log records only (amdgpu faults, resets, Xid, CPU faults): a
+    /// line with an AMD_LOG_LEVEL prefix (LogLine::amd_level: ROCclr's log_printf printed it)
+    /// is never one of their records, so the pipeline skips it for them while they are idle().
+    virtual bool kernelLogOnly() const { return false; }
+    /// True for the parser that owns HIP's dispatch-context messages (`ArgN: … = …`,
+    /// `ShaderName : …`, `Graph shader name : …` after an AMD_LOG_LEVEL prefix): they are no
+    /// other parser's records, so the pipeline skips them for the others while those are idle().
+    virtual bool ownsDispatchLines() const { return false; }
 };
 
 }  // namespace gpufault

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpufault {
 
@@ -30,5 +31,11 @@ KfdNode parseKfdProperties(std::string_view text);
 /// `/proc/driver/nvidia/gpus/<pci>/information` (NVIDIA kernel module): `Key: \t value` lines
 /// (`Model`, `GPU UUID`, `Video BIOS`, `Bus Location`, `Device Minor`, `GPU Firmware`, …).
 std::map<std::string, std::string> parseNvidiaInformation(std::string_view text);
+
+/// The CUDA target (`sm_90`) of an NVIDIA GPU from its model name as that file prints it
+/// (`NVIDIA H200`), by a table of datacenter, workstation and GeForce models (NVIDIA's "CUDA
+/// GPUs – Compute Capability" list); nullopt for a model not in it. /proc does not state the
+/// compute capability itself.
+std::optional<std::string> nvidiaTargetOfModel(std::string_view model);
 
 }  // namespace gpufault

@@ -33,6 +33,7 @@ struct Block {
     uint32_t seen = 0;                // bit per stage
     bool header = false;
     bool fault_field = false;  // a line beyond the task line stated something
+    uint64_t first_line = 0;   // its first line in file order
 };
 
 enum class Direction { Unknown, Forward, Reverse };
@@ -61,6 +62,16 @@ class AmdgpuFaultMatcher final : public Matcher {
   public:
     void feed(const LogLine& line, Sink& out) override;
     void finish(Sink& out) override;
+    bool kernelLogOnly() const override { return true; }
+    bool idle() const override { return blocks_.empty() && !held_; }
+    /// The first line of the oldest block in progress or of the held record.
+    std::optional<uint64_t> openSince() const override {
+        std::optional<uint64_t> first;
+        if (held_) first = held_->line;
+        for (const auto& b : blocks_)
+            if (!first || b.first_line < *first) first = b.first_line;
+        return first;
+    }
 
   private:
     bool joins(const Block& b, FaultStage s, std::optional<double> t);
@@ -122,7 +133,7 @@ bool AmdgpuFaultMatcher::joins(const Block& b, FaultStage s, std::optional<doubl
 }
 
 void AmdgpuFaultMatcher::add(Block& b, FaultStage s, std::string_view body, const LogLine& line) {
-    ++b.lines;
+    if (b.lines++ == 0) b.first_line = line.line;
     b.touched = seq_;
     b.last_stage = stageIndex(s);
     b.seen |= 1u << stageIndex(s);

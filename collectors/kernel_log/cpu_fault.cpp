@@ -228,6 +228,9 @@ class CpuFaultMatcher final : public Matcher {
         emit(line, b, std::move(e), out);
     }
 
+    bool kernelLogOnly() const override { return true; }
+    /// The suppressed count expires by line number: skipped lines change nothing.
+    bool idle() const override { return true; }
     /// A pending `callbacks suppressed` count is state too: resume at its line to keep it.
     std::optional<uint64_t> openSince() const override {
         return suppressed_ ? std::optional<uint64_t>(suppressed_line_) : std::nullopt;

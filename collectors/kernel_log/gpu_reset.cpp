@@ -40,6 +40,16 @@ class GpuResetMatcher final : public Matcher {
   public:
     void feed(const LogLine& line, Sink& out) override;
     void finish(Sink& out) override;
+    bool kernelLogOnly() const override { return true; }
+    bool idle() const override { return episodes_.empty() && !task_; }
+    /// The first line of the oldest episode in progress or of the pending task line.
+    std::optional<uint64_t> openSince() const override {
+        std::optional<uint64_t> first;
+        if (task_) first = task_->line;
+        for (const auto& e : episodes_)
+            if (!first || e.ev.line < *first) first = e.ev.line;
+        return first;
+    }
 
   private:
     size_t find(std::string_view key) const;
@@ -55,6 +65,7 @@ class GpuResetMatcher final : public Matcher {
     struct PendingTask {
         std::string key;
         uint64_t seq = 0;
+        uint64_t line = 0;
         Evidence said;
         std::string raw;
     };
@@ -110,6 +121,7 @@ size_t GpuResetMatcher::open(const LogLine& line,
 
 void GpuResetMatcher::feed(const LogLine& line, Sink& out) {
     ++seq_;
+    if (task_ && task_->seq + 1 < seq_) task_.reset();  // only the very next line may use it
     for (size_t i = 0; i < episodes_.size();) {
         if (seq_ - episodes_[i].touched > kMaxGap) {
             close(i, out);
@@ -139,7 +151,7 @@ void GpuResetMatcher::feed(const LogLine& line, Sink& out) {
     }
     if (ev == ResetEvent::Task) {  // only right after a ring timeout of the same device
         if (i == npos || !episodes_[i].await_task) {  // or right before it, newest first
-            task_ = PendingTask{key, seq_, std::move(said), std::string(line.raw)};
+            task_ = PendingTask{key, seq_, line.line, std::move(said), std::string(line.raw)};
             return;
         }
         Episode& e = episodes_[i];

@@ -104,6 +104,7 @@ void parseChannel(string_view body, Evidence& e) {
 
 class NvidiaXidMatcher final : public Matcher {
   public:
+    bool kernelLogOnly() const override { return true; }
     void feed(const LogLine& line, Sink& out) override {
         size_t a = line.text.find(kAnchor);
         if (a == string_view::npos) return;

@@ -234,8 +234,7 @@ bool LineDecoder::feedBareAmd(uint64_t line_no, std::string_view raw, LogLine& l
     if (t.size() > kMaxLine) t = t.substr(0, kMaxLine);
     auto amd = parseAmdLogPrefix(t);
     if (!amd) return false;
-    st.after_kmsg = false;
-    st.compose.other();
+    bareAmdSeen();
     l.line = line_no;
     l.raw = raw;
     l.amd_level = amd->level;
@@ -244,6 +243,37 @@ bool LineDecoder::feedBareAmd(uint64_t line_no, std::string_view raw, LogLine& l
     l.time.runtime_us = amd->runtime_us;
     l.text = t.substr(std::min(amd->message_offset, t.size()));
     return true;
+}
+
+bool LineDecoder::fillFixed(uint64_t line_no,
+                            std::string_view raw,
+                            const AmdFixedShape& sh,
+                            LogLine& l) {
+    // The shape was read from the first 96 bytes, or all of a shorter line: the same for the
+    // line without its trailing blanks when that keeps them (or the whole line).
+    std::string_view t = trimLineEnd(raw);
+    if (t.size() < 96 && t.size() != raw.size()) return false;
+    int64_t us = 0, pid = 0;
+    std::string_view tid;
+    amdFixedValues(t, sh, us, pid, tid);
+    bareAmdSeen();
+    l.line = line_no;
+    l.raw = raw;
+    l.amd_level = raw[1] - '0';
+    l.log_pid = pid;
+    l.runtime_tid = tid;
+    l.time.runtime_us = us;
+    l.text = t.substr(std::min(sh.message, t.size()));
+    return true;
+}
+
+bool LineDecoder::criPending() const {
+    return state_->cri[0].active || state_->cri[1].active;
+}
+
+void LineDecoder::bareAmdSeen() {
+    state_->after_kmsg = false;
+    state_->compose.other();
 }
 
 void LineDecoder::finish(const Emit& emit) {

@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <string_view>
 
 #include "collectors/common/log_line.h"
+#include "collectors/runtime_log/amd_log_prefix.h"
 
 namespace gpufault {
 
@@ -47,10 +49,41 @@ class LineDecoder {
     /// changes nothing: call feed(). `l` is a default LogLine or one filled by this call before
     /// (the fields it sets are the same every time, so it can be reused without clearing).
     bool feedBareAmd(uint64_t line_no, std::string_view raw, LogLine& l);
+    /// What feedBare() did with a line.
+    enum class Bare {
+        No,       ///< not a bare AMD_LOG_LEVEL line: call feed()
+        Skipped,  ///< a level-3 line whose message `skip` accepted: nothing to emit
+        Filled,   ///< `l` holds the line as feed() would emit it
+    };
+    /// feedBareAmd() with a cheaper path for lines in the fixed ROCm 5.7–6.2 columns
+    /// (amdFixedShape()), most lines of a level-3 log: a level-3 line whose message `skip`
+    /// accepts (the API trace lines) is only counted as seen. `mayHaveCr` false: the caller
+    /// knows the line has no '\r' (else it is searched here).
+    template <typename Skip>
+    Bare feedBare(uint64_t line_no, std::string_view raw, LogLine& l, Skip&& skip, bool mayHaveCr) {
+        if (raw.size() < 40 || raw[0] != ':' || criPending()) return Bare::No;
+        if (raw.size() <= kMaxLine) {
+            const AmdFixedShape sh = amdFixedShape(raw);
+            if (sh.message != 0) {
+                const bool cr = mayHaveCr && std::memchr(raw.data(), '\r', raw.size());
+                if (!cr && raw[1] == '3' && skip(raw.substr(sh.message))) {
+                    bareAmdSeen();
+                    return Bare::Skipped;
+                }
+                if (!cr && fillFixed(line_no, raw, sh, l)) return Bare::Filled;
+            }
+        }
+        return feedBareAmd(line_no, raw, l) ? Bare::Filled : Bare::No;
+    }
     /// End of stream: emit what is still held (an unterminated CRI partial line).
     void finish(const Emit& emit);
 
   private:
+    bool criPending() const;
+    void bareAmdSeen();
+    /// feedBareAmd() for a line without '\r' whose fixed shape `sh` is known; false when the
+    /// shape of the trimmed line might differ (then feedBareAmd() decides).
+    bool fillFixed(uint64_t line_no, std::string_view raw, const AmdFixedShape& sh, LogLine& l);
     struct State;
     State* state_;
 };

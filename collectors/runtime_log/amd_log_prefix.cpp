@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 
+#include "collectors/common/simd.h"
 #include "collectors/common/swar.h"
 
 namespace gpufault {
@@ -121,14 +122,11 @@ bool generalHead(Scan& c, AmdLogPrefix& pr, bool& leading_colon) {
 
 using namespace swar;
 
-/// The head in the printf columns of every `:%d:%-25s:%-4d: ` layout (file ≤ 25 and line ≤ 4
-/// characters, no TABs in the padding): `:L:`, the file padded to column 28, the line padded to
-/// column 33, `: ` and a digit. Gives what generalHead() would (`c` after the blanks), or false
-/// when the line is not in exactly this shape and generalHead() must decide.
-bool fixedHead(std::string_view s, Scan& c, AmdLogPrefix& pr) {
-    if constexpr (!kLittleEndian) return false;
-    const char* b = s.data();
-    if (s.size() < 40 || b[0] != ':' || !Scan::digit(b[1]) || b[2] != ':' || b[28] != ':' ||
+/// The column checks of the printf head `:%d:%-25s:%-4d: ` (file ≤ 25 and line ≤ 4 characters):
+/// `:L:`, no ':' up to column 28, ':' in columns 28 and 33, the line's first digit in column 29,
+/// `: ` and a digit in column 35, the line's digits then spaces up to column 33.
+bool fixedHeadShape(const char* b, size_t n) {
+    if (n < 40 || b[0] != ':' || !Scan::digit(b[1]) || b[2] != ':' || b[28] != ':' ||
         b[33] != ':' || b[34] != ' ' || !Scan::digit(b[35]) || !Scan::digit(b[29]) ||
         b[3] == ' ' || b[3] == '\t')
         return false;
@@ -137,6 +135,21 @@ bool fixedHead(std::string_view s, Scan& c, AmdLogPrefix& pr) {
     if (anyZeroByte(load8(b + 3) ^ colons) | anyZeroByte(load8(b + 11) ^ colons) |
         anyZeroByte(load8(b + 19) ^ colons) | anyZeroByte(load8(b + 20) ^ colons))
         return false;
+    size_t i = 30;
+    while (i < 33 && Scan::digit(b[i])) ++i;
+    for (; i < 33; ++i)
+        if (b[i] != ' ') return false;
+    return true;
+}
+
+/// The head in the printf columns of every `:%d:%-25s:%-4d: ` layout (no TABs in the padding):
+/// fixedHeadShape(), the file padded to column 28, the line padded to column 33. Gives what
+/// generalHead() would (`c` after the blanks), or false when the line is not in exactly this
+/// shape and generalHead() must decide.
+bool fixedHead(std::string_view s, Scan& c, AmdLogPrefix& pr) {
+    if constexpr (!kLittleEndian) return false;
+    const char* b = s.data();
+    if (!fixedHeadShape(b, s.size())) return false;
     // The file ends at the last non-space byte before column 28.
     size_t end = 3;
     if (uint64_t m = bytesNot(load8(b + 20), ' ')) {
@@ -149,12 +162,9 @@ bool fixedHead(std::string_view s, Scan& c, AmdLogPrefix& pr) {
         end = 4;  // b[3] is not a blank
     }
     if (b[end - 1] == '\t') return false;
-    // The source line: digits from column 29, spaces up to the ':' in column 33.
+    // The source line: digits from column 29 (the shape checked the spaces after them).
     int64_t line = 0;
-    size_t i = 29;
-    while (i < 33 && Scan::digit(b[i])) line = line * 10 + (b[i++] - '0');
-    for (; i < 33; ++i)
-        if (b[i] != ' ') return false;
+    for (size_t i = 29; i < 33 && Scan::digit(b[i]); ++i) line = line * 10 + (b[i] - '0');
     pr.level = b[1] - '0';
     pr.file = std::string_view(b + 3, end - 3);
     pr.src_line = line;
@@ -162,10 +172,20 @@ bool fixedHead(std::string_view s, Scan& c, AmdLogPrefix& pr) {
     return true;
 }
 
-/// After fixedHead(): the ROCm 5.7–6.2 rest `%010lld us: [pid:%-5d tid:0x%s] ` (8–15 stamp
-/// digits, 1–7 pid digits, 1–15 tid digits) read a word at a time. Fills the stamp, pid, tid and
-/// message start as the general path would, or returns false (nothing changed) for any other text.
-bool fixedTail(std::string_view s, AmdLogPrefix& pr) {
+/// Where the fields of the ROCm 5.7–6.2 rest `%010lld us: [pid:%-5d tid:0x%s] ` lie.
+struct TailShape {
+    const char* stamp;     ///< first stamp digit (column 35)
+    const char* stampEnd;  ///< the ` us: [pid:` after it
+    const char* pid;       ///< first pid digit
+    const char* pidEnd;
+    const char* tid;       ///< the `0x`
+    size_t tidDigits;      ///< hex digits after `0x`
+    size_t message;        ///< offset of the message (after the blanks)
+};
+
+/// After the head: the rest `%010lld us: [pid:%-5d tid:0x%s] ` (8–15 stamp digits, 1–7 pid
+/// digits, 1–15 tid digits) checked a word at a time, or false for any other text.
+bool fixedTailShape(std::string_view s, TailShape& sh) {
     const char* b = s.data();
     const char* e = b + s.size();
     const char* q = b + 35;
@@ -194,16 +214,25 @@ bool fixedTail(std::string_view s, AmdLogPrefix& pr) {
         hexLen = 8 + static_cast<size_t>(std::countr_zero(hexEnd)) / 8;
     }
     if (hexLen == 0 || x[2 + hexLen] != ']') return false;
-    int64_t stamp = static_cast<int64_t>(eightDigits(load8(q)));
-    for (const char* d = q + 8; d < r; ++d) stamp = stamp * 10 + (*d - '0');
-    int64_t pid = 0;
-    for (const char* d = t; d < u; ++d) pid = pid * 10 + (*d - '0');
     const char* m = x + 3 + hexLen;
     while (m < e && (*m == ' ' || *m == '\t')) ++m;
+    sh = TailShape{q, r, t, u, x, hexLen, static_cast<size_t>(m - b)};
+    return true;
+}
+
+/// After fixedHead(): the fixed rest's stamp, pid, tid and message start as the general path
+/// would fill them, or false (nothing changed) for any other text.
+bool fixedTail(std::string_view s, AmdLogPrefix& pr) {
+    TailShape sh;
+    if (!fixedTailShape(s, sh)) return false;
+    int64_t stamp = static_cast<int64_t>(eightDigits(load8(sh.stamp)));
+    for (const char* d = sh.stamp + 8; d < sh.stampEnd; ++d) stamp = stamp * 10 + (*d - '0');
+    int64_t pid = 0;
+    for (const char* d = sh.pid; d < sh.pidEnd; ++d) pid = pid * 10 + (*d - '0');
     pr.runtime_us = stamp;
     pr.pid = pid;
-    pr.runtime_tid = std::string_view(x, 2 + hexLen);
-    pr.message_offset = static_cast<size_t>(m - b);
+    pr.runtime_tid = std::string_view(sh.tid, 2 + sh.tidDigits);
+    pr.message_offset = sh.message;
     return true;
 }
 
@@ -256,6 +285,103 @@ std::optional<AmdLogPrefix> parseAmdLogPrefix(std::string_view line) {
 
 std::optional<AmdLogPrefix> parseAmdLogPrefixGeneral(std::string_view line) {
     return parse(line, false);
+}
+
+namespace {
+
+#if defined(__SSE2__)
+/// amdFixedShape() sixteen bytes at a time, for lines of ≥ 96 bytes (every load stays inside
+/// them): the same checks as fixedHeadShape() and fixedTailShape(), as bit masks. The message
+/// offset is before the blanks that follow the prefix.
+AmdFixedShape fixedShapeSimd(const char* b) {
+    using namespace simd;
+    const __m128i v0 = load16(b), v1 = load16(b + 16), v2 = load16(b + 32), v3 = load16(b + 48);
+    const uint64_t colon = eq(v0, ':') | uint64_t{eq(v1, ':')} << 16 |
+                           uint64_t{eq(v2, ':')} << 32 | uint64_t{eq(v3, ':')} << 48;
+    const uint64_t digit = digits(v0) | uint64_t{digits(v1)} << 16 |
+                           uint64_t{digits(v2)} << 32 | uint64_t{digits(v3)} << 48;
+    const uint64_t space = eq(v0, ' ') | uint64_t{eq(v1, ' ')} << 16 | uint64_t{eq(v2, ' ')} << 32;
+    // `:L:`, the file without ':' up to column 28, `:` in 28 and 33, nothing else up to 34.
+    constexpr uint64_t kColons = 1ull | 1ull << 2 | 1ull << 28 | 1ull << 33;
+    if ((colon & ((1ull << 35) - 1)) != kColons) return {};
+    constexpr uint64_t kDigits = 1ull << 1 | 1ull << 29 | 1ull << 35;
+    if ((digit & kDigits) != kDigits || !(space >> 34 & 1) || (space >> 3 & 1) || b[3] == '\t')
+        return {};
+    // The source line: digits from column 29, then spaces up to column 33.
+    const uint64_t ld = digit >> 29 & 0xf, ls = space >> 29 & 0xf;
+    if ((ld | ls) != 0xf || (ld & (ld + 1)) != 0) return {};
+    // The stamp: 8–15 digits from column 35.
+    const size_t stampLen = static_cast<size_t>(std::countr_zero(~(digit >> 35)));
+    if (stampLen < 8 || stampLen > 15) return {};
+    static const char kUs[16] = " us: [pid:";
+    static const char kTid[16] = "tid:0x";
+    const char* r = b + 35 + stampLen;
+    if (!startsWith(r, kUs, 10)) return {};
+    const char* t = r + 10;
+    const size_t pidLen = static_cast<size_t>(std::countr_zero(~digits(load16(t))));
+    if (pidLen == 0 || pidLen > 7) return {};
+    const char* u = t + pidLen;
+    const size_t blanks = static_cast<size_t>(std::countr_zero(~eq(load16(u), ' ')));
+    if (blanks > 7) return {};
+    const char* h = u + blanks;
+    if (!startsWith(h, kTid, 6)) return {};
+    const size_t hexLen = static_cast<size_t>(std::countr_zero(~hexDigits(load16(h + 6))));
+    if (hexLen == 0 || hexLen > 15 || h[6 + hexLen] != ']') return {};
+    AmdFixedShape sh;
+    sh.message = static_cast<size_t>(h + 7 + hexLen - b);
+    sh.stamp_len = static_cast<uint8_t>(stampLen);
+    sh.pid_at = static_cast<uint8_t>(t - b);
+    sh.pid_len = static_cast<uint8_t>(pidLen);
+    sh.tid_at = static_cast<uint8_t>(h + 4 - b);
+    sh.tid_len = static_cast<uint8_t>(2 + hexLen);
+    return sh;
+}
+#endif
+
+}  // namespace
+
+AmdFixedShape amdFixedShape(std::string_view line) {
+    if constexpr (!kLittleEndian) return {};
+#if defined(__SSE2__)
+    if (line.size() >= 96) {
+        AmdFixedShape sh = fixedShapeSimd(line.data());
+        if (sh.message == 0) return {};
+        while (sh.message < line.size() && (line[sh.message] == ' ' || line[sh.message] == '\t'))
+            ++sh.message;
+        return sh;
+    }
+#endif
+    return amdFixedShapeScalar(line);
+}
+
+AmdFixedShape amdFixedShapeScalar(std::string_view line) {
+    if constexpr (!kLittleEndian) return {};
+    TailShape sh;
+    if (!fixedHeadShape(line.data(), line.size()) || !fixedTailShape(line, sh)) return {};
+    const char* b = line.data();
+    AmdFixedShape r;
+    r.message = sh.message;
+    r.stamp_len = static_cast<uint8_t>(sh.stampEnd - sh.stamp);
+    r.pid_at = static_cast<uint8_t>(sh.pid - b);
+    r.pid_len = static_cast<uint8_t>(sh.pidEnd - sh.pid);
+    r.tid_at = static_cast<uint8_t>(sh.tid - b);
+    r.tid_len = static_cast<uint8_t>(2 + sh.tidDigits);
+    return r;
+}
+
+void amdFixedValues(std::string_view line,
+                    const AmdFixedShape& sh,
+                    int64_t& runtime_us,
+                    int64_t& pid,
+                    std::string_view& runtime_tid) {
+    const char* b = line.data();
+    int64_t stamp = static_cast<int64_t>(eightDigits(load8(b + 35)));
+    for (const char* d = b + 43; d < b + 35 + sh.stamp_len; ++d) stamp = stamp * 10 + (*d - '0');
+    int64_t p = 0;
+    for (const char* d = b + sh.pid_at; d < b + sh.pid_at + sh.pid_len; ++d) p = p * 10 + (*d - '0');
+    runtime_us = stamp;
+    pid = p;
+    runtime_tid = std::string_view(b + sh.tid_at, sh.tid_len);
 }
 
 }  // namespace gpufault

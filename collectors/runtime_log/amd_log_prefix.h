@@ -29,6 +29,28 @@ struct AmdLogPrefix {
 /// Lines in the printf columns (`%-25s`, `%-4d`) take a fixed-column path; others the general one.
 std::optional<AmdLogPrefix> parseAmdLogPrefix(std::string_view line);
 
+/// Where the fields of a line in the fixed printf columns of ROCm 5.7–6.2 lie
+/// (`:%d:%-25s:%-4d: %010lld us: [pid:%-5d tid:0x%s] `); message 0: not in that shape.
+struct AmdFixedShape {
+    size_t message = 0;     ///< offset of the message: parseAmdLogPrefix()'s message_offset
+    uint8_t stamp_len = 0;  ///< stamp digits from column 35
+    uint8_t pid_at = 0, pid_len = 0;
+    uint8_t tid_at = 0, tid_len = 0;  ///< the tid with its `0x`
+};
+
+/// Shape check only, for skipping lines cheaply: the fixed-column fields of `line`, with the
+/// same acceptance and message offset as parseAmdLogPrefix()'s fixed-column path. No field is
+/// read; SIMD on lines of ≥ 96 bytes.
+AmdFixedShape amdFixedShape(std::string_view line);
+/// The same without SIMD (tests compare the two).
+AmdFixedShape amdFixedShapeScalar(std::string_view line);
+/// The level-independent values of a line `amdFixedShape()` accepted: stamp (µs), pid, tid.
+void amdFixedValues(std::string_view line,
+                    const AmdFixedShape& sh,
+                    int64_t& runtime_us,
+                    int64_t& pid,
+                    std::string_view& runtime_tid);
+
 /// The same parse without the fixed-column path (tests compare the two).
 std::optional<AmdLogPrefix> parseAmdLogPrefixGeneral(std::string_view line);
 

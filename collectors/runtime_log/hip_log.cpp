@@ -17,29 +17,21 @@ constexpr size_t kMaxArgs = 64;       // pointer args kept per thread
 constexpr size_t kMaxName = 256;      // bytes kept of an argument name
 constexpr size_t kMaxListing = 2048;  // bytes kept of a NoBinaryForGpu device/bundle listing
 
-/// One `Arg%d: %s %s = ptr:%p obj:[%p-%p]` line waiting for its ShaderName.
-struct PendingArg {
-    DispatchArg arg;
-    std::string name;
-    uint64_t line = 0;
-    TimeInfo time;
-};
-
 struct ThreadArgs {
     std::optional<int64_t> pid;
     std::string tid;
-    std::vector<PendingArg> args;
+    std::vector<DispatchArg> args;  ///< pointer args logged since the launch began
     int last_index = -1;
     uint64_t used = 0;
 };
 
 std::optional<uint64_t> hexOrNil(std::string_view s, size_t* n) {
+    if (s.size() >= 3 && s[0] == '0' && s[1] == 'x') return text::parseHex(s, n);
     if (s.starts_with("(nil)")) {
         *n = 5;
         return 0;
     }
-    if (!s.starts_with("0x")) return std::nullopt;
-    return text::parseHex(s, n);
+    return std::nullopt;
 }
 
 /// Appends `item` to the attr `key` (`; `-separated), bounded.
@@ -70,6 +62,8 @@ class HipLogMatcher final : public Matcher {
 
     /// Records held for folding (pending ArgN lines are context and do not hold a resume).
     std::optional<uint64_t> openSince() const override { return folder_.firstLine(); }
+    bool idle() const override { return !listing_; }  // folded records wait for no line
+    bool ownsDispatchLines() const override { return true; }
 
   private:
     /// A line whose AMD prefix is known: the message starts with the format's first word.
@@ -77,7 +71,7 @@ class HipLogMatcher final : public Matcher {
         if (m.empty()) return;
         switch (m[0]) {
             case 'A':
-                if (m.starts_with("Arg")) return arg(l, amd, m);
+                if (m.starts_with("Arg")) return arg(amd, m);
                 if (m.starts_with("Allocation failed")) return alloc(l, amd, m, out);
                 break;
             case 'S':
@@ -134,9 +128,17 @@ class HipLogMatcher final : public Matcher {
 
     ThreadArgs& thread(const rt::AmdFields& amd) {
         ++tick_;
-        for (auto& t : threads_) {
+        // The thread of the previous line first: a launch's lines come from one thread.
+        if (last_ < threads_.size() && threads_[last_].pid == amd.pid &&
+            threads_[last_].tid == amd.runtime_tid) {
+            threads_[last_].used = tick_;
+            return threads_[last_];
+        }
+        for (size_t i = 0; i < threads_.size(); ++i) {
+            ThreadArgs& t = threads_[i];
             if (t.pid == amd.pid && t.tid == amd.runtime_tid) {
                 t.used = tick_;
+                last_ = i;
                 return t;
             }
         }
@@ -147,12 +149,13 @@ class HipLogMatcher final : public Matcher {
             threads_.erase(threads_.begin() + static_cast<long>(lru));
         }
         threads_.push_back({amd.pid, std::string(amd.runtime_tid), {}, -1, tick_});
+        last_ = threads_.size() - 1;
         return threads_.back();
     }
 
     /// `Arg%d: %s %s = ptr:%p obj:[%p-%p]` (pointer) or `Arg%d: %s %s = val:%s` (not a pointer),
     /// rocvirtual.cpp, LOG_KERN. A new Arg0 (or a lower index) starts a new launch.
-    void arg(const LogLine& l, const rt::AmdFields& amd, std::string_view s) {
+    void arg(const rt::AmdFields& amd, std::string_view s) {
         size_t n = 0;
         auto index = text::parseDec(s.substr(3), &n);
         const size_t colon = 3 + n;
@@ -164,34 +167,33 @@ class HipLogMatcher final : public Matcher {
         t.last_index = static_cast<int>(*index);
         std::string_view value = s.substr(eq + 3);
         if (!value.starts_with("ptr:") || t.args.size() >= kMaxArgs) return;
-        PendingArg p;
-        p.arg.index = static_cast<int>(*index);
         auto ptr = hexOrNil(value.substr(4), &n);
         if (!ptr) return;
-        p.arg.ptr = *ptr;
-        if (size_t o = value.find("obj:["); o != std::string_view::npos) {
-            std::string_view r = value.substr(o + 5);
-            size_t n1 = 0, n2 = 0;
-            auto lo = hexOrNil(r, &n1);
-            if (lo && r.substr(n1, 1) == "-") {
-                auto hi = hexOrNil(r.substr(n1 + 1), &n2);
-                if (hi && r.substr(n1 + 1 + n2, 1) == "]") {
-                    p.arg.obj_lo = lo;
-                    p.arg.obj_hi = hi;
-                }
-            }
+        DispatchArg& a = t.args.emplace_back();
+        a.index = static_cast<int>(*index);
+        a.ptr = *ptr;
+        if (std::string_view r = value.substr(4 + n); r.starts_with(" obj:[")) {
+            r.remove_prefix(6);  // the usual place: right after the pointer
+            parseRange(r, a);
+        } else if (size_t o = value.find("obj:["); o != std::string_view::npos) {
+            parseRange(value.substr(o + 5), a);
         }
         // `%s %s` = type and name; either may be empty.
         std::string_view decl = text::trim(s.substr(colon + 1, eq - (colon + 1)));
         size_t sp = decl.rfind(' ');
         std::string_view name = sp == std::string_view::npos ? decl : decl.substr(sp + 1);
-        p.name = name.empty() ? "Arg" + std::to_string(*index)
-                              : std::string(name.substr(0, std::min(name.size(), kMaxName)));
-        if (!name.empty()) p.arg.name = p.name;
-        p.line = l.line;
-        p.time = l.time;
-        if (!p.time.runtime_us) p.time.runtime_us = amd.runtime_us;
-        t.args.push_back(std::move(p));
+        if (!name.empty()) a.name = std::string(name.substr(0, std::min(name.size(), kMaxName)));
+    }
+
+    /// `lo-hi]` of `obj:[lo-hi]` into the arg's allocation range (left unset unless complete).
+    static void parseRange(std::string_view r, DispatchArg& a) {
+        size_t n1 = 0, n2 = 0;
+        auto lo = hexOrNil(r, &n1);
+        if (!lo || r.substr(n1, 1) != "-") return;
+        auto hi = hexOrNil(r.substr(n1 + 1), &n2);
+        if (!hi || r.substr(n1 + 1 + n2, 1) != "]") return;
+        a.obj_lo = lo;
+        a.obj_hi = hi;
     }
 
     /// `ShaderName : %s` (rocvirtual.cpp, LOG_KERN) and `Graph shader name : %s`.
@@ -206,26 +208,8 @@ class HipLogMatcher final : public Matcher {
         d.pid = amd.pid;
         d.runtime_tid = std::string(amd.runtime_tid);
         d.kernel = std::string(name);
-        for (auto& p : t.args) d.args.push_back(p.arg);
+        d.args.swap(t.args);  // the thread's next launch starts empty
         out.dispatch(std::move(d));
-        std::optional<int64_t> rank;
-        bool rankKnown = false;
-        for (auto& p : t.args) {
-            if (!p.arg.obj_lo || !p.arg.obj_hi || *p.arg.obj_hi <= *p.arg.obj_lo) continue;
-            Operand o;
-            o.line = p.line;
-            o.time = p.time;
-            o.pid = amd.pid;
-            o.name = std::move(p.name);
-            o.ptr = *p.arg.obj_lo;
-            o.end = *p.arg.obj_hi;
-            o.arg_ptr = p.arg.ptr;
-            o.origin = "hip_arg";
-            if (!rankKnown) rank = rt::rankOf(l), rankKnown = true;  // once per line
-            o.rank = rank;
-            out.operand(std::move(o));
-        }
-        t.args.clear();
         t.last_index = -1;
     }
 
@@ -343,6 +327,7 @@ class HipLogMatcher final : public Matcher {
     }
 
     std::vector<ThreadArgs> threads_;
+    size_t last_ = 0;  ///< index of the thread found last
     uint64_t tick_ = 0;
     rt::Folder folder_;
     Evidence* listing_ = nullptr;  ///< held NoBinaryForGpu record collecting its listing

@@ -90,6 +90,7 @@ class RuntimeErrorMatcher final : public Matcher {
         folder_.flush(out);
     }
 
+    bool idle() const override { return !pending_; }  // folded records wait for no line
     std::optional<uint64_t> openSince() const override {
         auto first = folder_.firstLine();
         if (pending_ && (!first || pending_->line < *first)) first = pending_->line;

@@ -2,6 +2,7 @@
 // directories, JSON, exit codes and bad input.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -78,7 +79,7 @@ TEST(CliCodeobj, CudaDeviceChecks) {
 }
 
 TEST(CliCodeobj, ListingAndMislabeledEntries) {
-    auto r = run({GPUFAULT_BIN, "codeobj", kBin + "/hip/vadd_features"});
+    auto r = run({GPUFAULT_BIN, "codeobj", "--list", kBin + "/hip/vadd_features"});
     EXPECT_EQ(r.status, 0);
     EXPECT_NE(r.out.find("bundle #1 at 0x3000, 12696 bytes: gfx908:sramecc-:xnack-, gfx90a:xnack+"),
               std::string::npos)
@@ -105,12 +106,12 @@ TEST(CliCodeobj, DirectorySkipsNonElfAndReportsUnreadable) {
 TEST(CliCodeobj, BadInputAndUsageExit2) {
     TempDir t;
     writeFile(t.file("junk"), "hello");
-    auto r = run({GPUFAULT_BIN, "codeobj", t.file("junk")});
+    auto r = run({GPUFAULT_BIN, "codeobj", "--list", t.file("junk")});
     EXPECT_EQ(r.status, 2);
     EXPECT_NE(r.err.find("junk: offset 0x0: not an ELF file"), std::string::npos) << r.err;
     std::string elf = readFile(kBin + "/hip/vadd_gfx906");
     writeFile(t.file("cut"), elf.substr(0, 0x4000));
-    r = run({GPUFAULT_BIN, "codeobj", t.file("cut")});
+    r = run({GPUFAULT_BIN, "codeobj", "--list", t.file("cut")});
     EXPECT_EQ(r.status, 2);
     EXPECT_NE(r.err.find("cut: offset 0x28: section table"), std::string::npos) << r.err;
     // A bundle whose entry count is 2^63, inside a copy of a real executable's .hip_fatbin.
@@ -122,10 +123,93 @@ TEST(CliCodeobj, BadInputAndUsageExit2) {
     EXPECT_NE(r.err.find("count: offset 0x3018: offload bundle entry count 9223372036854775808"),
               std::string::npos)
         << r.err;
-    EXPECT_EQ(run({GPUFAULT_BIN, "codeobj", t.file("missing")}).status, 2);
+    EXPECT_EQ(run({GPUFAULT_BIN, "codeobj", "--list", t.file("missing")}).status, 2);
     EXPECT_EQ(run({GPUFAULT_BIN, "codeobj", kSeed, "--device", "nvidia"}).status, 2);
     EXPECT_EQ(run({GPUFAULT_BIN, "codeobj", kSeed, "--hsa-override-gfx-version", "11"}).status, 2);
     EXPECT_EQ(run({GPUFAULT_BIN, "codeobj"}).status, 2);
+}
+
+/// A fake sysfs whose KFD topology has a CPU node and one GPU node per gfx_target_version.
+std::string fakeSysfs(const TempDir& t, const std::vector<std::string>& versions) {
+    std::string nodes = t.file("sys") + "/class/kfd/kfd/topology/nodes";
+    auto put = [](const std::string& path, const std::string& text) {
+        std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+        writeFile(path, text);
+    };
+    put(nodes + "/0/properties", "cpu_cores_count 16\nsimd_count 0\n");
+    for (size_t i = 0; i < versions.size(); ++i)
+        put(nodes + "/" + std::to_string(i + 1) + "/properties",
+            "simd_count 80\ngfx_target_version " + versions[i] + "\nlocation_id " +
+                std::to_string(768 * (i + 1)) + "\ndomain 0\n");
+    return t.file("sys");
+}
+
+TEST(CliCodeobj, WithoutDeviceChecksThisMachinesGpus) {
+    TempDir t;
+    std::string sys = fakeSysfs(t, {"100300", "90006", "100300"});  // gfx1030, gfx906, gfx1030
+    auto r = run({GPUFAULT_BIN, "codeobj", kSeed, "--sysfs-root", sys, "--proc-root",
+                  t.file("proc")});
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(r.err,
+              "gpufault codeobj: checking for this machine's GPU gfx1030 (0000:03:00.0)\n"
+              "gpufault codeobj: checking for this machine's GPU gfx906 (0000:06:00.0)\n");
+    EXPECT_EQ(r.out,
+              kSeed + ": bundle #4 at 0x12000: no code for gfx1030 (has gfx906); kernels: "
+                      "gpu_bench_kernel(float*, int)\n" +
+                  kSeed + ": gfx1030: 1 of 4 lack code\n" + kSeed + ": gfx906: all 4 have code\n");
+    // No GPU at all: said, exit 2; --list still lists.
+    auto none = run({GPUFAULT_BIN, "codeobj", kSeed, "--sysfs-root", t.file("empty"),
+                     "--proc-root", t.file("empty")});
+    EXPECT_EQ(none.status, 2);
+    EXPECT_NE(none.err.find("no GPU found on this machine"), std::string::npos) << none.err;
+    EXPECT_EQ(none.out, "");
+    auto list = run({GPUFAULT_BIN, "codeobj", kSeed, "--list", "--sysfs-root", t.file("empty"),
+                     "--proc-root", t.file("empty")});
+    EXPECT_EQ(list.status, 0);
+    EXPECT_NE(list.out.find("bundle #4 at 0x12000"), std::string::npos) << list.out;
+}
+
+TEST(CliCodeobj, WithoutDeviceOnTheH200ChecksSm90) {
+    // The real H200's information file: the model gives sm_90. The case of fixture 074: an
+    // sm_75-only build on an H200 (cudaErrorNoKernelImageForDevice at launch).
+    TempDir t;
+    std::string info = readFile(GPUFAULT_SOURCE_DIR "/tests/data/device/h200-proc/information");
+    std::filesystem::create_directories(t.file("proc/driver/nvidia/gpus/0000:00:06.0"));
+    writeFile(t.file("proc/driver/nvidia/gpus/0000:00:06.0/information"), info);
+    auto sm75 = run({GPUFAULT_BIN, "codeobj", kBin + "/cuda/vadd_sm75.nv_fatbin.elf",
+                     "--sysfs-root", t.file("sys"), "--proc-root", t.file("proc")});
+    EXPECT_EQ(sm75.status, 1) << sm75.err;
+    EXPECT_EQ(sm75.err, "gpufault codeobj: checking for this machine's GPU sm_90 (0000:00:06.0)\n");
+    EXPECT_NE(sm75.out.find(": sm_90: 2 of 2 lack code"), std::string::npos) << sm75.out;
+    auto sm90 = run({GPUFAULT_BIN, "codeobj", kBin + "/cuda/vadd_sm80_sm90_ptx.nv_fatbin.elf",
+                     "--sysfs-root", t.file("sys"), "--proc-root", t.file("proc")});
+    EXPECT_EQ(sm90.status, 0) << sm90.out << sm90.err;
+    EXPECT_NE(sm90.out.find(": sm_90: all 2 have code"), std::string::npos) << sm90.out;
+}
+
+TEST(CliCodeobj, DirectoryKernelLibraryFilesFlagATargetWithNone) {
+    TempDir t;
+    std::string lib = t.file("rocblas/library");
+    std::filesystem::create_directories(lib);
+    for (const char* f : {"TensileLibrary_lazy_gfx1100.dat", "TensileLibrary_lazy_gfx90a.dat",
+                          "TensileLibrary_Type_HH_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx1100.dat",
+                          "Kernels.so-000-gfx90a-xnack-.hsaco", "TensileManifest.txt"})
+        writeFile(lib + "/" + f, "not read");
+    auto list = run({GPUFAULT_BIN, "codeobj", "--list", t.path()});
+    EXPECT_EQ(list.status, 0) << list.err;
+    EXPECT_EQ(list.out, lib + ": kernel library files for gfx1100 (2), gfx90a (2)\n");
+    // The real case: a gfx1201 card, no gfx1201 files.
+    auto r = run({GPUFAULT_BIN, "codeobj", t.path(), "--require", "gfx90a,gfx1201"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.out,
+              lib + ": gfx90a: kernel library files present\n" + lib +
+                  ": no kernel library files for gfx1201 (has gfx1100 (2), gfx90a (2))\n");
+    auto j = run({GPUFAULT_BIN, "codeobj", t.path(), "--device", "gfx1201", "--json"});
+    EXPECT_EQ(j.status, 1);
+    auto o = nlohmann::json::parse(j.out);
+    EXPECT_EQ(o["directory"], lib);
+    EXPECT_EQ(o["library_files"]["gfx90a"], 2);
+    EXPECT_EQ(o["missing"], nlohmann::json::array({"gfx1201"}));
 }
 
 TEST(CliCodeobj, HsaOverrideMakesGfx1031RunGfx1030Code) {

@@ -42,6 +42,28 @@ TEST(KfdProperties, TargetAndPciFromTopology) {
     EXPECT_FALSE(cpu.pci());
 }
 
+TEST(NvidiaModels, ComputeCapabilityFromTheModelName) {
+    // Model names as /proc/driver/nvidia/gpus/*/information prints them.
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA H200"), "sm_90");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA H100 80GB HBM3"), "sm_90");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA A100-SXM4-80GB"), "sm_80");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA A10G"), "sm_86");
+    EXPECT_EQ(nvidiaTargetOfModel("Tesla V100-SXM2-16GB"), "sm_70");
+    EXPECT_EQ(nvidiaTargetOfModel("Tesla T4"), "sm_75");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA L40S"), "sm_89");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA B200"), "sm_100");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA GeForce RTX 4090"), "sm_89");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA GeForce RTX 3090 Ti"), "sm_86");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA GeForce RTX 5090"), "sm_120");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA RTX A6000"), "sm_86");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA RTX 5000 Ada Generation"), "sm_89");
+    EXPECT_EQ(nvidiaTargetOfModel("NVIDIA RTX PRO 6000 Blackwell Server Edition"), "sm_120");
+    // Not guessed: a Turing Quadro whose number looks like a GeForce series, unknown names.
+    EXPECT_FALSE(nvidiaTargetOfModel("Quadro RTX 5000"));
+    EXPECT_FALSE(nvidiaTargetOfModel("NVIDIA Graphics Device"));
+    EXPECT_FALSE(nvidiaTargetOfModel(""));
+}
+
 TEST(Devices, ListsAmdNodesAndTheH200FromFakeTrees) {
     TempDir t;
     std::string sys = t.file("sys"), proc = t.file("proc");
@@ -81,6 +103,7 @@ TEST(Devices, ListsAmdNodesAndTheH200FromFakeTrees) {
     EXPECT_EQ(d[2]["uuid"], "GPU-7733b9c3-28c9-3284-25e8-a4691857ae53");
     EXPECT_EQ(d[2]["vbios"], "96.00.a5.00.1a");
     EXPECT_EQ(d[2]["driver"], "580.159.04");
+    EXPECT_EQ(d[2]["target"], "sm_90");  // from the model name: /proc states no compute capability
 
     auto none = run({GPUFAULT_BIN, "devices", "--sysfs-root", t.file("empty"), "--proc-root",
                      t.file("empty")});
@@ -141,4 +164,34 @@ TEST(Preflight, FaultsSinceTheLastGoodResetVramAndProcessesMakeADeviceDirty) {
     EXPECT_EQ(run({GPUFAULT_BIN, "preflight", "--sysfs-root", t.file("x"), "--proc-root",
                    t.file("x")}).status,
               2);
+}
+
+TEST(Devices, RecordedOnceAndLinkedToRecordsByPciAndNode) {
+    TempDir t;
+    std::string sys = t.file("sys"), db = t.file("g.db");
+    std::string nodes = sys + "/class/kfd/kfd/topology/nodes";
+    put(nodes + "/0/properties", "cpu_cores_count 16\nsimd_count 0\n");
+    // The GPU of the real fixture 012: PCI 0000:0a:00.0 (location_id 0x0a00), ROCr node-1.
+    put(nodes + "/1/properties",
+        "simd_count 96\ngfx_target_version 110000\nlocation_id 2560\ndomain 0\n");
+    for (int i = 0; i < 2; ++i) {  // recording again refreshes the row
+        auto r = run({GPUFAULT_BIN, "--db", db, "devices", "--record", "--sysfs-root", sys,
+                      "--proc-root", t.file("proc")});
+        ASSERT_EQ(r.status, 0) << r.err;
+        EXPECT_NE(r.err.find("1 device recorded in " + db), std::string::npos) << r.err;
+    }
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db, "ingest", "-q",
+                   std::string(GPUFAULT_SOURCE_DIR) +
+                       "/tests/data/real/012-llamabench-rocr-fault-plus-journalctl.txt"})
+                  .status,
+              0);
+    auto q = run({GPUFAULT_BIN, "--db", db, "query", "--csv",
+                  "SELECT e.kind, l.link, d.pci, d.node, d.target, (SELECT count(*) FROM devices) "
+                  "FROM evidence_device l JOIN evidence e ON e.id = l.evidence_id JOIN devices d "
+                  "ON d.id = l.device_id ORDER BY e.id"});
+    ASSERT_EQ(q.status, 0) << q.err;
+    EXPECT_EQ(q.out,
+              "kind,link,pci,node,target,(SELECT count(*) FROM devices)\n"
+              "rocr_memory_fault,node,0000:0a:00.0,1,gfx1100,1\n"
+              "amdgpu_page_fault,pci,0000:0a:00.0,1,gfx1100,1\n");
 }

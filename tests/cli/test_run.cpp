@@ -1,8 +1,11 @@
 // `gpufault run`: a real job on a pseudo-terminal, its output passed through and spooled, the
 // run recorded, its fault ingested.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -163,4 +166,132 @@ TEST(Run, NvidiaXidJoinsTheRunThatSpawnedItsPidAndMeetsItsOperands) {
     auto e = nlohmann::json::parse(ev.out.substr(0, ev.out.find('\n')));
     EXPECT_EQ(e["address"], "0x7f6c62900000");
     EXPECT_EQ(e["kernel"], "scatter_rows(float *, const float *, int, long long)");
+}
+
+TEST(Run, StoresTheCommandLineWithoutItsSecrets) {
+    TempDir dir;
+    std::string db = dir.file("g.db"), spool = dir.file("spool");
+    // sh -c 'exit 0' takes the rest as $0 $1 …: a job with secrets on its command line.
+    auto r = run({GPUFAULT_BIN,
+                  "--db",
+                  db,
+                  "run",
+                  "--spool",
+                  spool,
+                  "--",
+                  "sh",
+                  "-c",
+                  "exit 0",
+                  "train",
+                  "--password=hunter2",
+                  "--token",
+                  "tk_123",
+                  "--db-pw",
+                  "pw1",
+                  "--mirror",
+                  "https://bob:s3cret@pypi.example.com/simple",
+                  "--epochs=3"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto runs = run({GPUFAULT_BIN, "--db", db, "runs", "--json"});
+    ASSERT_EQ(runs.status, 0) << runs.err;
+    auto j = nlohmann::json::parse(runs.out);
+    EXPECT_EQ(j["command"],
+              nlohmann::json({"sh",
+                              "-c",
+                              "exit 0",
+                              "train",
+                              "--password=<redacted>",
+                              "--token",
+                              "<redacted>",
+                              "--db-pw",
+                              "<redacted>",
+                              "--mirror",
+                              "https://<redacted>@pypi.example.com/simple",
+                              "--epochs=3"}));
+    for (const char* secret : {"hunter2", "tk_123", "pw1", "s3cret"}) {
+        EXPECT_EQ(runs.out.find(secret), std::string::npos) << secret;
+        auto q = run({GPUFAULT_BIN,
+                      "--db",
+                      db,
+                      "query",
+                      "SELECT count(*) FROM runs WHERE command "
+                      "LIKE '%" +
+                          std::string(secret) + "%'"});
+        EXPECT_EQ(q.out, "count(*)\n0\n") << secret << q.err;
+    }
+}
+
+namespace {
+
+/// `gpufault run` with its stdout (and, with `stderrToo`, its stderr) on a pipe whose reader
+/// takes the first line and closes, as `| head -1` does; then the job writes 2000 more lines
+/// and exits 7. Returns gpufault's exit status (128 + N for signal N).
+int runIntoClosedPipe(const TempDir& dir, bool stderrToo) {
+    std::string flag = dir.file(stderrToo ? "closed2" : "closed1");
+    std::string script = "echo first; while [ ! -e " + flag +
+                         " ]; do sleep 0.02; done; i=0; while [ $i -lt 2000 ]; do "
+                         "echo line $i; i=$((i+1)); done; exit 7";
+    int p[2];
+    if (::pipe(p) != 0) return -1;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        int err = ::open(dir.file("err").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+        int in = ::open("/dev/null", O_RDONLY);
+        ::dup2(in, 0);
+        ::dup2(p[1], 1);
+        ::dup2(stderrToo ? p[1] : err, 2);
+        ::close(p[0]);
+        ::close(p[1]);
+        ::execl(GPUFAULT_BIN,
+                GPUFAULT_BIN,
+                "--db",
+                dir.file("g.db").c_str(),
+                "run",
+                "--spool",
+                dir.file("spool").c_str(),
+                "--",
+                "sh",
+                "-c",
+                script.c_str(),
+                nullptr);
+        ::_exit(127);
+    }
+    ::close(p[1]);
+    std::string got;
+    char c;
+    while (::read(p[0], &c, 1) == 1 && c != '\n') got += c;
+    ::close(p[0]);  // `head -1` is done
+    writeFile(flag, "");
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    EXPECT_EQ(got, "first");
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+}  // namespace
+
+// `gpufault run -- CMD | head -1`: gpufault used to die of SIGPIPE (status 141), taking the job
+// (its terminal gone) and the run record with it.
+TEST(Run, AClosedStdoutPipeNeitherEndsTheJobNorLosesTheRun) {
+    TempDir dir;
+    EXPECT_EQ(runIntoClosedPipe(dir, false), 7) << readFile(dir.file("err"));
+    EXPECT_NE(readFile(dir.file("err"))
+                  .find("our output stopped (Broken pipe); the job's whole "
+                        "output is in "),
+              std::string::npos)
+        << readFile(dir.file("err"));
+    // stdout and stderr both on the closed pipe (`2>&1 | head -1`): our messages fail too.
+    EXPECT_EQ(runIntoClosedPipe(dir, true), 7);
+
+    auto runs = run({GPUFAULT_BIN, "--db", dir.file("g.db"), "runs", "--json"});
+    ASSERT_EQ(runs.status, 0) << runs.err;
+    ASSERT_EQ(std::count(runs.out.begin(), runs.out.end(), '\n'), 2) << runs.out;
+    for (size_t at = 0; at < runs.out.size(); at = runs.out.find('\n', at) + 1) {
+        auto j = nlohmann::json::parse(runs.out.substr(at, runs.out.find('\n', at) - at));
+        EXPECT_EQ(j["exit_status"], 7);
+        std::string spooled = readFile(j["spool"]);
+        EXPECT_EQ(std::count(spooled.begin(), spooled.end(), '\n'), 2001);
+        EXPECT_EQ(spooled.substr(0, 6), "first\n");
+        EXPECT_NE(spooled.find("line 1999\n"), std::string::npos);
+    }
 }

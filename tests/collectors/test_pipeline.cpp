@@ -2,6 +2,9 @@
 
 #include "collectors/pipeline.h"
 
+#include <string>
+#include <vector>
+
 namespace gpufault {
 namespace {
 
@@ -21,9 +24,14 @@ TEST(Pipeline, ApiTraceLinesAreRecognised) {
     EXPECT_TRUE(
         isApiTrace(amd(" __hipPushCallConfiguration ( {128,1,1}, {512,1,1}, 0, stream:<null> ) ")));
     EXPECT_TRUE(isApiTrace(amd("hipGetDevice: Returned hipSuccess : ")));
+    // A polled status is no evidence (EVIDENCE.md "Benign statuses"): a trace line too.
+    EXPECT_TRUE(isApiTrace(amd("hipStreamQuery: Returned hipErrorNotReady : ")));
+    EXPECT_TRUE(isApiTrace(amd("hipDeviceEnablePeerAccess: Returned "
+                                "hipErrorPeerAccessAlreadyEnabled : ")));
     // Everything a matcher records stays.
     EXPECT_FALSE(isApiTrace(amd("hipModuleUnload: Returned hipErrorLaunchFailure : ")));
-    EXPECT_FALSE(isApiTrace(amd("hipStreamQuery: Returned hipErrorNotReady : ")));
+    EXPECT_FALSE(isApiTrace(amd("hipStreamQuery: Returned hipErrorNotReadyYet : ")));
+    EXPECT_FALSE(isApiTrace(amd("hipStreamQuery: Returned : ")));
     EXPECT_FALSE(isApiTrace(amd("ShaderName : _Z9vectoraddPfS_S_i")));
     EXPECT_FALSE(
         isApiTrace(amd("Arg1:   = ptr:0x705165a01000 obj:[0x705165a00000-0x705365a00000]")));
@@ -37,6 +45,126 @@ TEST(Pipeline, ApiTraceLinesAreRecognised) {
     LogLine plain;
     plain.text = " hipGetDevice ( 0x70536bbc2ecc ) ";
     EXPECT_FALSE(isApiTrace(plain));  // not an AMD log line
+}
+
+/// Counts what reaches the sink.
+struct CountingSink final : Sink {
+    std::vector<Evidence> ev;
+    std::vector<Dispatch> d;
+    void evidence(Evidence&& e) override { ev.push_back(std::move(e)); }
+    void dispatch(Dispatch&& x) override { d.push_back(std::move(x)); }
+    void operand(Operand&&) override {}
+    void warning(Warning&&) override {}
+};
+
+const char* const kTrace =
+    ":3:hip_device_runtime.cpp   :623 : 1000000000 us: [pid:4242  tid:0x7f0a1b2c3d40]  "
+    "hipGetDevice ( 0x70536bbc2ecc ) ";
+
+// The cheap skip of bare trace lines decides as the full decode + isApiTrace() does.
+TEST(Pipeline, BareTraceSkipAgreesWithTheFullDecode) {
+    auto full = [](std::string_view raw) {
+        LineDecoder d;
+        bool trace = false, emitted = false;
+        d.feed(1, raw, [&](const LogLine& l) {
+            emitted = true;
+            trace = isApiTrace(l);
+        });
+        return emitted && trace;
+    };
+    auto skip = [](std::string_view raw) {
+        LineDecoder d;
+        LogLine l;
+        return d.feedBare(1, raw, l, isApiTraceMessage, true) == LineDecoder::Bare::Skipped;
+    };
+    const std::string head =
+        ":3:hip_device_runtime.cpp   :623 : 1000000000 us: [pid:4242  tid:0x7f0a1b2c3d40] ";
+    for (std::string raw : {
+             std::string(kTrace),
+             head + "hipGetDevice: Returned hipSuccess : ",
+             head + "hipStreamQuery: Returned hipErrorNotReady : ",
+             head + "hipMalloc: Returned hipErrorOutOfMemory : ",
+             head + "ShaderName : _Z9vectoraddPfS_S_i",
+             head + " hipGetDevice ( 0x1 ) \r",
+             head + " hipGetDevice ( 0x1 ) ^M",
+             std::string(":4") + (head.c_str() + 2) + " hipGetDevice ( 0x1 ) ",
+             std::string(":3:hip_device_runtime.cpp   :6x3 : 1000000000 us: [pid:4242  "
+                         "tid:0x7f0a1b2c3d40]  hipGetDevice ( 0x1 ) "),
+             std::string(":3:hip_device:runtime.cpp   :623 : 1000000000 us: [pid:4242  "
+                         "tid:0x7f0a1b2c3d40]  hipGetDevice ( 0x1 ) "),
+             head + " hipGetDevice ( 0x1 ) \rprogress",
+         }) {
+        SCOPED_TRACE(raw);
+        bool skipped = skip(raw);
+        EXPECT_TRUE(!skipped || full(raw));  // never skips what the full path keeps
+    }
+    EXPECT_TRUE(skip(kTrace));
+    EXPECT_TRUE(skip(head + "hipStreamQuery: Returned hipErrorNotReady : "));
+    EXPECT_FALSE(skip(head + "hipMalloc: Returned hipErrorOutOfMemory : "));
+    EXPECT_FALSE(skip(head + "hipGetDevice ( 0x1 ) \rprogress"));
+}
+
+// A kept bare line comes out of the fixed-column path exactly as feedBareAmd() makes it.
+TEST(Pipeline, FixedColumnFillAgreesWithFeedBareAmd) {
+    const std::string head =
+        ":3:rocvirtual.cpp           :723 : 4815821610388 us: [pid:2429112 tid:0x70536bbc5640] ";
+    const std::string lines[] = {
+        head + "Arg2:   = ptr:0x7051e5a00000 obj:[0x705165a00000-0x705365a00000]",
+        head + "ShaderName : k   ",
+        head + "ShaderName : k\r",
+        head + "   ",
+        head + "x",
+        std::string(":1") + (head.c_str() + 2) + "Allocation failed",
+    };
+    for (const std::string& raw : lines) {
+        SCOPED_TRACE(raw);
+        LineDecoder d1, d2;
+        LogLine a, b;
+        auto keepAll = [](std::string_view) { return false; };
+        const bool filled =
+            d1.feedBare(7, raw, a, keepAll, true) == LineDecoder::Bare::Filled;
+        ASSERT_EQ(filled, d2.feedBareAmd(7, raw, b));
+        EXPECT_EQ(a.line, b.line);
+        EXPECT_EQ(a.text, b.text);
+        EXPECT_EQ(a.raw, b.raw);
+        EXPECT_EQ(a.amd_level, b.amd_level);
+        EXPECT_EQ(a.log_pid, b.log_pid);
+        EXPECT_EQ(a.runtime_tid, b.runtime_tid);
+        EXPECT_EQ(a.time.runtime_us, b.time.runtime_us);
+    }
+}
+
+TEST(Pipeline, DispatchContextMessages) {
+    EXPECT_TRUE(isDispatchContext("Arg0:   = val:1073741824"));
+    EXPECT_TRUE(isDispatchContext("Arg12: float* a = ptr:0x1 obj:[0x1-0x2]"));
+    EXPECT_TRUE(isDispatchContext("ShaderName : _Z9vectoraddPfS_S_i"));
+    EXPECT_TRUE(isDispatchContext("Graph shader name : k"));
+    EXPECT_FALSE(isDispatchContext("Argument list too long"));
+    EXPECT_FALSE(isDispatchContext("Allocation failed : Device memory"));
+}
+
+// A kernel-log block in progress still sees the AMD lines interleaved with it: they count
+// towards the gap after which it ends (64 lines), exactly as before the routing.
+TEST(Pipeline, AmdLinesReachABlockInProgress) {
+    for (int between : {10, 70}) {
+        SCOPED_TRACE(between);
+        CountingSink sink;
+        TextPipeline p(sink);
+        uint64_t n = 0;
+        auto feed = [&](std::string_view s) { p.feedLine(++n, s); };
+        feed("[ 4778.915423] amdgpu 0000:c3:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 "
+             "vmid:8 pasid:32769)");
+        for (int i = 0; i < between; ++i)
+            feed(":3:rocvirtual.cpp           :3016: 1000000010 us: [pid:4242  "
+                 "tid:0x7f0a1b2c3d40] ShaderName : _Z9vectoraddPfS_S_i");
+        feed("[ 4778.915441] amdgpu 0000:c3:00.0: amdgpu:   in page starting at address "
+             "0x00007f6459a00000 from client 10");
+        p.finish();
+        EXPECT_EQ(sink.d.size(), static_cast<size_t>(between));
+        ASSERT_GE(sink.ev.size(), 1u);
+        EXPECT_EQ(sink.ev[0].line, 1u);
+        EXPECT_EQ(sink.ev[0].address.has_value(), between < 64);
+    }
 }
 
 }  // namespace

@@ -1,9 +1,19 @@
-// gpufaultd's configuration: defaults, every key, and errors that name file, line and key.
+// gpufaultd's configuration: defaults, every key, errors that name file, line and key, and hostile
+// files (FIFO, directory, /dev/zero, NUL bytes, long socket paths) refused by the real daemon.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "daemon/config.h"
+#include "daemon/daemon.h"
+#include "tests/daemon/daemon_harness.h"
+#include "tests/support/process.h"
 
+using gpufault::daemon::loadConfig;
 using gpufault::daemon::parseConfig;
+using namespace gpufault::testing;
+using namespace std::string_literals;
 
 TEST(DaemonConfig, EmptyFileGivesTheDocumentedDefaults) {
     auto c = parseConfig("", "x.conf");
@@ -136,4 +146,165 @@ TEST(DaemonConfig, MissingFileIsAnError) {
     auto c = gpufault::daemon::loadConfig("/nonexistent/gpufaultd.conf");
     ASSERT_FALSE(c);
     EXPECT_EQ(c.error().text(), "/nonexistent/gpufaultd.conf: No such file or directory");
+}
+
+TEST(DaemonConfig, SocketPathMustFitSunPath) {
+    // sun_path holds 108 bytes with the terminating NUL: 107 is the longest path.
+    std::string fits = "/run/" + std::string(102, 's');
+    auto ok = parseConfig("[control]\nsocket = \"" + fits + "\"\n", "g.conf");
+    ASSERT_TRUE(ok) << ok.error().text();
+    EXPECT_EQ(ok->socket_path.size(), 107u);
+    auto c = parseConfig("[control]\nsocket = \"" + fits + "x\"\n", "g.conf");
+    ASSERT_FALSE(c);
+    EXPECT_EQ(c.error().text(), "g.conf:2: control.socket: path longer than 107 bytes");
+}
+
+TEST(DaemonConfig, ControlServerRefusesALongPathWithAnErrorValue) {
+    // The daemon's start-up step gets an error, not Asio's length_error exception.
+    gpufault::daemon::State s;
+    s.cfg.socket_path = "/tmp/" + std::string(200, 's') + ".sock";
+    auto srv = gpufault::daemon::ControlServer::open(s);
+    ASSERT_FALSE(srv);
+    EXPECT_EQ(srv.error(), s.cfg.socket_path + ": a socket path must be 1 to 107 bytes long");
+}
+
+TEST(DaemonConfig, NulByteInAnyStringValueIsRefused) {
+    struct Row {
+        std::string toml;
+        std::string text;
+    };
+    const Row rows[] = {
+        {"[store]\npath = \"/var/lib/g\\u0000.db\"\n", "g.conf:2: store.path: contains a NUL byte"},
+        {"[kmsg]\npath = \"/dev/kmsg\\u0000\"\n", "g.conf:2: kmsg.path: contains a NUL byte"},
+        {"[journal]\ndirectory = \"/j\\u0000\"\n",
+         "g.conf:2: journal.directory: contains a NUL byte"},
+        {"[journal]\nunits = [\"a.service\", \"b\\u0000.service\"]\n",
+         "g.conf:2: journal.units: contains a NUL byte"},
+        {"[files]\nglobs = [\"/var/log/\\u0000*.log\"]\n",
+         "g.conf:2: files.globs: contains a NUL byte"},
+        {"\n[control]\nsocket = \"/run/g\\u0000.sock\"\n",
+         "g.conf:3: control.socket: contains a NUL byte"},
+        {"[control]\ngroup = \"gpu\\u0000fault\"\n",
+         "g.conf:2: control.group: contains a NUL byte"},
+        {"[metrics]\npath = \"/m\\u0000.prom\"\n", "g.conf:2: metrics.path: contains a NUL byte"},
+    };
+    for (const auto& r : rows) {
+        auto c = parseConfig(r.toml, "g.conf");
+        ASSERT_FALSE(c) << r.toml;
+        EXPECT_EQ(c.error().text(), r.text) << r.toml;
+    }
+    // A quoted key with a NUL byte is unknown, and shown whole.
+    auto key = parseConfig("[store]\n\"pa\\u0000th\" = \"/x.db\"\n", "g.conf");
+    ASSERT_FALSE(key);
+    EXPECT_EQ(key.error().text(), "g.conf:2: store.pa\\0th: unknown key");
+    auto section = parseConfig("[\"st\\u0000ore\"]\npath = \"/x.db\"\n", "g.conf");
+    ASSERT_FALSE(section);
+    EXPECT_EQ(section.error().text(), "g.conf:1: st\\0ore: unknown section or key");
+    // A raw NUL byte outside a string is a syntax error on its line.
+    auto raw = parseConfig("[store]\n\0path = \"/x.db\"\n"s, "g.conf");
+    ASSERT_FALSE(raw);
+    EXPECT_EQ(raw.error().line, 2) << raw.error().text();
+}
+
+TEST(DaemonConfig, OnlyARegularFileOfAtMostOneMiBIsRead) {
+    TempDir d;
+    std::string fifo = d.file("fifo.conf");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    auto f = loadConfig(fifo);  // no writer: reading it would wait forever
+    ASSERT_FALSE(f);
+    EXPECT_EQ(f.error().text(), fifo + ": not a regular file (a FIFO)");
+    auto dir = loadConfig(d.path());
+    ASSERT_FALSE(dir);
+    EXPECT_EQ(dir.error().text(), d.path() + ": not a regular file (a directory)");
+    auto zero = loadConfig("/dev/zero");  // endless bytes
+    ASSERT_FALSE(zero);
+    EXPECT_EQ(zero.error().text(), "/dev/zero: not a regular file (a character device)");
+
+    // Exactly 1 MiB (a comment) is read; one byte more is refused.
+    std::string big = "#" + std::string((1u << 20) - 2, 'x') + "\n";
+    writeFile(d.file("1mib.conf"), big);
+    auto ok = loadConfig(d.file("1mib.conf"));
+    EXPECT_TRUE(ok) << ok.error().text();
+    writeFile(d.file("big.conf"), big + "\n");
+    auto over = loadConfig(d.file("big.conf"));
+    ASSERT_FALSE(over);
+    EXPECT_EQ(over.error().text(),
+              d.file("big.conf") + ": larger than 1048576 bytes (1 MiB): not a configuration file");
+}
+
+// The real gpufaultd: every hostile config is refused with exit 2 and a message, by
+// --check-config and at start-up alike (before, a long socket path passed the check and then
+// aborted the daemon with an uncaught Asio exception, exit 134).
+TEST(DaemonConfig, HostileConfigFilesExit2FromTheRealDaemon) {
+    TempDir d;
+    std::string fifo = d.file("fifo.conf"), longSock = d.file("long.conf");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    writeFile(longSock,
+              "[store]\npath = \"" + d.file("g.db") +
+                  "\"\n[kmsg]\nenabled = false\n"
+                  "[control]\nsocket = \"" +
+                  d.path() + "/" + std::string(120, 's') + "\"\n");
+    writeFile(d.file("nul.conf"), "[store]\npath = \"/tmp/g\\u0000.db\"\n");
+    struct Row {
+        std::string file, message;
+    };
+    const Row rows[] = {
+        {fifo, fifo + ": not a regular file (a FIFO)"},
+        {d.path(), d.path() + ": not a regular file (a directory)"},
+        {"/dev/zero", "/dev/zero: not a regular file (a character device)"},
+        {longSock, longSock + ":6: control.socket: path longer than 107 bytes"},
+        {d.file("nul.conf"), d.file("nul.conf") + ":2: store.path: contains a NUL byte"},
+    };
+    for (const auto& r : rows) {
+        for (bool check : {true, false}) {
+            std::vector<std::string> argv = {GPUFAULTD_BIN, "--config", r.file};
+            if (check) argv.push_back("--check-config");
+            auto p = run(argv, 30);  // 30 s: only a hang would reach it (then status 137)
+            EXPECT_EQ(p.status, 2) << r.file << (check ? " --check-config: " : ": ") << p.err;
+            EXPECT_NE(p.err.find(r.message), std::string::npos) << p.err;
+        }
+    }
+}
+
+// SIGHUP with the config file replaced by a FIFO (reading it used to wait forever, the whole
+// daemon with it) or naming a socket path too long: refused, the running daemon goes on.
+TEST(DaemonConfig, AReloadRefusesAFifoAndALongSocketAndKeepsRunning) {
+    using namespace std::chrono_literals;
+    TempDir d;
+    std::string conf = d.file("g.conf"), sock = d.file("ctl.sock");
+    std::string good = "[store]\npath = \"" + d.file("g.db") + "\"\n[kmsg]\nenabled = false\n" +
+                       "[control]\nsocket = \"" + sock + "\"\ngroup = \"\"\n";
+    writeFile(conf, good);
+    DaemonProcess daemon(GPUFAULTD_BIN, conf, d.path());
+    ASSERT_TRUE(daemon.start());
+    ASSERT_TRUE(daemon.waitNotify("READY=1", 10s)) << daemon.stderrText();
+
+    ASSERT_EQ(::unlink(conf.c_str()), 0);
+    ASSERT_EQ(::mkfifo(conf.c_str(), 0600), 0);
+    daemon.signal(SIGHUP);
+    EXPECT_TRUE(eventually(
+        [&] {
+            return daemon.stderrText().find("reload: " + conf +
+                                            ": not a regular file (a FIFO); "
+                                            "keeping the running configuration") !=
+                   std::string::npos;
+        },
+        5s))
+        << daemon.stderrText();
+    EXPECT_NE(controlRequest(sock, "status").find("\"pid\":"), std::string::npos);
+
+    ASSERT_EQ(::unlink(conf.c_str()), 0);
+    writeFile(conf, "[control]\nsocket = \"" + d.path() + "/" + std::string(120, 'x') + "\"\n");
+    daemon.signal(SIGHUP);
+    EXPECT_TRUE(eventually(
+        [&] {
+            return daemon.stderrText().find(conf +
+                                            ":2: control.socket: path longer than 107 "
+                                            "bytes; keeping") != std::string::npos;
+        },
+        5s))
+        << daemon.stderrText();
+    EXPECT_NE(controlRequest(sock, "status").find("\"pid\":"), std::string::npos);
+    daemon.signal(SIGTERM);
+    EXPECT_EQ(daemon.waitExit(5s), 0) << daemon.stderrText();
 }

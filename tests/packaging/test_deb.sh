@@ -29,7 +29,8 @@ for f in usr/bin/gpufault usr/sbin/gpufaultd; do
 done
 for f in usr/lib/systemd/system/gpufaultd.service usr/lib/tmpfiles.d/gpufault.conf \
          etc/gpufault/gpufaultd.conf usr/share/man/man1/gpufault.1 usr/share/man/man8/gpufaultd.8 \
-         usr/share/man/man5/gpufaultd.conf.5 usr/share/gpufault/gpufault_operands.py; do
+         usr/share/man/man5/gpufaultd.conf.5 usr/share/gpufault/gpufault_operands.py \
+         usr/lib/gpufault/libgpufault-preload.so usr/share/doc/gpufault/preload.md; do
   check "[ -f '$root/$f' ]" "$f missing"
 done
 check "grep -q '^gpufault:x:[0-9]*:' '$root/etc/group'" "group gpufault not created"
@@ -40,6 +41,9 @@ check "[ \"\$(stat -c '%a' '$root/etc/gpufault/gpufaultd.conf')\" = 644 ]" "conf
 check "grep -qx '/etc/gpufault/gpufaultd.conf' '$root/var/lib/dpkg/info/gpufault.conffiles'" \
   "config is not a conffile"
 check "dpkg --root='$root' -s gpufault | grep -q '^Status: install ok installed'" "not installed"
+# The unit starts the gpufaultd the package installed.
+check "grep -qx 'ExecStart=/usr/sbin/gpufaultd --config /etc/gpufault/gpufaultd.conf' '$root/usr/lib/systemd/system/gpufaultd.service'" \
+  "the unit's ExecStart= is not /usr/sbin/gpufaultd"
 # The installed binaries run, and the installed default config is valid.
 check "'$root/usr/sbin/gpufaultd' --version | grep -q '^gpufaultd '" "gpufaultd --version"
 check "'$root/usr/sbin/gpufaultd' --check-config --config '$root/etc/gpufault/gpufaultd.conf' >/dev/null" \

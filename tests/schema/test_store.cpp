@@ -4,6 +4,8 @@
 
 #include "ingest/ingest.h"
 #include "schema/core_queries.h"
+#include "schema/diagnosis_queries.h"
+#include "schema/migrations.h"
 #include "schema/queries.h"
 #include "schema/store.h"
 #include "tests/support/process.h"
@@ -46,7 +48,12 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     TempDir t;
     auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s) << s.error().message;
-    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 5);  // 001 … 005_cores
+    // One version per schema/sql file (001 … 005_cores, 007_allocations, 008_diagnoses_devices).
+    const auto versions = static_cast<int64_t>(migrations().size());
+    EXPECT_GE(versions, 6);
+    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), versions);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'diagnoses'"), 1);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'allocations'"), 1);
     EXPECT_EQ(scalar(*s, "PRAGMA auto_vacuum"), 2);  // 2 = INCREMENTAL
     auto mode = s->db().prepare("PRAGMA journal_mode");
     ASSERT_TRUE(mode && *mode->step());
@@ -54,7 +61,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     // Reopening does not migrate again.
     s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s);
-    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 5);  // 001 … 005_cores
+    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), versions);
 }
 
 TEST(Store, ReadOnlyRefusesFilesThatAreNotStores) {
@@ -118,6 +125,43 @@ TEST(Store, DistanceViewSignsAndBoundaries) {
     EXPECT_EQ(
         scalar(*s, "SELECT rank_in_time IS NULL FROM fault_operand_distance WHERE name = 'after'"),
         1);
+}
+
+TEST(Store, AllocationDistancesByPidAndReplacedOnReingest) {
+    TempDir t;
+    auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s);
+    auto src = s->source(SourceIdentity{"gpufault-alloc.41.log", "alloc", 1, 3, "alloc-1"});
+    auto log = alloclog::parse(
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000000000 size=2097152 rc=0 pid=41\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000400000 size=4096 rc=0 pid=41\n"
+        "gpufault.alloc 1 free api=hipFree ptr=0x7f0000400000 size=0 rc=0 pid=41\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000200000 size=4096 rc=0 pid=42\n");
+    ASSERT_TRUE(s->begin());
+    auto n = s->replaceAllocations(src->id, std::nullopt, log);
+    ASSERT_TRUE(n) << n.error().message;
+    EXPECT_EQ(*n, 3);
+    ASSERT_TRUE(s->commit());
+    auto logSrc = s->source(SourceIdentity{"job.log", "file", 1, 4, "job"});
+    Evidence e = rocr(1, 0x7f0000200010);
+    e.pid = 41;
+    ASSERT_TRUE(s->addEvidence(logSrc->id, e));
+    auto d = [&](const char* where) {
+        return scalar(*s, std::string("SELECT distance FROM fault_allocation_distance WHERE ") +
+                              where);
+    };
+    EXPECT_EQ(d("ptr = 0x7f0000000000"), 0x10);              // above the end
+    EXPECT_EQ(d("ptr = 0x7f0000400000"), -(0x200000 - 0x10));  // below, and freed
+    EXPECT_EQ(scalar(*s, "SELECT freed FROM fault_allocation_distance WHERE ptr = 0x7f0000400000"),
+              1);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM fault_allocation_distance"), 2);  // not pid 42's
+    // The file grew: its rows are replaced, never duplicated.
+    ASSERT_TRUE(s->begin());
+    ASSERT_TRUE(s->replaceAllocations(src->id, std::nullopt, log));
+    ASSERT_TRUE(s->commit());
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM allocations"), 3);
+    EXPECT_EQ(*s->prune(0, 1, {}), 2);  // retention drops the allocations with their source
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM allocations"), 0);
 }
 
 TEST(Store, OperandsOfAnotherProcessAreNotCompared) {
@@ -299,6 +343,69 @@ TEST(Store, CoreWithThreadsAndFramesIsStoredOnceAndPruned) {
     EXPECT_EQ(*dropped, 1);
     for (const char* table : {"cores", "threads", "frames", "core_files", "evidence"})
         EXPECT_EQ(scalar(*s, fmt::format("SELECT count(*) FROM {}", table)), 0) << table;
+}
+
+TEST(Store, DiagnosesAreReplacedReadPerIncidentAndPrunedWithTheirRecords) {
+    TempDir t;
+    auto s = Store::open(t.file("g.db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s) << s.error().message;
+    SourceIdentity id{"run.log", "file", 1, 2, "ab"};
+    auto src = s->source(id);
+    ASSERT_TRUE(src);
+    ASSERT_TRUE(s->begin());
+    Evidence e;
+    e.kind = Kind::MissingCodeObject;
+    e.vendor = "amd";
+    e.line = 12;
+    e.reason = "hipErrorNoBinaryForGpu";
+    e.raw = "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!";
+    ASSERT_TRUE(s->addEvidence(src->id, e));
+    ASSERT_TRUE(s->commit());
+    auto ev = s->evidenceIdOf(src->id, Kind::MissingCodeObject);
+    ASSERT_TRUE(ev && *ev);
+    IncidentRecord inc;
+    inc.kind = "missing_code_object";
+    inc.signature = "x";
+    inc.members = {{**ev, "member", "first"}};
+    ASSERT_TRUE(s->replaceIncidents({inc}));
+
+    Diagnosis dg;
+    dg.evidence_id = **ev;
+    dg.rule = "no_binary_for_gpu";
+    dg.why = "hipErrorNoBinaryForGpu at run.log:12";
+    dg.inputs = "1111";
+    dg.created_at = "2026-11-30T10:00:00Z";
+    DiagnosisFinding f;
+    f.verdict = "no_code";
+    f.module = "/srv/app/multi_plus_one";
+    f.bundle = 4;
+    f.offset = 0x12000;
+    f.has = {"gfx906"};
+    f.kernels = {"gpu_bench_kernel(float*, int)"};
+    f.device_target = "gfx1030";
+    dg.findings = {f, f};
+    ASSERT_TRUE(replaceDiagnosis(s->db(), dg));
+    dg.inputs = "2222";
+    dg.findings = {f};  // recomputed: replaces, never appends
+    ASSERT_TRUE(replaceDiagnosis(s->db(), dg));
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM diagnoses"), 1);
+    EXPECT_EQ(diagnosisInputs(s->db(), **ev).value(), "2222");
+    EXPECT_EQ(diagnosisInputs(s->db(), **ev + 1).value(), std::nullopt);
+    auto rows = queryIncidentDiagnoses(s->db(), 1);
+    ASSERT_TRUE(rows);
+    ASSERT_EQ(rows->size(), 1u);
+    ASSERT_EQ(rows->front().findings.size(), 1u);
+    const auto& g = rows->front().findings.front();
+    EXPECT_EQ(g.bundle, 4);
+    EXPECT_EQ(g.offset, 0x12000u);
+    EXPECT_EQ(g.has, std::vector<std::string>{"gfx906"});
+    EXPECT_EQ(g.kernels, std::vector<std::string>{"gpu_bench_kernel(float*, int)"});
+
+    // Retention drops the record's diagnosis with it (foreign keys are on).
+    auto dropped = s->prune(0, 1, {});
+    ASSERT_TRUE(dropped) << dropped.error().message;
+    EXPECT_EQ(*dropped, 1);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM diagnoses"), 0);
 }
 
 }  // namespace

@@ -13,13 +13,90 @@ TEST(Redact, SecretNamesAndUrlsWithCredentials) {
     EXPECT_FALSE(looksSecret("HIP_VISIBLE_DEVICES", "0,1"));
 }
 
+// Each name and whether its value is kept (false) or redacted (true).
+TEST(Redact, SecretNameRuleRowByRow) {
+    struct Row {
+        const char* name;
+        bool secret;
+    };
+    const Row rows[] = {
+        // contained anywhere
+        {"HF_TOKEN", true},
+        {"AWS_SECRET_ACCESS_KEY", true},
+        {"DJANGO_SECRET_KEY", true},
+        {"MINIO_SECRET_KEY", true},
+        {"PGPASSWORD", true},
+        {"SMTP_PASSWD", true},
+        {"GPG_PASSPHRASE", true},
+        {"SSH_KEY_PASSPHRASE", true},
+        {"GOOGLE_APPLICATION_CREDENTIALS", true},
+        {"AZURE_CREDENTIAL", true},
+        {"DOCKER_CREDS", true},
+        {"REGISTRY_CREDS_FILE", true},
+        {"WANDB_API_KEY", true},
+        {"GH_AUTH", true},
+        {"JUPYTER_COOKIE_SECRET", true},
+        {"SESSION_ID", true},
+        {"--hf-token", true},
+        {"--passphrase", true},
+        // short words as whole parts
+        {"DB_PW", true},
+        {"NAS_PW", true},
+        {"MYSQL_PWD", true},
+        {"REDIS_PASS", true},
+        {"DB_PASS_FILE", true},
+        {"LDAP_CRED", true},
+        {"db.pw", true},
+        {"--pw", true},
+        {"--pass", true},
+        {"-pw", true},
+        // not secrets
+        {"PWD", false},
+        {"--pwd", false},
+        {"HIP_PWR_MODE", false},
+        {"CUDA_PASSTHROUGH", false},
+        {"COMPASS_DIR", false},
+        {"NCCL_CREDIT_LIMIT", false},
+        {"HIP_VISIBLE_DEVICES", false},
+        {"AMD_LOG_LEVEL", false},
+        {"HSA_OVERRIDE_GFX_VERSION", false},
+        {"PYTORCH_CUDA_ALLOC_CONF", false},
+        {"--batch", false},
+        {"", false},
+    };
+    for (const auto& r : rows) EXPECT_EQ(looksSecret(r.name, "x"), r.secret) << r.name;
+}
+
+TEST(Redact, UrlCredentialsAreReplacedAndTheRestKept) {
+    EXPECT_EQ(redactUrlCredentials("https://bob:hunter2@git.example.com/r.git"),
+              "https://<redacted>@git.example.com/r.git");
+    EXPECT_EQ(redactUrlCredentials("curl -s https://a:b@h/x?q=1 http://c:d@[::1]:80/#f"),
+              "curl -s https://<redacted>@h/x?q=1 http://<redacted>@[::1]:80/#f");
+    EXPECT_EQ(redactUrlCredentials("http://u:p@w@h/"), "http://<redacted>@h/");
+    EXPECT_EQ(redactUrlCredentials("ssh://git@github.com/x"), "ssh://git@github.com/x");
+    EXPECT_EQ(redactUrlCredentials("http://proxy:3128/a@b"), "http://proxy:3128/a@b");
+    EXPECT_EQ(redactUrlCredentials("no url here: @ ://"), "no url here: @ ://");
+}
+
 TEST(Redact, CommandLineKeepsEverythingButTheSecrets) {
     auto out = redactArgs({"python3", "train.py", "--batch=8", "--hf-token=hf_abc", "--password",
                            "s3cret", "--data", "s3://u:p@bucket/x", "--key-file"});
-    std::vector<std::string> want = {"python3", "train.py", "--batch=8",
-                                     "--hf-token=<redacted>", "--password", "<redacted>",
-                                     "--data", "<redacted>", "--key-file"};
+    std::vector<std::string> want = {"python3",
+                                     "train.py",
+                                     "--batch=8",
+                                     "--hf-token=<redacted>",
+                                     "--password",
+                                     "<redacted>",
+                                     "--data",
+                                     "s3://<redacted>@bucket/x",
+                                     "--key-file"};
     EXPECT_EQ(out, want);
+    EXPECT_EQ(redactArgs({"rsync", "--db-pw=x", "--pass", "y", "--mirror=https://u:p@m/"}),
+              (std::vector<std::string>{"rsync",
+                                        "--db-pw=<redacted>",
+                                        "--pass",
+                                        "<redacted>",
+                                        "--mirror=https://<redacted>@m/"}));
     // argv[0] is never taken for an option.
     EXPECT_EQ(redactArgs({"--token-tool"}), std::vector<std::string>{"--token-tool"});
 }

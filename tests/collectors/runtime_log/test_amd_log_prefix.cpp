@@ -273,5 +273,64 @@ TEST(AmdLogPrefix, FixedColumnPathAgreesWithGeneralParser) {
     }
 }
 
+void expectSameShape(const std::string& l) {
+    // The SIMD and scalar shape checks agree, and an accepted line parses to the same fields.
+    AmdFixedShape a = amdFixedShape(l), b = amdFixedShapeScalar(l);
+    ASSERT_EQ(a.message, b.message) << l;
+    if (a.message == 0) return;
+    EXPECT_EQ(a.stamp_len, b.stamp_len) << l;
+    EXPECT_EQ(a.pid_at, b.pid_at) << l;
+    EXPECT_EQ(a.pid_len, b.pid_len) << l;
+    EXPECT_EQ(a.tid_at, b.tid_at) << l;
+    EXPECT_EQ(a.tid_len, b.tid_len) << l;
+    auto p = parseAmdLogPrefix(l);
+    ASSERT_TRUE(p) << l;
+    EXPECT_EQ(p->message_offset, a.message) << l;
+    int64_t us = 0, pid = 0;
+    std::string_view tid;
+    amdFixedValues(l, a, us, pid, tid);
+    EXPECT_EQ(p->runtime_us, us) << l;
+    EXPECT_EQ(p->pid, pid) << l;
+    EXPECT_EQ(p->runtime_tid, tid) << l;
+}
+
+TEST(AmdLogPrefix, FixedShapeSimdAgreesWithScalarAndParser) {
+    // Lines of ≥ 96 bytes take the SIMD path; every byte of the first 100 replaced, a byte
+    // inserted or removed, and the line cut at every length.
+    const std::string tail(40, 'm');
+    const std::string bases[] = {
+        ":3:hip_device_runtime.cpp   :623 : 1000000000 us: [pid:4242  tid:0x7f0a1b2c3d40]  "
+        "hipGetDevice ( 0x70536bbc2ecc ) ",
+        ":3:rocvirtual.cpp           :3016: 71322719728 us: [pid:8     tid:0x7f53d8bff640] "
+        "ShaderName : k" + tail,
+        ":3:rocvirtual.cpp           :723 : 4815821610388 us: [pid:2429112 tid:0x70536bbc5640] "
+        "Arg2:   = ptr:0x7051e5a00000",
+        ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0x7F0A1B2C3D4E5F60] \t "
+        "hipLaunchKernel: Returned hipSuccess : ",
+        ":3:hip_module.cpp           :670 : 100000000612345 us: [pid:12345 tid:0xa] x" + tail,
+        ":3:hip_module.cpp           :9   : 98765432 us: [pid:7654321 tid:0xa] x" + tail,
+        ":3:x                        :7   : 0000001234 us: [pid:1234567 tid:0x7f53d8bff640123] " +
+            tail,
+    };
+    const char subst[] = {' ', '\t', ':', '0', '9', 'a', 'x', '[', ']', 'd', '\r'};
+    for (const std::string& base : bases) {
+        expectSameShape(base);
+        for (size_t i = 0; i < 100 && i < base.size(); ++i) {
+            for (char c : subst) {
+                std::string m = base;
+                m[i] = c;
+                expectSameShape(m);
+                std::string ins = base;
+                ins.insert(i, 1, c);
+                expectSameShape(ins);
+            }
+            std::string del = base;
+            del.erase(i, 1);
+            expectSameShape(del);
+        }
+        for (size_t n = 0; n <= base.size(); ++n) expectSameShape(base.substr(0, n));
+    }
+}
+
 }  // namespace
 }  // namespace gpufault

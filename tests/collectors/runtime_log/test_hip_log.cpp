@@ -79,15 +79,11 @@ TEST(HipLog, ShaderNameTakesPointerArgsOfItsThread) {
     EXPECT_EQ(d.args[0].name, "a");
     EXPECT_EQ(d.args[1].index, 2);
     EXPECT_EQ(d.args[1].name, "b");
-    ASSERT_EQ(s.operands.size(), 2u);
-    EXPECT_EQ(s.operands[0].origin, "hip_arg");
-    EXPECT_EQ(s.operands[0].name, "a");
-    EXPECT_EQ(s.operands[0].ptr, 0x7f0000000000u);
-    EXPECT_EQ(s.operands[0].end, 0x7f0000100000u);
-    EXPECT_EQ(s.operands[0].arg_ptr, 0x7f0000001000u);
-    EXPECT_EQ(s.operands[0].line, 1u);
-    EXPECT_EQ(s.operands[0].pid, 42);
-    EXPECT_EQ(s.operands[1].name, "b");
+    EXPECT_EQ(d.args[1].ptr, 0x7f0000200010u);
+    EXPECT_EQ(d.args[1].obj_lo, 0x7f0000200000u);
+    EXPECT_EQ(d.args[1].obj_hi, 0x7f0000300000u);
+    // The ranges travel with the dispatch (the store makes them operands of its window).
+    EXPECT_TRUE(s.operands.empty());
     EXPECT_TRUE(s.evidences.empty());
 }
 
@@ -126,11 +122,13 @@ TEST(HipLog, RealDispatchLinesUnnamedArgFixture016) {
     EXPECT_EQ(s.dispatches[0].pid, 2429112);
     EXPECT_EQ(s.dispatches[0].runtime_tid, "0x70536bbc5640");
     EXPECT_EQ(s.dispatches[0].time.runtime_us, 4815821610391);
-    ASSERT_EQ(s.operands.size(), 1u);
-    EXPECT_EQ(s.operands[0].name, "Arg2");
-    EXPECT_EQ(s.operands[0].ptr, 0x705165a00000u);
-    EXPECT_EQ(s.operands[0].end, 0x705365a00000u);
-    EXPECT_EQ(s.operands[0].arg_ptr, 0x7051e5a00000u);
+    ASSERT_EQ(s.dispatches[0].args.size(), 1u);
+    const DispatchArg& a = s.dispatches[0].args[0];
+    EXPECT_EQ(a.index, 2);
+    EXPECT_EQ(a.name, "");  // HIP printed no type or name
+    EXPECT_EQ(a.ptr, 0x7051e5a00000u);
+    EXPECT_EQ(a.obj_lo, 0x705165a00000u);
+    EXPECT_EQ(a.obj_hi, 0x705365a00000u);
     EXPECT_TRUE(s.evidences.empty());
 }
 

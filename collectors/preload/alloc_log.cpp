@@ -1,0 +1,239 @@
+#include "collectors/preload/alloc_log.h"
+
+#include <charconv>
+#include <cstring>
+
+namespace gpufault::alloclog {
+
+namespace {
+
+bool parseU64(std::string_view v, uint64_t& out) {
+    int base = 10;
+    if (v.starts_with("0x")) {
+        v.remove_prefix(2);
+        base = 16;
+    }
+    if (v.empty()) return false;
+    auto r = std::from_chars(v.data(), v.data() + v.size(), out, base);
+    return r.ec == std::errc() && r.ptr == v.data() + v.size();
+}
+
+bool parseI64(std::string_view v, int64_t& out) {
+    if (v.empty()) return false;
+    auto r = std::from_chars(v.data(), v.data() + v.size(), out);
+    return r.ec == std::errc() && r.ptr == v.data() + v.size();
+}
+
+bool knownKind(std::string_view k) {
+    static constexpr std::string_view kKinds[] = {
+        "start", "alloc", "free", "reserve", "unreserve", "create", "release", "map", "unmap"};
+    for (auto x : kKinds)
+        if (x == k) return true;
+    return false;
+}
+
+/// The family a kind belongs to (its opening kind), for pairing.
+std::string_view family(std::string_view kind) {
+    if (kind == "free") return "alloc";
+    if (kind == "unmap") return "map";
+    if (kind == "unreserve") return "reserve";
+    return kind;
+}
+
+std::string openKey(int64_t pid, std::string_view fam, uint64_t ptr) {
+    std::string k = std::to_string(pid);
+    k += '/';
+    k += fam;
+    k += '/';
+    k += std::to_string(ptr);
+    return k;
+}
+
+}  // namespace
+
+bool looksLikeAllocLog(std::string_view head) {
+    return head.starts_with(kPrefix);
+}
+
+std::optional<Event> parseLine(std::string_view line, std::string& error) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (!line.starts_with(kPrefix)) {
+        error = "not a gpufault.alloc record";
+        return std::nullopt;
+    }
+    line.remove_prefix(kPrefix.size());
+    auto sp = line.find(' ');
+    std::string_view version = line.substr(0, sp);
+    if (version != "1") {
+        error = "unsupported record version '" + std::string(version) + "' (this build reads 1)";
+        return std::nullopt;
+    }
+    line = sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
+    sp = line.find(' ');
+    Event e;
+    e.kind = std::string(line.substr(0, sp));
+    if (!knownKind(e.kind)) {
+        error = "unknown record kind '" + e.kind + "'";
+        return std::nullopt;
+    }
+    line = sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
+    bool havePtr = false, haveSize = false;
+    while (!line.empty()) {
+        auto eq = line.find('=');
+        if (eq == std::string_view::npos) {
+            error = "field without '=': '" + std::string(line.substr(0, line.find(' '))) + "'";
+            return std::nullopt;
+        }
+        std::string_view key = line.substr(0, eq);
+        std::string_view rest = line.substr(eq + 1);
+        if (key == "exe") {  // the last field: the rest of the line
+            e.exe = std::string(rest);
+            break;
+        }
+        auto end = rest.find(' ');
+        std::string_view val = rest.substr(0, end);
+        line = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+        auto bad = [&] {
+            error = "bad value for " + std::string(key) + ": '" + std::string(val) + "'";
+            return std::nullopt;
+        };
+        uint64_t u = 0;
+        int64_t i = 0;
+        if (key == "api") {
+            e.api = std::string(val);
+        } else if (key == "mem") {
+            e.mem = std::string(val);
+        } else if (key == "stack") {
+            if (val != "-") e.stack = std::string(val);
+        } else if (key == "ptr" || key == "size" || key == "handle") {
+            if (!parseU64(val, u)) return bad();
+            if (key == "ptr")
+                e.ptr = u, havePtr = true;
+            else if (key == "size")
+                e.size = u, haveSize = true;
+            else
+                e.handle = u;
+        } else if (key == "device" || key == "rc" || key == "wall_us" || key == "mono_us" ||
+                   key == "pid" || key == "ppid" || key == "tid") {
+            if (!parseI64(val, i)) return bad();
+            if (key == "device")
+                e.device = i < 0 ? std::nullopt : std::optional<int64_t>(i);
+            else if (key == "rc")
+                e.rc = i;
+            else if (key == "wall_us")
+                e.wall_us = i;
+            else if (key == "mono_us")
+                e.mono_us = i;
+            else if (key == "pid")
+                e.pid = i;
+            else if (key == "ppid")
+                e.ppid = i;
+            else
+                e.tid = i;
+        }  // other keys: later versions' extras, ignored
+    }
+    if (!e.pid) {
+        error = "record without pid";
+        return std::nullopt;
+    }
+    if (e.kind != "start" && e.kind != "release" && e.kind != "create" && (!havePtr || !haveSize)) {
+        error = e.kind + " record without ptr and size";
+        return std::nullopt;
+    }
+    return e;
+}
+
+void Parser::feed(uint64_t line_no, std::string_view line) {
+    ++log_.lines;
+    if (line.empty() || line == "\r") return;
+    std::string err;
+    auto e = parseLine(line, err);
+    if (!e) {
+        log_.warnings.push_back({line_no, err});
+        return;
+    }
+    e->line = line_no;
+    ++log_.events;
+    if (e->kind == "start") {
+        log_.processes.push_back({line_no, *e->pid, e->ppid, e->wall_us, e->mono_us, e->exe});
+        return;
+    }
+    if (e->rc.value_or(0) != 0) {
+        ++log_.failed;
+        return;
+    }
+    if (e->kind == "create" || e->kind == "release") {
+        ++log_.handles;
+        if (e->kind == "create" && e->handle && e->device)
+            handleDevice_[openKey(*e->pid, "handle", *e->handle)] = *e->device;
+        return;
+    }
+    std::string_view fam = family(e->kind);
+    std::string key = openKey(*e->pid, fam, e->ptr);
+    if (fam == e->kind) {  // alloc, map, reserve
+        if (e->ptr == 0) return;
+        Allocation a;
+        a.line = line_no;
+        a.pid = *e->pid;
+        a.tid = e->tid;
+        a.device = e->device;
+        a.wall_us = e->wall_us;
+        a.mono_us = e->mono_us;
+        a.kind = e->kind;
+        a.api = e->api;
+        a.mem = e->mem;
+        a.ptr = e->ptr;
+        a.end = e->ptr + e->size;
+        if (a.end < a.ptr) {
+            log_.warnings.push_back({line_no, "ptr + size wraps around 2^64"});
+            return;
+        }
+        a.handle = e->handle;
+        if (!a.device && a.handle)
+            if (auto h = handleDevice_.find(openKey(a.pid, "handle", *a.handle));
+                h != handleDevice_.end())
+                a.device = h->second;
+        a.stack = e->stack;
+        open_[key] = log_.allocations.size();  // a pointer handed out again replaces the old
+        log_.allocations.push_back(std::move(a));
+        return;
+    }
+    auto it = open_.find(key);
+    if (it == open_.end()) {
+        ++log_.unmatched_frees;
+        return;
+    }
+    Allocation& a = log_.allocations[it->second];
+    a.free_line = line_no;
+    a.free_api = e->api;
+    a.freed_wall_us = e->wall_us;
+    a.freed_mono_us = e->mono_us;
+    open_.erase(it);
+}
+
+void Parser::truncated(uint64_t line_no) {
+    log_.warnings.push_back({line_no, "record cut short (no newline at the end of the file)"});
+}
+
+Log Parser::finish() && {
+    return std::move(log_);
+}
+
+Log parse(std::string_view text) {
+    Parser p;
+    uint64_t n = 0;
+    size_t pos = 0;
+    while (pos < text.size()) {
+        size_t nl = text.find('\n', pos);
+        ++n;
+        if (nl == std::string_view::npos) {
+            p.truncated(n);
+            break;
+        }
+        p.feed(n, text.substr(pos, nl - pos));
+        pos = nl + 1;
+    }
+    return std::move(p).finish();
+}
+
+}  // namespace gpufault::alloclog

@@ -1,0 +1,101 @@
+// Parser (pure) of the records libgpufault-preload.so writes (docs/preload.md):
+// "gpufault.alloc 1 KIND key=value …" lines in, allocation records out. Allocations are paired
+// with their frees (same process and pointer), mappings with unmaps, reservations with
+// address frees.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace gpufault::alloclog {
+
+/// The literal every record starts with.
+inline constexpr std::string_view kPrefix = "gpufault.alloc ";
+
+/// True when `head` (the first bytes of a file) starts with a record line.
+bool looksLikeAllocLog(std::string_view head);
+
+/// One record as written (fields the record does not carry stay unset).
+struct Event {
+    uint64_t line = 0;  ///< 1-based
+    std::string
+        kind;  ///< start | alloc | free | reserve | unreserve | create | release | map | unmap
+    std::string api;
+    std::optional<std::string> mem;  ///< device | host | managed | va
+    uint64_t ptr = 0, size = 0;      ///< bytes
+    std::optional<uint64_t> handle;
+    std::optional<int64_t> device, rc, wall_us, mono_us, pid, ppid, tid;
+    std::string stack;  ///< "module+0xoffset;…", innermost first ("" when not recorded)
+    std::string exe;    ///< start records
+};
+
+/// Parses one line (without its newline). An error names what is wrong (no file or line:
+/// the caller adds them).
+std::optional<Event> parseLine(std::string_view line, std::string& error);
+
+/// One allocation (or mapping, or reservation) with its free when one was recorded. A
+/// mapping's device is its handle's (from the create record).
+struct Allocation {
+    uint64_t line = 0;  ///< the record that made it
+    int64_t pid = 0;
+    std::optional<int64_t> tid, device, wall_us, mono_us;
+    std::string kind;  ///< alloc | map | reserve
+    std::string api;
+    std::optional<std::string> mem;
+    uint64_t ptr = 0, end = 0;  ///< [ptr, end), bytes
+    std::optional<uint64_t> handle;
+    std::string stack;
+    std::optional<uint64_t> free_line;
+    std::optional<std::string> free_api;
+    std::optional<int64_t> freed_wall_us, freed_mono_us;
+};
+
+/// A `start` record: a process that began recording.
+struct Process {
+    uint64_t line = 0;
+    int64_t pid = 0;
+    std::optional<int64_t> ppid, wall_us, mono_us;
+    std::string exe;
+};
+
+struct Warning {
+    uint64_t line = 0;
+    std::string message;
+};
+
+/// Everything one file holds.
+struct Log {
+    std::vector<Allocation> allocations;  ///< in record order
+    std::vector<Process> processes;
+    std::vector<Warning> warnings;
+    uint64_t lines = 0, events = 0;
+    uint64_t failed = 0;           ///< calls that returned an error (rc != 0): no allocation
+    uint64_t unmatched_frees = 0;  ///< frees of a pointer with no open allocation in this file
+    uint64_t handles = 0;          ///< create/release records (physical memory handles)
+};
+
+/// Incremental parser: feed lines in order, then take the result.
+class Parser {
+  public:
+    /// `line_no` is 1-based; `line` has no newline.
+    void feed(uint64_t line_no, std::string_view line);
+    /// A last line without its newline: a record cut short (reported, not parsed).
+    void truncated(uint64_t line_no);
+    Log finish() &&;
+
+  private:
+    Log log_;
+    /// open allocations by (pid, family, ptr) → index into log_.allocations
+    std::unordered_map<std::string, size_t> open_;
+    /// device of each physical handle (create records) by (pid, handle): a map names none
+    std::unordered_map<std::string, int64_t> handleDevice_;
+};
+
+/// Parses a whole file's text.
+Log parse(std::string_view text);
+
+}  // namespace gpufault::alloclog

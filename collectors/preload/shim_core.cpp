@@ -1,0 +1,371 @@
+// libgpufault-preload.so: the record writer (one write(2) per record, no allocation on the hot
+// path), the per-process file, fork handling, native stacks (libunwind) and real-function
+// lookup. Format: docs/preload.md.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <libunwind.h>
+#include <link.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "collectors/preload/shim.h"
+
+namespace gpufault::preload {
+
+namespace {
+
+constexpr int kMaxFrames = 16;
+int g_fd = -1;            // the record file of this process; -1: not opened yet
+bool g_disabled = false;  // opening or writing failed: stop trying
+int g_frames = 8;         // frames per record (GPUFAULT_ALLOC_FRAMES, 0–16)
+pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_scan_mu = PTHREAD_MUTEX_INITIALIZER;
+using BacktraceFn = int (*)(void**, int);
+BacktraceFn g_backtrace = nullptr;  // libunwind's unw_backtrace, loaded RTLD_LOCAL
+void* g_self_base = nullptr;        // our own load address (frames and lookups skip it)
+__thread int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+
+/// A fixed buffer that a record is formatted into (truncated, never overflowed).
+struct Line {
+    char buf[1536];
+    size_t n = 0;
+    void put(const char* s) {
+        while (*s && n < sizeof buf - 1) buf[n++] = *s++;
+    }
+    void putc(char c) {
+        if (n < sizeof buf - 1) buf[n++] = c;
+    }
+    void dec(uint64_t v) {
+        char t[24];
+        int i = 0;
+        do t[i++] = static_cast<char>('0' + v % 10);
+        while ((v /= 10) != 0);
+        while (i > 0) putc(t[--i]);
+    }
+    void sdec(int64_t v) {
+        if (v < 0) {
+            putc('-');
+            dec(static_cast<uint64_t>(-(v + 1)) + 1);
+        } else {
+            dec(static_cast<uint64_t>(v));
+        }
+    }
+    void hex(uint64_t v) {
+        put("0x");
+        char t[16];
+        int i = 0;
+        do t[i++] = "0123456789abcdef"[v & 15];
+        while ((v >>= 4) != 0);
+        while (i > 0) putc(t[--i]);
+    }
+    void key(const char* k) {
+        putc(' ');
+        put(k);
+        putc('=');
+    }
+};
+
+uint64_t nowUs(clockid_t c) {
+    struct timespec ts {};
+    clock_gettime(c, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000u + static_cast<uint64_t>(ts.tv_nsec) / 1000u;
+}
+
+/// Our load address (set by the constructor, or here when a hook runs before it did).
+void* selfBase() {
+    void* b = __atomic_load_n(&g_self_base, __ATOMIC_ACQUIRE);
+    if (b) return b;
+    Dl_info i{};
+    if (dladdr(reinterpret_cast<void*>(&selfBase), &i)) b = i.dli_fbase;
+    __atomic_store_n(&g_self_base, b, __ATOMIC_RELEASE);
+    return b;
+}
+
+bool isOurs(const void* p) {
+    Dl_info i{};
+    return p && dladdr(p, &i) != 0 && i.dli_fbase == selfBase();
+}
+
+bool disabled() {
+    return __atomic_load_n(&g_disabled, __ATOMIC_ACQUIRE);
+}
+void disable() {
+    __atomic_store_n(&g_disabled, true, __ATOMIC_RELEASE);
+}
+
+void writeAll(int fd, const char* p, size_t n) {
+    while (n > 0) {
+        ssize_t w = ::write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            disable();
+            return;
+        }
+        p += w;
+        n -= static_cast<size_t>(w);
+    }
+}
+
+void writeStart(int fd) {
+    Line l;
+    l.put("gpufault.alloc 1 start");
+    l.key("pid");
+    l.dec(static_cast<uint64_t>(::getpid()));
+    l.key("ppid");
+    l.dec(static_cast<uint64_t>(::getppid()));
+    l.key("wall_us");
+    l.dec(nowUs(CLOCK_REALTIME));
+    l.key("mono_us");
+    l.dec(nowUs(CLOCK_MONOTONIC));
+    char exe[1024];
+    ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        for (ssize_t i = 0; i < n; ++i)
+            if (exe[i] == '\n') exe[i] = '?';
+        l.key("exe");  // last field: the rest of the line
+        l.put(exe);
+    }
+    l.putc('\n');
+    writeAll(fd, l.buf, l.n);
+}
+
+/// The record file, opened (and its `start` record written) on the first event.
+int logFd() {
+    int fd = __atomic_load_n(&g_fd, __ATOMIC_ACQUIRE);
+    if (fd >= 0 || disabled()) return fd;
+    pthread_mutex_lock(&g_open_mu);
+    fd = g_fd;
+    if (fd < 0 && !disabled()) {
+        const char* dir = std::getenv("GPUFAULT_ALLOC_DIR");
+        Line p;
+        p.put(dir && *dir ? dir : ".");
+        p.put("/gpufault-alloc.");
+        p.dec(static_cast<uint64_t>(::getpid()));
+        p.put(".log");
+        p.buf[p.n] = '\0';
+        fd = ::open(p.buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            disable();
+        } else {
+            writeStart(fd);
+            __atomic_store_n(&g_fd, fd, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&g_open_mu);
+    return fd;
+}
+
+void putStack(Line& l) {
+    if (!g_backtrace || g_frames <= 0) return;
+    void* ips[kMaxFrames + 8];
+    int n = g_backtrace(ips, kMaxFrames + 8);
+    int shown = 0;
+    l.key("stack");
+    for (int i = 0; i < n && shown < g_frames; ++i) {
+        Dl_info info{};
+        if (dladdr(ips[i], &info) != 0 && info.dli_fbase == selfBase()) continue;  // our frames
+        if (shown++ > 0) l.putc(';');
+        const char* mod = info.dli_fname && *info.dli_fname ? info.dli_fname : "?";
+        const char* base = std::strrchr(mod, '/');
+        for (const char* c = base ? base + 1 : mod; *c; ++c)
+            l.putc(*c == ' ' || *c == ';' || *c == '=' ? '_' : *c);
+        l.putc('+');
+        uintptr_t off =
+            reinterpret_cast<uintptr_t>(ips[i]) - reinterpret_cast<uintptr_t>(info.dli_fbase);
+        l.hex(info.dli_fbase ? off : reinterpret_cast<uintptr_t>(ips[i]));
+    }
+    if (shown == 0) l.putc('-');
+}
+
+/// libunwind, loaded RTLD_LOCAL so its _Unwind_* never join the global scope (Debian ships
+/// only a non-PIC libunwind.a, so it cannot be linked into this library; docs/preload.md).
+void loadUnwind() {
+    void* h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {  // a copy beside this library (machines without libunwind8)
+        Dl_info i{};
+        if (dladdr(reinterpret_cast<void*>(&loadUnwind), &i) && i.dli_fname) {
+            Line p;
+            p.put(i.dli_fname);
+            while (p.n > 0 && p.buf[p.n - 1] != '/') --p.n;
+            p.put("libunwind.so.8");
+            p.buf[p.n] = '\0';
+            h = dlopen(p.buf, RTLD_NOW | RTLD_LOCAL);
+        }
+    }
+    if (h) g_backtrace = reinterpret_cast<BacktraceFn>(realDlsym(h, "unw_backtrace"));
+}
+
+void atforkPrepare() {
+    pthread_mutex_lock(&g_open_mu);
+    pthread_mutex_lock(&g_scan_mu);
+}
+void atforkParent() {
+    pthread_mutex_unlock(&g_scan_mu);
+    pthread_mutex_unlock(&g_open_mu);
+}
+/// The child writes its own file: the parent's descriptor is closed, reopened on first use.
+void atforkChild() {
+    if (g_fd >= 0) ::close(g_fd);
+    g_fd = -1;
+    pthread_mutex_unlock(&g_scan_mu);
+    pthread_mutex_unlock(&g_open_mu);
+}
+
+__attribute__((constructor)) void init() {
+    selfBase();
+    if (const char* f = std::getenv("GPUFAULT_ALLOC_FRAMES"); f && *f) {
+        int v = std::atoi(f);
+        g_frames = v < 0 ? 0 : v > kMaxFrames ? kMaxFrames : v;
+    }
+    loadUnwind();
+    pthread_atfork(atforkPrepare, atforkParent, atforkChild);
+}
+
+/// Object names of every loaded object, collected without allocating (dl_iterate_phdr).
+struct Names {
+    const char* name[1024];
+    int n = 0;
+};
+
+Names g_names;  // guarded by g_scan_mu
+
+int collectName(struct dl_phdr_info* info, size_t, void* data) {
+    auto* names = static_cast<Names*>(data);
+    if (info->dlpi_name && *info->dlpi_name && names->n < 1024)
+        names->name[names->n++] = info->dlpi_name;
+    return 0;
+}
+
+}  // namespace
+
+Scope::Scope() : outer_(t_depth++ == 0) {}
+Scope::~Scope() {
+    --t_depth;
+}
+
+void* realDlsym(void* handle, const char* name);
+
+void* findReal(const char* name) {
+    void* f = realDlsym(RTLD_NEXT, name);
+    if (f && !isOurs(f)) return f;
+    // RTLD_LOCAL runtimes are not in the global scope: ask each loaded object by handle.
+    pthread_mutex_lock(&g_scan_mu);
+    Names& names = g_names;
+    names.n = 0;
+    dl_iterate_phdr(collectName, &names);
+    f = nullptr;
+    for (int k = 0; k < names.n && !f; ++k) {
+        void* h = dlopen(names.name[k], RTLD_NOLOAD | RTLD_LAZY);
+        if (!h) continue;
+        void* g = realDlsym(h, name);
+        if (g && !isOurs(g)) f = g;
+        dlclose(h);
+    }
+    pthread_mutex_unlock(&g_scan_mu);
+    return f;
+}
+
+void* Real::get() {
+    void* f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
+    if (f) return f;
+    f = findReal(name);
+    if (f) offer(f);
+    return __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
+}
+
+void Real::offer(void* f) {
+    if (!f || isOurs(f)) return;
+    void* expected = nullptr;
+    __atomic_compare_exchange_n(&fn, &expected, f, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+void emit(const Event& e) {
+    int saved = errno;
+    int fd = logFd();
+    if (fd < 0) {
+        errno = saved;
+        return;
+    }
+    Line l;
+    l.put("gpufault.alloc 1 ");
+    l.put(e.kind);
+    l.key("api");
+    l.put(e.api);
+    l.key("ptr");
+    l.hex(e.ptr);
+    l.key("size");
+    l.dec(e.size);
+    if (e.has_handle) {
+        l.key("handle");
+        l.hex(e.handle);
+    }
+    if (e.mem) {
+        l.key("mem");
+        l.put(e.mem);
+    }
+    l.key("device");
+    l.sdec(e.device);
+    l.key("rc");
+    l.sdec(e.rc);
+    l.key("wall_us");
+    l.dec(nowUs(CLOCK_REALTIME));
+    l.key("mono_us");
+    l.dec(nowUs(CLOCK_MONOTONIC));
+    l.key("pid");
+    l.dec(static_cast<uint64_t>(::getpid()));
+    l.key("tid");
+    l.dec(static_cast<uint64_t>(::syscall(SYS_gettid)));
+    putStack(l);
+    l.putc('\n');
+    writeAll(fd, l.buf, l.n);
+    errno = saved;
+}
+
+}  // namespace gpufault::preload
+
+// ---- dlsym interposition (dlsym_hook.S jumps here first, then to the real dlsym) ----
+
+extern "C" {
+/// The real dlsym; dlsym_hook.S tail-jumps to it so the caller's return address (which
+/// dlsym uses for RTLD_NEXT and RTLD_DEFAULT scopes) is the original caller's.
+__attribute__((visibility("hidden"))) void* gpufault_real_dlsym = nullptr;
+
+__attribute__((visibility("hidden"))) void gpufault_init_dlsym() {
+    if (__atomic_load_n(&gpufault_real_dlsym, __ATOMIC_ACQUIRE)) return;
+    void* f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!f) f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    __atomic_store_n(&gpufault_real_dlsym, f, __ATOMIC_RELEASE);
+}
+
+/// Our wrapper for `name` asked of `handle`, or nullptr (the real dlsym answers).
+__attribute__((visibility("hidden"))) void* gpufault_dlsym_pick(void* handle, const char* name) {
+    gpufault_init_dlsym();
+    if (!name || handle == RTLD_NEXT || (name[0] != 'h' && name[0] != 'c')) return nullptr;
+    if (std::strncmp(name, "hip", 3) != 0 && std::strncmp(name, "cu", 2) != 0) return nullptr;
+    if (!gpufault::preload::wrapperFor(name, nullptr)) return nullptr;  // not one we hook
+    void* real = gpufault::preload::realDlsym(handle, name);
+    return real ? gpufault::preload::wrapperFor(name, real) : nullptr;
+}
+}
+
+namespace gpufault::preload {
+
+void* realDlsym(void* handle, const char* name) {
+    gpufault_init_dlsym();
+    auto f = reinterpret_cast<void* (*)(void*, const char*)>(gpufault_real_dlsym);
+    return f ? f(handle, name) : nullptr;
+}
+
+void* wrapperFor(const char* name, void* real) {
+    if (void* w = hipWrapperFor(name, real)) return w;
+    return cudaWrapperFor(name, real);
+}
+
+}  // namespace gpufault::preload

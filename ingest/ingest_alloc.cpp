@@ -1,0 +1,124 @@
+#include "ingest/ingest_alloc.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "collectors/preload/alloc_log.h"
+
+namespace gpufault {
+
+namespace {
+
+constexpr int64_t kMaxBytes = int64_t{1} << 30;
+
+/// FNV-1a of the first line (the `start` record: pid, time, executable): the same process's
+/// file is recognised while it grows.
+std::string allocFingerprint(std::string_view text) {
+    auto first = text.substr(0, text.find('\n'));
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : first) h = (h ^ c) * 1099511628211ull;
+    return fmt::format("alloc-{:016x}", h);
+}
+
+}  // namespace
+
+bool isAllocLogFile(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return false;
+    struct stat st {};
+    char head[32];
+    ssize_t n = -1;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::pread(fd, head, sizeof head, 0);
+    ::close(fd);
+    return n > 0 && alloclog::looksLikeAllocLog(std::string_view(head, static_cast<size_t>(n)));
+}
+
+db::Result<AllocIngestSummary> ingestAllocLog(Store& store,
+                                              const std::string& path,
+                                              std::optional<int64_t> run_id) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto fail = [&](const std::string& m) { return std::unexpected(db::Error{path + ": " + m}); };
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fail(std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        int e = errno;
+        ::close(fd);
+        return fail(std::strerror(e));
+    }
+    if (st.st_size > kMaxBytes) {
+        ::close(fd);
+        return fail(
+            fmt::format("allocation records of {} bytes: over the 1 GiB limit", st.st_size));
+    }
+    std::string text(static_cast<size_t>(st.st_size), '\0');
+    size_t got = 0;
+    while (got < text.size()) {
+        ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int e = errno;
+            ::close(fd);
+            return fail(std::strerror(e));
+        }
+        if (n == 0) break;
+        got += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    text.resize(got);
+
+    AllocIngestSummary sum;
+    sum.path = path;
+    SourceIdentity id{path,
+                      "alloc",
+                      static_cast<int64_t>(st.st_dev),
+                      static_cast<int64_t>(st.st_ino),
+                      allocFingerprint(text)};
+    auto log = alloclog::parse(text);
+    auto stored = [&]() -> db::Result<void> {
+        if (auto r = store.begin(); !r) return r;
+        auto s = store.source(id);
+        if (!s) return std::unexpected(s.error());
+        sum.source_id = s->id;
+        if (s->complete && s->offset == static_cast<int64_t>(text.size())) {
+            sum.unchanged = true;
+            return store.rollback();
+        }
+        auto n = store.replaceAllocations(s->id, run_id, log);
+        if (!n) return std::unexpected(n.error());
+        SourceState done = *s;
+        done.offset = static_cast<int64_t>(text.size());
+        done.line = static_cast<int64_t>(log.lines);
+        done.max_line = done.line;
+        done.complete = true;
+        if (auto r = store.setPosition(s->id, done, static_cast<int64_t>(text.size())); !r)
+            return r;
+        return store.commit();
+    }();
+    if (!stored) {
+        (void)store.rollback();
+        return fail(stored.error().message);
+    }
+    if (sum.unchanged) return sum;
+    sum.lines = log.lines;
+    sum.events = log.events;
+    sum.allocations = log.allocations.size();
+    for (const auto& a : log.allocations) sum.freed += a.free_line ? 1 : 0;
+    sum.failed = log.failed;
+    sum.warnings = log.warnings.size();
+    sum.processes = log.processes.size();
+    for (const auto& p : log.processes) sum.pids.push_back(p.pid);
+    for (size_t i = 0; i < log.warnings.size() && i < 10; ++i)
+        sum.warning_texts.push_back(
+            fmt::format("{}:{}: {}", path, log.warnings[i].line, log.warnings[i].message));
+    sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return sum;
+}
+
+}  // namespace gpufault

@@ -1,0 +1,38 @@
+// Read side of the allocations table (schema/sql/007_allocations.sql): the preload shim's
+// allocations near an incident's fault address (view fault_allocation_distance).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schema/sqlite.h"
+
+namespace gpufault {
+
+/// One (fault record, allocation) pair with the allocation's stored fields.
+struct AllocationDistanceRow {
+    int64_t evidence_id = 0;
+    int64_t allocation_id = 0;
+    uint64_t address = 0;
+    int64_t distance = 0;  ///< bytes: <0 below ptr, 0 inside, address − end at or above end
+    int64_t from_ptr = 0;  ///< address − ptr
+    bool inside = false, same_2mib = false;
+    std::string source;  ///< the record file
+    int64_t line = 0, pid = 0;
+    std::string kind, api;  ///< kind: alloc | map | reserve
+    std::optional<std::string> mem;
+    std::optional<int64_t> device, wall_us;
+    uint64_t ptr = 0, end = 0;
+    std::optional<std::string> stack;
+    std::optional<std::string> free_api;
+    std::optional<int64_t> freed_wall_us;
+};
+
+/// The allocations of the processes of an incident's member records, by |distance| from each
+/// record's address (then newest first).
+db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& d,
+                                                                        int64_t incident);
+
+}  // namespace gpufault

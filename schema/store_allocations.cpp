@@ -1,0 +1,43 @@
+// Store: writing the preload shim's allocations (table allocations, schema/sql/007).
+#include "schema/store.h"
+
+namespace gpufault {
+
+db::Result<int64_t> Store::replaceAllocations(int64_t source_id,
+                                              std::optional<int64_t> run_id,
+                                              const alloclog::Log& log) {
+    for (const char* sql : {"DELETE FROM allocations WHERE source_id=?1",
+                            "DELETE FROM warnings WHERE source_id=?1"}) {
+        auto del = db_.prepare(sql);
+        if (!del) return std::unexpected(del.error());
+        del->bind(1, source_id);
+        if (auto r = del->run(); !r) return std::unexpected(r.error());
+    }
+    auto ins = db_.prepare(
+        "INSERT INTO allocations(source_id, run_id, line, pid, tid, kind, api, mem, device, ptr, "
+        "end, handle, wall_us, mono_us, stack, free_line, free_api, freed_wall_us, freed_mono_us) "
+        "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+        "?19)");
+    if (!ins) return std::unexpected(ins.error());
+    auto opt = [](const std::optional<uint64_t>& v) -> std::optional<int64_t> {
+        if (!v) return std::nullopt;
+        return static_cast<int64_t>(*v);
+    };
+    for (const auto& a : log.allocations) {
+        ins->bind(1, source_id).bind(2, run_id).bind(3, static_cast<int64_t>(a.line));
+        ins->bind(4, a.pid).bind(5, a.tid).bind(6, a.kind).bind(7, a.api).bind(8, a.mem);
+        ins->bind(9, a.device).bind(10, static_cast<int64_t>(a.ptr));
+        ins->bind(11, static_cast<int64_t>(a.end)).bind(12, opt(a.handle));
+        ins->bind(13, a.wall_us).bind(14, a.mono_us);
+        ins->bind(15, a.stack.empty() ? std::optional<std::string>() : a.stack);
+        ins->bind(16, opt(a.free_line)).bind(17, a.free_api);
+        ins->bind(18, a.freed_wall_us).bind(19, a.freed_mono_us);
+        if (auto r = ins->run(); !r) return std::unexpected(r.error());
+    }
+    for (const auto& w : log.warnings)
+        if (auto r = addWarning(source_id, Warning{w.line, w.message}); !r)
+            return std::unexpected(r.error());
+    return static_cast<int64_t>(log.allocations.size());
+}
+
+}  // namespace gpufault

@@ -1,0 +1,296 @@
+// Diagnosis on every crash, through the built binary: a real core of a process that had the
+// seed-case binary mapped and died in amd::Symbol::getDeviceKernel, the fixture core (a stack
+// through a kernel launch), the runtime's own hipErrorNoBinaryForGpu listing (a real log) and a
+// rocBLAS kernel library error against a real directory; devices from fake sysfs trees.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/process.h"
+
+namespace gpufault::testing {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kData = GPUFAULT_SOURCE_DIR "/tests/data/";
+
+void put(const std::string& path, const std::string& text) {
+    fs::create_directories(fs::path(path).parent_path());
+    writeFile(path, text);
+}
+
+/// A fake sysfs with one amdgpu KFD node (node 1, 0000:03:00.0) of `gfx_target_version`.
+std::string fakeSysfs(const TempDir& t, const std::string& name, const std::string& version) {
+    std::string sys = t.file(name);
+    put(sys + "/class/kfd/kfd/topology/nodes/0/properties", "cpu_cores_count 16\nsimd_count 0\n");
+    put(sys + "/class/kfd/kfd/topology/nodes/1/properties",
+        "simd_count 80\ngfx_target_version " + version + "\nlocation_id 768\ndomain 0\n");
+    return sys;
+}
+
+/// Runs gpu_module_crash on `module` in `dir` with cores enabled; the core's path, "" when the
+/// kernel wrote none there (core_pattern is not a plain file name on this machine).
+std::string makeCore(const std::string& dir, const std::string& module) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        struct rlimit rl {
+            RLIM_INFINITY, RLIM_INFINITY
+        };
+        ::setrlimit(RLIMIT_CORE, &rl);
+        if (::chdir(dir.c_str()) != 0) ::_exit(3);
+        ::execl(GPU_MODULE_CRASH, GPU_MODULE_CRASH, module.c_str(), static_cast<char*>(nullptr));
+        ::_exit(4);
+    }
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV) << st;
+    for (const auto& name : {std::string("core"), fmt::format("core.{}", pid)})
+        if (fs::exists(dir + "/" + name)) return dir + "/" + name;
+    return "";
+}
+
+std::string show(const TempDir& t, int incident) {
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "show", std::to_string(incident)});
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.out;
+}
+
+TEST(CliDiagnosis, CoreOfACrashInTheHipRuntimeNamesTheBundleWithoutCode) {
+    TempDir t;
+    std::string module = t.file("multi_plus_one");
+    writeFile(module, readFile(kData + "binaries/seedcase/multi_plus_one"));
+    std::string core = makeCore(t.path(), module);
+    if (core.empty()) GTEST_SKIP() << "no core written (kernel.core_pattern is not 'core')";
+    std::string sys = fakeSysfs(t, "sys", "100300");  // gfx1030
+    auto r = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "ingest",
+                  "--sysfs-root",
+                  sys,
+                  "--proc-root",
+                  t.file("proc"),
+                  core});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("1 diagnosis of a missing code object"), std::string::npos) << r.out;
+    std::string out = show(t, 1);
+    // The diagnosis comes first, right after the title.
+    std::string first = out.substr(out.find('\n') + 1);
+    EXPECT_TRUE(
+        first.starts_with("  DIAGNOSIS  SIGSEGV at 0x8a (null page) in the HIP runtime: "
+                          "amd::Symbol::getDeviceKernel(int) const (gpu_module_crash + 0x"))
+        << out;
+    EXPECT_NE(out.find("(runtime_null_deref)\n  device     gfx1030 (0000:03:00.0): this machine, "
+                       "its only GPU\n"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("  NO CODE    " + module +
+                       ": bundle #4 at 0x12000: no code for gfx1030 (has gfx906); kernels: "
+                       "gpu_bench_kernel(float*, int)\n"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("bundle #1"), std::string::npos) << out;  // the three others have code
+    EXPECT_NE(out.find("  modules    "), std::string::npos) << out;
+
+    // Nothing changed: diagnosing again keeps it.
+    auto same = run({GPUFAULT_BIN, "--db", t.file("db"), "diagnose", "--sysfs-root", sys});
+    EXPECT_EQ(same.status, 0) << same.err;
+    EXPECT_EQ(same.out, "1 diagnosis in " + t.file("db") + "\n");
+
+    // The same core from a gfx906 machine: every bundle has code. Recorded devices win over
+    // this machine's sysfs, and a changed device recomputes the diagnosis (on the next ingest
+    // or `gpufault diagnose`).
+    std::string sys906 = fakeSysfs(t, "sys906", "90006");
+    auto rec = run({GPUFAULT_BIN,
+                    "--db",
+                    t.file("db"),
+                    "devices",
+                    "--record",
+                    "--sysfs-root",
+                    sys906,
+                    "--proc-root",
+                    t.file("proc")});
+    ASSERT_EQ(rec.status, 0) << rec.err;
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "diagnose", "--sysfs-root", sys}).status, 0);
+    out = show(t, 1);
+    EXPECT_NE(out.find("  covered    " + module + ": all 4 bundles carry code for gfx906\n"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("NO CODE"), std::string::npos) << out;
+
+    auto rep = run({GPUFAULT_BIN, "--db", t.file("db"), "report", "1", "--format", "json"});
+    ASSERT_EQ(rep.status, 0) << rep.err;
+    auto j = nlohmann::json::parse(rep.out);
+    ASSERT_EQ(j["diagnosis"].size(), 1u) << rep.out;
+    EXPECT_EQ(j["diagnosis"][0]["rule"], "runtime_null_deref");
+    EXPECT_EQ(j["diagnosis"][0]["findings"][0]["verdict"], "device");
+    EXPECT_EQ(j["diagnosis"][0]["findings"][0]["device_target"], "gfx906");
+    EXPECT_EQ(j["diagnosis"][0]["findings"][1]["verdict"], "covered");
+    EXPECT_EQ(j["diagnosis"][0]["findings"][1]["module"], module);
+}
+
+TEST(CliDiagnosis, FixtureCoreThroughAKernelLaunchWithItsModulesGone) {
+    TempDir t;
+    std::string sys = fakeSysfs(t, "sys", "110501");  // gfx1151
+    // Without symbols (no --debuginfo-path) its frames are `n/a (libcrashlib.so + 0x…)`: no
+    // rule can fire on them.
+    auto r = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "ingest",
+                  "--sysfs-root",
+                  sys,
+                  "--proc-root",
+                  t.file("proc"),
+                  kData + "cores/core"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(show(t, 1).find("DIAGNOSIS"), std::string::npos);
+    TempDir t2;
+    r = run({GPUFAULT_BIN,
+             "--db",
+             t2.file("db"),
+             "ingest",
+             "--exe",
+             kData + "cores/crashmain",
+             "--debuginfo-path",
+             kData + "cores/buildid",
+             "--sysfs-root",
+             sys,
+             "--proc-root",
+             t.file("proc"),
+             kData + "cores/core"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::string out = show(t2, 1);
+    EXPECT_NE(out.find("  DIAGNOSIS  the crashing thread passes through a kernel launch: #2 "
+                       "fake_launch_kernel (libcrashlib.so + 0x11d6) (stack_through_launch)\n"),
+              std::string::npos)
+        << out;
+    // The core names /tmp/crashfixture/{crashmain,libcrashlib.so}, gone since; no module read
+    // carries GPU code.
+    EXPECT_NE(out.find(" with GPU code; 2 not read here (/tmp/crashfixture/"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find(" read, 0 with GPU code"), std::string::npos) << out;
+}
+
+TEST(CliDiagnosis, RuntimeListingOfARealNoBinaryForGpuAbort) {
+    TempDir t;
+    auto r =
+        run({GPUFAULT_BIN,
+             "--db",
+             t.file("db"),
+             "ingest",
+             "--sysfs-root",
+             t.file("none"),
+             "--proc-root",
+             t.file("none"),
+             kData + "real/111-nobinaryforgpu-devices-bundled-list-level6-no-pid-zsh-abort.txt"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::string out = show(t, 1);
+    EXPECT_NE(out.find("  DIAGNOSIS  hipErrorNoBinaryForGpu at "), std::string::npos) << out;
+    EXPECT_NE(out.find("  device     gfx902:xnack-: the runtime's device listing at "),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find(": no code for gfx902:xnack- (has gfx1030, gfx803, gfx900:xnack-, "
+                       "gfx906:xnack-, gfx908:xnack-, gfx90a:xnack+, gfx90a:xnack-)\n"),
+              std::string::npos)
+        << out;
+    auto md = run({GPUFAULT_BIN, "--db", t.file("db"), "report", "1"});
+    ASSERT_EQ(md.status, 0);
+    EXPECT_LT(md.out.find("### Diagnosis"), md.out.find("### Summary")) << md.out;
+    EXPECT_NE(md.out.find("- **NO CODE** the code objects the runtime listed at "),
+              std::string::npos)
+        << md.out;
+}
+
+TEST(CliDiagnosis, RocblasLibraryErrorFindsNoFilesForTheDevice) {
+    TempDir t;
+    std::string lib = t.file("rocblas/library");
+    for (const char* f : {"TensileLibrary_lazy_gfx1100.dat",
+                          "TensileLibrary_lazy_gfx90a.dat",
+                          "TensileLibrary_Type_HH_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx1100.co",
+                          "Kernels.so-000-gfx90a-xnack-.hsaco",
+                          "TensileManifest.txt"})
+        put(lib + "/" + f, "x");
+    // tensile_host.cpp's message for a lazy-loading library without the device's file.
+    writeFile(t.file("job.log"),
+              "rocBLAS error: Cannot read " + lib +
+                  "/TensileLibrary_lazy_gfx1201.dat: No such file or directory for GPU arch : "
+                  "gfx1201\n");
+    auto r = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "ingest",
+                  "--sysfs-root",
+                  t.file("none"),
+                  "--proc-root",
+                  t.file("none"),
+                  t.file("job.log")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::string out = show(t, 1);
+    EXPECT_NE(out.find("(kernel_library)\n  device     gfx1201: the library error at "),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("  NO LIBRARY " + lib +
+                       ": no kernel library files for gfx1201 (has gfx1100 (2), gfx90a (2))\n"),
+              std::string::npos)
+        << out;
+}
+
+TEST(CliDiagnosis, FileNamedByTheRuntimeIsInventoriedAndAFifoIsNotOpened) {
+    // hip_code_object.cpp's message names the binary it could not use.
+    auto line = [](const std::string& file) {
+        return ":1:hip_code_object.cpp      :507 : 0635372365 us: 16170: [tid:0x7fe0e2402880] "
+               "hipErrorNoBinaryForGpu: Couldn't find binary for file: " +
+               file + "\n";
+    };
+    TempDir t;
+    std::string sys = fakeSysfs(t, "sys", "90010");  // gfx90a
+    std::string module = t.file("multi_plus_one");
+    writeFile(module, readFile(kData + "binaries/seedcase/multi_plus_one"));
+    writeFile(t.file("run.log"), line(module));
+    auto r = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "ingest",
+                  "--sysfs-root",
+                  sys,
+                  "--proc-root",
+                  t.file("proc"),
+                  t.file("run.log")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::string out = show(t, 1);
+    EXPECT_NE(out.find("  device     gfx90a (0000:03:00.0): this machine, its only GPU\n  NO "
+                       "CODE    " +
+                       module + ": bundle #4 at 0x12000: no code for gfx90a (has gfx906)"),
+              std::string::npos)
+        << out;
+
+    // A FIFO (or a device node) named in a log is never opened: ingest does not wait on it.
+    TempDir f;
+    ASSERT_EQ(::mkfifo(f.file("fifo").c_str(), 0600), 0);
+    writeFile(f.file("run.log"), line(f.file("fifo")));
+    r = run({GPUFAULT_BIN,
+             "--db",
+             f.file("db"),
+             "ingest",
+             "--sysfs-root",
+             sys,
+             "--proc-root",
+             f.file("proc"),
+             f.file("run.log")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    out = run({GPUFAULT_BIN, "--db", f.file("db"), "show", "1"}).out;
+    EXPECT_NE(out.find("  modules    1 module named, 0 read, 0 with GPU code; 1 not read here (" +
+                       f.file("fifo") + ": not a regular file)\n"),
+              std::string::npos)
+        << out;
+}
+
+}  // namespace
+}  // namespace gpufault::testing

@@ -1,0 +1,148 @@
+// Host program for the preload shim's tests. Loads the stand-in framework with
+// dlopen(RTLD_LOCAL), allocates through it (and through the driver's cuGetProcAddress and a
+// dlsym by handle), throws C++ exceptions through the framework's frames, allocates from
+// threads and from a forked child, and prints every pointer it got:
+//   preload_host FRAMEWORK.so RUNTIME.so records
+//   preload_host FRAMEWORK.so RUNTIME.so fault    (prints a ROCr fault line 4 KiB past an
+//                                                  allocation's end and exits 1)
+//   preload_host FRAMEWORK.so RUNTIME.so puts     (one line through puts)
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Alloc = void* (*)(size_t, int*);
+using Free = int (*)(void*);
+using Call = int (*)(void (*)(int), int);
+Alloc hipAlloc, cudaAlloc;
+Free hipFreeFn;
+Call fwCall;
+
+template <class F>
+F sym(void* h, const char* name) {
+    void* p = dlsym(h, name);
+    if (!p) {
+        std::fprintf(stderr, "dlsym %s: %s\n", name, dlerror());
+        std::exit(2);
+    }
+    return reinterpret_cast<F>(p);
+}
+
+void thrower(int i) {
+    int rc = 0;
+    if (i % 100 == 0) hipAlloc(4096, &rc);  // an allocation (and a stack walk) mid-unwind test
+    throw std::runtime_error("thrown " + std::to_string(i));
+}
+
+int records(void* rt) {
+    std::printf("pid=%d\n", getpid());
+    int rc = 0;
+    void* a = hipAlloc(1 << 20, &rc);
+    std::printf("hipMalloc ptr=%p size=%d rc=%d\n", a, 1 << 20, rc);
+    void* b = cudaAlloc((3 << 20) + 123, &rc);
+    std::printf("cudaMalloc ptr=%p size=%d rc=%d\n", b, (3 << 20) + 123, rc);
+    void* z = hipAlloc(0, &rc);
+    std::printf("hipMalloc-failed ptr=%p rc=%d\n", z, rc);
+
+    // Who unwinds C++ exceptions in this process (the shim must not have taken it over).
+    Dl_info info{};
+    void* raise = dlsym(RTLD_DEFAULT, "_Unwind_RaiseException");
+    const char* mod = raise && dladdr(raise, &info) && info.dli_fname ? info.dli_fname : "none";
+    std::printf("unwinder %s\n", std::strrchr(mod, '/') ? std::strrchr(mod, '/') + 1 : mod);
+
+    int caught = 0;
+    for (int i = 0; i < 1000; ++i) {
+        try {
+            fwCall(thrower, i);
+        } catch (const std::runtime_error& e) {
+            if (std::strcmp(e.what(), ("thrown " + std::to_string(i)).c_str()) == 0) ++caught;
+        }
+    }
+    std::printf("caught %d\n", caught);
+
+    // The driver: cuGetProcAddress_v2 found by handle, then the entry point it hands out.
+    using Gpa = int (*)(const char*, void**, int, uint64_t, int*);
+    auto gpa = sym<Gpa>(rt, "cuGetProcAddress_v2");
+    void* fn = nullptr;
+    int status = -1;
+    rc = gpa("cuMemAlloc", &fn, 12000, 0, &status);
+    unsigned long long d = 0;
+    int rc2 = fn ? reinterpret_cast<int (*)(unsigned long long*, size_t)>(fn)(&d, 5 << 20) : -1;
+    std::printf("cuMemAlloc_v2 ptr=0x%llx size=%d rc=%d/%d\n", d, 5 << 20, rc, rc2);
+
+    // hipMalloc asked of the runtime's handle directly.
+    auto hm = sym<int (*)(void**, size_t)>(rt, "hipMalloc");
+    void* h = nullptr;
+    rc = hm(&h, 7 << 20);
+    std::printf("dlsym-hipMalloc ptr=%p size=%d rc=%d\n", h, 7 << 20, rc);
+
+    std::printf("hipFree ptr=%p rc=%d\n", a, hipFreeFn(a));
+
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t)
+        ts.emplace_back([] {
+            int r = 0;
+            for (int i = 0; i < 50; ++i) hipAlloc(64 << 10, &r);
+        });
+    for (auto& t : ts) t.join();
+    std::printf("threads 200\n");
+
+    std::fflush(stdout);
+    pid_t c = fork();
+    if (c == 0) {
+        void* p = hipAlloc(2 << 20, &rc);
+        std::printf("child pid=%d ptr=%p size=%d\n", getpid(), p, 2 << 20);
+        std::fflush(stdout);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(c, &st, 0);
+    return caught == 1000 ? 0 : 1;
+}
+
+int fault() {
+    int rc = 0;
+    void* a = hipAlloc(1 << 20, &rc);
+    std::printf("hipMalloc ptr=%p size=%d rc=%d\n", a, 1 << 20, rc);
+    std::fflush(stdout);
+    uintptr_t at = reinterpret_cast<uintptr_t>(a) + (1 << 20) + 0x1000;
+    std::fprintf(stderr,
+                 "Memory access fault by GPU node-1 (Agent handle: 0x5581c7a0) on address 0x%lx. "
+                 "Reason: Page not present or supervisor privilege.\n",
+                 static_cast<unsigned long>(at));
+    return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 4) {
+        std::fprintf(stderr, "usage: %s FRAMEWORK.so RUNTIME.so records|fault\n", argv[0]);
+        return 2;
+    }
+    void* fw = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!fw) {
+        std::fprintf(stderr, "dlopen %s: %s\n", argv[1], dlerror());
+        return 2;
+    }
+    void* rt = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);  // loaded by the framework
+    if (!rt) {
+        std::fprintf(stderr, "dlopen %s: %s\n", argv[2], dlerror());
+        return 2;
+    }
+    hipAlloc = sym<Alloc>(fw, "fw_hip_alloc");
+    cudaAlloc = sym<Alloc>(fw, "fw_cuda_alloc");
+    hipFreeFn = sym<Free>(fw, "fw_hip_free");
+    fwCall = sym<Call>(fw, "fw_call_c");
+    if (std::strcmp(argv[3], "puts") == 0) return std::puts("hello from puts") >= 0 ? 0 : 3;
+    return std::strcmp(argv[3], "fault") == 0 ? fault() : records(rt);
+}

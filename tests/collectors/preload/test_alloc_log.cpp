@@ -1,0 +1,117 @@
+// The allocation-record parser (collectors/preload/alloc_log): lines as the shim writes them
+// (the stand-in runtime's values), pairing of
+// frees, and bad input by line.
+#include <gtest/gtest.h>
+
+#include "collectors/preload/alloc_log.h"
+
+using namespace gpufault::alloclog;
+
+namespace {
+// Records in the shim's format with the values the stand-in runtime hands out.
+constexpr std::string_view kLog =
+    "gpufault.alloc 1 start pid=81234 ppid=81230 wall_us=1796032475123456 mono_us=5123456789 "
+    "exe=/work/build/tests/collectors/preload/gpufault_preload_host\n"
+    "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f3a40000000 size=1048576 mem=device device=3 "
+    "rc=0 wall_us=1796032475123500 mono_us=5123456833 pid=81234 tid=81234 "
+    "stack=libgpufault_standin_fw.so+0x1139;gpufault_preload_host+0x3a2f\n"
+    "gpufault.alloc 1 alloc api=hipMalloc ptr=0x0 size=0 mem=device device=3 rc=1 "
+    "wall_us=1796032475123600 mono_us=5123456933 pid=81234 tid=81234 stack=-\n"
+    "gpufault.alloc 1 alloc api=cuMemAlloc_v2 ptr=0x7f3a40600000 size=5242880 mem=device "
+    "device=2 rc=0 wall_us=1796032475123700 mono_us=5123457033 pid=81234 tid=81234 "
+    "stack=gpufault_preload_host+0x3b10\n"
+    "gpufault.alloc 1 free api=hipFree ptr=0x7f3a40000000 size=0 device=-1 rc=0 "
+    "wall_us=1796032475124000 mono_us=5123457333 pid=81234 tid=81234 "
+    "stack=libgpufault_standin_fw.so+0x1180\n"
+    "gpufault.alloc 1 free api=hipFree ptr=0x7f3a50000000 size=0 device=-1 rc=0 "
+    "wall_us=1796032475124100 mono_us=5123457433 pid=81234 tid=81234 stack=-\n";
+}  // namespace
+
+TEST(AllocLog, RecognisesItsFiles) {
+    EXPECT_TRUE(looksLikeAllocLog(kLog));
+    EXPECT_FALSE(looksLikeAllocLog("Memory access fault by GPU node-1 on address 0x0"));
+    EXPECT_FALSE(looksLikeAllocLog("gpufault.operand name=A ptr=0x1 end=0x2"));
+}
+
+TEST(AllocLog, PairsAllocationsWithTheirFrees) {
+    auto log = parse(kLog);
+    EXPECT_TRUE(log.warnings.empty());
+    EXPECT_EQ(log.lines, 6u);
+    EXPECT_EQ(log.events, 6u);
+    EXPECT_EQ(log.failed, 1u);
+    EXPECT_EQ(log.unmatched_frees, 1u);
+    ASSERT_EQ(log.processes.size(), 1u);
+    EXPECT_EQ(log.processes[0].pid, 81234);
+    EXPECT_EQ(log.processes[0].ppid, 81230);
+    EXPECT_EQ(log.processes[0].exe, "/work/build/tests/collectors/preload/gpufault_preload_host");
+    ASSERT_EQ(log.allocations.size(), 2u);
+    const auto& a = log.allocations[0];
+    EXPECT_EQ(a.line, 2u);
+    EXPECT_EQ(a.api, "hipMalloc");
+    EXPECT_EQ(a.ptr, 0x7f3a40000000u);
+    EXPECT_EQ(a.end, 0x7f3a40100000u);
+    EXPECT_EQ(a.device, 3);
+    EXPECT_EQ(a.mem, "device");
+    EXPECT_EQ(a.tid, 81234);
+    EXPECT_EQ(a.wall_us, 1796032475123500);
+    EXPECT_EQ(a.mono_us, 5123456833);
+    EXPECT_EQ(a.stack, "libgpufault_standin_fw.so+0x1139;gpufault_preload_host+0x3a2f");
+    EXPECT_EQ(a.free_line, 5u);
+    EXPECT_EQ(a.free_api, "hipFree");
+    EXPECT_EQ(a.freed_wall_us, 1796032475124000);
+    const auto& b = log.allocations[1];
+    EXPECT_EQ(b.api, "cuMemAlloc_v2");
+    EXPECT_EQ(b.end - b.ptr, 5242880u);
+    EXPECT_FALSE(b.free_line);
+}
+
+TEST(AllocLog, ReusedPointerOpensANewAllocationAndMapsPairWithUnmaps) {
+    auto log = parse(
+        "gpufault.alloc 1 reserve api=cuMemAddressReserve ptr=0x7f0000000000 size=1073741824 "
+        "mem=va device=-1 rc=0 pid=7 tid=7\n"
+        "gpufault.alloc 1 create api=cuMemCreate ptr=0x0 size=2097152 handle=0x55aa device=0 "
+        "rc=0 pid=7 tid=7\n"
+        "gpufault.alloc 1 map api=cuMemMap ptr=0x7f0000000000 size=2097152 handle=0x55aa "
+        "mem=device device=-1 rc=0 pid=7 tid=7\n"
+        "gpufault.alloc 1 unmap api=cuMemUnmap ptr=0x7f0000000000 size=2097152 device=-1 rc=0 "
+        "pid=7 tid=7\n"
+        "gpufault.alloc 1 map api=cuMemMap ptr=0x7f0000000000 size=4194304 handle=0x55ab "
+        "mem=device device=-1 rc=0 pid=7 tid=7\n");
+    EXPECT_TRUE(log.warnings.empty());
+    ASSERT_EQ(log.allocations.size(), 3u);
+    EXPECT_EQ(log.allocations[0].kind, "reserve");
+    EXPECT_FALSE(log.allocations[0].free_line);  // an unmap does not free the reservation
+    EXPECT_EQ(log.allocations[1].kind, "map");
+    EXPECT_EQ(log.allocations[1].handle, 0x55aau);
+    EXPECT_EQ(log.allocations[1].device, 0);  // the create record's
+    EXPECT_EQ(log.allocations[1].free_line, 4u);
+    EXPECT_EQ(log.allocations[2].end - log.allocations[2].ptr, 4194304u);
+    EXPECT_FALSE(log.allocations[2].free_line);
+    EXPECT_EQ(log.handles, 1u);
+}
+
+TEST(AllocLog, BadLinesAreWarningsByLineNumber) {
+    auto log = parse(
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x1000 size=4096 rc=0 pid=5\n"
+        "gpufault.alloc 2 alloc api=hipMalloc ptr=0x1000 size=4096 rc=0 pid=5\n"
+        "gpufault.alloc 1 launch api=x ptr=0x1 size=1 pid=5\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0xzz size=4096 pid=5\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x2000 size=4096\n"
+        "some other text\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0xffffffffffffff00 size=4096 pid=5\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x9000 si");
+    ASSERT_EQ(log.warnings.size(), 7u);
+    EXPECT_EQ(log.warnings[0].line, 2u);
+    EXPECT_EQ(log.warnings[0].message, "unsupported record version '2' (this build reads 1)");
+    EXPECT_EQ(log.warnings[1].message, "unknown record kind 'launch'");
+    EXPECT_EQ(log.warnings[2].line, 4u);
+    EXPECT_EQ(log.warnings[2].message, "bad value for ptr: '0xzz'");
+    EXPECT_EQ(log.warnings[3].message, "record without pid");
+    EXPECT_EQ(log.warnings[4].message, "not a gpufault.alloc record");
+    EXPECT_EQ(log.warnings[5].line, 7u);
+    EXPECT_EQ(log.warnings[5].message, "ptr + size wraps around 2^64");
+    EXPECT_EQ(log.warnings[6].line, 8u);
+    EXPECT_EQ(log.warnings[6].message, "record cut short (no newline at the end of the file)");
+    ASSERT_EQ(log.allocations.size(), 1u);
+    EXPECT_EQ(log.allocations[0].ptr, 0x1000u);
+}

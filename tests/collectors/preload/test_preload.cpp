@@ -1,0 +1,154 @@
+// libgpufault-preload.so under a real host process: a stand-in runtime loaded RTLD_LOCAL by a
+// framework library, the driver's cuGetProcAddress, dlsym by handle, C++ exceptions thrown
+// through the framework while the shim (and libunwind) are loaded, threads and fork. The
+// records are checked against the pointers the host printed.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "collectors/preload/alloc_log.h"
+#include "tests/support/process.h"
+
+using namespace gpufault::testing;
+namespace al = gpufault::alloclog;
+
+namespace {
+
+/// "KEY ptr=0x… size=N" lines of the host's output: KEY → (ptr, size).
+std::multimap<std::string, std::pair<uint64_t, uint64_t>> printed(const std::string& out) {
+    std::multimap<std::string, std::pair<uint64_t, uint64_t>> m;
+    std::istringstream in(out);
+    std::string line;
+    static const std::regex re(R"(^(\S+)(?: pid=\d+)? ptr=(0x[0-9a-f]+|\(nil\)) size=(\d+))");
+    while (std::getline(in, line)) {
+        std::smatch s;
+        if (!std::regex_search(line, s, re)) continue;
+        uint64_t p = s[2] == "(nil)" ? 0 : std::stoull(s[2], nullptr, 16);
+        m.emplace(s[1], std::make_pair(p, std::stoull(s[3])));
+    }
+    return m;
+}
+
+ProcessResult runHost(const std::string& dir, const std::string& mode) {
+    return run({"/usr/bin/env",
+                "LD_PRELOAD=" PRELOAD_SHIM,
+                "GPUFAULT_ALLOC_DIR=" + dir,
+                PRELOAD_HOST,
+                STANDIN_FW,
+                STANDIN_RT,
+                mode});
+}
+
+const al::Allocation* find(const al::Log& log, const std::string& api, uint64_t ptr) {
+    for (const auto& a : log.allocations)
+        if (a.api == api && a.ptr == ptr) return &a;
+    return nullptr;
+}
+
+}  // namespace
+
+TEST(PreloadShim, ExportsOnlyTheHookedFunctionsAndNoUnwinder) {
+    FILE* p = popen("nm -D --defined-only " PRELOAD_SHIM, "r");
+    ASSERT_TRUE(p);
+    std::string out;
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    ASSERT_EQ(pclose(p), 0);
+    int symbols = 0;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+        ++symbols;
+        auto name = line.substr(line.rfind(' ') + 1);
+        EXPECT_TRUE(name.starts_with("hip") || name.starts_with("cu") || name == "dlsym") << line;
+        EXPECT_EQ(name.find("Unwind"), std::string::npos) << line;
+    }
+    EXPECT_EQ(symbols, 45);  // exports.map: 15 HIP, 8 runtime, 21 driver, dlsym
+    auto needed = run({"/usr/bin/readelf", "-d", PRELOAD_SHIM});
+    EXPECT_EQ(needed.out.find("libunwind"), std::string::npos) << needed.out;
+    EXPECT_EQ(needed.out.find("libstdc++"), std::string::npos) << needed.out;
+}
+
+TEST(PreloadShim, RecordsWhatTheHostAllocatedAndExceptionsStillWork) {
+    TempDir dir;
+    auto r = runHost(dir.path(), "records");
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("caught 1000\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("unwinder libgcc_s.so.1\n"), std::string::npos) << r.out;
+    int pid = 0;
+    ASSERT_EQ(std::sscanf(r.out.c_str(), "pid=%d", &pid), 1);
+    auto text = readFile(dir.file(fmt::format("gpufault-alloc.{}.log", pid)));
+    auto log = al::parse(text);
+    EXPECT_TRUE(log.warnings.empty()) << log.warnings.front().message;
+    ASSERT_EQ(log.processes.size(), 1u);
+    EXPECT_EQ(log.processes[0].pid, pid);
+    EXPECT_TRUE(log.processes[0].exe.ends_with("/gpufault_preload_host")) << log.processes[0].exe;
+
+    auto p = printed(r.out);
+    // hipMalloc through the RTLD_LOCAL framework: found by handle, freed later.
+    auto hip = p.find("hipMalloc")->second;
+    const auto* a = find(log, "hipMalloc", hip.first);
+    ASSERT_TRUE(a) << text;
+    EXPECT_EQ(a->end - a->ptr, hip.second);
+    EXPECT_EQ(a->device, 3);  // the stand-in's hipGetDevice
+    EXPECT_EQ(a->free_api, "hipFree");
+    EXPECT_TRUE(a->stack.starts_with("libgpufault_standin_fw.so+0x")) << a->stack;
+    EXPECT_NE(a->stack.find(";gpufault_preload_host+0x"), std::string::npos) << a->stack;
+    EXPECT_GT(*a->wall_us, 1600000000000000);
+    // cudaMalloc, the driver through cuGetProcAddress_v2, hipMalloc from dlsym(handle).
+    auto cuda = p.find("cudaMalloc")->second;
+    ASSERT_TRUE(find(log, "cudaMalloc", cuda.first));
+    EXPECT_EQ(find(log, "cudaMalloc", cuda.first)->end - cuda.first, cuda.second);
+    EXPECT_EQ(find(log, "cudaMalloc", cuda.first)->device, 1);
+    auto drv = p.find("cuMemAlloc_v2")->second;
+    ASSERT_NE(drv.first, 0u) << r.out;
+    ASSERT_TRUE(find(log, "cuMemAlloc_v2", drv.first)) << text;
+    EXPECT_EQ(find(log, "cuMemAlloc_v2", drv.first)->device, 2);
+    EXPECT_EQ(find(log, "cuMemAlloc_v2", drv.first)->end - drv.first, drv.second);
+    auto viaDlsym = p.find("dlsym-hipMalloc")->second;
+    ASSERT_TRUE(find(log, "hipMalloc", viaDlsym.first)) << text;
+    // 1 + 10 (during the exceptions) + 1 + 200 from threads; the failed call is counted apart.
+    size_t hipCount = 0;
+    for (const auto& x : log.allocations) hipCount += x.api == "hipMalloc";
+    EXPECT_EQ(hipCount, 1u + 10u + 1u + 200u);
+    EXPECT_EQ(log.allocations.size(), hipCount + 2u);
+    EXPECT_EQ(log.failed, 1u);
+    std::map<int64_t, int> tids;
+    for (const auto& x : log.allocations) ++tids[*x.tid];
+    EXPECT_EQ(tids.size(), 5u);  // the main thread and four others
+
+    // The forked child wrote its own file.
+    auto child = p.find("child");
+    ASSERT_NE(child, p.end());
+    int cpid = 0;
+    ASSERT_EQ(std::sscanf(r.out.c_str() + r.out.find("child pid="), "child pid=%d", &cpid), 1);
+    auto clog = al::parse(readFile(dir.file(fmt::format("gpufault-alloc.{}.log", cpid))));
+    ASSERT_EQ(clog.allocations.size(), 1u);
+    EXPECT_EQ(clog.allocations[0].ptr, child->second.first);
+    EXPECT_EQ(clog.allocations[0].pid, cpid);
+    EXPECT_EQ(clog.processes.size(), 1u);
+}
+
+TEST(PreloadShim, AnotherInterposersRtldNextStillFindsTheNextObject) {
+    TempDir dir;
+    auto r = run({"/usr/bin/env",
+                  "LD_PRELOAD=" PRELOAD_SHIM ":" INTERPOSER,
+                  "GPUFAULT_ALLOC_DIR=" + dir.path(),
+                  PRELOAD_HOST,
+                  STANDIN_FW,
+                  STANDIN_RT,
+                  "puts"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "[interposed] hello from puts\n");
+}
+
+TEST(PreloadShim, WithoutTheShimTheHostRunsTheSame) {
+    auto r = run({PRELOAD_HOST, STANDIN_FW, STANDIN_RT, "records"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("caught 1000\n"), std::string::npos);
+    EXPECT_NE(r.out.find("cuMemAlloc_v2 ptr=0x"), std::string::npos);
+}

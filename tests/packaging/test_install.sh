@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `cmake --install` into scratch roots (DESTDIR): the installed unit's ExecStart= names the
+# gpufaultd this install put there, for prefix /usr (then the unit is the one shipped in
+# packaging/, as in the .deb), the default /usr/local and another prefix; the installed daemon
+# runs and accepts the installed config. Usage: test_install.sh BUILD_DIR SOURCE_DIR.
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail=0
+for prefix in /usr /usr/local /opt/gpufault; do
+  root="$work/root${prefix//\//_}"
+  DESTDIR="$root" cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
+    { cat "$work/install.log"; exit 1; }
+  unit="$root$prefix/lib/systemd/system/gpufaultd.service"
+  exec=$(sed -n 's/^ExecStart=\([^ ]*\) .*/\1/p' "$unit")
+  if [ "$exec" != "$prefix/sbin/gpufaultd" ]; then
+    echo "FAIL: prefix $prefix: the unit says ExecStart=$exec"; fail=1; continue
+  fi
+  if ! [ -x "$root$exec" ] || ! [ -x "$root$prefix/bin/gpufault" ]; then
+    echo "FAIL: prefix $prefix: $exec or $prefix/bin/gpufault not installed"; fail=1; continue
+  fi
+  "$root$exec" --check-config --config "$root/etc/gpufault/gpufaultd.conf" >/dev/null ||
+    { echo "FAIL: prefix $prefix: the installed gpufaultd refuses the installed config"; fail=1; }
+done
+cmp "$work/root_usr/usr/lib/systemd/system/gpufaultd.service" "$src/packaging/gpufaultd.service" ||
+  { echo "FAIL: with prefix /usr the installed unit differs from packaging/gpufaultd.service"; fail=1; }
+[ $fail = 0 ] && echo "install: the unit's ExecStart= is the installed gpufaultd for /usr, /usr/local, /opt/gpufault"
+exit $fail
