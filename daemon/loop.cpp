@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <functional>
 
 #include "daemon/control.h"
 #include "daemon/daemon.h"
@@ -25,6 +26,9 @@ namespace {
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+
+/// How long a SIGTERM may spend recomputing incidents before the exit.
+constexpr auto kFinalCorrelation = std::chrono::seconds(1);
 
 /// SIGTERM or SIGINT is pending (blocked while the loop correlates).
 bool exitPending() {
@@ -84,6 +88,7 @@ class Loop {
             }
             logLine(6, fmt::format("signal {}: flushing and stopping", sig));
             sd_notify(0, "STOPPING=1");
+            finalCorrelation();
             s_.io.stop();
         });
     }
@@ -276,7 +281,44 @@ class Loop {
         return false;
     }
 
+    /// Runs recorrelate() with SIGTERM and SIGINT blocked, stopping when `stop` says so (it is
+    /// asked every few thousand steps: sigpending, the clock); true when it completed.
+    bool correlateUnless(const std::function<bool()>& stop, bool* interrupted) {
+        sigset_t block, old;
+        sigemptyset(&block);
+        sigaddset(&block, SIGTERM);
+        sigaddset(&block, SIGINT);
+        ::pthread_sigmask(SIG_BLOCK, &block, &old);
+        auto n = recorrelate(*s_.store, stop);
+        *interrupted = !n && stop();
+        ::pthread_sigmask(SIG_SETMASK, &old, nullptr);  // a pending signal is handled now
+        if (n) {
+            incidentsStale_ = false;
+            ++s_.correlations;
+            return true;
+        }
+        if (!*interrupted) fail(n.error().message);
+        return false;
+    }
+
+    /// On SIGTERM: what is pending is committed and, when records arrived since the last
+    /// correlation, incidents are recomputed within kFinalCorrelation (a larger store is left
+    /// to the next start; a second signal cuts it at once).
+    void finalCorrelation() {
+        if (!incidentsStale_ || !s_.store_error.empty() || !s_.txn) return;
+        commit();
+        if (s_.txn->open() || !s_.store_error.empty()) return;
+        auto deadline = Clock::now() + kFinalCorrelation;
+        bool interrupted = false;
+        if (!correlateUnless([&] { return Clock::now() > deadline || exitPending(); },
+                             &interrupted) &&
+            interrupted)
+            logLine(5, "incidents not recomputed before exit (longer than 1 s): the next start "
+                       "does it");
+    }
+
     void scheduleCorrelate() {
+        incidentsStale_ = true;
         if (correlateArmed_) return;
         correlateArmed_ = true;
         auto since = Clock::now() - lastCorrelate_;
@@ -289,24 +331,14 @@ class Loop {
             if (s_.txn->open() || !s_.store_error.empty()) return scheduleCorrelate();
             lastCorrelate_ = Clock::now();
             // A long correlation (hundreds of thousands of records) must not hold SIGTERM up:
-            // SIGTERM and SIGINT are blocked meanwhile, and asked for (sigpending) every few
-            // thousand steps; one pending ends it, the incidents stay as they were, and the
-            // signal is handled as soon as it is unblocked (the next start correlates again).
-            sigset_t block, old;
-            sigemptyset(&block);
-            sigaddset(&block, SIGTERM);
-            sigaddset(&block, SIGINT);
-            ::pthread_sigmask(SIG_BLOCK, &block, &old);
-            auto n = recorrelate(*s_.store, exitPending);
-            bool exiting = exitPending();
-            ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-            if (!n && exiting) {
+            // a pending SIGTERM or SIGINT ends it, the incidents stay as they were, and the
+            // signal is handled at once (finalCorrelation, then the next start, redo it).
+            bool interrupted = false;
+            if (correlateUnless(exitPending, &interrupted)) {
+                if (s_.control) s_.control->published(true);
+            } else if (interrupted) {
                 logLine(6, "correlation interrupted: exiting");
-                return;
             }
-            if (!n) return fail(n.error().message);
-            ++s_.correlations;
-            if (s_.control) s_.control->published(true);
         });
     }
 
@@ -425,6 +457,7 @@ class Loop {
     Clock::duration watchdogPeriod_{};
     Clock::time_point lastCorrelate_{};
     bool commitArmed_ = false, correlateArmed_ = false, morePosted_ = false;
+    bool incidentsStale_ = false;  ///< records arrived since the last completed correlation
     uint64_t evidenceSeen_ = 0, linesAtLastPump_ = 0;
     int64_t lastSnapshotEvidence_ = 0;
     std::string bootId_;
