@@ -98,7 +98,8 @@ class Source {
     }
     /// A reload replaced the sources (same store): the counters (lines, evidence, lost
     /// records and bytes) of streams that stay, by key, go on from `before` instead of 0.
-    virtual void carry(const CarriedCounters& before) = 0;
+    /// A source without counters worth keeping leaves it as is.
+    virtual void carry(const CarriedCounters& before) { (void)before; }
 };
 
 }  // namespace gpufault::daemon
