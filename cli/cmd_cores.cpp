@@ -66,6 +66,9 @@ nlohmann::json coreJson(const CoreRow& r) {
         {"modules_without_file", parsed(c.modules_missing)},
         {"runtimes", parsed(c.runtimes)},
         {"meta", c.meta ? parsed(*c.meta) : nlohmann::json(nullptr)},
+        {"origin", c.origin},
+        {"note", opt(c.note)},
+        {"exe", opt(c.exe)},
         {"seconds", c.seconds}};
 }
 
@@ -119,7 +122,7 @@ int cmdCores(const Global& g, bool json) {
                           orDash(r.incident),
                           orDash(c.signature),
                           printable(topFrame(store->db(), r)),
-                          printable(c.path)});
+                          printable(c.path.empty() ? c.note.value_or("-") : c.path)});
     }
     if (!json) t.print(stdout);
     return 0;
@@ -164,6 +167,7 @@ int cmdStack(const Global& g, int64_t id, bool all, bool json) {
         fmt::print("\nA GPU core: its metadata is stored, it is not unwound.\n");
         return 0;
     }
+    if (threads->empty()) fmt::print("\nNo stack: {}.\n", r.core.note.value_or("none stored"));
     for (const auto& t : *threads) fmt::print("\n{}", threadText(t, SIZE_MAX, ""));
     if (!all && r.threads > 1)
         fmt::print("\n{} other threads: gpufault stack {} --all-threads\n", r.threads - 1, id);

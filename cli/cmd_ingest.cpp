@@ -12,6 +12,7 @@
 #include "ingest/ingest.h"
 #include "ingest/ingest_alloc.h"
 #include "ingest/ingest_core.h"
+#include "ingest/ingest_crash.h"
 #include "schema/store.h"
 
 namespace gpufault::cli {
@@ -66,6 +67,34 @@ void progressBar(uint64_t done, uint64_t total) {
     if (done >= total) fmt::print(stderr, "\n");
 }
 
+/// Prints one stored core's summary line.
+void printCore(const std::string& f, const CoreIngestSummary& r) {
+    if (r.unchanged) {
+        fmt::print("{}: core already ingested, unchanged\n", f);
+        return;
+    }
+    if (r.kind != "cpu") {
+        fmt::print("{}: {} core {} (metadata only, not unwound){}, {:.2f} s\n",
+                   f,
+                   r.kind,
+                   r.core_id,
+                   r.operands ? fmt::format(", {} pointer arguments", r.operands) : "",
+                   r.seconds);
+        return;
+    }
+    fmt::print(
+        "{}: core {}, {} thread{}, {} frames in the crashing thread, top {}, stack {}, "
+        "{:.2f} s\n",
+        f,
+        r.core_id,
+        r.threads,
+        r.threads == 1 ? "" : "s",
+        r.frames,
+        r.top.empty() ? "-" : r.top,
+        r.signature.empty() ? "-" : r.signature,
+        r.seconds);
+}
+
 /// Reads one core; prints its summary unless quiet. False on error (printed).
 bool ingestOneCore(Store& store, const std::string& f, const CoreOptions& o, bool quiet) {
     coredump::ReadOptions ro;
@@ -76,22 +105,41 @@ bool ingestOneCore(Store& store, const std::string& f, const CoreOptions& o, boo
         fmt::print(stderr, "gpufault: {}\n", r.error().message);
         return false;
     }
-    if (quiet) return true;
-    if (r->unchanged) {
-        fmt::print("{}: core already ingested, unchanged\n", f);
-        return true;
-    }
-    if (r->kind != "cpu") {
-        fmt::print("{}: {} core {} (metadata only, not unwound), {:.2f} s\n", f, r->kind,
-                   r->core_id, r->seconds);
-        return true;
-    }
-    fmt::print("{}: core {}, {} thread{}, {} frames in the crashing thread, top {}, stack {}, "
-               "{:.2f} s\n",
-               f, r->core_id, r->threads, r->threads == 1 ? "" : "s", r->frames,
-               r->top.empty() ? "-" : r->top, r->signature.empty() ? "-" : r->signature,
-               r->seconds);
+    if (!quiet) printCore(f, *r);
     return true;
+}
+
+/// systemd-coredump files and journal entries, apport reports. 0 not one of them, 1 done,
+/// -1 error (printed).
+int ingestCrashInput(Store& store, const std::string& f, const CoreOptions& o, bool quiet) {
+    auto kind = crashInputOf(f);
+    if (kind == CrashInput::None) return 0;
+    CrashOptions co;
+    co.read.unwind.exe = o.exe;
+    co.read.unwind.debuginfo_path = o.debuginfo_path;
+    co.unpack.max_bytes = o.max_unpacked_mib << 20;
+    if (kind == CrashInput::JournalExport || kind == CrashInput::JournalJson) {
+        auto r = ingestJournalCores(store, f, kind, co);
+        if (!r) {
+            fmt::print(stderr, "gpufault: {}\n", r.error().message);
+            return -1;
+        }
+        if (!quiet) {
+            fmt::print(
+                "{}: {} journal entries, {} systemd-coredump\n", f, r->entries, r->cores.size());
+            for (const auto& c : r->cores) printCore(f, c);
+        }
+        // JSON lines are also log lines: the text ingest reads their MESSAGE fields next.
+        return kind == CrashInput::JournalJson ? 0 : 1;
+    }
+    auto r = kind == CrashInput::Apport ? ingestApportReport(store, f, co, true)
+                                        : ingestSystemdCoreFile(store, f, co, true);
+    if (!r) {
+        fmt::print(stderr, "gpufault: {}\n", r.error().message);
+        return -1;
+    }
+    if (!quiet) printCore(f, *r);
+    return 1;
 }
 
 }  // namespace
@@ -151,6 +199,14 @@ int cmdIngest(const Global& g,
                 break;
             }
             continue;
+        }
+        if (f != "-") {
+            int c = ingestCrashInput(*store, f, cores, quiet);
+            if (c < 0) {
+                rc = 2;
+                break;
+            }
+            if (c > 0) continue;
         }
         struct stat st {};
         bool big = f != "-" && ::stat(f.c_str(), &st) == 0 && st.st_size > (64 << 20);

@@ -30,6 +30,7 @@ struct CoreOptions {
     std::optional<std::string> exe;           ///< the executable, when its recorded path is gone
     std::vector<std::string> debuginfo_path;  ///< searched before `:.debug:/usr/lib/debug`
     std::string sysfs_root = "/sys", proc_root = "/proc";  ///< for listDevices (diagnoses)
+    uint64_t max_unpacked_mib = 16384;  ///< cap on a compressed core decompressed for reading
 };
 /// Reads logs and cores (an ELF core is recognised by its header) into the store.
 int cmdIngest(const Global& g,

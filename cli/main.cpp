@@ -34,6 +34,11 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     ingest->add_option("--proc-root", coreOpt.proc_root, "diagnoses: procfs mount")
         ->capture_default_str();
+    ingest
+        ->add_option("--max-unpacked-mib", coreOpt.max_unpacked_mib,
+                     "cores: cap on a compressed core decompressed into a temporary file "
+                     "($TMPDIR, else /var/tmp)")
+        ->check(CLI::Range(1, 1 << 24));
 
     bool json = false, csv = false;
     std::optional<std::string> kind, source;

@@ -56,12 +56,15 @@ std::string coreTitle(const CoreRow& r) {
 
 std::string coreFacts(const CoreRow& r, const std::string& indent) {
     const auto& c = r.core;
-    std::string out = fmt::format("{}core       {}, {}, written {} ({})\n",
+    std::string out = fmt::format("{}core       {}, {}, written {} ({}){}\n",
                                   indent,
-                                  printable(c.path),
+                                  printable(c.path.empty() ? "-" : c.path),
                                   sizeText(static_cast<uint64_t>(c.size)),
                                   utc(c.time),
-                                  c.time_from);
+                                  c.time_from,
+                                  c.origin == "file" ? "" : ", from " + c.origin);
+    if (c.note) out += fmt::format("{}note       {}\n", indent, printable(*c.note));
+    if (c.exe) out += fmt::format("{}exe        {}\n", indent, printable(*c.exe));
     if (c.signature)
         out += fmt::format(
             "{}signature  {} (top frames of the crashing thread)\n", indent, *c.signature);

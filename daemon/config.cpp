@@ -87,17 +87,17 @@ Setter strings(std::vector<std::string> Config::*field) {
     };
 }
 
-Setter globs() {
-    return [](const toml::node& n, Config& c) -> std::optional<std::string> {
+Setter absolutePaths(std::vector<std::string> Config::*field) {
+    return [field](const toml::node& n, Config& c) -> std::optional<std::string> {
         const auto* a = n.as_array();
         if (!a) return "expected an array of strings";
-        c.file_globs.clear();
+        (c.*field).clear();
         for (const auto& e : *a) {
             if (!e.is_string()) return "expected an array of strings";
             auto g = *e.value<std::string>();
             if (g.find('\0') != std::string::npos) return kNul;
             if (g.empty() || g[0] != '/') return fmt::format("'{}' is not an absolute path", g);
-            c.file_globs.push_back(g);
+            (c.*field).push_back(g);
         }
         return std::nullopt;
     };
@@ -129,11 +129,15 @@ const std::map<std::string, std::map<std::string, Setter>>& schema() {
           {"directory", str(&Config::journal_dir)},
           {"units", strings(&Config::journal_units)}}},
         {"files",
-         {{"globs", globs()},
+         {{"globs", absolutePaths(&Config::file_globs)},
           {"poll_interval_ms", integer(&Config::poll_ms, 10, kDay)},
           {"inotify", boolean(&Config::inotify)},
           {"max_open", integer(&Config::files_max_open, 1, 1 << 20)},
           {"follow_hardlinks", boolean(&Config::follow_hardlinks)}}},
+        {"cores",
+         {{"directories", absolutePaths(&Config::core_dirs)},
+          {"max_unpacked_mib", integer(&Config::core_max_mib, 1, 1 << 24)},
+          {"temp_dir", str(&Config::core_tmp_dir)}}},
         {"control",
          {{"socket", socketPath()},
           {"group", str(&Config::socket_group)},

@@ -29,6 +29,12 @@ struct Config {
     std::string journal_dir;           ///< a journal directory ("" = the local system journal)
     std::vector<std::string> journal_units;  ///< units whose output is read besides the kernel's
 
+    /// Core directories followed (systemd-coredump's /var/lib/systemd/coredump, apport's
+    /// /var/crash, a core_pattern directory): new `core.*` files, `.zst` cores, `.crash` reports.
+    std::vector<std::string> core_dirs;
+    uint64_t core_max_mib = 16384;  ///< a compressed core decompresses into at most this much
+    std::string core_tmp_dir;       ///< where ("" = $TMPDIR, else /var/tmp)
+
     std::vector<std::string> file_globs;  ///< runtime logs to tail (glob(7) patterns)
     uint64_t poll_ms = 1000;              ///< stat polling (NFS/Lustre/GPFS: no inotify)
     bool inotify = true;

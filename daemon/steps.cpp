@@ -7,6 +7,7 @@
 
 #include "daemon/control.h"
 #include "daemon/daemon.h"
+#include "daemon/sources/core_dir.h"
 #include "daemon/sources/file_tail.h"
 #include "daemon/sources/journal.h"
 #include "daemon/sources/kmsg.h"
@@ -60,9 +61,13 @@ StepResult openSourcesStep(State& s) {
             s.sources.push_back(std::move(k));
         }
     }
+    CrashOptions crash;
+    crash.unpack.max_bytes = c.core_max_mib << 20;
+    crash.unpack.dir = c.core_tmp_dir;
     if (c.journal) {
         auto j = std::make_unique<JournalSource>(*s.store, c.journal_dir, c.journal_units,
                                                  readBootId(), c.dispatch_window);
+        j->crashOptions() = crash;
         if (auto r = j->open(); !r) {
             logLine(3, fmt::format("journal source off: {}", r.error().message));
         } else {
@@ -80,6 +85,9 @@ StepResult openSourcesStep(State& s) {
         s.files = f.get();
         s.sources.push_back(std::move(f));
     }
+    if (!c.core_dirs.empty())
+        s.sources.push_back(std::make_unique<CoreDirSource>(
+            *s.store, c.core_dirs, crash, std::chrono::milliseconds(c.poll_ms)));
     if (s.sources.empty()) logLine(4, "no sources enabled: nothing to collect");
     return StepResult::ok();
 }

@@ -130,7 +130,8 @@ db::Result<IngestSummary> ingestFile(Store& store,
          {std::tuple{std::string_view("\x1f\x8b"), "gzip", "zcat"},
           std::tuple{std::string_view("\x28\xb5\x2f\xfd"), "zstd", "zstdcat"},
           std::tuple{std::string_view("\xfd" "7zXZ"), "xz", "xzcat"},
-          std::tuple{std::string_view("BZh"), "bzip2", "bzcat"}})
+          std::tuple{std::string_view("BZh"), "bzip2", "bzcat"},
+          std::tuple{std::string_view("\x04\x22\x4d\x18"), "lz4", "lz4cat"}})
         if (head->substr(0, magic.size()) == magic)
             return std::unexpected(db::Error{fmt::format(
                 "{}: {}-compressed: decompress it first (a core: {} FILE > core; a log: {} FILE | "

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -12,9 +13,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-namespace gpufault {
+#include "collectors/common/demangle.h"
 
-namespace {
+namespace gpufault {
 
 std::string localWall(int64_t t) {
     time_t tt = static_cast<time_t>(t);
@@ -24,6 +25,8 @@ std::string localWall(int64_t t) {
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
     return buf;
 }
+
+namespace {
 
 /// FNV-1a of the first 4 KiB (the notes: pid, registers) and the size.
 std::string coreFingerprint(std::string_view head, uint64_t size) {
@@ -132,7 +135,8 @@ CoreRecord coreRecord(const coredump::CoreReport& r) {
 
 db::Result<CoreIngestSummary> ingestCore(Store& store,
                                          const std::string& path,
-                                         const coredump::ReadOptions& opt) {
+                                         const coredump::ReadOptions& opt,
+                                         bool own_txn) {
     auto fail = [&](const std::string& m) { return std::unexpected(db::Error{path + ": " + m}); };
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fail(std::strerror(errno));
@@ -150,55 +154,179 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
                       coreFingerprint(head, static_cast<uint64_t>(st.st_size))};
     CoreIngestSummary sum;
     sum.path = path;
-    if (auto r = store.begin(); !r) return std::unexpected(r.error());
+    if (own_txn)
+        if (auto r = store.begin(); !r) return std::unexpected(r.error());
     auto src = store.source(id);
-    if (src && src->complete) {
-        auto rb = store.rollback();
+    if (own_txn)
+        if (auto rb = store.rollback(); !rb) return std::unexpected(rb.error());
+    if (!src) return std::unexpected(src.error());
+    if (src->complete) {
         sum.unchanged = true;
         return sum;
     }
-    if (auto rb = store.rollback(); !rb) return std::unexpected(rb.error());
-    if (!src) return std::unexpected(src.error());
 
     auto report = coredump::readCore(path, opt);
     if (!report) return std::unexpected(db::Error{report.error().message});
-    sum.kind = std::string(coredump::coreKindName(report->layout.kind));
-    sum.signature = report->signature.hash;
-    sum.seconds = report->seconds;
-    if (report->stack) {
-        sum.threads = report->stack->threads.size();
-        if (const auto* t = coredump::crashingThread(*report->stack)) {
+    auto r = storeCoreReport(store, id, *report, CoreProvenance{}, own_txn);
+    if (!r) return fail(r.error().message);
+    return r;
+}
+
+std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const std::string& wall) {
+    if (!r.gpu || !r.gpu->pid) return std::nullopt;
+    Evidence e;
+    e.kind = Kind::Coredump;
+    e.vendor = "nvidia";
+    e.line = 1;
+    e.time.wall = wall;
+    e.pid = r.gpu->pid;
+    e.reason = "CUDA GPU core";
+    std::string what = fmt::format("CUDA GPU core of pid {}", *r.gpu->pid);
+    for (const auto& g : r.gpu->grids) {
+        if (!g.kernel.empty() && !e.kernel) e.kernel = g.kernel;
+        what += fmt::format("; grid {} on device {}{}: {}x{}x{} blocks of {}x{}x{}, host thread {}",
+                            g.grid,
+                            g.dev,
+                            g.kernel.empty() ? "" : " " + demangle(g.kernel),
+                            g.grid_dim[0],
+                            g.grid_dim[1],
+                            g.grid_dim[2],
+                            g.block_dim[0],
+                            g.block_dim[1],
+                            g.block_dim[2],
+                            g.host_tid);
+        if (!e.tid && g.host_tid) e.tid = g.host_tid;
+    }
+    if (!r.gpu->params.empty()) e.setAttr("pointer_args", std::to_string(r.gpu->params.size()));
+    e.raw = what;
+    return e;
+}
+
+std::vector<Operand> cudaParamOperands(const coredump::CoreReport& r) {
+    std::vector<Operand> out;
+    if (!r.gpu) return out;
+    const auto& ps = r.gpu->params;
+    for (const auto& p : ps) {
+        Operand o;
+        o.line = 1;
+        o.pid = r.gpu->pid;
+        bool oneGrid = std::all_of(ps.begin(), ps.end(), [&](const auto& q) {
+            return q.dev == p.dev && q.grid == p.grid;
+        });
+        o.name = oneGrid ? fmt::format("param+0x{:x}", p.offset)
+                         : fmt::format("dev{}.grid{}.param+0x{:x}", p.dev, p.grid, p.offset);
+        // With the kernel known: `scatter_rows.arg0` (`.arg2+0x8` inside a struct argument),
+        // the parameter's type as dtype.
+        for (const auto& g : r.gpu->grids)
+            if (g.dev == p.dev && g.grid == p.grid && p.ordinal && !g.kernel.empty()) {
+                auto base = shortKernelName(demangle(g.kernel), 40);
+                if (!oneGrid) base = fmt::format("grid{}.{}", p.grid, base);
+                o.name = fmt::format("{}.arg{}", base, *p.ordinal);
+                if (p.in_param) o.name += fmt::format("+0x{:x}", p.in_param);
+                for (const auto& q : g.params)
+                    if (q.ordinal == *p.ordinal && !q.type.empty()) o.dtype = q.type;
+            }
+        o.ptr = p.value;
+        o.end = p.hi;
+        for (const auto& q : ps)
+            if (q.dev == p.dev && q.lo == p.lo && q.value > p.value && q.value < o.end)
+                o.end = q.value;
+        o.arg_ptr = p.value;
+        o.origin = "cuda_param";
+        out.push_back(std::move(o));
+    }
+    return out;
+}
+
+db::Result<CoreIngestSummary> storeCoreReport(Store& store,
+                                              const SourceIdentity& id,
+                                              const coredump::CoreReport& report,
+                                              const CoreProvenance& prov,
+                                              bool own_txn) {
+    CoreIngestSummary sum;
+    sum.path = prov.path.value_or(report.path);
+    sum.kind = std::string(coredump::coreKindName(report.layout.kind));
+    sum.signature = report.signature.hash;
+    sum.seconds = report.seconds;
+    if (report.stack) {
+        sum.threads = report.stack->threads.size();
+        if (const auto* t = coredump::crashingThread(*report.stack)) {
             sum.frames = t->frames.size();
             if (const auto* f = firstSpecific(t->frames)) sum.top = coredump::describeFrame(*f);
         }
     }
+    CoreRecord rec = coreRecord(report);
+    int64_t when = prov.time.value_or(report.mtime);
+    if (prov.time) {
+        rec.time = *prov.time;
+        rec.time_from = prov.time_from;
+    } else if (report.gpu && report.gpu->time) {
+        // CUDA's core_%t_%h_%p.nvcudmp: the dump's time, not the copy's.
+        when = rec.time = *report.gpu->time;
+        rec.time_from = "file name";
+    }
+    if (prov.path) rec.path = *prov.path;
+    if (prov.size) rec.size = *prov.size;
+    if (prov.pid) rec.pid = prov.pid;
+    if (prov.comm && !rec.process) rec.process = prov.comm;
+    if (prov.uid && !rec.uid) rec.uid = prov.uid;
+    if (prov.signal && !rec.signal) rec.signal = *prov.signal;
+    rec.origin = prov.origin;
+    rec.note = prov.note;
+    rec.exe = prov.exe;
+    if (!prov.meta.empty()) {
+        auto m = nlohmann::json::parse(rec.meta.value_or("{}"), nullptr, false);
+        if (!m.is_object()) m = nlohmann::json::object();
+        m.update(prov.meta);
+        rec.meta = m.dump();
+    }
+    std::optional<Evidence> ev;
+    std::vector<Operand> operands;
+    if (report.layout.kind == coredump::CoreKind::Cpu) {
+        ev = coreEvidence(report, localWall(when));
+    } else if (report.layout.kind == coredump::CoreKind::CudaGpu) {
+        ev = cudaCoreEvidence(report, localWall(when));
+        operands = cudaParamOperands(report);
+        sum.operands = operands.size();
+    }
+    if (ev) {
+        if (prov.pid) ev->pid = prov.pid;
+        if (prov.comm && !ev->process) ev->process = prov.comm;
+        if (prov.note) ev->setAttr("note", *prov.note);
+        if (prov.origin != "file") ev->setAttr("origin", prov.origin);
+    }
 
     auto stored = [&]() -> db::Result<int64_t> {
-        if (auto r = store.begin(); !r) return std::unexpected(r.error());
+        if (own_txn)
+            if (auto r = store.begin(); !r) return std::unexpected(r.error());
         auto s = store.source(id);
         if (!s) return std::unexpected(s.error());
+        if (prov.replace)
+            if (auto r = store.dropCoreOf(s->id); !r) return std::unexpected(r.error());
         std::optional<int64_t> evidence;
-        if (report->layout.kind == coredump::CoreKind::Cpu) {
-            if (auto r = store.addEvidence(s->id, coreEvidence(*report, localWall(report->mtime)));
-                !r)
-                return std::unexpected(r.error());
-            auto ev = store.evidenceIdOf(s->id, Kind::Coredump);
-            if (!ev) return std::unexpected(ev.error());
-            evidence = *ev;
+        if (ev) {
+            if (auto r = store.addEvidence(s->id, *ev); !r) return std::unexpected(r.error());
+            auto e = store.evidenceIdOf(s->id, Kind::Coredump);
+            if (!e) return std::unexpected(e.error());
+            evidence = *e;
         }
-        auto core = store.addCore(s->id, coreRecord(*report), evidence);
+        auto core = store.addCore(s->id, rec, evidence);
         if (!core) return std::unexpected(core.error());
+        for (const auto& o : operands)
+            if (auto r = store.addOperand(s->id, o, std::nullopt); !r)
+                return std::unexpected(r.error());
         SourceState done = *s;
-        done.offset = static_cast<int64_t>(report->size);
+        done.offset = rec.size;
         done.complete = true;
-        if (auto r = store.setPosition(s->id, done, static_cast<int64_t>(report->size)); !r)
+        if (auto r = store.setPosition(s->id, done, rec.size); !r)
             return std::unexpected(r.error());
-        if (auto r = store.commit(); !r) return std::unexpected(r.error());
+        if (own_txn)
+            if (auto r = store.commit(); !r) return std::unexpected(r.error());
         return *core;
     }();
     if (!stored) {
-        (void)store.rollback();
-        return fail(stored.error().message);
+        if (own_txn) (void)store.rollback();
+        return std::unexpected(stored.error());
     }
     sum.core_id = *stored;
     return sum;

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collectors/common/evidence.h"
 #include "collectors/coredump/core_reader.h"
@@ -22,8 +24,50 @@ struct CoreIngestSummary {
     size_t frames = 0;      ///< frames of the crashing thread
     std::string signature;  ///< stack signature, "" for GPU cores
     std::string top;        ///< the first frame that is not generic (describeFrame)
+    size_t operands = 0;    ///< CUDA GPU cores: pointer arguments stored as operands
     double seconds = 0;
 };
+
+/// What the producer of a core said beside it (systemd-coredump's journal entry or file name,
+/// apport's report); it overrides what the core's notes say where both speak.
+struct CoreProvenance {
+    std::string origin = "file";  ///< file | systemd-coredump | apport
+    std::optional<std::string> note;  ///< "core not kept: size limit", …
+    std::optional<std::string> exe;
+    std::optional<int64_t> time;  ///< the crash, UTC seconds (replaces the file's mtime)
+    std::string time_from;        ///< where `time` came from: "journal", "file name", …
+    std::optional<int64_t> pid;   ///< the host's pid (a core's notes hold the namespace's)
+    std::optional<std::string> comm;
+    std::optional<int> signal;
+    std::optional<int64_t> uid;
+    std::optional<std::string> path;  ///< where the core is kept (the compressed file)
+    std::optional<int64_t> size;      ///< its size in bytes
+    bool replace = false;  ///< drop the core the source holds first (Store::dropCoreOf)
+    nlohmann::json meta = nlohmann::json::object();  ///< merged into cores.meta
+};
+
+/// The `coredump` record of a CUDA GPU core (pure): the pid and time of its file name, the
+/// grids it holds; nullopt when the file name names no pid.
+std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const std::string& wall);
+
+/// Operands from a CUDA GPU core's pointer arguments (pure): `KERNEL.argN` (dtype the
+/// parameter's type) when the core's cubin names the kernel, else `param+0xOFF`; from the pointer to
+/// the next pointer argument in the same dumped device-memory region or the region's end,
+/// whichever comes first (an upper bound of the buffer); origin `cuda_param`.
+std::vector<Operand> cudaParamOperands(const coredump::CoreReport& r);
+
+/// Stores a report read (perhaps from a decompressed copy) as source `id` with `prov`: its
+/// `coredump` record, the core, its operands, the source marked complete. `own_txn`: in a
+/// transaction of its own, else in the caller's open one. A core already stored for the
+/// source is kept (its id returned).
+db::Result<CoreIngestSummary> storeCoreReport(Store& store,
+                                              const SourceIdentity& id,
+                                              const coredump::CoreReport& report,
+                                              const CoreProvenance& prov,
+                                              bool own_txn);
+
+/// Local `YYYY-MM-DDTHH:MM:SS` of UTC seconds `t` (the wall time records carry).
+std::string localWall(int64_t t);
 
 /// The `coredump` record of a CPU core (pure): pid, comm, crashing tid, si_addr as the address,
 /// the signal as the reason, frame #0's module and offset (what the kernel's segfault line
@@ -37,8 +81,10 @@ CoreRecord coreRecord(const coredump::CoreReport& r);
 /// Reads and stores the core at `path` (the path as given: it is stored as the source path;
 /// the cores table keeps its absolute form). A core already stored (same device, inode,
 /// first 4 KiB and size) is not read again. Errors name the file; nothing is stored then.
+/// `own_txn` false: written into the caller's open transaction (the daemon's).
 db::Result<CoreIngestSummary> ingestCore(Store& store,
                                          const std::string& path,
-                                         const coredump::ReadOptions& opt = {});
+                                         const coredump::ReadOptions& opt = {},
+                                         bool own_txn = true);
 
 }  // namespace gpufault

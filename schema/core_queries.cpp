@@ -11,7 +11,7 @@ constexpr const char* kCoreColumns =
     "m.evidence_id = c.evidence_id), (SELECT count(*) FROM threads t WHERE t.core_id = c.id), "
     "c.kind, c.path, c.size, c.time, c.time_from, c.pid, c.tid, c.uid, c.signal, c.si_code, "
     "c.process, c.si_addr, c.e_machine, c.signature, c.signature_frames, c.threads_truncated, "
-    "c.modules_missing, c.runtimes, c.meta, c.seconds";
+    "c.modules_missing, c.runtimes, c.meta, c.seconds, c.origin, c.note, c.exe";
 
 CoreRow readCore(const db::Stmt& s) {
     CoreRow r;
@@ -41,6 +41,9 @@ CoreRow readCore(const db::Stmt& s) {
     c.runtimes = s.optStr(i++).value_or("{}");
     c.meta = s.optStr(i++);
     c.seconds = s.f64(i++);
+    c.origin = s.str(i++);
+    c.note = s.optStr(i++);
+    c.exe = s.optStr(i++);
     return r;
 }
 

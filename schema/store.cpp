@@ -256,6 +256,16 @@ db::Result<void> Store::rollback() {
     kernelIds_.clear();  // ids inserted by the rolled-back transaction are gone
     return db_.exec("ROLLBACK");
 }
+db::Result<void> Store::savepoint() {
+    return db_.exec("SAVEPOINT one_core");
+}
+db::Result<void> Store::releaseSavepoint() {
+    return db_.exec("RELEASE one_core");
+}
+db::Result<void> Store::undoSavepoint() {
+    kernelIds_.clear();
+    return db_.exec("ROLLBACK TO one_core; RELEASE one_core");
+}
 
 db::Result<void> Store::prepareWriters() {
     auto prep = [&](db::Stmt& s, const char* sql) -> db::Result<void> {

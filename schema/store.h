@@ -109,7 +109,10 @@ struct CoreRecord {
     bool threads_truncated = false;
     std::string modules_missing = "[]";  ///< JSON array
     std::string runtimes = "{}";         ///< JSON object
-    std::optional<std::string> meta;     ///< JSON object (GPU cores)
+    std::optional<std::string> meta;     ///< JSON object (GPU core metadata; boot id, unit)
+    std::string origin = "file";         ///< file | systemd-coredump | apport (006)
+    std::optional<std::string> note;     ///< why the core is missing or partial
+    std::optional<std::string> exe;      ///< the executable's path, when the producer said
     double seconds = 0;
     std::vector<coredump::Thread> threads;
     struct File {
@@ -133,6 +136,11 @@ class Store {
     db::Result<void> begin();
     db::Result<void> commit();
     db::Result<void> rollback();
+    /// A savepoint inside the open transaction: what one core writes into the daemon's shared
+    /// transaction is kept (release) or undone alone (undoSavepoint: rolled back and released).
+    db::Result<void> savepoint();
+    db::Result<void> releaseSavepoint();
+    db::Result<void> undoSavepoint();
 
     /// Inserts evidence; a record already stored (same source, kind, line, address, pci, node)
     /// is ignored, so a resumed ingest never duplicates.
@@ -178,6 +186,12 @@ class Store {
     db::Result<int64_t> replaceAllocations(int64_t source_id,
                                            std::optional<int64_t> run_id,
                                            const alloclog::Log& log);
+    /// Removes the core a source holds with its record, operands, threads, frames and files (in
+    /// the open transaction; incidents are recomputed afterwards): a crash first stored from its
+    /// journal entry alone is replaced when its core file is read later.
+    db::Result<void> dropCoreOf(int64_t source_id);
+    /// The note of the core a source holds (nullopt: none, or no note).
+    db::Result<std::optional<std::string>> coreNoteOf(int64_t source_id);
     /// The id of the record of `kind` a source produced first, if any.
     db::Result<std::optional<int64_t>> evidenceIdOf(int64_t source_id, Kind kind);
     /// Records a run; returns its id.

@@ -14,6 +14,41 @@ db::Result<std::optional<int64_t>> Store::evidenceIdOf(int64_t source_id, Kind k
     return *row ? sel->optI64(0) : std::nullopt;
 }
 
+db::Result<void> Store::dropCoreOf(int64_t source_id) {
+    static constexpr const char* kDrop[] = {
+        "DELETE FROM incident_evidence WHERE incident_id IN (SELECT id FROM incidents WHERE "
+        "first_evidence IN (SELECT id FROM evidence WHERE source_id=?1))",
+        "DELETE FROM incident_evidence WHERE evidence_id IN (SELECT id FROM evidence WHERE "
+        "source_id=?1)",
+        "DELETE FROM incidents WHERE first_evidence IN (SELECT id FROM evidence WHERE "
+        "source_id=?1)",
+        "DELETE FROM operands WHERE source_id=?1",
+        "UPDATE processes SET evidence_id=NULL WHERE evidence_id IN (SELECT id FROM evidence "
+        "WHERE source_id=?1)",
+        "DELETE FROM frames WHERE thread_id IN (SELECT t.id FROM threads t JOIN cores c ON "
+        "c.id=t.core_id WHERE c.source_id=?1)",
+        "DELETE FROM threads WHERE core_id IN (SELECT id FROM cores WHERE source_id=?1)",
+        "DELETE FROM core_files WHERE core_id IN (SELECT id FROM cores WHERE source_id=?1)",
+        "DELETE FROM cores WHERE source_id=?1",
+        "DELETE FROM evidence WHERE source_id=?1"};
+    for (const char* sql : kDrop) {
+        auto st = db_.prepare(sql);
+        if (!st) return std::unexpected(st.error());
+        st->bind(1, source_id);
+        if (auto r = st->run(); !r) return std::unexpected(r.error());
+    }
+    return {};
+}
+
+db::Result<std::optional<std::string>> Store::coreNoteOf(int64_t source_id) {
+    auto sel = db_.prepare("SELECT note FROM cores WHERE source_id=?1");
+    if (!sel) return std::unexpected(sel.error());
+    sel->bind(1, source_id);
+    auto row = sel->step();
+    if (!row) return std::unexpected(row.error());
+    return *row ? sel->optStr(0) : std::nullopt;
+}
+
 db::Result<int64_t> Store::addCore(int64_t source_id,
                                    const CoreRecord& c,
                                    std::optional<int64_t> evidence_id) {
@@ -26,15 +61,17 @@ db::Result<int64_t> Store::addCore(int64_t source_id,
     auto ins = db_.prepare(
         "INSERT INTO cores(source_id, evidence_id, kind, path, size, time, time_from, pid, tid, "
         "process, uid, signal, si_code, si_addr, e_machine, signature, signature_frames, "
-        "threads_truncated, modules_missing, runtimes, meta, seconds) VALUES(?1, ?2, ?3, ?4, ?5, "
-        "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)");
+        "threads_truncated, modules_missing, runtimes, meta, seconds, origin, note, exe) VALUES(?1, "
+        "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+        "?21, ?22, ?23, ?24, ?25)");
     if (!ins) return std::unexpected(ins.error());
     ins->bind(1, source_id).bind(2, evidence_id).bind(3, c.kind).bind(4, c.path).bind(5, c.size);
     ins->bind(6, c.time).bind(7, c.time_from).bind(8, c.pid).bind(9, c.tid).bind(10, c.process);
     ins->bind(11, c.uid).bind(12, c.signal).bind(13, c.si_code).bind(14, c.signal_addr);
     ins->bind(15, c.e_machine).bind(16, c.signature).bind(17, c.signature_frames);
     ins->bind(18, static_cast<int64_t>(c.threads_truncated)).bind(19, c.modules_missing);
-    ins->bind(20, c.runtimes).bind(21, c.meta).bind(22, c.seconds);
+    ins->bind(20, c.runtimes).bind(21, c.meta).bind(22, c.seconds).bind(23, c.origin);
+    ins->bind(24, c.note).bind(25, c.exe);
     if (auto r = ins->run(); !r) return std::unexpected(r.error());
     int64_t core = db_.lastInsertId();
 

@@ -227,8 +227,11 @@ Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
             strtab = std::move(*t);
         }
         for (uint16_t i = 0; i < head->shnum; ++i) {
-            uint32_t name = *le<uint32_t>(std::string_view(*sh).substr(i * 64u, 64), 0);
+            auto h = std::string_view(*sh).substr(i * 64u, 64);
+            uint32_t name = *le<uint32_t>(h, 0);
             c.sections.push_back(cstr(strtab, name, strtab.size()));
+            c.places.push_back({*le<uint64_t>(h, 16), *le<uint64_t>(h, 24), *le<uint64_t>(h, 32),
+                                *le<uint32_t>(h, 44)});
         }
     }
     return c;

@@ -79,6 +79,12 @@ struct CoreLayout {
     uint64_t needed_size = 0;  ///< max(p_offset + p_filesz) over PT_LOAD and PT_NOTE
     CoreNotes notes;
     std::vector<std::string> sections;  ///< section names (GPU cores keep theirs; CPU cores none)
+    /// Where each of `sections` lies: address (sh_addr), file offset and size, in bytes.
+    struct Place {
+        uint64_t addr = 0, offset = 0, size = 0;
+        uint32_t info = 0;  ///< sh_info
+    };
+    std::vector<Place> places;  ///< parallel to `sections`
 };
 
 /// Limits on what a (possibly hostile) core may make the reader allocate.

@@ -50,9 +50,12 @@ Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt) {
         ::close(fd);
         return fail("not a regular file");
     }
-    auto layout = readCoreLayout([fd](uint64_t off, size_t n) { return preadAt(fd, off, n); },
-                                 static_cast<uint64_t>(st.st_size));
-    ::close(fd);
+    ReadAt read = [fd](uint64_t off, size_t n) { return preadAt(fd, off, n); };
+    auto layout = readCoreLayout(read, static_cast<uint64_t>(st.st_size));
+    struct Close {
+        int fd;
+        ~Close() { ::close(fd); }
+    } closer{fd};
     if (!layout) return fail(layout.error().message);
     CoreReport r;
     r.path = path;
@@ -68,7 +71,8 @@ Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt) {
         if (auto* t = crashingThread(*r.stack))
             r.signature = stackSignature(t->frames, opt.signature_depth);
     } else {
-        r.gpu = gpuCoreMeta(r.layout, std::filesystem::path(path).filename().string());
+        r.gpu = gpuCoreMeta(r.layout, std::filesystem::path(opt.name.value_or(path)).filename().string(),
+                            &read);
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;

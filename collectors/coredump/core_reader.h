@@ -20,6 +20,9 @@ struct ReadOptions {
     UnwindOptions unwind;
     ChildLimits limits;
     size_t signature_depth = 5;  ///< frames in the stack signature
+    /// The name the core was written under, when `path` is a decompressed copy (the pid and
+    /// time of GPU cores come from it).
+    std::optional<std::string> name;
 };
 
 struct CoreReport {

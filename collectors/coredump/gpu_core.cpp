@@ -2,22 +2,264 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <nlohmann/json.hpp>
+#include <span>
+#include <string>
 
 #include "collectors/code_object/amdgpu_code_object.h"
+#include "collectors/code_object/elf.h"
+#include "collectors/common/demangle.h"
 
 namespace gpufault::coredump {
 
-GpuCoreMeta gpuCoreMeta(const CoreLayout& c, std::string_view file_name) {
+namespace {
+
+constexpr uint64_t kGridRow = 0x88;           ///< sizeof(CudbgGridTableEntry), CUDA ≥ 11
+constexpr uint64_t kMaxParamBytes = 32768;    ///< CUDA's kernel parameter limit (32,764 B)
+constexpr uint64_t kMaxCubin = 256ull << 20;  ///< a relocated cubin read for its symbols
+constexpr uint8_t kEiattrKparamInfo = 0x17;   ///< EIATTR_KPARAM_INFO
+constexpr uint8_t kEifmtSval = 0x04;          ///< EIFMT_SVAL: u16 size, then the payload
+
+std::optional<int64_t> digits(std::string_view s) {
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || p != s.data() + s.size() || s.empty()) return std::nullopt;
+    return v;
+}
+
+template <class T>
+T le(std::string_view b, size_t off) {
+    T v{};
+    if (off + sizeof(T) <= b.size()) std::memcpy(&v, b.data() + off, sizeof(T));
+    return v;
+}
+
+/// `.cudbg.param.dev0.grid3` → (0, 3).
+std::optional<std::pair<int, int>> devGrid(std::string_view name, std::string_view prefix) {
+    if (!name.starts_with(prefix)) return std::nullopt;
+    auto rest = name.substr(prefix.size());
+    if (!rest.starts_with("dev")) return std::nullopt;
+    auto dot = rest.find('.');
+    auto dev = digits(rest.substr(3, dot == std::string_view::npos ? rest.npos : dot - 3));
+    if (!dev) return std::nullopt;
+    if (dot == std::string_view::npos) return std::pair{static_cast<int>(*dev), -1};
+    auto g = rest.substr(dot + 1);
+    if (!g.starts_with("grid")) return std::nullopt;
+    auto grid = digits(g.substr(4));
+    if (!grid) return std::nullopt;
+    return std::pair{static_cast<int>(*dev), static_cast<int>(*grid)};
+}
+
+/// The parameter types of a demangled name: `f(float*, int)` → {"float*", "int"}.
+std::vector<std::string> paramTypes(std::string_view d) {
+    std::vector<std::string> out;
+    if (d.empty() || d.back() != ')') return out;
+    int depth = 0;
+    size_t open = std::string_view::npos;
+    for (size_t i = d.size(); i-- > 0;) {
+        if (d[i] == ')') ++depth;
+        if (d[i] == '(' && --depth == 0) {
+            open = i;
+            break;
+        }
+    }
+    if (open == std::string_view::npos) return out;
+    auto list = d.substr(open + 1, d.size() - open - 2);
+    depth = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= list.size(); ++i) {
+        char ch = i < list.size() ? list[i] : ',';
+        if (ch == '<' || ch == '(' || ch == '[') ++depth;
+        if (ch == '>' || ch == ')' || ch == ']') --depth;
+        if (ch == ',' && depth == 0) {
+            auto t = list.substr(start, i - start);
+            while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+            if (!t.empty() && t != "void") out.emplace_back(t);
+            start = i + 1;
+        }
+    }
+    return out;
+}
+
+/// EIATTR_KPARAM_INFO records of a `.nv.info.<kernel>` section (payload: u32 index, u16
+/// ordinal, u16 offset, u32 flags with the size in bits 18–31).
+std::vector<CudaParamInfo> kparams(codeobj::Bytes b) {
+    std::vector<CudaParamInfo> out;
+    for (uint64_t i = 0; i + 2 <= b.size() && out.size() < 4096;) {
+        auto fmt = static_cast<uint8_t>(b[i]), attr = static_cast<uint8_t>(b[i + 1]);
+        if (fmt != kEifmtSval) {
+            i += fmt == 0x03 ? 4 : fmt == 0x02 ? 3 : 2;  // EIFMT_HVAL, EIFMT_BVAL, EIFMT_NVAL
+            continue;
+        }
+        auto size = codeobj::readLe<uint16_t>(b, i + 2);
+        if (!size) break;
+        if (attr == kEiattrKparamInfo && *size >= 12) {
+            auto ord = codeobj::readLe<uint16_t>(b, i + 8);
+            auto off = codeobj::readLe<uint16_t>(b, i + 10);
+            auto flags = codeobj::readLe<uint32_t>(b, i + 12);
+            if (ord && off && flags) out.push_back({*ord, *off, (*flags >> 18) & 0x3fff, ""});
+        }
+        i += 4 + *size;
+    }
+    std::sort(
+        out.begin(), out.end(), [](const auto& x, const auto& y) { return x.ordinal < y.ordinal; });
+    return out;
+}
+
+/// The kernel at `g.function_entry` and its parameters, from the relocated cubin `image`.
+void kernelOf(const std::string& image, CudaGrid& g) {
+    auto bytes = std::as_bytes(std::span(image.data(), image.size()));
+    auto elf = codeobj::parseElf(bytes);
+    if (!elf) return;
+    auto syms = codeobj::symbols(*elf);
+    if (!syms) return;
+    for (const auto& s : *syms)
+        if (s.type == 2 && s.value == g.function_entry) g.kernel = s.name;
+    if (g.kernel.empty()) return;
+    const auto* info = elf->find(".nv.info." + g.kernel);
+    if (!info) return;
+    auto b = elf->bytes(*info);
+    if (!b) return;
+    g.params = kparams(*b);
+    auto types = paramTypes(demangle(g.kernel));
+    for (auto& p : g.params)
+        if (p.ordinal < types.size()) p.type = types[p.ordinal];
+}
+
+using Region = std::pair<uint64_t, uint64_t>;
+
+/// Device memory the core holds (`.cudbg.global.N`: sh_addr, size), adjacent ones merged.
+std::vector<Region> globalRegions(const CoreLayout& c) {
+    std::vector<Region> regions, merged;
+    for (size_t i = 0; i < c.sections.size() && i < c.places.size(); ++i)
+        if (c.sections[i].starts_with(".cudbg.global.") && c.places[i].size)
+            regions.emplace_back(c.places[i].addr, c.places[i].addr + c.places[i].size);
+    std::sort(regions.begin(), regions.end());
+    for (const auto& r : regions)
+        if (!merged.empty() && r.first <= merged.back().second)
+            merged.back().second = std::max(merged.back().second, r.second);
+        else
+            merged.push_back(r);
+    return merged;
+}
+
+/// The grid table rows (`.cudbg.gridtbl.devD`) and each grid's module handle.
+void readGrids(const CoreLayout& c,
+               const ReadAt& read,
+               GpuCoreMeta& m,
+               std::vector<uint64_t>& handles) {
+    for (size_t i = 0; i < c.sections.size() && i < c.places.size(); ++i) {
+        auto dg = devGrid(c.sections[i], ".cudbg.gridtbl.");
+        if (!dg || dg->second >= 0) continue;
+        const auto& p = c.places[i];
+        auto rows = read(p.offset, static_cast<size_t>(std::min<uint64_t>(p.size, 1 << 20)));
+        for (uint64_t r = 0; r + kGridRow <= rows.size() && m.grids.size() < 1024; r += kGridRow) {
+            auto row = std::string_view(rows).substr(r, kGridRow);
+            CudaGrid g;
+            g.dev = dg->first;
+            g.grid = static_cast<int>(r / kGridRow);
+            g.function_entry = le<uint64_t>(row, 0x18);
+            for (int k = 0; k < 3; ++k) {
+                g.grid_dim[k] = le<uint32_t>(row, 0x48 + 4 * k);
+                g.block_dim[k] = le<uint32_t>(row, 0x54 + 4 * k);
+            }
+            g.host_tid = le<uint32_t>(row, 0x64);
+            m.grids.push_back(g);
+            handles.push_back(le<uint64_t>(row, 0x20));
+        }
+    }
+}
+
+/// Names each grid's kernel: its module handle's index in `.cudbg.modtbl.devD.ctxC` (u64
+/// handles) is the sh_info of its relocated cubin `.cudbg.relfimg.devD.ctxC`.
+void nameKernels(const CoreLayout& c,
+                 const ReadAt& read,
+                 GpuCoreMeta& m,
+                 const std::vector<uint64_t>& handles) {
+    for (size_t t = 0; t < c.sections.size() && t < c.places.size(); ++t) {
+        if (!c.sections[t].starts_with(".cudbg.modtbl.")) continue;
+        auto suffix = c.sections[t].substr(14);  // "devD.ctxC"
+        auto b = read(c.places[t].offset,
+                      static_cast<size_t>(std::min<uint64_t>(c.places[t].size, 1 << 20)));
+        for (size_t gi = 0; gi < m.grids.size(); ++gi) {
+            auto& g = m.grids[gi];
+            if (!g.kernel.empty() || !suffix.starts_with("dev" + std::to_string(g.dev) + "."))
+                continue;
+            for (uint32_t k = 0; 8 * (k + 1) <= b.size(); ++k) {
+                if (le<uint64_t>(b, 8 * k) != handles[gi]) continue;
+                for (size_t i = 0; i < c.sections.size() && i < c.places.size(); ++i)
+                    if (c.sections[i] == ".cudbg.relfimg." + suffix && c.places[i].info == k &&
+                        c.places[i].size <= kMaxCubin) {
+                        kernelOf(read(c.places[i].offset, static_cast<size_t>(c.places[i].size)),
+                                 g);
+                        break;
+                    }
+                break;
+            }
+        }
+    }
+}
+
+void readCuda(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m) {
+    auto regions = globalRegions(c);
+    auto regionOf = [&](uint64_t v) -> const Region* {
+        auto it = std::upper_bound(regions.begin(), regions.end(), Region{v, UINT64_MAX});
+        if (it == regions.begin()) return nullptr;
+        --it;
+        return v >= it->first && v < it->second ? &*it : nullptr;
+    };
+    std::vector<uint64_t> handles;
+    readGrids(c, read, m, handles);
+    nameKernels(c, read, m, handles);
+    for (size_t i = 0; i < c.sections.size() && i < c.places.size(); ++i) {
+        auto dg = devGrid(c.sections[i], ".cudbg.param.");
+        if (!dg || dg->second < 0) continue;
+        const CudaGrid* grid = nullptr;
+        for (const auto& g : m.grids)
+            if (g.dev == dg->first && g.grid == dg->second) grid = &g;
+        const auto& p = c.places[i];
+        auto b = read(p.offset, static_cast<size_t>(std::min(p.size, kMaxParamBytes)));
+        for (uint64_t off = 0; off + 8 <= b.size() && m.params.size() < 4096; off += 8) {
+            uint64_t v = le<uint64_t>(b, off);
+            const auto* r = regionOf(v);
+            if (!r) continue;
+            CudaParamPointer cp{dg->first, dg->second, off, v, r->first, r->second, {}, 0};
+            if (grid)
+                for (const auto& pi : grid->params)
+                    if (off >= pi.offset && off < uint64_t{pi.offset} + pi.size) {
+                        cp.ordinal = pi.ordinal;
+                        cp.in_param = off - pi.offset;
+                    }
+            m.params.push_back(cp);
+        }
+    }
+}
+
+}  // namespace
+
+std::optional<CudaCoreName> parseCudaCoreName(std::string_view n) {
+    if (!n.starts_with("core_") || !n.ends_with(".nvcudmp")) return std::nullopt;
+    n = n.substr(5, n.size() - 5 - 8);
+    auto first = n.find('_'), last = n.rfind('_');
+    if (first == std::string_view::npos || last == first) return std::nullopt;
+    auto t = digits(n.substr(0, first));
+    auto pid = digits(n.substr(last + 1));
+    if (!t || !pid || *pid <= 0) return std::nullopt;
+    return CudaCoreName{*t, std::string(n.substr(first + 1, last - first - 1)), *pid};
+}
+
+GpuCoreMeta gpuCoreMeta(const CoreLayout& c, std::string_view file_name, const ReadAt* read) {
     GpuCoreMeta m;
     m.e_flags = c.head.flags;
     m.sections = c.sections.size();
-    if (auto dot = file_name.rfind('.');
-        dot != std::string_view::npos && file_name.substr(0, dot).ends_with("core")) {
-        int64_t pid = 0;
-        auto digits = file_name.substr(dot + 1);
-        auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
-        if (ec == std::errc{} && p == digits.data() + digits.size() && pid > 0) m.pid = pid;
+    if (auto cuda = parseCudaCoreName(file_name)) {
+        m.pid = cuda->pid;
+        m.time = cuda->time;
+    } else if (auto dot = file_name.rfind('.');
+               dot != std::string_view::npos && file_name.substr(0, dot).ends_with("core")) {
+        auto pid = digits(file_name.substr(dot + 1));
+        if (pid && *pid > 0) m.pid = pid;
     }
     if (c.kind == CoreKind::RocrGpu) {
         auto name = codeobj::amdProcessorName(c.head.flags & 0xff);
@@ -29,14 +271,41 @@ GpuCoreMeta gpuCoreMeta(const CoreLayout& c, std::string_view file_name) {
                 m.cudbg_sections.end() &&
             m.cudbg_sections.size() < 64)
             m.cudbg_sections.push_back(s);
+    if (read && c.kind == CoreKind::CudaGpu) readCuda(c, *read, m);
     return m;
 }
 
 nlohmann::json toJson(const GpuCoreMeta& m) {
     nlohmann::json j{{"e_flags", m.e_flags}, {"sections", m.sections}};
     if (m.pid) j["pid"] = *m.pid;
+    if (m.time) j["time"] = *m.time;
     if (m.target) j["target"] = *m.target;
     if (!m.cudbg_sections.empty()) j["cudbg_sections"] = m.cudbg_sections;
+    for (const auto& g : m.grids)
+        j["grids"].push_back({{"dev", g.dev},
+                              {"grid", g.grid},
+                              {"function_entry", g.function_entry},
+                              {"grid_dim", {g.grid_dim[0], g.grid_dim[1], g.grid_dim[2]}},
+                              {"block_dim", {g.block_dim[0], g.block_dim[1], g.block_dim[2]}},
+                              {"host_tid", g.host_tid},
+                              {"kernel", g.kernel},
+                              {"params", [&] {
+                                   auto a = nlohmann::json::array();
+                                   for (const auto& q : g.params)
+                                       a.push_back({{"ordinal", q.ordinal},
+                                                    {"offset", q.offset},
+                                                    {"size", q.size},
+                                                    {"type", q.type}});
+                                   return a;
+                               }()}});
+    for (const auto& p : m.params)
+        j["params"].push_back(
+            {{"dev", p.dev},
+             {"grid", p.grid},
+             {"offset", p.offset},
+             {"ptr", p.value},
+             {"region", {p.lo, p.hi}},
+             {"ordinal", p.ordinal ? nlohmann::json(*p.ordinal) : nlohmann::json()}});
     return j;
 }
 

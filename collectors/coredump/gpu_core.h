@@ -14,16 +14,63 @@
 
 namespace gpufault::coredump {
 
+/// One kernel parameter (EIATTR_KPARAM_INFO of the cubin's `.nv.info.<kernel>`), with its type
+/// from the demangled kernel name when there is one.
+struct CudaParamInfo {
+    uint32_t ordinal = 0, offset = 0, size = 0;  ///< offset and size in bytes
+    std::string type;                            ///< `float*`; "" for extern "C" kernels
+};
+
+/// A CUDA kernel argument that points into device memory the core holds: an 8-byte word of
+/// `.cudbg.param.devD.gridG` whose value lies in a `.cudbg.global.N` section (device memory,
+/// dumped unless CUDA_COREDUMP_GENERATION_FLAGS has skip_global_memory). [lo, hi) is the
+/// dumped region holding it (adjacent sections merged): the allocation lies inside it.
+struct CudaParamPointer {
+    int dev = 0, grid = 0;
+    uint64_t offset = 0;  ///< bytes into the kernel's parameter block
+    uint64_t value = 0;   ///< the pointer
+    uint64_t lo = 0, hi = 0;
+    std::optional<uint32_t> ordinal;  ///< the parameter holding it (KPARAM_INFO), when known
+    uint64_t in_param = 0;            ///< bytes into that parameter (a struct's member)
+};
+
+/// The launch of a grid (CudbgGridTableEntry of cuda-gdb's cudacoredump.h).
+struct CudaGrid {
+    int dev = 0, grid = 0;
+    uint64_t function_entry = 0;
+    uint32_t grid_dim[3] = {0, 0, 0}, block_dim[3] = {0, 0, 0};
+    uint32_t host_tid = 0;  ///< the host thread that launched it
+    std::string kernel;     ///< the function at function_entry (relocated cubin's symbols)
+    std::vector<CudaParamInfo> params;  ///< by ordinal
+};
+
 struct GpuCoreMeta {
-    std::optional<int64_t> pid;  ///< from the file name `gpucore.<pid>` or `…core.<pid>`
+    /// from the file name `gpucore.<pid>`, `…core.<pid>` or CUDA's
+    /// `core_<time>_<host>_<pid>.nvcudmp`
+    std::optional<int64_t> pid;
+    std::optional<int64_t> time;  ///< CUDA's `%t` in the file name: UTC seconds
     uint32_t e_flags = 0;
     std::optional<std::string> target;  ///< AMDGPU: the processor of e_flags (`gfx90a`)
     size_t sections = 0;
     std::vector<std::string> cudbg_sections;  ///< CUDA: distinct `.cudbg.*` section names
+    std::vector<CudaGrid> grids;              ///< CUDA: `.cudbg.gridtbl.devD` rows
+    std::vector<CudaParamPointer> params;     ///< CUDA: pointer arguments of the grids
 };
 
-/// The metadata a GPU core's structure states. `file_name` is the core's base name.
-GpuCoreMeta gpuCoreMeta(const CoreLayout& c, std::string_view file_name);
+/// The metadata a GPU core's structure states. `file_name` is the core's base name. With
+/// `read` (the core's bytes), a CUDA core's grid table and parameter blocks are read too.
+GpuCoreMeta gpuCoreMeta(const CoreLayout& c,
+                        std::string_view file_name,
+                        const ReadAt* read = nullptr);
+
+/// The pid and time of CUDA's default core name `core_<time>_<host>_<pid>.nvcudmp`
+/// (CUDA_COREDUMP_FILE's default pattern `core_%t_%h_%p.nvcudmp`); nullopt for other names.
+struct CudaCoreName {
+    int64_t time = 0;
+    std::string host;
+    int64_t pid = 0;
+};
+std::optional<CudaCoreName> parseCudaCoreName(std::string_view file_name);
 
 nlohmann::json toJson(const GpuCoreMeta& m);
 

@@ -5,7 +5,9 @@
 
 #include <cstring>
 
+#include "collectors/coredump/systemd_coredump.h"
 #include "collectors/prefix/journal_entry.h"
+#include "daemon/daemon.h"
 
 namespace gpufault::daemon {
 
@@ -61,6 +63,9 @@ db::Result<void> JournalSource::open() {
     }
     // (_TRANSPORT=kernel OR _SYSTEMD_UNIT=u1 OR …)
     sd_journal_add_match(j_, "_TRANSPORT=kernel", 0);
+    sd_journal_add_disjunction(j_);
+    std::string coredumps = "MESSAGE_ID=" + std::string(coredump::kCoredumpMessageId);
+    sd_journal_add_match(j_, coredumps.c_str(), 0);
     for (const auto& u : units_) {
         sd_journal_add_disjunction(j_);
         std::string m = "_SYSTEMD_UNIT=" + u;
@@ -147,6 +152,10 @@ db::Result<bool> JournalSource::poll(Txn& txn) {
         cursors_.emplace_back(counter_, lastCursor_);
         if (cursors_.size() > kRemembered) cursors_.pop_front();
         if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
+        if (field(j_, "MESSAGE_ID") == coredump::kCoredumpMessageId) {
+            if (auto r = storeCoredump(txn); !r) return std::unexpected(r.error());
+            continue;
+        }
         std::string prefix = journalLinePrefix(e);
         std::string_view msg = e.message;
         uint64_t first = stream_->lineNo() + 1;
@@ -169,6 +178,39 @@ db::Result<bool> JournalSource::poll(Txn& txn) {
     return true;
 }
 
+db::Result<void> JournalSource::storeCoredump(Txn& txn) {
+    coredump::FieldMap fields;
+    const void* data = nullptr;
+    size_t len = 0;
+    sd_journal_restart_data(j_);
+    while (sd_journal_enumerate_data(j_, &data, &len) > 0) {
+        std::string_view kv(static_cast<const char*>(data), len);
+        auto eq = kv.find('=');
+        if (eq == std::string_view::npos) continue;
+        auto name = kv.substr(0, eq);
+        // COREDUMP= (Storage=journal) is the core itself: only its presence matters.
+        fields.emplace(std::string(name),
+                       name == "COREDUMP" ? std::string() : std::string(kv.substr(eq + 1)));
+    }
+    auto e = coredump::parseCoredumpEntry(fields);
+    if (!e) return {};  // no COREDUMP_PID: nothing to store
+    if (auto r = txn.ensure(); !r) return r;
+    if (auto r = store_.savepoint(); !r) return r;  // one crash's rows stand or fall together
+    auto r = ingestCoredumpEntry(store_, *e, "journal:" + name(), crash_, false);
+    if (auto s = r ? store_.releaseSavepoint() : store_.undoSavepoint(); !s) return s;
+    if (!r) {
+        logLine(4,
+                fmt::format(
+                    "systemd-coredump entry of pid {} not stored: {}", e->pid, r.error().message));
+        return {};
+    }
+    if (!r->unchanged) {
+        ++cores_;
+        ++coresUncommitted_;  // the loop commits when a source has something uncommitted
+    }
+    return {};
+}
+
 db::Result<void> JournalSource::flushIdle(Txn& txn) {
     if (!stream_) return {};
     if (auto r = txn.ensure(); !r) return r;
@@ -178,7 +220,7 @@ db::Result<void> JournalSource::flushIdle(Txn& txn) {
 }
 
 uint64_t JournalSource::uncommittedLines() const {
-    return stream_ ? stream_->uncommittedLines() : 0;
+    return (stream_ ? stream_->uncommittedLines() : 0) + coresUncommitted_;
 }
 
 db::Result<void> JournalSource::checkpoint() {
@@ -201,6 +243,7 @@ db::Result<void> JournalSource::checkpoint() {
 }
 
 void JournalSource::committed() {
+    coresUncommitted_ = 0;
     if (stream_) stream_->committed();
 }
 
@@ -216,6 +259,7 @@ bool JournalSource::kernelRecord(int64_t source_id, uint64_t line) const {
 void JournalSource::reset() {
     stream_.reset();  // the next poll seeks to the committed cursor again
     kernelLines_.clear();
+    coresUncommitted_ = 0;
     sum_ = IngestSummary{};
 }
 
@@ -233,7 +277,7 @@ std::vector<StreamStatus> JournalSource::status() const {
 }
 
 uint64_t JournalSource::evidenceStored() const {
-    return sum_.evidenceTotal();
+    return sum_.evidenceTotal() + cores_;
 }
 
 void JournalSource::carry(const CarriedCounters& before) {

@@ -10,13 +10,16 @@
 #include <vector>
 
 #include "daemon/source.h"
+#include "ingest/ingest_crash.h"
 #include "ingest/stream.h"
 
 typedef struct sd_journal sd_journal;
 
 namespace gpufault::daemon {
 
-/// Follows `_TRANSPORT=kernel` entries plus `_SYSTEMD_UNIT=` each of `units`, in the local
+/// Follows `_TRANSPORT=kernel` entries, systemd-coredump's entries (MESSAGE_ID
+/// fc2e22bc6ee647b6b90729ab34a250b1: stored as cores, ingest/ingest_crash.h) plus
+/// `_SYSTEMD_UNIT=` each of `units`, in the local
 /// system journal or the journal files of `directory`. An entry becomes lines the decoder
 /// reads (journalLinePrefix). The checkpoint is a cursor (sources.cursor) with sources.offset 0
 /// = resume at that entry (the oldest block a parser has not finished starts there) or 1 =
@@ -50,7 +53,12 @@ class JournalSource final : public Source {
     /// records; a unit's output, whatever it prints, is not.
     bool kernelRecord(int64_t source_id, uint64_t line) const override;
 
+    /// How systemd-coredump's core files are read (decompression cap, temporary directory).
+    CrashOptions& crashOptions() { return crash_; }
+
   private:
+    /// Stores the systemd-coredump entry the journal is positioned on (in `txn`).
+    db::Result<void> storeCoredump(Txn& txn);
     db::Result<void> start(Txn& txn);
     std::string name() const { return directory_.empty() ? "system journal" : directory_; }
 
@@ -69,6 +77,9 @@ class JournalSource final : public Source {
     StreamStatus carried_;  ///< counters from before a reload
     /// Line ranges [first, last] fed from kernel-transport entries, oldest first (bounded).
     std::deque<std::pair<uint64_t, uint64_t>> kernelLines_;
+    CrashOptions crash_;
+    uint64_t cores_ = 0;  ///< systemd-coredump entries stored
+    uint64_t coresUncommitted_ = 0;
 };
 
 }  // namespace gpufault::daemon

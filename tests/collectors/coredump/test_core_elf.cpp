@@ -143,8 +143,16 @@ TEST(GpuCore, CudaGpuCoreSections) {
     auto c = layoutOf(b.build());
     ASSERT_TRUE(c) << c.error().message;
     EXPECT_EQ(c->kind, CoreKind::CudaGpu);
+    // CUDA's default name core_%t_%h_%p.nvcudmp gives the pid and the time.
     auto m = gpuCoreMeta(*c, "core_1700000000_host_4242.nvcudmp");
-    EXPECT_FALSE(m.pid);
+    EXPECT_EQ(m.pid, 4242);
+    EXPECT_EQ(m.time, 1700000000);
+    auto n = parseCudaCoreName("core_1700000000_gpu_node_7_99.nvcudmp");
+    ASSERT_TRUE(n);
+    EXPECT_EQ(n->host, "gpu_node_7");
+    EXPECT_EQ(n->pid, 99);
+    EXPECT_FALSE(parseCudaCoreName("core_x_host_1.nvcudmp"));
+    EXPECT_FALSE(parseCudaCoreName("gpucore.illegal_probe.nvcudmp"));
     EXPECT_FALSE(m.target);
     EXPECT_EQ(m.cudbg_sections,
               (std::vector<std::string>{

@@ -1,0 +1,70 @@
+// systemd-coredump's outputs, read without I/O: its journal entry (a field map), the stack trace
+// text its MESSAGE carries, and the names of its files under /var/lib/systemd/coredump.
+// Source: systemd src/coredump/coredump.c (fields, file name, MESSAGE), src/shared/elf-util.c
+// (stack text); FORMATS.md §7.2.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "collectors/coredump/core_elf.h"
+#include "collectors/coredump/stack.h"
+
+namespace gpufault::coredump {
+
+/// SD_MESSAGE_COREDUMP: the MESSAGE_ID of systemd-coredump's journal entry.
+inline constexpr std::string_view kCoredumpMessageId = "fc2e22bc6ee647b6b90729ab34a250b1";
+
+/// A journal entry's fields (name → value; binary values as their bytes).
+using FieldMap = std::map<std::string, std::string>;
+
+/// What one systemd-coredump journal entry states.
+struct CoredumpEntry {
+    int64_t pid = 0;                        ///< COREDUMP_PID (the host's pid)
+    std::optional<int64_t> uid, gid;        ///< COREDUMP_UID, COREDUMP_GID
+    std::optional<int> signal;              ///< COREDUMP_SIGNAL
+    std::optional<uint64_t> timestamp_us;   ///< COREDUMP_TIMESTAMP: µs since the epoch, UTC
+    std::optional<uint64_t> rlimit;         ///< COREDUMP_RLIMIT: RLIMIT_CORE, bytes
+    std::string comm, exe, unit, hostname;  ///< COREDUMP_COMM, _EXE, _UNIT, _HOSTNAME
+    std::string boot_id;                    ///< _BOOT_ID (32 hex digits)
+    std::optional<std::string> filename;    ///< COREDUMP_FILENAME: only when the file was kept
+    bool truncated = false;                 ///< COREDUMP_TRUNCATED=1 (ProcessSizeMax)
+    bool in_journal = false;                ///< COREDUMP= present (Storage=journal)
+    /// Why there is no core file ("core not kept: size limit"); nullopt when one was kept.
+    std::optional<std::string> not_kept;
+    std::string message;             ///< MESSAGE
+    std::optional<CoreStack> stack;  ///< parsed from MESSAGE's "Stack trace of thread"
+};
+
+/// Reads a systemd-coredump entry. Errors: MESSAGE_ID is not kCoredumpMessageId, or
+/// COREDUMP_PID is missing or not a number.
+Result<CoredumpEntry> parseCoredumpEntry(const FieldMap& fields);
+
+/// Parses systemd's stack text: blocks `Stack trace of thread TID:` followed by frames
+/// `#N  0xPC SYMBOL (MODULE + 0xOFF)` (systemd ≥ 249) or `#N  0xPC SYMBOL (MODULE)` (≤ 248);
+/// `n/a` is an unknown symbol or module. The first thread is the crashing one. Lines
+/// `Module MODULE … with build-id HEX` (newer systemd) give the frames of MODULE their
+/// build-id. nullopt when the text holds no stack trace.
+std::optional<CoreStack> parseStackTraceText(std::string_view message);
+
+/// The fields of a file name `core.COMM.UID.BOOTID.PID.USEC[.zst|.lz4|.xz]` (COMM with
+/// systemd's `\xHH` escapes undone).
+struct CoredumpFileName {
+    std::string comm;
+    int64_t uid = 0;
+    std::string boot_id;  ///< 32 hex digits
+    int64_t pid = 0;
+    uint64_t timestamp_us = 0;
+    std::string compression;  ///< "", "zst", "lz4", "xz"
+};
+/// Parses a base name as systemd-coredump writes it; nullopt for any other name.
+std::optional<CoredumpFileName> parseCoredumpFileName(std::string_view name);
+
+/// The identity of one crash as systemd-coredump records it, the same for its journal entry
+/// and its file: `systemd-coredump:BOOTID:PID:USEC`.
+std::string coredumpKey(std::string_view boot_id, int64_t pid, uint64_t timestamp_us);
+
+}  // namespace gpufault::coredump

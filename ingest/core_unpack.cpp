@@ -1,0 +1,202 @@
+#include "ingest/core_unpack.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "collectors/coredump/core_elf.h"
+
+namespace gpufault {
+
+namespace {
+
+db::Error err(const std::string& m) {
+    return db::Error{m};
+}
+
+}  // namespace
+
+db::Result<TempFile> TempFile::create(const UnpackLimits& lim, std::string_view tag) {
+    std::string dir = lim.dir;
+    if (dir.empty()) {
+        const char* t = std::getenv("TMPDIR");
+        dir = t && *t ? t : "/var/tmp";
+    }
+    std::string tmpl = fmt::format("{}/gpufault-{}-XXXXXX", dir, tag);
+    int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+    if (fd < 0)
+        return std::unexpected(
+            err(fmt::format("temporary file in {}: {}", dir, std::strerror(errno))));
+    // Removed at once: nothing is left behind even by kill -9. libdw and the unwinding child
+    // (forked, not exec'd: it keeps the descriptor) open it through /proc/self/fd.
+    ::unlink(tmpl.c_str());
+    return TempFile(fmt::format("/proc/self/fd/{}", fd), fd, lim.max_bytes);
+}
+
+TempFile::TempFile(TempFile&& o) noexcept
+    : path_(std::move(o.path_)), fd_(o.fd_), cap_(o.cap_), size_(o.size_) {
+    o.fd_ = -1;
+    o.path_.clear();
+}
+
+TempFile::~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+db::Result<void> TempFile::write(std::string_view data) {
+    if (size_ + data.size() > cap_)
+        return std::unexpected(
+            err(fmt::format("decompressed core larger than the cap of {} MiB", cap_ >> 20)));
+    while (!data.empty()) {
+        ssize_t n = ::write(fd_, data.data(), data.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0)
+            return std::unexpected(err(fmt::format("writing {}: {}", path_, std::strerror(errno))));
+        data.remove_prefix(static_cast<size_t>(n));
+        size_ += static_cast<uint64_t>(n);
+    }
+    return {};
+}
+
+std::string_view compressionOf(std::string_view h) {
+    if (h.starts_with("\x28\xb5\x2f\xfd")) return "zstd";
+    if (h.starts_with("\x1f\x8b")) return "gzip";
+    if (h.starts_with("\xfd"
+                      "7zXZ"))
+        return "xz";
+    if (h.starts_with("\x04\x22\x4d\x18")) return "lz4";
+    if (h.starts_with("BZh")) return "bzip2";
+    return "";
+}
+
+namespace {
+
+/// Streams the zstd file at `path` through `out` until it returns false or the data end.
+db::Result<void> unzstd(const std::string& path,
+                        const std::function<db::Result<bool>(std::string_view)>& out) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::unexpected(err(fmt::format("{}: {}", path, std::strerror(errno))));
+    struct Guard {
+        int fd;
+        ZSTD_DStream* z;
+        ~Guard() {
+            ::close(fd);
+            ZSTD_freeDStream(z);
+        }
+    } g{fd, ZSTD_createDStream()};
+    ZSTD_initDStream(g.z);
+    std::vector<char> in(ZSTD_DStreamInSize()), buf(ZSTD_DStreamOutSize());
+    size_t last = 0;
+    uint64_t offset = 0;
+    for (;;) {
+        ssize_t n = ::read(fd, in.data(), in.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return std::unexpected(err(fmt::format("{}: {}", path, std::strerror(errno))));
+        if (n == 0) break;
+        ZSTD_inBuffer ib{in.data(), static_cast<size_t>(n), 0};
+        while (ib.pos < ib.size) {
+            ZSTD_outBuffer ob{buf.data(), buf.size(), 0};
+            last = ZSTD_decompressStream(g.z, &ob, &ib);
+            if (ZSTD_isError(last))
+                return std::unexpected(err(fmt::format("{}: zstd: {} (compressed offset {})",
+                                                       path,
+                                                       ZSTD_getErrorName(last),
+                                                       offset + ib.pos)));
+            auto more = out(std::string_view(buf.data(), ob.pos));
+            if (!more)
+                return std::unexpected(err(fmt::format("{}: {}", path, more.error().message)));
+            if (!*more) return {};
+        }
+        offset += static_cast<uint64_t>(n);
+    }
+    if (last != 0)
+        return std::unexpected(
+            err(fmt::format("{}: zstd: the data end in mid-frame (cut file)", path)));
+    return {};
+}
+
+}  // namespace
+
+bool isZstdCore(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    char magic[4] = {};
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t n = ::pread(fd, magic, 4, 0);
+    ::close(fd);
+    if (n != 4 || compressionOf(std::string_view(magic, 4)) != "zstd") return false;
+    std::string head;
+    (void)unzstd(path, [&](std::string_view b) -> db::Result<bool> {
+        head.append(b.substr(0, 64 - std::min<size_t>(64, head.size())));
+        return head.size() < 64;
+    });
+    return coredump::sniffCore(head).has_value();
+}
+
+db::Result<TempFile> unzstdToTemp(const std::string& path, const UnpackLimits& lim) {
+    auto t = TempFile::create(lim, "core");
+    if (!t) return std::unexpected(t.error());
+    auto r = unzstd(path, [&](std::string_view b) -> db::Result<bool> {
+        if (auto w = t->write(b); !w) return std::unexpected(w.error());
+        return true;
+    });
+    if (!r) return std::unexpected(r.error());
+    return std::move(*t);
+}
+
+InflateToTemp::InflateToTemp(TempFile f)
+    : file_(std::make_unique<TempFile>(std::move(f))), z_(std::make_unique<z_stream>()) {}
+
+InflateToTemp::InflateToTemp(InflateToTemp&& o) noexcept = default;
+
+InflateToTemp::~InflateToTemp() {
+    if (z_) inflateEnd(z_.get());
+}
+
+db::Result<InflateToTemp> InflateToTemp::create(const UnpackLimits& lim) {
+    auto t = TempFile::create(lim, "apport");
+    if (!t) return std::unexpected(t.error());
+    InflateToTemp x(std::move(*t));
+    std::memset(x.z_.get(), 0, sizeof(z_stream));
+    // 32 + 15: a gzip or a zlib header, detected (apport's legacy_zlib reports hold zlib).
+    if (inflateInit2(x.z_.get(), 32 + 15) != Z_OK) return std::unexpected(err("zlib: init"));
+    return x;
+}
+
+db::Result<void> InflateToTemp::feed(std::string_view c) {
+    if (ended_) return {};  // bytes after the stream's end are ignored
+    static thread_local std::vector<char> buf(1 << 20);
+    z_->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(c.data()));
+    z_->avail_in = static_cast<uInt>(c.size());
+    while (z_->avail_in > 0 && !ended_) {
+        z_->next_out = reinterpret_cast<Bytef*>(buf.data());
+        z_->avail_out = static_cast<uInt>(buf.size());
+        int r = inflate(z_.get(), Z_NO_FLUSH);
+        if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR)
+            return std::unexpected(
+                err(fmt::format("CoreDump: zlib: {}", z_->msg ? z_->msg : "error")));
+        if (auto w = file_->write(std::string_view(buf.data(), buf.size() - z_->avail_out)); !w)
+            return w;
+        if (r == Z_STREAM_END) ended_ = true;
+        if (r == Z_BUF_ERROR) break;
+    }
+    return {};
+}
+
+db::Result<TempFile> InflateToTemp::finish() {
+    if (!ended_)
+        return std::unexpected(err("CoreDump: the compressed data end early (cut report)"));
+    return std::move(*file_);
+}
+
+}  // namespace gpufault

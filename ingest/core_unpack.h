@@ -1,0 +1,71 @@
+// Compressed cores made readable for libdw, which needs random access: systemd-coredump's
+// `.zst` files (libzstd) and apport's gzip/zlib `CoreDump` field (zlib) are decompressed into a
+// size-capped temporary file that is removed when done.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "schema/sqlite.h"
+
+typedef struct z_stream_s z_stream;
+
+namespace gpufault {
+
+/// Where temporary cores go and how large they may grow.
+struct UnpackLimits {
+    uint64_t max_bytes = 16ull << 30;  ///< decompressed size cap (an error beyond it)
+    std::string dir;                   ///< "" = $TMPDIR, else /var/tmp
+};
+
+/// A temporary file in `dir`, mode 0600, unlinked as soon as it is created (nothing is left
+/// behind, even by kill -9) and read through `/proc/self/fd/N`; closed on destruction.
+class TempFile {
+  public:
+    static db::Result<TempFile> create(const UnpackLimits& lim, std::string_view tag);
+    TempFile(TempFile&& o) noexcept;
+    TempFile& operator=(TempFile&&) = delete;
+    ~TempFile();
+    /// Appends bytes; an error when the cap would be passed or the disk is full.
+    db::Result<void> write(std::string_view data);
+    const std::string& path() const { return path_; }
+    uint64_t size() const { return size_; }
+
+  private:
+    TempFile(std::string path, int fd, uint64_t cap) : path_(std::move(path)), fd_(fd), cap_(cap) {}
+    std::string path_;
+    int fd_ = -1;
+    uint64_t cap_ = 0, size_ = 0;
+};
+
+/// The compression a file's first bytes show: "zstd", "gzip", "xz", "lz4", "bzip2", or "".
+std::string_view compressionOf(std::string_view head);
+
+/// True when `path` is a zstd file whose content starts like an ELF core.
+bool isZstdCore(const std::string& path);
+
+/// Decompresses the zstd file at `path` into a temporary file. Errors name the file: not zstd,
+/// corrupt or cut data, larger than the cap.
+db::Result<TempFile> unzstdToTemp(const std::string& path, const UnpackLimits& lim);
+
+/// Inflates a gzip or zlib stream given in pieces into a temporary file (apport's CoreDump).
+class InflateToTemp {
+  public:
+    static db::Result<InflateToTemp> create(const UnpackLimits& lim);
+    InflateToTemp(InflateToTemp&&) noexcept;
+    ~InflateToTemp();
+    db::Result<void> feed(std::string_view compressed);
+    /// The stream must have ended (its trailer checked); the file is then complete.
+    db::Result<TempFile> finish();
+
+  private:
+    InflateToTemp(TempFile f);
+    std::unique_ptr<TempFile> file_;
+    std::unique_ptr<z_stream> z_;
+    bool ended_ = false;
+};
+
+}  // namespace gpufault

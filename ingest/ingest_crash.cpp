@@ -1,0 +1,463 @@
+#include "ingest/ingest_crash.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "collectors/coredump/apport.h"
+#include "collectors/coredump/journal_fields.h"
+#include "collectors/coredump/signature.h"
+
+namespace gpufault {
+
+namespace {
+
+namespace cd = coredump;
+
+std::string head(const std::string& path, size_t n) {
+    std::string h(n, '\0');
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "";
+    ssize_t got = ::pread(fd, h.data(), n, 0);
+    ::close(fd);
+    h.resize(got > 0 ? static_cast<size_t>(got) : 0);
+    return h;
+}
+
+std::string baseName(const std::string& p) {
+    return std::filesystem::path(p).filename().string();
+}
+
+constexpr std::string_view kNotRead = "core file not read: ";
+
+/// How far a crash is stored: not at all, from its journal entry only because its core file
+/// could not be read then (the file replaces it), or completely.
+enum class Stored { No, WithoutFile, Yes };
+db::Result<Stored> stored(Store& store, const SourceIdentity& id, bool own_txn) {
+    if (own_txn)
+        if (auto r = store.begin(); !r) return std::unexpected(r.error());
+    auto s = store.source(id);
+    std::optional<std::string> note;
+    if (s && s->complete) {
+        auto n = store.coreNoteOf(s->id);
+        if (n) note = *n;
+    }
+    if (own_txn) (void)store.rollback();
+    if (!s) return std::unexpected(s.error());
+    if (!s->complete) return Stored::No;
+    return note && note->starts_with(kNotRead) ? Stored::WithoutFile : Stored::Yes;
+}
+
+SourceIdentity coredumpSource(const std::string& where, const std::string& key) {
+    return SourceIdentity{where, "coredump", std::nullopt, std::nullopt, key};
+}
+
+std::string entryKey(const cd::CoredumpEntry& e) {
+    if (e.timestamp_us && !e.boot_id.empty())
+        return cd::coredumpKey(e.boot_id, e.pid, *e.timestamp_us);
+    return fmt::format(
+        "systemd-coredump:{}:{}:{}:{}", e.hostname, e.pid, e.comm, e.timestamp_us.value_or(0));
+}
+
+CoreProvenance entryProvenance(const cd::CoredumpEntry& e) {
+    CoreProvenance p;
+    p.origin = "systemd-coredump";
+    if (e.timestamp_us) {
+        p.time = static_cast<int64_t>(*e.timestamp_us / 1000000);
+        p.time_from = "journal";
+    }
+    p.pid = e.pid;
+    if (!e.comm.empty()) p.comm = e.comm;
+    if (!e.exe.empty()) p.exe = e.exe;
+    p.signal = e.signal;
+    p.uid = e.uid;
+    if (e.truncated) p.note = "core truncated by systemd-coredump (ProcessSizeMax)";
+    if (!e.boot_id.empty()) p.meta["boot_id"] = e.boot_id;
+    if (!e.unit.empty()) p.meta["unit"] = e.unit;
+    if (!e.hostname.empty()) p.meta["hostname"] = e.hostname;
+    return p;
+}
+
+/// Reads the core at `file` (decompressing a zstd one); `name` is the name it was written
+/// under.
+db::Result<cd::CoreReport> readKeptCore(const std::string& file, const CrashOptions& opt) {
+    auto h = head(file, 64);
+    if (h.empty()) {
+        struct stat st {};
+        if (::stat(file.c_str(), &st) != 0)
+            return std::unexpected(db::Error{fmt::format("{}: {}", file, std::strerror(errno))});
+    }
+    auto comp = compressionOf(h);
+    auto ro = opt.read;
+    ro.name = baseName(file);
+    if (comp.empty()) {
+        auto r = cd::readCore(file, ro);
+        if (!r) return std::unexpected(db::Error{r.error().message});
+        return std::move(*r);
+    }
+    if (comp != "zstd")
+        return std::unexpected(db::Error{fmt::format(
+            "{}: {}-compressed core: not supported (zstd is; decompress it first: {} -d)",
+            file,
+            comp,
+            comp)});
+    auto tmp = unzstdToTemp(file, opt.unpack);
+    if (!tmp) return std::unexpected(tmp.error());
+    auto r = cd::readCore(tmp->path(), ro);
+    if (!r) {
+        // The message names the temporary copy: name the file instead.
+        auto m = r.error().message;
+        if (m.starts_with(tmp->path())) m = file + m.substr(tmp->path().size());
+        return std::unexpected(db::Error{m});
+    }
+    return std::move(*r);
+}
+
+int64_t fileSize(const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+}
+
+const cd::Frame* firstSpecific(const std::vector<cd::Frame>& frames) {
+    for (const auto& f : frames)
+        if (!cd::isGenericFrame(f)) return &f;
+    return frames.empty() ? nullptr : &frames.front();
+}
+
+/// Stores an entry without a readable core: the text stack, the reason.
+db::Result<CoreIngestSummary> storeEntryOnly(Store& store,
+                                             const SourceIdentity& id,
+                                             const cd::CoredumpEntry& e,
+                                             const std::optional<std::string>& why,
+                                             bool own_txn,
+                                             const std::string& origin = "systemd-coredump") {
+    CoreRecord rec;
+    rec.kind = "cpu";
+    rec.path = e.filename.value_or("");
+    rec.time = e.timestamp_us ? static_cast<int64_t>(*e.timestamp_us / 1000000) : 0;
+    rec.time_from = origin == "apport" ? "apport Date" : "journal";
+    rec.pid = e.pid;
+    if (!e.comm.empty()) rec.process = e.comm;
+    rec.uid = e.uid;
+    if (e.signal) rec.signal = *e.signal;
+    rec.origin = origin;
+    rec.note = why ? why : e.not_kept;
+    if (!e.exe.empty()) rec.exe = e.exe;
+    nlohmann::json meta = entryProvenance(e).meta;
+    meta["stack_from"] = !e.stack             ? "none"
+                         : origin == "apport" ? "apport Stacktrace"
+                                              : "journal MESSAGE";
+    rec.meta = meta.dump();
+    Evidence ev = coredumpEntryEvidence(e);
+    ev.setAttr("origin", origin);
+    if (rec.note) ev.setAttr("note", *rec.note);
+    CoreIngestSummary sum;
+    sum.path = rec.path.empty() ? id.path : rec.path;
+    sum.kind = "cpu";
+    if (e.stack) {
+        rec.threads = e.stack->threads;
+        if (const auto* t = cd::crashingThread(*e.stack)) {
+            rec.tid = t->tid;
+            auto sig = cd::stackSignature(t->frames);
+            if (!sig.hash.empty()) {
+                rec.signature = sig.hash;
+                rec.signature_frames = nlohmann::json(sig.keys).dump();
+                sum.signature = sig.hash;
+            }
+            sum.frames = t->frames.size();
+            if (const auto* f = firstSpecific(t->frames)) sum.top = cd::describeFrame(*f);
+        }
+        sum.threads = e.stack->threads.size();
+    }
+    if (own_txn)
+        if (auto r = store.begin(); !r) return std::unexpected(r.error());
+    auto body = [&]() -> db::Result<int64_t> {
+        auto s = store.source(id);
+        if (!s) return std::unexpected(s.error());
+        if (auto r = store.addEvidence(s->id, ev); !r) return std::unexpected(r.error());
+        auto evid = store.evidenceIdOf(s->id, Kind::Coredump);
+        if (!evid) return std::unexpected(evid.error());
+        auto core = store.addCore(s->id, rec, *evid);
+        if (!core) return std::unexpected(core.error());
+        SourceState done = *s;
+        done.complete = true;
+        if (auto r = store.setPosition(s->id, done, 0); !r) return std::unexpected(r.error());
+        return *core;
+    }();
+    if (!body) {
+        if (own_txn) (void)store.rollback();
+        return std::unexpected(body.error());
+    }
+    if (own_txn)
+        if (auto r = store.commit(); !r) return std::unexpected(r.error());
+    sum.core_id = *body;
+    return sum;
+}
+
+}  // namespace
+
+Evidence coredumpEntryEvidence(const cd::CoredumpEntry& e) {
+    Evidence ev;
+    ev.kind = Kind::Coredump;
+    ev.line = 1;
+    if (e.timestamp_us) ev.time.wall = localWall(static_cast<int64_t>(*e.timestamp_us / 1000000));
+    ev.pid = e.pid;
+    if (!e.comm.empty()) ev.process = e.comm;
+    std::string what = fmt::format("core of {}[{}]", e.comm, e.pid);
+    if (e.signal) {
+        ev.reason = cd::signalName(*e.signal);
+        ev.setAttr("signal", std::to_string(*e.signal));
+        what += ": " + *ev.reason;
+    }
+    ev.setAttr("origin", "systemd-coredump");
+    if (e.stack)
+        if (const auto* t = cd::crashingThread(*e.stack); t && !t->frames.empty()) {
+            ev.tid = t->tid;
+            const auto& f0 = t->frames.front();
+            if (f0.module) ev.module = baseName(*f0.module);
+            ev.module_offset = f0.module_offset;
+            auto top = cd::describeFrame(*firstSpecific(t->frames));
+            ev.setAttr("frame", top);
+            ev.setAttr("threads", std::to_string(e.stack->threads.size()));
+            what += "; " + top;
+            auto sig = cd::stackSignature(t->frames);
+            if (!sig.hash.empty()) ev.setAttr("stack", sig.hash);
+        }
+    if (e.not_kept) what += "; " + *e.not_kept;
+    ev.raw = what;
+    return ev;
+}
+
+CrashInput crashInputOf(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return CrashInput::None;
+    auto h = head(path, 4096);
+    if (h.starts_with("ProblemType: ")) return CrashInput::Apport;
+    if (cd::looksLikeJournalExport(h)) return CrashInput::JournalExport;
+    if (h.starts_with("{") && h.find("\"__CURSOR\"") != std::string::npos &&
+        h.find("\"MESSAGE\"") != std::string::npos)
+        return CrashInput::JournalJson;
+    auto c = compressionOf(h);
+    if (c == "zstd" && isZstdCore(path)) return CrashInput::SystemdCoreFile;
+    if ((c == "lz4" || c == "xz" || c == "zstd") && cd::parseCoredumpFileName(baseName(path)))
+        return CrashInput::SystemdCoreFile;  // named like one: an error says what is wrong
+    return CrashInput::None;
+}
+
+db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
+                                                  const cd::CoredumpEntry& e,
+                                                  const std::string& where,
+                                                  const CrashOptions& opt,
+                                                  bool own_txn) {
+    auto id = coredumpSource(where, entryKey(e));
+    auto done = stored(store, id, own_txn);
+    if (!done) return std::unexpected(done.error());
+    if (*done != Stored::No) {
+        CoreIngestSummary s;
+        s.path = where;
+        s.unchanged = true;
+        return s;
+    }
+    std::optional<std::string> why;
+    if (e.filename) {
+        auto report = readKeptCore(*e.filename, opt);
+        if (report) {
+            auto prov = entryProvenance(e);
+            prov.path = *e.filename;
+            prov.size = fileSize(*e.filename);
+            return storeCoreReport(store, id, *report, prov, own_txn);
+        }
+        why = std::string(kNotRead) + report.error().message;
+    }
+    return storeEntryOnly(store, id, e, why, own_txn);
+}
+
+db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
+                                                   const std::string& path,
+                                                   CrashInput kind,
+                                                   const CrashOptions& opt) {
+    JournalCoresSummary sum;
+    sum.path = path;
+    std::optional<db::Error> failed;
+    auto onEntry = [&](cd::FieldMap&& f, uint64_t) {
+        ++sum.entries;
+        if (failed) return;
+        auto it = f.find("MESSAGE_ID");
+        if (it == f.end() || it->second != cd::kCoredumpMessageId) return;
+        auto e = cd::parseCoredumpEntry(f);
+        if (!e) return;  // no COREDUMP_PID: not a crash this can store
+        auto r = ingestCoredumpEntry(store, *e, path, opt, true);
+        if (!r)
+            failed = r.error();
+        else
+            sum.cores.push_back(std::move(*r));
+    };
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
+    if (kind == CrashInput::JournalJson) {
+        std::string line;
+        while (std::getline(in, line) && !failed) {
+            if (line.empty()) continue;
+            // A line that is not an object is left to the text ingest that reads the file next.
+            if (auto f = cd::parseJournalJsonLine(line)) onEntry(std::move(*f), 0);
+        }
+    } else {
+        cd::JournalExportReader reader(onEntry);
+        std::string buf(1 << 20, '\0');
+        while (in && !failed) {
+            in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+            auto got = static_cast<size_t>(in.gcount());
+            if (got == 0) break;
+            if (auto r = reader.feed(std::string_view(buf.data(), got)); !r)
+                return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
+        }
+        if (!failed)
+            if (auto r = reader.finish(); !r)
+                return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
+    }
+    if (failed) return std::unexpected(*failed);
+    return sum;
+}
+
+db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
+                                                    const std::string& path,
+                                                    const CrashOptions& opt,
+                                                    bool own_txn) {
+    auto name = cd::parseCoredumpFileName(baseName(path));
+    SourceIdentity id;
+    if (name) {
+        id = coredumpSource(path, cd::coredumpKey(name->boot_id, name->pid, name->timestamp_us));
+    } else {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0)
+            return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
+        auto h = head(path, 4096);
+        uint64_t fnv = 1469598103934665603ull;
+        for (unsigned char c : h) fnv = (fnv ^ c) * 1099511628211ull;
+        id = SourceIdentity{path,
+                            "core",
+                            static_cast<int64_t>(st.st_dev),
+                            static_cast<int64_t>(st.st_ino),
+                            fmt::format("core-{:016x}-{}", fnv, st.st_size)};
+    }
+    auto done = stored(store, id, own_txn);
+    if (!done) return std::unexpected(done.error());
+    if (*done == Stored::Yes) {
+        CoreIngestSummary s;
+        s.path = path;
+        s.unchanged = true;
+        return s;
+    }
+    auto report = readKeptCore(path, opt);
+    if (!report) return std::unexpected(report.error());
+    CoreProvenance prov;
+    prov.replace = *done == Stored::WithoutFile;  // the entry's text stack gives way to the core
+    prov.path = path;
+    prov.size = fileSize(path);
+    if (name) {
+        prov.origin = "systemd-coredump";
+        prov.time = static_cast<int64_t>(name->timestamp_us / 1000000);
+        prov.time_from = "file name";
+        prov.pid = name->pid;
+        prov.comm = name->comm;
+        prov.uid = name->uid;
+        prov.meta["boot_id"] = name->boot_id;
+    }
+    return storeCoreReport(store, id, *report, prov, own_txn);
+}
+
+db::Result<CoreIngestSummary> ingestApportReport(Store& store,
+                                                 const std::string& path,
+                                                 const CrashOptions& opt,
+                                                 bool own_txn) {
+    auto fail = [&](const std::string& m) {
+        return std::unexpected(db::Error{fmt::format("{}: {}", path, m)});
+    };
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return fail(std::strerror(errno));
+    auto h = head(path, 4096);
+    uint64_t fnv = 1469598103934665603ull;
+    for (unsigned char c : h) fnv = (fnv ^ c) * 1099511628211ull;
+    SourceIdentity id{path,
+                      "core",
+                      static_cast<int64_t>(st.st_dev),
+                      static_cast<int64_t>(st.st_ino),
+                      fmt::format("apport-{:016x}-{}", fnv, st.st_size)};
+    auto done = stored(store, id, own_txn);
+    if (!done) return std::unexpected(done.error());
+    if (*done != Stored::No) {
+        CoreIngestSummary s;
+        s.path = path;
+        s.unchanged = true;
+        return s;
+    }
+    auto inflater = InflateToTemp::create(opt.unpack);
+    if (!inflater) return std::unexpected(inflater.error());
+    bool core = false;
+    cd::ApportReader reader([&](std::string_view b) -> cd::Result<void> {
+        core = true;
+        if (auto r = inflater->feed(b); !r) return std::unexpected(cd::Error{r.error().message});
+        return {};
+    });
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return fail(std::strerror(errno));
+    std::string line;
+    uint64_t n = 0;
+    while (std::getline(in, line)) {
+        ++n;
+        if (auto r = reader.line(line, n); !r) return fail(r.error().message);
+    }
+    if (n == 0) return fail("empty report");
+    const auto& rep = reader.report();
+    CoreProvenance prov;
+    prov.origin = "apport";
+    prov.path = path;
+    prov.size = static_cast<int64_t>(st.st_size);
+    prov.pid = rep.pid();
+    prov.signal = rep.signal();
+    if (!rep.executable().empty()) {
+        prov.exe = rep.executable();
+        prov.comm = baseName(*prov.exe).substr(0, 15);
+    }
+    if (auto w = rep.wall()) {
+        struct tm tm {};
+        if (strptime(w->c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) {
+            tm.tm_isdst = -1;
+            prov.time = static_cast<int64_t>(std::mktime(&tm));
+            prov.time_from = "apport Date";
+        }
+    }
+    if (auto it = rep.fields.find("ProblemType"); it != rep.fields.end())
+        prov.meta["problem_type"] = it->second;
+    if (!core) {
+        // apport left the core out (size, or a report of a non-crash problem).
+        cd::CoredumpEntry e;
+        e.pid = prov.pid.value_or(0);
+        e.comm = prov.comm.value_or("");
+        e.exe = prov.exe.value_or("");
+        e.signal = prov.signal;
+        if (prov.time) e.timestamp_us = static_cast<uint64_t>(*prov.time) * 1000000;
+        e.stack = rep.stack();
+        return storeEntryOnly(store, id, e, "no CoreDump in the apport report", own_txn, "apport");
+    }
+    auto tmp = inflater->finish();
+    if (!tmp) return fail(tmp.error().message);
+    auto ro = opt.read;
+    ro.name = "core";
+    auto report = cd::readCore(tmp->path(), ro);
+    if (!report) {
+        auto m = report.error().message;
+        if (m.starts_with(tmp->path() + ": ")) m = m.substr(tmp->path().size() + 2);
+        return fail("CoreDump: " + m);
+    }
+    return storeCoreReport(store, id, *report, prov, own_txn);
+}
+
+}  // namespace gpufault

@@ -1,0 +1,371 @@
+// systemd-coredump (journal entries in export and JSON form, its zstd core files), apport's
+// .crash reports and a real CUDA GPU core's kernel arguments, through the built binary. The
+// zstd file and the .crash report are made here from the real fixture core.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/crash_files.h"
+#include "tests/support/fixture_check.h"
+#include "tests/support/process.h"
+
+namespace gpufault::testing {
+namespace {
+
+const std::string kDir = GPUFAULT_SOURCE_DIR "/tests/data/cores/";
+const std::string kBoot = "0123456789abcdef0123456789abcdef";
+const std::string kZstName = "core.crashmain.0." + kBoot + ".14046.1764491498000000.zst";
+
+std::vector<std::string> ingest(const TempDir& t, const std::vector<std::string>& files) {
+    std::vector<std::string> a{GPUFAULT_BIN,
+                               "--db",
+                               t.file("db"),
+                               "ingest",
+                               "--exe",
+                               kDir + "crashmain",
+                               "--debuginfo-path",
+                               kDir + "buildid"};
+    a.insert(a.end(), files.begin(), files.end());
+    return a;
+}
+
+std::vector<nlohmann::json> jsonLines(const TempDir& t, const std::string& cmd) {
+    return parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), cmd, "--json"}).out);
+}
+
+/// The fixture core compressed with libzstd, as systemd-coredump stores it.
+std::string zstCore(const TempDir& t) {
+    auto path = t.file(kZstName);
+    writeFile(path, zstdCompress(readFile(kDir + "core")));
+    return path;
+}
+
+const std::string kNotKeptMessage =
+    "Process 51234 (python3) of user 1000 terminated abnormally without generating a coredump.\n"
+    "\n"
+    "Stack trace of thread 51240:\n"
+    "#0  0x00007f3a9c2969fc __pthread_kill_implementation (libc.so.6 + 0x969fc)\n"
+    "#1  0x00007f3a9c242476 raise (libc.so.6 + 0x42476)\n"
+    "#2  0x00007f3a9c2287f3 abort (libc.so.6 + 0x287f3)\n"
+    "#3  0x00007f3a61f3b2c5 n/a (libhsa-runtime64.so.1 + 0x3b2c5)\n";
+
+std::vector<std::pair<std::string, std::string>> notKeptFields() {
+    return {{"__CURSOR", "s=2"},
+            {"__REALTIME_TIMESTAMP", "1764491600000000"},
+            {"_BOOT_ID", kBoot},
+            {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+            {"COREDUMP_PID", "51234"},
+            {"COREDUMP_UID", "1000"},
+            {"COREDUMP_SIGNAL", "6"},
+            {"COREDUMP_SIGNAL_NAME", "SIGABRT"},
+            {"COREDUMP_TIMESTAMP", "1764491599000000"},
+            {"COREDUMP_COMM", "python3"},
+            {"COREDUMP_EXE", "/usr/bin/python3.12"},
+            {"COREDUMP_RLIMIT", "18446744073709551615"}};
+}
+
+TEST(CrashSources, SystemdZstdCoreIsDecompressedAndUnwoundOnce) {
+    TempDir t;
+    auto zst = zstCore(t);
+    auto r = run(ingest(t, {zst}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("core 1, 1 thread, 8 frames in the crashing thread, top "
+                         "fakeamd::Symbol::getDeviceKernel(int) const (libcrashlib.so + 0x116e)"),
+              std::string::npos)
+        << r.out;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["origin"], "systemd-coredump");
+    EXPECT_EQ(c[0]["path"], zst);
+    EXPECT_EQ(c[0]["pid"], 14046);
+    EXPECT_EQ(c[0]["time"], 1764491498);
+    EXPECT_EQ(c[0]["time_from"], "file name");
+    EXPECT_EQ(c[0]["si_addr"], "0x8a");
+    EXPECT_EQ(c[0]["meta"]["boot_id"], kBoot);
+    auto again = run(ingest(t, {zst}));
+    ASSERT_EQ(again.status, 0) << again.err;
+    EXPECT_NE(again.out.find("core already ingested, unchanged"), std::string::npos);
+    EXPECT_EQ(jsonLines(t, "cores").size(), 1u);
+}
+
+TEST(CrashSources, JournalExportEntriesKeptAndNotKept) {
+    TempDir t;
+    auto zst = zstCore(t);
+    std::string exp =
+        exportEntry({{"__CURSOR", "s=1"},
+                     {"_BOOT_ID", kBoot},
+                     {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+                     {"COREDUMP_PID", "14046"},
+                     {"COREDUMP_UID", "0"},
+                     {"COREDUMP_SIGNAL", "11"},
+                     {"COREDUMP_TIMESTAMP", "1764491498000000"},
+                     {"COREDUMP_COMM", "crashmain"},
+                     {"COREDUMP_EXE", "/tmp/crashfixture/crashmain"},
+                     {"COREDUMP_FILENAME", zst}},
+                    "Process 14046 (crashmain) of user 0 dumped core.") +
+        exportEntry({{"__CURSOR", "s=9"}, {"_TRANSPORT", "kernel"}}, "unrelated kernel line") +
+        exportEntry(notKeptFields(), kNotKeptMessage);
+    writeFile(t.file("coredumps.export"), exp);
+    auto r = run(ingest(t, {t.file("coredumps.export")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("3 journal entries, 2 systemd-coredump"), std::string::npos) << r.out;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0]["path"], zst);  // the kept file was read and unwound
+    EXPECT_EQ(c[0]["threads"], 1);
+    EXPECT_EQ(c[0]["time_from"], "journal");
+    EXPECT_EQ(c[0]["exe"], "/tmp/crashfixture/crashmain");
+    EXPECT_EQ(c[1]["note"], "core not kept: size limit");
+    EXPECT_EQ(c[1]["pid"], 51234);
+    EXPECT_EQ(c[1]["tid"], 51240);
+    EXPECT_EQ(c[1]["signal"], 6);
+    EXPECT_EQ(c[1]["top_frame"], "n/a (libhsa-runtime64.so.1 + 0x3b2c5)");
+    EXPECT_EQ(c[1]["signature_frames"][0], "libhsa-runtime64.so!+0x3b2c5");
+    // The crash forms an incident from the journal entry alone.
+    EXPECT_EQ(c[1]["incident"].is_number(), true) << c[1].dump();
+    auto s =
+        run({GPUFAULT_BIN, "--db", t.file("db"), "stack", std::to_string(c[1]["id"].get<int>())});
+    EXPECT_NE(s.out.find("note       core not kept: size limit"), std::string::npos) << s.out;
+    EXPECT_NE(s.out.find("0x00007f3a61f3b2c5 n/a (libhsa-runtime64.so.1 + 0x3b2c5)"),
+              std::string::npos)
+        << s.out;
+    // The file of the first entry is the same crash: stored once.
+    auto f = run(ingest(t, {zst}));
+    ASSERT_EQ(f.status, 0) << f.err;
+    EXPECT_NE(f.out.find("core already ingested, unchanged"), std::string::npos) << f.out;
+    EXPECT_EQ(jsonLines(t, "cores").size(), 2u);
+}
+
+TEST(CrashSources, JournalJsonLinesAndBrokenExport) {
+    TempDir t;
+    nlohmann::json j;
+    for (const auto& [k, v] : notKeptFields()) j[k] = v;
+    std::vector<int> bytes(kNotKeptMessage.begin(), kNotKeptMessage.end());
+    j["MESSAGE"] = bytes;
+    writeFile(t.file("j.json"),
+              R"({"__CURSOR":"s=0","MESSAGE":"hello","_TRANSPORT":"stdout"})"
+              "\n" +
+                  j.dump() + "\nnot JSON: the text ingest reads it\n");
+    auto r = run(ingest(t, {t.file("j.json")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("2 journal entries, 1 systemd-coredump"), std::string::npos) << r.out;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["pid"], 51234);
+
+    TempDir u;
+    writeFile(u.file("cut.export"),
+              "__CURSOR=s=1\nMESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1\n"
+              "MESSAGE\n" +
+                  le64(100) + "short");
+    auto bad = run(ingest(u, {u.file("cut.export")}));
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find(u.file("cut.export") + ": offset 78: the stream ends inside binary "
+                                                  "field MESSAGE"),
+              std::string::npos)
+        << bad.err;
+    auto lz4 = u.file("core.x.0." + kBoot + ".7.1764491498000000.lz4");
+    writeFile(lz4, std::string("\x04\x22\x4d\x18", 4) + std::string(60, '\0'));
+    auto l = run(ingest(u, {lz4}));
+    EXPECT_EQ(l.status, 2);
+    EXPECT_NE(l.err.find("lz4-compressed core: not supported"), std::string::npos) << l.err;
+}
+
+std::string fixtureReport(bool cut) {
+    return apportReport(readFile(kDir + "core"),
+                        "ProblemType: Crash\nDate: Sun Nov 30 08:31:38 2025\n"
+                        "ExecutablePath: /tmp/crashfixture/crashmain\n"
+                        "ProcStatus:\n Name:\tcrashmain\n Umask:\t0022\n Pid:\t14046\n"
+                        "Signal: 11\n",
+                        cut);
+}
+
+TEST(CrashSources, ApportReportWithARealCore) {
+    TempDir t;
+    writeFile(t.file("_tmp_crashfixture_crashmain.0.crash"), fixtureReport(false));
+    auto r = run(ingest(t, {t.file("_tmp_crashfixture_crashmain.0.crash")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("top fakeamd::Symbol::getDeviceKernel(int) const (libcrashlib.so + "
+                         "0x116e)"),
+              std::string::npos)
+        << r.out;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["origin"], "apport");
+    EXPECT_EQ(c[0]["pid"], 14046);
+    EXPECT_EQ(c[0]["signal"], 11);
+    EXPECT_EQ(c[0]["time_from"], "apport Date");
+    EXPECT_EQ(c[0]["exe"], "/tmp/crashfixture/crashmain");
+    EXPECT_EQ(c[0]["si_addr"], "0x8a");
+
+    TempDir u;
+    writeFile(u.file("cut.crash"), fixtureReport(true));
+    auto bad = run(ingest(u, {u.file("cut.crash")}));
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find(u.file("cut.crash") + ": CoreDump: the compressed data end early"),
+              std::string::npos)
+        << bad.err;
+    EXPECT_TRUE(jsonLines(u, "cores").empty());
+}
+
+TEST(CrashSources, CudaGpuCoreKernelPointersBecomeOperands) {
+    // The H200 core of tests/data/device/h200-illegal-write (README: out = 0x7f4413f00000,
+    // in = 0x7f4413e00000, both 1 MiB, as stderr.log's operand lines print), under CUDA's
+    // default name core_%t_%h_%p.nvcudmp.
+    TempDir t;
+    std::string core = t.file("core_1796026266_h200_490.nvcudmp");
+    auto unz =
+        run({"/bin/sh",
+             "-c",
+             "gzip -dc '" + kDir + "cuda-h200/gpucore.illegal_probe.nvcudmp.gz' > '" + core + "'"});
+    ASSERT_EQ(unz.status, 0) << unz.err;
+    // The Xid 31 of the write 640 MiB past out (i = 640, stride 2^20 floats), same pid.
+    writeFile(t.file("kern.log"),
+              "2026-11-30T08:11:05+0000 h200 kernel: NVRM: Xid (PCI:0000:00:06): 31, pid=490, "
+              "name=illegal_probe, channel 0x0000000a, intr 00000000. MMU Fault: ENGINE GRAPHICS "
+              "GPC1 GPCCLIENT_T1_4 faulted @ 0x7f44_3bf00000. Fault is of type FAULT_PDE "
+              "ACCESS_TYPE_VIRT_WRITE\n");
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("kern.log"), core});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto ops = jsonLines(t, "operands");
+    ASSERT_EQ(ops.size(), 2u) << r.out;
+    std::map<std::string, nlohmann::json> byName;
+    for (auto& o : ops) byName[o["name"].get<std::string>()] = o;
+    // The core's cubin names the kernel (scatter_rows at the grid's function entry) and its
+    // parameters (EIATTR_KPARAM_INFO: offsets 0, 8, 16, 24): out and in are args 0 and 1.
+    ASSERT_TRUE(byName.contains("scatter_rows.arg0")) << ops[0].dump();
+    ASSERT_TRUE(byName.contains("scatter_rows.arg1"));
+    EXPECT_EQ(byName["scatter_rows.arg0"]["ptr"], "0x7f4413f00000");  // out
+    EXPECT_EQ(byName["scatter_rows.arg0"]["end"], "0x7f4414000000");  // + 1 MiB
+    EXPECT_EQ(byName["scatter_rows.arg0"]["dtype"], "float*");
+    EXPECT_EQ(byName["scatter_rows.arg1"]["ptr"], "0x7f4413e00000");  // in
+    EXPECT_EQ(byName["scatter_rows.arg1"]["end"], "0x7f4413f00000");
+    EXPECT_EQ(byName["scatter_rows.arg1"]["dtype"], "float const*");
+    EXPECT_EQ(byName["scatter_rows.arg0"]["pid"], 490);
+    EXPECT_NE(r.out.find("cuda_gpu core 1 (metadata only, not unwound), 2 pointer arguments"),
+              std::string::npos)
+        << r.out;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["pid"], 490);
+    EXPECT_EQ(c[0]["meta"]["grids"][0]["grid_dim"][0], 4);
+    EXPECT_EQ(c[0]["meta"]["grids"][0]["block_dim"][0], 256);
+    EXPECT_EQ(c[0]["meta"]["grids"][0]["kernel"], "_Z12scatter_rowsPfPKfix");
+    EXPECT_EQ(c[0]["meta"]["grids"][0]["params"].size(), 4u);
+    EXPECT_EQ(c[0]["meta"]["grids"][0]["params"][3]["type"], "long long");
+    EXPECT_EQ(c[0]["meta"]["grids"][0]["params"][3]["offset"], 24);
+    ASSERT_TRUE(c[0]["incident"].is_number()) << c[0].dump();
+    auto show = run(
+        {GPUFAULT_BIN, "--db", t.file("db"), "show", std::to_string(c[0]["incident"].get<int>())});
+    EXPECT_NE(show.out.find("+670,040,064 B"), std::string::npos) << show.out;
+}
+
+}  // namespace
+}  // namespace gpufault::testing
+
+namespace gpufault::testing {
+namespace {
+
+TEST(CrashSources, ZstdCapAndCutFileAreErrorsLeavingNothing) {
+    TempDir t;
+    ::mkdir(t.file("tmp").c_str(), 0700);
+    // The real core followed by 2 MiB: more than a cap of 1 MiB once decompressed.
+    auto big = t.file(kZstName);
+    writeFile(big, zstdCompress(readFile(kDir + "core") + std::string(2 << 20, '\0')));
+    auto r = run({"/usr/bin/env",
+                  "TMPDIR=" + t.file("tmp"),
+                  GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "ingest",
+                  "--max-unpacked-mib",
+                  "1",
+                  big});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find(big + ": decompressed core larger than the cap of 1 MiB"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(run({"/bin/sh", "-c", "ls -A '" + t.file("tmp") + "' | wc -l"}).out, "0\n");
+    // A cut zstd file: the frame does not end.
+    auto z = zstdCompress(readFile(kDir + "core"));
+    auto cut = t.file("core.crashmain.0." + kBoot + ".14046.1764491499000000.zst");
+    writeFile(cut, z.substr(0, z.size() / 2));
+    auto c = run(ingest(t, {cut}));
+    EXPECT_EQ(c.status, 2);
+    EXPECT_NE(c.err.find(cut + ": zstd: the data end in mid-frame (cut file)"), std::string::npos)
+        << c.err;
+    EXPECT_TRUE(jsonLines(t, "cores").empty());
+}
+
+}  // namespace
+}  // namespace gpufault::testing
+
+namespace gpufault::testing {
+namespace {
+
+TEST(CrashSources, EntryStoredWithoutItsFileIsReplacedWhenTheFileIsRead) {
+    // An export from another host: its COREDUMP_FILENAME is not here. Later the file is.
+    TempDir t;
+    auto zst = t.file(kZstName);
+    auto fields = notKeptFields();
+    for (auto& [k, v] : fields) {
+        if (k == "COREDUMP_PID") v = "14046";
+        if (k == "COREDUMP_TIMESTAMP") v = "1764491498000000";
+    }
+    fields.emplace_back("COREDUMP_FILENAME", zst);
+    writeFile(t.file("e.export"), exportEntry(fields, kNotKeptMessage));
+    auto r = run(ingest(t, {t.file("e.export")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["note"], "core file not read: " + zst + ": No such file or directory");
+    EXPECT_EQ(c[0]["top_frame"], "n/a (libhsa-runtime64.so.1 + 0x3b2c5)");
+    writeFile(zst, zstdCompress(readFile(kDir + "core")));
+    auto f = run(ingest(t, {zst}));
+    ASSERT_EQ(f.status, 0) << f.err;
+    EXPECT_NE(f.out.find("top fakeamd::Symbol::getDeviceKernel(int) const"), std::string::npos)
+        << f.out;
+    c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_TRUE(c[0]["note"].is_null()) << c[0].dump();
+    EXPECT_EQ(c[0]["si_addr"], "0x8a");
+    EXPECT_EQ(c[0]["pid"], 14046);
+    EXPECT_EQ(
+        parseJsonLines(
+            run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json", "--kind", "coredump"}).out)
+            .size(),
+        1u);
+    auto again = run(ingest(t, {zst}));
+    EXPECT_NE(again.out.find("core already ingested, unchanged"), std::string::npos) << again.out;
+}
+
+}  // namespace
+}  // namespace gpufault::testing
+
+namespace gpufault::testing {
+namespace {
+
+TEST(CrashSources, ApportReportWithoutCoreDumpKeepsItsStacktrace) {
+    TempDir t;
+    writeFile(
+        t.file("_usr_bin_python3.1000.crash"),
+        "ProblemType: Crash\nDate: Sun Nov 30 08:31:38 2025\n"
+        "ExecutablePath: /usr/bin/python3.12\nProcMaps:\n"
+        " 7f3a61f00000-7f3a62000000 r-xp 00000000 08:01 2 /opt/rocm/lib/libhsa-runtime64.so.1\n"
+        "ProcStatus:\n Name:\tpython3\n Pid:\t4528\nSignal: 6\nStacktrace:\n"
+        " #0  0x00007f3a61f3b2c5 in ?? () from /opt/rocm/lib/libhsa-runtime64.so.1\n");
+    auto r = run(ingest(t, {t.file("_usr_bin_python3.1000.crash")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["origin"], "apport");
+    EXPECT_EQ(c[0]["note"], "no CoreDump in the apport report");
+    EXPECT_EQ(c[0]["pid"], 4528);
+    EXPECT_EQ(c[0]["time_from"], "apport Date");
+    EXPECT_EQ(c[0]["top_frame"], "n/a (libhsa-runtime64.so.1 + 0x3b2c5)");
+    EXPECT_TRUE(c[0]["incident"].is_number());
+}
+
+}  // namespace
+}  // namespace gpufault::testing

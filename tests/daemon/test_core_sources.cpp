@@ -1,0 +1,165 @@
+// The real gpufaultd with systemd-coredump entries in a journal (written by
+// systemd-journal-remote, as journald stores them) and a followed core directory holding a
+// systemd-coredump zstd file and an apport report made from the real fixture core.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "schema/sqlite.h"
+#include "tests/daemon/daemon_harness.h"
+#include "tests/support/crash_files.h"
+#include "tests/support/process.h"
+
+using namespace gpufault::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kCore = GPUFAULT_SOURCE_DIR "/tests/data/cores/core";
+const std::string kBoot = "5c040de43e9d429a9ca3d2c93965225b";
+
+struct Fixture {
+    TempDir dir;
+    std::string conf = dir.file("gpufaultd.conf");
+    std::string store = dir.file("store.db");
+    std::string sock = dir.file("ctl.sock");
+
+    std::string config(const std::string& extra) const {
+        return fmt::format(
+            "[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\npoll_interval_ms = 100\n"
+            "[control]\nsocket = \"{}\"\ngroup = \"\"\n[commit]\ncorrelate_ms = 50\n{}",
+            store,
+            sock,
+            extra);
+    }
+    int64_t count(const std::string& sql) const {
+        auto d = gpufault::db::Db::open(store, true, false);
+        if (!d) return -1;
+        auto s = d->prepare(sql);
+        if (!s) return -1;
+        auto r = s->step();
+        return r && *r ? s->i64(0) : -1;
+    }
+};
+
+std::vector<std::pair<std::string, std::string>> coredumpFields(const std::string& pid,
+                                                                const std::string& usec) {
+    return {{"__REALTIME_TIMESTAMP", usec},
+            {"__MONOTONIC_TIMESTAMP", "5000000000"},
+            {"_BOOT_ID", kBoot},
+            {"_TRANSPORT", "journal"},
+            {"_HOSTNAME", "node7"},
+            {"SYSLOG_IDENTIFIER", "systemd-coredump"},
+            {"PRIORITY", "2"},
+            {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+            {"COREDUMP_PID", pid},
+            {"COREDUMP_UID", "1000"},
+            {"COREDUMP_SIGNAL", "6"},
+            {"COREDUMP_TIMESTAMP", usec},
+            {"COREDUMP_COMM", "python3"},
+            {"COREDUMP_EXE", "/usr/bin/python3.12"}};
+}
+
+}  // namespace
+
+TEST(DaemonCores, JournalCoredumpEntriesKeptAndNotKept) {
+    if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)
+        GTEST_SKIP() << "systemd-journal-remote is not installed (scripts/install-deps.sh)";
+    Fixture f;
+    std::string jdir = f.dir.file("journal");
+    ::mkdir(jdir.c_str(), 0755);
+    auto zst = f.dir.file("core.crashmain.0." + kBoot + ".14046.1764480100000000.zst");
+    writeFile(zst, zstdCompress(readFile(kCore)));
+    auto kept = coredumpFields("14046", "1764480100000000");
+    kept.emplace_back("COREDUMP_FILENAME", zst);
+    std::string exp =
+        exportEntry(coredumpFields("51234", "1764480000000000"),
+                    "Process 51234 (python3) of user 1000 terminated abnormally without "
+                    "generating a coredump.\n\nStack trace of thread 51240:\n"
+                    "#0  0x00007f3a9c2969fc __pthread_kill_implementation (libc.so.6 + 0x969fc)\n"
+                    "#1  0x00007f3a61f3b2c5 n/a (libhsa-runtime64.so.1 + 0x3b2c5)\n") +
+        exportEntry(kept, "Process 14046 (crashmain) of user 1000 dumped core.");
+    writeFile(f.dir.file("in.export"), exp);
+    auto jr = run({"/lib/systemd/systemd-journal-remote",
+                   "--output=" + jdir + "/a.journal",
+                   f.dir.file("in.export")});
+    ASSERT_EQ(jr.status, 0) << jr.err;
+    writeFile(f.conf,
+              f.config(fmt::format("[journal]\nenabled = true\ndirectory = \"{}\"\n", jdir)));
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM cores") == 2; }, 20s))
+        << d.stderrText() << controlRequest(f.sock, "status");
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores WHERE pid=51234 AND tid=51240 AND "
+                      "note='core not kept: size limit' AND origin='systemd-coredump'"),
+              1);
+    EXPECT_EQ(f.count("SELECT count(*) FROM frames JOIN threads t ON t.id=frames.thread_id "
+                      "JOIN cores c ON c.id=t.core_id WHERE c.pid=51234"),
+              2);
+    // The kept core was read from its zstd file and unwound: si_addr 0x8a.
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores WHERE pid=14046 AND si_addr=0x8a AND "
+                      "time_from='journal'"),
+              1);
+    EXPECT_TRUE(eventually(
+        [&] {
+            return f.count(
+                       "SELECT count(*) FROM incident_evidence m JOIN evidence e ON "
+                       "e.id=m.evidence_id WHERE e.kind='coredump'") == 2;
+        },
+        5s));
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(5s), 0);
+    // Restarted: nothing twice.
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s));
+    ::usleep(500000);
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores"), 2);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(5s), 0);
+}
+
+TEST(DaemonCores, FollowsACoreDirectory) {
+    Fixture f;
+    std::string cdir = f.dir.file("crash");
+    ::mkdir(cdir.c_str(), 0755);
+    writeFile(f.conf, f.config(fmt::format("[cores]\ndirectories = [\"{}\"]\n", cdir)));
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    auto core = readFile(kCore);
+    writeFile(cdir + "/core.crashmain.0." + kBoot + ".14046.1764480100000000.zst",
+              zstdCompress(core));
+    writeFile(cdir + "/_tmp_crashfixture_crashmain.0.crash",
+              apportReport(core,
+                           "ProblemType: Crash\nDate: Sun Nov 30 08:31:38 2025\n"
+                           "ExecutablePath: /tmp/crashfixture/crashmain\n"
+                           "ProcStatus:\n Pid:\t14046\nSignal: 11\n"));
+    auto z = zstdCompress(core);
+    writeFile(cdir + "/core.cut.0." + kBoot + ".7.1764480200000000.zst", z.substr(0, z.size() / 2));
+    writeFile(cdir + "/notes.txt", "not a core\n");
+    writeFile(cdir + "/core.c", "int main() {}\n");  // named like a core, is not one
+    // Files are taken once 2 s old and unchanged.
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM cores") == 2; }, 20s))
+        << d.stderrText() << controlRequest(f.sock, "status");
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores WHERE origin='systemd-coredump' AND "
+                      "si_addr=0x8a AND time_from='file name'"),
+              1);
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores WHERE origin='apport' AND si_addr=0x8a"), 1);
+    auto st = controlRequest(f.sock, "status");
+    // The cut file is reported and skipped; what the others stored is intact.
+    EXPECT_TRUE(eventually(
+        [&] {
+            return controlRequest(f.sock, "status").find("2 cores stored, 1 not readable") !=
+                   std::string::npos;
+        },
+        10s))
+        << controlRequest(f.sock, "status");
+    EXPECT_NE(d.stderrText().find("zstd: the data end in mid-frame (cut file)"), std::string::npos)
+        << d.stderrText();
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores"), 2);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(5s), 0);
+}
