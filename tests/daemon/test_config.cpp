@@ -307,6 +307,7 @@ TEST(DaemonConfig, AReloadRefusesAFifoAndALongSocketAndKeepsRunning) {
     EXPECT_NE(controlRequest(sock, "status").find("\"pid\":"), std::string::npos);
     daemon.signal(SIGTERM);
     EXPECT_EQ(daemon.waitExit(5s), 0) << daemon.stderrText();
+}
 
 TEST(DaemonConfig, CoreDirectoriesAndTheirCap) {
     auto d = parseConfig("", "x.conf");
