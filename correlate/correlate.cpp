@@ -288,11 +288,36 @@ std::string signatureOf(const std::vector<const StoredEvidence*>& members) {
     return fmt::format("{:016x}", h);
 }
 
+/// Asks `stop` once every 4096 calls (it may be a system call); true from then on.
+class Interrupt {
+  public:
+    explicit Interrupt(const std::function<bool()>& stop) : stop_(stop) {}
+    bool operator()() {
+        if (hit_) return true;
+        if (!stop_ || (++n_ & 4095) != 1) return false;
+        return hit_ = stop_();
+    }
+
+  private:
+    const std::function<bool()>& stop_;
+    uint64_t n_ = 0;
+    bool hit_ = false;
+};
+
 }  // namespace
 
 std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidence,
                                       const CorrelationRules& rules,
                                       const ProcessLinks& links) {
+    return *correlateUnless({}, evidence, rules, links);
+}
+
+std::optional<std::vector<IncidentRecord>> correlateUnless(
+    const std::function<bool()>& stop,
+    const std::vector<StoredEvidence>& evidence,
+    const CorrelationRules& rules,
+    const ProcessLinks& links) {
+    Interrupt stopped(stop);
     std::vector<const StoredEvidence*> faults, context;
     for (auto& s : evidence) (opensIncident(s.e.kind) ? faults : context).push_back(&s);
     auto order = [](const StoredEvidence* a, const StoredEvidence* b) {
@@ -302,11 +327,13 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
     };
     std::sort(faults.begin(), faults.end(), order);
     std::sort(context.begin(), context.end(), order);
+    if (stopped()) return std::nullopt;
 
     UnionFind uf(faults, rules.max_gap_s);
     Linker linker{faults, rules};
     // Same stream: each record against its recent predecessors.
     for (size_t i = 0; i < faults.size(); ++i) {
+        if (stopped()) return std::nullopt;
         size_t lo = i > static_cast<size_t>(rules.neighbours) ? i - rules.neighbours : 0;
         for (size_t j = i; j-- > lo;) {
             if (faults[j]->source_id != faults[i]->source_id) break;
@@ -319,11 +346,13 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
         if (faults[i]->e.address && (*faults[i]->e.address >> 21) != 0)
             byRegion[*faults[i]->e.address >> 21].push_back(i);
     for (auto& [region, idx] : byRegion)
-        for (size_t a = 0; a < idx.size(); ++a)
+        for (size_t a = 0; a < idx.size(); ++a) {
+            if (stopped()) return std::nullopt;
             for (size_t b = a + 1; b < idx.size() && b < a + 64; ++b)
                 if (faults[idx[a]]->source_id != faults[idx[b]]->source_id)
                     if (auto w = linker.why(*faults[idx[a]], *faults[idx[b]]); !w.empty())
                         uf.join(idx[a], idx[b], w);
+        }
     // Kernel and runtime records of one process whose pids differ because the runtime ran in
     // a container: /proc/PID/status NSpid, read while it lived, says so.
     std::map<int64_t, std::pair<std::vector<size_t>, std::vector<size_t>>> byProcess;
@@ -374,6 +403,7 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
     // line prints) whose wall time lies at most core_before_s after and core_after_s before
     // the core's time; the closest in time wins.
     for (size_t c = 0; c < faults.size(); ++c) {
+        if (stopped()) return std::nullopt;
         const auto& core = faults[c]->e;
         if (core.kind != Kind::Coredump || !core.pid || !core.time.wall) continue;
         auto ct = wallSeconds(*core.time.wall);
@@ -381,6 +411,7 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
         std::optional<size_t> best;
         int64_t bestGap = 0;
         for (size_t i = 0; i < faults.size(); ++i) {
+            if (stopped()) return std::nullopt;
             const auto& f = faults[i]->e;
             if (i == c || f.kind == Kind::Coredump || !f.pid || !f.time.wall) continue;
             bool samePid = *f.pid == *core.pid;
@@ -411,6 +442,7 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
     std::vector<IncidentRecord> out;
     std::vector<size_t> incidentOf(faults.size());
     for (auto& [root, idx] : groups) {
+        if (stopped()) return std::nullopt;
         IncidentRecord inc;
         std::vector<const StoredEvidence*> members;
         for (size_t i : idx) {
@@ -453,6 +485,7 @@ std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidenc
         std::optional<size_t> best;
         std::string why;
         for (size_t i = 0; i < faults.size(); ++i) {
+            if (stopped()) return std::nullopt;
             const auto* f = faults[i];
             if (c->e.kind == Kind::GpuReset) {
                 if (!c->e.pci || !f->e.pci || *c->e.pci != *f->e.pci) continue;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -40,6 +41,14 @@ struct ProcessLinks {
 std::vector<IncidentRecord> correlate(const std::vector<StoredEvidence>& evidence,
                                       const CorrelationRules& rules = {},
                                       const ProcessLinks& links = {});
+
+/// correlate(), asking `stop` every few thousand steps (and before each phase): nullopt as
+/// soon as it returns true (a daemon told to exit must not wait for a long correlation).
+std::optional<std::vector<IncidentRecord>> correlateUnless(
+    const std::function<bool()>& stop,
+    const std::vector<StoredEvidence>& evidence,
+    const CorrelationRules& rules = {},
+    const ProcessLinks& links = {});
 
 /// True for records reported by the kernel (host pid namespace, kernel clock); cores count as
 /// kernel side (their pid contradicts another kernel record's pid).

@@ -38,9 +38,15 @@ struct Config {
     std::vector<std::string> file_globs;  ///< runtime logs to tail (glob(7) patterns)
     uint64_t poll_ms = 1000;              ///< stat polling (NFS/Lustre/GPFS: no inotify)
     bool inotify = true;
+    uint64_t files_max_open = 512;  ///< files followed at once (one descriptor each)
+    bool follow_hardlinks = false;  ///< follow regular files with more than one link
 
     std::string socket_path = "/run/gpufault/gpufaultd.sock";
     std::string socket_group = "gpufault";  ///< may connect besides root ("" = root only)
+    uint64_t max_clients = 64;              ///< control connections at once (watchers included)
+    uint64_t idle_timeout_ms = 10000;       ///< a client that has not sent its request by then goes
+    uint64_t max_watchers = 16;             ///< `watch` clients at once
+    uint64_t watch_queue_kib = 4096;        ///< bytes queued per watcher before lines are dropped
 
     std::string metrics_path;  ///< Prometheus textfile ("" = none)
     uint64_t metrics_ms = 10000;

@@ -24,15 +24,25 @@ namespace asio = boost::asio;
 using local = asio::local::stream_protocol;
 
 namespace {
-constexpr size_t kMaxQueued = 10000;  ///< lines queued per watcher before dropping
 constexpr size_t kMaxRequest = 256;
 }  // namespace
 
 struct ControlServer::Conn {
-    explicit Conn(local::socket s) : sock(std::move(s)) {}
+    Conn(local::socket s, std::shared_ptr<size_t> live_count, size_t max_queued)
+        : sock(std::move(s)),
+          idle(sock.get_executor()),
+          live(std::move(live_count)),
+          maxQueued(max_queued) {
+        ++*live;
+    }
+    ~Conn() { --*live; }
     local::socket sock;
+    asio::steady_timer idle;       ///< closes a client that has not sent its request in time
+    std::shared_ptr<size_t> live;  ///< the server's count of open connections
     asio::streambuf in{kMaxRequest};
     std::deque<std::string> out;
+    size_t queued = 0;  ///< bytes in `out`
+    size_t maxQueued;   ///< beyond this, lines are dropped (and counted)
     bool writing = false, closeAfter = false;
     uint64_t dropped = 0;
 };
@@ -57,6 +67,12 @@ bool allowed(int fd, gid_t gid) {
 
 void send(const std::shared_ptr<ControlServer::Conn>& c, std::string line);
 
+/// `{"error":"…"}` (invalid UTF-8 replaced).
+std::string errorJson(const std::string& msg) {
+    return nlohmann::json{{"error", msg}}.dump(
+        -1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void flush(const std::shared_ptr<ControlServer::Conn>& c) {
     if (c->writing || c->out.empty()) {
         if (!c->writing && c->out.empty() && c->closeAfter) {
@@ -72,12 +88,14 @@ void flush(const std::shared_ptr<ControlServer::Conn>& c) {
                           c->writing = false;
                           if (ec) {
                               c->out.clear();
+                              c->queued = 0;
                               boost::system::error_code ig;
                               c->sock.close(ig);
                               return;
                           }
+                          c->queued -= c->out.front().size();
                           c->out.pop_front();
-                          if (c->dropped > 0 && c->out.size() < kMaxQueued / 2) {
+                          if (c->dropped > 0 && c->queued < c->maxQueued / 2) {
                               auto n = c->dropped;
                               c->dropped = 0;
                               send(c, nlohmann::json{{"type", "dropped"}, {"lines", n}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -88,21 +106,30 @@ void flush(const std::shared_ptr<ControlServer::Conn>& c) {
 
 void send(const std::shared_ptr<ControlServer::Conn>& c, std::string line) {
     if (!c->sock.is_open()) return;
-    if (c->out.size() >= kMaxQueued) {
+    // A watcher too slow to read loses lines beyond its queue (at least one line is queued:
+    // a single line larger than the queue still goes).
+    if (!c->out.empty() && c->queued + line.size() + 1 > c->maxQueued) {
         ++c->dropped;
         return;
     }
     c->out.push_back(std::move(line) + "\n");
+    c->queued += c->out.back().size();
     flush(c);
 }
 
 }  // namespace
 
-ControlServer::ControlServer(State& s) : s_(s), path_(s.cfg.socket_path), acceptor_(s.io) {}
+ControlServer::ControlServer(State& s)
+    : s_(s),
+      path_(s.cfg.socket_path),
+      acceptor_(s.io),
+      backoff_(s.io),
+      live_(std::make_shared<size_t>(0)) {}
 
 void ControlServer::close() {
     boost::system::error_code ec;
     acceptor_.close(ec);
+    backoff_.cancel();
     for (const auto& w : watchers_) w->sock.close(ec);
     watchers_.clear();
     ::unlink(path_.c_str());
@@ -156,30 +183,81 @@ std::expected<std::unique_ptr<ControlServer>, std::string> ControlServer::open(S
 void ControlServer::accept() {
     acceptor_.async_accept([this](const boost::system::error_code& ec, local::socket sock) {
         if (ec == asio::error::operation_aborted) return;
-        if (!ec) {
-            auto c = std::make_shared<Conn>(std::move(sock));
-            if (!allowed(c->sock.native_handle(), gid_)) {
-                c->closeAfter = true;
-                send(c, R"({"error":"permission denied"})");
-            } else {
-                serve(c);
-            }
+        if (ec && ec != asio::error::connection_aborted) return acceptFailed(ec);
+        if (acceptFailing_) {
+            acceptFailing_ = false;
+            logLine(5, fmt::format("{}: accepting connections again", path_));
         }
+        backoffMs_ = 0;
+        if (!ec) admit(std::move(sock));
         accept();
     });
+}
+
+void ControlServer::acceptFailed(const boost::system::error_code& ec) {
+    // EMFILE/ENFILE (and any other failure) leave the connection queued: accepting again at
+    // once would spin. Wait 10 ms, doubling up to 1 s, and say so once.
+    ++acceptErrors_;
+    backoffMs_ = backoffMs_ == 0 ? 10 : std::min<uint64_t>(backoffMs_ * 2, 1000);
+    if (!acceptFailing_) {
+        acceptFailing_ = true;
+        logLine(4,
+                fmt::format(
+                    "{}: accept: {}; retrying with a back-off of up to 1 s", path_, ec.message()));
+    }
+    backoff_.expires_after(std::chrono::milliseconds(backoffMs_));
+    backoff_.async_wait([this](const boost::system::error_code& e) {
+        if (!e && acceptor_.is_open()) accept();
+    });
+}
+
+void ControlServer::admit(local::socket sock) {
+    auto c = std::make_shared<Conn>(std::move(sock), live_, s_.cfg.watch_queue_kib << 10);
+    if (!allowed(c->sock.native_handle(), gid_)) {
+        c->closeAfter = true;
+        send(c, R"({"error":"permission denied"})");
+        return;
+    }
+    if (*live_ > s_.cfg.max_clients) {  // this one included
+        ++refused_;
+        c->closeAfter = true;
+        send(c,
+             errorJson(fmt::format("too many connections (control.max_clients = {})",
+                                   s_.cfg.max_clients)));
+        return;
+    }
+    // A client that sends nothing must not hold its slot for ever.
+    c->idle.expires_after(std::chrono::milliseconds(s_.cfg.idle_timeout_ms));
+    c->idle.async_wait([w = std::weak_ptr<Conn>(c)](const boost::system::error_code& ec) {
+        auto c = w.lock();
+        if (ec || !c) return;
+        boost::system::error_code ig;
+        c->sock.close(ig);
+    });
+    serve(c);
 }
 
 void ControlServer::serve(std::shared_ptr<Conn> c) {
     asio::async_read_until(
         c->sock, c->in, '\n', [this, c](const boost::system::error_code& ec, size_t n) {
-            if (ec) return;
+            if (ec) {
+                c->idle.cancel();
+                return;
+            }
             std::string req(asio::buffers_begin(c->in.data()),
                             asio::buffers_begin(c->in.data()) + static_cast<long>(n) - 1);
             if (!req.empty() && req.back() == '\r') req.pop_back();
             if (req == "status") {
                 c->closeAfter = true;
                 send(c, statusJson());
+            } else if (req == "watch" && watchers_.size() >= s_.cfg.max_watchers) {
+                ++refused_;
+                c->closeAfter = true;
+                send(c,
+                     errorJson(fmt::format("too many watchers (control.max_watchers = {})",
+                                           s_.cfg.max_watchers)));
             } else if (req == "watch") {
+                c->idle.cancel();  // a watcher only reads
                 if (watchers_.empty()) {
                     // Cursors start now: a watcher sees what lands after it connected.
                     if (auto m = maxEvidenceId(s_.store->db()); m) lastEvidence_ = *m;
@@ -200,7 +278,7 @@ void ControlServer::serve(std::shared_ptr<Conn> c) {
                     });
             } else {
                 c->closeAfter = true;
-                send(c, nlohmann::json{{"error", "unknown request: " + req.substr(0, 64)}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+                send(c, errorJson("unknown request: " + req.substr(0, 64)));
             }
         });
 }
@@ -217,6 +295,10 @@ std::string ControlServer::statusJson() const {
     j["commits"] = s_.commits;
     j["correlations"] = s_.correlations;
     j["config"] = s_.cfg.path;
+    j["control"] = {{"clients", *live_},
+                    {"watchers", watchers_.size()},
+                    {"refused", refused_},
+                    {"accept_errors", acceptErrors_}};
     auto streams = nlohmann::json::array();
     for (const auto& src : s_.sources)
         for (const auto& st : src->status())
@@ -228,7 +310,8 @@ std::string ControlServer::statusJson() const {
                                {"lag", st.lag},
                                {"lost_records", st.lost_records},
                                {"lost_bytes", st.lost_bytes},
-                               {"active", st.active}});
+                               {"active", st.active},
+                               {"error", st.error}});
     j["streams"] = std::move(streams);
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -20,8 +20,14 @@ struct State;
 ///              (`{"type":"incident",…}`) are committed, until the client closes.
 /// Peers are checked with SO_PEERCRED and SO_PEERGROUPS: root, the daemon's own user, or a
 /// member (primary or supplementary) of the group; others get `{"error":"permission denied"}`.
-/// A watcher that reads too slowly loses lines beyond a bounded queue; the loss is counted
-/// and told to it (`{"type":"dropped","lines":N}`).
+/// A watcher that reads too slowly loses lines beyond its queue (`control.watch_queue_kib`
+/// bytes); the loss is counted and told to it (`{"type":"dropped","lines":N}`).
+/// Limits (gpufaultd.conf(5) [control]): at most `max_clients` connections (one more gets
+/// `{"error":"too many connections …"}` and is closed), at most `max_watchers` watchers
+/// (`{"error":"too many watchers …"}`), and a client that has not sent its request within
+/// `idle_timeout_ms` is closed. When accept(2) fails (EMFILE, ENFILE) the server waits (10 ms,
+/// doubling up to 1 s) before accepting again, and logs it once. `status` reports
+/// `control`: open clients, watchers, refused connections and failed accepts.
 class ControlServer {
   public:
     /// Binds the socket of `s.cfg` (a stale socket file is replaced; one with a live server
@@ -41,6 +47,8 @@ class ControlServer {
   private:
     explicit ControlServer(State& s);
     void accept();
+    void acceptFailed(const boost::system::error_code& ec);
+    void admit(boost::asio::local::stream_protocol::socket sock);
     void serve(std::shared_ptr<Conn> c);
     std::string statusJson() const;
 
@@ -48,6 +56,11 @@ class ControlServer {
     std::string path_;
     gid_t gid_ = static_cast<gid_t>(-1);
     boost::asio::local::stream_protocol::acceptor acceptor_;
+    boost::asio::steady_timer backoff_;  ///< accept retried after a failure
+    uint64_t backoffMs_ = 0;
+    bool acceptFailing_ = false;
+    std::shared_ptr<size_t> live_;  ///< open connections (shared with them)
+    uint64_t refused_ = 0, acceptErrors_ = 0;
     std::set<std::shared_ptr<Conn>> watchers_;
     int64_t lastEvidence_ = 0;
     std::set<std::string> announced_;  ///< incidents told to watchers (first record key)

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <functional>
 
 #include "daemon/control.h"
 #include "daemon/daemon.h"
@@ -26,6 +27,16 @@ namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+/// How long a SIGTERM may spend recomputing incidents before the exit.
+constexpr auto kFinalCorrelation = std::chrono::seconds(1);
+
+/// SIGTERM or SIGINT is pending (blocked while the loop correlates).
+bool exitPending() {
+    sigset_t pending;
+    if (::sigpending(&pending) != 0) return false;
+    return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
+}
+
 class Loop {
   public:
     explicit Loop(State& s)
@@ -45,7 +56,12 @@ class Loop {
 
     void start() {
         bootId_ = readBootId();
-        if (auto m = maxEvidenceId(s_.store->db()); m) lastSnapshotEvidence_ = *m;
+        if (auto m = maxEvidenceId(s_.store->db()); m) {
+            lastSnapshotEvidence_ = *m;
+            // The last correlation may have been interrupted (SIGTERM): do it again.
+            if (auto c = maxIncidentEvidenceId(s_.store->db()); c && *c < *m)
+                scheduleCorrelate();
+        }
         waitSignal();
         armSources();
         uint64_t usec = 0;
@@ -72,6 +88,7 @@ class Loop {
             }
             logLine(6, fmt::format("signal {}: flushing and stopping", sig));
             sd_notify(0, "STOPPING=1");
+            finalCorrelation();
             s_.io.stop();
         });
     }
@@ -227,8 +244,10 @@ class Loop {
     }
 
     /// Kernel fault records name host pids: while such a process lives, what /proc says about
-    /// it (NSpid, cgroup, modules) is stored beside the record. A pid reused by a process that
-    /// started after the record is skipped. At most 64 snapshots per commit.
+    /// it (NSpid, cgroup, modules) is stored beside the record. Only records the kernel wrote
+    /// (Source::kernelRecord) count: a followed file or a unit's output may be written by any
+    /// user, who must not make the daemon read /proc of a pid of their choice. A pid reused by
+    /// a process that started after the record is skipped. At most 64 snapshots per commit.
     void snapshotProcesses() {
         EvidenceFilter f;
         f.after_id = lastSnapshotEvidence_;
@@ -240,7 +259,8 @@ class Loop {
             lastSnapshotEvidence_ = std::max(lastSnapshotEvidence_, e.id);
             bool kernel = e.e.kind == Kind::AmdgpuPageFault || e.e.kind == Kind::NvidiaXid ||
                           e.e.kind == Kind::CpuSegfault;
-            if (!kernel || !e.e.pid || taken >= 64 || !snapshotted_.insert(*e.e.pid).second)
+            if (!kernel || !e.e.pid || taken >= 64 || !fromKernel(e.source_id, e.e.line) ||
+                !snapshotted_.insert(*e.e.pid).second)
                 continue;
             auto p = snapshotProcess(*e.e.pid, bootId_);
             if (!p || !startedBefore(p->start_ticks, e.e.time.kernel_s)) continue;
@@ -255,7 +275,50 @@ class Loop {
         if (snapshotted_.size() > 4096) snapshotted_.clear();
     }
 
+    bool fromKernel(int64_t source_id, uint64_t line) const {
+        for (const auto& src : s_.sources)
+            if (src->kernelRecord(source_id, line)) return true;
+        return false;
+    }
+
+    /// Runs recorrelate() with SIGTERM and SIGINT blocked, stopping when `stop` says so (it is
+    /// asked every few thousand steps: sigpending, the clock); true when it completed.
+    bool correlateUnless(const std::function<bool()>& stop, bool* interrupted) {
+        sigset_t block, old;
+        sigemptyset(&block);
+        sigaddset(&block, SIGTERM);
+        sigaddset(&block, SIGINT);
+        ::pthread_sigmask(SIG_BLOCK, &block, &old);
+        auto n = recorrelate(*s_.store, stop);
+        *interrupted = !n && stop();
+        ::pthread_sigmask(SIG_SETMASK, &old, nullptr);  // a pending signal is handled now
+        if (n) {
+            incidentsStale_ = false;
+            ++s_.correlations;
+            return true;
+        }
+        if (!*interrupted) fail(n.error().message);
+        return false;
+    }
+
+    /// On SIGTERM: what is pending is committed and, when records arrived since the last
+    /// correlation, incidents are recomputed within kFinalCorrelation (a larger store is left
+    /// to the next start; a second signal cuts it at once).
+    void finalCorrelation() {
+        if (!incidentsStale_ || !s_.store_error.empty() || !s_.txn) return;
+        commit();
+        if (s_.txn->open() || !s_.store_error.empty()) return;
+        auto deadline = Clock::now() + kFinalCorrelation;
+        bool interrupted = false;
+        if (!correlateUnless([&] { return Clock::now() > deadline || exitPending(); },
+                             &interrupted) &&
+            interrupted)
+            logLine(5, "incidents not recomputed before exit (longer than 1 s): the next start "
+                       "does it");
+    }
+
     void scheduleCorrelate() {
+        incidentsStale_ = true;
         if (correlateArmed_) return;
         correlateArmed_ = true;
         auto since = Clock::now() - lastCorrelate_;
@@ -267,10 +330,15 @@ class Loop {
             if (s_.txn->open()) commit();
             if (s_.txn->open() || !s_.store_error.empty()) return scheduleCorrelate();
             lastCorrelate_ = Clock::now();
-            auto n = recorrelate(*s_.store);
-            if (!n) return fail(n.error().message);
-            ++s_.correlations;
-            if (s_.control) s_.control->published(true);
+            // A long correlation (hundreds of thousands of records) must not hold SIGTERM up:
+            // a pending SIGTERM or SIGINT ends it, the incidents stay as they were, and the
+            // signal is handled at once (finalCorrelation, then the next start, redo it).
+            bool interrupted = false;
+            if (correlateUnless(exitPending, &interrupted)) {
+                if (s_.control) s_.control->published(true);
+            } else if (interrupted) {
+                logLine(6, "correlation interrupted: exiting");
+            }
         });
     }
 
@@ -330,6 +398,12 @@ class Loop {
         }
         logLine(6, fmt::format("reload: {}", s_.config_path));
         commit();
+        // Counters of the streams that stay go on after the reload (same store only).
+        CarriedCounters before;
+        if (c->store_path == s_.cfg.store_path)
+            for (const auto& src : s_.sources)
+                for (auto& st : src->status())
+                    if (!st.key.empty()) before.emplace(st.key, std::move(st));
         kmsgWait_.close();
         journalWait_.close();
         inotify_.close();
@@ -358,6 +432,7 @@ class Loop {
             }
         }
         (void)openSourcesStep(s);
+        for (auto& src : s.sources) src->carry(before);
         if (!s.control || s.cfg.socket_path != old.socket_path) {
             // A moved socket: the old server is closed but kept alive (queued handlers of its
             // connections refer to it); an unchanged one keeps its clients across the reload.
@@ -382,6 +457,7 @@ class Loop {
     Clock::duration watchdogPeriod_{};
     Clock::time_point lastCorrelate_{};
     bool commitArmed_ = false, correlateArmed_ = false, morePosted_ = false;
+    bool incidentsStale_ = false;  ///< records arrived since the last completed correlation
     uint64_t evidenceSeen_ = 0, linesAtLastPump_ = 0;
     int64_t lastSnapshotEvidence_ = 0;
     std::string bootId_;

@@ -45,8 +45,15 @@ std::expected<std::string, std::string> renderMetrics(State& s) {
         m += fmt::format("gpufault_incidents{{kind=\"{}\",signature=\"{}\"}} {}\n",
                          promLabel(r.kind), promLabel(r.label), r.n);
     std::vector<StreamStatus> streams;
+    uint64_t notFollowed = 0;
     for (const auto& src : s.sources)
-        for (auto& st : src->status()) streams.push_back(std::move(st));
+        for (auto& st : src->status()) {
+            if (!st.error.empty()) {
+                notFollowed += st.not_followed;  // a series each: a directory could flood it
+                continue;
+            }
+            streams.push_back(std::move(st));
+        }
     struct Metric {
         const char* name;
         const char* type;
@@ -69,6 +76,10 @@ std::expected<std::string, std::string> renderMetrics(State& s) {
             m += fmt::format("{}{{source=\"{}\",name=\"{}\"}} {}\n", k.name, st.source,
                              promLabel(st.name), st.*k.field);
     }
+    head("gpufault_files_not_followed",
+         "gauge",
+         "Matching files not followed (cannot open, files.max_open, hard links; gpufault status).");
+    m += fmt::format("gpufault_files_not_followed {}\n", notFollowed);
     head("gpufault_store_bytes", "gauge", "Size of the store (database and write-ahead log).");
     m += fmt::format("gpufault_store_bytes {}\n", storeFileBytes(s.cfg.store_path));
     head("gpufault_store_error", "gauge", "1 while the store cannot be written (disk full, I/O).");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,15 @@ struct StreamStatus {
     uint64_t lost_records = 0;  ///< kmsg records overwritten before they were read
     uint64_t lost_bytes = 0;    ///< bytes truncated away before they were read (at least)
     bool active = true;         ///< false once a rotated or deleted file is finished
+    std::string error;  ///< why it is not followed ("" = followed): open failed, over a cap, …
+    uint64_t not_followed = 0;  ///< files (or patterns) this row stands for that are not followed
+    /// Identity across a reload (device:inode for files, the path for kmsg); "" = none:
+    /// counters of a stream whose key is the same before and after a reload are carried over.
+    std::string key;
 };
+
+/// What `status` showed of each stream before a reload, by StreamStatus::key.
+using CarriedCounters = std::map<std::string, StreamStatus>;
 
 /// A source of lines: reads what is available, feeds its parsers inside `txn`, and writes its
 /// checkpoints when asked. After a failed commit the daemon calls reset(): the source forgets
@@ -79,6 +88,18 @@ class Source {
     virtual std::vector<int64_t> sourceIds() const = 0;
     /// Records stored since the daemon started (the loop re-correlates when it grows).
     virtual uint64_t evidenceStored() const = 0;
+    /// True when the record at `line` of store source `source_id` came from the kernel itself
+    /// (a /dev/kmsg record, a journal entry of `_TRANSPORT=kernel`), which only the kernel can
+    /// write: such records alone may make the daemon read /proc/PID of the pid they name.
+    virtual bool kernelRecord(int64_t source_id, uint64_t line) const {
+        (void)source_id;
+        (void)line;
+        return false;
+    }
+    /// A reload replaced the sources (same store): the counters (lines, evidence, lost
+    /// records and bytes) of streams that stay, by key, go on from `before` instead of 0.
+    /// A source without counters worth keeping leaves it as is.
+    virtual void carry(const CarriedCounters& before) { (void)before; }
 };
 
 }  // namespace gpufault::daemon

@@ -76,8 +76,12 @@ StepResult openSourcesStep(State& s) {
         }
     }
     if (!c.file_globs.empty()) {
-        auto f = std::make_unique<FileTail>(*s.store, c.file_globs, c.dispatch_window,
-                                            std::max<uint64_t>(2 * c.poll_ms, 2000));
+        auto f = std::make_unique<FileTail>(*s.store,
+                                            c.file_globs,
+                                            c.dispatch_window,
+                                            std::max<uint64_t>(2 * c.poll_ms, 2000),
+                                            c.files_max_open,
+                                            c.follow_hardlinks);
         s.files = f.get();
         s.sources.push_back(std::move(f));
     }

@@ -48,7 +48,9 @@ db::Result<IngestSummary> ingestFile(Store& store,
                                      const std::string& path,
                                      const IngestOptions& opt = {});
 
-/// Recomputes incidents from all evidence in the store (one transaction).
-db::Result<size_t> recorrelate(Store& store);
+/// Recomputes incidents from all evidence in the store (one transaction). `stop`, asked
+/// every few thousand steps of the queries, the correlation and the writes, ends it early with
+/// the error "interrupted" and the stored incidents unchanged.
+db::Result<size_t> recorrelate(Store& store, const std::function<bool()>& stop = {});
 
 }  // namespace gpufault

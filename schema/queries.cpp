@@ -295,6 +295,14 @@ db::Result<int64_t> maxEvidenceId(db::Db& d) {
     return s->i64(0);
 }
 
+db::Result<int64_t> maxIncidentEvidenceId(db::Db& d) {
+    auto s = d.prepare("SELECT ifnull(max(evidence_id), 0) FROM incident_evidence");
+    if (!s) return std::unexpected(s.error());
+    auto row = s->step();
+    if (!row) return std::unexpected(row.error());
+    return s->i64(0);
+}
+
 db::Result<std::vector<CountRow>> queryIncidentsBySignature(db::Db& d) {
     auto s = d.prepare(
         "SELECT kind, signature, count(*) FROM incidents GROUP BY 1, 2 ORDER BY 1, 2");

@@ -125,6 +125,9 @@ struct CountRow {
 db::Result<std::vector<CountRow>> queryEvidenceByGpu(db::Db& d);
 /// The highest evidence id (0 for an empty store).
 db::Result<int64_t> maxEvidenceId(db::Db& d);
+/// The highest evidence id any incident holds (0: none): below maxEvidenceId(), the incidents
+/// may be older than the last records (a correlation was interrupted).
+db::Result<int64_t> maxIncidentEvidenceId(db::Db& d);
 db::Result<std::vector<CountRow>> queryIncidentsBySignature(db::Db& d);
 
 /// A run with its id and the number of records its captured output produced.

@@ -108,6 +108,18 @@ void Db::setDeadline(std::chrono::steady_clock::time_point deadline) {
         deadline_.get());
 }
 
+void Db::setInterrupt(const std::function<bool()>* stop) {
+    if (!stop) {
+        sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+        return;
+    }
+    sqlite3_progress_handler(
+        db_,
+        10000,
+        [](void* p) -> int { return (*static_cast<const std::function<bool()>*>(p))() ? 1 : 0; },
+        const_cast<std::function<bool()>*>(stop));
+}
+
 Result<Db> Db::openImmutable(const std::string& path) {
     std::string uri = "file:";
     for (unsigned char c : path) {

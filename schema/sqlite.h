@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <expected>
 #include <memory>
@@ -99,6 +100,9 @@ class Db {
     sqlite3* handle() const { return db_; }
     /// Interrupts statements that run past `deadline` (checked every 10 000 VM steps).
     void setDeadline(std::chrono::steady_clock::time_point deadline);
+    /// Interrupts statements (SQLITE_INTERRUPT, an error) when `*stop` returns true, asked
+    /// every 10 000 VM steps; nullptr removes it (and a deadline). `*stop` must outlive it.
+    void setInterrupt(const std::function<bool()>* stop);
     int64_t lastInsertId() const { return sqlite3_last_insert_rowid(db_); }
     int changes() const { return sqlite3_changes(db_); }
 

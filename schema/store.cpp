@@ -93,7 +93,7 @@ db::Result<void> Store::migrate() {
 
 db::Result<SourceState> Store::source(const SourceIdentity& id) {
     auto sel = db_.prepare(
-        "SELECT id, offset, line, max_line, complete, cursor FROM sources WHERE kind=?1 AND "
+        "SELECT id, offset, line, max_line, complete, cursor, size FROM sources WHERE kind=?1 AND "
         "ifnull(device,-1)=ifnull(?2,-1) AND ifnull(inode,-1)=ifnull(?3,-1) AND "
         "ifnull(fingerprint,'')=?4");
     if (!sel) return std::unexpected(sel.error());
@@ -102,7 +102,7 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
     if (!row) return std::unexpected(row.error());
     if (*row) {
         SourceState s{sel->i64(0), sel->i64(1), sel->i64(2), sel->i64(3), sel->i64(4) != 0,
-                      sel->optStr(5)};
+                      sel->optStr(5), sel->optI64(6).value_or(0)};
         sel->reset();
         auto upd = db_.prepare("UPDATE sources SET path=?2 WHERE id=?1");
         if (!upd) return std::unexpected(upd.error());
@@ -120,7 +120,7 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
         .bind(4, id.inode)
         .bind(5, id.fingerprint);
     if (auto r = ins->run(); !r) return std::unexpected(r.error());
-    return SourceState{db_.lastInsertId(), 0, 0, 0, false, std::nullopt};
+    return SourceState{db_.lastInsertId(), 0, 0, 0, false, std::nullopt, 0};
 }
 
 db::Result<int64_t> Store::addProcess(const ProcessRecord& p) {
@@ -416,6 +416,29 @@ db::Result<void> Store::addWarning(int64_t source_id, const Warning& w) {
     return insWarning_.run();
 }
 
+db::Result<std::vector<UnfinishedFile>> Store::unfinishedFiles(int64_t limit) {
+    auto s = db_.prepare(
+        "SELECT id, path, device, inode, fingerprint, offset, line, max_line, size FROM sources "
+        "WHERE kind='file' AND complete=0 ORDER BY id LIMIT ?1");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, limit);
+    std::vector<UnfinishedFile> out;
+    for (;;) {
+        auto row = s->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        UnfinishedFile f;
+        f.identity.path = s->str(1);
+        f.identity.device = s->optI64(2);
+        f.identity.inode = s->optI64(3);
+        f.identity.fingerprint = s->optStr(4).value_or("");
+        f.state = SourceState{s->i64(0), s->i64(5), s->i64(6), s->i64(7), false, std::nullopt,
+                              s->optI64(8).value_or(0)};
+        out.push_back(std::move(f));
+    }
+    return out;
+}
+
 db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, int64_t size) {
     auto s = db_.prepare(
         "UPDATE sources SET offset=?2, line=?3, max_line=?4, complete=?5, size=?6, cursor=?7, "
@@ -426,7 +449,10 @@ db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, in
     return s->run();
 }
 
-db::Result<void> Store::replaceIncidents(const std::vector<IncidentRecord>& incidents) {
+db::Result<void> Store::replaceIncidents(const std::vector<IncidentRecord>& incidents,
+                                        const std::function<bool()>& stop) {
+    uint64_t rows = 0;
+    auto stopped = [&] { return stop && (++rows & 4095) == 0 && stop(); };
     if (auto r = db_.exec("DELETE FROM incident_evidence; DELETE FROM incidents;"); !r) return r;
     auto ins = db_.prepare(
         "INSERT INTO incidents(kind, vendor, address, pid, process, reason, kernel, signature, "
@@ -444,6 +470,7 @@ db::Result<void> Store::replaceIncidents(const std::vector<IncidentRecord>& inci
         if (auto r = ins->run(); !r) return r;
         int64_t id = db_.lastInsertId();
         for (const auto& m : inc.members) {
+            if (stopped()) return std::unexpected(db::Error{"interrupted"});
             mem->bind(1, id).bind(2, m.evidence_id).bind(3, m.role).bind(4, m.link);
             if (auto r = mem->run(); !r) return r;
         }

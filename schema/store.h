@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -32,6 +33,13 @@ struct SourceState {
     int64_t max_line = 0;   ///< highest line whose context (dispatch counts) is stored
     bool complete = false;  ///< the whole stream was ingested
     std::optional<std::string> cursor;  ///< journal sources: the entry `offset` stands for
+    int64_t size = 0;  ///< the stream's size (bytes) when the checkpoint was written, 0 unknown
+};
+
+/// A file source whose stream was not finished (complete = 0), as a restarted daemon finds it.
+struct UnfinishedFile {
+    SourceIdentity identity;
+    SourceState state;
 };
 
 /// One correlated incident, as written by correlate/ (ids are assigned by the store).
@@ -150,6 +158,8 @@ class Store {
                                       int64_t first_line,
                                       int64_t last_line);
     db::Result<void> addWarning(int64_t source_id, const Warning& w);
+    /// Every `file` source not complete, oldest first (bounded by `limit`).
+    db::Result<std::vector<UnfinishedFile>> unfinishedFiles(int64_t limit);
     /// Commits a checkpoint (call inside the transaction that stored the evidence before it).
     db::Result<void> setPosition(int64_t source_id, const SourceState& st, int64_t size);
     /// Retention: drops every source last written more than `max_age_s` seconds ago, then,
@@ -186,8 +196,10 @@ class Store {
     db::Result<std::optional<int64_t>> evidenceIdOf(int64_t source_id, Kind kind);
     /// Records a run; returns its id.
     db::Result<int64_t> addRun(const RunRecord& r);
-    /// Replaces all incidents (correlation is recomputed after each ingest).
-    db::Result<void> replaceIncidents(const std::vector<IncidentRecord>& incidents);
+    /// Replaces all incidents (correlation is recomputed after each ingest). `stop`, asked
+    /// every 4096 rows, ends it with the error "interrupted" (the caller rolls back).
+    db::Result<void> replaceIncidents(const std::vector<IncidentRecord>& incidents,
+                                      const std::function<bool()>& stop = {});
 
     db::Db& db() { return db_; }
     const std::string& path() const { return path_; }

@@ -1,6 +1,7 @@
 #include "daemon/sources/file_tail.h"
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <fmt/format.h>
 #include <glob.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 #include <set>
 
 #include "collectors/prefix/line_decoder.h"
+#include "daemon/daemon.h"
 
 namespace gpufault::daemon {
 
@@ -99,6 +101,9 @@ struct FileTail::Followed {
     bool copyWait = false;     ///< a copy of a file still being read: waits for its end
     bool busy = false;         ///< being identified (copyWaits does not recurse into it)
     bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
+    uint64_t carriedLines = 0, carriedEvidence = 0;  ///< counted before a reload
+    int64_t checkpointedSize = -1;  ///< `size` at the last checkpoint written
+    uint64_t lostPending = 0;       ///< lost bytes found at identification, not committed yet
     ~Followed() {
         if (fd >= 0) ::close(fd);
     }
@@ -107,12 +112,16 @@ struct FileTail::Followed {
 FileTail::FileTail(Store& store,
                    std::vector<std::string> globs,
                    int window,
-                   uint64_t idle_close_ms)
+                   uint64_t idle_close_ms,
+                   size_t max_open,
+                   bool follow_hardlinks)
     : store_(store),
       globs_(std::move(globs)),
       window_(window),
       idleCloseMs_(idle_close_ms),
-      buf_(kChunk) {}
+      buf_(kChunk),
+      maxOpen_(max_open),
+      followHardlinks_(follow_hardlinks) {}
 
 FileTail::~FileTail() = default;
 
@@ -126,12 +135,59 @@ std::vector<std::string> FileTail::watchDirs() const {
     return {dirs.begin(), dirs.end()};
 }
 
+namespace {
+constexpr size_t kProblemsLogged = 20;  ///< problems logged per scan (then a count)
+constexpr size_t kProblemsShown = 100;  ///< problem rows in status()
+constexpr size_t kProblemsKept = 1000;  ///< problems remembered (a directory may hold millions)
+
+std::string keyText(dev_t dev, ino_t ino) {
+    return fmt::format("file {}:{}", static_cast<uint64_t>(dev), static_cast<uint64_t>(ino));
+}
+}  // namespace
+
+void FileTail::problem(const std::string& path, std::string why) {
+    if (problems_.size() >= kProblemsKept && !problems_.count(path)) {
+        ++problemsUnkept_;
+        return;
+    }
+    problems_[path] = std::move(why);
+}
+
+namespace {
+/// The first error glob(3) met reading a directory (its errfunc has no user data; the daemon
+/// scans on one thread).
+int globErrno = 0;
+int onGlobError(const char*, int err) {
+    if (globErrno == 0) globErrno = err;
+    return 0;  // go on with the other directories
+}
+}  // namespace
+
 void FileTail::scan() {
     scanDue_ = false;
     std::set<Key> seen;
+    problems_.clear();
+    problemsUnkept_ = 0;
+    bool complete = true;  // false: a directory could not be read, files may be missing
+    size_t open = 0, over = 0;
+    for (const auto& [k, f] : files_) open += f->fd >= 0 ? 1 : 0;
+    auto linked = [&](nlink_t n) {
+        return fmt::format("not followed: {} hard links (files.follow_hardlinks = false)", n);
+    };
     for (const auto& pattern : globs_) {
         glob_t g{};
-        if (::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g) == 0) {
+        globErrno = 0;
+        int rc = ::glob(pattern.c_str(), GLOB_NOSORT, onGlobError, &g);
+        if (globErrno != 0 && globErrno != ENOENT && globErrno != ENOTDIR) {
+            // Out of descriptors or memory, or a directory we may not read: what it holds is
+            // unknown, not gone.
+            complete = false;
+            problem(pattern, fmt::format("cannot scan: {}", std::strerror(globErrno)));
+        } else if (rc == GLOB_NOSPACE) {
+            complete = false;
+            problem(pattern, "cannot scan: out of memory");
+        }
+        if (rc == 0) {
             for (size_t i = 0; i < g.gl_pathc; ++i) {
                 std::string path = g.gl_pathv[i];
                 struct stat st {};
@@ -142,23 +198,82 @@ void FileTail::scan() {
                     it->second->path = path;  // renamed within the patterns
                     continue;
                 }
+                if (st.st_nlink > 1 && !followHardlinks_) {
+                    problem(path, linked(st.st_nlink));
+                    continue;
+                }
+                if (open >= maxOpen_) {
+                    ++over;
+                    problem(
+                        path,
+                        fmt::format("not followed: files.max_open = {} files are open", maxOpen_));
+                    continue;
+                }
                 int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-                if (fd < 0) continue;
+                if (fd < 0) {
+                    problem(path, fmt::format("cannot open: {}", std::strerror(errno)));
+                    continue;
+                }
                 struct stat fst {};
                 if (::fstat(fd, &fst) != 0 || fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
                     ::close(fd);
+                    continue;
+                }
+                if (fst.st_nlink > 1 && !followHardlinks_) {  // linked since the lstat
+                    ::close(fd);
+                    problem(path, linked(fst.st_nlink));
                     continue;
                 }
                 auto f = std::make_unique<Followed>();
                 f->path = path;
                 f->key = key;
                 f->fd = fd;
+                if (auto c = carried_.find(keyText(key.first, key.second)); c != carried_.end()) {
+                    // Followed before a reload: its counters go on.
+                    f->carriedLines = c->second.lines;
+                    f->carriedEvidence = c->second.evidence;
+                    f->lost = c->second.lost_bytes;
+                    carried_.erase(c);
+                }
                 files_.emplace(key, std::move(f));
+                ++open;
             }
         }
         ::globfree(&g);
     }
-    for (auto& [key, f] : files_) f->matched = seen.count(key) > 0;
+    carried_.clear();  // streams not found again did not stay
+    for (auto& [key, f] : files_)
+        if (complete || seen.count(key)) f->matched = seen.count(key) > 0;
+    seenComplete_ = complete;
+    if (checkVanished_)
+        seen_ = std::move(seen);
+    else
+        seen_.clear();
+    // Each problem is logged once (again only when it changes), the cap once per episode.
+    if (over > 0 && overCap_ == 0)
+        logLine(4,
+                fmt::format("files.max_open = {} reached: {} matching file(s) not followed "
+                            "(gpufault status lists them)",
+                            maxOpen_,
+                            over));
+    if (complete || over > 0) overCap_ = over;
+    size_t logged = 0, unlogged = 0;
+    for (const auto& [path, why] : problems_) {
+        if (why.rfind("not followed: files.max_open", 0) == 0) continue;
+        auto it = logged_.find(path);
+        if (it != logged_.end() && it->second == why) continue;
+        if (logged++ < kProblemsLogged)
+            logLine(4, fmt::format("{}: {}", path, why));
+        else
+            ++unlogged;
+        logged_[path] = why;
+    }
+    // Beyond those, only their number, when it changes.
+    unlogged += problemsUnkept_;
+    if (unlogged > 0 && unlogged != unloggedBefore_)
+        logLine(4, fmt::format("… and {} more file(s) not followed", unlogged));
+    unloggedBefore_ = unlogged;
+    std::erase_if(logged_, [&](const auto& e) { return problems_.count(e.first) == 0; });
 }
 
 db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
@@ -169,6 +284,8 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     if (head.find('\n') == std::string_view::npos && head.size() < 4096) return false;
     if (compressed(head)) {
         f.ignored = true;
+        ::close(f.fd);  // never read: its descriptor is not kept (files.max_open)
+        f.fd = -1;
         return false;
     }
     if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
@@ -191,6 +308,9 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     if (!src) return std::unexpected(src.error());
     SourceState st = *src;
     if (st.offset > size) {
+        // Truncated while the daemon was down: what its checkpoint had seen and not read is
+        // gone (a stream finished here is complete, its loss counted at the truncation).
+        if (!st.complete) f.lostPending += static_cast<uint64_t>(std::max<int64_t>(st.size - st.offset, 0));
         // Truncated and written again under the same first line: new lines are numbered
         // after the stored ones so that none is taken for a duplicate.
         st.offset = 0;
@@ -338,6 +458,7 @@ db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
     done->stream = std::move(f.stream);
     retired_.push_back(std::move(done));
     f.sum = IngestSummary{};
+    f.carriedLines = f.carriedEvidence = 0;
     return {};
 }
 
@@ -453,7 +574,10 @@ db::Result<bool> FileTail::poll(Txn& txn) {
         auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - f.changed);
         if ((!f.matched || gone) && !*r &&
             static_cast<uint64_t>(idle.count()) >= idleCloseMs_) {
-            // Renamed out of the patterns or deleted, read to its end and idle: finished.
+            // Renamed out of the patterns or deleted, read to its end and idle: finished. A
+            // deleted file never identified (its first line incomplete) takes its bytes along.
+            if (gone && !f.stream && !f.copyWait && !f.ignored)
+                f.lost += static_cast<uint64_t>(f.size);
             if (f.stream)
                 if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
             if (auto e = retire(f, true); !e) return std::unexpected(e.error());
@@ -463,7 +587,51 @@ db::Result<bool> FileTail::poll(Txn& txn) {
         }
         ++it;
     }
+    if (checkVanished_ && seenComplete_)
+        if (auto r = accountVanished(txn); !r) return std::unexpected(r.error());
     return more;
+}
+
+db::Result<void> FileTail::accountVanished(Txn& txn) {
+    constexpr int64_t kRows = 4096;  // per pass; the rest at the next poll
+    auto rows = store_.unfinishedFiles(kRows);
+    if (!rows) return std::unexpected(rows.error());
+    std::set<int64_t> followed;
+    std::set<std::string> heads;  // first lines of followed streams (their copies)
+    for (const auto& [k, f] : files_)
+        if (f->stream) {
+            followed.insert(f->stream->state().id);
+            heads.insert(f->fingerprint);
+        }
+    for (const auto& f : retired_) followed.insert(f->stream->state().id);
+    bool undecided = static_cast<int64_t>(rows->size()) == kRows;
+    for (const auto& r : *rows) {
+        const auto& id = r.identity;
+        bool ours = false;
+        for (const auto& g : globs_)
+            ours = ours || ::fnmatch(g.c_str(), id.path.c_str(), FNM_PATHNAME | FNM_PERIOD) == 0;
+        if (!ours || followed.count(r.state.id) || !id.device || !id.inode) continue;
+        Key key{static_cast<dev_t>(*id.device), static_cast<ino_t>(*id.inode)};
+        if (seen_.count(key)) {
+            auto it = files_.find(key);
+            if (it == files_.end()) continue;  // there, not followed (cap, hard links, open)
+            if (!it->second->stream) {
+                undecided = true;  // not identified yet: it may still be this stream
+                continue;
+            }
+            // The inode holds another stream now: this one was truncated (or deleted and its
+            // inode reused) while the daemon was down.
+        }
+        if (heads.count(id.fingerprint)) continue;  // a copy of it may hold its bytes
+        if (auto e = txn.ensure(); !e) return e;
+        SourceState done = r.state;
+        done.complete = true;
+        if (auto e = store_.setPosition(done.id, done, done.size); !e) return e;
+        vanishedLost_ += static_cast<uint64_t>(std::max<int64_t>(done.size - done.offset, 0));
+        ++vanishedStreams_;
+    }
+    checkVanished_ = undecided;
+    return {};
 }
 
 db::Result<void> FileTail::flushIdle(Txn& txn) {
@@ -477,16 +645,23 @@ db::Result<void> FileTail::flushIdle(Txn& txn) {
 }
 
 uint64_t FileTail::uncommittedLines() const {
-    uint64_t n = retired_.size();
+    // A size not recorded yet counts as a line: the checkpoint keeps what was seen (a partial
+    // last line), which a restart counts lost if the file is gone by then.
+    uint64_t n = retired_.size() + vanishedStreams_;
     for (const auto& [k, f] : files_)
-        if (f->stream) n += f->stream->uncommittedLines() + (f->resumed ? 1 : 0);
+        if (f->stream)
+            n += f->stream->uncommittedLines() + (f->resumed ? 1 : 0) +
+                 (f->size != f->checkpointedSize || f->lostPending > 0 ? 1 : 0);
     return n;
 }
 
 db::Result<void> FileTail::checkpoint() {
     for (auto& [k, f] : files_)
-        if (f->stream && f->stream->uncommittedLines() > 0)
+        if (f->stream && (f->stream->uncommittedLines() > 0 || f->size != f->checkpointedSize ||
+                          f->lostPending > 0)) {
             if (auto r = f->stream->checkpoint(f->offset, false, f->size); !r) return r;
+            f->checkpointedSize = f->size;
+        }
     return {};
 }
 
@@ -494,7 +669,12 @@ void FileTail::committed() {
     for (auto& [k, f] : files_) {
         if (f->stream) f->stream->committed();
         f->resumed = false;
+        f->lost += f->lostPending;
+        f->lostPending = 0;
     }
+    retiredLost_ += vanishedLost_;
+    vanishedLost_ = 0;
+    vanishedStreams_ = 0;
     for (auto& f : retired_) retiredEvidence_ += f->sum.evidenceTotal();
     retired_.clear();
 }
@@ -504,6 +684,9 @@ void FileTail::reset() {
     retired_.clear();
     finished_.clear();  // what they read was rolled back
     scanDue_ = true;
+    checkVanished_ = true;
+    vanishedLost_ = 0;
+    vanishedStreams_ = 0;
 }
 
 std::vector<StreamStatus> FileTail::status() const {
@@ -516,11 +699,31 @@ std::vector<StreamStatus> FileTail::status() const {
                    : f->ignored  ? "skipped (compressed)"
                    : f->copyWait ? "waiting: a copy of a file still being read"
                                  : "waiting for a first line";
-        s.lines = f->sum.lines;
-        s.evidence = f->sum.evidenceTotal();
+        s.lines = f->carriedLines + f->sum.lines;
+        s.evidence = f->carriedEvidence + f->sum.evidenceTotal();
         s.lag = static_cast<uint64_t>(std::max<int64_t>(f->size - f->offset, 0));
         s.lost_bytes = f->lost;
         s.active = f->matched;
+        s.key = keyText(k.first, k.second);
+        out.push_back(std::move(s));
+    }
+    size_t shown = 0;
+    for (const auto& [path, why] : problems_) {
+        if (shown++ == kProblemsShown) {
+            StreamStatus s;
+            s.source = "file";
+            s.name = fmt::format("({} more files not followed)",
+                                 problems_.size() - kProblemsShown + problemsUnkept_);
+            s.position = s.error = "not followed";
+            s.not_followed = problems_.size() - kProblemsShown + problemsUnkept_;
+            out.push_back(std::move(s));
+            break;
+        }
+        StreamStatus s;
+        s.source = "file";
+        s.name = path;
+        s.position = s.error = why;
+        s.not_followed = 1;
         out.push_back(std::move(s));
     }
     if (retiredLost_ > 0) {
@@ -531,9 +734,16 @@ std::vector<StreamStatus> FileTail::status() const {
         s.position = "-";
         s.lost_bytes = retiredLost_;
         s.active = false;
+        s.key = "file (finished files)";
         out.push_back(std::move(s));
     }
     return out;
+}
+
+void FileTail::carry(const CarriedCounters& before) {
+    carried_ = before;  // applied to the files the first scan finds again
+    if (auto it = before.find("file (finished files)"); it != before.end())
+        retiredLost_ += it->second.lost_bytes;
 }
 
 std::vector<int64_t> FileTail::sourceIds() const {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,16 @@ namespace gpufault::daemon {
 /// and finished once idle. Truncation is seen by the size, or by the first line when the file
 /// grew past the read offset again between two looks. Compressed files (gzip, zstd, xz, bzip2
 /// magic) are skipped.
+/// Limits: at most `max_open` files are followed at once (one descriptor each; compressed
+/// files are skipped and hold none); a regular file with more than one hard link is not
+/// followed unless `follow_hardlinks` (a user could link a file they may read into a followed
+/// directory, and the daemon reads as root). A file not followed (open failed, over the cap,
+/// hard links) shows in status() with the reason and is logged once, not at every scan.
+/// Lost bytes (status `lost_bytes`): what the daemon saw (a size) and had not read when the
+/// bytes disappeared: at a truncation, size at the last look − offset read; a deleted file
+/// never identified (a partial first line), its size; after a restart, from the checkpoints:
+/// a stream whose file is gone, or truncated below its offset, counts its recorded size − its
+/// offset. Counted once the transaction that finishes the stream is committed.
 /// copytruncate: a new file with the first line of a followed stream, no larger than it and
 /// the same as its start, is a copy: it waits until that stream is finished (truncated,
 /// renamed away, deleted), then resumes where the stream ended when its bytes up to there are
@@ -35,7 +46,12 @@ class FileTail final : public Source {
   public:
     /// `window`: dispatches kept per runtime thread; `idle_close_ms`: how long a file that no
     /// longer matches (renamed, deleted) must stay unchanged before it is finished.
-    FileTail(Store& store, std::vector<std::string> globs, int window, uint64_t idle_close_ms);
+    FileTail(Store& store,
+             std::vector<std::string> globs,
+             int window,
+             uint64_t idle_close_ms,
+             size_t max_open = 512,
+             bool follow_hardlinks = false);
     ~FileTail() override;
 
     /// Next poll() re-expands the patterns (called on the poll timer and on inotify events).
@@ -52,6 +68,7 @@ class FileTail final : public Source {
     std::vector<StreamStatus> status() const override;
     uint64_t evidenceStored() const override;
     std::vector<int64_t> sourceIds() const override;
+    void carry(const CarriedCounters& before) override;
 
   private:
     struct Followed;
@@ -71,6 +88,12 @@ class FileTail final : public Source {
         uint64_t lost = 0;  ///< bytes its truncation counted lost, which a copy may hold
     };
     void scan();
+    /// After a restart: unfinished streams of the store whose file is gone from the patterns,
+    /// or whose inode now holds another stream, are finished, and what they had seen and not
+    /// read counted lost (once: they are marked complete in `txn`).
+    db::Result<void> accountVanished(Txn& txn);
+    /// A matching file is not followed: why (kept for status(), logged once).
+    void problem(const std::string& path, std::string why);
     db::Result<bool> read(Txn& txn, Followed& f);
     db::Result<bool> identify(Txn& txn, Followed& f, int64_t size);
     db::Result<void> retire(Followed& f, bool feed_partial);
@@ -102,6 +125,19 @@ class FileTail final : public Source {
     std::vector<Finished> finished_;                  ///< lately, newest last (copytruncate)
     std::vector<char> buf_;
     uint64_t retiredEvidence_ = 0, retiredLost_ = 0;
+    size_t maxOpen_;
+    bool followHardlinks_;
+    std::map<std::string, std::string> problems_;  ///< path → why not followed (last scan)
+    size_t problemsUnkept_ = 0;  ///< problems beyond kProblemsKept (counted only)
+    size_t unloggedBefore_ = 0;  ///< problems not logged one by one at the last scan
+    std::map<std::string, std::string> logged_;    ///< what was logged (once per path)
+    size_t overCap_ = 0;                           ///< files over max_open at the last scan
+    std::set<Key> seen_;         ///< files the last scan matched (followed or not)
+    bool seenComplete_ = false;  ///< the last scan read every directory
+    bool checkVanished_ = true;  ///< accountVanished() still to run (after a start or reset)
+    uint64_t vanishedLost_ = 0;  ///< counted by accountVanished, not committed yet
+    uint64_t vanishedStreams_ = 0;  ///< streams it finished, not committed yet
+    CarriedCounters carried_;                      ///< from before a reload, by key
 };
 
 }  // namespace gpufault::daemon

@@ -15,6 +15,7 @@ namespace {
 
 constexpr int kEntriesPerPoll = 4096;
 constexpr size_t kRemembered = 65536;
+constexpr size_t kKernelRanges = 65536;  ///< kernel line ranges remembered (kernelRecord)
 
 /// A field's value ("" when absent).
 std::string field(sd_journal* j, const char* name) {
@@ -157,12 +158,21 @@ db::Result<bool> JournalSource::poll(Txn& txn) {
         }
         std::string prefix = journalLinePrefix(e);
         std::string_view msg = e.message;
+        uint64_t first = stream_->lineNo() + 1;
         do {
             auto nl = msg.find('\n');
             std::string line = prefix + std::string(msg.substr(0, nl));
             stream_->feed(line, counter_, false);
             msg = nl == std::string_view::npos ? std::string_view() : msg.substr(nl + 1);
         } while (!msg.empty());
+        if (e.transport == "kernel") {
+            // _TRANSPORT is a trusted field: journald sets it, a client cannot.
+            if (!kernelLines_.empty() && kernelLines_.back().second + 1 == first)
+                kernelLines_.back().second = stream_->lineNo();
+            else
+                kernelLines_.emplace_back(first, stream_->lineNo());
+            if (kernelLines_.size() > kKernelRanges) kernelLines_.pop_front();
+        }
         if (stream_->error()) return std::unexpected(*stream_->error());
     }
     return true;
@@ -237,8 +247,18 @@ void JournalSource::committed() {
     if (stream_) stream_->committed();
 }
 
+bool JournalSource::kernelRecord(int64_t source_id, uint64_t line) const {
+    if (!stream_ || source_id != stream_->state().id) return false;
+    for (auto r = kernelLines_.rbegin(); r != kernelLines_.rend(); ++r) {
+        if (line > r->second) return false;  // between two kernel ranges: a unit's line
+        if (line >= r->first) return true;
+    }
+    return false;
+}
+
 void JournalSource::reset() {
     stream_.reset();  // the next poll seeks to the committed cursor again
+    kernelLines_.clear();
     coresUncommitted_ = 0;
     sum_ = IngestSummary{};
 }
@@ -249,14 +269,20 @@ std::vector<StreamStatus> JournalSource::status() const {
     s.name = name();
     s.position = stream_ && stream_->state().cursor ? "cursor " + *stream_->state().cursor
                                                     : std::string(j_ ? "not started" : "closed");
-    s.lines = sum_.lines;
-    s.evidence = sum_.evidenceTotal();
-    s.lost_records = lost_;
+    s.key = s.source + " " + s.name;
+    s.lines = carried_.lines + sum_.lines;
+    s.evidence = carried_.evidence + sum_.evidenceTotal();
+    s.lost_records = carried_.lost_records + lost_;
     return {s};
 }
 
 uint64_t JournalSource::evidenceStored() const {
     return sum_.evidenceTotal() + cores_;
+}
+
+void JournalSource::carry(const CarriedCounters& before) {
+    auto now = status();
+    if (auto it = before.find(now.front().key); it != before.end()) carried_ = it->second;
 }
 
 std::vector<int64_t> JournalSource::sourceIds() const {

@@ -48,6 +48,10 @@ class JournalSource final : public Source {
     std::vector<StreamStatus> status() const override;
     uint64_t evidenceStored() const override;
     std::vector<int64_t> sourceIds() const override;
+    void carry(const CarriedCounters& before) override;
+    /// Lines fed from `_TRANSPORT=kernel` entries (this process's recent ones) are kernel
+    /// records; a unit's output, whatever it prints, is not.
+    bool kernelRecord(int64_t source_id, uint64_t line) const override;
 
     /// How systemd-coredump's core files are read (decompression cap, temporary directory).
     CrashOptions& crashOptions() { return crash_; }
@@ -70,6 +74,9 @@ class JournalSource final : public Source {
     std::deque<std::pair<int64_t, std::string>> cursors_;  ///< (position, cursor), recent
     std::string lastCursor_;
     uint64_t lost_ = 0;
+    StreamStatus carried_;  ///< counters from before a reload
+    /// Line ranges [first, last] fed from kernel-transport entries, oldest first (bounded).
+    std::deque<std::pair<uint64_t, uint64_t>> kernelLines_;
     CrashOptions crash_;
     uint64_t cores_ = 0;  ///< systemd-coredump entries stored
     uint64_t coresUncommitted_ = 0;

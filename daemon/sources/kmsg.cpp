@@ -132,15 +132,26 @@ std::vector<StreamStatus> KmsgSource::status() const {
     s.name = path_;
     s.position = stream_ ? fmt::format("seq {} (boot {})", stream_->state().offset, bootId_)
                          : std::string(fd_ < 0 ? "closed" : "not started");
-    s.lines = sum_.lines;
-    s.evidence = sum_.evidenceTotal();
-    s.lost_records = lost_;
+    s.key = s.source + " " + s.name;
+    s.lines = carried_.lines + sum_.lines;
+    s.evidence = carried_.evidence + sum_.evidenceTotal();
+    s.lost_records = carried_.lost_records + lost_;
     return {s};
+}
+
+void KmsgSource::carry(const CarriedCounters& before) {
+    auto now = status();
+    if (auto it = before.find(now.front().key); it != before.end()) carried_ = it->second;
 }
 
 std::vector<int64_t> KmsgSource::sourceIds() const {
     if (!stream_) return {};
     return {stream_->state().id};
+}
+
+bool KmsgSource::kernelRecord(int64_t source_id, uint64_t line) const {
+    (void)line;
+    return stream_ && source_id == stream_->state().id;
 }
 
 uint64_t KmsgSource::evidenceStored() const {

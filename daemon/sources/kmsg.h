@@ -39,6 +39,9 @@ class KmsgSource final : public Source {
     std::vector<StreamStatus> status() const override;
     uint64_t evidenceStored() const override;
     std::vector<int64_t> sourceIds() const override;
+    void carry(const CarriedCounters& before) override;
+    /// Every /dev/kmsg record is the kernel's (only root may write into the ring buffer).
+    bool kernelRecord(int64_t source_id, uint64_t line) const override;
 
   private:
     Store& store_;
@@ -51,6 +54,7 @@ class KmsgSource final : public Source {
     uint64_t nextSeq_ = 0;    ///< the sequence number expected next
     bool haveNext_ = false;
     uint64_t lost_ = 0;
+    StreamStatus carried_;  ///< counters from before a reload
     std::vector<char> buf_;
 };
 

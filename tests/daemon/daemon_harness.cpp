@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/process.h"
+
 namespace gpufault::testing {
 
 DaemonProcess::DaemonProcess(std::string binary, std::string config, std::string dir,
@@ -116,6 +118,87 @@ std::string DaemonProcess::stderrText() const {
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+Watcher::Watcher(const std::string& path, const std::string& request) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+    std::string req = request.empty() ? "" : request + "\n";
+    ok_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+          ::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
+}
+
+Watcher::~Watcher() {
+    ::close(fd_);
+}
+
+nlohmann::json Watcher::next(std::chrono::milliseconds timeout) {
+    auto end = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        if (auto nl = buf_.find('\n'); nl != std::string::npos) {
+            auto line = buf_.substr(0, nl);
+            buf_.erase(0, nl + 1);
+            return nlohmann::json::parse(line, nullptr, false);
+        }
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            end - std::chrono::steady_clock::now());
+        pollfd p{fd_, POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return nullptr;
+        char b[65536];
+        ssize_t n = ::read(fd_, b, sizeof b);
+        if (n <= 0) return nullptr;
+        buf_.append(b, static_cast<size_t>(n));
+    }
+}
+
+bool Watcher::closedByPeer(std::chrono::milliseconds timeout) {
+    auto end = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            end - std::chrono::steady_clock::now());
+        pollfd p{fd_, POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+        char b[65536];
+        ssize_t n = ::read(fd_, b, sizeof b);
+        if (n <= 0) return true;
+    }
+}
+
+bool writeJournal(const std::string& file, const std::vector<JournalFields>& entries) {
+    std::string exp;
+    for (const auto& e : entries) {
+        for (const auto& [k, v] : e) exp += k + "=" + v + "\n";
+        exp += "\n";
+    }
+    TempDir t;
+    writeFile(t.file("in.export"), exp);
+    auto r = run({"/lib/systemd/systemd-journal-remote", "--output=" + file, t.file("in.export")});
+    return r.status == 0;
+}
+
+JournalFields kernelEntry(uint64_t mono_us, const std::string& msg) {
+    return {{"__REALTIME_TIMESTAMP", std::to_string(1764480000000000 + mono_us)},
+            {"__MONOTONIC_TIMESTAMP", std::to_string(mono_us)},
+            {"_BOOT_ID", "5c040de43e9d429a9ca3d2c93965225b"},
+            {"_TRANSPORT", "kernel"},
+            {"PRIORITY", "3"},
+            {"SYSLOG_IDENTIFIER", "kernel"},
+            {"_HOSTNAME", "node7"},
+            {"MESSAGE", msg}};
+}
+
+JournalFields unitEntry(const std::string& unit, uint64_t mono_us, const std::string& msg) {
+    return {{"__REALTIME_TIMESTAMP", std::to_string(1764480000000000 + mono_us)},
+            {"__MONOTONIC_TIMESTAMP", std::to_string(mono_us)},
+            {"_BOOT_ID", "5c040de43e9d429a9ca3d2c93965225b"},
+            {"_TRANSPORT", "stdout"},
+            {"_SYSTEMD_UNIT", unit},
+            {"SYSLOG_IDENTIFIER", "python3"},
+            {"_PID", "4242"},
+            {"_HOSTNAME", "node7"},
+            {"MESSAGE", msg}};
 }
 
 std::string controlRequest(const std::string& socket_path, const std::string& request,

@@ -4,6 +4,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +48,40 @@ class DaemonProcess {
 /// closes or `timeout` passes ("" when it cannot connect).
 std::string controlRequest(const std::string& socket_path, const std::string& request,
                            std::chrono::milliseconds timeout = std::chrono::milliseconds(2000));
+
+/// A `watch` client kept open: lines arrive as the daemon commits.
+class Watcher {
+  public:
+    /// Connects to `path` and sends `request` ("watch"); ok() tells whether both worked.
+    explicit Watcher(const std::string& path, const std::string& request = "watch");
+    ~Watcher();
+    Watcher(const Watcher&) = delete;
+    Watcher& operator=(const Watcher&) = delete;
+    bool ok() const { return ok_; }
+    /// The next JSON line, or null after `timeout` or when the daemon closed the connection.
+    nlohmann::json next(std::chrono::milliseconds timeout);
+    /// True once the daemon has closed the connection (reads end), within `timeout`; lines
+    /// still unread are discarded.
+    bool closedByPeer(std::chrono::milliseconds timeout);
+
+  private:
+    int fd_ = -1;
+    bool ok_ = false;
+    std::string buf_;
+};
+
+/// One journal entry: field → value (systemd.journal-fields(7)).
+using JournalFields = std::map<std::string, std::string>;
+
+/// Writes journal entries (export format, systemd-journal-export-formats(7)) into a journal
+/// file with systemd-journal-remote, as journald would have stored them; false on failure.
+bool writeJournal(const std::string& file, const std::vector<JournalFields>& entries);
+
+/// A `_TRANSPORT=kernel` entry of boot 5c040de4… at `mono_us` µs after boot.
+JournalFields kernelEntry(uint64_t mono_us, const std::string& msg);
+
+/// A line of `unit`'s standard output (`_TRANSPORT=stdout`, python3[4242]) at `mono_us`.
+JournalFields unitEntry(const std::string& unit, uint64_t mono_us, const std::string& msg);
 
 /// Polls `pred` every 10 ms until it holds or `timeout` passes.
 template <typename F>

@@ -24,6 +24,12 @@ TEST(DaemonConfig, EmptyFileGivesTheDocumentedDefaults) {
     EXPECT_TRUE(c->kmsg);
     EXPECT_EQ(c->socket_path, "/run/gpufault/gpufaultd.sock");
     EXPECT_TRUE(c->file_globs.empty());
+    EXPECT_EQ(c->files_max_open, 512u);
+    EXPECT_FALSE(c->follow_hardlinks);
+    EXPECT_EQ(c->max_clients, 64u);
+    EXPECT_EQ(c->idle_timeout_ms, 10000u);
+    EXPECT_EQ(c->max_watchers, 16u);
+    EXPECT_EQ(c->watch_queue_kib, 4096u);
 }
 
 TEST(DaemonConfig, EveryKeyIsRead) {
@@ -48,9 +54,15 @@ units = ["train.service", "slurmd.service"]
 globs = ["/var/log/jobs/*.log*", "/tmp/hip_*"]
 poll_interval_ms = 250
 inotify = false
+max_open = 100
+follow_hardlinks = true
 [control]
 socket = "/run/g.sock"
 group = "wheel"
+max_clients = 8
+idle_timeout_ms = 2000
+max_watchers = 2
+watch_queue_kib = 256
 [metrics]
 path = "/var/lib/node_exporter/gpufault.prom"
 interval_ms = 5000
@@ -75,6 +87,12 @@ interval_ms = 5000
     EXPECT_FALSE(c->inotify);
     EXPECT_EQ(c->socket_path, "/run/g.sock");
     EXPECT_EQ(c->socket_group, "wheel");
+    EXPECT_EQ(c->files_max_open, 100u);
+    EXPECT_TRUE(c->follow_hardlinks);
+    EXPECT_EQ(c->max_clients, 8u);
+    EXPECT_EQ(c->idle_timeout_ms, 2000u);
+    EXPECT_EQ(c->max_watchers, 2u);
+    EXPECT_EQ(c->watch_queue_kib, 256u);
     EXPECT_EQ(c->metrics_path, "/var/lib/node_exporter/gpufault.prom");
     EXPECT_EQ(c->metrics_ms, 5000u);
 }

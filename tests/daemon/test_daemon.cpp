@@ -62,46 +62,6 @@ struct Fixture {
     }
 };
 
-/// A `watch` client kept open: lines arrive as the daemon commits.
-class Watcher {
-  public:
-    explicit Watcher(const std::string& path) {
-        fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_un a{};
-        a.sun_family = AF_UNIX;
-        std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-        ok_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-              ::write(fd_, "watch\n", 6) == 6;
-    }
-    ~Watcher() { ::close(fd_); }
-    bool ok() const { return ok_; }
-    /// The next JSON line, or null after `timeout`.
-    nlohmann::json next(std::chrono::milliseconds timeout) {
-        auto end = std::chrono::steady_clock::now() + timeout;
-        for (;;) {
-            if (auto nl = buf_.find('\n'); nl != std::string::npos) {
-                auto line = buf_.substr(0, nl);
-                buf_.erase(0, nl + 1);
-                return nlohmann::json::parse(line, nullptr, false);
-            }
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                end - std::chrono::steady_clock::now());
-            pollfd p{fd_, POLLIN, 0};
-            if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0)
-                return nullptr;
-            char b[4096];
-            ssize_t n = ::read(fd_, b, sizeof b);
-            if (n <= 0) return nullptr;
-            buf_.append(b, static_cast<size_t>(n));
-        }
-    }
-
-  private:
-    int fd_ = -1;
-    bool ok_ = false;
-    std::string buf_;
-};
-
 /// /dev/kmsg for writing tagged test records, or -1 with the reason to skip.
 int openKmsgForTests(std::string& why) {
     if (std::getenv("GPUFAULT_TEST_NO_KMSG")) {
@@ -428,48 +388,6 @@ TEST(Daemon, SnapshotsTheProcessAKernelFaultRecordNamesWhileItLives) {
     EXPECT_NE(show.out.find(fmt::format("  snapshot   sh pid {} (ppid", child)), std::string::npos)
         << show.out;
 }
-
-namespace {
-
-/// Writes journal entries (export format, systemd-journal-export-formats(7)) into a journal
-/// file with systemd-journal-remote, as journald would have stored them.
-bool writeJournal(const std::string& file, const std::vector<std::map<std::string, std::string>>& entries) {
-    std::string exp;
-    for (const auto& e : entries) {
-        for (const auto& [k, v] : e) exp += k + "=" + v + "\n";
-        exp += "\n";
-    }
-    TempDir t;
-    writeFile(t.file("in.export"), exp);
-    auto r = run({"/lib/systemd/systemd-journal-remote", "--output=" + file, t.file("in.export")});
-    return r.status == 0;
-}
-
-std::map<std::string, std::string> kernelEntry(uint64_t mono_us, const std::string& msg) {
-    return {{"__REALTIME_TIMESTAMP", std::to_string(1764480000000000 + mono_us)},
-            {"__MONOTONIC_TIMESTAMP", std::to_string(mono_us)},
-            {"_BOOT_ID", "5c040de43e9d429a9ca3d2c93965225b"},
-            {"_TRANSPORT", "kernel"},
-            {"PRIORITY", "3"},
-            {"SYSLOG_IDENTIFIER", "kernel"},
-            {"_HOSTNAME", "node7"},
-            {"MESSAGE", msg}};
-}
-
-std::map<std::string, std::string> unitEntry(const std::string& unit, uint64_t mono_us,
-                                             const std::string& msg) {
-    return {{"__REALTIME_TIMESTAMP", std::to_string(1764480000000000 + mono_us)},
-            {"__MONOTONIC_TIMESTAMP", std::to_string(mono_us)},
-            {"_BOOT_ID", "5c040de43e9d429a9ca3d2c93965225b"},
-            {"_TRANSPORT", "stdout"},
-            {"_SYSTEMD_UNIT", unit},
-            {"SYSLOG_IDENTIFIER", "python3"},
-            {"_PID", "4242"},
-            {"_HOSTNAME", "node7"},
-            {"MESSAGE", msg}};
-}
-
-}  // namespace
 
 TEST(Daemon, ReadsTheJournalsKernelAndUnitEntriesOnceAcrossKill9) {
     if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)

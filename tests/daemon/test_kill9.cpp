@@ -25,10 +25,14 @@
 //    file (as it did when a file was truncated and written past the old read offset between
 //    two looks: TruncatedAndRegrownBetweenTwoLooksIsReadFromTheStart).
 //  * Reported loss: on truncation the daemon counts lost_bytes += (the size at its last look −
-//    its read offset), i.e. bytes it saw and had not read. What was written after its last
-//    look and truncated before its next one, what a file deleted before it opened it held,
-//    what was truncated while it was dead, and what it read but had not committed when it was
-//    killed, are all unknowable to it. So reported ≤ missing ≤ removed, where missing is the
+//    its read offset), i.e. bytes it saw and had not read; a deleted file whose first line it
+//    never saw complete counts its size; after a restart, a stream whose file is gone (or
+//    truncated below its checkpoint) counts the size its last checkpoint recorded − that
+//    checkpoint's offset (LostBytesTheDaemonSawAreCountedAlsoAcrossARestart in
+//    test_hostile.cpp). What was written after its last look and truncated before its next
+//    one, what a file deleted before it opened it held, what was written while it was dead,
+//    and what it read but had not committed when it was killed, are all unknowable to it.
+//    So reported ≤ missing ≤ removed, where missing is the
 //    ledger's count of bytes removed unread (the removed lines the store lacks). Equality
 //    holds when the daemon saw everything that was removed unread: asserted exactly in
 //    PartialLineSeenThenTruncatedIsReportedLostExactly. (`status` shows only the files still
