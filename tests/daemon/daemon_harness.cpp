@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "schema/sqlite.h"
 #include "tests/support/process.h"
 
 namespace gpufault::testing {
@@ -229,6 +230,15 @@ std::string controlRequest(const std::string& socket_path, const std::string& re
     }
     ::close(fd);
     return out;
+}
+
+int64_t storeCount(const std::string& store_path, const std::string& sql) {
+    auto d = db::Db::open(store_path, true, false);
+    if (!d) return -1;
+    auto s = d->prepare(sql);
+    if (!s) return -1;
+    auto r = s->step();
+    return r && *r ? s->i64(0) : -1;
 }
 
 }  // namespace gpufault::testing

@@ -44,6 +44,10 @@ class DaemonProcess {
     std::vector<std::string> notes_;
 };
 
+/// One integer from the store at `store_path`, read beside a running daemon (WAL, read-only);
+/// -1 when the store or the statement fails or gives no row.
+int64_t storeCount(const std::string& store_path, const std::string& sql);
+
 /// Sends one request line to a Unix socket and returns everything read until the server
 /// closes or `timeout` passes ("" when it cannot connect).
 std::string controlRequest(const std::string& socket_path, const std::string& request,

@@ -34,14 +34,7 @@ struct Fixture {
             sock,
             extra);
     }
-    int64_t count(const std::string& sql) const {
-        auto d = gpufault::db::Db::open(store, true, false);
-        if (!d) return -1;
-        auto s = d->prepare(sql);
-        if (!s) return -1;
-        auto r = s->step();
-        return r && *r ? s->i64(0) : -1;
-    }
+    int64_t count(const std::string& sql) const { return storeCount(store, sql); }
 };
 
 std::vector<std::pair<std::string, std::string>> coredumpFields(const std::string& pid,

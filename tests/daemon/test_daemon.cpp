@@ -52,14 +52,7 @@ struct Fixture {
         std::ofstream(logs + "/" + name, std::ios::app) << text << std::flush;
     }
     /// One integer from the store, read beside the running daemon (WAL).
-    int64_t count(const std::string& sql) const {
-        auto d = gpufault::db::Db::open(store, true, false);
-        if (!d) return -1;
-        auto s = d->prepare(sql);
-        if (!s) return -1;
-        auto r = s->step();
-        return r && *r ? s->i64(0) : -1;
-    }
+    int64_t count(const std::string& sql) const { return storeCount(store, sql); }
 };
 
 /// /dev/kmsg for writing tagged test records, or -1 with the reason to skip.

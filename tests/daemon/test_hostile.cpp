@@ -62,14 +62,7 @@ struct Fixture {
     void append(const std::string& name, const std::string& text) const {
         std::ofstream(logs + "/" + name, std::ios::app) << text << std::flush;
     }
-    int64_t count(const std::string& sql) const {
-        auto d = gpufault::db::Db::open(store, true, false);
-        if (!d) return -1;
-        auto s = d->prepare(sql);
-        if (!s) return -1;
-        auto r = s->step();
-        return r && *r ? s->i64(0) : -1;
-    }
+    int64_t count(const std::string& sql) const { return storeCount(store, sql); }
     nlohmann::json status() const {
         return nlohmann::json::parse(controlRequest(sock, "status"), nullptr, false);
     }
