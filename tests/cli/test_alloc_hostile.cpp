@@ -80,3 +80,30 @@ TEST(AllocGenerations, CutShortRewrittenOrGarbageKeepsTheStoredRows) {
     EXPECT_EQ(query(db, count), "n\n4\n");
     EXPECT_EQ(query(db, "SELECT count(*) AS n FROM sources WHERE kind = 'alloc'"), "n\n4\n");
 }
+
+TEST(AllocRecords, NullPointersUnmatchedFreesAndRepeatedKeysAreWarnedPerLine) {
+    TempDir dir;
+    std::string db = dir.file("g.db"), f = dir.file("gpufault-alloc.4528.log");
+    writeFile(f,
+              kStart + alloc(0, 4096) +  // line 2: ptr=0, rc=0
+                  "gpufault.alloc 1 free api=hipFree ptr=0x7a5895200000 size=0 rc=0 pid=4528\n"
+                  "gpufault.alloc 1 free api=hipFree ptr=0x0 size=0 rc=0 pid=4528\n"  // a no-op
+                  "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7a5895200000 size=100 rc=0 "
+                  "pid=4528 ptr=0x1 size=99999999999999 pid=1\n" +
+                  alloc(0x7a5895400000, 4096));
+    auto r = run({GPUFAULT_BIN, "--db", db, "ingest", f});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find(f + ":2: alloc record with ptr=0 and rc=0: no allocation stored"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(f + ":3: free of 0x7a5895200000 with no open allocation in this file"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find(f + ":4:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(f + ":5: repeated key 'ptr': record refused"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("1 allocations (0 freed), 0 failed calls, 3 warnings"), std::string::npos)
+        << r.out;
+    EXPECT_EQ(query(db, "SELECT pid, ptr, end FROM allocations"),
+              "pid\tptr\tend\n4528\t134520879710208\t134520879714304\n");
+    EXPECT_EQ(query(db, "SELECT line FROM warnings ORDER BY line"), "line\n2\n3\n5\n");
+}
