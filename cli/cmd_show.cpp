@@ -21,9 +21,18 @@ namespace {
 
 /// The modules that say which GPU runtime a process ran: HIP, ROCr, CUDA, the math libraries.
 bool runtimeModule(const std::string& path) {
-    for (const char* k : {"libamdhip64", "libhsa-runtime64", "libcudart", "libcuda.so",
-                          "librocblas", "libhipblaslt", "libMIOpen", "librccl", "libnccl",
-                          "libtorch_hip", "libtorch_cuda", "libamd_comgr"})
+    for (const char* k : {"libamdhip64",
+                          "libhsa-runtime64",
+                          "libcudart",
+                          "libcuda.so",
+                          "librocblas",
+                          "libhipblaslt",
+                          "libMIOpen",
+                          "librccl",
+                          "libnccl",
+                          "libtorch_hip",
+                          "libtorch_cuda",
+                          "libamd_comgr"})
         if (path.find(k) != std::string::npos) return true;
     return false;
 }
@@ -35,16 +44,22 @@ std::string processText(const ProcessRow& r) {
     std::string nspid;
     if (ns.is_array() && ns.size() > 1)
         for (const auto& x : ns) nspid += (nspid.empty() ? "" : " ") + x.dump();
-    std::string out = fmt::format("  snapshot   {} pid {} (ppid {}, uid {}){}{}, taken {}\n",
-                                  printable(p.name), p.pid, orDash(p.ppid), orDash(p.uid),
-                                  nspid.empty() ? "" : ", NSpid " + nspid,
-                                  p.cgroup.empty() || p.cgroup == "/" ? "" : ", cgroup " + printable(p.cgroup),
-                                  p.taken_at);
+    std::string out =
+        fmt::format("  snapshot   {} pid {} (ppid {}, uid {}){}{}, taken {}\n",
+                    printable(p.name),
+                    p.pid,
+                    orDash(p.ppid),
+                    orDash(p.uid),
+                    nspid.empty() ? "" : ", NSpid " + nspid,
+                    p.cgroup.empty() || p.cgroup == "/" ? "" : ", cgroup " + printable(p.cgroup),
+                    p.taken_at);
     std::string mods;
     for (const auto& m : p.modules)
         if (runtimeModule(m.path)) mods += (mods.empty() ? "" : ", ") + printable(m.path);
-    out += fmt::format("             {} modules mapped{}{}\n", p.modules.size(),
-                       mods.empty() ? "" : "; GPU runtime: ", mods);
+    out += fmt::format("             {} modules mapped{}{}\n",
+                       p.modules.size(),
+                       mods.empty() ? "" : "; GPU runtime: ",
+                       mods);
     return out;
 }
 
@@ -84,10 +99,25 @@ std::string facts(const Evidence& e) {
     return s;
 }
 
+/// "inside, N from ptr", "N below ptr", "N above end"; a distance of 2^63 B or more is refused
+/// (no exact 64-bit figure), not clamped.
+std::string spanText(bool inside,
+                     bool below,
+                     const std::optional<int64_t>& distance,
+                     const std::optional<int64_t>& from_ptr) {
+    if (inside) return fmt::format("inside, {} from ptr", humanBytes(from_ptr.value_or(0)));
+    if (!distance) return below ? "2^63 B or more below ptr" : "2^63 B or more above end";
+    if (below) return fmt::format("{} below ptr", humanBytes(*distance));
+    return fmt::format("{} above end", humanBytes(*distance));
+}
+
+/// A JSON number, or null when the value was refused.
+nlohmann::json optJson(const std::optional<int64_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
 std::string distanceText(const DistanceRow& r) {
-    if (r.inside) return fmt::format("inside, {} from ptr", humanBytes(r.from_ptr));
-    if (r.distance < 0) return fmt::format("{} below ptr", humanBytes(r.distance));
-    return fmt::format("{} above end", humanBytes(r.distance));
+    return spanText(r.inside, r.below, r.distance, r.from_ptr);
 }
 
 TextTable operandTable(const std::vector<DistanceRow>& rows) {
@@ -107,20 +137,21 @@ TextTable operandTable(const std::vector<DistanceRow>& rows) {
 constexpr size_t kAllocationRows = 10;
 
 std::string allocationDistanceText(const AllocationDistanceRow& r) {
-    if (r.inside) return fmt::format("inside, {} from ptr", humanBytes(r.from_ptr));
-    if (r.distance < 0) return fmt::format("{} below ptr", humanBytes(r.distance));
-    return fmt::format("{} above end", humanBytes(r.distance));
+    return spanText(r.inside, r.below, r.distance, r.from_ptr);
 }
 
 /// The shim's allocations nearest the fault, with the caching-allocator caveat.
 void printAllocations(const std::vector<AllocationDistanceRow>& rows) {
     fmt::print("\nAllocations recorded by the preload shim, by |distance| from {} ({} of pid {})\n",
-               addr16(rows.front().address), rows.size(), rows.front().pid);
-    fmt::print("  Under PyTorch's caching allocator these are segments (the allocator's "
-               "cudaMalloc/hipMalloc blocks), not tensors.\n");
-    TextTable t{{"API", "PTR", "END", "SIZE", "DISTANCE", "SAME 2MiB", "DEVICE", "STATE", "STACK",
-                 "WHERE"},
-                {}};
+               addr16(rows.front().address),
+               rows.size(),
+               rows.front().pid);
+    fmt::print(
+        "  Under PyTorch's caching allocator these are segments (the allocator's "
+        "cudaMalloc/hipMalloc blocks), not tensors.\n");
+    TextTable t{
+        {"API", "PTR", "END", "SIZE", "DISTANCE", "SAME 2MiB", "DEVICE", "STATE", "STACK", "WHERE"},
+        {}};
     for (size_t i = 0; i < rows.size() && i < kAllocationRows; ++i) {
         const auto& r = rows[i];
         std::string stack = r.stack ? r.stack->substr(0, r.stack->find(';')) : "-";
@@ -137,9 +168,11 @@ void printAllocations(const std::vector<AllocationDistanceRow>& rows) {
     }
     t.print(stdout);
     if (rows.size() > kAllocationRows)
-        fmt::print("  {} more: gpufault query \"SELECT * FROM fault_allocation_distance WHERE "
-                   "evidence_id = {} ORDER BY abs(distance)\"\n",
-                   rows.size() - kAllocationRows, rows.front().evidence_id);
+        fmt::print(
+            "  {} more: gpufault query \"SELECT * FROM fault_allocation_distance WHERE "
+            "evidence_id = {} ORDER BY abs(distance)\"\n",
+            rows.size() - kAllocationRows,
+            rows.front().evidence_id);
 }
 
 std::string firstLines(const std::string& raw, size_t n) {
@@ -292,22 +325,23 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
             j["operands"].push_back({{"name", r.op.o.name},
                                      {"ptr", text::hexAddr(r.op.o.ptr)},
                                      {"end", text::hexAddr(r.op.o.end)},
-                                     {"distance", r.distance},
-                                     {"from_ptr", r.from_ptr},
+                                     {"distance", optJson(r.distance)},
+                                     {"from_ptr", optJson(r.from_ptr)},
                                      {"inside", r.inside},
                                      {"same_2mib", r.same_2mib}});
         j["allocations"] = nlohmann::json::array();
         for (const auto& r : primaryAllocations(*v))
-            j["allocations"].push_back({{"api", r.api},
-                                        {"pid", r.pid},
-                                        {"ptr", text::hexAddr(r.ptr)},
-                                        {"end", text::hexAddr(r.end)},
-                                        {"distance", r.distance},
-                                        {"from_ptr", r.from_ptr},
-                                        {"inside", r.inside},
-                                        {"same_2mib", r.same_2mib},
-                                        {"freed", r.free_api.has_value()},
-                                        {"stack", r.stack ? nlohmann::json(*r.stack) : nlohmann::json(nullptr)}});
+            j["allocations"].push_back(
+                {{"api", r.api},
+                 {"pid", r.pid},
+                 {"ptr", text::hexAddr(r.ptr)},
+                 {"end", text::hexAddr(r.end)},
+                 {"distance", optJson(r.distance)},
+                 {"from_ptr", optJson(r.from_ptr)},
+                 {"inside", r.inside},
+                 {"same_2mib", r.same_2mib},
+                 {"freed", r.free_api.has_value()},
+                 {"stack", r.stack ? nlohmann::json(*r.stack) : nlohmann::json(nullptr)}});
         printJsonLine(stdout, j);
         return 0;
     }
@@ -343,9 +377,10 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
             "MiB |\n");
         fmt::print("|---|---|---|---:|---:|---:|---|---|\n");
         for (const auto& r : prim) {
-            std::string where = r.inside ? "from ptr" : r.distance < 0 ? "below ptr" : "above end";
-            int64_t d = r.inside ? r.from_ptr : r.distance;
-            std::string human = humanBytes(d);
+            std::string where = r.inside ? "from ptr" : r.below ? "below ptr" : "above end";
+            auto od = r.inside ? r.from_ptr : r.distance;
+            std::string d = od ? std::to_string(*od) : "n/a";
+            std::string human = od ? humanBytes(*od) : "2^63 B or more";
             if (auto p = human.find(" ("); p != std::string::npos)
                 human = human.substr(p + 2, human.size() - p - 3);  // "-4.08 GiB"
             fmt::print("| {} | `{}` | `{}` | {} | {} {} | {} | {} | {} |\n",

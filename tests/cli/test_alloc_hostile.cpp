@@ -107,3 +107,86 @@ TEST(AllocRecords, NullPointersUnmatchedFreesAndRepeatedKeysAreWarnedPerLine) {
               "pid\tptr\tend\n4528\t134520879710208\t134520879714304\n");
     EXPECT_EQ(query(db, "SELECT line FROM warnings ORDER BY line"), "line\n2\n3\n5\n");
 }
+
+// Addresses at and above 2^63 (stored as the signed 64-bit pattern): exact distances, or NULL /
+// "2^63 B or more" when the exact value does not fit 64 signed bits; never a clamped, wrapped
+// or floating-point number. The worked example's ordinary addresses beside them.
+TEST(AllocDistances, ExactAtAndAbove2To63InTheViewsShowAndReport) {
+    TempDir dir;
+    std::string db = dir.file("g.db"), f = dir.file("gpufault-alloc.4528.log");
+    writeFile(f,
+              kStart + alloc(0xffffffffffff0000, 65535) + alloc(0x8000000000000000, 4096) +
+                  alloc(0x7a58951ff000, 4096));
+    std::string real = std::string(GPUFAULT_SOURCE_DIR) +
+                       "/tests/data/real/012-llamabench-rocr-fault-plus-journalctl.txt";
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db, "ingest", real, f}).status, 0);
+    // The amdgpu record (pid 4528, 0x7a5895200000) against each allocation.
+    EXPECT_EQ(query(db,
+                    "SELECT a.line, v.distance, typeof(v.distance) AS t, v.inside, v.from_ptr, "
+                    "v.same_2mib FROM fault_allocation_distance v JOIN allocations a ON a.id = "
+                    "v.allocation_id ORDER BY a.line"),
+              "line\tdistance\tt\tinside\tfrom_ptr\tsame_2mib\n"
+              "2\tNULL\tnull\t0\tNULL\t0\n"
+              "3\t-9223237515977162752\tinteger\t0\t-9223237515977162752\t0\n"
+              "4\t0\tinteger\t0\t4096\t0\n");
+
+    // Incident 1 joins the ROCr line (no pid, 0x7a5895227000) to the amdgpu record of pid 4528:
+    // its allocations are pid 4528's (hostile report defect 12), measured from the ROCr address.
+    auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    EXPECT_NE(show.out.find("by |distance| from 0x00007a5895227000 (3 of pid 4528)"),
+              std::string::npos)
+        << show.out;
+    EXPECT_NE(show.out.find("+159,744 B (+156.00 KiB) above end"), std::string::npos) << show.out;
+    EXPECT_NE(show.out.find("-9,223,237,515,977,003,008 B"), std::string::npos) << show.out;
+    EXPECT_NE(show.out.find("2^63 B or more below ptr"), std::string::npos) << show.out;
+    auto rep = run({GPUFAULT_BIN, "--db", db, "report", "1", "--format", "json"});
+    ASSERT_EQ(rep.status, 0) << rep.err;
+    EXPECT_NE(rep.out.find(R"({"api":"hipMalloc","distance":159744,)"), std::string::npos)
+        << rep.out;
+    EXPECT_NE(rep.out.find(R"("distance":null,"end":"0xffffffffffffffff")"), std::string::npos)
+        << rep.out;
+
+    // Operands (view fault_operand_distance): the worked example's A and B, and ranges at 2^63
+    // and 2^64 - 64 KiB, from a fault below 2^63 and from one above it.
+    std::string ops = dir.file("job.log");
+    auto opLine = [](const char* name, uint64_t ptr, uint64_t end) {
+        return fmt::format("gpufault.operand name={} ptr=0x{:x} end=0x{:x}\n", name, ptr, end);
+    };
+    std::string set = opLine("A", 0x7f655ece8000, 0x7f65605d8000) +
+                      opLine("B", 0x7f63f01a0000, 0x7f63fde20000) +
+                      opLine("H", 0xffffffffffff0000, 0xffffffffffffffff) +
+                      opLine("M", 0x8000000000000000, 0x8000000000001000);
+    auto fault = [](uint64_t a) {
+        return fmt::format(
+            "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address 0x{:x}. "
+            "Reason: Page not present or supervisor privilege.\n",
+            a);
+    };
+    writeFile(ops, set + fault(0x7f6459a00000));
+    std::string ops2 = dir.file("job2.log");
+    writeFile(ops2, set + fault(0xffffffffffff1000));
+    std::string db2 = dir.file("o.db");
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db2, "ingest", ops, ops2}).status, 0);
+    EXPECT_EQ(query(db2,
+                    "SELECT e.source_id AS s, v.name, v.distance, v.inside, v.from_ptr FROM "
+                    "fault_operand_distance v JOIN evidence e ON e.id = v.evidence_id ORDER BY "
+                    "e.source_id, v.name"),
+              "s\tname\tdistance\tinside\tfrom_ptr\n"
+              "1\tA\t-4381900800\t0\t-4381900800\n"
+              "1\tB\t1539178496\t0\t1770389504\n"
+              "1\tH\tNULL\t0\tNULL\n"
+              "1\tM\t-9223231967877660672\t0\t-9223231967877660672\n"
+              "2\tA\tNULL\t0\tNULL\n"
+              "2\tB\tNULL\t0\tNULL\n"
+              "2\tH\t0\t1\t4096\n"
+              "2\tM\t9223372036854710272\t0\t9223372036854714368\n");
+    auto show2 = run({GPUFAULT_BIN, "--db", db2, "show", "2"});
+    EXPECT_NE(show2.out.find("inside, +4,096 B (+4.00 KiB) from ptr"), std::string::npos)
+        << show2.out;
+    EXPECT_NE(show2.out.find("2^63 B or more above end"), std::string::npos) << show2.out;
+    auto show1 = run({GPUFAULT_BIN, "--db", db2, "show", "1"});
+    EXPECT_NE(show1.out.find("+1,539,178,496 B (+1.43 GiB) above end"), std::string::npos)
+        << show1.out;
+    EXPECT_NE(show1.out.find("2^63 B or more below ptr"), std::string::npos) << show1.out;
+}
