@@ -189,4 +189,15 @@ TEST(AllocDistances, ExactAtAndAbove2To63InTheViewsShowAndReport) {
     EXPECT_NE(show1.out.find("+1,539,178,496 B (+1.43 GiB) above end"), std::string::npos)
         << show1.out;
     EXPECT_NE(show1.out.find("2^63 B or more below ptr"), std::string::npos) << show1.out;
+    // `faults`: the nearest operand of each record; the second record's is H (inside).
+    auto faults = run({GPUFAULT_BIN, "--db", db2, "faults", "--json"});
+    EXPECT_NE(faults.out.find(R"("nearest_distance":1539178496)"), std::string::npos) << faults.out;
+    EXPECT_NE(faults.out.find(R"("nearest_distance":0)"), std::string::npos) << faults.out;
+
+    // Only a range at 2^64 - 64 KiB: the nearest distance is refused, not a number.
+    std::string h = dir.file("h.log"), db3 = dir.file("h.db");
+    writeFile(h, opLine("H", 0xffffffffffff0000, 0xffffffffffffffff) + fault(0x7f6459a00000));
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db3, "ingest", h}).status, 0);
+    auto f3 = run({GPUFAULT_BIN, "--db", db3, "faults"});
+    EXPECT_NE(f3.out.find("\tH\t2^63 B or more away\t"), std::string::npos) << f3.out;
 }
