@@ -198,7 +198,7 @@ int cmdFaults(const Global& g, bool json) {
             printJsonLine(stdout, j);
             continue;
         }
-        std::string dist = "-";
+        std::string dist = r.nearest ? "2^63 B or more away" : "-";  // NULL: not exact in 64 bits
         if (r.nearest_distance)
             dist = r.nearest_inside          ? std::string("inside")
                    : *r.nearest_distance < 0 ? humanBytes(*r.nearest_distance) + " below ptr"

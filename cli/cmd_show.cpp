@@ -84,10 +84,25 @@ std::string facts(const Evidence& e) {
     return s;
 }
 
+/// "inside, N from ptr", "N below ptr", "N above end"; a distance of 2^63 B or more is refused
+/// (no exact 64-bit figure), not clamped.
+std::string spanText(bool inside,
+                     bool below,
+                     const std::optional<int64_t>& distance,
+                     const std::optional<int64_t>& from_ptr) {
+    if (inside) return fmt::format("inside, {} from ptr", humanBytes(from_ptr.value_or(0)));
+    if (!distance) return below ? "2^63 B or more below ptr" : "2^63 B or more above end";
+    if (below) return fmt::format("{} below ptr", humanBytes(*distance));
+    return fmt::format("{} above end", humanBytes(*distance));
+}
+
+/// A JSON number, or null when the value was refused.
+nlohmann::json optJson(const std::optional<int64_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
 std::string distanceText(const DistanceRow& r) {
-    if (r.inside) return fmt::format("inside, {} from ptr", humanBytes(r.from_ptr));
-    if (r.distance < 0) return fmt::format("{} below ptr", humanBytes(r.distance));
-    return fmt::format("{} above end", humanBytes(r.distance));
+    return spanText(r.inside, r.below, r.distance, r.from_ptr);
 }
 
 TextTable operandTable(const std::vector<DistanceRow>& rows) {
@@ -107,9 +122,7 @@ TextTable operandTable(const std::vector<DistanceRow>& rows) {
 constexpr size_t kAllocationRows = 10;
 
 std::string allocationDistanceText(const AllocationDistanceRow& r) {
-    if (r.inside) return fmt::format("inside, {} from ptr", humanBytes(r.from_ptr));
-    if (r.distance < 0) return fmt::format("{} below ptr", humanBytes(r.distance));
-    return fmt::format("{} above end", humanBytes(r.distance));
+    return spanText(r.inside, r.below, r.distance, r.from_ptr);
 }
 
 /// The shim's allocations nearest the fault, with the caching-allocator caveat.
@@ -292,22 +305,23 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
             j["operands"].push_back({{"name", r.op.o.name},
                                      {"ptr", text::hexAddr(r.op.o.ptr)},
                                      {"end", text::hexAddr(r.op.o.end)},
-                                     {"distance", r.distance},
-                                     {"from_ptr", r.from_ptr},
+                                     {"distance", optJson(r.distance)},
+                                     {"from_ptr", optJson(r.from_ptr)},
                                      {"inside", r.inside},
                                      {"same_2mib", r.same_2mib}});
         j["allocations"] = nlohmann::json::array();
         for (const auto& r : primaryAllocations(*v))
-            j["allocations"].push_back({{"api", r.api},
-                                        {"pid", r.pid},
-                                        {"ptr", text::hexAddr(r.ptr)},
-                                        {"end", text::hexAddr(r.end)},
-                                        {"distance", r.distance},
-                                        {"from_ptr", r.from_ptr},
-                                        {"inside", r.inside},
-                                        {"same_2mib", r.same_2mib},
-                                        {"freed", r.free_api.has_value()},
-                                        {"stack", r.stack ? nlohmann::json(*r.stack) : nlohmann::json(nullptr)}});
+            j["allocations"].push_back(
+                {{"api", r.api},
+                 {"pid", r.pid},
+                 {"ptr", text::hexAddr(r.ptr)},
+                 {"end", text::hexAddr(r.end)},
+                 {"distance", optJson(r.distance)},
+                 {"from_ptr", optJson(r.from_ptr)},
+                 {"inside", r.inside},
+                 {"same_2mib", r.same_2mib},
+                 {"freed", r.free_api.has_value()},
+                 {"stack", r.stack ? nlohmann::json(*r.stack) : nlohmann::json(nullptr)}});
         printJsonLine(stdout, j);
         return 0;
     }
@@ -343,9 +357,10 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
             "MiB |\n");
         fmt::print("|---|---|---|---:|---:|---:|---|---|\n");
         for (const auto& r : prim) {
-            std::string where = r.inside ? "from ptr" : r.distance < 0 ? "below ptr" : "above end";
-            int64_t d = r.inside ? r.from_ptr : r.distance;
-            std::string human = humanBytes(d);
+            std::string where = r.inside ? "from ptr" : r.below ? "below ptr" : "above end";
+            auto od = r.inside ? r.from_ptr : r.distance;
+            std::string d = od ? std::to_string(*od) : "n/a";
+            std::string human = od ? humanBytes(*od) : "2^63 B or more";
             if (auto p = human.find(" ("); p != std::string::npos)
                 human = human.substr(p + 2, human.size() - p - 3);  // "-4.08 GiB"
             fmt::print("| {} | `{}` | `{}` | {} | {} {} | {} | {} | {} |\n",

@@ -26,6 +26,14 @@ std::string allocFingerprint(std::string_view text) {
     return fmt::format("alloc-{:016x}", h);
 }
 
+/// FNV-1a of the bytes already stored (kept in the source's cursor): a file whose stored
+/// prefix changed was written again.
+std::string prefixHash(std::string_view text) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+    return fmt::format("prefix-{:016x}-{}", h, text.size());
+}
+
 }  // namespace
 
 bool isAllocLogFile(const std::string& path) {
@@ -86,9 +94,25 @@ db::Result<AllocIngestSummary> ingestAllocLog(Store& store,
         auto s = store.source(id);
         if (!s) return std::unexpected(s.error());
         sum.source_id = s->id;
-        if (s->complete && s->offset == static_cast<int64_t>(text.size())) {
+        auto size = static_cast<int64_t>(text.size());
+        bool same = !s->cursor ||
+                    (s->offset <= size && *s->cursor == prefixHash(std::string_view(text).substr(
+                                                            0, static_cast<size_t>(s->offset))));
+        if (s->complete && s->offset == size && same) {
             sum.unchanged = true;
             return store.rollback();
+        }
+        if (s->offset > size || !same) {
+            // Cut short or written again: a new generation. The rows stored so far stay with
+            // the old source (retired); the file's rows are added beside them.
+            auto kept = store.retireSource(s->id);
+            if (!kept) return std::unexpected(kept.error());
+            sum.new_generation = true;
+            sum.kept_allocations = static_cast<uint64_t>(*kept);
+            sum.old_size = static_cast<uint64_t>(s->offset);
+            s = store.source(id);
+            if (!s) return std::unexpected(s.error());
+            sum.source_id = s->id;
         }
         auto n = store.replaceAllocations(s->id, run_id, log);
         if (!n) return std::unexpected(n.error());
@@ -97,6 +121,7 @@ db::Result<AllocIngestSummary> ingestAllocLog(Store& store,
         done.line = static_cast<int64_t>(log.lines);
         done.max_line = done.line;
         done.complete = true;
+        done.cursor = prefixHash(text);
         if (auto r = store.setPosition(s->id, done, static_cast<int64_t>(text.size())); !r)
             return r;
         return store.commit();
@@ -114,6 +139,15 @@ db::Result<AllocIngestSummary> ingestAllocLog(Store& store,
     sum.warnings = log.warnings.size();
     sum.processes = log.processes.size();
     for (const auto& p : log.processes) sum.pids.push_back(p.pid);
+    if (sum.new_generation)
+        sum.warning_texts.push_back(fmt::format(
+            "{}: {} since it was ingested ({} bytes then, {} now): a new generation; the {} "
+            "allocation(s) stored before are kept",
+            path,
+            text.size() < sum.old_size ? "cut short" : "written again",
+            sum.old_size,
+            text.size(),
+            sum.kept_allocations));
     for (size_t i = 0; i < log.warnings.size() && i < 10; ++i)
         sum.warning_texts.push_back(
             fmt::format("{}:{}: {}", path, log.warnings[i].line, log.warnings[i].message));

@@ -16,9 +16,11 @@ struct AllocationDistanceRow {
     int64_t evidence_id = 0;
     int64_t allocation_id = 0;
     uint64_t address = 0;
-    int64_t distance = 0;  ///< bytes: <0 below ptr, 0 inside, address − end at or above end
-    int64_t from_ptr = 0;  ///< address − ptr
-    bool inside = false, same_2mib = false;
+    /// bytes: <0 below ptr, 0 inside, address − end at or above end; none when |distance| ≥ 2^63
+    /// (refused, schema/distance.h; `below` tells the side)
+    std::optional<int64_t> distance;
+    std::optional<int64_t> from_ptr;  ///< address − ptr (none when outside int64)
+    bool below = false, inside = false, same_2mib = false;
     std::string source;  ///< the record file
     int64_t line = 0, pid = 0;
     std::string kind, api;  ///< kind: alloc | map | reserve
@@ -30,8 +32,10 @@ struct AllocationDistanceRow {
     std::optional<int64_t> freed_wall_us;
 };
 
-/// The allocations of the processes of an incident's member records, by |distance| from each
-/// record's address (then newest first).
+/// The allocations of the incident's processes (the pid of any member record; for a record
+/// without pid in a run's output, the run's), by |distance| from each
+/// record's address (then newest first). Distances are computed here from the stored address,
+/// ptr and end in unsigned arithmetic: exact for every 64-bit address, refused ones last.
 db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& d,
                                                                         int64_t incident);
 

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
+
+#include "schema/distance.h"
 
 namespace gpufault {
 
@@ -366,33 +369,41 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
         "WITH members AS (SELECT evidence_id FROM incident_evidence WHERE incident_id = ?1 AND "
         "role = 'member'), member_sources AS (SELECT DISTINCT e.source_id FROM evidence e "
         "JOIN members m ON m.evidence_id = e.id) "
-        "SELECT * FROM (SELECT v.evidence_id, v.address, v.distance AS dist, v.from_ptr, v.inside, v.same_2mib, "
+        "SELECT * FROM (SELECT v.evidence_id, v.address, v.distance AS dist, v.from_ptr, v.inside, "
+        "v.same_2mib, "
         "v.rank_in_time, {0}, o.line AS oline FROM fault_operand_distance v JOIN operands o ON "
         "o.id = v.operand_id {1} WHERE v.evidence_id IN (SELECT evidence_id FROM members) "
         "UNION ALL "
-        "SELECT e.id, e.address, CASE WHEN e.address < o.ptr THEN e.address - o.ptr WHEN "
-        "e.address >= o.end THEN e.address - o.end ELSE 0 END, e.address - o.ptr, e.address >= "
-        "o.ptr AND e.address < o.end, (e.address >> 21) = (o.ptr >> 21) OR (e.address >> 21) = "
-        "((o.end - 1) >> 21), NULL, {0}, o.line FROM evidence e JOIN operands o ON o.source_id IN "
+        "SELECT e.id, e.address, NULL, NULL, NULL, NULL, NULL, {0}, o.line FROM evidence e JOIN "
+        "operands o ON o.source_id IN "
         "(SELECT source_id FROM member_sources) AND o.source_id != e.source_id {1} WHERE e.id IN "
-        "(SELECT evidence_id FROM members) AND e.address IS NOT NULL) "
-        "ORDER BY abs(dist), oline",
+        "(SELECT evidence_id FROM members) AND e.address IS NOT NULL)",
         kOperandColumns,
         kOperandJoins));
     if (!s) return std::unexpected(s.error());
     s->bind(1, incident);
-    return collect<DistanceRow>(*s, [](const db::Stmt& st) {
+    auto rows = collect<DistanceRow>(*s, [](const db::Stmt& st) {
         DistanceRow r;
         r.evidence_id = st.i64(0);
         r.address = static_cast<uint64_t>(st.i64(1));
-        r.distance = st.i64(2);
-        r.from_ptr = st.i64(3);
-        r.inside = st.i64(4) != 0;
-        r.same_2mib = st.i64(5) != 0;
         r.rank_in_time = st.optI64(6);
         r.op = readOperand(st, 7);
+        auto m = measureSpan(r.address, r.op.o.ptr, r.op.o.end);
+        r.distance = m.distance;
+        r.from_ptr = m.from_ptr;
+        r.below = m.below;
+        r.inside = m.inside;
+        r.same_2mib = m.same_2mib;
         return r;
     });
+    if (rows)
+        std::stable_sort(
+            rows->begin(), rows->end(), [](const DistanceRow& x, const DistanceRow& y) {
+                auto dx = distanceOrder(x.distance), dy = distanceOrder(y.distance);
+                if (dx != dy) return dx < dy;
+                return x.op.o.line < y.op.o.line;
+            });
+    return rows;
 }
 
 db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d,
@@ -413,7 +424,8 @@ db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d,
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
     auto s = d.prepare(fmt::format(
         "WITH nearest AS (SELECT evidence_id, name, distance, inside FROM (SELECT v.*, "
-        "row_number() OVER (PARTITION BY v.evidence_id ORDER BY abs(v.distance), v.inside DESC, "
+        "row_number() OVER (PARTITION BY v.evidence_id ORDER BY v.distance IS NULL, CASE WHEN "
+        "v.distance < 0 THEN -(v.distance + 1) ELSE v.distance - 1 END, v.inside DESC, "
         "v.operand_line DESC) AS rn FROM fault_operand_distance v) WHERE rn = 1) "
         "SELECT {}, (SELECT incident_id FROM incident_evidence m WHERE m.evidence_id = e.id AND "
         "m.role = 'member'), n.name, n.distance, n.inside, (SELECT k.name FROM dispatches dd JOIN "
@@ -421,7 +433,8 @@ db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
         "AND (dd.pid IS NULL OR e.pid IS NULL OR dd.pid = e.pid) ORDER BY dd.line DESC LIMIT 1) "
         "FROM evidence e JOIN sources s ON s.id = e.source_id LEFT JOIN nearest n ON "
         "n.evidence_id = e.id WHERE e.kind IN ('amdgpu_page_fault', 'rocr_memory_fault', "
-        "'nvidia_xid', 'sanitizer_report', 'cpu_segfault', 'coredump') ORDER BY e.source_id, e.line, e.id",
+        "'nvidia_xid', 'sanitizer_report', 'cpu_segfault', 'coredump') ORDER BY e.source_id, "
+        "e.line, e.id",
         kEvidenceColumns));
     if (!s) return std::unexpected(s.error());
     return collect<FaultRow>(*s, [](const db::Stmt& st) {

@@ -87,14 +87,18 @@ struct DistanceRow {
     int64_t evidence_id = 0;
     OperandRow op;
     uint64_t address = 0;
-    int64_t distance = 0;  ///< bytes: <0 below ptr, 0 inside, >=0 at/above end
-    int64_t from_ptr = 0;  ///< address - ptr
-    bool inside = false, same_2mib = false;
+    /// bytes: <0 below ptr, 0 inside, >=0 at/above end; none when |distance| ≥ 2^63 (refused,
+    /// schema/distance.h; `below` tells the side)
+    std::optional<int64_t> distance;
+    std::optional<int64_t> from_ptr;  ///< address - ptr (none when outside int64)
+    bool below = false, inside = false, same_2mib = false;
     std::optional<int64_t> rank_in_time;
 };
 /// Distances from the fault records of an incident to every operand of their processes: those
 /// of the fault's own stream, and those of the incident's other member streams (rank_in_time
-/// null: lines of different streams do not order).
+/// null: lines of different streams do not order). Distances are computed here from the stored
+/// address, ptr and end in unsigned arithmetic (exact for every 64-bit address), ordered by
+/// |distance| (refused ones last), then by operand line.
 db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t incident);
 
 /// The last `limit` dispatches before each member record of an incident (same stream and

@@ -32,7 +32,8 @@ struct SourceState {
     int64_t line = 0;       ///< lines before `offset`
     int64_t max_line = 0;   ///< highest line whose context (dispatch counts) is stored
     bool complete = false;  ///< the whole stream was ingested
-    std::optional<std::string> cursor;  ///< journal sources: the entry `offset` stands for
+    /// journal sources: the entry `offset` stands for; alloc sources: a hash of bytes [0, offset)
+    std::optional<std::string> cursor;
     int64_t size = 0;  ///< the stream's size (bytes) when the checkpoint was written, 0 unknown
 };
 
@@ -81,7 +82,7 @@ struct ProcessRecord {
     std::optional<int64_t> start_ticks;
     std::string name;
     std::optional<int64_t> ppid, uid;
-    std::string nspid = "[]";    ///< JSON array
+    std::string nspid = "[]";  ///< JSON array
     std::string cgroup;
     std::string cmdline = "[]";  ///< JSON array
     std::optional<int64_t> evidence_id;
@@ -180,6 +181,10 @@ class Store {
     db::Result<int64_t> addCore(int64_t source_id,
                                 const CoreRecord& c,
                                 std::optional<int64_t> evidence_id);
+    /// Retires a source whose file was cut short or written again: its rows stay, under a
+    /// fingerprint no later file matches (so source() makes a new one). Returns the number of
+    /// allocations it keeps. Implemented in store_allocations.cpp.
+    db::Result<int64_t> retireSource(int64_t source_id);
     /// Replaces the allocations a source produced with `log`'s (in the open transaction), its
     /// warnings with the log's; `run_id`: the run that recorded them. Implemented in
     /// store_allocations.cpp. Returns the number of rows stored.

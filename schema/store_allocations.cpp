@@ -1,7 +1,24 @@
 // Store: writing the preload shim's allocations (table allocations, schema/sql/007).
+#include <string>
+
 #include "schema/store.h"
 
 namespace gpufault {
+
+db::Result<int64_t> Store::retireSource(int64_t source_id) {
+    auto upd = db_.prepare(
+        "UPDATE sources SET fingerprint = ifnull(fingerprint, '') || '#retired-' || id WHERE "
+        "id=?1");
+    if (!upd) return std::unexpected(upd.error());
+    upd->bind(1, source_id);
+    if (auto r = upd->run(); !r) return std::unexpected(r.error());
+    auto n = db_.prepare("SELECT count(*) FROM allocations WHERE source_id=?1");
+    if (!n) return std::unexpected(n.error());
+    n->bind(1, source_id);
+    auto row = n->step();
+    if (!row) return std::unexpected(row.error());
+    return *row ? n->i64(0) : 0;
+}
 
 db::Result<int64_t> Store::replaceAllocations(int64_t source_id,
                                               std::optional<int64_t> run_id,
@@ -13,11 +30,33 @@ db::Result<int64_t> Store::replaceAllocations(int64_t source_id,
         del->bind(1, source_id);
         if (auto r = del->run(); !r) return std::unexpected(r.error());
     }
-    auto ins = db_.prepare(
+    // A row an earlier generation of the same file (a retired source of the same device and
+    // inode) already holds is not stored twice; without such a source, a plain insert.
+    auto older = db_.prepare(
+        "SELECT count(*) FROM sources me JOIN sources o ON o.id <> me.id AND o.kind = me.kind AND "
+        "ifnull(o.device, -1) = ifnull(me.device, -1) AND ifnull(o.inode, -1) = ifnull(me.inode, "
+        "-1) WHERE me.id = ?1");
+    if (!older) return std::unexpected(older.error());
+    older->bind(1, source_id);
+    auto orow = older->step();
+    if (!orow) return std::unexpected(orow.error());
+    bool dedupe = *orow && older->i64(0) > 0;
+    older->reset();
+    std::string sql =
         "INSERT INTO allocations(source_id, run_id, line, pid, tid, kind, api, mem, device, ptr, "
         "end, handle, wall_us, mono_us, stack, free_line, free_api, freed_wall_us, freed_mono_us) "
         "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-        "?19)");
+        "?19)";
+    if (dedupe)
+        sql = sql.substr(0, sql.find("VALUES(")) +
+              "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+              "?18, ?19 WHERE NOT EXISTS (SELECT 1 FROM sources me JOIN sources o ON o.id <> me.id "
+              "AND "
+              "o.kind = me.kind AND ifnull(o.device, -1) = ifnull(me.device, -1) AND "
+              "ifnull(o.inode, -1) = ifnull(me.inode, -1) JOIN allocations x ON x.source_id = o.id "
+              "WHERE me.id = ?1 AND x.line = ?3 AND x.pid = ?4 AND x.kind = ?6 AND x.api = ?7 AND "
+              "x.ptr = ?10 AND x.end = ?11 AND x.wall_us IS ?13)";
+    auto ins = db_.prepare(sql);
     if (!ins) return std::unexpected(ins.error());
     auto opt = [](const std::optional<uint64_t>& v) -> std::optional<int64_t> {
         if (!v) return std::nullopt;

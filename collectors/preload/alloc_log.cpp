@@ -49,6 +49,13 @@ std::string openKey(int64_t pid, std::string_view fam, uint64_t ptr) {
     return k;
 }
 
+std::string unmatchedText(std::string_view kind, uint64_t ptr) {
+    char hex[24];
+    auto r = std::to_chars(hex, hex + sizeof hex, ptr, 16);
+    return std::string(kind) + " of 0x" + std::string(hex, r.ptr) +
+           " with no open allocation in this file";
+}
+
 }  // namespace
 
 bool looksLikeAllocLog(std::string_view head) {
@@ -78,6 +85,7 @@ std::optional<Event> parseLine(std::string_view line, std::string& error) {
     }
     line = sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
     bool havePtr = false, haveSize = false;
+    std::vector<std::string_view> seen;  // keys so far: a repeated key refuses the line
     while (!line.empty()) {
         auto eq = line.find('=');
         if (eq == std::string_view::npos) {
@@ -86,6 +94,12 @@ std::optional<Event> parseLine(std::string_view line, std::string& error) {
         }
         std::string_view key = line.substr(0, eq);
         std::string_view rest = line.substr(eq + 1);
+        for (auto k : seen)
+            if (k == key) {
+                error = "repeated key '" + std::string(key) + "': record refused";
+                return std::nullopt;
+            }
+        seen.push_back(key);
         if (key == "exe") {  // the last field: the rest of the line
             e.exe = std::string(rest);
             break;
@@ -171,7 +185,12 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
     std::string_view fam = family(e->kind);
     std::string key = openKey(*e->pid, fam, e->ptr);
     if (fam == e->kind) {  // alloc, map, reserve
-        if (e->ptr == 0) return;
+        if (e->ptr == 0) {
+            ++log_.null_allocations;
+            log_.warnings.push_back(
+                {line_no, e->kind + " record with ptr=0 and rc=0: no allocation stored"});
+            return;
+        }
         Allocation a;
         a.line = line_no;
         a.pid = *e->pid;
@@ -198,9 +217,11 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
         log_.allocations.push_back(std::move(a));
         return;
     }
+    if (e->ptr == 0) return;  // hipFree(nullptr) and the like: a no-op
     auto it = open_.find(key);
     if (it == open_.end()) {
         ++log_.unmatched_frees;
+        log_.warnings.push_back({line_no, unmatchedText(e->kind, e->ptr)});
         return;
     }
     Allocation& a = log_.allocations[it->second];

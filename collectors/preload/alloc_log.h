@@ -73,9 +73,12 @@ struct Log {
     std::vector<Process> processes;
     std::vector<Warning> warnings;
     uint64_t lines = 0, events = 0;
-    uint64_t failed = 0;           ///< calls that returned an error (rc != 0): no allocation
-    uint64_t unmatched_frees = 0;  ///< frees of a pointer with no open allocation in this file
-    uint64_t handles = 0;          ///< create/release records (physical memory handles)
+    uint64_t failed = 0;  ///< calls that returned an error (rc != 0): no allocation
+    uint64_t unmatched_frees =
+        0;  ///< frees of a pointer with no open allocation in this file
+            ///< (each also a warning; frees of ptr=0 are no-ops, not counted)
+    uint64_t null_allocations = 0;  ///< alloc/map/reserve records with ptr=0, rc=0 (each warned)
+    uint64_t handles = 0;           ///< create/release records (physical memory handles)
 };
 
 /// Incremental parser: feed lines in order, then take the result.

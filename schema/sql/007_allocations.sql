@@ -1,7 +1,8 @@
 -- Allocations recorded by the preload shim (libgpufault-preload.so, docs/preload.md): one row
 -- per allocation, mapping (cuMemMap/hipMemMap) or address reservation, with its free when the
 -- file recorded one. Under PyTorch's caching allocator these are the allocator's segments, not
--- tensors. A source's rows are replaced when its file is ingested again (it grew).
+-- tensors. A source's rows are replaced when its file grew (its stored bytes unchanged); a file
+-- cut short or written again is a new source and the old one's rows stay (ingest/ingest_alloc.cpp).
 CREATE TABLE allocations (
     id            INTEGER PRIMARY KEY,
     source_id     INTEGER NOT NULL REFERENCES sources(id),

@@ -35,7 +35,10 @@ TEST(AllocLog, RecognisesItsFiles) {
 
 TEST(AllocLog, PairsAllocationsWithTheirFrees) {
     auto log = parse(kLog);
-    EXPECT_TRUE(log.warnings.empty());
+    ASSERT_EQ(log.warnings.size(), 1u);  // the free of a pointer never allocated
+    EXPECT_EQ(log.warnings[0].line, 6u);
+    EXPECT_EQ(log.warnings[0].message,
+              "free of 0x7f3a50000000 with no open allocation in this file");
     EXPECT_EQ(log.lines, 6u);
     EXPECT_EQ(log.events, 6u);
     EXPECT_EQ(log.failed, 1u);
@@ -114,4 +117,20 @@ TEST(AllocLog, BadLinesAreWarningsByLineNumber) {
     EXPECT_EQ(log.warnings[6].message, "record cut short (no newline at the end of the file)");
     ASSERT_EQ(log.allocations.size(), 1u);
     EXPECT_EQ(log.allocations[0].ptr, 0x1000u);
+}
+
+TEST(AllocLog, RepeatedKeysRefuseTheRecordAndNullPointersAreWarned) {
+    auto log = parse(
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7a5895200000 size=100 rc=0 pid=4528 "
+        "ptr=0x1 pid=1\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x0 size=4096 rc=0 pid=4528\n"
+        "gpufault.alloc 1 free api=hipFree ptr=0x0 size=0 rc=0 pid=4528\n");
+    EXPECT_TRUE(log.allocations.empty());
+    ASSERT_EQ(log.warnings.size(), 2u);
+    EXPECT_EQ(log.warnings[0].line, 1u);
+    EXPECT_EQ(log.warnings[0].message, "repeated key 'ptr': record refused");
+    EXPECT_EQ(log.warnings[1].line, 2u);
+    EXPECT_EQ(log.warnings[1].message, "alloc record with ptr=0 and rc=0: no allocation stored");
+    EXPECT_EQ(log.null_allocations, 1u);
+    EXPECT_EQ(log.unmatched_frees, 0u);  // a free of ptr=0 is a no-op
 }
