@@ -62,7 +62,9 @@ namespace {
 
 /// Why the first 64 decompressed bytes `h` are not a 64-bit ELF core's header; "" when they are.
 std::string notCoreHeader(std::string_view h) {
-    if (!h.starts_with("\x7f" "ELF")) return "not an ELF file (no ELF magic at decompressed offset 0)";
+    if (!h.starts_with("\x7f"
+                       "ELF"))
+        return "not an ELF file (no ELF magic at decompressed offset 0)";
     if (h[4] != 2) return fmt::format("not a 64-bit ELF core (EI_CLASS {})", int(h[4]));
     if (h[5] != 1 && h[5] != 2) return fmt::format("bad ELF byte order (EI_DATA {})", int(h[5]));
     if (h[6] != 1) return fmt::format("bad ELF version (EI_VERSION {})", int(h[6]));

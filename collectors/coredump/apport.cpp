@@ -242,12 +242,11 @@ std::optional<int> ApportReport::signal() const {
 std::vector<std::string> ApportReport::warnings() const {
     std::vector<std::string> w;
     if (auto t = pidText(fields); t && !pid())
-        w.push_back(fmt::format("ProcStatus Pid: {:.40} is not a pid (1..{}): stored as unknown",
-                                *t,
-                                kPidMaxLimit));
+        w.push_back(fmt::format(
+            "ProcStatus Pid: {:.40} is not a pid (1..{}): stored as unknown", *t, kPidMaxLimit));
     if (auto it = fields.find("Signal"); it != fields.end() && !signal())
-        w.push_back(fmt::format("Signal: {:.40} is not a signal (1..64): stored as unknown",
-                                it->second));
+        w.push_back(
+            fmt::format("Signal: {:.40} is not a signal (1..64): stored as unknown", it->second));
     if (auto it = fields.find("Date"); it != fields.end() && !wall())
         w.push_back(fmt::format(
             "Date: {:.40} is not a date (asctime form, 1970 to 9999): the time is unknown",

@@ -241,11 +241,18 @@ Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
                 return std::unexpected(Error{fmt::format(
                     "section {} ({}): offset {:#x} size {:#x} lie past the end of the file "
                     "({} bytes)",
-                    i, c.sections.back(), p.offset, p.size, file_size)});
+                    i,
+                    c.sections.back(),
+                    p.offset,
+                    p.size,
+                    file_size)});
             if (p.size && p.addr + p.size < p.addr)
                 return std::unexpected(
                     Error{fmt::format("section {} ({}): address {:#x} + size {:#x} wraps",
-                                      i, c.sections.back(), p.addr, p.size)});
+                                      i,
+                                      c.sections.back(),
+                                      p.addr,
+                                      p.size)});
         }
     }
     return c;

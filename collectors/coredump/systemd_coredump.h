@@ -43,7 +43,6 @@ struct CoredumpEntry {
     std::vector<std::string> warnings;
 };
 
-
 /// Reads a systemd-coredump entry. Errors: MESSAGE_ID is not kCoredumpMessageId, or
 /// COREDUMP_PID is missing, not a number or not a pid (1..kPidMaxLimit). A COREDUMP_SIGNAL
 /// outside 1..64 or a COREDUMP_TIMESTAMP that is not a time up to year 9999 is left unknown,

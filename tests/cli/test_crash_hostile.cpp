@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/core_ingest.h"
@@ -58,15 +57,18 @@ TEST(CrashHostile, ZstNamedCoreThatIsNotZstdIsAnError) {
     writeFile(name(104), "garbage, not compressed at all\n");
     writeFile(name(105), "");
     // Only a skippable frame (magic 0x184d2a50, 4 bytes of payload): no zstd data frame.
-    writeFile(name(106), std::string("\x50\x2a\x4d\x18\x04\x00\x00\x00" "abcd", 12));
+    writeFile(name(106),
+              std::string("\x50\x2a\x4d\x18\x04\x00\x00\x00"
+                          "abcd",
+                          12));
     for (int pid : {104, 105, 106}) {
         auto r = run(coreIngestArgs(t.file("db"), {name(pid)}));
         EXPECT_EQ(r.status, 2) << name(pid) << r.out;
         EXPECT_NE(r.err.find(name(pid) + ": not a zstd frame"), std::string::npos) << r.err;
     }
-    EXPECT_NE(run(coreIngestArgs(t.file("db"), {name(104)}))
-                  .err.find("the data start with 67 61 72 62"),
-              std::string::npos);
+    EXPECT_NE(
+        run(coreIngestArgs(t.file("db"), {name(104)})).err.find("the data start with 67 61 72 62"),
+        std::string::npos);
     EXPECT_TRUE(cores(t).empty());
 }
 
@@ -86,13 +88,22 @@ TEST(CrashHostile, BombsThatAreNotElfCoresStopAtTheFirstBlock) {
     auto exe = t.file("core.crashmain.0." + kBoot + ".14047.1764491498000000.zst");
     writeFile(exe, zstdCompress(readFile(GPUFAULT_BIN)));
     for (const auto& [file, why] :
-         {std::pair{zst, "not an ELF file (no ELF magic at decompressed offset 0); stopped "
-                         "after the first block"},
-          std::pair{crash, "not an ELF file (no ELF magic at decompressed offset 0); stopped "
-                           "after the first block"},
+         {std::pair{zst,
+                    "not an ELF file (no ELF magic at decompressed offset 0); stopped "
+                    "after the first block"},
+          std::pair{crash,
+                    "not an ELF file (no ELF magic at decompressed offset 0); stopped "
+                    "after the first block"},
           std::pair{exe, "an ELF file but not a core (e_type is not ET_CORE)"}}) {
-        auto r = run({"/usr/bin/env", "TMPDIR=" + t.file("tmp"), GPUFAULT_BIN, "--db",
-                      t.file("db"), "ingest", "--max-unpacked-mib", "16", file});
+        auto r = run({"/usr/bin/env",
+                      "TMPDIR=" + t.file("tmp"),
+                      GPUFAULT_BIN,
+                      "--db",
+                      t.file("db"),
+                      "ingest",
+                      "--max-unpacked-mib",
+                      "16",
+                      file});
         EXPECT_EQ(r.status, 2) << file << r.out;
         EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
         EXPECT_EQ(r.err.find("larger than the cap"), std::string::npos) << r.err;
@@ -105,8 +116,10 @@ TEST(CrashHostile, ForgedNumbersAreUnknownWithAWarningAndDropsSayWhy) {
     TempDir t;
     auto sig = entry("4242");
     for (auto& [k, v] : sig)
-        if (k == "COREDUMP_SIGNAL") v = "99999";
-        else if (k == "COREDUMP_TIMESTAMP") v = "18446744073709551615";
+        if (k == "COREDUMP_SIGNAL")
+            v = "99999";
+        else if (k == "COREDUMP_TIMESTAMP")
+            v = "18446744073709551615";
     std::string exp = exportEntry(entry("99999999999999999999"), "forged pid") +
                       exportEntry(entry("-5"), "negative pid") + exportEntry(entry("0"), "zero") +
                       exportEntry(entry("4194305"), "above PID_MAX_LIMIT") +
@@ -116,8 +129,9 @@ TEST(CrashHostile, ForgedNumbersAreUnknownWithAWarningAndDropsSayWhy) {
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("5 journal entries, 1 systemd-coredump"), std::string::npos) << r.out;
     for (std::string pid : {"99999999999999999999", "-5", "0", "4194305"})
-        EXPECT_NE(r.err.find("COREDUMP_PID=" + pid + " is not a pid (1..4194304): crash not stored"),
-                  std::string::npos)
+        EXPECT_NE(
+            r.err.find("COREDUMP_PID=" + pid + " is not a pid (1..4194304): crash not stored"),
+            std::string::npos)
             << r.err;
     EXPECT_NE(r.err.find(t.file("forged.export") + ": entry 1 (byte offset 0): COREDUMP_PID="),
               std::string::npos)
@@ -147,8 +161,7 @@ TEST(CrashHostile, ForgedNumbersAreUnknownWithAWarningAndDropsSayWhy) {
                           "Signal: 99999 is not a signal (1..64): stored as unknown",
                           "Date: Sun Nov 30 08:31:38 10000 is not a date (asctime form, 1970 "
                           "to 9999): the time is unknown"})
-        EXPECT_NE(a.err.find("gpufault: warning: " + crash + ": " + w), std::string::npos)
-            << a.err;
+        EXPECT_NE(a.err.find("gpufault: warning: " + crash + ": " + w), std::string::npos) << a.err;
     c = cores(t);
     ASSERT_EQ(c.size(), 2u);
     EXPECT_EQ(c[1]["origin"], "apport");
@@ -161,10 +174,10 @@ TEST(CrashHostile, ForgedNumbersAreUnknownWithAWarningAndDropsSayWhy) {
 /// sh_size) of the first section whose name starts with `prefix` set to `v`.
 std::string mutatedCudaCore(const TempDir& t, std::string_view prefix, size_t field, uint64_t v) {
     auto path = t.file("orig.nvcudmp");
-    auto unz = run({"/bin/sh",
-                    "-c",
-                    "gzip -dc '" + kCoreDir + "cuda-h200/gpucore.illegal_probe.nvcudmp.gz' > '" +
-                        path + "'"});
+    auto unz = run(
+        {"/bin/sh",
+         "-c",
+         "gzip -dc '" + kCoreDir + "cuda-h200/gpucore.illegal_probe.nvcudmp.gz' > '" + path + "'"});
     EXPECT_EQ(unz.status, 0) << unz.err;
     auto d = readFile(path);
     auto u64 = [&](size_t o) {

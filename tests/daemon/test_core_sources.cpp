@@ -135,8 +135,10 @@ TEST(DaemonCores, ForgedEntryIgnoredAndFifoCoreNeverBlocks) {
     writeFile(zst, zstdCompress(readFile(kCore)));
     auto forged = coredumpFields("14046", "1764480100000000");
     for (auto& [k, v] : forged)
-        if (k == "_UID") v = "1000";
-        else if (k == "_COMM") v = "python3";
+        if (k == "_UID")
+            v = "1000";
+        else if (k == "_COMM")
+            v = "python3";
     forged.emplace_back("COREDUMP_FILENAME", zst);
     // A genuine entry (root, systemd-coredum) whose file is a FIFO nobody writes to.
     auto fifo = f.dir.file("core.python3.0." + kBoot + ".51234.1764480000000000.zst");
