@@ -69,6 +69,7 @@ void progressBar(uint64_t done, uint64_t total) {
 
 /// Prints one stored core's summary line.
 void printCore(const std::string& f, const CoreIngestSummary& r) {
+    for (const auto& w : r.warnings) fmt::print(stderr, "gpufault: warning: {}: {}\n", f, w);
     if (r.unchanged) {
         fmt::print("{}: core already ingested, unchanged\n", f);
         return;
@@ -129,6 +130,7 @@ int ingestCrashInput(Store& store, const std::string& f, const CoreOptions& o, b
                 "{}: {} journal entries, {} systemd-coredump\n", f, r->entries, r->cores.size());
             for (const auto& c : r->cores) printCore(f, c);
         }
+        for (const auto& w : r->warnings) fmt::print(stderr, "gpufault: warning: {}\n", w);
         // JSON lines are also log lines: the text ingest reads their MESSAGE fields next.
         return kind == CrashInput::JournalJson ? 0 : 1;
     }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectors/coredump/core_elf.h"
+#include "collectors/coredump/core_reader.h"
 
 namespace gpufault {
 
@@ -43,7 +44,12 @@ db::Result<TempFile> TempFile::create(const UnpackLimits& lim, std::string_view 
 }
 
 TempFile::TempFile(TempFile&& o) noexcept
-    : path_(std::move(o.path_)), fd_(o.fd_), cap_(o.cap_), size_(o.size_) {
+    : path_(std::move(o.path_)),
+      fd_(o.fd_),
+      cap_(o.cap_),
+      size_(o.size_),
+      head_(std::move(o.head_)),
+      checked_(o.checked_) {
     o.fd_ = -1;
     o.path_.clear();
 }
@@ -52,7 +58,31 @@ TempFile::~TempFile() {
     if (fd_ >= 0) ::close(fd_);
 }
 
+namespace {
+
+/// Why the first 64 decompressed bytes `h` are not a 64-bit ELF core's header; "" when they are.
+std::string notCoreHeader(std::string_view h) {
+    if (!h.starts_with("\x7f"
+                       "ELF"))
+        return "not an ELF file (no ELF magic at decompressed offset 0)";
+    if (h[4] != 2) return fmt::format("not a 64-bit ELF core (EI_CLASS {})", int(h[4]));
+    if (h[5] != 1 && h[5] != 2) return fmt::format("bad ELF byte order (EI_DATA {})", int(h[5]));
+    if (h[6] != 1) return fmt::format("bad ELF version (EI_VERSION {})", int(h[6]));
+    if (!coredump::sniffCore(h)) return "an ELF file but not a core (e_type is not ET_CORE)";
+    return "";
+}
+
+}  // namespace
+
 db::Result<void> TempFile::write(std::string_view data) {
+    if (!checked_) {
+        head_.append(data.substr(0, 64 - std::min<size_t>(64, head_.size())));
+        if (head_.size() >= 64) {
+            checked_ = true;
+            if (auto why = notCoreHeader(head_); !why.empty())
+                return std::unexpected(err(why + "; stopped after the first block"));
+        }
+    }
     if (size_ + data.size() > cap_)
         return std::unexpected(
             err(fmt::format("decompressed core larger than the cap of {} MiB", cap_ >> 20)));
@@ -83,8 +113,9 @@ namespace {
 /// Streams the zstd file at `path` through `out` until it returns false or the data end.
 db::Result<void> unzstd(const std::string& path,
                         const std::function<db::Result<bool>(std::string_view)>& out) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::unexpected(err(fmt::format("{}: {}", path, std::strerror(errno))));
+    auto opened = coredump::openRegular(path);
+    if (!opened) return std::unexpected(err(opened.error().message));
+    int fd = *opened;
     struct Guard {
         int fd;
         ZSTD_DStream* z;
@@ -127,13 +158,11 @@ db::Result<void> unzstd(const std::string& path,
 }  // namespace
 
 bool isZstdCore(const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
     char magic[4] = {};
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    ssize_t n = ::pread(fd, magic, 4, 0);
-    ::close(fd);
+    auto fd = coredump::openRegular(path);
+    if (!fd) return false;
+    ssize_t n = ::pread(*fd, magic, 4, 0);
+    ::close(*fd);
     if (n != 4 || compressionOf(std::string_view(magic, 4)) != "zstd") return false;
     std::string head;
     (void)unzstd(path, [&](std::string_view b) -> db::Result<bool> {

@@ -29,7 +29,9 @@ class TempFile {
     TempFile(TempFile&& o) noexcept;
     TempFile& operator=(TempFile&&) = delete;
     ~TempFile();
-    /// Appends bytes; an error when the cap would be passed or the disk is full.
+    /// Appends bytes; an error when the cap would be passed, the disk is full, or the first 64
+    /// bytes are not the ELF header of a core (magic, ELFCLASS64, a byte order, EV_CURRENT,
+    /// ET_CORE): a bomb or a non-core payload stops at its first block, not after the cap.
     db::Result<void> write(std::string_view data);
     const std::string& path() const { return path_; }
     uint64_t size() const { return size_; }
@@ -39,6 +41,8 @@ class TempFile {
     std::string path_;
     int fd_ = -1;
     uint64_t cap_ = 0, size_ = 0;
+    std::string head_;  ///< the first 64 bytes, until they are checked
+    bool checked_ = false;
 };
 
 /// The compression a file's first bytes show: "zstd", "gzip", "xz", "lz4", "bzip2", or "".

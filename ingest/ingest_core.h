@@ -26,6 +26,9 @@ struct CoreIngestSummary {
     std::string top;        ///< the first frame that is not generic (describeFrame)
     size_t operands = 0;    ///< CUDA GPU cores: pointer arguments stored as operands
     double seconds = 0;
+    /// Fields of the producer's report stored as unknown because they were impossible
+    /// ("Signal: 99999 is not a signal (1..64): stored as unknown").
+    std::vector<std::string> warnings;
 };
 
 /// What the producer of a core said beside it (systemd-coredump's journal entry or file name,

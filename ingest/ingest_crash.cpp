@@ -21,14 +21,23 @@ namespace {
 
 namespace cd = coredump;
 
-std::string head(const std::string& path, size_t n) {
+/// The first `n` bytes of the regular file at `path`; "" when it is not one or cannot be read
+/// (never blocks on a FIFO: cd::openRegular).
+std::string head(const std::string& path, size_t n, bool follow_links = true) {
     std::string h(n, '\0');
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return "";
-    ssize_t got = ::pread(fd, h.data(), n, 0);
-    ::close(fd);
+    auto fd = cd::openRegular(path, follow_links);
+    if (!fd) return "";
+    ssize_t got = ::pread(*fd, h.data(), n, 0);
+    ::close(*fd);
     h.resize(got > 0 ? static_cast<size_t>(got) : 0);
     return h;
+}
+
+/// "with 1f 8b 08 00": the first bytes of `h`, for errors.
+std::string hexHead(std::string_view h) {
+    std::string out = "with";
+    for (unsigned char c : h.substr(0, 4)) out += fmt::format(" {:02x}", c);
+    return out;
 }
 
 std::string baseName(const std::string& p) {
@@ -86,15 +95,22 @@ CoreProvenance entryProvenance(const cd::CoredumpEntry& e) {
 }
 
 /// Reads the core at `file` (decompressing a zstd one); `name` is the name it was written
-/// under.
-db::Result<cd::CoreReport> readKeptCore(const std::string& file, const CrashOptions& opt) {
-    auto h = head(file, 64);
-    if (h.empty()) {
-        struct stat st {};
-        if (::stat(file.c_str(), &st) != 0)
-            return std::unexpected(db::Error{fmt::format("{}: {}", file, std::strerror(errno))});
-    }
+/// under. `follow_links` false for a path named by untrusted input (a journal entry): a
+/// symbolic link is refused. Anything but a regular file is refused without blocking.
+db::Result<cd::CoreReport> readKeptCore(const std::string& file,
+                                        const CrashOptions& opt,
+                                        bool follow_links = true) {
+    if (auto fd = cd::openRegular(file, follow_links); !fd)
+        return std::unexpected(db::Error{fd.error().message});
+    else
+        ::close(*fd);
+    auto h = head(file, 64, follow_links);
     auto comp = compressionOf(h);
+    if (comp != "zstd" && file.ends_with(".zst"))
+        return std::unexpected(db::Error{
+            fmt::format("{}: not a zstd frame (the name ends in .zst; the data start {})",
+                        file,
+                        h.empty() ? std::string("nowhere: the file is empty") : hexHead(h))});
     auto ro = opt.read;
     ro.name = baseName(file);
     if (comp.empty()) {
@@ -142,8 +158,9 @@ db::Result<CoreIngestSummary> storeEntryOnly(Store& store,
     rec.kind = "cpu";
     rec.path = e.filename.value_or("");
     rec.time = e.timestamp_us ? static_cast<int64_t>(*e.timestamp_us / 1000000) : 0;
-    rec.time_from = origin == "apport" ? "apport Date" : "journal";
-    rec.pid = e.pid;
+    // No time or pid (absent or forged, with a warning): stored as unknown, never as 1970/0.
+    rec.time_from = !e.timestamp_us ? "unknown" : origin == "apport" ? "apport Date" : "journal";
+    if (e.pid > 0) rec.pid = e.pid;
     if (!e.comm.empty()) rec.process = e.comm;
     rec.uid = e.uid;
     if (e.signal) rec.signal = *e.signal;
@@ -208,9 +225,10 @@ Evidence coredumpEntryEvidence(const cd::CoredumpEntry& e) {
     ev.kind = Kind::Coredump;
     ev.line = 1;
     if (e.timestamp_us) ev.time.wall = localWall(static_cast<int64_t>(*e.timestamp_us / 1000000));
-    ev.pid = e.pid;
+    if (e.pid > 0) ev.pid = e.pid;  // 0: unknown (an apport report without a valid Pid)
     if (!e.comm.empty()) ev.process = e.comm;
-    std::string what = fmt::format("core of {}[{}]", e.comm, e.pid);
+    std::string what = e.pid > 0 ? fmt::format("core of {}[{}]", e.comm, e.pid)
+                                 : fmt::format("core of {}", e.comm);
     if (e.signal) {
         ev.reason = cd::signalName(*e.signal);
         ev.setAttr("signal", std::to_string(*e.signal));
@@ -246,7 +264,10 @@ CrashInput crashInputOf(const std::string& path) {
         return CrashInput::JournalJson;
     auto c = compressionOf(h);
     if (c == "zstd" && isZstdCore(path)) return CrashInput::SystemdCoreFile;
-    if ((c == "lz4" || c == "xz" || c == "zstd") && cd::parseCoredumpFileName(baseName(path)))
+    auto base = baseName(path);
+    auto named = cd::parseCoredumpFileName(base);
+    if ((named && (c == "lz4" || c == "xz" || c == "zstd")) ||
+        (base.starts_with("core.") && base.ends_with(".zst")))
         return CrashInput::SystemdCoreFile;  // named like one: an error says what is wrong
     return CrashInput::None;
 }
@@ -267,7 +288,7 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
     }
     std::optional<std::string> why;
     if (e.filename) {
-        auto report = readKeptCore(*e.filename, opt);
+        auto report = readKeptCore(*e.filename, opt, false);
         if (report) {
             auto prov = entryProvenance(e);
             prov.path = *e.filename;
@@ -286,13 +307,20 @@ db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
     JournalCoresSummary sum;
     sum.path = path;
     std::optional<db::Error> failed;
-    auto onEntry = [&](cd::FieldMap&& f, uint64_t) {
+    auto onEntry = [&](cd::FieldMap&& f, uint64_t offset) {
         ++sum.entries;
         if (failed) return;
         auto it = f.find("MESSAGE_ID");
         if (it == f.end() || it->second != cd::kCoredumpMessageId) return;
+        auto where = kind == CrashInput::JournalJson
+                         ? fmt::format("{}: entry {}", path, sum.entries)
+                         : fmt::format("{}: entry {} (byte offset {})", path, sum.entries, offset);
         auto e = cd::parseCoredumpEntry(f);
-        if (!e) return;  // no COREDUMP_PID: not a crash this can store
+        if (!e) {  // no or no valid COREDUMP_PID: not a crash this can store
+            sum.warnings.push_back(fmt::format("{}: {}", where, e.error().message));
+            return;
+        }
+        for (const auto& w : e->warnings) sum.warnings.push_back(fmt::format("{}: {}", where, w));
         auto r = ingestCoredumpEntry(store, *e, path, opt, true);
         if (!r)
             failed = r.error();
@@ -436,6 +464,10 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
     }
     if (auto it = rep.fields.find("ProblemType"); it != rep.fields.end())
         prov.meta["problem_type"] = it->second;
+    auto warned = [&](db::Result<CoreIngestSummary> r) {
+        if (r) r->warnings = rep.warnings();
+        return r;
+    };
     if (!core) {
         // apport left the core out (size, or a report of a non-crash problem).
         cd::CoredumpEntry e;
@@ -445,7 +477,8 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
         e.signal = prov.signal;
         if (prov.time) e.timestamp_us = static_cast<uint64_t>(*prov.time) * 1000000;
         e.stack = rep.stack();
-        return storeEntryOnly(store, id, e, "no CoreDump in the apport report", own_txn, "apport");
+        return warned(
+            storeEntryOnly(store, id, e, "no CoreDump in the apport report", own_txn, "apport"));
     }
     auto tmp = inflater->finish();
     if (!tmp) return fail(tmp.error().message);
@@ -457,7 +490,7 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
         if (m.starts_with(tmp->path() + ": ")) m = m.substr(tmp->path().size() + 2);
         return fail("CoreDump: " + m);
     }
-    return storeCoreReport(store, id, *report, prov, own_txn);
+    return warned(storeCoreReport(store, id, *report, prov, own_txn));
 }
 
 }  // namespace gpufault

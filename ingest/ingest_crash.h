@@ -26,6 +26,8 @@ struct JournalCoresSummary {
     std::string path;
     uint64_t entries = 0;                  ///< entries read
     std::vector<CoreIngestSummary> cores;  ///< one per systemd-coredump entry
+    /// "entry N (byte offset O): …": crashes not stored and fields stored as unknown, and why.
+    std::vector<std::string> warnings;
 };
 
 /// The kinds of crash input `ingest` recognises by content.

@@ -203,22 +203,55 @@ std::optional<CoreStack> ApportReport::stack() const {
     return s;
 }
 
-std::optional<int64_t> ApportReport::pid() const {
+namespace {
+
+/// The text after `Pid:` in ProcStatus (the first such line), trimmed; nullopt without one.
+std::optional<std::string_view> pidText(const std::map<std::string, std::string>& fields) {
     auto it = fields.find("ProcStatus");
     if (it == fields.end()) return std::nullopt;
     std::string_view s = it->second;
     while (!s.empty()) {
         auto nl = s.find('\n');
         auto l = s.substr(0, nl);
-        if (l.starts_with("Pid:")) return number<int64_t>(l.substr(4));
+        if (l.starts_with("Pid:")) {
+            l.remove_prefix(4);
+            while (!l.empty() && (l.front() == ' ' || l.front() == '\t')) l.remove_prefix(1);
+            return l;
+        }
         s = nl == std::string_view::npos ? std::string_view() : s.substr(nl + 1);
     }
     return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<int64_t> ApportReport::pid() const {
+    auto t = pidText(fields);
+    auto p = t ? number<int64_t>(*t) : std::nullopt;
+    if (!p || *p <= 0 || *p > kPidMaxLimit) return std::nullopt;
+    return p;
+}
+
 std::optional<int> ApportReport::signal() const {
     auto it = fields.find("Signal");
-    return it == fields.end() ? std::nullopt : number<int>(it->second);
+    auto s = it == fields.end() ? std::nullopt : number<int>(it->second);
+    if (!s || *s < 1 || *s > 64) return std::nullopt;
+    return s;
+}
+
+std::vector<std::string> ApportReport::warnings() const {
+    std::vector<std::string> w;
+    if (auto t = pidText(fields); t && !pid())
+        w.push_back(fmt::format(
+            "ProcStatus Pid: {:.40} is not a pid (1..{}): stored as unknown", *t, kPidMaxLimit));
+    if (auto it = fields.find("Signal"); it != fields.end() && !signal())
+        w.push_back(
+            fmt::format("Signal: {:.40} is not a signal (1..64): stored as unknown", it->second));
+    if (auto it = fields.find("Date"); it != fields.end() && !wall())
+        w.push_back(fmt::format(
+            "Date: {:.40} is not a date (asctime form, 1970 to 9999): the time is unknown",
+            it->second));
+    return w;
 }
 
 std::string ApportReport::executable() const {
@@ -237,7 +270,7 @@ std::optional<std::string> ApportReport::wall() const {
     static constexpr std::string_view kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
     auto at = kMonths.find(mon);
     if (at == std::string_view::npos || at % 3 || day < 1 || day > 31 || h > 23 || m > 59 ||
-        s > 60 || y < 1970)
+        s > 60 || y < 1970 || y > 9999)
         return std::nullopt;
     return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", y, at / 3 + 1, day, h, m, s);
 }

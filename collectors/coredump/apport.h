@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "collectors/coredump/core_elf.h"
 #include "collectors/coredump/stack.h"
@@ -24,8 +25,12 @@ struct ApportReport {
     std::map<std::string, uint64_t> binary;     ///< binary field → decoded (compressed) bytes
     bool truncated_fields = false;              ///< a text value was cut at the cap
 
-    std::optional<int64_t> pid() const;  ///< ProcStatus `Pid:`
-    std::optional<int> signal() const;   ///< `Signal`
+    /// ProcStatus `Pid:`; nullopt when absent or not a pid (1..kPidMaxLimit).
+    std::optional<int64_t> pid() const;
+    std::optional<int> signal() const;  ///< `Signal`; nullopt when absent or not in 1..64
+    /// A warning per field present but impossible (pid, signal, a Date past year 9999 or not
+    /// in asctime's form), naming the field and its value: those are stored as unknown.
+    std::vector<std::string> warnings() const;
     std::string executable() const;      ///< `ExecutablePath`
     /// `Date` (Python's time.asctime(), local time: `Mon Nov 30 08:31:38 2026`) as
     /// `2026-11-30T08:31:38`; nullopt when it is not that form.

@@ -11,6 +11,7 @@ namespace gpufault::coredump {
 namespace {
 
 constexpr uint32_t kPtLoad = 1, kPtNote = 4;
+constexpr uint32_t kShtNull = 0, kShtNobits = 8;  ///< section types without file bytes
 constexpr uint32_t kNtPrstatus = 1, kNtPrpsinfo = 3, kNtSiginfo = 0x53494749, kNtFile = 0x46494c45;
 
 /// A little-endian unsigned integer at `off`; nullopt past the end of `b`.
@@ -228,10 +229,30 @@ Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
         }
         for (uint16_t i = 0; i < head->shnum; ++i) {
             auto h = std::string_view(*sh).substr(i * 64u, 64);
-            uint32_t name = *le<uint32_t>(h, 0);
+            uint32_t name = *le<uint32_t>(h, 0), type = *le<uint32_t>(h, 4);
             c.sections.push_back(cstr(strtab, name, strtab.size()));
             c.places.push_back({*le<uint64_t>(h, 16), *le<uint64_t>(h, 24), *le<uint64_t>(h, 32),
                                 *le<uint32_t>(h, 44)});
+            // A hostile core's section must not make its readers read past it (they trust
+            // offset and size): its bytes lie in the file, and its device range does not wrap.
+            const auto& p = c.places.back();
+            if (type != kShtNull && type != kShtNobits &&
+                (p.offset > file_size || p.size > file_size - p.offset))
+                return std::unexpected(Error{fmt::format(
+                    "section {} ({}): offset {:#x} size {:#x} lie past the end of the file "
+                    "({} bytes)",
+                    i,
+                    c.sections.back(),
+                    p.offset,
+                    p.size,
+                    file_size)});
+            if (p.size && p.addr + p.size < p.addr)
+                return std::unexpected(
+                    Error{fmt::format("section {} ({}): address {:#x} + size {:#x} wraps",
+                                      i,
+                                      c.sections.back(),
+                                      p.addr,
+                                      p.size)});
         }
     }
     return c;

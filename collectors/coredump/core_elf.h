@@ -87,6 +87,11 @@ struct CoreLayout {
     std::vector<Place> places;  ///< parallel to `sections`
 };
 
+/// Bounds of forged numeric fields in crash reports: beyond them a value is stored as unknown.
+inline constexpr int64_t kPidMaxLimit = int64_t{1} << 22;  ///< the kernel's PID_MAX_LIMIT
+/// 9999-12-31T23:59:59Z, UTC seconds: the last time a stored timestamp may name.
+inline constexpr int64_t kMaxEpochSeconds = 253402300799;
+
 /// Limits on what a (possibly hostile) core may make the reader allocate.
 inline constexpr uint64_t kMaxNoteBytes = 64ull << 20;
 inline constexpr uint32_t kMaxSections = 65536;

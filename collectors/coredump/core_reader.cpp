@@ -29,27 +29,35 @@ std::string preadAt(int fd, uint64_t off, size_t n) {
 
 }  // namespace
 
+Result<int> openRegular(const std::string& path, bool follow_links) {
+    int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow_links ? 0 : O_NOFOLLOW);
+    int fd = ::open(path.c_str(), flags);
+    if (fd < 0) return std::unexpected(Error{path + ": " + std::strerror(errno)});
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return std::unexpected(Error{path + ": not a regular file"});
+    }
+    return fd;
+}
+
 bool isCoreFile(const std::string& path) {
     // Only regular files are probed: opening a FIFO would block or eat its writer's data.
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    auto head = preadAt(fd, 0, 64);
-    ::close(fd);
+    auto fd = openRegular(path);
+    if (!fd) return false;
+    auto head = preadAt(*fd, 0, 64);
+    ::close(*fd);
     return sniffCore(head).has_value();
 }
 
 Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt) {
     auto t0 = std::chrono::steady_clock::now();
     auto fail = [&](const std::string& m) { return std::unexpected(Error{path + ": " + m}); };
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(std::strerror(errno));
+    auto opened = openRegular(path);
+    if (!opened) return std::unexpected(opened.error());
+    int fd = *opened;
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return fail("not a regular file");
-    }
+    (void)::fstat(fd, &st);
     ReadAt read = [fd](uint64_t off, size_t n) { return preadAt(fd, off, n); };
     auto layout = readCoreLayout(read, static_cast<uint64_t>(st.st_size));
     struct Close {

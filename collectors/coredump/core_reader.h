@@ -37,6 +37,14 @@ struct CoreReport {
     double seconds = 0;                           ///< reading and unwinding, wall clock
 };
 
+/// Opens `path` read-only for reading a core or crash report named by untrusted input (a
+/// journal entry, a directory anyone may write to): O_NONBLOCK (a FIFO or a device never blocks
+/// the open), O_CLOEXEC, O_NOFOLLOW unless `follow_links`; the type is checked on the open
+/// descriptor. Returns the descriptor (the caller closes it) of a regular file only. Errors:
+/// "PATH: <strerror>" (a symbolic link: "Too many levels of symbolic links") or
+/// "PATH: not a regular file".
+Result<int> openRegular(const std::string& path, bool follow_links = true);
+
 /// True when the file at `path` starts like a core (sniffCore); false when it cannot be read.
 bool isCoreFile(const std::string& path);
 

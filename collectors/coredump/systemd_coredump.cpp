@@ -122,14 +122,35 @@ std::optional<CoreStack> parseStackTraceText(std::string_view message) {
 Result<CoredumpEntry> parseCoredumpEntry(const FieldMap& f) {
     if (get(f, "MESSAGE_ID") != kCoredumpMessageId)
         return std::unexpected(Error{"not a systemd-coredump entry (MESSAGE_ID)"});
+    if (!f.contains("COREDUMP_PID"))
+        return std::unexpected(Error{"systemd-coredump entry without COREDUMP_PID"});
     auto pid = number<int64_t>(get(f, "COREDUMP_PID"));
-    if (!pid) return std::unexpected(Error{"systemd-coredump entry without COREDUMP_PID"});
+    if (!pid || *pid <= 0 || *pid > kPidMaxLimit)
+        return std::unexpected(
+            Error{fmt::format("COREDUMP_PID={:.40} is not a pid (1..{}): crash not stored",
+                              get(f, "COREDUMP_PID"),
+                              kPidMaxLimit)});
     CoredumpEntry e;
     e.pid = *pid;
     e.uid = number<int64_t>(get(f, "COREDUMP_UID"));
     e.gid = number<int64_t>(get(f, "COREDUMP_GID"));
     e.signal = number<int>(get(f, "COREDUMP_SIGNAL"));
+    if (f.contains("COREDUMP_SIGNAL") && (!e.signal || *e.signal < 1 || *e.signal > 64)) {
+        e.warnings.push_back(
+            fmt::format("COREDUMP_SIGNAL={:.40} is not a signal (1..64): stored "
+                        "as unknown",
+                        get(f, "COREDUMP_SIGNAL")));
+        e.signal.reset();
+    }
     e.timestamp_us = number<uint64_t>(get(f, "COREDUMP_TIMESTAMP"));
+    if (f.contains("COREDUMP_TIMESTAMP") &&
+        (!e.timestamp_us || *e.timestamp_us / 1000000 > uint64_t(kMaxEpochSeconds))) {
+        e.warnings.push_back(
+            fmt::format("COREDUMP_TIMESTAMP={:.40} is not a time from 1970 to "
+                        "9999 (µs): stored as unknown",
+                        get(f, "COREDUMP_TIMESTAMP")));
+        e.timestamp_us.reset();
+    }
     e.rlimit = number<uint64_t>(get(f, "COREDUMP_RLIMIT"));
     e.comm = get(f, "COREDUMP_COMM");
     e.exe = get(f, "COREDUMP_EXE");

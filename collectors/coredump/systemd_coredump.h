@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "collectors/coredump/core_elf.h"
 #include "collectors/coredump/stack.h"
@@ -37,10 +38,15 @@ struct CoredumpEntry {
     std::optional<std::string> not_kept;
     std::string message;             ///< MESSAGE
     std::optional<CoreStack> stack;  ///< parsed from MESSAGE's "Stack trace of thread"
+    /// Fields that were present but impossible (a signal above 64, a time past year 9999):
+    /// stored as unknown, each with a warning naming the field and its value.
+    std::vector<std::string> warnings;
 };
 
 /// Reads a systemd-coredump entry. Errors: MESSAGE_ID is not kCoredumpMessageId, or
-/// COREDUMP_PID is missing or not a number.
+/// COREDUMP_PID is missing, not a number or not a pid (1..kPidMaxLimit). A COREDUMP_SIGNAL
+/// outside 1..64 or a COREDUMP_TIMESTAMP that is not a time up to year 9999 is left unknown,
+/// with a warning.
 Result<CoredumpEntry> parseCoredumpEntry(const FieldMap& fields);
 
 /// Parses systemd's stack text: blocks `Stack trace of thread TID:` followed by frames

@@ -153,6 +153,14 @@ db::Result<bool> JournalSource::poll(Txn& txn) {
         if (cursors_.size() > kRemembered) cursors_.pop_front();
         if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
         if (field(j_, "MESSAGE_ID") == coredump::kCoredumpMessageId) {
+            if (!fromSystemdCoredump()) {
+                logLine(4,
+                        fmt::format("systemd-coredump entry ignored: journald does not attest it "
+                                    "came from systemd-coredump (_UID={}, _COMM={})",
+                                    field(j_, "_UID"),
+                                    field(j_, "_COMM")));
+                continue;
+            }
             if (auto r = storeCoredump(txn); !r) return std::unexpected(r.error());
             continue;
         }
@@ -178,6 +186,15 @@ db::Result<bool> JournalSource::poll(Txn& txn) {
     return true;
 }
 
+bool JournalSource::fromSystemdCoredump() {
+    // Underscore fields are set by journald, never by the sender: a local user can send
+    // MESSAGE_ID=fc2e22bc… with any COREDUMP_FILENAME, but not _UID=0. journald keeps 15
+    // characters of the command name (TASK_COMM_LEN).
+    if (field(j_, "_UID") != "0") return false;
+    return field(j_, "_COMM") == "systemd-coredum" ||
+           field(j_, "SYSLOG_IDENTIFIER") == "systemd-coredump";
+}
+
 db::Result<void> JournalSource::storeCoredump(Txn& txn) {
     coredump::FieldMap fields;
     const void* data = nullptr;
@@ -193,7 +210,11 @@ db::Result<void> JournalSource::storeCoredump(Txn& txn) {
                        name == "COREDUMP" ? std::string() : std::string(kv.substr(eq + 1)));
     }
     auto e = coredump::parseCoredumpEntry(fields);
-    if (!e) return {};  // no COREDUMP_PID: nothing to store
+    if (!e) {  // no or no valid COREDUMP_PID: nothing to store, said once per entry
+        logLine(4, "systemd-coredump entry not stored: " + e.error().message);
+        return {};
+    }
+    for (const auto& w : e->warnings) logLine(4, "systemd-coredump entry: " + w);
     if (auto r = txn.ensure(); !r) return r;
     if (auto r = store_.savepoint(); !r) return r;  // one crash's rows stand or fall together
     auto r = ingestCoredumpEntry(store_, *e, "journal:" + name(), crash_, false);

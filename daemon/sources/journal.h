@@ -59,6 +59,9 @@ class JournalSource final : public Source {
   private:
     /// Stores the systemd-coredump entry the journal is positioned on (in `txn`).
     db::Result<void> storeCoredump(Txn& txn);
+    /// True when journald's own fields of the current entry show it was written by
+    /// systemd-coredump: _UID=0 and _COMM=systemd-coredum (or SYSLOG_IDENTIFIER).
+    bool fromSystemdCoredump();
     db::Result<void> start(Txn& txn);
     std::string name() const { return directory_.empty() ? "system journal" : directory_; }
 

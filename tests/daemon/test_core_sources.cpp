@@ -44,6 +44,8 @@ std::vector<std::pair<std::string, std::string>> coredumpFields(const std::strin
             {"_BOOT_ID", kBoot},
             {"_TRANSPORT", "journal"},
             {"_HOSTNAME", "node7"},
+            {"_UID", "0"},
+            {"_COMM", "systemd-coredum"},
             {"SYSLOG_IDENTIFIER", "systemd-coredump"},
             {"PRIORITY", "2"},
             {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
@@ -110,6 +112,57 @@ TEST(DaemonCores, JournalCoredumpEntriesKeptAndNotKept) {
     ASSERT_TRUE(d.waitNotify("READY=1", 10s));
     ::usleep(500000);
     EXPECT_EQ(f.count("SELECT count(*) FROM cores"), 2);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(5s), 0);
+}
+
+TEST(DaemonCores, ForgedEntryIgnoredAndFifoCoreNeverBlocks) {
+    if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)
+        GTEST_SKIP() << "systemd-journal-remote is not installed (scripts/install-deps.sh)";
+    Fixture f;
+    std::string jdir = f.dir.file("journal");
+    ::mkdir(jdir.c_str(), 0755);
+    // A local user's entry: the MESSAGE_ID and SYSLOG_IDENTIFIER of systemd-coredump, but
+    // journald's _UID is the sender's (1000), naming a real core (which it must not read).
+    auto zst = f.dir.file("core.crashmain.0." + kBoot + ".14046.1764480100000000.zst");
+    writeFile(zst, zstdCompress(readFile(kCore)));
+    auto forged = coredumpFields("14046", "1764480100000000");
+    for (auto& [k, v] : forged)
+        if (k == "_UID")
+            v = "1000";
+        else if (k == "_COMM")
+            v = "python3";
+    forged.emplace_back("COREDUMP_FILENAME", zst);
+    // A genuine entry (root, systemd-coredum) whose file is a FIFO nobody writes to.
+    auto fifo = f.dir.file("core.python3.0." + kBoot + ".51234.1764480000000000.zst");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    auto onFifo = coredumpFields("51234", "1764480000000000");
+    onFifo.emplace_back("COREDUMP_FILENAME", fifo);
+    writeFile(f.dir.file("in.export"),
+              exportEntry(forged, "Process 14046 (crashmain) of user 1000 dumped core.") +
+                  exportEntry(onFifo, "Process 51234 (python3) of user 1000 dumped core."));
+    auto jr = run({"/lib/systemd/systemd-journal-remote",
+                   "--output=" + jdir + "/a.journal",
+                   f.dir.file("in.export")});
+    ASSERT_EQ(jr.status, 0) << jr.err;
+    writeFile(f.conf,
+              f.config(fmt::format("[journal]\nenabled = true\ndirectory = \"{}\"\n", jdir)));
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM cores") == 1; }, 20s))
+        << d.stderrText() << controlRequest(f.sock, "status");
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores WHERE pid=51234 AND note='core file not read: " +
+                      fifo + ": not a regular file'"),
+              1)
+        << d.stderrText();
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores WHERE pid=14046"), 0);
+    EXPECT_NE(d.stderrText().find("systemd-coredump entry ignored: journald does not attest it "
+                                  "came from systemd-coredump (_UID=1000, _COMM=python3)"),
+              std::string::npos)
+        << d.stderrText();
+    // The loop was never blocked: the daemon answers and stops on SIGTERM.
+    EXPECT_NE(controlRequest(f.sock, "status"), "");
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(5s), 0);
 }

@@ -1,0 +1,229 @@
+// Hostile crash inputs through the built binary (issues 3/4, the h10 hostile report): a core
+// named by a journal entry that is a FIFO, `core.*.zst` files that are not zstd, decompression
+// bombs that are not ELF cores, and forged numeric fields. Every input is made here.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/core_ingest.h"
+#include "tests/support/crash_files.h"
+#include "tests/support/fixture_check.h"
+#include "tests/support/process.h"
+
+namespace gpufault::testing {
+namespace {
+
+const std::string kBoot = "0123456789abcdef0123456789abcdef";
+
+std::vector<nlohmann::json> cores(const TempDir& t) {
+    return parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"}).out);
+}
+
+std::vector<std::pair<std::string, std::string>> entry(const std::string& pid) {
+    return {{"__CURSOR", "s=" + pid},
+            {"_BOOT_ID", kBoot},
+            {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+            {"COREDUMP_PID", pid},
+            {"COREDUMP_UID", "1000"},
+            {"COREDUMP_SIGNAL", "11"},
+            {"COREDUMP_TIMESTAMP", "1764491498000000"},
+            {"COREDUMP_COMM", "python3"}};
+}
+
+TEST(CrashHostile, ExportEntryNamingAFifoIsStoredWithANoteNotRead) {
+    TempDir t;
+    auto fifo = t.file("core.python3.1000." + kBoot + ".51234.1764491498000000.zst");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    auto e = entry("51234");
+    e.emplace_back("COREDUMP_FILENAME", fifo);
+    writeFile(t.file("fifo.export"), exportEntry(e, "Process 51234 (python3) dumped core."));
+    // Nobody opens the FIFO for writing: a blocking open would never return.
+    auto r = run(coreIngestArgs(t.file("db"), {t.file("fifo.export")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto c = cores(t);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["pid"], 51234);
+    EXPECT_EQ(c[0]["note"], "core file not read: " + fifo + ": not a regular file");
+}
+
+TEST(CrashHostile, ZstNamedCoreThatIsNotZstdIsAnError) {
+    TempDir t;
+    auto name = [&](int pid) {
+        return t.file("core.crashmain.0." + kBoot + "." + std::to_string(pid) +
+                      ".1764491498000000.zst");
+    };
+    writeFile(name(104), "garbage, not compressed at all\n");
+    writeFile(name(105), "");
+    // Only a skippable frame (magic 0x184d2a50, 4 bytes of payload): no zstd data frame.
+    writeFile(name(106),
+              std::string("\x50\x2a\x4d\x18\x04\x00\x00\x00"
+                          "abcd",
+                          12));
+    for (int pid : {104, 105, 106}) {
+        auto r = run(coreIngestArgs(t.file("db"), {name(pid)}));
+        EXPECT_EQ(r.status, 2) << name(pid) << r.out;
+        EXPECT_NE(r.err.find(name(pid) + ": not a zstd frame"), std::string::npos) << r.err;
+    }
+    EXPECT_NE(
+        run(coreIngestArgs(t.file("db"), {name(104)})).err.find("the data start with 67 61 72 62"),
+        std::string::npos);
+    EXPECT_TRUE(cores(t).empty());
+}
+
+TEST(CrashHostile, BombsThatAreNotElfCoresStopAtTheFirstBlock) {
+    TempDir t;
+    ::mkdir(t.file("tmp").c_str(), 0700);
+    // 64 MiB of zeros under a 16 MiB cap: read to the end, the cap would be the error; stopped
+    // at the first block, the missing ELF magic is.
+    auto zst = t.file("core.crashmain.0." + kBoot + ".14046.1764491498000000.zst");
+    writeFile(zst, zstdCompress(std::string(64 << 20, '\0')));
+    auto crash = t.file("_usr_bin_bomb.0.crash");
+    writeFile(crash,
+              apportReport(std::string(64 << 20, '\0'),
+                           "ProblemType: Crash\nDate: Sun Nov 30 08:31:38 2025\n"
+                           "ProcStatus:\n Pid:\t14046\nSignal: 11\n"));
+    // An ELF file that is not a core (the test binary itself is ET_DYN or ET_EXEC).
+    auto exe = t.file("core.crashmain.0." + kBoot + ".14047.1764491498000000.zst");
+    writeFile(exe, zstdCompress(readFile(GPUFAULT_BIN)));
+    for (const auto& [file, why] :
+         {std::pair{zst,
+                    "not an ELF file (no ELF magic at decompressed offset 0); stopped "
+                    "after the first block"},
+          std::pair{crash,
+                    "not an ELF file (no ELF magic at decompressed offset 0); stopped "
+                    "after the first block"},
+          std::pair{exe, "an ELF file but not a core (e_type is not ET_CORE)"}}) {
+        auto r = run({"/usr/bin/env",
+                      "TMPDIR=" + t.file("tmp"),
+                      GPUFAULT_BIN,
+                      "--db",
+                      t.file("db"),
+                      "ingest",
+                      "--max-unpacked-mib",
+                      "16",
+                      file});
+        EXPECT_EQ(r.status, 2) << file << r.out;
+        EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+        EXPECT_EQ(r.err.find("larger than the cap"), std::string::npos) << r.err;
+    }
+    EXPECT_EQ(run({"/bin/sh", "-c", "ls -A '" + t.file("tmp") + "' | wc -l"}).out, "0\n");
+    EXPECT_TRUE(cores(t).empty());
+}
+
+TEST(CrashHostile, ForgedNumbersAreUnknownWithAWarningAndDropsSayWhy) {
+    TempDir t;
+    auto sig = entry("4242");
+    for (auto& [k, v] : sig)
+        if (k == "COREDUMP_SIGNAL")
+            v = "99999";
+        else if (k == "COREDUMP_TIMESTAMP")
+            v = "18446744073709551615";
+    std::string exp = exportEntry(entry("99999999999999999999"), "forged pid") +
+                      exportEntry(entry("-5"), "negative pid") + exportEntry(entry("0"), "zero") +
+                      exportEntry(entry("4194305"), "above PID_MAX_LIMIT") +
+                      exportEntry(sig, "forged signal and time");
+    writeFile(t.file("forged.export"), exp);
+    auto r = run(coreIngestArgs(t.file("db"), {t.file("forged.export")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("5 journal entries, 1 systemd-coredump"), std::string::npos) << r.out;
+    for (std::string pid : {"99999999999999999999", "-5", "0", "4194305"})
+        EXPECT_NE(
+            r.err.find("COREDUMP_PID=" + pid + " is not a pid (1..4194304): crash not stored"),
+            std::string::npos)
+            << r.err;
+    EXPECT_NE(r.err.find(t.file("forged.export") + ": entry 1 (byte offset 0): COREDUMP_PID="),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("entry 5 (byte offset "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("COREDUMP_SIGNAL=99999 is not a signal (1..64): stored as unknown"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("COREDUMP_TIMESTAMP=18446744073709551615 is not a time from 1970 to "
+                         "9999 (µs): stored as unknown"),
+              std::string::npos)
+        << r.err;
+    auto c = cores(t);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["pid"], 4242);
+    EXPECT_TRUE(c[0]["signal"].is_null()) << c[0].dump();
+
+    // apport: the first Pid line is -1, the Signal impossible, the Date past 9999.
+    auto crash = t.file("_usr_bin_forged.0.crash");
+    writeFile(crash,
+              "ProblemType: Crash\nDate: Sun Nov 30 08:31:38 10000\n"
+              "ExecutablePath: /usr/bin/forged\nProcStatus:\n Name:\tforged\n Pid:\t-1\n"
+              " Pid:\t777\nSignal: 99999\n");
+    auto a = run(coreIngestArgs(t.file("db"), {crash}));
+    ASSERT_EQ(a.status, 0) << a.err;
+    for (std::string w : {"ProcStatus Pid: -1 is not a pid (1..4194304): stored as unknown",
+                          "Signal: 99999 is not a signal (1..64): stored as unknown",
+                          "Date: Sun Nov 30 08:31:38 10000 is not a date (asctime form, 1970 "
+                          "to 9999): the time is unknown"})
+        EXPECT_NE(a.err.find("gpufault: warning: " + crash + ": " + w), std::string::npos) << a.err;
+    c = cores(t);
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[1]["origin"], "apport");
+    EXPECT_TRUE(c[1]["signal"].is_null()) << c[1].dump();
+    EXPECT_TRUE(c[1]["pid"].is_null()) << c[1].dump();
+    EXPECT_EQ(c[1]["time_from"], "unknown") << c[1].dump();
+}
+
+/// The real H200 CUDA GPU core with the section header field at `field` (24: sh_offset, 32:
+/// sh_size) of the first section whose name starts with `prefix` set to `v`.
+std::string mutatedCudaCore(const TempDir& t, std::string_view prefix, size_t field, uint64_t v) {
+    auto path = t.file("orig.nvcudmp");
+    auto unz = run(
+        {"/bin/sh",
+         "-c",
+         "gzip -dc '" + kCoreDir + "cuda-h200/gpucore.illegal_probe.nvcudmp.gz' > '" + path + "'"});
+    EXPECT_EQ(unz.status, 0) << unz.err;
+    auto d = readFile(path);
+    auto u64 = [&](size_t o) {
+        uint64_t x = 0;
+        std::memcpy(&x, d.data() + o, 8);
+        return x;
+    };
+    auto u16 = [&](size_t o) { return static_cast<uint16_t>(u64(o) & 0xffff); };
+    uint64_t shoff = u64(0x28), strtab = u64(shoff + u16(0x3e) * 64u + 24);
+    for (uint16_t i = 0; i < u16(0x3c); ++i) {
+        uint64_t h = shoff + i * 64u;
+        if (std::string_view(d.c_str() + strtab + (u64(h) & 0xffffffff)).starts_with(prefix)) {
+            std::memcpy(d.data() + h + field, &v, 8);
+            return d;
+        }
+    }
+    ADD_FAILURE() << "no section " << prefix;
+    return d;
+}
+
+TEST(CrashHostile, CudaSectionsPastTheFileOrWrappingAreErrors) {
+    TempDir t;
+    struct Case {
+        std::string_view section;
+        size_t field;
+        uint64_t value;
+        std::string why;
+    };
+    for (const auto& c : std::vector<Case>{
+             {".cudbg.global.", 32, 1ull << 63, "size 0x8000000000000000 lie past the end"},
+             {".cudbg.param.", 32, ~0ull, "size 0xffffffffffffffff lie past the end"},
+             {".cudbg.global.", 24, ~0ull - 10, "offset 0xfffffffffffffff5 size"},
+             {".cudbg.param.", 24, 1ull << 40, "offset 0x10000000000 size 0x"},
+             {".cudbg.global.", 16, ~0ull - 0xfff, "address 0xfffffffffffff000 + size 0x"}}) {
+        auto core = t.file("core_1796026266_h200_490.nvcudmp");
+        writeFile(core, mutatedCudaCore(t, c.section, c.field, c.value));
+        auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", core});
+        EXPECT_EQ(r.status, 2) << c.section << " " << c.value << r.out;
+        EXPECT_NE(r.err.find(core + ": section "), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find(std::string(c.section)), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find(c.why), std::string::npos) << r.err;
+    }
+    EXPECT_TRUE(cores(t).empty());
+    auto ops = run({GPUFAULT_BIN, "--db", t.file("db"), "operands", "--json"});
+    EXPECT_EQ(ops.out, "");
+}
+
+}  // namespace
+}  // namespace gpufault::testing
