@@ -724,3 +724,34 @@ TEST(AmdgpuFault, CutBlocksAreCountedWarnings) {
     EXPECT_EQ(sink.warnings[1].line, 6u);
     EXPECT_NE(sink.warnings[1].message.find("without its address"), std::string::npos);
 }
+
+namespace gpufault {
+namespace {
+
+// A block in progress holds a checkpoint at its first line (Matcher::openSince), so a daemon
+// restarted in the middle of it re-reads the header; a finished block holds nothing.
+TEST(AmdgpuFault, OpenBlockHoldsTheCheckpointAtItsFirstLine) {
+    auto m = makeAmdgpuFaultMatcher();
+    CollectSink sink;
+    auto feed = [&](uint64_t line, const std::string& text) {
+        LogLine l;
+        l.line = line;
+        l.raw = text;
+        l.text = text;
+        m->feed(l, sink);
+    };
+    EXPECT_FALSE(m->openSince());
+    EXPECT_TRUE(m->idle());
+    feed(7, D + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:8 pasid:32769)");
+    EXPECT_EQ(m->openSince(), 7u);
+    EXPECT_FALSE(m->idle());
+    feed(8, D + "  in page starting at address 0x00007f6459a00000 from client 0x1b (UTCL2)");
+    EXPECT_EQ(m->openSince(), 7u);
+    m->finish(sink);
+    EXPECT_FALSE(m->openSince());
+    ASSERT_EQ(sink.evidences.size(), 1u);
+    EXPECT_EQ(sink.evidences[0].address, 0x7f6459a00000u);
+}
+
+}  // namespace
+}  // namespace gpufault
