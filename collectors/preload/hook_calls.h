@@ -33,6 +33,17 @@ uint64_t bits(P p) {
     return v;
 }
 
+/// The event of one call (kind, api, range, return code); the rest as Event's defaults.
+inline Event event(const char* kind, const char* api, uint64_t ptr, uint64_t size, int rc) {
+    Event e;
+    e.kind = kind;
+    e.api = api;
+    e.ptr = ptr;
+    e.size = size;
+    e.rc = rc;
+    return e;
+}
+
 /// Records one call. `device`: the function that tells the device, asked now (after the call);
 /// nullptr: device -1 (frees, virtual address ranges).
 inline void record(const char* kind,
@@ -42,13 +53,8 @@ inline void record(const char* kind,
                    uint64_t size,
                    int rc,
                    Real* device) {
-    Event e;
-    e.kind = kind;
-    e.api = api;
+    Event e = event(kind, api, ptr, size, rc);
     e.mem = mem;
-    e.ptr = ptr;
-    e.size = size;
-    e.rc = rc;
     e.device = device ? askDevice(*device) : -1;
     emit(e);
 }
@@ -62,16 +68,11 @@ inline void recordHandle(const char* kind,
                          uint64_t handle,
                          int64_t device,
                          int rc) {
-    Event e;
-    e.kind = kind;
-    e.api = api;
+    Event e = event(kind, api, ptr, size, rc);
     e.mem = std::strcmp(kind, "map") == 0 ? "device" : nullptr;
-    e.ptr = ptr;
-    e.size = size;
     e.handle = handle;
     e.has_handle = true;
     e.device = device;
-    e.rc = rc;
     emit(e);
 }
 

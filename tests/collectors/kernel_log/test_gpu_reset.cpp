@@ -8,6 +8,7 @@
 
 #include "collectors/common/text.h"
 #include "collectors/kernel_log/gpu_reset.h"
+#include "tests/support/matcher_feed.h"
 
 namespace gpufault {
 namespace {
@@ -306,11 +307,7 @@ TEST(GpuReset, OpenEpisodeHoldsTheCheckpointAtItsFirstLine) {
     auto m = makeGpuResetMatcher();
     CollectSink sink;
     auto feed = [&](uint64_t line, const std::string& text) {
-        LogLine l;
-        l.line = line;
-        l.raw = text;
-        l.text = text;
-        m->feed(l, sink);
+        testing::feedLine(*m, sink, line, text);
     };
     const std::string D2 = "amdgpu 0000:c6:00.0: amdgpu: ";
     EXPECT_FALSE(m->openSince());
