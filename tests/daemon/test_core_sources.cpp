@@ -71,17 +71,24 @@ JournalFields coredumpEntry(const std::string& pid,
             {"COREDUMP_EXE", "/usr/bin/python3.12"}};
 }
 
+/// The entry of the fixture core's crash (crashmain, pid 14046), kept in a systemd-coredump zstd
+/// file written into the fixture's directory.
+JournalFields keptCoreEntry(const Fixture& f) {
+    auto zst = f.dir.file("core.crashmain.0." + kBoot + ".14046.1764480100000000.zst");
+    writeFile(zst, zstdCompress(readFile(kCore)));
+    auto e = coredumpEntry(
+        "14046", "1764480100000000", "Process 14046 (crashmain) of user 1000 dumped core.");
+    e["COREDUMP_FILENAME"] = zst;
+    return e;
+}
+
 }  // namespace
 
 TEST(DaemonCores, JournalCoredumpEntriesKeptAndNotKept) {
     if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)
         GTEST_SKIP() << "systemd-journal-remote is not installed (scripts/install-deps.sh)";
     Fixture f;
-    auto zst = f.dir.file("core.crashmain.0." + kBoot + ".14046.1764480100000000.zst");
-    writeFile(zst, zstdCompress(readFile(kCore)));
-    auto kept = coredumpEntry(
-        "14046", "1764480100000000", "Process 14046 (crashmain) of user 1000 dumped core.");
-    kept["COREDUMP_FILENAME"] = zst;
+    auto kept = keptCoreEntry(f);
     ASSERT_TRUE(f.journalConfig(
         {coredumpEntry("51234",
                        "1764480000000000",
@@ -130,13 +137,9 @@ TEST(DaemonCores, ForgedEntryIgnoredAndFifoCoreNeverBlocks) {
     Fixture f;
     // A local user's entry: the MESSAGE_ID and SYSLOG_IDENTIFIER of systemd-coredump, but
     // journald's _UID is the sender's (1000), naming a real core (which it must not read).
-    auto zst = f.dir.file("core.crashmain.0." + kBoot + ".14046.1764480100000000.zst");
-    writeFile(zst, zstdCompress(readFile(kCore)));
-    auto forged = coredumpEntry(
-        "14046", "1764480100000000", "Process 14046 (crashmain) of user 1000 dumped core.");
+    auto forged = keptCoreEntry(f);
     forged["_UID"] = "1000";
     forged["_COMM"] = "python3";
-    forged["COREDUMP_FILENAME"] = zst;
     // A genuine entry (root, systemd-coredum) whose file is a FIFO nobody writes to.
     auto fifo = f.dir.file("core.python3.0." + kBoot + ".51234.1764480000000000.zst");
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
