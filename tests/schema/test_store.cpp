@@ -49,7 +49,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s) << s.error().message;
     // One version per schema/sql file (001 … 005_cores, 006_core_origins, 007_allocations, 008_diagnoses_devices,
-    // 009_unsigned_distances, 012_allocation_distance).
+    // 009_unsigned_distances, 010_allocation_distance).
     const auto versions = static_cast<int64_t>(migrations().size());
     EXPECT_EQ(versions, 10);
     EXPECT_EQ(scalar(*s, "PRAGMA user_version"), versions);
