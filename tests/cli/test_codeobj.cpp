@@ -108,7 +108,8 @@ TEST(CliCodeobj, DirectorySkipsNonElfAndReportsUnreadable) {
 /// file is then made `size` bytes long without writing them (sparse).
 void sparseElf(const std::string& path, off_t size) {
     std::string h(64, '\0');
-    h.replace(0, 4, "\x7f" "ELF");
+    h[0] = 0x7f;
+    h.replace(1, 3, "ELF");
     h[4] = 2;      // ELFCLASS64
     h[5] = 1;      // little-endian
     h[6] = 1;      // EV_CURRENT
@@ -129,9 +130,11 @@ TEST(CliCodeobj, NoOffloadBundlesFailsACheckInsteadOfAllZeroHaveCode) {
     sparseElf(t.file("huge"), off_t{3} << 30);
     auto r = run({GPUFAULT_BIN, "codeobj", t.file("huge"), "--device", "gfx1030"});
     EXPECT_EQ(r.status, 1) << r.err;
-    EXPECT_EQ(r.out, t.file("huge") +
-                         ": no offload bundles (ELF, no GPU code): nothing has code for gfx1030\n");
-    auto req = run({GPUFAULT_BIN, "codeobj", t.file("huge"), "--require", "gfx90a,sm_90", "--json"});
+    EXPECT_EQ(
+        r.out,
+        t.file("huge") + ": no offload bundles (ELF, no GPU code): nothing has code for gfx1030\n");
+    auto req =
+        run({GPUFAULT_BIN, "codeobj", t.file("huge"), "--require", "gfx90a,sm_90", "--json"});
     EXPECT_EQ(req.status, 1);
     auto j = parseJsonLines(req.out);
     ASSERT_EQ(j.size(), 1u) << req.out;

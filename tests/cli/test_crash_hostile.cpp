@@ -183,30 +183,33 @@ TEST(CrashHostile, ExportFieldOver16MiBWarnsWithFileAndOffsetAndTheRestIsRead) {
     std::string e2;
     for (const auto& [k, v] : e2fields) e2 += k + "=" + v + "\n";
     e2 += "\n";
-    std::string e3 = exportEntry(entry("103"),
-                                 "Stack trace of thread 103:\n#0  0x00007f3a9c2969fc f (libc.so.6 + "
-                                 "0x969fc)\n");
+    std::string e3 =
+        exportEntry(entry("103"),
+                    "Stack trace of thread 103:\n#0  0x00007f3a9c2969fc f (libc.so.6 + "
+                    "0x969fc)\n");
     writeFile(t.file("big.export"), e1 + e2 + e3);
     auto r = run(coreIngestArgs(t.file("db"), {t.file("big.export")}));
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("3 journal entries, 3 systemd-coredump"), std::string::npos) << r.out;
     auto msg1 = e1.find("MESSAGE\n");
     auto msg2 = e1.size() + e2.find("MESSAGE=");
-    EXPECT_NE(r.err.find(fmt::format("gpufault: warning: {}: entry 1 (byte offset 0): field MESSAGE "
-                                     "at byte offset {} holds {} bytes, over the 16 MiB cap: left "
-                                     "out (the entry is read without it)",
-                                     t.file("big.export"),
-                                     msg1,
-                                     big.size() + 27)),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find(fmt::format("gpufault: warning: {}: entry 1 (byte offset 0): field MESSAGE "
+                               "at byte offset {} holds {} bytes, over the 16 MiB cap: left "
+                               "out (the entry is read without it)",
+                               t.file("big.export"),
+                               msg1,
+                               big.size() + 27)),
+        std::string::npos)
         << r.err.substr(0, 2000);
-    EXPECT_NE(r.err.find(fmt::format("{}: entry 2 (byte offset {}): field MESSAGE at byte offset {} "
-                                     "holds {} bytes",
-                                     t.file("big.export"),
-                                     e1.size(),
-                                     msg2,
-                                     big.size())),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find(fmt::format("{}: entry 2 (byte offset {}): field MESSAGE at byte offset {} "
+                               "holds {} bytes",
+                               t.file("big.export"),
+                               e1.size(),
+                               msg2,
+                               big.size())),
+        std::string::npos)
         << r.err.substr(0, 2000);
     auto c = cores(t);
     ASSERT_EQ(c.size(), 3u);
@@ -264,11 +267,12 @@ TEST(CrashHostile, ExportEntryNotAttestedByJournaldWarnsAndIsUntrusted) {
                   exportEntry(real, "Process 106 (python3) dumped core."));
     auto r = run(coreIngestArgs(t.file("db"), {t.file("mixed.export")}));
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_NE(r.err.find(t.file("mixed.export") +
-                         ": entry 1 (byte offset 0): not attested as systemd-coredump's (_UID=1000, "
-                         "_COMM=bash, SYSLOG_IDENTIFIER=(none); gpufaultd ignores such entries): "
-                         "stored with origin 'systemd-coredump (untrusted)'"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find(t.file("mixed.export") +
+                   ": entry 1 (byte offset 0): not attested as systemd-coredump's (_UID=1000, "
+                   "_COMM=bash, SYSLOG_IDENTIFIER=(none); gpufaultd ignores such entries): "
+                   "stored with origin 'systemd-coredump (untrusted)'"),
+        std::string::npos)
         << r.err;
     EXPECT_NE(r.err.find("entry 2 (byte offset "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("(_UID=(none), _COMM=(none), SYSLOG_IDENTIFIER=(none);"),

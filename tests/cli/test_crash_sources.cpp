@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/core_ingest.h"
 #include "tests/support/crash_files.h"
 #include "tests/support/fixture_check.h"
-#include "tests/cli/core_ingest.h"
 #include "tests/support/process.h"
 
 namespace gpufault::testing {

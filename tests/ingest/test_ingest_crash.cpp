@@ -30,7 +30,10 @@ std::string crashes(int first, int n) {
             msg += fmt::format("Stack trace of thread {}:\n", pid + t);
             for (int k = 0; k < 6; ++k)
                 msg += fmt::format("#{}  0x00007f00{:08x} fn_{} (libamdhip64.so.6 + 0x{:x})\n",
-                                   k, k, k, 0x1000 + k * 16);
+                                   k,
+                                   k,
+                                   k,
+                                   0x1000 + k * 16);
         }
         out += exportEntry({{"__CURSOR", fmt::format("s={}", pid)},
                             {"_BOOT_ID", kBoot},
@@ -59,7 +62,9 @@ uint64_t vmSteps(Store& store, const std::string& path) {
     auto r = ingestJournalCores(store, path, CrashInput::JournalExport, {});
     sqlite3_progress_handler(store.db().handle(), 0, nullptr, nullptr);
     EXPECT_TRUE(r) << (r ? "" : r.error().message);
-    if (r) EXPECT_EQ(r->cores.size(), 1u);
+    if (r) {
+        EXPECT_EQ(r->cores.size(), 1u);
+    }
     return n;
 }
 
@@ -82,12 +87,6 @@ TEST(IngestCrash, OneMoreJournalCrashCostsTheSameInAStoreTenTimesLarger) {
     uint64_t large = vmSteps(*store, t.file("two.export"));
     EXPECT_GT(small, 100u);
     EXPECT_LT(large, small + small / 4) << "201st crash: " << small << " steps, 2,002nd: " << large;
-}
-
-/// Opens the FIFO's read end without blocking: a writer blocked in open() gets going again.
-void releaseWriter(const std::string& fifo) {
-    int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
-    if (fd >= 0) ::close(fd);
 }
 
 TEST(IngestCrash, CrashInputThatIsAFifoIsRefusedNotRead) {
@@ -120,8 +119,12 @@ TEST(IngestCrash, CrashInputThatIsAFifoIsRefusedNotRead) {
             stored = r && !r->cores.empty();
             if (!r) err = r.error().message;
         }
-        releaseWriter(fifo);
+        // A reader lets the writer's open() return whenever it comes; what it writes fits the
+        // pipe's buffer, so it finishes without anyone reading.
+        int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+        ASSERT_GE(rd, 0);
         writer.join();
+        ::close(rd);
         EXPECT_FALSE(stored) << name;
         EXPECT_EQ(err, fifo + ": not a regular file") << name;
     }
