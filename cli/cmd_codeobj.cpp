@@ -54,6 +54,7 @@ struct Check {
 
 struct FileResult {
     bool input_error = false, check_failed = false;
+    bool no_bundles = false;  ///< checked, and the file holds no bundle at all
 };
 
 void listInventory(const std::string& path, const Inventory& inv) {
@@ -174,11 +175,14 @@ nlohmann::json toJson(const std::string& path, const Inventory& inv) {
     return j;
 }
 
+/// Lists or checks one file. `fromDir`: found by a directory walk, where a host-only ELF
+/// without bundles is not a failure by itself (the walk as a whole is: cmdCodeobj).
 FileResult codeobjFile(const std::string& path,
                        Bytes bytes,
                        const Check& check,
                        const InventoryOptions& opt,
-                       bool json) {
+                       bool json,
+                       bool fromDir) {
     FileResult r;
     auto inv = inventory(bytes, opt);
     // Kernel names are read only where printed: a second pass when a bundle lacks a target.
@@ -223,6 +227,22 @@ FileResult codeobjFile(const std::string& path,
     }
     j["missing"] = nlohmann::json::array();
     j["mislabeled"] = nlohmann::json::array();
+    if (inv->bundles.empty()) {
+        // Nothing to check is not "all 0 have code": a file named for a check fails it.
+        r.no_bundles = true;
+        r.check_failed = !fromDir;
+        j["no_bundles"] = true;
+        std::vector<std::string> wanted;
+        for (const auto& t : check.targets) wanted.push_back(t.text());
+        if (!json)
+            fmt::print("{}: no offload bundles ({}, no GPU code): nothing has code for {}\n",
+                       printable(path),
+                       inv->format,
+                       join(wanted));
+        else
+            printJsonLine(stdout, j);
+        return r;
+    }
     for (size_t i = 0; i < inv->bundles.size(); ++i) {
         const auto& b = inv->bundles[i];
         for (const auto& e : b.entries)
@@ -388,6 +408,7 @@ int cmdCodeobj(const CodeobjOptions& o) {
     // listing or a passing check does not read the symbol tables (librocsparse: 777 of them).
     opt.kernels = o.json;
     bool inputError = false, failed = false;
+    size_t withBundles = 0, containers = 0;  // of the current directory walk
     auto one = [&](const std::string& path, bool fromDir) {
         MappedFile m;
         if (auto err = m.open(path); !err.empty()) {
@@ -396,9 +417,11 @@ int cmdCodeobj(const CodeobjOptions& o) {
             return;
         }
         if (fromDir && !looksLikeCodeContainer(m.bytes())) return;  // not ELF: skipped silently
-        auto r = codeobjFile(path, m.bytes(), check, opt, o.json);
+        auto r = codeobjFile(path, m.bytes(), check, opt, o.json, fromDir);
         inputError |= r.input_error;
         failed |= r.check_failed;
+        ++containers;
+        withBundles += !r.no_bundles;
     };
     for (const auto& p : o.paths) {
         std::error_code ec;
@@ -417,8 +440,21 @@ int cmdCodeobj(const CodeobjOptions& o) {
             inputError = true;
         }
         std::ranges::sort(files);
+        withBundles = containers = 0;
         for (const auto& f : files) one(f, true);
         failed |= libraryDirs(files, check, o.json);
+        if (!check.targets.empty() && withBundles == 0 && groupKernelLibraries(files).empty()) {
+            // A walk that found nothing to check fails the check, as a file without bundles.
+            failed = true;
+            if (o.json)
+                printJsonLine(stdout,
+                              {{"directory", p}, {"no_bundles", true}, {"elf_files", containers}});
+            else
+                fmt::print("{}: no offload bundles in {} ELF file{} and no kernel library files\n",
+                           printable(p),
+                           containers,
+                           containers == 1 ? "" : "s");
+        }
     }
     return inputError ? 2 : failed ? 1 : 0;
 }

@@ -9,11 +9,11 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 
 #include "collectors/coredump/apport.h"
 #include "collectors/coredump/journal_fields.h"
 #include "collectors/coredump/signature.h"
+#include "ingest/line_reader.h"
 
 namespace gpufault {
 
@@ -31,6 +31,40 @@ std::string head(const std::string& path, size_t n, bool follow_links = true) {
     ::close(*fd);
     h.resize(got > 0 ? static_cast<size_t>(got) : 0);
     return h;
+}
+
+/// The first `n` bytes of the open file `fd` (pread: its offset is left alone).
+std::string headOf(int fd, size_t n) {
+    std::string h(n, '\0');
+    ssize_t got = ::pread(fd, h.data(), n, 0);
+    h.resize(got > 0 ? static_cast<size_t>(got) : 0);
+    return h;
+}
+
+/// Closes a descriptor when it goes out of scope.
+struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+};
+
+/// A file given as crash input, opened once (cd::openRegular: never blocks on a FIFO, refuses
+/// what is not a regular file) and described by fstat of that descriptor: what is read is
+/// what was checked, even when the path is replaced meanwhile.
+struct OpenedInput {
+    int fd = -1;
+    struct stat st {};
+};
+db::Result<OpenedInput> openInput(const std::string& path) {
+    auto fd = cd::openRegular(path);
+    if (!fd) return std::unexpected(db::Error{fd.error().message});
+    OpenedInput o;
+    o.fd = *fd;
+    if (::fstat(o.fd, &o.st) != 0) {
+        auto e = db::Error{fmt::format("{}: {}", path, std::strerror(errno))};
+        ::close(o.fd);
+        return std::unexpected(e);
+    }
+    return o;
 }
 
 /// "with 1f 8b 08 00": the first bytes of `h`, for errors.
@@ -75,9 +109,15 @@ std::string entryKey(const cd::CoredumpEntry& e) {
         "systemd-coredump:{}:{}:{}:{}", e.hostname, e.pid, e.comm, e.timestamp_us.value_or(0));
 }
 
+/// "systemd-coredump", or "systemd-coredump (untrusted)" for an entry journald does not attest
+/// (cd::attestedBySystemdCoredump: any user can write such an entry, any file can hold one).
+std::string entryOrigin(const cd::CoredumpEntry& e) {
+    return e.attested ? "systemd-coredump" : "systemd-coredump (untrusted)";
+}
+
 CoreProvenance entryProvenance(const cd::CoredumpEntry& e) {
     CoreProvenance p;
-    p.origin = "systemd-coredump";
+    p.origin = entryOrigin(e);
     if (e.timestamp_us) {
         p.time = static_cast<int64_t>(*e.timestamp_us / 1000000);
         p.time_from = "journal";
@@ -180,6 +220,7 @@ db::Result<CoreIngestSummary> storeEntryOnly(Store& store,
     sum.kind = "cpu";
     if (e.stack) {
         rec.threads = e.stack->threads;
+        rec.threads_truncated = e.stack->threads_truncated;
         if (const auto* t = cd::crashingThread(*e.stack)) {
             rec.tid = t->tid;
             auto sig = cd::stackSignature(t->frames);
@@ -254,9 +295,10 @@ Evidence coredumpEntryEvidence(const cd::CoredumpEntry& e) {
 }
 
 CrashInput crashInputOf(const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return CrashInput::None;
-    auto h = head(path, 4096);
+    auto fd = cd::openRegular(path);
+    if (!fd) return CrashInput::None;
+    auto h = headOf(*fd, 4096);
+    ::close(*fd);
     if (h.starts_with("ProblemType: ")) return CrashInput::Apport;
     if (cd::looksLikeJournalExport(h)) return CrashInput::JournalExport;
     if (h.starts_with("{") && h.find("\"__CURSOR\"") != std::string::npos &&
@@ -297,7 +339,7 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
         }
         why = std::string(kNotRead) + report.error().message;
     }
-    return storeEntryOnly(store, id, e, why, own_txn);
+    return storeEntryOnly(store, id, e, why, own_txn, entryOrigin(e));
 }
 
 db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
@@ -307,43 +349,90 @@ db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
     JournalCoresSummary sum;
     sum.path = path;
     std::optional<db::Error> failed;
+    auto where = [&](uint64_t entry, uint64_t offset) {
+        return kind == CrashInput::JournalJson
+                   ? fmt::format("{}: entry {}", path, entry)
+                   : fmt::format("{}: entry {} (byte offset {})", path, entry, offset);
+    };
     auto onEntry = [&](cd::FieldMap&& f, uint64_t offset) {
         ++sum.entries;
         if (failed) return;
         auto it = f.find("MESSAGE_ID");
         if (it == f.end() || it->second != cd::kCoredumpMessageId) return;
-        auto where = kind == CrashInput::JournalJson
-                         ? fmt::format("{}: entry {}", path, sum.entries)
-                         : fmt::format("{}: entry {} (byte offset {})", path, sum.entries, offset);
+        auto at = where(sum.entries, offset);
         auto e = cd::parseCoredumpEntry(f);
         if (!e) {  // no or no valid COREDUMP_PID: not a crash this can store
-            sum.warnings.push_back(fmt::format("{}: {}", where, e.error().message));
+            sum.warnings.push_back(fmt::format("{}: {}", at, e.error().message));
             return;
         }
-        for (const auto& w : e->warnings) sum.warnings.push_back(fmt::format("{}: {}", where, w));
+        for (const auto& w : e->warnings) sum.warnings.push_back(fmt::format("{}: {}", at, w));
+        if (!e->attested) {
+            auto field = [&](const char* n) {
+                auto v = f.find(n);
+                return v == f.end() ? std::string("(none)") : fmt::format("{:.40}", v->second);
+            };
+            sum.warnings.push_back(fmt::format(
+                "{}: not attested as systemd-coredump's (_UID={}, _COMM={}, SYSLOG_IDENTIFIER={}; "
+                "gpufaultd ignores such entries): stored with origin '{}'",
+                at,
+                field("_UID"),
+                field("_COMM"),
+                field("SYSLOG_IDENTIFIER"),
+                entryOrigin(*e)));
+        }
         auto r = ingestCoredumpEntry(store, *e, path, opt, true);
         if (!r)
             failed = r.error();
         else
             sum.cores.push_back(std::move(*r));
     };
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
+    auto in = openInput(path);
+    if (!in) return std::unexpected(in.error());
+    FdCloser closer{in->fd};
     if (kind == CrashInput::JournalJson) {
-        std::string line;
-        while (std::getline(in, line) && !failed) {
-            if (line.empty()) continue;
+        constexpr size_t kMaxJsonLine = 64u << 20;
+        LineReader lines(in->fd, kMaxJsonLine);
+        for (;;) {
+            uint64_t offset = 0;
+            bool cut = false;
+            auto l = lines.next(offset, cut);
+            if (!l)
+                return std::unexpected(db::Error{fmt::format("{}: {}", path, l.error().message)});
+            if (!*l || failed) break;
+            if (cut) {
+                sum.warnings.push_back(fmt::format(
+                    "{}: the line at byte offset {} is longer than 64 MiB: not read as a journal "
+                    "entry",
+                    path,
+                    offset));
+                continue;
+            }
+            if ((*l)->empty()) continue;
             // A line that is not an object is left to the text ingest that reads the file next.
-            if (auto f = cd::parseJournalJsonLine(line)) onEntry(std::move(*f), 0);
+            if (auto f = cd::parseJournalJsonLine(**l)) onEntry(std::move(*f), offset);
         }
     } else {
-        cd::JournalExportReader reader(onEntry);
+        auto onLeftOut = [&](const cd::LeftOutField& lf) {
+            // Delivered before its entry: the entry's number is the next one.
+            sum.warnings.push_back(fmt::format(
+                "{}: field {} at byte offset {} holds {} bytes, over the {} MiB cap: left out "
+                "(the entry is read without it)",
+                where(sum.entries + 1, lf.entry_offset),
+                lf.name.substr(0, 64),
+                lf.offset,
+                lf.size,
+                cd::kMaxJournalFieldBytes >> 20));
+        };
+        cd::JournalExportReader reader(onEntry, cd::kMaxJournalFieldBytes, onLeftOut);
         std::string buf(1 << 20, '\0');
-        while (in && !failed) {
-            in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-            auto got = static_cast<size_t>(in.gcount());
+        while (!failed) {
+            ssize_t got = ::read(in->fd, buf.data(), buf.size());
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0)
+                return std::unexpected(
+                    db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
             if (got == 0) break;
-            if (auto r = reader.feed(std::string_view(buf.data(), got)); !r)
+            if (auto r = reader.feed(std::string_view(buf.data(), static_cast<size_t>(got))); !r)
                 return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
         }
         if (!failed)
@@ -408,9 +497,11 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
     auto fail = [&](const std::string& m) {
         return std::unexpected(db::Error{fmt::format("{}: {}", path, m)});
     };
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return fail(std::strerror(errno));
-    auto h = head(path, 4096);
+    auto in = openInput(path);
+    if (!in) return std::unexpected(in.error());
+    FdCloser closer{in->fd};
+    const struct stat& st = in->st;
+    auto h = headOf(in->fd, 4096);
     uint64_t fnv = 1469598103934665603ull;
     for (unsigned char c : h) fnv = (fnv ^ c) * 1099511628211ull;
     SourceIdentity id{path,
@@ -429,18 +520,26 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
     auto inflater = InflateToTemp::create(opt.unpack);
     if (!inflater) return std::unexpected(inflater.error());
     bool core = false;
+    uint64_t n = 0, coreFirst = 0, coreLast = 0;  // lines of the CoreDump chunks
     cd::ApportReader reader([&](std::string_view b) -> cd::Result<void> {
         core = true;
+        if (!coreFirst) coreFirst = n;
+        coreLast = n;
         if (auto r = inflater->feed(b); !r) return std::unexpected(cd::Error{r.error().message});
         return {};
     });
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return fail(std::strerror(errno));
-    std::string line;
-    uint64_t n = 0;
-    while (std::getline(in, line)) {
+    // apport's lines are short (base64 chunks, /proc text); one longer than this is not apport's.
+    constexpr size_t kMaxApportLine = 64u << 20;
+    LineReader lines(in->fd, kMaxApportLine);
+    for (;;) {
+        uint64_t offset = 0;
+        bool cut = false;
+        auto l = lines.next(offset, cut);
+        if (!l) return fail(l.error().message);
+        if (!*l) break;
         ++n;
-        if (auto r = reader.line(line, n); !r) return fail(r.error().message);
+        if (cut) return fail(fmt::format("line {}: longer than 64 MiB", n));
+        if (auto r = reader.line(**l, n); !r) return fail(r.error().message);
     }
     if (n == 0) return fail("empty report");
     const auto& rep = reader.report();
@@ -481,7 +580,13 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
             storeEntryOnly(store, id, e, "no CoreDump in the apport report", own_txn, "apport"));
     }
     auto tmp = inflater->finish();
-    if (!tmp) return fail(tmp.error().message);
+    if (!tmp)  // a cut report: name where the CoreDump data stop
+        return fail(fmt::format("line {}: {}; CoreDump is lines {}-{} of {}",
+                                coreLast,
+                                tmp.error().message,
+                                coreFirst,
+                                coreLast,
+                                n));
     auto ro = opt.read;
     ro.name = "core";
     auto report = cd::readCore(tmp->path(), ro);

@@ -6,7 +6,12 @@
 namespace gpufault {
 
 db::Result<std::optional<int64_t>> Store::evidenceIdOf(int64_t source_id, Kind kind) {
-    auto sel = db_.prepare("SELECT min(id) FROM evidence WHERE source_id=?1 AND kind=?2");
+    // INDEXED BY: left to itself, SQLite answers min(id) by walking evidence_kind (kind, id)
+    // until a row of this source turns up: every coredump record of the store for the newest
+    // source, so ingesting N crashes was O(N^2). The identity index goes straight to the source.
+    auto sel = db_.prepare(
+        "SELECT min(id) FROM evidence INDEXED BY evidence_identity WHERE source_id=?1 AND "
+        "kind=?2");
     if (!sel) return std::unexpected(sel.error());
     sel->bind(1, source_id).bind(2, kindName(kind));
     auto row = sel->step();

@@ -182,12 +182,16 @@ std::optional<CoreStack> ApportReport::stack() const {
     t.tid = pid().value_or(0);
     t.crashed = true;
     std::string_view text = st->second;
-    while (!text.empty() && t.frames.size() < 256) {
+    while (!text.empty()) {
         auto nl = text.find('\n');
         auto l = text.substr(0, nl);
         text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
         auto f = gdbFrame(l);
         if (!f) continue;
+        if (t.frames.size() >= 256) {  // the unwinder's frame cap
+            t.frames_truncated = true;
+            break;
+        }
         f->activation = t.frames.empty();
         for (const auto& m : maps)
             if (f->pc && f->pc >= m.start && f->pc < m.end) {

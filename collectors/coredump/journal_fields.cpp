@@ -30,6 +30,12 @@ void JournalExportReader::endEntry() {
     fields_.clear();
 }
 
+void JournalExportReader::leftOut(std::string name, uint64_t offset, uint64_t size) {
+    if (fields_.empty()) entryStart_ = offset;
+    fields_.insert_or_assign(name, std::string());
+    if (leftOut_) leftOut_(LeftOutField{std::move(name), entryStart_, offset, size});
+}
+
 Result<void> JournalExportReader::feed(std::string_view data) {
     size_t pos = 0;
     auto fail = [&](uint64_t at, const std::string& what) {
@@ -41,6 +47,17 @@ Result<void> JournalExportReader::feed(std::string_view data) {
                 auto nl = data.find('\n', pos);
                 if (nl == std::string_view::npos) {
                     buf_.append(data.substr(pos));
+                    // A NAME=value line whose value is already over max_: not held further.
+                    auto eq = buf_.find('=');
+                    if (eq != std::string::npos && buf_.size() - eq - 1 > max_ &&
+                        fieldName(std::string_view(buf_).substr(0, eq))) {
+                        skipName_ = buf_.substr(0, eq);
+                        skipStart_ = offset_;
+                        skipped_ = buf_.size() - eq - 1;
+                        buf_.clear();
+                        state_ = State::SkipLine;
+                        return {};
+                    }
                     if (buf_.size() > kMaxLine) return fail(offset_, "line longer than 64 MiB");
                     return {};
                 }
@@ -56,14 +73,31 @@ Result<void> JournalExportReader::feed(std::string_view data) {
                 if (fields_.empty()) entryStart_ = lineStart;
                 auto eq = buf_.find('=');
                 if (eq != std::string::npos && fieldName(std::string_view(buf_).substr(0, eq))) {
-                    fields_.insert_or_assign(buf_.substr(0, eq), buf_.substr(eq + 1));
+                    if (buf_.size() - eq - 1 > max_)
+                        leftOut(buf_.substr(0, eq), lineStart, buf_.size() - eq - 1);
+                    else
+                        fields_.insert_or_assign(buf_.substr(0, eq), buf_.substr(eq + 1));
                 } else if (eq == std::string::npos && fieldName(buf_)) {
                     binName_ = buf_;
+                    binStart_ = lineStart;
                     state_ = State::Size;
                 } else {
                     return fail(lineStart, "not a journal export field (NAME=value or NAME)");
                 }
                 buf_.clear();
+                break;
+            }
+            case State::SkipLine: {
+                auto nl = data.find('\n', pos);
+                size_t take = (nl == std::string_view::npos ? data.size() : nl) - pos;
+                skipped_ += take;
+                pos += take;
+                if (nl == std::string_view::npos) return {};
+                ++pos;
+                offset_ = skipStart_ + skipName_.size() + 1 + skipped_ + 1;
+                leftOut(std::move(skipName_), skipStart_, skipped_);
+                skipName_.clear();
+                state_ = State::Line;
                 break;
             }
             case State::Size: {
@@ -77,7 +111,10 @@ Result<void> JournalExportReader::feed(std::string_view data) {
                 offset_ += 8;
                 buf_.clear();
                 binKeep_ = binLeft_ <= max_;
-                fields_.insert_or_assign(binName_, std::string());
+                if (binKeep_)
+                    fields_.insert_or_assign(binName_, std::string());
+                else
+                    leftOut(binName_, binStart_, binLeft_);
                 state_ = binLeft_ ? State::Data : State::Newline;
                 break;
             }
@@ -105,6 +142,12 @@ Result<void> JournalExportReader::feed(std::string_view data) {
 }
 
 Result<void> JournalExportReader::finish() {
+    if (state_ == State::SkipLine) {
+        // A last, left-out text line without its newline.
+        offset_ = skipStart_ + skipName_.size() + 1 + skipped_;
+        leftOut(std::move(skipName_), skipStart_, skipped_);
+        state_ = State::Line;
+    }
     if (state_ != State::Line)
         return std::unexpected(Error{
             fmt::format("offset {}: the stream ends inside binary field {}", offset_, binName_)});

@@ -16,15 +16,30 @@
 
 namespace gpufault::coredump {
 
+/// The largest field value JournalExportReader keeps by default, bytes (16 MiB).
+inline constexpr size_t kMaxJournalFieldBytes = 16u << 20;
+
+/// A field whose value was not kept (longer than the reader's `max_value`).
+struct LeftOutField {
+    std::string name;
+    uint64_t entry_offset = 0;  ///< byte offset of the entry's first byte in the stream
+    uint64_t offset = 0;        ///< byte offset of the field's first byte (its name)
+    uint64_t size = 0;          ///< the value's size, bytes
+};
+
 /// Reads the export format incrementally: feed() any chunks, then finish(). Each complete entry
 /// goes to the callback. Field values longer than `max_value` bytes (a core stored in the
-/// journal, `COREDUMP=`) are skipped without being held: the field is present with an empty
-/// value.
+/// journal, `COREDUMP=`; a 20 MiB MESSAGE), text or binary, are skipped without being held:
+/// the field is present with an empty value, and `on_left_out` (when set) hears of it before
+/// the entry is delivered.
 class JournalExportReader {
   public:
     using OnEntry = std::function<void(FieldMap&&, uint64_t offset)>;  ///< entry's first byte
-    explicit JournalExportReader(OnEntry on, size_t max_value = 16u << 20)
-        : on_(std::move(on)), max_(max_value) {}
+    using OnLeftOut = std::function<void(const LeftOutField&)>;
+    explicit JournalExportReader(OnEntry on,
+                                 size_t max_value = kMaxJournalFieldBytes,
+                                 OnLeftOut on_left_out = {})
+        : on_(std::move(on)), leftOut_(std::move(on_left_out)), max_(max_value) {}
 
     /// Consumes `data`. An error names the byte offset where the format broke; the reader is
     /// then unusable.
@@ -36,14 +51,20 @@ class JournalExportReader {
 
   private:
     void endEntry();
+    void leftOut(std::string name, uint64_t offset, uint64_t size);
     OnEntry on_;
+    OnLeftOut leftOut_;
     size_t max_;
     std::string buf_;      ///< unconsumed bytes (a partial line or size)
     uint64_t offset_ = 0;  ///< stream offset of buf_[0]
     uint64_t entryStart_ = 0;
     FieldMap fields_;
-    enum class State { Line, Size, Data, Newline } state_ = State::Line;
+    /// SkipLine: inside a text field whose value is over max_ (skipName_, from skipStart_).
+    enum class State { Line, SkipLine, Size, Data, Newline } state_ = State::Line;
+    std::string skipName_;
+    uint64_t skipStart_ = 0, skipped_ = 0;
     std::string binName_;
+    uint64_t binStart_ = 0;  ///< offset of the binary field's name line
     uint64_t binLeft_ = 0;
     bool binKeep_ = false;
     uint64_t entries_ = 0;

@@ -72,7 +72,7 @@ std::string moduleBase(std::string_view m) {
 
 }  // namespace
 
-std::optional<CoreStack> parseStackTraceText(std::string_view message) {
+std::optional<CoreStack> parseStackTraceText(std::string_view message, const StackTextLimits& lim) {
     CoreStack s;
     std::map<std::string, std::string> buildIds;  // module base name → build-id
     Thread* cur = nullptr;
@@ -84,6 +84,12 @@ std::optional<CoreStack> parseStackTraceText(std::string_view message) {
         if (line.starts_with(kHead)) {
             auto tid = line.substr(kHead.size());
             if (tid.ends_with(':')) tid.remove_suffix(1);
+            if (s.threads.size() >= lim.max_threads) {
+                // The frames that follow belong to a thread not kept.
+                s.threads_truncated = true;
+                cur = nullptr;
+                continue;
+            }
             cur = &s.threads.emplace_back();
             cur->tid = number<int64_t>(tid).value_or(0);
             cur->crashed = s.threads.size() == 1;
@@ -102,7 +108,7 @@ std::optional<CoreStack> parseStackTraceText(std::string_view message) {
         }
         if (!cur) continue;
         if (auto f = parseFrame(line)) {
-            if (cur->frames.size() >= 256) {
+            if (cur->frames.size() >= lim.max_frames) {
                 cur->frames_truncated = true;
                 continue;
             }
@@ -117,6 +123,28 @@ std::optional<CoreStack> parseStackTraceText(std::string_view message) {
                 if (auto it = buildIds.find(moduleBase(*f.module)); it != buildIds.end())
                     f.build_id = it->second;
     return s;
+}
+
+std::vector<std::string> stackCapWarnings(const CoreStack& s, const StackTextLimits& lim) {
+    std::vector<std::string> w;
+    if (s.threads_truncated)
+        w.push_back(fmt::format("MESSAGE stack trace: more than {0} threads: the first {0} kept",
+                                lim.max_threads));
+    size_t cut = 0;
+    for (const auto& t : s.threads) cut += t.frames_truncated;
+    if (cut)
+        w.push_back(fmt::format(
+            "MESSAGE stack trace: {} thread{} with more than {} frames: the first {} kept",
+            cut,
+            cut == 1 ? "" : "s",
+            lim.max_frames,
+            lim.max_frames));
+    return w;
+}
+
+bool attestedBySystemdCoredump(const FieldMap& f) {
+    return get(f, "_UID") == "0" && (get(f, "_COMM") == "systemd-coredum" ||
+                                     get(f, "SYSLOG_IDENTIFIER") == "systemd-coredump");
 }
 
 Result<CoredumpEntry> parseCoredumpEntry(const FieldMap& f) {
@@ -170,6 +198,9 @@ Result<CoredumpEntry> parseCoredumpEntry(const FieldMap& f) {
             e.not_kept = "core not kept: size limit";  // ExternalSizeMax/ProcessSizeMax
     }
     e.stack = parseStackTraceText(e.message);
+    if (e.stack)
+        for (auto& w : stackCapWarnings(*e.stack)) e.warnings.push_back(std::move(w));
+    e.attested = attestedBySystemdCoredump(f);
     return e;
 }
 

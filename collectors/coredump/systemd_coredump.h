@@ -37,7 +37,9 @@ struct CoredumpEntry {
     /// Why there is no core file ("core not kept: size limit"); nullopt when one was kept.
     std::optional<std::string> not_kept;
     std::string message;             ///< MESSAGE
-    std::optional<CoreStack> stack;  ///< parsed from MESSAGE's "Stack trace of thread"
+    std::optional<CoreStack> stack;  ///< parsed from MESSAGE's "Stack trace of thread" (capped)
+    /// attestedBySystemdCoredump() of the entry's fields; false: an entry anyone could write.
+    bool attested = false;
     /// Fields that were present but impossible (a signal above 64, a time past year 9999):
     /// stored as unknown, each with a warning naming the field and its value.
     std::vector<std::string> warnings;
@@ -46,15 +48,34 @@ struct CoredumpEntry {
 /// Reads a systemd-coredump entry. Errors: MESSAGE_ID is not kCoredumpMessageId, or
 /// COREDUMP_PID is missing, not a number or not a pid (1..kPidMaxLimit). A COREDUMP_SIGNAL
 /// outside 1..64 or a COREDUMP_TIMESTAMP that is not a time up to year 9999 is left unknown,
-/// with a warning.
+/// with a warning; so is a stack text over the caps (StackTextLimits).
 Result<CoredumpEntry> parseCoredumpEntry(const FieldMap& fields);
+
+/// Caps on what parseStackTraceText keeps of a MESSAGE (a journal field may hold 16 MiB of
+/// them), the unwinder's own (UnwindOptions): threads beyond max_threads are dropped with
+/// `threads_truncated`, frames beyond max_frames with the thread's `frames_truncated`.
+struct StackTextLimits {
+    size_t max_threads = 1024;
+    size_t max_frames = 256;  ///< per thread
+};
 
 /// Parses systemd's stack text: blocks `Stack trace of thread TID:` followed by frames
 /// `#N  0xPC SYMBOL (MODULE + 0xOFF)` (systemd ≥ 249) or `#N  0xPC SYMBOL (MODULE)` (≤ 248);
 /// `n/a` is an unknown symbol or module. The first thread is the crashing one. Lines
 /// `Module MODULE … with build-id HEX` (newer systemd) give the frames of MODULE their
-/// build-id. nullopt when the text holds no stack trace.
-std::optional<CoreStack> parseStackTraceText(std::string_view message);
+/// build-id. nullopt when the text holds no stack trace. Capped by `lim` (flags set when hit).
+std::optional<CoreStack> parseStackTraceText(std::string_view message,
+                                             const StackTextLimits& lim = {});
+
+/// The warnings for the caps a parsed stack hit ("MESSAGE stack trace: more than 1024
+/// threads: the first 1024 kept"); empty when none was hit.
+std::vector<std::string> stackCapWarnings(const CoreStack& s, const StackTextLimits& lim = {});
+
+/// Whether journald attests that systemd-coredump wrote the entry: `_UID=0` and `_COMM=
+/// systemd-coredum` (15 characters: TASK_COMM_LEN) or `SYSLOG_IDENTIFIER=systemd-coredump`.
+/// Underscore fields are journald's, never the sender's; in a file they are only as good as
+/// the file (an export or JSON file can say anything).
+bool attestedBySystemdCoredump(const FieldMap& fields);
 
 /// The fields of a file name `core.COMM.UID.BOOTID.PID.USEC[.zst|.lz4|.xz]` (COMM with
 /// systemd's `\xHH` escapes undone).

@@ -1,6 +1,7 @@
 // gpufault codeobj through the built binary: the seed case, --require as a release gate,
 // directories, JSON, exit codes and bad input.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -101,6 +102,62 @@ TEST(CliCodeobj, DirectorySkipsNonElfAndReportsUnreadable) {
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(r.out.find("notes.txt"), std::string::npos);
     EXPECT_NE(r.out.find("a.hipfb: gfx906: all 1 have code"), std::string::npos) << r.out;
+}
+
+/// An ELF header (x86-64 executable) and nothing else: no sections, no program headers; the
+/// file is then made `size` bytes long without writing them (sparse).
+void sparseElf(const std::string& path, off_t size) {
+    std::string h(64, '\0');
+    h[0] = 0x7f;
+    h.replace(1, 3, "ELF");
+    h[4] = 2;      // ELFCLASS64
+    h[5] = 1;      // little-endian
+    h[6] = 1;      // EV_CURRENT
+    h[16] = 2;     // ET_EXEC
+    h[18] = 0x3e;  // EM_X86_64
+    h[20] = 1;     // e_version
+    h[52] = 64;    // e_ehsize
+    h[54] = 56;    // e_phentsize
+    h[58] = 64;    // e_shentsize
+    writeFile(path, h);
+    ASSERT_EQ(::truncate(path.c_str(), size), 0);
+}
+
+TEST(CliCodeobj, NoOffloadBundlesFailsACheckInsteadOfAllZeroHaveCode) {
+    // The hostile review's 3 GB sparse ELF: "all 0 have code", exit 0, was a release gate that
+    // passed on a file with nothing to check.
+    TempDir t;
+    sparseElf(t.file("huge"), off_t{3} << 30);
+    auto r = run({GPUFAULT_BIN, "codeobj", t.file("huge"), "--device", "gfx1030"});
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_EQ(
+        r.out,
+        t.file("huge") + ": no offload bundles (ELF, no GPU code): nothing has code for gfx1030\n");
+    auto req =
+        run({GPUFAULT_BIN, "codeobj", t.file("huge"), "--require", "gfx90a,sm_90", "--json"});
+    EXPECT_EQ(req.status, 1);
+    auto j = parseJsonLines(req.out);
+    ASSERT_EQ(j.size(), 1u) << req.out;
+    EXPECT_EQ(j[0]["no_bundles"], true);
+    EXPECT_TRUE(j[0]["bundles"].empty());
+    // --list only lists: nothing is checked, nothing fails.
+    auto list = run({GPUFAULT_BIN, "codeobj", t.file("huge"), "--list"});
+    EXPECT_EQ(list.status, 0);
+    EXPECT_EQ(list.out, t.file("huge") + ": ELF, no GPU code\n");
+    // In a directory a host-only ELF is no failure by itself, a directory with no bundle at all is.
+    std::filesystem::create_directories(t.file("dir"));
+    sparseElf(t.file("dir/libhost.so"), 4096);
+    auto dir = run({GPUFAULT_BIN, "codeobj", t.file("dir"), "--device", "gfx906"});
+    EXPECT_EQ(dir.status, 1);
+    EXPECT_NE(dir.out.find(t.file("dir") + ": no offload bundles in 1 ELF file and no kernel "
+                                           "library files\n"),
+              std::string::npos)
+        << dir.out;
+    writeFile(t.file("dir/a.hipfb"), readFile(kBin + "/hip/raw/vadd_gfx906.hipfb"));
+    auto mixed = run({GPUFAULT_BIN, "codeobj", t.file("dir"), "--device", "gfx906"});
+    EXPECT_EQ(mixed.status, 0) << mixed.out;
+    EXPECT_NE(mixed.out.find("libhost.so: no offload bundles"), std::string::npos) << mixed.out;
+    EXPECT_NE(mixed.out.find("a.hipfb: gfx906: all 1 have code"), std::string::npos) << mixed.out;
 }
 
 TEST(CliCodeobj, BadInputAndUsageExit2) {

@@ -1,9 +1,11 @@
 // Hostile crash inputs through the built binary (issues 3/4, the h10 hostile report): a core
 // named by a journal entry that is a FIFO, `core.*.zst` files that are not zstd, decompression
 // bombs that are not ELF cores, and forged numeric fields. Every input is made here.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -168,6 +170,146 @@ TEST(CrashHostile, ForgedNumbersAreUnknownWithAWarningAndDropsSayWhy) {
     EXPECT_TRUE(c[1]["signal"].is_null()) << c[1].dump();
     EXPECT_TRUE(c[1]["pid"].is_null()) << c[1].dump();
     EXPECT_EQ(c[1]["time_from"], "unknown") << c[1].dump();
+}
+
+TEST(CrashHostile, ExportFieldOver16MiBWarnsWithFileAndOffsetAndTheRestIsRead) {
+    // Entry 1's MESSAGE is 17 MiB (binary, as journalctl writes a multi-line value), entry 2's
+    // a 17 MiB text line; entry 3 is an ordinary crash after them.
+    TempDir t;
+    std::string big(17u << 20, 'x');
+    std::string e1 = exportEntry(entry("101"), "Stack trace of thread 101:\n" + big);
+    auto e2fields = entry("102");
+    e2fields.emplace_back("MESSAGE", big);
+    std::string e2;
+    for (const auto& [k, v] : e2fields) e2 += k + "=" + v + "\n";
+    e2 += "\n";
+    std::string e3 =
+        exportEntry(entry("103"),
+                    "Stack trace of thread 103:\n#0  0x00007f3a9c2969fc f (libc.so.6 + "
+                    "0x969fc)\n");
+    writeFile(t.file("big.export"), e1 + e2 + e3);
+    auto r = run(coreIngestArgs(t.file("db"), {t.file("big.export")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("3 journal entries, 3 systemd-coredump"), std::string::npos) << r.out;
+    auto msg1 = e1.find("MESSAGE\n");
+    auto msg2 = e1.size() + e2.find("MESSAGE=");
+    EXPECT_NE(
+        r.err.find(fmt::format("gpufault: warning: {}: entry 1 (byte offset 0): field MESSAGE "
+                               "at byte offset {} holds {} bytes, over the 16 MiB cap: left "
+                               "out (the entry is read without it)",
+                               t.file("big.export"),
+                               msg1,
+                               big.size() + 27)),
+        std::string::npos)
+        << r.err.substr(0, 2000);
+    EXPECT_NE(
+        r.err.find(fmt::format("{}: entry 2 (byte offset {}): field MESSAGE at byte offset {} "
+                               "holds {} bytes",
+                               t.file("big.export"),
+                               e1.size(),
+                               msg2,
+                               big.size())),
+        std::string::npos)
+        << r.err.substr(0, 2000);
+    auto c = cores(t);
+    ASSERT_EQ(c.size(), 3u);
+    EXPECT_EQ(c[0]["pid"], 101);
+    EXPECT_EQ(c[0]["threads"], 0);  // stored from its fields, without the stack text
+    EXPECT_EQ(c[1]["pid"], 102);
+    EXPECT_EQ(c[2]["pid"], 103);
+    EXPECT_EQ(c[2]["top_frame"], "f (libc.so.6 + 0x969fc)");
+}
+
+TEST(CrashHostile, StackTextOverTheCapsIsCutAndSaysSo) {
+    TempDir t;
+    std::string m = "Process 104 (python3) of user 1000 dumped core.\n\n";
+    for (int th = 0; th < 1500; ++th) {
+        m += "Stack trace of thread " + std::to_string(104 + th) + ":\n";
+        for (int k = 0; k < (th == 0 ? 1000 : 1); ++k)
+            m += "#" + std::to_string(k) + "  0x00007f3a9c2969fc f (libc.so.6 + 0x969fc)\n";
+    }
+    writeFile(t.file("many.export"), exportEntry(entry("104"), m));
+    auto r = run(coreIngestArgs(t.file("db"), {t.file("many.export")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto at = t.file("many.export") + ": entry 1 (byte offset 0): ";
+    EXPECT_NE(r.err.find(at + "MESSAGE stack trace: more than 1024 threads: the first 1024 kept"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(at + "MESSAGE stack trace: 1 thread with more than 256 frames: the first "
+                              "256 kept"),
+              std::string::npos)
+        << r.err;
+    auto c = cores(t);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["threads"], 1024);
+    EXPECT_EQ(c[0]["threads_truncated"], true);
+    auto s = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1", "--json"});
+    ASSERT_EQ(s.status, 0) << s.err;
+    auto j = nlohmann::json::parse(s.out);
+    ASSERT_FALSE(j["stacks"].empty()) << s.out.substr(0, 500);
+    EXPECT_EQ(j["stacks"][0]["frames"].size(), 256u);
+    EXPECT_EQ(j["stacks"][0]["frames_truncated"], true);
+}
+
+TEST(CrashHostile, ExportEntryNotAttestedByJournaldWarnsAndIsUntrusted) {
+    // Anyone can write a file of entries (or `logger` one with systemd-coredump's MESSAGE_ID):
+    // gpufaultd drops entries without _UID=0 and systemd-coredump's comm/identifier; from a
+    // file they are stored, with a warning, as untrusted.
+    TempDir t;
+    auto forged = entry("105");
+    forged.emplace_back("_UID", "1000");
+    forged.emplace_back("_COMM", "bash");
+    auto real = entry("106");
+    real.emplace_back("_UID", "0");
+    real.emplace_back("_COMM", "systemd-coredum");
+    writeFile(t.file("mixed.export"),
+              exportEntry(forged, "forged") + exportEntry(entry("107"), "no trusted fields") +
+                  exportEntry(real, "Process 106 (python3) dumped core."));
+    auto r = run(coreIngestArgs(t.file("db"), {t.file("mixed.export")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(
+        r.err.find(t.file("mixed.export") +
+                   ": entry 1 (byte offset 0): not attested as systemd-coredump's (_UID=1000, "
+                   "_COMM=bash, SYSLOG_IDENTIFIER=(none); gpufaultd ignores such entries): "
+                   "stored with origin 'systemd-coredump (untrusted)'"),
+        std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("entry 2 (byte offset "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("(_UID=(none), _COMM=(none), SYSLOG_IDENTIFIER=(none);"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("entry 3 "), std::string::npos) << r.err;
+    auto c = cores(t);
+    ASSERT_EQ(c.size(), 3u);
+    EXPECT_EQ(c[0]["origin"], "systemd-coredump (untrusted)");
+    EXPECT_EQ(c[1]["origin"], "systemd-coredump (untrusted)");
+    EXPECT_EQ(c[2]["origin"], "systemd-coredump");
+    auto ev = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
+    ASSERT_EQ(ev.size(), 3u);
+    EXPECT_EQ(ev[0]["attrs"]["origin"], "systemd-coredump (untrusted)") << ev[0].dump();
+}
+
+TEST(CrashHostile, CutApportCoreDumpNamesTheLineWhereItsDataStop) {
+    // Fields after CoreDump: the file goes on, the core's data stop at its last chunk line.
+    TempDir t;
+    std::string fields =
+        "ProblemType: Crash\nDate: Sun Nov 30 08:31:38 2025\nProcStatus:\n Pid:\t14046\n"
+        "Signal: 11\n";
+    std::string rep = apportReport(std::string(1 << 20, 'c'), fields, true);
+    auto lastCore = std::count(rep.begin(), rep.end(), '\n');
+    rep += "Uname: Linux 6.8.0 x86_64\nUserGroups: N/A\n";
+    writeFile(t.file("_usr_bin_cut.0.crash"), rep);
+    auto r = run(coreIngestArgs(t.file("db"), {t.file("_usr_bin_cut.0.crash")}));
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_NE(r.err.find(fmt::format("{}: line {}: CoreDump: the compressed data end early (cut "
+                                     "report); CoreDump is lines 7-{} of {}",
+                                     t.file("_usr_bin_cut.0.crash"),
+                                     lastCore,
+                                     lastCore,
+                                     lastCore + 2)),
+              std::string::npos)
+        << r.err;
+    EXPECT_TRUE(cores(t).empty());
 }
 
 /// The real H200 CUDA GPU core with the section header field at `field` (24: sh_offset, 32:

@@ -1,14 +1,16 @@
 // systemd-coredump (journal entries in export and JSON form, its zstd core files), apport's
 // .crash reports and a real CUDA GPU core's kernel arguments, through the built binary. The
 // zstd file and the .crash report are made here from the real fixture core.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/core_ingest.h"
 #include "tests/support/crash_files.h"
 #include "tests/support/fixture_check.h"
-#include "tests/cli/core_ingest.h"
 #include "tests/support/process.h"
 
 namespace gpufault::testing {
@@ -192,10 +194,21 @@ TEST(CrashSources, ApportReportWithARealCore) {
     EXPECT_EQ(c[0]["si_addr"], "0x8a");
 
     TempDir u;
-    writeFile(u.file("cut.crash"), fixtureReport(true));
+    auto cut = fixtureReport(true);
+    writeFile(u.file("cut.crash"), cut);
     auto bad = run(ingest(u, {u.file("cut.crash")}));
     EXPECT_EQ(bad.status, 2);
-    EXPECT_NE(bad.err.find(u.file("cut.crash") + ": CoreDump: the compressed data end early"),
+    // CoreDump is the last field: its chunks run from the line after `CoreDump: base64` to the
+    // end of the file, where the data stop.
+    auto lines = std::count(cut.begin(), cut.end(), '\n');
+    auto key = std::count(cut.begin(), cut.begin() + cut.find("CoreDump: base64"), '\n') + 1;
+    EXPECT_NE(bad.err.find(fmt::format("{}: line {}: CoreDump: the compressed data end early (cut "
+                                       "report); CoreDump is lines {}-{} of {}",
+                                       u.file("cut.crash"),
+                                       lines,
+                                       key + 1,
+                                       lines,
+                                       lines)),
               std::string::npos)
         << bad.err;
     EXPECT_TRUE(jsonLines(u, "cores").empty());

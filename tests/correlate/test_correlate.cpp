@@ -336,3 +336,41 @@ TEST(CorrelateCores, OtherPidNameOrTimeNeverJoins) {
 
 }  // namespace
 }  // namespace gpufault
+
+namespace gpufault {
+namespace {
+
+/// `n` crashes, each a segfault line and the core of its pid 20 s later; how many times
+/// correlateUnless asked its stop callback (once per 4096 steps: a count of the work done).
+size_t stopAsks(int n, size_t& incidents) {
+    std::vector<StoredEvidence> ev;
+    for (int i = 0; i < n; ++i) {
+        ev.push_back(segfault(2 * i + 1, 1000 + i, "2025-06-05T12:40:08", "python3"));
+        ev.push_back(coreRec(2 * i + 2, 2 + i, 1000 + i, 1000 + i, "2025-06-05T12:40:28"));
+    }
+    size_t asks = 0;
+    std::function<bool()> stop = [&] {
+        ++asks;
+        return false;
+    };
+    auto inc = correlateUnless(stop, ev, {}, {});
+    incidents = inc ? inc->size() : 0;
+    if (inc) {
+        for (const auto& i : *inc) EXPECT_EQ(i.members.size(), 2u);
+    }
+    return asks;
+}
+
+TEST(CorrelateCores, ManyCoresJoinTheirRecordsInLinearSteps) {
+    // 100,000 systemd-coredump entries took minutes: each core looked at every record. Four
+    // times the crashes must cost about four times the steps (it was sixteen).
+    size_t small = 0, large = 0;
+    size_t a = stopAsks(3000, small), b = stopAsks(12000, large);
+    EXPECT_EQ(small, 3000u);
+    EXPECT_EQ(large, 12000u);
+    EXPECT_GT(a, 0u);
+    EXPECT_LT(b, 6 * a) << a << " asks for 3,000 crashes, " << b << " for 12,000";
+}
+
+}  // namespace
+}  // namespace gpufault

@@ -106,6 +106,60 @@ TEST(SystemdCoredump, OldStackFormatWithoutOffsets) {
     EXPECT_FALSE(parseStackTraceText("Process 1 (x) of user 0 dumped core."));
 }
 
+TEST(SystemdCoredump, StackTextIsCappedLikeTheUnwinderAndSaysSo) {
+    // 1,100 threads, the first with 300 frames: a 16 MiB MESSAGE could hold 600,000 threads,
+    // each a row of the store.
+    std::string m = "Process 7 (x) of user 0 dumped core.\n\n";
+    for (int t = 0; t < 1100; ++t) {
+        m += "Stack trace of thread " + std::to_string(100 + t) + ":\n";
+        for (int k = 0; k < (t == 0 ? 300 : 2); ++k)
+            m += "#" + std::to_string(k) + "  0x00007f3a9c2969fc f (libc.so.6 + 0x969fc)\n";
+    }
+    auto s = parseStackTraceText(m);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->threads.size(), 1024u);
+    EXPECT_TRUE(s->threads_truncated);
+    EXPECT_EQ(s->threads.front().frames.size(), 256u);
+    EXPECT_TRUE(s->threads.front().frames_truncated);
+    EXPECT_FALSE(s->threads[1].frames_truncated);
+    EXPECT_EQ(s->threads.back().tid, 100 + 1023);
+    EXPECT_EQ(s->threads.back().frames.size(), 2u);  // frames of dropped threads go nowhere
+    auto small = parseStackTraceText(m, StackTextLimits{3, 5});
+    ASSERT_TRUE(small);
+    EXPECT_EQ(small->threads.size(), 3u);
+    EXPECT_EQ(small->threads[0].frames.size(), 5u);
+    EXPECT_EQ(stackCapWarnings(*small, StackTextLimits{3, 5}),
+              (std::vector<std::string>{
+                  "MESSAGE stack trace: more than 3 threads: the first 3 kept",
+                  "MESSAGE stack trace: 1 thread with more than 5 frames: the first 5 kept"}));
+    auto f = entry();
+    f["MESSAGE"] = m;
+    auto e = parseCoredumpEntry(f);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->warnings,
+              (std::vector<std::string>{
+                  "MESSAGE stack trace: more than 1024 threads: the first 1024 kept",
+                  "MESSAGE stack trace: 1 thread with more than 256 frames: the first 256 kept"}));
+    f["MESSAGE"] = kStackMessage;
+    EXPECT_TRUE(parseCoredumpEntry(f)->warnings.empty());
+}
+
+TEST(SystemdCoredump, AttestedOnlyByJournaldsOwnFields) {
+    auto f = entry();
+    EXPECT_FALSE(attestedBySystemdCoredump(f));
+    EXPECT_FALSE(parseCoredumpEntry(f)->attested);
+    f["_UID"] = "0";
+    EXPECT_FALSE(attestedBySystemdCoredump(f));  // root, but which program?
+    f["_COMM"] = "systemd-coredum";
+    EXPECT_TRUE(attestedBySystemdCoredump(f));
+    EXPECT_TRUE(parseCoredumpEntry(f)->attested);
+    f.erase("_COMM");
+    f["SYSLOG_IDENTIFIER"] = "systemd-coredump";
+    EXPECT_TRUE(attestedBySystemdCoredump(f));
+    f["_UID"] = "1000";  // a user's `logger -t systemd-coredump`
+    EXPECT_FALSE(attestedBySystemdCoredump(f));
+}
+
 TEST(SystemdCoredump, FileNames) {
     auto n = parseCoredumpFileName(
         "core.python3.1000.3f0c9a8e2b7d4c1a9e5f6b7c8d9e0f1a.41237.1732891234000000.zst");
@@ -169,6 +223,49 @@ TEST(JournalExport, BrokenInputNamesTheOffset) {
     EXPECT_NE(f.error().message.find("inside binary field MESSAGE"), std::string::npos);
     EXPECT_TRUE(looksLikeJournalExport("__CURSOR=s=1;i=2\n__REALTIME_TIMESTAMP=1\n"));
     EXPECT_FALSE(looksLikeJournalExport("Nov 30 08:00:00 host kernel: x=1\n"));
+}
+
+TEST(JournalExport, FieldsOverTheCapAreLeftOutAndReported) {
+    // A text field and a binary field over max_value 16, then a normal entry: each left out
+    // field is reported with its entry's and its own offset and size, in any chunking, and
+    // the rest of the stream is read.
+    std::string e1 = "__CURSOR=s=1\nMESSAGE=" + std::string(40, 'M') + "\nMESSAGE_ID=x\n";
+    std::string e2 = "__CURSOR=s=2\nBIG\n" + le64(30) + std::string(30, 'B') + "\nA=1\n";
+    std::string in = e1 + "\n" + e2 + "\n" + "TAIL=" + std::string(20, 'T');
+    for (size_t chunk : {size_t{1}, size_t{5}, in.size()}) {
+        std::vector<FieldMap> got;
+        std::vector<uint64_t> at;
+        std::vector<LeftOutField> out;
+        JournalExportReader r(
+            [&](FieldMap&& f, uint64_t o) {
+                got.push_back(std::move(f));
+                at.push_back(o);
+            },
+            16,
+            [&](const LeftOutField& l) { out.push_back(l); });
+        for (size_t i = 0; i < in.size(); i += chunk)
+            ASSERT_TRUE(r.feed(std::string_view(in).substr(i, chunk))) << chunk;
+        ASSERT_TRUE(r.finish());
+        ASSERT_EQ(got.size(), 3u) << chunk;
+        EXPECT_EQ(got[0].at("MESSAGE"), "");
+        EXPECT_EQ(got[0].at("MESSAGE_ID"), "x");
+        EXPECT_EQ(got[1].at("BIG"), "");
+        EXPECT_EQ(got[1].at("A"), "1");
+        EXPECT_EQ(got[2].at("TAIL"), "");
+        EXPECT_EQ(at, (std::vector<uint64_t>{0, e1.size() + 1, e1.size() + e2.size() + 2}));
+        ASSERT_EQ(out.size(), 3u) << chunk;
+        EXPECT_EQ(out[0].name, "MESSAGE");
+        EXPECT_EQ(out[0].entry_offset, 0u);
+        EXPECT_EQ(out[0].offset, 13u);
+        EXPECT_EQ(out[0].size, 40u);
+        EXPECT_EQ(out[1].name, "BIG");
+        EXPECT_EQ(out[1].entry_offset, e1.size() + 1);
+        EXPECT_EQ(out[1].offset, e1.size() + 1 + 13);
+        EXPECT_EQ(out[1].size, 30u);
+        EXPECT_EQ(out[2].name, "TAIL");
+        EXPECT_EQ(out[2].entry_offset, e1.size() + e2.size() + 2);
+        EXPECT_EQ(out[2].size, 20u);
+    }
 }
 
 TEST(JournalJson, BytesAndSeveralValues) {
