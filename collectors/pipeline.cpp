@@ -117,7 +117,11 @@ TextPipeline::TextPipeline(Sink& out) : out_(out), matchers_(makeTextMatchers())
 }
 
 void TextPipeline::feedLine(uint64_t line_no, std::string_view raw) {
-    decode(line_no, raw, [this](const LogLine& l) { match(l); });
+    decode(
+        line_no,
+        raw,
+        [this](const LogLine& l) { match(l); },
+        [&](std::string_view r, const FixedLine& fx) { matchFixed(line_no, r, fx); });
 }
 
 void TextPipeline::finish() {

@@ -40,18 +40,24 @@ class TextPipeline {
     // decoder half calls `keep` for each line the matchers must see (API trace lines are
     // dropped); the matcher half gets those lines in the same order.
 
-    /// Decoder half of feedLine(). `keep` gets lines whose views die when it returns.
-    /// `mayHaveCr` false: the caller knows that `raw` holds no '\r'.
-    template <typename Keep>
-    void decode(uint64_t line_no, std::string_view raw, Keep&& keep, bool mayHaveCr = true) {
-        switch (decoder_.feedBare(line_no, raw, bare_, isApiTraceMessage, mayHaveCr)) {
+    /// Decoder half of feedLine(). `keep` gets lines whose views die when it returns;
+    /// `keepFixed(raw, fx)` gets the kept lines in the fixed AMD columns undecoded, for
+    /// matchFixed() (`fx` dies when it returns). `mayHaveCr` false: the caller knows that `raw`
+    /// holds no '\r'.
+    template <typename Keep, typename KeepFixed>
+    void decode(uint64_t line_no,
+                std::string_view raw,
+                Keep&& keep,
+                KeepFixed&& keepFixed,
+                bool mayHaveCr = true) {
+        switch (decoder_.feedBare(line_no, raw, bare_, fixed_, isApiTraceMessage, mayHaveCr)) {
             case LineDecoder::Bare::Skipped:
+                return;
+            case LineDecoder::Bare::Fixed:
+                keepFixed(raw, fixed_);
                 return;
             case LineDecoder::Bare::Filled:
                 if (!isApiTrace(bare_)) keep(bare_);
-                return;
-            case LineDecoder::Bare::Kept:  // isApiTraceMessage() already said no to its text
-                keep(bare_);
                 return;
             case LineDecoder::Bare::No:
                 break;
@@ -81,6 +87,13 @@ class TextPipeline {
             if (!skippable || !m.idle()) m.feed(l, out_);
         }
     }
+    /// Matcher half of feedLine() for a line decode() gave to `keepFixed` (line `line_no`):
+    /// decoded here, then matched unless it is an API trace line.
+    void matchFixed(uint64_t line_no, std::string_view raw, const FixedLine& fx) {
+        LineDecoder::fillFixed(line_no, raw, fx, filled_);
+        if (fx.check_trace && isApiTraceMessage(filled_.text)) return;
+        match(filled_);
+    }
     /// Matcher half of finish().
     void matchFinish() {
         for (auto& m : matchers_) m->finish(out_);
@@ -92,6 +105,8 @@ class TextPipeline {
     Sink& out_;
     LineDecoder decoder_;
     LogLine bare_;  ///< reused by feedBareAmd(), which sets the same fields each time
+    FixedLine fixed_;  ///< decoder half: the last Bare::Fixed line's shape
+    LogLine filled_;   ///< matcher half: reused by matchFixed() (fillFixed() sets the same fields)
     std::vector<std::unique_ptr<Matcher>> matchers_;
     std::vector<char> kernelOnly_, owner_;  ///< per matcher: kernelLogOnly(), ownsDispatchLines()
 };

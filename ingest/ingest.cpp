@@ -75,6 +75,9 @@ void readAndDecode(LineReader& reader,
     });
     auto inBuffer = [&reader](std::string_view v) { return reader.inBuffer(v); };
     auto keep = [&](const LogLine& l) { batch.keep(l, inBuffer); };
+    auto keepFixed = [&](std::string_view raw, const FixedLine& fx) {
+        batch.keepFixed(lineNo, raw, fx, inBuffer);
+    };
     while (open) {
         uint64_t off = 0;
         bool truncated = false;
@@ -91,7 +94,7 @@ void readAndDecode(LineReader& reader,
         ++lineNo;
         batch.offsets.push_back(off);
         if (truncated) batch.truncated.emplace_back(lineNo, batch.kept.size());
-        pipe.decode(lineNo, line, keep, reader.lastLineMayHaveCr());
+        pipe.decode(lineNo, line, keep, keepFixed, reader.lastLineMayHaveCr());
         endOffset = reader.consumed();
         if (batch.offsets.size() >= batchLines) flush(false);
     }

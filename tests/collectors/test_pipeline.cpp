@@ -77,7 +77,8 @@ TEST(Pipeline, BareTraceSkipAgreesWithTheFullDecode) {
     auto skip = [](std::string_view raw) {
         LineDecoder d;
         LogLine l;
-        return d.feedBare(1, raw, l, isApiTraceMessage, true) == LineDecoder::Bare::Skipped;
+        FixedLine fx;
+        return d.feedBare(1, raw, l, fx, isApiTraceMessage, true) == LineDecoder::Bare::Skipped;
     };
     const std::string head =
         ":3:hip_device_runtime.cpp   :623 : 1000000000 us: [pid:4242  tid:0x7f0a1b2c3d40] ";
@@ -156,14 +157,20 @@ TEST(Pipeline, BarePathAgreesWithFeedAcrossOtherLayers) {
     {
         LineDecoder d;
         LogLine b;
+        FixedLine fx;
         for (size_t i = 0; i < lines.size(); ++i) {
-            switch (d.feedBare(i + 1, lines[i], b, isApiTraceMessage, true)) {
+            switch (d.feedBare(i + 1, lines[i], b, fx, isApiTraceMessage, true)) {
                 case LineDecoder::Bare::Skipped:
                     continue;
                 case LineDecoder::Bare::Filled:
                     if (!isApiTrace(b)) viaBare.push_back(row(b));
                     continue;
-                case LineDecoder::Bare::Kept:
+                case LineDecoder::Bare::Fixed:
+                    LineDecoder::fillFixed(i + 1, lines[i], fx, b);
+                    if (fx.check_trace) {
+                        if (!isApiTrace(b)) viaBare.push_back(row(b));
+                        continue;
+                    }
                     ++kept;
                     EXPECT_FALSE(isApiTrace(b)) << lines[i];
                     viaBare.push_back(row(b));
@@ -222,8 +229,11 @@ TEST(Pipeline, FixedColumnFillAgreesWithFeedBareAmd) {
         SCOPED_TRACE(raw);
         LineDecoder d1, d2;
         LogLine a, b;
+        FixedLine fx;
         auto keepAll = [](std::string_view) { return false; };
-        const bool filled = d1.feedBare(7, raw, a, keepAll, true) >= LineDecoder::Bare::Filled;
+        const LineDecoder::Bare got = d1.feedBare(7, raw, a, fx, keepAll, true);
+        if (got == LineDecoder::Bare::Fixed) LineDecoder::fillFixed(7, raw, fx, a);
+        const bool filled = got >= LineDecoder::Bare::Filled;
         ASSERT_EQ(filled, d2.feedBareAmd(7, raw, b));
         EXPECT_EQ(a.line, b.line);
         EXPECT_EQ(a.text, b.text);
