@@ -1,12 +1,15 @@
 // The text pipeline: physical lines of one stream → decoder → every matcher → a Sink.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string_view>
 #include <vector>
 
 #include "collectors/common/log_line.h"
+#include "collectors/common/simd.h"
 #include "collectors/prefix/line_decoder.h"
 
 namespace gpufault {
@@ -18,6 +21,58 @@ namespace gpufault {
 bool isApiTrace(const LogLine& l);
 /// The message test of isApiTrace(), for a message whose prefix is known to be level 3.
 bool isApiTraceMessage(std::string_view text);
+
+/// `[A-Za-z0-9_]`.
+inline bool isIdentByte(char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return static_cast<unsigned char>((u | 0x20) - 'a') < 26 ||
+           static_cast<unsigned char>(u - '0') < 10 || u == '_';
+}
+
+/// isApiTraceMessage() with the common trace lines decided inline (an identifier of < 32
+/// bytes, then `: Returned hipSuccess`, `: Returned hipErrorNotReady` or ` (`; SIMD), and
+/// the common kept lines (`ArgN:`, `ShaderName :`); the others by the call.
+[[gnu::always_inline]] inline bool isApiTraceMessageQuick(std::string_view text) {
+    if constexpr (simd::kSimd) {
+        const char* p = text.data();
+        const char* e = p + text.size();
+        if (p < e && *p == ' ') ++p;
+        if (e - p >= 32) {
+            const uint32_t m =
+                simd::identChars(simd::load16(p)) | simd::identChars(simd::load16(p + 16)) << 16;
+            const auto n = static_cast<size_t>(std::countr_zero(~m));
+            const char* q = p + n;
+            if (n == 0 || n == 32) return isApiTraceMessage(text);
+            if (*q == ':') {  // the exit line `%s: Returned %s : `
+                if (e - q < 22) return isApiTraceMessage(text);
+                alignas(16) static constexpr char kSuccess[16] = {
+                    ':', ' ', 'R', 'e', 't', 'u', 'r', 'n', 'e', 'd', ' ', 'h', 'i', 'p', 'S', 'u'};
+                const uint32_t same = simd::eq16(simd::load16(q), simd::load16(kSuccess));
+                if ((same & 0x7ff) != 0x7ff) return false;  // not `: Returned `
+                if (same == 0xffff && std::memcmp(q + 16, "ccess", 5) == 0) {
+                    if (!isIdentByte(q[21])) return true;
+                }
+                // The polled status of hipStreamQuery/hipEventQuery (errnames::isBenign()).
+                alignas(16) static constexpr char kNotReady[16] = {
+                    'h', 'i', 'p', 'E', 'r', 'r', 'o', 'r', 'N', 'o', 't', 'R', 'e', 'a', 'd', 'y'};
+                if (e - q >= 28 && simd::startsWith(q + 11, kNotReady, 16)) {
+                    if (!isIdentByte(q[27])) return true;
+                }
+                return isApiTraceMessage(text);  // another status: is it benign?
+            }
+            // The entry line `%s %s ( %s ) %s` of a hip…/__hip…/hsa… function.
+            if (!((p[0] == 'h' && n >= 3 &&
+                   ((p[1] == 'i' && p[2] == 'p') || (p[1] == 's' && p[2] == 'a'))) ||
+                  (p[0] == '_' && n >= 5 && std::memcmp(p, "__hip", 5) == 0)))
+                return false;
+            if (*q == ' ' && e - q >= 2 && q[1] == '(') {
+                while (e > q + 1 && (e[-1] == ' ' || e[-1] == '\r')) --e;
+                return e[-1] == ')';
+            }
+        }
+    }
+    return isApiTraceMessage(text);
+}
 
 /// True for the messages of HIP's dispatch context after an AMD_LOG_LEVEL prefix (`Arg%d: `,
 /// `ShaderName : `, `Graph shader name : `; rocvirtual.cpp, FORMATS.md §3.3).
@@ -50,7 +105,8 @@ class TextPipeline {
                 Keep&& keep,
                 KeepFixed&& keepFixed,
                 bool mayHaveCr = true) {
-        switch (decoder_.feedBare(line_no, raw, bare_, fixed_, isApiTraceMessage, mayHaveCr)) {
+        auto skip = [](std::string_view m) { return isApiTraceMessageQuick(m); };
+        switch (decoder_.feedBare(line_no, raw, bare_, fixed_, skip, mayHaveCr)) {
             case LineDecoder::Bare::Skipped:
                 return;
             case LineDecoder::Bare::Fixed:
@@ -91,7 +147,7 @@ class TextPipeline {
     /// decoded here, then matched unless it is an API trace line.
     void matchFixed(uint64_t line_no, std::string_view raw, const FixedLine& fx) {
         LineDecoder::fillFixed(line_no, raw, fx, filled_);
-        if (fx.check_trace && isApiTraceMessage(filled_.text)) return;
+        if (fx.check_trace && isApiTraceMessageQuick(filled_.text)) return;
         match(filled_);
     }
     /// Matcher half of finish().
@@ -104,7 +160,7 @@ class TextPipeline {
   private:
     Sink& out_;
     LineDecoder decoder_;
-    LogLine bare_;  ///< reused by feedBareAmd(), which sets the same fields each time
+    LogLine bare_;     ///< reused by feedBareAmd(), which sets the same fields each time
     FixedLine fixed_;  ///< decoder half: the last Bare::Fixed line's shape
     LogLine filled_;   ///< matcher half: reused by matchFixed() (fillFixed() sets the same fields)
     std::vector<std::unique_ptr<Matcher>> matchers_;

@@ -18,9 +18,9 @@ namespace gpufault {
 
 /// Consecutive physical lines, read and decoded: what the matchers must see of them.
 struct LineBatch {
-    uint64_t seq = 0;                ///< 1, 2, ... in the order pushed
-    uint64_t first_line = 0;         ///< number of the line at offsets[0]
-    std::vector<uint64_t> offsets;   ///< byte offset of each physical line
+    uint64_t seq = 0;               ///< 1, 2, ... in the order pushed
+    uint64_t first_line = 0;        ///< number of the line at offsets[0]
+    std::vector<uint64_t> offsets;  ///< byte offset of each physical line
     /// Lines cut at the maximum length, each with the number of kept lines before it.
     std::vector<std::pair<uint64_t, size_t>> truncated;
     /// A line for the matchers: one in the fixed AMD columns, decoded by the matching thread

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "collectors/common/log_line.h"
+#include "collectors/runtime_log/amd_fixed_shape.h"
 #include "collectors/runtime_log/amd_log_prefix.h"
 
 namespace gpufault {
@@ -81,7 +82,7 @@ class LineDecoder {
                   bool mayHaveCr) {
         if (raw.size() < 40 || raw[0] != ':' || (!quiet_ && criPending())) return Bare::No;
         if (raw.size() <= kMaxLine) {
-            const AmdFixedShape sh = amdFixedShape(raw);
+            const AmdFixedShape sh = amdFixedShapeInline(raw);
             if (sh.message != 0) {
                 const bool cr = mayHaveCr && std::memchr(raw.data(), '\r', raw.size());
                 if (!cr && raw[1] == '3' && skip(raw.substr(sh.message))) {

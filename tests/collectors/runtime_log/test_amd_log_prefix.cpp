@@ -269,7 +269,8 @@ TEST(AmdLogPrefix, FixedColumnPathAgreesWithGeneralParser) {
             del.erase(i, 1);
             expectSameParse(del);
         }
-        for (size_t n = 0; n <= base.size(); ++n) expectSameParse(std::string_view(base).substr(0, n));
+        for (size_t n = 0; n <= base.size(); ++n)
+            expectSameParse(std::string_view(base).substr(0, n));
     }
 }
 
@@ -302,7 +303,8 @@ TEST(AmdLogPrefix, FixedShapeSimdAgreesWithScalarAndParser) {
         ":3:hip_device_runtime.cpp   :623 : 1000000000 us: [pid:4242  tid:0x7f0a1b2c3d40]  "
         "hipGetDevice ( 0x70536bbc2ecc ) ",
         ":3:rocvirtual.cpp           :3016: 71322719728 us: [pid:8     tid:0x7f53d8bff640] "
-        "ShaderName : k" + tail,
+        "ShaderName : k" +
+            tail,
         ":3:rocvirtual.cpp           :723 : 4815821610388 us: [pid:2429112 tid:0x70536bbc5640] "
         "Arg2:   = ptr:0x7051e5a00000",
         ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0x7F0A1B2C3D4E5F60] \t "
@@ -311,6 +313,11 @@ TEST(AmdLogPrefix, FixedShapeSimdAgreesWithScalarAndParser) {
         ":3:hip_module.cpp           :9   : 98765432 us: [pid:7654321 tid:0xa] x" + tail,
         ":3:x                        :7   : 0000001234 us: [pid:1234567 tid:0x7f53d8bff640123] " +
             tail,
+        // Blanks after the prefix: sixteen at a time, more than sixteen, up to the line's end.
+        ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0xa]" + std::string(20, ' ') +
+            "x" + tail,
+        ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0xa] \t \t" + tail,
+        ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0xa]" + std::string(40, ' '),
     };
     const char subst[] = {' ', '\t', ':', '0', '9', 'a', 'x', '[', ']', 'd', '\r'};
     for (const std::string& base : bases) {
