@@ -30,26 +30,32 @@ inline bool isIdentByte(char c) {
 }
 
 /// isApiTraceMessage() with the common trace lines decided inline (an identifier of < 32
-/// bytes, then `: Returned hipSuccess`, `: Returned hipErrorNotReady` or ` (`; SIMD), and
-/// the common kept lines (`ArgN:`, `ShaderName :`); the others by the call.
+/// bytes, < 16 in a message of < 32, then `: Returned hipSuccess`, `: Returned
+/// hipErrorNotReady` or ` (`; SIMD), and the common kept lines (`ArgN:`, `ShaderName :`); the
+/// others by the call.
 [[gnu::always_inline]] inline bool isApiTraceMessageQuick(std::string_view text) {
     if constexpr (simd::kSimd) {
         const char* p = text.data();
         const char* e = p + text.size();
         if (p < e && *p == ' ') ++p;
-        if (e - p >= 32) {
-            const uint32_t m =
-                simd::identChars(simd::load16(p)) | simd::identChars(simd::load16(p + 16)) << 16;
+        if (e - p >= 16) {
+            // The identifier's end among the first 32 bytes, or 16 of a shorter message.
+            const bool two = e - p >= 32;
+            uint32_t m = simd::identChars(simd::load16(p));
+            if (two) m |= simd::identChars(simd::load16(p + 16)) << 16;
             const auto n = static_cast<size_t>(std::countr_zero(~m));
             const char* q = p + n;
-            if (n == 0 || n == 32) return isApiTraceMessage(text);
+            if (n == 0 || n >= (two ? 32u : 16u)) return isApiTraceMessage(text);
             if (*q == ':') {  // the exit line `%s: Returned %s : `
-                if (e - q < 22) return isApiTraceMessage(text);
+                if (e - q < 22)
+                    return e - q >= 11 && q[1] == ' ' && q[2] == 'R' && q[9] == 'd' &&
+                           q[10] == ' ' && isApiTraceMessage(text);
                 alignas(16) static constexpr char kSuccess[16] = {
                     ':', ' ', 'R', 'e', 't', 'u', 'r', 'n', 'e', 'd', ' ', 'h', 'i', 'p', 'S', 'u'};
                 const uint32_t same = simd::eq16(simd::load16(q), simd::load16(kSuccess));
                 if ((same & 0x7ff) != 0x7ff) return false;  // not `: Returned `
-                if (same == 0xffff && std::memcmp(q + 16, "ccess", 5) == 0) {
+                if (same == 0xffff && q[16] == 'c' && q[17] == 'c' && q[18] == 'e' &&
+                    q[19] == 's' && q[20] == 's') {
                     if (!isIdentByte(q[21])) return true;
                 }
                 // The polled status of hipStreamQuery/hipEventQuery (errnames::isBenign()).
@@ -63,7 +69,8 @@ inline bool isIdentByte(char c) {
             // The entry line `%s %s ( %s ) %s` of a hip…/__hip…/hsa… function.
             if (!((p[0] == 'h' && n >= 3 &&
                    ((p[1] == 'i' && p[2] == 'p') || (p[1] == 's' && p[2] == 'a'))) ||
-                  (p[0] == '_' && n >= 5 && std::memcmp(p, "__hip", 5) == 0)))
+                  (p[0] == '_' && n >= 5 && p[1] == '_' && p[2] == 'h' && p[3] == 'i' &&
+                   p[4] == 'p')))
                 return false;
             if (*q == ' ' && e - q >= 2 && q[1] == '(') {
                 while (e > q + 1 && (e[-1] == ' ' || e[-1] == '\r')) --e;

@@ -66,6 +66,12 @@ TEST(Pipeline, QuickTraceCheckAgreesWithFull) {
         "\x1b[32m hipLaunchKernel \x1b[0m( 0x7056a988e9d0, {1,1,1}, {256,1,1}, 0x0, 0 ) ",
         "ShaderName : Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0_APM1",
         "Arg1:   = ptr:0x705165a01000 obj:[0x705165a00000-0x705365a00000]",
+        // Messages of 16–31 bytes: one SIMD load.
+        "hipGetLastError (  ) ",
+        "hipFree ( 0x1 ) ",
+        "Arg0:   = val:1073741824",
+        "hipX: Returned hipSuccess",
+        "hipEventQuery: Returned hipErrorNotReady_ : ",
     };
     const char subst[] = {' ', ':', '(', ')', '\r', '_', 'x', '0', '\x1b', '\t', '.', 'S'};
     size_t n = 0, traces = 0;
