@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "collectors/common/log_line.h"
-#include "collectors/runtime_log/amd_fixed_shape.h"
 #include "collectors/runtime_log/amd_log_prefix.h"
+#include "collectors/runtime_log/amd_shape_cache.h"
 
 namespace gpufault {
 
@@ -82,7 +82,7 @@ class LineDecoder {
                   bool mayHaveCr) {
         if (raw.size() < 40 || raw[0] != ':' || (!quiet_ && criPending())) return Bare::No;
         if (raw.size() <= kMaxLine) {
-            const AmdFixedShape sh = amdFixedShapeInline(raw);
+            const AmdFixedShape sh = shapes_.shape(raw);
             if (sh.message != 0) {
                 const bool cr = mayHaveCr && std::memchr(raw.data(), '\r', raw.size());
                 if (!cr && raw[1] == '3' && skip(raw.substr(sh.message))) {
@@ -121,6 +121,7 @@ class LineDecoder {
     bool keepFixed(std::string_view raw, const AmdFixedShape& sh, FixedLine& fx);
     struct State;
     State* state_;
+    AmdShapeCache shapes_;  ///< feedBare()'s shape check, with the last line's tail remembered
     /// True while only bare AMD lines came since bareAmdSeen() found the state settled (no CRI
     /// line pending, compose detection over): another bare line changes nothing, so the fast
     /// path skips both out-of-line checks. feed() and finish() clear it.

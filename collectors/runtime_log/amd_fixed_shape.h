@@ -13,10 +13,10 @@
 namespace gpufault {
 
 #if defined(__SSE2__)
-/// amdFixedShape() sixteen bytes at a time for a line of ≥ 96 bytes at `b` (every load stays
-/// inside them): the same checks as its scalar path, as bit masks. The message offset is before
-/// the blanks that follow the prefix (message 0: not in the fixed shape).
-[[gnu::always_inline]] inline AmdFixedShape amdFixedShapeSimd(const char* b) {
+/// The head columns of amdFixedShape()'s SIMD path for a line of ≥ 96 bytes at `b` (every load
+/// stays inside them): `:L:`, the file, the source line, `: ` and the stamp. The stamp's length
+/// (8–15), or 0 when the head is not in the fixed shape.
+[[gnu::always_inline]] inline size_t amdFixedHeadSimd(const char* b) {
     using namespace simd;
     // Colons of columns 0..34; digits and spaces from column 29 (bit i: column 29 + i), which
     // covers the source line, the `: ` and up to 26 stamp digits; columns 1 and 3 by bytes.
@@ -24,20 +24,37 @@ namespace gpufault {
                            uint64_t{eq(load16(b + 32), ':')} << 32;
     // `:L:`, the file without ':' up to column 28, `:` in 28 and 33, nothing else up to 34.
     constexpr uint64_t kColons = 1ull | 1ull << 2 | 1ull << 28 | 1ull << 33;
-    if ((colon & ((1ull << 35) - 1)) != kColons) return {};
+    if ((colon & ((1ull << 35) - 1)) != kColons) return 0;
     const __m128i w = load16(b + 29);
     const uint64_t digit = digits(w) | uint64_t{digits(load16(b + 45))} << 16;
     const uint32_t space = eq(w, ' ');
     constexpr uint64_t kDigits = 1ull | 1ull << 6;  // columns 29 and 35
     if (static_cast<unsigned char>(b[1] - '0') >= 10 || (digit & kDigits) != kDigits ||
         !(space >> 5 & 1) || b[3] == ' ' || b[3] == '\t')
-        return {};
+        return 0;
     // The source line: digits from column 29, then spaces up to column 33.
     const uint64_t ld = digit & 0xf, ls = space & 0xf;
-    if ((ld | ls) != 0xf || (ld & (ld + 1)) != 0) return {};
+    if ((ld | ls) != 0xf || (ld & (ld + 1)) != 0) return 0;
     // The stamp: 8–15 digits from column 35.
     const size_t stampLen = static_cast<size_t>(std::countr_zero(~(digit >> 6)));
-    if (stampLen < 8 || stampLen > 15) return {};
+    return stampLen < 8 || stampLen > 15 ? 0 : stampLen;
+}
+
+/// `sh` with its message offset moved past the blanks after the prefix (a line of `size` bytes
+/// at `b`).
+[[gnu::always_inline]] inline AmdFixedShape amdFixedBlanks(const char* b,
+                                                           size_t size,
+                                                           AmdFixedShape sh) {
+    while (sh.message < size && (b[sh.message] == ' ' || b[sh.message] == '\t')) ++sh.message;
+    return sh;
+}
+
+/// The rest of amdFixedShape()'s SIMD path after amdFixedHeadSimd() found `stampLen` (a line of
+/// `size` ≥ 96 bytes at `b`): ` us: [pid:N tid:0x…]` and the blanks after it.
+[[gnu::always_inline]] inline AmdFixedShape amdFixedTailSimd(const char* b,
+                                                             size_t stampLen,
+                                                             size_t size) {
+    using namespace simd;
     alignas(16) static constexpr char kUs[16] = " us: [pid:";
     alignas(16) static constexpr char kTid[16] = "tid:0x";
     const char* r = b + 35 + stampLen;
@@ -59,7 +76,7 @@ namespace gpufault {
     sh.pid_len = static_cast<uint8_t>(pidLen);
     sh.tid_at = static_cast<uint8_t>(h + 4 - b);
     sh.tid_len = static_cast<uint8_t>(2 + hexLen);
-    return sh;
+    return amdFixedBlanks(b, size, sh);
 }
 #endif
 
@@ -68,11 +85,9 @@ namespace gpufault {
     if constexpr (std::endian::native != std::endian::little) return {};
 #if defined(__SSE2__)
     if (line.size() >= 96) {
-        AmdFixedShape sh = amdFixedShapeSimd(line.data());
-        if (sh.message == 0) return {};
-        while (sh.message < line.size() && (line[sh.message] == ' ' || line[sh.message] == '\t'))
-            ++sh.message;
-        return sh;
+        const size_t stampLen = amdFixedHeadSimd(line.data());
+        return stampLen == 0 ? AmdFixedShape{}
+                             : amdFixedTailSimd(line.data(), stampLen, line.size());
     }
 #endif
     return amdFixedShapeScalar(line);
