@@ -24,8 +24,8 @@ namespace {
 constexpr auto kIdent = [] {
     std::array<bool, 256> t{};
     for (int c = 0; c < 256; ++c)
-        t[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '_';
+        t[c] =
+            (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     return t;
 }();
 
@@ -73,8 +73,8 @@ bool isApiTraceMessage(std::string_view text) {
         return q > st && errnames::isBenign(std::string_view(st, static_cast<size_t>(q - st)));
     }
     // The entry line `%s %s ( %s ) %s` of a hip…/__hip…/hsa… function.
-    if (!(id[0] == 'h' && p - id >= 3 && ((id[1] == 'i' && id[2] == 'p') ||
-                                           (id[1] == 's' && id[2] == 'a'))) &&
+    if (!(id[0] == 'h' && p - id >= 3 &&
+          ((id[1] == 'i' && id[2] == 'p') || (id[1] == 's' && id[2] == 'a'))) &&
         !(id[0] == '_' && p - id >= 5 && std::memcmp(id, "__hip", 5) == 0))
         return false;
     while (p < e && *p == ' ') ++p;
@@ -117,7 +117,11 @@ TextPipeline::TextPipeline(Sink& out) : out_(out), matchers_(makeTextMatchers())
 }
 
 void TextPipeline::feedLine(uint64_t line_no, std::string_view raw) {
-    decode(line_no, raw, [this](const LogLine& l) { match(l); });
+    decode(
+        line_no,
+        raw,
+        [this](const LogLine& l) { match(l); },
+        [&](std::string_view r, const FixedLine& fx) { matchFixed(line_no, r, fx); });
 }
 
 void TextPipeline::finish() {

@@ -1,12 +1,15 @@
 // The text pipeline: physical lines of one stream → decoder → every matcher → a Sink.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string_view>
 #include <vector>
 
 #include "collectors/common/log_line.h"
+#include "collectors/common/simd.h"
 #include "collectors/prefix/line_decoder.h"
 
 namespace gpufault {
@@ -18,6 +21,65 @@ namespace gpufault {
 bool isApiTrace(const LogLine& l);
 /// The message test of isApiTrace(), for a message whose prefix is known to be level 3.
 bool isApiTraceMessage(std::string_view text);
+
+/// `[A-Za-z0-9_]`.
+inline bool isIdentByte(char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return static_cast<unsigned char>((u | 0x20) - 'a') < 26 ||
+           static_cast<unsigned char>(u - '0') < 10 || u == '_';
+}
+
+/// isApiTraceMessage() with the common trace lines decided inline (an identifier of < 32
+/// bytes, < 16 in a message of < 32, then `: Returned hipSuccess`, `: Returned
+/// hipErrorNotReady` or ` (`; SIMD), and the common kept lines (`ArgN:`, `ShaderName :`); the
+/// others by the call.
+[[gnu::always_inline]] inline bool isApiTraceMessageQuick(std::string_view text) {
+    if constexpr (simd::kSimd) {
+        const char* p = text.data();
+        const char* e = p + text.size();
+        if (p < e && *p == ' ') ++p;
+        if (e - p >= 16) {
+            // The identifier's end among the first 32 bytes, or 16 of a shorter message.
+            const bool two = e - p >= 32;
+            uint32_t m = simd::identChars(simd::load16(p));
+            if (two) m |= simd::identChars(simd::load16(p + 16)) << 16;
+            const auto n = static_cast<size_t>(std::countr_zero(~m));
+            const char* q = p + n;
+            if (n == 0 || n >= (two ? 32u : 16u)) return isApiTraceMessage(text);
+            if (*q == ':') {  // the exit line `%s: Returned %s : `
+                if (e - q < 22)
+                    return e - q >= 11 && q[1] == ' ' && q[2] == 'R' && q[9] == 'd' &&
+                           q[10] == ' ' && isApiTraceMessage(text);
+                alignas(16) static constexpr char kSuccess[16] = {
+                    ':', ' ', 'R', 'e', 't', 'u', 'r', 'n', 'e', 'd', ' ', 'h', 'i', 'p', 'S', 'u'};
+                const uint32_t same = simd::eq16(simd::load16(q), simd::load16(kSuccess));
+                if ((same & 0x7ff) != 0x7ff) return false;  // not `: Returned `
+                if (same == 0xffff && q[16] == 'c' && q[17] == 'c' && q[18] == 'e' &&
+                    q[19] == 's' && q[20] == 's') {
+                    if (!isIdentByte(q[21])) return true;
+                }
+                // The polled status of hipStreamQuery/hipEventQuery (errnames::isBenign()).
+                alignas(16) static constexpr char kNotReady[16] = {
+                    'h', 'i', 'p', 'E', 'r', 'r', 'o', 'r', 'N', 'o', 't', 'R', 'e', 'a', 'd', 'y'};
+                if (e - q >= 28 && simd::startsWith(q + 11, kNotReady, 16)) {
+                    if (!isIdentByte(q[27])) return true;
+                }
+                return isApiTraceMessage(text);  // another status: is it benign?
+            }
+            // The entry line `%s %s ( %s ) %s` of a hip…/__hip…/hsa… function.
+            if (!((p[0] == 'h' && n >= 3 &&
+                   ((p[1] == 'i' && p[2] == 'p') || (p[1] == 's' && p[2] == 'a'))) ||
+                  (p[0] == '_' && n >= 5 && p[1] == '_' && p[2] == 'h' && p[3] == 'i' &&
+                   p[4] == 'p')))
+                return false;
+            if (*q == ' ' && e - q >= 2 && q[1] == '(') {
+                while (e > q + 1 && (e[-1] == ' ' || e[-1] == '\r')) --e;
+                return e[-1] == ')';
+            }
+        }
+    }
+    return isApiTraceMessage(text);
+}
 
 /// True for the messages of HIP's dispatch context after an AMD_LOG_LEVEL prefix (`Arg%d: `,
 /// `ShaderName : `, `Graph shader name : `; rocvirtual.cpp, FORMATS.md §3.3).
@@ -40,18 +102,25 @@ class TextPipeline {
     // decoder half calls `keep` for each line the matchers must see (API trace lines are
     // dropped); the matcher half gets those lines in the same order.
 
-    /// Decoder half of feedLine(). `keep` gets lines whose views die when it returns.
-    /// `mayHaveCr` false: the caller knows that `raw` holds no '\r'.
-    template <typename Keep>
-    void decode(uint64_t line_no, std::string_view raw, Keep&& keep, bool mayHaveCr = true) {
-        switch (decoder_.feedBare(line_no, raw, bare_, isApiTraceMessage, mayHaveCr)) {
+    /// Decoder half of feedLine(). `keep` gets lines whose views die when it returns;
+    /// `keepFixed(raw, fx)` gets the kept lines in the fixed AMD columns undecoded, for
+    /// matchFixed() (`fx` dies when it returns). `mayHaveCr` false: the caller knows that `raw`
+    /// holds no '\r'.
+    template <typename Keep, typename KeepFixed>
+    void decode(uint64_t line_no,
+                std::string_view raw,
+                Keep&& keep,
+                KeepFixed&& keepFixed,
+                bool mayHaveCr = true) {
+        auto skip = [](std::string_view m) { return isApiTraceMessageQuick(m); };
+        switch (decoder_.feedBare(line_no, raw, bare_, fixed_, skip, mayHaveCr)) {
             case LineDecoder::Bare::Skipped:
+                return;
+            case LineDecoder::Bare::Fixed:
+                keepFixed(raw, fixed_);
                 return;
             case LineDecoder::Bare::Filled:
                 if (!isApiTrace(bare_)) keep(bare_);
-                return;
-            case LineDecoder::Bare::Kept:  // isApiTraceMessage() already said no to its text
-                keep(bare_);
                 return;
             case LineDecoder::Bare::No:
                 break;
@@ -81,6 +150,13 @@ class TextPipeline {
             if (!skippable || !m.idle()) m.feed(l, out_);
         }
     }
+    /// Matcher half of feedLine() for a line decode() gave to `keepFixed` (line `line_no`):
+    /// decoded here, then matched unless it is an API trace line.
+    void matchFixed(uint64_t line_no, std::string_view raw, const FixedLine& fx) {
+        LineDecoder::fillFixed(line_no, raw, fx, filled_);
+        if (fx.check_trace && isApiTraceMessageQuick(filled_.text)) return;
+        match(filled_);
+    }
     /// Matcher half of finish().
     void matchFinish() {
         for (auto& m : matchers_) m->finish(out_);
@@ -91,7 +167,9 @@ class TextPipeline {
   private:
     Sink& out_;
     LineDecoder decoder_;
-    LogLine bare_;  ///< reused by feedBareAmd(), which sets the same fields each time
+    LogLine bare_;     ///< reused by feedBareAmd(), which sets the same fields each time
+    FixedLine fixed_;  ///< decoder half: the last Bare::Fixed line's shape
+    LogLine filled_;   ///< matcher half: reused by matchFixed() (fillFixed() sets the same fields)
     std::vector<std::unique_ptr<Matcher>> matchers_;
     std::vector<char> kernelOnly_, owner_;  ///< per matcher: kernelLogOnly(), ownsDispatchLines()
 };

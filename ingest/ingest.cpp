@@ -11,11 +11,10 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <tuple>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "collectors/pipeline.h"
 #include "correlate/correlate.h"
@@ -75,6 +74,9 @@ void readAndDecode(LineReader& reader,
     });
     auto inBuffer = [&reader](std::string_view v) { return reader.inBuffer(v); };
     auto keep = [&](const LogLine& l) { batch.keep(l, inBuffer); };
+    auto keepFixed = [&](std::string_view raw, const FixedLine& fx) {
+        batch.keepFixed(lineNo, raw, fx, inBuffer);
+    };
     while (open) {
         uint64_t off = 0;
         bool truncated = false;
@@ -91,7 +93,7 @@ void readAndDecode(LineReader& reader,
         ++lineNo;
         batch.offsets.push_back(off);
         if (truncated) batch.truncated.emplace_back(lineNo, batch.kept.size());
-        pipe.decode(lineNo, line, keep, reader.lastLineMayHaveCr());
+        pipe.decode(lineNo, line, keep, keepFixed, reader.lastLineMayHaveCr());
         endOffset = reader.consumed();
         if (batch.offsets.size() >= batchLines) flush(false);
     }
@@ -133,14 +135,20 @@ db::Result<IngestSummary> ingestFile(Store& store,
     for (auto [magic, name, tool] :
          {std::tuple{std::string_view("\x1f\x8b"), "gzip", "zcat"},
           std::tuple{std::string_view("\x28\xb5\x2f\xfd"), "zstd", "zstdcat"},
-          std::tuple{std::string_view("\xfd" "7zXZ"), "xz", "xzcat"},
+          std::tuple{std::string_view("\xfd"
+                                      "7zXZ"),
+                     "xz",
+                     "xzcat"},
           std::tuple{std::string_view("BZh"), "bzip2", "bzcat"},
           std::tuple{std::string_view("\x04\x22\x4d\x18"), "lz4", "lz4cat"}})
         if (head->substr(0, magic.size()) == magic)
             return std::unexpected(db::Error{fmt::format(
                 "{}: {}-compressed: decompress it first (a core: {} FILE > core; a log: {} FILE | "
                 "gpufault ingest -)",
-                path, name, tool, tool)});
+                path,
+                name,
+                tool,
+                tool)});
     id.fingerprint = sourceFingerprint(*head);
     uint64_t total = S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
 

@@ -1,8 +1,11 @@
 #include "ingest/line_reader.h"
 
-#include "collectors/common/simd.h"
-
 #include <unistd.h>
+
+#include "collectors/common/simd.h"
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <bit>
@@ -10,6 +13,43 @@
 #include <cstring>
 
 namespace gpufault {
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) const char* findNewlineAvx2(const char* p, const char* e) {
+    const __m256i nl = _mm256_set1_epi8('\n');
+    for (; e - p >= 64; p += 64) {
+        const __m256i a =
+            _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), nl);
+        const __m256i b =
+            _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)), nl);
+        const __m256i any = _mm256_or_si256(a, b);
+        if (!_mm256_testz_si256(any, any)) {
+            const uint64_t m = static_cast<uint32_t>(_mm256_movemask_epi8(a)) |
+                               uint64_t{static_cast<uint32_t>(_mm256_movemask_epi8(b))} << 32;
+            return p + std::countr_zero(m);
+        }
+    }
+    if (e - p >= 32) {
+        const __m256i a =
+            _mm256_cmpeq_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), nl);
+        if (const auto m = static_cast<uint32_t>(_mm256_movemask_epi8(a)))
+            return p + std::countr_zero(m);
+        p += 32;
+    }
+    return static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(e - p)));
+}
+
+const char* (*const kFindNewline)(const char*, const char*) = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? findNewlineAvx2 : findNewlineSse2;
+}();
+#else
+const char* findNewlineAvx2(const char* p, const char* e) {
+    return findNewlineSse2(p, e);
+}
+
+const char* (*const kFindNewline)(const char*, const char*) = findNewlineSse2;
+#endif
 
 void LineReader::Buffer::resize(size_t m) {
     if (m <= n) return;

@@ -50,9 +50,14 @@ void StreamIngest::matchBatch(const LineBatch& b) {
         sink_.warning(Warning{
             ln, fmt::format("line longer than {} bytes: stored truncated", LineDecoder::kMaxLine)});
     };
+    size_t d = 0;
     for (size_t k = 0; k < b.kept.size(); ++k) {
         while (t < b.truncated.size() && b.truncated[t].second <= k) truncation();
-        pipe_.match(b.kept[k]);
+        const LineBatch::Kept& kl = b.kept[k];
+        if (kl.fixed.shape.message != 0)
+            pipe_.matchFixed(kl.line, kl.raw, kl.fixed);
+        else
+            pipe_.match(b.decoded[d++]);
     }
     while (t < b.truncated.size()) truncation();
     positions_.addRun(b.first_line, b.offsets);

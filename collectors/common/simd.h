@@ -44,6 +44,10 @@ inline uint32_t identChars(__m128i v) {
     m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
     return static_cast<uint32_t>(_mm_movemask_epi8(m));
 }
+/// Bytes where `a` and `b` are equal.
+inline uint32_t eq16(__m128i a, __m128i b) {
+    return static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(a, b)));
+}
 /// True iff the first `n` (≤ 16) bytes at `p` equal those at `lit16` (16 readable bytes).
 inline bool startsWith(const char* p, const char* lit16, unsigned n) {
     uint32_t m = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(load16(p), load16(lit16))));

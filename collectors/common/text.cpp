@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <sys/time.h>
 
-#include <ctime>
-
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cctype>
 #include <cstdint>
+#include <ctime>
+
+#include "collectors/common/simd.h"
+#include "collectors/common/swar.h"
 
 namespace gpufault::text {
 
@@ -27,6 +30,21 @@ constexpr auto kHexValue = [] {
                                                           : -1);
     return t;
 }();
+/// The value of eight ASCII hex digits (the first in the low byte: little-endian), a word at a
+/// time: each byte to its nibble, then pairs, quads and halves merged.
+[[gnu::always_inline]] inline uint64_t eightHexDigits(uint64_t v) {
+    v = (v & 0x0f0f0f0f0f0f0f0full) + 9 * ((v >> 6) & 0x0101010101010101ull);
+    v = (v & 0x00ff00ff00ff00ffull) << 4 | ((v >> 8) & 0x00ff00ff00ff00ffull);
+    v = (v & 0x0000ffff0000ffffull) << 8 | ((v >> 16) & 0x0000ffff0000ffffull);
+    return (v & 0xffffffffull) << 16 | v >> 32;
+}
+
+/// Digits [p, p + n), 1 ≤ n ≤ 16, with 16 bytes readable at `p` and all n hex digits.
+[[gnu::always_inline]] inline uint64_t hexRun(const char* p, size_t n) {
+    if (n <= 8) return eightHexDigits(swar::load8(p) << (8 - n) * 8);
+    return eightHexDigits(swar::load8(p) << (16 - n) * 8) << 32 |
+           eightHexDigits(swar::load8(p + n - 8));
+}
 }  // namespace
 
 int hexDigit(char c) {
@@ -59,6 +77,21 @@ std::optional<uint64_t> parseHex(std::string_view s, size_t* consumed, bool allo
     // Fast path: 1–16 digits, ended by the view's end or a byte that ends them here too (no
     // overflow check is needed, no '_' to skip); anything else takes the loop below.
     const size_t start = i;
+    if constexpr (simd::kSimd && swar::kLittleEndian) {
+        // Sixteen bytes at once where the view has them: the run's length from a digit mask,
+        // its value a word at a time.
+        if (s.size() - start >= 16) {
+            const char* p = s.data() + start;
+            const auto n = static_cast<size_t>(std::countr_zero(~simd::hexDigits(simd::load16(p))));
+            if (n > 0 && (n < 16 ? !(allow_underscore && p[n] == '_')
+                                 : s.size() - start == 16 ||
+                                       (kHexValue[static_cast<unsigned char>(p[16])] < 0 &&
+                                        !(allow_underscore && p[16] == '_')))) {
+                if (consumed) *consumed = start + n;
+                return hexRun(p, n);
+            }
+        }
+    }
     const size_t lim = std::min(s.size(), start + 16);
     for (int d; i < lim && (d = kHexValue[static_cast<unsigned char>(s[i])]) >= 0; ++i)
         v = (v << 4) | static_cast<uint64_t>(d);
@@ -177,8 +210,13 @@ std::string utcNowIso() {
     ::gettimeofday(&tv, nullptr);
     tm t{};
     ::gmtime_r(&tv.tv_sec, &t);
-    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", t.tm_year + 1900,
-                       t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+                       t.tm_year + 1900,
+                       t.tm_mon + 1,
+                       t.tm_mday,
+                       t.tm_hour,
+                       t.tm_min,
+                       t.tm_sec,
                        static_cast<long>(tv.tv_usec));
 }
 

@@ -246,24 +246,19 @@ bool LineDecoder::feedBareAmd(uint64_t line_no, std::string_view raw, LogLine& l
     return true;
 }
 
-bool LineDecoder::fillFixed(
-    uint64_t line_no, std::string_view raw, const AmdFixedShape& sh, LogLine& l, bool& whole) {
+bool LineDecoder::keepFixed(std::string_view raw, const AmdFixedShape& sh, FixedLine& fx) {
     // The shape was read from the first 96 bytes, or all of a shorter line: the same for the
     // line without its trailing blanks when that keeps them (or the whole line).
-    std::string_view t = trimLineEnd(raw);
-    whole = t.size() == raw.size();
-    if (t.size() < 96 && !whole) return false;
-    int64_t us = 0, pid = 0;
-    std::string_view tid;
-    amdFixedValues(t, sh, us, pid, tid);
+    const char last = raw.back();
+    size_t end = raw.size();
+    if (last == ' ' || last == '\t' || last == '\r' || last == '\n' || last == 'M')
+        end = trimLineEnd(raw).size();
+    const bool whole = end == raw.size();
+    if (end < 96 && !whole) return false;
     if (!quiet_) bareAmdSeen();  // a no-op while quiet_
-    l.line = line_no;
-    l.raw = raw;
-    l.amd_level = raw[1] - '0';
-    l.log_pid = pid;
-    l.runtime_tid = tid;
-    l.time.runtime_us = us;
-    l.text = t.substr(std::min(sh.message, t.size()));
+    fx.shape = sh;
+    fx.text_end = static_cast<uint32_t>(end);
+    fx.check_trace = !whole && raw[1] == '3';  // else skip() already said no to this text
     return true;
 }
 

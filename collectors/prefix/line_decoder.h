@@ -1,6 +1,7 @@
 // The line decoder: strips transport and logger prefixes so that matchers see the message.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -9,8 +10,17 @@
 
 #include "collectors/common/log_line.h"
 #include "collectors/runtime_log/amd_log_prefix.h"
+#include "collectors/runtime_log/amd_shape_cache.h"
 
 namespace gpufault {
+
+/// A kept bare AMD_LOG_LEVEL line in the fixed ROCm 5.7–6.2 columns whose fields are not read
+/// yet: what LineDecoder::fillFixed() needs to make its LogLine.
+struct FixedLine {
+    AmdFixedShape shape;       ///< shape.message 0: none
+    uint32_t text_end = 0;     ///< bytes of the line without trailing blanks, CR/LF and `^M`
+    bool check_trace = false;  ///< level 3 and trimmed: isApiTrace() of the filled line not asked
+};
 
 /// Turns physical lines of one stream into LogLines. Stateful per stream (CRI partial lines,
 /// kmsg continuation lines, compose-capture detection), bounded memory (a logical line is capped
@@ -54,31 +64,51 @@ class LineDecoder {
         No,       ///< not a bare AMD_LOG_LEVEL line: call feed()
         Skipped,  ///< a level-3 line whose message `skip` accepted: nothing to emit
         Filled,   ///< `l` holds the line as feed() would emit it
-        /// Filled, and `skip` already rejected exactly `l.text` at level 3, or the level is not
-        /// 3 (with skip = isApiTraceMessage: isApiTrace(l) is false, no need to ask again)
-        Kept,
+        /// A line in the fixed columns, kept: `fx` says where its fields are, fillFixed()
+        /// fills the LogLine feed() would emit (later, on any thread)
+        Fixed,
     };
     /// feedBareAmd() with a cheaper path for lines in the fixed ROCm 5.7–6.2 columns
     /// (amdFixedShape()), most lines of a level-3 log: a level-3 line whose message `skip`
-    /// accepts (the API trace lines) is only counted as seen. `mayHaveCr` false: the caller
-    /// knows the line has no '\r' (else it is searched here).
+    /// accepts (the API trace lines) is only counted as seen; another one is not decoded here
+    /// (Bare::Fixed: no field value is read, the caller hands `fx` to fillFixed()).
+    /// `mayHaveCr` false: the caller knows the line has no '\r' (else it is searched here).
     template <typename Skip>
-    Bare feedBare(uint64_t line_no, std::string_view raw, LogLine& l, Skip&& skip, bool mayHaveCr) {
+    Bare feedBare(uint64_t line_no,
+                  std::string_view raw,
+                  LogLine& l,
+                  FixedLine& fx,
+                  Skip&& skip,
+                  bool mayHaveCr) {
         if (raw.size() < 40 || raw[0] != ':' || (!quiet_ && criPending())) return Bare::No;
         if (raw.size() <= kMaxLine) {
-            const AmdFixedShape sh = amdFixedShape(raw);
+            const AmdFixedShape sh = shapes_.shape(raw);
             if (sh.message != 0) {
                 const bool cr = mayHaveCr && std::memchr(raw.data(), '\r', raw.size());
                 if (!cr && raw[1] == '3' && skip(raw.substr(sh.message))) {
                     if (!quiet_) bareAmdSeen();
                     return Bare::Skipped;
                 }
-                bool whole = false;
-                if (!cr && fillFixed(line_no, raw, sh, l, whole))
-                    return raw[1] != '3' || whole ? Bare::Kept : Bare::Filled;
+                if (!cr && keepFixed(raw, sh, fx)) return Bare::Fixed;
             }
         }
         return feedBareAmd(line_no, raw, l) ? Bare::Filled : Bare::No;
+    }
+    /// The LogLine of a line (`raw`, numbered `line_no`) that feedBare() returned as
+    /// Bare::Fixed with `fx`, as feed() would emit it; the fields it sets are the same each
+    /// time, so `l` can be reused without clearing. Pure: any thread, any time while `raw` lives.
+    static void fillFixed(uint64_t line_no, std::string_view raw, const FixedLine& fx, LogLine& l) {
+        const std::string_view t = raw.substr(0, fx.text_end);
+        int64_t us = 0, pid = 0;
+        std::string_view tid;
+        amdFixedValues(t, fx.shape, us, pid, tid);
+        l.line = line_no;
+        l.raw = raw;
+        l.amd_level = raw[1] - '0';
+        l.log_pid = pid;
+        l.runtime_tid = tid;
+        l.time.runtime_us = us;
+        l.text = t.substr(std::min(fx.shape.message, t.size()));
     }
     /// End of stream: emit what is still held (an unterminated CRI partial line).
     void finish(const Emit& emit);
@@ -86,13 +116,12 @@ class LineDecoder {
   private:
     bool criPending() const;
     void bareAmdSeen();
-    /// feedBareAmd() for a line without '\r' whose fixed shape `sh` is known; false when the
-    /// shape of the trimmed line might differ (then feedBareAmd() decides). `whole`: nothing
-    /// was trimmed off the line's end (l.text is raw from the message on).
-    bool fillFixed(
-        uint64_t line_no, std::string_view raw, const AmdFixedShape& sh, LogLine& l, bool& whole);
+    /// For a line without '\r' whose fixed shape `sh` is known: `fx` for fillFixed(), or false
+    /// when the shape of the trimmed line might differ (then feedBareAmd() decides).
+    bool keepFixed(std::string_view raw, const AmdFixedShape& sh, FixedLine& fx);
     struct State;
     State* state_;
+    AmdShapeCache shapes_;  ///< feedBare()'s shape check, with the last line's tail remembered
     /// True while only bare AMD lines came since bareAmdSeen() found the state settled (no CRI
     /// line pending, compose detection over): another bare line changes nothing, so the fast
     /// path skips both out-of-line checks. feed() and finish() clear it.

@@ -6,6 +6,7 @@
 
 #include "collectors/common/simd.h"
 #include "collectors/common/swar.h"
+#include "collectors/runtime_log/amd_fixed_shape.h"
 
 namespace gpufault {
 
@@ -18,9 +19,7 @@ struct Scan {
     const char* e;
 
     static bool digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
-    static bool hex(char c) {
-        return digit(c) || static_cast<unsigned char>((c | 0x20) - 'a') < 6;
-    }
+    static bool hex(char c) { return digit(c) || static_cast<unsigned char>((c | 0x20) - 'a') < 6; }
     size_t pos(const char* base) const { return static_cast<size_t>(p - base); }
     bool more() const { return p < e; }
     void blanks() {
@@ -127,8 +126,8 @@ using namespace swar;
 /// `: ` and a digit in column 35, the line's digits then spaces up to column 33.
 bool fixedHeadShape(const char* b, size_t n) {
     if (n < 40 || b[0] != ':' || !Scan::digit(b[1]) || b[2] != ':' || b[28] != ':' ||
-        b[33] != ':' || b[34] != ' ' || !Scan::digit(b[35]) || !Scan::digit(b[29]) ||
-        b[3] == ' ' || b[3] == '\t')
+        b[33] != ':' || b[34] != ' ' || !Scan::digit(b[35]) || !Scan::digit(b[29]) || b[3] == ' ' ||
+        b[3] == '\t')
         return false;
     // No ':' in columns 3..27 (else memchr would stop there).
     const uint64_t colons = kOnes * ':';
@@ -178,9 +177,9 @@ struct TailShape {
     const char* stampEnd;  ///< the ` us: [pid:` after it
     const char* pid;       ///< first pid digit
     const char* pidEnd;
-    const char* tid;       ///< the `0x`
-    size_t tidDigits;      ///< hex digits after `0x`
-    size_t message;        ///< offset of the message (after the blanks)
+    const char* tid;   ///< the `0x`
+    size_t tidDigits;  ///< hex digits after `0x`
+    size_t message;    ///< offset of the message (after the blanks)
 };
 
 /// After the head: the rest `%010lld us: [pid:%-5d tid:0x%s] ` (8–15 stamp digits, 1–7 pid
@@ -287,73 +286,8 @@ std::optional<AmdLogPrefix> parseAmdLogPrefixGeneral(std::string_view line) {
     return parse(line, false);
 }
 
-namespace {
-
-#if defined(__SSE2__)
-/// amdFixedShape() sixteen bytes at a time, for lines of ≥ 96 bytes (every load stays inside
-/// them): the same checks as fixedHeadShape() and fixedTailShape(), as bit masks. The message
-/// offset is before the blanks that follow the prefix.
-AmdFixedShape fixedShapeSimd(const char* b) {
-    using namespace simd;
-    // Colons of columns 0..34; digits and spaces from column 29 (bit i: column 29 + i), which
-    // covers the source line, the `: ` and up to 26 stamp digits; columns 1 and 3 by bytes.
-    const uint64_t colon = eq(load16(b), ':') | uint64_t{eq(load16(b + 16), ':')} << 16 |
-                           uint64_t{eq(load16(b + 32), ':')} << 32;
-    // `:L:`, the file without ':' up to column 28, `:` in 28 and 33, nothing else up to 34.
-    constexpr uint64_t kColons = 1ull | 1ull << 2 | 1ull << 28 | 1ull << 33;
-    if ((colon & ((1ull << 35) - 1)) != kColons) return {};
-    const __m128i w = load16(b + 29);
-    const uint64_t digit = digits(w) | uint64_t{digits(load16(b + 45))} << 16;
-    const uint32_t space = eq(w, ' ');
-    constexpr uint64_t kDigits = 1ull | 1ull << 6;  // columns 29 and 35
-    if (!Scan::digit(b[1]) || (digit & kDigits) != kDigits || !(space >> 5 & 1) || b[3] == ' ' ||
-        b[3] == '\t')
-        return {};
-    // The source line: digits from column 29, then spaces up to column 33.
-    const uint64_t ld = digit & 0xf, ls = space & 0xf;
-    if ((ld | ls) != 0xf || (ld & (ld + 1)) != 0) return {};
-    // The stamp: 8–15 digits from column 35.
-    const size_t stampLen = static_cast<size_t>(std::countr_zero(~(digit >> 6)));
-    if (stampLen < 8 || stampLen > 15) return {};
-    static const char kUs[16] = " us: [pid:";
-    static const char kTid[16] = "tid:0x";
-    const char* r = b + 35 + stampLen;
-    if (!startsWith(r, kUs, 10)) return {};
-    const char* t = r + 10;
-    const size_t pidLen = static_cast<size_t>(std::countr_zero(~digits(load16(t))));
-    if (pidLen == 0 || pidLen > 7) return {};
-    const char* u = t + pidLen;
-    const size_t blanks = static_cast<size_t>(std::countr_zero(~eq(load16(u), ' ')));
-    if (blanks > 7) return {};
-    const char* h = u + blanks;
-    if (!startsWith(h, kTid, 6)) return {};
-    const size_t hexLen = static_cast<size_t>(std::countr_zero(~hexDigits(load16(h + 6))));
-    if (hexLen == 0 || hexLen > 15 || h[6 + hexLen] != ']') return {};
-    AmdFixedShape sh;
-    sh.message = static_cast<size_t>(h + 7 + hexLen - b);
-    sh.stamp_len = static_cast<uint8_t>(stampLen);
-    sh.pid_at = static_cast<uint8_t>(t - b);
-    sh.pid_len = static_cast<uint8_t>(pidLen);
-    sh.tid_at = static_cast<uint8_t>(h + 4 - b);
-    sh.tid_len = static_cast<uint8_t>(2 + hexLen);
-    return sh;
-}
-#endif
-
-}  // namespace
-
 AmdFixedShape amdFixedShape(std::string_view line) {
-    if constexpr (!kLittleEndian) return {};
-#if defined(__SSE2__)
-    if (line.size() >= 96) {
-        AmdFixedShape sh = fixedShapeSimd(line.data());
-        if (sh.message == 0) return {};
-        while (sh.message < line.size() && (line[sh.message] == ' ' || line[sh.message] == '\t'))
-            ++sh.message;
-        return sh;
-    }
-#endif
-    return amdFixedShapeScalar(line);
+    return amdFixedShapeInline(line);
 }
 
 AmdFixedShape amdFixedShapeScalar(std::string_view line) {
@@ -380,7 +314,8 @@ void amdFixedValues(std::string_view line,
     int64_t stamp = static_cast<int64_t>(eightDigits(load8(b + 35)));
     for (const char* d = b + 43; d < b + 35 + sh.stamp_len; ++d) stamp = stamp * 10 + (*d - '0');
     int64_t p = 0;
-    for (const char* d = b + sh.pid_at; d < b + sh.pid_at + sh.pid_len; ++d) p = p * 10 + (*d - '0');
+    for (const char* d = b + sh.pid_at; d < b + sh.pid_at + sh.pid_len; ++d)
+        p = p * 10 + (*d - '0');
     runtime_us = stamp;
     pid = p;
     runtime_tid = std::string_view(b + sh.tid_at, sh.tid_len);

@@ -28,8 +28,9 @@ TEST(Pipeline, ApiTraceLinesAreRecognised) {
     EXPECT_TRUE(isApiTrace(amd("hipGetDevice: Returned hipSuccess : ")));
     // A polled status is no evidence (EVIDENCE.md "Benign statuses"): a trace line too.
     EXPECT_TRUE(isApiTrace(amd("hipStreamQuery: Returned hipErrorNotReady : ")));
-    EXPECT_TRUE(isApiTrace(amd("hipDeviceEnablePeerAccess: Returned "
-                                "hipErrorPeerAccessAlreadyEnabled : ")));
+    EXPECT_TRUE(
+        isApiTrace(amd("hipDeviceEnablePeerAccess: Returned "
+                       "hipErrorPeerAccessAlreadyEnabled : ")));
     // Everything a matcher records stays.
     EXPECT_FALSE(isApiTrace(amd("hipModuleUnload: Returned hipErrorLaunchFailure : ")));
     EXPECT_FALSE(isApiTrace(amd("hipStreamQuery: Returned hipErrorNotReadyYet : ")));
@@ -47,6 +48,59 @@ TEST(Pipeline, ApiTraceLinesAreRecognised) {
     LogLine plain;
     plain.text = " hipGetDevice ( 0x70536bbc2ecc ) ";
     EXPECT_FALSE(isApiTrace(plain));  // not an AMD log line
+}
+
+// The inline trace check decides as the full one on every mutated message: each byte of the
+// first 48 replaced, a byte inserted or removed, and the message cut at every length.
+TEST(Pipeline, QuickTraceCheckAgreesWithFull) {
+    const std::string bases[] = {
+        "hipGetDevice ( 0x70536bbc2ecc ) ",
+        " hipGetDevice ( 0x70536bbc2ecc ) ",
+        "__hipPushCallConfiguration ( {1048576,1,1}, {256,1,1}, 0, stream:0x5631a8c0e290 ) ",
+        "hsaKmtFoo ( 1 )\r\r  ",
+        "hipGetDevice: Returned hipSuccess : ",
+        "__hipPopCallConfiguration: Returned hipSuccess : ",
+        "hipStreamQuery: Returned hipErrorNotReady : ",
+        "hipMalloc: Returned hipErrorOutOfMemory : ",
+        "hipFunctionWithAVeryLongNameOfMoreThan32Bytes ( 1 ) ",
+        "\x1b[32m hipLaunchKernel \x1b[0m( 0x7056a988e9d0, {1,1,1}, {256,1,1}, 0x0, 0 ) ",
+        "ShaderName : Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0_APM1",
+        "Arg1:   = ptr:0x705165a01000 obj:[0x705165a00000-0x705365a00000]",
+        // Messages of 16–31 bytes: one SIMD load.
+        "hipGetLastError (  ) ",
+        "hipFree ( 0x1 ) ",
+        "Arg0:   = val:1073741824",
+        "hipX: Returned hipSuccess",
+        "hipEventQuery: Returned hipErrorNotReady_ : ",
+    };
+    const char subst[] = {' ', ':', '(', ')', '\r', '_', 'x', '0', '\x1b', '\t', '.', 'S'};
+    size_t n = 0, traces = 0;
+    auto same = [&](const std::string& m) {
+        const bool full = isApiTraceMessage(m);
+        EXPECT_EQ(isApiTraceMessageQuick(m), full) << m;
+        ++n;
+        traces += full;
+    };
+    for (const std::string& base : bases) {
+        same(base);
+        for (size_t i = 0; i < 48 && i < base.size(); ++i) {
+            for (char c : subst) {
+                std::string m = base;
+                m[i] = c;
+                same(m);
+                std::string ins = base;
+                ins.insert(i, 1, c);
+                same(ins);
+            }
+            std::string del = base;
+            del.erase(i, 1);
+            same(del);
+        }
+        for (size_t k = 0; k <= base.size(); ++k) same(base.substr(0, k));
+    }
+    EXPECT_GT(n, 10000u);
+    EXPECT_GT(traces, 1000u);  // both answers were exercised
+    EXPECT_LT(traces, n - 1000);
 }
 
 /// Counts what reaches the sink.
@@ -77,7 +131,8 @@ TEST(Pipeline, BareTraceSkipAgreesWithTheFullDecode) {
     auto skip = [](std::string_view raw) {
         LineDecoder d;
         LogLine l;
-        return d.feedBare(1, raw, l, isApiTraceMessage, true) == LineDecoder::Bare::Skipped;
+        FixedLine fx;
+        return d.feedBare(1, raw, l, fx, isApiTraceMessage, true) == LineDecoder::Bare::Skipped;
     };
     const std::string head =
         ":3:hip_device_runtime.cpp   :623 : 1000000000 us: [pid:4242  tid:0x7f0a1b2c3d40] ";
@@ -156,14 +211,20 @@ TEST(Pipeline, BarePathAgreesWithFeedAcrossOtherLayers) {
     {
         LineDecoder d;
         LogLine b;
+        FixedLine fx;
         for (size_t i = 0; i < lines.size(); ++i) {
-            switch (d.feedBare(i + 1, lines[i], b, isApiTraceMessage, true)) {
+            switch (d.feedBare(i + 1, lines[i], b, fx, isApiTraceMessage, true)) {
                 case LineDecoder::Bare::Skipped:
                     continue;
                 case LineDecoder::Bare::Filled:
                     if (!isApiTrace(b)) viaBare.push_back(row(b));
                     continue;
-                case LineDecoder::Bare::Kept:
+                case LineDecoder::Bare::Fixed:
+                    LineDecoder::fillFixed(i + 1, lines[i], fx, b);
+                    if (fx.check_trace) {
+                        if (!isApiTrace(b)) viaBare.push_back(row(b));
+                        continue;
+                    }
                     ++kept;
                     EXPECT_FALSE(isApiTrace(b)) << lines[i];
                     viaBare.push_back(row(b));
@@ -222,8 +283,11 @@ TEST(Pipeline, FixedColumnFillAgreesWithFeedBareAmd) {
         SCOPED_TRACE(raw);
         LineDecoder d1, d2;
         LogLine a, b;
+        FixedLine fx;
         auto keepAll = [](std::string_view) { return false; };
-        const bool filled = d1.feedBare(7, raw, a, keepAll, true) >= LineDecoder::Bare::Filled;
+        const LineDecoder::Bare got = d1.feedBare(7, raw, a, fx, keepAll, true);
+        if (got == LineDecoder::Bare::Fixed) LineDecoder::fillFixed(7, raw, fx, a);
+        const bool filled = got >= LineDecoder::Bare::Filled;
         ASSERT_EQ(filled, d2.feedBareAmd(7, raw, b));
         EXPECT_EQ(a.line, b.line);
         EXPECT_EQ(a.text, b.text);
@@ -253,13 +317,16 @@ TEST(Pipeline, AmdLinesReachABlockInProgress) {
         TextPipeline p(sink);
         uint64_t n = 0;
         auto feed = [&](std::string_view s) { p.feedLine(++n, s); };
-        feed("[ 4778.915423] amdgpu 0000:c3:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 "
-             "vmid:8 pasid:32769)");
+        feed(
+            "[ 4778.915423] amdgpu 0000:c3:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 "
+            "vmid:8 pasid:32769)");
         for (int i = 0; i < between; ++i)
-            feed(":3:rocvirtual.cpp           :3016: 1000000010 us: [pid:4242  "
-                 "tid:0x7f0a1b2c3d40] ShaderName : _Z9vectoraddPfS_S_i");
-        feed("[ 4778.915441] amdgpu 0000:c3:00.0: amdgpu:   in page starting at address "
-             "0x00007f6459a00000 from client 10");
+            feed(
+                ":3:rocvirtual.cpp           :3016: 1000000010 us: [pid:4242  "
+                "tid:0x7f0a1b2c3d40] ShaderName : _Z9vectoraddPfS_S_i");
+        feed(
+            "[ 4778.915441] amdgpu 0000:c3:00.0: amdgpu:   in page starting at address "
+            "0x00007f6459a00000 from client 10");
         p.finish();
         EXPECT_EQ(sink.d.size(), static_cast<size_t>(between));
         ASSERT_GE(sink.ev.size(), 1u);

@@ -31,7 +31,7 @@ TEST(Text, ParseHexAgreesWithReference) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         return static_cast<size_t>((seed >> 33) % n);
     };
-    for (int round = 0; round < 20000; ++round) {
+    for (int round = 0; round < 50000; ++round) {
         std::string s = rnd(3) == 0 ? "0x" : "";
         size_t len = rnd(40);
         for (size_t j = 0; j < len; ++j)
@@ -64,6 +64,25 @@ TEST(Text, ParseHexAgreesWithReference) {
     EXPECT_EQ(n, 19u);
     EXPECT_EQ(text::parseHex("0x1123456789abcdef0", &n), std::nullopt);
     EXPECT_EQ(text::parseHex("0x", &n), std::nullopt);
+    // Sixteen bytes or more after the `0x`: the SIMD run (every length 1–17, then a tail).
+    const std::string digits = "fedcba9876543210f";
+    for (size_t len = 1; len <= 17; ++len) {
+        for (std::string tail : {" obj:[0x705165a00000-0x7", "_1 and some more text", "]"}) {
+            const std::string s = "0x" + digits.substr(0, len) + tail;
+            for (bool underscore : {false, true}) {
+                size_t n1 = 999, n2 = 999;
+                auto a = text::parseHex(s, &n1, underscore);
+                ASSERT_EQ(a, parseHexBytewise(s, &n2, underscore)) << s;
+                if (a) {
+                    EXPECT_EQ(n1, n2) << s;
+                }
+            }
+        }
+    }
+    EXPECT_EQ(text::parseHex("0x705165a01000 obj:[0x705165a00000", &n), 0x705165a01000u);
+    EXPECT_EQ(n, 14u);
+    EXPECT_EQ(text::parseHex("0123456789ABCDEF-0123456789", &n), 0x0123456789abcdefu);
+    EXPECT_EQ(n, 16u);
 }
 
 TEST(Text, ParseHexAcceptsNvidiaUnderscoreForm) {

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "collectors/runtime_log/amd_log_prefix.h"
+#include "collectors/runtime_log/amd_shape_cache.h"
 
 namespace gpufault {
 namespace {
@@ -269,7 +272,8 @@ TEST(AmdLogPrefix, FixedColumnPathAgreesWithGeneralParser) {
             del.erase(i, 1);
             expectSameParse(del);
         }
-        for (size_t n = 0; n <= base.size(); ++n) expectSameParse(std::string_view(base).substr(0, n));
+        for (size_t n = 0; n <= base.size(); ++n)
+            expectSameParse(std::string_view(base).substr(0, n));
     }
 }
 
@@ -302,7 +306,8 @@ TEST(AmdLogPrefix, FixedShapeSimdAgreesWithScalarAndParser) {
         ":3:hip_device_runtime.cpp   :623 : 1000000000 us: [pid:4242  tid:0x7f0a1b2c3d40]  "
         "hipGetDevice ( 0x70536bbc2ecc ) ",
         ":3:rocvirtual.cpp           :3016: 71322719728 us: [pid:8     tid:0x7f53d8bff640] "
-        "ShaderName : k" + tail,
+        "ShaderName : k" +
+            tail,
         ":3:rocvirtual.cpp           :723 : 4815821610388 us: [pid:2429112 tid:0x70536bbc5640] "
         "Arg2:   = ptr:0x7051e5a00000",
         ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0x7F0A1B2C3D4E5F60] \t "
@@ -311,6 +316,11 @@ TEST(AmdLogPrefix, FixedShapeSimdAgreesWithScalarAndParser) {
         ":3:hip_module.cpp           :9   : 98765432 us: [pid:7654321 tid:0xa] x" + tail,
         ":3:x                        :7   : 0000001234 us: [pid:1234567 tid:0x7f53d8bff640123] " +
             tail,
+        // Blanks after the prefix: sixteen at a time, more than sixteen, up to the line's end.
+        ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0xa]" + std::string(20, ' ') +
+            "x" + tail,
+        ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0xa] \t \t" + tail,
+        ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0xa]" + std::string(40, ' '),
     };
     const char subst[] = {' ', '\t', ':', '0', '9', 'a', 'x', '[', ']', 'd', '\r'};
     for (const std::string& base : bases) {
@@ -330,6 +340,68 @@ TEST(AmdLogPrefix, FixedShapeSimdAgreesWithScalarAndParser) {
         }
         for (size_t n = 0; n <= base.size(); ++n) expectSameShape(base.substr(0, n));
     }
+}
+
+// The shape cache gives amdFixedShape()'s answer on every line whatever came before it: each
+// mutated line right after its base line (a cache hit where its tail is unchanged) and after
+// another base line (other stamp, pid and tid widths).
+TEST(AmdLogPrefix, ShapeCacheAgreesWithAmdFixedShape) {
+    const std::string tail(40, 'm');
+    const std::string bases[] = {
+        ":3:hip_device_runtime.cpp   :623 : 1000000000 us: [pid:4242  tid:0x7f0a1b2c3d40]  "
+        "hipGetDevice ( 0x70536bbc2ecc ) ",
+        ":3:rocvirtual.cpp           :3016: 71322719728 us: [pid:8     tid:0x7f53d8bff640] "
+        "ShaderName : k" +
+            tail,
+        ":3:rocvirtual.cpp           :723 : 4815821610388 us: [pid:2429112 tid:0x70536bbc5640] "
+        "Arg2:   = ptr:0x7051e5a00000",
+        ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0x7F0A1B2C3D4E5F60] \t "
+        "hipLaunchKernel: Returned hipSuccess : ",
+        ":3:x                        :7   : 000000123456789 us: [pid:1234567 "
+        "tid:0x7f53d8bff640123] " +
+            tail,
+        ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0xa]" + std::string(20, ' ') +
+            "x" + tail,
+        ":3:hip_module.cpp           :670 : 1000000006 us: [pid:1 tid:0xa]" + std::string(40, ' '),
+    };
+    const char subst[] = {' ', '\t', ':', '0', '9', 'a', 'x', '[', ']', 'd', '\r'};
+    AmdShapeCache cache;
+    size_t lines = 0, accepted = 0;
+    auto same = [&](const std::string& l) {
+        const AmdFixedShape a = cache.shape(l), b = amdFixedShape(l);
+        ASSERT_EQ(a.message, b.message) << l;
+        ++lines;
+        if (a.message == 0) return;
+        ++accepted;
+        EXPECT_EQ(a.stamp_len, b.stamp_len) << l;
+        EXPECT_EQ(a.pid_at, b.pid_at) << l;
+        EXPECT_EQ(a.pid_len, b.pid_len) << l;
+        EXPECT_EQ(a.tid_at, b.tid_at) << l;
+        EXPECT_EQ(a.tid_len, b.tid_len) << l;
+    };
+    for (size_t k = 0; k < std::size(bases); ++k) {
+        const std::string& base = bases[k];
+        const std::string& other = bases[(k + 1) % std::size(bases)];
+        for (size_t i = 0; i < base.size(); ++i) {
+            std::vector<std::string> mutated;
+            for (char c : subst) {
+                mutated.push_back(base);
+                mutated.back()[i] = c;
+                mutated.push_back(base);
+                mutated.back().insert(i, 1, c);
+            }
+            mutated.push_back(base);
+            mutated.back().erase(i, 1);
+            for (const std::string& m : mutated) {
+                same(base);
+                same(m);
+                same(other);
+                same(m);
+            }
+        }
+    }
+    EXPECT_GT(lines, 50000u);
+    EXPECT_GT(accepted, lines / 2);
 }
 
 }  // namespace
