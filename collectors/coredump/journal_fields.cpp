@@ -76,8 +76,10 @@ Result<void> JournalExportReader::feed(std::string_view data) {
                     binLeft_ = (binLeft_ << 8) | static_cast<unsigned char>(buf_[i]);
                 offset_ += 8;
                 buf_.clear();
-                binKeep_ = binLeft_ <= max_;
+                binSpill_ = spill_ && binName_ == spillName_;
+                binKeep_ = !binSpill_ && binLeft_ <= max_;
                 fields_.insert_or_assign(binName_, std::string());
+                if (binSpill_) spill_(std::string_view(), binLeft_, true);
                 state_ = binLeft_ ? State::Data : State::Newline;
                 break;
             }
@@ -85,6 +87,7 @@ Result<void> JournalExportReader::feed(std::string_view data) {
                 size_t take = static_cast<size_t>(
                     std::min<uint64_t>(binLeft_, static_cast<uint64_t>(data.size() - pos)));
                 if (binKeep_) fields_[binName_].append(data.substr(pos, take));
+                if (binSpill_) spill_(data.substr(pos, take), 0, false);
                 pos += take;
                 binLeft_ -= take;
                 offset_ += take;

@@ -26,6 +26,16 @@ class JournalExportReader {
     explicit JournalExportReader(OnEntry on, size_t max_value = 16u << 20)
         : on_(std::move(on)), max_(max_value) {}
 
+    /// Chunks of the binary field `name` go to `sink` as they arrive instead of being held (a
+    /// core systemd-coredump stored in the journal, `COREDUMP=`, gigabytes): `first` with the
+    /// field's size before its first chunk. The field is in the entry with an empty value; the
+    /// entry's callback comes after its last chunk.
+    using Sink = std::function<void(std::string_view chunk, uint64_t size, bool first)>;
+    void spill(std::string name, Sink sink) {
+        spillName_ = std::move(name);
+        spill_ = std::move(sink);
+    }
+
     /// Consumes `data`. An error names the byte offset where the format broke; the reader is
     /// then unusable.
     Result<void> feed(std::string_view data);
@@ -45,7 +55,9 @@ class JournalExportReader {
     enum class State { Line, Size, Data, Newline } state_ = State::Line;
     std::string binName_;
     uint64_t binLeft_ = 0;
-    bool binKeep_ = false;
+    bool binKeep_ = false, binSpill_ = false;
+    std::string spillName_;
+    Sink spill_;
     uint64_t entries_ = 0;
 };
 
