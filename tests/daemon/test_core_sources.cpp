@@ -145,11 +145,11 @@ TEST(DaemonCores, CoreStoredInTheJournalIsReadAndUnwound) {
                                   core.size())),
               1)
         << d.stderrText();
-    // Its frames: the crashing thread unwound through libcrashlib.so, symbolized.
+    // Its frames: the crashing thread unwound through libcrashlib.so (its file is not on this
+    // machine: module + offset, as systemd-coredump prints it).
     EXPECT_EQ(f.count("SELECT count(*) FROM frames fr JOIN threads t ON t.id=fr.thread_id JOIN "
-                      "cores c ON c.id=t.core_id WHERE c.pid=14046 AND fr.module LIKE "
-                      "'%libcrashlib.so' AND fr.module_offset=0x116e AND fr.symbol = "
-                      "'fakeamd::Symbol::getDeviceKernel(int) const'"),
+                      "cores c ON c.id=t.core_id WHERE c.pid=14046 AND t.crashed=1 AND fr.module "
+                      "LIKE '%libcrashlib.so' AND fr.module_offset=0x116e"),
               1)
         << d.stderrText();
     EXPECT_GE(f.count("SELECT count(*) FROM frames fr JOIN threads t ON t.id=fr.thread_id JOIN "

@@ -103,9 +103,10 @@ TEST(Hardening, KernelLogDirectivesCutOffKmsg) {
     ASSERT_EQ(p.size(), 1u) << joined(p);
     EXPECT_EQ(p[0], "DevicePolicy=closed without DeviceAllow=/dev/kmsg r (kmsg.enabled)");
     p = unitContradictions("[Service]\nCapabilityBoundingSet=CAP_CHOWN\n", c);
-    ASSERT_EQ(p.size(), 2u) << joined(p);
+    ASSERT_EQ(p.size(), 3u) << joined(p);
     EXPECT_NE(p[0].find("lacks CAP_SYSLOG"), std::string::npos);
     EXPECT_NE(p[1].find("lacks CAP_SYS_PTRACE"), std::string::npos);
+    EXPECT_NE(p[2].find("lacks CAP_DAC_READ_SEARCH"), std::string::npos);  // allocation files
     p = unitContradictions("[Service]\nCapabilityBoundingSet=~CAP_SYSLOG CAP_SYS_ADMIN\n", c);
     ASSERT_EQ(p.size(), 1u) << joined(p);
     EXPECT_NE(p[0].find("lacks CAP_SYSLOG"), std::string::npos);
