@@ -129,7 +129,9 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
     }
     File& f = it->second;
     f.seen = true;
-    if (f.trusted && (f.size != st.st_size || f.mtime != mtimeNs(st))) queue_.insert(key);
+    if (f.trusted && (f.size != st.st_size || f.mtime != mtimeNs(st)) &&
+        std::chrono::steady_clock::now() >= f.not_before)
+        queue_.insert(key);
 }
 
 db::Result<bool> AllocDirSource::poll(Txn& txn) {
@@ -152,7 +154,9 @@ db::Result<bool> AllocDirSource::poll(Txn& txn) {
         AllocFollowOptions opt;
         opt.owner = f.uid;
         opt.only_pid = f.pid;
+        auto t0 = std::chrono::steady_clock::now();
         auto r = storeAllocLogInTxn(store_, f.path, opt);
+        auto t1 = std::chrono::steady_clock::now();
         if (auto s = r ? store_.releaseSavepoint() : store_.undoSavepoint(); !s)
             return std::unexpected(s.error());
         uncommittedPrev_.try_emplace(key, f);  // the state a rollback returns to
@@ -160,6 +164,7 @@ db::Result<bool> AllocDirSource::poll(Txn& txn) {
         // it changes.
         f.size = st.st_size;
         f.mtime = mtimeNs(st);
+        f.not_before = t1 + 10 * (t1 - t0);
         if (!r) {
             ++errors_;
             logLine(4, fmt::format("allocations not stored: {}", r.error().message));

@@ -54,6 +54,9 @@ class AllocDirSource final : public Source {
         int64_t mtime = -1;  ///< ns, as last stored
         int64_t source_id = 0;
         uint64_t allocations = 0;  ///< as last stored
+        /// Not read again before this: 10 × the time its last read took (a large file that
+        /// keeps growing costs the daemon at most ~10 % of a core).
+        std::chrono::steady_clock::time_point not_before{};
         bool seen = false;  ///< found by the current scan
     };
     void scan();
