@@ -201,6 +201,20 @@ db::Result<AllocIngestSummary> ingestAllocLog(Store& store,
     return sum;
 }
 
+std::optional<SourceIdentity> allocSourceIdentity(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    if (fd < 0) return std::nullopt;
+    FileText f;
+    char buf[4096];
+    ssize_t n = -1;
+    if (::fstat(fd, &f.st) == 0 && S_ISREG(f.st.st_mode)) n = ::pread(fd, buf, sizeof buf, 0);
+    ::close(fd);
+    if (n <= 0) return std::nullopt;
+    f.text.assign(buf, static_cast<size_t>(n));
+    if (f.text.find('\n') == std::string::npos) return std::nullopt;
+    return identityOf(path, f);
+}
+
 db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
                                                   const std::string& path,
                                                   const AllocFollowOptions& opt) {

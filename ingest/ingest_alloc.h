@@ -39,6 +39,11 @@ db::Result<AllocIngestSummary> ingestAllocLog(Store& store,
                                               const std::string& path,
                                               std::optional<int64_t> run_id = std::nullopt);
 
+/// The source identity `path` has in the store (kind `alloc`, device, inode, its `start` line's
+/// hash), read from its first line without following a link; nullopt when it cannot be read or
+/// has no whole first line yet.
+std::optional<SourceIdentity> allocSourceIdentity(const std::string& path);
+
 /// How gpufaultd stores a file it follows (daemon/sources/alloc_dir.h).
 struct AllocFollowOptions {
     /// The file's owner must be this uid (checked on the open descriptor): a file replaced

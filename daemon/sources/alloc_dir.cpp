@@ -114,7 +114,14 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
         if (st.st_uid == 0) {
             f.trusted = true;
         } else if (::stat(fmt::format("/proc/{}", pid).c_str(), &proc) != 0) {
-            why = fmt::format("process {} gone before its owner could be checked", pid);
+            // Gone: trusted only when this very file (device, inode, `start` line) was trusted
+            // and stored before (a daemon restarted after its job ended).
+            auto id = allocSourceIdentity(path);
+            auto known = id ? store_.hasSource(*id) : db::Result<bool>(false);
+            if (known && *known)
+                f.trusted = true;
+            else
+                why = fmt::format("process {} gone before its owner could be checked", pid);
         } else if (proc.st_uid != st.st_uid) {
             why = fmt::format("owned by uid {}, but pid {} runs as uid {}", st.st_uid, pid,
                               proc.st_uid);

@@ -22,7 +22,8 @@ namespace gpufault::daemon {
 /// Any user may create files in the directory, so a file is trusted only when its owner may
 /// speak for the pid its name gives: root's files, or files whose owner is the owner of
 /// /proc/PID when the daemon first sees them (a process that is gone by then cannot be checked:
-/// its file is refused). Only records of that pid are stored. Symbolic links, files with more
+/// its file is refused, unless the store already holds that very file — device, inode, `start`
+/// line — as after a restart). Only records of that pid are stored. Symbolic links, files with more
 /// than one link and a directory that others may write without the sticky bit are refused.
 class AllocDirSource final : public Source {
   public:

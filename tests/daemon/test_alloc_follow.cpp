@@ -315,6 +315,25 @@ TEST(DaemonAllocations, AUserCannotRecordAllocationsForAnotherUsersProcess) {
     ::waitpid(child, nullptr, 0);
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(10s), 0);
+    // Restarted after the child ended: its file, stored before (same device, inode and start
+    // line), is still followed; the forged one is still refused; nothing is stored twice.
+    DaemonProcess again(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(again.start());
+    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
+    std::string position;
+    EXPECT_TRUE(eventually(
+        [&] {
+            auto s = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
+            if (!s.is_object()) return false;
+            for (const auto& x : s["streams"])
+                if (x["source"] == "allocations") position = x["position"];
+            return position.starts_with("1 file(s) followed, 1 refused");
+        },
+        10s))
+        << position << "\n" << again.stderrText();
+    EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
+    again.signal(SIGTERM);
+    EXPECT_EQ(again.waitExit(10s), 0);
 }
 
 TEST(DaemonAllocations, ADirectoryOthersMayWriteWithoutTheStickyBitIsRefused) {
