@@ -285,7 +285,7 @@ nlohmann::json threadJson(const coredump::Thread& t, size_t begin, size_t end) {
     return j;
 }
 
-constexpr size_t kReportFrames = 24;        ///< frames of the crashing thread in a report
+constexpr size_t kReportFrames = 24;         ///< frames of the crashing thread in a report
 constexpr size_t kReportRuntimeThreads = 8;  ///< threads inside the GPU runtime, each …
 constexpr size_t kReportRuntimeFrames = 6;   ///< … with this many frames (as `show`)
 
@@ -297,12 +297,13 @@ nlohmann::json coresJson(db::Db& d, int64_t incident) {
     auto cores = queryIncidentCores(d, incident);
     if (!cores) return out;
     for (const auto& c : *cores) {
-        nlohmann::json j{{"core", c.id},
-                         {"title", coreTitle(c)},
-                         {"signature", c.core.signature ? nlohmann::json(*c.core.signature)
-                                                        : nlohmann::json(nullptr)},
-                         {"threads", c.threads},
-                         {"crashed_thread", nullptr}};
+        nlohmann::json j{
+            {"core", c.id},
+            {"title", coreTitle(c)},
+            {"signature",
+             c.core.signature ? nlohmann::json(*c.core.signature) : nlohmann::json(nullptr)},
+            {"threads", c.threads},
+            {"crashed_thread", nullptr}};
         auto all = queryCoreThreads(d, c.id, true);
         auto rt = nlohmann::json::array();
         if (all) {
@@ -326,8 +327,7 @@ void printCoresMarkdown(db::Db& d, int64_t incident) {
     auto cores = queryIncidentCores(d, incident);
     if (!cores) return;
     for (const auto& c : *cores) {
-        fmt::print("### Core {}: {}\n\n```\n{}", c.id, printable(coreTitle(c)),
-                   coreFacts(c, ""));
+        fmt::print("### Core {}: {}\n\n```\n{}", c.id, printable(coreTitle(c)), coreFacts(c, ""));
         if (auto all = queryCoreThreads(d, c.id, true); all) {
             for (const auto& t : *all)
                 if (t.crashed) fmt::print("{}", threadText(t, kReportFrames, ""));

@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <functional>
+#include <set>
 
 #include "daemon/control.h"
 #include "daemon/daemon.h"
@@ -17,8 +18,6 @@
 #include "daemon/sources/kmsg.h"
 #include "ingest/ingest.h"
 #include "schema/queries.h"
-
-#include <set>
 
 namespace gpufault::daemon {
 
@@ -109,7 +108,8 @@ class Loop {
             if (fd >= 0) {
                 if (s_.files)
                     for (const auto& d : s_.files->watchDirs())
-                        ::inotify_add_watch(fd, d.c_str(),
+                        ::inotify_add_watch(fd,
+                                            d.c_str(),
                                             IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM |
                                                 IN_DELETE | IN_CLOSE_WRITE);
                 // A new allocation file is looked at at once, while its process still runs

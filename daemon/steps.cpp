@@ -92,9 +92,10 @@ StepResult openSourcesStep(State& s) {
     if (!c.alloc_dir.empty()) {
         struct stat st {};
         if (::stat(c.alloc_dir.c_str(), &st) != 0) {
-            logLine(5, fmt::format("allocations: {} not there: not followed (the package's "
-                                   "tmpfiles.d creates it; reload after creating it)",
-                                   c.alloc_dir));
+            logLine(5,
+                    fmt::format("allocations: {} not there: not followed (the package's "
+                                "tmpfiles.d creates it; reload after creating it)",
+                                c.alloc_dir));
         } else {
             auto a = std::make_unique<AllocDirSource>(
                 *s.store, c.alloc_dir, std::chrono::milliseconds(c.poll_ms));

@@ -222,11 +222,11 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
     auto f = readAllocFile(path, true);
     if (!f) return std::unexpected(f.error());
     if (opt.owner && f->st.st_uid != *opt.owner)
-        return std::unexpected(db::Error{fmt::format(
-            "{}: owned by uid {}, not {} (replaced since it was trusted): refused",
-            path,
-            f->st.st_uid,
-            *opt.owner)});
+        return std::unexpected(db::Error{
+            fmt::format("{}: owned by uid {}, not {} (replaced since it was trusted): refused",
+                        path,
+                        f->st.st_uid,
+                        *opt.owner)});
     AllocIngestSummary sum;
     sum.path = path;
     auto whole = f->text.rfind('\n');
@@ -256,9 +256,9 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
                                                     *opt.only_pid)});
         std::erase_if(log.allocations, [&](const auto& a) { return other(a.pid); });
         std::erase_if(log.processes, [&](const auto& p) { return other(p.pid); });
-        std::stable_sort(log.warnings.begin(), log.warnings.end(), [](const auto& a, const auto& b) {
-            return a.line < b.line;
-        });
+        std::stable_sort(log.warnings.begin(),
+                         log.warnings.end(),
+                         [](const auto& a, const auto& b) { return a.line < b.line; });
     }
     if (auto r = storeAllocText(
             store, sum, identityOf(path, *f), text, f->text.size(), log, std::nullopt);

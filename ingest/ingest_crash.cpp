@@ -334,13 +334,15 @@ db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
             spilled.reset();
             spillError.clear();
             if (size > opt.unpack.max_bytes) {
-                spillError = fmt::format("{} bytes: over the {}-byte cap (max_unpacked)", size,
-                                         opt.unpack.max_bytes);
+                spillError = fmt::format(
+                    "{} bytes: over the {}-byte cap (max_unpacked)", size, opt.unpack.max_bytes);
                 return;
             }
             auto t = TempFile::create(opt.unpack, "journal");
-            if (!t) spillError = t.error().message;
-            else spilled.emplace(std::move(*t));
+            if (!t)
+                spillError = t.error().message;
+            else
+                spilled.emplace(std::move(*t));
             return;
         }
         if (!spilled || !spillError.empty()) return;

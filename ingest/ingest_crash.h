@@ -58,8 +58,8 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
 
 /// Reads a file of journal entries (export format or JSON lines) and stores its
 /// systemd-coredump entries; a `COREDUMP=` core (export format) is copied into a temporary
-/// file as it is read, capped by `opt.unpack`, and unwound. Errors name the file and the byte offset (export format; JSON
-/// lines that are not objects are skipped: the text ingest reads them).
+/// file as it is read, capped by `opt.unpack`, and unwound. Errors name the file and the byte
+/// offset (export format; JSON lines that are not objects are skipped: the text ingest reads them).
 db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
                                                    const std::string& path,
                                                    CrashInput kind,

@@ -156,8 +156,8 @@ int logFd() {
         // that is not ours alone.
         fd = ::open(p.buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
         struct stat st {};
-        if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-                        st.st_uid != ::geteuid() || st.st_nlink != 1)) {
+        if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+                        st.st_nlink != 1)) {
             ::close(fd);
             fd = -1;
         }

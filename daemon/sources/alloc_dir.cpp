@@ -16,9 +16,9 @@ namespace gpufault::daemon {
 
 namespace {
 
-constexpr int kFilesPerPoll = 16;        ///< the other sources run between batches
-constexpr size_t kMaxFiles = 65536;      ///< files remembered at once (tmpfiles.d ages them)
-constexpr int64_t kPidMax = 1 << 22;     ///< PID_MAX_LIMIT
+constexpr int kFilesPerPoll = 16;     ///< the other sources run between batches
+constexpr size_t kMaxFiles = 65536;   ///< files remembered at once (tmpfiles.d ages them)
+constexpr int64_t kPidMax = 1 << 22;  ///< PID_MAX_LIMIT
 
 /// The pid of `gpufault-alloc.<pid>.log`; 0 for any other name.
 int64_t pidOfName(std::string_view name) {
@@ -55,9 +55,10 @@ void AllocDirSource::scan() {
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
         // Without the sticky bit any user could rename or remove another user's file.
         if (error_.empty())
-            logLine(3, fmt::format("allocations: {} is writable by others without the sticky bit "
-                                   "(chmod 1733): not followed",
-                                   dir_));
+            logLine(3,
+                    fmt::format("allocations: {} is writable by others without the sticky bit "
+                                "(chmod 1733): not followed",
+                                dir_));
         error_ = fmt::format("mode {:o}: writable by others without the sticky bit: refused",
                              st.st_mode & 07777);
         return;
@@ -123,8 +124,8 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
             else
                 why = fmt::format("process {} gone before its owner could be checked", pid);
         } else if (proc.st_uid != st.st_uid) {
-            why = fmt::format("owned by uid {}, but pid {} runs as uid {}", st.st_uid, pid,
-                              proc.st_uid);
+            why = fmt::format(
+                "owned by uid {}, but pid {} runs as uid {}", st.st_uid, pid, proc.st_uid);
         } else {
             f.trusted = true;
         }
@@ -208,8 +209,8 @@ std::vector<StreamStatus> AllocDirSource::status() const {
     s.name = dir_;
     size_t trusted = 0;
     for (const auto& [k, f] : files_) trusted += f.trusted ? 1 : 0;
-    s.position = fmt::format("{} file(s) followed, {} refused, {} not storable", trusted,
-                             refused_, errors_);
+    s.position =
+        fmt::format("{} file(s) followed, {} refused, {} not storable", trusted, refused_, errors_);
     s.evidence = allocations_;
     s.lag = queue_.size();
     s.error = error_;

@@ -71,7 +71,7 @@ class AllocDirSource final : public Source {
     bool scanDue_ = true;
     std::string error_;  ///< why the directory is not followed ("" = followed)
     std::map<Key, File> files_;
-    std::set<Key> queue_;           ///< trusted files that changed since last stored
+    std::set<Key> queue_;                  ///< trusted files that changed since last stored
     std::map<Key, File> uncommittedPrev_;  ///< state before an uncommitted store (reset)
     uint64_t uncommitted_ = 0, stored_ = 0, allocations_ = 0, refused_ = 0, errors_ = 0;
 };

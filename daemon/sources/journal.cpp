@@ -210,7 +210,8 @@ JournalCore JournalSource::coreFromJournal() {
         jc.error = "empty COREDUMP= field";
     } else if (len - kField.size() > crash_.unpack.max_bytes) {
         jc.error = fmt::format("{} bytes: over cores.max_unpacked_mib ({} bytes)",
-                               len - kField.size(), crash_.unpack.max_bytes);
+                               len - kField.size(),
+                               crash_.unpack.max_bytes);
     } else if (auto t = TempFile::create(crash_.unpack, "journal"); !t) {
         jc.error = t.error().message;
     } else if (auto w = t->write(std::string_view(static_cast<const char*>(data) + kField.size(),

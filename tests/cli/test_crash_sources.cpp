@@ -178,8 +178,7 @@ TEST(CrashSources, CoreStoredInTheJournalEntryIsUnwound) {
     ASSERT_EQ(cc.size(), 1u);
     EXPECT_TRUE(cc[0]["note"].get<std::string>().starts_with("core in the journal not read: "))
         << cc[0].dump();
-    EXPECT_NE(cc[0]["note"].get<std::string>().find("over the"), std::string::npos)
-        << cc[0].dump();
+    EXPECT_NE(cc[0]["note"].get<std::string>().find("over the"), std::string::npos) << cc[0].dump();
 }
 
 TEST(CrashSources, JournalJsonLinesAndBrokenExport) {

@@ -62,7 +62,11 @@ struct HeldJob {
             ::dup2(fromChild[1], 1);
             ::setenv("LD_PRELOAD", PRELOAD_SHIM, 1);
             ::setenv("GPUFAULT_ALLOC_DIR", alloc_dir.c_str(), 1);
-            ::execl(PRELOAD_HOST, PRELOAD_HOST, STANDIN_FW, STANDIN_RT, "hold",
+            ::execl(PRELOAD_HOST,
+                    PRELOAD_HOST,
+                    STANDIN_FW,
+                    STANDIN_RT,
+                    "hold",
                     static_cast<char*>(nullptr));
             ::_exit(127);
         }
@@ -99,7 +103,14 @@ std::string faultLog(pid_t pid, uint64_t address) {
         "{}  in page starting at address 0x{:016x} from client 0x1b (UTCL2)\n"
         "{}GCVM_L2_PROTECTION_FAULT_STATUS:0x00801031\n"
         "{}         Faulty UTCL2 client ID: TCP (0x8)\n",
-        address, k, pid, pid, k, address & ~uint64_t{0xfff}, k, k);
+        address,
+        k,
+        pid,
+        pid,
+        k,
+        address & ~uint64_t{0xfff},
+        k,
+        k);
 }
 
 void append(const std::string& path, const std::string& text) {
@@ -192,9 +203,7 @@ TEST(DaemonAllocations, ShimFileOfARunningJobMeetsItsFaultInShow) {
         << again.stderrText();
     append(f.logs + "/other.log", "quiet line\n");  // a commit goes by
     ASSERT_TRUE(eventually(
-        [&] {
-            return f.count("SELECT count(*) FROM sources WHERE path LIKE '%/other.log'") == 1;
-        },
+        [&] { return f.count("SELECT count(*) FROM sources WHERE path LIKE '%/other.log'") == 1; },
         10s));
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
     EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE kind='alloc'"), 1);
@@ -214,18 +223,23 @@ TEST(DaemonAllocations, GrowingFileIsStoredAsItGrowsWithItsFrees) {
            fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/bin/job\n"
                        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000000000 size=4096 "
                        "mem=device device=0 rc=0 wall_us=2 mono_us=2 pid={} tid={} stack=-\n",
-                       pid, pid, pid));
+                       pid,
+                       pid,
+                       pid));
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM allocations") == 1; }, 10s))
         << d.stderrText();
     // A record being written (no newline yet) is not read; once whole, the free pairs.
-    append(file, fmt::format("gpufault.alloc 1 free api=hipFree ptr=0x7f0000000000 size=0 "
-                             "device=-1 rc=0 wall_us=3 mono_us=3 pid={} tid={}",
-                             pid, pid));
+    append(file,
+           fmt::format("gpufault.alloc 1 free api=hipFree ptr=0x7f0000000000 size=0 "
+                       "device=-1 rc=0 wall_us=3 mono_us=3 pid={} tid={}",
+                       pid,
+                       pid));
     append(file, " stack=-\n");
     ASSERT_TRUE(eventually(
         [&] {
-            return f.count("SELECT count(*) FROM allocations WHERE free_api='hipFree' AND "
-                           "free_line=3") == 1;
+            return f.count(
+                       "SELECT count(*) FROM allocations WHERE free_api='hipFree' AND "
+                       "free_line=3") == 1;
         },
         10s))
         << d.stderrText();
@@ -259,10 +273,13 @@ TEST(DaemonAllocations, AUserCannotRecordAllocationsForAnotherUsersProcess) {
         ::prctl(PR_SET_DUMPABLE, 1);  // as after an exec: /proc/PID is the user's
         pid_t me = ::getpid();
         auto rec = [](pid_t p, const char* ptr) {
-            return fmt::format("gpufault.alloc 1 alloc api=hipMalloc ptr={} size=4096 "
-                               "mem=device device=0 rc=0 wall_us=2 mono_us=2 pid={} tid={} "
-                               "stack=-\n",
-                               ptr, p, p);
+            return fmt::format(
+                "gpufault.alloc 1 alloc api=hipMalloc ptr={} size=4096 "
+                "mem=device device=0 rc=0 wall_us=2 mono_us=2 pid={} tid={} "
+                "stack=-\n",
+                ptr,
+                p,
+                p);
         };
         std::string forged =
             fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/x\n",
@@ -275,7 +292,8 @@ TEST(DaemonAllocations, AUserCannotRecordAllocationsForAnotherUsersProcess) {
              {std::pair{fmt::format("{}/gpufault-alloc.{}.log", f.alloc, victim), forged},
               std::pair{fmt::format("{}/gpufault-alloc.{}.log", f.alloc, me), own}}) {
             int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-            if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+            if (fd < 0 ||
+                ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
                 ::_exit(4);
             ::close(fd);
         }
@@ -330,7 +348,8 @@ TEST(DaemonAllocations, AUserCannotRecordAllocationsForAnotherUsersProcess) {
             return position.starts_with("1 file(s) followed, 1 refused");
         },
         10s))
-        << position << "\n" << again.stderrText();
+        << position << "\n"
+        << again.stderrText();
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
     again.signal(SIGTERM);
     EXPECT_EQ(again.waitExit(10s), 0);
@@ -351,8 +370,9 @@ TEST(DaemonAllocations, ADirectoryOthersMayWriteWithoutTheStickyBitIsRefused) {
             if (!s.is_object()) return false;
             for (const auto& x : s["streams"])
                 if (x["source"] == "allocations")
-                    return x["error"] == "mode 777: writable by others without the sticky bit: "
-                                         "refused";
+                    return x["error"] ==
+                           "mode 777: writable by others without the sticky bit: "
+                           "refused";
             return false;
         },
         10s))
@@ -370,22 +390,38 @@ TEST(DaemonAllocations, RunRecordAllocationsWritesIntoTheFollowedDirectory) {
     ASSERT_TRUE(d.start());
     ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
     std::string db = f.dir.file("run.db");
-    auto r = run({GPUFAULT_BIN, "--db", db, "run", "--spool", f.dir.file("spool"),
-                  "--record-allocations", "--preload", PRELOAD_SHIM, "--alloc-dir", f.alloc,
-                  "--", PRELOAD_HOST, STANDIN_FW, STANDIN_RT, "fault"});
+    auto r = run({GPUFAULT_BIN,
+                  "--db",
+                  db,
+                  "run",
+                  "--spool",
+                  f.dir.file("spool"),
+                  "--record-allocations",
+                  "--preload",
+                  PRELOAD_SHIM,
+                  "--alloc-dir",
+                  f.alloc,
+                  "--",
+                  PRELOAD_HOST,
+                  STANDIN_FW,
+                  STANDIN_RT,
+                  "fault"});
     EXPECT_EQ(r.status, 1) << r.out << r.err;
     std::smatch m;
     std::string err = r.err;
-    ASSERT_TRUE(std::regex_search(
-        err, m, std::regex("1 allocation\\(s\\) recorded by 1 process\\(es\\) in (" + f.alloc +
-                           "/run-[0-9T]+Z-[0-9]+)\n")))
+    ASSERT_TRUE(
+        std::regex_search(err,
+                          m,
+                          std::regex("1 allocation\\(s\\) recorded by 1 process\\(es\\) in (" +
+                                     f.alloc + "/run-[0-9T]+Z-[0-9]+)\n")))
         << r.err;
     std::string runDir = m[1];
     struct stat st {};
     ASSERT_EQ(::stat(runDir.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 07777, 0700u);
-    EXPECT_EQ(storeCount(db, "SELECT count(*) FROM allocations WHERE run_id=1 AND "
-                             "api='hipMalloc' AND end-ptr=1048576"),
+    EXPECT_EQ(storeCount(db,
+                         "SELECT count(*) FROM allocations WHERE run_id=1 AND "
+                         "api='hipMalloc' AND end-ptr=1048576"),
               1);
     ASSERT_TRUE(eventually(
         [&] {

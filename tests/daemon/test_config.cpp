@@ -104,7 +104,8 @@ interval_ms = 5000
     EXPECT_EQ(off->alloc_dir, "");
     auto rel = parseConfig("[allocations]\ndirectory = \"alloc\"\n", "rel.conf");
     ASSERT_FALSE(rel);
-    EXPECT_EQ(rel.error().text(), "rel.conf:2: allocations.directory: 'alloc' is not an absolute path");
+    EXPECT_EQ(rel.error().text(),
+              "rel.conf:2: allocations.directory: 'alloc' is not an absolute path");
 }
 
 TEST(DaemonConfig, UnknownKeyNamesFileLineAndKey) {

@@ -140,10 +140,11 @@ TEST(DaemonCores, CoreStoredInTheJournalIsReadAndUnwound) {
     ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM cores") == 1; }, 20s))
         << d.stderrText() << controlRequest(f.sock, "status");
-    EXPECT_EQ(f.count(fmt::format("SELECT count(*) FROM cores WHERE pid=14046 AND si_addr=0x8a "
-                                  "AND note IS NULL AND size={} AND path LIKE 'journal:%(COREDUMP=)'",
-                                  core.size())),
-              1)
+    EXPECT_EQ(
+        f.count(fmt::format("SELECT count(*) FROM cores WHERE pid=14046 AND si_addr=0x8a "
+                            "AND note IS NULL AND size={} AND path LIKE 'journal:%(COREDUMP=)'",
+                            core.size())),
+        1)
         << d.stderrText();
     // Its frames: the crashing thread unwound through libcrashlib.so (its file is not on this
     // machine: module + offset, as systemd-coredump prints it).

@@ -54,7 +54,8 @@ TEST(Hardening, ShippedTmpfilesCreatesTheAllocationDirectoryStickyAndWritableByJ
     // every job may create its file (wx for all) but none may list, rename or remove another's.
     Config c = shippedConfig();
     ASSERT_EQ(c.alloc_dir, "/run/gpufault-alloc");
-    std::istringstream tmpfiles(slurp(std::string(GPUFAULT_SOURCE_DIR) + "/packaging/gpufault.tmpfiles"));
+    std::istringstream tmpfiles(
+        slurp(std::string(GPUFAULT_SOURCE_DIR) + "/packaging/gpufault.tmpfiles"));
     std::string line, found;
     for (std::string l; std::getline(tmpfiles, l);) {
         std::istringstream w(l);

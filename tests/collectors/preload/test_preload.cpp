@@ -175,14 +175,19 @@ TEST(PreloadShim, NeverWritesThroughALinkAnotherUserPutWhereItsFileGoes) {
             ::setenv("GPUFAULT_ALLOC_DIR", dir.path().c_str(), 1);
             int devnull = ::open("/dev/null", O_WRONLY);
             ::dup2(devnull, 1);
-            ::execl(PRELOAD_HOST, PRELOAD_HOST, STANDIN_FW, STANDIN_RT, "fault",
+            ::execl(PRELOAD_HOST,
+                    PRELOAD_HOST,
+                    STANDIN_FW,
+                    STANDIN_RT,
+                    "fault",
                     static_cast<char*>(nullptr));
             ::_exit(127);
         }
         ::close(gate[0]);
         std::string name = dir.file(fmt::format("gpufault-alloc.{}.log", pid));
-        ASSERT_EQ(hard ? ::link(target.c_str(), name.c_str()) : ::symlink(target.c_str(), name.c_str()),
-                  0);
+        ASSERT_EQ(
+            hard ? ::link(target.c_str(), name.c_str()) : ::symlink(target.c_str(), name.c_str()),
+            0);
         ASSERT_EQ(::write(gate[1], "g", 1), 1);
         ::close(gate[1]);
         int st = 0;
