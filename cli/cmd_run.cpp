@@ -108,6 +108,17 @@ std::string bootId() {
     return id;
 }
 
+/// gpufaultd's allocation directory as the package makes it (tmpfiles.d: 1733 root).
+constexpr const char* kSharedAllocDir = "/run/gpufault-alloc";
+
+/// True when `dir` is a directory owned by root with the sticky bit that we may create in:
+/// gpufaultd's, where no other user can remove or replace our run directory.
+bool usableSharedDir(const std::string& dir) {
+    struct stat st {};
+    return ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+           (st.st_mode & S_ISVTX) && ::access(dir.c_str(), W_OK | X_OK) == 0;
+}
+
 /// Ingests every gpufault-alloc.<pid>.log the job's processes wrote, as allocations of run `id`.
 void recordAllocations(Store& store, const std::string& dir, int64_t id) {
     std::vector<std::string> files;
@@ -174,8 +185,25 @@ int cmdRun(const Global& g, const RunOptions& o) {
                        o.preload.empty() ? "" : " at " + o.preload);
             return 2;
         }
-        allocDir = spec.spool.substr(0, spec.spool.size() - 4) + ".alloc";
-        if (!fs::create_directories(allocDir, ec) || ::chmod(allocDir.c_str(), 0700) != 0) {
+        // In gpufaultd's directory when there is one: the daemon stores the records while the
+        // job runs (a kernel-logged fault meets them in its store even if this command dies);
+        // the run directory is ours alone (0700), the daemon reads it as root.
+        std::string shared = o.alloc_dir.empty() && usableSharedDir(kSharedAllocDir)
+                                 ? std::string(kSharedAllocDir)
+                                 : o.alloc_dir;
+        if (!shared.empty()) {
+            struct stat st {};
+            if (::stat(shared.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+                say("gpufault run: --alloc-dir {}: not a directory\n", shared);
+                return 2;
+            }
+            allocDir = fmt::format("{}/run-{}Z-{}", shared, stamp, ::getpid());
+        } else {
+            allocDir = spec.spool.substr(0, spec.spool.size() - 4) + ".alloc";
+        }
+        if ((shared.empty() ? !fs::create_directories(allocDir, ec)
+                            : ::mkdir(allocDir.c_str(), 0700) != 0) ||
+            ::chmod(allocDir.c_str(), 0700) != 0) {
             say("gpufault run: cannot create {}: {}\n", allocDir,
                        ec ? ec.message() : std::strerror(errno));
             return 2;

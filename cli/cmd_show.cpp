@@ -269,6 +269,78 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
     return 0;
 }
 
+namespace {
+
+/// Frames [begin, end) of `t` as JSON (collectors/coredump/stack.h's frame objects), with the
+/// index of the first.
+nlohmann::json threadJson(const coredump::Thread& t, size_t begin, size_t end) {
+    coredump::CoreStack one;
+    one.threads.push_back(t);
+    auto& fr = one.threads.front().frames;
+    fr = std::vector<coredump::Frame>(t.frames.begin() + static_cast<ptrdiff_t>(begin),
+                                      t.frames.begin() + static_cast<ptrdiff_t>(end));
+    auto j = coredump::toJson(one)["threads"][0];
+    j["first_frame"] = begin;
+    j["frames_total"] = t.frames.size();
+    return j;
+}
+
+constexpr size_t kReportFrames = 24;         ///< frames of the crashing thread in a report
+constexpr size_t kReportRuntimeThreads = 8;  ///< threads inside the GPU runtime, each …
+constexpr size_t kReportRuntimeFrames = 6;   ///< … with this many frames (as `show`)
+
+/// The incident's cores for `report --format json`: the crashing thread and, for a ROCr
+/// abort (which dies on the runtime's event thread), the other threads that were inside the
+/// GPU runtime — where the program's GPU work was.
+nlohmann::json coresJson(db::Db& d, int64_t incident) {
+    auto out = nlohmann::json::array();
+    auto cores = queryIncidentCores(d, incident);
+    if (!cores) return out;
+    for (const auto& c : *cores) {
+        nlohmann::json j{
+            {"core", c.id},
+            {"title", coreTitle(c)},
+            {"signature",
+             c.core.signature ? nlohmann::json(*c.core.signature) : nlohmann::json(nullptr)},
+            {"threads", c.threads},
+            {"crashed_thread", nullptr}};
+        auto all = queryCoreThreads(d, c.id, true);
+        auto rt = nlohmann::json::array();
+        if (all) {
+            for (const auto& t : *all)
+                if (t.crashed)
+                    j["crashed_thread"] =
+                        threadJson(t, 0, std::min(t.frames.size(), kReportFrames));
+            auto hits = runtimeThreads(*all, kReportRuntimeFrames);
+            j["runtime_threads_total"] = hits.size();
+            for (size_t h = 0; h < hits.size() && h < kReportRuntimeThreads; ++h)
+                rt.push_back(threadJson(*hits[h].thread, hits[h].begin, hits[h].end));
+        }
+        j["runtime_threads"] = std::move(rt);
+        out.push_back(std::move(j));
+    }
+    return out;
+}
+
+/// The same as Markdown: a section per core, stacks in code blocks.
+void printCoresMarkdown(db::Db& d, int64_t incident) {
+    auto cores = queryIncidentCores(d, incident);
+    if (!cores) return;
+    for (const auto& c : *cores) {
+        fmt::print("### Core {}: {}\n\n```\n{}", c.id, printable(coreTitle(c)), coreFacts(c, ""));
+        if (auto all = queryCoreThreads(d, c.id, true); all) {
+            for (const auto& t : *all)
+                if (t.crashed) fmt::print("{}", threadText(t, kReportFrames, ""));
+            if (auto rt = runtimeThreadsText(*all, kReportRuntimeThreads, kReportRuntimeFrames, "");
+                !rt.empty())
+                fmt::print("\n{}", rt);
+        }
+        fmt::print("```\n\n");
+    }
+}
+
+}  // namespace
+
 int cmdReport(const Global& g, int64_t id, const std::string& format) {
     auto store = openForQuery(g);
     if (!store) return 2;
@@ -322,6 +394,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                  {"same_2mib", r.same_2mib},
                  {"freed", r.free_api.has_value()},
                  {"stack", r.stack ? nlohmann::json(*r.stack) : nlohmann::json(nullptr)}});
+        j["cores"] = coresJson(store->db(), id);
         printJsonLine(stdout, j);
         return 0;
     }
@@ -376,6 +449,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         }
         fmt::print("\n");
     }
+    printCoresMarkdown(store->db(), id);
     fmt::print("### Evidence\n\n");
     for (const auto& m : v->members) {
         fmt::print("`{}:{}` ({}{})\n\n```\n{}\n```\n\n",

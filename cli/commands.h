@@ -81,6 +81,9 @@ struct RunOptions {
     std::string spool_dir;   ///< "" = the default spool directory
     bool record_allocations = false;  ///< LD_PRELOAD the allocation-recording shim
     std::string preload;              ///< the shim; "" = found (findPreloadShim)
+    /// gpufaultd's allocation directory to record into ("" = /run/gpufault-alloc when it is
+    /// root's and sticky, else a private directory beside the spooled output).
+    std::string alloc_dir;
 };
 /// Runs a job on a pseudo-terminal, records the run and ingests its output; returns the
 /// job's status (exit code, or 128 + signal), 2 when it could not be started.

@@ -100,9 +100,14 @@ int main(int argc, char** argv) {
     runCmd->add_flag("--serialize", runOpt.serialize,
                      "AMD_SERIALIZE_KERNEL=3, HIP_LAUNCH_BLOCKING=1, CUDA_LAUNCH_BLOCKING=1");
     runCmd->add_option("--spool", runOpt.spool_dir, "directory for the captured output");
-    runCmd->add_flag("--record-allocations", runOpt.record_allocations,
+    runCmd->add_flag("--record-allocations",
+                     runOpt.record_allocations,
                      "preload libgpufault-preload.so: record every GPU allocation and free "
-                     "(GPUFAULT_ALLOC_DIR = a directory beside the spooled output)");
+                     "(GPUFAULT_ALLOC_DIR = a run directory in gpufaultd's /run/gpufault-alloc, "
+                     "else beside the spooled output)");
+    runCmd->add_option("--alloc-dir",
+                       runOpt.alloc_dir,
+                       "gpufaultd's allocation directory (allocations.directory) to record into");
     runCmd->add_option("--preload", runOpt.preload,
                        "the shim to preload (default: $GPUFAULT_PRELOAD, else beside gpufault, "
                        "else /usr/lib/gpufault/libgpufault-preload.so)");

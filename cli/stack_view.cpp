@@ -119,35 +119,37 @@ std::string threadText(const coredump::Thread& t, size_t max_frames, const std::
     return out;
 }
 
-std::string runtimeThreadsText(const std::vector<coredump::Thread>& threads,
-                               size_t max_threads,
-                               size_t max_frames,
-                               const std::string& indent) {
-    struct Hit {
-        const coredump::Thread* t;
-        size_t first;  ///< index of its first runtime frame
-    };
-    std::vector<Hit> hits;
+std::vector<RuntimeThread> runtimeThreads(const std::vector<coredump::Thread>& threads,
+                                          size_t max_frames) {
+    std::vector<RuntimeThread> hits;
     for (const auto& t : threads) {
         if (t.crashed) continue;
         for (size_t i = 0; i < t.frames.size(); ++i)
             if (t.frames[i].module && coredump::isGpuRuntimeModule(*t.frames[i].module)) {
-                hits.push_back({&t, i});
+                size_t end = std::min(t.frames.size(), i + 3);
+                hits.push_back({&t, end > max_frames ? end - max_frames : 0, end});
                 break;
             }
     }
+    return hits;
+}
+
+std::string runtimeThreadsText(const std::vector<coredump::Thread>& threads,
+                               size_t max_threads,
+                               size_t max_frames,
+                               const std::string& indent) {
+    auto hits = runtimeThreads(threads, max_frames);
     if (hits.empty()) return "";
     std::string out = fmt::format("{}{} other thread{} inside the GPU runtime:\n",
                                   indent,
                                   hits.size(),
                                   hits.size() == 1 ? "" : "s");
     for (size_t h = 0; h < hits.size() && h < max_threads; ++h) {
-        const auto& t = *hits[h].t;
-        size_t end = std::min(t.frames.size(), hits[h].first + 3);
-        size_t begin = end > max_frames ? end - max_frames : 0;
+        const auto& t = *hits[h].thread;
         out += fmt::format("{}Thread {}:\n", indent, t.tid);
-        if (begin > 0) out += fmt::format("{}… {} inner frames\n", indent, begin);
-        for (size_t i = begin; i < end; ++i) out += indent + frameLine(i, t.frames[i]) + "\n";
+        if (hits[h].begin > 0) out += fmt::format("{}… {} inner frames\n", indent, hits[h].begin);
+        for (size_t i = hits[h].begin; i < hits[h].end; ++i)
+            out += indent + frameLine(i, t.frames[i]) + "\n";
     }
     if (hits.size() > max_threads)
         out += fmt::format("{}… {} more threads inside the GPU runtime (gpufault stack)\n",

@@ -24,6 +24,18 @@ std::string frameLine(size_t n, const coredump::Frame& f);
 /// `Thread T (crashed):` and its frames (at most `max_frames`, then `… N more`).
 std::string threadText(const coredump::Thread& t, size_t max_frames, const std::string& indent);
 
+/// A thread that was inside the GPU runtime, and the frames shown of it: [begin, end).
+struct RuntimeThread {
+    const coredump::Thread* thread = nullptr;
+    size_t begin = 0, end = 0;
+};
+
+/// The threads other than the crashed one with a frame in the GPU runtime (libamdhip64,
+/// libhsa-runtime64, libamd_comgr: coredump::isGpuRuntimeModule), in `threads`' order, each
+/// with at most `max_frames` frames ending two frames below its first runtime frame.
+std::vector<RuntimeThread> runtimeThreads(const std::vector<coredump::Thread>& threads,
+                                          size_t max_frames);
+
 /// The threads other than the crashed one that were inside the HIP runtime (a frame in
 /// libamdhip64, libhsa-runtime64 or libamd_comgr: coredump::isGpuRuntimeModule): for a ROCr
 /// abort, which dies on the runtime's event thread, where the program's GPU work was. At most

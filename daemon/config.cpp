@@ -101,6 +101,15 @@ Setter absolutePaths(std::vector<std::string> Config::*field) {
     };
 }
 
+Setter absoluteOrEmpty(std::string Config::*field) {
+    return [field](const toml::node& n, Config& c) -> std::optional<std::string> {
+        if (auto err = str(field)(n, c)) return err;
+        const std::string& v = c.*field;
+        if (!v.empty() && v[0] != '/') return fmt::format("'{}' is not an absolute path", v);
+        return std::nullopt;
+    };
+}
+
 /// A key as an error shows it: a NUL byte (a quoted key may hold one) as `\0`, so that the
 /// message is not cut there when printed.
 std::string shownKey(std::string k) {
@@ -136,6 +145,7 @@ const std::map<std::string, std::map<std::string, Setter>>& schema() {
          {{"directories", absolutePaths(&Config::core_dirs)},
           {"max_unpacked_mib", integer(&Config::core_max_mib, 1, 1 << 24)},
           {"temp_dir", str(&Config::core_tmp_dir)}}},
+        {"allocations", {{"directory", absoluteOrEmpty(&Config::alloc_dir)}}},
         {"control",
          {{"socket", socketPath()},
           {"group", str(&Config::socket_group)},

@@ -35,6 +35,11 @@ struct Config {
     uint64_t core_max_mib = 16384;  ///< a compressed core decompresses into at most this much
     std::string core_tmp_dir;       ///< where ("" = $TMPDIR, else /var/tmp)
 
+    /// The preload shim's directory (libgpufault-preload.so, GPUFAULT_ALLOC_DIR): its
+    /// gpufault-alloc.<pid>.log files are stored as allocations ("" = off). Followed when it
+    /// exists at start or reload (the package's tmpfiles.d creates it, mode 1733).
+    std::string alloc_dir = "/run/gpufault-alloc";
+
     std::vector<std::string> file_globs;  ///< runtime logs to tail (glob(7) patterns)
     uint64_t poll_ms = 1000;              ///< stat polling (NFS/Lustre/GPFS: no inotify)
     bool inotify = true;

@@ -19,6 +19,7 @@ namespace gpufault::daemon {
 class FileTail;
 class KmsgSource;
 class JournalSource;
+class AllocDirSource;
 
 /// Writes one log line to stderr with its sd-daemon priority prefix (journald reads it).
 /// `prio` is a syslog level: 3 error, 4 warning, 5 notice, 6 info, 7 debug.
@@ -38,6 +39,7 @@ struct State {
     FileTail* files = nullptr;  ///< owned by `sources`
     KmsgSource* kmsg = nullptr;
     JournalSource* journal = nullptr;
+    AllocDirSource* allocs = nullptr;
     std::unique_ptr<ControlServer> control;
     /// Control servers replaced by a reload: kept (closed) until exit, because handlers of
     /// their connections may still be queued and refer to them.

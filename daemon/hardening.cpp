@@ -143,6 +143,35 @@ std::vector<std::string> unitContradictions(std::string_view unit, const Config&
         if (listedUnder(d, "InaccessiblePaths", dir))
             out.push_back(fmt::format("InaccessiblePaths= hides '{}' (files.globs)", g));
     }
+    if (!cfg.alloc_dir.empty()) {
+        // Jobs write their allocation files there (mode 0600, their own): the daemon reads
+        // them as root with CAP_DAC_READ_SEARCH.
+        const auto& dir = cfg.alloc_dir;
+        if (isYes(d, "PrivateTmp") && (under(dir, "/tmp") || under(dir, "/var/tmp")))
+            out.push_back(
+                fmt::format("PrivateTmp=yes gives the service its own {}: '{}' sees no "
+                            "job's files (allocations.directory)",
+                            under(dir, "/tmp") ? "/tmp" : "/var/tmp",
+                            dir));
+        auto home = last(d, "ProtectHome");
+        if ((home == "yes" || home == "true" || home == "tmpfs") &&
+            (under(dir, "/home") || under(dir, "/root") || under(dir, "/run/user")))
+            out.push_back(
+                fmt::format("ProtectHome={} hides '{}' (allocations.directory)", home, dir));
+        if (listedUnder(d, "InaccessiblePaths", dir))
+            out.push_back(
+                fmt::format("InaccessiblePaths= hides '{}' (allocations.directory)", dir));
+        if (auto it = d.find("CapabilityBoundingSet"); it != d.end() && !it->second.empty()) {
+            bool inverted = it->second.front().starts_with("~");
+            bool named = false;
+            for (auto c : it->second)
+                named |= c == "CAP_DAC_READ_SEARCH" || c == "~CAP_DAC_READ_SEARCH";
+            if (inverted == named)
+                out.push_back(
+                    "CapabilityBoundingSet= lacks CAP_DAC_READ_SEARCH: jobs' allocation files "
+                    "(mode 0600) are unreadable (allocations.directory)");
+        }
+    }
     auto sys = last(d, "ProtectSystem");
     if (sys == "strict" || sys == "full" || sys == "yes") {
         auto writable = [&](const std::string& dir) {

@@ -17,8 +17,10 @@ namespace gpufault::daemon {
 /// (ProtectProc=invisible|noaccess|ptraceable, a capability set without CAP_SYS_PTRACE for
 /// other users' maps), a log pattern's directory (PrivateTmp= for /tmp and /var/tmp,
 /// ProtectHome=yes|tmpfs for /home, /root, /run/user, InaccessiblePaths=), the writable store,
-/// socket and metrics directories (ProtectSystem= without ReadWritePaths=/StateDirectory=),
-/// and AF_UNIX (RestrictAddressFamilies=). An empty result means no contradiction found.
+/// socket and metrics directories (ProtectSystem= without ReadWritePaths=/StateDirectory=), the
+/// allocation directory (PrivateTmp=, ProtectHome=, InaccessiblePaths=, a capability set
+/// without CAP_DAC_READ_SEARCH for jobs' 0600 files), and AF_UNIX (RestrictAddressFamilies=).
+/// An empty result means no contradiction found.
 std::vector<std::string> unitContradictions(std::string_view unit, const Config& cfg);
 
 }  // namespace gpufault::daemon

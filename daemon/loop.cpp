@@ -6,18 +6,18 @@
 
 #include <csignal>
 #include <functional>
+#include <set>
 
 #include "daemon/control.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
 #include "daemon/processes.h"
+#include "daemon/sources/alloc_dir.h"
 #include "daemon/sources/file_tail.h"
 #include "daemon/sources/journal.h"
 #include "daemon/sources/kmsg.h"
 #include "ingest/ingest.h"
 #include "schema/queries.h"
-
-#include <set>
 
 namespace gpufault::daemon {
 
@@ -103,13 +103,19 @@ class Loop {
             journalWait_.assign(::dup(s_.journal->fd()));
             waitJournal();
         }
-        if (s_.files && s_.cfg.inotify) {
+        if ((s_.files || s_.allocs) && s_.cfg.inotify) {
             int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
             if (fd >= 0) {
-                for (const auto& d : s_.files->watchDirs())
-                    ::inotify_add_watch(fd, d.c_str(),
-                                        IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM |
-                                            IN_DELETE | IN_CLOSE_WRITE);
+                if (s_.files)
+                    for (const auto& d : s_.files->watchDirs())
+                        ::inotify_add_watch(fd,
+                                            d.c_str(),
+                                            IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM |
+                                                IN_DELETE | IN_CLOSE_WRITE);
+                // A new allocation file is looked at at once, while its process still runs
+                // (its owner is checked against /proc/PID); growth is read on the poll timer.
+                if (s_.allocs)
+                    ::inotify_add_watch(fd, s_.allocs->dir().c_str(), IN_CREATE | IN_MOVED_TO);
                 inotify_.assign(fd);
                 waitInotify();
             }
@@ -144,6 +150,7 @@ class Loop {
                                 while (::read(inotify_.native_handle(), buf, sizeof buf) > 0) {
                                 }
                                 if (s_.files) s_.files->rescanSoon();
+                                if (s_.allocs) s_.allocs->rescanSoon();
                                 pump();
                                 waitInotify();
                             });
@@ -415,6 +422,7 @@ class Loop {
         s.files = nullptr;
         s.kmsg = nullptr;
         s.journal = nullptr;
+        s.allocs = nullptr;
         bool newStore = c->store_path != s.cfg.store_path;
         Config old = s.cfg;
         s.cfg = std::move(*c);

@@ -7,6 +7,7 @@
 
 #include "daemon/control.h"
 #include "daemon/daemon.h"
+#include "daemon/sources/alloc_dir.h"
 #include "daemon/sources/core_dir.h"
 #include "daemon/sources/file_tail.h"
 #include "daemon/sources/journal.h"
@@ -88,6 +89,20 @@ StepResult openSourcesStep(State& s) {
     if (!c.core_dirs.empty())
         s.sources.push_back(std::make_unique<CoreDirSource>(
             *s.store, c.core_dirs, crash, std::chrono::milliseconds(c.poll_ms)));
+    if (!c.alloc_dir.empty()) {
+        struct stat st {};
+        if (::stat(c.alloc_dir.c_str(), &st) != 0) {
+            logLine(5,
+                    fmt::format("allocations: {} not there: not followed (the package's "
+                                "tmpfiles.d creates it; reload after creating it)",
+                                c.alloc_dir));
+        } else {
+            auto a = std::make_unique<AllocDirSource>(
+                *s.store, c.alloc_dir, std::chrono::milliseconds(c.poll_ms));
+            s.allocs = a.get();
+            s.sources.push_back(std::move(a));
+        }
+    }
     if (s.sources.empty()) logLine(4, "no sources enabled: nothing to collect");
     return StepResult::ok();
 }
@@ -119,6 +134,7 @@ void closeStep(State& s) {
     s.files = nullptr;
     s.kmsg = nullptr;
     s.journal = nullptr;
+    s.allocs = nullptr;
     s.sources.clear();
     if (s.txn) s.txn->rollback();
     s.txn.reset();

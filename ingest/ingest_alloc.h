@@ -39,4 +39,29 @@ db::Result<AllocIngestSummary> ingestAllocLog(Store& store,
                                               const std::string& path,
                                               std::optional<int64_t> run_id = std::nullopt);
 
+/// The source identity `path` has in the store (kind `alloc`, device, inode, its `start` line's
+/// hash), read from its first line without following a link; nullopt when it cannot be read or
+/// has no whole first line yet.
+std::optional<SourceIdentity> allocSourceIdentity(const std::string& path);
+
+/// How gpufaultd stores a file it follows (daemon/sources/alloc_dir.h).
+struct AllocFollowOptions {
+    /// The file's owner must be this uid (checked on the open descriptor): a file replaced
+    /// since it was trusted is refused. nullopt: not checked.
+    std::optional<uint32_t> owner;
+    /// Only records of this pid are stored; others become warnings ("record of pid X in the
+    /// file of pid P: refused"). nullopt: every pid.
+    std::optional<int64_t> only_pid;
+};
+
+/// The daemon's form of ingestAllocLog(): inside the transaction the caller holds (no
+/// begin/commit: the caller checkpoints and commits), reading only up to the file's last
+/// newline (a record being written is read on the next call). The same source identity,
+/// generation and duplicate rules as ingestAllocLog(), so the CLI and the daemon never store a
+/// file twice. A stored checkpoint at or past the last newline with an unchanged prefix is
+/// `unchanged`. Errors name the file (the caller undoes its savepoint).
+db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
+                                                  const std::string& path,
+                                                  const AllocFollowOptions& opt);
+
 }  // namespace gpufault

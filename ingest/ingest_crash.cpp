@@ -318,7 +318,8 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
                                                   const cd::CoredumpEntry& e,
                                                   const std::string& where,
                                                   const CrashOptions& opt,
-                                                  bool own_txn) {
+                                                  bool own_txn,
+                                                  const JournalCore* journal_core) {
     auto id = coredumpSource(where, entryKey(e));
     auto done = stored(store, id, own_txn);
     if (!done) return std::unexpected(done.error());
@@ -339,6 +340,24 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
         }
         why = std::string(kNotRead) + report.error().message;
     }
+    if (e.in_journal && journal_core && !why) {
+        // Storage=journal: the core is the entry's COREDUMP= field, copied out by the caller.
+        if (!journal_core->file) {
+            why = "core in the journal not read: " + journal_core->error;
+        } else {
+            auto ro = opt.read;
+            ro.name = "COREDUMP";
+            auto report = cd::readCore(journal_core->file->path(), ro);
+            if (report) {
+                auto prov = entryProvenance(e);
+                prov.path = where + " (COREDUMP=)";
+                prov.size = static_cast<int64_t>(journal_core->file->size());
+                prov.meta["storage"] = "journal";
+                return storeCoreReport(store, id, *report, prov, own_txn);
+            }
+            why = "core in the journal not read: " + report.error().message;
+        }
+    }
     return storeEntryOnly(store, id, e, why, own_txn, entryOrigin(e));
 }
 
@@ -354,8 +373,37 @@ db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
                    ? fmt::format("{}: entry {}", path, entry)
                    : fmt::format("{}: entry {} (byte offset {})", path, entry, offset);
     };
+    // The COREDUMP= core of the entry being read: written out as it arrives.
+    std::optional<TempFile> spilled;
+    std::string spillError;
+    auto spill = [&](std::string_view chunk, uint64_t size, bool first) {
+        if (first) {
+            spilled.reset();
+            spillError.clear();
+            if (size > opt.unpack.max_bytes) {
+                spillError = fmt::format(
+                    "{} bytes: over the {}-byte cap (max_unpacked)", size, opt.unpack.max_bytes);
+                return;
+            }
+            auto t = TempFile::create(opt.unpack, "journal");
+            if (!t)
+                spillError = t.error().message;
+            else
+                spilled.emplace(std::move(*t));
+            return;
+        }
+        if (!spilled || !spillError.empty()) return;
+        if (auto r = spilled->write(chunk); !r) spillError = r.error().message;
+    };
     auto onEntry = [&](cd::FieldMap&& f, uint64_t offset) {
         ++sum.entries;
+        JournalCore jc;  // this entry's COREDUMP= core, if it had one
+        if (spilled && spillError.empty()) jc.file.emplace(std::move(*spilled));
+        jc.error = spillError.empty() && !jc.file ? "no COREDUMP= data" : spillError;
+        if (kind == CrashInput::JournalJson)  // it writes null for a field over 4096 bytes
+            jc.error = "journalctl -o json leaves the core out: export with -o export";
+        spilled.reset();
+        spillError.clear();
         if (failed) return;
         auto it = f.find("MESSAGE_ID");
         if (it == f.end() || it->second != cd::kCoredumpMessageId) return;
@@ -380,7 +428,7 @@ db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
                 field("SYSLOG_IDENTIFIER"),
                 entryOrigin(*e)));
         }
-        auto r = ingestCoredumpEntry(store, *e, path, opt, true);
+        auto r = ingestCoredumpEntry(store, *e, path, opt, true, &jc);
         if (!r)
             failed = r.error();
         else
@@ -424,6 +472,7 @@ db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
                 cd::kMaxJournalFieldBytes >> 20));
         };
         cd::JournalExportReader reader(onEntry, cd::kMaxJournalFieldBytes, onLeftOut);
+        reader.spill("COREDUMP", spill);
         std::string buf(1 << 20, '\0');
         while (!failed) {
             ssize_t got = ::read(in->fd, buf.data(), buf.size());

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,20 +36,30 @@ enum class CrashInput { None, JournalExport, JournalJson, SystemdCoreFile, Appor
 /// What `path` holds, from its first bytes (and name, for compressed systemd-coredump files).
 CrashInput crashInputOf(const std::string& path);
 
+/// A core systemd-coredump stored in its journal entry (Storage=journal: the `COREDUMP=`
+/// field), copied into a size-capped temporary file (unpack limits), or why it could not be.
+struct JournalCore {
+    std::optional<TempFile> file;
+    std::string error;  ///< "" when `file` holds the whole core
+};
+
 /// Stores one systemd-coredump entry (`where` is the source path: the export file, or
 /// "journal"). When COREDUMP_FILENAME names a readable file, that core is read and unwound
-/// (decompressed into a temporary file); otherwise the entry alone is stored, with its stack
-/// text and why there is no core. A crash already stored (same boot id, pid and timestamp) is
-/// left alone (`unchanged`).
+/// (decompressed into a temporary file); else, when `journal_core` holds the entry's
+/// `COREDUMP=` core, that one; otherwise the entry alone is stored, with its stack text and
+/// why there is no core. A crash already stored (same boot id, pid and timestamp) is left
+/// alone (`unchanged`).
 db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
                                                   const coredump::CoredumpEntry& e,
                                                   const std::string& where,
                                                   const CrashOptions& opt,
-                                                  bool own_txn);
+                                                  bool own_txn,
+                                                  const JournalCore* journal_core = nullptr);
 
 /// Reads a file of journal entries (export format or JSON lines) and stores its
-/// systemd-coredump entries. Errors name the file and the byte offset (export format; JSON
-/// lines that are not objects are skipped: the text ingest reads them).
+/// systemd-coredump entries; a `COREDUMP=` core (export format) is copied into a temporary
+/// file as it is read, capped by `opt.unpack`, and unwound. Errors name the file and the byte
+/// offset (export format; JSON lines that are not objects are skipped: the text ingest reads them).
 db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
                                                    const std::string& path,
                                                    CrashInput kind,

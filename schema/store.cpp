@@ -123,6 +123,17 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
     return SourceState{db_.lastInsertId(), 0, 0, 0, false, std::nullopt, 0};
 }
 
+db::Result<bool> Store::hasSource(const SourceIdentity& id) {
+    auto sel = db_.prepare(
+        "SELECT 1 FROM sources WHERE kind=?1 AND ifnull(device,-1)=ifnull(?2,-1) AND "
+        "ifnull(inode,-1)=ifnull(?3,-1) AND ifnull(fingerprint,'')=?4 LIMIT 1");
+    if (!sel) return std::unexpected(sel.error());
+    sel->bind(1, id.kind).bind(2, id.device).bind(3, id.inode).bind(4, id.fingerprint);
+    auto row = sel->step();
+    if (!row) return std::unexpected(row.error());
+    return *row;
+}
+
 db::Result<int64_t> Store::addProcess(const ProcessRecord& p) {
     auto ins = db_.prepare(
         "INSERT OR IGNORE INTO processes(pid, boot_id, taken_at, start_ticks, name, ppid, uid, "

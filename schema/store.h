@@ -134,6 +134,9 @@ class Store {
 
     /// The checkpoint of a source, created on first sight.
     db::Result<SourceState> source(const SourceIdentity& id);
+    /// True when a source of this kind, device, inode and fingerprint is stored (nothing is
+    /// created).
+    db::Result<bool> hasSource(const SourceIdentity& id);
     db::Result<void> begin();
     db::Result<void> commit();
     db::Result<void> rollback();

@@ -18,6 +18,7 @@ const char* kindOf(mode_t m) {
     if (S_ISCHR(m)) return "a character device";
     if (S_ISBLK(m)) return "a block device";
     if (S_ISSOCK(m)) return "a socket";
+    if (S_ISLNK(m)) return "a symbolic link";
     return "not a regular file";
 }
 
@@ -56,11 +57,13 @@ std::string FileError::text() const {
     return std::strerror(err);
 }
 
-std::expected<RegularFile, FileError> RegularFile::open(const std::string& path) {
+std::expected<RegularFile, FileError> RegularFile::open(const std::string& path, bool nofollow) {
     struct stat pre {};
-    if (::stat(path.c_str(), &pre) != 0) return std::unexpected(systemError(errno));
+    if ((nofollow ? ::lstat(path.c_str(), &pre) : ::stat(path.c_str(), &pre)) != 0)
+        return std::unexpected(systemError(errno));
     if (!S_ISREG(pre.st_mode)) return std::unexpected(notRegular(pre.st_mode));
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    int fd = ::open(path.c_str(),
+                    O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (nofollow ? O_NOFOLLOW : 0));
     if (fd < 0) return std::unexpected(systemError(errno));
     struct stat st {};
     if (::fstat(fd, &st) != 0) {

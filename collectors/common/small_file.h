@@ -29,10 +29,12 @@ struct FileError {
 /// A regular file open for reading (O_CLOEXEC); the descriptor is closed with it.
 class RegularFile {
   public:
-    /// Opens `path` (symlinks followed) when it is a regular file: stat(2) before opening, so a
-    /// FIFO or device node is refused without being opened; the open is O_NONBLOCK and fstat(2)
-    /// checks again what was opened.
-    static std::expected<RegularFile, FileError> open(const std::string& path);
+    /// Opens `path` when it is a regular file: stat(2) before opening, so a FIFO or device node
+    /// is refused without being opened; the open is O_NONBLOCK and fstat(2) checks again what
+    /// was opened. Symbolic links are followed, unless `nofollow`: then a link is NotRegular
+    /// ("a symbolic link", lstat(2) and O_NOFOLLOW).
+    static std::expected<RegularFile, FileError> open(const std::string& path,
+                                                      bool nofollow = false);
     RegularFile(RegularFile&& o) noexcept : fd_(o.fd_), st_(o.st_) { o.fd_ = -1; }
     RegularFile& operator=(RegularFile&&) = delete;
     RegularFile(const RegularFile&) = delete;

@@ -110,11 +110,16 @@ Result<void> JournalExportReader::feed(std::string_view data) {
                     binLeft_ = (binLeft_ << 8) | static_cast<unsigned char>(buf_[i]);
                 offset_ += 8;
                 buf_.clear();
-                binKeep_ = binLeft_ <= max_;
-                if (binKeep_)
+                binSpill_ = spill_ && binName_ == spillName_;
+                binKeep_ = !binSpill_ && binLeft_ <= max_;
+                if (binSpill_) {
                     fields_.insert_or_assign(binName_, std::string());
-                else
+                    spill_(std::string_view(), binLeft_, true);
+                } else if (binKeep_) {
+                    fields_.insert_or_assign(binName_, std::string());
+                } else {
                     leftOut(binName_, binStart_, binLeft_);
+                }
                 state_ = binLeft_ ? State::Data : State::Newline;
                 break;
             }
@@ -122,6 +127,7 @@ Result<void> JournalExportReader::feed(std::string_view data) {
                 size_t take = static_cast<size_t>(
                     std::min<uint64_t>(binLeft_, static_cast<uint64_t>(data.size() - pos)));
                 if (binKeep_) fields_[binName_].append(data.substr(pos, take));
+                if (binSpill_) spill_(data.substr(pos, take), 0, false);
                 pos += take;
                 binLeft_ -= take;
                 offset_ += take;

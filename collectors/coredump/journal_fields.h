@@ -41,6 +41,16 @@ class JournalExportReader {
                                  OnLeftOut on_left_out = {})
         : on_(std::move(on)), leftOut_(std::move(on_left_out)), max_(max_value) {}
 
+    /// Chunks of the binary field `name` go to `sink` as they arrive instead of being held (a
+    /// core systemd-coredump stored in the journal, `COREDUMP=`, gigabytes): `first` with the
+    /// field's size before its first chunk. The field is in the entry with an empty value; the
+    /// entry's callback comes after its last chunk.
+    using Sink = std::function<void(std::string_view chunk, uint64_t size, bool first)>;
+    void spill(std::string name, Sink sink) {
+        spillName_ = std::move(name);
+        spill_ = std::move(sink);
+    }
+
     /// Consumes `data`. An error names the byte offset where the format broke; the reader is
     /// then unusable.
     Result<void> feed(std::string_view data);
@@ -66,7 +76,9 @@ class JournalExportReader {
     std::string binName_;
     uint64_t binStart_ = 0;  ///< offset of the binary field's name line
     uint64_t binLeft_ = 0;
-    bool binKeep_ = false;
+    bool binKeep_ = false, binSpill_ = false;
+    std::string spillName_;
+    Sink spill_;
     uint64_t entries_ = 0;
 };
 

@@ -6,6 +6,7 @@
 #include <libunwind.h>
 #include <link.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -150,7 +151,16 @@ int logFd() {
         p.dec(static_cast<uint64_t>(::getpid()));
         p.put(".log");
         p.buf[p.n] = '\0';
-        fd = ::open(p.buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        // In a shared directory (gpufaultd's, mode 1733) another user may have put a file or a
+        // link of that name there first: never follow a link, and never write into a file
+        // that is not ours alone.
+        fd = ::open(p.buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+        struct stat st {};
+        if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+                        st.st_nlink != 1)) {
+            ::close(fd);
+            fd = -1;
+        }
         if (fd < 0) {
             disable();
         } else {

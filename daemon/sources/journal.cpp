@@ -195,6 +195,36 @@ bool JournalSource::fromSystemdCoredump() {
            field(j_, "SYSLOG_IDENTIFIER") == "systemd-coredump";
 }
 
+JournalCore JournalSource::coreFromJournal() {
+    JournalCore jc;
+    size_t saved = 0;
+    (void)sd_journal_get_data_threshold(j_, &saved);
+    (void)sd_journal_set_data_threshold(j_, 0);  // 0: whole fields, not their first 64 KiB
+    const void* data = nullptr;
+    size_t len = 0;
+    int rc = sd_journal_get_data(j_, "COREDUMP", &data, &len);
+    constexpr std::string_view kField = "COREDUMP=";
+    if (rc < 0) {
+        jc.error = fmt::format("sd_journal_get_data: {}", std::strerror(-rc));
+    } else if (len < kField.size()) {
+        jc.error = "empty COREDUMP= field";
+    } else if (len - kField.size() > crash_.unpack.max_bytes) {
+        jc.error = fmt::format("{} bytes: over cores.max_unpacked_mib ({} bytes)",
+                               len - kField.size(),
+                               crash_.unpack.max_bytes);
+    } else if (auto t = TempFile::create(crash_.unpack, "journal"); !t) {
+        jc.error = t.error().message;
+    } else if (auto w = t->write(std::string_view(static_cast<const char*>(data) + kField.size(),
+                                                  len - kField.size()));
+               !w) {
+        jc.error = w.error().message;
+    } else {
+        jc.file.emplace(std::move(*t));
+    }
+    (void)sd_journal_set_data_threshold(j_, saved);
+    return jc;
+}
+
 db::Result<void> JournalSource::storeCoredump(Txn& txn) {
     coredump::FieldMap fields;
     const void* data = nullptr;
@@ -215,9 +245,13 @@ db::Result<void> JournalSource::storeCoredump(Txn& txn) {
         return {};
     }
     for (const auto& w : e->warnings) logLine(4, "systemd-coredump entry: " + w);
+    // Storage=journal: the core is the COREDUMP= field. Read whole (no data threshold) only when
+    // no kept file would be read instead, capped like a decompressed core, into a temporary
+    // file that libdw reads and that is gone afterwards.
+    JournalCore jc = e->in_journal && !e->filename ? coreFromJournal() : JournalCore{};
     if (auto r = txn.ensure(); !r) return r;
     if (auto r = store_.savepoint(); !r) return r;  // one crash's rows stand or fall together
-    auto r = ingestCoredumpEntry(store_, *e, "journal:" + name(), crash_, false);
+    auto r = ingestCoredumpEntry(store_, *e, "journal:" + name(), crash_, false, &jc);
     if (auto s = r ? store_.releaseSavepoint() : store_.undoSavepoint(); !s) return s;
     if (!r) {
         logLine(4,

@@ -59,6 +59,9 @@ class JournalSource final : public Source {
   private:
     /// Stores the systemd-coredump entry the journal is positioned on (in `txn`).
     db::Result<void> storeCoredump(Txn& txn);
+    /// The current entry's COREDUMP= core (Storage=journal) in a temporary file, capped by
+    /// cores.max_unpacked_mib; or why not.
+    JournalCore coreFromJournal();
     /// True when journald's own fields of the current entry show it was written by
     /// systemd-coredump: _UID=0 and _COMM=systemd-coredum (or SYSLOG_IDENTIFIER).
     bool fromSystemdCoredump();

@@ -215,6 +215,57 @@ TEST(CliCores, RocrAbortShowPrintsTheThreadInsideTheHipRuntime) {
     EXPECT_EQ(o.substr(o.find('\n', title) + 1, 6), "  #0  ") << o;
 }
 
+TEST(CliCores, RocrAbortReportListsTheThreadsInsideTheHipRuntime) {
+    // `report` (Markdown and JSON) carries what `show` prints: the crashing event thread and
+    // the other thread that was inside libamdhip64.so.6 (in hipDeviceSynchronize).
+    TempDir t;
+    auto core = rocrAbortCore(t);
+    if (core.empty()) GTEST_SKIP() << "no core written (kernel.core_pattern is not 'core')";
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", core}).status, 0);
+    auto js = run({GPUFAULT_BIN, "--db", t.file("db"), "report", "1", "--format", "json"});
+    ASSERT_EQ(js.status, 0) << js.err;
+    auto j = nlohmann::json::parse(js.out);
+    ASSERT_EQ(j["cores"].size(), 1u) << js.out;
+    const auto& c = j["cores"][0];
+    EXPECT_EQ(c["threads"], 3);
+    EXPECT_EQ(c["crashed_thread"]["crashed"], true);
+    bool eventThread = false;
+    for (const auto& f : c["crashed_thread"]["frames"])
+        eventThread |= f.value("symbol", "") == "(anonymous namespace)::eventThread(void*)";
+    EXPECT_TRUE(eventThread) << c.dump();
+    ASSERT_EQ(c["runtime_threads_total"], 1) << c.dump();
+    ASSERT_EQ(c["runtime_threads"].size(), 1u);
+    const auto& rt = c["runtime_threads"][0];
+    EXPECT_EQ(rt["crashed"], false);
+    EXPECT_NE(rt["tid"], c["crashed_thread"]["tid"]);
+    EXPECT_EQ(rt["first_frame"], 0);  // from the innermost frame, as `show` prints it
+    bool hip = false;
+    for (const auto& f : rt["frames"])
+        if (f.value("symbol", "") == "hipDeviceSynchronize") {
+            hip = true;
+            EXPECT_TRUE(f["module"].get<std::string>().ends_with("libamdhip64.so.6")) << f.dump();
+            EXPECT_NE(f["file"].get<std::string>().find("tools/fake_amdhip64.cpp"),
+                      std::string::npos);
+        }
+    EXPECT_TRUE(hip) << rt.dump();
+
+    auto md = run({GPUFAULT_BIN, "--db", t.file("db"), "report", "1"});
+    ASSERT_EQ(md.status, 0) << md.err;
+    const auto& o = md.out;
+    auto section = o.find("### Core 1: ");
+    ASSERT_NE(section, std::string::npos) << o;
+    auto crashed = o.find(" (crashed):\n", section);
+    auto inside = o.find("1 other thread inside the GPU runtime:\n", section);
+    ASSERT_NE(crashed, std::string::npos) << o;
+    ASSERT_NE(inside, std::string::npos) << o;
+    EXPECT_LT(crashed, inside);
+    EXPECT_NE(o.find("eventThread(void*)", crashed), std::string::npos) << o;
+    auto hipLine = o.find(" hipDeviceSynchronize + 0x", inside);
+    ASSERT_NE(hipLine, std::string::npos) << o;
+    EXPECT_NE(o.find("(libamdhip64.so.6 + 0x", hipLine), std::string::npos) << o;
+    EXPECT_LT(hipLine, o.find("```\n\n### Evidence", section)) << o;  // inside the code block
+}
+
 TEST(CliCores, TruncatedCoreExits2AndStoresNothing) {
     TempDir t;
     auto whole = readFile(kCore);

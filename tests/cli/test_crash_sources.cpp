@@ -131,6 +131,58 @@ TEST(CrashSources, JournalExportEntriesKeptAndNotKept) {
     EXPECT_EQ(jsonLines(t, "cores").size(), 2u);
 }
 
+TEST(CrashSources, CoreStoredInTheJournalEntryIsUnwound) {
+    // systemd-coredump with Storage=journal: the core is the entry's COREDUMP= binary field.
+    TempDir t;
+    auto core = readFile(kDir + "core");
+    ASSERT_GT(core.size(), 100000u);
+    std::vector<std::pair<std::string, std::string>> fields{
+        {"__CURSOR", "s=1"},
+        {"_BOOT_ID", kBoot},
+        {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+        {"COREDUMP_PID", "14046"},
+        {"COREDUMP_UID", "0"},
+        {"COREDUMP_SIGNAL", "11"},
+        {"COREDUMP_TIMESTAMP", "1764491498000000"},
+        {"COREDUMP_COMM", "crashmain"},
+        {"COREDUMP_EXE", "/tmp/crashfixture/crashmain"}};
+    auto entry = exportEntry(fields, "Process 14046 (crashmain) of user 0 dumped core.");
+    // The binary field before the entry's blank line.
+    entry.insert(entry.size() - 1, "COREDUMP\n" + le64(core.size()) + core + "\n");
+    writeFile(t.file("j.export"), entry);
+    auto r = run(ingest(t, {t.file("j.export")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u) << r.out;
+    EXPECT_EQ(c[0]["path"], t.file("j.export") + " (COREDUMP=)");
+    EXPECT_EQ(c[0]["size"], core.size());
+    EXPECT_EQ(c[0]["pid"], 14046);
+    EXPECT_EQ(c[0]["si_addr"], "0x8a");
+    EXPECT_EQ(c[0]["meta"]["storage"], "journal");
+    EXPECT_FALSE(c[0].contains("note") && c[0]["note"].is_string()) << c[0].dump();
+    auto s = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1"});
+    ASSERT_EQ(s.status, 0) << s.err;
+    EXPECT_NE(s.out.find("fakeamd::Symbol::getDeviceKernel(int) const + 0x"), std::string::npos)
+        << s.out;
+    EXPECT_NE(s.out.find("(libcrashlib.so + 0x116e)"), std::string::npos) << s.out;
+
+    // Over the cap (1 MiB): the entry alone, saying why.
+    TempDir u;
+    std::string big = core + std::string((1 << 20) - core.size() + 4096, '\0');
+    auto e2 = exportEntry(fields, "Process 14046 (crashmain) of user 0 dumped core.");
+    e2.insert(e2.size() - 1, "COREDUMP\n" + le64(big.size()) + big + "\n");
+    writeFile(u.file("j.export"), e2);
+    auto args = coreIngestArgs(u.file("db"), {u.file("j.export")});
+    args.insert(args.begin() + 4, {"--max-unpacked-mib", "1"});
+    auto capped = run(args);
+    ASSERT_EQ(capped.status, 0) << capped.err;
+    auto cc = jsonLines(u, "cores");
+    ASSERT_EQ(cc.size(), 1u);
+    EXPECT_TRUE(cc[0]["note"].get<std::string>().starts_with("core in the journal not read: "))
+        << cc[0].dump();
+    EXPECT_NE(cc[0]["note"].get<std::string>().find("over the"), std::string::npos) << cc[0].dump();
+}
+
 TEST(CrashSources, JournalJsonLinesAndBrokenExport) {
     TempDir t;
     nlohmann::json j;

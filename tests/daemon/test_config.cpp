@@ -30,6 +30,7 @@ TEST(DaemonConfig, EmptyFileGivesTheDocumentedDefaults) {
     EXPECT_EQ(c->idle_timeout_ms, 10000u);
     EXPECT_EQ(c->max_watchers, 16u);
     EXPECT_EQ(c->watch_queue_kib, 4096u);
+    EXPECT_EQ(c->alloc_dir, "/run/gpufault-alloc");
 }
 
 TEST(DaemonConfig, EveryKeyIsRead) {
@@ -56,6 +57,8 @@ poll_interval_ms = 250
 inotify = false
 max_open = 100
 follow_hardlinks = true
+[allocations]
+directory = "/srv/alloc"
 [control]
 socket = "/run/g.sock"
 group = "wheel"
@@ -95,6 +98,14 @@ interval_ms = 5000
     EXPECT_EQ(c->watch_queue_kib, 256u);
     EXPECT_EQ(c->metrics_path, "/var/lib/node_exporter/gpufault.prom");
     EXPECT_EQ(c->metrics_ms, 5000u);
+    EXPECT_EQ(c->alloc_dir, "/srv/alloc");
+    auto off = parseConfig("[allocations]\ndirectory = \"\"\n", "off.conf");
+    ASSERT_TRUE(off) << off.error().text();
+    EXPECT_EQ(off->alloc_dir, "");
+    auto rel = parseConfig("[allocations]\ndirectory = \"alloc\"\n", "rel.conf");
+    ASSERT_FALSE(rel);
+    EXPECT_EQ(rel.error().text(),
+              "rel.conf:2: allocations.directory: 'alloc' is not an absolute path");
 }
 
 TEST(DaemonConfig, UnknownKeyNamesFileLineAndKey) {
@@ -187,6 +198,8 @@ TEST(DaemonConfig, NulByteInAnyStringValueIsRefused) {
         {"[control]\ngroup = \"gpu\\u0000fault\"\n",
          "g.conf:2: control.group: contains a NUL byte"},
         {"[metrics]\npath = \"/m\\u0000.prom\"\n", "g.conf:2: metrics.path: contains a NUL byte"},
+        {"[allocations]\ndirectory = \"/a\\u0000\"\n",
+         "g.conf:2: allocations.directory: contains a NUL byte"},
     };
     for (const auto& r : rows) {
         auto c = parseConfig(r.toml, "g.conf");

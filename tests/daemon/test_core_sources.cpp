@@ -131,6 +131,50 @@ TEST(DaemonCores, JournalCoredumpEntriesKeptAndNotKept) {
     EXPECT_EQ(d.waitExit(5s), 0);
 }
 
+TEST(DaemonCores, CoreStoredInTheJournalIsReadAndUnwound) {
+    // Storage=journal: systemd-coredump puts the core itself in the entry (COREDUMP=, binary);
+    // the daemon reads it whole (no data threshold) into a temporary file and unwinds it.
+    if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)
+        GTEST_SKIP() << "systemd-journal-remote is not installed (scripts/install-deps.sh)";
+    Fixture f;
+    std::string jdir = f.dir.file("journal");
+    ::mkdir(jdir.c_str(), 0755);
+    auto core = readFile(kCore);
+    auto entry = exportEntry(coredumpFields("14046", "1764480100000000"),
+                             "Process 14046 (crashmain) of user 1000 dumped core.");
+    entry.insert(entry.size() - 1, "COREDUMP\n" + le64(core.size()) + core + "\n");
+    writeFile(f.dir.file("in.export"), entry);
+    auto jr = run({"/lib/systemd/systemd-journal-remote",
+                   "--output=" + jdir + "/a.journal",
+                   f.dir.file("in.export")});
+    ASSERT_EQ(jr.status, 0) << jr.err;
+    writeFile(f.conf,
+              f.config(fmt::format("[journal]\nenabled = true\ndirectory = \"{}\"\n", jdir)));
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM cores") == 1; }, 20s))
+        << d.stderrText() << controlRequest(f.sock, "status");
+    EXPECT_EQ(
+        f.count(fmt::format("SELECT count(*) FROM cores WHERE pid=14046 AND si_addr=0x8a "
+                            "AND note IS NULL AND size={} AND path LIKE 'journal:%(COREDUMP=)'",
+                            core.size())),
+        1)
+        << d.stderrText();
+    // Its frames: the crashing thread unwound through libcrashlib.so (its file is not on this
+    // machine: module + offset, as systemd-coredump prints it).
+    EXPECT_EQ(f.count("SELECT count(*) FROM frames fr JOIN threads t ON t.id=fr.thread_id JOIN "
+                      "cores c ON c.id=t.core_id WHERE c.pid=14046 AND t.crashed=1 AND fr.module "
+                      "LIKE '%libcrashlib.so' AND fr.module_offset=0x116e"),
+              1)
+        << d.stderrText();
+    EXPECT_GE(f.count("SELECT count(*) FROM frames fr JOIN threads t ON t.id=fr.thread_id JOIN "
+                      "cores c ON c.id=t.core_id WHERE c.pid=14046"),
+              5);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(5s), 0);
+}
+
 TEST(DaemonCores, ForgedEntryIgnoredAndFifoCoreNeverBlocks) {
     if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)
         GTEST_SKIP() << "systemd-journal-remote is not installed (scripts/install-deps.sh)";

@@ -49,6 +49,39 @@ TEST(Hardening, ShippedUnitKeepsEverySourceOfTheShippedConfig) {
     EXPECT_TRUE(problems.empty()) << joined(problems);
 }
 
+TEST(Hardening, ShippedTmpfilesCreatesTheAllocationDirectoryStickyAndWritableByJobs) {
+    // The shipped configuration follows the shim's directory; tmpfiles.d must create it where
+    // every job may create its file (wx for all) but none may list, rename or remove another's.
+    Config c = shippedConfig();
+    ASSERT_EQ(c.alloc_dir, "/run/gpufault-alloc");
+    std::istringstream tmpfiles(
+        slurp(std::string(GPUFAULT_SOURCE_DIR) + "/packaging/gpufault.tmpfiles"));
+    std::string line, found;
+    for (std::string l; std::getline(tmpfiles, l);) {
+        std::istringstream w(l);
+        std::string type, path, mode, user, group, age;
+        if (w >> type >> path >> mode >> user >> group >> age && path == c.alloc_dir)
+            found = type + " " + mode + " " + user + " " + group;
+    }
+    EXPECT_EQ(found, "d 1733 root root");
+    // The unit must neither hide it nor drop the capability that reads jobs' 0600 files.
+    std::string unit = slurp(kUnitPath);
+    EXPECT_NE(unit.find("CAP_DAC_READ_SEARCH"), std::string::npos);
+    auto cut = unit;
+    cut.replace(cut.find(" CAP_DAC_READ_SEARCH"), 20, "");
+    auto p = unitContradictions(cut, c);
+    ASSERT_EQ(p.size(), 1u) << joined(p);
+    EXPECT_EQ(p[0],
+              "CapabilityBoundingSet= lacks CAP_DAC_READ_SEARCH: jobs' allocation files (mode "
+              "0600) are unreadable (allocations.directory)");
+    c.alloc_dir = "/tmp/alloc";
+    p = unitContradictions(unit, c);
+    ASSERT_EQ(p.size(), 1u) << joined(p);
+    EXPECT_EQ(p[0],
+              "PrivateTmp=yes gives the service its own /tmp: '/tmp/alloc' sees no job's files "
+              "(allocations.directory)");
+}
+
 TEST(Hardening, PrivateTmpHidesLogsUnderTmp) {
     Config c = shippedConfig();
     c.file_globs = {"/tmp/hip_log_*"};
@@ -71,9 +104,10 @@ TEST(Hardening, KernelLogDirectivesCutOffKmsg) {
     ASSERT_EQ(p.size(), 1u) << joined(p);
     EXPECT_EQ(p[0], "DevicePolicy=closed without DeviceAllow=/dev/kmsg r (kmsg.enabled)");
     p = unitContradictions("[Service]\nCapabilityBoundingSet=CAP_CHOWN\n", c);
-    ASSERT_EQ(p.size(), 2u) << joined(p);
+    ASSERT_EQ(p.size(), 3u) << joined(p);
     EXPECT_NE(p[0].find("lacks CAP_SYSLOG"), std::string::npos);
     EXPECT_NE(p[1].find("lacks CAP_SYS_PTRACE"), std::string::npos);
+    EXPECT_NE(p[2].find("lacks CAP_DAC_READ_SEARCH"), std::string::npos);  // allocation files
     p = unitContradictions("[Service]\nCapabilityBoundingSet=~CAP_SYSLOG CAP_SYS_ADMIN\n", c);
     ASSERT_EQ(p.size(), 1u) << joined(p);
     EXPECT_NE(p[0].find("lacks CAP_SYSLOG"), std::string::npos);

@@ -6,6 +6,9 @@
 //   preload_host FRAMEWORK.so RUNTIME.so fault    (prints a ROCr fault line 4 KiB past an
 //                                                  allocation's end and exits 1)
 //   preload_host FRAMEWORK.so RUNTIME.so puts     (one line through puts)
+//   preload_host FRAMEWORK.so RUNTIME.so hold     (allocates 1 MiB, prints its pid and pointer,
+//                                                  then waits for its stdin to close: a job
+//                                                  that is still running)
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -122,6 +125,17 @@ int fault() {
     return 1;
 }
 
+int hold() {
+    int rc = 0;
+    void* a = hipAlloc(1 << 20, &rc);
+    std::printf("pid=%d hipMalloc ptr=%p size=%d rc=%d\n", getpid(), a, 1 << 20, rc);
+    std::fflush(stdout);
+    char buf[256];
+    while (read(0, buf, sizeof buf) > 0) {
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,5 +158,6 @@ int main(int argc, char** argv) {
     hipFreeFn = sym<Free>(fw, "fw_hip_free");
     fwCall = sym<Call>(fw, "fw_call_c");
     if (std::strcmp(argv[3], "puts") == 0) return std::puts("hello from puts") >= 0 ? 0 : 3;
+    if (std::strcmp(argv[3], "hold") == 0) return hold();
     return std::strcmp(argv[3], "fault") == 0 ? fault() : records(rt);
 }

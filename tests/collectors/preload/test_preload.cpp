@@ -2,8 +2,11 @@
 // framework library, the driver's cuGetProcAddress, dlsym by handle, C++ exceptions thrown
 // through the framework while the shim (and libunwind) are loaded, threads and fork. The
 // records are checked against the pointers the host printed.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <map>
@@ -151,4 +154,46 @@ TEST(PreloadShim, WithoutTheShimTheHostRunsTheSame) {
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("caught 1000\n"), std::string::npos);
     EXPECT_NE(r.out.find("cuMemAlloc_v2 ptr=0x"), std::string::npos);
+}
+
+TEST(PreloadShim, NeverWritesThroughALinkAnotherUserPutWhereItsFileGoes) {
+    // In a shared directory (gpufaultd's /run/gpufault-alloc) someone may have made
+    // gpufault-alloc.<pid>.log first: a symbolic link to a file of theirs, or a hard link. The
+    // shim writes into neither (recording is off for that process) and the job runs on.
+    TempDir dir;
+    for (bool hard : {false, true}) {
+        std::string target = dir.file(hard ? "hard-target" : "soft-target");
+        writeFile(target, "");
+        int gate[2];
+        ASSERT_EQ(::pipe(gate), 0);
+        pid_t pid = ::fork();
+        if (pid == 0) {
+            ::close(gate[1]);
+            char c;
+            if (::read(gate[0], &c, 1) != 1) ::_exit(5);
+            ::setenv("LD_PRELOAD", PRELOAD_SHIM, 1);
+            ::setenv("GPUFAULT_ALLOC_DIR", dir.path().c_str(), 1);
+            int devnull = ::open("/dev/null", O_WRONLY);
+            ::dup2(devnull, 1);
+            ::execl(PRELOAD_HOST,
+                    PRELOAD_HOST,
+                    STANDIN_FW,
+                    STANDIN_RT,
+                    "fault",
+                    static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        ::close(gate[0]);
+        std::string name = dir.file(fmt::format("gpufault-alloc.{}.log", pid));
+        ASSERT_EQ(
+            hard ? ::link(target.c_str(), name.c_str()) : ::symlink(target.c_str(), name.c_str()),
+            0);
+        ASSERT_EQ(::write(gate[1], "g", 1), 1);
+        ::close(gate[1]);
+        int st = 0;
+        ::waitpid(pid, &st, 0);
+        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << st;  // the host's own status
+        EXPECT_EQ(readFile(target), "") << (hard ? "hard link" : "symbolic link");
+        ::unlink(name.c_str());
+    }
 }

@@ -1,0 +1,229 @@
+#include "daemon/sources/alloc_dir.h"
+
+#include <dirent.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include "daemon/daemon.h"
+#include "ingest/ingest_alloc.h"
+
+namespace gpufault::daemon {
+
+namespace {
+
+constexpr int kFilesPerPoll = 16;     ///< the other sources run between batches
+constexpr size_t kMaxFiles = 65536;   ///< files remembered at once (tmpfiles.d ages them)
+constexpr int64_t kPidMax = 1 << 22;  ///< PID_MAX_LIMIT
+
+/// The pid of `gpufault-alloc.<pid>.log`; 0 for any other name.
+int64_t pidOfName(std::string_view name) {
+    constexpr std::string_view kPre = "gpufault-alloc.", kSuf = ".log";
+    if (!name.starts_with(kPre) || !name.ends_with(kSuf)) return 0;
+    auto digits = name.substr(kPre.size(), name.size() - kPre.size() - kSuf.size());
+    int64_t pid = 0;
+    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+    if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty() ||
+        digits[0] == '0' || pid < 1 || pid > kPidMax)
+        return 0;
+    return pid;
+}
+
+int64_t mtimeNs(const struct stat& st) {
+    return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+}  // namespace
+
+AllocDirSource::AllocDirSource(Store& store, std::string dir, std::chrono::milliseconds interval)
+    : store_(store), dir_(std::move(dir)), interval_(interval) {}
+
+void AllocDirSource::scan() {
+    struct stat st {};
+    if (::lstat(dir_.c_str(), &st) != 0) {
+        error_ = fmt::format("{} (looked for again)", std::strerror(errno));
+        return;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        error_ = "not a directory (a symbolic link is not followed)";
+        return;
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+        // Without the sticky bit any user could rename or remove another user's file.
+        if (error_.empty())
+            logLine(3,
+                    fmt::format("allocations: {} is writable by others without the sticky bit "
+                                "(chmod 1733): not followed",
+                                dir_));
+        error_ = fmt::format("mode {:o}: writable by others without the sticky bit: refused",
+                             st.st_mode & 07777);
+        return;
+    }
+    error_.clear();
+    for (auto& [k, f] : files_) f.seen = false;
+    scanDir(dir_, 0);
+    for (auto it = files_.begin(); it != files_.end();) {
+        // A file gone (or renamed away) is forgotten: its rows stay in the store.
+        if (!it->second.seen && !queue_.contains(it->first) &&
+            !uncommittedPrev_.contains(it->first))
+            it = files_.erase(it);
+        else
+            ++it;
+    }
+}
+
+void AllocDirSource::scanDir(const std::string& dir, int depth) {
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return;
+    std::vector<std::string> subdirs;
+    while (auto* ent = ::readdir(d)) {
+        std::string name = ent->d_name;
+        if (name.empty() || name[0] == '.') continue;
+        std::string path = dir + "/" + name;
+        if (int64_t pid = pidOfName(name)) {
+            consider(path, pid);
+        } else if (depth == 0 && (ent->d_type == DT_DIR || ent->d_type == DT_UNKNOWN)) {
+            subdirs.push_back(path);  // a run's own directory (gpufault run)
+        }
+    }
+    ::closedir(d);
+    for (const auto& s : subdirs) {
+        struct stat st {};
+        if (::lstat(s.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) scanDir(s, depth + 1);
+    }
+}
+
+void AllocDirSource::consider(const std::string& path, int64_t pid) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) return;
+    Key key{st.st_dev, st.st_ino};
+    auto it = files_.find(key);
+    if (it == files_.end() || it->second.path != path || it->second.uid != st.st_uid) {
+        if (files_.size() >= kMaxFiles && it == files_.end()) return;
+        File f;
+        f.path = path;
+        f.pid = pid;
+        f.uid = st.st_uid;
+        // Trusted: root's file, or a file of the user the process runs as. /proc/PID belongs
+        // to the process's effective uid (root for a process that is not dumpable).
+        struct stat proc {};
+        std::string why;
+        if (st.st_uid == 0) {
+            f.trusted = true;
+        } else if (::stat(fmt::format("/proc/{}", pid).c_str(), &proc) != 0) {
+            // Gone: trusted only when this very file (device, inode, `start` line) was trusted
+            // and stored before (a daemon restarted after its job ended).
+            auto id = allocSourceIdentity(path);
+            auto known = id ? store_.hasSource(*id) : db::Result<bool>(false);
+            if (known && *known)
+                f.trusted = true;
+            else
+                why = fmt::format("process {} gone before its owner could be checked", pid);
+        } else if (proc.st_uid != st.st_uid) {
+            why = fmt::format(
+                "owned by uid {}, but pid {} runs as uid {}", st.st_uid, pid, proc.st_uid);
+        } else {
+            f.trusted = true;
+        }
+        if (!f.trusted) {
+            ++refused_;
+            logLine(4, fmt::format("allocations: {} refused: {}", path, why));
+        }
+        it = files_.insert_or_assign(key, std::move(f)).first;
+    }
+    File& f = it->second;
+    f.seen = true;
+    if (f.trusted && (f.size != st.st_size || f.mtime != mtimeNs(st)) &&
+        std::chrono::steady_clock::now() >= f.not_before)
+        queue_.insert(key);
+}
+
+db::Result<bool> AllocDirSource::poll(Txn& txn) {
+    auto now = std::chrono::steady_clock::now();
+    if (queue_.empty() && (scanDue_ || now - lastScan_ >= interval_)) {
+        scanDue_ = false;
+        lastScan_ = now;
+        scan();
+    }
+    for (int i = 0; i < kFilesPerPoll && !queue_.empty(); ++i) {
+        Key key = *queue_.begin();
+        queue_.erase(queue_.begin());
+        auto it = files_.find(key);
+        if (it == files_.end()) continue;
+        File& f = it->second;
+        struct stat st {};
+        if (::lstat(f.path.c_str(), &st) != 0 || Key{st.st_dev, st.st_ino} != key) continue;
+        if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
+        if (auto r = store_.savepoint(); !r) return std::unexpected(r.error());
+        AllocFollowOptions opt;
+        opt.owner = f.uid;
+        opt.only_pid = f.pid;
+        auto t0 = std::chrono::steady_clock::now();
+        auto r = storeAllocLogInTxn(store_, f.path, opt);
+        auto t1 = std::chrono::steady_clock::now();
+        if (auto s = r ? store_.releaseSavepoint() : store_.undoSavepoint(); !s)
+            return std::unexpected(s.error());
+        uncommittedPrev_.try_emplace(key, f);  // the state a rollback returns to
+        // Read up to here whatever happened: a file that cannot be stored is not retried until
+        // it changes.
+        f.size = st.st_size;
+        f.mtime = mtimeNs(st);
+        f.not_before = t1 + 10 * (t1 - t0);
+        if (!r) {
+            ++errors_;
+            logLine(4, fmt::format("allocations not stored: {}", r.error().message));
+            continue;
+        }
+        f.source_id = r->source_id;
+        if (r->unchanged) continue;
+        ++uncommitted_;
+        ++stored_;
+        allocations_ = allocations_ - std::min(f.allocations, allocations_) + r->allocations;
+        f.allocations = r->allocations;
+        for (const auto& w : r->warning_texts) logLine(5, "allocations: " + w);
+    }
+    return !queue_.empty();
+}
+
+void AllocDirSource::committed() {
+    uncommitted_ = 0;
+    uncommittedPrev_.clear();
+}
+
+void AllocDirSource::reset() {
+    // Rolled back: the files stored since the last commit are read again.
+    for (auto& [k, prev] : uncommittedPrev_) files_.insert_or_assign(k, prev);
+    uncommittedPrev_.clear();
+    uncommitted_ = 0;
+    queue_.clear();
+    scanDue_ = true;
+}
+
+std::vector<StreamStatus> AllocDirSource::status() const {
+    StreamStatus s;
+    s.source = "allocations";
+    s.name = dir_;
+    size_t trusted = 0;
+    for (const auto& [k, f] : files_) trusted += f.trusted ? 1 : 0;
+    s.position =
+        fmt::format("{} file(s) followed, {} refused, {} not storable", trusted, refused_, errors_);
+    s.evidence = allocations_;
+    s.lag = queue_.size();
+    s.error = error_;
+    s.not_followed = refused_;
+    s.key = "allocations " + dir_;
+    return {s};
+}
+
+std::vector<int64_t> AllocDirSource::sourceIds() const {
+    std::vector<int64_t> ids;
+    for (const auto& [k, f] : files_)
+        if (f.source_id > 0) ids.push_back(f.source_id);
+    return ids;
+}
+
+}  // namespace gpufault::daemon

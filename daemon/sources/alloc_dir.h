@@ -1,0 +1,79 @@
+// Follows the preload shim's allocation directory (config `allocations.directory`, by default
+// /run/gpufault-alloc, mode 1733): `gpufault-alloc.<pid>.log` files in it and in its direct
+// subdirectories (`gpufault run`'s per-run directories) are stored as allocations while they
+// grow, with the rules `gpufault ingest` uses (ingest/ingest_alloc.h), in the daemon's
+// transaction. docs/preload.md "Followed by gpufaultd".
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daemon/source.h"
+
+namespace gpufault::daemon {
+
+/// Any user may create files in the directory, so a file is trusted only when its owner may
+/// speak for the pid its name gives: root's files, or files whose owner is the owner of
+/// /proc/PID when the daemon first sees them (a process that is gone by then cannot be checked:
+/// its file is refused, unless the store already holds that very file — device, inode, `start`
+/// line — as after a restart). Only records of that pid are stored. Symbolic links, files with more
+/// than one link and a directory that others may write without the sticky bit are refused.
+class AllocDirSource final : public Source {
+  public:
+    /// `interval`: how often the directory is read again (and a growing file re-read) at most.
+    AllocDirSource(Store& store, std::string dir, std::chrono::milliseconds interval);
+
+    /// An inotify event in the directory: read it on the next poll.
+    void rescanSoon() { scanDue_ = true; }
+    const std::string& dir() const { return dir_; }
+
+    db::Result<bool> poll(Txn& txn) override;
+    db::Result<void> flushIdle(Txn&) override { return {}; }
+    uint64_t uncommittedLines() const override { return uncommitted_; }
+    db::Result<void> checkpoint() override { return {}; }  ///< written with each file's rows
+    void committed() override;
+    void reset() override;
+    std::vector<StreamStatus> status() const override;
+    std::vector<int64_t> sourceIds() const override;
+    uint64_t evidenceStored() const override { return 0; }  ///< allocations are not records
+
+  private:
+    using Key = std::pair<dev_t, ino_t>;
+    struct File {
+        std::string path;
+        int64_t pid = 0;
+        uid_t uid = 0;
+        bool trusted = false;
+        off_t size = -1;     ///< as last stored (-1: not yet)
+        int64_t mtime = -1;  ///< ns, as last stored
+        int64_t source_id = 0;
+        uint64_t allocations = 0;  ///< as last stored
+        /// Not read again before this: 10 × the time its last read took (a large file that
+        /// keeps growing costs the daemon at most ~10 % of a core).
+        std::chrono::steady_clock::time_point not_before{};
+        bool seen = false;  ///< found by the current scan
+    };
+    void scan();
+    void scanDir(const std::string& dir, int depth);
+    void consider(const std::string& path, int64_t pid);
+
+    Store& store_;
+    std::string dir_;
+    std::chrono::milliseconds interval_;
+    std::chrono::steady_clock::time_point lastScan_{};
+    bool scanDue_ = true;
+    std::string error_;  ///< why the directory is not followed ("" = followed)
+    std::map<Key, File> files_;
+    std::set<Key> queue_;                  ///< trusted files that changed since last stored
+    std::map<Key, File> uncommittedPrev_;  ///< state before an uncommitted store (reset)
+    uint64_t uncommitted_ = 0, stored_ = 0, allocations_ = 0, refused_ = 0, errors_ = 0;
+};
+
+}  // namespace gpufault::daemon

@@ -1,0 +1,437 @@
+// The real gpufaultd following the preload shim's directory: a job running under the real shim
+// (the stand-in runtime of tests/collectors/preload) writes its allocation file there, a ROCr
+// fault line of that pid arrives in a followed log, and `gpufault show` measures the fault
+// from the allocation the daemon stored. Who may write records for which process, and restarts.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <regex>
+
+#include "tests/daemon/daemon_harness.h"
+#include "tests/support/process.h"
+
+using namespace gpufault::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Fixture {
+    TempDir dir;
+    std::string conf = dir.file("gpufaultd.conf");
+    std::string store = dir.file("store.db");
+    std::string sock = dir.file("ctl.sock");
+    std::string alloc = dir.file("alloc");
+    std::string logs = dir.file("logs");
+
+    Fixture() {
+        ::chmod(dir.path().c_str(), 0711);  // other users reach the allocation directory
+        ::mkdir(alloc.c_str(), 0755);
+        ::chmod(alloc.c_str(), 01733);  // as tmpfiles.d makes /run/gpufault-alloc
+        ::mkdir(logs.c_str(), 0755);
+        writeFile(conf,
+                  fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\n"
+                              "globs = [\"{}/*.log\"]\npoll_interval_ms = 100\n[allocations]\n"
+                              "directory = \"{}\"\n[control]\nsocket = \"{}\"\ngroup = \"\"\n"
+                              "[commit]\ncorrelate_ms = 50\n",
+                              store,
+                              logs,
+                              alloc,
+                              sock));
+    }
+    int64_t count(const std::string& sql) const { return storeCount(store, sql); }
+};
+
+/// A job under the shim that holds its allocation until release() (its stdin closes).
+struct HeldJob {
+    pid_t pid = -1;
+    int in = -1;
+    std::string line;  ///< what it printed: "pid=P hipMalloc ptr=0x… size=1048576 rc=0"
+
+    explicit HeldJob(const std::string& alloc_dir) {
+        int toChild[2], fromChild[2];
+        if (::pipe2(toChild, O_CLOEXEC) != 0 || ::pipe2(fromChild, O_CLOEXEC) != 0) return;
+        pid = ::fork();
+        if (pid == 0) {
+            ::dup2(toChild[0], 0);
+            ::dup2(fromChild[1], 1);
+            ::setenv("LD_PRELOAD", PRELOAD_SHIM, 1);
+            ::setenv("GPUFAULT_ALLOC_DIR", alloc_dir.c_str(), 1);
+            ::execl(PRELOAD_HOST,
+                    PRELOAD_HOST,
+                    STANDIN_FW,
+                    STANDIN_RT,
+                    "hold",
+                    static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        ::close(toChild[0]);
+        ::close(fromChild[1]);
+        in = toChild[1];
+        char c;
+        while (::read(fromChild[0], &c, 1) == 1 && c != '\n') line += c;
+        ::close(fromChild[0]);
+    }
+    void release() {
+        if (in >= 0) ::close(in);
+        in = -1;
+        if (pid > 0) ::waitpid(pid, nullptr, 0);
+        pid = -1;
+    }
+    ~HeldJob() { release(); }
+    uint64_t ptr() const {
+        std::smatch m;
+        static const std::regex re(R"(hipMalloc ptr=(0x[0-9a-f]+) size=1048576 rc=0)");
+        return std::regex_search(line, m, re) ? std::stoull(m[1], nullptr, 16) : 0;
+    }
+};
+
+/// A job's log as in tests/data/real/012: ROCr's fault line (no pid), then the kernel's
+/// amdgpu page-fault block of the same fault, which names the process's pid.
+std::string faultLog(pid_t pid, uint64_t address) {
+    constexpr const char* k = "Nov 30 10:24:16 node7 kernel: amdgpu 0000:0a:00.0: amdgpu: ";
+    return fmt::format(
+        "Memory access fault by GPU node-1 (Agent handle: 0x5581c7a0) on address 0x{:x}. "
+        "Reason: Page not present or supervisor privilege.\n"
+        "{}[gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32772, for process preload_host "
+        "pid {} thread preload_host pid {})\n"
+        "{}  in page starting at address 0x{:016x} from client 0x1b (UTCL2)\n"
+        "{}GCVM_L2_PROTECTION_FAULT_STATUS:0x00801031\n"
+        "{}         Faulty UTCL2 client ID: TCP (0x8)\n",
+        address,
+        k,
+        pid,
+        pid,
+        k,
+        address & ~uint64_t{0xfff},
+        k,
+        k);
+}
+
+void append(const std::string& path, const std::string& text) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0) << path;
+    ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+}
+
+}  // namespace
+
+TEST(DaemonAllocations, ShimFileOfARunningJobMeetsItsFaultInShow) {
+    Fixture f;
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+
+    HeldJob job(f.alloc);
+    ASSERT_GT(job.pid, 0);
+    uint64_t ptr = job.ptr();
+    ASSERT_NE(ptr, 0u) << job.line;
+    // Stored while the job runs: one allocation of its pid, from its own file.
+    ASSERT_TRUE(eventually(
+        [&] {
+            return f.count(fmt::format("SELECT count(*) FROM allocations WHERE pid={} AND "
+                                       "api='hipMalloc' AND ptr={} AND end={} AND device=3 AND "
+                                       "free_line IS NULL",
+                                       job.pid,
+                                       static_cast<int64_t>(ptr),
+                                       static_cast<int64_t>(ptr + (1 << 20)))) == 1;
+        },
+        10s))
+        << d.stderrText() << controlRequest(f.sock, "status");
+    EXPECT_EQ(f.count(fmt::format("SELECT count(*) FROM sources WHERE kind='alloc' AND path='{}'",
+                                  f.alloc + fmt::format("/gpufault-alloc.{}.log", job.pid))),
+              1);
+
+    // The fault, 4 KiB past the buffer's end: ROCr's line and the kernel's block naming the pid.
+    append(f.logs + "/job.log", faultLog(job.pid, ptr + (1 << 20) + 0x1000));
+    ASSERT_TRUE(eventually(
+        [&] {
+            return f.count(fmt::format(
+                       "SELECT count(*) FROM fault_allocation_distance v JOIN evidence e ON "
+                       "e.id=v.evidence_id WHERE e.kind='amdgpu_page_fault' AND e.pid={} AND "
+                       "v.distance=4096 AND v.inside=0 AND v.same_2mib=1 AND v.freed=0",
+                       job.pid)) == 1;
+        },
+        10s))
+        << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM incidents") == 1; }, 10s));
+    auto show = run({GPUFAULT_BIN, "--db", f.store, "show", "1"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    EXPECT_NE(show.out.find(fmt::format("Allocations recorded by the preload shim, by |distance| "
+                                        "from 0x{:016x} (1 of pid {})",
+                                        ptr + (1 << 20) + 0x1000,
+                                        job.pid)),
+              std::string::npos)
+        << show.out;
+    EXPECT_NE(show.out.find("+4,096 B (+4.00 KiB) above end"), std::string::npos) << show.out;
+    EXPECT_NE(show.out.find("libgpufault_standin_fw.so+0x"), std::string::npos) << show.out;
+    auto st = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
+    ASSERT_TRUE(st.is_object());
+    bool listed = false;
+    for (const auto& s : st["streams"])
+        if (s["source"] == "allocations" && s["name"] == f.alloc) {
+            listed = true;
+            EXPECT_EQ(s["error"], "");
+            EXPECT_EQ(s["evidence"], 1);  // allocations stored
+        }
+    EXPECT_TRUE(listed) << st.dump();
+
+    // The job frees nothing and ends; the daemon restarts: nothing is stored twice.
+    job.release();
+    d.signal(SIGTERM);
+    ASSERT_EQ(d.waitExit(10s), 0);
+    DaemonProcess again(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(again.start());
+    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
+    // Let it scan the directory a few times (poll_interval_ms = 100).
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto s = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
+            if (!s.is_object()) return false;
+            for (const auto& x : s["streams"])
+                if (x["source"] == "allocations")
+                    return x["position"].get<std::string>().starts_with("1 file(s) followed");
+            return false;
+        },
+        10s))
+        << again.stderrText();
+    append(f.logs + "/other.log", "quiet line\n");  // a commit goes by
+    ASSERT_TRUE(eventually(
+        [&] { return f.count("SELECT count(*) FROM sources WHERE path LIKE '%/other.log'") == 1; },
+        10s));
+    EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
+    EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE kind='alloc'"), 1);
+    again.signal(SIGTERM);
+    EXPECT_EQ(again.waitExit(10s), 0);
+}
+
+TEST(DaemonAllocations, GrowingFileIsStoredAsItGrowsWithItsFrees) {
+    Fixture f;
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    // Written by root (as a root job's shim would): trusted without a live process.
+    pid_t pid = ::getpid();
+    std::string file = f.alloc + fmt::format("/gpufault-alloc.{}.log", pid);
+    append(file,
+           fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/bin/job\n"
+                       "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000000000 size=4096 "
+                       "mem=device device=0 rc=0 wall_us=2 mono_us=2 pid={} tid={} stack=-\n",
+                       pid,
+                       pid,
+                       pid));
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM allocations") == 1; }, 10s))
+        << d.stderrText();
+    // A record being written (no newline yet) is not read; once whole, the free pairs.
+    append(file,
+           fmt::format("gpufault.alloc 1 free api=hipFree ptr=0x7f0000000000 size=0 "
+                       "device=-1 rc=0 wall_us=3 mono_us=3 pid={} tid={}",
+                       pid,
+                       pid));
+    append(file, " stack=-\n");
+    ASSERT_TRUE(eventually(
+        [&] {
+            return f.count(
+                       "SELECT count(*) FROM allocations WHERE free_api='hipFree' AND "
+                       "free_line=3") == 1;
+        },
+        10s))
+        << d.stderrText();
+    EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
+    EXPECT_EQ(f.count("SELECT count(*) FROM warnings"), 0);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(10s), 0);
+}
+
+TEST(DaemonAllocations, AUserCannotRecordAllocationsForAnotherUsersProcess) {
+    if (::geteuid() != 0) {
+        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
+        GTEST_SKIP() << "needs root (files written as uid 65534)";
+    }
+    Fixture f;
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    pid_t victim = ::getpid();  // a root process
+    // A process of uid 65534 writes (1) a file named for the root process and (2) its own
+    // file, holding a record of its own pid and one claiming the root process, then waits.
+    int gate[2];
+    ASSERT_EQ(::pipe2(gate, O_CLOEXEC), 0);
+    int ready[2];
+    ASSERT_EQ(::pipe2(ready, O_CLOEXEC), 0);
+    pid_t child = ::fork();
+    if (child == 0) {
+        ::close(gate[1]);
+        if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0)
+            ::_exit(3);
+        ::prctl(PR_SET_DUMPABLE, 1);  // as after an exec: /proc/PID is the user's
+        pid_t me = ::getpid();
+        auto rec = [](pid_t p, const char* ptr) {
+            return fmt::format(
+                "gpufault.alloc 1 alloc api=hipMalloc ptr={} size=4096 "
+                "mem=device device=0 rc=0 wall_us=2 mono_us=2 pid={} tid={} "
+                "stack=-\n",
+                ptr,
+                p,
+                p);
+        };
+        std::string forged =
+            fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/x\n",
+                        victim) +
+            rec(victim, "0x7f1000000000");
+        std::string own =
+            fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/x\n", me) +
+            rec(me, "0x7f2000000000") + rec(victim, "0x7f3000000000");
+        for (const auto& [name, text] :
+             {std::pair{fmt::format("{}/gpufault-alloc.{}.log", f.alloc, victim), forged},
+              std::pair{fmt::format("{}/gpufault-alloc.{}.log", f.alloc, me), own}}) {
+            int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+            if (fd < 0 ||
+                ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+                ::_exit(4);
+            ::close(fd);
+        }
+        char c = 1;
+        (void)!::write(ready[1], &c, 1);
+        (void)!::read(gate[0], &c, 1);  // alive until the parent closes the gate
+        ::_exit(0);
+    }
+    ::close(gate[0]);
+    ::close(ready[1]);
+    char c = 0;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1) << "the uid 65534 child could not write its files";
+    ::close(ready[0]);
+    ASSERT_TRUE(eventually(
+        [&] {
+            return f.count(fmt::format("SELECT count(*) FROM allocations WHERE pid={}", child)) ==
+                   1;
+        },
+        10s))
+        << d.stderrText() << controlRequest(f.sock, "status");
+    // Only its own record: the forged file is refused whole, the foreign record in its own file
+    // becomes a warning.
+    EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
+    EXPECT_EQ(f.count(fmt::format("SELECT count(*) FROM allocations WHERE pid={}", victim)), 0);
+    EXPECT_EQ(f.count(fmt::format("SELECT count(*) FROM warnings WHERE message = 'record of pid "
+                                  "{} in the file of pid {}: refused'",
+                                  victim,
+                                  child)),
+              1);
+    EXPECT_NE(d.stderrText().find(fmt::format("gpufault-alloc.{}.log refused: owned by uid 65534, "
+                                              "but pid {} runs as uid 0",
+                                              victim,
+                                              victim)),
+              std::string::npos)
+        << d.stderrText();
+    ::close(gate[1]);
+    ::waitpid(child, nullptr, 0);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(10s), 0);
+    // Restarted after the child ended: its file, stored before (same device, inode and start
+    // line), is still followed; the forged one is still refused; nothing is stored twice.
+    DaemonProcess again(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(again.start());
+    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
+    std::string position;
+    EXPECT_TRUE(eventually(
+        [&] {
+            auto s = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
+            if (!s.is_object()) return false;
+            for (const auto& x : s["streams"])
+                if (x["source"] == "allocations") position = x["position"];
+            return position.starts_with("1 file(s) followed, 1 refused");
+        },
+        10s))
+        << position << "\n"
+        << again.stderrText();
+    EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
+    again.signal(SIGTERM);
+    EXPECT_EQ(again.waitExit(10s), 0);
+}
+
+TEST(DaemonAllocations, ADirectoryOthersMayWriteWithoutTheStickyBitIsRefused) {
+    Fixture f;
+    ::chmod(f.alloc.c_str(), 0777);
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    pid_t pid = ::getpid();
+    append(f.alloc + fmt::format("/gpufault-alloc.{}.log", pid),
+           fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/x\n", pid));
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto s = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
+            if (!s.is_object()) return false;
+            for (const auto& x : s["streams"])
+                if (x["source"] == "allocations")
+                    return x["error"] ==
+                           "mode 777: writable by others without the sticky bit: "
+                           "refused";
+            return false;
+        },
+        10s))
+        << controlRequest(f.sock, "status");
+    EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE kind='alloc'"), 0);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(10s), 0);
+}
+
+TEST(DaemonAllocations, RunRecordAllocationsWritesIntoTheFollowedDirectory) {
+    // `gpufault run --record-allocations` records into a run directory of gpufaultd's
+    // directory: its own store gets the run's allocations, the daemon's store gets them too.
+    Fixture f;
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    std::string db = f.dir.file("run.db");
+    auto r = run({GPUFAULT_BIN,
+                  "--db",
+                  db,
+                  "run",
+                  "--spool",
+                  f.dir.file("spool"),
+                  "--record-allocations",
+                  "--preload",
+                  PRELOAD_SHIM,
+                  "--alloc-dir",
+                  f.alloc,
+                  "--",
+                  PRELOAD_HOST,
+                  STANDIN_FW,
+                  STANDIN_RT,
+                  "fault"});
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    std::smatch m;
+    std::string err = r.err;
+    ASSERT_TRUE(
+        std::regex_search(err,
+                          m,
+                          std::regex("1 allocation\\(s\\) recorded by 1 process\\(es\\) in (" +
+                                     f.alloc + "/run-[0-9T]+Z-[0-9]+)\n")))
+        << r.err;
+    std::string runDir = m[1];
+    struct stat st {};
+    ASSERT_EQ(::stat(runDir.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0700u);
+    EXPECT_EQ(storeCount(db,
+                         "SELECT count(*) FROM allocations WHERE run_id=1 AND "
+                         "api='hipMalloc' AND end-ptr=1048576"),
+              1);
+    ASSERT_TRUE(eventually(
+        [&] {
+            return f.count(fmt::format("SELECT count(*) FROM allocations a JOIN sources s ON "
+                                       "s.id=a.source_id WHERE s.path LIKE '{}/gpufault-alloc.%' "
+                                       "AND a.api='hipMalloc' AND a.end-a.ptr=1048576",
+                                       runDir)) == 1;
+        },
+        10s))
+        << d.stderrText();
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(10s), 0);
+}
