@@ -100,6 +100,29 @@ StepResult openControlStep(State& s) {
     return StepResult::ok();
 }
 
+StepResult startWorkerStep(State& s) {
+    WorkerOptions o;
+    o.store_path = s.cfg.store_path;
+    o.diagnose = s.cfg.diagnose;
+    o.sysfs_root = s.cfg.sysfs_root;
+    o.proc_root = s.cfg.proc_root;
+    auto w = Worker::start(std::move(o), [&s](const WorkerPass& p) {
+        // On the worker's thread: the loop tells the watchers.
+        boost::asio::post(s.io, [&s, p] {
+            if (p.incidents_changed && s.control) s.control->published(true);
+        });
+    });
+    if (!w) return StepResult::fatal(1, w.error());
+    s.worker = std::move(*w);
+    return StepResult::ok();
+}
+
+void stopWorkerStep(State& s) {
+    if (!s.worker) return;
+    s.worker->stop(std::chrono::steady_clock::now() + kFinalCorrelation);
+    s.worker.reset();
+}
+
 void flushStep(State& s) {
     if (!s.txn || !s.txn->open()) return;
     for (auto& src : s.sources)
