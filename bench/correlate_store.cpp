@@ -38,9 +38,14 @@ static bool fullPass(Store& store) {
         fmt::print(stderr, "{}\n", n.error().message);
         return false;
     }
-    fmt::print("{} records, {} incidents: read {:.3f} s, correlate {:.3f} s, recorrelate "
-               "(read + correlate + write) {:.3f} s\n",
-               ev->size(), inc.size(), read, corr, since(t2));
+    fmt::print(
+        "{} records, {} incidents: read {:.3f} s, correlate {:.3f} s, recorrelate "
+        "(read + correlate + write) {:.3f} s\n",
+        ev->size(),
+        inc.size(),
+        read,
+        corr,
+        since(t2));
     return true;
 }
 
@@ -64,10 +69,16 @@ int main(int argc, char** argv) {
             fmt::print(stderr, "{}\n", p.error().message);
             return 2;
         }
-        fmt::print("in place: {:.3f} s (correlate {:.3f} s, diff and write {:.3f} s), {} records, "
-                   "{} incidents, {} rows in {} transactions\n",
-                   since(t), p->correlate_s, p->write_s, p->records, p->incidents, p->rows,
-                   p->transactions);
+        fmt::print(
+            "in place: {:.3f} s (correlate {:.3f} s, diff and write {:.3f} s), {} records, "
+            "{} incidents, {} rows in {} transactions\n",
+            since(t),
+            p->correlate_s,
+            p->write_s,
+            p->records,
+            p->incidents,
+            p->rows,
+            p->transactions);
     }
     return 0;
 }

@@ -7,9 +7,9 @@ namespace gpufault {
 namespace {
 
 bool sameFields(const IncidentRecord& a, const IncidentRecord& b) {
-    return a.kind == b.kind && a.vendor == b.vendor && a.address == b.address &&
-           a.pid == b.pid && a.process == b.process && a.reason == b.reason &&
-           a.kernel == b.kernel && a.signature == b.signature;
+    return a.kind == b.kind && a.vendor == b.vendor && a.address == b.address && a.pid == b.pid &&
+           a.process == b.process && a.reason == b.reason && a.kernel == b.kernel &&
+           a.signature == b.signature;
 }
 
 }  // namespace
@@ -53,7 +53,8 @@ IncidentChanges diffIncidents(const std::vector<StoredIncident>& stored,
             if (!seen.contains(m.evidence_id)) ch.drop_members.emplace_back(old.id, m.evidence_id);
     }
     for (size_t i = 0; i < stored.size(); ++i)
-        if (!matched[i] && byFirst.at(stored[i].first_evidence) == i) ch.drop.push_back(stored[i].id);
+        if (!matched[i] && byFirst.at(stored[i].first_evidence) == i)
+            ch.drop.push_back(stored[i].id);
     return ch;
 }
 

@@ -15,16 +15,15 @@ namespace gpufault {
 /// Row changes, to be applied in this order: drops first (so that a reader between two
 /// transactions may miss a record's incident, never see it in two), then updates and inserts.
 struct IncidentChanges {
-    std::vector<int64_t> drop;                                  ///< incidents gone, with rows
-    std::vector<std::pair<int64_t, int64_t>> drop_members;      ///< (incident, evidence)
-    std::vector<std::pair<int64_t, size_t>> update;             ///< (incident, fresh index)
-    std::vector<std::pair<int64_t, IncidentMember>> put;        ///< rows of kept incidents
-    std::vector<size_t> add;                                    ///< fresh indexes: new incidents
+    std::vector<int64_t> drop;                              ///< incidents gone, with rows
+    std::vector<std::pair<int64_t, int64_t>> drop_members;  ///< (incident, evidence)
+    std::vector<std::pair<int64_t, size_t>> update;         ///< (incident, fresh index)
+    std::vector<std::pair<int64_t, IncidentMember>> put;    ///< rows of kept incidents
+    std::vector<size_t> add;                                ///< fresh indexes: new incidents
     /// Statements these changes take (an added incident: one plus one per member).
     size_t rows(const std::vector<IncidentRecord>& fresh) const;
     bool empty() const {
-        return drop.empty() && drop_members.empty() && update.empty() && put.empty() &&
-               add.empty();
+        return drop.empty() && drop_members.empty() && update.empty() && put.empty() && add.empty();
     }
 };
 

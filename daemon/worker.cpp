@@ -82,8 +82,9 @@ void Worker::run() {
             cv_.wait(lk, [&] { return pending_ || exiting_; });
             if (!pending_) return;  // exiting with nothing asked for
             if (exiting_ && stopNow()) {
-                logLine(5, "incidents not recomputed before exit (longer than 1 s): the next "
-                           "start does it");
+                logLine(5,
+                        "incidents not recomputed before exit (longer than 1 s): the next "
+                        "start does it");
                 return;
             }
             pending_ = false;

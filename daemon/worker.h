@@ -27,8 +27,8 @@ struct WorkerOptions {
     /// This machine's GPUs for diagnoses when the store has no recorded devices (as `gpufault
     /// diagnose` finds them).
     std::string sysfs_root = "/sys", proc_root = "/proc";
-    size_t max_rows = 2000;                  ///< rows per write transaction at most ...
-    std::chrono::milliseconds max_txn{20};   ///< ... and a write transaction open this long
+    size_t max_rows = 2000;                 ///< rows per write transaction at most ...
+    std::chrono::milliseconds max_txn{20};  ///< ... and a write transaction open this long
 };
 
 /// What `status` shows of the worker (a snapshot).

@@ -64,8 +64,10 @@ std::vector<Device> listDevices(const std::string& sysfs_root, const std::string
         fs::path dev = fs::path(sysfs_root) / "bus/pci/devices" / d.pci;
         d.name = firstLine(slurp(dev / "product_name"));
         d.vbios = firstLine(slurp(dev / "vbios_version"));
-        if (auto v = slurp(dev / "mem_info_vram_total")) d.vram_total = std::strtoull(v->c_str(), nullptr, 10);
-        if (auto v = slurp(dev / "mem_info_vram_used")) d.vram_used = std::strtoull(v->c_str(), nullptr, 10);
+        if (auto v = slurp(dev / "mem_info_vram_total"))
+            d.vram_total = std::strtoull(v->c_str(), nullptr, 10);
+        if (auto v = slurp(dev / "mem_info_vram_used"))
+            d.vram_used = std::strtoull(v->c_str(), nullptr, 10);
         d.driver = firstLine(slurp(fs::path(sysfs_root) / "module/amdgpu/version"));
         out.push_back(std::move(d));
     }

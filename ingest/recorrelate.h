@@ -15,7 +15,7 @@ struct InPlaceOptions {
     /// Asked every few thousand steps (queries, correlation, rows): true ends the pass with the
     /// error "interrupted"; what was committed stays, the next pass completes it.
     std::function<bool()> stop;
-    size_t max_rows = 2000;  ///< rows written per transaction at most ...
+    size_t max_rows = 2000;                 ///< rows written per transaction at most ...
     std::chrono::milliseconds max_txn{20};  ///< ... and a transaction open this long at most
 };
 

@@ -53,20 +53,21 @@ db::Result<IncidentWriter> IncidentWriter::open(db::Db& d) {
         s = std::move(*st);
         return {};
     };
-    for (auto r : {prep(w.dropMembers_, "DELETE FROM incident_evidence WHERE incident_id = ?1"),
-                   prep(w.dropRow_, "DELETE FROM incidents WHERE id = ?1"),
-                   prep(w.dropMember_,
-                        "DELETE FROM incident_evidence WHERE incident_id = ?1 AND evidence_id = ?2"),
-                   prep(w.update_,
-                        "UPDATE incidents SET kind = ?2, vendor = ?3, address = ?4, pid = ?5, "
-                        "process = ?6, reason = ?7, kernel = ?8, signature = ?9, "
-                        "first_evidence = ?10 WHERE id = ?1"),
-                   prep(w.put_,
-                        "INSERT OR REPLACE INTO incident_evidence(incident_id, evidence_id, role, "
-                        "link) VALUES(?1,?2,?3,?4)"),
-                   prep(w.add_,
-                        "INSERT INTO incidents(kind, vendor, address, pid, process, reason, "
-                        "kernel, signature, first_evidence) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)")})
+    for (auto r :
+         {prep(w.dropMembers_, "DELETE FROM incident_evidence WHERE incident_id = ?1"),
+          prep(w.dropRow_, "DELETE FROM incidents WHERE id = ?1"),
+          prep(w.dropMember_,
+               "DELETE FROM incident_evidence WHERE incident_id = ?1 AND evidence_id = ?2"),
+          prep(w.update_,
+               "UPDATE incidents SET kind = ?2, vendor = ?3, address = ?4, pid = ?5, "
+               "process = ?6, reason = ?7, kernel = ?8, signature = ?9, "
+               "first_evidence = ?10 WHERE id = ?1"),
+          prep(w.put_,
+               "INSERT OR REPLACE INTO incident_evidence(incident_id, evidence_id, role, "
+               "link) VALUES(?1,?2,?3,?4)"),
+          prep(w.add_,
+               "INSERT INTO incidents(kind, vendor, address, pid, process, reason, "
+               "kernel, signature, first_evidence) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)")})
         if (!r) return std::unexpected(r.error());
     return w;
 }

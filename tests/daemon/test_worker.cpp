@@ -72,7 +72,8 @@ TEST(DaemonWorker, StatusAnswersAndRecordsCommitWhileTheWorkerCorrelates) {
     {
         std::string lines;
         lines.reserve(size_t{kRecords} * 120);
-        for (int i = 0; i < kRecords; ++i) lines += rocrFault(0x7f0000000000 + uint64_t(i) * 0x200000);
+        for (int i = 0; i < kRecords; ++i)
+            lines += rocrFault(0x7f0000000000 + uint64_t(i) * 0x200000);
         writeFile(f.dir.file("big.log"), lines);
     }
     auto ing = run({GPUFAULT_BIN, "--db", f.store, "ingest", f.dir.file("big.log")}, 300);
@@ -144,9 +145,10 @@ TEST(DaemonWorker, DiagnosesAMissingCodeObjectWithoutTheCli) {
               "simd_count 80\ngfx_target_version 90010\nlocation_id 768\ndomain 0\n");
     std::string module = f.dir.file("multi_plus_one");
     writeFile(module,
-              readFile(std::string(GPUFAULT_SOURCE_DIR) + "/tests/data/binaries/seedcase/multi_plus_one"));
-    f.configure(fmt::format("[diagnose]\nsysfs_root = \"{}\"\nproc_root = \"{}\"\n", sys,
-                            f.dir.file("proc")));
+              readFile(std::string(GPUFAULT_SOURCE_DIR) +
+                       "/tests/data/binaries/seedcase/multi_plus_one"));
+    f.configure(fmt::format(
+        "[diagnose]\nsysfs_root = \"{}\"\nproc_root = \"{}\"\n", sys, f.dir.file("proc")));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
     ASSERT_TRUE(d.start());
     ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
@@ -159,13 +161,15 @@ TEST(DaemonWorker, DiagnosesAMissingCodeObjectWithoutTheCli) {
         [&] { return f.count("SELECT count(*) FROM diagnoses WHERE verdict = 'no_code'") == 1; },
         30s))
         << d.stderrText();
-    EXPECT_EQ(f.count("SELECT count(*) FROM diagnoses d JOIN evidence e ON e.id = d.evidence_id "
-                      "WHERE e.kind = 'missing_code_object' AND d.rule = 'no_binary_for_gpu' AND "
-                      "d.verdict = 'no_code' AND d.device_target = 'gfx90a' AND d.module = '" +
-                      module + "' AND d.bundle = 4 AND d.offset = 73728 AND d.has = '[\"gfx906\"]'"),
-              1);
+    EXPECT_EQ(
+        f.count("SELECT count(*) FROM diagnoses d JOIN evidence e ON e.id = d.evidence_id "
+                "WHERE e.kind = 'missing_code_object' AND d.rule = 'no_binary_for_gpu' AND "
+                "d.verdict = 'no_code' AND d.device_target = 'gfx90a' AND d.module = '" +
+                module + "' AND d.bundle = 4 AND d.offset = 73728 AND d.has = '[\"gfx906\"]'"),
+        1);
     EXPECT_EQ(f.count("SELECT count(*) FROM diagnoses WHERE verdict = 'device' AND device_target "
-                      "= 'gfx90a' AND device = '0000:03:00.0' AND device_from = 'this machine'"),
+                      "= 'gfx90a' AND device = '0000:03:00.0' AND device_from = 'this machine, its "
+                      "only GPU'"),
               1);
     EXPECT_TRUE(eventually(
         [&] {
@@ -190,8 +194,8 @@ TEST(DaemonWorker, DiagnosesCanBeTurnedOff) {
     f.append("run.log",
              ":1:hip_code_object.cpp      :507 : 0635372365 us: 16170: [tid:0x7fe0e2402880] "
              "hipErrorNoBinaryForGpu: Couldn't find binary for file: /nonexistent/app\n");
-    ASSERT_TRUE(eventually(
-        [&] { return f.count("SELECT count(*) FROM incident_evidence") == 1; }, 30s))
+    ASSERT_TRUE(
+        eventually([&] { return f.count("SELECT count(*) FROM incident_evidence") == 1; }, 30s))
         << d.stderrText();
     ASSERT_TRUE(eventually(
         [&] {

@@ -25,17 +25,18 @@ namespace fs = std::filesystem;
 using Canon = std::set<std::string>;
 
 std::string canonOf(int64_t first, const IncidentRecord& r) {
-    std::string s = fmt::format("first {} kind {} vendor {} address {} pid {} process {} reason {} "
-                                "kernel {} signature {}",
-                                first,
-                                r.kind,
-                                r.vendor.value_or("-"),
-                                r.address ? fmt::format("{:x}", *r.address) : "-",
-                                r.pid ? std::to_string(*r.pid) : "-",
-                                r.process.value_or("-"),
-                                r.reason.value_or("-"),
-                                r.kernel.value_or("-"),
-                                r.signature);
+    std::string s = fmt::format(
+        "first {} kind {} vendor {} address {} pid {} process {} reason {} "
+        "kernel {} signature {}",
+        first,
+        r.kind,
+        r.vendor.value_or("-"),
+        r.address ? fmt::format("{:x}", *r.address) : "-",
+        r.pid ? std::to_string(*r.pid) : "-",
+        r.process.value_or("-"),
+        r.reason.value_or("-"),
+        r.kernel.value_or("-"),
+        r.signature);
     std::map<int64_t, std::string> members;
     for (const auto& m : r.members) members.emplace(m.evidence_id, m.role + " " + m.link);
     for (const auto& [id, what] : members) s += fmt::format("\n  {} {}", id, what);
@@ -99,7 +100,8 @@ TEST(RecorrelateInPlace, AgreesWithAFullReplaceOnTheRealFixtures) {
     for (size_t i = half; i < logs.size(); ++i) ASSERT_TRUE(ingestFile(*s, logs[i])) << logs[i];
     auto all = fresh(*s);
     size_t total = 0;
-    for (const auto& c : all) total += 1 + static_cast<size_t>(std::count(c.begin(), c.end(), '\n'));
+    for (const auto& c : all)
+        total += 1 + static_cast<size_t>(std::count(c.begin(), c.end(), '\n'));
     p = recorrelateInPlace(*s);
     ASSERT_TRUE(p);
     EXPECT_EQ(stored(*s), all);
