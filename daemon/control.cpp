@@ -310,6 +310,8 @@ std::string ControlServer::statusJson() const {
                        {"last_incidents", w.last_incidents},
                        {"last_rows", w.last_rows},
                        {"last_transactions", w.last_transactions},
+                       {"jobs_queued", w.jobs_queued},
+                       {"jobs_done", w.jobs_done},
                        {"error", w.error}};
     } else {
         j["correlations"] = 0;

@@ -87,7 +87,9 @@ StepResult openSourcesStep(State& s) {
     }
     if (!c.core_dirs.empty())
         s.sources.push_back(std::make_unique<CoreDirSource>(
-            *s.store, c.core_dirs, crash, std::chrono::milliseconds(c.poll_ms)));
+            c.core_dirs, crash, std::chrono::milliseconds(c.poll_ms), [&s](WorkerJob job) {
+                if (s.worker) s.worker->submit(std::move(job));
+            }));
     if (s.sources.empty()) logLine(4, "no sources enabled: nothing to collect");
     return StepResult::ok();
 }

@@ -50,6 +50,15 @@ void Worker::request() {
     cv_.notify_one();
 }
 
+void Worker::submit(WorkerJob job) {
+    {
+        std::lock_guard lk(mu_);
+        jobs_.push_back(std::move(job));
+        status_.jobs_queued = jobs_.size();
+    }
+    cv_.notify_one();
+}
+
 void Worker::stop(Clock::time_point deadline) {
     {
         std::lock_guard lk(mu_);
@@ -77,9 +86,27 @@ void Worker::run() {
     for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, sig);
     ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
     for (;;) {
+        WorkerJob job;
         {
             std::unique_lock lk(mu_);
-            cv_.wait(lk, [&] { return pending_ || exiting_; });
+            cv_.wait(lk, [&] { return pending_ || exiting_ || !jobs_.empty(); });
+            if (!exiting_ && !jobs_.empty()) {
+                job = std::move(jobs_.front());
+                jobs_.pop_front();
+                status_.jobs_queued = jobs_.size();
+                status_.busy = true;
+            }
+        }
+        if (job) {
+            bool stored = job(store_, [this] { return stopNow(); });
+            std::lock_guard lk(mu_);
+            status_.busy = false;
+            ++status_.jobs_done;
+            if (stored) pending_ = status_.queued = true;
+            continue;
+        }
+        {
+            std::unique_lock lk(mu_);
             if (!pending_) return;  // exiting with nothing asked for
             if (exiting_ && stopNow()) {
                 logLine(5,

@@ -9,6 +9,7 @@
 #include <climits>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <expected>
 #include <functional>
 #include <memory>
@@ -42,8 +43,15 @@ struct WorkerStatus {
     double last_s = 0;          ///< seconds of the last completed pass, all phases
     double last_correlate_s = 0, last_write_s = 0, last_diagnose_s = 0;
     size_t last_records = 0, last_incidents = 0, last_rows = 0, last_transactions = 0;
-    std::string error;  ///< the last failure ("" = none since the last completed pass)
+    std::string error;       ///< the last failure ("" = none since the last completed pass)
+    size_t jobs_queued = 0;  ///< core files waiting to be read
+    uint64_t jobs_done = 0;  ///< core files read (stored, unchanged or refused)
 };
+
+/// Slow input the loop hands over (a core file to unwind and store): run on the worker's
+/// thread with its store connection, in transactions of its own. `stop` says the daemon is
+/// exiting. Returns true when it stored records (a correlation pass follows).
+using WorkerJob = std::function<bool(Store& store, const std::function<bool()>& stop)>;
 
 /// The result of one completed pass, handed to the `done` callback (on the worker thread).
 struct WorkerPass {
@@ -63,6 +71,9 @@ class Worker {
 
     /// Records were committed: a pass runs as soon as the worker is free (coalesced).
     void request();
+    /// Queues a job; jobs run in order, before a requested pass. Jobs still queued at exit are
+    /// dropped (a core directory finds their files again on the next start).
+    void submit(WorkerJob job);
     /// Lets a running or requested pass go on until `deadline`, then interrupts it (what was
     /// committed stays; the next start completes it) and joins the thread.
     void stop(std::chrono::steady_clock::time_point deadline);
@@ -82,7 +93,8 @@ class Worker {
     bool pending_ = false, exiting_ = false;
     std::atomic<int64_t> deadline_{INT64_MAX};  ///< steady_clock ns; meaningful when exiting
     std::atomic<bool> exitingFlag_{false};
-    WorkerStatus status_;  ///< under mu_
+    WorkerStatus status_;         ///< under mu_
+    std::deque<WorkerJob> jobs_;  ///< under mu_
     std::thread thread_;
 };
 

@@ -1,11 +1,15 @@
 // gpufaultd's worker thread (issues 3 and 5): re-correlation and diagnoses off the event loop.
 // The real daemon on a real store: `status` answers and a new fault line is committed while a
 // correlation of 200 000 records runs; a hipErrorNoBinaryForGpu line in a followed log gets
-// its diagnosis stored without the CLI (devices from a fake sysfs tree).
+// its diagnosis stored without the CLI (devices from a fake sysfs tree), and so does a core in a
+// followed core directory, read by the worker.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -53,6 +57,37 @@ std::string rocrFault(uint64_t address) {
         "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x{:x}. Reason: Page "
         "not present or supervisor privilege.\n",
         address);
+}
+
+/// A fake sysfs with one amdgpu KFD node (node 1, 0000:03:00.0) of `gfx_target_version`.
+std::string fakeSysfs(const TempDir& t, const std::string& version) {
+    std::string sys = t.file("sys");
+    fs::create_directories(sys + "/class/kfd/kfd/topology/nodes/0");
+    fs::create_directories(sys + "/class/kfd/kfd/topology/nodes/1");
+    writeFile(sys + "/class/kfd/kfd/topology/nodes/0/properties",
+              "cpu_cores_count 16\nsimd_count 0\n");
+    writeFile(sys + "/class/kfd/kfd/topology/nodes/1/properties",
+              "simd_count 80\ngfx_target_version " + version + "\nlocation_id 768\ndomain 0\n");
+    return sys;
+}
+
+/// Runs gpu_module_crash on `module` in `dir` with cores enabled (a SIGSEGV at 0x8a in
+/// amd::Symbol::getDeviceKernel); true when the kernel wrote `dir`/core or core.PID.
+bool makeCore(const std::string& dir, const std::string& module) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        struct rlimit rl {
+            RLIM_INFINITY, RLIM_INFINITY
+        };
+        ::setrlimit(RLIMIT_CORE, &rl);
+        if (::chdir(dir.c_str()) != 0) ::_exit(3);
+        ::execl(GPU_MODULE_CRASH, GPU_MODULE_CRASH, module.c_str(), static_cast<char*>(nullptr));
+        ::_exit(4);
+    }
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV) << st;
+    return fs::exists(dir + "/core") || fs::exists(fmt::format("{}/core.{}", dir, pid));
 }
 
 void stop(DaemonProcess& d) {
@@ -136,13 +171,7 @@ TEST(DaemonWorker, StatusAnswersAndRecordsCommitWhileTheWorkerCorrelates) {
 // the diagnosis: bundle #4 of the seed-case binary has no code for gfx90a (only gfx906).
 TEST(DaemonWorker, DiagnosesAMissingCodeObjectWithoutTheCli) {
     Fixture f;
-    std::string sys = f.dir.file("sys");
-    fs::create_directories(sys + "/class/kfd/kfd/topology/nodes/0");
-    fs::create_directories(sys + "/class/kfd/kfd/topology/nodes/1");
-    writeFile(sys + "/class/kfd/kfd/topology/nodes/0/properties",
-              "cpu_cores_count 16\nsimd_count 0\n");
-    writeFile(sys + "/class/kfd/kfd/topology/nodes/1/properties",
-              "simd_count 80\ngfx_target_version 90010\nlocation_id 768\ndomain 0\n");
+    std::string sys = fakeSysfs(f.dir, "90010");  // gfx90a
     std::string module = f.dir.file("multi_plus_one");
     writeFile(module,
               readFile(std::string(GPUFAULT_SOURCE_DIR) +
@@ -181,6 +210,53 @@ TEST(DaemonWorker, DiagnosesAMissingCodeObjectWithoutTheCli) {
     auto r = run({GPUFAULT_BIN, "--db", f.store, "diagnose", "--sysfs-root", sys});
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(r.out, "1 diagnosis in " + f.store + "\n");
+    stop(d);
+}
+
+// A process dies in the HIP runtime at a null-page address and leaves a core in a followed core
+// directory: the worker unwinds it (the loop only scans), correlates, and stores the diagnosis
+// of the module it had mapped: bundle #4 has no code for this machine's gfx1030.
+TEST(DaemonWorker, CoreInACoreDirectoryGetsItsDiagnosis) {
+    Fixture f;
+    std::string cores = f.dir.file("cores");
+    fs::create_directories(cores);
+    std::string module = f.dir.file("multi_plus_one");
+    writeFile(module,
+              readFile(std::string(GPUFAULT_SOURCE_DIR) +
+                       "/tests/data/binaries/seedcase/multi_plus_one"));
+    if (!makeCore(cores, module))
+        GTEST_SKIP() << "no core written (kernel.core_pattern is not 'core')";
+    std::string sys = fakeSysfs(f.dir, "100300");  // gfx1030
+    f.configure(
+        fmt::format("[cores]\ndirectories = [\"{}\"]\n[diagnose]\nsysfs_root = "
+                    "\"{}\"\nproc_root = \"{}\"\n",
+                    cores,
+                    sys,
+                    f.dir.file("proc")));
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] {
+            return f.count(
+                       "SELECT count(*) FROM diagnoses WHERE rule = 'runtime_null_deref' AND "
+                       "verdict = 'no_code'") == 1;
+        },
+        60s))
+        << d.stderrText() << controlRequest(f.sock, "status");
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores WHERE si_addr = 0x8a"), 1);
+    EXPECT_EQ(f.count("SELECT count(*) FROM diagnoses d JOIN evidence e ON e.id = d.evidence_id "
+                      "WHERE e.kind = 'coredump' AND d.verdict = 'no_code' AND d.device_target = "
+                      "'gfx1030' AND d.module = '" +
+                      module + "' AND d.bundle = 4 AND d.offset = 73728"),
+              1);
+    auto st = f.status();
+    ASSERT_TRUE(st.is_object());
+    EXPECT_EQ(st["worker"]["jobs_done"], 1);
+    for (const auto& s : st["streams"])
+        if (s["source"] == "cores") {
+            EXPECT_EQ(s["position"], "1 cores stored, 0 not readable");
+        }
     stop(d);
 }
 
