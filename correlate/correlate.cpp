@@ -518,14 +518,16 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
         if (c->e.kind == Kind::GpuReset) {
             auto it = c->e.pci ? byPci.find(*c->e.pci) : byPci.end();
             if (it == byPci.end()) continue;
-            for (size_t i : it->second) {
+            // The last match in stream order: searched from the end, the first match ends it.
+            for (auto i = it->second.rbegin(); i != it->second.rend(); ++i) {
                 if (stopped()) return std::nullopt;
-                const auto* f = faults[i];
+                const auto* f = faults[*i];
                 auto gap = clockGap(f->e, c->e);
                 bool after = f->source_id == c->source_id ? f->e.line <= c->e.line : true;
                 if (gap ? *gap <= rules.reset_after_s : f->source_id == c->source_id && after) {
-                    best = incidentOf[i];
+                    best = incidentOf[*i];
                     why = fmt::format("reset of {} after the fault", *c->e.pci);
+                    break;
                 }
             }
         } else if (auto it = byStream.find(c->source_id); it != byStream.end()) {
