@@ -25,8 +25,8 @@ class Batcher {
         if (open_) (void)store_.rollback();
     }
 
-    /// Before a row: commits the transaction when full, opens one when none is open.
-    db::Result<void> before() {
+    /// Before `n` rows: commits the transaction when full, opens one when none is open.
+    db::Result<void> before(size_t n = 1) {
         if (open_ && (inTxn_ >= opt_.max_rows || Clock::now() - began_ >= opt_.max_txn))
             if (auto r = commit(); !r) return r;
         if (!open_) {
@@ -35,8 +35,8 @@ class Batcher {
             open_ = true;
             began_ = Clock::now();
         }
-        ++inTxn_;
-        ++sum_.rows;
+        inTxn_ += n;
+        sum_.rows += n;
         return {};
     }
 
@@ -89,8 +89,8 @@ db::Result<InPlaceSummary> recorrelateInPlace(Store& store, const InPlaceOptions
         auto w = IncidentWriter::open(store.db());
         if (!w) return std::unexpected(w.error());
         Batcher batch(store, opt, sum);
-        auto row = [&](auto&& write) -> db::Result<void> {
-            if (auto r = batch.before(); !r) return r;
+        auto row = [&](auto&& write, size_t n = 1) -> db::Result<void> {
+            if (auto r = batch.before(n); !r) return r;
             return write();
         };
         for (int64_t id : ch.drop)
@@ -113,12 +113,14 @@ db::Result<InPlaceSummary> recorrelateInPlace(Store& store, const InPlaceOptions
             // an incident without the record that opened it); the other members may follow in
             // the next ones. A member listed twice counts once, the first (INSERT OR IGNORE
             // in replaceIncidents).
-            if (auto r = row([&]() -> db::Result<void> {
-                    auto n = w->addIncident(inc);
-                    if (!n) return std::unexpected(n.error());
-                    id = *n;
-                    return w->putMember(id, inc.members.front());
-                });
+            if (auto r = row(
+                    [&]() -> db::Result<void> {
+                        auto n = w->addIncident(inc);
+                        if (!n) return std::unexpected(n.error());
+                        id = *n;
+                        return w->putMember(id, inc.members.front());
+                    },
+                    2);
                 !r)
                 return std::unexpected(r.error());
             seen.clear();

@@ -84,7 +84,8 @@ TEST(RecorrelateInPlace, AgreesWithAFullReplaceOnTheRealFixtures) {
     auto p = recorrelateInPlace(*s, small);
     ASSERT_TRUE(p) << p.error().message;
     EXPECT_GT(p->incidents, 20u);
-    EXPECT_GT(p->transactions, p->rows / 8);
+    EXPECT_GE(p->transactions, p->rows / 8);  // 7 rows, or 8 with an incident's first two
+    EXPECT_GT(p->transactions, 1u);
     EXPECT_EQ(stored(*s), fresh(*s));
 
     // Nothing changed: nothing is written.
