@@ -11,9 +11,9 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "collectors/common/small_file.h"
 #include "collectors/common/text.h"
 #include "collectors/device/sysfs.h"
-#include "ingest/small_file.h"
 #include "schema/diagnosis_queries.h"
 #include "schema/store.h"
 

@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "cli/store_open.h"
-#include "ingest/small_file.h"
+#include "collectors/common/small_file.h"
 #include "schema/queries.h"
 
 namespace gpufault::cli {

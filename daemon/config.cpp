@@ -1,17 +1,15 @@
 #include "daemon/config.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <toml++/toml.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <map>
+
+#include "collectors/common/small_file.h"
 
 namespace gpufault::daemon {
 
@@ -199,47 +197,27 @@ std::expected<Config, ConfigError> parseConfig(std::string_view text, const std:
 }
 
 std::expected<Config, ConfigError> loadConfig(const std::string& path) {
-    auto fail = [&](std::string msg) { return std::unexpected(ConfigError{path, 0, "", msg}); };
-    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) return fail(std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        int e = errno;
-        ::close(fd);
-        return fail(std::strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
-        const char* what = S_ISDIR(st.st_mode)    ? "a directory"
-                           : S_ISFIFO(st.st_mode) ? "a FIFO"
-                           : S_ISCHR(st.st_mode)  ? "a character device"
-                           : S_ISBLK(st.st_mode)  ? "a block device"
-                           : S_ISSOCK(st.st_mode) ? "a socket"
-                                                  : "not a plain file";
-        return fail(fmt::format("not a regular file ({})", what));
-    }
-    // Read at most one byte past the cap: a file that grows while we read is caught too.
-    std::string text;
-    char buf[65536];
-    for (;;) {
-        ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int e = errno;
-            ::close(fd);
-            return fail(std::strerror(e));
+    auto fail = [&](const FileError& e) {
+        std::string msg;
+        switch (e.why) {
+            case FileError::Why::NotRegular:
+                msg = fmt::format("not a regular file ({})", e.kind);
+                break;
+            case FileError::Why::TooLarge:
+                msg = fmt::format("larger than {} bytes (1 MiB): not a configuration file",
+                                  kMaxConfigBytes);
+                break;
+            case FileError::Why::System:
+                msg = std::strerror(e.err);
+                break;
         }
-        if (n == 0) break;
-        text.append(buf, static_cast<size_t>(n));
-        if (text.size() > kMaxConfigBytes) {
-            ::close(fd);
-            return fail(fmt::format("larger than {} bytes (1 MiB): not a configuration file",
-                                    kMaxConfigBytes));
-        }
-    }
-    ::close(fd);
-    return parseConfig(text, path);
+        return std::unexpected(ConfigError{path, 0, "", msg});
+    };
+    auto f = RegularFile::open(path);
+    if (!f) return fail(f.error());
+    auto text = f->read(kMaxConfigBytes);
+    if (!text) return fail(text.error());
+    return parseConfig(*text, path);
 }
 
 }  // namespace gpufault::daemon

@@ -1,21 +1,18 @@
 #include "ingest/ingest_alloc.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 
+#include "collectors/common/small_file.h"
 #include "collectors/preload/alloc_log.h"
 
 namespace gpufault {
 
 namespace {
 
-constexpr int64_t kMaxBytes = int64_t{1} << 30;
+constexpr size_t kMaxBytes = size_t{1} << 30;
 
 /// FNV-1a of the first line (the `start` record: pid, time, executable): the same process's
 /// file is recognised while it grows.
@@ -37,13 +34,10 @@ std::string prefixHash(std::string_view text) {
 }  // namespace
 
 bool isAllocLogFile(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return false;
-    struct stat st {};
+    auto f = RegularFile::open(path);
+    if (!f) return false;
     char head[32];
-    ssize_t n = -1;
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::pread(fd, head, sizeof head, 0);
-    ::close(fd);
+    ssize_t n = ::pread(f->fd(), head, sizeof head, 0);
     return n > 0 && alloclog::looksLikeAllocLog(std::string_view(head, static_cast<size_t>(n)));
 }
 
@@ -52,34 +46,16 @@ db::Result<AllocIngestSummary> ingestAllocLog(Store& store,
                                               std::optional<int64_t> run_id) {
     auto t0 = std::chrono::steady_clock::now();
     auto fail = [&](const std::string& m) { return std::unexpected(db::Error{path + ": " + m}); };
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-        int e = errno;
-        ::close(fd);
-        return fail(std::strerror(e));
+    auto f = RegularFile::open(path);
+    if (!f) return fail(f.error().text());
+    auto read = f->read(kMaxBytes);
+    if (!read) {
+        const auto& e = read.error();
+        if (e.why != FileError::Why::TooLarge) return fail(e.text());
+        return fail(fmt::format("allocation records of {} bytes: over the 1 GiB limit", e.size));
     }
-    if (st.st_size > kMaxBytes) {
-        ::close(fd);
-        return fail(
-            fmt::format("allocation records of {} bytes: over the 1 GiB limit", st.st_size));
-    }
-    std::string text(static_cast<size_t>(st.st_size), '\0');
-    size_t got = 0;
-    while (got < text.size()) {
-        ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int e = errno;
-            ::close(fd);
-            return fail(std::strerror(e));
-        }
-        if (n == 0) break;
-        got += static_cast<size_t>(n);
-    }
-    ::close(fd);
-    text.resize(got);
+    std::string text = std::move(*read);
+    const struct stat& st = f->st();
 
     AllocIngestSummary sum;
     sum.path = path;

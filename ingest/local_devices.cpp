@@ -8,7 +8,7 @@
 
 #include "collectors/common/text.h"
 #include "collectors/device/sysfs.h"
-#include "ingest/small_file.h"
+#include "collectors/common/small_file.h"
 
 namespace gpufault {
 

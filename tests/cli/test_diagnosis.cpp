@@ -55,31 +55,50 @@ std::string makeCore(const std::string& dir, const std::string& module) {
     return "";
 }
 
-std::string show(const TempDir& t, int incident) {
-    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "show", std::to_string(incident)});
-    EXPECT_EQ(r.status, 0) << r.err;
-    return r.out;
-}
-
-TEST(CliDiagnosis, CoreOfACrashInTheHipRuntimeNamesTheBundleWithoutCode) {
+/// Each test's directory `t` (its store t/db), the seed-case binary copied there, and
+/// `gpufault ingest` against a fake sysfs root and an empty /proc.
+class CliDiagnosis : public ::testing::Test {
+  protected:
     TempDir t;
-    std::string module = t.file("multi_plus_one");
-    writeFile(module, readFile(kData + "binaries/seedcase/multi_plus_one"));
+
+    /// A copy of the seed-case binary (tests/data/binaries/seedcase) in `t`; its path.
+    std::string seedModule() const {
+        std::string module = t.file("multi_plus_one");
+        writeFile(module, readFile(kData + "binaries/seedcase/multi_plus_one"));
+        return module;
+    }
+    /// `gpufault --db DIR/db ingest ARGS… --sysfs-root SYS --proc-root DIR/proc FILE` (DIR: `t`
+    /// unless given): this machine's GPUs from `sys` (a missing directory: none), no /proc.
+    static ProcessResult ingest(const TempDir& dir,
+                                const std::string& sys,
+                                const std::string& file,
+                                const std::vector<std::string>& args = {}) {
+        std::vector<std::string> a{GPUFAULT_BIN, "--db", dir.file("db"), "ingest"};
+        a.insert(a.end(), args.begin(), args.end());
+        a.insert(a.end(), {"--sysfs-root", sys, "--proc-root", dir.file("proc"), file});
+        return run(a);
+    }
+    ProcessResult ingest(const std::string& sys, const std::string& file) const {
+        return ingest(t, sys, file);
+    }
+    /// `gpufault show N` on DIR/db (DIR: `t` unless given); its output.
+    static std::string show(const TempDir& dir, int incident) {
+        auto r = run({GPUFAULT_BIN, "--db", dir.file("db"), "show", std::to_string(incident)});
+        EXPECT_EQ(r.status, 0) << r.err;
+        return r.out;
+    }
+    std::string show(int incident) const { return show(t, incident); }
+};
+
+TEST_F(CliDiagnosis, CoreOfACrashInTheHipRuntimeNamesTheBundleWithoutCode) {
+    std::string module = seedModule();
     std::string core = makeCore(t.path(), module);
     if (core.empty()) GTEST_SKIP() << "no core written (kernel.core_pattern is not 'core')";
     std::string sys = fakeSysfs(t, "sys", "100300");  // gfx1030
-    auto r = run({GPUFAULT_BIN,
-                  "--db",
-                  t.file("db"),
-                  "ingest",
-                  "--sysfs-root",
-                  sys,
-                  "--proc-root",
-                  t.file("proc"),
-                  core});
+    auto r = ingest(sys, core);
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("1 diagnosis of a missing code object"), std::string::npos) << r.out;
-    std::string out = show(t, 1);
+    std::string out = show(1);
     // The diagnosis comes first, right after the title.
     std::string first = out.substr(out.find('\n') + 1);
     EXPECT_TRUE(
@@ -118,7 +137,7 @@ TEST(CliDiagnosis, CoreOfACrashInTheHipRuntimeNamesTheBundleWithoutCode) {
                     t.file("proc")});
     ASSERT_EQ(rec.status, 0) << rec.err;
     ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "diagnose", "--sysfs-root", sys}).status, 0);
-    out = show(t, 1);
+    out = show(1);
     EXPECT_NE(out.find("  covered    " + module + ": all 4 bundles carry code for gfx906\n"),
               std::string::npos)
         << out;
@@ -135,36 +154,18 @@ TEST(CliDiagnosis, CoreOfACrashInTheHipRuntimeNamesTheBundleWithoutCode) {
     EXPECT_EQ(j["diagnosis"][0]["findings"][1]["module"], module);
 }
 
-TEST(CliDiagnosis, FixtureCoreThroughAKernelLaunchWithItsModulesGone) {
-    TempDir t;
+TEST_F(CliDiagnosis, FixtureCoreThroughAKernelLaunchWithItsModulesGone) {
     std::string sys = fakeSysfs(t, "sys", "110501");  // gfx1151
     // Without symbols (no --debuginfo-path) its frames are `n/a (libcrashlib.so + 0x…)`: no
     // rule can fire on them.
-    auto r = run({GPUFAULT_BIN,
-                  "--db",
-                  t.file("db"),
-                  "ingest",
-                  "--sysfs-root",
-                  sys,
-                  "--proc-root",
-                  t.file("proc"),
-                  kData + "cores/core"});
+    auto r = ingest(sys, kData + "cores/core");
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_EQ(show(t, 1).find("DIAGNOSIS"), std::string::npos);
+    EXPECT_EQ(show(1).find("DIAGNOSIS"), std::string::npos);
     TempDir t2;
-    r = run({GPUFAULT_BIN,
-             "--db",
-             t2.file("db"),
-             "ingest",
-             "--exe",
-             kData + "cores/crashmain",
-             "--debuginfo-path",
-             kData + "cores/buildid",
-             "--sysfs-root",
-             sys,
-             "--proc-root",
-             t.file("proc"),
-             kData + "cores/core"});
+    r = ingest(t2,
+               sys,
+               kData + "cores/core",
+               {"--exe", kData + "cores/crashmain", "--debuginfo-path", kData + "cores/buildid"});
     ASSERT_EQ(r.status, 0) << r.err;
     std::string out = show(t2, 1);
     EXPECT_NE(out.find("  DIAGNOSIS  the crashing thread passes through a kernel launch: #2 "
@@ -178,20 +179,12 @@ TEST(CliDiagnosis, FixtureCoreThroughAKernelLaunchWithItsModulesGone) {
     EXPECT_NE(out.find(" read, 0 with GPU code"), std::string::npos) << out;
 }
 
-TEST(CliDiagnosis, RuntimeListingOfARealNoBinaryForGpuAbort) {
-    TempDir t;
+TEST_F(CliDiagnosis, RuntimeListingOfARealNoBinaryForGpuAbort) {
     auto r =
-        run({GPUFAULT_BIN,
-             "--db",
-             t.file("db"),
-             "ingest",
-             "--sysfs-root",
-             t.file("none"),
-             "--proc-root",
-             t.file("none"),
-             kData + "real/111-nobinaryforgpu-devices-bundled-list-level6-no-pid-zsh-abort.txt"});
+        ingest(t.file("none"),
+               kData + "real/111-nobinaryforgpu-devices-bundled-list-level6-no-pid-zsh-abort.txt");
     ASSERT_EQ(r.status, 0) << r.err;
-    std::string out = show(t, 1);
+    std::string out = show(1);
     EXPECT_NE(out.find("  DIAGNOSIS  hipErrorNoBinaryForGpu at "), std::string::npos) << out;
     EXPECT_NE(out.find("  device     gfx902:xnack-: the runtime's device listing at "),
               std::string::npos)
@@ -208,8 +201,7 @@ TEST(CliDiagnosis, RuntimeListingOfARealNoBinaryForGpuAbort) {
         << md.out;
 }
 
-TEST(CliDiagnosis, RocblasLibraryErrorFindsNoFilesForTheDevice) {
-    TempDir t;
+TEST_F(CliDiagnosis, RocblasLibraryErrorFindsNoFilesForTheDevice) {
     std::string lib = t.file("rocblas/library");
     for (const char* f : {"TensileLibrary_lazy_gfx1100.dat",
                           "TensileLibrary_lazy_gfx90a.dat",
@@ -222,17 +214,9 @@ TEST(CliDiagnosis, RocblasLibraryErrorFindsNoFilesForTheDevice) {
               "rocBLAS error: Cannot read " + lib +
                   "/TensileLibrary_lazy_gfx1201.dat: No such file or directory for GPU arch : "
                   "gfx1201\n");
-    auto r = run({GPUFAULT_BIN,
-                  "--db",
-                  t.file("db"),
-                  "ingest",
-                  "--sysfs-root",
-                  t.file("none"),
-                  "--proc-root",
-                  t.file("none"),
-                  t.file("job.log")});
+    auto r = ingest(t.file("none"), t.file("job.log"));
     ASSERT_EQ(r.status, 0) << r.err;
-    std::string out = show(t, 1);
+    std::string out = show(1);
     EXPECT_NE(out.find("(kernel_library)\n  device     gfx1201: the library error at "),
               std::string::npos)
         << out;
@@ -242,29 +226,19 @@ TEST(CliDiagnosis, RocblasLibraryErrorFindsNoFilesForTheDevice) {
         << out;
 }
 
-TEST(CliDiagnosis, FileNamedByTheRuntimeIsInventoriedAndAFifoIsNotOpened) {
+TEST_F(CliDiagnosis, FileNamedByTheRuntimeIsInventoriedAndAFifoIsNotOpened) {
     // hip_code_object.cpp's message names the binary it could not use.
     auto line = [](const std::string& file) {
         return ":1:hip_code_object.cpp      :507 : 0635372365 us: 16170: [tid:0x7fe0e2402880] "
                "hipErrorNoBinaryForGpu: Couldn't find binary for file: " +
                file + "\n";
     };
-    TempDir t;
     std::string sys = fakeSysfs(t, "sys", "90010");  // gfx90a
-    std::string module = t.file("multi_plus_one");
-    writeFile(module, readFile(kData + "binaries/seedcase/multi_plus_one"));
+    std::string module = seedModule();
     writeFile(t.file("run.log"), line(module));
-    auto r = run({GPUFAULT_BIN,
-                  "--db",
-                  t.file("db"),
-                  "ingest",
-                  "--sysfs-root",
-                  sys,
-                  "--proc-root",
-                  t.file("proc"),
-                  t.file("run.log")});
+    auto r = ingest(sys, t.file("run.log"));
     ASSERT_EQ(r.status, 0) << r.err;
-    std::string out = show(t, 1);
+    std::string out = show(1);
     EXPECT_NE(out.find("  device     gfx90a (0000:03:00.0): this machine, its only GPU\n  NO "
                        "CODE    " +
                        module + ": bundle #4 at 0x12000: no code for gfx90a (has gfx906)"),
@@ -275,17 +249,9 @@ TEST(CliDiagnosis, FileNamedByTheRuntimeIsInventoriedAndAFifoIsNotOpened) {
     TempDir f;
     ASSERT_EQ(::mkfifo(f.file("fifo").c_str(), 0600), 0);
     writeFile(f.file("run.log"), line(f.file("fifo")));
-    r = run({GPUFAULT_BIN,
-             "--db",
-             f.file("db"),
-             "ingest",
-             "--sysfs-root",
-             sys,
-             "--proc-root",
-             f.file("proc"),
-             f.file("run.log")});
+    r = ingest(f, sys, f.file("run.log"));
     ASSERT_EQ(r.status, 0) << r.err;
-    out = run({GPUFAULT_BIN, "--db", f.file("db"), "show", "1"}).out;
+    out = show(f, 1);
     EXPECT_NE(out.find("  modules    1 module named, 0 read, 0 with GPU code; 1 not read here (" +
                        f.file("fifo") + ": not a regular file)\n"),
               std::string::npos)

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "schema/sqlite.h"
+#include "tests/support/crash_files.h"
 #include "tests/support/process.h"
 
 namespace gpufault::testing {
@@ -170,7 +171,11 @@ bool Watcher::closedByPeer(std::chrono::milliseconds timeout) {
 bool writeJournal(const std::string& file, const std::vector<JournalFields>& entries) {
     std::string exp;
     for (const auto& e : entries) {
-        for (const auto& [k, v] : e) exp += k + "=" + v + "\n";
+        for (const auto& [k, v] : e)
+            if (v.find('\n') == std::string::npos)
+                exp += k + "=" + v + "\n";
+            else  // a multi-line value is a binary field, as journalctl exports it
+                exp += k + "\n" + le64(v.size()) + v + "\n";
         exp += "\n";
     }
     TempDir t;

@@ -78,7 +78,8 @@ class Watcher {
 using JournalFields = std::map<std::string, std::string>;
 
 /// Writes journal entries (export format, systemd-journal-export-formats(7)) into a journal
-/// file with systemd-journal-remote, as journald would have stored them; false on failure.
+/// file with systemd-journal-remote, as journald would have stored them; false on failure. A
+/// value holding a newline (a stack trace in MESSAGE) is written as a binary field.
 bool writeJournal(const std::string& file, const std::vector<JournalFields>& entries);
 
 /// A `_TRANSPORT=kernel` entry of boot 5c040de4… at `mono_us` µs after boot.

@@ -1,6 +1,7 @@
 // The real gpufaultd with systemd-coredump entries in a journal (written by
-// systemd-journal-remote, as journald stores them) and a followed core directory holding a
-// systemd-coredump zstd file and an apport report made from the real fixture core.
+// systemd-journal-remote through the harness's writeJournal, as journald stores them) and a
+// followed core directory holding a systemd-coredump zstd file and an apport report made from the
+// real fixture core.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -35,11 +36,24 @@ struct Fixture {
             extra);
     }
     int64_t count(const std::string& sql) const { return storeCount(store, sql); }
+    /// Writes `entries` into journal/a.journal (writeJournal) and a configuration that reads
+    /// that directory; false when the journal could not be written.
+    bool journalConfig(const std::vector<JournalFields>& entries) const {
+        std::string jdir = dir.file("journal");
+        ::mkdir(jdir.c_str(), 0755);
+        if (!writeJournal(jdir + "/a.journal", entries)) return false;
+        writeFile(conf,
+                  config(fmt::format("[journal]\nenabled = true\ndirectory = \"{}\"\n", jdir)));
+        return true;
+    }
 };
 
-std::vector<std::pair<std::string, std::string>> coredumpFields(const std::string& pid,
-                                                                const std::string& usec) {
-    return {{"__REALTIME_TIMESTAMP", usec},
+/// systemd-coredump's journal entry for process `pid` dumped at `usec` (µs since the epoch).
+JournalFields coredumpEntry(const std::string& pid,
+                            const std::string& usec,
+                            const std::string& message) {
+    return {{"MESSAGE", message},
+            {"__REALTIME_TIMESTAMP", usec},
             {"__MONOTONIC_TIMESTAMP", "5000000000"},
             {"_BOOT_ID", kBoot},
             {"_TRANSPORT", "journal"},
@@ -57,32 +71,33 @@ std::vector<std::pair<std::string, std::string>> coredumpFields(const std::strin
             {"COREDUMP_EXE", "/usr/bin/python3.12"}};
 }
 
+/// The entry of the fixture core's crash (crashmain, pid 14046), kept in a systemd-coredump zstd
+/// file written into the fixture's directory.
+JournalFields keptCoreEntry(const Fixture& f) {
+    auto zst = f.dir.file("core.crashmain.0." + kBoot + ".14046.1764480100000000.zst");
+    writeFile(zst, zstdCompress(readFile(kCore)));
+    auto e = coredumpEntry(
+        "14046", "1764480100000000", "Process 14046 (crashmain) of user 1000 dumped core.");
+    e["COREDUMP_FILENAME"] = zst;
+    return e;
+}
+
 }  // namespace
 
 TEST(DaemonCores, JournalCoredumpEntriesKeptAndNotKept) {
     if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)
         GTEST_SKIP() << "systemd-journal-remote is not installed (scripts/install-deps.sh)";
     Fixture f;
-    std::string jdir = f.dir.file("journal");
-    ::mkdir(jdir.c_str(), 0755);
-    auto zst = f.dir.file("core.crashmain.0." + kBoot + ".14046.1764480100000000.zst");
-    writeFile(zst, zstdCompress(readFile(kCore)));
-    auto kept = coredumpFields("14046", "1764480100000000");
-    kept.emplace_back("COREDUMP_FILENAME", zst);
-    std::string exp =
-        exportEntry(coredumpFields("51234", "1764480000000000"),
-                    "Process 51234 (python3) of user 1000 terminated abnormally without "
-                    "generating a coredump.\n\nStack trace of thread 51240:\n"
-                    "#0  0x00007f3a9c2969fc __pthread_kill_implementation (libc.so.6 + 0x969fc)\n"
-                    "#1  0x00007f3a61f3b2c5 n/a (libhsa-runtime64.so.1 + 0x3b2c5)\n") +
-        exportEntry(kept, "Process 14046 (crashmain) of user 1000 dumped core.");
-    writeFile(f.dir.file("in.export"), exp);
-    auto jr = run({"/lib/systemd/systemd-journal-remote",
-                   "--output=" + jdir + "/a.journal",
-                   f.dir.file("in.export")});
-    ASSERT_EQ(jr.status, 0) << jr.err;
-    writeFile(f.conf,
-              f.config(fmt::format("[journal]\nenabled = true\ndirectory = \"{}\"\n", jdir)));
+    auto kept = keptCoreEntry(f);
+    ASSERT_TRUE(f.journalConfig(
+        {coredumpEntry("51234",
+                       "1764480000000000",
+                       "Process 51234 (python3) of user 1000 terminated abnormally without "
+                       "generating a coredump.\n\nStack trace of thread 51240:\n"
+                       "#0  0x00007f3a9c2969fc __pthread_kill_implementation (libc.so.6 + "
+                       "0x969fc)\n"
+                       "#1  0x00007f3a61f3b2c5 n/a (libhsa-runtime64.so.1 + 0x3b2c5)\n"),
+         kept}));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
     ASSERT_TRUE(d.start());
     ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
@@ -120,33 +135,18 @@ TEST(DaemonCores, ForgedEntryIgnoredAndFifoCoreNeverBlocks) {
     if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)
         GTEST_SKIP() << "systemd-journal-remote is not installed (scripts/install-deps.sh)";
     Fixture f;
-    std::string jdir = f.dir.file("journal");
-    ::mkdir(jdir.c_str(), 0755);
     // A local user's entry: the MESSAGE_ID and SYSLOG_IDENTIFIER of systemd-coredump, but
     // journald's _UID is the sender's (1000), naming a real core (which it must not read).
-    auto zst = f.dir.file("core.crashmain.0." + kBoot + ".14046.1764480100000000.zst");
-    writeFile(zst, zstdCompress(readFile(kCore)));
-    auto forged = coredumpFields("14046", "1764480100000000");
-    for (auto& [k, v] : forged)
-        if (k == "_UID")
-            v = "1000";
-        else if (k == "_COMM")
-            v = "python3";
-    forged.emplace_back("COREDUMP_FILENAME", zst);
+    auto forged = keptCoreEntry(f);
+    forged["_UID"] = "1000";
+    forged["_COMM"] = "python3";
     // A genuine entry (root, systemd-coredum) whose file is a FIFO nobody writes to.
     auto fifo = f.dir.file("core.python3.0." + kBoot + ".51234.1764480000000000.zst");
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-    auto onFifo = coredumpFields("51234", "1764480000000000");
-    onFifo.emplace_back("COREDUMP_FILENAME", fifo);
-    writeFile(f.dir.file("in.export"),
-              exportEntry(forged, "Process 14046 (crashmain) of user 1000 dumped core.") +
-                  exportEntry(onFifo, "Process 51234 (python3) of user 1000 dumped core."));
-    auto jr = run({"/lib/systemd/systemd-journal-remote",
-                   "--output=" + jdir + "/a.journal",
-                   f.dir.file("in.export")});
-    ASSERT_EQ(jr.status, 0) << jr.err;
-    writeFile(f.conf,
-              f.config(fmt::format("[journal]\nenabled = true\ndirectory = \"{}\"\n", jdir)));
+    auto onFifo = coredumpEntry(
+        "51234", "1764480000000000", "Process 51234 (python3) of user 1000 dumped core.");
+    onFifo["COREDUMP_FILENAME"] = fifo;
+    ASSERT_TRUE(f.journalConfig({forged, onFifo}));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
     ASSERT_TRUE(d.start());
     ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();

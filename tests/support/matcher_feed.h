@@ -10,6 +10,16 @@
 
 namespace gpufault::testing {
 
+/// Feeds one line to `m` without finishing it: number `line`, text = raw = `text` (for tests
+/// that look at the matcher between lines: openSince(), idle()).
+inline void feedLine(Matcher& m, Sink& out, uint64_t line, const std::string& text) {
+    LogLine l;
+    l.line = line;
+    l.text = text;
+    l.raw = text;
+    m.feed(l, out);
+}
+
 /// Feeds `lines` (numbered from 1, text = raw = the line) to `m`, then finishes it. `tweak` may
 /// set more LogLine fields (time, rank, AMD log fields) per line. Returns everything emitted.
 inline CollectSink feedMatcher(Matcher& m,

@@ -11,6 +11,7 @@
 #include "collectors/common/text.h"
 #include "collectors/kernel_log/amdgpu_fault.h"
 #include "collectors/pipeline.h"
+#include "tests/support/matcher_feed.h"
 
 namespace gpufault {
 namespace {
@@ -734,11 +735,7 @@ TEST(AmdgpuFault, OpenBlockHoldsTheCheckpointAtItsFirstLine) {
     auto m = makeAmdgpuFaultMatcher();
     CollectSink sink;
     auto feed = [&](uint64_t line, const std::string& text) {
-        LogLine l;
-        l.line = line;
-        l.raw = text;
-        l.text = text;
-        m->feed(l, sink);
+        testing::feedLine(*m, sink, line, text);
     };
     EXPECT_FALSE(m->openSince());
     EXPECT_TRUE(m->idle());

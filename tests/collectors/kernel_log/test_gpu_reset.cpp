@@ -8,6 +8,7 @@
 
 #include "collectors/common/text.h"
 #include "collectors/kernel_log/gpu_reset.h"
+#include "tests/support/matcher_feed.h"
 
 namespace gpufault {
 namespace {
@@ -298,6 +299,55 @@ TEST(GpuReset, NewestFirstTaskLineBeforeItsRingTimeout) {
     auto other = std::find_if(r.begin(), r.end(), [](auto& e) { return e.line == 7; });
     ASSERT_NE(other, r.end());
     EXPECT_FALSE(other->pid);  // the task line was not directly before it
+}
+
+// The checkpoint (Matcher::openSince): the first line of the oldest episode still open, or of a
+// task line kept for the ring timeout that may follow it; nothing once every episode has ended.
+TEST(GpuReset, OpenEpisodeHoldsTheCheckpointAtItsFirstLine) {
+    auto m = makeGpuResetMatcher();
+    CollectSink sink;
+    auto feed = [&](uint64_t line, const std::string& text) {
+        testing::feedLine(*m, sink, line, text);
+    };
+    const std::string D2 = "amdgpu 0000:c6:00.0: amdgpu: ";
+    EXPECT_FALSE(m->openSince());
+    EXPECT_TRUE(m->idle());
+    feed(3, D + "ring gfx_0.0.0 timeout, signaled seq=1041, emitted seq=1043");
+    EXPECT_EQ(m->openSince(), 3u);
+    EXPECT_FALSE(m->idle());
+    feed(4, D + " Process python3 pid 4242 thread python3:cs0 pid 4250");
+    feed(5, D2 + "ring sdma0 timeout, signaled seq=5, emitted seq=7");
+    feed(6, D + "GPU reset begin!");
+    EXPECT_EQ(m->openSince(), 3u);  // the oldest of the two devices' episodes
+    feed(7, D + "GPU reset(2) succeeded!");
+    EXPECT_EQ(m->openSince(), 5u);  // the first device's episode ended: the second holds it
+    ASSERT_EQ(sink.evidences.size(), 1u);
+    EXPECT_EQ(sink.evidences[0].line, 3u);
+    EXPECT_EQ(sink.evidences[0].pid, 4242);
+    feed(8, D2 + "Ring sdma0 reset succeeded");
+    EXPECT_FALSE(m->openSince());
+    EXPECT_TRUE(m->idle());
+    ASSERT_EQ(sink.evidences.size(), 2u);
+    EXPECT_EQ(sink.evidences[1].attr("result"), "ring_reset_succeeded");
+
+    // A task line with no timeout before it is kept for a timeout on the next line (newest
+    // first); once lines that are not one have followed, it is dropped.
+    feed(20, D + " Process other pid 1 thread other pid 1");
+    EXPECT_EQ(m->openSince(), 20u);
+    EXPECT_FALSE(m->idle());
+    feed(21, "usb 1-1: new high-speed USB device number 2 using xhci_hcd");
+    feed(22, "usb 1-1: New USB device found, idVendor=0bda, idProduct=8153");
+    EXPECT_FALSE(m->openSince());
+    EXPECT_TRUE(m->idle());
+
+    // An episode in progress at the end of the input is emitted by finish() and closes.
+    feed(30, D + "ring comp_1.0.0 timeout, signaled seq=9, emitted seq=11");
+    EXPECT_EQ(m->openSince(), 30u);
+    m->finish(sink);
+    EXPECT_FALSE(m->openSince());
+    ASSERT_EQ(sink.evidences.size(), 3u);
+    EXPECT_EQ(sink.evidences[2].line, 30u);
+    EXPECT_EQ(sink.evidences[2].attr("ring"), "comp_1.0.0");
 }
 
 }  // namespace
