@@ -212,11 +212,12 @@ db::Result<Facts> loadFacts(db::Db& d, int64_t incident, const std::vector<Devic
 
 db::Result<DiagnoseSummary> diagnoseIncidents(db::Db& d, const DiagnoseOptions& o) {
     DiagnoseSummary sum;
-    auto incidents = queryIncidents(d);
+    auto incidents = queryDiagnosisCandidates(d);
     if (!incidents) return std::unexpected(incidents.error());
     std::optional<std::vector<DeviceFact>> devices;
-    for (const auto& inc : *incidents) {
-        auto facts = loadFacts(d, inc.id, {});
+    for (int64_t id : *incidents) {
+        if (o.stop && o.stop()) return std::unexpected(db::Error{"interrupted"});
+        auto facts = loadFacts(d, id, {});
         if (!facts) return std::unexpected(facts.error());
         auto t = trigger(*facts);
         if (!t) continue;

@@ -17,6 +17,9 @@ struct DiagnoseOptions {
     /// This machine's GPUs, asked for only when the store has no recorded devices.
     std::function<std::vector<DeviceFact>()> local_devices;
     codeobj::InventoryOptions inventory;
+    /// Asked before each incident: true ends the pass with the error "interrupted" (the
+    /// diagnoses stored so far stay; gpufaultd's worker on exit). May be empty.
+    std::function<bool()> stop;
 };
 
 struct DiagnoseSummary {
@@ -24,7 +27,8 @@ struct DiagnoseSummary {
     int unchanged = 0;  ///< triggered incidents whose inputs had not changed
 };
 
-/// Diagnoses every incident a rule fires on whose inputs (trigger, modules with their sizes
+/// Diagnoses every incident a rule fires on (only incidents with a missing_code_object or
+/// coredump member are read: queryDiagnosisCandidates) whose inputs (trigger, modules with their sizes
 /// and modification times, device targets, library directories) changed since it was last
 /// diagnosed. Unreadable modules become findings, not errors; errors are the store's.
 db::Result<DiagnoseSummary> diagnoseIncidents(db::Db& d, const DiagnoseOptions& o);

@@ -62,6 +62,23 @@ std::optional<std::string> statusShapeError(const json& j) {
                                {"error", kStr, "a string"}},
                               "store"))
             return e;
+    if (j.contains("worker"))
+        if (auto e = badField(j["worker"],
+                              {{"busy", &json::is_boolean, "true or false"},
+                               {"queued", &json::is_boolean, "true or false"},
+                               {"correlations", kNum, "a number"},
+                               {"diagnosed", kNum, "a number"},
+                               {"last_s", kNum, "a number"},
+                               {"last_correlate_s", kNum, "a number"},
+                               {"last_write_s", kNum, "a number"},
+                               {"last_diagnose_s", kNum, "a number"},
+                               {"last_records", kNum, "a number"},
+                               {"last_incidents", kNum, "a number"},
+                               {"last_rows", kNum, "a number"},
+                               {"jobs_queued", kNum, "a number"},
+                               {"error", kStr, "a string"}},
+                              "worker"))
+            return e;
     if (j.contains("streams"))
         for (size_t i = 0; i < j["streams"].size(); ++i)
             if (auto e = badField(j["streams"][i],
@@ -222,6 +239,22 @@ int cmdStatus(const std::string& socket, bool json, double timeout_s) {
     if (!st.value("error", "").empty())
         std::printf("STORE ERROR: %s (retrying every second)\n",
                     printable(st.value("error", "")).c_str());
+    if (j.contains("worker")) {
+        const auto& w = j["worker"];
+        std::printf("worker %s%s: %s correlations, the last %.2f s (correlate %.2f s, write %.2f s, "
+                    "diagnose %.2f s) over %s records, %s incidents, %s rows written; %s "
+                    "diagnoses, %s core files queued\n",
+                    w.value("busy", false) ? "busy" : "idle",
+                    w.value("queued", false) ? ", another pass queued" : "",
+                    u64(w, "correlations").c_str(), w.value("last_s", 0.0),
+                    w.value("last_correlate_s", 0.0), w.value("last_write_s", 0.0),
+                    w.value("last_diagnose_s", 0.0), u64(w, "last_records").c_str(),
+                    u64(w, "last_incidents").c_str(), u64(w, "last_rows").c_str(),
+                    u64(w, "diagnosed").c_str(), u64(w, "jobs_queued").c_str());
+        if (!w.value("error", "").empty())
+            std::printf("WORKER ERROR: %s (retrying every second)\n",
+                        printable(w.value("error", "")).c_str());
+    }
     TextTable t;
     t.header = {"SOURCE", "NAME", "POSITION", "LINES", "EVIDENCE", "LAG", "LOST_RECORDS",
                 "LOST_BYTES"};

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ingest/local_devices.h"
 #include "schema/sqlite.h"
 
 namespace gpufault {
@@ -108,18 +109,8 @@ struct CodeobjOptions {
 /// machine's GPUs (none: exit 2), unless `list`. 0 all covered (or a listing), 1 a bundle or
 /// library directory lacks a target or is mislabeled, 2 usage or input error or no GPU.
 int cmdCodeobj(const CodeobjOptions& o);
-/// A GPU of this machine (sysfs, /proc). `node`: the KFD topology node (amdgpu; ROCr's
-/// "GPU node-N" when the process sees every node) or the NVIDIA device minor.
-struct Device {
-    std::string vendor;  ///< amd | nvidia
-    std::optional<int> node;
-    std::string pci, target, name, uuid, vbios, driver;
-    std::optional<int> render_minor;
-    std::optional<uint64_t> vram_total, vram_used;  ///< bytes
-    std::optional<uint64_t> gpu_id;  ///< KFD's gpu_id (names vram_<gpu_id> in kfd/proc)
-};
-/// GPUs under `sysfs_root` (KFD topology, PCI attributes) and `proc_root` (NVIDIA module).
-std::vector<Device> listDevices(const std::string& sysfs_root, const std::string& proc_root);
+using gpufault::Device;  // ingest/local_devices.h
+using gpufault::listDevices;
 /// Lists them and, with `record` set, also writes them into its store (table devices, for
 /// diagnoses and the evidence_device links): 0 found, 1 none, 2 the store failed.
 int cmdDevices(const Global* record,

@@ -337,6 +337,8 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
         size_t lo = i > static_cast<size_t>(rules.neighbours) ? i - rules.neighbours : 0;
         for (size_t j = i; j-- > lo;) {
             if (faults[j]->source_id != faults[i]->source_id) break;
+            // Already one set: join() would do nothing (and the reason text costs a format).
+            if (uf.find(j) == uf.find(i)) continue;
             if (auto w = linker.why(*faults[j], *faults[i]); !w.empty()) uf.join(j, i, w);
         }
     }
@@ -349,7 +351,8 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
         for (size_t a = 0; a < idx.size(); ++a) {
             if (stopped()) return std::nullopt;
             for (size_t b = a + 1; b < idx.size() && b < a + 64; ++b)
-                if (faults[idx[a]]->source_id != faults[idx[b]]->source_id)
+                if (faults[idx[a]]->source_id != faults[idx[b]]->source_id &&
+                    uf.find(idx[a]) != uf.find(idx[b]))
                     if (auto w = linker.why(*faults[idx[a]], *faults[idx[b]]); !w.empty())
                         uf.join(idx[a], idx[b], w);
         }
@@ -401,22 +404,16 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
 
     // A core joins the record of its process (pid, or the crashing thread's tid that a segfault
     // line prints) whose wall time lies at most core_before_s after and core_after_s before
-    // the core's time; the closest in time wins.
-    // Candidates by pid and by tid (not a scan of every record for every core: 100,000 cores
-    // of a journal export made that 10^10 steps).
-    std::unordered_map<int64_t, std::vector<size_t>> byPid, byTid;
+    // the core's time; the closest in time wins (the first in stream order on a tie). Records
+    // are looked up by pid and tid, not scanned per core.
+    std::unordered_map<int64_t, std::vector<size_t>> withPid, withTid;
     for (size_t i = 0; i < faults.size(); ++i) {
-        if (stopped()) return std::nullopt;
         const auto& f = faults[i]->e;
         if (f.kind == Kind::Coredump || !f.pid || !f.time.wall) continue;
-        byPid[*f.pid].push_back(i);
-        if (f.tid) byTid[*f.tid].push_back(i);
+        withPid[*f.pid].push_back(i);
+        if (f.tid) withTid[*f.tid].push_back(i);
     }
     std::vector<size_t> candidates;
-    auto add = [&](const std::unordered_map<int64_t, std::vector<size_t>>& m, int64_t key) {
-        if (auto it = m.find(key); it != m.end())
-            candidates.insert(candidates.end(), it->second.begin(), it->second.end());
-    };
     for (size_t c = 0; c < faults.size(); ++c) {
         if (stopped()) return std::nullopt;
         const auto& core = faults[c]->e;
@@ -424,10 +421,13 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
         auto ct = wallSeconds(*core.time.wall);
         if (!ct) continue;
         candidates.clear();
-        add(byPid, *core.pid);
-        if (core.tid) add(byPid, *core.tid);
-        add(byTid, *core.pid);
-        // In record order, once each: the closest in time wins, the first of equals.
+        auto add = [&](const auto& index, int64_t key) {
+            if (auto it = index.find(key); it != index.end())
+                candidates.insert(candidates.end(), it->second.begin(), it->second.end());
+        };
+        add(withPid, *core.pid);
+        if (core.tid && *core.tid != *core.pid) add(withPid, *core.tid);
+        add(withTid, *core.pid);
         std::sort(candidates.begin(), candidates.end());
         candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
         std::optional<size_t> best;
@@ -436,8 +436,6 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
             if (stopped()) return std::nullopt;
             const auto& f = faults[i]->e;
             bool samePid = *f.pid == *core.pid;
-            if (!samePid && !(core.tid && *f.pid == *core.tid) && !(f.tid && *f.tid == *core.pid))
-                continue;
             // comm is cut to 15 characters; a thread's own name may differ from the process's
             if (samePid && f.process && core.process &&
                 f.process->substr(0, 15) != core.process->substr(0, 15))
@@ -471,12 +469,16 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
             incidentOf[i] = out.size();
             inc.members.push_back({faults[i]->id, "member", i == root ? "first" : uf.link[i]});
         }
-        // Most specific first: kind priority, then fault-family errors, then stream order.
-        std::stable_sort(members.begin(), members.end(), [](auto* a, auto* b) {
-            int pa = kindPriority(a->e.kind), pb = kindPriority(b->e.kind);
-            if (pa != pb) return pa < pb;
-            return isFaultFamilyError(a->e) && !isFaultFamilyError(b->e);
-        });
+        // Most specific first: kind priority, then fault-family errors, then stream order (the
+        // keys computed once per record: the reason text is searched for 16 names).
+        std::vector<std::pair<int, const StoredEvidence*>> keyed;
+        keyed.reserve(members.size());
+        for (auto* m : members)
+            keyed.emplace_back(kindPriority(m->e.kind) * 2 + (isFaultFamilyError(m->e) ? 0 : 1),
+                               m);
+        std::stable_sort(keyed.begin(), keyed.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (size_t k = 0; k < keyed.size(); ++k) members[k] = keyed[k].second;
         const StoredEvidence* primary = members.front();
         inc.kind = std::string(kindName(primary->e.kind));
         inc.vendor = primary->e.vendor;
@@ -500,25 +502,44 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
         out.push_back(std::move(inc));
     }
 
-    // Context: a GPU reset joins the incident of the same device that precedes it closely; an
-    // allocation failure joins the next incident of its stream (and process).
+    // Context: a GPU reset joins the incident of the same device that precedes it closely (the
+    // last such fault in stream order); an allocation failure joins the next incident of its
+    // stream (and process). Faults are looked up by device and by stream, not scanned per record.
+    std::unordered_map<std::string, std::vector<size_t>> byPci;
+    std::unordered_map<int64_t, std::vector<size_t>> byStream;  // in line order
+    for (size_t i = 0; i < faults.size(); ++i) {
+        if (faults[i]->e.pci) byPci[*faults[i]->e.pci].push_back(i);
+        byStream[faults[i]->source_id].push_back(i);
+    }
     for (auto* c : context) {
+        if (stopped()) return std::nullopt;
         std::optional<size_t> best;
         std::string why;
-        for (size_t i = 0; i < faults.size(); ++i) {
-            if (stopped()) return std::nullopt;
-            const auto* f = faults[i];
-            if (c->e.kind == Kind::GpuReset) {
-                if (!c->e.pci || !f->e.pci || *c->e.pci != *f->e.pci) continue;
+        if (c->e.kind == Kind::GpuReset) {
+            auto it = c->e.pci ? byPci.find(*c->e.pci) : byPci.end();
+            if (it == byPci.end()) continue;
+            // The last match in stream order: searched from the end, the first match ends it.
+            for (auto i = it->second.rbegin(); i != it->second.rend(); ++i) {
+                if (stopped()) return std::nullopt;
+                const auto* f = faults[*i];
                 auto gap = clockGap(f->e, c->e);
                 bool after = f->source_id == c->source_id ? f->e.line <= c->e.line : true;
                 if (gap ? *gap <= rules.reset_after_s : f->source_id == c->source_id && after) {
-                    best = incidentOf[i];
+                    best = incidentOf[*i];
                     why = fmt::format("reset of {} after the fault", *c->e.pci);
+                    break;
                 }
-            } else if (f->source_id == c->source_id && f->e.line >= c->e.line &&
-                       (!f->e.pid || !c->e.pid || *f->e.pid == *c->e.pid)) {
-                best = incidentOf[i];
+            }
+        } else if (auto it = byStream.find(c->source_id); it != byStream.end()) {
+            const auto& idx = it->second;
+            auto from = std::partition_point(idx.begin(), idx.end(), [&](size_t i) {
+                return faults[i]->e.line < c->e.line;
+            });
+            for (; from != idx.end(); ++from) {
+                if (stopped()) return std::nullopt;
+                const auto* f = faults[*from];
+                if (f->e.pid && c->e.pid && *f->e.pid != *c->e.pid) continue;
+                best = incidentOf[*from];
                 if (f->e.time.runtime_us && c->e.time.runtime_us)
                     why = fmt::format(
                         "allocation failure {:.3f} s ({} lines) before",

@@ -53,6 +53,10 @@ struct Config {
     uint64_t max_watchers = 16;             ///< `watch` clients at once
     uint64_t watch_queue_kib = 4096;        ///< bytes queued per watcher before lines are dropped
 
+    bool diagnose = true;  ///< the worker diagnoses missing code objects after correlating
+    std::string sysfs_root = "/sys";  ///< this machine's GPUs for diagnoses (no recorded devices)
+    std::string proc_root = "/proc";
+
     std::string metrics_path;  ///< Prometheus textfile ("" = none)
     uint64_t metrics_ms = 10000;
 };

@@ -293,7 +293,29 @@ std::string ControlServer::statusJson() const {
                   {"bytes", storeFileBytes(s_.cfg.store_path)},
                   {"error", s_.store_error}};
     j["commits"] = s_.commits;
-    j["correlations"] = s_.correlations;
+    if (s_.worker) {
+        auto w = s_.worker->status();
+        j["correlations"] = w.correlations;
+        j["worker"] = {{"correlations", w.correlations},
+                       {"interrupted", w.interrupted},
+                       {"failed", w.failed},
+                       {"diagnosed", w.diagnosed},
+                       {"busy", w.busy},
+                       {"queued", w.queued},
+                       {"last_s", w.last_s},
+                       {"last_correlate_s", w.last_correlate_s},
+                       {"last_write_s", w.last_write_s},
+                       {"last_diagnose_s", w.last_diagnose_s},
+                       {"last_records", w.last_records},
+                       {"last_incidents", w.last_incidents},
+                       {"last_rows", w.last_rows},
+                       {"last_transactions", w.last_transactions},
+                       {"jobs_queued", w.jobs_queued},
+                       {"jobs_done", w.jobs_done},
+                       {"error", w.error}};
+    } else {
+        j["correlations"] = 0;
+    }
     j["config"] = s_.cfg.path;
     j["control"] = {{"clients", *live_},
                     {"watchers", watchers_.size()},

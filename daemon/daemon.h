@@ -12,6 +12,7 @@
 #include "daemon/config.h"
 #include "daemon/control.h"
 #include "daemon/source.h"
+#include "daemon/worker.h"
 #include "schema/store.h"
 
 namespace gpufault::daemon {
@@ -41,12 +42,14 @@ struct State {
     JournalSource* journal = nullptr;
     AllocDirSource* allocs = nullptr;
     std::unique_ptr<ControlServer> control;
+    /// Re-correlation and diagnoses, on its own thread and store connection (daemon/worker.h).
+    std::unique_ptr<Worker> worker;
     /// Control servers replaced by a reload: kept (closed) until exit, because handlers of
     /// their connections may still be queued and refer to them.
     std::vector<std::unique_ptr<ControlServer>> retired_control;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     std::string store_error;  ///< the last store failure while it lasts ("" = healthy)
-    uint64_t commits = 0, correlations = 0;
+    uint64_t commits = 0;
     int exit_code = 0;
 };
 
@@ -65,10 +68,19 @@ StepResult loadConfigStep(State& s);
 StepResult openStoreStep(State& s);
 StepResult openSourcesStep(State& s);
 StepResult openControlStep(State& s);
-/// Teardown steps, run in order whatever happened: commit what is pending, close sources,
-/// the socket and the store.
+/// Starts the worker thread on the store of `s.cfg` (after openStoreStep: the store exists and
+/// is migrated). Its completed passes are posted to the loop (watchers hear of new incidents).
+StepResult startWorkerStep(State& s);
+/// Teardown steps, run in order whatever happened: commit what is pending, let the worker
+/// finish a pass within `kFinalCorrelation` and join it, close sources, the socket and the
+/// store.
 void flushStep(State& s);
+void stopWorkerStep(State& s);
 void closeStep(State& s);
+
+/// How long the exit lets the worker recompute incidents (a larger store is left to the next
+/// start).
+inline constexpr std::chrono::milliseconds kFinalCorrelation{1000};
 
 /// Runs the event loop until SIGTERM/SIGINT (daemon/loop.cpp): reads sources, commits in
 /// batches, re-correlates, reloads on SIGHUP, pings the watchdog, writes metrics.

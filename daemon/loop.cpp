@@ -1,4 +1,5 @@
-// gpufaultd's event loop (Boost.Asio, one thread): sources → batched commits → incidents.
+// gpufaultd's event loop (Boost.Asio, one thread): sources → batched commits; incidents and
+// diagnoses are the worker thread's (daemon/worker.h), asked after commits.
 #include <fmt/format.h>
 #include <sys/inotify.h>
 #include <systemd/sd-daemon.h>
@@ -27,16 +28,6 @@ namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-/// How long a SIGTERM may spend recomputing incidents before the exit.
-constexpr auto kFinalCorrelation = std::chrono::seconds(1);
-
-/// SIGTERM or SIGINT is pending (blocked while the loop correlates).
-bool exitPending() {
-    sigset_t pending;
-    if (::sigpending(&pending) != 0) return false;
-    return sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1;
-}
-
 class Loop {
   public:
     explicit Loop(State& s)
@@ -56,12 +47,10 @@ class Loop {
 
     void start() {
         bootId_ = readBootId();
-        if (auto m = maxEvidenceId(s_.store->db()); m) {
-            lastSnapshotEvidence_ = *m;
-            // The last correlation may have been interrupted (SIGTERM): do it again.
-            if (auto c = maxIncidentEvidenceId(s_.store->db()); c && *c < *m)
-                scheduleCorrelate();
-        }
+        if (auto m = maxEvidenceId(s_.store->db()); m) lastSnapshotEvidence_ = *m;
+        // The last pass may have been interrupted (SIGTERM) halfway through its writes: the
+        // worker checks once (a store that is up to date costs it a read, no write).
+        if (s_.worker) s_.worker->request();
         waitSignal();
         armSources();
         uint64_t usec = 0;
@@ -88,7 +77,11 @@ class Loop {
             }
             logLine(6, fmt::format("signal {}: flushing and stopping", sig));
             sd_notify(0, "STOPPING=1");
-            finalCorrelation();
+            // What is pending is committed; when records arrived since the worker was last
+            // asked, it gets one more pass, which the teardown (stopWorkerStep) lets run for
+            // kFinalCorrelation.
+            if (s_.store_error.empty() && s_.txn) commit();
+            if (incidentsStale_ && s_.worker) s_.worker->request();
             s_.io.stop();
         });
     }
@@ -288,42 +281,8 @@ class Loop {
         return false;
     }
 
-    /// Runs recorrelate() with SIGTERM and SIGINT blocked, stopping when `stop` says so (it is
-    /// asked every few thousand steps: sigpending, the clock); true when it completed.
-    bool correlateUnless(const std::function<bool()>& stop, bool* interrupted) {
-        sigset_t block, old;
-        sigemptyset(&block);
-        sigaddset(&block, SIGTERM);
-        sigaddset(&block, SIGINT);
-        ::pthread_sigmask(SIG_BLOCK, &block, &old);
-        auto n = recorrelate(*s_.store, stop);
-        *interrupted = !n && stop();
-        ::pthread_sigmask(SIG_SETMASK, &old, nullptr);  // a pending signal is handled now
-        if (n) {
-            incidentsStale_ = false;
-            ++s_.correlations;
-            return true;
-        }
-        if (!*interrupted) fail(n.error().message);
-        return false;
-    }
-
-    /// On SIGTERM: what is pending is committed and, when records arrived since the last
-    /// correlation, incidents are recomputed within kFinalCorrelation (a larger store is left
-    /// to the next start; a second signal cuts it at once).
-    void finalCorrelation() {
-        if (!incidentsStale_ || !s_.store_error.empty() || !s_.txn) return;
-        commit();
-        if (s_.txn->open() || !s_.store_error.empty()) return;
-        auto deadline = Clock::now() + kFinalCorrelation;
-        bool interrupted = false;
-        if (!correlateUnless([&] { return Clock::now() > deadline || exitPending(); },
-                             &interrupted) &&
-            interrupted)
-            logLine(5, "incidents not recomputed before exit (longer than 1 s): the next start "
-                       "does it");
-    }
-
+    /// Records were committed: the worker is asked to recompute incidents (and diagnoses), at
+    /// most every commit.correlate_ms. The loop never waits for it.
     void scheduleCorrelate() {
         incidentsStale_ = true;
         if (correlateArmed_) return;
@@ -337,15 +296,8 @@ class Loop {
             if (s_.txn->open()) commit();
             if (s_.txn->open() || !s_.store_error.empty()) return scheduleCorrelate();
             lastCorrelate_ = Clock::now();
-            // A long correlation (hundreds of thousands of records) must not hold SIGTERM up:
-            // a pending SIGTERM or SIGINT ends it, the incidents stay as they were, and the
-            // signal is handled at once (finalCorrelation, then the next start, redo it).
-            bool interrupted = false;
-            if (correlateUnless(exitPending, &interrupted)) {
-                if (s_.control) s_.control->published(true);
-            } else if (interrupted) {
-                logLine(6, "correlation interrupted: exiting");
-            }
+            incidentsStale_ = false;
+            if (s_.worker) s_.worker->request();
         });
     }
 
@@ -437,6 +389,13 @@ class Loop {
                 s.txn.reset();
                 s.store.emplace(std::move(*st));
                 s.txn = std::make_unique<Txn>(*s.store);
+                // The worker follows the store: the old one's pass is cut at once.
+                if (s.worker) s.worker->stop(Clock::now());
+                s.worker.reset();
+                if (auto r = startWorkerStep(s); !r.proceed)
+                    logLine(3, fmt::format("reload: {}", r.error));
+                else
+                    s.worker->request();
             }
         }
         (void)openSourcesStep(s);
@@ -465,7 +424,7 @@ class Loop {
     Clock::duration watchdogPeriod_{};
     Clock::time_point lastCorrelate_{};
     bool commitArmed_ = false, correlateArmed_ = false, morePosted_ = false;
-    bool incidentsStale_ = false;  ///< records arrived since the last completed correlation
+    bool incidentsStale_ = false;  ///< records committed since the worker was last asked
     uint64_t evidenceSeen_ = 0, linesAtLastPump_ = 0;
     int64_t lastSnapshotEvidence_ = 0;
     std::string bootId_;

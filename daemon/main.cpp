@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
     const std::pair<const char*, Step> steps[] = {
         {"load configuration", loadConfigStep},
         {"open store", openStoreStep},
+        {"start worker", startWorkerStep},
         {"open sources", openSourcesStep},
         {"open control socket", openControlStep},
     };
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
     }
     if (failed.proceed && !check) runLoop(s);
     flushStep(s);
+    stopWorkerStep(s);
     closeStep(s);
     if (check && failed.proceed) {
         fmt::print("{}: valid\n", s.config_path.empty() ? "defaults" : s.config_path);

@@ -88,7 +88,9 @@ StepResult openSourcesStep(State& s) {
     }
     if (!c.core_dirs.empty())
         s.sources.push_back(std::make_unique<CoreDirSource>(
-            *s.store, c.core_dirs, crash, std::chrono::milliseconds(c.poll_ms)));
+            c.core_dirs, crash, std::chrono::milliseconds(c.poll_ms), [&s](WorkerJob job) {
+                if (s.worker) s.worker->submit(std::move(job));
+            }));
     if (!c.alloc_dir.empty()) {
         struct stat st {};
         if (::stat(c.alloc_dir.c_str(), &st) != 0) {
@@ -113,6 +115,29 @@ StepResult openControlStep(State& s) {
     if (!srv) return StepResult::fatal(1, srv.error());
     s.control = std::move(*srv);
     return StepResult::ok();
+}
+
+StepResult startWorkerStep(State& s) {
+    WorkerOptions o;
+    o.store_path = s.cfg.store_path;
+    o.diagnose = s.cfg.diagnose;
+    o.sysfs_root = s.cfg.sysfs_root;
+    o.proc_root = s.cfg.proc_root;
+    auto w = Worker::start(std::move(o), [&s](const WorkerPass& p) {
+        // On the worker's thread: the loop tells the watchers.
+        boost::asio::post(s.io, [&s, p] {
+            if (p.incidents_changed && s.control) s.control->published(true);
+        });
+    });
+    if (!w) return StepResult::fatal(1, w.error());
+    s.worker = std::move(*w);
+    return StepResult::ok();
+}
+
+void stopWorkerStep(State& s) {
+    if (!s.worker) return;
+    s.worker->stop(std::chrono::steady_clock::now() + kFinalCorrelation);
+    s.worker.reset();
 }
 
 void flushStep(State& s) {

@@ -237,51 +237,54 @@ db::Result<IngestSummary> ingestFile(Store& store,
     return sum;
 }
 
-db::Result<size_t> recorrelate(Store& store, const std::function<bool()>& stop) {
-    // The queries are interrupted through SQLite's progress handler (removed on every return).
-    struct Interruptible {
-        db::Db& d;
-        explicit Interruptible(db::Db& db, const std::function<bool()>& stop) : d(db) {
-            if (stop) d.setInterrupt(&stop);
-        }
-        ~Interruptible() { d.setInterrupt(nullptr); }
-    };
+StoreInterrupt::StoreInterrupt(db::Db& d, const std::function<bool()>& stop) : d_(d) {
+    if (stop) d_.setInterrupt(&stop);
+}
+StoreInterrupt::~StoreInterrupt() {
+    d_.setInterrupt(nullptr);
+}
+
+db::Result<std::vector<IncidentRecord>> correlateStored(Store& store,
+                                                        const std::function<bool()>& stop) {
     const db::Error interrupted{"interrupted"};
-    std::optional<std::vector<IncidentRecord>> incidents;
-    {
-        Interruptible guard(store.db(), stop);
-        EvidenceFilter f;
-        f.with_text = false;  // correlation needs neither attrs nor raw
-        auto ev = queryEvidence(store.db(), f);
-        if (!ev) return std::unexpected(stop && stop() ? interrupted : ev.error());
-        ProcessLinks links;
-        // Container pids of processes the daemon saw alive (NSpid: host pid first, innermost last).
-        auto procs = queryProcesses(store.db());
-        if (!procs) return std::unexpected(procs.error());
-        for (const auto& p : *procs) {
-            auto ns = nlohmann::json::parse(p.p.nspid, nullptr, false);
-            if (ns.is_array() && ns.size() > 1 && ns.back().is_number_integer())
-                links.ns_pids[p.p.pid] = ns.back().get<int64_t>();
-        }
-        // Pids that `gpufault run` jobs spawned, with the source of their captured output.
-        auto runs = queryRuns(store.db());
-        if (!runs) return std::unexpected(runs.error());
-        for (const auto& r : *runs) {
-            auto pids = nlohmann::json::parse(r.run.pids, nullptr, false);
-            if (!r.run.source_id || !pids.is_array()) continue;
-            for (const auto& p : pids)
-                if (p.is_number_integer())
-                    links.run_sources[p.get<int64_t>()].emplace_back(*r.run.source_id, r.id);
-        }
-        incidents = correlateUnless(stop, *ev, {}, links);
-        if (!incidents) return std::unexpected(interrupted);
+    StoreInterrupt guard(store.db(), stop);
+    EvidenceFilter f;
+    f.with_text = false;  // correlation needs neither attrs nor raw
+    auto ev = queryEvidence(store.db(), f);
+    if (!ev) return std::unexpected(stop && stop() ? interrupted : ev.error());
+    ProcessLinks links;
+    // Container pids of processes the daemon saw alive (NSpid: host pid first, innermost last).
+    auto procs = queryProcesses(store.db());
+    if (!procs) return std::unexpected(stop && stop() ? interrupted : procs.error());
+    for (const auto& p : *procs) {
+        auto ns = nlohmann::json::parse(p.p.nspid, nullptr, false);
+        if (ns.is_array() && ns.size() > 1 && ns.back().is_number_integer())
+            links.ns_pids[p.p.pid] = ns.back().get<int64_t>();
     }
+    // Pids that `gpufault run` jobs spawned, with the source of their captured output.
+    auto runs = queryRuns(store.db());
+    if (!runs) return std::unexpected(stop && stop() ? interrupted : runs.error());
+    for (const auto& r : *runs) {
+        auto pids = nlohmann::json::parse(r.run.pids, nullptr, false);
+        if (!r.run.source_id || !pids.is_array()) continue;
+        for (const auto& p : pids)
+            if (p.is_number_integer())
+                links.run_sources[p.get<int64_t>()].emplace_back(*r.run.source_id, r.id);
+    }
+    auto incidents = correlateUnless(stop, *ev, {}, links);
+    if (!incidents) return std::unexpected(interrupted);
+    return std::move(*incidents);
+}
+
+db::Result<size_t> recorrelate(Store& store, const std::function<bool()>& stop) {
+    auto incidents = correlateStored(store, stop);
+    if (!incidents) return std::unexpected(incidents.error());
     if (auto r = store.begin(); !r) return std::unexpected(r.error());
     {
-        Interruptible guard(store.db(), stop);
+        StoreInterrupt guard(store.db(), stop);
         if (auto r = store.replaceIncidents(*incidents, stop); !r) {
             (void)store.rollback();
-            return std::unexpected(stop && stop() ? interrupted : r.error());
+            return std::unexpected(stop && stop() ? db::Error{"interrupted"} : r.error());
         }
     }
     if (auto r = store.commit(); !r) {

@@ -5,7 +5,9 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "schema/sqlite.h"
 #include "schema/store.h"
 
 namespace gpufault {
@@ -47,6 +49,24 @@ struct IngestSummary {
 db::Result<IngestSummary> ingestFile(Store& store,
                                      const std::string& path,
                                      const IngestOptions& opt = {});
+
+/// While it lives, `stop` (kept by the caller) interrupts the queries of `d` (SQLite's
+/// progress handler, every 10 000 VM steps).
+class StoreInterrupt {
+  public:
+    StoreInterrupt(db::Db& d, const std::function<bool()>& stop);
+    ~StoreInterrupt();
+    StoreInterrupt(const StoreInterrupt&) = delete;
+    StoreInterrupt& operator=(const StoreInterrupt&) = delete;
+
+  private:
+    db::Db& d_;
+};
+
+/// Correlates every stored record (with the /proc snapshots' NSpid and the runs' pids) without
+/// writing anything; the error "interrupted" as soon as `stop` returns true.
+db::Result<std::vector<IncidentRecord>> correlateStored(Store& store,
+                                                        const std::function<bool()>& stop = {});
 
 /// Recomputes incidents from all evidence in the store (one transaction). `stop`, asked
 /// every few thousand steps of the queries, the correlation and the writes, ends it early with

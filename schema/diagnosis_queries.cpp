@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "collectors/common/evidence.h"
+
 namespace gpufault {
 
 namespace {
@@ -101,6 +103,21 @@ db::Result<std::optional<std::string>> diagnosisInputs(db::Db& d, int64_t eviden
     if (!row) return std::unexpected(row.error());
     if (!*row) return std::optional<std::string>();
     return std::optional<std::string>(s->str(0));
+}
+
+db::Result<std::vector<int64_t>> queryDiagnosisCandidates(db::Db& d) {
+    auto s = d.prepare(
+        "SELECT DISTINCT m.incident_id FROM evidence e JOIN incident_evidence m ON m.evidence_id "
+        "= e.id WHERE e.kind IN (?1, ?2) AND m.role = 'member' ORDER BY m.incident_id");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, kindName(Kind::MissingCodeObject)).bind(2, kindName(Kind::Coredump));
+    std::vector<int64_t> out;
+    for (;;) {
+        auto row = s->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) return out;
+        out.push_back(s->i64(0));
+    }
 }
 
 db::Result<void> replaceDiagnosis(db::Db& d, const Diagnosis& dg) {

@@ -54,6 +54,9 @@ struct Diagnosis {
 
 /// The digest of the stored diagnosis triggered by `evidence_id`; nullopt when none.
 db::Result<std::optional<std::string>> diagnosisInputs(db::Db& d, int64_t evidence_id);
+/// Incidents a diagnosis rule may fire on, by id: those with a member record of kind
+/// missing_code_object or coredump (every rule reads one of them; analysis/diagnosis.h).
+db::Result<std::vector<int64_t>> queryDiagnosisCandidates(db::Db& d);
 /// Replaces the diagnosis of `dg.evidence_id` (in one transaction).
 db::Result<void> replaceDiagnosis(db::Db& d, const Diagnosis& dg);
 /// The paths of the files a core mapped (table core_files), in address order.

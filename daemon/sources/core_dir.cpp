@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <ctime>
 
 #include "collectors/coredump/core_reader.h"
@@ -13,8 +14,6 @@
 namespace gpufault::daemon {
 
 namespace {
-
-constexpr int kCoresPerPoll = 1;  ///< unwinding takes time: the other sources run between cores
 
 enum class What { Skip, Systemd, Apport, Plain };
 
@@ -29,18 +28,21 @@ What classify(const std::string& name) {
 
 }  // namespace
 
-CoreDirSource::CoreDirSource(Store& store,
-                             std::vector<std::string> dirs,
+CoreDirSource::CoreDirSource(std::vector<std::string> dirs,
                              CrashOptions opt,
-                             std::chrono::milliseconds interval)
-    : store_(store),
-      dirs_(std::move(dirs)),
+                             std::chrono::milliseconds interval,
+                             std::function<void(WorkerJob)> submit)
+    : dirs_(std::move(dirs)),
       opt_(std::move(opt)),
       interval_(interval),
-      perDir_(dirs_.size(), 0) {}
+      submit_(std::move(submit)),
+      counters_(std::make_shared<Counters>()) {
+    counters_->perDir.assign(dirs_.size(), 0);
+}
 
 void CoreDirSource::scan() {
     std::set<std::pair<std::string, FileState>> now;
+    std::vector<std::string> ready;
     struct timespec wall {};
     clock_gettime(CLOCK_REALTIME, &wall);
     for (const auto& d : dirs_) {
@@ -58,92 +60,93 @@ void CoreDirSource::scan() {
                          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
             auto key = std::pair{path, fs};
             if (seen_.contains(key)) continue;
-            // Taken when unchanged since the last scan and older than 2 s.
-            if (pending_.contains(key) && wall.tv_sec - st.st_mtim.tv_sec >= 2)
-                queue_.insert(path + '\n' + std::to_string(std::get<3>(fs)));
+            // Taken when unchanged since the last scan and older than 2 s; marked seen
+            // whatever happens to it: a bad file is not retried until it changes.
+            if (pending_.contains(key) && wall.tv_sec - st.st_mtim.tv_sec >= 2) {
+                seen_.insert(key);
+                ready.push_back(path);
+                continue;
+            }
             now.insert(key);
         }
         ::closedir(dir);
     }
     pending_ = std::move(now);
+    std::sort(ready.begin(), ready.end());
+    for (const auto& path : ready) {
+        auto name = path.substr(path.rfind('/') + 1);
+        What what = classify(name);
+        size_t dir = 0;
+        while (dir + 1 < dirs_.size() && !path.starts_with(dirs_[dir] + "/")) ++dir;
+        {
+            std::lock_guard lk(counters_->mu);
+            ++counters_->queued;
+        }
+        // Runs on the worker's thread, with its own store connection and transactions (the
+        // unwinding holds no lock on the store).
+        submit_([path, what, dir, opt = opt_, counters = counters_](
+                    Store& store, const std::function<bool()>&) -> bool {
+            db::Result<CoreIngestSummary> r = std::unexpected(db::Error{"not a core"});
+            switch (what) {
+                case What::Apport:
+                    r = ingestApportReport(store, path, opt, true);
+                    break;
+                case What::Systemd:
+                    r = ingestSystemdCoreFile(store, path, opt, true);
+                    break;
+                case What::Plain:
+                    if (!coredump::isCoreFile(path)) break;  // core.c, core-utils.log, …
+                    r = ingestCore(store, path, opt.read, true);
+                    break;
+                case What::Skip:
+                    break;
+            }
+            std::lock_guard lk(counters->mu);
+            --counters->queued;
+            if (!r) {
+                if (r.error().message == "not a core") return false;
+                ++counters->errors;
+                logLine(4, fmt::format("core not stored: {}", r.error().message));
+                return false;
+            }
+            if (r->unchanged) return false;
+            ++counters->perDir[dir];
+            return true;
+        });
+    }
 }
 
-db::Result<bool> CoreDirSource::poll(Txn& txn) {
+db::Result<bool> CoreDirSource::poll(Txn&) {
     auto t = std::chrono::steady_clock::now();
-    if (queue_.empty() && t - lastScan_ >= interval_) {
+    if (t - lastScan_ >= interval_) {
         lastScan_ = t;
         scan();
     }
-    for (int i = 0; i < kCoresPerPoll && !queue_.empty(); ++i) {
-        auto item = *queue_.begin();
-        queue_.erase(queue_.begin());
-        auto path = item.substr(0, item.find('\n'));
-        // Mark it seen whatever happens: a bad file is not retried until it changes.
-        for (const auto& p : pending_)
-            if (p.first == path) {
-                seen_.insert(p);
-                uncommittedSeen_.insert(p);
-            }
-        if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
-        // One core's rows stand or fall together: a failure halfway leaves the shared
-        // transaction as it was.
-        if (auto r = store_.savepoint(); !r) return std::unexpected(r.error());
-        auto name = path.substr(path.rfind('/') + 1);
-        db::Result<CoreIngestSummary> r = std::unexpected(db::Error{"not a core"});
-        switch (classify(name)) {
-            case What::Apport:
-                r = ingestApportReport(store_, path, opt_, false);
-                break;
-            case What::Systemd:
-                r = ingestSystemdCoreFile(store_, path, opt_, false);
-                break;
-            case What::Plain:
-                if (!coredump::isCoreFile(path)) break;  // core.c, core-utils.log, …
-                r = ingestCore(store_, path, opt_.read, false);
-                break;
-            case What::Skip:
-                break;
-        }
-        if (!r) {
-            if (auto u = store_.undoSavepoint(); !u) return std::unexpected(u.error());
-            if (r.error().message == "not a core") continue;
-            ++errors_;
-            logLine(4, fmt::format("core not stored: {}", r.error().message));
-            continue;
-        }
-        if (auto u = store_.releaseSavepoint(); !u) return std::unexpected(u.error());
-        if (r->unchanged) continue;
-        ++uncommitted_;
-        ++stored_;
-        for (size_t d = 0; d < dirs_.size(); ++d)
-            if (path.starts_with(dirs_[d] + "/")) ++perDir_[d];
-    }
-    return !queue_.empty();
-}
-
-void CoreDirSource::committed() {
-    uncommitted_ = 0;
-    uncommittedSeen_.clear();
+    return false;
 }
 
 void CoreDirSource::reset() {
-    // Rolled back: the cores read since the last commit are read again.
-    for (const auto& s : uncommittedSeen_) seen_.erase(s);
-    uncommittedSeen_.clear();
-    uncommitted_ = 0;
-    queue_.clear();
-    pending_.clear();
+    // A rollback of the loop's transaction: the cores are the worker's, stored on their own.
+}
+
+uint64_t CoreDirSource::evidenceStored() const {
+    std::lock_guard lk(counters_->mu);
+    uint64_t n = 0;
+    for (auto c : counters_->perDir) n += c;
+    return n;
 }
 
 std::vector<StreamStatus> CoreDirSource::status() const {
     std::vector<StreamStatus> out;
+    std::lock_guard lk(counters_->mu);
     for (size_t d = 0; d < dirs_.size(); ++d) {
         StreamStatus s;
         s.source = "cores";
         s.name = dirs_[d];
-        s.position = fmt::format("{} cores stored, {} not readable", perDir_[d], errors_);
-        s.evidence = perDir_[d];
-        s.lag = queue_.size();
+        s.position = fmt::format(
+            "{} cores stored, {} not readable", counters_->perDir[d], counters_->errors);
+        s.evidence = counters_->perDir[d];
+        s.lag = counters_->queued;
         out.push_back(std::move(s));
     }
     return out;

@@ -116,6 +116,24 @@ TEST(DaemonClient, AWellFormedStatusIsShown) {
     EXPECT_NE(r.out.find("files\t/l/job.log\t1200\t20\t2\t0\t0\t0\n"), std::string::npos) << r.out;
 }
 
+TEST(DaemonClient, TheWorkerIsShown) {
+    std::string reply = kGood.substr(0, kGood.size() - 2) +
+                        R"(,"worker":{"busy":true,"queued":true,"correlations":12,"diagnosed":1,)"
+                        R"("last_s":2.314,"last_correlate_s":1.9,"last_write_s":0.2,)"
+                        R"("last_diagnose_s":0.011,"last_records":395001,"last_incidents":1,)"
+                        R"("last_rows":2,"jobs_queued":0,"error":""}})"
+                        "\n";
+    FakeDaemon d(FakeDaemon::Mode::Reply, reply);
+    auto r = status(d.path());
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("worker busy, another pass queued: 12 correlations, the last 2.31 s "
+                         "(correlate 1.90 s, write 0.20 s, diagnose 0.01 s) over 395001 records, "
+                         "1 incidents, 2 rows written; 1 diagnoses, 0 core files queued\n"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(r.out.find("WORKER ERROR"), std::string::npos) << r.out;
+}
+
 TEST(DaemonClient, MalformedStatusRepliesExit2NamingTheFault) {
     std::string deep = R"({"streams":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
     struct Row {
@@ -132,6 +150,9 @@ TEST(DaemonClient, MalformedStatusRepliesExit2NamingTheFault) {
         {R"({"store":5})"
          "\n",
          "store: expected an object"},
+        {R"({"worker":{"busy":1}})"
+         "\n",
+         "worker.busy: expected true or false"},
         {R"({"store":{"bytes":"many"}})"
          "\n",
          "store.bytes: expected a byte count"},

@@ -342,3 +342,21 @@ TEST(DaemonConfig, CoreDirectoriesAndTheirCap) {
     ASSERT_FALSE(zero);
     EXPECT_EQ(zero.error().key, "cores.max_unpacked_mib");
 }
+
+TEST(DaemonConfig, DiagnoseSection) {
+    auto d = parseConfig("", "x.conf");
+    ASSERT_TRUE(d);
+    EXPECT_TRUE(d->diagnose);
+    EXPECT_EQ(d->sysfs_root, "/sys");
+    EXPECT_EQ(d->proc_root, "/proc");
+    auto c = parseConfig(
+        "[diagnose]\nenabled = false\nsysfs_root = \"/srv/sys\"\nproc_root = \"/srv/proc\"\n",
+        "x.conf");
+    ASSERT_TRUE(c) << c.error().text();
+    EXPECT_FALSE(c->diagnose);
+    EXPECT_EQ(c->sysfs_root, "/srv/sys");
+    EXPECT_EQ(c->proc_root, "/srv/proc");
+    auto typo = parseConfig("[diagnose]\nenable = false\n", "x.conf");
+    ASSERT_FALSE(typo);
+    EXPECT_EQ(typo.error().key, "diagnose.enable");
+}
