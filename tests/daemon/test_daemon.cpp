@@ -44,7 +44,9 @@ struct Fixture {
         return fmt::format(
             "[store]\npath = \"{}\"\n[kmsg]\nenabled = {}\n[files]\nglobs = [\"{}\"]\n"
             "poll_interval_ms = 100\n[control]\nsocket = \"{}\"\ngroup = \"\"\n"
-            "[metrics]\npath = \"{}\"\ninterval_ms = 100\n[commit]\ncorrelate_ms = 50\n",
+            "[metrics]\npath = \"{}\"\ninterval_ms = 100\n[commit]\ncorrelate_ms = 50\n"
+            // Not the installed shim directory (/run/gpufault-alloc), whether it exists or not.
+            "[allocations]\ndirectory = \"\"\n",
             store, kmsg ? "true" : "false", glob.empty() ? logs + "/*.log*" : glob, sock,
             metrics);
     }
