@@ -58,45 +58,62 @@ size_t StoreSink::NameHash::operator()(std::string_view s) const {
 }
 
 StoreSink::Window* StoreSink::windowOf(int64_t pid, std::string_view tid) {
-    if (lastWindow_ != windows_.end() && lastWindow_->first.first == pid &&
-        lastWindow_->first.second == tid)
-        return &lastWindow_->second;
+    for (const RecentWindow& r : recentWindows_)
+        if (r.window && r.pid == pid && r.tid == tid) return r.window;
     auto wit = windows_.find(KeyView{pid, tid});
     if (wit == windows_.end()) {
         wit = windows_.try_emplace({pid, std::string(tid)}).first;
         if (windows_.size() > kMaxThreads) {  // bound memory: the first key goes
             bool self = windows_.begin() == wit;
             windows_.erase(windows_.begin());
-            lastWindow_ = windows_.end();
+            recentWindows_ = {};
             if (self) return nullptr;
         }
     }
-    lastWindow_ = wit;
-    return &wit->second;
+    RecentWindow& r = recentWindows_[nextRecentWindow_++ % recentWindows_.size()];
+    r.pid = pid;
+    r.tid.assign(tid);
+    r.window = &wit->second;
+    return r.window;
+}
+
+StoreSink::RecentKernel StoreSink::countsOf(std::string_view kernel) {
+    for (const RecentKernel& r : recentKernels_)
+        if (r.name && r.name->size() == kernel.size() &&
+            std::memcmp(r.name->data(), kernel.data(), kernel.size()) == 0)
+            return r;
+    auto it = counts_.find(kernel);
+    if (it == counts_.end()) it = counts_.try_emplace(std::string(kernel)).first;
+    RecentKernel r{&it->first, &it->second};
+    recentKernels_[nextRecentKernel_++ % recentKernels_.size()] = r;
+    return r;
 }
 
 void StoreSink::dispatch(Dispatch&& d) {
     const int64_t pid = d.pid.value_or(-1);
     if (d.line > countAfter_) {
-        auto it = counts_.find(std::string_view(d.kernel));
-        if (it == counts_.end()) it = counts_.try_emplace(d.kernel).first;
-        std::vector<Count>& per = it->second;
+        const RecentKernel k = countsOf(d.kernel);
+        std::vector<Count>& per = *k.per;
         size_t i = 0;
         while (i < per.size() && per[i].pid != pid) ++i;
         if (i == per.size()) per.push_back(Count{pid, 0, 0, 0});
         Count& c = per[i];
         if (c.n++ == 0) {
             c.first = d.line;
-            pending_.push_back(Pending{pid, &it->first, &per, i});
+            pending_.push_back(Pending{pid, k.name, &per, i});
         }
         c.last = d.line;
         ++sum_.dispatches;
     }
     Window* wp = windowOf(pid, d.runtime_tid);
-    if (!wp) return;  // a new window that went at once (more than kMaxThreads held)
+    if (!wp) {  // a new window that went at once (more than kMaxThreads held)
+        d.args.clear();
+        return;
+    }
     Window& w = *wp;
     Held* h;
     if (w.slots.size() < window_ + kSlack) {
+        if (w.slots.empty()) w.slots.reserve(std::min<size_t>(window_ + kSlack, 256));
         h = &w.slots.emplace_back();
     } else {  // the oldest slot is overwritten (slack beyond the window: a record that spans
               // lines is emitted when its block ends)
@@ -183,7 +200,10 @@ void StoreSink::flushCounts() {
         c.n = 0;
     }
     pending_.clear();
-    if (counts_.size() > kMaxKernels) counts_.clear();  // bound memory (all counts are 0 now)
+    if (counts_.size() > kMaxKernels) {  // bound memory (all counts are 0 now)
+        counts_.clear();
+        recentKernels_ = {};
+    }
 }
 
 void StoreSink::flushWindows() {

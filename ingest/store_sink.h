@@ -1,6 +1,7 @@
 // The Sink that writes parser output to the store, keeping dispatch context windows.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -79,7 +80,7 @@ class StoreSink final : public Sink {
     using Windows = std::map<ThreadKey, Window, KeyLess>;
     /// Stores the last `window_` dispatches of `w` that precede line `before`.
     void flushWindow(Window& w, uint64_t before);
-    /// The window of (pid, tid), made when new (the one found last is tried first); nullptr
+    /// The window of (pid, tid), made when new (the eight found last are tried first); nullptr
     /// when a new one was dropped at once to keep kMaxThreads (it had the first key).
     Window* windowOf(int64_t pid, std::string_view tid);
     template <typename R>
@@ -96,7 +97,6 @@ class StoreSink final : public Sink {
     uint64_t countAfter_;
     IngestSummary& sum_;
     Windows windows_;
-    Windows::iterator lastWindow_ = windows_.end();
     struct Count {
         int64_t pid = -1;
         int64_t n = 0;
@@ -118,6 +118,24 @@ class StoreSink final : public Sink {
         size_t i;
     };
     std::vector<Pending> pending_;
+    /// A kernel name of counts_ with its counts (pointers into counts_'s nodes).
+    struct RecentKernel {
+        const std::string* name = nullptr;
+        std::vector<Count>* per = nullptr;
+    };
+    /// The entry of `kernel` in counts_, made when new; the eight names found last are
+    /// compared first (length, then bytes), before the name is hashed.
+    RecentKernel countsOf(std::string_view kernel);
+    std::array<RecentKernel, 8> recentKernels_{};
+    size_t nextRecentKernel_ = 0;
+    /// A window of windows_ found lately (cleared when a window is erased).
+    struct RecentWindow {
+        int64_t pid = 0;
+        std::string tid;
+        Window* window = nullptr;
+    };
+    std::array<RecentWindow, 8> recentWindows_{};
+    size_t nextRecentWindow_ = 0;
     std::optional<db::Error> error_;
     std::deque<uint64_t> truncated_;
 };
