@@ -88,8 +88,8 @@ class StoreSink final : public Sink {
         if (!r && !error_) error_ = r.error();
     }
 
-    static constexpr size_t kSlack = 64;         ///< dispatches kept beyond the window
-    static constexpr size_t kMaxThreads = 1024;  ///< windows kept (process, runtime thread)
+    static constexpr size_t kSlack = 64;          ///< dispatches kept beyond the window
+    static constexpr size_t kMaxThreads = 1024;   ///< windows kept (process, runtime thread)
     static constexpr size_t kMaxKernels = 65536;  ///< kernel names remembered between commits
     Store& store_;
     int64_t source_;

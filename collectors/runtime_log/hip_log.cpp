@@ -331,7 +331,7 @@ class HipLogMatcher final : public Matcher {
 
     std::vector<ThreadArgs> threads_;
     Dispatch dispatch_;  ///< reused for every dispatch (see dispatch())
-    size_t last_ = 0;  ///< index of the thread found last
+    size_t last_ = 0;    ///< index of the thread found last
     uint64_t tick_ = 0;
     rt::Folder folder_;
     Evidence* listing_ = nullptr;  ///< held NoBinaryForGpu record collecting its listing

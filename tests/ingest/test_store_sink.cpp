@@ -1,14 +1,13 @@
 // StoreSink's interned counts and ring windows against the map-and-deque sink they replaced:
 // the same random dispatch streams (with faults, commits, thread eviction and a reused
 // Dispatch) must leave the same rows in two real stores.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <deque>
 #include <map>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "collectors/common/demangle.h"
 #include "ingest/store_sink.h"
@@ -142,8 +141,8 @@ struct Pair {
     std::optional<Store> fast, ref;
     int64_t fastSource = 0, refSource = 0;
     Pair() {
-        for (auto [name, store, source] : {std::tuple{"fast.db", &fast, &fastSource},
-                                           std::tuple{"ref.db", &ref, &refSource}}) {
+        for (auto [name, store, source] :
+             {std::tuple{"fast.db", &fast, &fastSource}, std::tuple{"ref.db", &ref, &refSource}}) {
             auto s = Store::open(dir.file(name), Store::Mode::ReadWrite);
             EXPECT_TRUE(s) << s.error().message;
             store->emplace(std::move(*s));
