@@ -49,9 +49,9 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s) << s.error().message;
     // One version per schema/sql file (001 … 005_cores, 006_core_origins, 007_allocations, 008_diagnoses_devices,
-    // 009_unsigned_distances).
+    // 009_unsigned_distances, 010_prefix_hash).
     const auto versions = static_cast<int64_t>(migrations().size());
-    EXPECT_EQ(versions, 9);
+    EXPECT_EQ(versions, 10);
     EXPECT_EQ(scalar(*s, "PRAGMA user_version"), versions);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'diagnoses'"), 1);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'allocations'"), 1);
