@@ -111,6 +111,24 @@ class FileTail final : public Source {
     db::Result<bool> copyWaits(Txn& txn, Followed& c, const std::string& fingerprint, int64_t size);
     /// Where `c`, a copy of a stream finished lately, resumes (nullopt: it is no such copy).
     std::optional<Mark> copyResume(Followed& c, const std::string& fingerprint, int64_t size);
+    /// What adoptCopy found: the checkpoint of the stream a copy continues, or that it waits.
+    struct Adoption {
+        std::optional<SourceState> state;
+        bool wait = false;  ///< that stream's own file is still there and holds it
+    };
+    /// After a restart (or a kill that undid its in-memory resume): the stream of the store
+    /// that `c`, never read before, is a copy of (its first line; its bytes before that
+    /// stream's checkpoint hash to the stored prefix hash; the stream not followed now). That
+    /// stream is moved to `c` (in the open transaction) and its checkpoint returned; `self`:
+    /// the row `c`'s own identity found (skipped).
+    db::Result<Adoption> adoptCopy(Followed& c,
+                                   const SourceIdentity& id,
+                                   int64_t size,
+                                   int64_t self);
+    /// The hash of bytes [0, offset) of what `f` read (nullopt: not known).
+    static std::optional<uint64_t> hashAt(const Followed& f, int64_t offset);
+    /// `f`'s stream checkpoint with the hash of the bytes before it, into the open transaction.
+    db::Result<void> writeCheckpoint(Followed& f, int64_t end, bool complete, int64_t size);
     /// The last of `marks` at or before `offset` (nullptr: none).
     template <typename Marks>
     static const Mark* lastMark(const Marks& marks, int64_t offset);
