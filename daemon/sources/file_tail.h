@@ -40,8 +40,17 @@ namespace gpufault::daemon {
 /// the same as its start, is a copy: it waits until that stream is finished (truncated,
 /// renamed away, deleted), then resumes where the stream ended when its bytes up to there are
 /// the same (a hash of what each stream read, and of its last kMarks line ends, is kept for 60
-/// s). In memory only: after a copytruncate while the daemon is down, or one whose commit a
-/// kill undid, the copy is read from its start (its lines already stored are stored again).
+/// s). Each checkpoint also stores the hash of the file's bytes before it (sources.prefix_hash):
+/// after a restart, or when a kill undid the resume, a new file whose first line is a stored
+/// stream's and whose bytes before that stream's checkpoint hash to the stored value continues
+/// that stream (the store moves it to the copy; lines after the checkpoint are numbered as
+/// before, so none is stored twice), unless the stream's own file still holds those bytes
+/// (then the copy waits as above). A file found again by device + inode + first line whose
+/// bytes before the checkpoint differ (truncated and rewritten while the daemon was down, or
+/// a reused inode) is read from its start. Not recognised: a copy smaller than the checkpoint
+/// (its original was read past what was copied, and a kill undid the resume), a copy
+/// compressed before the daemon saw it (compressed files are skipped), a checkpoint beyond
+/// kHashCap (64 MiB) bytes.
 class FileTail final : public Source {
   public:
     /// `window`: dispatches kept per runtime thread; `idle_close_ms`: how long a file that no
