@@ -25,6 +25,13 @@ struct SourceIdentity {
     std::string fingerprint;  ///< hex hash of the first bytes (up to 4 KiB)
 };
 
+/// A place in a file stream: `offset` bytes and `line` lines before it, `hash` of its bytes
+/// [0, offset) (the daemon's prefix hash).
+struct PrefixMark {
+    int64_t offset = 0, line = 0;
+    uint64_t hash = 0;
+};
+
 /// A source's checkpoint: where a (resumed) ingest starts.
 struct SourceState {
     int64_t id = 0;
@@ -37,6 +44,9 @@ struct SourceState {
     int64_t size = 0;  ///< the stream's size (bytes) when the checkpoint was written, 0 unknown
     /// file sources: a hash of the file's bytes [0, offset) (copytruncate; nullopt: not known)
     std::optional<uint64_t> prefix_hash;
+    /// file sources: checkpoints committed before this one, newest first (a copy smaller
+    /// than `offset` may match one)
+    std::vector<PrefixMark> earlier;
 };
 
 /// A file source whose stream was not finished (complete = 0), as a restarted daemon finds it.
@@ -163,11 +173,10 @@ class Store {
     db::Result<void> addWarning(int64_t source_id, const Warning& w);
     /// Every `file` source not complete, oldest first (bounded by `limit`).
     db::Result<std::vector<UnfinishedFile>> unfinishedFiles(int64_t limit);
-    /// `file` sources (complete or not) with this fingerprint and a prefix hash whose offset is
-    /// in (0, `max_offset`] bytes, newest first, at most `limit`: the streams a new file with
-    /// this first line may be a copy of (copytruncate).
+    /// `file` sources (complete or not) with this fingerprint and a prefix hash, newest first,
+    /// at most `limit`: the streams a new file with this first line may be a copy of
+    /// (copytruncate).
     db::Result<std::vector<UnfinishedFile>> copyCandidates(const std::string& fingerprint,
-                                                           int64_t max_offset,
                                                            int64_t limit);
     /// Moves source `source_id` to the file `id` (path, device, inode; the fingerprint is the
     /// same) and marks it not complete: the file is a copy of it and continues its stream. A row

@@ -206,39 +206,58 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
                                                    int64_t size,
                                                    int64_t self) {
     constexpr int64_t kCandidates = 16;  // the streams of this first line written to last
-    auto rows = store_.copyCandidates(id.fingerprint, std::min(size, kHashCap), kCandidates);
+    auto rows = store_.copyCandidates(id.fingerprint, kCandidates);
     if (!rows) return std::unexpected(rows.error());
     // A stream followed now is its file's: copyWaits and copyResume decide for its copies.
     std::set<int64_t> held;
     for (const auto& [k, o] : files_)
         if (o->stream) held.insert(o->stream->state().id);
     for (const auto& o : retired_) held.insert(o->stream->state().id);
-    // By offset, so that the copy's prefix is hashed once; the match read furthest wins (a
-    // stream continued in a copy before reaches further than the stream it continued).
-    std::sort(rows->begin(), rows->end(), [](const auto& a, const auto& b) {
-        return a.state.offset < b.state.offset;
-    });
-    const UnfinishedFile* best = nullptr;
+    // Each candidate's checkpoint and the ones committed before it (a copy made before its
+    // original was read further is smaller than the last), by offset so that the copy's prefix
+    // is hashed once; the match read furthest wins (a stream continued in a copy before
+    // reaches further than the stream it continued).
+    struct Place {
+        const UnfinishedFile* row;
+        PrefixMark at;
+    };
+    std::vector<Place> places;
+    int64_t within = std::min(size, kHashCap);
     for (const auto& r : *rows) {
         if (r.state.id == self || held.count(r.state.id)) continue;
-        auto h = prefixHash(c, r.state.offset);
+        if (r.state.offset > 0 && r.state.offset <= within)
+            places.push_back({&r, {r.state.offset, r.state.line, *r.state.prefix_hash}});
+        for (const auto& e : r.state.earlier)
+            if (e.offset > 0 && e.offset < r.state.offset && e.offset <= within)
+                places.push_back({&r, e});
+    }
+    std::sort(places.begin(), places.end(), [](const Place& a, const Place& b) {
+        return a.at.offset < b.at.offset;
+    });
+    const Place* best = nullptr;
+    for (const auto& p : places) {
+        auto h = prefixHash(c, p.at.offset);
         if (!h) break;
-        if (*h == r.state.prefix_hash) best = &r;
+        if (*h == p.at.hash) best = &p;
     }
     if (!best) return Adoption{};
     // Its own file still holds it (not identified yet: a copy made before the truncation, seen
     // first after a restart): that file continues it, `c` waits as a copy of a followed file.
-    if (best->identity.device && best->identity.inode) {
-        Key key{static_cast<dev_t>(*best->identity.device),
-                static_cast<ino_t>(*best->identity.inode)};
+    const SourceIdentity& own = best->row->identity;
+    if (own.device && own.inode) {
+        Key key{static_cast<dev_t>(*own.device), static_cast<ino_t>(*own.inode)};
         if (auto o = files_.find(key);
             o != files_.end() && o->second.get() != &c && o->second->fd >= 0 &&
-            prefixHash(*o->second, best->state.offset) == best->state.prefix_hash)
+            prefixHash(*o->second, best->at.offset) == best->at.hash)
             return Adoption{std::nullopt, true};
     }
-    if (auto r = store_.adoptSource(best->state.id, id); !r) return std::unexpected(r.error());
-    SourceState st = best->state;
+    if (auto r = store_.adoptSource(best->row->state.id, id); !r)
+        return std::unexpected(r.error());
+    SourceState st = best->row->state;
     st.complete = false;
+    st.offset = best->at.offset;  // lines after it are numbered as in the original
+    st.line = best->at.line;
+    st.prefix_hash = best->at.hash;
     return Adoption{st, false};
 }
 
@@ -251,8 +270,19 @@ std::optional<uint64_t> FileTail::hashAt(const Followed& f, int64_t offset) {
 }
 
 db::Result<void> FileTail::writeCheckpoint(Followed& f, int64_t end, bool complete, int64_t size) {
-    return f.stream->checkpoint(
-        end, complete, size, [&](SourceState& cp) { cp.prefix_hash = hashAt(f, cp.offset); });
+    constexpr size_t kEarlier = 4;  // checkpoints kept before the last (sources.earlier)
+    return f.stream->checkpoint(end, complete, size, [&](SourceState& cp) {
+        cp.prefix_hash = hashAt(f, cp.offset);
+        const SourceState& last = f.stream->state();  // committed
+        std::vector<PrefixMark> earlier;
+        if (last.prefix_hash && last.offset > 0 && last.offset < cp.offset)
+            earlier.push_back({last.offset, last.line, *last.prefix_hash});
+        for (const auto& e : last.earlier)
+            if (earlier.size() < kEarlier && e.offset < cp.offset &&
+                (earlier.empty() || e.offset < earlier.back().offset))
+                earlier.push_back(e);
+        cp.earlier = std::move(earlier);
+    });
 }
 
 }  // namespace gpufault::daemon

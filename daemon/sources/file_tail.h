@@ -47,10 +47,11 @@ namespace gpufault::daemon {
 /// before, so none is stored twice), unless the stream's own file still holds those bytes
 /// (then the copy waits as above). A file found again by device + inode + first line whose
 /// bytes before the checkpoint differ (truncated and rewritten while the daemon was down, or
-/// a reused inode) is read from its start. Not recognised: a copy smaller than the checkpoint
-/// (its original was read past what was copied, and a kill undid the resume), a copy
-/// compressed before the daemon saw it (compressed files are skipped), a checkpoint beyond
-/// kHashCap (64 MiB) bytes.
+/// a reused inode) is read from its start. A copy smaller than the checkpoint (its original
+/// was read past what was copied before the truncation, and a kill undid the resume) matches
+/// one of the checkpoints committed before it (sources.earlier, the last four). Not
+/// recognised: a copy smaller than all of those, a copy compressed before the daemon saw it
+/// (compressed files are skipped), checkpoints beyond kHashCap (64 MiB).
 class FileTail final : public Source {
   public:
     /// `window`: dispatches kept per runtime thread; `idle_close_ms`: how long a file that no

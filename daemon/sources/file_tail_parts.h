@@ -18,10 +18,12 @@ namespace gpufault::daemon::file_tail {
 
 inline constexpr size_t kChunk = 4u << 20;  ///< bytes read per file per poll
 inline constexpr size_t kMaxLine = LineDecoder::kMaxLine;
-inline constexpr size_t kMarks = 1024;            ///< line ends remembered per stream (copytruncate)
-inline constexpr size_t kFinished = 32;           ///< finished streams remembered (copytruncate)
+inline constexpr size_t kMarks = 1024;   ///< line ends remembered per stream (copytruncate)
+inline constexpr size_t kFinished = 32;  ///< finished streams remembered (copytruncate)
 inline constexpr auto kFinishedFor = std::chrono::seconds(60);
-inline constexpr int64_t kHashCap = int64_t{64} << 20;  ///< a resumed stream's prefix hashed up to this
+/// A resumed stream's prefix is hashed up to this many bytes (and checkpoints beyond it have no
+/// prefix hash).
+inline constexpr int64_t kHashCap = int64_t{64} << 20;
 
 /// A hash of a file's bytes from offset 0, extended as they are read: 8-byte words, a
 /// multiply-xorshift step each (fast enough to run over everything read). Values are only

@@ -251,3 +251,33 @@ TEST(DaemonKill9, RegrownUnderTheSameFirstLineWhileStoppedIsReadFromTheStart) {
     ASSERT_TRUE(q.caughtUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 120));
 }
+
+// The copy was made, then app.log was read past it (lines written between the copy and the
+// truncation) and committed; killed before the truncation, which happens while it is dead:
+// the copy is smaller than the last checkpoint and matches the one committed before it.
+TEST(DaemonKill9, CopySmallerThanTheCheckpointMatchesAnEarlierOne) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    std::string copy = q.s.app + ".1";
+    ASSERT_TRUE(freeze(q.d.pid()));
+    copyTruncate(q, copy, false);
+    q.lines(q.fd, 5);  // L10-14: in app.log only
+    thaw(q.d.pid());
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto c = q.stream(copy);
+            auto a = q.stream(q.s.app);
+            auto end = fmt::format("offset {}", ::lseek(q.fd, 0, SEEK_END));
+            return c && a && c->position == "waiting: a copy of a file still being read" &&
+                   a->lag == 0 && a->position == end;
+        },
+        30s));
+    q.d.kill9();
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 2);  // L15-16
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 17));
+}
