@@ -234,23 +234,36 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
     std::sort(places.begin(), places.end(), [](const Place& a, const Place& b) {
         return a.at.offset < b.at.offset;
     });
-    const Place* best = nullptr;
+    std::vector<const Place*> matches;  // nearest first
     for (const auto& p : places) {
         auto h = prefixHash(c, p.at.offset);
         if (!h) break;
-        if (*h == p.at.hash) best = &p;
+        if (*h == p.at.hash) matches.push_back(&p);
+    }
+    // copytruncate leaves the original file in place, truncated: a stream whose file is gone,
+    // or still holds those bytes, has no copy here (a file of the same bytes is another file,
+    // e.g. the same job's output again). Its file still followed and holding them (a copy made
+    // before the truncation, seen first after a restart): `c` waits for it as for a copy of a
+    // followed file.
+    const Place* best = nullptr;
+    for (auto m = matches.rbegin(); m != matches.rend() && !best; ++m) {
+        const SourceIdentity& own = (*m)->row->identity;
+        if (!own.device || !own.inode) continue;
+        Key key{static_cast<dev_t>(*own.device), static_cast<ino_t>(*own.inode)};
+        if (auto o = files_.find(key); o != files_.end() && o->second.get() != &c) {
+            if (o->second->fd < 0) continue;
+            if (prefixHash(*o->second, (*m)->at.offset) == (*m)->at.hash)
+                return Adoption{std::nullopt, true};
+            best = *m;
+            continue;
+        }
+        // No longer matched by the patterns: still at its path, truncated?
+        struct stat st {};
+        if (::lstat(own.path.c_str(), &st) == 0 && st.st_dev == key.first &&
+            st.st_ino == key.second && st.st_size < (*m)->at.offset)
+            best = *m;
     }
     if (!best) return Adoption{};
-    // Its own file still holds it (not identified yet: a copy made before the truncation, seen
-    // first after a restart): that file continues it, `c` waits as a copy of a followed file.
-    const SourceIdentity& own = best->row->identity;
-    if (own.device && own.inode) {
-        Key key{static_cast<dev_t>(*own.device), static_cast<ino_t>(*own.inode)};
-        if (auto o = files_.find(key);
-            o != files_.end() && o->second.get() != &c && o->second->fd >= 0 &&
-            prefixHash(*o->second, best->at.offset) == best->at.hash)
-            return Adoption{std::nullopt, true};
-    }
     if (auto r = store_.adoptSource(best->row->state.id, id); !r)
         return std::unexpected(r.error());
     SourceState st = best->row->state;
