@@ -240,11 +240,10 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
         if (!h) break;
         if (*h == p.at.hash) matches.push_back(&p);
     }
-    // copytruncate leaves the original file in place, truncated: a stream whose file is gone,
-    // or still holds those bytes, has no copy here (a file of the same bytes is another file,
-    // e.g. the same job's output again). Its file still followed and holding them (a copy made
-    // before the truncation, seen first after a restart): `c` waits for it as for a copy of a
-    // followed file.
+    // Its file still followed and holding those bytes (a copy made before the truncation, seen
+    // first after a restart): `c` waits for it as for a copy of a followed file. Still at its
+    // path but no longer matched by the patterns, as large: `c` is another file of the same
+    // bytes. Else (truncated, as copytruncate leaves it, or gone) `c` continues the stream.
     const Place* best = nullptr;
     for (auto m = matches.rbegin(); m != matches.rend() && !best; ++m) {
         const SourceIdentity& own = (*m)->row->identity;
@@ -257,11 +256,11 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
             best = *m;
             continue;
         }
-        // No longer matched by the patterns: still at its path, truncated?
         struct stat st {};
         if (::lstat(own.path.c_str(), &st) == 0 && st.st_dev == key.first &&
-            st.st_ino == key.second && st.st_size < (*m)->at.offset)
-            best = *m;
+            st.st_ino == key.second && st.st_size >= (*m)->at.offset)
+            continue;
+        best = *m;
     }
     if (!best) return Adoption{};
     if (auto r = store_.adoptSource(best->row->state.id, id); !r)

@@ -44,16 +44,16 @@ namespace gpufault::daemon {
 /// after a restart, or when a kill undid the resume, a new file whose first line is a stored
 /// stream's and whose bytes before that stream's checkpoint hash to the stored value continues
 /// that stream (the store moves it to the copy; lines after the checkpoint are numbered as
-/// before, so none is stored twice) when the stream's own file is still there, truncated (as
-/// copytruncate leaves it; a file of the same bytes beside an intact or deleted original is
-/// another file), and waits as above when that file still holds those bytes. A file found again by device + inode + first line whose
+/// before, so none is stored twice), unless the stream's own file is still there as large:
+/// followed and holding those bytes, the copy waits as above; out of the patterns, the new
+/// file is another file of the same bytes. A file found again by device + inode + first line whose
 /// bytes before the checkpoint differ (truncated and rewritten while the daemon was down, or
 /// a reused inode) is read from its start. A copy smaller than the checkpoint (its original
 /// was read past what was copied before the truncation, and a kill undid the resume) matches
 /// one of the checkpoints committed before it (sources.earlier, the last four). Not
-/// recognised: a copy smaller than all of those, a copy whose original was deleted or
-/// recreated before the daemon saw the copy, a copy compressed before the daemon saw it
-/// (compressed files are skipped), checkpoints beyond kHashCap (64 MiB).
+/// recognised: a copy smaller than all of those, a copy compressed before the daemon saw it
+/// (compressed files are skipped), checkpoints beyond kHashCap (64 MiB). Taken for a copy: a
+/// new file of the same bytes as a stream whose file is gone (the same job output again).
 class FileTail final : public Source {
   public:
     /// `window`: dispatches kept per runtime thread; `idle_close_ms`: how long a file that no

@@ -281,21 +281,3 @@ TEST(DaemonKill9, CopySmallerThanTheCheckpointMatchesAnEarlierOne) {
     ASSERT_TRUE(q.caughtUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 17));
 }
-
-// A file of the same bytes as a stream whose file was deleted (the same job's output again)
-// is no copy: copytruncate leaves its original in place. Both files' lines are stored.
-TEST(DaemonKill9, TheSameBytesAfterTheOriginalWasDeletedAreNoCopy) {
-    Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
-    EXPECT_EQ(storedNames(q.stop()), every(0, 10));
-    std::string content = gpufault::testing::readFile(q.s.app);
-    ASSERT_EQ(::unlink(q.s.app.c_str()), 0);
-    gpufault::testing::writeFile(q.s.app + ".b", content);
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
-    std::string twice;
-    for (uint64_t n = 0; n < 10; ++n) twice += fmt::format(" L{}x2", n);
-    EXPECT_EQ(storedNames(q.stop()), twice);
-}
