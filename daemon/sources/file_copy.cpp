@@ -224,8 +224,10 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
     std::vector<Place> places;
     int64_t within = std::min(size, kHashCap);
     for (const auto& r : *rows) {
-        if (r.state.id == self || held.count(r.state.id)) continue;
-        if (r.state.offset > 0 && r.state.offset <= within)
+        if (r.state.id == self || held.count(r.state.id) || r.state.max_line == 0) continue;
+        // At 0 too: a checkpoint held at the start by a block still open (the copy then reads
+        // the stream's lines again under their numbers, stored once).
+        if (r.state.offset <= within)
             places.push_back({&r, {r.state.offset, r.state.line, *r.state.prefix_hash}});
         for (const auto& e : r.state.earlier)
             if (e.offset > 0 && e.offset < r.state.offset && e.offset <= within)
@@ -251,14 +253,15 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
         Key key{static_cast<dev_t>(*own.device), static_cast<ino_t>(*own.inode)};
         if (auto o = files_.find(key); o != files_.end() && o->second.get() != &c) {
             if (o->second->fd < 0) continue;
-            if (prefixHash(*o->second, (*m)->at.offset) == (*m)->at.hash)
+            if (sameHead(*o->second, id.fingerprint) &&
+                prefixHash(*o->second, (*m)->at.offset) == (*m)->at.hash)
                 return Adoption{std::nullopt, true};
             best = *m;
             continue;
         }
         struct stat st {};
         if (::lstat(own.path.c_str(), &st) == 0 && st.st_dev == key.first &&
-            st.st_ino == key.second && st.st_size >= (*m)->at.offset)
+            st.st_ino == key.second && st.st_size >= std::max<int64_t>((*m)->at.offset, 1))
             continue;
         best = *m;
     }
@@ -274,6 +277,7 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
 }
 
 std::optional<uint64_t> FileTail::hashAt(const Followed& f, int64_t offset) {
+    if (offset == 0) return PrefixHasher{}.value();
     if (!f.hashed) return std::nullopt;
     if (offset == f.offset) return f.hash.value();
     for (auto m = f.marks.rbegin(); m != f.marks.rend(); ++m)
