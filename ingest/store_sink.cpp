@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "collectors/common/demangle.h"
 
@@ -35,23 +36,98 @@ void StoreSink::evidence(Evidence&& e) {
     if (r && store_.db().changes() > 0) ++sum_.evidence[std::string(kindName(e.kind))];
 }
 
+size_t StoreSink::NameHash::operator()(std::string_view s) const {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+    const char* p = s.data();
+    size_t n = s.size();
+    auto mix = [&h](uint64_t w) {
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+    };
+    for (; n >= 8; p += 8, n -= 8) {
+        uint64_t w;
+        std::memcpy(&w, p, 8);
+        mix(w);
+    }
+    if (n > 0) {
+        uint64_t w = 0;
+        std::memcpy(&w, p, n);
+        mix(w);
+    }
+    return static_cast<size_t>(h * 0x94D049BB133111EBull);
+}
+
+StoreSink::Window* StoreSink::windowOf(int64_t pid, std::string_view tid) {
+    for (const RecentWindow& r : recentWindows_)
+        if (r.window && r.pid == pid && r.tid == tid) return r.window;
+    auto wit = windows_.find(KeyView{pid, tid});
+    if (wit == windows_.end()) {
+        wit = windows_.try_emplace({pid, std::string(tid)}).first;
+        if (windows_.size() > kMaxThreads) {  // bound memory: the first key goes
+            bool self = windows_.begin() == wit;
+            windows_.erase(windows_.begin());
+            recentWindows_ = {};
+            if (self) return nullptr;
+        }
+    }
+    RecentWindow& r = recentWindows_[nextRecentWindow_++ % recentWindows_.size()];
+    r.pid = pid;
+    r.tid.assign(tid);
+    r.window = &wit->second;
+    return r.window;
+}
+
+StoreSink::RecentKernel StoreSink::countsOf(std::string_view kernel) {
+    for (const RecentKernel& r : recentKernels_)
+        if (r.name && r.name->size() == kernel.size() &&
+            std::memcmp(r.name->data(), kernel.data(), kernel.size()) == 0)
+            return r;
+    auto it = counts_.find(kernel);
+    if (it == counts_.end()) it = counts_.try_emplace(std::string(kernel)).first;
+    RecentKernel r{&it->first, &it->second};
+    recentKernels_[nextRecentKernel_++ % recentKernels_.size()] = r;
+    return r;
+}
+
 void StoreSink::dispatch(Dispatch&& d) {
     const int64_t pid = d.pid.value_or(-1);
     if (d.line > countAfter_) {
-        auto it = counts_.find(KeyView{pid, d.kernel});
-        if (it == counts_.end()) it = counts_.try_emplace({pid, d.kernel}).first;
-        Count& c = it->second;
-        if (c.n++ == 0) c.first = d.line;
+        const RecentKernel k = countsOf(d.kernel);
+        std::vector<Count>& per = *k.per;
+        size_t i = 0;
+        while (i < per.size() && per[i].pid != pid) ++i;
+        if (i == per.size()) per.push_back(Count{pid, 0, 0, 0});
+        Count& c = per[i];
+        if (c.n++ == 0) {
+            c.first = d.line;
+            pending_.push_back(Pending{pid, k.name, &per, i});
+        }
         c.last = d.line;
         ++sum_.dispatches;
     }
-    auto wit = windows_.find(KeyView{pid, d.runtime_tid});
-    if (wit == windows_.end()) wit = windows_.try_emplace({pid, d.runtime_tid}).first;
-    auto& w = wit->second;
-    w.push_back(Held{std::move(d), false});
-    // Slack beyond the window: a record that spans lines is emitted when its block ends.
-    if (w.size() > window_ + kSlack) w.pop_front();
-    if (windows_.size() > kMaxThreads) windows_.erase(windows_.begin());  // bound memory
+    Window* wp = windowOf(pid, d.runtime_tid);
+    if (!wp) {  // a new window that went at once (more than kMaxThreads held)
+        d.args.clear();
+        return;
+    }
+    Window& w = *wp;
+    Held* h;
+    if (w.slots.size() < window_ + kSlack) {
+        if (w.slots.empty()) w.slots.reserve(std::min<size_t>(window_ + kSlack, 256));
+        h = &w.slots.emplace_back();
+    } else {  // the oldest slot is overwritten (slack beyond the window: a record that spans
+              // lines is emitted when its block ends)
+        h = &w.slots[w.head];
+        w.head = (w.head + 1) % w.slots.size();
+    }
+    h->stored = false;
+    h->d.line = d.line;
+    h->d.time = d.time;
+    h->d.pid = d.pid;
+    h->d.runtime_tid.assign(d.runtime_tid);
+    h->d.kernel.assign(d.kernel);
+    h->d.args.swap(d.args);
+    d.args.clear();
 }
 
 void StoreSink::operand(Operand&& o) {
@@ -70,16 +146,16 @@ void StoreSink::warning(Warning&& w) {
 std::optional<uint64_t> StoreSink::oldestHeldLine() const {
     std::optional<uint64_t> oldest;
     for (const auto& [key, w] : windows_)
-        if (!w.empty() && (!oldest || w.front().d.line < *oldest)) oldest = w.front().d.line;
+        if (w.size() > 0 && (!oldest || w.front().d.line < *oldest)) oldest = w.front().d.line;
     return oldest;
 }
 
-void StoreSink::flushWindow(std::deque<Held>& w, uint64_t before) {
+void StoreSink::flushWindow(Window& w, uint64_t before) {
     size_t end = 0;
-    while (end < w.size() && w[end].d.line < before) ++end;
+    while (end < w.size() && w.at(end).d.line < before) ++end;
     size_t begin = end > window_ ? end - window_ : 0;
     for (size_t i = begin; i < end; ++i) {
-        auto& h = w[i];
+        auto& h = w.at(i);
         if (h.stored) continue;
         h.stored = true;
         auto id = store_.addDispatch(source_, h.d);
@@ -108,17 +184,26 @@ void StoreSink::flushWindow(std::deque<Held>& w, uint64_t before) {
 }
 
 void StoreSink::flushCounts() {
-    for (auto& [key, c] : counts_) {
-        std::optional<int64_t> pid =
-            key.first < 0 ? std::nullopt : std::optional<int64_t>(key.first);
+    // In (process, kernel name) order, as the rows were always written.
+    std::sort(pending_.begin(), pending_.end(), [](const Pending& a, const Pending& b) {
+        return a.pid != b.pid ? a.pid < b.pid : *a.name < *b.name;
+    });
+    for (const Pending& p : pending_) {
+        Count& c = (*p.per)[p.i];
+        std::optional<int64_t> pid = p.pid < 0 ? std::nullopt : std::optional<int64_t>(p.pid);
         check(store_.addDispatchCount(source_,
                                       pid,
-                                      key.second,
+                                      *p.name,
                                       c.n,
                                       static_cast<int64_t>(c.first),
                                       static_cast<int64_t>(c.last)));
+        c.n = 0;
     }
-    counts_.clear();
+    pending_.clear();
+    if (counts_.size() > kMaxKernels) {  // bound memory (all counts are 0 now)
+        counts_.clear();
+        recentKernels_ = {};
+    }
 }
 
 void StoreSink::flushWindows() {

@@ -89,6 +89,7 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
     SourceState cp = state_;
     cp.max_line = static_cast<int64_t>(lineNo_);
     cp.complete = complete;
+    cp.prefix_hash.reset();  // for the new offset: only `adjust` knows it (file sources)
     // Resume where the oldest unfinished block starts (it must be among the remembered line
     // positions, else the previous checkpoint stays), or earlier where a held dispatch of the
     // context window starts (clamped to what is remembered).

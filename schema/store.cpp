@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "schema/migrations.h"
@@ -91,9 +92,44 @@ db::Result<void> Store::migrate() {
     return {};
 }
 
+namespace {
+
+/// sources.earlier: "offset line hash" (hash in hex), ";"-separated.
+std::optional<std::string> earlierText(const std::vector<PrefixMark>& marks) {
+    if (marks.empty()) return std::nullopt;
+    std::string s;
+    for (const auto& m : marks)
+        s += fmt::format("{}{} {} {:x}", s.empty() ? "" : ";", m.offset, m.line, m.hash);
+    return s;
+}
+std::vector<PrefixMark> parseEarlier(const std::optional<std::string>& text) {
+    std::vector<PrefixMark> out;
+    if (!text) return out;
+    std::string_view s = *text;
+    while (!s.empty()) {
+        auto end = s.find(';');
+        std::string item(s.substr(0, end));
+        PrefixMark m;
+        unsigned long long hash = 0;
+        long long offset = 0, line = 0;
+        if (std::sscanf(item.c_str(), "%lld %lld %llx", &offset, &line, &hash) == 3) {
+            m.offset = offset;
+            m.line = line;
+            m.hash = hash;
+            out.push_back(m);
+        }
+        if (end == std::string_view::npos) break;
+        s.remove_prefix(end + 1);
+    }
+    return out;
+}
+
+}  // namespace
+
 db::Result<SourceState> Store::source(const SourceIdentity& id) {
     auto sel = db_.prepare(
-        "SELECT id, offset, line, max_line, complete, cursor, size FROM sources WHERE kind=?1 AND "
+        "SELECT id, offset, line, max_line, complete, cursor, size, prefix_hash, earlier FROM "
+        "sources WHERE kind=?1 AND "
         "ifnull(device,-1)=ifnull(?2,-1) AND ifnull(inode,-1)=ifnull(?3,-1) AND "
         "ifnull(fingerprint,'')=?4");
     if (!sel) return std::unexpected(sel.error());
@@ -102,7 +138,9 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
     if (!row) return std::unexpected(row.error());
     if (*row) {
         SourceState s{sel->i64(0), sel->i64(1), sel->i64(2), sel->i64(3), sel->i64(4) != 0,
-                      sel->optStr(5), sel->optI64(6).value_or(0)};
+                      sel->optStr(5), sel->optI64(6).value_or(0), std::nullopt, {}};
+        if (auto h = sel->optI64(7)) s.prefix_hash = static_cast<uint64_t>(*h);
+        s.earlier = parseEarlier(sel->optStr(8));
         sel->reset();
         auto upd = db_.prepare("UPDATE sources SET path=?2 WHERE id=?1");
         if (!upd) return std::unexpected(upd.error());
@@ -120,7 +158,8 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
         .bind(4, id.inode)
         .bind(5, id.fingerprint);
     if (auto r = ins->run(); !r) return std::unexpected(r.error());
-    return SourceState{db_.lastInsertId(), 0, 0, 0, false, std::nullopt, 0};
+    return SourceState{
+        db_.lastInsertId(), 0, 0, 0, false, std::nullopt, 0, std::nullopt, {}};
 }
 
 db::Result<bool> Store::hasSource(const SourceIdentity& id) {
@@ -444,19 +483,68 @@ db::Result<std::vector<UnfinishedFile>> Store::unfinishedFiles(int64_t limit) {
         f.identity.inode = s->optI64(3);
         f.identity.fingerprint = s->optStr(4).value_or("");
         f.state = SourceState{s->i64(0), s->i64(5), s->i64(6), s->i64(7), false, std::nullopt,
-                              s->optI64(8).value_or(0)};
+                              s->optI64(8).value_or(0), std::nullopt, {}};
         out.push_back(std::move(f));
     }
     return out;
 }
 
+db::Result<std::vector<UnfinishedFile>> Store::copyCandidates(const std::string& fingerprint,
+                                                              int64_t limit) {
+    auto s = db_.prepare(
+        "SELECT id, path, device, inode, offset, line, max_line, size, prefix_hash, complete, "
+        "earlier FROM sources WHERE kind='file' AND fingerprint=?1 AND prefix_hash IS NOT NULL "
+        "ORDER BY id DESC LIMIT ?2");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, fingerprint).bind(2, limit);
+    std::vector<UnfinishedFile> out;
+    for (;;) {
+        auto row = s->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        UnfinishedFile f;
+        f.identity.path = s->str(1);
+        f.identity.device = s->optI64(2);
+        f.identity.inode = s->optI64(3);
+        f.identity.fingerprint = fingerprint;
+        f.state = SourceState{s->i64(0), s->i64(4), s->i64(5), s->i64(6), s->i64(9) != 0,
+                              std::nullopt, s->optI64(7).value_or(0),
+                              static_cast<uint64_t>(s->i64(8)), parseEarlier(s->optStr(10))};
+        out.push_back(std::move(f));
+    }
+    return out;
+}
+
+db::Result<void> Store::adoptSource(int64_t source_id, const SourceIdentity& id) {
+    // A row that already has that identity (the copy's own, nothing read from it, or a former
+    // file of a reused inode) keeps its rows under a fingerprint no later file matches; one
+    // that recorded nothing is complete.
+    auto aside = db_.prepare(
+        "UPDATE sources SET fingerprint = ifnull(fingerprint, '') || '#copied-' || id, "
+        "complete = CASE WHEN max_line = 0 THEN 1 ELSE complete END WHERE kind=?1 AND "
+        "ifnull(device,-1)=ifnull(?2,-1) AND ifnull(inode,-1)=ifnull(?3,-1) AND "
+        "ifnull(fingerprint,'')=?4 AND id<>?5");
+    if (!aside) return std::unexpected(aside.error());
+    aside->bind(1, id.kind).bind(2, id.device).bind(3, id.inode).bind(4, id.fingerprint);
+    aside->bind(5, source_id);
+    if (auto r = aside->run(); !r) return r;
+    auto upd =
+        db_.prepare("UPDATE sources SET path=?2, device=?3, inode=?4, complete=0 WHERE id=?1");
+    if (!upd) return std::unexpected(upd.error());
+    upd->bind(1, source_id).bind(2, id.path).bind(3, id.device).bind(4, id.inode);
+    return upd->run();
+}
+
 db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, int64_t size) {
     auto s = db_.prepare(
         "UPDATE sources SET offset=?2, line=?3, max_line=?4, complete=?5, size=?6, cursor=?7, "
-        "ingested_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?1");
+        "prefix_hash=?8, earlier=?9, ingested_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?1");
     if (!s) return std::unexpected(s.error());
     s->bind(1, source_id).bind(2, st.offset).bind(3, st.line).bind(4, st.max_line);
     s->bind(5, static_cast<int64_t>(st.complete)).bind(6, size).bind(7, st.cursor);
+    std::optional<int64_t> hash;
+    if (st.prefix_hash) hash = static_cast<int64_t>(*st.prefix_hash);
+    s->bind(8, hash).bind(9, earlierText(st.earlier));
     return s->run();
 }
 

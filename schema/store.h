@@ -25,6 +25,13 @@ struct SourceIdentity {
     std::string fingerprint;  ///< hex hash of the first bytes (up to 4 KiB)
 };
 
+/// A place in a file stream: `offset` bytes and `line` lines before it, `hash` of its bytes
+/// [0, offset) (the daemon's prefix hash).
+struct PrefixMark {
+    int64_t offset = 0, line = 0;
+    uint64_t hash = 0;
+};
+
 /// A source's checkpoint: where a (resumed) ingest starts.
 struct SourceState {
     int64_t id = 0;
@@ -35,6 +42,11 @@ struct SourceState {
     /// journal sources: the entry `offset` stands for; alloc sources: a hash of bytes [0, offset)
     std::optional<std::string> cursor;
     int64_t size = 0;  ///< the stream's size (bytes) when the checkpoint was written, 0 unknown
+    /// file sources: a hash of the file's bytes [0, offset) (copytruncate; nullopt: not known)
+    std::optional<uint64_t> prefix_hash;
+    /// file sources: checkpoints committed before this one, newest first (a copy smaller
+    /// than `offset` may match one)
+    std::vector<PrefixMark> earlier;
 };
 
 /// A file source whose stream was not finished (complete = 0), as a restarted daemon finds it.
@@ -164,6 +176,16 @@ class Store {
     db::Result<void> addWarning(int64_t source_id, const Warning& w);
     /// Every `file` source not complete, oldest first (bounded by `limit`).
     db::Result<std::vector<UnfinishedFile>> unfinishedFiles(int64_t limit);
+    /// `file` sources (complete or not) with this fingerprint and a prefix hash, newest first,
+    /// at most `limit`: the streams a new file with this first line may be a copy of
+    /// (copytruncate).
+    db::Result<std::vector<UnfinishedFile>> copyCandidates(const std::string& fingerprint,
+                                                           int64_t limit);
+    /// Moves source `source_id` to the file `id` (path, device, inode; the fingerprint is the
+    /// same) and marks it not complete: the file is a copy of it and continues its stream. A row
+    /// that already has that identity keeps its rows under a fingerprint no later file matches
+    /// (complete when it recorded nothing). Call inside the open transaction.
+    db::Result<void> adoptSource(int64_t source_id, const SourceIdentity& id);
     /// Commits a checkpoint (call inside the transaction that stored the evidence before it).
     db::Result<void> setPosition(int64_t source_id, const SourceState& st, int64_t size);
     /// Retention: drops every source last written more than `max_age_s` seconds ago, then,

@@ -182,7 +182,7 @@ class HipLogMatcher final : public Matcher {
         std::string_view decl = text::trim(s.substr(colon + 1, eq - (colon + 1)));
         size_t sp = decl.rfind(' ');
         std::string_view name = sp == std::string_view::npos ? decl : decl.substr(sp + 1);
-        if (!name.empty()) a.name = std::string(name.substr(0, std::min(name.size(), kMaxName)));
+        if (!name.empty()) a.name.assign(name.substr(0, std::min(name.size(), kMaxName)));
     }
 
     /// `lo-hi]` of `obj:[lo-hi]` into the arg's allocation range (left unset unless complete).
@@ -201,14 +201,17 @@ class HipLogMatcher final : public Matcher {
         name = text::trim(name);
         if (name.empty()) return;
         ThreadArgs& t = thread(amd);
-        Dispatch d;
+        // One Dispatch reused: a sink that copies the strings (StoreSink) leaves their capacity
+        // here, so a name is copied without an allocation; every field is set anew.
+        Dispatch& d = dispatch_;
         d.line = l.line;
         d.time = l.time;
         if (!d.time.runtime_us) d.time.runtime_us = amd.runtime_us;
         d.pid = amd.pid;
-        d.runtime_tid = std::string(amd.runtime_tid);
-        d.kernel = std::string(name);
-        d.args.swap(t.args);  // the thread's next launch starts empty
+        d.runtime_tid.assign(amd.runtime_tid);
+        d.kernel.assign(name);
+        d.args.swap(t.args);  // the thread's next launch starts empty (with the old capacity)
+        t.args.clear();
         out.dispatch(std::move(d));
         t.last_index = -1;
     }
@@ -327,7 +330,8 @@ class HipLogMatcher final : public Matcher {
     }
 
     std::vector<ThreadArgs> threads_;
-    size_t last_ = 0;  ///< index of the thread found last
+    Dispatch dispatch_;  ///< reused for every dispatch (see dispatch())
+    size_t last_ = 0;    ///< index of the thread found last
     uint64_t tick_ = 0;
     rt::Folder folder_;
     Evidence* listing_ = nullptr;  ///< held NoBinaryForGpu record collecting its listing

@@ -13,101 +13,12 @@
 #include <deque>
 #include <set>
 
-#include "collectors/prefix/line_decoder.h"
 #include "daemon/daemon.h"
+#include "daemon/sources/file_tail_parts.h"
 
 namespace gpufault::daemon {
 
-namespace {
-
-constexpr size_t kChunk = 4u << 20;  ///< bytes read per file per poll
-constexpr size_t kMaxLine = LineDecoder::kMaxLine;
-constexpr size_t kMarks = 1024;            ///< line ends remembered per stream (copytruncate)
-constexpr size_t kFinished = 32;           ///< finished streams remembered (copytruncate)
-constexpr auto kFinishedFor = std::chrono::seconds(60);
-constexpr int64_t kHashCap = int64_t{64} << 20;  ///< a resumed stream's prefix hashed up to this
-
-/// A hash of a file's bytes from offset 0, extended as they are read: 8-byte words, a
-/// multiply-xorshift step each (fast enough to run over everything read). Values are only
-/// compared with values of the same kind, on the same machine.
-class PrefixHasher {
-  public:
-    void add(const char* p, size_t len) {
-        for (; len > 0 && n_ > 0; ++p, --len) push(static_cast<unsigned char>(*p));
-        for (; len >= 8; p += 8, len -= 8) {
-            uint64_t w = 0;  // little-endian, as push() builds it (one load on x86 and arm64)
-            for (int i = 0; i < 8; ++i) w |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
-            mix(w);
-        }
-        for (; len > 0; ++p, --len) push(static_cast<unsigned char>(*p));
-    }
-    /// The hash of the bytes added so far (a partial last word and its length included).
-    uint64_t value() const {
-        PrefixHasher c = *this;
-        c.mix(word_ ^ (uint64_t{n_} << 59));
-        return c.h_;
-    }
-
-  private:
-    void push(unsigned char c) {
-        word_ |= uint64_t{c} << (8 * n_);
-        if (++n_ == 8) {
-            mix(word_);
-            word_ = 0;
-            n_ = 0;
-        }
-    }
-    void mix(uint64_t w) {
-        h_ = (h_ ^ w) * 0x9e3779b97f4a7c15ull;
-        h_ ^= h_ >> 29;
-    }
-    uint64_t h_ = 1469598103934665603ull, word_ = 0;
-    unsigned n_ = 0;  ///< bytes in word_
-};
-
-using Clock = std::chrono::steady_clock;
-
-/// Compressed rotations (`job.log.2.gz`) matched by a pattern are not text.
-bool compressed(std::string_view head) {
-    auto starts = [&](std::string_view m) { return head.substr(0, m.size()) == m; };
-    return starts("\x1f\x8b") || starts("\x28\xb5\x2f\xfd") || starts("\xfd" "7zXZ") ||
-           starts("BZh");
-}
-
-}  // namespace
-
-/// One followed file (an open descriptor; its stream once the first line identified it).
-struct FileTail::Followed {
-    std::string path;
-    Key key{};
-    int fd = -1;
-    bool matched = true;   ///< a pattern still names it
-    bool ignored = false;  ///< compressed: never parsed
-    IngestSummary sum;
-    std::unique_ptr<StreamIngest> stream;
-    std::string head;    ///< the stream's first line (as fingerprinted), to see truncation
-    std::string fingerprint;  ///< the stream's
-    int64_t offset = 0;  ///< next byte to read: the start of a held partial line
-    int64_t size = 0;    ///< size at the last poll
-    bool skipping = false;
-    uint64_t lost = 0;  ///< bytes truncated away unread (at least)
-    Clock::time_point changed = Clock::now();
-    // copytruncate (see copyWaits, copyResume):
-    bool hashed = false;       ///< `hash` has bytes [0, offset) (false: not known)
-    PrefixHasher hash;
-    std::deque<Mark> marks;    ///< after each of the last kMarks lines read
-    int64_t prefixLen = 0;     ///< prefixHash()'s cache: `prefix` has bytes [0, prefixLen)
-    PrefixHasher prefix;
-    bool copyWait = false;     ///< a copy of a file still being read: waits for its end
-    bool busy = false;         ///< being identified (copyWaits does not recurse into it)
-    bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
-    uint64_t carriedLines = 0, carriedEvidence = 0;  ///< counted before a reload
-    int64_t checkpointedSize = -1;  ///< `size` at the last checkpoint written
-    uint64_t lostPending = 0;       ///< lost bytes found at identification, not committed yet
-    ~Followed() {
-        if (fd >= 0) ::close(fd);
-    }
-};
+using namespace file_tail;
 
 FileTail::FileTail(Store& store,
                    std::vector<std::string> globs,
@@ -276,155 +187,6 @@ void FileTail::scan() {
     std::erase_if(logged_, [&](const auto& e) { return problems_.count(e.first) == 0; });
 }
 
-db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
-    size_t want = static_cast<size_t>(std::min<int64_t>(size, 4096));
-    ssize_t n = ::pread(f.fd, buf_.data(), want, 0);
-    if (n <= 0) return false;
-    std::string_view head(buf_.data(), static_cast<size_t>(n));
-    if (head.find('\n') == std::string_view::npos && head.size() < 4096) return false;
-    if (compressed(head)) {
-        f.ignored = true;
-        ::close(f.fd);  // never read: its descriptor is not kept (files.max_open)
-        f.fd = -1;
-        return false;
-    }
-    if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
-    SourceIdentity id;
-    id.path = f.path;
-    id.device = static_cast<int64_t>(f.key.first);
-    id.inode = static_cast<int64_t>(f.key.second);
-    id.fingerprint = sourceFingerprint(head);
-    if (auto nl = head.find('\n'); nl != std::string_view::npos) head = head.substr(0, nl + 1);
-    f.head.assign(head);  // `head` is in buf_, which what follows reuses
-    f.busy = true;
-    auto wait = copyWaits(txn, f, id.fingerprint, size);
-    f.busy = false;
-    if (!wait) return std::unexpected(wait.error());
-    f.copyWait = *wait;
-    if (f.copyWait) return false;
-    // The others were brought up to date meanwhile: it may have grown (a copy being written).
-    if (struct stat now {}; ::fstat(f.fd, &now) == 0) size = std::max<int64_t>(size, now.st_size);
-    auto src = store_.source(id);
-    if (!src) return std::unexpected(src.error());
-    SourceState st = *src;
-    if (st.offset > size) {
-        // Truncated while the daemon was down: what its checkpoint had seen and not read is
-        // gone (a stream finished here is complete, its loss counted at the truncation).
-        if (!st.complete) f.lostPending += static_cast<uint64_t>(std::max<int64_t>(st.size - st.offset, 0));
-        // Truncated and written again under the same first line: new lines are numbered
-        // after the stored ones so that none is taken for a duplicate.
-        st.offset = 0;
-        st.line = st.max_line;
-    }
-    std::optional<Mark> resume;
-    if (st.offset == 0 && st.line == 0 && st.max_line == 0 && !st.complete)
-        resume = copyResume(f, id.fingerprint, size);  // nothing read from it yet
-    if (resume) {
-        st.offset = resume->offset;
-        st.line = st.max_line = resume->line;
-    }
-    // What it read is hashed from its start (its checkpoint's prefix first) for its copies.
-    f.hashed = st.offset <= kHashCap && prefixHash(f, st.offset).has_value();
-    f.hash = f.prefix;
-    f.marks.clear();
-    if (f.hashed) f.marks.push_back({st.offset, st.line, f.hash.value()});
-    f.fingerprint = id.fingerprint;
-    f.offset = st.offset;
-    f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
-    if (resume) {
-        // Its checkpoint now, committed with the original's last lines: nothing to read may
-        // follow, and a restart must not read the copy from its start.
-        if (auto r = f.stream->checkpoint(f.offset, false, size); !r)
-            return std::unexpected(r.error());
-        f.resumed = true;
-    }
-    return true;
-}
-
-std::optional<uint64_t> FileTail::prefixHash(Followed& f, int64_t len) {
-    if (len < f.prefixLen) {
-        f.prefixLen = 0;
-        f.prefix = PrefixHasher{};
-    }
-    while (f.prefixLen < len) {
-        size_t want = static_cast<size_t>(std::min<int64_t>(len - f.prefixLen, kChunk));
-        ssize_t n = ::pread(f.fd, buf_.data(), want, f.prefixLen);
-        if (n <= 0) return std::nullopt;
-        f.prefix.add(buf_.data(), static_cast<size_t>(n));
-        f.prefixLen += n;
-    }
-    return f.prefix.value();
-}
-
-template <typename Marks>
-const FileTail::Mark* FileTail::lastMark(const Marks& marks, int64_t offset) {
-    const Mark* m = nullptr;
-    for (const auto& k : marks)
-        if (k.offset <= offset) m = &k;
-    return m;
-}
-
-bool FileTail::sameHead(const Followed& f, const std::string& fingerprint) {
-    char b[4096];
-    ssize_t n = ::pread(f.fd, b, sizeof b, 0);
-    if (n <= 0) return false;
-    std::string_view head(b, static_cast<size_t>(n));
-    return (head.find('\n') != std::string_view::npos || head.size() == sizeof b) &&
-           sourceFingerprint(head) == fingerprint;
-}
-
-db::Result<bool> FileTail::copyWaits(Txn& txn,
-                                     Followed& c,
-                                     const std::string& fingerprint,
-                                     int64_t size) {
-    // A copy made before the truncation (copytruncate; also a copy still being written)
-    // holds bytes the original also holds: they are read from the original only. The copy
-    // waits while it is no larger than the original and the same as its start.
-    for (auto& [k, o] : files_) {
-        if (o.get() == &c || o->busy || o->ignored) continue;
-        // The others up to date first: an original truncated since our last look is finished
-        // (copyResume then finds it), one not identified yet is (the first file identified
-        // is the original; its copies wait).
-        bool update = o->stream ? o->fingerprint == fingerprint || !headIntact(*o)
-                                : !o->copyWait && sameHead(*o, fingerprint);
-        if (update)
-            if (auto r = read(txn, *o); !r) return std::unexpected(r.error());
-        if (!o->stream || o->fingerprint != fingerprint || size > o->size) continue;
-        auto hc = prefixHash(c, size);
-        auto ho = prefixHash(*o, size);
-        if (hc && ho && *hc == *ho) return true;
-        // Unless the original was truncated just now: then it is finished by this read.
-        if (!headIntact(*o))
-            if (auto r = read(txn, *o); !r) return std::unexpected(r.error());
-    }
-    return false;
-}
-
-std::optional<FileTail::Mark> FileTail::copyResume(Followed& c,
-                                                   const std::string& fingerprint,
-                                                   int64_t size) {
-    auto now = Clock::now();
-    std::erase_if(finished_, [&](const Finished& e) { return now - e.at > kFinishedFor; });
-    for (auto e = finished_.rbegin(); e != finished_.rend(); ++e) {
-        if (e->fingerprint != fingerprint || e->marks.empty()) continue;
-        // Where it ended when the copy is as large, else its last line end within the copy.
-        const Mark& end = e->marks.back();
-        const Mark* m = size >= end.offset ? &end : lastMark(e->marks, size);
-        if (!m || m->offset == 0) continue;
-        auto h = prefixHash(c, m->offset);
-        if (!h || *h != m->hash) continue;
-        if (m == &end && e->lost > 0) {
-            // What its truncation counted lost and the copy holds is not lost after all.
-            uint64_t back = std::min<uint64_t>(e->lost, static_cast<uint64_t>(size - end.offset));
-            e->lost -= back;
-            if (auto o = files_.find(e->key); o != files_.end())
-                o->second->lost -= std::min(o->second->lost, back);
-        }
-        return *m;
-    }
-    return std::nullopt;
-}
-
 db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
     if (!f.stream) return {};
     if (feed_partial && f.size > f.offset && !f.skipping) {
@@ -443,7 +205,7 @@ db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
     }
     f.stream->finish();
     if (f.stream->error()) return std::unexpected(*f.stream->error());
-    auto r = f.stream->checkpoint(f.offset, true, f.size);
+    auto r = writeCheckpoint(f, f.offset, true, f.size);
     if (!r) return r;
     if (f.hashed) {
         Finished e{f.fingerprint, {f.marks.begin(), f.marks.end()}, Clock::now(), f.key, 0};
@@ -659,7 +421,7 @@ db::Result<void> FileTail::checkpoint() {
     for (auto& [k, f] : files_)
         if (f->stream && (f->stream->uncommittedLines() > 0 || f->size != f->checkpointedSize ||
                           f->lostPending > 0)) {
-            if (auto r = f->stream->checkpoint(f->offset, false, f->size); !r) return r;
+            if (auto r = writeCheckpoint(*f, f->offset, false, f->size); !r) return r;
             f->checkpointedSize = f->size;
         }
     return {};

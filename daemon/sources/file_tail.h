@@ -40,8 +40,20 @@ namespace gpufault::daemon {
 /// the same as its start, is a copy: it waits until that stream is finished (truncated,
 /// renamed away, deleted), then resumes where the stream ended when its bytes up to there are
 /// the same (a hash of what each stream read, and of its last kMarks line ends, is kept for 60
-/// s). In memory only: after a copytruncate while the daemon is down, or one whose commit a
-/// kill undid, the copy is read from its start (its lines already stored are stored again).
+/// s). Each checkpoint also stores the hash of the file's bytes before it (sources.prefix_hash):
+/// after a restart, or when a kill undid the resume, a new file whose first line is a stored
+/// stream's and whose bytes before that stream's checkpoint hash to the stored value continues
+/// that stream (the store moves it to the copy; lines after the checkpoint are numbered as
+/// before, so none is stored twice), unless the stream's own file is still there as large:
+/// followed and holding those bytes, the copy waits as above; out of the patterns, the new
+/// file is another file of the same bytes. A file found again by device + inode + first line whose
+/// bytes before the checkpoint differ (truncated and rewritten while the daemon was down, or
+/// a reused inode) is read from its start. A copy smaller than the checkpoint (its original
+/// was read past what was copied before the truncation, and a kill undid the resume) matches
+/// one of the checkpoints committed before it (sources.earlier, the last four). Not
+/// recognised: a copy smaller than all of those, a copy compressed before the daemon saw it
+/// (compressed files are skipped), checkpoints beyond kHashCap (64 MiB). Taken for a copy: a
+/// new file of the same bytes as a stream whose file is gone (the same job output again).
 class FileTail final : public Source {
   public:
     /// `window`: dispatches kept per runtime thread; `idle_close_ms`: how long a file that no
@@ -111,6 +123,24 @@ class FileTail final : public Source {
     db::Result<bool> copyWaits(Txn& txn, Followed& c, const std::string& fingerprint, int64_t size);
     /// Where `c`, a copy of a stream finished lately, resumes (nullopt: it is no such copy).
     std::optional<Mark> copyResume(Followed& c, const std::string& fingerprint, int64_t size);
+    /// What adoptCopy found: the checkpoint of the stream a copy continues, or that it waits.
+    struct Adoption {
+        std::optional<SourceState> state;
+        bool wait = false;  ///< that stream's own file is still there and holds it
+    };
+    /// After a restart (or a kill that undid its in-memory resume): the stream of the store
+    /// that `c`, never read before, is a copy of (its first line; its bytes before that
+    /// stream's checkpoint hash to the stored prefix hash; the stream not followed now). That
+    /// stream is moved to `c` (in the open transaction) and its checkpoint returned; `self`:
+    /// the row `c`'s own identity found (skipped).
+    db::Result<Adoption> adoptCopy(Followed& c,
+                                   const SourceIdentity& id,
+                                   int64_t size,
+                                   int64_t self);
+    /// The hash of bytes [0, offset) of what `f` read (nullopt: not known).
+    static std::optional<uint64_t> hashAt(const Followed& f, int64_t offset);
+    /// `f`'s stream checkpoint with the hash of the bytes before it, into the open transaction.
+    db::Result<void> writeCheckpoint(Followed& f, int64_t end, bool complete, int64_t size);
     /// The last of `marks` at or before `offset` (nullptr: none).
     template <typename Marks>
     static const Mark* lastMark(const Marks& marks, int64_t offset);

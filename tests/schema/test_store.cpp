@@ -49,9 +49,9 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s) << s.error().message;
     // One version per schema/sql file (001 … 005_cores, 006_core_origins, 007_allocations, 008_diagnoses_devices,
-    // 009_unsigned_distances, 010_allocation_distance).
+    // 009_unsigned_distances, 010_allocation_distance, 011_prefix_hash).
     const auto versions = static_cast<int64_t>(migrations().size());
-    EXPECT_EQ(versions, 10);
+    EXPECT_EQ(versions, 11);
     EXPECT_EQ(scalar(*s, "PRAGMA user_version"), versions);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'diagnoses'"), 1);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'allocations'"), 1);
@@ -88,6 +88,62 @@ TEST(Store, SameSourceSameRecordIsStoredOnce) {
     ASSERT_TRUE(s->addEvidence(src->id, rocr(4, 0x7f6459a00000)));
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM evidence"), 2);
     EXPECT_EQ(scalar(*s, "SELECT align_log2 FROM evidence WHERE line = 3"), 21);
+}
+
+// copytruncate across restarts: a file checkpoint keeps its prefix hash (all 64 bits) and the
+// checkpoints before it; a copy's file takes the stream over, and a row that already had the
+// copy's identity is set aside (complete when it recorded nothing).
+TEST(Store, PrefixHashesRoundTripAndACopyTakesTheStreamOver) {
+    TempDir t;
+    auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s);
+    SourceIdentity orig{"app.log", "file", 1, 10, "fp"};
+    auto src = s->source(orig);
+    ASSERT_TRUE(src);
+    SourceState st = *src;
+    st.offset = 300;
+    st.line = 3;
+    st.max_line = 3;
+    st.prefix_hash = 0xfedcba9876543210ull;  // top bit set: stored as a negative integer
+    st.earlier = {{200, 2, 0x8000000000000001ull}, {100, 1, 0x1234ull}};
+    ASSERT_TRUE(s->setPosition(st.id, st, 350));
+    auto back = s->source(orig);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->prefix_hash, std::optional<uint64_t>(0xfedcba9876543210ull));
+    ASSERT_EQ(back->earlier.size(), 2u);
+    EXPECT_EQ(back->earlier[0].offset, 200);
+    EXPECT_EQ(back->earlier[0].line, 2);
+    EXPECT_EQ(back->earlier[0].hash, 0x8000000000000001ull);
+    EXPECT_EQ(back->earlier[1].hash, 0x1234ull);
+
+    auto cands = s->copyCandidates("fp", 16);
+    ASSERT_TRUE(cands);
+    ASSERT_EQ(cands->size(), 1u);
+    EXPECT_EQ(cands->front().state.id, st.id);
+    EXPECT_EQ(cands->front().state.size, 350);
+    EXPECT_EQ(cands->front().state.earlier.size(), 2u);
+    auto none = s->copyCandidates("other", 16);
+    ASSERT_TRUE(none);
+    EXPECT_TRUE(none->empty());
+
+    SourceIdentity copy{"app.log.1", "file", 1, 11, "fp"};
+    auto own = s->source(copy);  // the copy's own row, nothing read from it
+    ASSERT_TRUE(own);
+    ASSERT_NE(own->id, st.id);
+    ASSERT_TRUE(s->adoptSource(st.id, copy));
+    auto moved = s->source(copy);
+    ASSERT_TRUE(moved);
+    EXPECT_EQ(moved->id, st.id);
+    EXPECT_EQ(moved->offset, 300);
+    EXPECT_FALSE(moved->complete);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sources WHERE fingerprint LIKE 'fp#copied-%'"), 1);
+    EXPECT_EQ(scalar(*s, "SELECT complete FROM sources WHERE fingerprint LIKE 'fp#copied-%'"), 1);
+    // The original's identity is free: the truncated file is a new stream.
+    auto fresh = s->source(orig);
+    ASSERT_TRUE(fresh);
+    EXPECT_NE(fresh->id, st.id);
+    EXPECT_NE(fresh->id, own->id);
+    EXPECT_EQ(fresh->offset, 0);
 }
 
 TEST(Store, DistanceViewSignsAndBoundaries) {

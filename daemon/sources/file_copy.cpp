@@ -1,0 +1,304 @@
+// FileTail: which stream a file continues. A file is identified by its first line; a copy of
+// a stream (logrotate's copytruncate) is recognised by the hash of its bytes before where that
+// stream was read to: in memory while the daemon runs (copyWaits, copyResume), from the
+// checkpoints' prefix hashes after a restart (adoptCopy).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "daemon/sources/file_tail.h"
+#include "daemon/sources/file_tail_parts.h"
+
+namespace gpufault::daemon {
+
+using namespace file_tail;
+
+namespace {
+
+/// Compressed rotations (`job.log.2.gz`) matched by a pattern are not text.
+bool compressed(std::string_view head) {
+    auto starts = [&](std::string_view m) { return head.substr(0, m.size()) == m; };
+    return starts("\x1f\x8b") || starts("\x28\xb5\x2f\xfd") || starts("\xfd" "7zXZ") ||
+           starts("BZh");
+}
+
+}  // namespace
+
+db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
+    size_t want = static_cast<size_t>(std::min<int64_t>(size, 4096));
+    ssize_t n = ::pread(f.fd, buf_.data(), want, 0);
+    if (n <= 0) return false;
+    std::string_view head(buf_.data(), static_cast<size_t>(n));
+    if (head.find('\n') == std::string_view::npos && head.size() < 4096) return false;
+    if (compressed(head)) {
+        f.ignored = true;
+        ::close(f.fd);  // never read: its descriptor is not kept (files.max_open)
+        f.fd = -1;
+        return false;
+    }
+    if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
+    SourceIdentity id;
+    id.path = f.path;
+    id.device = static_cast<int64_t>(f.key.first);
+    id.inode = static_cast<int64_t>(f.key.second);
+    id.fingerprint = sourceFingerprint(head);
+    if (auto nl = head.find('\n'); nl != std::string_view::npos) head = head.substr(0, nl + 1);
+    f.head.assign(head);  // `head` is in buf_, which what follows reuses
+    f.busy = true;
+    auto wait = copyWaits(txn, f, id.fingerprint, size);
+    f.busy = false;
+    if (!wait) return std::unexpected(wait.error());
+    f.copyWait = *wait;
+    if (f.copyWait) return false;
+    // The others were brought up to date meanwhile: it may have grown (a copy being written).
+    if (struct stat now {}; ::fstat(f.fd, &now) == 0) size = std::max<int64_t>(size, now.st_size);
+    auto src = store_.source(id);
+    if (!src) return std::unexpected(src.error());
+    SourceState st = *src;
+    // The file holds what its checkpoint was written after: the bytes before it hash to the
+    // stored value. Not so when it was truncated (and maybe written again under the same first
+    // line) while the daemon was down, or when its inode was reused by a file of that first
+    // line.
+    bool same = st.offset <= size;
+    if (same && st.prefix_hash && st.offset > 0 && st.offset <= kHashCap) {
+        auto h = prefixHash(f, st.offset);
+        same = h && *h == *st.prefix_hash;
+    }
+    std::optional<Mark> resume;
+    bool adopted = false;
+    if (st.offset == 0 && st.line == 0 && st.max_line == 0 && !st.complete)
+        resume = copyResume(f, id.fingerprint, size);  // nothing read from it yet
+    if (!resume && (!same || (st.offset == 0 && st.max_line == 0))) {
+        // Not read before: it may be the copy of a stream the store knows (copytruncate while
+        // the daemon was down, or undone by a kill): it continues that stream.
+        auto a = adoptCopy(f, id, size, st.id);
+        if (!a) return std::unexpected(a.error());
+        if (a->wait) {
+            f.copyWait = true;
+            return false;
+        }
+        if (a->state) {
+            st = *a->state;
+            adopted = same = true;
+        }
+    }
+    if (!same) {
+        // Truncated while the daemon was down: what its checkpoint had seen and not read is
+        // gone (a stream finished here is complete, its loss counted at the truncation).
+        if (!st.complete)
+            f.lostPending += static_cast<uint64_t>(std::max<int64_t>(st.size - st.offset, 0));
+        // Truncated and written again under the same first line: new lines are numbered
+        // after the stored ones so that none is taken for a duplicate.
+        st.offset = 0;
+        st.line = st.max_line;
+    }
+    if (resume) {
+        st.offset = resume->offset;
+        st.line = st.max_line = resume->line;
+    }
+    // What it read is hashed from its start (its checkpoint's prefix first) for its copies.
+    f.hashed = st.offset <= kHashCap && prefixHash(f, st.offset).has_value();
+    f.hash = f.prefix;
+    f.marks.clear();
+    if (f.hashed) f.marks.push_back({st.offset, st.line, f.hash.value()});
+    f.fingerprint = id.fingerprint;
+    f.offset = st.offset;
+    f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
+    if (resume || adopted) {
+        // Its checkpoint now, committed with the original's last lines (or with the move of
+        // the stream it continues): a restart must not read the copy from its start.
+        if (auto r = writeCheckpoint(f, f.offset, false, size); !r)
+            return std::unexpected(r.error());
+        f.resumed = true;
+    }
+    return true;
+}
+
+std::optional<uint64_t> FileTail::prefixHash(Followed& f, int64_t len) {
+    if (len < f.prefixLen) {
+        f.prefixLen = 0;
+        f.prefix = PrefixHasher{};
+    }
+    while (f.prefixLen < len) {
+        size_t want = static_cast<size_t>(std::min<int64_t>(len - f.prefixLen, kChunk));
+        ssize_t n = ::pread(f.fd, buf_.data(), want, f.prefixLen);
+        if (n <= 0) return std::nullopt;
+        f.prefix.add(buf_.data(), static_cast<size_t>(n));
+        f.prefixLen += n;
+    }
+    return f.prefix.value();
+}
+
+template <typename Marks>
+const FileTail::Mark* FileTail::lastMark(const Marks& marks, int64_t offset) {
+    const Mark* m = nullptr;
+    for (const auto& k : marks)
+        if (k.offset <= offset) m = &k;
+    return m;
+}
+
+bool FileTail::sameHead(const Followed& f, const std::string& fingerprint) {
+    char b[4096];
+    ssize_t n = ::pread(f.fd, b, sizeof b, 0);
+    if (n <= 0) return false;
+    std::string_view head(b, static_cast<size_t>(n));
+    return (head.find('\n') != std::string_view::npos || head.size() == sizeof b) &&
+           sourceFingerprint(head) == fingerprint;
+}
+
+db::Result<bool> FileTail::copyWaits(Txn& txn,
+                                     Followed& c,
+                                     const std::string& fingerprint,
+                                     int64_t size) {
+    // A copy made before the truncation (copytruncate; also a copy still being written)
+    // holds bytes the original also holds: they are read from the original only. The copy
+    // waits while it is no larger than the original and the same as its start.
+    for (auto& [k, o] : files_) {
+        if (o.get() == &c || o->busy || o->ignored) continue;
+        // The others up to date first: an original truncated since our last look is finished
+        // (copyResume then finds it), one not identified yet is (the first file identified
+        // is the original; its copies wait).
+        bool update = o->stream ? o->fingerprint == fingerprint || !headIntact(*o)
+                                : !o->copyWait && sameHead(*o, fingerprint);
+        if (update)
+            if (auto r = read(txn, *o); !r) return std::unexpected(r.error());
+        if (!o->stream || o->fingerprint != fingerprint || size > o->size) continue;
+        auto hc = prefixHash(c, size);
+        auto ho = prefixHash(*o, size);
+        if (hc && ho && *hc == *ho) return true;
+        // Unless the original was truncated just now: then it is finished by this read.
+        if (!headIntact(*o))
+            if (auto r = read(txn, *o); !r) return std::unexpected(r.error());
+    }
+    return false;
+}
+
+std::optional<FileTail::Mark> FileTail::copyResume(Followed& c,
+                                                   const std::string& fingerprint,
+                                                   int64_t size) {
+    auto now = Clock::now();
+    std::erase_if(finished_, [&](const Finished& e) { return now - e.at > kFinishedFor; });
+    for (auto e = finished_.rbegin(); e != finished_.rend(); ++e) {
+        if (e->fingerprint != fingerprint || e->marks.empty()) continue;
+        // Where it ended when the copy is as large, else its last line end within the copy.
+        const Mark& end = e->marks.back();
+        const Mark* m = size >= end.offset ? &end : lastMark(e->marks, size);
+        if (!m || m->offset == 0) continue;
+        auto h = prefixHash(c, m->offset);
+        if (!h || *h != m->hash) continue;
+        if (m == &end && e->lost > 0) {
+            // What its truncation counted lost and the copy holds is not lost after all.
+            uint64_t back = std::min<uint64_t>(e->lost, static_cast<uint64_t>(size - end.offset));
+            e->lost -= back;
+            if (auto o = files_.find(e->key); o != files_.end())
+                o->second->lost -= std::min(o->second->lost, back);
+        }
+        return *m;
+    }
+    return std::nullopt;
+}
+db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
+                                                   const SourceIdentity& id,
+                                                   int64_t size,
+                                                   int64_t self) {
+    constexpr int64_t kCandidates = 16;  // the streams of this first line written to last
+    auto rows = store_.copyCandidates(id.fingerprint, kCandidates);
+    if (!rows) return std::unexpected(rows.error());
+    // A stream followed now is its file's: copyWaits and copyResume decide for its copies.
+    std::set<int64_t> held;
+    for (const auto& [k, o] : files_)
+        if (o->stream) held.insert(o->stream->state().id);
+    for (const auto& o : retired_) held.insert(o->stream->state().id);
+    // Each candidate's checkpoint and the ones committed before it (a copy made before its
+    // original was read further is smaller than the last), by offset so that the copy's prefix
+    // is hashed once; the match read furthest wins (a stream continued in a copy before
+    // reaches further than the stream it continued).
+    struct Place {
+        const UnfinishedFile* row;
+        PrefixMark at;
+    };
+    std::vector<Place> places;
+    int64_t within = std::min(size, kHashCap);
+    for (const auto& r : *rows) {
+        if (r.state.id == self || held.count(r.state.id) || r.state.max_line == 0) continue;
+        // At 0 too: a checkpoint held at the start by a block still open (the copy then reads
+        // the stream's lines again under their numbers, stored once).
+        if (r.state.offset <= within)
+            places.push_back({&r, {r.state.offset, r.state.line, *r.state.prefix_hash}});
+        for (const auto& e : r.state.earlier)
+            if (e.offset > 0 && e.offset < r.state.offset && e.offset <= within)
+                places.push_back({&r, e});
+    }
+    std::sort(places.begin(), places.end(), [](const Place& a, const Place& b) {
+        return a.at.offset < b.at.offset;
+    });
+    std::vector<const Place*> matches;  // nearest first
+    for (const auto& p : places) {
+        auto h = prefixHash(c, p.at.offset);
+        if (!h) break;
+        if (*h == p.at.hash) matches.push_back(&p);
+    }
+    // Its file still followed and holding those bytes (a copy made before the truncation, seen
+    // first after a restart): `c` waits for it as for a copy of a followed file. Still at its
+    // path but no longer matched by the patterns, as large: `c` is another file of the same
+    // bytes. Else (truncated, as copytruncate leaves it, or gone) `c` continues the stream.
+    const Place* best = nullptr;
+    for (auto m = matches.rbegin(); m != matches.rend() && !best; ++m) {
+        const SourceIdentity& own = (*m)->row->identity;
+        if (!own.device || !own.inode) continue;
+        Key key{static_cast<dev_t>(*own.device), static_cast<ino_t>(*own.inode)};
+        if (auto o = files_.find(key); o != files_.end() && o->second.get() != &c) {
+            if (o->second->fd < 0) continue;
+            if (sameHead(*o->second, id.fingerprint) &&
+                prefixHash(*o->second, (*m)->at.offset) == (*m)->at.hash)
+                return Adoption{std::nullopt, true};
+            best = *m;
+            continue;
+        }
+        struct stat st {};
+        if (::lstat(own.path.c_str(), &st) == 0 && st.st_dev == key.first &&
+            st.st_ino == key.second && st.st_size >= std::max<int64_t>((*m)->at.offset, 1))
+            continue;
+        best = *m;
+    }
+    if (!best) return Adoption{};
+    if (auto r = store_.adoptSource(best->row->state.id, id); !r)
+        return std::unexpected(r.error());
+    SourceState st = best->row->state;
+    st.complete = false;
+    st.offset = best->at.offset;  // lines after it are numbered as in the original
+    st.line = best->at.line;
+    st.prefix_hash = best->at.hash;
+    return Adoption{st, false};
+}
+
+std::optional<uint64_t> FileTail::hashAt(const Followed& f, int64_t offset) {
+    if (offset == 0) return PrefixHasher{}.value();
+    if (!f.hashed) return std::nullopt;
+    if (offset == f.offset) return f.hash.value();
+    for (auto m = f.marks.rbegin(); m != f.marks.rend(); ++m)
+        if (m->offset == offset) return m->hash;
+    return std::nullopt;
+}
+
+db::Result<void> FileTail::writeCheckpoint(Followed& f, int64_t end, bool complete, int64_t size) {
+    constexpr size_t kEarlier = 4;  // checkpoints kept before the last (sources.earlier)
+    return f.stream->checkpoint(end, complete, size, [&](SourceState& cp) {
+        cp.prefix_hash = hashAt(f, cp.offset);
+        const SourceState& last = f.stream->state();  // committed
+        std::vector<PrefixMark> earlier;
+        if (last.prefix_hash && last.offset > 0 && last.offset < cp.offset)
+            earlier.push_back({last.offset, last.line, *last.prefix_hash});
+        for (const auto& e : last.earlier)
+            if (earlier.size() < kEarlier && e.offset < cp.offset &&
+                (earlier.empty() || e.offset < earlier.back().offset))
+                earlier.push_back(e);
+        cp.earlier = std::move(earlier);
+    });
+}
+
+}  // namespace gpufault::daemon

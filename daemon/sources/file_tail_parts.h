@@ -1,0 +1,105 @@
+// FileTail's internals shared by file_tail.cpp (following, reading, rotation) and
+// file_copy.cpp (identifying a file's stream, copytruncate): limits, the prefix hash, and what
+// is kept per followed file. Not a public interface.
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "collectors/prefix/line_decoder.h"
+#include "daemon/sources/file_tail.h"
+
+namespace gpufault::daemon::file_tail {
+
+inline constexpr size_t kChunk = 4u << 20;  ///< bytes read per file per poll
+inline constexpr size_t kMaxLine = LineDecoder::kMaxLine;
+inline constexpr size_t kMarks = 1024;   ///< line ends remembered per stream (copytruncate)
+inline constexpr size_t kFinished = 32;  ///< finished streams remembered (copytruncate)
+inline constexpr auto kFinishedFor = std::chrono::seconds(60);
+/// A resumed stream's prefix is hashed up to this many bytes (and checkpoints beyond it have no
+/// prefix hash).
+inline constexpr int64_t kHashCap = int64_t{64} << 20;
+
+/// A hash of a file's bytes from offset 0, extended as they are read: 8-byte words, a
+/// multiply-xorshift step each (fast enough to run over everything read). Values are only
+/// compared with values of the same kind, on the same machine.
+class PrefixHasher {
+  public:
+    void add(const char* p, size_t len) {
+        for (; len > 0 && n_ > 0; ++p, --len) push(static_cast<unsigned char>(*p));
+        for (; len >= 8; p += 8, len -= 8) {
+            uint64_t w = 0;  // little-endian, as push() builds it (one load on x86 and arm64)
+            for (int i = 0; i < 8; ++i) w |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+            mix(w);
+        }
+        for (; len > 0; ++p, --len) push(static_cast<unsigned char>(*p));
+    }
+    /// The hash of the bytes added so far (a partial last word and its length included).
+    uint64_t value() const {
+        PrefixHasher c = *this;
+        c.mix(word_ ^ (uint64_t{n_} << 59));
+        return c.h_;
+    }
+
+  private:
+    void push(unsigned char c) {
+        word_ |= uint64_t{c} << (8 * n_);
+        if (++n_ == 8) {
+            mix(word_);
+            word_ = 0;
+            n_ = 0;
+        }
+    }
+    void mix(uint64_t w) {
+        h_ = (h_ ^ w) * 0x9e3779b97f4a7c15ull;
+        h_ ^= h_ >> 29;
+    }
+    uint64_t h_ = 1469598103934665603ull, word_ = 0;
+    unsigned n_ = 0;  ///< bytes in word_
+};
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace gpufault::daemon::file_tail
+
+namespace gpufault::daemon {
+
+/// One followed file (an open descriptor; its stream once the first line identified it).
+struct FileTail::Followed {
+    std::string path;
+    Key key{};
+    int fd = -1;
+    bool matched = true;   ///< a pattern still names it
+    bool ignored = false;  ///< compressed: never parsed
+    IngestSummary sum;
+    std::unique_ptr<StreamIngest> stream;
+    std::string head;    ///< the stream's first line (as fingerprinted), to see truncation
+    std::string fingerprint;  ///< the stream's
+    int64_t offset = 0;  ///< next byte to read: the start of a held partial line
+    int64_t size = 0;    ///< size at the last poll
+    bool skipping = false;
+    uint64_t lost = 0;  ///< bytes truncated away unread (at least)
+    file_tail::Clock::time_point changed = file_tail::Clock::now();
+    // copytruncate (see copyWaits, copyResume):
+    bool hashed = false;       ///< `hash` has bytes [0, offset) (false: not known)
+    file_tail::PrefixHasher hash;
+    std::deque<Mark> marks;    ///< after each of the last kMarks lines read
+    int64_t prefixLen = 0;     ///< prefixHash()'s cache: `prefix` has bytes [0, prefixLen)
+    file_tail::PrefixHasher prefix;
+    bool copyWait = false;     ///< a copy of a file still being read: waits for its end
+    bool busy = false;         ///< being identified (copyWaits does not recurse into it)
+    bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
+    uint64_t carriedLines = 0, carriedEvidence = 0;  ///< counted before a reload
+    int64_t checkpointedSize = -1;  ///< `size` at the last checkpoint written
+    uint64_t lostPending = 0;       ///< lost bytes found at identification, not committed yet
+    ~Followed() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+}  // namespace gpufault::daemon

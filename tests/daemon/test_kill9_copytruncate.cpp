@@ -1,0 +1,283 @@
+// gpufaultd and copytruncate: a copy resumes where its original was read, in memory while the
+// daemon runs and from the store's checkpoints (their prefix hashes) after a restart.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "tests/daemon/kill9_harness.h"
+
+using namespace gpufault::testing::kill9;
+using gpufault::testing::eventually;
+
+namespace {
+
+/// logrotate's copytruncate, as the writer would see it: copy, then truncate.
+void copyTruncate(Quiet& q, const std::string& to, bool truncate = true) {
+    gpufault::testing::writeFile(to, gpufault::testing::readFile(q.s.app));
+    if (truncate) {
+        ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    }
+}
+
+}  // namespace
+
+
+// The daemon had read app.log to its end; the copy appears with the truncation.
+TEST(DaemonKill9, CopyTruncateContinuesWhereTheOriginalWasRead) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9, read from app.log
+    ASSERT_TRUE(q.caughtUp());
+    copyTruncate(q, q.s.app + ".1");
+    q.lines(q.fd, 5);  // L10-14
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 15));
+}
+
+// The copy appears while app.log still has lines the daemon has not read, and more are
+// written before the truncation: the copy waits (status says so), app.log is read on, and
+// the copy resumes where app.log ended.
+TEST(DaemonKill9, CopySeenBeforeTheTruncationWaitsForTheOriginal) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(freeze(q.d.pid()));
+    q.lines(q.fd, 10);  // L10-19, unread
+    std::string copy = q.s.app + ".1";
+    copyTruncate(q, copy, false);
+    q.lines(q.fd, 5);  // L20-24: in app.log only
+    thaw(q.d.pid());
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto c = q.stream(copy);
+            auto a = q.stream(q.s.app);
+            return c && a && c->position == "waiting: a copy of a file still being read" &&
+                   a->lag == 0;
+        },
+        30s));
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 5);  // L25-29
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 30));
+}
+
+// Copied and truncated while the daemon was frozen, with lines it had not read: they are read
+// from the copy, after what app.log gave.
+TEST(DaemonKill9, CopyHoldsWhatTheOriginalHadNotGiven) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(freeze(q.d.pid()));
+    q.lines(q.fd, 10);  // L10-19, unread, then copied
+    copyTruncate(q, q.s.app + ".1");
+    q.lines(q.fd, 3);  // L20-22
+    thaw(q.d.pid());
+    ASSERT_TRUE(q.caughtUp());
+    auto st = q.stream(q.s.app);
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->lost, 0u);
+    EXPECT_EQ(storedNames(q.stop()), every(0, 23));
+}
+
+// A partial line the daemon saw is counted lost at the truncation; the copy then holds it
+// (completed) after all, so the count is taken back: lost_bytes is exact again.
+TEST(DaemonKill9, CopyGivesBackWhatTheTruncationCountedLost) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    std::string l10 = ledgerLine(10, 8);
+    ASSERT_TRUE(writeAll(q.fd, l10.substr(0, 20)));
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto st = q.stream(q.s.app);
+            return st && st->lag == 20;
+        },
+        30s));
+    ASSERT_TRUE(freeze(q.d.pid()));
+    ASSERT_TRUE(writeAll(q.fd, l10.substr(20)));
+    q.next = 11;
+    q.lines(q.fd, 1);  // L11
+    // The truncation is seen first (the copy is made after the daemon thaws).
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 2);   // L12-13
+    std::string saved;  // app.log as it was before the truncation
+    for (uint64_t n = 0; n < 12; ++n) saved += ledgerLine(n, 8);
+    thaw(q.d.pid());
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto st = q.stream(q.s.app);
+            return st && st->lost == 20;
+        },
+        30s));
+    gpufault::testing::writeFile(q.s.app + ".1", saved);
+    ASSERT_TRUE(q.caughtUp());
+    auto st = q.stream(q.s.app);
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->lost, 0u);
+    EXPECT_EQ(storedNames(q.stop()), every(0, 14));
+}
+
+// Another file that merely starts with the same line is no copy: it is read from its start,
+// whether it appears while app.log is followed or after app.log was truncated.
+TEST(DaemonKill9, ASameFirstLineIsNoCopy) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(writeAll(q.fd, "=== job started ===\n"));
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    std::string other = "=== job started ===\n";
+    for (uint64_t n = 100; n < 105; ++n) other += ledgerLine(n, 8);
+    gpufault::testing::writeFile(q.s.app + ".a", other);  // smaller than app.log
+    ASSERT_TRUE(q.caughtUp());
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.next = 10;
+    q.lines(q.fd, 2);  // L10-11
+    ASSERT_TRUE(q.caughtUp());
+    other = "=== job started ===\n";
+    for (uint64_t n = 200; n < 220; ++n) other += ledgerLine(n, 8);
+    gpufault::testing::writeFile(q.s.app + ".b", other);  // larger than app.log had been
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 12) + every(100, 105) + every(200, 220));
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// copytruncate while the daemon is down: the copy is recognised from the checkpoint's prefix
+// hash in the store.
+
+// Stopped after reading app.log to its end; copied and truncated, then started again: the copy
+// continues app.log's stream at its checkpoint (nothing stored twice), app.log starts anew.
+TEST(DaemonKill9, CopyTruncateWhileStoppedContinuesAtTheCheckpoint) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 10));
+    copyTruncate(q, q.s.app + ".1");
+    q.lines(q.fd, 5);  // L10-14
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(q.caughtUp());
+    auto st = q.stream(q.s.app);
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->lost, 0u);
+    EXPECT_EQ(storedNames(q.stop()), every(0, 15));
+}
+
+// Killed (SIGKILL) while frozen with lines it had not read; copied and truncated while it was
+// dead: the copy gives the lines after the checkpoint, once.
+TEST(DaemonKill9, CopyTruncateWhileKilledGivesWhatWasNotCommitted) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(freeze(q.d.pid()));
+    q.lines(q.fd, 10);  // L10-19, unread
+    q.d.kill9();
+    copyTruncate(q, q.s.app + ".1");
+    q.lines(q.fd, 3);  // L20-22
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 23));
+}
+
+// Copied (not truncated yet) while stopped: after the start the copy waits for app.log, which
+// still holds the stream; after the truncation it resumes where app.log ended.
+TEST(DaemonKill9, CopyMadeWhileStoppedWaitsForTheOriginal) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 10));
+    std::string copy = q.s.app + ".1";
+    copyTruncate(q, copy, false);
+    q.lines(q.fd, 5);  // L10-14: in app.log only
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto c = q.stream(copy);
+            auto a = q.stream(q.s.app);
+            return c && a && c->position == "waiting: a copy of a file still being read" &&
+                   a->lag == 0;
+        },
+        30s));
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 2);  // L15-16
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 17));
+}
+
+// Two generations copied while stopped: app.log.1 (an older copy, continued before) and
+// app.log.2, the copy of what app.log held since. Each continues its own stream.
+TEST(DaemonKill9, TwoGenerationsOfCopiesEachContinueTheirStream) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 10));
+    copyTruncate(q, q.s.app + ".1");
+    q.lines(q.fd, 5);  // L10-14
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 15));
+    ASSERT_EQ(::rename((q.s.app + ".1").c_str(), (q.s.app + ".2").c_str()), 0);
+    q.lines(q.fd, 5);  // L15-19, unread
+    copyTruncate(q, q.s.app + ".1");
+    q.lines(q.fd, 2);  // L20-21
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 22));
+}
+
+// Truncated and written past the old checkpoint under the same first line while stopped: the
+// bytes before the checkpoint differ from what was read, so the file is read from its start
+// (before the prefix hash, reading resumed in the middle of the new content).
+TEST(DaemonKill9, RegrownUnderTheSameFirstLineWhileStoppedIsReadFromTheStart) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(writeAll(q.fd, "=== job started ===\n"));
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 10));
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    ASSERT_TRUE(writeAll(q.fd, "=== job started ===\n"));
+    q.next = 100;
+    q.lines(q.fd, 20);  // L100-119: twice the old checkpoint
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 120));
+}
+
+// The copy was made, then app.log was read past it (lines written between the copy and the
+// truncation) and committed; killed before the truncation, which happens while it is dead:
+// the copy is smaller than the last checkpoint and matches the one committed before it.
+TEST(DaemonKill9, CopySmallerThanTheCheckpointMatchesAnEarlierOne) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    std::string copy = q.s.app + ".1";
+    ASSERT_TRUE(freeze(q.d.pid()));
+    copyTruncate(q, copy, false);
+    q.lines(q.fd, 5);  // L10-14: in app.log only
+    thaw(q.d.pid());
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto c = q.stream(copy);
+            auto a = q.stream(q.s.app);
+            auto end = fmt::format("offset {}", ::lseek(q.fd, 0, SEEK_END));
+            return c && a && c->position == "waiting: a copy of a file still being read" &&
+                   a->lag == 0 && a->position == end;
+        },
+        30s));
+    q.d.kill9();
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 2);  // L15-16
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 17));
+}
