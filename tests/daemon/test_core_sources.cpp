@@ -137,19 +137,11 @@ TEST(DaemonCores, CoreStoredInTheJournalIsReadAndUnwound) {
     if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)
         GTEST_SKIP() << "systemd-journal-remote is not installed (scripts/install-deps.sh)";
     Fixture f;
-    std::string jdir = f.dir.file("journal");
-    ::mkdir(jdir.c_str(), 0755);
     auto core = readFile(kCore);
-    auto entry = exportEntry(coredumpFields("14046", "1764480100000000"),
-                             "Process 14046 (crashmain) of user 1000 dumped core.");
-    entry.insert(entry.size() - 1, "COREDUMP\n" + le64(core.size()) + core + "\n");
-    writeFile(f.dir.file("in.export"), entry);
-    auto jr = run({"/lib/systemd/systemd-journal-remote",
-                   "--output=" + jdir + "/a.journal",
-                   f.dir.file("in.export")});
-    ASSERT_EQ(jr.status, 0) << jr.err;
-    writeFile(f.conf,
-              f.config(fmt::format("[journal]\nenabled = true\ndirectory = \"{}\"\n", jdir)));
+    auto entry = coredumpEntry(
+        "14046", "1764480100000000", "Process 14046 (crashmain) of user 1000 dumped core.");
+    entry["COREDUMP"] = core;  // binary (it holds newlines): written in the export's binary form
+    ASSERT_TRUE(f.journalConfig({entry}));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
     ASSERT_TRUE(d.start());
     ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
