@@ -435,3 +435,174 @@ TEST(DaemonAllocations, RunRecordAllocationsWritesIntoTheFollowedDirectory) {
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(10s), 0);
 }
+
+namespace {
+
+/// A process of uid 65534 with its own allocation file, doing what it is told over a pipe:
+/// 'a' appends a record of its pid (next ptr) through the descriptor it opened as uid 65534,
+/// 'r' makes it root again (its saved uid: /proc/PID becomes root's, as when the pid is reused by
+/// a root process), 'x' ends it. One byte back per command.
+struct UserJob {
+    pid_t pid = -1;
+    int cmd = -1, ack = -1;
+    std::string file;
+
+    explicit UserJob(const std::string& alloc_dir) {
+        int c[2], a[2];
+        if (::pipe2(c, O_CLOEXEC) != 0 || ::pipe2(a, O_CLOEXEC) != 0) return;
+        pid = ::fork();
+        if (pid == 0) {
+            if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 0) != 0)
+                ::_exit(3);
+            ::prctl(PR_SET_DUMPABLE, 1);  // as after an exec: /proc/PID is the user's
+            pid_t me = ::getpid();
+            auto name = fmt::format("{}/gpufault-alloc.{}.log", alloc_dir, me);
+            int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0600);
+            if (fd < 0) ::_exit(4);
+            auto put = [&](const std::string& s) {
+                if (::write(fd, s.data(), s.size()) != static_cast<ssize_t>(s.size())) ::_exit(5);
+            };
+            put(fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/x\n",
+                            me));
+            uint64_t ptr = 0x7f1000000000;
+            for (char k = 0; ::read(c[0], &k, 1) == 1;) {
+                if (k == 'a') {
+                    put(
+                        fmt::format("gpufault.alloc 1 alloc api=hipMalloc ptr=0x{:x} size=4096 "
+                                    "mem=device device=0 rc=0 wall_us=2 mono_us=2 pid={} tid={} "
+                                    "stack=-\n",
+                                    ptr,
+                                    me,
+                                    me));
+                    ptr += 0x100000;
+                } else if (k == 'r') {
+                    if (::setresuid(0, 0, 0) != 0) ::_exit(6);
+                } else {
+                    ::_exit(0);
+                }
+                (void)!::write(a[1], &k, 1);
+            }
+            ::_exit(0);
+        }
+        ::close(c[0]);
+        ::close(a[1]);
+        cmd = c[1];
+        ack = a[0];
+        file = fmt::format("{}/gpufault-alloc.{}.log", alloc_dir, pid);
+    }
+    bool tell(char k) {
+        char back = 0;
+        return ::write(cmd, &k, 1) == 1 && ::read(ack, &back, 1) == 1 && back == k;
+    }
+    void end() {
+        if (cmd >= 0) ::close(cmd);
+        cmd = -1;
+        if (pid > 0) ::waitpid(pid, nullptr, 0);
+        pid = -1;
+    }
+    ~UserJob() {
+        end();
+        if (ack >= 0) ::close(ack);
+    }
+};
+
+std::string allocPosition(const std::string& sock) {
+    auto s = nlohmann::json::parse(controlRequest(sock, "status"), nullptr, false);
+    if (!s.is_object()) return "";
+    for (const auto& x : s["streams"])
+        if (x["source"] == "allocations") return x["position"];
+    return "";
+}
+
+}  // namespace
+
+TEST(DaemonAllocations, AFileIsRefusedOnceItsPidRunsAsAnotherUser) {
+    if (::geteuid() != 0) {
+        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
+        GTEST_SKIP() << "needs root (files written as uid 65534)";
+    }
+    Fixture f;
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    UserJob job(f.alloc);
+    ASSERT_GT(job.pid, 0);
+    ASSERT_TRUE(job.tell('a'));
+    auto ofJob = fmt::format("SELECT count(*) FROM allocations WHERE pid={}", job.pid);
+    ASSERT_TRUE(eventually([&] { return f.count(ofJob) == 1; }, 10s)) << d.stderrText();
+    // The pid now belongs to root (a reused pid looks the same): what the user appends from
+    // now on must not count as that process's allocations.
+    ASSERT_TRUE(job.tell('r'));
+    ASSERT_TRUE(job.tell('a'));
+    std::string position;
+    EXPECT_TRUE(eventually(
+        [&] {
+            position = allocPosition(f.sock);
+            return position.starts_with("0 file(s) followed, 1 refused");
+        },
+        10s))
+        << position << "\n"
+        << d.stderrText();
+    EXPECT_EQ(f.count(ofJob), 1);
+    EXPECT_NE(d.stderrText().find(
+                  fmt::format("refused from now on: pid {} now runs as uid 0, not 65534", job.pid)),
+              std::string::npos)
+        << d.stderrText();
+    job.end();
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(10s), 0);
+}
+
+TEST(DaemonAllocations, AFileIsReadOnceMoreAfterItsProcessEndedThenClosed) {
+    if (::geteuid() != 0) {
+        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
+        GTEST_SKIP() << "needs root (files written as uid 65534)";
+    }
+    Fixture f;
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    UserJob job(f.alloc);
+    ASSERT_GT(job.pid, 0);
+    pid_t pid = job.pid;
+    ASSERT_TRUE(job.tell('a'));
+    auto ofJob = fmt::format("SELECT count(*) FROM allocations WHERE pid={}", pid);
+    ASSERT_TRUE(eventually([&] { return f.count(ofJob) == 1; }, 10s)) << d.stderrText();
+    // Its last record, written just before it ended, is stored.
+    ASSERT_TRUE(job.tell('a'));
+    std::string file = job.file;
+    job.end();
+    std::string position;
+    EXPECT_TRUE(eventually(
+        [&] {
+            position = allocPosition(f.sock);
+            return f.count(ofJob) == 2 && position.ends_with("1 closed (process ended)");
+        },
+        10s))
+        << position << "\n"
+        << d.stderrText();
+    // A record added after that (anyone holding the file open, once the pid may be reused) is
+    // not: a root file written after it is stored first, in the same scan or a later one.
+    append(file,
+           fmt::format("gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f9000000000 size=4096 "
+                       "mem=device device=0 rc=0 wall_us=3 mono_us=3 pid={} tid={} stack=-\n",
+                       pid,
+                       pid));
+    pid_t me = ::getpid();
+    append(fmt::format("{}/gpufault-alloc.{}.log", f.alloc, me),
+           fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/x\n"
+                       "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f8000000000 size=4096 "
+                       "mem=device device=0 rc=0 wall_us=2 mono_us=2 pid={} tid={} stack=-\n",
+                       me,
+                       me,
+                       me));
+    ASSERT_TRUE(eventually(
+        [&] {
+            return f.count(fmt::format("SELECT count(*) FROM allocations WHERE pid={}", me)) == 1;
+        },
+        10s))
+        << d.stderrText();
+    EXPECT_EQ(f.count(ofJob), 2);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(10s), 0);
+}
