@@ -19,9 +19,13 @@ namespace gpufault::daemon {
 
 namespace {
 
-constexpr int kFilesPerPoll = 16;     ///< the other sources run between batches
-constexpr size_t kMaxFiles = 65536;   ///< files remembered at once (tmpfiles.d ages them)
-constexpr int64_t kPidMax = 1 << 22;  ///< PID_MAX_LIMIT
+constexpr int kFilesPerPoll = 16;    ///< the other sources run between batches
+constexpr size_t kMaxFiles = 65536;  ///< files remembered at once (tmpfiles.d ages them)
+/// Files of one user (root aside) remembered at once: a user who fills the directory with
+/// junk names stops only their own files being followed, not other users'.
+constexpr size_t kMaxFilesPerUser = 4096;
+constexpr uint64_t kRefusalsLogged = 10;  ///< refusals logged per user (the rest are counted)
+constexpr int64_t kPidMax = 1 << 22;      ///< PID_MAX_LIMIT
 
 /// The pid of `gpufault-alloc.<pid>.log`; 0 for any other name.
 int64_t pidOfName(std::string_view name) {
@@ -82,7 +86,11 @@ void AllocDirSource::scan() {
         return;
     }
     error_.clear();
-    for (auto& [k, f] : files_) f.seen = false;
+    perUser_.clear();
+    for (auto& [k, f] : files_) {
+        f.seen = false;
+        if (f.uid != 0) ++perUser_[f.uid];
+    }
     scanDir(dir_, 0);
     for (auto it = files_.begin(); it != files_.end();) {
         // A file gone (or renamed away) is forgotten: its rows stay in the store.
@@ -121,7 +129,20 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
     Key key{st.st_dev, st.st_ino};
     auto it = files_.find(key);
     if (it == files_.end() || it->second.path != path || it->second.uid != st.st_uid) {
-        if (files_.size() >= kMaxFiles && it == files_.end()) return;
+        if (it == files_.end()) {
+            if (files_.size() >= kMaxFiles) return;
+            if (st.st_uid != 0 && perUser_[st.st_uid] >= kMaxFilesPerUser) {
+                if (overQuota_.insert(st.st_uid).second)
+                    logLine(4,
+                            fmt::format("allocations: uid {} has more than {} files in {}: its "
+                                        "further files are not followed",
+                                        st.st_uid,
+                                        kMaxFilesPerUser,
+                                        dir_));
+                return;
+            }
+            if (st.st_uid != 0) ++perUser_[st.st_uid];
+        }
         File f;
         f.path = path;
         f.pid = pid;
@@ -150,7 +171,17 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
         }
         if (!f.trusted) {
             ++refused_;
-            logLine(4, fmt::format("allocations: {} refused: {}", path, why));
+            auto logged = ++refusalsLogged_[st.st_uid];
+            if (logged <= kRefusalsLogged)
+                logLine(4,
+                        fmt::format("allocations: {} refused: {}{}",
+                                    path,
+                                    why,
+                                    logged == kRefusalsLogged
+                                        ? fmt::format(" (further refusals of uid {} are only "
+                                                      "counted)",
+                                                      st.st_uid)
+                                        : ""));
         }
         it = files_.insert_or_assign(key, std::move(f)).first;
     }

@@ -83,6 +83,9 @@ class AllocDirSource final : public Source {
     std::map<Key, File> files_;
     std::set<Key> queue_;                  ///< trusted files that changed since last stored
     std::map<Key, File> uncommittedPrev_;  ///< state before an uncommitted store (reset)
+    std::map<uid_t, size_t> perUser_;      ///< files remembered per owner (root aside)
+    std::set<uid_t> overQuota_;            ///< owners told of kMaxFilesPerUser
+    std::map<uid_t, uint64_t> refusalsLogged_;
     uint64_t uncommitted_ = 0, stored_ = 0, allocations_ = 0, refused_ = 0, errors_ = 0;
 };
 

@@ -606,3 +606,73 @@ TEST(DaemonAllocations, AFileIsReadOnceMoreAfterItsProcessEndedThenClosed) {
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(10s), 0);
 }
+
+TEST(DaemonAllocations, AUserFillingTheDirectoryDoesNotStopOtherUsersFiles) {
+    if (::geteuid() != 0) {
+        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
+        GTEST_SKIP() << "needs root (files written as uid 65534)";
+    }
+    Fixture f;
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    // uid 65534 makes 65,600 empty files named for pids that are not its own (more than the
+    // daemon remembers at once, 65,536): each is refused.
+    constexpr int kJunk = 65600;
+    pid_t child = ::fork();
+    if (child == 0) {
+        if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0)
+            ::_exit(3);
+        for (int i = 0; i < kJunk; ++i) {
+            auto name = fmt::format("{}/gpufault-alloc.{}.log", f.alloc, 3000000 + i);
+            int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (fd < 0) ::_exit(4);
+            ::close(fd);
+        }
+        ::_exit(0);
+    }
+    int status = -1;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    std::string position;
+    ASSERT_TRUE(eventually(
+        [&] {
+            position = allocPosition(f.sock);
+            std::smatch m;
+            static const std::regex re(R"(followed, (\d+) refused)");
+            return std::regex_search(position, m, re) && std::stoull(m[1]) >= 4096;
+        },
+        30s))
+        << position << "\n"
+        << d.stderrText();
+    // Root's file for a running process (this one) is still followed.
+    pid_t me = ::getpid();
+    append(fmt::format("{}/gpufault-alloc.{}.log", f.alloc, me),
+           fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/x\n"
+                       "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f8000000000 size=4096 "
+                       "mem=device device=0 rc=0 wall_us=2 mono_us=2 pid={} tid={} stack=-\n",
+                       me,
+                       me,
+                       me));
+    EXPECT_TRUE(eventually(
+        [&] {
+            return f.count(fmt::format("SELECT count(*) FROM allocations WHERE pid={}", me)) == 1;
+        },
+        10s))
+        << allocPosition(f.sock);
+    // The refusals are counted, ten of them logged, and the user's quota said once.
+    auto err = d.stderrText();
+    size_t logged = 0;
+    for (size_t at = err.find(" refused: "); at != std::string::npos;
+         at = err.find(" refused: ", at + 1))
+        ++logged;
+    EXPECT_EQ(logged, 10u);
+    EXPECT_NE(err.find("uid 65534 has more than 4096 files in " + f.alloc +
+                       ": its further files are not followed"),
+              std::string::npos)
+        << err.substr(0, 2000);
+    EXPECT_NE(allocPosition(f.sock).find("followed, 4096 refused"), std::string::npos)
+        << allocPosition(f.sock);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(10s), 0);
+}
