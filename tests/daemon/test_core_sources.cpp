@@ -140,7 +140,9 @@ TEST(DaemonCores, CoreStoredInTheJournalIsReadAndUnwound) {
     std::string jdir = f.dir.file("journal");
     ::mkdir(jdir.c_str(), 0755);
     auto core = readFile(kCore);
-    auto entry = exportEntry(coredumpFields("14046", "1764480100000000"),
+    auto fields = coredumpEntry("14046", "1764480100000000", "");
+    fields.erase("MESSAGE");  // exportEntry writes it (binary)
+    auto entry = exportEntry({fields.begin(), fields.end()},
                              "Process 14046 (crashmain) of user 1000 dumped core.");
     entry.insert(entry.size() - 1, "COREDUMP\n" + le64(core.size()) + core + "\n");
     writeFile(f.dir.file("in.export"), entry);
