@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <regex>
 
 #include "tests/daemon/daemon_harness.h"
@@ -115,7 +116,7 @@ std::string faultLog(pid_t pid, uint64_t address) {
 
 void append(const std::string& path, const std::string& text) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    ASSERT_GE(fd, 0) << path;
+    ASSERT_GE(fd, 0) << path << ": " << std::strerror(errno);
     ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
     ::close(fd);
 }
@@ -452,6 +453,8 @@ struct UserJob {
         if (::pipe2(c, O_CLOEXEC) != 0 || ::pipe2(a, O_CLOEXEC) != 0) return;
         pid = ::fork();
         if (pid == 0) {
+            ::close(c[1]);  // its commands end when the parent closes its end
+            ::close(a[0]);
             if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 0) != 0)
                 ::_exit(3);
             ::prctl(PR_SET_DUMPABLE, 1);  // as after an exec: /proc/PID is the user's
@@ -583,11 +586,19 @@ TEST(DaemonAllocations, AFileIsReadOnceMoreAfterItsProcessEndedThenClosed) {
         << d.stderrText();
     // A record added after that (anyone holding the file open, once the pid may be reused) is
     // not: a root file written after it is stored first, in the same scan or a later one.
-    append(file,
-           fmt::format("gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f9000000000 size=4096 "
-                       "mem=device device=0 rc=0 wall_us=3 mono_us=3 pid={} tid={} stack=-\n",
-                       pid,
-                       pid));
+    {
+        // Without O_CREAT: root may not O_CREAT another user's file in a sticky directory.
+        auto late = fmt::format(
+            "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f9000000000 "
+            "size=4096 mem=device device=0 rc=0 wall_us=3 mono_us=3 pid={} "
+            "tid={} stack=-\n",
+            pid,
+            pid);
+        int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+        ASSERT_GE(fd, 0) << file << ": " << std::strerror(errno);
+        ASSERT_EQ(::write(fd, late.data(), late.size()), static_cast<ssize_t>(late.size()));
+        ::close(fd);
+    }
     pid_t me = ::getpid();
     append(fmt::format("{}/gpufault-alloc.{}.log", f.alloc, me),
            fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/x\n"
