@@ -78,6 +78,12 @@ void checkOne(const ModuleRef& m,
             }
         }
     }
+    if (f.shrank()) {  // cut short while read: what was read past its end was zeros
+        ++counts.missing;
+        if (counts.missing_names.size() < 3)
+            counts.missing_names.push_back(m.path + ": cut short while it was read");
+        return;
+    }
     if (!inv) {
         Finding x;
         x.verdict = "unreadable";

@@ -418,6 +418,11 @@ int cmdCodeobj(const CodeobjOptions& o) {
         }
         if (fromDir && !looksLikeCodeContainer(m.bytes())) return;  // not ELF: skipped silently
         auto r = codeobjFile(path, m.bytes(), check, opt, o.json, fromDir);
+        if (m.shrank()) {  // what was printed read zeros past its new end
+            fmt::print(
+                stderr, "gpufault codeobj: {}: cut short while it was read\n", printable(path));
+            inputError = true;
+        }
         inputError |= r.input_error;
         failed |= r.check_failed;
         ++containers;

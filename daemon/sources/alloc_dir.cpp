@@ -3,12 +3,15 @@
 #include <dirent.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 
+#include "collectors/common/small_file.h"
+#include "collectors/process/proc.h"
 #include "daemon/daemon.h"
 #include "ingest/ingest_alloc.h"
 
@@ -16,9 +19,13 @@ namespace gpufault::daemon {
 
 namespace {
 
-constexpr int kFilesPerPoll = 16;     ///< the other sources run between batches
-constexpr size_t kMaxFiles = 65536;   ///< files remembered at once (tmpfiles.d ages them)
-constexpr int64_t kPidMax = 1 << 22;  ///< PID_MAX_LIMIT
+constexpr int kFilesPerPoll = 16;    ///< the other sources run between batches
+constexpr size_t kMaxFiles = 65536;  ///< files remembered at once (tmpfiles.d ages them)
+/// Files of one user (root aside) remembered at once: a user who fills the directory with
+/// junk names stops only their own files being followed, not other users'.
+constexpr size_t kMaxFilesPerUser = 4096;
+constexpr uint64_t kRefusalsLogged = 10;  ///< refusals logged per user (the rest are counted)
+constexpr int64_t kPidMax = 1 << 22;      ///< PID_MAX_LIMIT
 
 /// The pid of `gpufault-alloc.<pid>.log`; 0 for any other name.
 int64_t pidOfName(std::string_view name) {
@@ -31,6 +38,21 @@ int64_t pidOfName(std::string_view name) {
         digits[0] == '0' || pid < 1 || pid > kPidMax)
         return 0;
     return pid;
+}
+
+/// What /proc/PID says now: its owner (the effective uid) and start time; nullopt when gone.
+struct ProcNow {
+    uid_t uid = 0;
+    std::optional<uint64_t> start;
+};
+std::optional<ProcNow> procNow(int64_t pid) {
+    struct stat st {};
+    auto dir = fmt::format("/proc/{}", pid);
+    if (::stat(dir.c_str(), &st) != 0) return std::nullopt;
+    ProcNow p;
+    p.uid = st.st_uid;
+    if (auto text = readSmallFile(dir + "/stat", 4096)) p.start = parseStatStartTicks(*text);
+    return p;
 }
 
 int64_t mtimeNs(const struct stat& st) {
@@ -64,7 +86,11 @@ void AllocDirSource::scan() {
         return;
     }
     error_.clear();
-    for (auto& [k, f] : files_) f.seen = false;
+    perUser_.clear();
+    for (auto& [k, f] : files_) {
+        f.seen = false;
+        if (f.uid != 0) ++perUser_[f.uid];
+    }
     scanDir(dir_, 0);
     for (auto it = files_.begin(); it != files_.end();) {
         // A file gone (or renamed away) is forgotten: its rows stay in the store.
@@ -103,18 +129,31 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
     Key key{st.st_dev, st.st_ino};
     auto it = files_.find(key);
     if (it == files_.end() || it->second.path != path || it->second.uid != st.st_uid) {
-        if (files_.size() >= kMaxFiles && it == files_.end()) return;
+        if (it == files_.end()) {
+            if (files_.size() >= kMaxFiles) return;
+            if (st.st_uid != 0 && perUser_[st.st_uid] >= kMaxFilesPerUser) {
+                if (overQuota_.insert(st.st_uid).second)
+                    logLine(4,
+                            fmt::format("allocations: uid {} has more than {} files in {}: its "
+                                        "further files are not followed",
+                                        st.st_uid,
+                                        kMaxFilesPerUser,
+                                        dir_));
+                return;
+            }
+            if (st.st_uid != 0) ++perUser_[st.st_uid];
+        }
         File f;
         f.path = path;
         f.pid = pid;
         f.uid = st.st_uid;
         // Trusted: root's file, or a file of the user the process runs as. /proc/PID belongs
         // to the process's effective uid (root for a process that is not dumpable).
-        struct stat proc {};
+        auto proc = st.st_uid == 0 ? std::nullopt : procNow(pid);
         std::string why;
         if (st.st_uid == 0) {
             f.trusted = true;
-        } else if (::stat(fmt::format("/proc/{}", pid).c_str(), &proc) != 0) {
+        } else if (!proc) {
             // Gone: trusted only when this very file (device, inode, `start` line) was trusted
             // and stored before (a daemon restarted after its job ended).
             auto id = allocSourceIdentity(path);
@@ -123,23 +162,56 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
                 f.trusted = true;
             else
                 why = fmt::format("process {} gone before its owner could be checked", pid);
-        } else if (proc.st_uid != st.st_uid) {
+        } else if (proc->uid != st.st_uid) {
             why = fmt::format(
-                "owned by uid {}, but pid {} runs as uid {}", st.st_uid, pid, proc.st_uid);
+                "owned by uid {}, but pid {} runs as uid {}", st.st_uid, pid, proc->uid);
         } else {
             f.trusted = true;
+            f.start = proc->start;
         }
         if (!f.trusted) {
             ++refused_;
-            logLine(4, fmt::format("allocations: {} refused: {}", path, why));
+            auto logged = ++refusalsLogged_[st.st_uid];
+            if (logged <= kRefusalsLogged)
+                logLine(4,
+                        fmt::format("allocations: {} refused: {}{}",
+                                    path,
+                                    why,
+                                    logged == kRefusalsLogged
+                                        ? fmt::format(" (further refusals of uid {} are only "
+                                                      "counted)",
+                                                      st.st_uid)
+                                        : ""));
         }
         it = files_.insert_or_assign(key, std::move(f)).first;
     }
     File& f = it->second;
     f.seen = true;
-    if (f.trusted && (f.size != st.st_size || f.mtime != mtimeNs(st)) &&
-        std::chrono::steady_clock::now() >= f.not_before)
+    bool same = f.size == st.st_size && f.mtime == mtimeNs(st);
+    if (f.trusted && !f.closed && f.uid != 0 && same &&
+        ::access(fmt::format("/proc/{}", f.pid).c_str(), F_OK) != 0)
+        f.closed = true;  // ended after its last records were read
+    if (f.trusted && !f.closed && !same && std::chrono::steady_clock::now() >= f.not_before)
         queue_.insert(key);
+}
+
+bool AllocDirSource::stillItsProcess(File& f) {
+    if (f.uid == 0) return true;  // root may record for any pid
+    auto now = procNow(f.pid);
+    if (!now) return true;  // ended: its last records are read (then closed)
+    std::string why;
+    if (now->uid != f.uid)
+        why = fmt::format("pid {} now runs as uid {}, not {}", f.pid, now->uid, f.uid);
+    else if (f.start && now->start != f.start)
+        why = fmt::format("pid {} is now another process (started later)", f.pid);
+    else
+        return true;
+    // The pid was reused (or its process changed owner): records written from now on could
+    // not be told from records about the new process.
+    f.trusted = false;
+    ++refused_;
+    logLine(4, fmt::format("allocations: {} refused from now on: {}", f.path, why));
+    return false;
 }
 
 db::Result<bool> AllocDirSource::poll(Txn& txn) {
@@ -157,6 +229,8 @@ db::Result<bool> AllocDirSource::poll(Txn& txn) {
         File& f = it->second;
         struct stat st {};
         if (::lstat(f.path.c_str(), &st) != 0 || Key{st.st_dev, st.st_ino} != key) continue;
+        if (!f.trusted || f.closed || !stillItsProcess(f)) continue;
+        bool ended = f.uid != 0 && !procNow(f.pid);  // before the read: nothing written after
         if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
         if (auto r = store_.savepoint(); !r) return std::unexpected(r.error());
         AllocFollowOptions opt;
@@ -173,6 +247,7 @@ db::Result<bool> AllocDirSource::poll(Txn& txn) {
         f.size = st.st_size;
         f.mtime = mtimeNs(st);
         f.not_before = t1 + 10 * (t1 - t0);
+        f.closed = ended;
         if (!r) {
             ++errors_;
             logLine(4, fmt::format("allocations not stored: {}", r.error().message));
@@ -207,10 +282,17 @@ std::vector<StreamStatus> AllocDirSource::status() const {
     StreamStatus s;
     s.source = "allocations";
     s.name = dir_;
-    size_t trusted = 0;
-    for (const auto& [k, f] : files_) trusted += f.trusted ? 1 : 0;
+    size_t trusted = 0, closed = 0;
+    for (const auto& [k, f] : files_) {
+        trusted += f.trusted ? 1 : 0;
+        closed += f.closed ? 1 : 0;
+    }
     s.position =
-        fmt::format("{} file(s) followed, {} refused, {} not storable", trusted, refused_, errors_);
+        fmt::format("{} file(s) followed, {} refused, {} not storable, {} closed (process ended)",
+                    trusted,
+                    refused_,
+                    errors_,
+                    closed);
     s.evidence = allocations_;
     s.lag = queue_.size();
     s.error = error_;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -23,8 +24,11 @@ namespace gpufault::daemon {
 /// speak for the pid its name gives: root's files, or files whose owner is the owner of
 /// /proc/PID when the daemon first sees them (a process that is gone by then cannot be checked:
 /// its file is refused, unless the store already holds that very file — device, inode, `start`
-/// line — as after a restart). Only records of that pid are stored. Symbolic links, files with more
-/// than one link and a directory that others may write without the sticky bit are refused.
+/// line — as after a restart). Only records of that pid are stored. Before each read of a user's
+/// file the pid is looked at again: run by another process (another start time) or another uid
+/// (the pid was reused), the file is refused from then on; gone, the file is read once more (its
+/// last records) and then closed. Symbolic links, files with more than one link and a directory
+/// that others may write without the sticky bit are refused.
 class AllocDirSource final : public Source {
   public:
     /// `interval`: how often the directory is read again (and a growing file re-read) at most.
@@ -54,6 +58,10 @@ class AllocDirSource final : public Source {
         off_t size = -1;     ///< as last stored (-1: not yet)
         int64_t mtime = -1;  ///< ns, as last stored
         int64_t source_id = 0;
+        /// /proc/PID's start time (clock ticks after boot) when the file was trusted; nullopt
+        /// for root's files and files trusted after their process ended.
+        std::optional<uint64_t> start;
+        bool closed = false;       ///< its process ended and its last records were read
         uint64_t allocations = 0;  ///< as last stored
         /// Not read again before this: 10 × the time its last read took (a large file that
         /// keeps growing costs the daemon at most ~10 % of a core).
@@ -63,6 +71,8 @@ class AllocDirSource final : public Source {
     void scan();
     void scanDir(const std::string& dir, int depth);
     void consider(const std::string& path, int64_t pid);
+    /// False (and the file refused from now on) when its pid now runs as another process.
+    bool stillItsProcess(File& f);
 
     Store& store_;
     std::string dir_;
@@ -73,6 +83,9 @@ class AllocDirSource final : public Source {
     std::map<Key, File> files_;
     std::set<Key> queue_;                  ///< trusted files that changed since last stored
     std::map<Key, File> uncommittedPrev_;  ///< state before an uncommitted store (reset)
+    std::map<uid_t, size_t> perUser_;      ///< files remembered per owner (root aside)
+    std::set<uid_t> overQuota_;            ///< owners told of kMaxFilesPerUser
+    std::map<uid_t, uint64_t> refusalsLogged_;
     uint64_t uncommitted_ = 0, stored_ = 0, allocations_ = 0, refused_ = 0, errors_ = 0;
 };
 

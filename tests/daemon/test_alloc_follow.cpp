@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <regex>
 
 #include "tests/daemon/daemon_harness.h"
@@ -115,7 +116,7 @@ std::string faultLog(pid_t pid, uint64_t address) {
 
 void append(const std::string& path, const std::string& text) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    ASSERT_GE(fd, 0) << path;
+    ASSERT_GE(fd, 0) << path << ": " << std::strerror(errno);
     ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
     ::close(fd);
 }
@@ -432,6 +433,257 @@ TEST(DaemonAllocations, RunRecordAllocationsWritesIntoTheFollowedDirectory) {
         },
         10s))
         << d.stderrText();
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(10s), 0);
+}
+
+namespace {
+
+/// A process of uid 65534 with its own allocation file, doing what it is told over a pipe:
+/// 'a' appends a record of its pid (next ptr) through the descriptor it opened as uid 65534,
+/// 'r' makes it root again (its saved uid: /proc/PID becomes root's, as when the pid is reused by
+/// a root process), 'x' ends it. One byte back per command.
+struct UserJob {
+    pid_t pid = -1;
+    int cmd = -1, ack = -1;
+    std::string file;
+
+    explicit UserJob(const std::string& alloc_dir) {
+        int c[2], a[2];
+        if (::pipe2(c, O_CLOEXEC) != 0 || ::pipe2(a, O_CLOEXEC) != 0) return;
+        pid = ::fork();
+        if (pid == 0) {
+            ::close(c[1]);  // its commands end when the parent closes its end
+            ::close(a[0]);
+            if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 0) != 0)
+                ::_exit(3);
+            ::prctl(PR_SET_DUMPABLE, 1);  // as after an exec: /proc/PID is the user's
+            pid_t me = ::getpid();
+            auto name = fmt::format("{}/gpufault-alloc.{}.log", alloc_dir, me);
+            int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0600);
+            if (fd < 0) ::_exit(4);
+            auto put = [&](const std::string& s) {
+                if (::write(fd, s.data(), s.size()) != static_cast<ssize_t>(s.size())) ::_exit(5);
+            };
+            put(fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/x\n",
+                            me));
+            uint64_t ptr = 0x7f1000000000;
+            for (char k = 0; ::read(c[0], &k, 1) == 1;) {
+                if (k == 'a') {
+                    put(
+                        fmt::format("gpufault.alloc 1 alloc api=hipMalloc ptr=0x{:x} size=4096 "
+                                    "mem=device device=0 rc=0 wall_us=2 mono_us=2 pid={} tid={} "
+                                    "stack=-\n",
+                                    ptr,
+                                    me,
+                                    me));
+                    ptr += 0x100000;
+                } else if (k == 'r') {
+                    if (::setresuid(0, 0, 0) != 0) ::_exit(6);
+                } else {
+                    ::_exit(0);
+                }
+                (void)!::write(a[1], &k, 1);
+            }
+            ::_exit(0);
+        }
+        ::close(c[0]);
+        ::close(a[1]);
+        cmd = c[1];
+        ack = a[0];
+        file = fmt::format("{}/gpufault-alloc.{}.log", alloc_dir, pid);
+    }
+    bool tell(char k) {
+        char back = 0;
+        return ::write(cmd, &k, 1) == 1 && ::read(ack, &back, 1) == 1 && back == k;
+    }
+    void end() {
+        if (cmd >= 0) ::close(cmd);
+        cmd = -1;
+        if (pid > 0) ::waitpid(pid, nullptr, 0);
+        pid = -1;
+    }
+    ~UserJob() {
+        end();
+        if (ack >= 0) ::close(ack);
+    }
+};
+
+std::string allocPosition(const std::string& sock) {
+    auto s = nlohmann::json::parse(controlRequest(sock, "status"), nullptr, false);
+    if (!s.is_object()) return "";
+    for (const auto& x : s["streams"])
+        if (x["source"] == "allocations") return x["position"];
+    return "";
+}
+
+}  // namespace
+
+TEST(DaemonAllocations, AFileIsRefusedOnceItsPidRunsAsAnotherUser) {
+    if (::geteuid() != 0) {
+        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
+        GTEST_SKIP() << "needs root (files written as uid 65534)";
+    }
+    Fixture f;
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    UserJob job(f.alloc);
+    ASSERT_GT(job.pid, 0);
+    ASSERT_TRUE(job.tell('a'));
+    auto ofJob = fmt::format("SELECT count(*) FROM allocations WHERE pid={}", job.pid);
+    ASSERT_TRUE(eventually([&] { return f.count(ofJob) == 1; }, 10s)) << d.stderrText();
+    // The pid now belongs to root (a reused pid looks the same): what the user appends from
+    // now on must not count as that process's allocations.
+    ASSERT_TRUE(job.tell('r'));
+    ASSERT_TRUE(job.tell('a'));
+    std::string position;
+    EXPECT_TRUE(eventually(
+        [&] {
+            position = allocPosition(f.sock);
+            return position.starts_with("0 file(s) followed, 1 refused");
+        },
+        10s))
+        << position << "\n"
+        << d.stderrText();
+    EXPECT_EQ(f.count(ofJob), 1);
+    EXPECT_NE(d.stderrText().find(
+                  fmt::format("refused from now on: pid {} now runs as uid 0, not 65534", job.pid)),
+              std::string::npos)
+        << d.stderrText();
+    job.end();
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(10s), 0);
+}
+
+TEST(DaemonAllocations, AFileIsReadOnceMoreAfterItsProcessEndedThenClosed) {
+    if (::geteuid() != 0) {
+        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
+        GTEST_SKIP() << "needs root (files written as uid 65534)";
+    }
+    Fixture f;
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    UserJob job(f.alloc);
+    ASSERT_GT(job.pid, 0);
+    pid_t pid = job.pid;
+    ASSERT_TRUE(job.tell('a'));
+    auto ofJob = fmt::format("SELECT count(*) FROM allocations WHERE pid={}", pid);
+    ASSERT_TRUE(eventually([&] { return f.count(ofJob) == 1; }, 10s)) << d.stderrText();
+    // Its last record, written just before it ended, is stored.
+    ASSERT_TRUE(job.tell('a'));
+    std::string file = job.file;
+    job.end();
+    std::string position;
+    EXPECT_TRUE(eventually(
+        [&] {
+            position = allocPosition(f.sock);
+            return f.count(ofJob) == 2 && position.ends_with("1 closed (process ended)");
+        },
+        10s))
+        << position << "\n"
+        << d.stderrText();
+    // A record added after that (anyone holding the file open, once the pid may be reused) is
+    // not: a root file written after it is stored first, in the same scan or a later one.
+    {
+        // Without O_CREAT: root may not O_CREAT another user's file in a sticky directory.
+        auto late = fmt::format(
+            "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f9000000000 "
+            "size=4096 mem=device device=0 rc=0 wall_us=3 mono_us=3 pid={} "
+            "tid={} stack=-\n",
+            pid,
+            pid);
+        int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+        ASSERT_GE(fd, 0) << file << ": " << std::strerror(errno);
+        ASSERT_EQ(::write(fd, late.data(), late.size()), static_cast<ssize_t>(late.size()));
+        ::close(fd);
+    }
+    pid_t me = ::getpid();
+    append(fmt::format("{}/gpufault-alloc.{}.log", f.alloc, me),
+           fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/x\n"
+                       "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f8000000000 size=4096 "
+                       "mem=device device=0 rc=0 wall_us=2 mono_us=2 pid={} tid={} stack=-\n",
+                       me,
+                       me,
+                       me));
+    ASSERT_TRUE(eventually(
+        [&] {
+            return f.count(fmt::format("SELECT count(*) FROM allocations WHERE pid={}", me)) == 1;
+        },
+        10s))
+        << d.stderrText();
+    EXPECT_EQ(f.count(ofJob), 2);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(10s), 0);
+}
+
+TEST(DaemonAllocations, AUserFillingTheDirectoryDoesNotStopOtherUsersFiles) {
+    if (::geteuid() != 0) {
+        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
+        GTEST_SKIP() << "needs root (files written as uid 65534)";
+    }
+    Fixture f;
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    // uid 65534 makes 65,600 empty files named for pids that are not its own (more than the
+    // daemon remembers at once, 65,536): each is refused.
+    constexpr int kJunk = 65600;
+    pid_t child = ::fork();
+    if (child == 0) {
+        if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0)
+            ::_exit(3);
+        for (int i = 0; i < kJunk; ++i) {
+            auto name = fmt::format("{}/gpufault-alloc.{}.log", f.alloc, 3000000 + i);
+            int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (fd < 0) ::_exit(4);
+            ::close(fd);
+        }
+        ::_exit(0);
+    }
+    int status = -1;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    std::string position;
+    ASSERT_TRUE(eventually(
+        [&] {
+            position = allocPosition(f.sock);
+            std::smatch m;
+            static const std::regex re(R"(followed, (\d+) refused)");
+            return std::regex_search(position, m, re) && std::stoull(m[1]) >= 4096;
+        },
+        30s))
+        << position << "\n"
+        << d.stderrText();
+    // Root's file for a running process (this one) is still followed.
+    pid_t me = ::getpid();
+    append(fmt::format("{}/gpufault-alloc.{}.log", f.alloc, me),
+           fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/x\n"
+                       "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f8000000000 size=4096 "
+                       "mem=device device=0 rc=0 wall_us=2 mono_us=2 pid={} tid={} stack=-\n",
+                       me,
+                       me,
+                       me));
+    EXPECT_TRUE(eventually(
+        [&] {
+            return f.count(fmt::format("SELECT count(*) FROM allocations WHERE pid={}", me)) == 1;
+        },
+        10s))
+        << allocPosition(f.sock);
+    // The refusals are counted, ten of them logged, and the user's quota said once.
+    auto err = d.stderrText();
+    size_t logged = 0;
+    for (size_t at = err.find(" refused: "); at != std::string::npos;
+         at = err.find(" refused: ", at + 1))
+        ++logged;
+    EXPECT_EQ(logged, 10u);
+    EXPECT_NE(err.find("uid 65534 has more than 4096 files in " + f.alloc +
+                       ": its further files are not followed"),
+              std::string::npos)
+        << err.substr(0, 2000);
+    EXPECT_NE(allocPosition(f.sock).find("followed, 4096 refused"), std::string::npos)
+        << allocPosition(f.sock);
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(10s), 0);
 }
