@@ -95,7 +95,22 @@ std::expected<void, std::string> writeMetrics(State& s) {
     const std::string& path = s.cfg.metrics_path;
     std::string tmp = path + ".tmp";
     int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return std::unexpected(fmt::format("{}: {}", tmp, std::strerror(errno)));
+    if (fd < 0) {
+        int err = errno;
+        // ProtectSystem=strict: ReadWritePaths= took only directories that existed at start.
+        return std::unexpected(fmt::format(
+            "{}: {}{}", tmp, std::strerror(err),
+            err == EROFS ? " (a directory created after the service started: systemctl "
+                           "restart gpufaultd)"
+                         : ""));
+    }
+    // 0644 whatever the umask (the unit's UMask=0027): node_exporter reads it as its own user.
+    if (::fchmod(fd, 0644) != 0) {
+        std::string e = std::strerror(errno);
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return std::unexpected(fmt::format("{}: {}", tmp, e));
+    }
     const char* p = text->data();
     size_t left = text->size();
     while (left > 0) {

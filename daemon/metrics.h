@@ -14,7 +14,9 @@ struct State;
 std::expected<std::string, std::string> renderMetrics(State& s);
 
 /// Writes renderMetrics() to the configured path atomically (a temporary file in the same
-/// directory, fsync, rename), so the collector never reads half a file.
+/// directory, fsync, rename), so the collector never reads half a file. The file is mode 0644
+/// whatever the process umask (node_exporter reads it as its own user). Errors name the file
+/// and errno's text (EROFS: with a hint to restart the service).
 std::expected<void, std::string> writeMetrics(State& s);
 
 /// A Prometheus label value with `\`, `"` and newlines escaped.

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -158,6 +159,27 @@ TEST(Daemon, TailsAFileIntoTheStoreAndTellsWatchStatusAndMetrics) {
     auto down = run({GPUFAULT_BIN, "status", "--socket", f.sock});
     EXPECT_EQ(down.status, 2);
     EXPECT_NE(down.err.find("cannot reach gpufaultd at " + f.sock), std::string::npos) << down.err;
+}
+
+TEST(Daemon, MetricsTextfileIsWorldReadableUnderTheUnitsUmask) {
+    // packaging/gpufaultd.service has UMask=0027; node_exporter reads the textfile as its own
+    // user (Debian: prometheus), so the file must be 0644 all the same.
+    Fixture f;
+    writeFile(f.conf, f.config());
+    mode_t old = ::umask(0027);
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    bool started = d.start();
+    ::umask(old);
+    ASSERT_TRUE(started);
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return ::access(f.metrics.c_str(), F_OK) == 0; }, 3s))
+        << d.stderrText();
+    struct stat st {};
+    ASSERT_EQ(::stat(f.metrics.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0644u);
+    EXPECT_NE(readFile(f.metrics).find("gpufault_store_error 0"), std::string::npos);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(2s), 0);
 }
 
 TEST(Daemon, HoldsAPartialLastLineUntilItsNewline) {
