@@ -441,6 +441,18 @@ std::optional<StreamView> Quiet::stream(const std::string& path) {
             if (v.name == path) return v;
     return std::nullopt;
 }
+bool Quiet::copyWaits(const std::string& copy, bool at_end) {
+    return eventually(
+        [&] {
+            auto c = stream(copy);
+            auto a = stream(s.app);
+            if (!c || !a || c->position != "waiting: a copy of a file still being read" ||
+                a->lag != 0)
+                return false;
+            return !at_end || a->position == fmt::format("offset {}", ::lseek(fd, 0, SEEK_END));
+        },
+        30s);
+}
 std::map<uint64_t, Stored> Quiet::stop() {
     d.signal(SIGTERM);
     auto rc = d.waitExit(30s);

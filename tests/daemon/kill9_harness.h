@@ -142,6 +142,9 @@ struct Quiet {
     /// Waits until the daemon has read and committed every file to its end.
     bool caughtUp();
     std::optional<StreamView> stream(const std::string& path);
+    /// Waits until `copy` waits for app.log ("waiting: a copy of a file still being read")
+    /// while app.log has no lag; `at_end`: and app.log is read to its current end.
+    bool copyWaits(const std::string& copy, bool at_end = false);
     /// SIGTERM (exit 0 expected), then the stored ledger lines.
     std::map<uint64_t, Stored> stop();
 };

@@ -50,14 +50,7 @@ TEST(DaemonKill9, CopySeenBeforeTheTruncationWaitsForTheOriginal) {
     copyTruncate(q, copy, false);
     q.lines(q.fd, 5);  // L20-24: in app.log only
     thaw(q.d.pid());
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto c = q.stream(copy);
-            auto a = q.stream(q.s.app);
-            return c && a && c->position == "waiting: a copy of a file still being read" &&
-                   a->lag == 0;
-        },
-        30s));
+    ASSERT_TRUE(q.copyWaits(copy));
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 5);  // L25-29
     ASSERT_TRUE(q.caughtUp());
@@ -197,14 +190,7 @@ TEST(DaemonKill9, CopyMadeWhileStoppedWaitsForTheOriginal) {
     copyTruncate(q, copy, false);
     q.lines(q.fd, 5);  // L10-14: in app.log only
     ASSERT_TRUE(q.start());
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto c = q.stream(copy);
-            auto a = q.stream(q.s.app);
-            return c && a && c->position == "waiting: a copy of a file still being read" &&
-                   a->lag == 0;
-        },
-        30s));
+    ASSERT_TRUE(q.copyWaits(copy));
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 2);  // L15-16
     ASSERT_TRUE(q.caughtUp());
@@ -265,15 +251,7 @@ TEST(DaemonKill9, CopySmallerThanTheCheckpointMatchesAnEarlierOne) {
     copyTruncate(q, copy, false);
     q.lines(q.fd, 5);  // L10-14: in app.log only
     thaw(q.d.pid());
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto c = q.stream(copy);
-            auto a = q.stream(q.s.app);
-            auto end = fmt::format("offset {}", ::lseek(q.fd, 0, SEEK_END));
-            return c && a && c->position == "waiting: a copy of a file still being read" &&
-                   a->lag == 0 && a->position == end;
-        },
-        30s));
+    ASSERT_TRUE(q.copyWaits(copy, true));
     q.d.kill9();
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 2);  // L15-16
