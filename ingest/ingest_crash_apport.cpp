@@ -1,0 +1,135 @@
+// Crash-report ingest of apport's `.crash` reports (ingestApportReport): the report read line by
+// line (collectors/coredump/apport.h), its base64 CoreDump inflated into a capped temporary file
+// and unwound; a report without CoreDump is stored from its fields. Shared helpers:
+// ingest_crash_parts.h.
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <ctime>
+
+#include "collectors/coredump/apport.h"
+#include "ingest/ingest_crash.h"
+#include "ingest/ingest_crash_parts.h"
+#include "ingest/line_reader.h"
+
+namespace gpufault {
+
+namespace cd = coredump;
+using crash::baseName;
+using crash::FdCloser;
+using crash::headOf;
+using crash::openInput;
+using crash::stored;
+using crash::Stored;
+using crash::storeEntryOnly;
+
+db::Result<CoreIngestSummary> ingestApportReport(Store& store,
+                                                 const std::string& path,
+                                                 const CrashOptions& opt,
+                                                 bool own_txn) {
+    auto fail = [&](const std::string& m) {
+        return std::unexpected(db::Error{fmt::format("{}: {}", path, m)});
+    };
+    auto in = openInput(path);
+    if (!in) return std::unexpected(in.error());
+    FdCloser closer{in->fd};
+    const struct stat& st = in->st;
+    auto h = headOf(in->fd, 4096);
+    uint64_t fnv = 1469598103934665603ull;
+    for (unsigned char c : h) fnv = (fnv ^ c) * 1099511628211ull;
+    SourceIdentity id{path,
+                      "core",
+                      static_cast<int64_t>(st.st_dev),
+                      static_cast<int64_t>(st.st_ino),
+                      fmt::format("apport-{:016x}-{}", fnv, st.st_size)};
+    auto done = stored(store, id, own_txn);
+    if (!done) return std::unexpected(done.error());
+    if (*done != Stored::No) {
+        CoreIngestSummary s;
+        s.path = path;
+        s.unchanged = true;
+        return s;
+    }
+    auto inflater = InflateToTemp::create(opt.unpack);
+    if (!inflater) return std::unexpected(inflater.error());
+    bool core = false;
+    uint64_t n = 0, coreFirst = 0, coreLast = 0;  // lines of the CoreDump chunks
+    cd::ApportReader reader([&](std::string_view b) -> cd::Result<void> {
+        core = true;
+        if (!coreFirst) coreFirst = n;
+        coreLast = n;
+        if (auto r = inflater->feed(b); !r) return std::unexpected(cd::Error{r.error().message});
+        return {};
+    });
+    // apport's lines are short (base64 chunks, /proc text); one longer than this is not apport's.
+    constexpr size_t kMaxApportLine = 64u << 20;
+    LineReader lines(in->fd, kMaxApportLine);
+    for (;;) {
+        uint64_t offset = 0;
+        bool cut = false;
+        auto l = lines.next(offset, cut);
+        if (!l) return fail(l.error().message);
+        if (!*l) break;
+        ++n;
+        if (cut) return fail(fmt::format("line {}: longer than 64 MiB", n));
+        if (auto r = reader.line(**l, n); !r) return fail(r.error().message);
+    }
+    if (n == 0) return fail("empty report");
+    const auto& rep = reader.report();
+    CoreProvenance prov;
+    prov.origin = "apport";
+    prov.path = path;
+    prov.size = static_cast<int64_t>(st.st_size);
+    prov.pid = rep.pid();
+    prov.signal = rep.signal();
+    if (!rep.executable().empty()) {
+        prov.exe = rep.executable();
+        prov.comm = baseName(*prov.exe).substr(0, 15);
+    }
+    if (auto w = rep.wall()) {
+        struct tm tm {};
+        if (strptime(w->c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) {
+            tm.tm_isdst = -1;
+            prov.time = static_cast<int64_t>(std::mktime(&tm));
+            prov.time_from = "apport Date";
+        }
+    }
+    if (auto it = rep.fields.find("ProblemType"); it != rep.fields.end())
+        prov.meta["problem_type"] = it->second;
+    auto warned = [&](db::Result<CoreIngestSummary> r) {
+        if (r) r->warnings = rep.warnings();
+        return r;
+    };
+    if (!core) {
+        // apport left the core out (size, or a report of a non-crash problem).
+        cd::CoredumpEntry e;
+        e.pid = prov.pid.value_or(0);
+        e.comm = prov.comm.value_or("");
+        e.exe = prov.exe.value_or("");
+        e.signal = prov.signal;
+        if (prov.time) e.timestamp_us = static_cast<uint64_t>(*prov.time) * 1000000;
+        e.stack = rep.stack();
+        return warned(
+            storeEntryOnly(store, id, e, "no CoreDump in the apport report", own_txn, "apport"));
+    }
+    auto tmp = inflater->finish();
+    if (!tmp)  // a cut report: name where the CoreDump data stop
+        return fail(fmt::format("line {}: {}; CoreDump is lines {}-{} of {}",
+                                coreLast,
+                                tmp.error().message,
+                                coreFirst,
+                                coreLast,
+                                n));
+    auto ro = opt.read;
+    ro.name = "core";
+    auto report = cd::readCore(tmp->path(), ro);
+    if (!report) {
+        auto m = report.error().message;
+        if (m.starts_with(tmp->path() + ": ")) m = m.substr(tmp->path().size() + 2);
+        return fail("CoreDump: " + m);
+    }
+    return warned(storeCoreReport(store, id, *report, prov, own_txn));
+}
+
+}  // namespace gpufault

@@ -1,0 +1,326 @@
+// Crash-report ingest of systemd-coredump: one journal entry (ingestCoredumpEntry, with its core
+// file or its `COREDUMP=` core), a file of journal entries (ingestJournalCores: `journalctl -o
+// export` / `-o json`) and a core file it wrote (ingestSystemdCoreFile:
+// `core.COMM.UID.BOOTID.PID.USEC.zst`). Shared helpers: ingest_crash_parts.h.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "collectors/coredump/journal_fields.h"
+#include "ingest/ingest_crash.h"
+#include "ingest/ingest_crash_parts.h"
+#include "ingest/line_reader.h"
+
+namespace gpufault {
+
+namespace cd = coredump;
+using crash::baseName;
+using crash::entryOrigin;
+using crash::entryProvenance;
+using crash::FdCloser;
+using crash::head;
+using crash::kNotRead;
+using crash::openInput;
+using crash::stored;
+using crash::Stored;
+using crash::storeEntryOnly;
+
+namespace {
+
+/// "with 1f 8b 08 00": the first bytes of `h`, for errors.
+std::string hexHead(std::string_view h) {
+    std::string out = "with";
+    for (unsigned char c : h.substr(0, 4)) out += fmt::format(" {:02x}", c);
+    return out;
+}
+
+SourceIdentity coredumpSource(const std::string& where, const std::string& key) {
+    return SourceIdentity{where, "coredump", std::nullopt, std::nullopt, key};
+}
+
+std::string entryKey(const cd::CoredumpEntry& e) {
+    if (e.timestamp_us && !e.boot_id.empty())
+        return cd::coredumpKey(e.boot_id, e.pid, *e.timestamp_us);
+    return fmt::format(
+        "systemd-coredump:{}:{}:{}:{}", e.hostname, e.pid, e.comm, e.timestamp_us.value_or(0));
+}
+
+/// Reads the core at `file` (decompressing a zstd one); `name` is the name it was written
+/// under. `follow_links` false for a path named by untrusted input (a journal entry): a
+/// symbolic link is refused. Anything but a regular file is refused without blocking.
+db::Result<cd::CoreReport> readKeptCore(const std::string& file,
+                                        const CrashOptions& opt,
+                                        bool follow_links = true) {
+    if (auto fd = cd::openRegular(file, follow_links); !fd)
+        return std::unexpected(db::Error{fd.error().message});
+    else
+        ::close(*fd);
+    auto h = head(file, 64, follow_links);
+    auto comp = compressionOf(h);
+    if (comp != "zstd" && file.ends_with(".zst"))
+        return std::unexpected(db::Error{
+            fmt::format("{}: not a zstd frame (the name ends in .zst; the data start {})",
+                        file,
+                        h.empty() ? std::string("nowhere: the file is empty") : hexHead(h))});
+    auto ro = opt.read;
+    ro.name = baseName(file);
+    if (comp.empty()) {
+        auto r = cd::readCore(file, ro);
+        if (!r) return std::unexpected(db::Error{r.error().message});
+        return std::move(*r);
+    }
+    if (comp != "zstd")
+        return std::unexpected(db::Error{fmt::format(
+            "{}: {}-compressed core: not supported (zstd is; decompress it first: {} -d)",
+            file,
+            comp,
+            comp)});
+    auto tmp = unzstdToTemp(file, opt.unpack);
+    if (!tmp) return std::unexpected(tmp.error());
+    auto r = cd::readCore(tmp->path(), ro);
+    if (!r) {
+        // The message names the temporary copy: name the file instead.
+        auto m = r.error().message;
+        if (m.starts_with(tmp->path())) m = file + m.substr(tmp->path().size());
+        return std::unexpected(db::Error{m});
+    }
+    return std::move(*r);
+}
+
+int64_t fileSize(const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+}
+
+}  // namespace
+
+db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
+                                                  const cd::CoredumpEntry& e,
+                                                  const std::string& where,
+                                                  const CrashOptions& opt,
+                                                  bool own_txn,
+                                                  const JournalCore* journal_core) {
+    auto id = coredumpSource(where, entryKey(e));
+    auto done = stored(store, id, own_txn);
+    if (!done) return std::unexpected(done.error());
+    if (*done != Stored::No) {
+        CoreIngestSummary s;
+        s.path = where;
+        s.unchanged = true;
+        return s;
+    }
+    std::optional<std::string> why;
+    if (e.filename) {
+        auto report = readKeptCore(*e.filename, opt, false);
+        if (report) {
+            auto prov = entryProvenance(e);
+            prov.path = *e.filename;
+            prov.size = fileSize(*e.filename);
+            return storeCoreReport(store, id, *report, prov, own_txn);
+        }
+        why = std::string(kNotRead) + report.error().message;
+    }
+    if (e.in_journal && journal_core && !why) {
+        // Storage=journal: the core is the entry's COREDUMP= field, copied out by the caller.
+        if (!journal_core->file) {
+            why = "core in the journal not read: " + journal_core->error;
+        } else {
+            auto ro = opt.read;
+            ro.name = "COREDUMP";
+            auto report = cd::readCore(journal_core->file->path(), ro);
+            if (report) {
+                auto prov = entryProvenance(e);
+                prov.path = where + " (COREDUMP=)";
+                prov.size = static_cast<int64_t>(journal_core->file->size());
+                prov.meta["storage"] = "journal";
+                return storeCoreReport(store, id, *report, prov, own_txn);
+            }
+            why = "core in the journal not read: " + report.error().message;
+        }
+    }
+    return storeEntryOnly(store, id, e, why, own_txn, entryOrigin(e));
+}
+
+db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
+                                                   const std::string& path,
+                                                   CrashInput kind,
+                                                   const CrashOptions& opt) {
+    JournalCoresSummary sum;
+    sum.path = path;
+    std::optional<db::Error> failed;
+    auto where = [&](uint64_t entry, uint64_t offset) {
+        return kind == CrashInput::JournalJson
+                   ? fmt::format("{}: entry {}", path, entry)
+                   : fmt::format("{}: entry {} (byte offset {})", path, entry, offset);
+    };
+    // The COREDUMP= core of the entry being read: written out as it arrives.
+    std::optional<TempFile> spilled;
+    std::string spillError;
+    auto spill = [&](std::string_view chunk, uint64_t size, bool first) {
+        if (first) {
+            spilled.reset();
+            spillError.clear();
+            if (size > opt.unpack.max_bytes) {
+                spillError = fmt::format(
+                    "{} bytes: over the {}-byte cap (max_unpacked)", size, opt.unpack.max_bytes);
+                return;
+            }
+            auto t = TempFile::create(opt.unpack, "journal");
+            if (!t)
+                spillError = t.error().message;
+            else
+                spilled.emplace(std::move(*t));
+            return;
+        }
+        if (!spilled || !spillError.empty()) return;
+        if (auto r = spilled->write(chunk); !r) spillError = r.error().message;
+    };
+    auto onEntry = [&](cd::FieldMap&& f, uint64_t offset) {
+        ++sum.entries;
+        JournalCore jc;  // this entry's COREDUMP= core, if it had one
+        if (spilled && spillError.empty()) jc.file.emplace(std::move(*spilled));
+        jc.error = spillError.empty() && !jc.file ? "no COREDUMP= data" : spillError;
+        if (kind == CrashInput::JournalJson)  // it writes null for a field over 4096 bytes
+            jc.error = "journalctl -o json leaves the core out: export with -o export";
+        spilled.reset();
+        spillError.clear();
+        if (failed) return;
+        auto it = f.find("MESSAGE_ID");
+        if (it == f.end() || it->second != cd::kCoredumpMessageId) return;
+        auto at = where(sum.entries, offset);
+        auto e = cd::parseCoredumpEntry(f);
+        if (!e) {  // no or no valid COREDUMP_PID: not a crash this can store
+            sum.warnings.push_back(fmt::format("{}: {}", at, e.error().message));
+            return;
+        }
+        for (const auto& w : e->warnings) sum.warnings.push_back(fmt::format("{}: {}", at, w));
+        if (!e->attested) {
+            auto field = [&](const char* n) {
+                auto v = f.find(n);
+                return v == f.end() ? std::string("(none)") : fmt::format("{:.40}", v->second);
+            };
+            sum.warnings.push_back(fmt::format(
+                "{}: not attested as systemd-coredump's (_UID={}, _COMM={}, SYSLOG_IDENTIFIER={}; "
+                "gpufaultd ignores such entries): stored with origin '{}'",
+                at,
+                field("_UID"),
+                field("_COMM"),
+                field("SYSLOG_IDENTIFIER"),
+                entryOrigin(*e)));
+        }
+        auto r = ingestCoredumpEntry(store, *e, path, opt, true, &jc);
+        if (!r)
+            failed = r.error();
+        else
+            sum.cores.push_back(std::move(*r));
+    };
+    auto in = openInput(path);
+    if (!in) return std::unexpected(in.error());
+    FdCloser closer{in->fd};
+    if (kind == CrashInput::JournalJson) {
+        constexpr size_t kMaxJsonLine = 64u << 20;
+        LineReader lines(in->fd, kMaxJsonLine);
+        for (;;) {
+            uint64_t offset = 0;
+            bool cut = false;
+            auto l = lines.next(offset, cut);
+            if (!l)
+                return std::unexpected(db::Error{fmt::format("{}: {}", path, l.error().message)});
+            if (!*l || failed) break;
+            if (cut) {
+                sum.warnings.push_back(fmt::format(
+                    "{}: the line at byte offset {} is longer than 64 MiB: not read as a journal "
+                    "entry",
+                    path,
+                    offset));
+                continue;
+            }
+            if ((*l)->empty()) continue;
+            // A line that is not an object is left to the text ingest that reads the file next.
+            if (auto f = cd::parseJournalJsonLine(**l)) onEntry(std::move(*f), offset);
+        }
+    } else {
+        auto onLeftOut = [&](const cd::LeftOutField& lf) {
+            // Delivered before its entry: the entry's number is the next one.
+            sum.warnings.push_back(fmt::format(
+                "{}: field {} at byte offset {} holds {} bytes, over the {} MiB cap: left out "
+                "(the entry is read without it)",
+                where(sum.entries + 1, lf.entry_offset),
+                lf.name.substr(0, 64),
+                lf.offset,
+                lf.size,
+                cd::kMaxJournalFieldBytes >> 20));
+        };
+        cd::JournalExportReader reader(onEntry, cd::kMaxJournalFieldBytes, onLeftOut);
+        reader.spill("COREDUMP", spill);
+        std::string buf(1 << 20, '\0');
+        while (!failed) {
+            ssize_t got = ::read(in->fd, buf.data(), buf.size());
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0)
+                return std::unexpected(
+                    db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
+            if (got == 0) break;
+            if (auto r = reader.feed(std::string_view(buf.data(), static_cast<size_t>(got))); !r)
+                return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
+        }
+        if (!failed)
+            if (auto r = reader.finish(); !r)
+                return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
+    }
+    if (failed) return std::unexpected(*failed);
+    return sum;
+}
+
+db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
+                                                    const std::string& path,
+                                                    const CrashOptions& opt,
+                                                    bool own_txn) {
+    auto name = cd::parseCoredumpFileName(baseName(path));
+    SourceIdentity id;
+    if (name) {
+        id = coredumpSource(path, cd::coredumpKey(name->boot_id, name->pid, name->timestamp_us));
+    } else {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) != 0)
+            return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
+        auto h = head(path, 4096);
+        uint64_t fnv = 1469598103934665603ull;
+        for (unsigned char c : h) fnv = (fnv ^ c) * 1099511628211ull;
+        id = SourceIdentity{path,
+                            "core",
+                            static_cast<int64_t>(st.st_dev),
+                            static_cast<int64_t>(st.st_ino),
+                            fmt::format("core-{:016x}-{}", fnv, st.st_size)};
+    }
+    auto done = stored(store, id, own_txn);
+    if (!done) return std::unexpected(done.error());
+    if (*done == Stored::Yes) {
+        CoreIngestSummary s;
+        s.path = path;
+        s.unchanged = true;
+        return s;
+    }
+    auto report = readKeptCore(path, opt);
+    if (!report) return std::unexpected(report.error());
+    CoreProvenance prov;
+    prov.replace = *done == Stored::WithoutFile;  // the entry's text stack gives way to the core
+    prov.path = path;
+    prov.size = fileSize(path);
+    if (name) {
+        prov.origin = "systemd-coredump";
+        prov.time = static_cast<int64_t>(name->timestamp_us / 1000000);
+        prov.time_from = "file name";
+        prov.pid = name->pid;
+        prov.comm = name->comm;
+        prov.uid = name->uid;
+        prov.meta["boot_id"] = name->boot_id;
+    }
+    return storeCoreReport(store, id, *report, prov, own_txn);
+}
+
+}  // namespace gpufault
