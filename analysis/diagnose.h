@@ -28,8 +28,8 @@ struct DiagnoseSummary {
 };
 
 /// Diagnoses every incident a rule fires on (only incidents with a missing_code_object or
-/// coredump member are read: queryDiagnosisCandidates) whose inputs (trigger, modules with their sizes
-/// and modification times, device targets, library directories) changed since it was last
+/// coredump member are read: queryDiagnosisCandidates) whose inputs (trigger, modules with their
+/// sizes and modification times, device targets, library directories) changed since it was last
 /// diagnosed. Unreadable modules become findings, not errors; errors are the store's.
 db::Result<DiagnoseSummary> diagnoseIncidents(db::Db& d, const DiagnoseOptions& o);
 

@@ -324,22 +324,25 @@ bool libraryDirs(const std::vector<std::string>& files, const Check& check, bool
         nlohmann::json j{{"directory", dir.dir}, {"library_files", dir.files}};
         j["missing"] = nlohmann::json::array();
         std::string has;
-        for (const auto& [p, n] : dir.files) has += fmt::format("{}{} ({})", has.empty() ? "" : ", ", p, n);
+        for (const auto& [p, n] : dir.files)
+            has += fmt::format("{}{} ({})", has.empty() ? "" : ", ", p, n);
         if (!json && check.targets.empty())
             fmt::print("{}: kernel library files for {}\n", printable(dir.dir), has);
         for (const auto& want : check.targets) {
             if (want.kind != Target::Kind::Amd) continue;
             if (libraryCovers(dir, want.text(), check.hsa_override)) {
                 if (!json)
-                    fmt::print("{}: {}: kernel library files present\n", printable(dir.dir),
-                               want.text());
+                    fmt::print(
+                        "{}: {}: kernel library files present\n", printable(dir.dir), want.text());
                 continue;
             }
             failed = true;
             j["missing"].push_back(want.text());
             if (!json)
-                fmt::print("{}: no kernel library files for {} (has {})\n", printable(dir.dir),
-                           want.text(), has);
+                fmt::print("{}: no kernel library files for {} (has {})\n",
+                           printable(dir.dir),
+                           want.text(),
+                           has);
         }
         if (json) printJsonLine(stdout, j);
     }
@@ -356,15 +359,19 @@ std::vector<Target> localTargets(const CodeobjOptions& o) {
             fmt::print(stderr,
                        "gpufault codeobj: {} GPU {} ({}): its target is not known from {}; give "
                        "--device\n",
-                       d.vendor, d.pci, d.name.empty() ? "?" : d.name,
+                       d.vendor,
+                       d.pci,
+                       d.name.empty() ? "?" : d.name,
                        d.vendor == "nvidia" ? o.proc_root + "/driver/nvidia" : o.sysfs_root);
             continue;
         }
         auto t = parseTarget(d.target);
         if (!t || std::ranges::any_of(out, [&](const Target& x) { return x.text() == t->text(); }))
             continue;
-        fmt::print(stderr, "gpufault codeobj: checking for this machine's GPU {} ({})\n",
-                   t->text(), d.pci);
+        fmt::print(stderr,
+                   "gpufault codeobj: checking for this machine's GPU {} ({})\n",
+                   t->text(),
+                   d.pci);
         out.push_back(std::move(*t));
     }
     if (devs.empty())
@@ -372,7 +379,8 @@ std::vector<Target> localTargets(const CodeobjOptions& o) {
                    "gpufault codeobj: no GPU found on this machine (no KFD topology under {}, no "
                    "NVIDIA GPU under {}/driver/nvidia): give --device TARGET, --require, or "
                    "--list\n",
-                   o.sysfs_root, o.proc_root);
+                   o.sysfs_root,
+                   o.proc_root);
     return out;
 }
 

@@ -121,10 +121,10 @@ int malformed(const std::string& path, const std::string& why, const std::string
 /// did not answer before `deadline` (`timeout_s` is named), sent an endless line, or the read
 /// failed.
 ReplyReader::Result nextLine(ReplyReader& r,
-                            std::string& line,
-                            Deadline deadline,
-                            double timeout_s,
-                            const std::string& path) {
+                             std::string& line,
+                             Deadline deadline,
+                             double timeout_s,
+                             const std::string& path) {
     auto res = r.next(line, deadline);
     switch (res) {
         case ReplyReader::Result::Line:
@@ -232,36 +232,50 @@ int cmdStatus(const std::string& socket, bool json, double timeout_s) {
     }
     const auto st = j.value("store", nlohmann::json::object());
     std::printf("gpufaultd %s, pid %s, up %.0f s, config %s\n",
-                printable(j.value("version", "?")).c_str(), u64(j, "pid").c_str(),
-                j.value("uptime_s", 0.0), printable(j.value("config", "(defaults)")).c_str());
-    std::printf("store %s: %s, %s commits\n", printable(st.value("path", "?")).c_str(),
-                sizeText(st.value("bytes", uint64_t{0})).c_str(), u64(j, "commits").c_str());
+                printable(j.value("version", "?")).c_str(),
+                u64(j, "pid").c_str(),
+                j.value("uptime_s", 0.0),
+                printable(j.value("config", "(defaults)")).c_str());
+    std::printf("store %s: %s, %s commits\n",
+                printable(st.value("path", "?")).c_str(),
+                sizeText(st.value("bytes", uint64_t{0})).c_str(),
+                u64(j, "commits").c_str());
     if (!st.value("error", "").empty())
         std::printf("STORE ERROR: %s (retrying every second)\n",
                     printable(st.value("error", "")).c_str());
     if (j.contains("worker")) {
         const auto& w = j["worker"];
-        std::printf("worker %s%s: %s correlations, the last %.2f s (correlate %.2f s, write %.2f s, "
-                    "diagnose %.2f s) over %s records, %s incidents, %s rows written; %s "
-                    "diagnoses, %s core files queued\n",
-                    w.value("busy", false) ? "busy" : "idle",
-                    w.value("queued", false) ? ", another pass queued" : "",
-                    u64(w, "correlations").c_str(), w.value("last_s", 0.0),
-                    w.value("last_correlate_s", 0.0), w.value("last_write_s", 0.0),
-                    w.value("last_diagnose_s", 0.0), u64(w, "last_records").c_str(),
-                    u64(w, "last_incidents").c_str(), u64(w, "last_rows").c_str(),
-                    u64(w, "diagnosed").c_str(), u64(w, "jobs_queued").c_str());
+        std::printf(
+            "worker %s%s: %s correlations, the last %.2f s (correlate %.2f s, write %.2f s, "
+            "diagnose %.2f s) over %s records, %s incidents, %s rows written; %s "
+            "diagnoses, %s core files queued\n",
+            w.value("busy", false) ? "busy" : "idle",
+            w.value("queued", false) ? ", another pass queued" : "",
+            u64(w, "correlations").c_str(),
+            w.value("last_s", 0.0),
+            w.value("last_correlate_s", 0.0),
+            w.value("last_write_s", 0.0),
+            w.value("last_diagnose_s", 0.0),
+            u64(w, "last_records").c_str(),
+            u64(w, "last_incidents").c_str(),
+            u64(w, "last_rows").c_str(),
+            u64(w, "diagnosed").c_str(),
+            u64(w, "jobs_queued").c_str());
         if (!w.value("error", "").empty())
             std::printf("WORKER ERROR: %s (retrying every second)\n",
                         printable(w.value("error", "")).c_str());
     }
     TextTable t;
-    t.header = {"SOURCE", "NAME", "POSITION", "LINES", "EVIDENCE", "LAG", "LOST_RECORDS",
-                "LOST_BYTES"};
+    t.header = {
+        "SOURCE", "NAME", "POSITION", "LINES", "EVIDENCE", "LAG", "LOST_RECORDS", "LOST_BYTES"};
     for (const auto& s : j.value("streams", nlohmann::json::array()))
         t.rows.push_back({s.value("source", "?") + (s.value("active", true) ? "" : " (rotated)"),
-                          s.value("name", "?"), s.value("position", "?"), u64(s, "lines"),
-                          u64(s, "evidence"), u64(s, "lag"), u64(s, "lost_records"),
+                          s.value("name", "?"),
+                          s.value("position", "?"),
+                          u64(s, "lines"),
+                          u64(s, "evidence"),
+                          u64(s, "lag"),
+                          u64(s, "lost_records"),
                           u64(s, "lost_bytes")});
     t.print(stdout);
     return 0;
@@ -300,14 +314,18 @@ int cmdWatch(const std::string& socket, bool json, double timeout_s) {
         if (json) {
             printJsonLine(stdout, j);
         } else if (j.value("type", "") == "evidence") {
-            std::printf("record   #%s %-20s %-18s %s:%s\n", u64(j, "id").c_str(),
+            std::printf("record   #%s %-20s %-18s %s:%s\n",
+                        u64(j, "id").c_str(),
                         printable(j.value("kind", "?")).c_str(),
                         printable(j.value("address", "-")).c_str(),
-                        printable(j.value("source", "?")).c_str(), u64(j, "line").c_str());
+                        printable(j.value("source", "?")).c_str(),
+                        u64(j, "line").c_str());
         } else if (j.value("type", "") == "incident") {
-            std::printf("INCIDENT #%s %-20s %-18s %s record(s): %s\n", u64(j, "id").c_str(),
+            std::printf("INCIDENT #%s %-20s %-18s %s record(s): %s\n",
+                        u64(j, "id").c_str(),
                         printable(j.value("kind", "?")).c_str(),
-                        printable(j.value("address", "-")).c_str(), u64(j, "members").c_str(),
+                        printable(j.value("address", "-")).c_str(),
+                        u64(j, "members").c_str(),
                         printable(j.value("kinds", "")).c_str());
         } else if (j.value("type", "") == "dropped") {
             std::printf("(%s lines dropped: this terminal read too slowly)\n",

@@ -1,11 +1,11 @@
 // `gpufault devices`: the GPUs of this machine from sysfs and /proc, no vendor tools needed.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -71,8 +71,8 @@ int storeDevices(const Global& g, const std::vector<Device>& devs, const std::st
         fmt::print(stderr, "gpufault devices: {}: {}\n", g.db, n.error().message);
         return 2;
     }
-    fmt::print(stderr, "{} device{} recorded in {} (host {})\n", *n, *n == 1 ? "" : "s", g.db,
-               host);
+    fmt::print(
+        stderr, "{} device{} recorded in {} (host {})\n", *n, *n == 1 ? "" : "s", g.db, host);
     return 0;
 }
 
@@ -84,8 +84,11 @@ int cmdDevices(const Global* g,
                bool json) {
     auto devs = listDevices(sysfs_root, proc_root);
     if (devs.empty()) {
-        fmt::print(stderr, "gpufault devices: no GPU found (no KFD topology under {}, no NVIDIA "
-                           "GPU under {}/driver/nvidia)\n", sysfs_root, proc_root);
+        fmt::print(stderr,
+                   "gpufault devices: no GPU found (no KFD topology under {}, no NVIDIA "
+                   "GPU under {}/driver/nvidia)\n",
+                   sysfs_root,
+                   proc_root);
         return 1;
     }
     if (g) {
@@ -94,22 +97,28 @@ int cmdDevices(const Global* g,
     TextTable t{{"VENDOR", "NODE", "PCI", "TARGET", "NAME", "VRAM", "VBIOS", "DRIVER"}, {}};
     for (const auto& d : devs) {
         if (json) {
-            printJsonLine(stdout, {{"vendor", d.vendor},
-                                   {"node", d.node ? nlohmann::json(*d.node) : nullptr},
-                                   {"pci", d.pci},
-                                   {"target", d.target},
-                                   {"name", d.name},
-                                   {"uuid", d.uuid},
-                                   {"render_minor", d.render_minor ? nlohmann::json(*d.render_minor) : nullptr},
-                                   {"vram_total", d.vram_total ? nlohmann::json(*d.vram_total) : nullptr},
-                                   {"vram_used", d.vram_used ? nlohmann::json(*d.vram_used) : nullptr},
-                                   {"vbios", d.vbios},
-                                   {"driver", d.driver}});
+            printJsonLine(
+                stdout,
+                {{"vendor", d.vendor},
+                 {"node", d.node ? nlohmann::json(*d.node) : nullptr},
+                 {"pci", d.pci},
+                 {"target", d.target},
+                 {"name", d.name},
+                 {"uuid", d.uuid},
+                 {"render_minor", d.render_minor ? nlohmann::json(*d.render_minor) : nullptr},
+                 {"vram_total", d.vram_total ? nlohmann::json(*d.vram_total) : nullptr},
+                 {"vram_used", d.vram_used ? nlohmann::json(*d.vram_used) : nullptr},
+                 {"vbios", d.vbios},
+                 {"driver", d.driver}});
             continue;
         }
-        t.rows.push_back({d.vendor, d.node ? std::to_string(*d.node) : "-", d.pci,
-                          d.target.empty() ? "-" : d.target, d.name.empty() ? "-" : d.name,
-                          d.vram_total ? sizeText(*d.vram_total) : "-", d.vbios.empty() ? "-" : d.vbios,
+        t.rows.push_back({d.vendor,
+                          d.node ? std::to_string(*d.node) : "-",
+                          d.pci,
+                          d.target.empty() ? "-" : d.target,
+                          d.name.empty() ? "-" : d.name,
+                          d.vram_total ? sizeText(*d.vram_total) : "-",
+                          d.vbios.empty() ? "-" : d.vbios,
                           d.driver.empty() ? "-" : d.driver});
     }
     if (!json) t.print(stdout);

@@ -160,10 +160,17 @@ bool ingestOneAllocLog(Store& store, const std::string& f, std::optional<int64_t
     }
     std::string pids;
     for (auto p : r->pids) pids += (pids.empty() ? "" : ",") + std::to_string(p);
-    fmt::print("{}: allocation records of pid {}: {} lines, {} allocations ({} freed), {} failed "
-               "calls, {} warnings, {:.2f} s\n",
-               f, pids.empty() ? "-" : pids, r->lines, r->allocations, r->freed, r->failed,
-               r->warnings, r->seconds);
+    fmt::print(
+        "{}: allocation records of pid {}: {} lines, {} allocations ({} freed), {} failed "
+        "calls, {} warnings, {:.2f} s\n",
+        f,
+        pids.empty() ? "-" : pids,
+        r->lines,
+        r->allocations,
+        r->freed,
+        r->failed,
+        r->warnings,
+        r->seconds);
     return true;
 }
 

@@ -316,24 +316,31 @@ int cmdProcesses(const Global& g, bool json) {
                                 {"start", text::hexAddr(m.start)},
                                 {"end", text::hexAddr(m.end)},
                                 {"executable", m.executable}});
-            printJsonLine(stdout,
-                          {{"id", r.id},
-                           {"pid", p.pid},
-                           {"boot_id", p.boot_id},
-                           {"taken_at", p.taken_at},
-                           {"start_ticks", p.start_ticks ? nlohmann::json(*p.start_ticks) : nullptr},
-                           {"name", p.name},
-                           {"ppid", p.ppid ? nlohmann::json(*p.ppid) : nullptr},
-                           {"uid", p.uid ? nlohmann::json(*p.uid) : nullptr},
-                           {"nspid", nlohmann::json::parse(p.nspid, nullptr, false)},
-                           {"cgroup", p.cgroup},
-                           {"cmdline", nlohmann::json::parse(p.cmdline, nullptr, false)},
-                           {"evidence_id", p.evidence_id ? nlohmann::json(*p.evidence_id) : nullptr},
-                           {"modules", mods}});
+            printJsonLine(
+                stdout,
+                {{"id", r.id},
+                 {"pid", p.pid},
+                 {"boot_id", p.boot_id},
+                 {"taken_at", p.taken_at},
+                 {"start_ticks", p.start_ticks ? nlohmann::json(*p.start_ticks) : nullptr},
+                 {"name", p.name},
+                 {"ppid", p.ppid ? nlohmann::json(*p.ppid) : nullptr},
+                 {"uid", p.uid ? nlohmann::json(*p.uid) : nullptr},
+                 {"nspid", nlohmann::json::parse(p.nspid, nullptr, false)},
+                 {"cgroup", p.cgroup},
+                 {"cmdline", nlohmann::json::parse(p.cmdline, nullptr, false)},
+                 {"evidence_id", p.evidence_id ? nlohmann::json(*p.evidence_id) : nullptr},
+                 {"modules", mods}});
             continue;
         }
-        t.rows.push_back({std::to_string(r.id), std::to_string(p.pid), p.name, p.nspid, p.cgroup,
-                          std::to_string(p.modules.size()), orDash(p.evidence_id), p.taken_at});
+        t.rows.push_back({std::to_string(r.id),
+                          std::to_string(p.pid),
+                          p.name,
+                          p.nspid,
+                          p.cgroup,
+                          std::to_string(p.modules.size()),
+                          orDash(p.evidence_id),
+                          p.taken_at});
     }
     if (!json) t.print(stdout);
     return 0;
@@ -349,20 +356,21 @@ int cmdRuns(const Global& g, bool json) {
         const RunRecord& x = r.run;
         std::string exit = x.signal ? fmt::format("signal {}", *x.signal) : orDash(x.exit_status);
         if (json) {
-            auto j = nlohmann::json{{"run", r.id},
-                                    {"command", nlohmann::json::parse(x.command, nullptr, false)},
-                                    {"cwd", x.cwd},
-                                    {"host", x.host},
-                                    {"boot_id", x.boot_id},
-                                    {"started", x.started},
-                                    {"ended", x.ended ? nlohmann::json(*x.ended) : nullptr},
-                                    {"exit_status", x.exit_status ? nlohmann::json(*x.exit_status) : nullptr},
-                                    {"signal", x.signal ? nlohmann::json(*x.signal) : nullptr},
-                                    {"pid", x.pid ? nlohmann::json(*x.pid) : nullptr},
-                                    {"pids", nlohmann::json::parse(x.pids, nullptr, false)},
-                                    {"env", nlohmann::json::parse(x.env, nullptr, false)},
-                                    {"spool", x.spool ? nlohmann::json(*x.spool) : nullptr},
-                                    {"records", r.evidence}};
+            auto j = nlohmann::json{
+                {"run", r.id},
+                {"command", nlohmann::json::parse(x.command, nullptr, false)},
+                {"cwd", x.cwd},
+                {"host", x.host},
+                {"boot_id", x.boot_id},
+                {"started", x.started},
+                {"ended", x.ended ? nlohmann::json(*x.ended) : nullptr},
+                {"exit_status", x.exit_status ? nlohmann::json(*x.exit_status) : nullptr},
+                {"signal", x.signal ? nlohmann::json(*x.signal) : nullptr},
+                {"pid", x.pid ? nlohmann::json(*x.pid) : nullptr},
+                {"pids", nlohmann::json::parse(x.pids, nullptr, false)},
+                {"env", nlohmann::json::parse(x.env, nullptr, false)},
+                {"spool", x.spool ? nlohmann::json(*x.spool) : nullptr},
+                {"records", r.evidence}};
             printJsonLine(stdout, j);
             continue;
         }
@@ -370,8 +378,13 @@ int cmdRuns(const Global& g, bool json) {
         auto argv = nlohmann::json::parse(x.command, nullptr, false);
         if (argv.is_array())
             for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
-        t.rows.push_back({std::to_string(r.id), x.started, x.ended.value_or("-"), exit,
-                          orDash(x.pid), std::to_string(r.evidence), cmd});
+        t.rows.push_back({std::to_string(r.id),
+                          x.started,
+                          x.ended.value_or("-"),
+                          exit,
+                          orDash(x.pid),
+                          std::to_string(r.evidence),
+                          cmd});
     }
     if (!json) t.print(stdout);
     return 0;

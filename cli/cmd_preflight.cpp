@@ -24,11 +24,12 @@ std::vector<std::pair<int64_t, std::string>> kfdProcesses(const PreflightOptions
                                                           uint64_t gpu_id) {
     std::vector<std::pair<int64_t, std::string>> out;
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(fs::path(o.sysfs_root) / "class/kfd/kfd/proc", ec)) {
+    for (const auto& e :
+         fs::directory_iterator(fs::path(o.sysfs_root) / "class/kfd/kfd/proc", ec)) {
         if (!fs::exists(e.path() / fmt::format("vram_{}", gpu_id), ec)) continue;
         int64_t pid = std::atoll(e.path().filename().c_str());
-        auto text = readSmallFile((fs::path(o.proc_root) / std::to_string(pid) / "comm").string(),
-                                  4096);
+        auto text =
+            readSmallFile((fs::path(o.proc_root) / std::to_string(pid) / "comm").string(), 4096);
         std::string comm = text ? text->substr(0, text->find('\n')) : std::string();
         out.emplace_back(pid, comm);
     }
@@ -56,42 +57,49 @@ int cmdPreflight(const Global& g, const PreflightOptions& o) {
             } else if (h->faults > 0) {
                 const auto& f = h->last_fault->e;
                 reasons.push_back(fmt::format(
-                    "{} fault record(s) since {} (last: {} {}:{})", h->faults,
+                    "{} fault record(s) since {} (last: {} {}:{})",
+                    h->faults,
                     h->last_good_reset ? "its last successful GPU reset" : "the store began",
-                    kindName(f.kind), h->last_fault->source, f.line));
+                    kindName(f.kind),
+                    h->last_fault->source,
+                    f.line));
             }
         } else {
             unchecked.push_back(fmt::format("fault history (no store at {})", g.db));
         }
         if (d.vram_used) {
             if (*d.vram_used > (o.max_vram_used_mib << 20))
-                reasons.push_back(fmt::format("VRAM in use: {} (limit {} MiB)",
-                                              sizeText(*d.vram_used), o.max_vram_used_mib));
+                reasons.push_back(fmt::format(
+                    "VRAM in use: {} (limit {} MiB)", sizeText(*d.vram_used), o.max_vram_used_mib));
         } else {
             unchecked.push_back("VRAM in use");
         }
         if (d.gpu_id) {
             for (const auto& [pid, comm] : kfdProcesses(o, *d.gpu_id))
                 if (std::find(o.allow.begin(), o.allow.end(), comm) == o.allow.end())
-                    reasons.push_back(fmt::format("KFD process {} ({}) holds memory on it", pid,
-                                                  comm.empty() ? "?" : comm));
+                    reasons.push_back(fmt::format(
+                        "KFD process {} ({}) holds memory on it", pid, comm.empty() ? "?" : comm));
         } else {
             unchecked.push_back("GPU processes");
         }
         dirty = dirty || !reasons.empty();
         std::string verdict = reasons.empty() ? "clean" : "DIRTY";
         if (o.json) {
-            printJsonLine(stdout, {{"pci", d.pci},
-                                   {"vendor", d.vendor},
-                                   {"target", d.target},
-                                   {"node", d.node ? nlohmann::json(*d.node) : nullptr},
-                                   {"verdict", reasons.empty() ? "clean" : "dirty"},
-                                   {"reasons", reasons},
-                                   {"unchecked", unchecked}});
+            printJsonLine(stdout,
+                          {{"pci", d.pci},
+                           {"vendor", d.vendor},
+                           {"target", d.target},
+                           {"node", d.node ? nlohmann::json(*d.node) : nullptr},
+                           {"verdict", reasons.empty() ? "clean" : "dirty"},
+                           {"reasons", reasons},
+                           {"unchecked", unchecked}});
             continue;
         }
-        fmt::print("{} {}{} {}\n", d.pci, d.target.empty() ? d.name : d.target,
-                   d.node ? fmt::format(" (node {})", *d.node) : "", verdict);
+        fmt::print("{} {}{} {}\n",
+                   d.pci,
+                   d.target.empty() ? d.name : d.target,
+                   d.node ? fmt::format(" (node {})", *d.node) : "",
+                   verdict);
         for (const auto& r : reasons) fmt::print("  - {}\n", printable(r));
         if (!unchecked.empty()) {
             std::string u;

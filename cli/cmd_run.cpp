@@ -42,14 +42,15 @@ void say(fmt::format_string<Args...> f, Args&&... args) {
     (void)!std::fwrite(m.data(), 1, m.size(), stderr);
 }
 
-constexpr size_t kKeepSpools = 100;             ///< newest spool files kept
+constexpr size_t kKeepSpools = 100;                ///< newest spool files kept
 constexpr uintmax_t kKeepSpoolBytes = 2ull << 30;  ///< and at most this much in all
 
 /// /var/lib/gpufault/spool for root, else $XDG_DATA_HOME/gpufault/spool (mode 0700: no other
 /// user can add lines to a job's output).
 std::string spoolDir() {
     if (::geteuid() == 0) return "/var/lib/gpufault/spool";
-    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::string(x) + "/gpufault/spool";
+    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x)
+        return std::string(x) + "/gpufault/spool";
     const char* home = std::getenv("HOME");
     return std::string(home ? home : "/tmp") + "/.local/share/gpufault/spool";
 }
@@ -138,7 +139,9 @@ void recordAllocations(Store& store, const std::string& dir, int64_t id) {
         allocations += r->allocations;
     }
     say("gpufault run: {} allocation(s) recorded by {} process(es) in {}\n",
-               allocations, files.size(), dir);
+        allocations,
+        files.size(),
+        dir);
 }
 
 }  // namespace
@@ -179,10 +182,9 @@ int cmdRun(const Global& g, const RunOptions& o) {
     if (o.record_allocations) {
         std::string shim = findPreloadShim(o.preload);
         if (shim.empty()) {
-            say(
-                       "gpufault run: --record-allocations: libgpufault-preload.so not found{}; "
-                       "give --preload PATH\n",
-                       o.preload.empty() ? "" : " at " + o.preload);
+            say("gpufault run: --record-allocations: libgpufault-preload.so not found{}; "
+                "give --preload PATH\n",
+                o.preload.empty() ? "" : " at " + o.preload);
             return 2;
         }
         // In gpufaultd's directory when there is one: the daemon stores the records while the
@@ -204,8 +206,9 @@ int cmdRun(const Global& g, const RunOptions& o) {
         if ((shared.empty() ? !fs::create_directories(allocDir, ec)
                             : ::mkdir(allocDir.c_str(), 0700) != 0) ||
             ::chmod(allocDir.c_str(), 0700) != 0) {
-            say("gpufault run: cannot create {}: {}\n", allocDir,
-                       ec ? ec.message() : std::strerror(errno));
+            say("gpufault run: cannot create {}: {}\n",
+                allocDir,
+                ec ? ec.message() : std::strerror(errno));
             return 2;
         }
         const char* pre = std::getenv("LD_PRELOAD");
@@ -269,7 +272,8 @@ int cmdRun(const Global& g, const RunOptions& o) {
         return status;
     }
     auto sum = ingestFile(*store, spec.spool);
-    if (sum) run.source_id = sum->source_id;
+    if (sum)
+        run.source_id = sum->source_id;
     else
         say("gpufault run: {}\n", sum.error().message);
     auto id = store->addRun(run);

@@ -21,9 +21,18 @@ namespace {
 
 /// The modules that say which GPU runtime a process ran: HIP, ROCr, CUDA, the math libraries.
 bool runtimeModule(const std::string& path) {
-    for (const char* k : {"libamdhip64", "libhsa-runtime64", "libcudart", "libcuda.so",
-                          "librocblas", "libhipblaslt", "libMIOpen", "librccl", "libnccl",
-                          "libtorch_hip", "libtorch_cuda", "libamd_comgr"})
+    for (const char* k : {"libamdhip64",
+                          "libhsa-runtime64",
+                          "libcudart",
+                          "libcuda.so",
+                          "librocblas",
+                          "libhipblaslt",
+                          "libMIOpen",
+                          "librccl",
+                          "libnccl",
+                          "libtorch_hip",
+                          "libtorch_cuda",
+                          "libamd_comgr"})
         if (path.find(k) != std::string::npos) return true;
     return false;
 }
@@ -35,16 +44,22 @@ std::string processText(const ProcessRow& r) {
     std::string nspid;
     if (ns.is_array() && ns.size() > 1)
         for (const auto& x : ns) nspid += (nspid.empty() ? "" : " ") + x.dump();
-    std::string out = fmt::format("  snapshot   {} pid {} (ppid {}, uid {}){}{}, taken {}\n",
-                                  printable(p.name), p.pid, orDash(p.ppid), orDash(p.uid),
-                                  nspid.empty() ? "" : ", NSpid " + nspid,
-                                  p.cgroup.empty() || p.cgroup == "/" ? "" : ", cgroup " + printable(p.cgroup),
-                                  p.taken_at);
+    std::string out =
+        fmt::format("  snapshot   {} pid {} (ppid {}, uid {}){}{}, taken {}\n",
+                    printable(p.name),
+                    p.pid,
+                    orDash(p.ppid),
+                    orDash(p.uid),
+                    nspid.empty() ? "" : ", NSpid " + nspid,
+                    p.cgroup.empty() || p.cgroup == "/" ? "" : ", cgroup " + printable(p.cgroup),
+                    p.taken_at);
     std::string mods;
     for (const auto& m : p.modules)
         if (runtimeModule(m.path)) mods += (mods.empty() ? "" : ", ") + printable(m.path);
-    out += fmt::format("             {} modules mapped{}{}\n", p.modules.size(),
-                       mods.empty() ? "" : "; GPU runtime: ", mods);
+    out += fmt::format("             {} modules mapped{}{}\n",
+                       p.modules.size(),
+                       mods.empty() ? "" : "; GPU runtime: ",
+                       mods);
     return out;
 }
 
@@ -128,12 +143,15 @@ std::string allocationDistanceText(const AllocationDistanceRow& r) {
 /// The shim's allocations nearest the fault, with the caching-allocator caveat.
 void printAllocations(const std::vector<AllocationDistanceRow>& rows) {
     fmt::print("\nAllocations recorded by the preload shim, by |distance| from {} ({} of pid {})\n",
-               addr16(rows.front().address), rows.size(), rows.front().pid);
-    fmt::print("  Under PyTorch's caching allocator these are segments (the allocator's "
-               "cudaMalloc/hipMalloc blocks), not tensors.\n");
-    TextTable t{{"API", "PTR", "END", "SIZE", "DISTANCE", "SAME 2MiB", "DEVICE", "STATE", "STACK",
-                 "WHERE"},
-                {}};
+               addr16(rows.front().address),
+               rows.size(),
+               rows.front().pid);
+    fmt::print(
+        "  Under PyTorch's caching allocator these are segments (the allocator's "
+        "cudaMalloc/hipMalloc blocks), not tensors.\n");
+    TextTable t{
+        {"API", "PTR", "END", "SIZE", "DISTANCE", "SAME 2MiB", "DEVICE", "STATE", "STACK", "WHERE"},
+        {}};
     for (size_t i = 0; i < rows.size() && i < kAllocationRows; ++i) {
         const auto& r = rows[i];
         std::string stack = r.stack ? r.stack->substr(0, r.stack->find(';')) : "-";
@@ -150,9 +168,11 @@ void printAllocations(const std::vector<AllocationDistanceRow>& rows) {
     }
     t.print(stdout);
     if (rows.size() > kAllocationRows)
-        fmt::print("  {} more: gpufault query \"SELECT * FROM fault_allocation_distance WHERE "
-                   "evidence_id = {} ORDER BY abs(distance)\"\n",
-                   rows.size() - kAllocationRows, rows.front().evidence_id);
+        fmt::print(
+            "  {} more: gpufault query \"SELECT * FROM fault_allocation_distance WHERE "
+            "evidence_id = {} ORDER BY abs(distance)\"\n",
+            rows.size() - kAllocationRows,
+            rows.front().evidence_id);
 }
 
 std::string firstLines(const std::string& raw, size_t n) {

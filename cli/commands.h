@@ -41,11 +41,17 @@ int cmdIngest(const Global& g,
               const CoreOptions& cores = {});
 /// Ingests one allocation record file of the preload shim (`run`: the run that wrote it);
 /// prints its summary unless quiet and its warnings as PATH:LINE. False on error (printed).
-bool ingestOneAllocLog(Store& store, const std::string& path, std::optional<int64_t> run, bool quiet);
+bool ingestOneAllocLog(Store& store,
+                       const std::string& path,
+                       std::optional<int64_t> run,
+                       bool quiet);
 /// Diagnoses the incidents whose records point at a missing code object (analysis/diagnose.h),
 /// with this machine's GPUs under `sysfs_root`/`proc_root` when the store records none; prints
 /// how many unless quiet. 0 done, 2 the store failed (printed).
-int runDiagnoses(db::Db& d, const std::string& sysfs_root, const std::string& proc_root, bool quiet);
+int runDiagnoses(db::Db& d,
+                 const std::string& sysfs_root,
+                 const std::string& proc_root,
+                 bool quiet);
 /// `gpufault diagnose`: runDiagnoses on the store (e.g. one gpufaultd wrote).
 int cmdDiagnose(const Global& g, const std::string& sysfs_root, const std::string& proc_root);
 /// Cores in the store: pid, signal, si_addr, signature, top frame, incident.
@@ -78,8 +84,9 @@ struct RunOptions {
     std::vector<std::string> command;         ///< CMD ARGS…
     std::optional<int> amd_log_level;         ///< sets AMD_LOG_LEVEL
     std::optional<std::string> amd_log_mask;  ///< names or a number (parseAmdLogMask)
-    bool serialize = false;  ///< AMD_SERIALIZE_KERNEL=3, HIP_LAUNCH_BLOCKING=1, CUDA_LAUNCH_BLOCKING=1
-    std::string spool_dir;   ///< "" = the default spool directory
+    bool serialize =
+        false;  ///< AMD_SERIALIZE_KERNEL=3, HIP_LAUNCH_BLOCKING=1, CUDA_LAUNCH_BLOCKING=1
+    std::string spool_dir;            ///< "" = the default spool directory
     bool record_allocations = false;  ///< LD_PRELOAD the allocation-recording shim
     std::string preload;              ///< the shim; "" = found (findPreloadShim)
     /// gpufaultd's allocation directory to record into ("" = /run/gpufault-alloc when it is
@@ -121,8 +128,12 @@ int cmdDevices(const Global* record,
 struct PreflightOptions {
     std::string sysfs_root = "/sys", proc_root = "/proc";
     uint64_t max_vram_used_mib = 1024;  ///< VRAM in use above this is dirty (AMD)
-    std::vector<std::string> allow = {"rocm-smi", "amd-smi", "rdcd", "gpuagent",
-                                      "amd-metrics-exporter", "device-metrics-exporter"};
+    std::vector<std::string> allow = {"rocm-smi",
+                                      "amd-smi",
+                                      "rdcd",
+                                      "gpuagent",
+                                      "amd-metrics-exporter",
+                                      "device-metrics-exporter"};
     bool json = false;
 };
 /// Is each GPU clean before a run: faults or failed resets since its last successful reset

@@ -13,9 +13,9 @@ namespace gpufault::cli {
 
 struct IncidentView {
     IncidentRow incident;
-    std::vector<IncidentMemberRow> members;  ///< fault records, then context records
-    std::vector<DistanceRow> distances;      ///< sorted by |distance|
-    std::vector<DispatchRow> dispatches;     ///< newest first
+    std::vector<IncidentMemberRow> members;          ///< fault records, then context records
+    std::vector<DistanceRow> distances;              ///< sorted by |distance|
+    std::vector<DispatchRow> dispatches;             ///< newest first
     std::vector<AllocationDistanceRow> allocations;  ///< preload shim, by |distance|
 };
 

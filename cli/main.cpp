@@ -17,25 +17,31 @@ int main(int argc, char** argv) {
     int window = 64;
     bool quiet = false;
     auto* ingest = app.add_subcommand(
-        "ingest", "read logs (kernel, runtime, sanitizer, container) and core files into the store");
+        "ingest",
+        "read logs (kernel, runtime, sanitizer, container) and core files into the store");
     ingest->add_option("files", files, "files to read, - for stdin")->required();
     ingest->add_option("--window", window, "dispatches kept per thread before a fault")
         ->check(CLI::Range(1, 100000));
     ingest->add_flag("-q,--quiet", quiet, "no summary");
     CoreOptions coreOpt;
-    ingest->add_option("--exe", coreOpt.exe,
-                       "cores: the executable, when the path the core records is gone");
-    ingest->add_option("--debuginfo-path", coreOpt.debuginfo_path,
-                       "cores: directories with debug files or a .build-id tree (DIR[:DIR…]; "
-                       "searched before :.debug:/usr/lib/debug)")
+    ingest->add_option(
+        "--exe", coreOpt.exe, "cores: the executable, when the path the core records is gone");
+    ingest
+        ->add_option("--debuginfo-path",
+                     coreOpt.debuginfo_path,
+                     "cores: directories with debug files or a .build-id tree (DIR[:DIR…]; "
+                     "searched before :.debug:/usr/lib/debug)")
         ->allow_extra_args(false);
-    ingest->add_option("--sysfs-root", coreOpt.sysfs_root,
-                       "diagnoses: sysfs of this machine's GPUs, when none is recorded")
+    ingest
+        ->add_option("--sysfs-root",
+                     coreOpt.sysfs_root,
+                     "diagnoses: sysfs of this machine's GPUs, when none is recorded")
         ->capture_default_str();
     ingest->add_option("--proc-root", coreOpt.proc_root, "diagnoses: procfs mount")
         ->capture_default_str();
     ingest
-        ->add_option("--max-unpacked-mib", coreOpt.max_unpacked_mib,
+        ->add_option("--max-unpacked-mib",
+                     coreOpt.max_unpacked_mib,
                      "cores: cap on a compressed core decompressed into a temporary file "
                      "($TMPDIR, else /var/tmp)")
         ->check(CLI::Range(1, 1 << 24));
@@ -94,10 +100,12 @@ int main(int argc, char** argv) {
         "run", "run a job under observation: gpufault run [OPTIONS] -- CMD ARGS…");
     runCmd->add_option("--amd-log-level", runOpt.amd_log_level, "set AMD_LOG_LEVEL")
         ->check(CLI::Range(0, 7));
-    runCmd->add_option("--amd-log-mask", runOpt.amd_log_mask,
+    runCmd->add_option("--amd-log-mask",
+                       runOpt.amd_log_mask,
                        "AMD_LOG_MASK bits by name (kern = dispatches and arguments without the "
                        "API trace) or a number");
-    runCmd->add_flag("--serialize", runOpt.serialize,
+    runCmd->add_flag("--serialize",
+                     runOpt.serialize,
                      "AMD_SERIALIZE_KERNEL=3, HIP_LAUNCH_BLOCKING=1, CUDA_LAUNCH_BLOCKING=1");
     runCmd->add_option("--spool", runOpt.spool_dir, "directory for the captured output");
     runCmd->add_flag("--record-allocations",
@@ -108,12 +116,14 @@ int main(int argc, char** argv) {
     runCmd->add_option("--alloc-dir",
                        runOpt.alloc_dir,
                        "gpufaultd's allocation directory (allocations.directory) to record into");
-    runCmd->add_option("--preload", runOpt.preload,
+    runCmd->add_option("--preload",
+                       runOpt.preload,
                        "the shim to preload (default: $GPUFAULT_PRELOAD, else beside gpufault, "
                        "else /usr/lib/gpufault/libgpufault-preload.so)");
     runCmd->add_option("command", runOpt.command, "the job")->required();
     auto* processes = app.add_subcommand(
-        "processes", "what /proc said about faulting processes (gpufaultd): NSpid, cgroup, modules");
+        "processes",
+        "what /proc said about faulting processes (gpufaultd): NSpid, cgroup, modules");
     processes->add_flag("--json", json, "JSON Lines");
     auto* runs = app.add_subcommand("runs", "jobs recorded by gpufault run");
     runs->add_flag("--json", json, "JSON Lines");
@@ -130,16 +140,20 @@ int main(int argc, char** argv) {
         "input error (or no GPU found).\nWithout --device/--require it checks for this "
         "machine's GPUs (as `gpufault devices` lists them); --list only lists.");
     codeobj->add_option("paths", co.paths, "files or directories")->required();
-    codeobj->add_option("--device", co.device,
+    codeobj->add_option("--device",
+                        co.device,
                         "a device target: gfx1151, gfx90a:xnack+, sm_90 (a feature left out "
                         "matches either setting)");
     codeobj->add_option("--require", co.require, "targets every bundle must carry (release gate)")
         ->delimiter(',');
-    codeobj->add_option("--hsa-override-gfx-version", co.hsa_override_gfx_version,
+    codeobj->add_option("--hsa-override-gfx-version",
+                        co.hsa_override_gfx_version,
                         "as HSA_OVERRIDE_GFX_VERSION (e.g. 10.3.0): the AMD device reports this "
                         "processor");
-    codeobj->add_option("--max-decompressed", co.max_decompressed,
-                        "bytes one compressed bundle may inflate to (default 1 GiB)")
+    codeobj
+        ->add_option("--max-decompressed",
+                     co.max_decompressed,
+                     "bytes one compressed bundle may inflate to (default 1 GiB)")
         ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
     codeobj->add_flag("--json", co.json, "JSON Lines, one object per file");
     codeobj->add_flag("--list", co.list, "only list what each file carries (no check)");
@@ -155,15 +169,18 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     devices->add_option("--proc-root", procRoot, "procfs mount")->capture_default_str();
     bool recordDevices = false;
-    devices->add_flag("--record", recordDevices,
+    devices->add_flag("--record",
+                      recordDevices,
                       "also write them into the store (diagnoses, evidence_device links)");
 
     PreflightOptions pre;
     auto* preflight = app.add_subcommand(
-        "preflight", "is each GPU clean before a run (faults since its last reset, VRAM, processes)");
+        "preflight",
+        "is each GPU clean before a run (faults since its last reset, VRAM, processes)");
     preflight->add_flag("--json", pre.json, "JSON Lines");
-    preflight->add_option("--max-vram-used-mib", pre.max_vram_used_mib,
-                          "VRAM in use above this is dirty")
+    preflight
+        ->add_option(
+            "--max-vram-used-mib", pre.max_vram_used_mib, "VRAM in use above this is dirty")
         ->capture_default_str();
     preflight->add_option("--allow", pre.allow, "process names that may hold a GPU (monitoring)")
         ->capture_default_str();
@@ -180,8 +197,10 @@ int main(int argc, char** argv) {
     std::string socketFlag;
     auto* status = app.add_subcommand("status", "the running gpufaultd: sources, lag, losses");
     status->add_flag("--json", json, "one JSON object");
-    status->add_option("--socket", socketFlag, "control socket (else $GPUFAULT_SOCKET or "
-                                               "/run/gpufault/gpufaultd.sock)");
+    status->add_option("--socket",
+                       socketFlag,
+                       "control socket (else $GPUFAULT_SOCKET or "
+                       "/run/gpufault/gpufaultd.sock)");
     double daemonTimeout = 5;
     status
         ->add_option(

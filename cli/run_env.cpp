@@ -21,9 +21,17 @@ bool startsWith(std::string_view s, std::string_view p) {
 }  // namespace
 
 bool isGpuVariable(std::string_view name) {
-    static constexpr std::array kPrefixes = {"AMD_",  "HIP_",     "HSA_",   "ROCBLAS_",
-                                             "HIPBLASLT_", "MIOPEN_", "TORCH_", "PYTORCH_",
-                                             "CUDA_", "NCCL_",    "RCCL_"};
+    static constexpr std::array kPrefixes = {"AMD_",
+                                             "HIP_",
+                                             "HSA_",
+                                             "ROCBLAS_",
+                                             "HIPBLASLT_",
+                                             "MIOPEN_",
+                                             "TORCH_",
+                                             "PYTORCH_",
+                                             "CUDA_",
+                                             "NCCL_",
+                                             "RCCL_"};
     for (std::string_view p : kPrefixes)
         if (startsWith(name, p)) return true;
     if (name.size() > 16 && name.substr(name.size() - 16) == "_VISIBLE_DEVICES") return true;
@@ -45,11 +53,11 @@ std::map<std::string, std::string> gpuEnvironment(const char* const* envp) {
 
 std::expected<uint64_t, std::string> parseAmdLogMask(std::string_view spec) {
     static constexpr std::pair<std::string_view, uint64_t> kBits[] = {
-        {"api", 0x1},         {"cmd", 0x2},       {"wait", 0x4},       {"aql", 0x8},
-        {"queue", 0x10},      {"sig", 0x20},      {"lock", 0x40},      {"kern", 0x80},
-        {"copy", 0x100},      {"copy2", 0x200},   {"resource", 0x400}, {"init", 0x800},
-        {"misc", 0x1000},     {"aql2", 0x2000},   {"code", 0x4000},    {"cmd2", 0x8000},
-        {"location", 0x10000}, {"mem", 0x20000},  {"mem_pool", 0x40000}, {"ts", 0x80000},
+        {"api", 0x1},          {"cmd", 0x2},     {"wait", 0x4},         {"aql", 0x8},
+        {"queue", 0x10},       {"sig", 0x20},    {"lock", 0x40},        {"kern", 0x80},
+        {"copy", 0x100},       {"copy2", 0x200}, {"resource", 0x400},   {"init", 0x800},
+        {"misc", 0x1000},      {"aql2", 0x2000}, {"code", 0x4000},      {"cmd2", 0x8000},
+        {"location", 0x10000}, {"mem", 0x20000}, {"mem_pool", 0x40000}, {"ts", 0x80000},
         {"comgr", 0x100000}};
     constexpr uint64_t kLocation = 0x10000;
     if (!spec.empty() && std::isdigit(static_cast<unsigned char>(spec[0]))) {
@@ -65,8 +73,8 @@ std::expected<uint64_t, std::string> parseAmdLogMask(std::string_view spec) {
     while (!spec.empty()) {
         auto comma = spec.find(',');
         auto word = spec.substr(0, comma);
-        auto it = std::find_if(std::begin(kBits), std::end(kBits),
-                               [&](const auto& b) { return b.first == word; });
+        auto it = std::find_if(
+            std::begin(kBits), std::end(kBits), [&](const auto& b) { return b.first == word; });
         if (it == std::end(kBits))
             return std::unexpected(fmt::format("unknown AMD_LOG_MASK bit '{}'", word));
         mask |= it->second;

@@ -1,7 +1,5 @@
 #include "cli/run_job.h"
 
-#include "collectors/common/text.h"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -19,6 +17,8 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+
+#include "collectors/common/text.h"
 
 namespace gpufault::cli {
 
@@ -76,7 +76,6 @@ struct RawTerminal {
 
 }  // namespace
 
-
 std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
     if (spec.argv.empty()) return std::unexpected("no command");
     int spool = ::open(spec.spool.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -91,14 +90,16 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
     if (!::isatty(1)) {
         if (!haveTio) {
             int m = -1, s = -1;
-            if (::openpty(&m, &s, nullptr, nullptr, nullptr) == 0) haveTio = ::tcgetattr(s, &tio) == 0;
+            if (::openpty(&m, &s, nullptr, nullptr, nullptr) == 0)
+                haveTio = ::tcgetattr(s, &tio) == 0;
             if (m >= 0) ::close(m);
             if (s >= 0) ::close(s);
         }
         tio.c_oflag &= ~static_cast<tcflag_t>(ONLCR);
     }
     int master = -1, slave = -1;
-    if (::openpty(&master, &slave, nullptr, haveTio ? &tio : nullptr, haveWs ? &ws : nullptr) != 0) {
+    if (::openpty(&master, &slave, nullptr, haveTio ? &tio : nullptr, haveWs ? &ws : nullptr) !=
+        0) {
         ::close(spool);
         return std::unexpected(fmt::format("no pseudo-terminal: {}", std::strerror(errno)));
     }
@@ -169,7 +170,8 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
             unsigned char sig;
             while (::read(sigPipe[0], &sig, 1) == 1) {
                 if (sig == SIGWINCH) {
-                    if (::ioctl(ttyIn ? 0 : 1, TIOCGWINSZ, &ws) == 0) ::ioctl(master, TIOCSWINSZ, &ws);
+                    if (::ioctl(ttyIn ? 0 : 1, TIOCGWINSZ, &ws) == 0)
+                        ::ioctl(master, TIOCSWINSZ, &ws);
                 } else if (sig == SIGCHLD) {
                     int st = 0;
                     if (!exited && ::waitpid(pid, &st, WNOHANG) == pid) {
@@ -200,7 +202,9 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
             } else {
                 // EIO before the exit: the job closed its terminal; wait for SIGCHLD.
                 fds[0].fd = -1;
-                struct timespec ts{0, 20'000'000};
+                struct timespec ts {
+                    0, 20'000'000
+                };
                 nanosleep(&ts, nullptr);
             }
         }
@@ -227,7 +231,8 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
     ::close(spool);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGCHLD}) ::sigaction(sig, &dfl, nullptr);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGCHLD})
+        ::sigaction(sig, &dfl, nullptr);
     ::close(sigPipe[0]);
     ::close(sigPipe[1]);
     return res;

@@ -14,9 +14,9 @@ namespace gpufault::cli {
 
 /// What to run and where its output goes.
 struct JobSpec {
-    std::vector<std::string> argv;            ///< argv[0] is looked up in PATH
-    std::map<std::string, std::string> env;   ///< variables set (over the inherited ones)
-    std::string spool;                        ///< created 0600; must not exist
+    std::vector<std::string> argv;           ///< argv[0] is looked up in PATH
+    std::map<std::string, std::string> env;  ///< variables set (over the inherited ones)
+    std::string spool;                       ///< created 0600; must not exist
 };
 
 /// How the job ended. Times are UTC ISO 8601 with microseconds.

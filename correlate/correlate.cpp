@@ -375,9 +375,11 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
         for (size_t r = 0; r < runtime.size() && r < 64; ++r) {
             const auto& k = *faults[kernel.front()];
             if (linker.contradicts(k, *faults[runtime[r]])) continue;
-            uf.join(kernel.front(), runtime[r],
+            uf.join(kernel.front(),
+                    runtime[r],
                     fmt::format("same process: host pid {} is pid {} in its namespace (NSpid)",
-                                *k.e.pid, inner));
+                                *k.e.pid,
+                                inner));
         }
     }
 
@@ -397,7 +399,8 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
             for (size_t n = 0; n < recs->second.size() && n < 64; ++n) {
                 size_t r = recs->second[n];
                 if (linker.contradicts(*faults[k], *faults[r])) continue;
-                uf.join(k, r, fmt::format("same process: pid {} was spawned by run #{}", *e.pid, run));
+                uf.join(
+                    k, r, fmt::format("same process: pid {} was spawned by run #{}", *e.pid, run));
             }
         }
     }
@@ -450,9 +453,10 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
             }
         }
         if (best)
-            uf.join(*best, c,
-                    fmt::format("core of pid {}, written {} s after the record", *core.pid,
-                                bestGap));
+            uf.join(
+                *best,
+                c,
+                fmt::format("core of pid {}, written {} s after the record", *core.pid, bestGap));
     }
 
     std::map<size_t, std::vector<size_t>> groups;  // root → members, root first
@@ -474,10 +478,10 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
         std::vector<std::pair<int, const StoredEvidence*>> keyed;
         keyed.reserve(members.size());
         for (auto* m : members)
-            keyed.emplace_back(kindPriority(m->e.kind) * 2 + (isFaultFamilyError(m->e) ? 0 : 1),
-                               m);
-        std::stable_sort(keyed.begin(), keyed.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
+            keyed.emplace_back(kindPriority(m->e.kind) * 2 + (isFaultFamilyError(m->e) ? 0 : 1), m);
+        std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+            return a.first < b.first;
+        });
         for (size_t k = 0; k < keyed.size(); ++k) members[k] = keyed[k].second;
         const StoredEvidence* primary = members.front();
         inc.kind = std::string(kindName(primary->e.kind));
@@ -532,9 +536,8 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
             }
         } else if (auto it = byStream.find(c->source_id); it != byStream.end()) {
             const auto& idx = it->second;
-            auto from = std::partition_point(idx.begin(), idx.end(), [&](size_t i) {
-                return faults[i]->e.line < c->e.line;
-            });
+            auto from = std::partition_point(
+                idx.begin(), idx.end(), [&](size_t i) { return faults[i]->e.line < c->e.line; });
             for (; from != idx.end(); ++from) {
                 if (stopped()) return std::nullopt;
                 const auto* f = faults[*from];

@@ -33,8 +33,8 @@ struct IngestSummary {
         for (const auto& [k, v] : evidence) n += v;
         return n;
     }
-    uint64_t dispatches = 0;                   ///< dispatch lines counted
-    uint64_t dispatch_rows = 0;                ///< dispatch rows kept (windows)
+    uint64_t dispatches = 0;     ///< dispatch lines counted
+    uint64_t dispatch_rows = 0;  ///< dispatch rows kept (windows)
     uint64_t operands = 0;
     uint64_t warnings = 0;
     uint64_t truncated_lines = 0;  ///< lines over 1 MiB, stored truncated

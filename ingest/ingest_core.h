@@ -34,7 +34,7 @@ struct CoreIngestSummary {
 /// What the producer of a core said beside it (systemd-coredump's journal entry or file name,
 /// apport's report); it overrides what the core's notes say where both speak.
 struct CoreProvenance {
-    std::string origin = "file";  ///< file | systemd-coredump | apport
+    std::string origin = "file";      ///< file | systemd-coredump | apport
     std::optional<std::string> note;  ///< "core not kept: size limit", …
     std::optional<std::string> exe;
     std::optional<int64_t> time;  ///< the crash, UTC seconds (replaces the file's mtime)
@@ -45,7 +45,7 @@ struct CoreProvenance {
     std::optional<int64_t> uid;
     std::optional<std::string> path;  ///< where the core is kept (the compressed file)
     std::optional<int64_t> size;      ///< its size in bytes
-    bool replace = false;  ///< drop the core the source holds first (Store::dropCoreOf)
+    bool replace = false;             ///< drop the core the source holds first (Store::dropCoreOf)
     nlohmann::json meta = nlohmann::json::object();  ///< merged into cores.meta
 };
 
@@ -54,8 +54,8 @@ struct CoreProvenance {
 std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const std::string& wall);
 
 /// Operands from a CUDA GPU core's pointer arguments (pure): `KERNEL.argN` (dtype the
-/// parameter's type) when the core's cubin names the kernel, else `param+0xOFF`; from the pointer to
-/// the next pointer argument in the same dumped device-memory region or the region's end,
+/// parameter's type) when the core's cubin names the kernel, else `param+0xOFF`; from the pointer
+/// to the next pointer argument in the same dumped device-memory region or the region's end,
 /// whichever comes first (an upper bound of the buffer); origin `cuda_param`.
 std::vector<Operand> cudaParamOperands(const coredump::CoreReport& r);
 

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include "collectors/common/small_file.h"
 #include "collectors/common/text.h"
 #include "collectors/device/sysfs.h"
-#include "collectors/common/small_file.h"
 
 namespace gpufault {
 

@@ -177,8 +177,9 @@ db::Result<std::vector<CountRow>> queryEvidenceByGpu(db::Db& d) {
         "SELECT kind, coalesce(pci, 'node-' || gpu_node, ''), count(*) FROM evidence "
         "GROUP BY 1, 2 ORDER BY 1, 2");
     if (!s) return std::unexpected(s.error());
-    return collect<CountRow>(
-        *s, [](const db::Stmt& st) { return CountRow{st.str(0), st.str(1), st.i64(2)}; });
+    return collect<CountRow>(*s, [](const db::Stmt& st) {
+        return CountRow{st.str(0), st.str(1), st.i64(2)};
+    });
 }
 
 db::Result<std::vector<RunRow>> queryRuns(db::Db& d, std::optional<int64_t> id) {
@@ -243,8 +244,10 @@ db::Result<std::vector<ProcessRow>> queryProcesses(db::Db& d, std::optional<int6
             auto row = m->step();
             if (!row) return std::unexpected(row.error());
             if (!*row) break;
-            r.p.modules.push_back({m->str(0), static_cast<uint64_t>(m->i64(1)),
-                                   static_cast<uint64_t>(m->i64(2)), m->i64(3) != 0});
+            r.p.modules.push_back({m->str(0),
+                                   static_cast<uint64_t>(m->i64(1)),
+                                   static_cast<uint64_t>(m->i64(2)),
+                                   m->i64(3) != 0});
         }
         m->reset();
     }
@@ -307,11 +310,12 @@ db::Result<int64_t> maxIncidentEvidenceId(db::Db& d) {
 }
 
 db::Result<std::vector<CountRow>> queryIncidentsBySignature(db::Db& d) {
-    auto s = d.prepare(
-        "SELECT kind, signature, count(*) FROM incidents GROUP BY 1, 2 ORDER BY 1, 2");
+    auto s =
+        d.prepare("SELECT kind, signature, count(*) FROM incidents GROUP BY 1, 2 ORDER BY 1, 2");
     if (!s) return std::unexpected(s.error());
-    return collect<CountRow>(
-        *s, [](const db::Stmt& st) { return CountRow{st.str(0), st.str(1), st.i64(2)}; });
+    return collect<CountRow>(*s, [](const db::Stmt& st) {
+        return CountRow{st.str(0), st.str(1), st.i64(2)};
+    });
 }
 
 db::Result<std::vector<IncidentRow>> queryIncidents(db::Db& d, std::optional<int64_t> id) {

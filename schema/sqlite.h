@@ -4,9 +4,9 @@
 #include <sqlite3.h>
 
 #include <chrono>
-#include <functional>
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>

@@ -137,8 +137,15 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
     auto row = sel->step();
     if (!row) return std::unexpected(row.error());
     if (*row) {
-        SourceState s{sel->i64(0), sel->i64(1), sel->i64(2), sel->i64(3), sel->i64(4) != 0,
-                      sel->optStr(5), sel->optI64(6).value_or(0), std::nullopt, {}};
+        SourceState s{sel->i64(0),
+                      sel->i64(1),
+                      sel->i64(2),
+                      sel->i64(3),
+                      sel->i64(4) != 0,
+                      sel->optStr(5),
+                      sel->optI64(6).value_or(0),
+                      std::nullopt,
+                      {}};
         if (auto h = sel->optI64(7)) s.prefix_hash = static_cast<uint64_t>(*h);
         s.earlier = parseEarlier(sel->optStr(8));
         sel->reset();
@@ -158,8 +165,7 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
         .bind(4, id.inode)
         .bind(5, id.fingerprint);
     if (auto r = ins->run(); !r) return std::unexpected(r.error());
-    return SourceState{
-        db_.lastInsertId(), 0, 0, 0, false, std::nullopt, 0, std::nullopt, {}};
+    return SourceState{db_.lastInsertId(), 0, 0, 0, false, std::nullopt, 0, std::nullopt, {}};
 }
 
 db::Result<bool> Store::hasSource(const SourceIdentity& id) {
@@ -176,7 +182,8 @@ db::Result<bool> Store::hasSource(const SourceIdentity& id) {
 db::Result<int64_t> Store::addProcess(const ProcessRecord& p) {
     auto ins = db_.prepare(
         "INSERT OR IGNORE INTO processes(pid, boot_id, taken_at, start_ticks, name, ppid, uid, "
-        "nspid, cgroup, cmdline, evidence_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+        "nspid, cgroup, cmdline, evidence_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+        "?11)");
     if (!ins) return std::unexpected(ins.error());
     ins->bind(1, p.pid).bind(2, p.boot_id).bind(3, p.taken_at).bind(4, p.start_ticks);
     ins->bind(5, p.name).bind(6, p.ppid).bind(7, p.uid).bind(8, p.nspid).bind(9, p.cgroup);
@@ -288,7 +295,8 @@ db::Result<void> Store::dropSourceRows(int64_t source_id, bool whole) {
         "DELETE FROM warnings WHERE source_id=?1",
         "DELETE FROM allocations WHERE source_id=?1",
         "UPDATE runs SET source_id=NULL WHERE source_id=?1",
-        "DELETE FROM sources WHERE id=?1"};
+        "DELETE FROM sources WHERE id=?1",
+    };
     auto run = [&](const char* sql) -> db::Result<void> {
         auto st = db_.prepare(sql);
         if (!st) return std::unexpected(st.error());
@@ -482,8 +490,15 @@ db::Result<std::vector<UnfinishedFile>> Store::unfinishedFiles(int64_t limit) {
         f.identity.device = s->optI64(2);
         f.identity.inode = s->optI64(3);
         f.identity.fingerprint = s->optStr(4).value_or("");
-        f.state = SourceState{s->i64(0), s->i64(5), s->i64(6), s->i64(7), false, std::nullopt,
-                              s->optI64(8).value_or(0), std::nullopt, {}};
+        f.state = SourceState{s->i64(0),
+                              s->i64(5),
+                              s->i64(6),
+                              s->i64(7),
+                              false,
+                              std::nullopt,
+                              s->optI64(8).value_or(0),
+                              std::nullopt,
+                              {}};
         out.push_back(std::move(f));
     }
     return out;
@@ -507,9 +522,15 @@ db::Result<std::vector<UnfinishedFile>> Store::copyCandidates(const std::string&
         f.identity.device = s->optI64(2);
         f.identity.inode = s->optI64(3);
         f.identity.fingerprint = fingerprint;
-        f.state = SourceState{s->i64(0), s->i64(4), s->i64(5), s->i64(6), s->i64(9) != 0,
-                              std::nullopt, s->optI64(7).value_or(0),
-                              static_cast<uint64_t>(s->i64(8)), parseEarlier(s->optStr(10))};
+        f.state = SourceState{s->i64(0),
+                              s->i64(4),
+                              s->i64(5),
+                              s->i64(6),
+                              s->i64(9) != 0,
+                              std::nullopt,
+                              s->optI64(7).value_or(0),
+                              static_cast<uint64_t>(s->i64(8)),
+                              parseEarlier(s->optStr(10))};
         out.push_back(std::move(f));
     }
     return out;
@@ -549,7 +570,7 @@ db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, in
 }
 
 db::Result<void> Store::replaceIncidents(const std::vector<IncidentRecord>& incidents,
-                                        const std::function<bool()>& stop) {
+                                         const std::function<bool()>& stop) {
     uint64_t rows = 0;
     auto stopped = [&] { return stop && (++rows & 4095) == 0 && stop(); };
     if (auto r = db_.exec("DELETE FROM incident_evidence; DELETE FROM incidents;"); !r) return r;

@@ -44,7 +44,8 @@ db::Result<int64_t> Store::addCore(int64_t source_id,
     auto ins = db_.prepare(
         "INSERT INTO cores(source_id, evidence_id, kind, path, size, time, time_from, pid, tid, "
         "process, uid, signal, si_code, si_addr, e_machine, signature, signature_frames, "
-        "threads_truncated, modules_missing, runtimes, meta, seconds, origin, note, exe) VALUES(?1, "
+        "threads_truncated, modules_missing, runtimes, meta, seconds, origin, note, exe) "
+        "VALUES(?1, "
         "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
         "?21, ?22, ?23, ?24, ?25)");
     if (!ins) return std::unexpected(ins.error());

@@ -96,7 +96,8 @@ Result<Elf> parseElf(Bytes b, uint64_t base) {
     if (shstrndx < shnum) {
         auto tab = e.bytes(e.sections[shstrndx]);
         if (!tab) return std::unexpected(tab.error());
-        for (uint64_t i = 0; i < shnum; ++i) e.sections[i].name = std::string(nameAt(*tab, nameOffsets[i]));
+        for (uint64_t i = 0; i < shnum; ++i)
+            e.sections[i].name = std::string(nameAt(*tab, nameOffsets[i]));
     }
     return e;
 }

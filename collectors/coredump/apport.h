@@ -31,7 +31,7 @@ struct ApportReport {
     /// A warning per field present but impossible (pid, signal, a Date past year 9999 or not
     /// in asctime's form), naming the field and its value: those are stored as unknown.
     std::vector<std::string> warnings() const;
-    std::string executable() const;      ///< `ExecutablePath`
+    std::string executable() const;  ///< `ExecutablePath`
     /// `Date` (Python's time.asctime(), local time: `Mon Nov 30 08:31:38 2026`) as
     /// `2026-11-30T08:31:38`; nullopt when it is not that form.
     std::optional<std::string> wall() const;

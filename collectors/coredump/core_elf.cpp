@@ -231,7 +231,9 @@ Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
             auto h = std::string_view(*sh).substr(i * 64u, 64);
             uint32_t name = *le<uint32_t>(h, 0), type = *le<uint32_t>(h, 4);
             c.sections.push_back(cstr(strtab, name, strtab.size()));
-            c.places.push_back({*le<uint64_t>(h, 16), *le<uint64_t>(h, 24), *le<uint64_t>(h, 32),
+            c.places.push_back({*le<uint64_t>(h, 16),
+                                *le<uint64_t>(h, 24),
+                                *le<uint64_t>(h, 32),
                                 *le<uint32_t>(h, 44)});
             // A hostile core's section must not make its readers read past it (they trust
             // offset and size): its bytes lie in the file, and its device range does not wrap.

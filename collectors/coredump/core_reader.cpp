@@ -79,8 +79,8 @@ Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt) {
         if (auto* t = crashingThread(*r.stack))
             r.signature = stackSignature(t->frames, opt.signature_depth);
     } else {
-        r.gpu = gpuCoreMeta(r.layout, std::filesystem::path(opt.name.value_or(path)).filename().string(),
-                            &read);
+        r.gpu = gpuCoreMeta(
+            r.layout, std::filesystem::path(opt.name.value_or(path)).filename().string(), &read);
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;

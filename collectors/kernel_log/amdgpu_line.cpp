@@ -9,7 +9,6 @@ namespace gpufault::amdgpu {
 
 namespace {
 
-
 bool isWordChar(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }

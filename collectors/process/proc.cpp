@@ -39,7 +39,6 @@ std::vector<std::string_view> fields(std::string_view s) {
     return out;
 }
 
-
 }  // namespace
 
 std::optional<ProcStatus> parseProcStatus(std::string_view text) {
@@ -102,7 +101,8 @@ std::vector<ProcModule> modulesOf(const std::vector<ProcMapping>& maps) {
     }
     std::vector<ProcModule> out;
     for (auto& [p, m] : by) out.push_back(std::move(m));
-    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+    std::sort(
+        out.begin(), out.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
     return out;
 }
 
