@@ -73,6 +73,34 @@ class LineReader {
         line = std::string_view(s, len);
         return true;
     }
+    /// Consumes up to `max` lines that end in the current buffer (after a call to next() or
+    /// none), appending to `ends` where each ends (its '\n') relative to `base`, the first
+    /// line's start, and sets `base_offset` to that line's offset. The lines are not cut at
+    /// max_line (the caller does that) and stay valid as next()'s do. Returns how many lines it
+    /// took: 0 (nothing consumed) when no line ends in the buffer, or while a long line is being
+    /// skipped: then call next().
+    size_t takeBuffered(std::vector<uint32_t>& ends,
+                        size_t max,
+                        const char*& base,
+                        uint64_t& base_offset) {
+        if (skipping_ || max == 0) return 0;
+        const char* b = bufs_[cur_].data() + pos_;
+        const char* e = bufs_[cur_].data() + end_;
+        const char* s = b;
+        size_t n = 0;
+        while (n < max) {
+            const char* nl = findNewline(s, e);
+            if (!nl) break;
+            ends.push_back(static_cast<uint32_t>(nl - b));
+            s = nl + 1;
+            ++n;
+        }
+        base = b;
+        base_offset = base_ + pos_;
+        pos_ += static_cast<size_t>(s - b);
+        lastCr_ = true;
+        return n;
+    }
     /// Whether the last line handed out may contain a '\r' (false: it certainly does not). A
     /// file without carriage returns is searched for them once per buffer, not once per line.
     bool lastLineMayHaveCr() { return lastCr_; }
