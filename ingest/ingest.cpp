@@ -29,8 +29,8 @@ namespace {
 
 constexpr size_t kFingerprintBytes = 4096;
 constexpr size_t kMaxLine = LineDecoder::kMaxLine;
-constexpr size_t kBatchLines = 2048;   // physical lines per batch between the two threads
-constexpr size_t kQueuedBatches = 8;   // batches read but not yet matched (memory bound)
+constexpr size_t kBatchLines = 2048;  // physical lines per batch between the two threads
+constexpr size_t kQueuedBatches = 8;  // batches read but not yet matched (memory bound)
 
 struct Fd {
     int fd = -1;

@@ -32,10 +32,12 @@ void classify(LineBatch& b, LineClassifier& c) {
             case LineDecoder::Class::Drop:
                 break;
             case LineDecoder::Class::Fixed:
-                b.kept.push_back({static_cast<uint32_t>(i), LineDecoder::Class::Fixed, false, mayCr, fx});
+                b.kept.push_back(
+                    {static_cast<uint32_t>(i), LineDecoder::Class::Fixed, false, mayCr, fx});
                 break;
             case LineDecoder::Class::Other:
-                b.kept.push_back({static_cast<uint32_t>(i), LineDecoder::Class::Other, false, mayCr, {}});
+                b.kept.push_back(
+                    {static_cast<uint32_t>(i), LineDecoder::Class::Other, false, mayCr, {}});
                 break;
         }
     }

@@ -20,17 +20,17 @@ namespace gpufault {
 /// Consecutive physical lines as read (stage 1, in order), then classified (stage 2, any
 /// thread: classify()), then decoded, matched and stored (stage 3, in order).
 struct LineBatch {
-    uint64_t seq = 0;           ///< 1, 2, ... in the order pushed
-    uint64_t first_line = 0;    ///< number of the first line
-    uint64_t first_offset = 0;  ///< byte offset of the first line
-    const char* base = nullptr; ///< the first line's first byte in the read buffer (!owns)
+    uint64_t seq = 0;            ///< 1, 2, ... in the order pushed
+    uint64_t first_line = 0;     ///< number of the first line
+    uint64_t first_offset = 0;   ///< byte offset of the first line
+    const char* base = nullptr;  ///< the first line's first byte in the read buffer (!owns)
     /// Where each line ends (its '\n', or the end of the text), counted from its first byte.
     std::vector<uint32_t> ends;
-    std::string owned;          ///< the text of a one-line batch from outside the read buffer
-    bool owns = false;          ///< the text is `owned` (then the batch has one line)
-    bool cut = false;           ///< the one line was cut at LineDecoder::kMaxLine by the reader
-    uint64_t end_offset = 0;    ///< bytes consumed after the last line
-    bool last = false;          ///< end of stream
+    std::string owned;        ///< the text of a one-line batch from outside the read buffer
+    bool owns = false;        ///< the text is `owned` (then the batch has one line)
+    bool cut = false;         ///< the one line was cut at LineDecoder::kMaxLine by the reader
+    uint64_t end_offset = 0;  ///< bytes consumed after the last line
+    bool last = false;        ///< end of stream
     std::optional<db::Error> error;  ///< read error: the stream stops here
 
     /// A line that is not LineDecoder::Class::Drop (stage 2's result), in order.
@@ -53,8 +53,7 @@ struct LineBatch {
     /// Line `i` as the decoder sees it: without its '\n', cut at LineDecoder::kMaxLine.
     std::string_view line(size_t i) const {
         const size_t s = lineStart(i);
-        return std::string_view(text() + s,
-                                std::min<size_t>(ends[i] - s, LineDecoder::kMaxLine));
+        return std::string_view(text() + s, std::min<size_t>(ends[i] - s, LineDecoder::kMaxLine));
     }
     /// Byte offset of line `i`.
     uint64_t offsetOf(size_t i) const { return first_offset + (owns ? 0 : lineStart(i)); }

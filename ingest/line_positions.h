@@ -46,10 +46,10 @@ class LinePositions {
     std::optional<int64_t> at(uint64_t line) const {
         for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
             if (line < it->first || line >= it->first + it->count) continue;
-            auto p = std::lower_bound(it->pos.begin(),
-                                      it->pos.end(),
-                                      line,
-                                      [](const auto& e, uint64_t l) { return e.first < l; });
+            auto p = std::lower_bound(
+                it->pos.begin(), it->pos.end(), line, [](const auto& e, uint64_t l) {
+                    return e.first < l;
+                });
             if (p == it->pos.end() || p->first != line) return std::nullopt;
             return p->second;
         }
@@ -60,8 +60,8 @@ class LinePositions {
     static constexpr size_t kRun = 4096;
     struct Run {
         uint64_t first;
-        uint64_t count;                                   ///< lines in the run
-        std::vector<std::pair<uint64_t, int64_t>> pos;    ///< the known ones
+        uint64_t count;                                 ///< lines in the run
+        std::vector<std::pair<uint64_t, int64_t>> pos;  ///< the known ones
     };
     void trim() {
         while (!runs_.empty() && count_ - runs_.front().count >= keep_) {

@@ -53,26 +53,6 @@ class LineReader {
     void setBase(uint64_t offset) { base_ = offset; }
     /// Next line (without '\n'); nullopt at end. `truncated` is set for lines over max_line.
     db::Result<std::optional<std::string_view>> next(uint64_t& line_offset, bool& truncated);
-    /// next() for a line that ends in the current buffer (most lines), inline and without a
-    /// result object; false, with nothing consumed, for any other case: then call next().
-    bool nextBuffered(std::string_view& line, uint64_t& line_offset, bool& truncated) {
-        if (skipping_) return false;
-        const char* b = bufs_[cur_].data();
-        const char* s = b + pos_;
-        const char* nl = findNewline(s, b + end_);
-        if (!nl) return false;
-        const size_t start = pos_;
-        size_t len = static_cast<size_t>(nl - s);
-        line_offset = base_ + start;
-        pos_ += len + 1;
-        // The '\r' known from the last search of this buffer, else a search (hasCr()).
-        lastCr_ = (cr_ != kNone ? cr_ >= start : start + len <= crTo_) ? cr_ < start + len
-                                                                       : hasCr(start, start + len);
-        truncated = len > maxLine_;
-        if (truncated) len = maxLine_;
-        line = std::string_view(s, len);
-        return true;
-    }
     /// Consumes up to `max` lines that end in the current buffer (after a call to next() or
     /// none), appending to `ends` where each ends (its '\n') relative to `base`, the first
     /// line's start, and sets `base_offset` to that line's offset. The lines are not cut at

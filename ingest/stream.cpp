@@ -65,12 +65,13 @@ void StreamIngest::matchBatch(const LineBatch& b) {
         if (k.truncated) {
             ++sum_.truncated_lines;
             sink_.markTruncated(first + k.index);
-            sink_.warning(Warning{first + k.index,
-                                  fmt::format("line longer than {} bytes: stored truncated",
-                                              LineDecoder::kMaxLine)});
+            sink_.warning(Warning{
+                first + k.index,
+                fmt::format("line longer than {} bytes: stored truncated", LineDecoder::kMaxLine)});
         }
         if (k.cls == LineDecoder::Class::Fixed && pipe_.decoderQuiet()) {
-            if (k.index != 0) pos.emplace_back(first + k.index, static_cast<int64_t>(b.offsetOf(k.index)));
+            if (k.index != 0)
+                pos.emplace_back(first + k.index, static_cast<int64_t>(b.offsetOf(k.index)));
             pipe_.matchFixed(first + k.index, b.line(k.index), k.fixed);
         } else {
             feedOne(k.index, k.may_cr);

@@ -95,7 +95,7 @@ class LineDecoder {
     }
     /// What feedBare() makes of a line while the decoder is quiet(), from the line's bytes only.
     enum class Class : uint8_t {
-        Drop,   ///< Bare::Skipped (a level-3 line in the fixed columns whose message `skip` accepts)
+        Drop,  ///< Bare::Skipped (a level-3 line in the fixed columns whose message `skip` accepts)
         Fixed,  ///< Bare::Fixed, with `fx`
         Other,  ///< anything else: feed the line through feedBare() (or feed())
     };
@@ -105,11 +105,8 @@ class LineDecoder {
     /// `fx` (feedBare() returns Fixed with the same `fx`); with the decoder not quiet, or for
     /// Other, the line must go through feedBare()/feed() in order.
     template <typename Skip>
-    [[gnu::always_inline]] static Class classifyBare(AmdShapeCache& shapes,
-                                                     std::string_view raw,
-                                                     FixedLine& fx,
-                                                     Skip&& skip,
-                                                     bool mayHaveCr) {
+    [[gnu::always_inline]] static Class classifyBare(
+        AmdShapeCache& shapes, std::string_view raw, FixedLine& fx, Skip&& skip, bool mayHaveCr) {
         if (raw.size() < 40 || raw[0] != ':' || raw.size() > kMaxLine) return Class::Other;
         const AmdFixedShape sh = shapes.shape(raw);
         if (sh.message == 0) return Class::Other;

@@ -24,10 +24,21 @@
 namespace gpufault::testing {
 namespace {
 
-std::string amd(int level, const char* file, int srcLine, uint64_t us, int pid, const char* tid,
+std::string amd(int level,
+                const char* file,
+                int srcLine,
+                uint64_t us,
+                int pid,
+                const char* tid,
                 const std::string& msg) {
     return fmt::format(":{}:{:<25}:{:<4}: {:010} us: [pid:{:<5} tid:0x{}] {}",
-                       level, file, srcLine, us, pid, tid, msg);
+                       level,
+                       file,
+                       srcLine,
+                       us,
+                       pid,
+                       tid,
+                       msg);
 }
 
 /// AMD_LOG_LEVEL=3 launches (trace lines to drop, ArgN/ShaderName lines to keep) over two
@@ -43,65 +54,121 @@ std::string mixedLog(int rounds, bool oneThread = false) {
         const int pid = i % 5 == 4 && !oneThread ? 5151 : 4242;
         const char* tid = tids[oneThread ? 0 : i % 2];
         const std::string eol = i % 11 == 3 ? "\r\n" : "\n";
-        s += amd(3, "hip_module.cpp", 669, us, pid, tid,
+        s += amd(3,
+                 "hip_module.cpp",
+                 669,
+                 us,
+                 pid,
+                 tid,
                  " hipLaunchKernel ( 0x7056a988e9d0, {1048576,1,1}, {256,1,1}, 0x70536bbc2fa0, "
-                 "0, stream:<null> ) ") + eol;
-        s += amd(3, "rocvirtual.cpp", 723, us + 1, pid, tid,
+                 "0, stream:<null> ) ") +
+             eol;
+        s += amd(3,
+                 "rocvirtual.cpp",
+                 723,
+                 us + 1,
+                 pid,
+                 tid,
                  fmt::format("Arg0:   = ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]",
-                             (i % 4096) * 16)) + eol;
+                             (i % 4096) * 16)) +
+             eol;
         s += amd(3, "rocvirtual.cpp", 723, us + 2, pid, tid, "Arg1:   = val:4096") + "\n";
-        s += amd(3, "rocvirtual.cpp", 3016, us + 3, pid, tid,
-                 fmt::format("ShaderName : Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_SN_K{}", i % 7)) + eol;
-        s += amd(3, "hip_module.cpp", 684, us + 4, pid, tid,
-                 "hipLaunchKernel: Returned hipSuccess : ") + "\n";
-        s += amd(3, "hip_stream.cpp", 420, us + 5, pid, tid,
-                 "hipStreamQuery: Returned hipErrorNotReady : ") + "\n";
-        if (i % 9 == 2) s += amd(4, "rocdevice.cpp", 1890, us + 6, pid, tid, "short level 4") + "\n";
+        s += amd(3,
+                 "rocvirtual.cpp",
+                 3016,
+                 us + 3,
+                 pid,
+                 tid,
+                 fmt::format("ShaderName : Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_SN_K{}", i % 7)) +
+             eol;
+        s += amd(3,
+                 "hip_module.cpp",
+                 684,
+                 us + 4,
+                 pid,
+                 tid,
+                 "hipLaunchKernel: Returned hipSuccess : ") +
+             "\n";
+        s += amd(3,
+                 "hip_stream.cpp",
+                 420,
+                 us + 5,
+                 pid,
+                 tid,
+                 "hipStreamQuery: Returned hipErrorNotReady : ") +
+             "\n";
+        if (i % 9 == 2)
+            s += amd(4, "rocdevice.cpp", 1890, us + 6, pid, tid, "short level 4") + "\n";
         if (i % 13 == 5) s += ":3:x.cpp:1: 5 us: [pid:1 tid:0x1] hipFree ( 0x1 ) \n";  // short
-        if (i % 17 == 6) s += "epoch 3: 45%|####      |\r" + amd(3, "hip_module.cpp", 669, us + 7,
-                                                                pid, tid, "hipMalloc ( 0x1, 8 ) ") + "\n";
+        if (i % 17 == 6)
+            s += "epoch 3: 45%|####      |\r" +
+                 amd(3, "hip_module.cpp", 669, us + 7, pid, tid, "hipMalloc ( 0x1, 8 ) ") + "\n";
         if (i % 97 == 40) {
             // A CRI partial line, then bare AMD lines (trace and kept), then its end.
             s += "2025-06-05T12:40:08.100000000Z stderr P Memory access fault by GPU node-1 "
                  "(Agent handle: 0x55d5b2d4a780) on address ";
             s += "\n";
-            s += amd(3, "hip_module.cpp", 669, us + 8, pid, tid,
-                     " hipLaunchKernel ( 0x1, {1,1,1}, {1,1,1}, 0x0, 0, stream:<null> ) ") + "\n";
+            s += amd(3,
+                     "hip_module.cpp",
+                     669,
+                     us + 8,
+                     pid,
+                     tid,
+                     " hipLaunchKernel ( 0x1, {1,1,1}, {1,1,1}, 0x0, 0, stream:<null> ) ") +
+                 "\n";
             s += amd(3, "rocvirtual.cpp", 3016, us + 9, pid, tid, "ShaderName : after_cri_piece") +
                  "\n";
-            s += fmt::format("2025-06-05T12:40:08.200000000Z stderr F 0x7f64{:08x}. Reason: Page "
-                             "not present or supervisor privilege.\n",
-                             i * 0x1000);
+            s += fmt::format(
+                "2025-06-05T12:40:08.200000000Z stderr F 0x7f64{:08x}. Reason: Page "
+                "not present or supervisor privilege.\n",
+                i * 0x1000);
         }
         if (i % 101 == 70) {
             s += fmt::format(
                 "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address "
                 "0x7f64{:08x}. Reason: Page not present or supervisor privilege.\n",
                 i * 0x1000);
-            s += fmt::format("[dequant_probe] name=W{} shape=(21504, 5376) dtype=torch.bfloat16 "
-                             "ptr=0x7ef9{:08x} end=0x7efa{:08x}\n",
-                             i, i * 4096, i * 4096);
+            s += fmt::format(
+                "[dequant_probe] name=W{} shape=(21504, 5376) dtype=torch.bfloat16 "
+                "ptr=0x7ef9{:08x} end=0x7efa{:08x}\n",
+                i,
+                i * 4096,
+                i * 4096);
         }
         if (i % 149 == 100) {
-            s += fmt::format("[ {}.000001] amdgpu 0000:c1:00.0: amdgpu: [gfxhub0] no-retry page "
-                             "fault (src_id:0 ring:24 vmid:8 pasid:32772)\n", 1000 + i);
-            s += fmt::format("[ {}.000002] amdgpu 0000:c1:00.0: amdgpu:  Process python3 pid "
-                             "4242 thread python3 pid 4250\n", 1000 + i);
-            s += fmt::format("[ {}.000003] amdgpu 0000:c1:00.0: amdgpu:   in page starting at "
-                             "address 0x00007f3a{:08x} from IH client 0x1b (UTCL2)\n",
-                             1000 + i, i * 0x1000);
+            s += fmt::format(
+                "[ {}.000001] amdgpu 0000:c1:00.0: amdgpu: [gfxhub0] no-retry page "
+                "fault (src_id:0 ring:24 vmid:8 pasid:32772)\n",
+                1000 + i);
+            s += fmt::format(
+                "[ {}.000002] amdgpu 0000:c1:00.0: amdgpu:  Process python3 pid "
+                "4242 thread python3 pid 4250\n",
+                1000 + i);
+            s += fmt::format(
+                "[ {}.000003] amdgpu 0000:c1:00.0: amdgpu:   in page starting at "
+                "address 0x00007f3a{:08x} from IH client 0x1b (UTCL2)\n",
+                1000 + i,
+                i * 0x1000);
             s += "6,1234,5678901,-;usb 1-1: new high-speed USB device number 2\n";
             s += " SUBSYSTEM=usb\n";
             if (!oneThread)  // a folded runtime error holds every later checkpoint at its line
                 s += R"({"log":"hipErrorIllegalAddress: an illegal memory access\n","stream":)"
-                     R"("stderr"})" "\n";
+                     R"("stderr"})"
+                     "\n";
         }
         if (i == rounds / 3)  // a trace line over 1 MiB: cut, warned about, then dropped
-            s += amd(3, "hip_module.cpp", 669, us + 10, pid, tid,
-                     "hipLaunchKernel ( " + std::string(1200000, 'x') + " ) ") + "\n";
+            s += amd(3,
+                     "hip_module.cpp",
+                     669,
+                     us + 10,
+                     pid,
+                     tid,
+                     "hipLaunchKernel ( " + std::string(1200000, 'x') + " ) ") +
+                 "\n";
         if (i == 2 * rounds / 3)
             s += "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x7f6400001000."
-                 " Reason: " + std::string(1100000, 'y') + "\n";
+                 " Reason: " +
+                 std::string(1100000, 'y') + "\n";
     }
     s += amd(3, "rocvirtual.cpp", 3016, 2000000000ull, 4242, tids[0], "ShaderName : last_line");
     return s;
@@ -114,8 +181,8 @@ constexpr const char* kSources =
     "SELECT id, path, kind, device, inode, fingerprint, size, offset, line, max_line, complete "
     "FROM sources ORDER BY id";
 
-/// Every row the ingest writes, ids included (kernels by name: their ids follow the commits); `withIds` false: without ids, in line order (a resumed ingest
-/// may store rows in another order).
+/// Every row the ingest writes, ids included (kernels by name: their ids follow the commits);
+/// `withIds` false: without ids, in line order (a resumed ingest may store rows in another order).
 std::string dumpRows(Store& s, bool withIds = true) {
     std::string out;
     const std::vector<const char*> exact = {"SELECT * FROM evidence ORDER BY id",
