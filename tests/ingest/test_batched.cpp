@@ -263,7 +263,9 @@ std::string feedPath(const std::string& db, const std::string& path, bool withId
 TEST(BatchedIngest, EveryRowAgreesWithFeedLineForAnyBatchSize) {
     TempDir t;
     const std::string log = t.file("mixed.log");
-    writeFile(log, mixedLog(4000));
+    const std::string text = mixedLog(4000);
+    ASSERT_GT(text.size(), LineReader::kChunk);  // lines across read buffers
+    writeFile(log, text);
     const std::string expected = feedPath(t.file("feed.db"), log);
     // The file must exercise what the test is about.
     EXPECT_NE(expected.find("line longer than 1048576 bytes"), std::string::npos);
