@@ -2,6 +2,7 @@
 // either thread in between (docs/performance.md, "Seventh round").
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
