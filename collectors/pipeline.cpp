@@ -116,12 +116,13 @@ TextPipeline::TextPipeline(Sink& out) : out_(out), matchers_(makeTextMatchers())
     }
 }
 
-void TextPipeline::feedLine(uint64_t line_no, std::string_view raw) {
+void TextPipeline::feedLine(uint64_t line_no, std::string_view raw, bool mayHaveCr) {
     decode(
         line_no,
         raw,
         [this](const LogLine& l) { match(l); },
-        [&](std::string_view r, const FixedLine& fx) { matchFixed(line_no, r, fx); });
+        [&](std::string_view r, const FixedLine& fx) { matchFixed(line_no, r, fx); },
+        mayHaveCr);
 }
 
 void TextPipeline::finish() {

@@ -88,13 +88,35 @@ bool isDispatchContext(std::string_view message);
 /// All text matchers, in a fixed order (kernel log first, then runtime log).
 std::vector<std::unique_ptr<Matcher>> makeTextMatchers();
 
+/// The pure per-line classification of TextPipeline::decode() (LineDecoder::classifyBare() with
+/// the pipeline's trace test), with its own shape cache: one per thread, any number of threads.
+class LineClassifier {
+  public:
+    /// What decode() does with `raw` while TextPipeline::decoderQuiet(): Drop (nothing at all),
+    /// Fixed (`fx` to matchFixed()), Other (decode() must see it). `mayHaveCr` as for decode().
+    [[gnu::always_inline]] LineDecoder::Class classify(std::string_view raw,
+                                                       FixedLine& fx,
+                                                       bool mayHaveCr) {
+        return LineDecoder::classifyBare(
+            shapes_,
+            raw,
+            fx,
+            [](std::string_view m) { return isApiTraceMessageQuick(m); },
+            mayHaveCr);
+    }
+
+  private:
+    AmdShapeCache shapes_;
+};
+
 /// Runs one stream of text through the line decoder and all matchers. Pure: the caller owns
 /// I/O and feeds lines; records go to `out` as soon as they are complete.
 class TextPipeline {
   public:
     explicit TextPipeline(Sink& out);
-    /// One physical line, without its '\n'; `line_no` is 1-based.
-    void feedLine(uint64_t line_no, std::string_view raw);
+    /// One physical line, without its '\n'; `line_no` is 1-based. `mayHaveCr` false: the
+    /// caller knows that `raw` holds no '\r'.
+    void feedLine(uint64_t line_no, std::string_view raw, bool mayHaveCr = true);
     /// End of stream: flush blocks in progress.
     void finish();
 
@@ -157,6 +179,9 @@ class TextPipeline {
         if (fx.check_trace && isApiTraceMessageQuick(filled_.text)) return;
         match(filled_);
     }
+    /// Whether the decoder is settled (LineDecoder::quiet()): then a line LineClassifier calls
+    /// Drop may be left out of feedLine() and a Fixed one given to matchFixed() directly.
+    bool decoderQuiet() const { return decoder_.quiet(); }
     /// Matcher half of finish().
     void matchFinish() {
         for (auto& m : matchers_) m->finish(out_);

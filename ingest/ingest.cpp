@@ -30,6 +30,7 @@ namespace {
 constexpr size_t kFingerprintBytes = 4096;
 constexpr size_t kMaxLine = LineDecoder::kMaxLine;
 constexpr size_t kBatchLines = 2048;  // physical lines per batch between the two threads
+constexpr size_t kQueuedBatches = 8;  // batches read but not yet matched (memory bound)
 
 struct Fd {
     int fd = -1;
@@ -38,68 +39,64 @@ struct Fd {
     }
 };
 
-/// The reading thread of an ingest: lines from `reader` (numbered after `lineNo`) through the
-/// decoder half of `pipe`, in batches of `batchLines` to `channel`; the last batch says so or
-/// carries the read error. Before the reader overwrites a buffer it waits until the batches
-/// pointing into it are done. Returns early when the channel is closed.
-void readAndDecode(LineReader& reader,
-                   TextPipeline& pipe,
-                   BatchChannel& channel,
-                   uint64_t lineNo,
-                   size_t batchLines) {
+/// The reading thread of an ingest (stage 1 of docs/performance.md's "Seventh round"): lines
+/// from `reader` (numbered after `lineNo`) in batches of up to `batchLines` to `channel`; the
+/// last batch says so or carries the read error. While the channel is full, or before the
+/// reader overwrites a buffer (it waits until the batches pointing into it are done), it
+/// classifies batches that the matching thread has not claimed (stage 2). Returns early when
+/// the channel is closed.
+void readLines(LineReader& reader, BatchChannel& channel, uint64_t lineNo, size_t batchLines) {
     struct Unhook {
         LineReader& r;
         ~Unhook() { r.setReuse({}); }
     } unhook{reader};
-    LineBatch batch;
-    batch.first_line = lineNo + 1;
-    batch.offsets.reserve(batchLines);
-    batch.kept.reserve(batchLines / 2);
-    uint64_t seq = 0, endOffset = reader.consumed(), reuseAfter = 0;
+    LineClassifier classifier;
+    uint64_t seq = 0, reuseAfter = 0;
     bool open = true;
-    auto flush = [&](bool last) {
-        batch.seq = ++seq;
-        batch.end_offset = endOffset;
-        batch.last = last;
-        open = channel.push(std::move(batch)) && open;
-        batch = LineBatch{};
-        batch.first_line = lineNo + 1;
-        batch.offsets.reserve(batchLines);
-        batch.kept.reserve(batchLines / 2);
+    auto push = [&](LineBatch&& b) {
+        b.seq = ++seq;
+        b.end_offset = reader.consumed();
+        open = channel.push(std::move(b), classifier) && open;
     };
     reader.setReuse([&] {
-        if (!batch.offsets.empty() || !batch.kept.empty()) flush(false);
-        open = channel.waitDone(reuseAfter) && open;
+        open = channel.waitDone(reuseAfter, classifier) && open;
         reuseAfter = seq;
     });
-    auto inBuffer = [&reader](std::string_view v) { return reader.inBuffer(v); };
-    auto keep = [&](const LogLine& l) { batch.keep(l, inBuffer); };
-    auto keepFixed = [&](std::string_view raw, const FixedLine& fx) {
-        batch.keepFixed(lineNo, raw, fx, inBuffer);
-    };
     while (open) {
+        LineBatch b;
+        b.first_line = lineNo + 1;
+        b.ends.reserve(batchLines);
+        if (const size_t n = reader.takeBuffered(b.ends, batchLines, b.base, b.first_offset)) {
+            lineNo += n;
+            push(std::move(b));
+            continue;
+        }
+        // A line that does not end in the buffer (or a cut one): one batch of its own.
         uint64_t off = 0;
         bool truncated = false;
-        std::string_view line;
-        if (!reader.nextBuffered(line, off, truncated)) {
-            auto l = reader.next(off, truncated);
-            if (!l) {
-                batch.error = l.error();
-                return flush(true);
-            }
-            if (!*l) break;
-            line = **l;
+        auto l = reader.next(off, truncated);
+        if (!l) {
+            b.error = l.error();
+            return push(std::move(b));
         }
+        if (!*l) break;
         ++lineNo;
-        batch.offsets.push_back(off);
-        if (truncated) batch.truncated.emplace_back(lineNo, batch.kept.size());
-        pipe.decode(lineNo, line, keep, keepFixed, reader.lastLineMayHaveCr());
-        endOffset = reader.consumed();
-        if (batch.offsets.size() >= batchLines) flush(false);
+        b.first_offset = off;
+        b.cut = truncated;
+        if (reader.inBuffer(**l)) {
+            b.base = (*l)->data();
+        } else {
+            b.owned.assign(**l);
+            b.owns = true;
+        }
+        b.ends.assign(1, static_cast<uint32_t>((*l)->size()));
+        push(std::move(b));
     }
     if (!open) return;
-    pipe.decodeFinish(keep);
-    flush(true);
+    LineBatch end;
+    end.first_line = lineNo + 1;
+    end.last = true;
+    push(std::move(end));
 }
 
 }  // namespace
@@ -194,13 +191,15 @@ db::Result<IngestSummary> ingestFile(Store& store,
         return {};
     };
 
-    // Two threads: this one matches and stores; `front` reads and decodes, and hands over the
-    // lines the matchers must see (most AMD_LOG_LEVEL=3 lines are API trace lines it drops).
-    BatchChannel channel(4);
+    // Two threads: `front` reads and splits lines into batches (stage 1), this one decodes,
+    // matches and stores them in order (stage 3); the classification in between (stage 2: most
+    // AMD_LOG_LEVEL=3 lines are API trace lines, dropped there) runs on whichever thread
+    // would otherwise wait (BatchChannel).
+    BatchChannel channel(kQueuedBatches);
     const size_t batchLines =
         static_cast<size_t>(std::clamp<uint64_t>(opt.batch_lines, 1, kBatchLines));
     std::thread front([&, lineNo = static_cast<uint64_t>(state.line)] {
-        readAndDecode(reader, stream.pipeline(), channel, lineNo, batchLines);
+        readLines(reader, channel, lineNo, batchLines);
     });
     struct Join {
         BatchChannel& channel;
@@ -211,8 +210,9 @@ db::Result<IngestSummary> ingestFile(Store& store,
         }
     } join{channel, front};
 
+    LineClassifier classifier;
     for (;;) {
-        auto b = channel.pop();
+        auto b = channel.pop(classifier);
         if (!b) return fail(db::Error{"reader stopped"});
         if (b->error) return fail(*b->error);
         stream.matchBatch(*b);
@@ -229,6 +229,8 @@ db::Result<IngestSummary> ingestFile(Store& store,
         }
     }
     stream.finishBatched();
+    sum.classified_by_reader = channel.classifiedBy().first;
+    sum.classified_by_matcher = channel.classifiedBy().second;
     if (stream.error()) return fail(*stream.error());
     if (auto r = checkpoint(true); !r) return fail(r.error());
     sum.bytes = consumedAt;

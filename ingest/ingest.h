@@ -38,6 +38,9 @@ struct IngestSummary {
     uint64_t operands = 0;
     uint64_t warnings = 0;
     uint64_t truncated_lines = 0;  ///< lines over 1 MiB, stored truncated
+    /// Batches of lines classified by the reading thread and by the matching thread (each
+    /// classifies what the other has not claimed when it would otherwise wait).
+    uint64_t classified_by_reader = 0, classified_by_matcher = 0;
     bool resumed = false;          ///< started from an earlier, interrupted run's checkpoint
     bool unchanged = false;        ///< already ingested completely; nothing read
     double seconds = 0;

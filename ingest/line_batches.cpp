@@ -1,20 +1,83 @@
 #include "ingest/line_batches.h"
 
+#include <cstring>
+
 namespace gpufault {
 
-bool BatchChannel::push(LineBatch&& b) {
+void classify(LineBatch& b, LineClassifier& c) {
+    b.kept.clear();
+    const size_t n = b.lines();
+    if (n == 0) return;
+    const char* t = b.text();
+    const size_t end = b.ends.back();
+    // The first '\r' at or after the current line's start (or `end` when none): one search
+    // for a batch without carriage returns.
+    size_t cr = 0;
+    bool crKnown = false;
+    FixedLine fx;
+    for (size_t i = 0; i < n; ++i) {
+        const size_t s = b.lineStart(i);
+        const size_t len = b.ends[i] - s;
+        if (!crKnown || cr < s) {
+            const void* p = std::memchr(t + s, '\r', end - s);
+            cr = p ? static_cast<size_t>(static_cast<const char*>(p) - t) : end;
+            crKnown = true;
+        }
+        const bool mayCr = cr < b.ends[i];
+        if (len > LineDecoder::kMaxLine || b.cut) {
+            b.kept.push_back({static_cast<uint32_t>(i), LineDecoder::Class::Other, true, true, {}});
+            continue;
+        }
+        switch (c.classify(std::string_view(t + s, len), fx, mayCr)) {
+            case LineDecoder::Class::Drop:
+                break;
+            case LineDecoder::Class::Fixed:
+                b.kept.push_back(
+                    {static_cast<uint32_t>(i), LineDecoder::Class::Fixed, false, mayCr, fx});
+                break;
+            case LineDecoder::Class::Other:
+                b.kept.push_back(
+                    {static_cast<uint32_t>(i), LineDecoder::Class::Other, false, mayCr, {}});
+                break;
+        }
+    }
+}
+
+bool BatchChannel::classifyOne(std::unique_lock<std::mutex>& lock,
+                               LineClassifier& c,
+                               uint64_t& count) {
+    for (LineBatch& b : q_) {
+        if (b.claimed) continue;
+        b.claimed = true;
+        lock.unlock();
+        classify(b, c);  // `b` stays put: the consumer takes only classified batches
+        lock.lock();
+        b.classified = true;
+        ++count;
+        cv_.notify_all();
+        return true;
+    }
+    return false;
+}
+
+bool BatchChannel::push(LineBatch&& b, LineClassifier& c) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return closed_ || q_.size() < capacity_; });
+    while (!closed_ && q_.size() >= capacity_)
+        if (!classifyOne(lock, c, byProducer_)) cv_.wait(lock);
     if (closed_) return false;
     q_.push_back(std::move(b));
+    q_.back().claimed = q_.back().classified = false;
     cv_.notify_all();
     return true;
 }
 
-std::optional<LineBatch> BatchChannel::pop() {
+std::optional<LineBatch> BatchChannel::pop(LineClassifier& c) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return closed_ || !q_.empty(); });
-    if (q_.empty()) return std::nullopt;
+    for (;;) {
+        if (closed_) return std::nullopt;
+        if (!q_.empty() && q_.front().classified) break;
+        if (!classifyOne(lock, c, byConsumer_)) cv_.wait(lock);
+    }
     LineBatch b = std::move(q_.front());
     q_.pop_front();
     cv_.notify_all();
@@ -27,9 +90,10 @@ void BatchChannel::done(uint64_t seq) {
     cv_.notify_all();
 }
 
-bool BatchChannel::waitDone(uint64_t seq) {
+bool BatchChannel::waitDone(uint64_t seq, LineClassifier& c) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return closed_ || done_ >= seq; });
+    while (!closed_ && done_ < seq)
+        if (!classifyOne(lock, c, byProducer_)) cv_.wait(lock);
     return !closed_;
 }
 
@@ -37,6 +101,11 @@ void BatchChannel::close() {
     std::lock_guard lock(mu_);
     closed_ = true;
     cv_.notify_all();
+}
+
+std::pair<uint64_t, uint64_t> BatchChannel::classifiedBy() const {
+    std::lock_guard lock(mu_);
+    return {byProducer_, byConsumer_};
 }
 
 }  // namespace gpufault

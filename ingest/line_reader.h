@@ -53,25 +53,33 @@ class LineReader {
     void setBase(uint64_t offset) { base_ = offset; }
     /// Next line (without '\n'); nullopt at end. `truncated` is set for lines over max_line.
     db::Result<std::optional<std::string_view>> next(uint64_t& line_offset, bool& truncated);
-    /// next() for a line that ends in the current buffer (most lines), inline and without a
-    /// result object; false, with nothing consumed, for any other case: then call next().
-    bool nextBuffered(std::string_view& line, uint64_t& line_offset, bool& truncated) {
-        if (skipping_) return false;
-        const char* b = bufs_[cur_].data();
-        const char* s = b + pos_;
-        const char* nl = findNewline(s, b + end_);
-        if (!nl) return false;
-        const size_t start = pos_;
-        size_t len = static_cast<size_t>(nl - s);
-        line_offset = base_ + start;
-        pos_ += len + 1;
-        // The '\r' known from the last search of this buffer, else a search (hasCr()).
-        lastCr_ = (cr_ != kNone ? cr_ >= start : start + len <= crTo_) ? cr_ < start + len
-                                                                       : hasCr(start, start + len);
-        truncated = len > maxLine_;
-        if (truncated) len = maxLine_;
-        line = std::string_view(s, len);
-        return true;
+    /// Consumes up to `max` lines that end in the current buffer (after a call to next() or
+    /// none), appending to `ends` where each ends (its '\n') relative to `base`, the first
+    /// line's start, and sets `base_offset` to that line's offset. The lines are not cut at
+    /// max_line (the caller does that) and stay valid as next()'s do. Returns how many lines it
+    /// took: 0 (nothing consumed) when no line ends in the buffer, or while a long line is being
+    /// skipped: then call next().
+    size_t takeBuffered(std::vector<uint32_t>& ends,
+                        size_t max,
+                        const char*& base,
+                        uint64_t& base_offset) {
+        if (skipping_ || max == 0) return 0;
+        const char* b = bufs_[cur_].data() + pos_;
+        const char* e = bufs_[cur_].data() + end_;
+        const char* s = b;
+        size_t n = 0;
+        while (n < max) {
+            const char* nl = findNewline(s, e);
+            if (!nl) break;
+            ends.push_back(static_cast<uint32_t>(nl - b));
+            s = nl + 1;
+            ++n;
+        }
+        base = b;
+        base_offset = base_ + pos_;
+        pos_ += static_cast<size_t>(s - b);
+        lastCr_ = true;
+        return n;
     }
     /// Whether the last line handed out may contain a '\r' (false: it certainly does not). A
     /// file without carriage returns is searched for them once per buffer, not once per line.

@@ -42,33 +42,51 @@ void StreamIngest::feed(std::string_view line, int64_t position, bool truncated)
 }
 
 void StreamIngest::matchBatch(const LineBatch& b) {
-    size_t t = 0;
-    auto truncation = [&] {
-        uint64_t ln = b.truncated[t++].first;
-        ++sum_.truncated_lines;
-        sink_.markTruncated(ln);
-        sink_.warning(Warning{
-            ln, fmt::format("line longer than {} bytes: stored truncated", LineDecoder::kMaxLine)});
+    const uint64_t first = b.first_line;
+    const size_t n = b.lines();
+    // Positions of the lines a matcher or a dispatch window can name (every line the decoder
+    // sees) and of the batch's first line: all a checkpoint asks for.
+    std::vector<std::pair<uint64_t, int64_t>> pos;
+    pos.reserve(b.kept.size() + 1);
+    if (n) pos.emplace_back(first, static_cast<int64_t>(b.offsetOf(0)));
+    auto feedOne = [&](size_t i, bool mayCr) {
+        if (i != 0) pos.emplace_back(first + i, static_cast<int64_t>(b.offsetOf(i)));
+        pipe_.feedLine(first + i, b.line(i), mayCr);
     };
-    size_t d = 0;
-    for (size_t k = 0; k < b.kept.size(); ++k) {
-        while (t < b.truncated.size() && b.truncated[t].second <= k) truncation();
-        const LineBatch::Kept& kl = b.kept[k];
-        if (kl.fixed.shape.message != 0)
-            pipe_.matchFixed(kl.line, kl.raw, kl.fixed);
-        else
-            pipe_.match(b.decoded[d++]);
+    size_t next = 0;
+    // Lines [next, upTo) were classified Drop: only a decoder that is not quiet must see them
+    // (feedLine() of a Drop line while quiet does nothing).
+    auto walk = [&](size_t upTo) {
+        for (; next < upTo && !pipe_.decoderQuiet(); ++next) feedOne(next, true);
+        next = upTo;
+    };
+    for (const LineBatch::Kept& k : b.kept) {
+        walk(k.index);
+        if (k.truncated) {
+            ++sum_.truncated_lines;
+            sink_.markTruncated(first + k.index);
+            sink_.warning(Warning{
+                first + k.index,
+                fmt::format("line longer than {} bytes: stored truncated", LineDecoder::kMaxLine)});
+        }
+        if (k.cls == LineDecoder::Class::Fixed && pipe_.decoderQuiet()) {
+            if (k.index != 0)
+                pos.emplace_back(first + k.index, static_cast<int64_t>(b.offsetOf(k.index)));
+            pipe_.matchFixed(first + k.index, b.line(k.index), k.fixed);
+        } else {
+            feedOne(k.index, k.may_cr);
+        }
+        next = k.index + 1;
     }
-    while (t < b.truncated.size()) truncation();
-    positions_.addRun(b.first_line, b.offsets);
-    lineNo_ += b.offsets.size();
-    sum_.lines += b.offsets.size();
-    uncommitted_ += b.offsets.size();
+    walk(n);
+    positions_.addRun(first, n, std::move(pos));
+    lineNo_ += n;
+    sum_.lines += n;
+    uncommitted_ += n;
 }
 
 void StreamIngest::finishBatched() {
-    pipe_.matchFinish();
-    sink_.flushWindows();
+    finish();
 }
 
 void StreamIngest::finish() {

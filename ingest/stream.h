@@ -43,14 +43,14 @@ class StreamIngest {
     /// End of stream: completes open blocks and writes every dispatch window.
     void finish();
 
-    // The same in two halves for `gpufault ingest`, which reads and decodes on one thread
-    // (pipeline().decode) and matches and stores on another (these three).
-    /// The parsers; only their decoder half may be used from the reading thread.
-    TextPipeline& pipeline() { return pipe_; }
-    /// One batch decoded on the reading thread: its kept lines matched in order, with the
-    /// truncation warnings where the single-threaded feed() has them, positions and counts.
+    // The same for `gpufault ingest`, whose reading thread splits the lines into batches that
+    // either thread classifies (LineBatch, BatchChannel); these two take them in order.
+    /// One classified batch: its lines through the decoder (those classified Drop only while
+    /// the decoder is not quiet), the matchers and the store, with the truncation warnings
+    /// where feed() has them, positions and counts; the same records as feed() of each line.
     void matchBatch(const LineBatch& b);
-    /// End of a batched stream: the matchers' open blocks and every dispatch window.
+    /// End of a batched stream: the decoder's held lines, the matchers' open blocks and every
+    /// dispatch window (finish()).
     void finishBatched();
     /// The stream went quiet: completes open blocks (a fault line at the end of a live log
     /// must not wait for the next line to be stored); the dispatch windows stay held.

@@ -246,7 +246,7 @@ bool LineDecoder::feedBareAmd(uint64_t line_no, std::string_view raw, LogLine& l
     return true;
 }
 
-bool LineDecoder::keepFixed(std::string_view raw, const AmdFixedShape& sh, FixedLine& fx) {
+bool LineDecoder::fixedOf(std::string_view raw, const AmdFixedShape& sh, FixedLine& fx) {
     // The shape was read from the first 96 bytes, or all of a shorter line: the same for the
     // line without its trailing blanks when that keeps them (or the whole line).
     const char last = raw.back();
@@ -255,7 +255,6 @@ bool LineDecoder::keepFixed(std::string_view raw, const AmdFixedShape& sh, Fixed
         end = trimLineEnd(raw).size();
     const bool whole = end == raw.size();
     if (end < 96 && !whole) return false;
-    if (!quiet_) bareAmdSeen();  // a no-op while quiet_
     fx.shape = sh;
     fx.text_end = static_cast<uint32_t>(end);
     fx.check_trace = !whole && raw[1] == '3';  // else skip() already said no to this text

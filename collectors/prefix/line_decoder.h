@@ -81,19 +81,42 @@ class LineDecoder {
                   Skip&& skip,
                   bool mayHaveCr) {
         if (raw.size() < 40 || raw[0] != ':' || (!quiet_ && criPending())) return Bare::No;
-        if (raw.size() <= kMaxLine) {
-            const AmdFixedShape sh = shapes_.shape(raw);
-            if (sh.message != 0) {
-                const bool cr = mayHaveCr && std::memchr(raw.data(), '\r', raw.size());
-                if (!cr && raw[1] == '3' && skip(raw.substr(sh.message))) {
-                    if (!quiet_) bareAmdSeen();
-                    return Bare::Skipped;
-                }
-                if (!cr && keepFixed(raw, sh, fx)) return Bare::Fixed;
-            }
+        switch (classifyBare(shapes_, raw, fx, skip, mayHaveCr)) {
+            case Class::Drop:
+                if (!quiet_) bareAmdSeen();
+                return Bare::Skipped;
+            case Class::Fixed:
+                if (!quiet_) bareAmdSeen();
+                return Bare::Fixed;
+            case Class::Other:
+                break;
         }
         return feedBareAmd(line_no, raw, l) ? Bare::Filled : Bare::No;
     }
+    /// What feedBare() makes of a line while the decoder is quiet(), from the line's bytes only.
+    enum class Class : uint8_t {
+        Drop,  ///< Bare::Skipped (a level-3 line in the fixed columns whose message `skip` accepts)
+        Fixed,  ///< Bare::Fixed, with `fx`
+        Other,  ///< anything else: feed the line through feedBare() (or feed())
+    };
+    /// The pure half of feedBare(): `shapes` is a cache (any instance gives the same answers),
+    /// so any thread may classify lines with its own. While quiet() a Drop line changes no
+    /// decoder state (feedBare() only returns Skipped) and a Fixed line is fillFixed()'s with
+    /// `fx` (feedBare() returns Fixed with the same `fx`); with the decoder not quiet, or for
+    /// Other, the line must go through feedBare()/feed() in order.
+    template <typename Skip>
+    [[gnu::always_inline]] static Class classifyBare(
+        AmdShapeCache& shapes, std::string_view raw, FixedLine& fx, Skip&& skip, bool mayHaveCr) {
+        if (raw.size() < 40 || raw[0] != ':' || raw.size() > kMaxLine) return Class::Other;
+        const AmdFixedShape sh = shapes.shape(raw);
+        if (sh.message == 0) return Class::Other;
+        if (mayHaveCr && std::memchr(raw.data(), '\r', raw.size())) return Class::Other;
+        if (raw[1] == '3' && skip(raw.substr(sh.message))) return Class::Drop;
+        return fixedOf(raw, sh, fx) ? Class::Fixed : Class::Other;
+    }
+    /// Whether the decoder's state is settled (no CRI piece pending, compose detection over)
+    /// and only bare AMD lines came since: then feedBare() of a Drop line changes nothing.
+    bool quiet() const { return quiet_; }
     /// The LogLine of a line (`raw`, numbered `line_no`) that feedBare() returned as
     /// Bare::Fixed with `fx`, as feed() would emit it; the fields it sets are the same each
     /// time, so `l` can be reused without clearing. Pure: any thread, any time while `raw` lives.
@@ -112,13 +135,13 @@ class LineDecoder {
     }
     /// End of stream: emit what is still held (an unterminated CRI partial line).
     void finish(const Emit& emit);
+    /// For a line without '\r' whose fixed shape `sh` is known: `fx` for fillFixed(), or false
+    /// when the shape of the trimmed line might differ (then feedBareAmd() decides). Pure.
+    static bool fixedOf(std::string_view raw, const AmdFixedShape& sh, FixedLine& fx);
 
   private:
     bool criPending() const;
     void bareAmdSeen();
-    /// For a line without '\r' whose fixed shape `sh` is known: `fx` for fillFixed(), or false
-    /// when the shape of the trimmed line might differ (then feedBareAmd() decides).
-    bool keepFixed(std::string_view raw, const AmdFixedShape& sh, FixedLine& fx);
     struct State;
     State* state_;
     AmdShapeCache shapes_;  ///< feedBare()'s shape check, with the last line's tail remembered
