@@ -136,9 +136,12 @@ TEST(DaemonAllocIncremental, GrowingFileIsReadFromItsCheckpointCutShortAndReplac
     EXPECT_TRUE(eventually([&] { return bytesRead(f.sock) >= fileSize(file); }, 10s))
         << allocPosition(f.sock) << " vs " << fileSize(file);
     EXPECT_LE(bytesRead(f.sock), fileSize(file) + 40) << allocPosition(f.sock);
-    EXPECT_EQ(f.count("SELECT count(*) FROM allocations WHERE line = 2 + 1000 AND free_line IS "
-                      "NULL"),
-              1);  // the 1001st record: not freed
+    // Lines: the start record, allocations 0–999 (2–1001), 500 frees (1002–1501), allocations
+    // 1000–1499 (1502–2001).
+    EXPECT_EQ(
+        f.count("SELECT count(*) FROM allocations WHERE line = 1502 AND free_line IS NULL AND "
+                "ptr = 0x7f0000000000 + 1000 * 0x100000"),
+        1);
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations WHERE line = 2 AND free_line = 1002 AND "
                       "free_api = 'hipFree' AND freed_wall_us = 5000"),
               1);
