@@ -3,6 +3,7 @@
 // transaction with the source's checkpoint. A file that grew since it was ingested (its stored
 // bytes unchanged) is read again and its allocations replaced; a file that shrank or whose
 // stored bytes changed is a new generation: the rows stored before are kept, the new ones added.
+// gpufaultd reads a followed file from its checkpoint instead (storeAllocLogInTxn).
 #pragma once
 
 #include <cstdint>
