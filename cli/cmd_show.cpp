@@ -140,6 +140,15 @@ std::string allocationDistanceText(const AllocationDistanceRow& r) {
     return spanText(r.inside, r.below, r.distance, r.from_ptr);
 }
 
+/// live (not freed before the fault), or freed before it (the use-after-free signature), or
+/// freed with the order unknown (no clock shared with the fault, or within its second).
+std::string allocationState(const AllocationDistanceRow& r) {
+    if (!r.free_api) return "live";
+    if (!r.freed_before) return "freed (" + *r.free_api + "), order unknown";
+    return *r.freed_before ? "FREED before fault (" + *r.free_api + ")"
+                           : "live (freed after, " + *r.free_api + ")";
+}
+
 /// The shim's allocations nearest the fault, with the caching-allocator caveat.
 void printAllocations(const std::vector<AllocationDistanceRow>& rows) {
     fmt::print("\nAllocations recorded by the preload shim, by |distance| from {} ({} of pid {})\n",
@@ -162,7 +171,7 @@ void printAllocations(const std::vector<AllocationDistanceRow>& rows) {
                           allocationDistanceText(r),
                           r.same_2mib ? "yes" : "no",
                           orDash(r.device),
-                          r.free_api ? "freed (" + *r.free_api + ")" : "live",
+                          allocationState(r),
                           printable(stack),
                           fmt::format("{}:{}", printable(r.source), r.line)});
     }
@@ -262,6 +271,13 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         fmt::print("\nNo operands recorded near this fault (README: \"Operand lines\").\n");
     }
     if (auto al = primaryAllocations(*v); !al.empty()) printAllocations(al);
+    for (const auto& u : v->unjoined)
+        fmt::print(
+            "\nAllocations: pid {} has {} allocation recording(s) in the store, none of "
+            "the process that faulted (recorded before or after it, or no time on the "
+            "fault's records to tell which: docs/preload.md \"Reused pids\")\n",
+            u.pid,
+            u.recordings);
     if (!v->dispatches.empty()) {
         fmt::print("\nLast dispatches (newest first)\n");
         TextTable t{{"WHERE", "PID", "THREAD", "RUNTIME_US", "KERNEL"}, {}};
@@ -413,6 +429,9 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                  {"inside", r.inside},
                  {"same_2mib", r.same_2mib},
                  {"freed", r.free_api.has_value()},
+                 {"freed_before_fault",
+                  r.freed_before ? nlohmann::json(*r.freed_before) : nlohmann::json(nullptr)},
+                 {"joined_by", r.how},
                  {"stack", r.stack ? nlohmann::json(*r.stack) : nlohmann::json(nullptr)}});
         j["cores"] = coresJson(store->db(), id);
         printJsonLine(stdout, j);

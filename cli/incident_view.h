@@ -17,6 +17,9 @@ struct IncidentView {
     std::vector<DistanceRow> distances;              ///< sorted by |distance|
     std::vector<DispatchRow> dispatches;             ///< newest first
     std::vector<AllocationDistanceRow> allocations;  ///< preload shim, by |distance|
+    /// pids of member records whose allocation recordings are all of other processes (or
+    /// cannot be told apart without a clock)
+    std::vector<UnjoinedRecordings> unjoined;
 };
 
 /// Loads incident `id`; nullopt (and a message on stderr) when it does not exist or the store

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "collectors/common/small_file.h"
 #include "collectors/preload/alloc_log.h"
@@ -14,6 +16,16 @@ namespace gpufault {
 namespace {
 
 constexpr size_t kMaxBytes = size_t{1} << 30;
+constexpr uint64_t kFnvBasis = 1469598103934665603ull;
+
+uint64_t fnv(uint64_t h, std::string_view s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+std::string cursorText(uint64_t hash, size_t size) {
+    return fmt::format("prefix-{:016x}-{}", hash, size);
+}
 
 /// FNV-1a of the first line (the `start` record: pid, time, executable): the same process's
 /// file is recognised while it grows.
@@ -27,9 +39,7 @@ std::string allocFingerprint(std::string_view text) {
 /// FNV-1a of the bytes already stored (kept in the source's cursor): a file whose stored
 /// prefix changed was written again.
 std::string prefixHash(std::string_view text) {
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-    return fmt::format("prefix-{:016x}-{}", h, text.size());
+    return cursorText(fnv(kFnvBasis, text), text.size());
 }
 
 }  // namespace
@@ -182,57 +192,204 @@ std::optional<SourceIdentity> allocSourceIdentity(const std::string& path) {
     return identityOf(path, f);
 }
 
+namespace {
+
+constexpr size_t kBlock = size_t{1} << 20;    ///< bytes read at once by the daemon
+constexpr size_t kMaxLine = size_t{1} << 20;  ///< a longer line is skipped with a warning
+
+/// Drops the records of other pids than `pid` (warned), as the daemon stores a user's file.
+void onlyPid(alloclog::Log& log, int64_t pid) {
+    auto other = [&](int64_t p) { return p != pid; };
+    auto warn = [&](uint64_t line, int64_t p) {
+        log.warnings.push_back(
+            {line, fmt::format("record of pid {} in the file of pid {}: refused", p, pid)});
+    };
+    for (const auto& a : log.allocations)
+        if (other(a.pid)) warn(a.line, a.pid);
+    for (const auto& p : log.processes)
+        if (other(p.pid)) warn(p.line, p.pid);
+    std::erase_if(log.allocations, [&](const auto& a) { return other(a.pid); });
+    std::erase_if(log.processes, [&](const auto& p) { return other(p.pid); });
+    std::erase_if(log.late_frees, [&](const auto& f) { return other(f.pid); });
+    std::stable_sort(log.warnings.begin(), log.warnings.end(), [](const auto& a, const auto& b) {
+        return a.line < b.line;
+    });
+}
+
+/// Feeds the whole lines of `fd` from `state.offset` up to `end` to the parser, calling
+/// `chunk(log)` with what each block made; stops at the last newline before `end`. A line
+/// longer than kMaxLine is skipped with a warning.
+template <typename Chunk>
+db::Result<void> feedLines(int fd,
+                           int64_t end,
+                           AllocFollowState& state,
+                           const std::string& path,
+                           uint64_t& bytes_read,
+                           Chunk&& chunk) {
+    std::string buf, carry;
+    int64_t pos = state.offset;
+    uint64_t skipHash = 0;
+    size_t skipped = 0;  // bytes of a too long line passed over so far
+    while (pos < end) {
+        size_t want = static_cast<size_t>(std::min<int64_t>(kBlock, end - pos));
+        buf.assign(carry);
+        buf.resize(carry.size() + want);
+        ssize_t n = ::pread(fd, buf.data() + carry.size(), want, pos);
+        if (n < 0) return std::unexpected(db::Error{path + ": " + std::strerror(errno)});
+        if (n == 0) break;
+        pos += n;
+        bytes_read += static_cast<uint64_t>(n);
+        buf.resize(carry.size() + static_cast<size_t>(n));
+        carry.clear();
+        std::string_view b(buf);
+        size_t at = 0;
+        if (skipped > 0) {  // inside a too long line: up to its newline
+            auto nl = b.find('\n');
+            if (nl == std::string_view::npos) {
+                skipHash = fnv(skipHash, b);
+                skipped += b.size();
+                continue;
+            }
+            state.hash = fnv(skipHash, b.substr(0, nl + 1));
+            state.offset += static_cast<int64_t>(skipped + nl + 1);
+            state.parser.skipped(++state.lines, "line longer than 1 MiB: not read");
+            skipped = 0;
+            at = nl + 1;
+        }
+        for (;;) {
+            auto nl = b.find('\n', at);
+            if (nl == std::string_view::npos) break;
+            auto line = b.substr(at, nl - at);
+            state.parser.feed(++state.lines, line);
+            state.hash = fnv(state.hash, b.substr(at, nl + 1 - at));
+            state.offset += static_cast<int64_t>(nl + 1 - at);
+            at = nl + 1;
+        }
+        auto rest = b.substr(at);
+        if (rest.size() > kMaxLine) {
+            skipHash = fnv(state.hash, rest);
+            skipped = rest.size();
+        } else {
+            carry.assign(rest);
+        }
+        if (auto r = chunk(state.parser.drain()); !r) return r;
+    }
+    return {};
+}
+
+}  // namespace
+
 db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
                                                   const std::string& path,
-                                                  const AllocFollowOptions& opt) {
+                                                  const AllocFollowOptions& opt,
+                                                  AllocFollowState& state) {
     auto t0 = std::chrono::steady_clock::now();
-    auto f = readAllocFile(path, true);
-    if (!f) return std::unexpected(f.error());
-    if (opt.owner && f->st.st_uid != *opt.owner)
-        return std::unexpected(db::Error{
-            fmt::format("{}: owned by uid {}, not {} (replaced since it was trusted): refused",
-                        path,
-                        f->st.st_uid,
-                        *opt.owner)});
+    auto fail = [&](const std::string& m) { return std::unexpected(db::Error{path + ": " + m}); };
+    auto f = RegularFile::open(path, true);
+    if (!f) return fail(f.error().text());
+    const struct stat& st = f->st();
+    if (opt.owner && st.st_uid != *opt.owner)
+        return fail(fmt::format("owned by uid {}, not {} (replaced since it was trusted): refused",
+                                st.st_uid,
+                                *opt.owner));
+    if (static_cast<uint64_t>(st.st_size) > kMaxBytes)
+        return fail(
+            fmt::format("allocation records of {} bytes: over the 1 GiB limit", st.st_size));
     AllocIngestSummary sum;
     sum.path = path;
-    auto whole = f->text.rfind('\n');
-    std::string_view text(f->text.data(), whole == std::string::npos ? 0 : whole + 1);
-    if (text.empty()) {  // not one whole record yet
+    char head[4096];
+    ssize_t hn = ::pread(f->fd(), head, sizeof head, 0);
+    std::string_view first(head, hn > 0 ? static_cast<size_t>(hn) : 0);
+    if (first.find('\n') == std::string_view::npos) {  // not one whole record yet
         sum.unchanged = true;
         return sum;
     }
-    auto log = alloclog::parse(text);
-    if (opt.only_pid) {
-        // Records naming another process are refused: a user may write records into their own
-        // file, but not make them count as another user's process's.
-        auto other = [&](int64_t pid) { return pid != *opt.only_pid; };
-        for (const auto& a : log.allocations)
-            if (other(a.pid))
-                log.warnings.push_back({a.line,
-                                        fmt::format("record of pid {} in the file of pid {}: "
-                                                    "refused",
-                                                    a.pid,
-                                                    *opt.only_pid)});
-        for (const auto& p : log.processes)
-            if (other(p.pid))
-                log.warnings.push_back({p.line,
-                                        fmt::format("record of pid {} in the file of pid {}: "
-                                                    "refused",
-                                                    p.pid,
-                                                    *opt.only_pid)});
-        std::erase_if(log.allocations, [&](const auto& a) { return other(a.pid); });
-        std::erase_if(log.processes, [&](const auto& p) { return other(p.pid); });
-        std::stable_sort(log.warnings.begin(),
-                         log.warnings.end(),
-                         [](const auto& a, const auto& b) { return a.line < b.line; });
+    SourceIdentity id{path,
+                      "alloc",
+                      static_cast<int64_t>(st.st_dev),
+                      static_cast<int64_t>(st.st_ino),
+                      allocFingerprint(first)};
+    auto s = store.source(id);
+    if (!s) return std::unexpected(s.error());
+    int64_t size = st.st_size;
+    auto newGeneration = [&]() -> db::Result<void> {
+        auto kept = store.retireSource(s->id);
+        if (!kept) return std::unexpected(kept.error());
+        sum.new_generation = true;
+        sum.kept_allocations = static_cast<uint64_t>(*kept);
+        sum.old_size = static_cast<uint64_t>(s->offset);
+        s = store.source(id);
+        if (!s) return std::unexpected(s.error());
+        state = AllocFollowState{};
+        state.source_id = s->id;
+        state.offset = 0;
+        state.hash = kFnvBasis;
+        return {};
+    };
+    if (s->offset > size) {  // cut short
+        if (auto r = newGeneration(); !r) return std::unexpected(r.error());
+    } else if (state.source_id != s->id || state.offset != s->offset) {
+        // Rebuild the parser from the stored part (nothing stored): its open allocations.
+        state = AllocFollowState{};
+        state.source_id = s->id;
+        state.offset = 0;
+        state.hash = kFnvBasis;
+        uint64_t n = 0;
+        auto r =
+            feedLines(f->fd(), s->offset, state, path, sum.bytes_read, [&](alloclog::Log&& log) {
+                if (opt.only_pid) onlyPid(log, *opt.only_pid);
+                n += log.allocations.size();
+                for (const auto& p : log.processes) state.start_ticks = p.start_ticks;
+                return db::Result<void>{};
+            });
+        if (!r) return std::unexpected(r.error());
+        state.allocations = n;
+        if (state.offset != s->offset ||
+            (s->cursor && *s->cursor != cursorText(state.hash, static_cast<size_t>(s->offset)))) {
+            // The bytes stored before changed (written again): a new generation.
+            if (auto g = newGeneration(); !g) return std::unexpected(g.error());
+        }
     }
-    if (auto r = storeAllocText(
-            store, sum, identityOf(path, *f), text, f->text.size(), log, std::nullopt);
-        !r)
-        return std::unexpected(db::Error{path + ": " + r.error().message});
-    if (sum.unchanged) return sum;
-    summarise(sum, log, text.size());
+    sum.source_id = s->id;
+    int64_t before = state.offset;
+    uint64_t freed = 0;
+    alloclog::Log all;  // counts and the first warnings only
+    auto r = feedLines(
+        f->fd(), size, state, path, sum.bytes_read, [&](alloclog::Log&& log) -> db::Result<void> {
+            if (opt.only_pid) onlyPid(log, *opt.only_pid);
+            for (const auto& p : log.processes) state.start_ticks = p.start_ticks;
+            auto added = store.appendAllocations(s->id, std::nullopt, log);
+            if (!added) return std::unexpected(added.error());
+            state.allocations += log.allocations.size();
+            for (const auto& a : log.allocations) freed += a.free_line ? 1 : 0;
+            freed += log.late_frees.size();
+            all.lines += log.lines;
+            all.events += log.events;
+            all.failed += log.failed;
+            for (auto& p : log.processes) all.processes.push_back(std::move(p));
+            for (auto& w : log.warnings)
+                if (all.warnings.size() < 10) all.warnings.push_back(std::move(w));
+            sum.warnings += log.warnings.size();
+            return {};
+        });
+    if (!r) return std::unexpected(db::Error{path + ": " + r.error().message});
+    if (state.offset == before && !sum.new_generation) {
+        sum.unchanged = true;
+        return sum;
+    }
+    SourceState done = *s;
+    done.offset = state.offset;
+    done.line = static_cast<int64_t>(state.lines);
+    done.max_line = done.line;
+    done.complete = true;
+    done.cursor = cursorText(state.hash, static_cast<size_t>(state.offset));
+    if (auto p = store.setPosition(s->id, done, state.offset); !p)
+        return std::unexpected(db::Error{path + ": " + p.error().message});
+    uint64_t warnings = sum.warnings;
+    summarise(sum, all, static_cast<size_t>(state.offset));
+    sum.warnings = warnings;
+    sum.allocations = state.allocations;
+    sum.freed = freed;
     sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return sum;
 }

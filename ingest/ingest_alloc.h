@@ -3,6 +3,7 @@
 // transaction with the source's checkpoint. A file that grew since it was ingested (its stored
 // bytes unchanged) is read again and its allocations replaced; a file that shrank or whose
 // stored bytes changed is a new generation: the rows stored before are kept, the new ones added.
+// gpufaultd reads a followed file from its checkpoint instead (storeAllocLogInTxn).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/preload/alloc_log.h"
 #include "schema/store.h"
 
 namespace gpufault {
@@ -27,6 +29,7 @@ struct AllocIngestSummary {
     std::vector<int64_t> pids;               ///< of the `start` records
     std::vector<std::string> warning_texts;  ///< the first 10, as "PATH:LINE: message"
     double seconds = 0;
+    uint64_t bytes_read = 0;  ///< storeAllocLogInTxn: bytes of the file read by this call
 };
 
 /// True when the file at `path` starts with a gpufault.alloc record (reads its first bytes;
@@ -54,14 +57,35 @@ struct AllocFollowOptions {
     std::optional<int64_t> only_pid;
 };
 
+/// What gpufaultd keeps of a followed file between reads: the parser with its open allocations
+/// (so a later free pairs with a stored allocation) and where it stopped. It is rebuilt from the
+/// file's stored bytes when it does not match the store's checkpoint (a restarted daemon, a
+/// rolled-back transaction, a file the CLI ingested meanwhile).
+struct AllocFollowState {
+    int64_t source_id = 0;
+    int64_t offset = -1;       ///< bytes [0, offset) parsed and stored (whole lines); -1: none
+    uint64_t lines = 0;        ///< lines in [0, offset)
+    uint64_t hash = 0;         ///< FNV-1a 64 of bytes [0, offset)
+    uint64_t allocations = 0;  ///< allocations of this source stored (of the followed pid)
+    /// the last `start` record's /proc starttime (clock ticks after boot), when the shim wrote it
+    std::optional<int64_t> start_ticks;
+    alloclog::Parser parser;
+};
+
 /// The daemon's form of ingestAllocLog(): inside the transaction the caller holds (no
-/// begin/commit: the caller checkpoints and commits), reading only up to the file's last
-/// newline (a record being written is read on the next call). The same source identity,
-/// generation and duplicate rules as ingestAllocLog(), so the CLI and the daemon never store a
-/// file twice. A stored checkpoint at or past the last newline with an unchanged prefix is
-/// `unchanged`. Errors name the file (the caller undoes its savepoint).
+/// begin/commit: the caller checkpoints and commits), incremental: only the bytes after the
+/// stored checkpoint are read, in 1 MiB blocks, up to the file's last newline (a record being
+/// written is read on the next call); their allocations are added, the frees of allocations
+/// stored before update those rows, and the checkpoint (offset, lines, a hash of the bytes up
+/// to it) is written with them. A file whose identity changed (device, inode, `start` line) is
+/// another source; one cut below the checkpoint, or whose stored bytes no longer hash to the
+/// checkpoint when `state` is rebuilt, is a new generation (as ingestAllocLog() says). The same
+/// source identity, cursor and duplicate rules as ingestAllocLog(), so the CLI and the daemon
+/// never store a file twice. Nothing new: `unchanged`. Errors name the file (the caller undoes
+/// its savepoint and drops `state`).
 db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
                                                   const std::string& path,
-                                                  const AllocFollowOptions& opt);
+                                                  const AllocFollowOptions& opt,
+                                                  AllocFollowState& state);
 
 }  // namespace gpufault

@@ -8,19 +8,29 @@ namespace gpufault {
 
 db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& d,
                                                                         int64_t incident) {
-    // Each member record with an address against the allocations of the incident's processes:
-    // the pid of any member record (a ROCr line without pid joined to an amdgpu record of pid P
-    // is measured against P's allocations), and for a record without pid in a run's captured
-    // output, that run's allocations.
+    // Each member record with an address against the allocations of the incident's process:
+    // the recording process that held a member record's pid at that record's time (a ROCr line
+    // without pid joined to an amdgpu record of pid P is measured against P's), and for a
+    // record in a run's captured output, that run's allocations.
     auto s = d.prepare(
         "WITH members AS (SELECT e.* FROM incident_evidence m JOIN evidence e ON e.id = "
-        "m.evidence_id WHERE m.incident_id = ?1 AND m.role = 'member'), pids AS (SELECT DISTINCT "
-        "pid FROM members WHERE pid IS NOT NULL) "
+        "m.evidence_id WHERE m.incident_id = ?1 AND m.role = 'member'), cover AS (SELECT f.* "
+        "FROM members w JOIN fault_alloc_process f ON f.evidence_id = w.id), pairs AS (SELECT "
+        "e.id AS eid, a.id AS aid, CASE WHEN a.free_line IS NULL THEN 0 WHEN c.clock = 'mono' AND "
+        "a.freed_mono_us IS NOT NULL THEN a.freed_mono_us < c.fault_lo_us WHEN c.clock = 'wall' "
+        "AND a.freed_wall_us < c.fault_lo_us THEN 1 WHEN c.clock = 'wall' AND a.freed_wall_us > "
+        "c.fault_hi_us THEN 0 END AS freed_before, c.how AS how FROM members e JOIN cover c JOIN "
+        "alloc_processes r ON r.id = c.alloc_process_id JOIN allocations a ON a.source_id = "
+        "r.source_id AND a.pid = r.pid AND a.start_line = r.line WHERE e.address IS NOT NULL AND "
+        "(c.clock IS NULL OR c.clock = 'mono' AND (a.mono_us IS NULL OR a.mono_us <= "
+        "c.fault_hi_us) OR c.clock = 'wall' AND (a.wall_us IS NULL OR a.wall_us <= "
+        "c.fault_hi_us)) UNION ALL SELECT e.id, a.id, CASE WHEN a.free_line IS NULL THEN 0 END, "
+        "'run' FROM members e JOIN runs rn ON rn.source_id = e.source_id JOIN allocations a ON "
+        "a.run_id = rn.id WHERE e.address IS NOT NULL AND (e.pid IS NULL OR a.pid = e.pid)) "
         "SELECT e.id, a.id, e.address, src.path, a.line, a.pid, a.kind, a.api, a.mem, a.device, "
-        "a.wall_us, a.ptr, a.end, a.stack, a.free_api, a.freed_wall_us FROM members e JOIN "
-        "allocations a ON a.pid IN (SELECT pid FROM pids) OR (e.pid IS NULL AND a.run_id IN "
-        "(SELECT r.id FROM runs r WHERE r.source_id = e.source_id)) JOIN sources src ON src.id = "
-        "a.source_id WHERE e.address IS NOT NULL ORDER BY e.id, a.line DESC");
+        "a.wall_us, a.ptr, a.end, a.stack, a.free_api, a.freed_wall_us, p.freed_before, p.how "
+        "FROM pairs p JOIN evidence e ON e.id = p.eid JOIN allocations a ON a.id = p.aid JOIN "
+        "sources src ON src.id = a.source_id ORDER BY e.id, a.line DESC, a.id, p.how = 'run' DESC");
     if (!s) return std::unexpected(s.error());
     s->bind(1, incident);
     std::vector<AllocationDistanceRow> out;
@@ -46,6 +56,12 @@ db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& 
         r.stack = s->optStr(i++);
         r.free_api = s->optStr(i++);
         r.freed_wall_us = s->optI64(i++);
+        if (auto fb = s->optI64(i++)) r.freed_before = *fb != 0;
+        r.how = s->str(i++);
+        // one row per (record, allocation): a run's pairing first, then the first witness's
+        if (!out.empty() && out.back().evidence_id == r.evidence_id &&
+            out.back().allocation_id == r.allocation_id)
+            continue;
         auto m = measureSpan(r.address, r.ptr, r.end);
         r.distance = m.distance;
         r.from_ptr = m.from_ptr;
@@ -58,6 +74,30 @@ db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& 
         if (x.evidence_id != y.evidence_id) return x.evidence_id < y.evidence_id;
         return distanceOrder(x.distance) < distanceOrder(y.distance);
     });  // ties keep the query's order: newest line first
+    return out;
+}
+
+db::Result<std::vector<UnjoinedRecordings>> queryUnjoinedRecordings(db::Db& d, int64_t incident) {
+    auto s = d.prepare(
+        "WITH members AS (SELECT e.* FROM incident_evidence m JOIN evidence e ON e.id = "
+        "m.evidence_id WHERE m.incident_id = ?1 AND m.role = 'member'), pids AS (SELECT DISTINCT "
+        "pid FROM members WHERE pid IS NOT NULL) SELECT p.pid, (SELECT count(DISTINCT "
+        "ifnull(r.boot_id, '') || '/' || ifnull(r.start_ticks, '') || '/' || ifnull(r.wall_us, "
+        "'')) FROM alloc_processes r WHERE r.pid = p.pid) AS n FROM pids p WHERE n > 0 AND NOT "
+        "EXISTS "
+        "(SELECT 1 FROM members w JOIN fault_alloc_process f ON f.evidence_id = w.id JOIN "
+        "alloc_processes r ON r.id = f.alloc_process_id WHERE r.pid = p.pid) AND NOT EXISTS "
+        "(SELECT 1 FROM members w JOIN runs rn ON rn.source_id = w.source_id JOIN allocations a "
+        "ON a.run_id = rn.id WHERE a.pid = p.pid) ORDER BY p.pid");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, incident);
+    std::vector<UnjoinedRecordings> out;
+    for (;;) {
+        auto row = s->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        out.push_back({s->i64(0), s->i64(1)});
+    }
     return out;
 }
 

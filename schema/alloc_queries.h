@@ -30,13 +30,32 @@ struct AllocationDistanceRow {
     std::optional<std::string> stack;
     std::optional<std::string> free_api;
     std::optional<int64_t> freed_wall_us;
+    /// the free was recorded before the fault (true), after it (false), or the order is not
+    /// known (nullopt: no clock both share, or within the fault's second); false when not freed
+    std::optional<bool> freed_before;
+    /// which rule made it the faulting process's: process, kernel time, wall time, only
+    /// recording, run (schema/sql/013_alloc_processes.sql)
+    std::string how;
 };
 
-/// The allocations of the incident's processes (the pid of any member record; for a record
-/// without pid in a run's output, the run's), by |distance| from each
-/// record's address (then newest first). Distances are computed here from the stored address,
-/// ptr and end in unsigned arithmetic: exact for every 64-bit address, refused ones last.
+/// A pid of an incident with allocation recordings of which none was joined to the fault.
+struct UnjoinedRecordings {
+    int64_t pid = 0;
+    int64_t recordings = 0;  ///< recording processes of that pid in the store
+};
+
+/// The allocations of the incident's process, by |distance| from each member record's address
+/// (then newest first): those of the recording process that held a member record's pid at that
+/// record's time (view fault_alloc_process: a pid alone is not enough, pids are reused), made
+/// before the fault; for a record in a run's output, the run's. Distances are computed here
+/// from the stored address, ptr and end in unsigned arithmetic: exact for every 64-bit address,
+/// refused ones last.
 db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& d,
                                                                         int64_t incident);
+
+/// The pids of the incident's member records that have allocation recordings in the store of
+/// which none was joined to the incident (other processes with the same pid, or no clock to
+/// tell them apart).
+db::Result<std::vector<UnjoinedRecordings>> queryUnjoinedRecordings(db::Db& d, int64_t incident);
 
 }  // namespace gpufault

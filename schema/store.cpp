@@ -294,6 +294,7 @@ db::Result<void> Store::dropSourceRows(int64_t source_id, bool whole) {
         "DELETE FROM dispatch_counts WHERE source_id=?1",
         "DELETE FROM warnings WHERE source_id=?1",
         "DELETE FROM allocations WHERE source_id=?1",
+        "DELETE FROM alloc_processes WHERE source_id=?1",
         "UPDATE runs SET source_id=NULL WHERE source_id=?1",
         "DELETE FROM sources WHERE id=?1",
     };

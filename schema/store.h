@@ -216,6 +216,19 @@ class Store {
     db::Result<int64_t> replaceAllocations(int64_t source_id,
                                            std::optional<int64_t> run_id,
                                            const alloclog::Log& log);
+    /// Adds what one more piece of a source's file made (in the open transaction): its
+    /// allocations (except rows an earlier generation of the same file holds), its recording
+    /// processes (table alloc_processes), its warnings, and the frees of allocations stored
+    /// before (`log.late_frees`, matched by the allocation's line). Returns the rows added.
+    db::Result<int64_t> appendAllocations(int64_t source_id,
+                                          std::optional<int64_t> run_id,
+                                          const alloclog::Log& log);
+    /// Marks the recording processes of `pid` in a source that have no end yet as ended by
+    /// now (`wall_us`, `mono_us`: when gpufaultd found /proc/PID gone or another process).
+    db::Result<void> markAllocProcessEnded(int64_t source_id,
+                                           int64_t pid,
+                                           int64_t wall_us,
+                                           int64_t mono_us);
     /// Removes the core a source holds with its record, operands, threads, frames and files (in
     /// the open transaction; incidents are recomputed afterwards): a crash first stored from its
     /// journal entry alone is replaced when its core file is read later.

@@ -115,6 +115,15 @@ std::optional<Event> parseLine(std::string_view line, std::string& error) {
         int64_t i = 0;
         if (key == "api") {
             e.api = std::string(val);
+        } else if (key == "boot") {
+            bool ok = !val.empty() && val.size() <= 64;
+            for (char c : val)
+                ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-');
+            if (!ok) return bad();
+            e.boot = std::string(val);
+        } else if (key == "start_ticks") {
+            if (!parseI64(val, i) || i < 0) return bad();
+            e.start_ticks = i;
         } else if (key == "mem") {
             e.mem = std::string(val);
         } else if (key == "stack") {
@@ -169,7 +178,13 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
     e->line = line_no;
     ++log_.events;
     if (e->kind == "start") {
-        log_.processes.push_back({line_no, *e->pid, e->ppid, e->wall_us, e->mono_us, e->exe});
+        log_.processes.push_back(
+            {line_no, *e->pid, e->ppid, e->wall_us, e->mono_us, e->exe, e->boot, e->start_ticks});
+        // A new process of this pid: the old one's allocations can no longer be freed.
+        std::string prefix = std::to_string(*e->pid) + "/";
+        std::erase_if(open_, [&](const auto& kv) { return kv.first.starts_with(prefix); });
+        std::erase_if(handleDevice_, [&](const auto& kv) { return kv.first.starts_with(prefix); });
+        startLine_[*e->pid] = line_no;
         return;
     }
     if (e->rc.value_or(0) != 0) {
@@ -213,7 +228,9 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
                 h != handleDevice_.end())
                 a.device = h->second;
         a.stack = e->stack;
-        open_[key] = log_.allocations.size();  // a pointer handed out again replaces the old
+        if (auto s = startLine_.find(a.pid); s != startLine_.end()) a.start_line = s->second;
+        // a pointer handed out again replaces the old
+        open_[key] = Open{base_ + log_.allocations.size(), line_no};
         log_.allocations.push_back(std::move(a));
         return;
     }
@@ -224,7 +241,13 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
         log_.warnings.push_back({line_no, unmatchedText(e->kind, e->ptr)});
         return;
     }
-    Allocation& a = log_.allocations[it->second];
+    if (it->second.index < base_) {  // handed out before the last drain
+        log_.late_frees.push_back(
+            {it->second.line, *e->pid, line_no, e->api, e->wall_us, e->mono_us});
+        open_.erase(it);
+        return;
+    }
+    Allocation& a = log_.allocations[it->second.index - base_];
     a.free_line = line_no;
     a.free_api = e->api;
     a.freed_wall_us = e->wall_us;
@@ -236,8 +259,20 @@ void Parser::truncated(uint64_t line_no) {
     log_.warnings.push_back({line_no, "record cut short (no newline at the end of the file)"});
 }
 
+void Parser::skipped(uint64_t line_no, std::string message) {
+    ++log_.lines;
+    log_.warnings.push_back({line_no, std::move(message)});
+}
+
 Log Parser::finish() && {
     return std::move(log_);
+}
+
+Log Parser::drain() {
+    Log out = std::move(log_);
+    log_ = Log{};
+    base_ += out.allocations.size();
+    return out;
 }
 
 Log parse(std::string_view text) {

@@ -31,6 +31,10 @@ struct Event {
     std::optional<int64_t> device, rc, wall_us, mono_us, pid, ppid, tid;
     std::string stack;  ///< "module+0xoffset;…", innermost first ("" when not recorded)
     std::string exe;    ///< start records
+    /// start records (absent in files of older shims): /proc/sys/kernel/random/boot_id and
+    /// /proc/self/stat's starttime (clock ticks after boot): the process's identity
+    std::optional<std::string> boot;
+    std::optional<int64_t> start_ticks;
 };
 
 /// Parses one line (without its newline). An error names what is wrong (no file or line:
@@ -52,6 +56,17 @@ struct Allocation {
     std::optional<uint64_t> free_line;
     std::optional<std::string> free_api;
     std::optional<int64_t> freed_wall_us, freed_mono_us;
+    /// the line of its process's `start` record in this file (0: none before it)
+    uint64_t start_line = 0;
+};
+
+/// A free (unmap, unreserve) of an allocation handed out before the last Parser::drain().
+struct LateFree {
+    uint64_t alloc_line = 0;  ///< the allocation's record
+    int64_t pid = 0;
+    uint64_t free_line = 0;
+    std::string free_api;
+    std::optional<int64_t> freed_wall_us, freed_mono_us;
 };
 
 /// A `start` record: a process that began recording.
@@ -60,6 +75,8 @@ struct Process {
     int64_t pid = 0;
     std::optional<int64_t> ppid, wall_us, mono_us;
     std::string exe;
+    std::optional<std::string> boot_id;  ///< absent in files of older shims
+    std::optional<int64_t> start_ticks;  ///< /proc/PID/stat starttime; absent in older files
 };
 
 struct Warning {
@@ -72,6 +89,7 @@ struct Log {
     std::vector<Allocation> allocations;  ///< in record order
     std::vector<Process> processes;
     std::vector<Warning> warnings;
+    std::vector<LateFree> late_frees;  ///< only after Parser::drain(): frees of earlier chunks
     uint64_t lines = 0, events = 0;
     uint64_t failed = 0;  ///< calls that returned an error (rc != 0): no allocation
     uint64_t unmatched_frees =
@@ -81,19 +99,36 @@ struct Log {
     uint64_t handles = 0;           ///< create/release records (physical memory handles)
 };
 
-/// Incremental parser: feed lines in order, then take the result.
+/// Incremental parser: feed lines in order, then take the result (finish), or take what the
+/// lines fed so far made and go on (drain: gpufaultd's followed files). A `start` record ends
+/// the open allocations of its pid (a pid reused by a process appending to the same file).
 class Parser {
   public:
     /// `line_no` is 1-based; `line` has no newline.
     void feed(uint64_t line_no, std::string_view line);
     /// A last line without its newline: a record cut short (reported, not parsed).
     void truncated(uint64_t line_no);
+    /// A line not parsed (`message` says why: a warning of that line).
+    void skipped(uint64_t line_no, std::string message);
     Log finish() &&;
+    /// What the lines fed since the last drain made (their counts, allocations, processes,
+    /// warnings; frees of allocations drained before as late_frees); the open allocations stay,
+    /// so a later free still pairs with its allocation.
+    Log drain();
+    /// Allocations still open (memory the parser holds between drains).
+    size_t openCount() const { return open_.size(); }
 
   private:
+    struct Open {
+        size_t index = 0;  ///< allocation number since the start (drained ones < base_)
+        uint64_t line = 0;
+    };
     Log log_;
-    /// open allocations by (pid, family, ptr) → index into log_.allocations
-    std::unordered_map<std::string, size_t> open_;
+    size_t base_ = 0;  ///< allocations drained so far
+    /// open allocations by (pid, family, ptr)
+    std::unordered_map<std::string, Open> open_;
+    /// the last `start` record's line of each pid
+    std::unordered_map<int64_t, uint64_t> startLine_;
     /// device of each physical handle (create records) by (pid, handle): a map names none
     std::unordered_map<std::string, int64_t> handleDevice_;
 };

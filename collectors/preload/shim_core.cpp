@@ -113,6 +113,45 @@ void writeAll(int fd, const char* p, size_t n) {
     }
 }
 
+/// Reads a small /proc file into `buf` (NUL-terminated); its length, 0 when unreadable.
+size_t readSmall(const char* path, char* buf, size_t cap) {
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = ::read(fd, buf, cap - 1);
+    ::close(fd);
+    size_t len = n > 0 ? static_cast<size_t>(n) : 0;
+    buf[len] = '\0';
+    return len;
+}
+
+/// This process's identity for telling a reused pid apart: the boot it runs in and its start
+/// (/proc/self/stat field 22, clock ticks after boot). Either is left out when unreadable.
+void putIdentity(Line& l) {
+    char boot[64];
+    size_t n = readSmall("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
+    while (n > 0 && (boot[n - 1] == '\n' || boot[n - 1] == ' ')) boot[--n] = '\0';
+    bool ok = n > 0;
+    for (size_t i = 0; i < n; ++i)
+        ok = ok && ((boot[i] >= '0' && boot[i] <= '9') || (boot[i] >= 'a' && boot[i] <= 'f') ||
+                    boot[i] == '-');
+    if (ok) {
+        l.key("boot");
+        l.put(boot);
+    }
+    char stat[1024];
+    if (readSmall("/proc/self/stat", stat, sizeof stat) == 0) return;
+    const char* p = std::strrchr(stat, ')');  // the name may hold spaces and parentheses
+    if (!p) return;
+    int field = 2;  // p is at the end of field 2 (comm)
+    for (++p; *p && field < 22; ++p)
+        if (*p == ' ') ++field;
+    if (field != 22 || *p < '0' || *p > '9') return;
+    uint64_t ticks = 0;
+    for (; *p >= '0' && *p <= '9'; ++p) ticks = ticks * 10 + static_cast<uint64_t>(*p - '0');
+    l.key("start_ticks");
+    l.dec(ticks);
+}
+
 void writeStart(int fd) {
     Line l;
     l.put("gpufault.alloc 1 start");
@@ -124,6 +163,7 @@ void writeStart(int fd) {
     l.dec(nowUs(CLOCK_REALTIME));
     l.key("mono_us");
     l.dec(nowUs(CLOCK_MONOTONIC));
+    putIdentity(l);
     char exe[1024];
     ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {

@@ -13,7 +13,6 @@
 #include "collectors/common/small_file.h"
 #include "collectors/process/proc.h"
 #include "daemon/daemon.h"
-#include "ingest/ingest_alloc.h"
 
 namespace gpufault::daemon {
 
@@ -53,6 +52,12 @@ std::optional<ProcNow> procNow(int64_t pid) {
     p.uid = st.st_uid;
     if (auto text = readSmallFile(dir + "/stat", 4096)) p.start = parseStatStartTicks(*text);
     return p;
+}
+
+int64_t nowUs(clockid_t c) {
+    struct timespec ts {};
+    ::clock_gettime(c, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
 int64_t mtimeNs(const struct stat& st) {
@@ -95,9 +100,10 @@ void AllocDirSource::scan() {
     for (auto it = files_.begin(); it != files_.end();) {
         // A file gone (or renamed away) is forgotten: its rows stay in the store.
         if (!it->second.seen && !queue_.contains(it->first) &&
-            !uncommittedPrev_.contains(it->first))
+            !uncommittedPrev_.contains(it->first)) {
+            follow_.erase(it->first);
             it = files_.erase(it);
-        else
+        } else
             ++it;
     }
 }
@@ -188,11 +194,23 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
     File& f = it->second;
     f.seen = true;
     bool same = f.size == st.st_size && f.mtime == mtimeNs(st);
-    if (f.trusted && !f.closed && f.uid != 0 && same &&
+    if (f.trusted && !f.closed && f.uid != 0 && same && (f.ended || f.source_id == 0) &&
         ::access(fmt::format("/proc/{}", f.pid).c_str(), F_OK) != 0)
-        f.closed = true;  // ended after its last records were read
+        f.closed = true;  // ended after its last records were read (and its end stored)
     if (f.trusted && !f.closed && !same && std::chrono::steady_clock::now() >= f.not_before)
         queue_.insert(key);
+    else if (f.trusted && !f.ended && f.source_id > 0 && recorderGone(f, key))
+        queue_.insert(key);  // its end is stored with the next read
+}
+
+bool AllocDirSource::recorderGone(const File& f, const Key& key) const {
+    auto now = procNow(f.pid);
+    if (!now) return true;
+    auto st = follow_.find(key);
+    std::optional<uint64_t> start = f.start;
+    if (st != follow_.end() && st->second.start_ticks)
+        start = static_cast<uint64_t>(*st->second.start_ticks);
+    return start && now->start && *now->start != *start;
 }
 
 bool AllocDirSource::stillItsProcess(File& f) {
@@ -229,7 +247,20 @@ db::Result<bool> AllocDirSource::poll(Txn& txn) {
         File& f = it->second;
         struct stat st {};
         if (::lstat(f.path.c_str(), &st) != 0 || Key{st.st_dev, st.st_ino} != key) continue;
-        if (!f.trusted || f.closed || !stillItsProcess(f)) continue;
+        if (!f.trusted || f.closed) continue;
+        if (!stillItsProcess(f)) {
+            if (f.source_id > 0 && !f.ended) {  // the pid's old process is gone: its end
+                if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
+                uncommittedPrev_.try_emplace(key, f);
+                if (auto e = store_.markAllocProcessEnded(
+                        f.source_id, f.pid, nowUs(CLOCK_REALTIME), nowUs(CLOCK_MONOTONIC));
+                    !e)
+                    return std::unexpected(e.error());
+                f.ended = true;
+                ++uncommitted_;
+            }
+            continue;
+        }
         bool ended = f.uid != 0 && !procNow(f.pid);  // before the read: nothing written after
         if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
         if (auto r = store_.savepoint(); !r) return std::unexpected(r.error());
@@ -237,8 +268,19 @@ db::Result<bool> AllocDirSource::poll(Txn& txn) {
         opt.owner = f.uid;
         opt.only_pid = f.pid;
         auto t0 = std::chrono::steady_clock::now();
-        auto r = storeAllocLogInTxn(store_, f.path, opt);
+        auto r = storeAllocLogInTxn(store_, f.path, opt, follow_[key]);
         auto t1 = std::chrono::steady_clock::now();
+        bool endStored = false;
+        if (r && !f.ended && r->source_id > 0 && (ended || recorderGone(f, key))) {
+            // The recording process is gone: an upper bound of its end (docs/preload.md
+            // "Reused pids"), so a later process with its pid is not joined to its allocations.
+            auto e = store_.markAllocProcessEnded(
+                r->source_id, f.pid, nowUs(CLOCK_REALTIME), nowUs(CLOCK_MONOTONIC));
+            if (!e) r = std::unexpected(e.error());
+            endStored = r.has_value();
+        }
+        if (r) bytesRead_ += r->bytes_read;
+        if (!r) follow_.erase(key);
         if (auto s = r ? store_.releaseSavepoint() : store_.undoSavepoint(); !s)
             return std::unexpected(s.error());
         uncommittedPrev_.try_emplace(key, f);  // the state a rollback returns to
@@ -254,6 +296,11 @@ db::Result<bool> AllocDirSource::poll(Txn& txn) {
             continue;
         }
         f.source_id = r->source_id;
+        if (r->processes > 0) f.ended = false;  // a new start record: a new process
+        if (endStored) {
+            f.ended = true;
+            ++uncommitted_;
+        }
         if (r->unchanged) continue;
         ++uncommitted_;
         ++stored_;
@@ -273,6 +320,7 @@ void AllocDirSource::reset() {
     // Rolled back: the files stored since the last commit are read again.
     for (auto& [k, prev] : uncommittedPrev_) files_.insert_or_assign(k, prev);
     uncommittedPrev_.clear();
+    follow_.clear();
     uncommitted_ = 0;
     queue_.clear();
     scanDue_ = true;
@@ -287,12 +335,14 @@ std::vector<StreamStatus> AllocDirSource::status() const {
         trusted += f.trusted ? 1 : 0;
         closed += f.closed ? 1 : 0;
     }
-    s.position =
-        fmt::format("{} file(s) followed, {} refused, {} not storable, {} closed (process ended)",
-                    trusted,
-                    refused_,
-                    errors_,
-                    closed);
+    s.position = fmt::format(
+        "{} file(s) followed, {} refused, {} not storable, {} closed (process "
+        "ended), {} bytes read",
+        trusted,
+        refused_,
+        errors_,
+        closed,
+        bytesRead_);
     s.evidence = allocations_;
     s.lag = queue_.size();
     s.error = error_;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "daemon/source.h"
+#include "ingest/ingest_alloc.h"
 
 namespace gpufault::daemon {
 
@@ -61,7 +62,9 @@ class AllocDirSource final : public Source {
         /// /proc/PID's start time (clock ticks after boot) when the file was trusted; nullopt
         /// for root's files and files trusted after their process ended.
         std::optional<uint64_t> start;
-        bool closed = false;       ///< its process ended and its last records were read
+        bool closed = false;  ///< its process ended and its last records were read
+        /// its recording process was found gone (or another process) and its end stored
+        bool ended = false;
         uint64_t allocations = 0;  ///< as last stored
         /// Not read again before this: 10 × the time its last read took (a large file that
         /// keeps growing costs the daemon at most ~10 % of a core).
@@ -73,6 +76,9 @@ class AllocDirSource final : public Source {
     void consider(const std::string& path, int64_t pid);
     /// False (and the file refused from now on) when its pid now runs as another process.
     bool stillItsProcess(File& f);
+    /// True when the process that wrote the file's last `start` record no longer runs (its
+    /// pid is gone, or runs a process started at another time).
+    bool recorderGone(const File& f, const Key& key) const;
 
     Store& store_;
     std::string dir_;
@@ -83,10 +89,14 @@ class AllocDirSource final : public Source {
     std::map<Key, File> files_;
     std::set<Key> queue_;                  ///< trusted files that changed since last stored
     std::map<Key, File> uncommittedPrev_;  ///< state before an uncommitted store (reset)
-    std::map<uid_t, size_t> perUser_;      ///< files remembered per owner (root aside)
-    std::set<uid_t> overQuota_;            ///< owners told of kMaxFilesPerUser
+    /// each followed file's parser and checkpoint (dropped on an error or a rollback: rebuilt
+    /// from the stored part of the file on its next read)
+    std::map<Key, AllocFollowState> follow_;
+    std::map<uid_t, size_t> perUser_;  ///< files remembered per owner (root aside)
+    std::set<uid_t> overQuota_;        ///< owners told of kMaxFilesPerUser
     std::map<uid_t, uint64_t> refusalsLogged_;
     uint64_t uncommitted_ = 0, stored_ = 0, allocations_ = 0, refused_ = 0, errors_ = 0;
+    uint64_t bytesRead_ = 0;  ///< of the followed files, since start (status)
 };
 
 }  // namespace gpufault::daemon

@@ -134,3 +134,70 @@ TEST(AllocLog, RepeatedKeysRefuseTheRecordAndNullPointersAreWarned) {
     EXPECT_EQ(log.null_allocations, 1u);
     EXPECT_EQ(log.unmatched_frees, 0u);  // a free of ptr=0 is a no-op
 }
+
+// gpufaultd feeds a growing file piece by piece (Parser::drain): a free of an allocation
+// handed out before the last drain comes back as a late free naming the allocation's line, and
+// the pieces together hold what one parse of the whole text holds.
+TEST(AllocLog, DrainedPiecesKeepOpenAllocationsForLaterFrees) {
+    Parser p;
+    uint64_t n = 0;
+    std::string_view text = kLog;
+    std::vector<Log> pieces;
+    size_t pos = 0;
+    while (pos < text.size()) {
+        size_t nl = text.find('\n', pos);
+        p.feed(++n, text.substr(pos, nl - pos));
+        pos = nl + 1;
+        if (n == 2 || n == 4) pieces.push_back(p.drain());  // after the hipMalloc, the cuMemAlloc
+    }
+    pieces.push_back(p.drain());
+    ASSERT_EQ(pieces.size(), 3u);
+    ASSERT_EQ(pieces[0].allocations.size(), 1u);
+    EXPECT_FALSE(pieces[0].allocations[0].free_line);  // freed only in the third piece
+    EXPECT_EQ(pieces[0].processes.size(), 1u);
+    EXPECT_EQ(pieces[1].allocations.size(), 1u);
+    EXPECT_EQ(pieces[1].failed, 1u);
+    ASSERT_EQ(pieces[2].late_frees.size(), 1u);
+    EXPECT_EQ(pieces[2].late_frees[0].alloc_line, 2u);
+    EXPECT_EQ(pieces[2].late_frees[0].free_line, 5u);
+    EXPECT_EQ(pieces[2].late_frees[0].free_api, "hipFree");
+    EXPECT_EQ(pieces[2].late_frees[0].freed_wall_us, 1796032475124000);
+    EXPECT_TRUE(pieces[2].allocations.empty());
+    ASSERT_EQ(pieces[2].warnings.size(), 1u);  // the free of a pointer never allocated
+    EXPECT_EQ(pieces[2].warnings[0].line, 6u);
+    EXPECT_EQ(pieces[0].lines + pieces[1].lines + pieces[2].lines, 6u);
+    EXPECT_EQ(p.openCount(), 1u);  // the cuMemAlloc, never freed
+}
+
+// A start record names its process (boot, /proc start ticks) and ends the open allocations of
+// an earlier process of the same pid appending to the same file (a reused pid): that process's
+// pointer freed by the new one is not a free of the old allocation.
+TEST(AllocLog, StartRecordCarriesIdentityAndEndsTheOldProcessesAllocations) {
+    auto log = parse(
+        "gpufault.alloc 1 start pid=7 ppid=1 wall_us=10 mono_us=10 exe=/old\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000000000 size=4096 mem=device device=0 "
+        "rc=0 wall_us=11 mono_us=11 pid=7 tid=7 stack=-\n"
+        "gpufault.alloc 1 start pid=7 ppid=1 wall_us=20 mono_us=20 "
+        "boot=0d5e9c1a-1111-4222-8333-944455556666 start_ticks=4242 exe=/usr/bin/new job\n"
+        "gpufault.alloc 1 free api=hipFree ptr=0x7f0000000000 size=0 device=-1 rc=0 wall_us=21 "
+        "mono_us=21 pid=7 tid=7 stack=-\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000000000 size=8192 mem=device device=0 "
+        "rc=0 wall_us=22 mono_us=22 pid=7 tid=7 stack=-\n"
+        "gpufault.alloc 1 start pid=8 ppid=1 wall_us=30 mono_us=30 boot=NOT-HEX exe=/x\n");
+    ASSERT_EQ(log.processes.size(), 2u);
+    EXPECT_FALSE(log.processes[0].boot_id);
+    EXPECT_FALSE(log.processes[0].start_ticks);
+    EXPECT_EQ(log.processes[1].boot_id, "0d5e9c1a-1111-4222-8333-944455556666");
+    EXPECT_EQ(log.processes[1].start_ticks, 4242);
+    EXPECT_EQ(log.processes[1].exe, "/usr/bin/new job");
+    ASSERT_EQ(log.allocations.size(), 2u);
+    EXPECT_EQ(log.allocations[0].start_line, 1u);
+    EXPECT_FALSE(log.allocations[0].free_line);  // the old process's: never freed by it
+    EXPECT_EQ(log.allocations[1].start_line, 3u);
+    ASSERT_EQ(log.warnings.size(), 2u);
+    EXPECT_EQ(log.warnings[0].line, 4u);
+    EXPECT_EQ(log.warnings[0].message,
+              "free of 0x7f0000000000 with no open allocation in this file");
+    EXPECT_EQ(log.warnings[1].line, 6u);
+    EXPECT_EQ(log.warnings[1].message, "bad value for boot: 'NOT-HEX'");
+}
