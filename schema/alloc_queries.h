@@ -34,7 +34,7 @@ struct AllocationDistanceRow {
     /// known (nullopt: no clock both share, or within the fault's second); false when not freed
     std::optional<bool> freed_before;
     /// which rule made it the faulting process's: process, kernel time, wall time, only
-    /// recording, run (schema/sql/013_alloc_processes.sql)
+    /// recording, run (schema/sql/012_alloc_processes.sql)
     std::string how;
 };
 

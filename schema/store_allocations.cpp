@@ -1,5 +1,5 @@
 // Store: writing the preload shim's allocations (table allocations, schema/sql/007) and their
-// recording processes (alloc_processes, schema/sql/013).
+// recording processes (alloc_processes, schema/sql/012).
 #include <string>
 
 #include "schema/store.h"

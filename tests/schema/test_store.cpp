@@ -51,7 +51,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     // One version per schema/sql file (001 … 005_cores, 006_core_origins, 007_allocations, 008_diagnoses_devices,
     // 009_unsigned_distances, 010_allocation_distance, 011_prefix_hash).
     const auto versions = static_cast<int64_t>(migrations().size());
-    EXPECT_EQ(versions, 12);  // 001 … 011, 013_alloc_processes (the lead renumbers 013)
+    EXPECT_EQ(versions, 12);  // 001 … 012
     EXPECT_EQ(scalar(*s, "PRAGMA user_version"), versions);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'diagnoses'"), 1);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'allocations'"), 1);

@@ -8,7 +8,7 @@ CREATE TABLE alloc_processes (
     id            INTEGER PRIMARY KEY,
     source_id     INTEGER NOT NULL REFERENCES sources(id),
     run_id        INTEGER REFERENCES runs(id),
-    line          INTEGER NOT NULL,  -- its `start` record; 0: none (rows stored before 013)
+    line          INTEGER NOT NULL,  -- its `start` record; 0: none (rows stored before 012)
     pid           INTEGER NOT NULL,
     ppid          INTEGER,
     boot_id       TEXT,              -- /proc/sys/kernel/random/boot_id (newer shims)
