@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "collectors/common/demangle.h"
+#include "collectors/common/dispatch_args.h"
+#include "collectors/common/same_bytes.h"
 
 namespace gpufault {
 
@@ -58,8 +60,17 @@ size_t StoreSink::NameHash::operator()(std::string_view s) const {
 }
 
 StoreSink::Window* StoreSink::windowOf(int64_t pid, std::string_view tid) {
-    for (const RecentWindow& r : recentWindows_)
-        if (r.window && r.pid == pid && r.tid == tid) return r.window;
+    // The window found last first (a thread launches many kernels in a row), then the others.
+    if (const RecentWindow& l = recentWindows_[lastWindow_];
+        l.window && l.pid == pid && sameBytes(l.tid, tid))
+        return l.window;
+    for (size_t i = 0; i < recentWindows_.size(); ++i) {
+        const RecentWindow& r = recentWindows_[i];
+        if (r.window && r.pid == pid && sameBytes(r.tid, tid)) {
+            lastWindow_ = i;
+            return r.window;
+        }
+    }
     auto wit = windows_.find(KeyView{pid, tid});
     if (wit == windows_.end()) {
         wit = windows_.try_emplace({pid, std::string(tid)}).first;
@@ -70,7 +81,8 @@ StoreSink::Window* StoreSink::windowOf(int64_t pid, std::string_view tid) {
             if (self) return nullptr;
         }
     }
-    RecentWindow& r = recentWindows_[nextRecentWindow_++ % recentWindows_.size()];
+    lastWindow_ = nextRecentWindow_++ % recentWindows_.size();
+    RecentWindow& r = recentWindows_[lastWindow_];
     r.pid = pid;
     r.tid.assign(tid);
     r.window = &wit->second;
@@ -108,6 +120,7 @@ void StoreSink::dispatch(Dispatch&& d) {
     Window* wp = windowOf(pid, d.runtime_tid);
     if (!wp) {  // a new window that went at once (more than kMaxThreads held)
         d.args.clear();
+        d.pending_args.clear();
         return;
     }
     Window& w = *wp;
@@ -124,10 +137,14 @@ void StoreSink::dispatch(Dispatch&& d) {
     h->d.line = d.line;
     h->d.time = d.time;
     h->d.pid = d.pid;
-    h->d.runtime_tid.assign(d.runtime_tid);
-    h->d.kernel.assign(d.kernel);
+    // Swapped, not copied: the slot's old strings and vectors (their capacity) go back to the
+    // producer, which sets every field anew.
+    h->d.runtime_tid.swap(d.runtime_tid);
+    h->d.kernel.swap(d.kernel);
     h->d.args.swap(d.args);
     d.args.clear();
+    h->d.pending_args.swap(d.pending_args);  // parsed only if the window is flushed
+    d.pending_args.clear();
 }
 
 void StoreSink::operand(Operand&& o) {
@@ -162,6 +179,7 @@ void StoreSink::flushWindow(Window& w, uint64_t before) {
         check(id);
         if (!id) return;
         ++sum_.dispatch_rows;
+        resolveArgs(h.d);
         for (const auto& a : h.d.args) {
             if (!a.obj_lo || !a.obj_hi || *a.obj_hi <= *a.obj_lo) continue;
             Operand o;

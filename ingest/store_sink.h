@@ -23,8 +23,11 @@ namespace gpufault {
 /// a window of the last N per (process, runtime thread), written when a fault record arrives
 /// (the N before the fault's line, even when a multi-line record is emitted a few lines late)
 /// and at the end of the stream. Store errors are kept and reported by `error()`.
-/// dispatch() copies the strings of its argument and takes its `args` (leaving `args` empty and
-/// the strings as they were), so a producer may reuse one Dispatch and its string capacity.
+/// dispatch() takes the strings, `args` and `pending_args` of its argument by swapping them with
+/// those of an older held dispatch (`args` and `pending_args` come back empty, `kernel` and
+/// `runtime_tid` unspecified), so a producer may reuse one Dispatch and the capacity of its
+/// strings, setting every field anew. Pending argument lines are parsed only for the
+/// dispatches a window flush writes.
 class StoreSink final : public Sink {
   public:
     StoreSink(Store& store,
@@ -37,6 +40,7 @@ class StoreSink final : public Sink {
     void dispatch(Dispatch&& d) override;
     void operand(Operand&& o) override;
     void warning(Warning&& w) override;
+    bool takesPendingArgs() const override { return true; }
 
     /// Line `line` was longer than the decoder keeps: records starting there get attr
     /// `truncated=1` (the last 64 such lines are remembered).
@@ -136,6 +140,7 @@ class StoreSink final : public Sink {
     };
     std::array<RecentWindow, 8> recentWindows_{};
     size_t nextRecentWindow_ = 0;
+    size_t lastWindow_ = 0;  ///< index in recentWindows_ of the window found last
     std::optional<db::Error> error_;
     std::deque<uint64_t> truncated_;
 };

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "collectors/common/dispatch_args.h"
+#include "collectors/common/same_bytes.h"
 #include "collectors/common/text.h"
 #include "collectors/runtime_log/error_names.h"
 #include "collectors/runtime_log/runtime_common.h"
@@ -14,24 +16,25 @@ namespace {
 
 constexpr size_t kMaxThreads = 256;   // (pid, runtime thread) pairs with pending args
 constexpr size_t kMaxArgs = 64;       // pointer args kept per thread
-constexpr size_t kMaxName = 256;      // bytes kept of an argument name
 constexpr size_t kMaxListing = 2048;  // bytes kept of a NoBinaryForGpu device/bundle listing
 
+/// The pointer args a runtime thread logged since its launch began: `args` (parsed), then the
+/// `pending` lines (parsed when a sink needs them: dispatch_args.h).
 struct ThreadArgs {
     std::optional<int64_t> pid;
     std::string tid;
-    std::vector<DispatchArg> args;  ///< pointer args logged since the launch began
+    std::vector<DispatchArg> args;
+    std::string pending;
+    size_t npending = 0;  ///< entries in `pending`
     int last_index = -1;
     uint64_t used = 0;
 };
 
-std::optional<uint64_t> hexOrNil(std::string_view s, size_t* n) {
-    if (s.size() >= 3 && s[0] == '0' && s[1] == 'x') return text::parseHex(s, n);
-    if (s.starts_with("(nil)")) {
-        *n = 5;
-        return 0;
-    }
-    return std::nullopt;
+/// Parses a thread's pending lines into its args.
+void resolve(ThreadArgs& t) {
+    parsePendingArgs(t.pending, t.args);
+    t.pending.clear();
+    t.npending = 0;
 }
 
 /// Appends `item` to the attr `key` (`; `-separated), bounded.
@@ -130,13 +133,13 @@ class HipLogMatcher final : public Matcher {
         ++tick_;
         // The thread of the previous line first: a launch's lines come from one thread.
         if (last_ < threads_.size() && threads_[last_].pid == amd.pid &&
-            threads_[last_].tid == amd.runtime_tid) {
+            sameBytes(threads_[last_].tid, amd.runtime_tid)) {
             threads_[last_].used = tick_;
             return threads_[last_];
         }
         for (size_t i = 0; i < threads_.size(); ++i) {
             ThreadArgs& t = threads_[i];
-            if (t.pid == amd.pid && t.tid == amd.runtime_tid) {
+            if (t.pid == amd.pid && sameBytes(t.tid, amd.runtime_tid)) {
                 t.used = tick_;
                 last_ = i;
                 return t;
@@ -148,13 +151,15 @@ class HipLogMatcher final : public Matcher {
                 if (threads_[i].used < threads_[lru].used) lru = i;
             threads_.erase(threads_.begin() + static_cast<long>(lru));
         }
-        threads_.push_back({amd.pid, std::string(amd.runtime_tid), {}, -1, tick_});
+        threads_.push_back({amd.pid, std::string(amd.runtime_tid), {}, {}, 0, -1, tick_});
         last_ = threads_.size() - 1;
         return threads_.back();
     }
 
     /// `Arg%d: %s %s = ptr:%p obj:[%p-%p]` (pointer) or `Arg%d: %s %s = val:%s` (not a pointer),
-    /// rocvirtual.cpp, LOG_KERN. A new Arg0 (or a lower index) starts a new launch.
+    /// rocvirtual.cpp, LOG_KERN. A new Arg0 (or a lower index) starts a new launch. A pointer
+    /// line is kept unparsed (its text copied to the thread's pending entries) while the launch
+    /// has room (kMaxArgs) and the text is short; else the pending ones and it are parsed now.
     void arg(const rt::AmdFields& amd, std::string_view s) {
         size_t n = 0;
         auto index = text::parseDec(s.substr(3), &n);
@@ -163,37 +168,25 @@ class HipLogMatcher final : public Matcher {
         size_t eq = s.find(" = ", colon);
         if (eq == std::string_view::npos) return;
         ThreadArgs& t = thread(amd);
-        if (*index <= t.last_index) t.args.clear();
+        if (*index <= t.last_index) {
+            t.args.clear();
+            t.pending.clear();
+            t.npending = 0;
+        }
         t.last_index = static_cast<int>(*index);
         std::string_view value = s.substr(eq + 3);
-        if (!value.starts_with("ptr:") || t.args.size() >= kMaxArgs) return;
-        auto ptr = hexOrNil(value.substr(4), &n);
-        if (!ptr) return;
-        DispatchArg& a = t.args.emplace_back();
-        a.index = static_cast<int>(*index);
-        a.ptr = *ptr;
-        if (std::string_view r = value.substr(4 + n); r.starts_with(" obj:[")) {
-            r.remove_prefix(6);  // the usual place: right after the pointer
-            parseRange(r, a);
-        } else if (size_t o = value.find("obj:["); o != std::string_view::npos) {
-            parseRange(value.substr(o + 5), a);
+        if (!value.starts_with("ptr:")) return;
+        std::string_view after = s.substr(colon + 1);
+        if (t.args.size() + t.npending < kMaxArgs && after.size() <= kMaxPendingArgText) {
+            appendPendingArg(t.pending, static_cast<int>(*index), after, eq - colon - 1);
+            ++t.npending;
+            return;
         }
-        // `%s %s` = type and name; either may be empty.
-        std::string_view decl = text::trim(s.substr(colon + 1, eq - (colon + 1)));
-        size_t sp = decl.rfind(' ');
-        std::string_view name = sp == std::string_view::npos ? decl : decl.substr(sp + 1);
-        if (!name.empty()) a.name.assign(name.substr(0, std::min(name.size(), kMaxName)));
-    }
-
-    /// `lo-hi]` of `obj:[lo-hi]` into the arg's allocation range (left unset unless complete).
-    static void parseRange(std::string_view r, DispatchArg& a) {
-        size_t n1 = 0, n2 = 0;
-        auto lo = hexOrNil(r, &n1);
-        if (!lo || r.substr(n1, 1) != "-") return;
-        auto hi = hexOrNil(r.substr(n1 + 1), &n2);
-        if (!hi || r.substr(n1 + 1 + n2, 1) != "]") return;
-        a.obj_lo = lo;
-        a.obj_hi = hi;
+        resolve(t);  // the count of parsed args decides (a pending line may hold no pointer)
+        if (t.args.size() >= kMaxArgs) return;
+        DispatchArg& a = t.args.emplace_back();
+        if (!parseDispatchArg(static_cast<int>(*index), after.substr(0, eq - colon - 1), value, a))
+            t.args.pop_back();
     }
 
     /// `ShaderName : %s` (rocvirtual.cpp, LOG_KERN) and `Graph shader name : %s`.
@@ -201,8 +194,9 @@ class HipLogMatcher final : public Matcher {
         name = text::trim(name);
         if (name.empty()) return;
         ThreadArgs& t = thread(amd);
-        // One Dispatch reused: a sink that copies the strings (StoreSink) leaves their capacity
-        // here, so a name is copied without an allocation; every field is set anew.
+        // One Dispatch reused: a sink that swaps the strings with older ones (StoreSink) leaves
+        // their capacity here, so a name is copied without an allocation; every field is set
+        // anew.
         Dispatch& d = dispatch_;
         d.line = l.line;
         d.time = l.time;
@@ -212,6 +206,10 @@ class HipLogMatcher final : public Matcher {
         d.kernel.assign(name);
         d.args.swap(t.args);  // the thread's next launch starts empty (with the old capacity)
         t.args.clear();
+        d.pending_args.swap(t.pending);
+        t.pending.clear();
+        t.npending = 0;
+        if (!out.takesPendingArgs()) resolveArgs(d);
         out.dispatch(std::move(d));
         t.last_index = -1;
     }

@@ -1,0 +1,38 @@
+// Pointer arguments of a HIP dispatch (`Arg%d: %s %s = ptr:%p obj:[%p-%p]`, FORMATS.md §3.2):
+// the parse, and the pending form that defers it until a sink needs the values.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectors/common/evidence.h"
+
+namespace gpufault {
+
+/// Bytes of an `ArgN:` line's text (after the colon) that a pending entry holds at most; a
+/// longer line is parsed at once (so a launch's pending text stays under 64 × this).
+inline constexpr size_t kMaxPendingArgText = 512;
+/// Bytes of an argument name kept.
+inline constexpr size_t kMaxArgName = 256;
+
+/// Parses one pointer argument line `Arg<index>:<decl> = <value>` (`value` starts with `ptr:`)
+/// into `a`, every field set anew: the pointer (`0x…` or `(nil)`), the allocation range of
+/// `obj:[lo-hi]` (right after the pointer, else anywhere in the value; left unset unless
+/// complete) and the name (the last word of `decl`, ≤ kMaxArgName bytes, "" when none).
+/// False when the value holds no pointer (then `a` is unspecified).
+bool parseDispatchArg(int index, std::string_view decl, std::string_view value, DispatchArg& a);
+
+/// Appends one pending entry to `pending`: `text` is the line's message after `ArgN:` (at most
+/// kMaxPendingArgText bytes) and `eq` the offset of its ` = ` (the value follows at eq + 3).
+void appendPendingArg(std::string& pending, int index, std::string_view text, size_t eq);
+
+/// Parses every entry of `pending` in order and appends those parseDispatchArg() accepts to
+/// `out`: the same arguments, in the same order, as parsing each line when it was read.
+void parsePendingArgs(std::string_view pending, std::vector<DispatchArg>& out);
+
+/// Parses `d.pending_args` into `d.args` (after the args already there) and empties it.
+void resolveArgs(Dispatch& d);
+
+}  // namespace gpufault
