@@ -60,29 +60,18 @@ size_t StoreSink::NameHash::operator()(std::string_view s) const {
 }
 
 StoreSink::Window* StoreSink::windowOf(int64_t pid, std::string_view tid) {
-    // The window found last first (a thread launches many kernels in a row), then the others.
-    if (const RecentWindow& l = recentWindows_[lastWindow_];
-        l.window && l.pid == pid && sameBytes(l.tid, tid))
-        return l.window;
-    for (size_t i = 0; i < recentWindows_.size(); ++i) {
-        const RecentWindow& r = recentWindows_[i];
-        if (r.window && r.pid == pid && sameBytes(r.tid, tid)) {
-            lastWindow_ = i;
-            return r.window;
-        }
-    }
+    RecentWindow& r = recentWindows_[shortKeyHash(pid, tid) >> 58];
+    if (r.window && r.pid == pid && sameBytes(r.tid, tid)) return r.window;
     auto wit = windows_.find(KeyView{pid, tid});
     if (wit == windows_.end()) {
         wit = windows_.try_emplace({pid, std::string(tid)}).first;
         if (windows_.size() > kMaxThreads) {  // bound memory: the first key goes
             bool self = windows_.begin() == wit;
             windows_.erase(windows_.begin());
-            recentWindows_ = {};
+            for (RecentWindow& e : recentWindows_) e.window = nullptr;
             if (self) return nullptr;
         }
     }
-    lastWindow_ = nextRecentWindow_++ % recentWindows_.size();
-    RecentWindow& r = recentWindows_[lastWindow_];
     r.pid = pid;
     r.tid.assign(tid);
     r.window = &wit->second;
@@ -137,9 +126,10 @@ void StoreSink::dispatch(Dispatch&& d) {
     h->d.line = d.line;
     h->d.time = d.time;
     h->d.pid = d.pid;
-    // Swapped, not copied: the slot's old strings and vectors (their capacity) go back to the
-    // producer, which sets every field anew.
-    h->d.runtime_tid.swap(d.runtime_tid);
+    // The slots of a window hold its thread's tid once filled.
+    if (!sameBytes(h->d.runtime_tid, d.runtime_tid)) h->d.runtime_tid.assign(d.runtime_tid);
+    // Swapped, not copied: the slot's old name and vectors (their capacity) go back to the
+    // producer, which sets them anew.
     h->d.kernel.swap(d.kernel);
     h->d.args.swap(d.args);
     d.args.clear();

@@ -23,10 +23,10 @@ namespace gpufault {
 /// a window of the last N per (process, runtime thread), written when a fault record arrives
 /// (the N before the fault's line, even when a multi-line record is emitted a few lines late)
 /// and at the end of the stream. Store errors are kept and reported by `error()`.
-/// dispatch() takes the strings, `args` and `pending_args` of its argument by swapping them with
-/// those of an older held dispatch (`args` and `pending_args` come back empty, `kernel` and
-/// `runtime_tid` unspecified), so a producer may reuse one Dispatch and the capacity of its
-/// strings, setting every field anew. Pending argument lines are parsed only for the
+/// dispatch() takes the `kernel`, `args` and `pending_args` of its argument by swapping them with
+/// those of an older held dispatch (`args` and `pending_args` come back empty, `kernel`
+/// unspecified; `runtime_tid` is copied and left as it was), so a producer may reuse one
+/// Dispatch and the capacity of its strings, setting those fields anew. Pending argument lines are parsed only for the
 /// dispatches a window flush writes.
 class StoreSink final : public Sink {
   public:
@@ -84,8 +84,9 @@ class StoreSink final : public Sink {
     using Windows = std::map<ThreadKey, Window, KeyLess>;
     /// Stores the last `window_` dispatches of `w` that precede line `before`.
     void flushWindow(Window& w, uint64_t before);
-    /// The window of (pid, tid), made when new (the eight found last are tried first); nullptr
-    /// when a new one was dropped at once to keep kMaxThreads (it had the first key).
+    /// The window of (pid, tid), made when new (a direct-mapped cache by shortKeyHash() is tried
+    /// first); nullptr when a new one was dropped at once to keep kMaxThreads (it had the first
+    /// key).
     Window* windowOf(int64_t pid, std::string_view tid);
     template <typename R>
     void check(const R& r) {
@@ -132,15 +133,14 @@ class StoreSink final : public Sink {
     RecentKernel countsOf(std::string_view kernel);
     std::array<RecentKernel, 8> recentKernels_{};
     size_t nextRecentKernel_ = 0;
-    /// A window of windows_ found lately (cleared when a window is erased).
+    /// A window of windows_ found lately, at the high bits of its key's hash (every `window`
+    /// is cleared when a window is erased).
     struct RecentWindow {
         int64_t pid = 0;
         std::string tid;
         Window* window = nullptr;
     };
-    std::array<RecentWindow, 8> recentWindows_{};
-    size_t nextRecentWindow_ = 0;
-    size_t lastWindow_ = 0;  ///< index in recentWindows_ of the window found last
+    std::array<RecentWindow, 64> recentWindows_{};
     std::optional<db::Error> error_;
     std::deque<uint64_t> truncated_;
 };

@@ -11,13 +11,6 @@ namespace gpufault {
 
 namespace {
 
-/// An entry's head: the argument index, the offset of ` = ` in the text, the text's length.
-struct EntryHead {
-    int32_t index;
-    uint32_t eq;
-    uint32_t len;
-};
-
 std::optional<uint64_t> hexOrNil(std::string_view s, size_t* n) {
     if (s.size() >= 3 && s[0] == '0' && s[1] == 'x') return text::parseHex(s, n);
     if (s.starts_with("(nil)")) {
@@ -62,18 +55,10 @@ bool parseDispatchArg(int index, std::string_view decl, std::string_view value, 
     return true;
 }
 
-void appendPendingArg(std::string& pending, int index, std::string_view text, size_t eq) {
-    const EntryHead head{index, static_cast<uint32_t>(eq), static_cast<uint32_t>(text.size())};
-    const size_t at = pending.size();
-    pending.resize(at + sizeof head + text.size());
-    std::memcpy(pending.data() + at, &head, sizeof head);
-    std::memcpy(pending.data() + at + sizeof head, text.data(), text.size());
-}
-
 void parsePendingArgs(std::string_view pending, std::vector<DispatchArg>& out) {
     size_t i = 0;
-    while (i + sizeof(EntryHead) <= pending.size()) {
-        EntryHead head;
+    while (i + sizeof(PendingArgHead) <= pending.size()) {
+        PendingArgHead head;
         std::memcpy(&head, pending.data() + i, sizeof head);
         std::string_view text = pending.substr(i + sizeof head, head.len);
         i += sizeof head + head.len;

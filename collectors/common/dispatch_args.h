@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,9 +26,28 @@ inline constexpr size_t kMaxArgName = 256;
 /// False when the value holds no pointer (then `a` is unspecified).
 bool parseDispatchArg(int index, std::string_view decl, std::string_view value, DispatchArg& a);
 
+/// A pending entry's head, followed by its text: the argument index, the offset of ` = ` in the
+/// text, the text's length.
+struct PendingArgHead {
+    int32_t index;
+    uint32_t eq;
+    uint32_t len;
+};
+
 /// Appends one pending entry to `pending`: `text` is the line's message after `ArgN:` (at most
 /// kMaxPendingArgText bytes) and `eq` the offset of its ` = ` (the value follows at eq + 3).
-void appendPendingArg(std::string& pending, int index, std::string_view text, size_t eq);
+inline void appendPendingArg(std::string& pending, int index, std::string_view text, size_t eq) {
+    const PendingArgHead head{
+        index, static_cast<uint32_t>(eq), static_cast<uint32_t>(text.size())};
+    const size_t at = pending.size(), size = at + sizeof head + text.size();
+    // The size returned is `size`, not the operation's argument: GCC 12 passes the grown
+    // capacity there when it reallocates.
+    pending.resize_and_overwrite(size, [&](char* p, size_t) {
+        std::memcpy(p + at, &head, sizeof head);
+        if (!text.empty()) std::memcpy(p + at + sizeof head, text.data(), text.size());
+        return size;
+    });
+}
 
 /// Parses every entry of `pending` in order and appends those parseDispatchArg() accepts to
 /// `out`: the same arguments, in the same order, as parsing each line when it was read.

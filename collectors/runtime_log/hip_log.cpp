@@ -1,6 +1,9 @@
 // AMD_LOG_LEVEL messages of HIP/ROCclr (ROCm/clr), FORMATS.md §3.2–3.4.
 #include "collectors/runtime_log/hip_log.h"
 
+#include <algorithm>
+#include <array>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -129,19 +132,28 @@ class HipLogMatcher final : public Matcher {
         }
     }
 
-    ThreadArgs& thread(const rt::AmdFields& amd) {
+    /// The pending args of (pid, runtime tid), made when new (the least recently used one goes
+    /// beyond kMaxThreads). A direct-mapped cache of indices is tried first; its entries are
+    /// checked against the key, so one left stale by an eviction is only a miss.
+    [[gnu::always_inline]] ThreadArgs& thread(const rt::AmdFields& amd) {
         ++tick_;
-        // The thread of the previous line first: a launch's lines come from one thread.
-        if (last_ < threads_.size() && threads_[last_].pid == amd.pid &&
-            sameBytes(threads_[last_].tid, amd.runtime_tid)) {
-            threads_[last_].used = tick_;
-            return threads_[last_];
+        uint32_t& cached = cache_[shortKeyHash(amd.pid.value_or(-1), amd.runtime_tid) >> 58];
+        if (cached > 0 && cached <= threads_.size()) {
+            ThreadArgs& t = threads_[cached - 1];
+            if (t.pid == amd.pid && sameBytes(t.tid, amd.runtime_tid)) {
+                t.used = tick_;
+                return t;
+            }
         }
+        return threadMissed(amd, cached);
+    }
+    /// thread() when the cache missed: the list searched, or a new entry.
+    [[gnu::noinline]] ThreadArgs& threadMissed(const rt::AmdFields& amd, uint32_t& cached) {
         for (size_t i = 0; i < threads_.size(); ++i) {
             ThreadArgs& t = threads_[i];
             if (t.pid == amd.pid && sameBytes(t.tid, amd.runtime_tid)) {
                 t.used = tick_;
-                last_ = i;
+                cached = static_cast<uint32_t>(i + 1);
                 return t;
             }
         }
@@ -152,8 +164,19 @@ class HipLogMatcher final : public Matcher {
             threads_.erase(threads_.begin() + static_cast<long>(lru));
         }
         threads_.push_back({amd.pid, std::string(amd.runtime_tid), {}, {}, 0, -1, tick_});
-        last_ = threads_.size() - 1;
+        cached = static_cast<uint32_t>(threads_.size());
         return threads_.back();
+    }
+
+    /// The first ` = ` of `s` at or after `from` (as `s.find(" = ", from)`), found by its '='.
+    static size_t findSpacedEquals(std::string_view s, size_t from) {
+        for (size_t q = from + 1; q + 1 < s.size(); ++q) {
+            const void* p = std::memchr(s.data() + q, '=', s.size() - 1 - q);
+            if (!p) break;
+            q = static_cast<size_t>(static_cast<const char*>(p) - s.data());
+            if (s[q - 1] == ' ' && s[q + 1] == ' ') return q - 1;
+        }
+        return std::string_view::npos;
     }
 
     /// `Arg%d: %s %s = ptr:%p obj:[%p-%p]` (pointer) or `Arg%d: %s %s = val:%s` (not a pointer),
@@ -161,31 +184,42 @@ class HipLogMatcher final : public Matcher {
     /// line is kept unparsed (its text copied to the thread's pending entries) while the launch
     /// has room (kMaxArgs) and the text is short; else the pending ones and it are parsed now.
     void arg(const rt::AmdFields& amd, std::string_view s) {
-        size_t n = 0;
-        auto index = text::parseDec(s.substr(3), &n);
-        const size_t colon = 3 + n;
-        if (!index || *index < 0 || *index > 100000 || s.substr(colon, 1) != ":") return;
-        size_t eq = s.find(" = ", colon);
+        // The index as text::parseDec() reads it (digits; a sign only on the cold path), inline.
+        size_t colon = 3;
+        int64_t index = 0;
+        if (s.size() > 3 && s[3] == '-') {
+            size_t n = 0;
+            auto v = text::parseDec(s.substr(3), &n);
+            if (!v) return;
+            index = *v;
+            colon = 3 + n;
+        } else {
+            for (; colon < s.size() && s[colon] >= '0' && s[colon] <= '9'; ++colon)
+                index = std::min<int64_t>(index * 10 + (s[colon] - '0'), 100001);
+            if (colon == 3) return;
+        }
+        if (index < 0 || index > 100000 || colon >= s.size() || s[colon] != ':') return;
+        const size_t eq = findSpacedEquals(s, colon);
         if (eq == std::string_view::npos) return;
         ThreadArgs& t = thread(amd);
-        if (*index <= t.last_index) {
+        if (index <= t.last_index) {
             t.args.clear();
             t.pending.clear();
             t.npending = 0;
         }
-        t.last_index = static_cast<int>(*index);
+        t.last_index = static_cast<int>(index);
         std::string_view value = s.substr(eq + 3);
         if (!value.starts_with("ptr:")) return;
         std::string_view after = s.substr(colon + 1);
         if (t.args.size() + t.npending < kMaxArgs && after.size() <= kMaxPendingArgText) {
-            appendPendingArg(t.pending, static_cast<int>(*index), after, eq - colon - 1);
+            appendPendingArg(t.pending, static_cast<int>(index), after, eq - colon - 1);
             ++t.npending;
             return;
         }
         resolve(t);  // the count of parsed args decides (a pending line may hold no pointer)
         if (t.args.size() >= kMaxArgs) return;
         DispatchArg& a = t.args.emplace_back();
-        if (!parseDispatchArg(static_cast<int>(*index), after.substr(0, eq - colon - 1), value, a))
+        if (!parseDispatchArg(static_cast<int>(index), after.substr(0, eq - colon - 1), value, a))
             t.args.pop_back();
     }
 
@@ -202,8 +236,8 @@ class HipLogMatcher final : public Matcher {
         d.time = l.time;
         if (!d.time.runtime_us) d.time.runtime_us = amd.runtime_us;
         d.pid = amd.pid;
-        d.runtime_tid.assign(amd.runtime_tid);
-        d.kernel.assign(name);
+        if (!sameBytes(d.runtime_tid, amd.runtime_tid)) d.runtime_tid.assign(amd.runtime_tid);
+        assignBytes(d.kernel, name);
         d.args.swap(t.args);  // the thread's next launch starts empty (with the old capacity)
         t.args.clear();
         d.pending_args.swap(t.pending);
@@ -328,8 +362,8 @@ class HipLogMatcher final : public Matcher {
     }
 
     std::vector<ThreadArgs> threads_;
-    Dispatch dispatch_;  ///< reused for every dispatch (see dispatch())
-    size_t last_ = 0;    ///< index of the thread found last
+    std::array<uint32_t, 64> cache_{};  ///< by key hash: index + 1 into threads_ (0: none)
+    Dispatch dispatch_;                 ///< reused for every dispatch (see dispatch())
     uint64_t tick_ = 0;
     rt::Folder folder_;
     Evidence* listing_ = nullptr;  ///< held NoBinaryForGpu record collecting its listing
