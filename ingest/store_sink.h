@@ -26,8 +26,8 @@ namespace gpufault {
 /// dispatch() takes the `kernel`, `args` and `pending_args` of its argument by swapping them with
 /// those of an older held dispatch (`args` and `pending_args` come back empty, `kernel`
 /// unspecified; `runtime_tid` is copied and left as it was), so a producer may reuse one
-/// Dispatch and the capacity of its strings, setting those fields anew. Pending argument lines are parsed only for the
-/// dispatches a window flush writes.
+/// Dispatch and the capacity of its strings, setting those fields anew. Pending argument lines
+/// are parsed only for the dispatches a window flush writes.
 class StoreSink final : public Sink {
   public:
     StoreSink(Store& store,

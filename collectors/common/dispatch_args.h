@@ -37,8 +37,7 @@ struct PendingArgHead {
 /// Appends one pending entry to `pending`: `text` is the line's message after `ArgN:` (at most
 /// kMaxPendingArgText bytes) and `eq` the offset of its ` = ` (the value follows at eq + 3).
 inline void appendPendingArg(std::string& pending, int index, std::string_view text, size_t eq) {
-    const PendingArgHead head{
-        index, static_cast<uint32_t>(eq), static_cast<uint32_t>(text.size())};
+    const PendingArgHead head{index, static_cast<uint32_t>(eq), static_cast<uint32_t>(text.size())};
     const size_t at = pending.size(), size = at + sizeof head + text.size();
     // The size returned is `size`, not the operation's argument: GCC 12 passes the grown
     // capacity there when it reallocates.

@@ -26,8 +26,8 @@ struct AmdDispatchLine {
     std::string text;
 };
 
-/// The seventh round's eager HIP dispatch parse: ArgN lines parsed when read, per (pid, tid),
-/// 256 threads kept (least recently used evicted), 64 pointer args a launch.
+/// The eager HIP dispatch parse as it was before the eighth round: ArgN lines parsed when read,
+/// per (pid, tid), 256 threads kept (least recently used evicted), 64 pointer args a launch.
 class ReferenceHipArgs {
   public:
     /// One line (number `line`); a dispatch goes to `out`.
@@ -150,10 +150,14 @@ inline std::vector<AmdDispatchLine> randomDispatchLines(uint32_t seed, int threa
     };
     auto ptrText = [&]() -> std::string {
         switch (pick(12)) {
-            case 0: return "(nil)";
-            case 1: return "0x" + hex(1 + pick(20));  // also runs longer than 16 digits
-            case 2: return "0x";
-            default: return "0x7f" + hex(10);
+            case 0:
+                return "(nil)";
+            case 1:
+                return "0x" + hex(1 + pick(20));  // also runs longer than 16 digits
+            case 2:
+                return "0x";
+            default:
+                return "0x7f" + hex(10);
         }
     };
     const std::string_view mutations = "0x-] =[(nil):obj9fgG\t";
@@ -168,7 +172,7 @@ inline std::vector<AmdDispatchLine> randomDispatchLines(uint32_t seed, int threa
         l.us = static_cast<int64_t>(out.size()) * 10;
         int& next = nextIndex[static_cast<size_t>(t)];
         const size_t what = pick(t % 13 == 0 ? 400 : 20);  // some launches pass 64 args
-        if (what < 3) {  // the launch ends
+        if (what < 3) {                                    // the launch ends
             std::string name = pick(2) ? "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_SN_" + hex(pick(9))
                                        : "_Z9vectoraddPfS_S_i";
             if (pick(20) == 0) name = pick(2) ? "" : "  ";
@@ -177,7 +181,7 @@ inline std::vector<AmdDispatchLine> randomDispatchLines(uint32_t seed, int threa
         } else {
             int index = next;
             if (pick(30) == 0) index = static_cast<int>(pick(4));  // back: a new launch
-            if (pick(200) == 0) index = 100001;                  // out of range
+            if (pick(200) == 0) index = 100001;                    // out of range
             next = index + 1 + (pick(8) == 0 ? 1 : 0);
             std::string decl = pick(5) == 0 ? " " : pick(2) ? " float* a" : " void* p" + hex(2);
             if (pick(40) == 0) decl = " float* " + std::string(250 + pick(20), 'n');
@@ -186,11 +190,20 @@ inline std::vector<AmdDispatchLine> randomDispatchLines(uint32_t seed, int threa
             } else {
                 std::string v = "ptr:" + ptrText();
                 switch (pick(10)) {
-                    case 0: break;                                                // no range
-                    case 1: v += " x obj:[0x" + hex(8) + "-0x" + hex(8) + "]"; break;  // later
-                    case 2: v += " obj:[(nil)-0x" + hex(6) + "]"; break;
-                    case 3: v += " obj:[0x" + hex(6) + "-0x" + hex(6); break;         // cut
-                    default: v += " obj:[0x7f" + hex(10) + "-0x7f" + hex(10) + "]"; break;
+                    case 0:
+                        break;  // no range
+                    case 1:
+                        v += " x obj:[0x" + hex(8) + "-0x" + hex(8) + "]";
+                        break;  // later
+                    case 2:
+                        v += " obj:[(nil)-0x" + hex(6) + "]";
+                        break;
+                    case 3:
+                        v += " obj:[0x" + hex(6) + "-0x" + hex(6);
+                        break;  // cut
+                    default:
+                        v += " obj:[0x7f" + hex(10) + "-0x7f" + hex(10) + "]";
+                        break;
                 }
                 if (pick(50) == 0) v += " " + std::string(520 + pick(40), 'z');  // long text
                 l.text = fmt::format("Arg{}:{} = {}", index, decl, v);
@@ -199,9 +212,15 @@ inline std::vector<AmdDispatchLine> randomDispatchLines(uint32_t seed, int threa
                 const size_t at = pick(l.text.size() + 1);
                 const char c = mutations[pick(mutations.size())];
                 switch (pick(3)) {
-                    case 0: if (at < l.text.size()) l.text[at] = c; break;
-                    case 1: l.text.insert(at, 1, c); break;
-                    default: l.text.erase(at, 1 + pick(4)); break;
+                    case 0:
+                        if (at < l.text.size()) l.text[at] = c;
+                        break;
+                    case 1:
+                        l.text.insert(at, 1, c);
+                        break;
+                    default:
+                        l.text.erase(at, 1 + pick(4));
+                        break;
                 }
             }
         }
