@@ -180,9 +180,9 @@ inline std::vector<AmdDispatchLine> randomDispatchLines(uint32_t seed, int threa
             next = 0;
         } else {
             int index = next;
-            if (pick(30) == 0) index = static_cast<int>(pick(4));  // back: a new launch
-            if (pick(200) == 0) index = 100001;                    // out of range
+            if (t % 13 != 0 && pick(30) == 0) index = static_cast<int>(pick(4));  // a new launch
             next = index + 1 + (pick(8) == 0 ? 1 : 0);
+            if (pick(200) == 0) index = 100001;  // out of range (the launch goes on)
             std::string decl = pick(5) == 0 ? " " : pick(2) ? " float* a" : " void* p" + hex(2);
             if (pick(40) == 0) decl = " float* " + std::string(250 + pick(20), 'n');
             if (pick(4) == 0) {

@@ -96,7 +96,9 @@ void compareOnRandomLines(uint32_t seed, int threads, int lines) {
     EXPECT_GT(expected.size(), static_cast<size_t>(lines / 20));
     EXPECT_GT(ranges, static_cast<size_t>(lines / 10));
     EXPECT_GT(named, static_cast<size_t>(lines / 10));
-    EXPECT_GT(full, 0u);
+    if (threads <= 40) {  // with 300 threads a launch rarely gets that far
+        EXPECT_GT(full, 0u);
+    }
     EXPECT_GT(pending.withPending, expected.size() / 2);
 }
 
