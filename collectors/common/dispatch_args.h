@@ -14,8 +14,11 @@
 namespace gpufault {
 
 /// Bytes of an `ArgN:` line's text (after the colon) that a pending entry holds at most; a
-/// longer line is parsed at once (so a launch's pending text stays under 64 × this).
+/// longer line is parsed at once.
 inline constexpr size_t kMaxPendingArgText = 512;
+/// Bytes of pending entries (heads and texts) one launch holds at most; a line that would pass
+/// it is parsed at once, with the pending ones before it.
+inline constexpr size_t kMaxPendingLaunch = 4096;
 /// Bytes of an argument name kept.
 inline constexpr size_t kMaxArgName = 256;
 

@@ -182,7 +182,8 @@ class HipLogMatcher final : public Matcher {
     /// `Arg%d: %s %s = ptr:%p obj:[%p-%p]` (pointer) or `Arg%d: %s %s = val:%s` (not a pointer),
     /// rocvirtual.cpp, LOG_KERN. A new Arg0 (or a lower index) starts a new launch. A pointer
     /// line is kept unparsed (its text copied to the thread's pending entries) while the launch
-    /// has room (kMaxArgs) and the text is short; else the pending ones and it are parsed now.
+    /// has room (kMaxArgs, kMaxPendingLaunch) and the text is short (kMaxPendingArgText); else
+    /// the pending ones and it are parsed now.
     void arg(const rt::AmdFields& amd, std::string_view s) {
         // The index as text::parseDec() reads it (digits; a sign only on the cold path), inline.
         size_t colon = 3;
@@ -211,7 +212,8 @@ class HipLogMatcher final : public Matcher {
         std::string_view value = s.substr(eq + 3);
         if (!value.starts_with("ptr:")) return;
         std::string_view after = s.substr(colon + 1);
-        if (t.args.size() + t.npending < kMaxArgs && after.size() <= kMaxPendingArgText) {
+        if (t.args.size() + t.npending < kMaxArgs && after.size() <= kMaxPendingArgText &&
+            t.pending.size() + sizeof(PendingArgHead) + after.size() <= kMaxPendingLaunch) {
             appendPendingArg(t.pending, static_cast<int>(index), after, eq - colon - 1);
             ++t.npending;
             return;
