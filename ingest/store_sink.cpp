@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "collectors/common/demangle.h"
+#include "collectors/common/dispatch_args.h"
+#include "collectors/common/same_bytes.h"
 
 namespace gpufault {
 
@@ -58,19 +60,18 @@ size_t StoreSink::NameHash::operator()(std::string_view s) const {
 }
 
 StoreSink::Window* StoreSink::windowOf(int64_t pid, std::string_view tid) {
-    for (const RecentWindow& r : recentWindows_)
-        if (r.window && r.pid == pid && r.tid == tid) return r.window;
+    RecentWindow& r = recentWindows_[shortKeyHash(pid, tid) >> 58];
+    if (r.window && r.pid == pid && sameBytes(r.tid, tid)) return r.window;
     auto wit = windows_.find(KeyView{pid, tid});
     if (wit == windows_.end()) {
         wit = windows_.try_emplace({pid, std::string(tid)}).first;
         if (windows_.size() > kMaxThreads) {  // bound memory: the first key goes
             bool self = windows_.begin() == wit;
             windows_.erase(windows_.begin());
-            recentWindows_ = {};
+            for (RecentWindow& e : recentWindows_) e.window = nullptr;
             if (self) return nullptr;
         }
     }
-    RecentWindow& r = recentWindows_[nextRecentWindow_++ % recentWindows_.size()];
     r.pid = pid;
     r.tid.assign(tid);
     r.window = &wit->second;
@@ -108,6 +109,7 @@ void StoreSink::dispatch(Dispatch&& d) {
     Window* wp = windowOf(pid, d.runtime_tid);
     if (!wp) {  // a new window that went at once (more than kMaxThreads held)
         d.args.clear();
+        d.pending_args.clear();
         return;
     }
     Window& w = *wp;
@@ -124,10 +126,15 @@ void StoreSink::dispatch(Dispatch&& d) {
     h->d.line = d.line;
     h->d.time = d.time;
     h->d.pid = d.pid;
-    h->d.runtime_tid.assign(d.runtime_tid);
-    h->d.kernel.assign(d.kernel);
+    // The slots of a window hold its thread's tid once filled.
+    if (!sameBytes(h->d.runtime_tid, d.runtime_tid)) h->d.runtime_tid.assign(d.runtime_tid);
+    // Swapped, not copied: the slot's old name and vectors (their capacity) go back to the
+    // producer, which sets them anew.
+    h->d.kernel.swap(d.kernel);
     h->d.args.swap(d.args);
     d.args.clear();
+    h->d.pending_args.swap(d.pending_args);  // parsed only if the window is flushed
+    d.pending_args.clear();
 }
 
 void StoreSink::operand(Operand&& o) {
@@ -162,6 +169,7 @@ void StoreSink::flushWindow(Window& w, uint64_t before) {
         check(id);
         if (!id) return;
         ++sum_.dispatch_rows;
+        resolveArgs(h.d);
         for (const auto& a : h.d.args) {
             if (!a.obj_lo || !a.obj_hi || *a.obj_hi <= *a.obj_lo) continue;
             Operand o;

@@ -23,8 +23,11 @@ namespace gpufault {
 /// a window of the last N per (process, runtime thread), written when a fault record arrives
 /// (the N before the fault's line, even when a multi-line record is emitted a few lines late)
 /// and at the end of the stream. Store errors are kept and reported by `error()`.
-/// dispatch() copies the strings of its argument and takes its `args` (leaving `args` empty and
-/// the strings as they were), so a producer may reuse one Dispatch and its string capacity.
+/// dispatch() takes the `kernel`, `args` and `pending_args` of its argument by swapping them with
+/// those of an older held dispatch (`args` and `pending_args` come back empty, `kernel`
+/// unspecified; `runtime_tid` is copied and left as it was), so a producer may reuse one
+/// Dispatch and the capacity of its strings, setting those fields anew. Pending argument lines
+/// are parsed only for the dispatches a window flush writes.
 class StoreSink final : public Sink {
   public:
     StoreSink(Store& store,
@@ -37,6 +40,7 @@ class StoreSink final : public Sink {
     void dispatch(Dispatch&& d) override;
     void operand(Operand&& o) override;
     void warning(Warning&& w) override;
+    bool takesPendingArgs() const override { return true; }
 
     /// Line `line` was longer than the decoder keeps: records starting there get attr
     /// `truncated=1` (the last 64 such lines are remembered).
@@ -80,8 +84,9 @@ class StoreSink final : public Sink {
     using Windows = std::map<ThreadKey, Window, KeyLess>;
     /// Stores the last `window_` dispatches of `w` that precede line `before`.
     void flushWindow(Window& w, uint64_t before);
-    /// The window of (pid, tid), made when new (the eight found last are tried first); nullptr
-    /// when a new one was dropped at once to keep kMaxThreads (it had the first key).
+    /// The window of (pid, tid), made when new (a direct-mapped cache by shortKeyHash() is tried
+    /// first); nullptr when a new one was dropped at once to keep kMaxThreads (it had the first
+    /// key).
     Window* windowOf(int64_t pid, std::string_view tid);
     template <typename R>
     void check(const R& r) {
@@ -128,14 +133,14 @@ class StoreSink final : public Sink {
     RecentKernel countsOf(std::string_view kernel);
     std::array<RecentKernel, 8> recentKernels_{};
     size_t nextRecentKernel_ = 0;
-    /// A window of windows_ found lately (cleared when a window is erased).
+    /// A window of windows_ found lately, at the high bits of its key's hash (every `window`
+    /// is cleared when a window is erased).
     struct RecentWindow {
         int64_t pid = 0;
         std::string tid;
         Window* window = nullptr;
     };
-    std::array<RecentWindow, 8> recentWindows_{};
-    size_t nextRecentWindow_ = 0;
+    std::array<RecentWindow, 64> recentWindows_{};
     std::optional<db::Error> error_;
     std::deque<uint64_t> truncated_;
 };

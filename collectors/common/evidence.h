@@ -102,6 +102,10 @@ struct Dispatch {
     std::string runtime_tid;  ///< AMD log tid handle, "" when the layout has none
     std::string kernel;       ///< ShaderName as printed (mangled)
     std::vector<DispatchArg> args;
+    /// Pointer argument lines not parsed yet, after `args` (the encoding of
+    /// collectors/common/dispatch_args.h; resolveArgs() parses them into `args`). Only a sink
+    /// whose takesPendingArgs() is true receives them; other sinks get them parsed.
+    std::string pending_args;
 };
 
 /// A recorded buffer near a fault: a probe line, a canonical `gpufault.operand` line, or a HIP
@@ -133,6 +137,9 @@ class Sink {
     virtual void dispatch(Dispatch&& d) = 0;
     virtual void operand(Operand&& o) = 0;
     virtual void warning(Warning&& w) = 0;
+    /// True when dispatch() takes Dispatch::pending_args unparsed (the sink parses them when it
+    /// needs the values); false (the default): producers parse them into `args` first.
+    virtual bool takesPendingArgs() const { return false; }
 };
 
 /// A Sink that keeps everything in vectors (tests, small tools).

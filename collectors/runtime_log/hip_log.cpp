@@ -1,9 +1,14 @@
 // AMD_LOG_LEVEL messages of HIP/ROCclr (ROCm/clr), FORMATS.md §3.2–3.4.
 #include "collectors/runtime_log/hip_log.h"
 
+#include <algorithm>
+#include <array>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "collectors/common/dispatch_args.h"
+#include "collectors/common/same_bytes.h"
 #include "collectors/common/text.h"
 #include "collectors/runtime_log/error_names.h"
 #include "collectors/runtime_log/runtime_common.h"
@@ -14,24 +19,25 @@ namespace {
 
 constexpr size_t kMaxThreads = 256;   // (pid, runtime thread) pairs with pending args
 constexpr size_t kMaxArgs = 64;       // pointer args kept per thread
-constexpr size_t kMaxName = 256;      // bytes kept of an argument name
 constexpr size_t kMaxListing = 2048;  // bytes kept of a NoBinaryForGpu device/bundle listing
 
+/// The pointer args a runtime thread logged since its launch began: `args` (parsed), then the
+/// `pending` lines (parsed when a sink needs them: dispatch_args.h).
 struct ThreadArgs {
     std::optional<int64_t> pid;
     std::string tid;
-    std::vector<DispatchArg> args;  ///< pointer args logged since the launch began
+    std::vector<DispatchArg> args;
+    std::string pending;
+    size_t npending = 0;  ///< entries in `pending`
     int last_index = -1;
     uint64_t used = 0;
 };
 
-std::optional<uint64_t> hexOrNil(std::string_view s, size_t* n) {
-    if (s.size() >= 3 && s[0] == '0' && s[1] == 'x') return text::parseHex(s, n);
-    if (s.starts_with("(nil)")) {
-        *n = 5;
-        return 0;
-    }
-    return std::nullopt;
+/// Parses a thread's pending lines into its args.
+void resolve(ThreadArgs& t) {
+    parsePendingArgs(t.pending, t.args);
+    t.pending.clear();
+    t.npending = 0;
 }
 
 /// Appends `item` to the attr `key` (`; `-separated), bounded.
@@ -126,19 +132,28 @@ class HipLogMatcher final : public Matcher {
         }
     }
 
-    ThreadArgs& thread(const rt::AmdFields& amd) {
+    /// The pending args of (pid, runtime tid), made when new (the least recently used one goes
+    /// beyond kMaxThreads). A direct-mapped cache of indices is tried first; its entries are
+    /// checked against the key, so one left stale by an eviction is only a miss.
+    [[gnu::always_inline]] ThreadArgs& thread(const rt::AmdFields& amd) {
         ++tick_;
-        // The thread of the previous line first: a launch's lines come from one thread.
-        if (last_ < threads_.size() && threads_[last_].pid == amd.pid &&
-            threads_[last_].tid == amd.runtime_tid) {
-            threads_[last_].used = tick_;
-            return threads_[last_];
+        uint32_t& cached = cache_[shortKeyHash(amd.pid.value_or(-1), amd.runtime_tid) >> 58];
+        if (cached > 0 && cached <= threads_.size()) {
+            ThreadArgs& t = threads_[cached - 1];
+            if (t.pid == amd.pid && sameBytes(t.tid, amd.runtime_tid)) {
+                t.used = tick_;
+                return t;
+            }
         }
+        return threadMissed(amd, cached);
+    }
+    /// thread() when the cache missed: the list searched, or a new entry.
+    [[gnu::noinline]] ThreadArgs& threadMissed(const rt::AmdFields& amd, uint32_t& cached) {
         for (size_t i = 0; i < threads_.size(); ++i) {
             ThreadArgs& t = threads_[i];
-            if (t.pid == amd.pid && t.tid == amd.runtime_tid) {
+            if (t.pid == amd.pid && sameBytes(t.tid, amd.runtime_tid)) {
                 t.used = tick_;
-                last_ = i;
+                cached = static_cast<uint32_t>(i + 1);
                 return t;
             }
         }
@@ -148,52 +163,66 @@ class HipLogMatcher final : public Matcher {
                 if (threads_[i].used < threads_[lru].used) lru = i;
             threads_.erase(threads_.begin() + static_cast<long>(lru));
         }
-        threads_.push_back({amd.pid, std::string(amd.runtime_tid), {}, -1, tick_});
-        last_ = threads_.size() - 1;
+        threads_.push_back({amd.pid, std::string(amd.runtime_tid), {}, {}, 0, -1, tick_});
+        cached = static_cast<uint32_t>(threads_.size());
         return threads_.back();
     }
 
-    /// `Arg%d: %s %s = ptr:%p obj:[%p-%p]` (pointer) or `Arg%d: %s %s = val:%s` (not a pointer),
-    /// rocvirtual.cpp, LOG_KERN. A new Arg0 (or a lower index) starts a new launch.
-    void arg(const rt::AmdFields& amd, std::string_view s) {
-        size_t n = 0;
-        auto index = text::parseDec(s.substr(3), &n);
-        const size_t colon = 3 + n;
-        if (!index || *index < 0 || *index > 100000 || s.substr(colon, 1) != ":") return;
-        size_t eq = s.find(" = ", colon);
-        if (eq == std::string_view::npos) return;
-        ThreadArgs& t = thread(amd);
-        if (*index <= t.last_index) t.args.clear();
-        t.last_index = static_cast<int>(*index);
-        std::string_view value = s.substr(eq + 3);
-        if (!value.starts_with("ptr:") || t.args.size() >= kMaxArgs) return;
-        auto ptr = hexOrNil(value.substr(4), &n);
-        if (!ptr) return;
-        DispatchArg& a = t.args.emplace_back();
-        a.index = static_cast<int>(*index);
-        a.ptr = *ptr;
-        if (std::string_view r = value.substr(4 + n); r.starts_with(" obj:[")) {
-            r.remove_prefix(6);  // the usual place: right after the pointer
-            parseRange(r, a);
-        } else if (size_t o = value.find("obj:["); o != std::string_view::npos) {
-            parseRange(value.substr(o + 5), a);
+    /// The first ` = ` of `s` at or after `from` (as `s.find(" = ", from)`), found by its '='.
+    static size_t findSpacedEquals(std::string_view s, size_t from) {
+        for (size_t q = from + 1; q + 1 < s.size(); ++q) {
+            const void* p = std::memchr(s.data() + q, '=', s.size() - 1 - q);
+            if (!p) break;
+            q = static_cast<size_t>(static_cast<const char*>(p) - s.data());
+            if (s[q - 1] == ' ' && s[q + 1] == ' ') return q - 1;
         }
-        // `%s %s` = type and name; either may be empty.
-        std::string_view decl = text::trim(s.substr(colon + 1, eq - (colon + 1)));
-        size_t sp = decl.rfind(' ');
-        std::string_view name = sp == std::string_view::npos ? decl : decl.substr(sp + 1);
-        if (!name.empty()) a.name.assign(name.substr(0, std::min(name.size(), kMaxName)));
+        return std::string_view::npos;
     }
 
-    /// `lo-hi]` of `obj:[lo-hi]` into the arg's allocation range (left unset unless complete).
-    static void parseRange(std::string_view r, DispatchArg& a) {
-        size_t n1 = 0, n2 = 0;
-        auto lo = hexOrNil(r, &n1);
-        if (!lo || r.substr(n1, 1) != "-") return;
-        auto hi = hexOrNil(r.substr(n1 + 1), &n2);
-        if (!hi || r.substr(n1 + 1 + n2, 1) != "]") return;
-        a.obj_lo = lo;
-        a.obj_hi = hi;
+    /// `Arg%d: %s %s = ptr:%p obj:[%p-%p]` (pointer) or `Arg%d: %s %s = val:%s` (not a pointer),
+    /// rocvirtual.cpp, LOG_KERN. A new Arg0 (or a lower index) starts a new launch. A pointer
+    /// line is kept unparsed (its text copied to the thread's pending entries) while the launch
+    /// has room (kMaxArgs, kMaxPendingLaunch) and the text is short (kMaxPendingArgText); else
+    /// the pending ones and it are parsed now.
+    void arg(const rt::AmdFields& amd, std::string_view s) {
+        // The index as text::parseDec() reads it (digits; a sign only on the cold path), inline.
+        size_t colon = 3;
+        int64_t index = 0;
+        if (s.size() > 3 && s[3] == '-') {
+            size_t n = 0;
+            auto v = text::parseDec(s.substr(3), &n);
+            if (!v) return;
+            index = *v;
+            colon = 3 + n;
+        } else {
+            for (; colon < s.size() && s[colon] >= '0' && s[colon] <= '9'; ++colon)
+                index = std::min<int64_t>(index * 10 + (s[colon] - '0'), 100001);
+            if (colon == 3) return;
+        }
+        if (index < 0 || index > 100000 || colon >= s.size() || s[colon] != ':') return;
+        const size_t eq = findSpacedEquals(s, colon);
+        if (eq == std::string_view::npos) return;
+        ThreadArgs& t = thread(amd);
+        if (index <= t.last_index) {
+            t.args.clear();
+            t.pending.clear();
+            t.npending = 0;
+        }
+        t.last_index = static_cast<int>(index);
+        std::string_view value = s.substr(eq + 3);
+        if (!value.starts_with("ptr:")) return;
+        std::string_view after = s.substr(colon + 1);
+        if (t.args.size() + t.npending < kMaxArgs && after.size() <= kMaxPendingArgText &&
+            t.pending.size() + sizeof(PendingArgHead) + after.size() <= kMaxPendingLaunch) {
+            appendPendingArg(t.pending, static_cast<int>(index), after, eq - colon - 1);
+            ++t.npending;
+            return;
+        }
+        resolve(t);  // the count of parsed args decides (a pending line may hold no pointer)
+        if (t.args.size() >= kMaxArgs) return;
+        DispatchArg& a = t.args.emplace_back();
+        if (!parseDispatchArg(static_cast<int>(index), after.substr(0, eq - colon - 1), value, a))
+            t.args.pop_back();
     }
 
     /// `ShaderName : %s` (rocvirtual.cpp, LOG_KERN) and `Graph shader name : %s`.
@@ -201,17 +230,22 @@ class HipLogMatcher final : public Matcher {
         name = text::trim(name);
         if (name.empty()) return;
         ThreadArgs& t = thread(amd);
-        // One Dispatch reused: a sink that copies the strings (StoreSink) leaves their capacity
-        // here, so a name is copied without an allocation; every field is set anew.
+        // One Dispatch reused: a sink that swaps the strings with older ones (StoreSink) leaves
+        // their capacity here, so a name is copied without an allocation; every field is set
+        // anew.
         Dispatch& d = dispatch_;
         d.line = l.line;
         d.time = l.time;
         if (!d.time.runtime_us) d.time.runtime_us = amd.runtime_us;
         d.pid = amd.pid;
-        d.runtime_tid.assign(amd.runtime_tid);
-        d.kernel.assign(name);
+        if (!sameBytes(d.runtime_tid, amd.runtime_tid)) d.runtime_tid.assign(amd.runtime_tid);
+        assignBytes(d.kernel, name);
         d.args.swap(t.args);  // the thread's next launch starts empty (with the old capacity)
         t.args.clear();
+        d.pending_args.swap(t.pending);
+        t.pending.clear();
+        t.npending = 0;
+        if (!out.takesPendingArgs()) resolveArgs(d);
         out.dispatch(std::move(d));
         t.last_index = -1;
     }
@@ -330,8 +364,8 @@ class HipLogMatcher final : public Matcher {
     }
 
     std::vector<ThreadArgs> threads_;
-    Dispatch dispatch_;  ///< reused for every dispatch (see dispatch())
-    size_t last_ = 0;    ///< index of the thread found last
+    std::array<uint32_t, 64> cache_{};  ///< by key hash: index + 1 into threads_ (0: none)
+    Dispatch dispatch_;                 ///< reused for every dispatch (see dispatch())
     uint64_t tick_ = 0;
     rt::Folder folder_;
     Evidence* listing_ = nullptr;  ///< held NoBinaryForGpu record collecting its listing

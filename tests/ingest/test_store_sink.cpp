@@ -1,6 +1,7 @@
 // StoreSink's interned counts and ring windows against the map-and-deque sink they replaced:
 // the same random dispatch streams (with faults, commits, thread eviction and a reused
-// Dispatch) must leave the same rows in two real stores.
+// Dispatch) must leave the same rows in two real stores; and the HIP matcher's pending
+// argument lines, parsed only when a window is flushed, against the eager parse.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -10,9 +11,11 @@
 #include <random>
 
 #include "collectors/common/demangle.h"
+#include "collectors/runtime_log/hip_log.h"
 #include "ingest/store_sink.h"
 #include "schema/store.h"
 #include "tests/support/process.h"
+#include "tests/support/reference_hip_args.h"
 
 namespace gpufault::testing {
 namespace {
@@ -251,6 +254,68 @@ TEST(StoreSink, ThreadEvictionAgreesWithMapAndDeque) {
     // that has the first key goes at once.
     compareOnRandomStream(5, 4, 3000, 12000);
     compareOnRandomStream(6, 2, 1500, 9000);
+}
+
+/// Random, mutated dispatch-context lines through the HIP matcher into StoreSink (argument
+/// lines left pending until a fault or the end flushes their window) and through the eager
+/// parse into the reference sink: the same rows.
+void compareLinesThroughMatcher(uint32_t seed, size_t window, int threads, int lines) {
+    SCOPED_TRACE(fmt::format("seed {} window {} threads {}", seed, window, threads));
+    std::mt19937_64 rng(seed * 7919u);
+    const std::vector<AmdDispatchLine> in = randomDispatchLines(seed, threads, lines);
+    Pair p;
+    IngestSummary sum;
+    StoreSink fast(*p.fast, p.fastSource, static_cast<int>(window), 0, sum);
+    ReferenceSink ref(*p.ref, p.refSource, window, 0);
+    auto matcher = makeHipLogMatcher();
+    ReferenceHipArgs eager;
+    std::vector<Dispatch> parsed;
+    uint64_t n = 0;
+    for (const AmdDispatchLine& a : in) {
+        LogLine l;
+        l.line = ++n;
+        l.text = a.text;
+        l.raw = a.text;
+        l.amd_level = 3;
+        l.log_pid = a.pid;
+        l.runtime_tid = a.tid;
+        l.time.runtime_us = a.us;
+        matcher->feed(l, fast);
+        eager.feed(n, a, parsed);
+        for (Dispatch& d : parsed) ref.dispatch(std::move(d));
+        parsed.clear();
+        if (rng() % 400 == 0) {  // a fault of one process, or of all
+            Evidence e;
+            e.kind = Kind::RocrMemoryFault;
+            e.line = n;
+            e.address = 0x7f0000000000 + rng() % 0x100000;
+            if (rng() % 3 != 0) e.pid = 100 + static_cast<int64_t>(rng() % 3);
+            e.raw = fmt::format("fault {}", n);
+            Evidence e2 = e;
+            fast.evidence(std::move(e));
+            ref.evidence(std::move(e2));
+        }
+        if (rng() % 1000 == 0) {
+            fast.flushCounts();
+            ref.flushCounts();
+        }
+    }
+    matcher->finish(fast);
+    fast.flushCounts();
+    ref.flushCounts();
+    fast.flushWindows();
+    ref.flushWindows();
+    ASSERT_FALSE(fast.error());
+    std::string a = dumpRows(*p.fast), b = dumpRows(*p.ref);
+    EXPECT_GT(std::count(a.begin(), a.end(), '\n'), lines / 20);
+    EXPECT_GT(sum.operands, static_cast<uint64_t>(lines / 50));
+    EXPECT_EQ(a, b);
+}
+
+TEST(StoreSink, PendingArgsFromTheMatcherAgreeWithEagerArgs) {
+    compareLinesThroughMatcher(11, 4, 6, 30000);
+    compareLinesThroughMatcher(12, 64, 40, 30000);
+    compareLinesThroughMatcher(13, 1, 300, 30000);  // matcher threads evicted (256 kept)
 }
 
 }  // namespace
