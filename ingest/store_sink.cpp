@@ -124,6 +124,7 @@ void StoreSink::dispatch(Dispatch&& d) {
     }
     h->stored = false;
     h->d.line = d.line;
+    h->d.context_line = d.context_line != 0 ? d.context_line : d.line;
     h->d.time = d.time;
     h->d.pid = d.pid;
     // The slots of a window hold its thread's tid once filled.
@@ -153,7 +154,8 @@ void StoreSink::warning(Warning&& w) {
 std::optional<uint64_t> StoreSink::oldestHeldLine() const {
     std::optional<uint64_t> oldest;
     for (const auto& [key, w] : windows_)
-        if (w.size() > 0 && (!oldest || w.front().d.line < *oldest)) oldest = w.front().d.line;
+        if (w.size() > 0 && (!oldest || w.front().d.context_line < *oldest))
+            oldest = w.front().d.context_line;
     return oldest;
 }
 

@@ -110,13 +110,18 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
     cp.prefix_hash.reset();  // for the new offset: only `adjust` knows it (file sources)
     // Resume where the oldest unfinished block starts (it must be among the remembered line
     // positions, else the previous checkpoint stays), or earlier where a held dispatch of the
-    // context window starts (clamped to what is remembered).
+    // context window starts — its first ArgN line — or a launch still listing its ArgN lines
+    // starts (both clamped to what is remembered).
     std::optional<uint64_t> open;
     if (!complete)
         for (const auto& m : pipe_.matchers())
             if (auto o = m->openSince(); o && (!open || *o < *open)) open = o;
     uint64_t resumeLine = open ? *open : lineNo_ + 1;
-    if (auto held = sink_.oldestHeldLine(); !complete && held && *held < resumeLine)
+    std::optional<uint64_t> held = sink_.oldestHeldLine();
+    if (!complete)
+        for (const auto& m : pipe_.matchers())
+            if (auto c = m->contextSince(); c && (!held || *c < *held)) held = c;
+    if (!complete && held && *held < resumeLine)
         resumeLine = std::max(*held, positions_.oldest().value_or(*held));
     if (resumeLine > lineNo_) {
         cp.offset = end;

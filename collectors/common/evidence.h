@@ -106,6 +106,9 @@ struct Dispatch {
     /// collectors/common/dispatch_args.h; resolveArgs() parses them into `args`). Only a sink
     /// whose takesPendingArgs() is true receives them; other sinks get them parsed.
     std::string pending_args;
+    /// The first line of its launch: its first `ArgN` line, or `line` when it has none (a
+    /// resumed ingest must re-read from here to rebuild the arguments).
+    uint64_t context_line = 0;
 };
 
 /// A recorded buffer near a fault: a probe line, a canonical `gpufault.operand` line, or a HIP

@@ -61,6 +61,10 @@ class Matcher {
     /// The line where the oldest block still in progress started, nullopt when none is open.
     /// An interrupted ingest resumes there, so no block loses its header.
     virtual std::optional<uint64_t> openSince() const { return std::nullopt; }
+    /// The first line of context not yet attached to a record (a launch's `ArgN` lines before
+    /// its `ShaderName`), nullopt when none. An interrupted ingest resumes there when that line
+    /// is still among the positions it remembers (like a held dispatch), else the context is lost.
+    virtual std::optional<uint64_t> contextSince() const { return std::nullopt; }
     /// True when no line can change this matcher's state except by being one of its records
     /// (no block in progress, nothing waiting for a next line). Default: nothing open.
     virtual bool idle() const { return !openSince(); }

@@ -31,6 +31,7 @@ struct ThreadArgs {
     size_t npending = 0;  ///< entries in `pending`
     int last_index = -1;
     uint64_t used = 0;
+    uint64_t first_line = 0;  ///< the first Arg line of the launch being listed; 0: none
 };
 
 /// Parses a thread's pending lines into its args.
@@ -68,6 +69,12 @@ class HipLogMatcher final : public Matcher {
 
     /// Records held for folding (pending ArgN lines are context and do not hold a resume).
     std::optional<uint64_t> openSince() const override { return folder_.firstLine(); }
+    std::optional<uint64_t> contextSince() const override {
+        std::optional<uint64_t> first;
+        for (const ThreadArgs& t : threads_)
+            if (t.first_line != 0 && (!first || t.first_line < *first)) first = t.first_line;
+        return first;
+    }
     bool idle() const override { return !listing_; }  // folded records wait for no line
     bool ownsDispatchLines() const override { return true; }
 
@@ -77,7 +84,7 @@ class HipLogMatcher final : public Matcher {
         if (m.empty()) return;
         switch (m[0]) {
             case 'A':
-                if (m.starts_with("Arg")) return arg(amd, m);
+                if (m.starts_with("Arg")) return arg(l.line, amd, m);
                 if (m.starts_with("Allocation failed")) return alloc(l, amd, m, out);
                 break;
             case 'S':
@@ -184,7 +191,7 @@ class HipLogMatcher final : public Matcher {
     /// line is kept unparsed (its text copied to the thread's pending entries) while the launch
     /// has room (kMaxArgs, kMaxPendingLaunch) and the text is short (kMaxPendingArgText); else
     /// the pending ones and it are parsed now.
-    void arg(const rt::AmdFields& amd, std::string_view s) {
+    void arg(uint64_t line, const rt::AmdFields& amd, std::string_view s) {
         // The index as text::parseDec() reads it (digits; a sign only on the cold path), inline.
         size_t colon = 3;
         int64_t index = 0;
@@ -207,7 +214,9 @@ class HipLogMatcher final : public Matcher {
             t.args.clear();
             t.pending.clear();
             t.npending = 0;
+            t.first_line = 0;
         }
+        if (t.first_line == 0) t.first_line = line;
         t.last_index = static_cast<int>(index);
         std::string_view value = s.substr(eq + 3);
         if (!value.starts_with("ptr:")) return;
@@ -235,6 +244,8 @@ class HipLogMatcher final : public Matcher {
         // anew.
         Dispatch& d = dispatch_;
         d.line = l.line;
+        d.context_line = t.first_line != 0 ? t.first_line : l.line;
+        t.first_line = 0;
         d.time = l.time;
         if (!d.time.runtime_us) d.time.runtime_us = amd.runtime_us;
         d.pid = amd.pid;
