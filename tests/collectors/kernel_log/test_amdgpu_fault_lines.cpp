@@ -3,7 +3,6 @@
 // headers, task lines, decode lines, gmc v6..v8, the device prefix.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <string>
 #include <vector>
 
@@ -310,11 +309,10 @@ TEST(AmdgpuFault, ManyDeviceWordsOnOneLineAreLinear) {
     std::string amd, drm;
     while (amd.size() < (1u << 20)) amd += "amdgpu ";
     while (drm.size() < (1u << 20)) drm += "drmn0 ";
-    auto t0 = std::chrono::steady_clock::now();
+    // A quadratic scan takes minutes here: ctest's TIMEOUT for unit tests fails it
+    // (tests/CMakeLists.txt), no timed assertion.
     auto r = run({amd + D + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 pasid:7)",
                   drm + "drmn0: [gfxhub0] retry page fault (src_id:0 ring:0 vmid:4 pasid:8)"});
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_LT(s, 5.0);
     ASSERT_EQ(r.size(), 2u);
     EXPECT_EQ(r[0].pci, "0000:c1:00.0");
     EXPECT_EQ(r[0].vmid, 3);

@@ -1,6 +1,5 @@
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <string>
 #include <vector>
 
@@ -209,30 +208,20 @@ TEST(Sanitizer, RealOlderAccessAtWordingCutLastLine) {  // 025
     EXPECT_EQ(ev[0].attr("nearest_alloc_size"), "2400");
 }
 
-// Hostile input: each of these was quadratic in the line length (minutes for 1 MiB lines).
-
-double secondsFor(const std::vector<std::string>& lines, std::vector<Evidence>* ev) {
-    auto t0 = std::chrono::steady_clock::now();
-    *ev = run(lines);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+// Hostile input: each of these was quadratic in the line length (minutes for 1 MiB lines);
+// ctest's TIMEOUT for unit tests (tests/CMakeLists.txt) fails a regression, no timed assertion.
 
 TEST(Sanitizer, AtLineOfOnlyColonsIsLinear) {
-    std::vector<Evidence> ev;
-    double s = secondsFor({"========= Invalid __global__ read of size 4 bytes",
-                           "=========     at 0x10 in " + std::string(1u << 20, ':')},
-                          &ev);
-    EXPECT_LT(s, 5.0);
+    std::vector<Evidence> ev = run({"========= Invalid __global__ read of size 4 bytes",
+                                    "=========     at 0x10 in " + std::string(1u << 20, ':')});
     ASSERT_EQ(ev.size(), 1u);
     EXPECT_EQ(ev[0].attr("pc_offset"), "0x10");
 }
 
 TEST(Sanitizer, OverlongPrefixIsBoundedAndStillJoinsTheReport) {
-    std::vector<Evidence> ev;
     std::string long_a(300000, 'a');
-    double s = secondsFor(
-        {long_a + " Invalid __global__ read of size 4 bytes", std::string(1u << 20, 'a')}, &ev);
-    EXPECT_LT(s, 5.0);
+    std::vector<Evidence> ev =
+        run({long_a + " Invalid __global__ read of size 4 bytes", std::string(1u << 20, 'a')});
     ASSERT_EQ(ev.size(), 1u);
     // A long (non-repeating) prefix: its last 64 bytes identify the continuation lines.
     std::string pfx = "p";
