@@ -12,6 +12,7 @@
 
 #include "daemon/sources/file_tail.h"
 #include "daemon/sources/file_tail_parts.h"
+#include "daemon/test_pause.h"
 
 namespace gpufault::daemon {
 
@@ -59,6 +60,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     auto src = store_.source(id);
     if (!src) return std::unexpected(src.error());
     SourceState st = *src;
+    if (st.max_line > 0) testPause("file-identify");  // tests: truncate it right here
     // The file holds what its checkpoint was written after: the bytes before it hash to the
     // stored value. Not so when it was truncated (and maybe written again under the same first
     // line) while the daemon was down, or when its inode was reused by a file of that first
@@ -66,7 +68,12 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     bool same = st.offset <= size;
     if (same && st.prefix_hash && st.offset > 0 && st.offset <= kHashCap) {
         auto h = prefixHash(f, st.offset);
-        same = h && *h == *st.prefix_hash;
+        // Shorter than a moment ago: truncated while it was being identified (its first line
+        // was still the stream's). Not "rewritten under the same first line": the next poll
+        // sees the truncation and the new first line, and the stream stays in the store for a
+        // copy to continue (a copy cannot continue a stream finished here at offset 0).
+        if (!h) return false;
+        same = *h == *st.prefix_hash;
     }
     std::optional<Mark> resume;
     bool adopted = false;
