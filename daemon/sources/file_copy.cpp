@@ -215,11 +215,14 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
     constexpr int64_t kCandidates = 16;  // the streams of this first line written to last
     auto rows = store_.copyCandidates(id.fingerprint, kCandidates);
     if (!rows) return std::unexpected(rows.error());
-    // A stream followed now is its file's: copyWaits and copyResume decide for its copies.
+    // A stream followed now is its file's: copyWaits and copyResume decide for its copies. One
+    // finished in the open transaction (its file truncated just now) is a candidate like one
+    // finished before: when this daemon started reading it after where the copy ends (a kill
+    // after it committed past the copy), its marks in memory cannot place the copy, and the
+    // checkpoints committed before its last one (sources.earlier) can.
     std::set<int64_t> held;
     for (const auto& [k, o] : files_)
         if (o->stream) held.insert(o->stream->state().id);
-    for (const auto& o : retired_) held.insert(o->stream->state().id);
     // Each candidate's checkpoint and the ones committed before it (a copy made before its
     // original was read further is smaller than the last), by offset so that the copy's prefix
     // is hashed once; the match read furthest wins (a stream continued in a copy before

@@ -311,3 +311,30 @@ TEST(DaemonKill9, TruncatedWhileIdentifiedAfterARestartLeavesTheStreamToTheCopy)
     ASSERT_TRUE(q.caughtUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 13));
 }
+
+// The copy was made, app.log read past it and committed, then the daemon killed; after the
+// restart app.log is read from that checkpoint on (beyond the copy's end) while the copy waits,
+// and app.log is truncated while the daemon runs (found by seed 282139457 of the random test,
+// under load: app.log.8's lines twice). The stream finished by the truncation has no mark in
+// memory where the copy ends, and, finished in the transaction still open, it was no candidate
+// for the checkpoints in the store either: the copy was read from its start. The checkpoint
+// committed before the last one (sources.earlier) now places it.
+TEST(DaemonKill9, CopyWaitingAfterARestartPastItsEndContinuesAnEarlierCheckpoint) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    std::string copy = q.s.app + ".1";
+    ASSERT_TRUE(freeze(q.d.pid()));
+    copyTruncate(q, copy, false);
+    q.lines(q.fd, 5);  // L10-14: in app.log only
+    thaw(q.d.pid());
+    ASSERT_TRUE(q.copyWaits(copy, true));  // app.log committed past the copy's end
+    q.d.kill9();
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(q.copyWaits(copy, true));  // read from that checkpoint on; the copy waits
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 2);  // L15-16
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 17));
+}
