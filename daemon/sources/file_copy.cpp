@@ -111,7 +111,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     f.hashed = st.offset <= kHashCap && prefixHash(f, st.offset).has_value();
     f.hash = f.prefix;
     f.marks.clear();
-    if (f.hashed) f.marks.push_back({st.offset, st.line, f.hash.value()});
+    if (f.hashed) markPrefix(f, st.offset, st.line);
     f.fingerprint = id.fingerprint;
     f.offset = st.offset;
     f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
@@ -140,6 +140,39 @@ std::optional<uint64_t> FileTail::prefixHash(Followed& f, int64_t len) {
     return f.prefix.value();
 }
 
+void FileTail::markPrefix(Followed& f, int64_t len, int64_t line) {
+    // Resumed after a restart: a copy made before the daemon read this far (and committed past
+    // it before a kill) ends at one of these line ends; copyResume finds it there.
+    std::deque<Mark> marks;
+    PrefixHasher h;
+    int64_t at = 0, ends = 0;
+    while (at < len) {
+        size_t want = static_cast<size_t>(std::min<int64_t>(len - at, kChunk));
+        ssize_t n = ::pread(f.fd, buf_.data(), want, at);
+        if (n <= 0) break;
+        const char* p = buf_.data();
+        const char* end = p + n;
+        while (const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p))) {
+            h.add(p, static_cast<size_t>(nl + 1 - p));
+            marks.push_back({at + (nl + 1 - buf_.data()), ++ends, h.value()});
+            if (marks.size() > kMarks) marks.pop_front();
+            p = nl + 1;
+        }
+        h.add(p, static_cast<size_t>(end - p));
+        at += n;
+    }
+    // Line numbers: the checkpoint's line is that of its offset (lines are counted by their
+    // ends, from the stream's first; a stream written again after a truncation starts later).
+    int64_t base = line - ends;
+    if (at != len || base < 0 || h.value() != f.hash.value()) {
+        f.marks.assign(1, Mark{len, line, f.hash.value()});
+        return;
+    }
+    for (auto& m : marks) m.line += base;
+    if (marks.empty() || marks.back().offset != len) marks.push_back({len, line, f.hash.value()});
+    f.marks = std::move(marks);
+}
+
 template <typename Marks>
 const FileTail::Mark* FileTail::lastMark(const Marks& marks, int64_t offset) {
     const Mark* m = nullptr;
@@ -165,7 +198,18 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
     // holds bytes the original also holds: they are read from the original only. The copy
     // waits while it is no larger than the original and the same as its start.
     for (auto& [k, o] : files_) {
-        if (o.get() == &c || o->busy || o->ignored) continue;
+        if (o.get() == &c || o->ignored) continue;
+        if (o->busy) {
+            // Being identified, and looking at `c` meanwhile (both new to the daemon: the
+            // copy was made before it read the original): the larger one holding the other's
+            // bytes is the original, `c` waits for it. (Before, both were read from 0.)
+            if (!o->stream && size <= o->size && sameHead(*o, fingerprint)) {
+                auto hc = prefixHash(c, size);
+                auto ho = prefixHash(*o, size);
+                if (hc && ho && *hc == *ho) return true;
+            }
+            continue;
+        }
         // The others up to date first: an original truncated since our last look is finished
         // (copyResume then finds it), one not identified yet is (the first file identified
         // is the original; its copies wait).

@@ -115,6 +115,10 @@ class FileTail final : public Source {
     static bool headIntact(const Followed& f);
     /// Bytes [f.offset, f.offset + n) at `p` were read; `line_end`: they end a line.
     void consumed(Followed& f, const char* p, size_t n, bool line_end);
+    /// `f.marks` for a stream resumed at `len` (line `line`; `f.hash` holds bytes [0, len)):
+    /// the line ends of its last kMarks lines before it, from the file (a copy made before the
+    /// daemon read that far is placed by them), or only `len` when the file disagrees.
+    void markPrefix(Followed& f, int64_t len, int64_t line);
     /// The hash of the file's bytes [0, len) (cached for a growing `len`); nullopt if shorter.
     std::optional<uint64_t> prefixHash(Followed& f, int64_t len);
     /// The file starts with a first line of this fingerprint.
@@ -168,6 +172,7 @@ class FileTail final : public Source {
     uint64_t vanishedLost_ = 0;  ///< counted by accountVanished, not committed yet
     uint64_t vanishedStreams_ = 0;  ///< streams it finished, not committed yet
     CarriedCounters carried_;                      ///< from before a reload, by key
+    std::chrono::steady_clock::time_point pollUntil_{};  ///< the current poll's time budget
 };
 
 }  // namespace gpufault::daemon

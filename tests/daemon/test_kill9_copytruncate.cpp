@@ -338,3 +338,27 @@ TEST(DaemonKill9, CopyWaitingAfterARestartPastItsEndContinuesAnEarlierCheckpoint
     ASSERT_TRUE(q.caughtUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 17));
 }
+
+// As above, but the daemon never committed a checkpoint at or before the copy's end: it first
+// read app.log after the copy was made and lines were added (found by seed 614140082 of the
+// random test, under load: app.log.11's lines twice). After the restart, the stream resumed at
+// its checkpoint knows its line ends before it from the file (their hashes), and the copy,
+// waiting, resumes at its own end once app.log is truncated.
+TEST(DaemonKill9, CopyOfWhatWasNeverCheckpointedIsPlacedAfterARestart) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(freeze(q.d.pid()));
+    q.lines(q.fd, 10);  // L0-9, then copied
+    std::string copy = q.s.app + ".1";
+    copyTruncate(q, copy, false);
+    q.lines(q.fd, 5);  // L10-14: in app.log only
+    thaw(q.d.pid());
+    ASSERT_TRUE(q.copyWaits(copy, true));  // one checkpoint: after L14
+    q.d.kill9();
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(q.copyWaits(copy, true));
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 2);  // L15-16
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 17));
+}
