@@ -14,7 +14,9 @@ void testPause(const char* point) {
     if (!dir || !*dir) return;
     std::string armed = std::string(dir) + "/" + point, paused = armed + ".paused";
     if (std::rename(armed.c_str(), paused.c_str()) != 0) return;  // not armed
-    struct timespec ms {0, 1000000};
+    struct timespec ms {
+        0, 1000000
+    };
     for (int i = 0; i < 30000 && ::access(paused.c_str(), F_OK) == 0; ++i) nanosleep(&ms, nullptr);
 }
 
