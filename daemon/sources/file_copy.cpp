@@ -351,6 +351,24 @@ db::Result<void> FileTail::writeCheckpoint(Followed& f, int64_t end, bool comple
             if (earlier.size() < kEarlier && e.offset < cp.offset &&
                 (earlier.empty() || e.offset < earlier.back().offset))
                 earlier.push_back(e);
+        // And the line ends 1, 2, 4 … 512 lines before it: a copy made a few lines before a
+        // checkpoint, with none committed at or below its end (the daemon read past it at once),
+        // is placed by the nearest one below its end after a restart, also when its original
+        // was truncated while the daemon was down (its lines after that are read again under
+        // their numbers, stored once).
+        for (size_t back = 1; back <= f.marks.size(); back *= 2) {
+            const Mark& m = f.marks[f.marks.size() - back];
+            if (m.offset > 0 && m.offset < cp.offset) earlier.push_back({m.offset, m.line, m.hash});
+        }
+        std::sort(earlier.begin(), earlier.end(), [](const PrefixMark& a, const PrefixMark& b) {
+            return a.offset > b.offset;
+        });
+        earlier.erase(std::unique(earlier.begin(),
+                                  earlier.end(),
+                                  [](const PrefixMark& a, const PrefixMark& b) {
+                                      return a.offset == b.offset;
+                                  }),
+                      earlier.end());
         cp.earlier = std::move(earlier);
     });
 }

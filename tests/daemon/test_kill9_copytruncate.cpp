@@ -362,3 +362,26 @@ TEST(DaemonKill9, CopyOfWhatWasNeverCheckpointedIsPlacedAfterARestart) {
     ASSERT_TRUE(q.caughtUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 17));
 }
+
+// The copy was made, then the daemon read app.log for the first time, past the copy's end, and
+// committed (no checkpoint at or below the copy's end); killed; app.log truncated while it was
+// dead. The checkpoint keeps the hashes of line ends 1, 2, 4 … lines before it: the nearest one
+// below the copy's end places the copy, which gives the lines after it again under their
+// numbers (stored once).
+TEST(DaemonKill9, CopyTruncatedWhileKilledIsPlacedByALineEndBeforeTheCheckpoint) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(freeze(q.d.pid()));
+    q.lines(q.fd, 10);  // L0-9, then copied
+    std::string copy = q.s.app + ".1";
+    copyTruncate(q, copy, false);
+    q.lines(q.fd, 5);  // L10-14: in app.log only
+    thaw(q.d.pid());
+    ASSERT_TRUE(q.copyWaits(copy, true));  // one checkpoint: after L14
+    q.d.kill9();
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 2);  // L15-16
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 17));
+}
