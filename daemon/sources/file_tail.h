@@ -50,8 +50,8 @@ namespace gpufault::daemon {
 /// bytes before the checkpoint differ (truncated and rewritten while the daemon was down, or
 /// a reused inode) is read from its start. A copy smaller than the checkpoint (its original
 /// was read past what was copied before the truncation, and a kill undid the resume) matches
-/// one of the checkpoints committed before it (sources.earlier, the last four). Not
-/// recognised: a copy smaller than all of those, a copy compressed before the daemon saw it
+/// one of the places before it (sources.earlier: the last four checkpoints, and the line ends
+/// 1, 2, 4 … 512 lines before it). Not recognised: a copy smaller than all of those, a copy compressed before the daemon saw it
 /// (compressed files are skipped), checkpoints beyond kHashCap (64 MiB). Taken for a copy: a
 /// new file of the same bytes as a stream whose file is gone (the same job output again).
 class FileTail final : public Source {
