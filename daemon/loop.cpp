@@ -2,10 +2,12 @@
 // diagnoses are the worker thread's (daemon/worker.h), asked after commits.
 #include <fmt/format.h>
 #include <sys/inotify.h>
+#include <sys/signalfd.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstring>
 #include <functional>
 #include <set>
 
@@ -32,7 +34,7 @@ class Loop {
   public:
     explicit Loop(State& s)
         : s_(s),
-          signals_(s.io, SIGTERM, SIGINT, SIGHUP),
+          signals_(s.io, SIGHUP),
           pollTimer_(s.io),
           commitTimer_(s.io),
           retryTimer_(s.io),
@@ -43,7 +45,8 @@ class Loop {
           idleTimer_(s.io),
           kmsgWait_(s.io),
           journalWait_(s.io),
-          inotify_(s.io) {}
+          inotify_(s.io),
+          stopWait_(s.io) {}
 
     void start() {
         bootId_ = readBootId();
@@ -52,6 +55,7 @@ class Loop {
         // worker checks once (a store that is up to date costs it a read, no write).
         if (s_.worker) s_.worker->request();
         waitSignal();
+        waitStop();
         armSources();
         uint64_t usec = 0;
         if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
@@ -70,20 +74,61 @@ class Loop {
     void waitSignal() {
         signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
             if (ec) return;
-            if (sig == SIGHUP) {
-                reload();
-                waitSignal();
+            if (sig == SIGHUP) reload();
+            waitSignal();
+        });
+    }
+
+    /// SIGTERM and SIGINT stay blocked on every thread and are read from a signalfd: an idle
+    /// loop wakes on it, and a busy one sees them pending (sigpending) at each pump, not only
+    /// after the handlers queued before an Asio signal_set's handler (a fault flood queues
+    /// several pumps of seconds each: 9-15 s from SIGTERM to its handler on a loaded machine).
+    void waitStop() {
+        if (!stopWait_.is_open()) {
+            sigset_t set;
+            sigemptyset(&set);
+            sigaddset(&set, SIGTERM);
+            sigaddset(&set, SIGINT);
+            int fd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+            if (fd < 0) {
+                logLine(3, fmt::format("signalfd: {}", std::strerror(errno)));
                 return;
             }
-            logLine(6, fmt::format("signal {}: flushing and stopping", sig));
-            sd_notify(0, "STOPPING=1");
-            // What is pending is committed; when records arrived since the worker was last
-            // asked, it gets one more pass, which the teardown (stopWorkerStep) lets run for
-            // kFinalCorrelation.
-            if (s_.store_error.empty() && s_.txn) commit();
-            if (incidentsStale_ && s_.worker) s_.worker->request();
-            s_.io.stop();
-        });
+            stopWait_.assign(fd);
+        }
+        stopWait_.async_wait(asio::posix::stream_descriptor::wait_read,
+                             [this](const boost::system::error_code& ec) {
+                                 if (ec || stopping_) return;
+                                 if (!stopIfAsked()) waitStop();
+                             });
+    }
+
+    /// A SIGTERM or SIGINT is pending: stop (true). Cheap enough for every pump.
+    bool stopIfAsked() {
+        if (stopping_) return true;
+        sigset_t pending;
+        if (sigpending(&pending) != 0 ||
+            (!sigismember(&pending, SIGTERM) && !sigismember(&pending, SIGINT)))
+            return false;
+        int sig = SIGTERM;
+        struct signalfd_siginfo si {};
+        if (stopWait_.is_open() &&
+            ::read(stopWait_.native_handle(), &si, sizeof si) == static_cast<ssize_t>(sizeof si))
+            sig = static_cast<int>(si.ssi_signo);
+        stop(sig);
+        return true;
+    }
+
+    void stop(int sig) {
+        stopping_ = true;
+        logLine(6, fmt::format("signal {}: flushing and stopping", sig));
+        sd_notify(0, "STOPPING=1");
+        // What is pending is committed; when records arrived since the worker was last asked,
+        // it gets one more pass, which the teardown (stopWorkerStep) lets run for
+        // kFinalCorrelation.
+        if (s_.store_error.empty() && s_.txn) commit();
+        if (incidentsStale_ && s_.worker) s_.worker->request();
+        s_.io.stop();
     }
 
     /// Readiness of /dev/kmsg, inotify events on the patterns' directories, the poll timer.
@@ -161,9 +206,11 @@ class Loop {
 
     /// Reads every source once; commits when a batch is full, else arms the batch timer.
     void pump() {
+        if (stopIfAsked()) return;
         if (!s_.store_error.empty() || !s_.txn) return;  // the retry timer resumes
         bool more = false;
         for (auto& src : s_.sources) {
+            if (stopIfAsked()) return;
             auto r = src->poll(*s_.txn);
             if (!r) return fail(r.error().message);
             more = more || *r;
@@ -420,10 +467,10 @@ class Loop {
     asio::signal_set signals_;
     asio::steady_timer pollTimer_, commitTimer_, retryTimer_, correlateTimer_, watchdogTimer_,
         metricsTimer_, retentionTimer_, idleTimer_;
-    asio::posix::stream_descriptor kmsgWait_, journalWait_, inotify_;
+    asio::posix::stream_descriptor kmsgWait_, journalWait_, inotify_, stopWait_;
     Clock::duration watchdogPeriod_{};
     Clock::time_point lastCorrelate_{};
-    bool commitArmed_ = false, correlateArmed_ = false, morePosted_ = false;
+    bool commitArmed_ = false, correlateArmed_ = false, morePosted_ = false, stopping_ = false;
     bool incidentsStale_ = false;  ///< records committed since the worker was last asked
     uint64_t evidenceSeen_ = 0, linesAtLastPump_ = 0;
     int64_t lastSnapshotEvidence_ = 0;
@@ -434,11 +481,13 @@ class Loop {
 }  // namespace
 
 void runLoop(State& s) {
-    Loop loop(s);  // installs the signal handlers ...
+    Loop loop(s);  // installs the SIGHUP handler ...
     sigset_t set;
     sigemptyset(&set);
-    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, sig);
-    sigprocmask(SIG_UNBLOCK, &set, nullptr);  // ... so signals pending since start-up are seen
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);  // ... so a SIGHUP pending since start-up is seen
+    // SIGTERM and SIGINT stay blocked: the loop reads them from a signalfd (waitStop), which
+    // also sees one pending since start-up.
     loop.start();
     s.io.run();
 }

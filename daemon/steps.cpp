@@ -69,6 +69,11 @@ StepResult openSourcesStep(State& s) {
         auto j = std::make_unique<JournalSource>(*s.store, c.journal_dir, c.journal_units,
                                                  readBootId(), c.dispatch_window);
         j->crashOptions() = crash;
+        // Cores named by its entries are unwound on the worker's thread (a queued job dropped
+        // at exit stays queued in the store for the next start).
+        j->unwindOn([&s](WorkerJob job) {
+            if (s.worker) s.worker->submit(std::move(job));
+        });
         if (auto r = j->open(); !r) {
             logLine(3, fmt::format("journal source off: {}", r.error().message));
         } else {

@@ -105,7 +105,9 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
     sink_.flushCounts();
     if (sink_.error()) return std::unexpected(*sink_.error());
     SourceState cp = state_;
-    cp.max_line = static_cast<int64_t>(lineNo_);
+    // The last line stored: never lowered by a stream resumed before it (a copy continuing an
+    // earlier checkpoint; a block held open), so re-read dispatches are not counted again.
+    cp.max_line = std::max(state_.max_line, static_cast<int64_t>(lineNo_));
     cp.complete = complete;
     cp.prefix_hash.reset();  // for the new offset: only `adjust` knows it (file sources)
     // Resume where the oldest unfinished block starts (it must be among the remembered line

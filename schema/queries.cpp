@@ -130,13 +130,19 @@ DispatchRow readDispatch(const db::Stmt& s) {
 }  // namespace
 
 db::Result<std::vector<StoredEvidence>> queryEvidence(db::Db& d, const EvidenceFilter& f) {
+    // Records after an id (the daemon after each commit: `watch`, process snapshots) are a
+    // range of rowids: NOT INDEXED makes SQLite read that range and sort it. Otherwise it walks
+    // the whole identity index for the ORDER BY (seconds on a store of a million records,
+    // at every commit of the daemon's loop).
     std::string sql = fmt::format(
-        "SELECT {} FROM evidence e JOIN sources s ON s.id = e.source_id WHERE (?1 IS NULL OR "
+        "SELECT {} FROM evidence e {} JOIN sources s ON s.id = e.source_id WHERE (?1 IS NULL OR "
         "e.kind = ?1) AND (?2 IS NULL OR s.path = ?2 OR substr(s.path, -length(?2) - 1) = '/' || "
         "?2) AND (?3 IS NULL OR e.id IN (SELECT "
-        "evidence_id FROM incident_evidence WHERE incident_id = ?3)) AND (?4 IS NULL OR e.id > ?4) "
+        "evidence_id FROM incident_evidence WHERE incident_id = ?3)) AND {} "
         "ORDER BY e.source_id, e.line, e.id",
-        f.with_text ? std::string(kEvidenceColumns) : kEvidenceColumnsNoText);
+        f.with_text ? std::string(kEvidenceColumns) : kEvidenceColumnsNoText,
+        f.after_id ? "NOT INDEXED" : "",
+        f.after_id ? "e.id > ?4" : "?4 IS NULL");
     auto s = d.prepare(sql);
     if (!s) return std::unexpected(s.error());
     s->bind(1, f.kind).bind(2, f.source).bind(3, f.incident).bind(4, f.after_id);

@@ -137,6 +137,15 @@ struct CoreRecord {
 
 /// Read/write access to the store. Opening read-write creates the file and applies migrations
 /// (`PRAGMA user_version`); read-only never changes the file.
+/// A systemd-coredump journal entry whose core gpufaultd's worker has not unwound yet (table
+/// pending_cores, schema/sql/013_pending_cores.sql).
+struct PendingCore {
+    int64_t id = 0;
+    std::string journal;  ///< the journal's directory ("" = the local system journal)
+    std::string cursor;   ///< the entry's journal cursor
+    std::string fields;   ///< the entry's fields as a JSON object (COREDUMP= left out)
+};
+
 class Store {
   public:
     enum class Mode { ReadOnly, ReadWrite };
@@ -233,6 +242,17 @@ class Store {
     /// the open transaction; incidents are recomputed afterwards): a crash first stored from its
     /// journal entry alone is replaced when its core file is read later.
     db::Result<void> dropCoreOf(int64_t source_id);
+    /// Queues an entry's core for the worker, in the open transaction (with the journal
+    /// cursor that passes the entry); returns its id (the row's of an entry queued already).
+    /// Implemented in store_cores.cpp.
+    db::Result<int64_t> addPendingCore(const PendingCore& p);
+    /// The queued cores of the journal `journal` (its directory, "" = the system journal),
+    /// oldest first.
+    db::Result<std::vector<PendingCore>> pendingCores(const std::string& journal);
+    /// Whether queued core `id` is still queued (false: done meanwhile).
+    db::Result<bool> hasPendingCore(int64_t id);
+    /// Removes queued core `id` (stored, found stored already, or not readable).
+    db::Result<void> removePendingCore(int64_t id);
     /// The note of the core a source holds (nullopt: none, or no note).
     db::Result<std::optional<std::string>> coreNoteOf(int64_t source_id);
     /// The id of the record of `kind` a source produced first, if any.

@@ -90,4 +90,50 @@ db::Result<int64_t> Store::addCore(int64_t source_id,
     return core;
 }
 
+db::Result<int64_t> Store::addPendingCore(const PendingCore& p) {
+    auto ins = db_.prepare(
+        "INSERT OR IGNORE INTO pending_cores(journal, cursor, fields, queued_at) "
+        "VALUES(?1, ?2, ?3, strftime('%Y-%m-%dT%H:%M:%SZ','now'))");
+    if (!ins) return std::unexpected(ins.error());
+    ins->bind(1, p.journal).bind(2, p.cursor).bind(3, p.fields);
+    if (auto r = ins->run(); !r) return std::unexpected(r.error());
+    if (db_.changes() > 0) return db_.lastInsertId();
+    // Queued already (the entry read again after a restart before the worker was done).
+    auto sel = db_.prepare("SELECT id FROM pending_cores WHERE journal=?1 AND cursor=?2");
+    if (!sel) return std::unexpected(sel.error());
+    sel->bind(1, p.journal).bind(2, p.cursor);
+    auto row = sel->step();
+    if (!row) return std::unexpected(row.error());
+    return sel->i64(0);
+}
+
+db::Result<std::vector<PendingCore>> Store::pendingCores(const std::string& journal) {
+    auto sel = db_.prepare(
+        "SELECT id, journal, cursor, fields FROM pending_cores WHERE journal=?1 ORDER BY id");
+    if (!sel) return std::unexpected(sel.error());
+    sel->bind(1, journal);
+    std::vector<PendingCore> out;
+    for (;;) {
+        auto row = sel->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        out.push_back({sel->i64(0), sel->str(1), sel->str(2), sel->str(3)});
+    }
+    return out;
+}
+
+db::Result<bool> Store::hasPendingCore(int64_t id) {
+    auto sel = db_.prepare("SELECT 1 FROM pending_cores WHERE id=?1");
+    if (!sel) return std::unexpected(sel.error());
+    sel->bind(1, id);
+    return sel->step();
+}
+
+db::Result<void> Store::removePendingCore(int64_t id) {
+    auto del = db_.prepare("DELETE FROM pending_cores WHERE id=?1");
+    if (!del) return std::unexpected(del.error());
+    del->bind(1, id);
+    return del->run();
+}
+
 }  // namespace gpufault

@@ -12,6 +12,7 @@
 
 #include "daemon/sources/file_tail.h"
 #include "daemon/sources/file_tail_parts.h"
+#include "daemon/test_pause.h"
 
 namespace gpufault::daemon {
 
@@ -59,6 +60,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     auto src = store_.source(id);
     if (!src) return std::unexpected(src.error());
     SourceState st = *src;
+    if (st.max_line > 0) testPause("file-identify");  // tests: truncate it right here
     // The file holds what its checkpoint was written after: the bytes before it hash to the
     // stored value. Not so when it was truncated (and maybe written again under the same first
     // line) while the daemon was down, or when its inode was reused by a file of that first
@@ -66,7 +68,12 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     bool same = st.offset <= size;
     if (same && st.prefix_hash && st.offset > 0 && st.offset <= kHashCap) {
         auto h = prefixHash(f, st.offset);
-        same = h && *h == *st.prefix_hash;
+        // Shorter than a moment ago: truncated while it was being identified (its first line
+        // was still the stream's). Not "rewritten under the same first line": the next poll
+        // sees the truncation and the new first line, and the stream stays in the store for a
+        // copy to continue (a copy cannot continue a stream finished here at offset 0).
+        if (!h) return false;
+        same = *h == *st.prefix_hash;
     }
     std::optional<Mark> resume;
     bool adopted = false;
@@ -104,7 +111,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     f.hashed = st.offset <= kHashCap && prefixHash(f, st.offset).has_value();
     f.hash = f.prefix;
     f.marks.clear();
-    if (f.hashed) f.marks.push_back({st.offset, st.line, f.hash.value()});
+    if (f.hashed) markPrefix(f, st.offset, st.line);
     f.fingerprint = id.fingerprint;
     f.offset = st.offset;
     f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
@@ -133,6 +140,39 @@ std::optional<uint64_t> FileTail::prefixHash(Followed& f, int64_t len) {
     return f.prefix.value();
 }
 
+void FileTail::markPrefix(Followed& f, int64_t len, int64_t line) {
+    // Resumed after a restart: a copy made before the daemon read this far (and committed past
+    // it before a kill) ends at one of these line ends; copyResume finds it there.
+    std::deque<Mark> marks;
+    PrefixHasher h;
+    int64_t at = 0, ends = 0;
+    while (at < len) {
+        size_t want = static_cast<size_t>(std::min<int64_t>(len - at, kChunk));
+        ssize_t n = ::pread(f.fd, buf_.data(), want, at);
+        if (n <= 0) break;
+        const char* p = buf_.data();
+        const char* end = p + n;
+        while (const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p))) {
+            h.add(p, static_cast<size_t>(nl + 1 - p));
+            marks.push_back({at + (nl + 1 - buf_.data()), ++ends, h.value()});
+            if (marks.size() > kMarks) marks.pop_front();
+            p = nl + 1;
+        }
+        h.add(p, static_cast<size_t>(end - p));
+        at += n;
+    }
+    // Line numbers: the checkpoint's line is that of its offset (lines are counted by their
+    // ends, from the stream's first; a stream written again after a truncation starts later).
+    int64_t base = line - ends;
+    if (at != len || base < 0 || h.value() != f.hash.value()) {
+        f.marks.assign(1, Mark{len, line, f.hash.value()});
+        return;
+    }
+    for (auto& m : marks) m.line += base;
+    if (marks.empty() || marks.back().offset != len) marks.push_back({len, line, f.hash.value()});
+    f.marks = std::move(marks);
+}
+
 template <typename Marks>
 const FileTail::Mark* FileTail::lastMark(const Marks& marks, int64_t offset) {
     const Mark* m = nullptr;
@@ -158,7 +198,18 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
     // holds bytes the original also holds: they are read from the original only. The copy
     // waits while it is no larger than the original and the same as its start.
     for (auto& [k, o] : files_) {
-        if (o.get() == &c || o->busy || o->ignored) continue;
+        if (o.get() == &c || o->ignored) continue;
+        if (o->busy) {
+            // Being identified, and looking at `c` meanwhile (both new to the daemon: the
+            // copy was made before it read the original): the larger one holding the other's
+            // bytes is the original, `c` waits for it. (Before, both were read from 0.)
+            if (!o->stream && size <= o->size && sameHead(*o, fingerprint)) {
+                auto hc = prefixHash(c, size);
+                auto ho = prefixHash(*o, size);
+                if (hc && ho && *hc == *ho) return true;
+            }
+            continue;
+        }
         // The others up to date first: an original truncated since our last look is finished
         // (copyResume then finds it), one not identified yet is (the first file identified
         // is the original; its copies wait).
@@ -208,11 +259,14 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
     constexpr int64_t kCandidates = 16;  // the streams of this first line written to last
     auto rows = store_.copyCandidates(id.fingerprint, kCandidates);
     if (!rows) return std::unexpected(rows.error());
-    // A stream followed now is its file's: copyWaits and copyResume decide for its copies.
+    // A stream followed now is its file's: copyWaits and copyResume decide for its copies. One
+    // finished in the open transaction (its file truncated just now) is a candidate like one
+    // finished before: when this daemon started reading it after where the copy ends (a kill
+    // after it committed past the copy), its marks in memory cannot place the copy, and the
+    // checkpoints committed before its last one (sources.earlier) can.
     std::set<int64_t> held;
     for (const auto& [k, o] : files_)
         if (o->stream) held.insert(o->stream->state().id);
-    for (const auto& o : retired_) held.insert(o->stream->state().id);
     // Each candidate's checkpoint and the ones committed before it (a copy made before its
     // original was read further is smaller than the last), by offset so that the copy's prefix
     // is hashed once; the match read furthest wins (a stream continued in a copy before
@@ -297,6 +351,24 @@ db::Result<void> FileTail::writeCheckpoint(Followed& f, int64_t end, bool comple
             if (earlier.size() < kEarlier && e.offset < cp.offset &&
                 (earlier.empty() || e.offset < earlier.back().offset))
                 earlier.push_back(e);
+        // And the line ends 1, 2, 4 … 512 lines before it: a copy made a few lines before a
+        // checkpoint, with none committed at or below its end (the daemon read past it at once),
+        // is placed by the nearest one below its end after a restart, also when its original
+        // was truncated while the daemon was down (its lines after that are read again under
+        // their numbers, stored once).
+        for (size_t back = 1; back <= f.marks.size(); back *= 2) {
+            const Mark& m = f.marks[f.marks.size() - back];
+            if (m.offset > 0 && m.offset < cp.offset) earlier.push_back({m.offset, m.line, m.hash});
+        }
+        std::sort(earlier.begin(), earlier.end(), [](const PrefixMark& a, const PrefixMark& b) {
+            return a.offset > b.offset;
+        });
+        earlier.erase(std::unique(earlier.begin(),
+                                  earlier.end(),
+                                  [](const PrefixMark& a, const PrefixMark& b) {
+                                      return a.offset == b.offset;
+                                  }),
+                      earlier.end());
         cp.earlier = std::move(earlier);
     });
 }

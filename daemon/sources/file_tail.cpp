@@ -294,7 +294,12 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
     }
     const char* p = buf_.data();
     const char* end = p + n;
-    while (p < end) {
+    bool spent = false;  // stopped at a line end for the poll's time budget: the rest next poll
+    for (unsigned lines = 0; p < end; ++lines) {
+        if ((lines & 255) == 255 && !f.skipping && Clock::now() >= pollUntil_) {
+            spent = true;
+            break;
+        }
         const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
         int64_t at = f.offset;
         if (!nl) {
@@ -319,13 +324,14 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
         p = nl + 1;
     }
     if (f.stream->error()) return std::unexpected(*f.stream->error());
-    return size > f.offset && static_cast<size_t>(n) == want && want == kChunk;
+    return spent || (size > f.offset && static_cast<size_t>(n) == want && want == kChunk);
 }
 
 db::Result<bool> FileTail::poll(Txn& txn) {
     if (scanDue_) scan();
     bool more = false;
     auto now = Clock::now();
+    pollUntil_ = now + kPollBudget;
     for (auto it = files_.begin(); it != files_.end();) {
         Followed& f = *it->second;
         auto r = read(txn, f);

@@ -50,8 +50,8 @@ namespace gpufault::daemon {
 /// bytes before the checkpoint differ (truncated and rewritten while the daemon was down, or
 /// a reused inode) is read from its start. A copy smaller than the checkpoint (its original
 /// was read past what was copied before the truncation, and a kill undid the resume) matches
-/// one of the checkpoints committed before it (sources.earlier, the last four). Not
-/// recognised: a copy smaller than all of those, a copy compressed before the daemon saw it
+/// one of the places before it (sources.earlier: the last four checkpoints, and the line ends
+/// 1, 2, 4 … 512 lines before it). Not recognised: a copy smaller than all of those, a copy compressed before the daemon saw it
 /// (compressed files are skipped), checkpoints beyond kHashCap (64 MiB). Taken for a copy: a
 /// new file of the same bytes as a stream whose file is gone (the same job output again).
 class FileTail final : public Source {
@@ -115,6 +115,10 @@ class FileTail final : public Source {
     static bool headIntact(const Followed& f);
     /// Bytes [f.offset, f.offset + n) at `p` were read; `line_end`: they end a line.
     void consumed(Followed& f, const char* p, size_t n, bool line_end);
+    /// `f.marks` for a stream resumed at `len` (line `line`; `f.hash` holds bytes [0, len)):
+    /// the line ends of its last kMarks lines before it, from the file (a copy made before the
+    /// daemon read that far is placed by them), or only `len` when the file disagrees.
+    void markPrefix(Followed& f, int64_t len, int64_t line);
     /// The hash of the file's bytes [0, len) (cached for a growing `len`); nullopt if shorter.
     std::optional<uint64_t> prefixHash(Followed& f, int64_t len);
     /// The file starts with a first line of this fingerprint.
@@ -168,6 +172,7 @@ class FileTail final : public Source {
     uint64_t vanishedLost_ = 0;  ///< counted by accountVanished, not committed yet
     uint64_t vanishedStreams_ = 0;  ///< streams it finished, not committed yet
     CarriedCounters carried_;                      ///< from before a reload, by key
+    std::chrono::steady_clock::time_point pollUntil_{};  ///< the current poll's time budget
 };
 
 }  // namespace gpufault::daemon

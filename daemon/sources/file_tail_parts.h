@@ -16,7 +16,11 @@
 
 namespace gpufault::daemon::file_tail {
 
-inline constexpr size_t kChunk = 4u << 20;  ///< bytes read per file per poll
+inline constexpr size_t kChunk = 4u << 20;  ///< bytes read per file per poll, at most
+/// Lines are parsed for this long per poll, then the poll ends at a line end and says there
+/// is more: the loop's other handlers (a SIGTERM, `status`) wait for one budget, not for 4 MiB
+/// of fault lines (each a record: seconds on a loaded machine).
+inline constexpr auto kPollBudget = std::chrono::milliseconds(100);
 inline constexpr size_t kMaxLine = LineDecoder::kMaxLine;
 inline constexpr size_t kMarks = 1024;   ///< line ends remembered per stream (copytruncate)
 inline constexpr size_t kFinished = 32;  ///< finished streams remembered (copytruncate)

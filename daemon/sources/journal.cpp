@@ -4,6 +4,7 @@
 #include <systemd/sd-journal.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "collectors/coredump/systemd_coredump.h"
 #include "collectors/prefix/journal_entry.h"
@@ -93,6 +94,21 @@ db::Result<void> JournalSource::start(Txn& txn) {
     stream_ = std::make_unique<StreamIngest>(store_, *src, window_, sum_);
     cursors_.clear();
     pendingFirst_ = false;
+    if (submit_) {
+        // Queued before a kill, a stop or a reload, not done yet (a job finds out whether one
+        // was done meanwhile). Handed over after the loop's next commit, as new ones are: the
+        // worker stores in transactions of its own, and this one is open.
+        auto queued = store_.pendingCores(directory_);
+        if (!queued) return std::unexpected(queued.error());
+        if (!queued->empty())
+            logLine(
+                6,
+                fmt::format("{}: {} core(s) queued before, to be unwound", name(), queued->size()));
+        for (auto& p : *queued) {
+            queued_.push_back(std::move(p));
+            ++coresUncommitted_;  // the loop commits soon
+        }
+    }
     if (src->cursor) {
         int r = sd_journal_seek_cursor(j_, src->cursor->c_str());
         if (r < 0) return std::unexpected(journalError("seek to the checkpoint", r));
@@ -195,36 +211,6 @@ bool JournalSource::fromSystemdCoredump() {
            field(j_, "SYSLOG_IDENTIFIER") == "systemd-coredump";
 }
 
-JournalCore JournalSource::coreFromJournal() {
-    JournalCore jc;
-    size_t saved = 0;
-    (void)sd_journal_get_data_threshold(j_, &saved);
-    (void)sd_journal_set_data_threshold(j_, 0);  // 0: whole fields, not their first 64 KiB
-    const void* data = nullptr;
-    size_t len = 0;
-    int rc = sd_journal_get_data(j_, "COREDUMP", &data, &len);
-    constexpr std::string_view kField = "COREDUMP=";
-    if (rc < 0) {
-        jc.error = fmt::format("sd_journal_get_data: {}", std::strerror(-rc));
-    } else if (len < kField.size()) {
-        jc.error = "empty COREDUMP= field";
-    } else if (len - kField.size() > crash_.unpack.max_bytes) {
-        jc.error = fmt::format("{} bytes: over cores.max_unpacked_mib ({} bytes)",
-                               len - kField.size(),
-                               crash_.unpack.max_bytes);
-    } else if (auto t = TempFile::create(crash_.unpack, "journal"); !t) {
-        jc.error = t.error().message;
-    } else if (auto w = t->write(std::string_view(static_cast<const char*>(data) + kField.size(),
-                                                  len - kField.size()));
-               !w) {
-        jc.error = w.error().message;
-    } else {
-        jc.file.emplace(std::move(*t));
-    }
-    (void)sd_journal_set_data_threshold(j_, saved);
-    return jc;
-}
-
 db::Result<void> JournalSource::storeCoredump(Txn& txn) {
     coredump::FieldMap fields;
     const void* data = nullptr;
@@ -245,11 +231,29 @@ db::Result<void> JournalSource::storeCoredump(Txn& txn) {
         return {};
     }
     for (const auto& w : e->warnings) logLine(4, "systemd-coredump entry: " + w);
-    // Storage=journal: the core is the COREDUMP= field. Read whole (no data threshold) only when
-    // no kept file would be read instead, capped like a decompressed core, into a temporary
-    // file that libdw reads and that is gone afterwards.
-    JournalCore jc = e->in_journal && !e->filename ? coreFromJournal() : JournalCore{};
     if (auto r = txn.ensure(); !r) return r;
+    if ((e->filename || e->in_journal) && submit_) {
+        // Reading and unwinding a core takes seconds for a big one: the worker's. The entry is
+        // queued in this transaction, which commits the cursor past it, so a kill after the
+        // commit finds it queued at the next start; it is handed over once committed.
+        nlohmann::json j = nlohmann::json::object();
+        for (const auto& [k, v] : fields) j[k] = v;  // COREDUMP: "" (only its presence counts)
+        PendingCore p{0,
+                      directory_,
+                      lastCursor_,
+                      j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+        auto id = store_.addPendingCore(p);
+        if (!id) return std::unexpected(id.error());
+        p.id = *id;
+        queued_.push_back(std::move(p));
+        ++coresUncommitted_;  // the loop commits when a source has something uncommitted
+        return {};
+    }
+    // Storage=journal: the core is the COREDUMP= field. Read whole only when no kept file would
+    // be read instead, capped like a decompressed core, into a temporary file that libdw reads
+    // and that is gone afterwards.
+    JournalCore jc =
+        e->in_journal && !e->filename ? journalCoreHere(j_, crash_.unpack) : JournalCore{};
     if (auto r = store_.savepoint(); !r) return r;  // one crash's rows stand or fall together
     auto r = ingestCoredumpEntry(store_, *e, "journal:" + name(), crash_, false, &jc);
     if (auto s = r ? store_.releaseSavepoint() : store_.undoSavepoint(); !s) return s;
@@ -279,7 +283,8 @@ uint64_t JournalSource::uncommittedLines() const {
 }
 
 db::Result<void> JournalSource::checkpoint() {
-    if (!stream_ || stream_->uncommittedLines() == 0) return {};
+    // Entries that gave no line but a queued core move the cursor too (with the queue's rows).
+    if (!stream_ || (stream_->uncommittedLines() == 0 && queued_.empty())) return {};
     return stream_->checkpoint(counter_ + 1, false, 0, [this](SourceState& cp) {
         // The position StreamIngest chose → the entry's cursor (offset 0: resume at it), or
         // after everything read (offset 1: resume after the last entry).
@@ -300,6 +305,8 @@ db::Result<void> JournalSource::checkpoint() {
 void JournalSource::committed() {
     coresUncommitted_ = 0;
     if (stream_) stream_->committed();
+    for (auto& p : queued_) submit_(unwindJournalCore(std::move(p), "journal:" + name(), crash_));
+    queued_.clear();
 }
 
 bool JournalSource::kernelRecord(int64_t source_id, uint64_t line) const {
@@ -315,6 +322,7 @@ void JournalSource::reset() {
     stream_.reset();  // the next poll seeks to the committed cursor again
     kernelLines_.clear();
     coresUncommitted_ = 0;
+    queued_.clear();  // rolled back: queued again when the entries are read again
     sum_ = IngestSummary{};
 }
 

@@ -4,12 +4,14 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "daemon/source.h"
+#include "daemon/worker.h"
 #include "ingest/ingest_crash.h"
 #include "ingest/stream.h"
 
@@ -55,13 +57,16 @@ class JournalSource final : public Source {
 
     /// How systemd-coredump's core files are read (decompression cap, temporary directory).
     CrashOptions& crashOptions() { return crash_; }
+    /// Cores are read and unwound by jobs handed to `submit` (the worker thread), not on the
+    /// loop: a systemd-coredump entry with a core (COREDUMP_FILENAME or COREDUMP=) is queued
+    /// in the store (pending_cores) in the transaction that commits the cursor past it and
+    /// handed over once that is committed; entries still queued from an earlier run are handed
+    /// over when the source starts. Without it they are unwound on the loop, in its transaction.
+    void unwindOn(std::function<void(WorkerJob)> submit) { submit_ = std::move(submit); }
 
   private:
     /// Stores the systemd-coredump entry the journal is positioned on (in `txn`).
     db::Result<void> storeCoredump(Txn& txn);
-    /// The current entry's COREDUMP= core (Storage=journal) in a temporary file, capped by
-    /// cores.max_unpacked_mib; or why not.
-    JournalCore coreFromJournal();
     /// True when journald's own fields of the current entry show it was written by
     /// systemd-coredump: _UID=0 and _COMM=systemd-coredum (or SYSLOG_IDENTIFIER).
     bool fromSystemdCoredump();
@@ -84,8 +89,22 @@ class JournalSource final : public Source {
     /// Line ranges [first, last] fed from kernel-transport entries, oldest first (bounded).
     std::deque<std::pair<uint64_t, uint64_t>> kernelLines_;
     CrashOptions crash_;
-    uint64_t cores_ = 0;  ///< systemd-coredump entries stored
+    uint64_t cores_ = 0;  ///< systemd-coredump entries stored on the loop
     uint64_t coresUncommitted_ = 0;
+    std::function<void(WorkerJob)> submit_;
+    std::vector<PendingCore> queued_;  ///< queued in the open transaction, handed over at commit
 };
+
+/// The COREDUMP= core (Storage=journal) of the entry `j` is positioned on, read whole (no data
+/// threshold) into a temporary file capped by `limits`; or why not (`error`).
+JournalCore journalCoreHere(sd_journal* j, const UnpackLimits& limits);
+
+/// The worker's job for queued core `p` (Store::addPendingCore): reads the core (its
+/// COREDUMP_FILENAME file, else its COREDUMP= field, from its own handle on the journal, found
+/// by the cursor), unwinds and stores it as `where` ("journal:…") with ingestCoredumpEntry in a
+/// transaction of its own, then removes `p` from the queue. A core stored before (a kill after
+/// the store and before the removal, or queued twice) is left as it is; a store error leaves
+/// `p` queued for the next start. True when records were stored.
+WorkerJob unwindJournalCore(PendingCore p, std::string where, CrashOptions opt);
 
 }  // namespace gpufault::daemon

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "schema/sqlite.h"
 #include "tests/daemon/daemon_harness.h"
 #include "tests/support/crash_files.h"
@@ -163,6 +165,64 @@ TEST(DaemonCores, CoreStoredInTheJournalIsReadAndUnwound) {
     EXPECT_GE(f.count("SELECT count(*) FROM frames fr JOIN threads t ON t.id=fr.thread_id JOIN "
                       "cores c ON c.id=t.core_id WHERE c.pid=14046"),
               5);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(5s), 0);
+}
+
+// A core named by a journal entry is read and unwound on the worker's thread, not on the loop.
+// The job is held at its start (the test's pause, GPUFAULTD_TEST_PAUSE_DIR): meanwhile `status`
+// answers, and the entry waits in the store's queue, committed with the journal cursor past it.
+// Killed then (SIGKILL), the daemon finds it queued at the next start and unwinds it: the core
+// lands once, with its stack, and the queue is empty.
+TEST(DaemonCores, JournalCoreIsUnwoundOffTheLoopAndSurvivesAKill) {
+    if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)
+        GTEST_SKIP() << "systemd-journal-remote is not installed (scripts/install-deps.sh)";
+    Fixture f;
+    auto entry = coredumpEntry(
+        "14046", "1764480100000000", "Process 14046 (crashmain) of user 1000 dumped core.");
+    entry["COREDUMP"] = readFile(kCore);  // Storage=journal: the worker reads it by the cursor
+    ASSERT_TRUE(f.journalConfig({entry}));
+    std::string pause = f.dir.file("pause");
+    ASSERT_EQ(::mkdir(pause.c_str(), 0755), 0);
+    writeFile(pause + "/core-unwind", "");  // armed: the first job waits
+    ASSERT_EQ(::setenv("GPUFAULTD_TEST_PAUSE_DIR", pause.c_str(), 1), 0);
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    bool started = d.start();
+    ::unsetenv("GPUFAULTD_TEST_PAUSE_DIR");
+    ASSERT_TRUE(started);
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return ::access((pause + "/core-unwind.paused").c_str(), F_OK) == 0; },
+                           20s))
+        << d.stderrText();
+    std::string st = controlRequest(f.sock, "status");
+    EXPECT_NE(st.find("\"streams\""), std::string::npos) << st;
+    EXPECT_EQ(f.count("SELECT count(*) FROM pending_cores"), 1);
+    EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE kind='journal' AND cursor IS NOT NULL"),
+              1);
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores"), 0);
+    d.kill9();
+    ASSERT_EQ(::unlink((pause + "/core-unwind.paused").c_str()), 0);
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM pending_cores") == 0; }, 20s))
+        << d.stderrText() << controlRequest(f.sock, "status");
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores WHERE pid=14046 AND si_addr=0x8a AND note IS "
+                      "NULL AND path LIKE 'journal:%(COREDUMP=)'"),
+              1)
+        << d.stderrText();
+    EXPECT_EQ(f.count("SELECT count(*) FROM frames fr JOIN threads t ON t.id=fr.thread_id JOIN "
+                      "cores c ON c.id=t.core_id WHERE c.pid=14046 AND t.crashed=1 AND fr.module "
+                      "LIKE '%libcrashlib.so' AND fr.module_offset=0x116e"),
+              1)
+        << d.stderrText();
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(5s), 0);
+    // Started again: nothing queued, nothing stored twice.
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ::usleep(500000);
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores"), 1);
+    EXPECT_EQ(f.count("SELECT count(*) FROM pending_cores"), 0);
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(5s), 0);
 }

@@ -49,9 +49,10 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s) << s.error().message;
     // One version per schema/sql file (001 … 005_cores, 006_core_origins, 007_allocations, 008_diagnoses_devices,
-    // 009_unsigned_distances, 010_allocation_distance, 011_prefix_hash).
+    // 009_unsigned_distances, 010_allocation_distance, 011_prefix_hash, 012_alloc_processes,
+    // 013_pending_cores).
     const auto versions = static_cast<int64_t>(migrations().size());
-    EXPECT_EQ(versions, 12);  // 001 … 012
+    EXPECT_EQ(versions, 13);  // 001 … 013
     EXPECT_EQ(scalar(*s, "PRAGMA user_version"), versions);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'diagnoses'"), 1);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'allocations'"), 1);
@@ -463,6 +464,37 @@ TEST(Store, DiagnosesAreReplacedReadPerIncidentAndPrunedWithTheirRecords) {
     ASSERT_TRUE(dropped) << dropped.error().message;
     EXPECT_EQ(*dropped, 1);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM diagnoses"), 0);
+}
+
+// The journal source's queue of cores for the worker: rows per journal in order, gone once
+// removed.
+TEST(Store, PendingCoresAreQueuedPerJournalUntilRemoved) {
+    TempDir t;
+    auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s) << s.error().message;
+    ASSERT_TRUE(s->begin());
+    auto a = s->addPendingCore({0, "/j", "s=1;i=2", R"({"COREDUMP_PID":"7"})"});
+    auto b = s->addPendingCore({0, "/j", "s=1;i=3", "{}"});
+    auto c = s->addPendingCore({0, "", "s=9;i=1", "{}"});
+    ASSERT_TRUE(a && b && c);
+    auto again = s->addPendingCore({0, "/j", "s=1;i=2", "{}"});  // the same entry: queued once
+    ASSERT_TRUE(again) << again.error().message;
+    EXPECT_EQ(*again, *a);
+    ASSERT_TRUE(s->commit());
+    auto rows = s->pendingCores("/j");
+    ASSERT_TRUE(rows);
+    ASSERT_EQ(rows->size(), 2u);
+    EXPECT_EQ(rows->front().id, *a);
+    EXPECT_EQ(rows->front().cursor, "s=1;i=2");
+    EXPECT_EQ(rows->front().fields, R"({"COREDUMP_PID":"7"})");
+    EXPECT_EQ(rows->back().id, *b);
+    ASSERT_TRUE(s->removePendingCore(*a));
+    EXPECT_EQ(s->hasPendingCore(*a), false);
+    EXPECT_EQ(s->hasPendingCore(*b), true);
+    auto system = s->pendingCores("");
+    ASSERT_TRUE(system);
+    ASSERT_EQ(system->size(), 1u);
+    EXPECT_EQ(system->front().id, *c);
 }
 
 }  // namespace
