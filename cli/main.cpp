@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
                      "($TMPDIR, else /var/tmp)")
         ->check(CLI::Range(1, 1 << 24));
     ingest
-        ->add_option("--unwind-seconds", coreOpt.unwind_seconds,
+        ->add_option("--unwind-seconds",
+                     coreOpt.unwind_seconds,
                      "cores: time limit of the unwinding child; a core too big for it keeps the "
                      "crashing thread and the threads unwound in time, marked partial")
         ->check(CLI::Range(1, 86400))

@@ -97,10 +97,11 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
             printable(s));
     }
     if (auto why = stackPartial(c))
-        out += fmt::format("{}partial    the stack is partial: {} (the crashing thread first; "
-                           "a longer limit: ingest --unwind-seconds, cores.unwind_seconds)\n",
-                           indent,
-                           printable(*why));
+        out += fmt::format(
+            "{}partial    the stack is partial: {} (the crashing thread first; "
+            "a longer limit: ingest --unwind-seconds, cores.unwind_seconds)\n",
+            indent,
+            printable(*why));
     else if (c.threads_truncated)
         out += fmt::format(
             "{}threads    {} stored: the thread limit was reached\n", indent, r.threads);

@@ -45,9 +45,9 @@ struct Context {
     CoreStack stack;
     Thread* current = nullptr;
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-    bool late = false;   ///< the deadline passed: no further thread is unwound
-    size_t total = 0;    ///< threads seen in the core
-    bool cut = false;    ///< the thread in progress was stopped by the deadline
+    bool late = false;  ///< the deadline passed: no further thread is unwound
+    size_t total = 0;   ///< threads seen in the core
+    bool cut = false;   ///< the thread in progress was stopped by the deadline
     // Threads of one process share most return addresses (64 threads parked in one wait);
     // libdwfl's symbol lookup scans the module's whole symbol table on every call.
     std::unordered_map<Dwfl_Module*, ModuleInfo> modules;

@@ -13,9 +13,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/core_ingest.h"
 #include "tests/collectors/coredump/core_builder.h"
 #include "tests/support/fixture_check.h"
-#include "tests/cli/core_ingest.h"
 #include "tests/support/process.h"
 #include "tests/support/rocr_abort_core.h"
 
