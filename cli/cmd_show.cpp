@@ -303,6 +303,8 @@ nlohmann::json coresJson(db::Db& d, int64_t incident) {
             {"signature",
              c.core.signature ? nlohmann::json(*c.core.signature) : nlohmann::json(nullptr)},
             {"threads", c.threads},
+            {"stack_partial", stackPartial(c.core) ? nlohmann::json(*stackPartial(c.core))
+                                                   : nlohmann::json(nullptr)},
             {"crashed_thread", nullptr}};
         auto all = queryCoreThreads(d, c.id, true);
         auto rt = nlohmann::json::array();

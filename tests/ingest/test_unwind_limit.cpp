@@ -1,8 +1,8 @@
 // Issue 4: a core too big for the unwind limit still gives a stack. A real three-thread core
 // (tests/tools/rocr_abort) read with the unwinding child's own deadline already passed keeps the
 // crashing thread, unwound first, and says "unwind limit reached after 1 of 3 threads"; the usual
-// limit unwinds all three. The partial stack goes through a real store to `stack`, `show` and
-// `cores --json` of the built binary.
+// limit unwinds all three. The partial stack goes through a real store to `stack`, `show`,
+// `report` and `cores --json` of the built binary.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -112,6 +112,13 @@ TEST(UnwindLimit, PartialStackIsStoredAndStackShowAndCoresSayWhy) {
     auto show = run({GPUFAULT_BIN, "--db", t.file("db"), "show", "1"});
     ASSERT_EQ(show.status, 0) << show.err;
     EXPECT_NE(show.out.find(line), std::string::npos) << show.out;
+
+    auto md = run({GPUFAULT_BIN, "--db", t.file("db"), "report", "1"});
+    ASSERT_EQ(md.status, 0) << md.err;
+    EXPECT_NE(md.out.find(line.substr(2)), std::string::npos) << md.out;
+    auto js = run({GPUFAULT_BIN, "--db", t.file("db"), "report", "1", "--format", "json"});
+    ASSERT_EQ(js.status, 0) << js.err;
+    EXPECT_EQ(nlohmann::json::parse(js.out)["cores"][0]["stack_partial"], kPartial) << js.out;
 
     auto cores = run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"});
     ASSERT_EQ(cores.status, 0) << cores.err;
