@@ -61,6 +61,7 @@ nlohmann::json coreJson(const CoreRow& r) {
         {"e_machine", c.e_machine},
         {"threads", r.threads},
         {"threads_truncated", c.threads_truncated},
+        {"stack_partial", opt(stackPartial(c))},
         {"signature", opt(c.signature)},
         {"signature_frames", parsed(c.signature_frames)},
         {"modules_without_file", parsed(c.modules_missing)},

@@ -94,6 +94,7 @@ void printCore(const std::string& f, const CoreIngestSummary& r) {
         r.top.empty() ? "-" : r.top,
         r.signature.empty() ? "-" : r.signature,
         r.seconds);
+    if (r.partial) fmt::print("{}: the stack is partial: {}\n", f, *r.partial);
 }
 
 /// Reads one core; prints its summary unless quiet. False on error (printed).
@@ -101,6 +102,7 @@ bool ingestOneCore(Store& store, const std::string& f, const CoreOptions& o, boo
     coredump::ReadOptions ro;
     ro.unwind.exe = o.exe;
     ro.unwind.debuginfo_path = o.debuginfo_path;
+    ro.limits.seconds = static_cast<double>(o.unwind_seconds);
     auto r = ingestCore(store, f, ro);
     if (!r) {
         fmt::print(stderr, "gpufault: {}\n", r.error().message);
@@ -118,6 +120,7 @@ int ingestCrashInput(Store& store, const std::string& f, const CoreOptions& o, b
     CrashOptions co;
     co.read.unwind.exe = o.exe;
     co.read.unwind.debuginfo_path = o.debuginfo_path;
+    co.read.limits.seconds = static_cast<double>(o.unwind_seconds);
     co.unpack.max_bytes = o.max_unpacked_mib << 20;
     if (kind == CrashInput::JournalExport || kind == CrashInput::JournalJson) {
         auto r = ingestJournalCores(store, f, kind, co);

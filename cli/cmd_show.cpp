@@ -339,7 +339,9 @@ nlohmann::json coresJson(db::Db& d, int64_t incident) {
             {"signature",
              c.core.signature ? nlohmann::json(*c.core.signature) : nlohmann::json(nullptr)},
             {"threads", c.threads},
+            {"stack_partial", nullptr},
             {"crashed_thread", nullptr}};
+        if (auto why = stackPartial(c.core)) j["stack_partial"] = *why;
         auto all = queryCoreThreads(d, c.id, true);
         auto rt = nlohmann::json::array();
         if (all) {

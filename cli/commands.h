@@ -32,6 +32,9 @@ struct CoreOptions {
     std::vector<std::string> debuginfo_path;  ///< searched before `:.debug:/usr/lib/debug`
     std::string sysfs_root = "/sys", proc_root = "/proc";  ///< for listDevices (diagnoses)
     uint64_t max_unpacked_mib = 16384;  ///< cap on a compressed core decompressed for reading
+    /// Seconds the unwinding child may run (ChildLimits::seconds); it stops itself a margin
+    /// before and keeps the threads it has, crashing thread first.
+    uint64_t unwind_seconds = 60;
 };
 /// Reads logs and cores (an ELF core is recognised by its header) into the store.
 int cmdIngest(const Global& g,

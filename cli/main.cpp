@@ -45,6 +45,13 @@ int main(int argc, char** argv) {
                      "cores: cap on a compressed core decompressed into a temporary file "
                      "($TMPDIR, else /var/tmp)")
         ->check(CLI::Range(1, 1 << 24));
+    ingest
+        ->add_option("--unwind-seconds",
+                     coreOpt.unwind_seconds,
+                     "cores: time limit of the unwinding child; a core too big for it keeps the "
+                     "crashing thread and the threads unwound in time, marked partial")
+        ->check(CLI::Range(1, 86400))
+        ->capture_default_str();
 
     bool json = false, csv = false;
     std::optional<std::string> kind, source;

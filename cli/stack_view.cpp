@@ -56,6 +56,15 @@ std::string coreTitle(const CoreRow& r) {
     return s;
 }
 
+std::optional<std::string> stackPartial(const CoreRecord& c) {
+    if (!c.meta) return std::nullopt;
+    auto m = nlohmann::json::parse(*c.meta, nullptr, false);
+    if (!m.is_object()) return std::nullopt;
+    auto it = m.find("stack_partial");
+    if (it == m.end() || !it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+}
+
 std::string coreFacts(const CoreRow& r, const std::string& indent) {
     const auto& c = r.core;
     std::string out = fmt::format("{}core       {}, {}, written {} ({}){}\n",
@@ -87,7 +96,13 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
             indent,
             printable(s));
     }
-    if (c.threads_truncated)
+    if (auto why = stackPartial(c))
+        out += fmt::format(
+            "{}partial    the stack is partial: {} (the crashing thread first; "
+            "a longer limit: ingest --unwind-seconds, cores.unwind_seconds)\n",
+            indent,
+            printable(*why));
+    else if (c.threads_truncated)
         out += fmt::format(
             "{}threads    {} stored: the thread limit was reached\n", indent, r.threads);
     return out;

@@ -1,6 +1,7 @@
 // Text of cores and stacks for `stack`, `show` and `report`.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,10 @@ namespace gpufault::cli {
 /// `crashmain pid 14046, SIGSEGV (SEGV_MAPERR) at 0x000000000000008a` (CPU cores);
 /// `rocr_gpu core of pid 77, gfx90a` (GPU cores).
 std::string coreTitle(const CoreRow& c);
+
+/// Why a core's stack is partial (cores.meta `stack_partial`: "unwind limit reached after N of M
+/// threads (S s)"); nullopt when it is whole or only the thread cap cut it.
+std::optional<std::string> stackPartial(const CoreRecord& c);
 
 /// The facts below a core's title, each line indented by `indent`: path, size and time,
 /// signature, GPU runtimes, modules without a file, truncation.

@@ -34,6 +34,9 @@ struct Config {
     std::vector<std::string> core_dirs;
     uint64_t core_max_mib = 16384;  ///< a compressed core decompresses into at most this much
     std::string core_tmp_dir;       ///< where ("" = $TMPDIR, else /var/tmp)
+    /// Seconds a core's unwinding child may run before it is killed; the child stops itself a
+    /// margin before (coredump::childDeadline) and keeps the threads it has (crashing first).
+    uint64_t core_unwind_seconds = 60;
 
     /// The preload shim's directory (libgpufault-preload.so, GPUFAULT_ALLOC_DIR): its
     /// gpufault-alloc.<pid>.log files are stored as allocations ("" = off). Followed when it

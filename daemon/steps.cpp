@@ -65,6 +65,7 @@ StepResult openSourcesStep(State& s) {
     CrashOptions crash;
     crash.unpack.max_bytes = c.core_max_mib << 20;
     crash.unpack.dir = c.core_tmp_dir;
+    crash.read.limits.seconds = static_cast<double>(c.core_unwind_seconds);
     if (c.journal) {
         auto j = std::make_unique<JournalSource>(*s.store, c.journal_dir, c.journal_units,
                                                  readBootId(), c.dispatch_window);

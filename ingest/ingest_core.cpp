@@ -71,6 +71,7 @@ Evidence coreEvidence(const coredump::CoreReport& r, const std::string& wall) {
     }
     if (r.stack) {
         e.setAttr("threads", std::to_string(r.stack->threads.size()));
+        if (r.stack->partial) e.setAttr("stack_partial", *r.stack->partial);
         if (const auto* t = coredump::crashingThread(*r.stack); t && !t->frames.empty()) {
             const auto& f0 = t->frames.front();
             if (f0.module) e.module = std::filesystem::path(*f0.module).filename().string();
@@ -121,6 +122,9 @@ CoreRecord coreRecord(const coredump::CoreReport& r) {
         c.meta = coredump::toJson(*r.gpu).dump();
         if (!c.pid) c.pid = r.gpu->pid;
     }
+    // A partial stack says why in meta (`stack_partial`), beside threads_truncated.
+    if (r.stack && r.stack->partial)
+        c.meta = nlohmann::json{{"stack_partial", *r.stack->partial}}.dump();
     std::map<std::string, CoreRecord::File> files;
     for (const auto& f : n.files) {
         auto [it, fresh] = files.try_emplace(f.path, CoreRecord::File{f.path, f.start, f.end});
@@ -250,6 +254,7 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     sum.seconds = report.seconds;
     if (report.stack) {
         sum.threads = report.stack->threads.size();
+        sum.partial = report.stack->partial;
         if (const auto* t = coredump::crashingThread(*report.stack)) {
             sum.frames = t->frames.size();
             if (const auto* f = firstSpecific(t->frames)) sum.top = coredump::describeFrame(*f);

@@ -24,6 +24,8 @@ struct CoreIngestSummary {
     size_t frames = 0;      ///< frames of the crashing thread
     std::string signature;  ///< stack signature, "" for GPU cores
     std::string top;        ///< the first frame that is not generic (describeFrame)
+    /// Why the stack is partial: "unwind limit reached after N of M threads (S s)".
+    std::optional<std::string> partial;
     size_t operands = 0;    ///< CUDA GPU cores: pointer arguments stored as operands
     double seconds = 0;
     /// Fields of the producer's report stored as unknown because they were impossible

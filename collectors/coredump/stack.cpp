@@ -49,9 +49,11 @@ nlohmann::json toJson(const CoreStack& s) {
         put(tj, "error", t.error);
         threads.push_back(std::move(tj));
     }
-    return {{"threads", std::move(threads)},
-            {"threads_truncated", s.threads_truncated},
-            {"modules_without_file", s.modules_without_file}};
+    nlohmann::json out{{"threads", std::move(threads)},
+                       {"threads_truncated", s.threads_truncated},
+                       {"modules_without_file", s.modules_without_file}};
+    put(out, "partial", s.partial);
+    return out;
 }
 
 std::optional<CoreStack> stackFromJson(const nlohmann::json& j) {
@@ -59,6 +61,7 @@ std::optional<CoreStack> stackFromJson(const nlohmann::json& j) {
         CoreStack s;
         s.threads_truncated = j.at("threads_truncated").get<bool>();
         s.modules_without_file = j.at("modules_without_file").get<std::vector<std::string>>();
+        s.partial = get<std::string>(j, "partial");
         for (const auto& tj : j.at("threads")) {
             Thread t;
             t.tid = tj.at("tid").get<int64_t>();

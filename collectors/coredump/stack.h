@@ -38,7 +38,10 @@ struct Thread {
 /// All threads of one core.
 struct CoreStack {
     std::vector<Thread> threads;
-    bool threads_truncated = false;                 ///< the thread cap was hit
+    bool threads_truncated = false;  ///< the thread cap or the unwind limit was hit
+    /// Why the stack is partial when the unwinding child's own deadline stopped it: "unwind
+    /// limit reached after N of M threads (S s)"; the threads it has are kept, crashing first.
+    std::optional<std::string> partial;
     std::vector<std::string> modules_without_file;  ///< modules reported by build-id + offset only
 };
 

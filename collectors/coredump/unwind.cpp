@@ -5,9 +5,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -41,6 +44,10 @@ struct Context {
     std::optional<int64_t> crashing;
     CoreStack stack;
     Thread* current = nullptr;
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    bool late = false;  ///< the deadline passed: no further thread is unwound
+    size_t total = 0;   ///< threads seen in the core
+    bool cut = false;   ///< the thread in progress was stopped by the deadline
     // Threads of one process share most return addresses (64 threads parked in one wait);
     // libdwfl's symbol lookup scans the module's whole symbol table on every call.
     std::unordered_map<Dwfl_Module*, ModuleInfo> modules;
@@ -110,8 +117,20 @@ void describe(Context& c, Dwfl_Module* m, Dwarf_Addr pc, Dwarf_Addr adjusted, Fr
     f.line = s.line;
 }
 
+/// True once the deadline has passed; the first thread unwound (the crashing one) is exempt.
+bool pastDeadline(Context& c) {
+    if (c.current && c.current->crashed) return false;
+    if (c.stack.threads.empty()) return false;
+    if (!c.late && std::chrono::steady_clock::now() >= c.deadline) c.late = true;
+    return c.late;
+}
+
 int onFrame(Dwfl_Frame* state, void* arg) {
     auto& c = *static_cast<Context*>(arg);
+    if (pastDeadline(c)) {
+        c.cut = true;
+        return DWARF_CB_ABORT;
+    }
     if (c.current->frames.size() >= c.opt->max_frames) {
         c.current->frames_truncated = true;
         return DWARF_CB_ABORT;
@@ -133,20 +152,33 @@ int onFrame(Dwfl_Frame* state, void* arg) {
     return DWARF_CB_OK;
 }
 
+/// Unwinds one thread into c.stack (dropped when the deadline cut it).
+void unwindThread(Context& c, Thread th, const std::function<int()>& getframes) {
+    c.current = &th;
+    c.cut = false;
+    int r = getframes();
+    if (int e = dwfl_errno(); r < 0 && !th.error && e != 0) th.error = dwfl_errmsg(e);
+    c.current = nullptr;
+    if (!c.cut) c.stack.threads.push_back(std::move(th));
+}
+
 int onThread(Dwfl_Thread* t, void* arg) {
     auto& c = *static_cast<Context*>(arg);
+    pid_t tid = dwfl_thread_tid(t);
+    bool crashedDone = c.crashing && *c.crashing == tid && !c.stack.threads.empty() &&
+                       c.stack.threads.front().crashed;
+    if (crashedDone) return DWARF_CB_OK;  // unwound first; counted there
+    ++c.total;
+    // Past the deadline the rest are only counted (reading their notes costs next to nothing).
+    if (c.late || pastDeadline(c)) return DWARF_CB_OK;
     if (c.stack.threads.size() >= c.opt->max_threads) {
         c.stack.threads_truncated = true;
         return DWARF_CB_ABORT;
     }
     Thread th;
-    th.tid = dwfl_thread_tid(t);
-    th.crashed = c.crashing && *c.crashing == th.tid;
-    c.current = &th;
-    int r = dwfl_thread_getframes(t, onFrame, &c);
-    if (int e = dwfl_errno(); r < 0 && !th.error && e != 0) th.error = dwfl_errmsg(e);
-    c.stack.threads.push_back(std::move(th));
-    c.current = nullptr;
+    th.tid = tid;
+    th.crashed = c.crashing && *c.crashing == tid;
+    unwindThread(c, std::move(th), [&] { return dwfl_thread_getframes(t, onFrame, &c); });
     return DWARF_CB_OK;
 }
 
@@ -155,6 +187,10 @@ Error dwflError(std::string_view what) {
 }
 
 }  // namespace
+
+double childDeadline(double limit) {
+    return limit - std::min(5.0, limit * 0.1);
+}
 
 std::string debuginfoSearchPath(const std::vector<std::string>& dirs) {
     std::string out;
@@ -178,6 +214,7 @@ std::string debuginfoSearchPath(const std::vector<std::string>& dirs) {
 Result<CoreStack> unwindInProcess(const std::string& path,
                                   const UnwindOptions& opt,
                                   std::optional<int64_t> crashing_tid) {
+    auto start = std::chrono::steady_clock::now();
     std::string search = debuginfoSearchPath(opt.debuginfo_path);
     char* searchPtr = search.data();
     Dwfl_Callbacks cb{};
@@ -216,12 +253,33 @@ Result<CoreStack> unwindInProcess(const std::string& path,
     c.dwfl = dwfl;
     c.opt = &opt;
     c.crashing = crashing_tid;
+    if (opt.seconds)
+        c.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(std::max(0.0, *opt.seconds)));
+    // The crashing thread first: it is what the signature and `show` need, and it is unwound
+    // whatever the deadline says.
+    if (crashing_tid && opt.max_threads > 0) {
+        Thread th;
+        th.tid = *crashing_tid;
+        th.crashed = true;
+        unwindThread(c, std::move(th), [&] {
+            return dwfl_getthread_frames(dwfl, static_cast<pid_t>(*crashing_tid), onFrame, &c);
+        });
+        ++c.total;
+    }
     if (dwfl_getthreads(dwfl, onThread, &c) < 0 && c.stack.threads.empty()) {
         auto e = dwflError("dwfl_getthreads");
         cleanup();
         return std::unexpected(e);
     }
     cleanup();
+    if (c.late) {
+        c.stack.threads_truncated = true;
+        c.stack.partial = fmt::format("unwind limit reached after {} of {} threads ({:g} s)",
+                                      c.stack.threads.size(),
+                                      c.total,
+                                      *opt.seconds);
+    }
     return std::move(c.stack);
 }
 
@@ -229,9 +287,11 @@ Result<CoreStack> unwindCore(const std::string& path,
                              const UnwindOptions& opt,
                              std::optional<int64_t> crashing_tid,
                              const ChildLimits& limits) {
+    UnwindOptions own = opt;
+    own.seconds = std::min(opt.seconds.value_or(limits.seconds), childDeadline(limits.seconds));
     auto out = runInChild(
         [&] {
-            auto r = unwindInProcess(path, opt, crashing_tid);
+            auto r = unwindInProcess(path, own, crashing_tid);
             nlohmann::json j = r ? nlohmann::json{{"stack", toJson(*r)}}
                                  : nlohmann::json{{"error", r.error().message}};
             return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

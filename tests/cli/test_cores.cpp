@@ -13,10 +13,11 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/core_ingest.h"
 #include "tests/collectors/coredump/core_builder.h"
 #include "tests/support/fixture_check.h"
-#include "tests/cli/core_ingest.h"
 #include "tests/support/process.h"
+#include "tests/support/rocr_abort_core.h"
 
 namespace gpufault::testing {
 namespace {
@@ -162,27 +163,6 @@ TEST(CliCores, CoreJoinsTheSegfaultLineOfItsProcess) {
     auto r2 = run(ingestArgs(late, {late.file("kern.log"), lateCore}));
     ASSERT_EQ(r2.status, 0) << r2.err;
     EXPECT_NE(r2.out.find("3 incidents"), std::string::npos) << r2.out;
-}
-
-/// Runs rocr_abort (tests/tools/rocr_abort.cpp) in `t` with cores enabled; the core's path, ""
-/// when the kernel wrote none there (kernel.core_pattern is not a plain file name).
-std::string rocrAbortCore(const TempDir& t) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        struct rlimit rl {
-            RLIM_INFINITY, RLIM_INFINITY
-        };
-        ::setrlimit(RLIMIT_CORE, &rl);
-        if (::chdir(t.path().c_str()) != 0) ::_exit(3);
-        ::execl(ROCR_ABORT, ROCR_ABORT, static_cast<char*>(nullptr));
-        ::_exit(4);
-    }
-    int st = 0;
-    ::waitpid(pid, &st, 0);
-    EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT) << st;
-    for (const auto& name : {std::string("core"), "core." + std::to_string(pid)})
-        if (std::filesystem::exists(t.file(name))) return t.file(name);
-    return "";
 }
 
 TEST(CliCores, RocrAbortShowPrintsTheThreadInsideTheHipRuntime) {

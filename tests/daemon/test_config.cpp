@@ -327,20 +327,25 @@ TEST(DaemonConfig, CoreDirectoriesAndTheirCap) {
     ASSERT_TRUE(d);
     EXPECT_TRUE(d->core_dirs.empty());
     EXPECT_EQ(d->core_max_mib, 16384u);
+    EXPECT_EQ(d->core_unwind_seconds, 60u);
     auto c = parseConfig(
         "[cores]\ndirectories = [\"/var/lib/systemd/coredump\", \"/var/crash\"]\n"
-        "max_unpacked_mib = 2048\ntemp_dir = \"/srv/tmp\"\n",
+        "max_unpacked_mib = 2048\ntemp_dir = \"/srv/tmp\"\nunwind_seconds = 300\n",
         "x.conf");
     ASSERT_TRUE(c) << c.error().text();
     EXPECT_EQ(c->core_dirs, (std::vector<std::string>{"/var/lib/systemd/coredump", "/var/crash"}));
     EXPECT_EQ(c->core_max_mib, 2048u);
     EXPECT_EQ(c->core_tmp_dir, "/srv/tmp");
+    EXPECT_EQ(c->core_unwind_seconds, 300u);
     auto rel = parseConfig("[cores]\ndirectories = [\"crash\"]\n", "x.conf");
     ASSERT_FALSE(rel);
     EXPECT_EQ(rel.error().text(), "x.conf:2: cores.directories: 'crash' is not an absolute path");
     auto zero = parseConfig("[cores]\nmax_unpacked_mib = 0\n", "x.conf");
     ASSERT_FALSE(zero);
     EXPECT_EQ(zero.error().key, "cores.max_unpacked_mib");
+    auto noTime = parseConfig("[cores]\nunwind_seconds = 0\n", "x.conf");
+    ASSERT_FALSE(noTime);
+    EXPECT_EQ(noTime.error().key, "cores.unwind_seconds");
 }
 
 TEST(DaemonConfig, DiagnoseSection) {
