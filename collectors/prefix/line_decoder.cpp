@@ -177,6 +177,16 @@ void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit)
     if (auto h = s.empty() || !isDigit(s[0]) ? std::nullopt : parseCriHeader(s)) {
         PendingCri& p = st.cri[h->is_stderr ? 1 : 0];
         std::string_view content = s.substr(h->content_offset);
+        if (h->partial) {
+            // A `P` record ends where the runtime split the line (16 KiB, or a write): its
+            // trailing blanks are the logical line's text (`Arg1: float* a1 ` + `= ptr:…`).
+            // Only the record's own line end goes.
+            const char* from = content.data();
+            std::string_view rest(from, static_cast<size_t>(raw.data() + raw.size() - from));
+            while (!rest.empty() && (rest.back() == '\n' || rest.back() == '\r'))
+                rest.remove_suffix(1);
+            if (rest.size() >= content.size()) content = rest;
+        }
         if (!p.active && h->partial) {
             p.active = true;
             p.line = line_no;

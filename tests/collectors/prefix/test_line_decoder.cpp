@@ -207,6 +207,22 @@ TEST(LineDecoder, CriFullAndPartial) {
     EXPECT_EQ(v[2].time.wall, "2016-10-06T00:17:09");
 }
 
+TEST(LineDecoder, CriPartialKeepsTheBlanksWhereTheLineWasSplit) {
+    // CRI splits a logical line anywhere, also right after a blank: the blank is text.
+    auto v = decodeAll({
+        "2025-09-09T00:30:29Z stderr P :3:rocvirtual.cpp           :723 : 0043127734 us: "
+        " Arg1: float* a1 ",
+        "2025-09-09T00:30:29Z stderr F = ptr:0x7f0000001000 obj:[0x7f0000000000-0x7f0000100000]",
+        "2025-09-09T00:30:29Z stderr P :3:rocvirtual.cpp           :3190: 0043127735 us:  "
+        "ShaderName : \r",
+        "2025-09-09T00:30:29Z stderr F _Z6kernelPfi  ",
+    });
+    ASSERT_EQ(v.size(), 2u);
+    EXPECT_EQ(v[0].text,
+              "Arg1: float* a1 = ptr:0x7f0000001000 obj:[0x7f0000000000-0x7f0000100000]");
+    EXPECT_EQ(v[1].text, "ShaderName : _Z6kernelPfi");
+}
+
 TEST(LineDecoder, CriPartialFlushedByOtherText) {
     auto v = decodeAll({"2025-09-09T00:30:29Z stdout P abc", "plain"});
     ASSERT_EQ(v.size(), 2u);
