@@ -233,7 +233,9 @@ class Store {
                                           std::optional<int64_t> run_id,
                                           const alloclog::Log& log);
     /// Marks the recording processes of `pid` in a source that have no end yet as ended by
-    /// now (`wall_us`, `mono_us`: when gpufaultd found /proc/PID gone or another process).
+    /// now (`wall_us`, `mono_us`: when gpufaultd found /proc/PID gone or another process), and
+    /// the rows of the same process (same boot id and start ticks) in other sources: the
+    /// earlier generations of a file cut short or re-created.
     db::Result<void> markAllocProcessEnded(int64_t source_id,
                                            int64_t pid,
                                            int64_t wall_us,

@@ -129,9 +129,13 @@ db::Result<void> Store::markAllocProcessEnded(int64_t source_id,
                                               int64_t pid,
                                               int64_t wall_us,
                                               int64_t mono_us) {
+    // The same process recorded under other sources too (earlier generations of a file cut
+    // short, the file re-created): its rows have the same boot and start time.
     auto upd = db_.prepare(
-        "UPDATE alloc_processes SET ended_wall_us = ?3, ended_mono_us = ?4 WHERE source_id = ?1 "
-        "AND pid = ?2 AND ended_wall_us IS NULL");
+        "UPDATE alloc_processes SET ended_wall_us = ?3, ended_mono_us = ?4 WHERE pid = ?2 "
+        "AND ended_wall_us IS NULL AND (source_id = ?1 OR EXISTS (SELECT 1 FROM alloc_processes p "
+        "WHERE p.source_id = ?1 AND p.pid = ?2 AND p.boot_id = alloc_processes.boot_id "
+        "AND p.start_ticks = alloc_processes.start_ticks))");
     if (!upd) return std::unexpected(upd.error());
     upd->bind(1, source_id).bind(2, pid).bind(3, wall_us).bind(4, mono_us);
     return upd->run();

@@ -48,9 +48,9 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     TempDir t;
     auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s) << s.error().message;
-    // One version per schema/sql file (001 … 005_cores, 006_core_origins, 007_allocations, 008_diagnoses_devices,
-    // 009_unsigned_distances, 010_allocation_distance, 011_prefix_hash, 012_alloc_processes,
-    // 013_pending_cores).
+    // One version per schema/sql file (001 … 005_cores, 006_core_origins, 007_allocations,
+    // 008_diagnoses_devices, 009_unsigned_distances, 010_allocation_distance, 011_prefix_hash,
+    // 012_alloc_processes, 013_pending_cores).
     const auto versions = static_cast<int64_t>(migrations().size());
     EXPECT_EQ(versions, 13);  // 001 … 013
     EXPECT_EQ(scalar(*s, "PRAGMA user_version"), versions);
@@ -205,10 +205,10 @@ TEST(Store, AllocationDistancesByPidAndReplacedOnReingest) {
     e.pid = 41;
     ASSERT_TRUE(s->addEvidence(logSrc->id, e));
     auto d = [&](const char* where) {
-        return scalar(*s, std::string("SELECT distance FROM fault_allocation_distance WHERE ") +
-                              where);
+        return scalar(*s,
+                      std::string("SELECT distance FROM fault_allocation_distance WHERE ") + where);
     };
-    EXPECT_EQ(d("ptr = 0x7f0000000000"), 0x10);              // above the end
+    EXPECT_EQ(d("ptr = 0x7f0000000000"), 0x10);                // above the end
     EXPECT_EQ(d("ptr = 0x7f0000400000"), -(0x200000 - 0x10));  // below, and freed
     EXPECT_EQ(scalar(*s, "SELECT freed FROM fault_allocation_distance WHERE ptr = 0x7f0000400000"),
               1);
@@ -220,6 +220,52 @@ TEST(Store, AllocationDistancesByPidAndReplacedOnReingest) {
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM allocations"), 3);
     EXPECT_EQ(*s->prune(0, 1, {}), 2);  // retention drops the allocations with their source
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM allocations"), 0);
+}
+
+// Hostile review 4 #3: a file cut short while its process lived became a new source; when the
+// process ended only the newest generation's row was marked, and a later process with the
+// reused pid was joined to the first generation's buffers.
+TEST(Store, AProcessEndedIsMarkedInEveryGenerationOfItsRecording) {
+    TempDir t;
+    auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s);
+    auto rec = [](int ticks) {
+        return fmt::format(
+            "gpufault.alloc 1 start pid=4528 ppid=1 wall_us=1000 mono_us=5 "
+            "boot=0d5e9c1a-1111-4222-8333-944455556666 start_ticks={} exe=/usr/bin/python3\n"
+            "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000000000 size=4096 rc=0 pid=4528\n",
+            ticks);
+    };
+    const char* legacy =
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000200000 size=4096 rc=0 pid=4528\n";
+    // Two generations of one process's file, another process of pid 4528 (other start ticks),
+    // and a recording without identity (an older shim).
+    std::vector<std::pair<std::string, std::string>> files = {
+        {"gen1", rec(777)}, {"gen2", rec(777)}, {"other", rec(999)}, {"legacy", legacy}};
+    std::vector<int64_t> ids;
+    ASSERT_TRUE(s->begin());
+    for (size_t i = 0; i < files.size(); ++i) {
+        auto src = s->source(SourceIdentity{
+            files[i].first, "alloc", 1, static_cast<int64_t>(10 + i), files[i].first});
+        ASSERT_TRUE(src);
+        ids.push_back(src->id);
+        ASSERT_TRUE(s->replaceAllocations(src->id, std::nullopt, alloclog::parse(files[i].second)));
+    }
+    ASSERT_TRUE(s->commit());
+    ASSERT_EQ(scalar(*s, "SELECT count(*) FROM alloc_processes WHERE ended_wall_us IS NULL"), 4);
+    ASSERT_TRUE(s->begin());
+    ASSERT_TRUE(s->markAllocProcessEnded(ids[1], 4528, 5000, 50));
+    ASSERT_TRUE(s->commit());
+    auto ended = [&](int64_t id) {
+        return scalar(*s,
+                      fmt::format("SELECT count(*) FROM alloc_processes WHERE source_id = {} "
+                                  "AND ended_wall_us = 5000 AND ended_mono_us = 50",
+                                  id));
+    };
+    EXPECT_EQ(ended(ids[0]), 1);  // the earlier generation of the same process
+    EXPECT_EQ(ended(ids[1]), 1);
+    EXPECT_EQ(ended(ids[2]), 0);  // another process that had the pid
+    EXPECT_EQ(ended(ids[3]), 0);  // no identity: only its own source's end marks it
 }
 
 TEST(Store, OperandsOfAnotherProcessAreNotCompared) {
@@ -272,8 +318,10 @@ int64_t sourceWith(Store& s, const std::string& path, int n, int64_t age_s) {
     auto src = s.source(id);
     EXPECT_TRUE(src);
     EXPECT_TRUE(s.begin());
-    for (int i = 1; i <= n; ++i) EXPECT_TRUE(s.addEvidence(src->id, rocr(i, 0x7f0000000000 + i * 0x1000)));
-    EXPECT_TRUE(s.addOperand(src->id, operand(1, "A", 0x7f0000000000, 0x7f0000100000), std::nullopt));
+    for (int i = 1; i <= n; ++i)
+        EXPECT_TRUE(s.addEvidence(src->id, rocr(i, 0x7f0000000000 + i * 0x1000)));
+    EXPECT_TRUE(
+        s.addOperand(src->id, operand(1, "A", 0x7f0000000000, 0x7f0000100000), std::nullopt));
     EXPECT_TRUE(s.commit());
     auto st = s.db().prepare(
         "UPDATE sources SET ingested_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now', ?2) WHERE id = ?1");
@@ -303,8 +351,10 @@ TEST(Store, RetentionDropsOldSourcesWithEverythingTheyProduced) {
     EXPECT_EQ(scalar(*s, fmt::format("SELECT count(*) FROM evidence WHERE source_id={}", old)), 0);
     EXPECT_EQ(scalar(*s, fmt::format("SELECT count(*) FROM operands WHERE source_id={}", old)), 0);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM evidence"), 6);
-    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM incident_evidence WHERE evidence_id NOT IN "
-                         "(SELECT id FROM evidence)"), 0);
+    EXPECT_EQ(scalar(*s,
+                     "SELECT count(*) FROM incident_evidence WHERE evidence_id NOT IN "
+                     "(SELECT id FROM evidence)"),
+              0);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM runs WHERE source_id IS NULL"), 1);
     EXPECT_EQ(scalar(*s, fmt::format("SELECT count(*) FROM sources WHERE id={}", recent)), 1);
 }
