@@ -149,6 +149,27 @@ std::string allocationState(const AllocationDistanceRow& r) {
                            : "live (freed after, " + *r.free_api + ")";
 }
 
+/// One line on allocation recordings the fault did not meet, and why.
+std::string missText(const AllocationMiss& m) {
+    if (m.pid)
+        return fmt::format(
+            "Allocations: pid {} has {} allocation recording(s) in the store, none of the "
+            "process that faulted: {} (docs/preload.md \"Reused pids\")",
+            *m.pid,
+            m.recordings,
+            printable(m.why));
+    std::string pids;
+    for (int64_t p : m.pids) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
+    if (m.pid_count > static_cast<int64_t>(m.pids.size())) pids += ", …";
+    return fmt::format(
+        "Allocations: {} allocation recording(s) in the store (pid{} {}), none "
+        "joined: {}",
+        m.recordings,
+        m.pid_count == 1 ? "" : "s",
+        pids,
+        printable(m.why));
+}
+
 /// The shim's allocations nearest the fault, with the caching-allocator caveat.
 void printAllocations(const std::vector<AllocationDistanceRow>& rows) {
     fmt::print("\nAllocations recorded by the preload shim, by |distance| from {} ({} of pid {})\n",
@@ -230,7 +251,10 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         fmt::print(
             "  last ShaderName  {}{}\n", d, d != k ? "\n                   (" + k + ")" : "");
     }
-    fmt::print("  signature  {}\n\nEvidence\n", i.signature);
+    fmt::print(
+        "  signature  {} (the incident's: vendor, kinds, reason, client, kernel, core stack)\n"
+        "\nEvidence\n",
+        i.signature);
     for (const auto& m : v->members) {
         if (m.role != "member") continue;
         const auto& e = m.ev.e;
@@ -271,13 +295,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         fmt::print("\nNo operands recorded near this fault (README: \"Operand lines\").\n");
     }
     if (auto al = primaryAllocations(*v); !al.empty()) printAllocations(al);
-    for (const auto& u : v->unjoined)
-        fmt::print(
-            "\nAllocations: pid {} has {} allocation recording(s) in the store, none of "
-            "the process that faulted (recorded before or after it, or no time on the "
-            "fault's records to tell which: docs/preload.md \"Reused pids\")\n",
-            u.pid,
-            u.recordings);
+    for (const auto& m : v->misses) fmt::print("\n{}\n", missText(m));
     if (!v->dispatches.empty()) {
         fmt::print("\nLast dispatches (newest first)\n");
         TextTable t{{"WHERE", "PID", "THREAD", "RUNTIME_US", "KERNEL"}, {}};

@@ -43,6 +43,9 @@ std::optional<IncidentView> loadIncident(db::Db& d, int64_t id, int dispatches, 
     auto un = queryUnjoinedRecordings(d, id);
     if (!un) return fail(un.error());
     v.unjoined = std::move(*un);
+    auto miss = queryAllocationMisses(d, id, !v.allocations.empty());
+    if (!miss) return fail(miss.error());
+    v.misses = std::move(*miss);
     return v;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "schema/alloc_misses.h"
 #include "schema/alloc_queries.h"
 #include "schema/queries.h"
 
@@ -20,6 +21,8 @@ struct IncidentView {
     /// pids of member records whose allocation recordings are all of other processes (or
     /// cannot be told apart without a clock)
     std::vector<UnjoinedRecordings> unjoined;
+    /// recordings in the store the fault did not meet, and why (`show`'s one line each)
+    std::vector<AllocationMiss> misses;
 };
 
 /// Loads incident `id`; nullopt (and a message on stderr) when it does not exist or the store

@@ -78,7 +78,9 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
     if (c.exe) out += fmt::format("{}exe        {}\n", indent, printable(*c.exe));
     if (c.signature)
         out += fmt::format(
-            "{}signature  {} (top frames of the crashing thread)\n", indent, *c.signature);
+            "{}stack sig  {} (the core's: top frames of the crashing thread)\n",
+            indent,
+            *c.signature);
     auto rt = nlohmann::json::parse(c.runtimes, nullptr, false);
     if (rt.is_object() && !rt.empty()) {
         std::string s;

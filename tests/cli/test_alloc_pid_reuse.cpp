@@ -184,14 +184,27 @@ TEST(AllocPidReuse, AFaultBeforeEveryRecordingOrWithoutATimeMeetsNone) {
                   dir.file("kern.log")});
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(query(db, "SELECT count(*) FROM fault_allocation_distance"), "count(*)\n0\n");
-    for (const char* id : {"1", "2"}) {
-        auto show = run({GPUFAULT_BIN, "--db", db, "show", id});
+    // Each says why in one line: the 09:00 fault precedes both recordings; the yearless line
+    // has no time to choose between them.
+    auto incidentOf = [&](const std::string& file) {
+        auto q = query(db,
+                       "SELECT m.incident_id FROM incident_evidence m JOIN evidence e ON e.id = "
+                       "m.evidence_id JOIN sources s ON s.id = e.source_id WHERE s.path = '" +
+                           dir.file(file) + "'");
+        return q.substr(q.find('\n') + 1, q.size() - q.find('\n') - 2);
+    };
+    for (auto [file, why] :
+         {std::pair<std::string, std::string>{"kern1.log", "started after the fault"},
+          {"kern.log", "the fault's records have no time to tell which of the 2 held the pid"}}) {
+        auto show = run({GPUFAULT_BIN, "--db", db, "show", incidentOf(file)});
         ASSERT_EQ(show.status, 0) << show.err;
         EXPECT_EQ(show.out.find("Allocations recorded by the preload shim"), std::string::npos)
             << show.out;
         EXPECT_NE(show.out.find("Allocations: pid 4528 has 2 allocation recording(s) in the "
-                                "store, none of the process that faulted"),
+                                "store, none of the process that faulted: " +
+                                why + " (docs/preload.md"),
                   std::string::npos)
+            << file << "\n"
             << show.out;
     }
     // With only the second recording in a store, the yearless line has the pid's only
@@ -216,4 +229,54 @@ TEST(AllocPidReuse, AFaultBeforeEveryRecordingOrWithoutATimeMeetsNone) {
               "0x7f2000400000\tNULL\tonly recording\n"
               "0x7f2000800000\tNULL\tonly recording\n"
               "0x7f2000c00000\t0\tonly recording\n");
+}
+
+// A recording that cannot meet the fault is named, with why, in one line of `show`: the fault is
+// of another pid; the fault's record names no pid; the faulting process's recording holds
+// allocations made only after the fault.
+TEST(AllocPidReuse, ShowSaysWhyARecordingInTheStoreWasNotJoined) {
+    TempDir dir;
+    writeRecordings(dir);
+    auto showOf = [&](const std::string& db, const std::string& log) {
+        auto r = run(
+            {GPUFAULT_BIN, "--db", db, "ingest", dir.file("job2/gpufault-alloc.4528.log"), log});
+        EXPECT_EQ(r.status, 0) << r.err;
+        auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
+        EXPECT_EQ(show.status, 0) << show.err;
+        EXPECT_EQ(show.out.find("Allocations recorded by the preload shim"), std::string::npos)
+            << show.out;
+        return show.out;
+    };
+    // pid 999 faulted at 12:30, while pid 4528's recording ran.
+    writeFile(
+        dir.file("other.log"),
+        "2026-01-01T12:30:00+0000 node7 kernel: python3[999]: segfault at 7f2000000010 ip "
+        "00007f5eb547916e sp 00007fff363a9000 error 4 in libfoo.so[116e,7f5eb5479000+1000]\n");
+    auto other = showOf(dir.file("a.db"), dir.file("other.log"));
+    EXPECT_NE(other.find("\nAllocations: 1 allocation recording(s) in the store (pid 4528), none "
+                         "joined: the fault is of pid 999\n"),
+              std::string::npos)
+        << other;
+    // ROCr's line alone names no pid.
+    writeFile(dir.file("rocr.log"),
+              "Memory access fault by GPU node-1 (Agent handle: 0x55d4c0a1b2c0) on address "
+              "0x7f2000100000. Reason: Page not present or supervisor privilege.\n");
+    auto nopid = showOf(dir.file("b.db"), dir.file("rocr.log"));
+    EXPECT_NE(nopid.find("\nAllocations: 1 allocation recording(s) in the store (pid 4528), none "
+                         "joined: the fault's records name no pid"),
+              std::string::npos)
+        << nopid;
+    // 12:00:00: the recording had started (that second) but allocated first at 12:00:01.
+    writeFile(dir.file("early.log"), segfault(12, 0, kNew + 0x10));
+    auto early = showOf(dir.file("c.db"), dir.file("early.log"));
+    EXPECT_NE(early.find("\nAllocations: pid 4528 has 1 allocation recording(s) in the store, "
+                         "none of the process that faulted: the recording of the process that "
+                         "faulted has no allocation made before the fault"),
+              std::string::npos)
+        << early;
+    // With no recording in the store, nothing is said.
+    std::string none = dir.file("d.db");
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", none, "ingest", dir.file("other.log")}).status, 0);
+    auto plain = run({GPUFAULT_BIN, "--db", none, "show", "1"});
+    EXPECT_EQ(plain.out.find("Allocations"), std::string::npos) << plain.out;
 }
