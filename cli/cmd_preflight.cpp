@@ -43,6 +43,17 @@ int cmdPreflight(const Global& g, const PreflightOptions& o) {
     auto devices = listDevices(o.sysfs_root, o.proc_root);
     if (devices.empty()) {
         fmt::print(stderr, "gpufault preflight: no GPU found: cannot tell\n");
+        if (o.json)  // one object all the same: a script reading stdout learns why
+            printJsonLine(stdout,
+                          {{"pci", nullptr},
+                           {"vendor", nullptr},
+                           {"target", nullptr},
+                           {"node", nullptr},
+                           {"verdict", "unknown"},
+                           {"reasons", nlohmann::json::array()},
+                           {"unchecked", {"no GPU found"}},
+                           {"sysfs_root", o.sysfs_root},
+                           {"proc_root", o.proc_root}});
         return 2;
     }
     std::optional<Store> store;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 #include <tuple>
@@ -164,6 +165,24 @@ TEST(Preflight, FaultsSinceTheLastGoodResetVramAndProcessesMakeADeviceDirty) {
     EXPECT_EQ(run({GPUFAULT_BIN, "preflight", "--sysfs-root", t.file("x"), "--proc-root",
                    t.file("x")}).status,
               2);
+}
+
+// A machine without a GPU: --json still prints one object saying so (exit 2, cannot tell).
+TEST(Devices, PreflightJsonWithoutAGpuSaysSo) {
+    TempDir t;
+    std::string sys = t.file("sys");
+    // sysfs with a CPU-only KFD topology and no DRM card: no GPU.
+    put(sys + "/class/kfd/kfd/topology/nodes/0/properties", "cpu_cores_count 16\nsimd_count 0\n");
+    auto r = run({GPUFAULT_BIN, "--db", t.file("none.db"), "preflight", "--json",
+                  "--sysfs-root", sys, "--proc-root", t.file("proc")});
+    EXPECT_EQ(r.status, 2) << r.err;
+    ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["verdict"], "unknown");
+    EXPECT_TRUE(j["pci"].is_null());
+    EXPECT_EQ(j["unchecked"], nlohmann::json::array({"no GPU found"}));
+    EXPECT_EQ(j["sysfs_root"], sys);
+    EXPECT_NE(r.err.find("no GPU found: cannot tell"), std::string::npos) << r.err;
 }
 
 TEST(Devices, RecordedOnceAndLinkedToRecordsByPciAndNode) {
