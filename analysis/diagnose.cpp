@@ -201,6 +201,7 @@ db::Result<Facts> loadFacts(db::Db& d, int64_t incident, const std::vector<Devic
         cf.evidence_id = *c.evidence_id;
         cf.signal = c.core.signal;
         cf.fault_addr = c.core.signal_addr;
+        cf.exe = c.core.exe;
         auto th = queryCoreThreads(d, c.id, false);
         if (!th) return std::unexpected(th.error());
         if (!th->empty()) cf.frames = th->front().frames;

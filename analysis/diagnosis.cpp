@@ -199,8 +199,12 @@ std::vector<ModuleRef> modules(const Facts& f) {
     };
     for (const auto& m : f.members)
         if (auto file = m.e.attr("file")) add(std::string(*file), "named at " + where(m));
-    for (const auto& c : f.cores)
-        for (const auto& p : c.files) add(p, "mapped in the core");
+    auto base = [](const std::string& p) { return p.substr(p.rfind('/') + 1); };
+    for (const auto& c : f.cores) {
+        if (c.exe) add(*c.exe, "the core's executable");
+        for (const auto& p : c.files)  // the executable's recorded path: `exe` stands for it
+            if (!c.exe || base(p) != base(*c.exe)) add(p, "mapped in the core");
+    }
     for (const auto& p : f.process_modules) add(p, "mapped in the process snapshot");
     return out;
 }

@@ -24,6 +24,8 @@ struct CoreFacts {
     std::optional<uint64_t> fault_addr;   ///< si_addr of the signal
     std::vector<coredump::Frame> frames;  ///< the crashing thread, innermost first
     std::vector<std::string> files;       ///< mapped files (NT_FILE)
+    /// the executable: `ingest --exe` (where it is now), COREDUMP_EXE, apport's ExecutablePath
+    std::optional<std::string> exe;
 };
 
 /// A GPU that may have run the process: from the store's devices table or this machine's sysfs.
@@ -77,7 +79,8 @@ struct ModuleRef {
     std::string path;
     std::string from;  ///< "core 3 mapped files", "process snapshot", "runtime error text"
 };
-/// Modules the process had: files named by runtime errors, the cores' mapped files, the
+/// Modules the process had: files named by runtime errors, the cores' executables and mapped
+/// files (a mapped file named as the executable is left out: the executable stands for it), the
 /// snapshots' modules; each path once, in that order.
 std::vector<ModuleRef> modules(const Facts& f);
 /// Directories of kernel library files the records name (rocBLAS `Cannot read PATH`,

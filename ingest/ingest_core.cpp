@@ -171,7 +171,10 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
 
     auto report = coredump::readCore(path, opt);
     if (!report) return std::unexpected(db::Error{report.error().message});
-    auto r = storeCoreReport(store, id, *report, CoreProvenance{}, own_txn);
+    CoreProvenance prov;
+    if (opt.unwind.exe)  // --exe: stored (cores.exe) and inventoried by diagnoses
+        prov.exe = std::filesystem::absolute(*opt.unwind.exe).lexically_normal().string();
+    auto r = storeCoreReport(store, id, *report, prov, own_txn);
     if (!r) return fail(r.error().message);
     return r;
 }

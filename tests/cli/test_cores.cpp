@@ -140,6 +140,24 @@ TEST(CliCores, CoreJoinsTheSegfaultLineOfItsProcess) {
     EXPECT_NE(show.out.find("  #0  0x00007f5eb547916e fakeamd::Symbol::getDeviceKernel(int) const"),
               std::string::npos)
         << show.out;
+    // Two signatures, each labelled: the incident's and its core's stack signature.
+    auto incidents =
+        parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "incidents", "--json"}).out);
+    ASSERT_FALSE(incidents.empty());
+    EXPECT_NE(show.out.find("\n  signature  " + incidents[0]["signature"].get<std::string>() +
+                            " (the incident's: vendor, kinds, reason, client, kernel, core "
+                            "stack)\n"),
+              std::string::npos)
+        << show.out;
+    auto coreRows =
+        parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"}).out);
+    ASSERT_EQ(coreRows.size(), 1u);
+    EXPECT_NE(coreRows[0]["signature"], incidents[0]["signature"]);
+    EXPECT_NE(show.out.find("\n  stack sig  " + coreRows[0]["signature"].get<std::string>() +
+                            " (the core's: top frames of the crashing thread)\n"),
+              std::string::npos)
+        << show.out;
+    EXPECT_EQ(coreRows[0]["exe"], kDir + "crashmain");  // --exe is stored
     auto faults = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "faults", "--json"}).out);
     ASSERT_EQ(faults.size(), 3u);
     EXPECT_EQ(faults[0]["kind"], "cpu_segfault");

@@ -172,11 +172,46 @@ TEST_F(CliDiagnosis, FixtureCoreThroughAKernelLaunchWithItsModulesGone) {
                        "fake_launch_kernel (libcrashlib.so + 0x11d6) (stack_through_launch)\n"),
               std::string::npos)
         << out;
-    // The core names /tmp/crashfixture/{crashmain,libcrashlib.so}, gone since; no module read
-    // carries GPU code.
-    EXPECT_NE(out.find(" with GPU code; 2 not read here (/tmp/crashfixture/"), std::string::npos)
+    // The core names /tmp/crashfixture/{crashmain,libcrashlib.so}, gone since: --exe stands for
+    // the first (read), the second is not read; no module read carries GPU code.
+    EXPECT_NE(out.find("  modules    4 modules named, 3 read, 0 with GPU code; 1 not read here "
+                       "(/tmp/crashfixture/libcrashlib.so: No such file or directory)\n"),
+              std::string::npos)
         << out;
-    EXPECT_NE(out.find(" read, 0 with GPU code"), std::string::npos) << out;
+}
+
+// `ingest CORE --exe PATH`: the executable is stored (cores --json `exe`) and inventoried for the
+// diagnosis in place of the path the core recorded (gone): here a copy of the seed-case binary
+// named as the core's executable, whose bundle #4 has no code for the machine's gfx1030.
+TEST_F(CliDiagnosis, TheExecutableGivenWithExeIsStoredAndInventoried) {
+    std::string sys = fakeSysfs(t, "sys", "100300");  // gfx1030
+    std::string exe = t.file("crashmain");
+    writeFile(exe, readFile(kData + "binaries/seedcase/multi_plus_one"));
+    auto r = ingest(
+        t, sys, kData + "cores/core", {"--exe", exe, "--debuginfo-path", kData + "cores/buildid"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto cores = run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"});
+    ASSERT_EQ(cores.status, 0) << cores.err;
+    EXPECT_EQ(nlohmann::json::parse(cores.out)["exe"], exe);
+    std::string out = show(1);
+    EXPECT_NE(out.find("  NO CODE    " + exe +
+                       ": bundle #4 at 0x12000: no code for gfx1030 (has gfx906); kernels: "
+                       "gpu_bench_kernel(float*, int)\n"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("  modules    4 modules named, 3 read, 1 with GPU code; 1 not read here "
+                       "(/tmp/crashfixture/libcrashlib.so"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("\n  exe        " + exe + "\n"), std::string::npos) << out;
+
+    // Without --exe nothing stands for the recorded path: no code object is found.
+    TempDir plain;
+    r = ingest(plain, sys, kData + "cores/core", {"--debuginfo-path", kData + "cores/buildid"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto none = run({GPUFAULT_BIN, "--db", plain.file("db"), "cores", "--json"});
+    EXPECT_TRUE(nlohmann::json::parse(none.out)["exe"].is_null()) << none.out;
+    EXPECT_EQ(show(plain, 1).find("NO CODE"), std::string::npos);
 }
 
 TEST_F(CliDiagnosis, RuntimeListingOfARealNoBinaryForGpuAbort) {
