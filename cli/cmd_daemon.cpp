@@ -327,6 +327,14 @@ int cmdWatch(const std::string& socket, bool json, double timeout_s) {
                         printable(j.value("address", "-")).c_str(),
                         u64(j, "members").c_str(),
                         printable(j.value("kinds", "")).c_str());
+        } else if (j.value("type", "") == "incident_update") {
+            std::printf("UPDATE   #%s %-20s %-18s %s record(s), %s before: %s\n",
+                        u64(j, "id").c_str(),
+                        printable(j.value("kind", "?")).c_str(),
+                        printable(j.value("address", "-")).c_str(),
+                        u64(j, "members").c_str(),
+                        u64(j, "members_before").c_str(),
+                        printable(j.value("kinds", "")).c_str());
         } else if (j.value("type", "") == "dropped") {
             std::printf("(%s lines dropped: this terminal read too slowly)\n",
                         u64(j, "lines").c_str());

@@ -67,6 +67,11 @@ bool allowed(int fd, gid_t gid) {
 
 void send(const std::shared_ptr<ControlServer::Conn>& c, std::string line);
 
+/// An incident across recomputations: its first record (ids may change).
+std::string incidentKey(const IncidentRow& i) {
+    return fmt::format("{}:{}:{}", i.source, i.line, i.kind);
+}
+
 /// `{"error":"…"}` (invalid UTF-8 replaced).
 std::string errorJson(const std::string& msg) {
     return nlohmann::json{{"error", msg}}.dump(
@@ -176,6 +181,9 @@ std::expected<std::unique_ptr<ControlServer>, std::string> ControlServer::open(S
         }
     }
     ::chmod(path.c_str(), 0660);
+    // The record cursor: what is committed now (start-up and reloads run between commits).
+    if (s.store && (!s.txn || !s.txn->open()))
+        if (auto m = maxEvidenceId(s.store->db()); m) srv->lastEvidence_ = *m;
     srv->accept();
     return srv;
 }
@@ -259,12 +267,15 @@ void ControlServer::serve(std::shared_ptr<Conn> c) {
             } else if (req == "watch") {
                 c->idle.cancel();  // a watcher only reads
                 if (watchers_.empty()) {
-                    // Cursors start now: a watcher sees what lands after it connected.
-                    if (auto m = maxEvidenceId(s_.store->db()); m) lastEvidence_ = *m;
+                    // The record cursor is not read here: the loop's transaction may hold
+                    // records not committed yet (a file copied just before), and max(id) on
+                    // its connection would count them as already told. It is the last id
+                    // published after a commit (published()), so a watcher gets every record
+                    // committed after its request. Incidents: those stored now are known.
                     announced_.clear();
                     if (auto inc = queryIncidents(s_.store->db()); inc)
                         for (const auto& i : *inc)
-                            announced_.insert(fmt::format("{}:{}:{}", i.source, i.line, i.kind));
+                            announced_[incidentKey(i)] = {i.members, i.kinds};
                 }
                 watchers_.insert(c);
                 send(c, R"({"type":"watching"})");
@@ -339,7 +350,11 @@ std::string ControlServer::statusJson() const {
 }
 
 void ControlServer::published(bool incidents) {
-    if (watchers_.empty() || !s_.store) return;
+    if (!s_.store) return;
+    if (watchers_.empty()) {  // called after a commit: every record up to max(id) is committed
+        if (auto m = maxEvidenceId(s_.store->db()); m) lastEvidence_ = *m;
+        return;
+    }
     EvidenceFilter f;
     f.after_id = lastEvidence_;
     auto ev = queryEvidence(s_.store->db(), f);
@@ -357,9 +372,14 @@ void ControlServer::published(bool incidents) {
     auto inc = queryIncidents(s_.store->db());
     if (!inc) return;
     for (const auto& i : *inc) {
-        auto key = fmt::format("{}:{}:{}", i.source, i.line, i.kind);
-        if (!announced_.insert(key).second) continue;
-        nlohmann::json j{{"type", "incident"},
+        auto [it, fresh] = announced_.try_emplace(incidentKey(i), i.members, i.kinds);
+        std::optional<int64_t> before;
+        if (!fresh) {  // known: told again only when it gained records
+            if (it->second.first == i.members && it->second.second == i.kinds) continue;
+            before = it->second.first;
+            it->second = {i.members, i.kinds};
+        }
+        nlohmann::json j{{"type", before ? "incident_update" : "incident"},
                          {"id", i.id},
                          {"kind", i.kind},
                          {"signature", i.signature},
@@ -370,6 +390,7 @@ void ControlServer::published(bool incidents) {
         if (i.address) j["address"] = text::hexAddr(*i.address);
         if (i.pid) j["pid"] = *i.pid;
         if (i.kernel) j["kernel"] = *i.kernel;
+        if (before) j["members_before"] = *before;
         for (const auto& w : watchers_) send(w, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
 }

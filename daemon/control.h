@@ -4,6 +4,7 @@
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
 #include <boost/asio.hpp>
 #include <expected>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -16,8 +17,10 @@ struct State;
 /// A Unix stream socket (mode 0660, group `control.group`). A client sends one request line:
 ///   `status` → one JSON object line (streams with position, lines, evidence, lag, lost
 ///              records and bytes; store path, size and error; uptime), then the server closes;
-///   `watch`  → JSON lines as records (`{"type":"evidence",…}`) and incidents
-///              (`{"type":"incident",…}`) are committed, until the client closes.
+///   `watch`  → JSON lines as records (`{"type":"evidence",…}`), new incidents
+///              (`{"type":"incident",…}`) and incidents that gained records
+///              (`{"type":"incident_update",…,"members_before":N}`) are committed, until the
+///              client closes; every record committed after the request is sent.
 /// Peers are checked with SO_PEERCRED and SO_PEERGROUPS: root, the daemon's own user, or a
 /// member (primary or supplementary) of the group; others get `{"error":"permission denied"}`.
 /// A watcher that reads too slowly loses lines beyond its queue (`control.watch_queue_kib`
@@ -62,8 +65,10 @@ class ControlServer {
     std::shared_ptr<size_t> live_;  ///< open connections (shared with them)
     uint64_t refused_ = 0, acceptErrors_ = 0;
     std::set<std::shared_ptr<Conn>> watchers_;
+    /// the last record id told (or, without watchers, committed): published() sends newer ones
     int64_t lastEvidence_ = 0;
-    std::set<std::string> announced_;  ///< incidents told to watchers (first record key)
+    /// incidents told to watchers (first record key) → (records, kinds) when told
+    std::map<std::string, std::pair<int64_t, std::string>> announced_;
 };
 
 }  // namespace gpufault::daemon

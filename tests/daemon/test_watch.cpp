@@ -1,0 +1,185 @@
+// `watch` against the real gpufaultd: a record already read into the loop's open transaction
+// when the watcher connects is still told once committed (the cursor is the last commit's, not
+// max(id) inside the transaction), and an incident that gains a record is told again as
+// `incident_update` (JSON and the CLI's text).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/daemon/daemon_harness.h"
+#include "tests/support/process.h"
+
+using namespace gpufault::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kRocrFault =
+    "Memory access fault by GPU node-1 (Agent handle: 0x55d4c0a1b2c0) on address 0x7f6459a00000. "
+    "Reason: Page not present or supervisor privilege.";
+
+struct WatchFixture {
+    TempDir dir;
+    std::string conf = dir.file("gpufaultd.conf");
+    std::string store = dir.file("store.db");
+    std::string sock = dir.file("ctl.sock");
+    std::string logs = dir.file("logs");
+    WatchFixture() { ::mkdir(logs.c_str(), 0755); }
+
+    /// A daemon following logs/*.log; `commit` is the [commit] table's extra keys.
+    void configure(const std::string& commit) const {
+        writeFile(conf,
+                  fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs = "
+                              "[\"{}/*.log\"]\npoll_interval_ms = 100\n[control]\nsocket = "
+                              "\"{}\"\ngroup = \"\"\n[commit]\ncorrelate_ms = 50\n{}"
+                              "[allocations]\ndirectory = \"\"\n",
+                              store,
+                              logs,
+                              sock,
+                              commit));
+    }
+    void append(const std::string& name, const std::string& text) const {
+        std::ofstream(logs + "/" + name, std::ios::app) << text << std::flush;
+    }
+    /// Records the daemon has read from `name` (committed or not), from `status`; -1: none.
+    int64_t readRecords(const std::string& name) const {
+        auto st = nlohmann::json::parse(controlRequest(sock, "status"), nullptr, false);
+        if (!st.is_object()) return -1;
+        for (const auto& s : st["streams"])
+            if (s.value("name", "") == logs + "/" + name) return s.value("evidence", int64_t{-1});
+        return -1;
+    }
+    int64_t committedFaults() const {
+        return storeCount(store, "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'");
+    }
+};
+
+/// The next line of `w` whose type is `type` (others skipped); null after `timeout`.
+nlohmann::json nextOfType(Watcher& w, const std::string& type, std::chrono::milliseconds timeout) {
+    auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+        auto j = w.next(std::chrono::duration_cast<std::chrono::milliseconds>(
+            end - std::chrono::steady_clock::now()));
+        if (j.is_null()) break;
+        if (j.value("type", "") == type) return j;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+// The start race of `gpufault watch` just before a file is copied: the daemon has read the fault
+// into its open transaction (status counts it, the store does not hold it yet) when the watcher
+// connects; the record is told when the transaction commits. A writer keeps the log busy so the
+// transaction stays open (the commit comes 200 ms after the last line); a round in which the
+// commit came first anyway (a loaded machine) proves nothing and is run again.
+TEST(Watch, ARecordReadBeforeTheWatcherConnectedIsToldWhenCommitted) {
+    WatchFixture f;
+    f.configure("batch_ms = 60000\nbatch_lines = 10000000\n");
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    bool exercised = false;
+    for (int round = 0; round < 5 && !exercised; ++round) {
+        std::string name = fmt::format("job{}.log", round);
+        int64_t before = f.committedFaults();
+        std::atomic<bool> stop{false};
+        f.append(name, std::string(kRocrFault) + "\n");
+        std::thread writer([&] {
+            for (int i = 0; !stop; ++i) {
+                f.append(name, fmt::format("step {} loss 0.{}\n", i, i));
+                std::this_thread::sleep_for(20ms);
+            }
+        });
+        bool read = eventually([&] { return f.readRecords(name) >= 1; }, 10s);
+        if (!read || f.committedFaults() != before) {  // committed before the watcher came
+            stop = true;
+            writer.join();
+            continue;
+        }
+        Watcher w(f.sock);
+        ASSERT_TRUE(w.ok());
+        ASSERT_EQ(w.next(5s).value("type", ""), "watching");
+        bool uncommitted = f.committedFaults() == before;  // still: the commit comes after
+        stop = true;
+        writer.join();
+        if (!uncommitted) continue;
+        exercised = true;
+        auto ev = nextOfType(w, "evidence", 10s);
+        ASSERT_FALSE(ev.is_null())
+            << "the record read before the watcher connected was not told" << d.stderrText();
+        EXPECT_EQ(ev["kind"], "rocr_memory_fault");
+        EXPECT_EQ(ev["source"], f.logs + "/" + name);
+        EXPECT_EQ(ev["line"], 1);
+        EXPECT_EQ(f.committedFaults(), before + 1);
+    }
+    if (!exercised) GTEST_SKIP() << "the daemon committed before every watcher connected";
+}
+
+// An incident that gains a record is told again: `incident_update` with the record counts, in
+// JSON and as the CLI's UPDATE line (the real `gpufault watch` beside a raw watcher).
+TEST(Watch, AnIncidentThatGainsARecordIsToldAsAnUpdate) {
+    WatchFixture f;
+    f.configure("");
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    Watcher w(f.sock);
+    ASSERT_TRUE(w.ok());
+    ASSERT_EQ(w.next(5s).value("type", ""), "watching");
+    ProcessResult cli;
+    std::thread cliWatch([&] { cli = run({GPUFAULT_BIN, "watch", "--socket", f.sock}, 60); });
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto st = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
+            return st.is_object() && st["control"].value("watchers", 0) == 2;
+        },
+        10s));
+
+    // The real case 012: ROCr's line first, the kernel's page-fault block of the same fault
+    // (same 2 MiB region) later in the same log.
+    f.append("job.log",
+             "Memory access fault by GPU node-1 (Agent handle: 0x59aef28eb440) on address "
+             "0x7a5895227000. Reason: Page not present or supervisor privilege.\n");
+    auto first = nextOfType(w, "incident", 10s);
+    ASSERT_FALSE(first.is_null()) << d.stderrText();
+    EXPECT_EQ(first["members"], 1);
+    EXPECT_EQ(first["kinds"], "rocr_memory_fault");
+    f.append("job.log",
+             "Feb 09 23:39:51 host kernel: amdgpu 0000:0a:00.0: amdgpu: [gfxhub] page fault "
+             "(src_id:0 ring:24 vmid:8 pasid:32772, for process llama-bench pid 4528 thread "
+             "llama-bench pid 4528)\n"
+             "Feb 09 23:39:51 host kernel: amdgpu 0000:0a:00.0: amdgpu:   in page starting at "
+             "address 0x00007a5895200000 from client 0x1b (UTCL2)\n"
+             "Feb 09 23:39:51 host kernel: amdgpu 0000:0a:00.0: amdgpu: "
+             "GCVM_L2_PROTECTION_FAULT_STATUS:0x00801031\n"
+             "Feb 09 23:39:51 host kernel: amdgpu 0000:0a:00.0: amdgpu:          Faulty UTCL2 "
+             "client ID: TCP (0x8)\n");
+    auto update = nextOfType(w, "incident_update", 10s);
+    ASSERT_FALSE(update.is_null()) << d.stderrText();
+    EXPECT_EQ(update["members"], 2);
+    EXPECT_EQ(update["members_before"], 1);
+    EXPECT_EQ(update["kinds"], "amdgpu_page_fault,rocr_memory_fault");
+    EXPECT_EQ(update["address"], "0x7a5895227000");
+    EXPECT_TRUE(nextOfType(w, "incident", 1s).is_null());  // not told as a new incident
+
+    d.signal(SIGTERM);  // the CLI's watch ends when the daemon closes
+    ASSERT_TRUE(d.waitExit(10s));
+    cliWatch.join();
+    EXPECT_EQ(cli.status, 0) << cli.err;
+    EXPECT_NE(cli.out.find(fmt::format("INCIDENT #{} rocr_memory_fault", first["id"].dump())),
+              std::string::npos)
+        << cli.out;
+    EXPECT_NE(cli.out.find(fmt::format("UPDATE   #{} rocr_memory_fault", update["id"].dump())),
+              std::string::npos)
+        << cli.out;
+    EXPECT_NE(cli.out.find("2 record(s), 1 before: amdgpu_page_fault,rocr_memory_fault"),
+              std::string::npos)
+        << cli.out;
+}
