@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
         "read logs (kernel, runtime, sanitizer, container) and core files into the store");
     ingest->add_option("files", files, "files to read, - for stdin")->required();
     ingest->add_option("--window", window, "dispatches kept per thread before a fault")
-        ->check(CLI::Range(1, 100000));
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
     ingest->add_flag("-q,--quiet", quiet, "no summary");
     CoreOptions coreOpt;
     ingest->add_option(
@@ -44,7 +45,8 @@ int main(int argc, char** argv) {
                      coreOpt.max_unpacked_mib,
                      "cores: cap on a compressed core decompressed into a temporary file "
                      "($TMPDIR, else /var/tmp)")
-        ->check(CLI::Range(1, 1 << 24));
+        ->check(CLI::Range(1, 1 << 24))
+        ->capture_default_str();
     ingest
         ->add_option("--unwind-seconds",
                      coreOpt.unwind_seconds,
@@ -86,12 +88,15 @@ int main(int argc, char** argv) {
     auto* show = app.add_subcommand("show", "everything about one incident");
     show->add_option("incident", incident, "incident id")->required();
     show->add_option("--dispatches", lastN, "last dispatches to print")
-        ->check(CLI::Range(0, 100000));
+        ->check(CLI::Range(0, 100000))
+        ->capture_default_str();
 
     std::string format = "md";
     auto* report = app.add_subcommand("report", "an upstream bug-report draft for one incident");
     report->add_option("incident", incident, "incident id")->required();
-    report->add_option("--format", format, "md or json")->check(CLI::IsMember({"md", "json"}));
+    report->add_option("--format", format, "md or json")
+        ->check(CLI::IsMember({"md", "json"}))
+        ->capture_default_str();
 
     std::string sql;
     auto* query = app.add_subcommand("query", "run one read-only SQL statement on the store");
@@ -100,7 +105,8 @@ int main(int argc, char** argv) {
     query->add_flag("--csv", csv, "CSV");
     double timeout = 60;
     query->add_option("--timeout", timeout, "seconds before the query is interrupted")
-        ->check(CLI::Range(0.001, 86400.0));
+        ->check(CLI::Range(0.001, 86400.0))
+        ->capture_default_str();
 
     RunOptions runOpt;
     auto* runCmd = app.add_subcommand(
@@ -114,7 +120,10 @@ int main(int argc, char** argv) {
     runCmd->add_flag("--serialize",
                      runOpt.serialize,
                      "AMD_SERIALIZE_KERNEL=3, HIP_LAUNCH_BLOCKING=1, CUDA_LAUNCH_BLOCKING=1");
-    runCmd->add_option("--spool", runOpt.spool_dir, "directory for the captured output");
+    runCmd->add_option("--spool",
+                       runOpt.spool_dir,
+                       "directory for the captured output (default /var/lib/gpufault/spool for "
+                       "root, else ~/.local/share/gpufault/spool)");
     runCmd->add_flag("--record-allocations",
                      runOpt.record_allocations,
                      "preload libgpufault-preload.so: record every GPU allocation and free "
@@ -122,7 +131,8 @@ int main(int argc, char** argv) {
                      "else beside the spooled output)");
     runCmd->add_option("--alloc-dir",
                        runOpt.alloc_dir,
-                       "gpufaultd's allocation directory (allocations.directory) to record into");
+                       "gpufaultd's allocation directory (allocations.directory) to record into "
+                       "(default /run/gpufault-alloc when it is root's and sticky)");
     runCmd->add_option("--preload",
                        runOpt.preload,
                        "the shim to preload (default: $GPUFAULT_PRELOAD, else beside gpufault, "
@@ -160,8 +170,9 @@ int main(int argc, char** argv) {
     codeobj
         ->add_option("--max-decompressed",
                      co.max_decompressed,
-                     "bytes one compressed bundle may inflate to (default 1 GiB)")
-        ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+                     "bytes one compressed bundle may inflate to (1 GiB)")
+        ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+        ->capture_default_str();
     codeobj->add_flag("--json", co.json, "JSON Lines, one object per file");
     codeobj->add_flag("--list", co.list, "only list what each file carries (no check)");
     codeobj->add_option("--sysfs-root", co.sysfs_root, "sysfs mount (local GPUs)")

@@ -197,5 +197,41 @@ TEST(CliHostile, FifoIsReadNotProbed) {
     EXPECT_EQ(ev.size(), 2u);
 }
 
+/// The line of `help` that describes `option` ("" when none does).
+std::string helpLine(const std::string& help, const std::string& option) {
+    size_t at = help.find("  " + option + " ");
+    if (at == std::string::npos) return "";
+    size_t end = help.find('\n', at);
+    return help.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+// `--help` shows each option's default (`=64`, CLI11's form); `--version` answers and the man page
+// documents it.
+TEST(CliErrors, HelpShowsDefaultsAndVersionIsDocumented) {
+    auto ingest = run({GPUFAULT_BIN, "ingest", "--help"});
+    EXPECT_EQ(ingest.status, 0) << ingest.err;
+    EXPECT_NE(helpLine(ingest.out, "--window").find("=64"), std::string::npos) << ingest.out;
+    EXPECT_NE(helpLine(ingest.out, "--unwind-seconds").find("=60"), std::string::npos)
+        << ingest.out;
+    EXPECT_NE(helpLine(ingest.out, "--max-unpacked-mib").find("=16384"), std::string::npos)
+        << ingest.out;
+    auto show = run({GPUFAULT_BIN, "show", "--help"});
+    EXPECT_NE(helpLine(show.out, "--dispatches").find("=16"), std::string::npos) << show.out;
+    auto report = run({GPUFAULT_BIN, "report", "--help"});
+    EXPECT_NE(helpLine(report.out, "--format").find("=md"), std::string::npos) << report.out;
+    auto query = run({GPUFAULT_BIN, "query", "--help"});
+    EXPECT_NE(helpLine(query.out, "--timeout").find("=60"), std::string::npos) << query.out;
+    auto codeobj = run({GPUFAULT_BIN, "codeobj", "--help"});
+    EXPECT_NE(helpLine(codeobj.out, "--max-decompressed").find("=1073741824"), std::string::npos)
+        << codeobj.out;
+
+    auto v = run({GPUFAULT_BIN, "--version"});
+    EXPECT_EQ(v.status, 0);
+    ASSERT_EQ(v.out.rfind("gpufault ", 0), 0u) << v.out;
+    std::string man = readFile(GPUFAULT_SOURCE_DIR "/packaging/man/gpufault.1");
+    EXPECT_NE(man.find(".B \\-\\-version\n"), std::string::npos);
+    EXPECT_NE(man.find("\\fB\\-\\-version\\fR"), std::string::npos);  // in the synopsis
+}
+
 }  // namespace
 }  // namespace gpufault::testing
