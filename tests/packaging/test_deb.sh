@@ -29,10 +29,19 @@ for f in usr/bin/gpufault usr/sbin/gpufaultd; do
 done
 for f in usr/lib/systemd/system/gpufaultd.service usr/lib/tmpfiles.d/gpufault.conf \
          etc/gpufault/gpufaultd.conf usr/share/man/man1/gpufault.1 usr/share/man/man8/gpufaultd.8 \
-         usr/share/man/man5/gpufaultd.conf.5 usr/share/gpufault/gpufault_operands.py \
-         usr/lib/gpufault/libgpufault-preload.so usr/share/doc/gpufault/preload.md; do
+         usr/share/man/man5/gpufaultd.conf.5 usr/lib/python3/dist-packages/gpufault_operands.py \
+         usr/lib/gpufault/libgpufault-preload.so usr/share/doc/gpufault/README.md; do
   check "[ -f '$root/$f' ]" "$f missing"
 done
+# Every docs/*.md the shipped README links is shipped beside it.
+for d in $(grep -o 'docs/[a-z-]*\.md' "$root/usr/share/doc/gpufault/README.md" | sort -u); do
+  check "[ -f '$root/usr/share/doc/gpufault/$d' ]" "README links $d, not shipped"
+done
+# Debian's python3 finds the operand helper without PYTHONPATH.
+if [ -x /usr/bin/python3 ]; then
+  check "/usr/bin/python3 -c 'import sys; sys.exit(\"/usr/lib/python3/dist-packages\" not in sys.path)'" \
+    "/usr/lib/python3/dist-packages is not on python3's path"
+fi
 check "grep -q '^gpufault:x:[0-9]*:' '$root/etc/group'" "group gpufault not created"
 gid=$(awk -F: '$1 == "gpufault" { print $3 }' "$root/etc/group")
 check "[ \"\$(stat -c '%a %u %g' '$root/var/lib/gpufault')\" = '2750 0 $gid' ]" \
