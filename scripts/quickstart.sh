@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds gpufault, ingests the bundled fault logs (real ones from
-# public bug reports and H200 runs, plus two examples) into a fresh store, and prints the triage
-# of three incidents. Usage: scripts/quickstart.sh [BUILD_DIR]
+# Installs the dependencies, builds gpufault, gpufaultd, the allocation-recording shim
+# (libgpufault-preload.so, for `gpufault run --record-allocations`) and the GPU-less allocation
+# demo (a host program and stand-in runtime: README "Recording allocations"), ingests the bundled
+# fault logs (real ones from public bug reports and H200 runs, plus two examples) into a fresh
+# store, and prints the triage of three incidents. Usage: scripts/quickstart.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -9,7 +11,8 @@ scripts/install-deps.sh
 echo "== building gpufault in $build (log: $build/quickstart-build.log)"
 mkdir -p "$build"
 if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUFAULT_WERROR=ON &&
-       cmake --build "$build" --target gpufault -j"$(nproc 2>/dev/null || echo 2)"; } > "$build/quickstart-build.log" 2>&1; then
+       cmake --build "$build" -j"$(nproc 2>/dev/null || echo 2)" --target gpufault gpufaultd \
+         gpufault_preload gpufault_preload_host gpufault_standin_fw; } > "$build/quickstart-build.log" 2>&1; then
   tail -n 30 "$build/quickstart-build.log"; exit 1
 fi
 db=$(mktemp -d)/gpufault.db
@@ -27,6 +30,6 @@ for f in gfx1201-worked-example.log amdlog3-scatter-fault.log 012-llamabench-roc
 done
 echo
 echo "The store is $db. Next:"
-echo "  export PATH=\"$PWD/$build/cli:\$PATH\""
+echo "  export PATH=\"$PWD/$build/cli:$PWD/$build/daemon:\$PATH\""
 echo "  gpufault --db $db incidents"
 echo "  gpufault --db $db report $(incident_of gfx1201-worked-example.log) --format md"
