@@ -13,10 +13,17 @@ std::string journalLinePrefix(const JournalEntry& e) {
     tm t{};
     ::gmtime_r(&secs, &t);
     std::string ident = e.identifier.empty() ? "unknown" : e.identifier;
-    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+0000 {} {}{}: ", t.tm_year + 1900,
-                       t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec,
-                       e.realtime_us % 1000000, e.hostname.empty() ? "localhost" : e.hostname,
-                       ident, e.pid ? fmt::format("[{}]", *e.pid) : "");
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+0000 {} {}{}: ",
+                       t.tm_year + 1900,
+                       t.tm_mon + 1,
+                       t.tm_mday,
+                       t.tm_hour,
+                       t.tm_min,
+                       t.tm_sec,
+                       e.realtime_us % 1000000,
+                       e.hostname.empty() ? "localhost" : e.hostname,
+                       ident,
+                       e.pid ? fmt::format("[{}]", *e.pid) : "");
 }
 
 }  // namespace gpufault

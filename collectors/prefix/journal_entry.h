@@ -9,14 +9,14 @@ namespace gpufault {
 
 /// The journal fields gpufault uses (systemd.journal-fields(7)).
 struct JournalEntry {
-    std::string message;                 ///< MESSAGE (may hold several lines)
-    std::string transport;               ///< _TRANSPORT: kernel, stdout, syslog, journal, …
-    std::optional<int> priority;         ///< PRIORITY (0–7)
+    std::string message;                   ///< MESSAGE (may hold several lines)
+    std::string transport;                 ///< _TRANSPORT: kernel, stdout, syslog, journal, …
+    std::optional<int> priority;           ///< PRIORITY (0–7)
     std::optional<uint64_t> monotonic_us;  ///< _SOURCE_MONOTONIC_TIMESTAMP, else the entry's
-    uint64_t realtime_us = 0;            ///< __REALTIME_TIMESTAMP (µs since the epoch, UTC)
-    std::string hostname;                ///< _HOSTNAME
-    std::string identifier;              ///< SYSLOG_IDENTIFIER, else _COMM
-    std::optional<int64_t> pid;          ///< _PID (SYSLOG_PID for forwarded syslog)
+    uint64_t realtime_us = 0;              ///< __REALTIME_TIMESTAMP (µs since the epoch, UTC)
+    std::string hostname;                  ///< _HOSTNAME
+    std::string identifier;                ///< SYSLOG_IDENTIFIER, else _COMM
+    std::optional<int64_t> pid;            ///< _PID (SYSLOG_PID for forwarded syslog)
 };
 
 /// The prefix of each line of `e.message`: kernel-transport entries as /dev/kmsg records

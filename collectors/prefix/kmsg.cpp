@@ -1,6 +1,6 @@
 // /dev/kmsg records (FORMATS.md §1.9): `PRI,SEQ,TS_USEC,FLAGS[,…];TEXT` + ` KEY=VALUE` lines.
-#include "collectors/prefix/kernel_stamp.h"
 #include "collectors/common/text.h"
+#include "collectors/prefix/kernel_stamp.h"
 #include "collectors/prefix/scan.h"
 
 namespace gpufault::prefix {
