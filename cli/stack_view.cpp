@@ -77,10 +77,9 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
     if (c.note) out += fmt::format("{}note       {}\n", indent, printable(*c.note));
     if (c.exe) out += fmt::format("{}exe        {}\n", indent, printable(*c.exe));
     if (c.signature)
-        out += fmt::format(
-            "{}stack sig  {} (the core's: top frames of the crashing thread)\n",
-            indent,
-            *c.signature);
+        out += fmt::format("{}stack sig  {} (the core's: top frames of the crashing thread)\n",
+                           indent,
+                           *c.signature);
     auto rt = nlohmann::json::parse(c.runtimes, nullptr, false);
     if (rt.is_object() && !rt.empty()) {
         std::string s;

@@ -173,8 +173,15 @@ TEST(Devices, PreflightJsonWithoutAGpuSaysSo) {
     std::string sys = t.file("sys");
     // sysfs with a CPU-only KFD topology and no DRM card: no GPU.
     put(sys + "/class/kfd/kfd/topology/nodes/0/properties", "cpu_cores_count 16\nsimd_count 0\n");
-    auto r = run({GPUFAULT_BIN, "--db", t.file("none.db"), "preflight", "--json",
-                  "--sysfs-root", sys, "--proc-root", t.file("proc")});
+    auto r = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("none.db"),
+                  "preflight",
+                  "--json",
+                  "--sysfs-root",
+                  sys,
+                  "--proc-root",
+                  t.file("proc")});
     EXPECT_EQ(r.status, 2) << r.err;
     ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
     auto j = nlohmann::json::parse(r.out);
