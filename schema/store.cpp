@@ -570,6 +570,15 @@ db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, in
     return s->run();
 }
 
+db::Result<void> Store::finishSource(int64_t source_id) {
+    auto s = db_.prepare(
+        "UPDATE sources SET complete=1, ingested_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') "
+        "WHERE id=?1");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, source_id);
+    return s->run();
+}
+
 db::Result<void> Store::replaceIncidents(const std::vector<IncidentRecord>& incidents,
                                          const std::function<bool()>& stop) {
     uint64_t rows = 0;

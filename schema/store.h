@@ -197,6 +197,10 @@ class Store {
     db::Result<void> adoptSource(int64_t source_id, const SourceIdentity& id);
     /// Commits a checkpoint (call inside the transaction that stored the evidence before it).
     db::Result<void> setPosition(int64_t source_id, const SourceState& st, int64_t size);
+    /// Marks source `source_id` complete and changes nothing else: its checkpoint, prefix hash
+    /// and `earlier` stay, so a copy of its file (copytruncate) found later still continues it.
+    /// Call inside the open transaction.
+    db::Result<void> finishSource(int64_t source_id);
     /// Retention: drops every source last written more than `max_age_s` seconds ago, then,
     /// while the live data exceed `max_bytes`, the least recently written sources; each with
     /// everything it produced (records, dispatches, operands, counts, warnings; runs keep their

@@ -15,6 +15,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/sources/file_tail_parts.h"
+#include "daemon/sources/copy_trace.h"
 
 namespace gpufault::daemon {
 
@@ -204,6 +205,7 @@ db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
         }
     }
     f.stream->finish();
+    ctrace("retire {} ino {} row {} offset {} size {} hashed {} marks {}", f.path, f.key.second, f.stream->state().id, f.offset, f.size, f.hashed, f.marks.size());
     if (f.stream->error()) return std::unexpected(*f.stream->error());
     auto r = writeCheckpoint(f, f.offset, true, f.size);
     if (!r) return r;
@@ -238,6 +240,7 @@ db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
     uint64_t lost =
         f.copyWait ? 0 : static_cast<uint64_t>(std::max<int64_t>(f.size - f.offset, 0));
     f.lost += lost;
+    ctrace("truncated {} ino {} seen {} offset {} lost {} stream {}", f.path, f.key.second, f.size, f.offset, lost, f.stream != nullptr);
     if (auto r = txn.ensure(); !r) return r;
     size_t finished = finished_.size();
     if (auto r = retire(f, false); !r) return r;
@@ -392,9 +395,13 @@ db::Result<void> FileTail::accountVanished(Txn& txn) {
         }
         if (heads.count(id.fingerprint)) continue;  // a copy of it may hold its bytes
         if (auto e = txn.ensure(); !e) return e;
-        SourceState done = r.state;
-        done.complete = true;
-        if (auto e = store_.setPosition(done.id, done, done.size); !e) return e;
+        // Only marked complete: its prefix hash and earlier checkpoints stay, for a copy of it
+        // that is not identified yet (written while the daemon started, its first line
+        // incomplete at this scan) to continue it. (Written back from this row, which does not
+        // load them, they were erased, and such a copy was read from its start.)
+        const SourceState& done = r.state;
+        if (auto e = store_.finishSource(done.id); !e) return e;
+        ctrace("vanished row {} path {} off {} size {}", done.id, id.path, done.offset, done.size);
         vanishedLost_ += static_cast<uint64_t>(std::max<int64_t>(done.size - done.offset, 0));
         ++vanishedStreams_;
     }
@@ -434,6 +441,7 @@ db::Result<void> FileTail::checkpoint() {
 }
 
 void FileTail::committed() {
+    ctrace("committed");
     for (auto& [k, f] : files_) {
         if (f->stream) f->stream->committed();
         f->resumed = false;
@@ -448,6 +456,7 @@ void FileTail::committed() {
 }
 
 void FileTail::reset() {
+    ctrace("reset");
     files_.clear();
     retired_.clear();
     finished_.clear();  // what they read was rolled back

@@ -385,3 +385,44 @@ TEST(DaemonKill9, CopyTruncatedWhileKilledIsPlacedByALineEndBeforeTheCheckpoint)
     ASSERT_TRUE(q.caughtUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 17));
 }
+
+// Killed; copied while the daemon starts (the copy's first line still incomplete at its first
+// scan) and app.log truncated and written again meanwhile (found by seed 3559449187 of the
+// random test: app.log.16's lines twice). At the restart app.log holds another stream, and no
+// followed file has the old stream's first line: the old stream is finished (what it had seen
+// and not read counted lost). Finishing it wrote back a row read without its prefix hash and
+// earlier checkpoints, so when the copy's first line was complete it matched no stream and was
+// read from its start. Now the stream is only marked complete; the copy continues it.
+TEST(DaemonKill9, CopyCompletedAfterItsStreamWasFinishedAtARestartContinuesIt) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    q.d.kill9();
+    q.lines(q.fd, 5);  // L10-14, unread
+    std::string copy = q.s.app + ".1", content = gpufault::testing::readFile(q.s.app);
+    int out = ::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    ASSERT_GE(out, 0);
+    ASSERT_TRUE(writeAll(out, content.substr(0, 20)));  // the copy begins: no line end yet
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 3);  // L15-17: app.log's new stream
+    ASSERT_TRUE(q.start());
+    // The first scan has seen both: app.log's new stream is committed to its end (with the old
+    // stream finished in the same transaction), the copy waits for its first line.
+    std::string app = fmt::format("offset {}", ::lseek(q.fd, 0, SEEK_END));
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto a = q.stream(q.s.app);
+            auto c = q.stream(copy);
+            return a && a->position == app && c && c->position == "waiting for a first line";
+        },
+        30s))
+        << q.d.stderrText();
+    ASSERT_TRUE(writeAll(out, content.substr(20)));  // the copy is complete
+    ::close(out);
+    ASSERT_TRUE(q.caughtUp());
+    auto st = q.stream(copy);
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->lost, 0u);
+    EXPECT_EQ(storedNames(q.stop()), every(0, 18));
+}
