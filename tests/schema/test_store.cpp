@@ -50,11 +50,14 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     ASSERT_TRUE(s) << s.error().message;
     // One version per schema/sql file (001 … 005_cores, 006_core_origins, 007_allocations,
     // 008_diagnoses_devices, 009_unsigned_distances, 010_allocation_distance, 011_prefix_hash,
-    // 012_alloc_processes, 013_pending_cores).
+    // 012_alloc_processes, 013_pending_cores, 014_lost_bytes).
     const auto versions = static_cast<int64_t>(migrations().size());
-    EXPECT_EQ(versions, 13);  // 001 … 013
+    EXPECT_EQ(versions, 14);  // 001 … 014
     EXPECT_EQ(scalar(*s, "PRAGMA user_version"), versions);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'diagnoses'"), 1);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM pragma_table_info('sources') WHERE name = "
+                         "'lost_bytes'"),
+              1);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'allocations'"), 1);
     EXPECT_EQ(scalar(*s, "PRAGMA auto_vacuum"), 2);  // 2 = INCREMENTAL
     auto mode = s->db().prepare("PRAGMA journal_mode");
