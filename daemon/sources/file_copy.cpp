@@ -13,7 +13,6 @@
 #include "daemon/sources/file_tail.h"
 #include "daemon/sources/file_tail_parts.h"
 #include "daemon/test_pause.h"
-#include "daemon/sources/copy_trace.h"
 
 namespace gpufault::daemon {
 
@@ -55,7 +54,6 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     f.busy = false;
     if (!wait) return std::unexpected(wait.error());
     f.copyWait = *wait;
-    ctrace("identify {} ino {} size {} fp {} copyWait {}", f.path, f.key.second, size, id.fingerprint, f.copyWait);
     if (f.copyWait) return false;
     // The others were brought up to date meanwhile: it may have grown (a copy being written).
     if (struct stat now {}; ::fstat(f.fd, &now) == 0) size = std::max<int64_t>(size, now.st_size);
@@ -74,7 +72,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
         // was still the stream's). Not "rewritten under the same first line": the next poll
         // sees the truncation and the new first line, and the stream stays in the store for a
         // copy to continue (a copy cannot continue a stream finished here at offset 0).
-        if (!h) { ctrace("identify {}: shorter than checkpoint {}", f.path, st.offset); return false; }
+        if (!h) return false;
         same = *h == *st.prefix_hash;
     }
     std::optional<Mark> resume;
@@ -111,7 +109,6 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
         st.offset = 0;
         st.line = st.max_line;
     }
-    ctrace("  store row {} off {} line {} max {} complete {} ph {} same {} resume {} adopted {}", st.id, st.offset, st.line, st.max_line, st.complete, st.prefix_hash.has_value(), same, resume ? resume->offset : -1, adopted);
     if (resume) {
         st.offset = resume->offset;
         st.line = st.max_line = resume->line;
@@ -123,7 +120,6 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     if (f.hashed) markPrefix(f, st.offset, st.line);
     f.fingerprint = id.fingerprint;
     f.offset = st.offset;
-    ctrace("  -> row {} offset {} line {} hashed {} marks {}", st.id, st.offset, st.line, f.hashed, f.marks.size());
     f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
     if (resume || adopted) {
         // Its checkpoint now, committed with the original's last lines (or with the move of
@@ -216,7 +212,7 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
             if (!o->stream && size <= o->size && sameHead(*o, fingerprint)) {
                 auto hc = prefixHash(c, size);
                 auto ho = prefixHash(*o, size);
-                if (hc && ho && *hc == *ho) { ctrace("  copyWaits: busy original {}", o->path); return true; }
+                if (hc && ho && *hc == *ho) return true;
             }
             continue;
         }
@@ -230,7 +226,7 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
         if (!o->stream || o->fingerprint != fingerprint || size > o->size) continue;
         auto hc = prefixHash(c, size);
         auto ho = prefixHash(*o, size);
-        if (hc && ho && *hc == *ho) { ctrace("  copyWaits: original {} size {}", o->path, o->size); return true; }
+        if (hc && ho && *hc == *ho) return true;
         // Unless the original was truncated just now: then it is finished by this read.
         if (!headIntact(*o))
             if (auto r = read(txn, *o); !r) return std::unexpected(r.error());
@@ -248,10 +244,9 @@ db::Result<std::optional<FileTail::Mark>> FileTail::copyResume(Followed& c,
         // Where it ended when the copy is as large, else its last line end within the copy.
         const Mark& end = e->marks.back();
         const Mark* m = size >= end.offset ? &end : lastMark(e->marks, size);
-        if (!m || m->offset == 0) { ctrace("  copyResume: finished ino {} end {} no mark within {}", e->key.second, end.offset, size); continue; }
+        if (!m || m->offset == 0) continue;
         auto h = prefixHash(c, m->offset);
-        if (!h || *h != m->hash) { ctrace("  copyResume: finished ino {} mark {} hash differs", e->key.second, m->offset); continue; }
-        ctrace("  copyResume: finished ino {} at {} line {} (end {})", e->key.second, m->offset, m->line, end.offset);
+        if (!h || *h != m->hash) continue;
         if (m == &end && e->lost > 0) {
             // What its truncation counted lost and the copy holds is not lost after all.
             uint64_t back = std::min<uint64_t>(e->lost, static_cast<uint64_t>(size - end.offset));
@@ -302,13 +297,11 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
     std::sort(places.begin(), places.end(), [](const Place& a, const Place& b) {
         return a.at.offset < b.at.offset;
     });
-    for (const auto& r : *rows) ctrace("  adopt cand row {} path {} ino {} off {} line {} max {} complete {} held {} earlier {}", r.state.id, r.identity.path, r.identity.inode.value_or(-1), r.state.offset, r.state.line, r.state.max_line, r.state.complete, held.count(r.state.id), r.state.earlier.size());
     std::vector<const Place*> matches;  // nearest first
     for (const auto& p : places) {
         auto h = prefixHash(c, p.at.offset);
         if (!h) break;
         if (*h == p.at.hash) matches.push_back(&p);
-        ctrace("  place row {} at {} match {}", p.row->state.id, p.at.offset, *h == p.at.hash);
     }
     // Its file still followed and holding those bytes (a copy made before the truncation, seen
     // first after a restart): `c` waits for it as for a copy of a followed file. Still at its
@@ -323,20 +316,17 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
             if (o->second->fd < 0) continue;
             if (sameHead(*o->second, id.fingerprint) &&
                 prefixHash(*o->second, (*m)->at.offset) == (*m)->at.hash)
-                { ctrace("  adopt: waits for followed {}", o->second->path); return Adoption{std::nullopt, true}; }
+                return Adoption{std::nullopt, true};
             best = *m;
             continue;
         }
         struct stat st {};
         if (::lstat(own.path.c_str(), &st) == 0 && st.st_dev == key.first &&
-            st.st_ino == key.second && st.st_size >= std::max<int64_t>((*m)->at.offset, 1)) {
-            ctrace("  adopt: row {} own file still there as large", (*m)->row->state.id);
+            st.st_ino == key.second && st.st_size >= std::max<int64_t>((*m)->at.offset, 1))
             continue;
-        }
         best = *m;
     }
-    if (!best) { ctrace("  adopt: none"); return Adoption{}; }
-    ctrace("  adopt: row {} at {} line {}", best->row->state.id, best->at.offset, best->at.line);
+    if (!best) return Adoption{};
     if (auto r = store_.adoptSource(best->row->state.id, id); !r)
         return std::unexpected(r.error());
     if (best->at.offset == best->row->state.offset && best->row->lost > 0) {
@@ -399,7 +389,6 @@ db::Result<void> FileTail::writeCheckpoint(Followed& f, int64_t end, bool comple
                                   }),
                       earlier.end());
         cp.earlier = std::move(earlier);
-        ctrace("ckpt {} row {} off {} line {} ph {} complete {} size {}", f.path, cp.id, cp.offset, cp.line, cp.prefix_hash.has_value(), complete, size);
     });
 }
 

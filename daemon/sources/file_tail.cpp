@@ -15,7 +15,6 @@
 
 #include "daemon/daemon.h"
 #include "daemon/sources/file_tail_parts.h"
-#include "daemon/sources/copy_trace.h"
 
 namespace gpufault::daemon {
 
@@ -205,7 +204,6 @@ db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
         }
     }
     f.stream->finish();
-    ctrace("retire {} ino {} row {} offset {} size {} hashed {} marks {}", f.path, f.key.second, f.stream->state().id, f.offset, f.size, f.hashed, f.marks.size());
     if (f.stream->error()) return std::unexpected(*f.stream->error());
     auto r = writeCheckpoint(f, f.offset, true, f.size);
     if (!r) return r;
@@ -239,7 +237,6 @@ db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
     // not read is counted (none for a waiting copy: its bytes are its original's).
     uint64_t lost =
         f.copyWait ? 0 : static_cast<uint64_t>(std::max<int64_t>(f.size - f.offset, 0));
-    ctrace("truncated {} ino {} seen {} offset {} lost {} stream {}", f.path, f.key.second, f.size, f.offset, lost, f.stream != nullptr);
     if (auto r = countLost(txn, f, lost); !r) return r;
     if (auto r = txn.ensure(); !r) return r;
     size_t finished = finished_.size();
@@ -450,7 +447,6 @@ db::Result<void> FileTail::accountVanished(Txn& txn) {
         if (auto e = store_.addLostBytes(done.id, std::max<int64_t>(done.size - done.offset, 0));
             !e)
             return e;
-        ctrace("vanished row {} path {} off {} size {}", done.id, id.path, done.offset, done.size);
         vanishedLost_ += static_cast<uint64_t>(std::max<int64_t>(done.size - done.offset, 0));
         ++vanishedStreams_;
     }
@@ -492,7 +488,6 @@ db::Result<void> FileTail::checkpoint() {
 }
 
 void FileTail::committed() {
-    ctrace("committed");
     for (auto& [k, f] : files_) {
         if (f->stream) f->stream->committed();
         f->resumed = false;
@@ -507,7 +502,6 @@ void FileTail::committed() {
 }
 
 void FileTail::reset() {
-    ctrace("reset");
     files_.clear();
     retired_.clear();
     finished_.clear();  // what they read was rolled back

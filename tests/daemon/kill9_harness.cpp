@@ -292,7 +292,6 @@ void runScenario(Rotation rotation, int lives, bool kill, Figures* fig) {
         // One kill in ten lands during start-up (store open, migrations, first scan).
         bool early = kill && rand(0, 9) == 0;
         if (kill || i == 0) {
-            wtrace(fmt::format("start life {}", i));
             ASSERT_TRUE(d.start());
             if (!early) {
                 ASSERT_TRUE(d.waitNotify("READY=1", 30s))
@@ -311,10 +310,8 @@ void runScenario(Rotation rotation, int lives, bool kill, Figures* fig) {
             if (freezeAt && Clock::now() >= *freezeAt) {
                 freezeAt.reset();
                 ASSERT_TRUE(freeze(d.pid())) << "the daemon died\n" << d.stderrText();
-                wtrace("frozen");
                 sleepFor(std::chrono::milliseconds(rand(5, 150)));
                 thaw(d.pid());
-                wtrace("thawed");
                 ++fig->freezes;
             }
             auto left = std::chrono::duration_cast<std::chrono::microseconds>(end - Clock::now());
@@ -322,7 +319,6 @@ void runScenario(Rotation rotation, int lives, bool kill, Figures* fig) {
         } while (Clock::now() < end);
         if (kill) {
             d.kill9();
-            wtrace("killed");
             fig->statusLost += lifeLost;
             lifeLost = 0;
         }

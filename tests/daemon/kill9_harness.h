@@ -50,7 +50,8 @@
 //    it repeats counts that a copy gave back after a kill.)
 //
 // GPUFAULT_KILL9_SEED=<n> replays a seed (the writer's timing still varies); GPUFAULT_LONG=1
-// kills 200 times instead of 50 (and runs 100 copytruncate periods instead of 20).
+// kills 200 times instead of 50 (and runs 100 periods instead of 20 without kills). Every
+// failure names the seed.
 #pragma once
 
 #include <gtest/gtest.h>

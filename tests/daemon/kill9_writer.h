@@ -11,7 +11,6 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -23,17 +22,6 @@
 #include "tests/daemon/kill9_harness.h"
 
 namespace gpufault::testing::kill9 {
-
-// TEMPORARY (GPUFAULTD_COPY_TRACE): the writer's and the test's steps, into the daemon's trace.
-inline void wtrace(const std::string& s) {
-    const char* p = std::getenv("GPUFAULTD_COPY_TRACE");
-    if (!p || !*p) return;
-    int fd = ::open(p, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return;
-    std::string t = "W " + s + "\n";
-    (void)!::write(fd, t.data(), t.size());
-    ::close(fd);
-}
 
 using Clock = std::chrono::steady_clock;
 
@@ -122,7 +110,6 @@ class Writer {
 
     void rotateRename() {
         std::string to = fmt::format("{}/app.log.{}", logs_, ++k_);
-        wtrace("renamed to " + to);
         if (::rename(app_.c_str(), to.c_str()) != 0) return fail("rename");
         ::close(fd_);
         l_.segments[cur_].file = to.substr(logs_.size() + 1);
@@ -142,13 +129,11 @@ class Writer {
         l_.segments.push_back(
             {to.substr(logs_.size() + 1), "", content.size(), l_.segments[cur_].lines});
         rotated_.push_back({to, copy});
-        wtrace(fmt::format("copied {} bytes to {} (first L{})", content.size(), to, l_.segments[cur_].lines.empty() ? -1 : (long)l_.segments[cur_].lines.front()));
         if (rand(0, 1) == 0) burst();  // written between copy and truncation: lost with it
         truncate("copied then truncated");
     }
     void truncate(const char* fate) {
         if (::ftruncate(fd_, 0) != 0) return fail("ftruncate");
-        wtrace(fmt::format("truncated app.log ({}) next L{}", fate, l_.bytes.size()));
         l_.segments[cur_].fate = fate;
         cur_ = static_cast<int>(l_.segments.size());
         l_.segments.push_back({"app.log", "", 0, {}});
@@ -159,14 +144,12 @@ class Writer {
         rotated_.pop_front();
         if (::unlink(path.c_str()) != 0) return fail("unlink " + path);
         l_.segments[seg].fate = "deleted";
-        wtrace("deleted " + path);
         ++l_.ops["delete"];
     }
     void recreate() {
         if (::unlink(app_.c_str()) != 0) return fail("unlink " + app_);
         ::close(fd_);
         l_.segments[cur_].fate = "deleted (recreated)";
-        wtrace(fmt::format("recreated app.log next L{}", l_.bytes.size()));
         openNew();
     }
 
