@@ -509,7 +509,8 @@ db::Result<std::vector<UnfinishedFile>> Store::copyCandidates(const std::string&
                                                               int64_t limit) {
     auto s = db_.prepare(
         "SELECT id, path, device, inode, offset, line, max_line, size, prefix_hash, complete, "
-        "earlier FROM sources WHERE kind='file' AND fingerprint=?1 AND prefix_hash IS NOT NULL "
+        "earlier, lost_bytes FROM sources WHERE kind='file' AND fingerprint=?1 AND "
+        "prefix_hash IS NOT NULL "
         "ORDER BY id DESC LIMIT ?2");
     if (!s) return std::unexpected(s.error());
     s->bind(1, fingerprint).bind(2, limit);
@@ -532,6 +533,7 @@ db::Result<std::vector<UnfinishedFile>> Store::copyCandidates(const std::string&
                               s->optI64(7).value_or(0),
                               static_cast<uint64_t>(s->i64(8)),
                               parseEarlier(s->optStr(10))};
+        f.lost = s->i64(11);
         out.push_back(std::move(f));
     }
     return out;
@@ -567,6 +569,23 @@ db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, in
     std::optional<int64_t> hash;
     if (st.prefix_hash) hash = static_cast<int64_t>(*st.prefix_hash);
     s->bind(8, hash).bind(9, earlierText(st.earlier));
+    return s->run();
+}
+
+db::Result<void> Store::finishSource(int64_t source_id) {
+    auto s = db_.prepare(
+        "UPDATE sources SET complete=1, ingested_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') "
+        "WHERE id=?1");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, source_id);
+    return s->run();
+}
+
+db::Result<void> Store::addLostBytes(int64_t source_id, int64_t delta) {
+    if (delta == 0) return {};
+    auto s = db_.prepare("UPDATE sources SET lost_bytes = lost_bytes + ?2 WHERE id=?1");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, source_id).bind(2, delta);
     return s->run();
 }
 

@@ -53,6 +53,7 @@ struct SourceState {
 struct UnfinishedFile {
     SourceIdentity identity;
     SourceState state;
+    int64_t lost = 0;  ///< bytes counted lost so far (sources.lost_bytes; copyCandidates only)
 };
 
 /// One correlated incident, as written by correlate/ (ids are assigned by the store).
@@ -197,6 +198,14 @@ class Store {
     db::Result<void> adoptSource(int64_t source_id, const SourceIdentity& id);
     /// Commits a checkpoint (call inside the transaction that stored the evidence before it).
     db::Result<void> setPosition(int64_t source_id, const SourceState& st, int64_t size);
+    /// Marks source `source_id` complete and changes nothing else: its checkpoint, prefix hash
+    /// and `earlier` stay, so a copy of its file (copytruncate) found later still continues it.
+    /// Call inside the open transaction.
+    db::Result<void> finishSource(int64_t source_id);
+    /// Adds `delta` bytes to source `source_id`'s lost_bytes: bytes it saw and had not read when
+    /// they were removed; negative when a copy gave back bytes counted before. Call inside the
+    /// transaction that finishes (or resumes) the stream.
+    db::Result<void> addLostBytes(int64_t source_id, int64_t delta);
     /// Retention: drops every source last written more than `max_age_s` seconds ago, then,
     /// while the live data exceed `max_bytes`, the least recently written sources; each with
     /// everything it produced (records, dispatches, operands, counts, warnings; runs keep their

@@ -77,8 +77,11 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     }
     std::optional<Mark> resume;
     bool adopted = false;
-    if (st.offset == 0 && st.line == 0 && st.max_line == 0 && !st.complete)
-        resume = copyResume(f, id.fingerprint, size);  // nothing read from it yet
+    if (st.offset == 0 && st.line == 0 && st.max_line == 0 && !st.complete) {
+        auto r = copyResume(f, id.fingerprint, size);  // nothing read from it yet
+        if (!r) return std::unexpected(r.error());
+        resume = *r;
+    }
     if (!resume && (!same || (st.offset == 0 && st.max_line == 0))) {
         // Not read before: it may be the copy of a stream the store knows (copytruncate while
         // the daemon was down, or undone by a kill): it continues that stream.
@@ -96,8 +99,11 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     if (!same) {
         // Truncated while the daemon was down: what its checkpoint had seen and not read is
         // gone (a stream finished here is complete, its loss counted at the truncation).
-        if (!st.complete)
-            f.lostPending += static_cast<uint64_t>(std::max<int64_t>(st.size - st.offset, 0));
+        if (!st.complete) {
+            int64_t lost = std::max<int64_t>(st.size - st.offset, 0);
+            if (auto r = store_.addLostBytes(st.id, lost); !r) return std::unexpected(r.error());
+            f.lostPending += static_cast<uint64_t>(lost);
+        }
         // Truncated and written again under the same first line: new lines are numbered
         // after the stored ones so that none is taken for a duplicate.
         st.offset = 0;
@@ -228,9 +234,9 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
     return false;
 }
 
-std::optional<FileTail::Mark> FileTail::copyResume(Followed& c,
-                                                   const std::string& fingerprint,
-                                                   int64_t size) {
+db::Result<std::optional<FileTail::Mark>> FileTail::copyResume(Followed& c,
+                                                               const std::string& fingerprint,
+                                                               int64_t size) {
     auto now = Clock::now();
     std::erase_if(finished_, [&](const Finished& e) { return now - e.at > kFinishedFor; });
     for (auto e = finished_.rbegin(); e != finished_.rend(); ++e) {
@@ -245,12 +251,13 @@ std::optional<FileTail::Mark> FileTail::copyResume(Followed& c,
             // What its truncation counted lost and the copy holds is not lost after all.
             uint64_t back = std::min<uint64_t>(e->lost, static_cast<uint64_t>(size - end.offset));
             e->lost -= back;
-            if (auto o = files_.find(e->key); o != files_.end())
-                o->second->lost -= std::min(o->second->lost, back);
+            if (auto r = store_.addLostBytes(e->row, -static_cast<int64_t>(back)); !r)
+                return std::unexpected(r.error());
+            giveBack(e->key, back);
         }
-        return *m;
+        return std::optional<Mark>(*m);
     }
-    return std::nullopt;
+    return std::optional<Mark>();
 }
 db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
                                                    const SourceIdentity& id,
@@ -322,6 +329,18 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
     if (!best) return Adoption{};
     if (auto r = store_.adoptSource(best->row->state.id, id); !r)
         return std::unexpected(r.error());
+    if (best->at.offset == best->row->state.offset && best->row->lost > 0) {
+        // Its stream was finished there (truncated, or gone at a restart) and what it had seen
+        // beyond was counted lost: what the copy holds of that is not lost after all.
+        uint64_t back = std::min<uint64_t>(static_cast<uint64_t>(best->row->lost),
+                                           static_cast<uint64_t>(size - best->at.offset));
+        if (auto r = store_.addLostBytes(best->row->state.id, -static_cast<int64_t>(back)); !r)
+            return std::unexpected(r.error());
+        const SourceIdentity& own = best->row->identity;
+        giveBack(Key{static_cast<dev_t>(own.device.value_or(0)),
+                     static_cast<ino_t>(own.inode.value_or(0))},
+                 back);
+    }
     SourceState st = best->row->state;
     st.complete = false;
     st.offset = best->at.offset;  // lines after it are numbered as in the original

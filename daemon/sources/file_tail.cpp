@@ -237,11 +237,15 @@ db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
     // not read is counted (none for a waiting copy: its bytes are its original's).
     uint64_t lost =
         f.copyWait ? 0 : static_cast<uint64_t>(std::max<int64_t>(f.size - f.offset, 0));
-    f.lost += lost;
+    if (auto r = countLost(txn, f, lost); !r) return r;
     if (auto r = txn.ensure(); !r) return r;
     size_t finished = finished_.size();
+    int64_t row = f.stream ? f.stream->state().id : 0;
     if (auto r = retire(f, false); !r) return r;
-    if (finished_.size() > finished) finished_.back().lost = lost;  // a copy may have them
+    if (finished_.size() > finished) {  // a copy may have them
+        finished_.back().lost = lost;
+        finished_.back().row = row;
+    }
     f.offset = 0;
     f.skipping = false;
     f.head.clear();
@@ -250,6 +254,43 @@ db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
     f.prefixLen = 0;
     f.prefix = PrefixHasher{};
     return {};
+}
+
+db::Result<void> FileTail::countLost(Txn& txn, Followed& f, uint64_t bytes) {
+    if (bytes == 0) return {};
+    if (auto r = txn.ensure(); !r) return r;
+    int64_t row = 0;
+    if (f.stream) {
+        row = f.stream->state().id;
+    } else {
+        // Never identified (its first line incomplete): a row of its own keeps the count.
+        SourceIdentity id;
+        id.path = f.path;
+        id.device = static_cast<int64_t>(f.key.first);
+        id.inode = static_cast<int64_t>(f.key.second);
+        id.fingerprint = "(removed before its first line)";
+        auto st = store_.source(id);
+        if (!st) return std::unexpected(st.error());
+        if (auto r = store_.finishSource(st->id); !r) return r;
+        row = st->id;
+    }
+    if (auto r = store_.addLostBytes(row, static_cast<int64_t>(bytes)); !r) return r;
+    f.lostPending += bytes;
+    return {};
+}
+
+void FileTail::giveBack(const Key& key, uint64_t bytes) {
+    auto take = [&](uint64_t& from) {
+        uint64_t n = std::min(from, bytes);
+        from -= n;
+        bytes -= n;
+    };
+    if (auto o = files_.find(key); o != files_.end()) {
+        take(o->second->lostPending);
+        take(o->second->lost);
+    }
+    take(vanishedLost_);
+    take(retiredLost_);
 }
 
 void FileTail::consumed(Followed& f, const char* p, size_t n, bool line_end) {
@@ -345,11 +386,16 @@ db::Result<bool> FileTail::poll(Txn& txn) {
             // Renamed out of the patterns or deleted, read to its end and idle: finished. A
             // deleted file never identified (its first line incomplete) takes its bytes along.
             if (gone && !f.stream && !f.copyWait && !f.ignored)
-                f.lost += static_cast<uint64_t>(f.size);
+                if (auto e = countLost(txn, f, static_cast<uint64_t>(f.size)); !e)
+                    return std::unexpected(e.error());
             if (f.stream)
                 if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
             if (auto e = retire(f, true); !e) return std::unexpected(e.error());
             retiredLost_ += f.lost;
+            if (f.lostPending > 0) {  // shown once committed
+                vanishedLost_ += f.lostPending;
+                ++vanishedStreams_;
+            }
             it = files_.erase(it);
             continue;
         }
@@ -392,9 +438,15 @@ db::Result<void> FileTail::accountVanished(Txn& txn) {
         }
         if (heads.count(id.fingerprint)) continue;  // a copy of it may hold its bytes
         if (auto e = txn.ensure(); !e) return e;
-        SourceState done = r.state;
-        done.complete = true;
-        if (auto e = store_.setPosition(done.id, done, done.size); !e) return e;
+        // Only marked complete: its prefix hash and earlier checkpoints stay, for a copy of it
+        // that is not identified yet (written while the daemon started, its first line
+        // incomplete at this scan) to continue it. (Written back from this row, which does not
+        // load them, they were erased, and such a copy was read from its start.)
+        const SourceState& done = r.state;
+        if (auto e = store_.finishSource(done.id); !e) return e;
+        if (auto e = store_.addLostBytes(done.id, std::max<int64_t>(done.size - done.offset, 0));
+            !e)
+            return e;
         vanishedLost_ += static_cast<uint64_t>(std::max<int64_t>(done.size - done.offset, 0));
         ++vanishedStreams_;
     }
@@ -420,6 +472,8 @@ uint64_t FileTail::uncommittedLines() const {
         if (f->stream)
             n += f->stream->uncommittedLines() + (f->resumed ? 1 : 0) +
                  (f->size != f->checkpointedSize || f->lostPending > 0 ? 1 : 0);
+        else if (f->lostPending > 0)
+            ++n;  // a count of a file not identified (again) yet
     return n;
 }
 

@@ -35,7 +35,10 @@ namespace gpufault::daemon {
 /// bytes disappeared: at a truncation, size at the last look − offset read; a deleted file
 /// never identified (a partial first line), its size; after a restart, from the checkpoints:
 /// a stream whose file is gone, or truncated below its offset, counts its recorded size − its
-/// offset. Counted once the transaction that finishes the stream is committed.
+/// offset. A copy that continues the stream gives back what it holds of them. Each count is
+/// added to the stream's `sources.lost_bytes` in the transaction that finishes (or resumes)
+/// it, and shows in status once committed: the store's sum is exact across kills; status
+/// shows what this daemon counted.
 /// copytruncate: a new file with the first line of a followed stream, no larger than it and
 /// the same as its start, is a copy: it waits until that stream is finished (truncated,
 /// renamed away, deleted), then resumes where the stream ended when its bytes up to there are
@@ -98,6 +101,7 @@ class FileTail final : public Source {
         std::chrono::steady_clock::time_point at;
         Key key{};          ///< its file
         uint64_t lost = 0;  ///< bytes its truncation counted lost, which a copy may hold
+        int64_t row = 0;    ///< its source id (where `lost` was counted: sources.lost_bytes)
     };
     void scan();
     /// After a restart: unfinished streams of the store whose file is gone from the patterns,
@@ -111,6 +115,13 @@ class FileTail final : public Source {
     db::Result<void> retire(Followed& f, bool feed_partial);
     /// Finishes the stream of a truncated file; it is read again from 0 as a new stream.
     db::Result<void> truncated(Txn& txn, Followed& f);
+    /// `bytes` of `f` were removed unread: added to its stream's sources.lost_bytes in `txn`
+    /// (a file never identified gets a complete row of its own for it) and to status once
+    /// committed.
+    db::Result<void> countLost(Txn& txn, Followed& f, uint64_t bytes);
+    /// A copy holds `bytes` counted lost before: taken back from status's counts (the file at
+    /// `key` first); the caller takes them back from the store.
+    void giveBack(const Key& key, uint64_t bytes);
     /// The file still starts with its stream's first line.
     static bool headIntact(const Followed& f);
     /// Bytes [f.offset, f.offset + n) at `p` were read; `line_end`: they end a line.
@@ -125,8 +136,12 @@ class FileTail final : public Source {
     static bool sameHead(const Followed& f, const std::string& fingerprint);
     /// True while `c` (not identified yet) may be a copy of a stream still being read.
     db::Result<bool> copyWaits(Txn& txn, Followed& c, const std::string& fingerprint, int64_t size);
-    /// Where `c`, a copy of a stream finished lately, resumes (nullopt: it is no such copy).
-    std::optional<Mark> copyResume(Followed& c, const std::string& fingerprint, int64_t size);
+    /// Where `c`, a copy of a stream finished lately, resumes (nullopt: it is no such copy);
+    /// what that stream's truncation counted lost and `c` holds is given back (in the open
+    /// transaction).
+    db::Result<std::optional<Mark>> copyResume(Followed& c,
+                                               const std::string& fingerprint,
+                                               int64_t size);
     /// What adoptCopy found: the checkpoint of the stream a copy continues, or that it waits.
     struct Adoption {
         std::optional<SourceState> state;

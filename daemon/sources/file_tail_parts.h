@@ -100,7 +100,7 @@ struct FileTail::Followed {
     bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
     uint64_t carriedLines = 0, carriedEvidence = 0;  ///< counted before a reload
     int64_t checkpointedSize = -1;  ///< `size` at the last checkpoint written
-    uint64_t lostPending = 0;       ///< lost bytes found at identification, not committed yet
+    uint64_t lostPending = 0;       ///< lost bytes counted, not committed yet
     ~Followed() {
         if (fd >= 0) ::close(fd);
     }

@@ -196,6 +196,25 @@ std::map<uint64_t, Stored> storedLedger(const std::string& store, std::string* e
     return out;
 }
 
+uint64_t storedLost(const std::string& store, std::string* error) {
+    sqlite3* db = nullptr;
+    uint64_t n = 0;
+    if (sqlite3_open_v2(store.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+        *error = db ? sqlite3_errmsg(db) : "cannot open";
+        sqlite3_close(db);
+        return 0;
+    }
+    sqlite3_stmt* s = nullptr;
+    const char* sql = "SELECT ifnull(sum(lost_bytes), 0) FROM sources WHERE kind = 'file'";
+    if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+        n = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+    else
+        *error = sqlite3_errmsg(db);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return n;
+}
+
 namespace {
 /// Where line L<n> is stored: "path (inode) line N; …" (for failure messages).
 std::string whereStored(const std::string& store, uint64_t n) {
@@ -254,6 +273,9 @@ void runScenario(Rotation rotation, int lives, bool kill, Figures* fig) {
                 static_cast<unsigned long long>(fig->seed),
                 lives,
                 kill ? "SIGKILL after each" : "no kill");
+    std::fflush(stdout);
+    // Every failure names the seed (replay: GPUFAULT_KILL9_SEED).
+    SCOPED_TRACE(fmt::format("seed {}", fig->seed));
     std::mt19937_64 rng(fig->seed);
     auto rand = [&](uint64_t lo, uint64_t hi) {
         return std::uniform_int_distribution<uint64_t>(lo, hi)(rng);
@@ -297,7 +319,7 @@ void runScenario(Rotation rotation, int lives, bool kill, Figures* fig) {
         } while (Clock::now() < end);
         if (kill) {
             d.kill9();
-            fig->reportedLost += lifeLost;
+            fig->statusLost += lifeLost;
             lifeLost = 0;
         }
     }
@@ -315,7 +337,7 @@ void runScenario(Rotation rotation, int lives, bool kill, Figures* fig) {
     EXPECT_TRUE(eventually([&] { return caughtUp(s.sock, s.logs, &why); }, 60s)) << why << "\n"
                                                                                  << d.stderrText();
     if (auto st = status(s.sock)) lifeLost = std::max(lifeLost, lostOf(*st));
-    fig->reportedLost += lifeLost;
+    fig->statusLost += lifeLost;
     d.signal(SIGTERM);
     auto rc = d.waitExit(30s);
     ASSERT_TRUE(rc.has_value()) << "no exit after SIGTERM";
@@ -323,6 +345,7 @@ void runScenario(Rotation rotation, int lives, bool kill, Figures* fig) {
 
     std::string dbError;
     auto stored = storedLedger(s.store, &dbError);
+    fig->reportedLost = storedLost(s.store, &dbError);
     EXPECT_EQ(dbError, "");
 
     // Which lines may be missing: those whose every copy was removed.
@@ -394,8 +417,8 @@ void runScenario(Rotation rotation, int lives, bool kill, Figures* fig) {
     std::printf(
         "kills %d, freezes %d, lines written %llu, stored %llu (%llu of them from "
         "files removed later), "
-        "missing %llu; bytes removed %llu, removed unread (missing) %llu, reported lost %llu; "
-        "ops:%s; %.1f s\n",
+        "missing %llu; bytes removed %llu, removed unread (missing) %llu, reported lost %llu "
+        "(status, added up per life: %llu); ops:%s; %.1f s\n",
         fig->kills,
         fig->freezes,
         static_cast<unsigned long long>(fig->written),
@@ -405,6 +428,7 @@ void runScenario(Rotation rotation, int lives, bool kill, Figures* fig) {
         static_cast<unsigned long long>(fig->removedBytes),
         static_cast<unsigned long long>(fig->missingBytes),
         static_cast<unsigned long long>(fig->reportedLost),
+        static_cast<unsigned long long>(fig->statusLost),
         ops.c_str(),
         fig->seconds);
 
@@ -461,6 +485,13 @@ std::map<uint64_t, Stored> Quiet::stop() {
     auto out = storedLedger(s.store, &err);
     EXPECT_EQ(err, "");
     return out;
+}
+
+uint64_t Quiet::lostInStore() {
+    std::string err;
+    uint64_t n = storedLost(s.store, &err);
+    EXPECT_EQ(err, "");
+    return n;
 }
 
 std::string storedNames(const std::map<uint64_t, Stored>& m) {

@@ -42,11 +42,16 @@
 //    So reported ≤ missing ≤ removed, where missing is the
 //    ledger's count of bytes removed unread (the removed lines the store lacks). Equality
 //    holds when the daemon saw everything that was removed unread: asserted exactly in
-//    PartialLineSeenThenTruncatedIsReportedLostExactly. (`status` shows only the files still
-//    followed, and each daemon counts from 0: the test adds up, per life, the most it saw.)
+//    PartialLineSeenThenTruncatedIsReportedLostExactly and the copytruncate tests. "Reported"
+//    is the store's sum of sources.lost_bytes: each count is committed with the checkpoint
+//    that finishes its stream, and a copy that continues a stream gives back what it holds,
+//    so a kill neither drops nor repeats a count. (`status` shows what each daemon counted
+//    since it started; the most it showed in each life, added up, is printed for comparison:
+//    it repeats counts that a copy gave back after a kill.)
 //
 // GPUFAULT_KILL9_SEED=<n> replays a seed (the writer's timing still varies); GPUFAULT_LONG=1
-// kills 200 times instead of 50 (and runs 100 copytruncate periods instead of 20).
+// kills 200 times instead of 50 (and runs 100 periods instead of 20 without kills). Every
+// failure names the seed.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -103,6 +108,9 @@ struct Stored {
 };
 /// Ledger line number → its rows in the store (`error`: what could not be read).
 std::map<uint64_t, Stored> storedLedger(const std::string& store, std::string* error);
+/// The bytes the store's file sources counted lost (the sum of sources.lost_bytes; `error`:
+/// what could not be read).
+uint64_t storedLost(const std::string& store, std::string* error);
 /// " L0x1 L1x1 …": each stored line with its row count.
 std::string storedNames(const std::map<uint64_t, Stored>& m);
 /// " Lfrom x1 … L(to-1)x1": each line once.
@@ -114,7 +122,9 @@ enum class Rotation { Rename, CopyTruncate };
 struct Figures {
     uint64_t seed = 0;
     int kills = 0, freezes = 0;
-    uint64_t written = 0, stored = 0, removedBytes = 0, missingBytes = 0, reportedLost = 0;
+    uint64_t written = 0, stored = 0, removedBytes = 0, missingBytes = 0;
+    uint64_t reportedLost = 0;  ///< the store's sum of sources.lost_bytes
+    uint64_t statusLost = 0;    ///< the most `status` showed in each life, added up
     uint64_t storedRemoved = 0;  ///< lines stored although their file was removed later
     double seconds = 0;
 };
@@ -147,6 +157,8 @@ struct Quiet {
     bool copyWaits(const std::string& copy, bool at_end = false);
     /// SIGTERM (exit 0 expected), then the stored ledger lines.
     std::map<uint64_t, Stored> stop();
+    /// After stop(): the bytes the store counted lost.
+    uint64_t lostInStore();
 };
 
 }  // namespace gpufault::testing::kill9

@@ -50,11 +50,14 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     ASSERT_TRUE(s) << s.error().message;
     // One version per schema/sql file (001 … 005_cores, 006_core_origins, 007_allocations,
     // 008_diagnoses_devices, 009_unsigned_distances, 010_allocation_distance, 011_prefix_hash,
-    // 012_alloc_processes, 013_pending_cores).
+    // 012_alloc_processes, 013_pending_cores, 014_lost_bytes).
     const auto versions = static_cast<int64_t>(migrations().size());
-    EXPECT_EQ(versions, 13);  // 001 … 013
+    EXPECT_EQ(versions, 14);  // 001 … 014
     EXPECT_EQ(scalar(*s, "PRAGMA user_version"), versions);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'diagnoses'"), 1);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM pragma_table_info('sources') WHERE name = "
+                         "'lost_bytes'"),
+              1);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'allocations'"), 1);
     EXPECT_EQ(scalar(*s, "PRAGMA auto_vacuum"), 2);  // 2 = INCREMENTAL
     auto mode = s->db().prepare("PRAGMA journal_mode");
@@ -145,6 +148,39 @@ TEST(Store, PrefixHashesRoundTripAndACopyTakesTheStreamOver) {
     EXPECT_NE(fresh->id, st.id);
     EXPECT_NE(fresh->id, own->id);
     EXPECT_EQ(fresh->offset, 0);
+}
+
+// finishSource marks a stream complete and keeps its checkpoint, prefix hash and earlier
+// checkpoints (a copy found later still continues it); lost_bytes adds up, given back too.
+TEST(Store, FinishingAStreamKeepsItsPrefixHashAndLostBytesAddUp) {
+    TempDir t;
+    auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s);
+    SourceIdentity orig{"app.log", "file", 1, 10, "fp"};
+    auto src = s->source(orig);
+    ASSERT_TRUE(src);
+    SourceState st = *src;
+    st.offset = 300;
+    st.line = 3;
+    st.max_line = 3;
+    st.prefix_hash = 0x1234ull;
+    st.earlier = {{200, 2, 0x99ull}};
+    ASSERT_TRUE(s->setPosition(st.id, st, 320));
+    ASSERT_TRUE(s->finishSource(st.id));
+    ASSERT_TRUE(s->addLostBytes(st.id, 20));
+    auto cands = s->copyCandidates("fp", 16);
+    ASSERT_TRUE(cands);
+    ASSERT_EQ(cands->size(), 1u);
+    const auto& c = cands->front();
+    EXPECT_TRUE(c.state.complete);
+    EXPECT_EQ(c.state.offset, 300);
+    EXPECT_EQ(c.state.size, 320);
+    EXPECT_EQ(c.state.prefix_hash, std::optional<uint64_t>(0x1234ull));
+    ASSERT_EQ(c.state.earlier.size(), 1u);
+    EXPECT_EQ(c.state.earlier[0].offset, 200);
+    EXPECT_EQ(c.lost, 20);
+    ASSERT_TRUE(s->addLostBytes(st.id, -15));  // a copy held 15 of them
+    EXPECT_EQ(scalar(*s, "SELECT lost_bytes FROM sources WHERE id = " + std::to_string(st.id)), 5);
 }
 
 TEST(Store, DistanceViewSignsAndBoundaries) {
