@@ -25,8 +25,12 @@ struct AllocIngestSummary {
     uint64_t kept_allocations = 0;  ///< rows of the earlier generation, kept
     uint64_t old_size = 0;          ///< bytes the earlier generation had
     uint64_t lines = 0, events = 0, allocations = 0, freed = 0, failed = 0, warnings = 0;
-    uint64_t processes = 0;                  ///< `start` records
-    std::vector<int64_t> pids;               ///< of the `start` records
+    /// records its recording already held (stored from another file or generation): not
+    /// stored again (a free they carry is added to the stored row)
+    uint64_t duplicates = 0;
+    uint64_t after_end = 0;     ///< records refused: after the stored end of their process
+    uint64_t processes = 0;     ///< `start` records
+    std::vector<int64_t> pids;  ///< of the `start` records
     std::vector<std::string> warning_texts;  ///< the first 10, as "PATH:LINE: message"
     double seconds = 0;
     uint64_t bytes_read = 0;  ///< storeAllocLogInTxn: bytes of the file read by this call

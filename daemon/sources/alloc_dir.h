@@ -32,6 +32,11 @@ namespace gpufault::daemon {
 /// that others may write without the sticky bit are refused.
 class AllocDirSource final : public Source {
   public:
+    /// What /proc/PID says now: its owner and start time; nullopt when gone.
+    struct ProcNow {
+        uid_t uid = 0;
+        std::optional<uint64_t> start;
+    };
     /// `interval`: how often the directory is read again (and a growing file re-read) at most.
     AllocDirSource(Store& store, std::string dir, std::chrono::milliseconds interval);
 
@@ -76,9 +81,9 @@ class AllocDirSource final : public Source {
     void consider(const std::string& path, int64_t pid);
     /// False (and the file refused from now on) when its pid now runs as another process.
     bool stillItsProcess(File& f);
-    /// True when the process that wrote the file's last `start` record no longer runs (its
-    /// pid is gone, or runs a process started at another time).
-    bool recorderGone(const File& f, const Key& key) const;
+    /// True when the process that wrote the file's last `start` record no longer runs: `now`
+    /// (/proc/PID as looked at) is gone, or a process started at another time.
+    bool recorderGone(const File& f, const Key& key, const std::optional<ProcNow>& now) const;
 
     Store& store_;
     std::string dir_;
