@@ -1,8 +1,10 @@
 // Ingest of one allocation record file written by libgpufault-preload.so
 // (gpufault-alloc.<pid>.log): parsed whole (collectors/preload/alloc_log) and stored in one
 // transaction with the source's checkpoint. A file that grew since it was ingested (its stored
-// bytes unchanged) is read again and its allocations replaced; a file that shrank or whose
-// stored bytes changed is a new generation: the rows stored before are kept, the new ones added.
+// bytes unchanged) is read again and its new records added; a file that shrank or whose stored
+// bytes changed is a new generation: the rows stored before are kept, the new ones added. The
+// records of one recording process are stored once, whatever file, copy or generation they came
+// through (Store::appendAllocations()).
 // gpufaultd reads a followed file from its checkpoint instead (storeAllocLogInTxn).
 #pragma once
 
@@ -84,8 +86,9 @@ struct AllocFollowState {
 /// to it) is written with them. A file whose identity changed (device, inode, `start` line) is
 /// another source; one cut below the checkpoint, or whose stored bytes no longer hash to the
 /// checkpoint when `state` is rebuilt, is a new generation (as ingestAllocLog() says). The same
-/// source identity, cursor and duplicate rules as ingestAllocLog(), so the CLI and the daemon
-/// never store a file twice. Nothing new: `unchanged`. Errors name the file (the caller undoes
+/// source identity, cursor and recording rules as ingestAllocLog(), so the CLI and the daemon
+/// never store a record twice; records of a process whose end is stored are refused (they were
+/// read after it). Nothing new: `unchanged`. Errors name the file (the caller undoes
 /// its savepoint and drops `state`).
 db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
                                                   const std::string& path,

@@ -28,7 +28,9 @@ namespace gpufault::daemon {
 /// line — as after a restart). Only records of that pid are stored. Before each read of a user's
 /// file the pid is looked at again: run by another process (another start time) or another uid
 /// (the pid was reused), the file is refused from then on; gone, the file is read once more (its
-/// last records) and then closed. Symbolic links, files with more than one link and a directory
+/// last records) and then closed. The end of a recording process is stored (/proc looked at
+/// before the read); records of its recording read afterwards are refused (root's files stay
+/// followed for a later process of the pid). Symbolic links, files with more than one link and a directory
 /// that others may write without the sticky bit are refused.
 class AllocDirSource final : public Source {
   public:

@@ -110,8 +110,9 @@ struct Sleeper {
 void rewrite(const std::string& path, const std::string& text) {
     int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
     ASSERT_GE(fd, 0) << path;
-    if (!text.empty())
+    if (!text.empty()) {
         ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    }
     ::close(fd);
 }
 
@@ -161,9 +162,13 @@ TEST(DaemonAllocRecordings, AFileDeletedAndRecreatedWithTheSameRecordingIsStored
     append(file, text);
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM allocations") == 3; }, 20s))
         << d->stderrText();
+    // Deleted, and created again (written beside it first, so that it surely gets another
+    // inode: another source) with the same start record, one more allocation and a free.
+    std::string again = f.alloc + "/recreated.tmp";
+    append(again, text + allocRec(job.pid, 10) + freeRec(job.pid, 1));
     ASSERT_EQ(::unlink(file.c_str()), 0);
     std::this_thread::sleep_for(500ms);  // a poll or two without the file: it is forgotten
-    append(file, text + allocRec(job.pid, 10) + freeRec(job.pid, 1));
+    ASSERT_EQ(::rename(again.c_str(), file.c_str()), 0);
     ASSERT_TRUE(eventually(
         [&] { return f.count("SELECT count(*) FROM sources WHERE kind = 'alloc'") == 2; }, 20s))
         << d->stderrText();
