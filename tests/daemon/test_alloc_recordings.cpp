@@ -25,17 +25,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// A daemon on the fixture's configuration, started and ready (nullptr, with the test failed,
-/// when it did not come up).
-std::unique_ptr<DaemonProcess> startedDaemon(const Fixture& f) {
-    auto d = std::make_unique<DaemonProcess>(GPUFAULTD_BIN, f.conf, f.dir.path());
-    if (!d->start() || !d->waitNotify("READY=1", 10s)) {
-        ADD_FAILURE() << "gpufaultd did not start: " << d->stderrText();
-        return nullptr;
-    }
-    return d;
-}
-
 std::string bootId() {
     std::string b;
     std::getline(std::ifstream("/proc/sys/kernel/random/boot_id"), b);
