@@ -180,8 +180,8 @@ TEST(DaemonAllocRecordings, AFileDeletedAndRecreatedWithTheSameRecordingIsStored
     auto show = run({GPUFAULT_BIN, "--db", f.store, "show", "1"});
     ASSERT_EQ(show.status, 0) << show.err;
     size_t rows = 0;
-    for (size_t at = show.out.find("\nhipMalloc "); at != std::string::npos;
-         at = show.out.find("\nhipMalloc ", at + 1))
+    for (size_t at = show.out.find("\nhipMalloc"); at != std::string::npos;  // a row each
+         at = show.out.find("\nhipMalloc", at + 1))
         ++rows;
     EXPECT_EQ(rows, 4u) << show.out;
     d->signal(SIGTERM);
