@@ -163,14 +163,24 @@ bool ingestOneAllocLog(Store& store, const std::string& f, std::optional<int64_t
     }
     std::string pids;
     for (auto p : r->pids) pids += (pids.empty() ? "" : ",") + std::to_string(p);
+    // Records the recording already held (another copy, an earlier generation) and records
+    // after the stored end of their process are said only when there are any.
+    std::string extra;
+    if (r->duplicates > 0)
+        extra +=
+            fmt::format(", {} already stored through another file or generation of the recording",
+                        r->duplicates);
+    if (r->after_end > 0)
+        extra += fmt::format(", {} after the end of their process (not stored)", r->after_end);
     fmt::print(
-        "{}: allocation records of pid {}: {} lines, {} allocations ({} freed), {} failed "
+        "{}: allocation records of pid {}: {} lines, {} allocations ({} freed{}), {} failed "
         "calls, {} warnings, {:.2f} s\n",
         f,
         pids.empty() ? "-" : pids,
         r->lines,
         r->allocations,
         r->freed,
+        extra,
         r->failed,
         r->warnings,
         r->seconds);

@@ -75,13 +75,14 @@ db::Result<FileText> readAllocFile(const std::string& path, bool nofollow) {
 
 /// Stores `text` (the file's bytes, or its whole lines) as the allocations of its source, in
 /// the open transaction. `file_size`: the bytes the file has (a checkpoint up to it, over the
-/// same prefix, is `unchanged` even when `text` stops at the last newline).
+/// same prefix, is `unchanged` even when `text` stops at the last newline). `log`'s warnings
+/// become those stored (Store::appendAllocations() drops and adds some).
 db::Result<void> storeAllocText(Store& store,
                                 AllocIngestSummary& sum,
                                 const SourceIdentity& id,
                                 std::string_view text,
                                 size_t file_size,
-                                const alloclog::Log& log,
+                                alloclog::Log& log,
                                 std::optional<int64_t> run_id) {
     auto s = store.source(id);
     if (!s) return std::unexpected(s.error());
@@ -111,6 +112,10 @@ db::Result<void> storeAllocText(Store& store,
     }
     auto n = store.replaceAllocations(s->id, run_id, log);
     if (!n) return std::unexpected(n.error());
+    sum.duplicates = static_cast<uint64_t>(n->duplicates);
+    sum.after_end = static_cast<uint64_t>(n->after_end);
+    sum.freed = static_cast<uint64_t>(n->frees);  // summarise() adds the file's own pairs
+    log.warnings = std::move(n->warnings);        // what was stored
     SourceState done = *s;
     done.offset = size;
     done.line = static_cast<int64_t>(log.lines);
@@ -358,18 +363,21 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
         f->fd(), size, state, path, sum.bytes_read, [&](alloclog::Log&& log) -> db::Result<void> {
             if (opt.only_pid) onlyPid(log, *opt.only_pid);
             for (const auto& p : log.processes) state.start_ticks = p.start_ticks;
-            auto added = store.appendAllocations(s->id, std::nullopt, log);
+            // read after any end stored before: a recording that ended takes no more records
+            auto added = store.appendAllocations(s->id, std::nullopt, log, true);
             if (!added) return std::unexpected(added.error());
             state.allocations += log.allocations.size();
             for (const auto& a : log.allocations) freed += a.free_line ? 1 : 0;
-            freed += log.late_frees.size();
+            freed += static_cast<uint64_t>(added->frees);
+            sum.duplicates += static_cast<uint64_t>(added->duplicates);
+            sum.after_end += static_cast<uint64_t>(added->after_end);
             all.lines += log.lines;
             all.events += log.events;
             all.failed += log.failed;
             for (auto& p : log.processes) all.processes.push_back(std::move(p));
-            for (auto& w : log.warnings)
+            for (auto& w : added->warnings)
                 if (all.warnings.size() < 10) all.warnings.push_back(std::move(w));
-            sum.warnings += log.warnings.size();
+            sum.warnings += added->warnings.size();
             return {};
         });
     if (!r) return std::unexpected(db::Error{path + ": " + r.error().message});

@@ -1,8 +1,10 @@
 // Ingest of one allocation record file written by libgpufault-preload.so
 // (gpufault-alloc.<pid>.log): parsed whole (collectors/preload/alloc_log) and stored in one
 // transaction with the source's checkpoint. A file that grew since it was ingested (its stored
-// bytes unchanged) is read again and its allocations replaced; a file that shrank or whose
-// stored bytes changed is a new generation: the rows stored before are kept, the new ones added.
+// bytes unchanged) is read again and its new records added; a file that shrank or whose stored
+// bytes changed is a new generation: the rows stored before are kept, the new ones added. The
+// records of one recording process are stored once, whatever file, copy or generation they came
+// through (Store::appendAllocations()).
 // gpufaultd reads a followed file from its checkpoint instead (storeAllocLogInTxn).
 #pragma once
 
@@ -25,8 +27,12 @@ struct AllocIngestSummary {
     uint64_t kept_allocations = 0;  ///< rows of the earlier generation, kept
     uint64_t old_size = 0;          ///< bytes the earlier generation had
     uint64_t lines = 0, events = 0, allocations = 0, freed = 0, failed = 0, warnings = 0;
-    uint64_t processes = 0;                  ///< `start` records
-    std::vector<int64_t> pids;               ///< of the `start` records
+    /// records its recording already held (stored from another file or generation): not
+    /// stored again (a free they carry is added to the stored row)
+    uint64_t duplicates = 0;
+    uint64_t after_end = 0;     ///< records refused: after the stored end of their process
+    uint64_t processes = 0;     ///< `start` records
+    std::vector<int64_t> pids;  ///< of the `start` records
     std::vector<std::string> warning_texts;  ///< the first 10, as "PATH:LINE: message"
     double seconds = 0;
     uint64_t bytes_read = 0;  ///< storeAllocLogInTxn: bytes of the file read by this call
@@ -80,8 +86,9 @@ struct AllocFollowState {
 /// to it) is written with them. A file whose identity changed (device, inode, `start` line) is
 /// another source; one cut below the checkpoint, or whose stored bytes no longer hash to the
 /// checkpoint when `state` is rebuilt, is a new generation (as ingestAllocLog() says). The same
-/// source identity, cursor and duplicate rules as ingestAllocLog(), so the CLI and the daemon
-/// never store a file twice. Nothing new: `unchanged`. Errors name the file (the caller undoes
+/// source identity, cursor and recording rules as ingestAllocLog(), so the CLI and the daemon
+/// never store a record twice; records of a process whose end is stored are refused (they were
+/// read after it). Nothing new: `unchanged`. Errors name the file (the caller undoes
 /// its savepoint and drops `state`).
 db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
                                                   const std::string& path,

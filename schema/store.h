@@ -147,6 +147,19 @@ struct PendingCore {
     std::string fields;   ///< the entry's fields as a JSON object (COREDUMP= left out)
 };
 
+/// What Store::appendAllocations() did with one piece of an allocation file.
+struct AllocAppend {
+    int64_t added = 0;       ///< allocation rows inserted
+    int64_t duplicates = 0;  ///< records of the recording already stored (another file, a re-read)
+    /// frees applied to rows stored before: their allocation was read by an earlier piece, or
+    /// came through another file of the recording (a copy, an earlier generation)
+    int64_t frees = 0;
+    int64_t after_end = 0;  ///< records refused: after the stored end of their process
+    /// the warnings stored: the log's, less frees without an open allocation in the file that
+    /// were found stored, plus one per record refused
+    std::vector<alloclog::Warning> warnings;
+};
+
 class Store {
   public:
     enum class Mode { ReadOnly, ReadWrite };
@@ -228,27 +241,37 @@ class Store {
     /// fingerprint no later file matches (so source() makes a new one). Returns the number of
     /// allocations it keeps. Implemented in store_allocations.cpp.
     db::Result<int64_t> retireSource(int64_t source_id);
-    /// Replaces the allocations a source produced with `log`'s (in the open transaction), its
-    /// warnings with the log's; `run_id`: the run that recorded them. Implemented in
-    /// store_allocations.cpp. Returns the number of rows stored.
-    db::Result<int64_t> replaceAllocations(int64_t source_id,
-                                           std::optional<int64_t> run_id,
-                                           const alloclog::Log& log);
+    /// Stores a whole re-read of a source's file (its bytes stored before unchanged, in the
+    /// open transaction): its warnings are replaced with the log's, its records added as
+    /// appendAllocations() adds them (those already stored are merged, none is lost);
+    /// `run_id`: the run that recorded them. Implemented in store_allocations.cpp.
+    db::Result<AllocAppend> replaceAllocations(int64_t source_id,
+                                               std::optional<int64_t> run_id,
+                                               const alloclog::Log& log);
     /// Adds what one more piece of a source's file made (in the open transaction): its
-    /// allocations (except rows an earlier generation of the same file holds), its recording
-    /// processes (table alloc_processes), its warnings, and the frees of allocations stored
-    /// before (`log.late_frees`, matched by the allocation's line). Returns the rows added.
-    db::Result<int64_t> appendAllocations(int64_t source_id,
-                                          std::optional<int64_t> run_id,
-                                          const alloclog::Log& log);
+    /// recording processes (table alloc_processes, each with its recording key), its
+    /// allocations, its frees and its warnings. A record is stored once per recording (a
+    /// process's boot id, pid and start ticks) whatever file it came through: one its
+    /// recording already holds (same kind, api, ptr, end, tid, wall_us and mono_us) is not
+    /// added again, only its free when the stored row has none. A free (`log.late_frees`) is
+    /// applied to the latest allocation of its pointer the recording made before it, in any
+    /// source. Records of a process whose end is stored are refused (a warning each) when
+    /// timed after that end, or, with `read_after_end` (gpufaultd: the bytes were read after
+    /// the end was stored), all of them. docs/preload.md "Recordings".
+    db::Result<AllocAppend> appendAllocations(int64_t source_id,
+                                              std::optional<int64_t> run_id,
+                                              const alloclog::Log& log,
+                                              bool read_after_end = false);
     /// Marks the recording processes of `pid` in a source that have no end yet as ended by
     /// now (`wall_us`, `mono_us`: when gpufaultd found /proc/PID gone or another process), and
-    /// the rows of the same process (same boot id and start ticks) in other sources: the
-    /// earlier generations of a file cut short or re-created.
+    /// the rows of the same recording in other sources (earlier generations of a file cut
+    /// short or re-created, copies). `running_ticks`: the start ticks of the process that has
+    /// the pid now (nullopt: none): its own rows are not marked.
     db::Result<void> markAllocProcessEnded(int64_t source_id,
                                            int64_t pid,
                                            int64_t wall_us,
-                                           int64_t mono_us);
+                                           int64_t mono_us,
+                                           std::optional<int64_t> running_ticks = std::nullopt);
     /// Removes the core a source holds with its record, operands, threads, frames and files (in
     /// the open transaction; incidents are recomputed afterwards): a crash first stored from its
     /// journal entry alone is replaced when its core file is read later.

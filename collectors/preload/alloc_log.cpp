@@ -236,14 +236,27 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
     }
     if (e->ptr == 0) return;  // hipFree(nullptr) and the like: a no-op
     auto it = open_.find(key);
+    uint64_t start = 0;
+    if (auto s = startLine_.find(*e->pid); s != startLine_.end()) start = s->second;
     if (it == open_.end()) {
+        // Perhaps an allocation of an earlier generation of the file, or of another copy of
+        // the recording: the store looks for it (the warning is dropped when found).
         ++log_.unmatched_frees;
         log_.warnings.push_back({line_no, unmatchedText(e->kind, e->ptr)});
+        log_.late_frees.push_back(
+            {0, *e->pid, start, std::string(fam), e->ptr, line_no, e->api, e->wall_us, e->mono_us});
         return;
     }
     if (it->second.index < base_) {  // handed out before the last drain
-        log_.late_frees.push_back(
-            {it->second.line, *e->pid, line_no, e->api, e->wall_us, e->mono_us});
+        log_.late_frees.push_back({it->second.line,
+                                   *e->pid,
+                                   start,
+                                   std::string(fam),
+                                   e->ptr,
+                                   line_no,
+                                   e->api,
+                                   e->wall_us,
+                                   e->mono_us});
         open_.erase(it);
         return;
     }

@@ -60,10 +60,18 @@ struct Allocation {
     uint64_t start_line = 0;
 };
 
-/// A free (unmap, unreserve) of an allocation handed out before the last Parser::drain().
+/// A free (unmap, unreserve) the parser did not pair with an allocation of the lines fed since
+/// the last drain: one of an allocation handed out before the last Parser::drain()
+/// (`alloc_line` > 0), or one with no open allocation in the lines fed at all (`alloc_line` 0,
+/// also a warning "… with no open allocation in this file"). The store pairs either with the
+/// latest allocation of `ptr` its recording made before it, whatever file stored that
+/// (another copy, an earlier generation of the file: schema/store_allocations.cpp).
 struct LateFree {
-    uint64_t alloc_line = 0;  ///< the allocation's record
+    uint64_t alloc_line = 0;  ///< the allocation's record in this file; 0: none open
     int64_t pid = 0;
+    uint64_t start_line = 0;  ///< the line of the pid's `start` record before it (0: none)
+    std::string kind;         ///< the allocation's kind: alloc | map | reserve
+    uint64_t ptr = 0;
     uint64_t free_line = 0;
     std::string free_api;
     std::optional<int64_t> freed_wall_us, freed_mono_us;
@@ -89,7 +97,9 @@ struct Log {
     std::vector<Allocation> allocations;  ///< in record order
     std::vector<Process> processes;
     std::vector<Warning> warnings;
-    std::vector<LateFree> late_frees;  ///< only after Parser::drain(): frees of earlier chunks
+    /// frees of allocations of earlier chunks (only after Parser::drain()) and frees with no
+    /// open allocation in the lines fed (also warned)
+    std::vector<LateFree> late_frees;
     uint64_t lines = 0, events = 0;
     uint64_t failed = 0;  ///< calls that returned an error (rc != 0): no allocation
     uint64_t unmatched_frees =

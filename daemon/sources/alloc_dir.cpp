@@ -39,11 +39,9 @@ int64_t pidOfName(std::string_view name) {
     return pid;
 }
 
+using ProcNow = AllocDirSource::ProcNow;
+
 /// What /proc/PID says now: its owner (the effective uid) and start time; nullopt when gone.
-struct ProcNow {
-    uid_t uid = 0;
-    std::optional<uint64_t> start;
-};
 std::optional<ProcNow> procNow(int64_t pid) {
     struct stat st {};
     auto dir = fmt::format("/proc/{}", pid);
@@ -199,12 +197,13 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
         f.closed = true;  // ended after its last records were read (and its end stored)
     if (f.trusted && !f.closed && !same && std::chrono::steady_clock::now() >= f.not_before)
         queue_.insert(key);
-    else if (f.trusted && !f.ended && f.source_id > 0 && recorderGone(f, key))
+    else if (f.trusted && !f.ended && f.source_id > 0 && recorderGone(f, key, procNow(f.pid)))
         queue_.insert(key);  // its end is stored with the next read
 }
 
-bool AllocDirSource::recorderGone(const File& f, const Key& key) const {
-    auto now = procNow(f.pid);
+bool AllocDirSource::recorderGone(const File& f,
+                                  const Key& key,
+                                  const std::optional<ProcNow>& now) const {
     if (!now) return true;
     auto st = follow_.find(key);
     std::optional<uint64_t> start = f.start;
@@ -261,7 +260,13 @@ db::Result<bool> AllocDirSource::poll(Txn& txn) {
             }
             continue;
         }
-        bool ended = f.uid != 0 && !procNow(f.pid);  // before the read: nothing written after
+        // Looked at before the read, so that the read has every record the process wrote
+        // (records appended after its end is stored are refused: docs/preload.md).
+        auto before = procNow(f.pid);
+        bool ended = f.uid != 0 && !before;
+        bool gone = !f.ended && (ended || recorderGone(f, key, before));
+        std::optional<int64_t> running;  // the start ticks of the pid's process now
+        if (before && before->start) running = static_cast<int64_t>(*before->start);
         if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
         if (auto r = store_.savepoint(); !r) return std::unexpected(r.error());
         AllocFollowOptions opt;
@@ -270,14 +275,21 @@ db::Result<bool> AllocDirSource::poll(Txn& txn) {
         auto t0 = std::chrono::steady_clock::now();
         auto r = storeAllocLogInTxn(store_, f.path, opt, follow_[key]);
         auto t1 = std::chrono::steady_clock::now();
-        bool endStored = false;
-        if (r && !f.ended && r->source_id > 0 && (ended || recorderGone(f, key))) {
+        bool endStored = false, lastRuns = false;
+        auto fs = follow_.find(key);
+        // A new start record of the process that holds the pid now: every earlier process of
+        // the pid in the file has ended (a pid holds one process at a time).
+        bool newer = r && r->processes > 0 && running && fs != follow_.end() &&
+                     fs->second.start_ticks == running;
+        if (r && (gone || newer) && r->source_id > 0) {
             // The recording process is gone: an upper bound of its end (docs/preload.md
             // "Reused pids"), so a later process with its pid is not joined to its allocations.
+            // The pid's process now, when it recorded in this file too, is not ended.
             auto e = store_.markAllocProcessEnded(
-                r->source_id, f.pid, nowUs(CLOCK_REALTIME), nowUs(CLOCK_MONOTONIC));
+                r->source_id, f.pid, nowUs(CLOCK_REALTIME), nowUs(CLOCK_MONOTONIC), running);
             if (!e) r = std::unexpected(e.error());
             endStored = r.has_value();
+            lastRuns = running && fs != follow_.end() && fs->second.start_ticks == running;
         }
         if (r) bytesRead_ += r->bytes_read;
         if (!r) follow_.erase(key);
@@ -298,9 +310,15 @@ db::Result<bool> AllocDirSource::poll(Txn& txn) {
         f.source_id = r->source_id;
         if (r->processes > 0) f.ended = false;  // a new start record: a new process
         if (endStored) {
-            f.ended = true;
+            f.ended = !lastRuns;
             ++uncommitted_;
         }
+        if (r->after_end > 0)
+            logLine(4,
+                    fmt::format("allocations: {}: {} record(s) after the end of their process: "
+                                "not stored",
+                                f.path,
+                                r->after_end));
         if (r->unchanged) continue;
         ++uncommitted_;
         ++stored_;

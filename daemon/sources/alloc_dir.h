@@ -28,10 +28,17 @@ namespace gpufault::daemon {
 /// line — as after a restart). Only records of that pid are stored. Before each read of a user's
 /// file the pid is looked at again: run by another process (another start time) or another uid
 /// (the pid was reused), the file is refused from then on; gone, the file is read once more (its
-/// last records) and then closed. Symbolic links, files with more than one link and a directory
+/// last records) and then closed. The end of a recording process is stored (/proc looked at
+/// before the read); records of its recording read afterwards are refused (root's files stay
+/// followed for a later process of the pid). Symbolic links, files with more than one link and a directory
 /// that others may write without the sticky bit are refused.
 class AllocDirSource final : public Source {
   public:
+    /// What /proc/PID says now: its owner and start time; nullopt when gone.
+    struct ProcNow {
+        uid_t uid = 0;
+        std::optional<uint64_t> start;
+    };
     /// `interval`: how often the directory is read again (and a growing file re-read) at most.
     AllocDirSource(Store& store, std::string dir, std::chrono::milliseconds interval);
 
@@ -76,9 +83,9 @@ class AllocDirSource final : public Source {
     void consider(const std::string& path, int64_t pid);
     /// False (and the file refused from now on) when its pid now runs as another process.
     bool stillItsProcess(File& f);
-    /// True when the process that wrote the file's last `start` record no longer runs (its
-    /// pid is gone, or runs a process started at another time).
-    bool recorderGone(const File& f, const Key& key) const;
+    /// True when the process that wrote the file's last `start` record no longer runs: `now`
+    /// (/proc/PID as looked at) is gone, or a process started at another time.
+    bool recorderGone(const File& f, const Key& key, const std::optional<ProcNow>& now) const;
 
     Store& store_;
     std::string dir_;

@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <memory>
 #include <regex>
 #include <string>
 
@@ -44,6 +46,17 @@ struct Fixture {
     }
     int64_t count(const std::string& sql) const { return storeCount(store, sql); }
 };
+
+/// A daemon on the fixture's configuration, started and ready (nullptr, with the test failed,
+/// when it did not come up).
+inline std::unique_ptr<DaemonProcess> startedDaemon(const Fixture& f) {
+    auto d = std::make_unique<DaemonProcess>(GPUFAULTD_BIN, f.conf, f.dir.path());
+    if (!d->start() || !d->waitNotify("READY=1", std::chrono::seconds(10))) {
+        ADD_FAILURE() << "gpufaultd did not start: " << d->stderrText();
+        return nullptr;
+    }
+    return d;
+}
 
 /// A job under the shim that holds its allocation until release() (its stdin closes).
 struct HeldJob {

@@ -96,9 +96,8 @@ std::string segfaultAt(std::time_t t, pid_t pid, uint64_t address) {
 
 TEST(DaemonAllocIncremental, GrowingFileIsReadFromItsCheckpointCutShortAndReplaced) {
     Fixture f;
-    auto d = std::make_unique<DaemonProcess>(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d->start());
-    ASSERT_TRUE(d->waitNotify("READY=1", 10s)) << d->stderrText();
+    auto d = startedDaemon(f);
+    ASSERT_TRUE(d);
     int pid = static_cast<int>(::getpid());
     std::string file = f.alloc + fmt::format("/gpufault-alloc.{}.log", pid);
     std::string startRec = fmt::format(
@@ -151,9 +150,8 @@ TEST(DaemonAllocIncremental, GrowingFileIsReadFromItsCheckpointCutShortAndReplac
     // still matches): frees of allocations stored before the restart pair with them.
     d->signal(SIGTERM);
     ASSERT_EQ(d->waitExit(10s), 0);
-    d = std::make_unique<DaemonProcess>(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d->start());
-    ASSERT_TRUE(d->waitNotify("READY=1", 10s)) << d->stderrText();
+    d = startedDaemon(f);
+    ASSERT_TRUE(d);
     std::string frees;
     for (int i = 500; i < 600; ++i) frees += freeLine(pid, i);
     append(file, frees);

@@ -50,9 +50,9 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     ASSERT_TRUE(s) << s.error().message;
     // One version per schema/sql file (001 … 005_cores, 006_core_origins, 007_allocations,
     // 008_diagnoses_devices, 009_unsigned_distances, 010_allocation_distance, 011_prefix_hash,
-    // 012_alloc_processes, 013_pending_cores, 014_lost_bytes).
+    // 012_alloc_processes, 013_pending_cores, 014_lost_bytes, 015_alloc_recordings).
     const auto versions = static_cast<int64_t>(migrations().size());
-    EXPECT_EQ(versions, 14);  // 001 … 014
+    EXPECT_EQ(versions, 15);  // 001 … 015
     EXPECT_EQ(scalar(*s, "PRAGMA user_version"), versions);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'diagnoses'"), 1);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM pragma_table_info('sources') WHERE name = "
@@ -234,7 +234,7 @@ TEST(Store, AllocationDistancesByPidAndReplacedOnReingest) {
     ASSERT_TRUE(s->begin());
     auto n = s->replaceAllocations(src->id, std::nullopt, log);
     ASSERT_TRUE(n) << n.error().message;
-    EXPECT_EQ(*n, 3);
+    EXPECT_EQ(n->added, 3);
     ASSERT_TRUE(s->commit());
     auto logSrc = s->source(SourceIdentity{"job.log", "file", 1, 4, "job"});
     Evidence e = rocr(1, 0x7f0000200010);
@@ -249,7 +249,7 @@ TEST(Store, AllocationDistancesByPidAndReplacedOnReingest) {
     EXPECT_EQ(scalar(*s, "SELECT freed FROM fault_allocation_distance WHERE ptr = 0x7f0000400000"),
               1);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM fault_allocation_distance"), 2);  // not pid 42's
-    // The file grew: its rows are replaced, never duplicated.
+    // The file grew: its rows are merged, never duplicated.
     ASSERT_TRUE(s->begin());
     ASSERT_TRUE(s->replaceAllocations(src->id, std::nullopt, log));
     ASSERT_TRUE(s->commit());
@@ -302,6 +302,113 @@ TEST(Store, AProcessEndedIsMarkedInEveryGenerationOfItsRecording) {
     EXPECT_EQ(ended(ids[1]), 1);
     EXPECT_EQ(ended(ids[2]), 0);  // another process that had the pid
     EXPECT_EQ(ended(ids[3]), 0);  // no identity: only its own source's end marks it
+}
+
+// Hostile review 4 H: records of a process whose end gpufaultd stored, timed after that end (or,
+// for the daemon, read after it), cannot be that process's: refused with a warning each.
+TEST(Store, RecordsAfterTheStoredEndOfTheirProcessAreRefused) {
+    TempDir t;
+    auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s);
+    const std::string start =
+        "gpufault.alloc 1 start pid=4528 ppid=1 wall_us=1000 mono_us=10 "
+        "boot=0d5e9c1a-1111-4222-8333-944455556666 start_ticks=777 exe=/usr/bin/python3\n";
+    auto alloc = [](uint64_t ptr, int64_t wall, int64_t mono) {
+        return fmt::format(
+            "gpufault.alloc 1 alloc api=hipMalloc ptr=0x{:x} size=4096 rc=0 wall_us={} "
+            "mono_us={} pid=4528 tid=4528\n",
+            ptr,
+            wall,
+            mono);
+    };
+    auto freeOf = [](uint64_t ptr, int64_t wall, int64_t mono) {
+        return fmt::format(
+            "gpufault.alloc 1 free api=hipFree ptr=0x{:x} size=0 rc=0 wall_us={} mono_us={} "
+            "pid=4528 tid=4528\n",
+            ptr,
+            wall,
+            mono);
+    };
+    auto a = s->source(SourceIdentity{"a/gpufault-alloc.4528.log", "alloc", 1, 10, "a"});
+    ASSERT_TRUE(a);
+    ASSERT_TRUE(s->begin());
+    ASSERT_TRUE(s->appendAllocations(
+        a->id, std::nullopt, alloclog::parse(start + alloc(0x1000, 2000, 20))));
+    ASSERT_TRUE(s->markAllocProcessEnded(a->id, 4528, 5000, 50));
+    ASSERT_TRUE(s->commit());
+    // A copy with more records: the stored one (a duplicate), one before the end (stored), one
+    // after it on both clocks (refused), one after it on the wall clock only (a clock stepped
+    // back: stored), and the first one's free after the end (refused).
+    auto b = s->source(SourceIdentity{"b/gpufault-alloc.4528.log", "alloc", 1, 11, "b"});
+    ASSERT_TRUE(b);
+    ASSERT_TRUE(s->begin());
+    auto r =
+        s->appendAllocations(b->id,
+                             std::nullopt,
+                             alloclog::parse(start + alloc(0x1000, 2000, 20) +
+                                             alloc(0x2000, 4000, 40) + alloc(0x3000, 6000, 60) +
+                                             alloc(0x4000, 6000, 45) + freeOf(0x1000, 7000, 70)));
+    ASSERT_TRUE(r) << r.error().message;
+    ASSERT_TRUE(s->commit());
+    EXPECT_EQ(r->added, 2);
+    EXPECT_EQ(r->duplicates, 1);
+    EXPECT_EQ(r->after_end, 2);
+    ASSERT_EQ(r->warnings.size(), 2u);
+    EXPECT_EQ(r->warnings[0].line, 4u);
+    EXPECT_EQ(r->warnings[0].message,
+              "record of pid 4528 after the end of its process (gone by wall_us 5000): not stored");
+    EXPECT_EQ(r->warnings[1].line, 6u);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM allocations"), 3);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM allocations WHERE ptr IN (4096, 8192, 16384)"), 3);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM allocations WHERE free_line IS NOT NULL"), 0);
+    // The copy's process row took the stored end.
+    EXPECT_EQ(scalar(*s,
+                     fmt::format("SELECT count(*) FROM alloc_processes WHERE source_id = {} AND "
+                                 "ended_wall_us = 5000",
+                                 b->id)),
+              1);
+    // Read after the end was stored (gpufaultd): refused whatever its time says.
+    ASSERT_TRUE(s->begin());
+    r = s->appendAllocations(
+        a->id, std::nullopt, alloclog::parse(start + alloc(0x5000, 3000, 30)), true);
+    ASSERT_TRUE(r);
+    ASSERT_TRUE(s->commit());
+    EXPECT_EQ(r->after_end, 1);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM allocations"), 3);
+}
+
+// A store of version 13 holding one recording's allocation twice (through two files, before
+// recording keys): migration 015 keeps one row, with the free a copy had.
+TEST(Store, MigrationKeepsOneRowOfEachRecordStoredTwice) {
+    TempDir t;
+    {
+        auto d = db::Db::open(t.file("db"), false, true);
+        ASSERT_TRUE(d);
+        for (size_t v = 0; v < 13; ++v) ASSERT_TRUE(d->exec(migrations()[v])) << v;
+        ASSERT_TRUE(d->exec(
+            "PRAGMA user_version=13;"
+            "INSERT INTO sources(id, path, kind, device, inode, fingerprint) VALUES"
+            " (1, 'a/gpufault-alloc.7.log', 'alloc', 1, 10, 'a'),"
+            " (2, 'b/gpufault-alloc.7.log', 'alloc', 1, 11, 'b');"
+            "INSERT INTO alloc_processes(source_id, line, pid, boot_id, start_ticks, wall_us) "
+            "VALUES"
+            " (1, 1, 7, 'b00t', 42, 100), (2, 1, 7, 'b00t', 42, 100);"
+            "INSERT INTO allocations(source_id, line, pid, kind, api, ptr, end, wall_us, mono_us,"
+            " start_line, free_line, free_api) VALUES"
+            " (1, 2, 7, 'alloc', 'hipMalloc', 4096, 8192, 200, 20, 1, NULL, NULL),"
+            " (2, 2, 7, 'alloc', 'hipMalloc', 4096, 8192, 200, 20, 1, 3, 'hipFree'),"
+            " (2, 4, 7, 'alloc', 'hipMalloc', 4096, 8192, 900, 90, 1, NULL, NULL);"));
+    }
+    auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s) << s.error().message;
+    EXPECT_EQ(scalar(*s, "PRAGMA user_version"), 14);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM allocations"),
+              2);  // the later one is another record
+    EXPECT_EQ(scalar(*s,
+                     "SELECT count(*) FROM allocations WHERE id = 1 AND free_line = 3 AND "
+                     "free_source_id = 2"),
+              1);
+    EXPECT_EQ(scalar(*s, "SELECT count(DISTINCT recording) FROM alloc_processes"), 1);
 }
 
 TEST(Store, OperandsOfAnotherProcessAreNotCompared) {

@@ -157,11 +157,19 @@ TEST(AllocLog, DrainedPiecesKeepOpenAllocationsForLaterFrees) {
     EXPECT_EQ(pieces[0].processes.size(), 1u);
     EXPECT_EQ(pieces[1].allocations.size(), 1u);
     EXPECT_EQ(pieces[1].failed, 1u);
-    ASSERT_EQ(pieces[2].late_frees.size(), 1u);
+    ASSERT_EQ(pieces[2].late_frees.size(), 2u);
     EXPECT_EQ(pieces[2].late_frees[0].alloc_line, 2u);
     EXPECT_EQ(pieces[2].late_frees[0].free_line, 5u);
     EXPECT_EQ(pieces[2].late_frees[0].free_api, "hipFree");
     EXPECT_EQ(pieces[2].late_frees[0].freed_wall_us, 1796032475124000);
+    EXPECT_EQ(pieces[2].late_frees[0].start_line, 1u);
+    EXPECT_EQ(pieces[2].late_frees[0].kind, "alloc");
+    EXPECT_EQ(pieces[2].late_frees[0].ptr, 0x7f3a40000000u);
+    // The free of a pointer never allocated in the file: handed on too (the store looks for its
+    // allocation in other files of the recording), with its warning.
+    EXPECT_EQ(pieces[2].late_frees[1].alloc_line, 0u);
+    EXPECT_EQ(pieces[2].late_frees[1].free_line, 6u);
+    EXPECT_EQ(pieces[2].late_frees[1].start_line, 1u);
     EXPECT_TRUE(pieces[2].allocations.empty());
     ASSERT_EQ(pieces[2].warnings.size(), 1u);  // the free of a pointer never allocated
     EXPECT_EQ(pieces[2].warnings[0].line, 6u);

@@ -1,0 +1,206 @@
+// One recording, many files (hostile review 4: F, G): `gpufault ingest` stores the records of one
+// process (boot id, pid, start ticks) once whatever path they came through, while two processes
+// of one pid stay apart; a free written into a later generation of the file (rewritten, or cut
+// short and continued) frees the row an earlier generation holds, so `show` says FREED. Real
+// files (tests/data/alloc/gpufault-alloc.4528.log: two processes of pid 4528 in one file, from
+// the hostile review), a real store, through the built binary.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/support/process.h"
+
+using namespace gpufault::testing;
+
+namespace {
+
+const std::string kData = std::string(GPUFAULT_SOURCE_DIR) + "/tests/data/alloc/";
+constexpr int64_t kT0 = 1796032800;  // 2026-11-30T10:00:00Z, the recordings' start
+const std::string kBoot = "5c040de4-3e9d-429a-9ca3-d2c93965225b";
+
+std::string readAll(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+/// A kernel segfault line of pid 4528 at `t` (local time, as the kernel log prints it).
+std::string segfault(std::time_t t, uint64_t address) {
+    std::tm tm{};
+    ::localtime_r(&t, &tm);
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    return fmt::format(
+        "{}+0000 host kernel: procA[4528]: segfault at {:x} ip 00007f1234567890 sp "
+        "00007ffd12345678 error 4 in libfoo.so[7f1234500000+100000]\n",
+        when,
+        address);
+}
+
+std::string query(const std::string& db, const std::string& sql) {
+    auto q = run({GPUFAULT_BIN, "--db", db, "query", sql});
+    EXPECT_EQ(q.status, 0) << q.err;
+    return q.out;
+}
+
+/// The lines of `show`'s allocation table (they start with the API's name; tab-separated when
+/// not printed to a terminal).
+std::vector<std::string> allocationRows(const std::string& show) {
+    std::vector<std::string> rows;
+    std::istringstream in(show);
+    for (std::string l; std::getline(in, l);)
+        if (l.starts_with("hipMalloc\t") || l.starts_with("hipMalloc ")) rows.push_back(l);
+    return rows;
+}
+
+// The hostile review's G records: process 4528 (start ticks 100) allocates A and B, frees A.
+const std::string kL1 = fmt::format(
+    "gpufault.alloc 1 start pid=4528 ppid=1 wall_us={} mono_us=1000000 boot={} start_ticks=100 "
+    "exe=/usr/bin/procA\n",
+    kT0 * 1000000,
+    kBoot);
+std::string allocAt(uint64_t ptr, int sec) {
+    return fmt::format(
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x{:x} size=1048576 mem=device device=0 rc=0 "
+        "wall_us={} mono_us={} pid=4528 tid=4528 stack=-\n",
+        ptr,
+        (kT0 + sec) * 1000000,
+        (1 + sec) * 1000000);
+}
+std::string freeAt(uint64_t ptr, int sec) {
+    return fmt::format(
+        "gpufault.alloc 1 free api=hipFree ptr=0x{:x} size=0 device=-1 rc=0 wall_us={} "
+        "mono_us={} pid=4528 tid=4528 stack=-\n",
+        ptr,
+        (kT0 + sec) * 1000000,
+        (1 + sec) * 1000000);
+}
+constexpr uint64_t kA = 0x7f0000000000, kB = 0x7f0000200000, kC = 0x7f0000400000;
+
+}  // namespace
+
+TEST(AllocRecordings, OneRecordingThroughTwoPathsIsStoredAndListedOnce) {
+    TempDir dir;
+    std::string db = dir.file("f.db"), copy = dir.file("gpufault-alloc.4528.log");
+    std::string file = kData + "gpufault-alloc.4528.log";
+    writeFile(copy, readAll(file));
+    writeFile(dir.file("fault.log"),
+              segfault(kT0 + 300, 0x7f0000100010) + segfault(kT0 + 900, 0x7f0000300010));
+    auto r = run({GPUFAULT_BIN, "--db", db, "ingest", file, copy, dir.file("fault.log")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(
+        r.out.find(copy +
+                   ": allocation records of pid 4528,4528: 4 lines, 2 allocations (0 "
+                   "freed, 2 already stored through another file or generation of the recording)"),
+        std::string::npos)
+        << r.out;
+    EXPECT_EQ(query(db, "SELECT count(*) AS n, count(DISTINCT ptr) AS d FROM allocations"),
+              "n\td\n2\t2\n");
+    // Two processes of pid 4528 in the file (start ticks 100 and 60100): two recordings, each
+    // with its own allocation, in each path.
+    EXPECT_EQ(
+        query(db, "SELECT count(*) AS n, count(DISTINCT recording) AS r FROM alloc_processes"),
+        "n\tr\n4\t2\n");
+    auto show1 = run({GPUFAULT_BIN, "--db", db, "show", "1"});
+    ASSERT_EQ(show1.status, 0) << show1.err;
+    auto rows = allocationRows(show1.out);
+    ASSERT_EQ(rows.size(), 1u) << show1.out;
+    EXPECT_NE(rows[0].find("0x00007f0000000000"), std::string::npos) << rows[0];
+    auto show2 = run({GPUFAULT_BIN, "--db", db, "show", "2"});
+    ASSERT_EQ(show2.status, 0) << show2.err;
+    rows = allocationRows(show2.out);
+    ASSERT_EQ(rows.size(), 1u) << show2.out;
+    EXPECT_NE(rows[0].find("0x00007f0000200000"), std::string::npos) << rows[0];
+    // Ingested again through either path: nothing more.
+    r = run({GPUFAULT_BIN, "--db", db, "ingest", copy, file});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(query(db, "SELECT count(*) AS n FROM allocations"), "n\n2\n");
+}
+
+TEST(AllocRecordings, TwoProcessesOfOnePidWithTheSameRecordsStayTwo) {
+    TempDir dir;
+    std::string db = dir.file("p.db");
+    std::string file = kData + "gpufault-alloc.4528.log";
+    // The same records written by other processes of pid 4528 (other start ticks): not copies.
+    std::string other = readAll(file);
+    for (auto [from, to] : {std::pair{" start_ticks=100 ", " start_ticks=101 "},
+                            std::pair{" start_ticks=60100 ", " start_ticks=60101 "}}) {
+        auto at = other.find(from);
+        ASSERT_NE(at, std::string::npos);
+        other.replace(at, std::string(from).size(), to);
+    }
+    ::mkdir(dir.file("other").c_str(), 0755);
+    writeFile(dir.file("other/gpufault-alloc.4528.log"), other);
+    auto r =
+        run({GPUFAULT_BIN, "--db", db, "ingest", file, dir.file("other/gpufault-alloc.4528.log")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out.find("already stored"), std::string::npos) << r.out;
+    EXPECT_EQ(query(db, "SELECT count(*) AS n, count(DISTINCT ptr) AS d FROM allocations"),
+              "n\td\n4\t2\n");
+    EXPECT_EQ(query(db, "SELECT count(DISTINCT recording) AS r FROM alloc_processes"), "r\n4\n");
+}
+
+TEST(AllocRecordings, AFreeInARewrittenGenerationFreesTheRowTheEarlierOneHolds) {
+    TempDir dir;
+    std::string db = dir.file("g.db"), f = dir.file("gpufault-alloc.4528.log");
+    writeFile(f, kL1 + allocAt(kA, 1) + allocAt(kB, 2));
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db, "ingest", "-q", f}).status, 0);
+    // Written again: the start record, A, then A's free where B was.
+    writeFile(f, kL1 + allocAt(kA, 1) + freeAt(kA, 3));
+    writeFile(dir.file("fault.log"), segfault(kT0 + 300, kA + 0x10));
+    auto r = run({GPUFAULT_BIN, "--db", db, "ingest", f, dir.file("fault.log")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find(" since it was ingested (479 bytes then, 460 now): a new generation; the "
+                         "2 allocation(s) stored before are kept"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(query(db,
+                    "SELECT line, printf('%x', ptr) AS ptr, free_line, free_api FROM allocations "
+                    "ORDER BY ptr"),
+              "line\tptr\tfree_line\tfree_"
+              "api\n2\t7f0000000000\t3\thipFree\n3\t7f0000200000\tNULL\tNULL\n");
+    auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    auto rows = allocationRows(show.out);
+    ASSERT_EQ(rows.size(), 2u) << show.out;
+    EXPECT_NE(rows[0].find("0x00007f0000000000"), std::string::npos) << rows[0];
+    EXPECT_NE(rows[0].find("FREED before fault (hipFree)"), std::string::npos) << rows[0];
+}
+
+TEST(AllocRecordings, AFreeAfterTheFileWasCutShortAndContinuedFreesTheEarlierRow) {
+    TempDir dir;
+    std::string db = dir.file("g.db"), f = dir.file("gpufault-alloc.4528.log");
+    writeFile(f, kL1 + allocAt(kA, 1) + allocAt(kB, 2));
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db, "ingest", "-q", f}).status, 0);
+    // Truncated (same inode) while the process went on appending: A's free and C, with no
+    // start record before them.
+    writeFile(f, freeAt(kA, 3) + allocAt(kC, 4));
+    writeFile(dir.file("fault.log"), segfault(kT0 + 300, kA + 0x10));
+    auto r = run({GPUFAULT_BIN, "--db", db, "ingest", f, dir.file("fault.log")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err.find("no open allocation"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find(f + ": allocation records of pid -: 2 lines, 1 allocations (1 freed), 0 "
+                             "failed calls, 0 warnings"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(
+        query(db,
+              "SELECT printf('%x', ptr) AS ptr, free_line, free_source_id IS NOT NULL AS "
+              "elsewhere FROM allocations ORDER BY ptr"),
+        "ptr\tfree_"
+        "line\telsewhere\n7f0000000000\t1\t1\n7f0000200000\tNULL\t0\n7f0000400000\tNULL\t0\n");
+    // The records after the cut continue the recording: one process, three allocations.
+    EXPECT_EQ(query(db, "SELECT count(DISTINCT recording) AS r FROM alloc_processes"), "r\n1\n");
+    auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    auto rows = allocationRows(show.out);
+    ASSERT_EQ(rows.size(), 3u) << show.out;
+    EXPECT_NE(rows[0].find("0x00007f0000000000"), std::string::npos) << rows[0];
+    EXPECT_NE(rows[0].find("FREED before fault (hipFree)"), std::string::npos) << rows[0];
+}
