@@ -26,7 +26,8 @@ struct AllocIngestSummary {
     uint64_t old_size = 0;          ///< bytes the earlier generation had
     uint64_t lines = 0, events = 0, allocations = 0, freed = 0, failed = 0, warnings = 0;
     uint64_t processes = 0;                  ///< `start` records
-    std::vector<int64_t> pids;               ///< of the `start` records
+    std::vector<int64_t> pids;        ///< of the `start` records; none stored: of the allocations
+    bool pids_without_start = false;  ///< `pids` are the allocations' (no `start` stored)
     std::vector<std::string> warning_texts;  ///< the first 10, as "PATH:LINE: message"
     double seconds = 0;
     uint64_t bytes_read = 0;  ///< storeAllocLogInTxn: bytes of the file read by this call
