@@ -18,15 +18,15 @@ namespace {
 
 const std::string kData = GPUFAULT_SOURCE_DIR "/tests/data/alloc_join/";
 
-/// The built gpufault with TZ=`tz` (the reader's or the ingesting process's zone).
-ProcessResult gpufault(const std::string& tz, std::vector<std::string> args) {
+/// The built gpufault run with TZ=`tz` (the reader's or the ingesting process's zone).
+ProcessResult inZone(const std::string& tz, std::vector<std::string> args) {
     std::vector<std::string> argv{"/usr/bin/env", "TZ=" + tz, GPUFAULT_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
     return run(argv);
 }
 
 std::string query(const std::string& tz, const std::string& db, const std::string& sql) {
-    auto q = gpufault(tz, {"--db", db, "query", sql});
+    auto q = inZone(tz, {"--db", db, "query", sql});
     EXPECT_EQ(q.status, 0) << q.err;
     return q.out;
 }
@@ -47,15 +47,15 @@ const std::string kJoinSql =
 TEST(AllocJoin, TheJoinIsTheSameUnderEveryReaderZone) {
     TempDir dir;
     std::string db = dir.file("g.db");
-    auto in = gpufault("Asia/Tokyo",
-                       {"--db",
-                        db,
-                        "ingest",
-                        "-q",
-                        kData + "two-processes.gpufault-alloc.4528.log",
-                        kData + "two-processes.fault.log",
-                        kData + "fault_tz.log",
-                        kData + "fault_tz2.log"});
+    auto in = inZone("Asia/Tokyo",
+                     {"--db",
+                      db,
+                      "ingest",
+                      "-q",
+                      kData + "two-processes.gpufault-alloc.4528.log",
+                      kData + "two-processes.fault.log",
+                      kData + "fault_tz.log",
+                      kData + "fault_tz2.log"});
     ASSERT_EQ(in.status, 0) << in.err;
     const std::string want =
         "id\twall\twall_utc_us\twall_zone\tallocation_id\thow\n"
@@ -66,7 +66,7 @@ TEST(AllocJoin, TheJoinIsTheSameUnderEveryReaderZone) {
     std::string shown;
     for (const char* tz : kZones) {
         EXPECT_EQ(query(tz, db, kJoinSql), want) << "TZ=" << tz;
-        auto show = gpufault(tz, {"--db", db, "show", "1"});
+        auto show = inZone(tz, {"--db", db, "show", "1"});
         ASSERT_EQ(show.status, 0) << show.err;
         EXPECT_NE(show.out.find("hipMalloc  0x00007f0000000000  0x00007f0000100000"),
                   std::string::npos)
@@ -98,13 +98,13 @@ TEST(AllocJoin, AZonelessStampIsReadInTheIngestingZone) {
     };
     for (const auto& c : cases) {
         std::string db = dir.file(std::string("g-") + (c.ingest_tz[0] == 'A' ? "tokyo" : "utc"));
-        auto in = gpufault(c.ingest_tz,
-                           {"--db",
-                            db,
-                            "ingest",
-                            "-q",
-                            kData + "two-processes.gpufault-alloc.4528.log",
-                            dir.file("dmesg-T.log")});
+        auto in = inZone(c.ingest_tz,
+                         {"--db",
+                          db,
+                          "ingest",
+                          "-q",
+                          kData + "two-processes.gpufault-alloc.4528.log",
+                          dir.file("dmesg-T.log")});
         ASSERT_EQ(in.status, 0) << in.err;
         for (const char* tz : kZones)
             EXPECT_EQ(query(tz, db, kJoinSql), c.want)
@@ -118,14 +118,14 @@ TEST(AllocJoin, AZonelessStampIsReadInTheIngestingZone) {
 TEST(AllocJoin, AnIncidentsClockedRecordDecidesForItsClocklessOne) {
     TempDir dir;
     std::string db = dir.file("g.db");
-    auto in = gpufault("UTC",
-                       {"--db",
-                        db,
-                        "ingest",
-                        "-q",
-                        kData + "one.gpufault-alloc.4528.log",
-                        kData + "fault_before.log",
-                        kData + "fault_dmesg.log"});
+    auto in = inZone("UTC",
+                     {"--db",
+                      db,
+                      "ingest",
+                      "-q",
+                      kData + "one.gpufault-alloc.4528.log",
+                      kData + "fault_before.log",
+                      kData + "fault_dmesg.log"});
     ASSERT_EQ(in.status, 0) << in.err;
     EXPECT_EQ(query("UTC", db, "SELECT incident_id, count(*) FROM incident_evidence GROUP BY 1"),
               "incident_id\tcount(*)\n1\t2\n");
@@ -134,7 +134,7 @@ TEST(AllocJoin, AnIncidentsClockedRecordDecidesForItsClocklessOne) {
         query("UTC", db, "SELECT evidence_id, allocation_id, how FROM fault_allocation_distance"),
         "evidence_id\tallocation_id\thow\n2\t1\tonly recording\n");
     for (const char* fmt : {"show", "report"}) {
-        auto out = gpufault("UTC", {"--db", db, fmt, "1"});
+        auto out = inZone("UTC", {"--db", db, fmt, "1"});
         ASSERT_EQ(out.status, 0) << out.err;
         EXPECT_EQ(out.out.find("0x00007f0000000000"), std::string::npos) << fmt << "\n" << out.out;
         EXPECT_NE(out.out.find("pid 4528 has 1 allocation recording(s) in the store, none of the "
@@ -149,19 +149,19 @@ TEST(AllocJoin, AnIncidentsClockedRecordDecidesForItsClocklessOne) {
 TEST(AllocJoin, TheMarkdownReportHasTheAllocationTable) {
     TempDir dir;
     std::string db = dir.file("g.db");
-    auto in = gpufault("UTC",
-                       {"--db",
-                        db,
-                        "ingest",
-                        "-q",
-                        kData + "reuse-freed.gpufault-alloc.4528.log",
-                        kData + "reuse-freed.fault.log"});
+    auto in = inZone("UTC",
+                     {"--db",
+                      db,
+                      "ingest",
+                      "-q",
+                      kData + "reuse-freed.gpufault-alloc.4528.log",
+                      kData + "reuse-freed.fault.log"});
     ASSERT_EQ(in.status, 0) << in.err;
-    auto show = gpufault("UTC", {"--db", db, "show", "2"});
+    auto show = inZone("UTC", {"--db", db, "show", "2"});
     ASSERT_EQ(show.status, 0) << show.err;
     EXPECT_NE(show.out.find("inside, +1,048,592 B (+1.00 MiB) from ptr"), std::string::npos)
         << show.out;
-    auto md = gpufault("UTC", {"--db", db, "report", "2", "--format", "md"});
+    auto md = inZone("UTC", {"--db", db, "report", "2", "--format", "md"});
     ASSERT_EQ(md.status, 0) << md.err;
     EXPECT_NE(md.out.find("### Fault address vs. recorded allocations"), std::string::npos)
         << md.out;
@@ -177,7 +177,7 @@ TEST(AllocJoin, TheMarkdownReportHasTheAllocationTable) {
               std::string::npos)
         << md.out;
     // incident 1 (procA's fault at 10:05) is 16 B above procA's buffer
-    auto md1 = gpufault("UTC", {"--db", db, "report", "1", "--format", "md"});
+    auto md1 = inZone("UTC", {"--db", db, "report", "1", "--format", "md"});
     EXPECT_NE(md1.out.find("| +16 B above end |"), std::string::npos) << md1.out;
 }
 
@@ -186,7 +186,7 @@ TEST(AllocJoin, TheMarkdownReportHasTheAllocationTable) {
 TEST(AllocJoin, AnEndOf2To64AndARefusedStartAreReportedAsTheyAre) {
     TempDir dir;
     std::string db = dir.file("g.db"), f = kData + "edges.gpufault-alloc.4600.log";
-    auto in = gpufault("UTC", {"--db", db, "ingest", f, kData + "edges.fault.log"});
+    auto in = inZone("UTC", {"--db", db, "ingest", f, kData + "edges.fault.log"});
     ASSERT_EQ(in.status, 0) << in.err;
     EXPECT_NE(in.err.find(f + ":2: ptr + size = 2^64: the end is not a 64-bit address"),
               std::string::npos)
@@ -214,7 +214,7 @@ TEST(AllocJoin, AnEndOf2To64AndARefusedStartAreReportedAsTheyAre) {
 TEST(AllocJoin, ARecordWithANulByteIsRefusedWithItsLine) {
     TempDir dir;
     std::string db = dir.file("g.db"), f = kData + "nul.gpufault-alloc.4700.log";
-    auto in = gpufault("UTC", {"--db", db, "ingest", f});
+    auto in = inZone("UTC", {"--db", db, "ingest", f});
     ASSERT_EQ(in.status, 0) << in.err;
     EXPECT_NE(in.err.find(f + ":2: NUL byte at column 77: record refused"), std::string::npos)
         << in.err;
@@ -239,7 +239,7 @@ TEST(AllocJoin, ALineOver1MiBIsNotReadWithAWarning) {
     over += std::string((1u << 20) + 1 - over.size(), 'c');  // 1 MiB + 1: not read
     text += under + "\n" + over + "\n" + fmt::format(fmt::runtime(rec), 0x7e0000200000) + "-\n";
     writeFile(f, text);
-    auto in = gpufault("UTC", {"--db", db, "ingest", f});
+    auto in = inZone("UTC", {"--db", db, "ingest", f});
     ASSERT_EQ(in.status, 0) << in.err;
     EXPECT_NE(in.err.find(f + ":3: line longer than 1 MiB: not read"), std::string::npos)
         << in.err.substr(0, 2000);
