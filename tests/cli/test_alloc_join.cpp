@@ -63,12 +63,16 @@ TEST(AllocJoin, TheJoinIsTheSameUnderEveryReaderZone) {
         "2\t2026-11-30T10:15:00\t1796033700000000\tstated\t2\twall time\n"
         "3\t2026-11-30T12:05:00\t1796033100000000\tstated\t1\twall time\n"
         "4\t2026-11-30T11:30:00\t1796031000000000\tstated\tNULL\tNULL\n";
+    // the incident of procA's 10:05 fault (line 1 of two-processes.fault.log)
+    auto inc = query("UTC", db, "SELECT incident_id FROM incident_evidence WHERE evidence_id = 1");
+    ASSERT_EQ(inc.rfind("incident_id\n", 0), 0u) << inc;
+    const std::string incident = inc.substr(12, inc.size() - 13);
     std::string shown;
     for (const char* tz : kZones) {
         EXPECT_EQ(query(tz, db, kJoinSql), want) << "TZ=" << tz;
-        auto show = inZone(tz, {"--db", db, "show", "1"});
+        auto show = inZone(tz, {"--db", db, "show", incident});
         ASSERT_EQ(show.status, 0) << show.err;
-        EXPECT_NE(show.out.find("hipMalloc  0x00007f0000000000  0x00007f0000100000"),
+        EXPECT_NE(show.out.find("hipMalloc\t0x00007f0000000000\t0x00007f0000100000\t"),
                   std::string::npos)
             << "TZ=" << tz << "\n"
             << show.out;
@@ -176,9 +180,11 @@ TEST(AllocJoin, TheMarkdownReportHasTheAllocationTable) {
                           kData + "reuse-freed.gpufault-alloc.4528.log:4` |"),
               std::string::npos)
         << md.out;
-    // incident 1 (procA's fault at 10:05) is 16 B above procA's buffer
+    // incident 1 (procA's fault at 10:05) is 16 B into procA's buffer, which is live
     auto md1 = inZone("UTC", {"--db", db, "report", "1", "--format", "md"});
-    EXPECT_NE(md1.out.find("| +16 B above end |"), std::string::npos) << md1.out;
+    EXPECT_NE(md1.out.find("| 1,048,576 B (1.00 MiB) | inside, +16 B from ptr | yes | 0 | live |"),
+              std::string::npos)
+        << md1.out;
 }
 
 // D: ptr + size = 2^64 is refused with what is true (not "wraps"); with the `start` record
