@@ -176,7 +176,9 @@ bool ingestOneAllocLog(Store& store, const std::string& f, std::optional<int64_t
         "{}: allocation records of pid {}: {} lines, {} allocations ({} freed{}), {} failed "
         "calls, {} warnings, {:.2f} s\n",
         f,
-        pids.empty() ? "-" : pids,
+        pids.empty()            ? "-"
+        : r->pids_without_start ? pids + " (no start record stored)"
+                                : pids,
         r->lines,
         r->allocations,
         r->freed,

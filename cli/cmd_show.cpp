@@ -205,6 +205,60 @@ void printAllocations(const std::vector<AllocationDistanceRow>& rows) {
             rows.front().evidence_id);
 }
 
+/// The exact signed figure of humanBytes() without its unit: `+1,539,178,496`, `-16`, `0`.
+std::string signedExact(int64_t b) {
+    std::string h = humanBytes(b);
+    return h.substr(0, h.find(" B"));
+}
+
+/// A Markdown table cell: `|` escaped.
+std::string mdCell(std::string_view s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '|') out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+/// printAllocations() as Markdown (report --format md): the same rows and columns.
+void printAllocationsMarkdown(const std::vector<AllocationDistanceRow>& rows) {
+    fmt::print("### Fault address vs. recorded allocations\n\n");
+    fmt::print(
+        "Allocations recorded by the preload shim, by |distance| from `{}` ({} of pid {}). Under "
+        "PyTorch's caching allocator these are segments (the allocator's cudaMalloc/hipMalloc "
+        "blocks), not tensors.\n\n",
+        addr16(rows.front().address),
+        rows.size(),
+        rows.front().pid);
+    fmt::print(
+        "| api | ptr | end | size | distance | same 2 MiB | device | state | stack | where |\n");
+    fmt::print("|---|---|---|---:|---:|---|---:|---|---|---|\n");
+    for (size_t i = 0; i < rows.size() && i < kAllocationRows; ++i) {
+        const auto& r = rows[i];
+        std::string stack = r.stack ? r.stack->substr(0, r.stack->find(';')) : "-";
+        fmt::print("| {} | `{}` | `{}` | {} | {} | {} | {} | {} | {} | `{}:{}` |\n",
+                   mdCell(printable(r.api)),
+                   addr16(r.ptr),
+                   addr16(r.end),
+                   sizeText(r.end - r.ptr),
+                   allocationDistanceText(r),
+                   r.same_2mib ? "yes" : "no",
+                   orDash(r.device),
+                   allocationState(r),
+                   mdCell(printable(stack)),
+                   mdCell(printable(r.source)),
+                   r.line);
+    }
+    if (rows.size() > kAllocationRows)
+        fmt::print(
+            "\n{} more: `gpufault query \"SELECT * FROM fault_allocation_distance WHERE "
+            "evidence_id = {} ORDER BY abs(distance)\"`\n",
+            rows.size() - kAllocationRows,
+            rows.front().evidence_id);
+    fmt::print("\n");
+}
+
 std::string firstLines(const std::string& raw, size_t n) {
     std::string out;
     size_t start = 0;
@@ -491,7 +545,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         for (const auto& r : prim) {
             std::string where = r.inside ? "from ptr" : r.below ? "below ptr" : "above end";
             auto od = r.inside ? r.from_ptr : r.distance;
-            std::string d = od ? std::to_string(*od) : "n/a";
+            std::string d = od ? signedExact(*od) : "n/a";
             std::string human = od ? humanBytes(*od) : "2^63 B or more";
             if (auto p = human.find(" ("); p != std::string::npos)
                 human = human.substr(p + 2, human.size() - p - 3);  // "-4.08 GiB"
@@ -508,6 +562,13 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         }
         fmt::print("\n");
     }
+    if (auto al = primaryAllocations(*v); !al.empty()) printAllocationsMarkdown(al);
+    for (const auto& u : v->unjoined)
+        fmt::print(
+            "Allocations: pid {} has {} allocation recording(s) in the store, none of the process "
+            "that faulted (docs/preload.md \"Reused pids\").\n\n",
+            u.pid,
+            u.recordings);
     printCoresMarkdown(store->db(), id);
     fmt::print("### Evidence\n\n");
     for (const auto& m : v->members) {

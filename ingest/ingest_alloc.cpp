@@ -135,6 +135,12 @@ void summarise(AllocIngestSummary& sum, const alloclog::Log& log, size_t size) {
     sum.warnings = log.warnings.size();
     sum.processes = log.processes.size();
     for (const auto& p : log.processes) sum.pids.push_back(p.pid);
+    if (sum.pids.empty()) {  // a `start` record refused or never written: the records' pids
+        for (const auto& a : log.allocations)
+            if (std::find(sum.pids.begin(), sum.pids.end(), a.pid) == sum.pids.end())
+                sum.pids.push_back(a.pid);
+        sum.pids_without_start = !sum.pids.empty();
+    }
     if (sum.new_generation)
         sum.warning_texts.push_back(fmt::format(
             "{}: {} since it was ingested ({} bytes then, {} now): a new generation; the {} "
@@ -199,8 +205,8 @@ std::optional<SourceIdentity> allocSourceIdentity(const std::string& path) {
 
 namespace {
 
-constexpr size_t kBlock = size_t{1} << 20;    ///< bytes read at once by the daemon
-constexpr size_t kMaxLine = size_t{1} << 20;  ///< a longer line is skipped with a warning
+constexpr size_t kBlock = size_t{1} << 20;  ///< bytes read at once by the daemon
+using alloclog::kMaxLine;                   ///< a longer line is skipped with a warning
 
 /// Drops the records of other pids than `pid` (warned), as the daemon stores a user's file.
 void onlyPid(alloclog::Log& log, int64_t pid) {
@@ -257,7 +263,7 @@ db::Result<void> feedLines(int fd,
             }
             state.hash = fnv(skipHash, b.substr(0, nl + 1));
             state.offset += static_cast<int64_t>(skipped + nl + 1);
-            state.parser.skipped(++state.lines, "line longer than 1 MiB: not read");
+            state.parser.skipped(++state.lines, std::string(alloclog::kLongLine));
             skipped = 0;
             at = nl + 1;
         }
@@ -265,7 +271,10 @@ db::Result<void> feedLines(int fd,
             auto nl = b.find('\n', at);
             if (nl == std::string_view::npos) break;
             auto line = b.substr(at, nl - at);
-            state.parser.feed(++state.lines, line);
+            if (line.size() > kMaxLine)  // as alloclog::parse(): not read
+                state.parser.skipped(++state.lines, std::string(alloclog::kLongLine));
+            else
+                state.parser.feed(++state.lines, line);
             state.hash = fnv(state.hash, b.substr(at, nl + 1 - at));
             state.offset += static_cast<int64_t>(nl + 1 - at);
             at = nl + 1;

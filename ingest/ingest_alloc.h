@@ -31,8 +31,9 @@ struct AllocIngestSummary {
     /// stored again (a free they carry is added to the stored row)
     uint64_t duplicates = 0;
     uint64_t after_end = 0;     ///< records refused: after the stored end of their process
-    uint64_t processes = 0;     ///< `start` records
-    std::vector<int64_t> pids;  ///< of the `start` records
+    uint64_t processes = 0;                  ///< `start` records
+    std::vector<int64_t> pids;        ///< of the `start` records; none stored: of the allocations
+    bool pids_without_start = false;  ///< `pids` are the allocations' (no `start` stored)
     std::vector<std::string> warning_texts;  ///< the first 10, as "PATH:LINE: message"
     double seconds = 0;
     uint64_t bytes_read = 0;  ///< storeAllocLogInTxn: bytes of the file read by this call

@@ -292,8 +292,10 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     std::vector<Operand> operands;
     if (report.layout.kind == coredump::CoreKind::Cpu) {
         ev = coreEvidence(report, localWall(when));
+        ev->time.wall_utc_s = when;
     } else if (report.layout.kind == coredump::CoreKind::CudaGpu) {
         ev = cudaCoreEvidence(report, localWall(when));
+        if (ev) ev->time.wall_utc_s = when;
         operands = cudaParamOperands(report);
         sum.operands = operands.size();
     }

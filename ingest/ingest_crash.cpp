@@ -184,7 +184,10 @@ Evidence coredumpEntryEvidence(const cd::CoredumpEntry& e) {
     Evidence ev;
     ev.kind = Kind::Coredump;
     ev.line = 1;
-    if (e.timestamp_us) ev.time.wall = localWall(static_cast<int64_t>(*e.timestamp_us / 1000000));
+    if (e.timestamp_us) {
+        ev.time.wall = localWall(static_cast<int64_t>(*e.timestamp_us / 1000000));
+        ev.time.wall_utc_s = static_cast<int64_t>(*e.timestamp_us / 1000000);
+    }
     if (e.pid > 0) ev.pid = e.pid;  // 0: unknown (an apport report without a valid Pid)
     if (!e.comm.empty()) ev.process = e.comm;
     std::string what = e.pid > 0 ? fmt::format("core of {}[{}]", e.comm, e.pid)

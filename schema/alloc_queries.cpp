@@ -1,21 +1,48 @@
 #include "schema/alloc_queries.h"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 
 #include "schema/distance.h"
 
 namespace gpufault {
+
+namespace {
+
+/// The recording processes the members of an incident (CTE `members`) join: their
+/// fault_alloc_process rows, less an `only recording` row (a record without a clock) when a
+/// member of the same pid with a clock (wall or kernel time) does not join that recording: the
+/// clocked record of the fault decides (hostile review 4, E).
+constexpr std::string_view kCover =
+    "cover AS (SELECT f.* FROM members w JOIN fault_alloc_process f ON f.evidence_id = w.id "
+    "WHERE f.how <> 'only recording' OR NOT EXISTS (SELECT 1 FROM members w2 JOIN fault_clock "
+    "c2 ON c2.evidence_id = w2.id WHERE c2.pid = w.pid AND (c2.wall_us IS NOT NULL OR "
+    "c2.mono_us IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM fault_alloc_process f2 WHERE "
+    "f2.evidence_id = w2.id AND f2.alloc_process_id = f.alloc_process_id)))";
+
+/// `WITH members AS (the member records of incident ?1), cover AS (kCover), ` and `rest`.
+std::string withMembers(std::string_view rest) {
+    std::string sql =
+        "WITH members AS (SELECT e.* FROM incident_evidence m JOIN evidence e ON e.id = "
+        "m.evidence_id WHERE m.incident_id = ?1 AND m.role = 'member'), ";
+    sql += kCover;
+    sql += ", ";
+    sql += rest;
+    return sql;
+}
+
+}  // namespace
 
 db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& d,
                                                                         int64_t incident) {
     // Each member record with an address against the allocations of the incident's process:
     // the recording process that held a member record's pid at that record's time (a ROCr line
     // without pid joined to an amdgpu record of pid P is measured against P's), and for a
-    // record in a run's captured output, that run's allocations.
-    auto s = d.prepare(
-        "WITH members AS (SELECT e.* FROM incident_evidence m JOIN evidence e ON e.id = "
-        "m.evidence_id WHERE m.incident_id = ?1 AND m.role = 'member'), cover AS (SELECT f.* "
-        "FROM members w JOIN fault_alloc_process f ON f.evidence_id = w.id), pairs AS (SELECT "
+    // record in a run's captured output, that run's allocations (kCover: a member with a clock
+    // decides for its pid over one without).
+    auto s = d.prepare(withMembers(
+        "pairs AS (SELECT "
         "e.id AS eid, a.id AS aid, CASE WHEN a.free_line IS NULL THEN 0 WHEN c.clock = 'mono' AND "
         "a.freed_mono_us IS NOT NULL THEN a.freed_mono_us < c.fault_lo_us WHEN c.clock = 'wall' "
         "AND a.freed_wall_us < c.fault_lo_us THEN 1 WHEN c.clock = 'wall' AND a.freed_wall_us > "
@@ -30,7 +57,8 @@ db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& 
         "SELECT e.id, a.id, e.address, src.path, a.line, a.pid, a.kind, a.api, a.mem, a.device, "
         "a.wall_us, a.ptr, a.end, a.stack, a.free_api, a.freed_wall_us, p.freed_before, p.how "
         "FROM pairs p JOIN evidence e ON e.id = p.eid JOIN allocations a ON a.id = p.aid JOIN "
-        "sources src ON src.id = a.source_id ORDER BY e.id, a.line DESC, a.id, p.how = 'run' DESC");
+        "sources src ON src.id = a.source_id ORDER BY e.id, a.line DESC, a.id, p.how = 'run' "
+        "DESC"));
     if (!s) return std::unexpected(s.error());
     s->bind(1, incident);
     std::vector<AllocationDistanceRow> out;
@@ -78,17 +106,14 @@ db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& 
 }
 
 db::Result<std::vector<UnjoinedRecordings>> queryUnjoinedRecordings(db::Db& d, int64_t incident) {
-    auto s = d.prepare(
-        "WITH members AS (SELECT e.* FROM incident_evidence m JOIN evidence e ON e.id = "
-        "m.evidence_id WHERE m.incident_id = ?1 AND m.role = 'member'), pids AS (SELECT DISTINCT "
-        "pid FROM members WHERE pid IS NOT NULL) SELECT p.pid, (SELECT count(DISTINCT "
-        "ifnull(r.boot_id, '') || '/' || ifnull(r.start_ticks, '') || '/' || ifnull(r.wall_us, "
-        "'')) FROM alloc_processes r WHERE r.pid = p.pid) AS n FROM pids p WHERE n > 0 AND NOT "
-        "EXISTS "
-        "(SELECT 1 FROM members w JOIN fault_alloc_process f ON f.evidence_id = w.id JOIN "
-        "alloc_processes r ON r.id = f.alloc_process_id WHERE r.pid = p.pid) AND NOT EXISTS "
+    auto s = d.prepare(withMembers(
+        "pids AS (SELECT DISTINCT pid FROM members WHERE pid IS NOT NULL) SELECT p.pid, (SELECT "
+        "count(DISTINCT ifnull(r.boot_id, '') || '/' || ifnull(r.start_ticks, '') || '/' || "
+        "ifnull(r.wall_us, '')) FROM alloc_processes r WHERE r.pid = p.pid) AS n FROM pids p "
+        "WHERE n > 0 AND NOT EXISTS (SELECT 1 FROM cover f JOIN alloc_processes r ON r.id = "
+        "f.alloc_process_id WHERE r.pid = p.pid) AND NOT EXISTS "
         "(SELECT 1 FROM members w JOIN runs rn ON rn.source_id = w.source_id JOIN allocations a "
-        "ON a.run_id = rn.id WHERE a.pid = p.pid) ORDER BY p.pid");
+        "ON a.run_id = rn.id WHERE a.pid = p.pid) ORDER BY p.pid"));
     if (!s) return std::unexpected(s.error());
     s->bind(1, incident);
     std::vector<UnjoinedRecordings> out;

@@ -160,6 +160,12 @@ struct AllocAppend {
     std::vector<alloclog::Warning> warnings;
 };
 
+/// A fault record's wall time as an instant.
+struct WallInstant {
+    int64_t utc_us = 0;     ///< µs since the Unix epoch (of the record's second)
+    const char* zone = "";  ///< "stated" (the record's zone or epoch) | "local" (ingest's zone)
+};
+
 class Store {
   public:
     enum class Mode { ReadOnly, ReadWrite };
@@ -314,6 +320,12 @@ class Store {
     db::Db db_;
     std::string path_;
     std::unordered_map<std::string, int64_t> kernelIds_;  ///< cache of kernels(name → id)
+    /// The instant of a record's wall time (evidence.wall_utc_us, wall_zone): the zone the
+    /// record states ("stated"), else a full date read in this process's local zone at ingest
+    /// ("local", mktime: TZ or /etc/localtime); nullopt without a full date.
+    std::optional<WallInstant> wallInstant(const TimeInfo& t);
+    std::string lastWall_;  ///< wallInstant()'s last local date and its result
+    std::optional<WallInstant> lastInstant_;
     db::Stmt insEvidence_, insDispatch_, insOperand_, insCount_, insKernel_, selKernel_,
         insWarning_;
 };

@@ -38,6 +38,11 @@ struct TimeInfo {
     std::optional<double> kernel_s;  ///< seconds since boot: `[ 4778.915423]`, kmsg usec / 1e6
     std::optional<std::string>
         wall;  ///< `YYYY-MM-DDTHH:MM:SS` or `MM-DDTHH:MM:SS`-less forms as printed
+    /// The instant of `wall`, seconds since the Unix epoch, when the record states its zone
+    /// (`Z`, `+02:00`, `+0200`, an epoch stamp such as journald's `__REALTIME_TIMESTAMP`) or
+    /// the producer knows it (a core's time); nullopt: no zone stated (the store then reads a
+    /// full date in the ingesting machine's zone, docs/evidence.md "Wall time").
+    std::optional<int64_t> wall_utc_s;
     std::optional<int64_t> runtime_us;  ///< AMD_LOG_LEVEL monotonic stamp, microseconds
 
     bool empty() const { return !kernel_s && !wall && !runtime_us; }

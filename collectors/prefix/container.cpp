@@ -166,7 +166,10 @@ bool dockerJsonFast(std::string_view obj, JsonPayload& p) {
     if (!c.eat("{\"log\":\"") || !jsonString(c, p.text)) return false;
     if (c.eat(",\"stream\":\"") && !plain(stream)) return false;
     if (!c.eat(",\"time\":\"") || !plain(time) || !c.eat('}') || !c.done()) return false;
-    if (auto st = scanIsoStamp(time, true)) p.wall = formatWall(st->t);
+    if (auto st = scanIsoStamp(time, true)) {
+        p.wall = formatWall(st->t);
+        p.wall_utc_s = zonedEpoch(*st);
+    }
     return true;
 }
 
@@ -193,6 +196,7 @@ std::optional<CriHeader> parseCriHeader(std::string_view line) {
     if (!(c.eat(' ') || c.done())) return std::nullopt;
     h.content_offset = c.i;
     h.wall = formatWall(st->t);
+    h.wall_utc_s = zonedEpoch(*st);
     return h;
 }
 
@@ -205,6 +209,7 @@ bool parseJsonLine(std::string_view line, JsonPayload& p) {
     if (obj.empty() || obj.back() != '}') return false;
     p.text.clear();  // keeps its capacity from line to line
     p.wall.reset();
+    p.wall_utc_s.reset();
     p.kernel_s.reset();
     p.origin = Origin::Unknown;
     p.ident.clear();
@@ -235,8 +240,10 @@ bool parseJsonLine(std::string_view line, JsonPayload& p) {
 
     if (auto it = j.find("time"); it != j.end()) {
         if (it->is_string()) {  // Docker: RFC3339Nano
-            if (auto st = scanIsoStamp(it->get_ref<const std::string&>(), true))
+            if (auto st = scanIsoStamp(it->get_ref<const std::string&>(), true)) {
                 p.wall = formatWall(st->t);
+                p.wall_utc_s = zonedEpoch(*st);
+            }
         } else if (it->is_number() && j.contains("msg")) {  // dmesg -J: printk seconds
             p.kernel_s = it->get<double>();
             p.origin = Origin::Kernel;
@@ -259,8 +266,11 @@ bool parseJsonLine(std::string_view line, JsonPayload& p) {
     if (p.origin == Origin::Kernel && !p.kernel_s)
         if (auto us = intField(j, "_SOURCE_MONOTONIC_TIMESTAMP"))
             p.kernel_s = static_cast<double>(*us) / 1e6;
-    if (auto us = intField(j, "__REALTIME_TIMESTAMP"); us && !p.wall)
-        p.wall = formatWall(civilFromEpoch(*us / 1000000));
+    if (auto us = intField(j, "__REALTIME_TIMESTAMP"); us && !p.wall) {
+        int64_t secs = *us >= 0 ? *us / 1000000 : -((-*us + 999999) / 1000000);
+        p.wall = formatWall(civilFromEpoch(secs));
+        if (p.wall) p.wall_utc_s = secs;
+    }
     return true;
 }
 

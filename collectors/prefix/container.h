@@ -18,7 +18,8 @@ struct CriHeader {
     size_t content_offset = 0;  ///< where the content starts
     bool partial = false;       ///< `P`: the logical line continues in the stream's next record
     bool is_stderr = false;
-    std::optional<std::string> wall;  ///< the stamp to the second, zone dropped
+    std::optional<std::string> wall;    ///< the stamp to the second as printed
+    std::optional<int64_t> wall_utc_s;  ///< its instant (the stamp's zone applied), seconds
 };
 
 /// nullopt when `line` is not a CRI record.
@@ -28,6 +29,7 @@ std::optional<CriHeader> parseCriHeader(std::string_view line);
 struct JsonPayload {
     std::string text;  ///< the text field, JSON-decoded; may hold several `\n`-separated lines
     std::optional<std::string> wall;
+    std::optional<int64_t> wall_utc_s;  ///< TimeInfo::wall_utc_s (a zoned or epoch stamp)
     std::optional<double> kernel_s;
     Origin origin = Origin::Unknown;
     std::string ident;

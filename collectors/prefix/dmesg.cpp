@@ -177,6 +177,7 @@ bool isoStamp(Cursor& c, KernelPrefix& p) {
     t.i += st->len;
     if (!(t.eat(' ') || t.done())) return false;
     p.wall = formatWall(st->t);
+    p.wall_utc_s = zonedEpoch(*st);
     c = t;
     return true;
 }

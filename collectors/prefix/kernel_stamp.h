@@ -16,6 +16,7 @@ struct KernelPrefix {
     size_t consumed = 0;
     std::optional<double> kernel_s;
     std::optional<std::string> wall;
+    std::optional<int64_t> wall_utc_s;  ///< TimeInfo::wall_utc_s: the stamp stated its zone
     Origin origin = Origin::Unknown;
     std::string_view ident;  ///< view into the parsed line
     std::optional<int64_t> ident_pid;

@@ -23,6 +23,7 @@ namespace {
 /// What a wrapper (CRI, JSON) said about the lines it carries.
 struct Outer {
     std::optional<std::string> wall;
+    std::optional<int64_t> wall_utc_s;
     std::optional<double> kernel_s;
     Origin origin = Origin::Unknown;
     std::string_view ident;
@@ -36,6 +37,7 @@ struct PendingCri {
     std::string raw;   ///< the first piece's physical line
     std::string text;  ///< contents so far, at most kMaxLine bytes
     std::optional<std::string> wall;
+    std::optional<int64_t> wall_utc_s;
 };
 
 void appendBounded(std::string& to, std::string_view s) {
@@ -85,7 +87,10 @@ void LineDecoder::State::kernelPrefix(std::string_view& t, LogLine& l) {
     t.remove_prefix(kp.consumed);
     if (kmsg && unescapeKmsg(t, unescaped)) t = unescaped;
     if (kp.kernel_s) l.time.kernel_s = kp.kernel_s;
-    if (kp.wall) l.time.wall = std::move(kp.wall);
+    if (kp.wall) {
+        l.time.wall = std::move(kp.wall);
+        l.time.wall_utc_s = kp.wall_utc_s;
+    }
     if (kp.origin != Origin::Unknown) l.origin = kp.origin;
     if (!kp.ident.empty()) {
         l.ident = kp.ident;
@@ -97,9 +102,13 @@ void LineDecoder::State::kernelPrefix(std::string_view& t, LogLine& l) {
 void LineDecoder::State::programPrefix(std::string_view& t, LogLine& l) {
     if (!t.empty() && isDigit(t[0])) {
         std::optional<std::string> wall;
-        if (size_t n = containerStampLength(t, wall)) {
+        std::optional<int64_t> utc_s;
+        if (size_t n = containerStampLength(t, wall, utc_s)) {
             t.remove_prefix(n);
-            if (wall && !l.time.wall) l.time.wall = std::move(wall);
+            if (wall && !l.time.wall) {
+                l.time.wall = std::move(wall);
+                l.time.wall_utc_s = utc_s;
+            }
         }
         if (size_t n = loggerStampsLength(t)) {
             t.remove_prefix(n);
@@ -133,6 +142,7 @@ void LineDecoder::State::logical(uint64_t line_no,
     l.raw = raw;
     if (o) {
         l.time.wall = o->wall;
+        l.time.wall_utc_s = o->wall_utc_s;
         l.time.kernel_s = o->kernel_s;
         l.origin = o->origin;
         l.ident = o->ident;
@@ -155,6 +165,7 @@ void LineDecoder::State::flushCri(const Emit& emit) {
         p->active = false;
         Outer o;
         o.wall = p->wall;
+        o.wall_utc_s = p->wall_utc_s;
         logical(p->line, p->raw, p->text, &o, emit);
     }
 }
@@ -193,6 +204,7 @@ void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit)
             p.raw.assign(raw.substr(0, kMaxLine));
             p.text.clear();
             p.wall = h->wall;
+            p.wall_utc_s = h->wall_utc_s;
         }
         if (p.active) {
             appendBounded(p.text, content);
@@ -200,11 +212,13 @@ void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit)
             p.active = false;
             Outer o;
             o.wall = p.wall;
+            o.wall_utc_s = p.wall_utc_s;
             st.logical(p.line, p.raw, p.text, &o, emit);
             return;
         }
         Outer o;
         o.wall = std::move(h->wall);
+        o.wall_utc_s = h->wall_utc_s;
         st.logical(line_no, raw, content, &o, emit);
         return;
     }
@@ -213,6 +227,7 @@ void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit)
     if (!s.empty() && (s[0] == '{' || s[0] == ' ' || s[0] == '\t') && parseJsonLine(s, st.json)) {
         Outer o;
         o.wall = st.json.wall;
+        o.wall_utc_s = st.json.wall_utc_s;
         o.kernel_s = st.json.kernel_s;
         o.origin = st.json.origin;
         o.ident = st.json.ident;

@@ -40,8 +40,9 @@ struct FixedLine {
 /// and ComfyUI logger stamps; `[rankN]:`; finally the AMD_LOG_LEVEL prefix (parseAmdLogPrefix(),
 /// FORMATS.md §3.1). Origin is Kernel only for kernel-log evidence (dmesg stamp, kmsg/`-x`/`-r`
 /// facility 0, `kernel` identifier), Other for another identifier or facility, else Unknown.
-/// `wall` is `YYYY-MM-DDTHH:MM:SS` to the second as printed (zone dropped), or `MM-DDTHH:MM:SS`
-/// for stamps without a year (journald `short`, RFC 3164); `-H` stamps give no time.
+/// `wall` is `YYYY-MM-DDTHH:MM:SS` to the second as printed, or `MM-DDTHH:MM:SS` for stamps
+/// without a year (journald `short`, RFC 3164); `-H` stamps give no time. A stamp that states its
+/// zone (or an epoch stamp) also gives `wall_utc_s`, its instant.
 class LineDecoder {
   public:
     static constexpr size_t kMaxLine = 1 << 20;  ///< bytes kept of one logical line

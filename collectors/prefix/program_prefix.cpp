@@ -76,11 +76,14 @@ bool removeGluedLoggerStamps(std::string_view s, std::string& out) {
     return any;
 }
 
-size_t containerStampLength(std::string_view s, std::optional<std::string>& wall) {
+size_t containerStampLength(std::string_view s,
+                            std::optional<std::string>& wall,
+                            std::optional<int64_t>& utc_s) {
     if (s.size() < 21 || !isDigit(s[0])) return 0;
     auto st = scanIsoStamp(s);
     if (!st || st->sep != 'T' || !st->zone || s.size() <= st->len || s[st->len] != ' ') return 0;
     wall = formatWall(st->t);
+    utc_s = zonedEpoch(*st);
     return st->len + 1;
 }
 

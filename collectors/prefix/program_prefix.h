@@ -29,8 +29,11 @@ size_t loggerStampsLength(std::string_view s);
 bool removeGluedLoggerStamps(std::string_view s, std::string& out);
 
 /// `docker logs -t` / `docker compose logs -t`: an RFC 3339 stamp with zone and a space.
-/// Returns its length (with the space) and fills `wall`; 0 when absent.
-size_t containerStampLength(std::string_view s, std::optional<std::string>& wall);
+/// Returns its length (with the space) and fills `wall` and `utc_s` (its instant, seconds since
+/// the epoch); 0 when absent.
+size_t containerStampLength(std::string_view s,
+                            std::optional<std::string>& wall,
+                            std::optional<int64_t>& utc_s);
 
 /// `[rankN]:` (PyTorch distributed, torchrun `--tee`/`--redirects` and c10d log prefixes,
 /// optionally followed by a glog `[E610 …]` block that stays in the text). Returns N and sets

@@ -87,6 +87,7 @@ bool numericStamp(Cursor& c, KernelPrefix& p) {
         // Go RFC3339Nano (Docker, CRI) prints 7–9 digits; syslog/journald at most 6.
         if (st->sep != 'T' || !st->zone || st->frac_digits > 6 || st->frac_sep == ',') return false;
         p.wall = formatWall(st->t);
+        p.wall_utc_s = zonedEpoch(*st);
         c.i += st->len;
         return true;
     }
@@ -94,6 +95,7 @@ bool numericStamp(Cursor& c, KernelPrefix& p) {
     int64_t secs = 0, us = 0;
     if (!t.number(secs, 9, 11) || !t.eat('.') || !t.number(us, 6, 6)) return false;
     p.wall = formatWall(civilFromEpoch(secs));
+    p.wall_utc_s = secs;
     c = t;
     return true;
 }

@@ -168,12 +168,16 @@ std::optional<IsoStamp> scanIsoStamp(std::string_view s, bool allow_space) {
         st.zone = st.zone_z = true;
     } else if ((c.peek() == '+' || c.peek() == '-') && isDigit(c.peek(1)) && isDigit(c.peek(2))) {
         size_t save = c.i;
+        int sign = c.peek() == '+' ? 1 : -1;
+        int hours = (c.peek(1) - '0') * 10 + (c.peek(2) - '0');
         c.i += 3;
         c.eat(':');
-        if (c.fixed(2) < 0) {
+        int minutes = c.fixed(2);
+        if (minutes < 0) {
             c.i = save;
         } else {
             st.zone = true;
+            st.offset_s = sign * (hours * 3600 + minutes * 60);
         }
     }
     st.len = c.i;
@@ -198,6 +202,26 @@ CivilTime civilFromEpoch(int64_t secs) {
     t.minute = static_cast<int>(rem % 3600 / 60);
     t.second = static_cast<int>(rem % 60);
     return t;
+}
+
+std::optional<int64_t> epochFromCivil(const CivilTime& t) {
+    if (t.year <= 0 || !formatWall(t)) return std::nullopt;
+    // H. Hinnant, days_from_civil.
+    int64_t y = t.year - (t.month <= 2 ? 1 : 0);
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t mp = t.month > 2 ? t.month - 3 : t.month + 9;
+    int64_t doy = (153 * mp + 2) / 5 + t.day - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    int64_t days = era * 146097 + doe - 719468;
+    return days * 86400 + t.hour * 3600 + t.minute * 60 + t.second;
+}
+
+std::optional<int64_t> zonedEpoch(const IsoStamp& st) {
+    if (!st.zone) return std::nullopt;
+    auto s = epochFromCivil(st.t);
+    if (!s) return std::nullopt;
+    return *s - st.offset_s;
 }
 
 }  // namespace gpufault::prefix

@@ -35,6 +35,7 @@ struct IsoStamp {
     char frac_sep = 0;    ///< '.' or ',' (0: no fraction)
     bool zone = false;    ///< a zone follows
     bool zone_z = false;  ///< the zone is `Z`
+    int offset_s = 0;     ///< the zone's offset east of UTC, seconds (0 without a zone)
 };
 
 /// Scans an ISO stamp at the start of `s` (`allow_space`: also `YYYY-MM-DD HH:MM:SS`).
@@ -42,5 +43,13 @@ std::optional<IsoStamp> scanIsoStamp(std::string_view s, bool allow_space = fals
 
 /// The UTC calendar time of `secs` seconds since the Unix epoch (journald `short-unix`).
 CivilTime civilFromEpoch(int64_t secs);
+
+/// Seconds since the Unix epoch of `t` read as UTC (the inverse of civilFromEpoch()); nullopt
+/// without a year or with an invalid field.
+std::optional<int64_t> epochFromCivil(const CivilTime& t);
+
+/// The instant of an ISO stamp that states its zone (`t` minus the offset), seconds since the
+/// epoch; nullopt when it states none.
+std::optional<int64_t> zonedEpoch(const IsoStamp& st);
 
 }  // namespace gpufault::prefix

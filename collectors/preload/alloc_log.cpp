@@ -64,6 +64,10 @@ bool looksLikeAllocLog(std::string_view head) {
 
 std::optional<Event> parseLine(std::string_view line, std::string& error) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (auto nul = line.find('\0'); nul != std::string_view::npos) {
+        error = "NUL byte at column " + std::to_string(nul + 1) + ": record refused";
+        return std::nullopt;
+    }
     if (!line.starts_with(kPrefix)) {
         error = "not a gpufault.alloc record";
         return std::nullopt;
@@ -219,7 +223,12 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
         a.ptr = e->ptr;
         a.end = e->ptr + e->size;
         if (a.end < a.ptr) {
-            log_.warnings.push_back({line_no, "ptr + size wraps around 2^64"});
+            // [ptr, 2^64) is a range, but its end has no 64-bit value: refused like a wrap
+            log_.warnings.push_back({line_no,
+                                     a.end == 0 ? "ptr + size = 2^64: the end is not a 64-bit "
+                                                  "address (the store keeps [ptr, end) in 64 "
+                                                  "bits): not stored"
+                                                : "ptr + size wraps around 2^64: not stored"});
             return;
         }
         a.handle = e->handle;
@@ -299,7 +308,10 @@ Log parse(std::string_view text) {
             p.truncated(n);
             break;
         }
-        p.feed(n, text.substr(pos, nl - pos));
+        if (nl - pos > kMaxLine)
+            p.skipped(n, std::string(kLongLine));
+        else
+            p.feed(n, text.substr(pos, nl - pos));
         pos = nl + 1;
     }
     return std::move(p).finish();

@@ -4,6 +4,7 @@
 // address frees.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,6 +16,11 @@ namespace gpufault::alloclog {
 
 /// The literal every record starts with.
 inline constexpr std::string_view kPrefix = "gpufault.alloc ";
+
+/// A line longer than this (bytes, without its newline) is not parsed: a warning kLongLine of
+/// that line, by parse() and by gpufaultd's reader alike (issue 2 §7: lines over 1 MiB).
+inline constexpr size_t kMaxLine = size_t{1} << 20;
+inline constexpr std::string_view kLongLine = "line longer than 1 MiB: not read";
 
 /// True when `head` (the first bytes of a file) starts with a record line.
 bool looksLikeAllocLog(std::string_view head);

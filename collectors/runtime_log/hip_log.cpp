@@ -32,7 +32,17 @@ struct ThreadArgs {
     int last_index = -1;
     uint64_t used = 0;
     uint64_t first_line = 0;  ///< the first Arg line of the launch being listed; 0: none
+    size_t over = 0;          ///< pointer args of the launch past kMaxArgs (not kept)
 };
+
+/// Forgets the launch `t` was listing (its args, pending lines, first line, overflow count).
+void clearLaunch(ThreadArgs& t) {
+    t.args.clear();
+    t.pending.clear();
+    t.npending = 0;
+    t.first_line = 0;
+    t.over = 0;
+}
 
 /// Parses a thread's pending lines into its args.
 void resolve(ThreadArgs& t) {
@@ -84,7 +94,7 @@ class HipLogMatcher final : public Matcher {
         if (m.empty()) return;
         switch (m[0]) {
             case 'A':
-                if (m.starts_with("Arg")) return arg(l.line, amd, m);
+                if (m.starts_with("Arg")) return arg(l.line, amd, m, out);
                 if (m.starts_with("Allocation failed")) return alloc(l, amd, m, out);
                 break;
             case 'S':
@@ -191,7 +201,7 @@ class HipLogMatcher final : public Matcher {
     /// line is kept unparsed (its text copied to the thread's pending entries) while the launch
     /// has room (kMaxArgs, kMaxPendingLaunch) and the text is short (kMaxPendingArgText); else
     /// the pending ones and it are parsed now.
-    void arg(uint64_t line, const rt::AmdFields& amd, std::string_view s) {
+    void arg(uint64_t line, const rt::AmdFields& amd, std::string_view s, Sink& out) {
         // The index as text::parseDec() reads it (digits; a sign only on the cold path), inline.
         size_t colon = 3;
         int64_t index = 0;
@@ -210,12 +220,7 @@ class HipLogMatcher final : public Matcher {
         const size_t eq = findSpacedEquals(s, colon);
         if (eq == std::string_view::npos) return;
         ThreadArgs& t = thread(amd);
-        if (index <= t.last_index) {
-            t.args.clear();
-            t.pending.clear();
-            t.npending = 0;
-            t.first_line = 0;
-        }
+        if (index <= t.last_index) dropLaunch(t, line, "a new launch's Arg lines", out);
         if (t.first_line == 0) t.first_line = line;
         t.last_index = static_cast<int>(index);
         std::string_view value = s.substr(eq + 3);
@@ -228,10 +233,26 @@ class HipLogMatcher final : public Matcher {
             return;
         }
         resolve(t);  // the count of parsed args decides (a pending line may hold no pointer)
-        if (t.args.size() >= kMaxArgs) return;
+        if (t.args.size() >= kMaxArgs) {
+            ++t.over;
+            return;
+        }
         DispatchArg& a = t.args.emplace_back();
         if (!parseDispatchArg(static_cast<int>(index), after.substr(0, eq - colon - 1), value, a))
             t.args.pop_back();
+    }
+
+    /// Drops the launch `t` was listing (Arg lines, no ShaderName yet) when `what` at `line` ends
+    /// it, with a warning: its args would otherwise become the operands of the thread's next
+    /// dispatch (FORMATS.md §3.2: a launch's Arg lines come before its ShaderName).
+    static void dropLaunch(ThreadArgs& t, uint64_t line, std::string_view what, Sink& out) {
+        if (t.first_line != 0)
+            out.warning({t.first_line,
+                         "Arg lines of a launch with no ShaderName (" +
+                             std::to_string(t.args.size() + t.npending + t.over) +
+                             " pointer arg(s)) ended by " + std::string(what) + " at line " +
+                             std::to_string(line) + ": dropped"});
+        clearLaunch(t);
     }
 
     /// `ShaderName : %s` (rocvirtual.cpp, LOG_KERN) and `Graph shader name : %s`.
@@ -239,6 +260,12 @@ class HipLogMatcher final : public Matcher {
         name = text::trim(name);
         if (name.empty()) return;
         ThreadArgs& t = thread(amd);
+        if (t.over > 0)  // the cap stays (memory), but not silently
+            out.warning({l.line,
+                         "launch of " + std::string(name) + ": " + std::to_string(t.over) +
+                             " pointer arg(s) past the first " + std::to_string(kMaxArgs) +
+                             " not kept as operands"});
+        t.over = 0;
         // One Dispatch reused: a sink that swaps the strings with older ones (StoreSink) leaves
         // their capacity here, so a name is copied without an allocation; every field is set
         // anew.
@@ -268,6 +295,10 @@ class HipLogMatcher final : public Matcher {
         if (r < 2 || s.substr(r - 2, 2) != ": ") return;
         std::string_view name = rt::identAt(s, r + 9);
         if (name.size() <= 8 || errnames::isBenign(name)) return;
+        // The API call returned: a launch its thread was listing Arg lines for ended without
+        // a ShaderName (it failed); those args are no later launch's.
+        if (ThreadArgs& t = thread(amd); t.first_line != 0)
+            dropLaunch(t, l.line, "the API call's return", out);
         size_t api_end = r - 2, api_start = api_end;
         while (api_start > 0 && rt::isIdentChar(s[api_start - 1])) --api_start;
         Kind k = errnames::isMissingCodeObject(name) ? Kind::MissingCodeObject : Kind::RuntimeError;

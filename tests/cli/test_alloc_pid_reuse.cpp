@@ -16,7 +16,7 @@ using namespace gpufault::testing;
 
 namespace {
 
-/// µs since the epoch of a local date and time (as the kernel log prints it, zone dropped).
+/// µs since the epoch of 2026-01-01 HH:MM:SS UTC (the kernel lines below state `+0000`).
 int64_t localUs(int hour, int min, int sec) {
     std::tm tm{};
     tm.tm_year = 2026 - 1900;
@@ -25,8 +25,7 @@ int64_t localUs(int hour, int min, int sec) {
     tm.tm_hour = hour;
     tm.tm_min = min;
     tm.tm_sec = sec;
-    tm.tm_isdst = -1;
-    return static_cast<int64_t>(std::mktime(&tm)) * 1000000;
+    return static_cast<int64_t>(timegm(&tm)) * 1000000;
 }
 
 std::string start(int64_t wall) {

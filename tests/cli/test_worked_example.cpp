@@ -64,8 +64,13 @@ TEST_F(WorkedExample, ShowAndReportPrintBytesAndGiB) {
         << show.out;
     auto md = run({GPUFAULT_BIN, "--db", db(), "report", "1", "--format", "md"});
     ASSERT_EQ(md.status, 0) << md.err;
+    // exact distances signed and grouped, as show prints them (hostile review 4, B)
     EXPECT_NE(md.out.find("| A | `0x00007f655ece8000` | `0x00007f65605d8000` | 26148864 | "
-                          "-4381900800 below ptr | -4.08 GiB | no | no |"),
+                          "-4,381,900,800 below ptr | -4.08 GiB | no | no |"),
+              std::string::npos)
+        << md.out;
+    EXPECT_NE(md.out.find("| B | `0x00007f63f01a0000` | `0x00007f63fde20000` | 231211008 | "
+                          "+1,539,178,496 above end | +1.43 GiB | no | no |"),
               std::string::npos)
         << md.out;
     auto js = run({GPUFAULT_BIN, "--db", db(), "report", "1", "--format", "json"});

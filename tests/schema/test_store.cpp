@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <ctime>
+
 #include "ingest/ingest.h"
 #include "schema/core_queries.h"
 #include "schema/diagnosis_queries.h"
@@ -44,15 +47,71 @@ Operand operand(uint64_t line, std::string name, uint64_t ptr, uint64_t end) {
     return o;
 }
 
+/// TZ for this process (mktime, and SQLite's localtime through tzset()).
+void setZone(const char* tz) {
+    ::setenv("TZ", tz, 1);
+    ::tzset();
+}
+
+// Hostile review 4, A: the instant of a record's wall time is stored at ingest — the zone the
+// record states, else this process's zone then (`local`) — and 014 converts the rows of an
+// older store once, in the upgrading process's zone. Reading later in another zone changes
+// nothing.
+TEST(Store, WallTimeIsStoredAsAnInstantAtIngestAndByTheUpgrade) {
+    TempDir t;
+    const std::string path = t.file("db");
+    {  // a store of version 13 holding one record with a zone-less full date
+        auto d = db::Db::open(path, false, true);
+        ASSERT_TRUE(d) << d.error().message;
+        for (size_t v = 0; v < 13; ++v) ASSERT_TRUE(d->exec(migrations()[v])) << v + 1;
+        ASSERT_TRUE(d->exec("PRAGMA user_version=13"));
+        ASSERT_TRUE(d->exec(
+            "INSERT INTO sources(id, path, kind, fingerprint) VALUES(1, 'old.log', 'file', 'x');"
+            "INSERT INTO evidence(source_id, line, kind, wall, pid, raw) VALUES(1, 1, "
+            "'cpu_segfault', '2026-11-30T19:05:00', 4528, 'r');"
+            "INSERT INTO evidence(source_id, line, kind, wall, pid, raw) VALUES(1, 2, "
+            "'cpu_segfault', '11-30T19:05:00', 4528, 'r')"));
+    }
+    setZone("JST-9");  // the upgrade and the ingest below run in Tokyo time (no DST)
+    auto s = Store::open(path, Store::Mode::ReadWrite);
+    ASSERT_TRUE(s) << s.error().message;
+    auto src = s->source(SourceIdentity{"new.log", "file", 1, 2, "fp"});
+    ASSERT_TRUE(src) << src.error().message;
+    Evidence zoned = rocr(1, 0x1000), local = rocr(2, 0x2000), none = rocr(3, 0x3000);
+    zoned.pid = local.pid = none.pid = 4528;
+    zoned.time.wall = "2026-11-30T12:05:00";  // as printed with `+0200`
+    zoned.time.wall_utc_s = 1796033100;
+    local.time.wall = "2026-11-30T19:05:00";
+    none.time.wall = "11-30T19:05:00";
+    for (const auto* e : {&zoned, &local, &none}) ASSERT_TRUE(s->addEvidence(src->id, *e));
+    const std::string sql =
+        "SELECT group_concat(ifnull(wall_utc_us, 'NULL') || ' ' || ifnull(wall_zone, 'NULL'), "
+        "'; ') FROM (SELECT * FROM evidence ORDER BY id)";
+    auto rows = [&] {
+        auto st = s->db().prepare(sql);
+        EXPECT_TRUE(st && st->step().value_or(false));
+        return st ? st->str(0) : std::string();
+    };
+    const std::string want =
+        "1796033100000000 local; NULL NULL; 1796033100000000 stated; 1796033100000000 local; "
+        "NULL NULL";
+    EXPECT_EQ(rows(), want);
+    setZone("EST5EDT,M3.2.0,M11.1.0");  // a reader in New York: the same instants
+    EXPECT_EQ(rows(), want);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM fault_clock WHERE wall_us = 1796033100000000"), 3);
+    setZone("UTC0");
+}
+
 TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     TempDir t;
     auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(s) << s.error().message;
     // One version per schema/sql file (001 … 005_cores, 006_core_origins, 007_allocations,
     // 008_diagnoses_devices, 009_unsigned_distances, 010_allocation_distance, 011_prefix_hash,
-    // 012_alloc_processes, 013_pending_cores, 014_lost_bytes, 015_alloc_recordings).
+    // 012_alloc_processes, 013_pending_cores, 014_lost_bytes, 015_alloc_recordings,
+    // 016_fault_utc).
     const auto versions = static_cast<int64_t>(migrations().size());
-    EXPECT_EQ(versions, 15);  // 001 … 015
+    EXPECT_EQ(versions, 16);  // 001 … 016
     EXPECT_EQ(scalar(*s, "PRAGMA user_version"), versions);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'diagnoses'"), 1);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM pragma_table_info('sources') WHERE name = "

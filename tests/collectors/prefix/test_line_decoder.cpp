@@ -182,6 +182,32 @@ TEST(LineDecoder, JournaldAndDmesgJson) {
     EXPECT_NEAR(*dm.time.kernel_s, 229.550864, 5e-7);
 }
 
+// Hostile review 4, A: every prefix that states a zone (or an epoch) gives the instant of its
+// wall time; one without a zone gives none (the store reads it in the ingesting zone).
+TEST(LineDecoder, StampsThatStateAZoneGiveTheirInstant) {
+    const int64_t t = 1796033100;  // 2026-11-30T10:05:00Z
+    struct Case {
+        std::string line;
+        std::optional<int64_t> utc;
+    } cases[] = {
+        {"2026-11-30T12:05:00+0200 host kernel: procA[4528]: segfault at 10", t},
+        {"2026-11-30T10:05:00.123456+00:00 host kernel: x", t},
+        {"2026-11-30T05:05:00,123456-05:00 procA[4528]: x", t},  // dmesg --time-format iso
+        {"2026-11-30T19:05:00.404128031+09:00 stderr F x", t},   // CRI
+        {"2026-11-30T10:05:00.404128031Z x", t},                 // docker logs -t
+        {"{\"log\":\"x\\n\",\"stream\":\"stderr\",\"time\":\"2026-11-30T11:05:00.1+01:00\"}", t},
+        {"{\"__REALTIME_TIMESTAMP\":\"1796033100999999\",\"MESSAGE\":\"x\"}", t},
+        {"1796033100.123456 host kernel: x", t},                      // journald short-unix
+        {"[Mon Nov 30 10:05:00 2026] procA[4528]: x", std::nullopt},  // dmesg -T: no zone
+        {"Nov 30 10:05:00 host kernel: x", std::nullopt},             // no year
+    };
+    for (const auto& c : cases) {
+        auto d = decodeOne(c.line);
+        EXPECT_TRUE(d.time.wall) << c.line;
+        EXPECT_EQ(d.time.wall_utc_s, c.utc) << c.line;
+    }
+}
+
 TEST(LineDecoder, CriFullAndPartial) {
     auto f = decodeOne("2025-09-09T00:30:29.404128031Z stderr F " + kRocr);
     EXPECT_EQ(f.text, kRocr);

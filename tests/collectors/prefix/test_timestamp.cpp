@@ -60,5 +60,31 @@ TEST(Timestamp, Epoch) {
     EXPECT_EQ(formatWall(civilFromEpoch(951782400)), "2000-02-29T00:00:00");
 }
 
+// Hostile review 4, A: the zone a stamp states gives its instant (`Z`, `±HH:MM`, `±HHMM`).
+TEST(Timestamp, ZonedStampInstant) {
+    auto z = scanIsoStamp("2026-11-30T10:05:00Z x");
+    ASSERT_TRUE(z);
+    EXPECT_EQ(zonedEpoch(*z), 1796033100);
+    auto east = scanIsoStamp("2026-11-30T12:05:00+0200 x");
+    ASSERT_TRUE(east);
+    EXPECT_EQ(east->offset_s, 7200);
+    EXPECT_EQ(zonedEpoch(*east), 1796033100);
+    auto west = scanIsoStamp("2026-11-30T05:05:00.123-05:00 x");
+    ASSERT_TRUE(west);
+    EXPECT_EQ(west->offset_s, -18000);
+    EXPECT_EQ(zonedEpoch(*west), 1796033100);
+    auto half = scanIsoStamp("2026-11-30T15:35:00+05:30");
+    ASSERT_TRUE(half);
+    EXPECT_EQ(zonedEpoch(*half), 1796033100);
+    auto none = scanIsoStamp("2026-11-30T10:05:00 x");
+    ASSERT_TRUE(none);
+    EXPECT_FALSE(zonedEpoch(*none));  // no zone stated: no instant here
+    EXPECT_EQ(epochFromCivil({1970, 1, 1, 0, 0, 0}), 0);
+    EXPECT_EQ(epochFromCivil({2000, 2, 29, 0, 0, 0}), 951782400);
+    EXPECT_FALSE(epochFromCivil({0, 11, 30, 10, 5, 0}));  // no year
+    for (int64_t t : {int64_t{0}, int64_t{951782400}, int64_t{1796033100}, int64_t{4102444799}})
+        EXPECT_EQ(epochFromCivil(civilFromEpoch(t)), t);
+}
+
 }  // namespace
 }  // namespace gpufault::prefix

@@ -93,6 +93,26 @@ TEST(AllocLog, ReusedPointerOpensANewAllocationAndMapsPairWithUnmaps) {
     EXPECT_EQ(log.handles, 1u);
 }
 
+// Hostile review 4, D and Q: an end of exactly 2^64 is refused saying so (it does not wrap,
+// but the store keeps [ptr, end) in 64 bits); the last representable end is stored; a NUL
+// byte refuses its record.
+TEST(AllocLog, AnEndOf2To64AndANulByteAreRefusedAsTheyAre) {
+    auto log = parse(
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0xffffffffffff0000 size=65536 rc=0 pid=5\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0xffffffffffff0000 size=65535 rc=0 pid=5\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x1000 size=4096 mem=device" +
+        std::string(1, '\0') + " rc=0 pid=5\n");
+    ASSERT_EQ(log.warnings.size(), 2u);
+    EXPECT_EQ(log.warnings[0].line, 1u);
+    EXPECT_EQ(log.warnings[0].message,
+              "ptr + size = 2^64: the end is not a 64-bit address (the store keeps [ptr, end) in "
+              "64 bits): not stored");
+    EXPECT_EQ(log.warnings[1].line, 3u);
+    EXPECT_EQ(log.warnings[1].message, "NUL byte at column 69: record refused");
+    ASSERT_EQ(log.allocations.size(), 1u);
+    EXPECT_EQ(log.allocations[0].end, 0xffffffffffffffffu);
+}
+
 TEST(AllocLog, BadLinesAreWarningsByLineNumber) {
     auto log = parse(
         "gpufault.alloc 1 alloc api=hipMalloc ptr=0x1000 size=4096 rc=0 pid=5\n"
@@ -112,7 +132,7 @@ TEST(AllocLog, BadLinesAreWarningsByLineNumber) {
     EXPECT_EQ(log.warnings[3].message, "record without pid");
     EXPECT_EQ(log.warnings[4].message, "not a gpufault.alloc record");
     EXPECT_EQ(log.warnings[5].line, 7u);
-    EXPECT_EQ(log.warnings[5].message, "ptr + size wraps around 2^64");
+    EXPECT_EQ(log.warnings[5].message, "ptr + size wraps around 2^64: not stored");
     EXPECT_EQ(log.warnings[6].line, 8u);
     EXPECT_EQ(log.warnings[6].message, "record cut short (no newline at the end of the file)");
     ASSERT_EQ(log.allocations.size(), 1u);

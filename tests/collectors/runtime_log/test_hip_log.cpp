@@ -103,6 +103,61 @@ TEST(HipLog, NewLaunchDropsStaleArgsAndGraphShaderName) {
     EXPECT_TRUE(s.dispatches[1].args.empty());
 }
 
+// Hostile review 4, L (tests/data/hip_args/stale.log): Arg lines of a launch that failed
+// (its `Returned hipError…`, no ShaderName) are no operands of the thread's next launch, which
+// logged no args; they are dropped with a warning. Another thread's pending args stay.
+TEST(HipLog, ArgsOfALaunchEndedByItsReturnAreDroppedWithAWarning) {
+    Feeder r;
+    r.amd({"Arg0: float* x0 = ptr:0x10000000 obj:[0x10000000-0x10001000]", 4242, kT1});
+    r.amd({"Arg1: float* x1 = ptr:0x20000000 obj:[0x20000000-0x20001000]", 4242, kT1});
+    r.amd({"Arg0: float* y = ptr:0x30000000 obj:[0x30000000-0x30001000]", 4242, kT2});
+    r.amd({"hipLaunchKernel: Returned hipErrorInvalidValue : ", 4242, kT1});
+    r.amd({"ShaderName : _Z6noargsv", 4242, kT1});
+    r.amd({"ShaderName : _Z5otherv", 4242, kT2});
+    auto& s = r.done();
+    ASSERT_EQ(s.dispatches.size(), 2u);
+    EXPECT_EQ(s.dispatches[0].kernel, "_Z6noargsv");
+    EXPECT_TRUE(s.dispatches[0].args.empty());
+    ASSERT_EQ(s.dispatches[1].args.size(), 1u);
+    EXPECT_EQ(s.dispatches[1].args[0].ptr, 0x30000000u);
+    ASSERT_EQ(s.warnings.size(), 1u);
+    EXPECT_EQ(s.warnings[0].line, 1u);
+    EXPECT_EQ(s.warnings[0].message,
+              "Arg lines of a launch with no ShaderName (2 pointer arg(s)) ended by the API call's "
+              "return at line 4: dropped");
+    ASSERT_EQ(s.evidences.size(), 1u);  // the runtime_error itself
+    EXPECT_EQ(s.evidences[0].reason, "hipErrorInvalidValue");
+}
+
+// L (h.log): indices going back start a new launch (the old one's args dropped, warned); a
+// launch past 64 pointer args keeps the first 64 and says how many it did not keep.
+TEST(HipLog, ANewLaunchAndArgsPastTheCapAreWarned) {
+    Feeder r;
+    r.amd({"Arg0: float* x0 = ptr:0x60000000 obj:[0x60000000-0x60001000]", 4242, kT1});
+    r.amd({"Arg1: float* x1 = ptr:0x61000000 obj:[0x61000000-0x61001000]", 4242, kT1});
+    r.amd({"Arg0: float* x0 = ptr:0x62000000 obj:[0x62000000-0x62001000]", 4242, kT1});
+    r.amd({"ShaderName : _Z2k6v", 4242, kT1});
+    for (int i = 0; i < 70; ++i)
+        r.amd({"Arg" + std::to_string(i) + ": float* x = ptr:0x" + std::to_string(70000000 + i) +
+                   " obj:[0x70000000-0x70001000]",
+               4242,
+               kT2});
+    r.amd({"ShaderName : _Z2k7v", 4242, kT2});
+    auto& s = r.done();
+    ASSERT_EQ(s.dispatches.size(), 2u);
+    ASSERT_EQ(s.dispatches[0].args.size(), 1u);
+    EXPECT_EQ(s.dispatches[0].args[0].ptr, 0x62000000u);
+    EXPECT_EQ(s.dispatches[1].args.size(), 64u);
+    ASSERT_EQ(s.warnings.size(), 2u);
+    EXPECT_EQ(s.warnings[0].line, 1u);
+    EXPECT_EQ(s.warnings[0].message,
+              "Arg lines of a launch with no ShaderName (2 pointer arg(s)) ended by a new launch's "
+              "Arg lines at line 3: dropped");
+    EXPECT_EQ(s.warnings[1].line, 75u);
+    EXPECT_EQ(s.warnings[1].message,
+              "launch of _Z2k7v: 6 pointer arg(s) past the first 64 not kept as operands");
+}
+
 TEST(HipLog, RealDispatchLinesUnnamedArgFixture016) {
     Feeder r;
     r.plain(

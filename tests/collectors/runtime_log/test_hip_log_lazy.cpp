@@ -29,8 +29,9 @@ struct PendingSink final : Sink {
         d.pending_args.clear();
     }
     void operand(Operand&&) override {}
-    void warning(Warning&&) override {}
+    void warning(Warning&& w) override { warnings.push_back(std::move(w)); }
     bool takesPendingArgs() const override { return true; }
+    std::vector<Warning> warnings;
 };
 
 /// One line per dispatch and arg, every field.
@@ -110,6 +111,56 @@ TEST(HipLogLazy, PendingArgsAgreeWithEagerParse) {
 
 TEST(HipLogLazy, PendingArgsAgreeWithEagerParseWhenThreadsAreEvicted) {
     compareOnRandomLines(4, 300, 40000);  // more than the 256 threads the matcher keeps
+}
+
+// Hostile review 4, L: launches ended without a ShaderName (a failed call's return, a new
+// launch's Arg0) and launches past 64 pointer args give the same dispatches and the same
+// warnings whether the sink parses the pending lines or the matcher does.
+TEST(HipLogLazy, DroppedAndCappedLaunchesAgreeWithEagerParse) {
+    std::vector<std::pair<std::string, std::string>> in;  // (tid, message)
+    in.emplace_back("0x1", "Arg0: float* x0 = ptr:0x10000000 obj:[0x10000000-0x10001000]");
+    in.emplace_back("0x1", "Arg1: float* x1 = ptr:0x20000000 obj:[0x20000000-0x20001000]");
+    in.emplace_back("0x1", "hipLaunchKernel: Returned hipErrorInvalidValue : ");
+    in.emplace_back("0x1", "ShaderName : _Z6noargsv");
+    in.emplace_back("0x1", "Arg0: float* x0 = ptr:0x60000000 obj:[0x60000000-0x60001000]");
+    in.emplace_back("0x1", "Arg0: float* x0 = ptr:0x62000000 obj:[0x62000000-0x62001000]");
+    in.emplace_back("0x1", "ShaderName : _Z2k6v");
+    for (int i = 0; i < 70; ++i)
+        in.emplace_back("0x2",
+                        fmt::format("Arg{}: float* x{} = ptr:0x{:x} obj:[0x70000000-0x70001000]",
+                                    i,
+                                    i,
+                                    0x70000000 + i * 0x10000));
+    in.emplace_back("0x2", "ShaderName : _Z2k7v");
+    CollectSink eager;
+    PendingSink pending;
+    auto toEager = makeHipLogMatcher(), toPending = makeHipLogMatcher();
+    uint64_t n = 0;
+    for (const auto& [tid, text] : in) {
+        LogLine l;
+        l.line = ++n;
+        l.text = text;
+        l.raw = text;
+        l.amd_level = 3;
+        l.log_pid = 4242;
+        l.runtime_tid = tid;
+        toEager->feed(l, eager);
+        toPending->feed(l, pending);
+    }
+    toEager->finish(eager);
+    toPending->finish(pending);
+    ASSERT_EQ(eager.dispatches.size(), 3u);
+    EXPECT_EQ(eager.dispatches[0].args.size(), 0u);
+    EXPECT_EQ(eager.dispatches[1].args.size(), 1u);
+    EXPECT_EQ(eager.dispatches[2].args.size(), 64u);
+    EXPECT_EQ(dump(pending.dispatches), dump(eager.dispatches));
+    auto text = [](const std::vector<Warning>& ws) {
+        std::string out;
+        for (const auto& w : ws) out += fmt::format("{}: {}\n", w.line, w.message);
+        return out;
+    };
+    EXPECT_EQ(text(pending.warnings), text(eager.warnings));
+    EXPECT_EQ(eager.warnings.size(), 3u) << text(eager.warnings);
 }
 
 // The pending form round-trips every entry: index, text and the offset of ` = `.
