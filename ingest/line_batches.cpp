@@ -8,6 +8,10 @@ void classify(LineBatch& b, LineClassifier& c) {
     b.kept.clear();
     const size_t n = b.lines();
     if (n == 0) return;
+    // Room for every line, written through a pointer (no capacity test a line), then cut to
+    // what was kept.
+    b.kept.resize(n);
+    LineBatch::Kept* out = b.kept.data();
     const char* t = b.text();
     const size_t end = b.ends.back();
     // The first '\r' at or after the current line's start (or `end` when none): one search
@@ -25,22 +29,21 @@ void classify(LineBatch& b, LineClassifier& c) {
         }
         const bool mayCr = cr < b.ends[i];
         if (len > LineDecoder::kMaxLine || b.cut) {
-            b.kept.push_back({static_cast<uint32_t>(i), LineDecoder::Class::Other, true, true, {}});
+            *out++ = {static_cast<uint32_t>(i), LineDecoder::Class::Other, true, true, {}};
             continue;
         }
         switch (c.classify(std::string_view(t + s, len), fx, mayCr)) {
             case LineDecoder::Class::Drop:
                 break;
             case LineDecoder::Class::Fixed:
-                b.kept.push_back(
-                    {static_cast<uint32_t>(i), LineDecoder::Class::Fixed, false, mayCr, fx});
+                *out++ = {static_cast<uint32_t>(i), LineDecoder::Class::Fixed, false, mayCr, fx};
                 break;
             case LineDecoder::Class::Other:
-                b.kept.push_back(
-                    {static_cast<uint32_t>(i), LineDecoder::Class::Other, false, mayCr, {}});
+                *out++ = {static_cast<uint32_t>(i), LineDecoder::Class::Other, false, mayCr, {}};
                 break;
         }
     }
+    b.kept.resize(static_cast<size_t>(out - b.kept.data()));
 }
 
 bool BatchChannel::classifyOne(std::unique_lock<std::mutex>& lock,
