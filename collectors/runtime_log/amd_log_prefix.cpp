@@ -310,19 +310,14 @@ void amdFixedValues(std::string_view line,
                     int64_t& runtime_us,
                     int64_t& pid,
                     std::string_view& runtime_tid) {
-    // The digits (checked by the shape) eight at a time: the stamp's first eight, then its
-    // last 0–7 and the 1–7 of the pid as eight with the bytes before them read as '0'.
-    static constexpr int64_t kPow10[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
-    auto lastDigits = [](const char* end, size_t n) {  // n in 1..8; the 8 bytes before `end`
-        const uint64_t lead = (uint64_t{1} << (8 * (8 - n))) - 1;  // the bytes before them
-        return static_cast<int64_t>(eightDigits((load8(end - 8) & ~lead) | (kOnes * '0' & lead)));
-    };
     const char* b = line.data();
     int64_t stamp = static_cast<int64_t>(eightDigits(load8(b + 35)));
-    if (const size_t more = size_t{sh.stamp_len} - 8; more != 0)
-        stamp = stamp * kPow10[more] + lastDigits(b + 35 + sh.stamp_len, more);
+    for (const char* d = b + 43; d < b + 35 + sh.stamp_len; ++d) stamp = stamp * 10 + (*d - '0');
+    int64_t p = 0;
+    for (const char* d = b + sh.pid_at; d < b + sh.pid_at + sh.pid_len; ++d)
+        p = p * 10 + (*d - '0');
     runtime_us = stamp;
-    pid = lastDigits(b + sh.pid_at + sh.pid_len, sh.pid_len);
+    pid = p;
     runtime_tid = std::string_view(b + sh.tid_at, sh.tid_len);
 }
 
