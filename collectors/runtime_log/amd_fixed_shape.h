@@ -41,17 +41,10 @@ namespace gpufault {
 }
 
 /// `sh` with its message offset moved past the blanks after the prefix (a line of `size` bytes
-/// at `b`): sixteen bytes at a time while they lie inside the line, then byte by byte.
+/// at `b`).
 [[gnu::always_inline]] inline AmdFixedShape amdFixedBlanks(const char* b,
                                                            size_t size,
                                                            AmdFixedShape sh) {
-    while (sh.message + 16 <= size) {
-        const __m128i v = simd::load16(b + sh.message);
-        const uint32_t blank = simd::eq(v, ' ') | simd::eq(v, '\t');
-        const auto n = static_cast<size_t>(std::countr_zero(~blank));  // ≤ 16
-        sh.message += n;
-        if (n < 16) return sh;
-    }
     while (sh.message < size && (b[sh.message] == ' ' || b[sh.message] == '\t')) ++sh.message;
     return sh;
 }

@@ -1,9 +1,8 @@
 // The ninth round's fast paths of the fixed-column AMD_LOG_LEVEL lines against the general
-// ones on random lines: the shape cache's known heads (only the stamp checked) and the blanks
-// after the prefix skipped sixteen at a time against the scalar shape check, the fields
-// (amdFixedValues()) against the general parser, and the trace check that loads the
-// identifier's second sixteen bytes only when the first sixteen are all identifier bytes
-// against isApiTraceMessage().
+// ones on random lines: the shape cache's known heads (only the stamp checked) against the
+// scalar shape check, the fields (amdFixedValues()) against the general parser, and the trace
+// check that loads the identifier's second sixteen bytes only when the first sixteen are all
+// identifier bytes against isApiTraceMessage().
 #include <gtest/gtest.h>
 
 #include <random>
@@ -79,7 +78,7 @@ struct Gen {
     }
 };
 
-TEST(AmdFixedRandom, ValuesAndBlanksAgreeWithScalarAndGeneralParser) {
+TEST(AmdFixedRandom, ShapeCacheAndValuesAgreeWithScalarAndGeneralParser) {
     Gen g;
     AmdShapeCache cache;
     size_t accepted = 0, longBlanks = 0, longStamps = 0;
