@@ -9,26 +9,30 @@ void classify(LineBatch& b, LineClassifier& c) {
     const size_t n = b.lines();
     if (n == 0) return;
     // Room for every line, written through a pointer (no capacity test a line), then cut to
-    // what was kept.
+    // what was kept. What the loop reads of `b` is copied first: the stores through `out`
+    // might alias it, so the compiler would load it again for every line.
     b.kept.resize(n);
-    LineBatch::Kept* out = b.kept.data();
-    const char* t = b.text();
-    const size_t end = b.ends.back();
+    LineBatch::Kept* const first = b.kept.data();
+    LineBatch::Kept* out = first;
+    const uint32_t* const ends = b.ends.data();
+    const char* const t = b.text();
+    const size_t end = ends[n - 1];
+    const bool cut = b.cut;
     // The first '\r' at or after the current line's start (or `end` when none): one search
     // for a batch without carriage returns.
     size_t cr = 0;
     bool crKnown = false;
     FixedLine fx;
     for (size_t i = 0; i < n; ++i) {
-        const size_t s = b.lineStart(i);
-        const size_t len = b.ends[i] - s;
+        const size_t s = i == 0 ? 0 : size_t{ends[i - 1]} + 1;
+        const size_t len = ends[i] - s;
         if (!crKnown || cr < s) {
             const void* p = std::memchr(t + s, '\r', end - s);
             cr = p ? static_cast<size_t>(static_cast<const char*>(p) - t) : end;
             crKnown = true;
         }
-        const bool mayCr = cr < b.ends[i];
-        if (len > LineDecoder::kMaxLine || b.cut) {
+        const bool mayCr = cr < ends[i];
+        if (len > LineDecoder::kMaxLine || cut) {
             *out++ = {static_cast<uint32_t>(i), LineDecoder::Class::Other, true, true, {}};
             continue;
         }
@@ -43,7 +47,7 @@ void classify(LineBatch& b, LineClassifier& c) {
                 break;
         }
     }
-    b.kept.resize(static_cast<size_t>(out - b.kept.data()));
+    b.kept.resize(static_cast<size_t>(out - first));
 }
 
 bool BatchChannel::classifyOne(std::unique_lock<std::mutex>& lock,
