@@ -1,6 +1,7 @@
 #include "ingest/line_batches.h"
 
 #include <cstring>
+#include <vector>
 
 namespace gpufault {
 
@@ -8,11 +9,13 @@ void classify(LineBatch& b, LineClassifier& c) {
     b.kept.clear();
     const size_t n = b.lines();
     if (n == 0) return;
-    // Room for every line, written through a pointer (no capacity test a line), then cut to
-    // what was kept. What the loop reads of `b` is copied first: the stores through `out`
-    // might alias it, so the compiler would load it again for every line.
-    b.kept.resize(n);
-    LineBatch::Kept* const first = b.kept.data();
+    // The kept lines go to this thread's scratch, which has room for every line (written
+    // through a pointer: no capacity test a line), then to the batch in one allocation of
+    // their size. What the loop reads of `b` is copied first: the stores through `out` might
+    // alias it, so the compiler would load it again for every line.
+    thread_local std::vector<LineBatch::Kept> scratch;
+    if (scratch.size() < n) scratch.resize(n);
+    LineBatch::Kept* const first = scratch.data();
     LineBatch::Kept* out = first;
     const uint32_t* const ends = b.ends.data();
     const char* const t = b.text();
@@ -47,7 +50,7 @@ void classify(LineBatch& b, LineClassifier& c) {
                 break;
         }
     }
-    b.kept.resize(static_cast<size_t>(out - first));
+    b.kept.assign(first, out);
 }
 
 bool BatchChannel::classifyOne(std::unique_lock<std::mutex>& lock,
