@@ -2,6 +2,7 @@
 
 #include <array>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 
 #include "collectors/common/simd.h"
@@ -110,10 +111,21 @@ bool isDispatchContext(std::string_view m) {
 }
 
 TextPipeline::TextPipeline(Sink& out) : out_(out), matchers_(makeTextMatchers()) {
-    for (const auto& m : matchers_) {
-        kernelOnly_.push_back(m->kernelLogOnly());
-        owner_.push_back(m->ownsDispatchLines());
+    if (matchers_.size() > 64) std::abort();  // the bit masks of match()
+    for (size_t i = 0; i < matchers_.size(); ++i) {
+        const uint64_t bit = uint64_t{1} << i;
+        all_ |= bit;
+        if (matchers_[i]->kernelLogOnly()) kernelOnly_ |= bit;
+        if (matchers_[i]->ownsDispatchLines()) owner_ |= bit;
     }
+    skippable_ = (~owner_ | kernelOnly_) & all_;
+    refreshBusy();
+}
+
+void TextPipeline::refreshBusy() {
+    busy_ = 0;
+    for (size_t i = 0; i < matchers_.size(); ++i)
+        if ((skippable_ >> i & 1) && !matchers_[i]->idle()) busy_ |= uint64_t{1} << i;
 }
 
 void TextPipeline::feedLine(uint64_t line_no, std::string_view raw, bool mayHaveCr) {

@@ -42,7 +42,7 @@ inline bool isIdentByte(char c) {
             // The identifier's end among the first 32 bytes, or 16 of a shorter message.
             const bool two = e - p >= 32;
             uint32_t m = simd::identChars(simd::load16(p));
-            if (two) m |= simd::identChars(simd::load16(p + 16)) << 16;
+            if (two && m == 0xffff) m |= simd::identChars(simd::load16(p + 16)) << 16;
             const auto n = static_cast<size_t>(std::countr_zero(~m));
             const char* q = p + n;
             if (n == 0 || n >= (two ? 32u : 16u)) return isApiTraceMessage(text);
@@ -159,17 +159,17 @@ class TextPipeline {
     /// Matcher half of feedLine(): one kept line to every matcher that can use it (a line with
     /// an AMD_LOG_LEVEL prefix skips idle kernel-log matchers; a HIP dispatch-context line
     /// skips every idle matcher but the one that owns it: Matcher::kernelLogOnly(),
-    /// ownsDispatchLines(), idle()).
+    /// ownsDispatchLines(), idle()). A matcher's idle() changes only when it is fed or
+    /// finished, so it is asked then and kept as a bit (`busy_`), not asked for every line.
     void match(const LogLine& l) {
-        if (!l.amd_level) {
-            for (auto& m : matchers_) m->feed(l, out_);
-            return;
-        }
-        const bool dispatchLine = isDispatchContext(l.text);
-        for (size_t i = 0; i < matchers_.size(); ++i) {
+        uint64_t take = all_;
+        if (l.amd_level) take = (isDispatchContext(l.text) ? owner_ : ~kernelOnly_ & all_) | busy_;
+        for (; take != 0; take &= take - 1) {
+            const auto i = static_cast<size_t>(std::countr_zero(take));
             Matcher& m = *matchers_[i];
-            const bool skippable = dispatchLine ? !owner_[i] : kernelOnly_[i];
-            if (!skippable || !m.idle()) m.feed(l, out_);
+            m.feed(l, out_);
+            if (skippable_ >> i & 1)
+                busy_ = (busy_ & ~(uint64_t{1} << i)) | uint64_t{!m.idle()} << i;
         }
     }
     /// Matcher half of feedLine() for a line decode() gave to `keepFixed` (line `line_no`):
@@ -185,6 +185,7 @@ class TextPipeline {
     /// Matcher half of finish().
     void matchFinish() {
         for (auto& m : matchers_) m->finish(out_);
+        refreshBusy();
     }
     /// The matchers (to ask where their open blocks start).
     const std::vector<std::unique_ptr<Matcher>>& matchers() const { return matchers_; }
@@ -195,8 +196,12 @@ class TextPipeline {
     LogLine bare_;     ///< reused by feedBareAmd(), which sets the same fields each time
     FixedLine fixed_;  ///< decoder half: the last Bare::Fixed line's shape
     LogLine filled_;   ///< matcher half: reused by matchFixed() (fillFixed() sets the same fields)
+    /// Sets `busy_` from every matcher's idle().
+    void refreshBusy();
     std::vector<std::unique_ptr<Matcher>> matchers_;
-    std::vector<char> kernelOnly_, owner_;  ///< per matcher: kernelLogOnly(), ownsDispatchLines()
+    // Bit i for matcher i (at most 64): all of them, kernelLogOnly(), ownsDispatchLines(),
+    // those match() may skip (not an owner, or kernel-log only), and those not idle().
+    uint64_t all_ = 0, kernelOnly_ = 0, owner_ = 0, skippable_ = 0, busy_ = 0;
 };
 
 }  // namespace gpufault

@@ -1,6 +1,7 @@
 #include "ingest/line_batches.h"
 
 #include <cstring>
+#include <vector>
 
 namespace gpufault {
 
@@ -8,39 +9,48 @@ void classify(LineBatch& b, LineClassifier& c) {
     b.kept.clear();
     const size_t n = b.lines();
     if (n == 0) return;
-    const char* t = b.text();
-    const size_t end = b.ends.back();
+    // The kept lines go to this thread's scratch, which has room for every line (written
+    // through a pointer: no capacity test a line), then to the batch in one allocation of
+    // their size. What the loop reads of `b` is copied first: the stores through `out` might
+    // alias it, so the compiler would load it again for every line.
+    thread_local std::vector<LineBatch::Kept> scratch;
+    if (scratch.size() < n) scratch.resize(n);
+    LineBatch::Kept* const first = scratch.data();
+    LineBatch::Kept* out = first;
+    const uint32_t* const ends = b.ends.data();
+    const char* const t = b.text();
+    const size_t end = ends[n - 1];
+    const bool cut = b.cut;
     // The first '\r' at or after the current line's start (or `end` when none): one search
     // for a batch without carriage returns.
     size_t cr = 0;
     bool crKnown = false;
     FixedLine fx;
     for (size_t i = 0; i < n; ++i) {
-        const size_t s = b.lineStart(i);
-        const size_t len = b.ends[i] - s;
+        const size_t s = i == 0 ? 0 : size_t{ends[i - 1]} + 1;
+        const size_t len = ends[i] - s;
         if (!crKnown || cr < s) {
             const void* p = std::memchr(t + s, '\r', end - s);
             cr = p ? static_cast<size_t>(static_cast<const char*>(p) - t) : end;
             crKnown = true;
         }
-        const bool mayCr = cr < b.ends[i];
-        if (len > LineDecoder::kMaxLine || b.cut) {
-            b.kept.push_back({static_cast<uint32_t>(i), LineDecoder::Class::Other, true, true, {}});
+        const bool mayCr = cr < ends[i];
+        if (len > LineDecoder::kMaxLine || cut) {
+            *out++ = {static_cast<uint32_t>(i), LineDecoder::Class::Other, true, true, {}};
             continue;
         }
         switch (c.classify(std::string_view(t + s, len), fx, mayCr)) {
             case LineDecoder::Class::Drop:
                 break;
             case LineDecoder::Class::Fixed:
-                b.kept.push_back(
-                    {static_cast<uint32_t>(i), LineDecoder::Class::Fixed, false, mayCr, fx});
+                *out++ = {static_cast<uint32_t>(i), LineDecoder::Class::Fixed, false, mayCr, fx};
                 break;
             case LineDecoder::Class::Other:
-                b.kept.push_back(
-                    {static_cast<uint32_t>(i), LineDecoder::Class::Other, false, mayCr, {}});
+                *out++ = {static_cast<uint32_t>(i), LineDecoder::Class::Other, false, mayCr, {}};
                 break;
         }
     }
+    b.kept.assign(first, out);
 }
 
 bool BatchChannel::classifyOne(std::unique_lock<std::mutex>& lock,

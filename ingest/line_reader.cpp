@@ -43,12 +43,38 @@ const char* (*const kFindNewline)(const char*, const char*) = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") ? findNewlineAvx2 : findNewlineSse2;
 }();
+
+__attribute__((target("avx2"))) size_t findLineEndsAvx2(const char* b,
+                                                        const char* e,
+                                                        size_t max,
+                                                        uint32_t* out) {
+    return findLineEndsWith(
+        b, e, max, out, [](const char* p) __attribute__((target("avx2"))) {
+            const __m256i nl = _mm256_set1_epi8('\n');
+            const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+            const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+            return uint64_t{static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, nl)))} |
+                   uint64_t{static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(y, nl)))}
+                       << 32;
+        });
+}
+
+size_t (*const kFindLineEnds)(const char*, const char*, size_t, uint32_t*) = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? findLineEndsAvx2 : findLineEndsSse2;
+}();
 #else
 const char* findNewlineAvx2(const char* p, const char* e) {
     return findNewlineSse2(p, e);
 }
 
 const char* (*const kFindNewline)(const char*, const char*) = findNewlineSse2;
+
+size_t findLineEndsAvx2(const char* b, const char* e, size_t max, uint32_t* out) {
+    return findLineEndsSse2(b, e, max, out);
+}
+
+size_t (*const kFindLineEnds)(const char*, const char*, size_t, uint32_t*) = findLineEndsSse2;
 #endif
 
 void LineReader::Buffer::resize(size_t m) {

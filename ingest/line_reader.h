@@ -37,6 +37,51 @@ inline const char* findNewline(const char* p, const char* e) {
     return kFindNewline(p, e);
 }
 
+/// Where the first `max` '\n' of [b, e) lie, as offsets from `b` into `out` (room for `max`);
+/// returns how many it found. The newline mask of 64 bytes at `p` comes from `mask64(p)`; the
+/// positions are taken from each mask bit by bit, so a line costs a few instructions whatever
+/// its length, where a search per line restarted at every line start.
+template <typename Mask64>
+[[gnu::always_inline]] inline size_t findLineEndsWith(
+    const char* b, const char* e, size_t max, uint32_t* out, Mask64&& mask64) {
+    size_t n = 0;
+    const char* p = b;
+    for (; n < max && e - p >= 64; p += 64)
+        for (uint64_t m = mask64(p); m != 0 && n < max; m &= m - 1)
+            out[n++] = static_cast<uint32_t>(p - b) + static_cast<uint32_t>(std::countr_zero(m));
+    while (n < max) {  // the last bytes, fewer than 64
+        const void* nl = std::memchr(p, '\n', static_cast<size_t>(e - p));
+        if (!nl) break;
+        out[n++] = static_cast<uint32_t>(static_cast<const char*>(nl) - b);
+        p = static_cast<const char*>(nl) + 1;
+    }
+    return n;
+}
+/// findLineEndsWith() with SSE2 masks (without SSE2: memchr line by line).
+inline size_t findLineEndsSse2(const char* b, const char* e, size_t max, uint32_t* out) {
+#if defined(__SSE2__)
+    return findLineEndsWith(b, e, max, out, [](const char* p) {
+        return uint64_t{simd::eq(simd::load16(p), '\n')} |
+               uint64_t{simd::eq(simd::load16(p + 16), '\n')} << 16 |
+               uint64_t{simd::eq(simd::load16(p + 32), '\n')} << 32 |
+               uint64_t{simd::eq(simd::load16(p + 48), '\n')} << 48;
+    });
+#else
+    size_t n = 0;
+    for (const char* p = b; n < max;) {
+        const void* nl = std::memchr(p, '\n', static_cast<size_t>(e - p));
+        if (!nl) break;
+        out[n++] = static_cast<uint32_t>(static_cast<const char*>(nl) - b);
+        p = static_cast<const char*>(nl) + 1;
+    }
+    return n;
+#endif
+}
+/// The same with AVX2 masks; only where the CPU has it (x86-64 only).
+size_t findLineEndsAvx2(const char* b, const char* e, size_t max, uint32_t* out);
+/// findLineEndsAvx2 where the CPU has AVX2, else findLineEndsSse2 (chosen once, at start-up).
+extern size_t (*const kFindLineEnds)(const char*, const char*, size_t, uint32_t*);
+
 /// Lines of a file descriptor, read(2) in 4 MiB chunks into two buffers used in turn: a line
 /// handed out stays valid until the reader has moved on to the other buffer and back, and the
 /// `reuse` hook runs before a buffer is written again (a consumer on another thread waits there
@@ -66,15 +111,11 @@ class LineReader {
         if (skipping_ || max == 0) return 0;
         const char* b = bufs_[cur_].data() + pos_;
         const char* e = bufs_[cur_].data() + end_;
-        const char* s = b;
-        size_t n = 0;
-        while (n < max) {
-            const char* nl = findNewline(s, e);
-            if (!nl) break;
-            ends.push_back(static_cast<uint32_t>(nl - b));
-            s = nl + 1;
-            ++n;
-        }
+        const size_t had = ends.size();
+        ends.resize(had + max);
+        const size_t n = kFindLineEnds(b, e, max, ends.data() + had);
+        ends.resize(had + n);
+        const char* s = n == 0 ? b : b + ends.back() + 1;
         base = b;
         base_offset = base_ + pos_;
         pos_ += static_cast<size_t>(s - b);

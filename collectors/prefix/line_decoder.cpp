@@ -271,19 +271,8 @@ bool LineDecoder::feedBareAmd(uint64_t line_no, std::string_view raw, LogLine& l
     return true;
 }
 
-bool LineDecoder::fixedOf(std::string_view raw, const AmdFixedShape& sh, FixedLine& fx) {
-    // The shape was read from the first 96 bytes, or all of a shorter line: the same for the
-    // line without its trailing blanks when that keeps them (or the whole line).
-    const char last = raw.back();
-    size_t end = raw.size();
-    if (last == ' ' || last == '\t' || last == '\r' || last == '\n' || last == 'M')
-        end = trimLineEnd(raw).size();
-    const bool whole = end == raw.size();
-    if (end < 96 && !whole) return false;
-    fx.shape = sh;
-    fx.text_end = static_cast<uint32_t>(end);
-    fx.check_trace = !whole && raw[1] == '3';  // else skip() already said no to this text
-    return true;
+size_t LineDecoder::trimmedSize(std::string_view raw) {
+    return trimLineEnd(raw).size();
 }
 
 bool LineDecoder::criPending() const {

@@ -138,9 +138,27 @@ class LineDecoder {
     void finish(const Emit& emit);
     /// For a line without '\r' whose fixed shape `sh` is known: `fx` for fillFixed(), or false
     /// when the shape of the trimmed line might differ (then feedBareAmd() decides). Pure.
-    static bool fixedOf(std::string_view raw, const AmdFixedShape& sh, FixedLine& fx);
+    /// Inline: with `sh` passed by reference to a call, the shape of every line was spilled.
+    [[gnu::always_inline]] static bool fixedOf(std::string_view raw,
+                                               const AmdFixedShape& sh,
+                                               FixedLine& fx) {
+        // The shape was read from the first 96 bytes, or all of a shorter line: the same for
+        // the line without its trailing blanks when that keeps them (or the whole line).
+        const char last = raw.back();
+        size_t end = raw.size();
+        if (last == ' ' || last == '\t' || last == '\r' || last == '\n' || last == 'M')
+            end = trimmedSize(raw);
+        const bool whole = end == raw.size();
+        if (end < 96 && !whole) return false;
+        fx.shape = sh;
+        fx.text_end = static_cast<uint32_t>(end);
+        fx.check_trace = !whole && raw[1] == '3';  // else skip() already said no to this text
+        return true;
+    }
 
   private:
+    /// The size of `raw` without its line end (trailing blanks, CR/LF, `^M`).
+    static size_t trimmedSize(std::string_view raw);
     bool criPending() const;
     void bareAmdSeen();
     struct State;

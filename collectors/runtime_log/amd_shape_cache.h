@@ -18,7 +18,8 @@ namespace gpufault {
 /// amdFixedShape() with the tail of the last line it accepted remembered (the bytes from the
 /// stamp's end through the `]` of the tid). A line whose tail holds the same bytes has the same
 /// tail fields (they are a function of those bytes), so only its head columns, its stamp and the
-/// blanks after the prefix are checked. Same results as amdFixedShape() on every line.
+/// blanks after the prefix are checked; the head columns only when they are not the bytes of a
+/// head accepted before (headStamp()). Same results as amdFixedShape() on every line.
 class AmdShapeCache {
   public:
     /// amdFixedShape(line).
@@ -26,7 +27,7 @@ class AmdShapeCache {
 #if defined(__SSE2__)
         if (line.size() >= 96 && tailLen_ != 0) {
             const char* b = line.data();
-            const size_t stampLen = amdFixedHeadSimd(b);
+            const size_t stampLen = headStamp(b);
             if (stampLen == 0) return {};
             const size_t r = 35 + stampLen;
             if (r + kTail <= line.size()) {
@@ -54,6 +55,41 @@ class AmdShapeCache {
     }
 
   private:
+#if defined(__SSE2__)
+    /// amdFixedHeadSimd(b) (a line of ≥ 96 bytes at `b`). The head columns 0–34 (level, file,
+    /// source line) repeat for every line of one call site: when they hold the same bytes as a
+    /// head accepted before (a direct-mapped cache on a hash of columns 0–7 and 27–34), only
+    /// the stamp is checked (8–15 digits from column 35, the only later bytes that
+    /// amdFixedHeadSimd() reads).
+    [[gnu::always_inline]] size_t headStamp(const char* b) {
+        using namespace simd;
+        const uint64_t c = loadHeadEnd(b);
+        const __m128i a0 = load16(b), a1 = load16(b + 16);
+        const auto key = static_cast<uint64_t>(_mm_cvtsi128_si64(a0)) ^ c;  // file, line
+        Head& h = heads_[(key * 0x9E3779B97F4A7C15ull) >> (64 - kHeadBits)];
+        if ((eq16(a0, h.a) & eq16(a1, h.b)) == 0xffff && c == h.c) {
+            const auto n = static_cast<size_t>(std::countr_zero(~digits(load16(b + 35))));
+            return n < 8 || n > 15 ? 0 : n;  // n is 16 when the run goes on
+        }
+        const size_t n = amdFixedHeadSimd(b);
+        if (n != 0) h = {a0, a1, c};
+        return n;
+    }
+    static constexpr unsigned kHeadBits = 7;  ///< 128 heads (6 KiB)
+    /// A head amdFixedHeadSimd() accepts (with a valid stamp after it), which every entry holds
+    /// until a line's head replaces it: an entry never holds bytes that were not checked.
+    alignas(16) static constexpr char kAnyHead[48] = ":3:x                        :1   : ";
+    struct Head {
+        __m128i a = simd::load16(kAnyHead), b = simd::load16(kAnyHead + 16);  ///< columns 0–31
+        uint64_t c = loadHeadEnd(kAnyHead);                                   ///< columns 27–34
+    };
+    static uint64_t loadHeadEnd(const char* b) {
+        uint64_t c;
+        std::memcpy(&c, b + 27, 8);
+        return c;
+    }
+    Head heads_[1u << kHeadBits];
+#endif
     static constexpr size_t kTail = 48;  ///< bytes compared: a tail is at most this long
     /// Keeps the tail of an accepted line: from the stamp's end through the tid's `]`.
     void remember(std::string_view line, const AmdFixedShape& sh) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -141,6 +142,52 @@ TEST(LineReader, NewlineSearchesAgreeWithMemchr) {
     EXPECT_GT(checked, 500000u);
     EXPECT_GT(found, checked / 2);
     EXPECT_LT(found, checked);
+}
+
+// The batch line-end search (64-byte masks, positions taken bit by bit; AVX2 where this CPU has
+// it) finds the `max` first '\n' that memchr from each line's start finds: every start and end
+// around the 64-byte steps, `max` from 1 to more than the buffer holds, sparse and dense '\n'
+// (empty lines, runs of them, none at all).
+TEST(LineReader, LineEndSearchesAgreeWithMemchr) {
+    const bool avx2 = __builtin_cpu_supports("avx2");
+    std::string buf(700, 'x');
+    uint64_t seed = 12;
+    size_t checked = 0, ends = 0;
+    for (int round = 0; round < 24; ++round) {
+        const unsigned every = round < 8 ? 150 : round < 16 ? 9 : round < 20 ? 2 : 100000;
+        for (auto& c : buf) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            c = (seed >> 33) % every == 0 ? '\n' : 'a';
+        }
+        const char* b = buf.data();
+        std::vector<uint32_t> got(buf.size() + 1), want;
+        for (size_t from = 0; from < 70; from += 3) {
+            for (size_t to = from; to <= buf.size(); to += 1 + to % 5) {
+                want.clear();
+                for (const char* p = b + from;;) {
+                    const void* nl = std::memchr(p, '\n', static_cast<size_t>(b + to - p));
+                    if (!nl) break;
+                    want.push_back(static_cast<uint32_t>(static_cast<const char*>(nl) - b - from));
+                    p = static_cast<const char*>(nl) + 1;
+                }
+                for (size_t max : {size_t{1}, size_t{2}, size_t{7}, want.size(), buf.size() + 1}) {
+                    if (max == 0) continue;
+                    const size_t n = std::min(max, want.size());
+                    auto same = [&](size_t k) {
+                        ASSERT_EQ(k, n) << from << " " << to << " " << max;
+                        for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << i;
+                    };
+                    same(findLineEndsSse2(b + from, b + to, max, got.data()));
+                    if (avx2) same(findLineEndsAvx2(b + from, b + to, max, got.data()));
+                    same(kFindLineEnds(b + from, b + to, max, got.data()));
+                    ++checked;
+                    ends += n;
+                }
+            }
+        }
+    }
+    EXPECT_GT(checked, 50000u);
+    EXPECT_GT(ends, checked * 5);
 }
 
 }  // namespace
