@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -96,6 +97,18 @@ TEST(IngestCrash, CrashInputThatIsAFifoIsRefusedNotRead) {
     TempDir t;
     auto store = Store::open(t.file("db"), Store::Mode::ReadWrite);
     ASSERT_TRUE(store) << store.error().message;
+    // The writer's open() returns as soon as the ingest opens the FIFO to check it; when the
+    // ingest has closed it again before the write and the test's reader is not open yet, the
+    // write meets no reader: EPIPE, and SIGPIPE would kill the test (seen in CI).
+    struct IgnoreSigpipe {
+        struct sigaction old {};
+        IgnoreSigpipe() {
+            struct sigaction ign {};
+            ign.sa_handler = SIG_IGN;
+            ::sigaction(SIGPIPE, &ign, &old);
+        }
+        ~IgnoreSigpipe() { ::sigaction(SIGPIPE, &old, nullptr); }
+    } ignore_sigpipe;
     for (const auto* name : {"_usr_bin_x.0.crash", "crashes.export"}) {
         auto fifo = t.file(name);
         ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
