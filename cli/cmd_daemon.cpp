@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <span>
 
 #include "cli/commands.h"
 #include "cli/daemon_client.h"
@@ -20,29 +21,43 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-/// What a reply field must be: (name, test, what the message says it should be).
+/// What a reply field must be: (name, test, what the message says it should be, whether null
+/// is allowed too).
 struct Field {
     const char* key;
     bool (json::*is)() const noexcept;
     const char* what;
+    bool nullable = false;
 };
 
 /// What is wrong with `o` (named `name` in messages): not an object ("NAME: expected an
-/// object"), or its first field that is present with another type ("NAME.KEY: expected WHAT").
-/// Absent fields are fine (the renderers print "-" or "?").
-std::optional<std::string> badField(const json& o,
-                                    std::initializer_list<Field> fields,
-                                    const std::string& name = "") {
+/// object"), or its first field that is present with another type ("NAME.KEY: expected WHAT",
+/// "… WHAT or null" for a nullable field). Absent fields are fine (the renderers print "-" or
+/// "?"), and so is null where the field allows it.
+std::optional<std::string> firstBadField(const json& o,
+                                         std::span<const Field> fields,
+                                         const std::string& name = "") {
     std::string prefix = name.empty() ? "" : name + ".";
     if (!o.is_object()) return (name.empty() ? "" : name + ": ") + "expected an object";
     for (const auto& f : fields)
-        if (auto it = o.find(f.key); it != o.end() && !((*it).*f.is)())
-            return fmt::format("{}{}: expected {}", prefix, f.key, f.what);
+        if (auto it = o.find(f.key);
+            it != o.end() && !((*it).*f.is)() && !(f.nullable && it->is_null()))
+            return fmt::format(
+                "{}{}: expected {}{}", prefix, f.key, f.what, f.nullable ? " or null" : "");
     return std::nullopt;
+}
+
+/// firstBadField() of a list written in place.
+std::optional<std::string> badField(const json& o,
+                                    std::initializer_list<Field> fields,
+                                    const std::string& name = "") {
+    return firstBadField(o, std::span<const Field>(fields.begin(), fields.size()), name);
 }
 
 constexpr auto kStr = &json::is_string;
 constexpr auto kNum = &json::is_number;
+constexpr auto kBool = &json::is_boolean;
+constexpr auto kObj = &json::is_object;
 
 /// Why a status reply cannot be shown, or nullopt when its shape is the daemon's.
 std::optional<std::string> statusShapeError(const json& j) {
@@ -96,14 +111,74 @@ std::optional<std::string> statusShapeError(const json& j) {
     return std::nullopt;
 }
 
-/// Why a watch line cannot be shown, or nullopt. Unknown types are shown by --json only.
+/// A watch `evidence` line: the record as docs/evidence.md's contract has it (null wherever the
+/// contract allows null: a field the record does not state), with the daemon's id and source.
+constexpr Field kEvidenceLine[] = {
+    {"id", kNum, "a number"},
+    {"kind", kStr, "a string"},
+    {"vendor", kStr, "a string", true},
+    {"source", kStr, "a string"},
+    {"line", kNum, "a number"},
+    {"time", kObj, "an object", true},
+    {"address", kStr, "a string", true},
+    {"address_exact", kBool, "true or false", true},
+    {"align_2mib", kBool, "true or false", true},
+    {"pci", kStr, "a string", true},
+    {"gpu_node", kNum, "a number", true},
+    {"pid", kNum, "a number", true},
+    {"process", kStr, "a string", true},
+    {"tid", kNum, "a number", true},
+    {"thread", kStr, "a string", true},
+    {"runtime_tid", kStr, "a string", true},
+    {"vmid", kNum, "a number", true},
+    {"pasid", kNum, "a number", true},
+    {"hub", kStr, "a string", true},
+    {"retry", kBool, "true or false", true},
+    {"client", kStr, "a string", true},
+    {"status", kNum, "a number", true},
+    {"access", kStr, "a string", true},
+    {"reason", kStr, "a string", true},
+    {"xid", kNum, "a number", true},
+    {"kernel", kStr, "a string", true},
+    {"module", kStr, "a string", true},
+    {"module_offset", kStr, "a string", true},
+    {"rank", kNum, "a number", true},
+    {"count", kNum, "a number"},
+    {"attrs", kObj, "an object"},
+    {"raw", kStr, "a string"},
+};
+
+/// A watch `incident` or `incident_update` line (daemon/control.cpp): the incident's address,
+/// pid and kernel are left out (or null) when it has none.
+constexpr Field kIncidentLine[] = {
+    {"id", kNum, "a number"},
+    {"kind", kStr, "a string"},
+    {"signature", kStr, "a string"},
+    {"members", kNum, "a number"},
+    {"members_before", kNum, "a number"},
+    {"kinds", kStr, "a string"},
+    {"source", kStr, "a string"},
+    {"line", kNum, "a number"},
+    {"address", kStr, "a string", true},
+    {"pid", kNum, "a number", true},
+    {"kernel", kStr, "a string", true},
+};
+
+/// Why a watch line cannot be shown ("KEY: expected WHAT"), or nullopt. Lines of unknown types
+/// are shown by --json only, and only their type is checked.
 std::optional<std::string> watchShapeError(const json& j) {
-    return badField(j,
-                    {{"type", kStr, "a string"},
-                     {"kind", kStr, "a string"},
-                     {"address", kStr, "a string"},
-                     {"source", kStr, "a string"},
-                     {"kinds", kStr, "a string"}});
+    if (auto e = badField(j, {{"type", kStr, "a string"}})) return e;
+    const std::string type = j.value("type", "");
+    if (type == "evidence") return firstBadField(j, kEvidenceLine);
+    if (type == "incident" || type == "incident_update") return firstBadField(j, kIncidentLine);
+    if (type == "dropped") return badField(j, {{"lines", kNum, "a number"}});
+    return std::nullopt;
+}
+
+/// j[key] as a string; `absent` when the key is missing or null (checked by watchShapeError).
+std::string textOr(const json& j, const char* key, const char* absent) {
+    auto it = j.find(key);
+    return it == j.end() || it->is_null() ? absent : printable(it->get<std::string>());
 }
 
 /// Prints "gpufault: SOCKET: malformed gpufaultd reply (WHY): LINE…" and returns 2.
@@ -192,9 +267,12 @@ json parseReply(const std::string& line, const std::string& path) {
     return *j;
 }
 
+/// j[key] as JSON text; "-" when the key is missing or null.
 std::string u64(const json& j, const char* key) {
-    return j.contains(key) ? printable(j[key].dump(-1, ' ', false, json::error_handler_t::replace))
-                           : "-";
+    auto it = j.find(key);
+    return it != j.end() && !it->is_null()
+               ? printable(it->dump(-1, ' ', false, json::error_handler_t::replace))
+               : "-";
 }
 
 /// `timeout_s` from now.
@@ -301,7 +379,8 @@ int cmdWatch(const std::string& socket, bool json, double timeout_s) {
         auto got = nextLine(reader, line, std::nullopt, 0, socket);
         if (got != ReplyReader::Result::Line) {
             ::close(*fd);
-            return got == ReplyReader::Result::End ? 0 : 2;  // the daemon stopped: not an error
+            // The daemon stopped or dropped this client: watching ended, not by the user.
+            return got == ReplyReader::Result::End ? 1 : 2;
         }
         std::string why;
         auto parsed = parseLine(line, why);
@@ -316,25 +395,25 @@ int cmdWatch(const std::string& socket, bool json, double timeout_s) {
         } else if (j.value("type", "") == "evidence") {
             std::printf("record   #%s %-20s %-18s %s:%s\n",
                         u64(j, "id").c_str(),
-                        printable(j.value("kind", "?")).c_str(),
-                        printable(j.value("address", "-")).c_str(),
-                        printable(j.value("source", "?")).c_str(),
+                        textOr(j, "kind", "?").c_str(),
+                        textOr(j, "address", "-").c_str(),
+                        textOr(j, "source", "?").c_str(),
                         u64(j, "line").c_str());
         } else if (j.value("type", "") == "incident") {
             std::printf("INCIDENT #%s %-20s %-18s %s record(s): %s\n",
                         u64(j, "id").c_str(),
-                        printable(j.value("kind", "?")).c_str(),
-                        printable(j.value("address", "-")).c_str(),
+                        textOr(j, "kind", "?").c_str(),
+                        textOr(j, "address", "-").c_str(),
                         u64(j, "members").c_str(),
-                        printable(j.value("kinds", "")).c_str());
+                        textOr(j, "kinds", "").c_str());
         } else if (j.value("type", "") == "incident_update") {
             std::printf("UPDATE   #%s %-20s %-18s %s record(s), %s before: %s\n",
                         u64(j, "id").c_str(),
-                        printable(j.value("kind", "?")).c_str(),
-                        printable(j.value("address", "-")).c_str(),
+                        textOr(j, "kind", "?").c_str(),
+                        textOr(j, "address", "-").c_str(),
                         u64(j, "members").c_str(),
                         u64(j, "members_before").c_str(),
-                        printable(j.value("kinds", "")).c_str());
+                        textOr(j, "kinds", "").c_str());
         } else if (j.value("type", "") == "dropped") {
             std::printf("(%s lines dropped: this terminal read too slowly)\n",
                         u64(j, "lines").c_str());

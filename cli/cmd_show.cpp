@@ -507,6 +507,13 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                   r.freed_before ? nlohmann::json(*r.freed_before) : nlohmann::json(nullptr)},
                  {"joined_by", r.how},
                  {"stack", r.stack ? nlohmann::json(*r.stack) : nlohmann::json(nullptr)}});
+        j["allocations_unjoined"] = nlohmann::json::array();
+        for (const auto& m : v->misses)
+            j["allocations_unjoined"].push_back({{"pid", optJson(m.pid)},
+                                                 {"recordings", m.recordings},
+                                                 {"pids", m.pids},
+                                                 {"pid_count", m.pid_count},
+                                                 {"why", m.why}});
         j["cores"] = coresJson(store->db(), id);
         printJsonLine(stdout, j);
         return 0;
@@ -563,12 +570,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         fmt::print("\n");
     }
     if (auto al = primaryAllocations(*v); !al.empty()) printAllocationsMarkdown(al);
-    for (const auto& u : v->unjoined)
-        fmt::print(
-            "Allocations: pid {} has {} allocation recording(s) in the store, none of the process "
-            "that faulted (docs/preload.md \"Reused pids\").\n\n",
-            u.pid,
-            u.recordings);
+    for (const auto& m : v->misses) fmt::print("{}\n\n", missText(m));
     printCoresMarkdown(store->db(), id);
     fmt::print("### Evidence\n\n");
     for (const auto& m : v->members) {

@@ -78,9 +78,9 @@ std::string resolveSocketPath(const std::string& flag);
 /// not connect and answer within `timeout_s` seconds, or its reply is malformed (not JSON, a
 /// field of the wrong type, a line over 16 MiB).
 int cmdStatus(const std::string& socket, bool json, double timeout_s);
-/// Records and incidents as gpufaultd commits them, until it closes (0) or Ctrl-C. The
-/// connection and the first reply must come within `timeout_s` seconds; a malformed line
-/// ends it with 2.
+/// Records and incidents as gpufaultd commits them, until Ctrl-C; 1 when gpufaultd closes the
+/// connection (it stopped). The connection and the first reply must come within `timeout_s`
+/// seconds (else 2); a malformed line or a failed read ends it with 2.
 int cmdWatch(const std::string& socket, bool json, double timeout_s);
 /// `gpufault run` options.
 struct RunOptions {

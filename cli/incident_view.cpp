@@ -40,9 +40,6 @@ std::optional<IncidentView> loadIncident(db::Db& d, int64_t id, int dispatches, 
     auto al = queryIncidentAllocations(d, id);
     if (!al) return fail(al.error());
     v.allocations = std::move(*al);
-    auto un = queryUnjoinedRecordings(d, id);
-    if (!un) return fail(un.error());
-    v.unjoined = std::move(*un);
     auto miss = queryAllocationMisses(d, id, !v.allocations.empty());
     if (!miss) return fail(miss.error());
     v.misses = std::move(*miss);

@@ -18,10 +18,8 @@ struct IncidentView {
     std::vector<DistanceRow> distances;              ///< sorted by |distance|
     std::vector<DispatchRow> dispatches;             ///< newest first
     std::vector<AllocationDistanceRow> allocations;  ///< preload shim, by |distance|
-    /// pids of member records whose allocation recordings are all of other processes (or
-    /// cannot be told apart without a clock)
-    std::vector<UnjoinedRecordings> unjoined;
-    /// recordings in the store the fault did not meet, and why (`show`'s one line each)
+    /// recordings in the store the fault did not meet, and why (one line each in `show` and
+    /// `report`)
     std::vector<AllocationMiss> misses;
 };
 

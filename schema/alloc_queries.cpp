@@ -105,25 +105,4 @@ db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& 
     return out;
 }
 
-db::Result<std::vector<UnjoinedRecordings>> queryUnjoinedRecordings(db::Db& d, int64_t incident) {
-    auto s = d.prepare(withMembers(
-        "pids AS (SELECT DISTINCT pid FROM members WHERE pid IS NOT NULL) SELECT p.pid, (SELECT "
-        "count(DISTINCT ifnull(r.boot_id, '') || '/' || ifnull(r.start_ticks, '') || '/' || "
-        "ifnull(r.wall_us, '')) FROM alloc_processes r WHERE r.pid = p.pid) AS n FROM pids p "
-        "WHERE n > 0 AND NOT EXISTS (SELECT 1 FROM cover f JOIN alloc_processes r ON r.id = "
-        "f.alloc_process_id WHERE r.pid = p.pid) AND NOT EXISTS "
-        "(SELECT 1 FROM members w JOIN runs rn ON rn.source_id = w.source_id JOIN allocations a "
-        "ON a.run_id = rn.id WHERE a.pid = p.pid) ORDER BY p.pid"));
-    if (!s) return std::unexpected(s.error());
-    s->bind(1, incident);
-    std::vector<UnjoinedRecordings> out;
-    for (;;) {
-        auto row = s->step();
-        if (!row) return std::unexpected(row.error());
-        if (!*row) break;
-        out.push_back({s->i64(0), s->i64(1)});
-    }
-    return out;
-}
-
 }  // namespace gpufault

@@ -38,12 +38,6 @@ struct AllocationDistanceRow {
     std::string how;
 };
 
-/// A pid of an incident with allocation recordings of which none was joined to the fault.
-struct UnjoinedRecordings {
-    int64_t pid = 0;
-    int64_t recordings = 0;  ///< recording processes of that pid in the store
-};
-
 /// The allocations of the incident's process, by |distance| from each member record's address
 /// (then newest first): those of the recording process that held a member record's pid at that
 /// record's time (view fault_alloc_process: a pid alone is not enough, pids are reused), made
@@ -52,10 +46,5 @@ struct UnjoinedRecordings {
 /// refused ones last.
 db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& d,
                                                                         int64_t incident);
-
-/// The pids of the incident's member records that have allocation recordings in the store of
-/// which none was joined to the incident (other processes with the same pid, or no clock to
-/// tell them apart).
-db::Result<std::vector<UnjoinedRecordings>> queryUnjoinedRecordings(db::Db& d, int64_t incident);
 
 }  // namespace gpufault

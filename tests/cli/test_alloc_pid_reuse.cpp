@@ -230,13 +230,18 @@ TEST(AllocPidReuse, AFaultBeforeEveryRecordingOrWithoutATimeMeetsNone) {
               "0x7f2000c00000\t0\tonly recording\n");
 }
 
-// A recording that cannot meet the fault is named, with why, in one line of `show`: the fault is
-// of another pid; the fault's record names no pid; the faulting process's recording holds
-// allocations made only after the fault.
+// A recording that cannot meet the fault is named, with why, in one line of `show` and of
+// `report` (Markdown; JSON: `allocations_unjoined`): the fault is of another pid; the fault's
+// record names no pid; the faulting process's recording holds allocations made only after the
+// fault.
 TEST(AllocPidReuse, ShowSaysWhyARecordingInTheStoreWasNotJoined) {
     TempDir dir;
     writeRecordings(dir);
-    auto showOf = [&](const std::string& db, const std::string& log) {
+    struct Said {
+        std::string show, md;
+        nlohmann::json json;
+    };
+    auto saidBy = [&](const std::string& db, const std::string& log) {
         auto r = run(
             {GPUFAULT_BIN, "--db", db, "ingest", dir.file("job2/gpufault-alloc.4528.log"), log});
         EXPECT_EQ(r.status, 0) << r.err;
@@ -244,38 +249,67 @@ TEST(AllocPidReuse, ShowSaysWhyARecordingInTheStoreWasNotJoined) {
         EXPECT_EQ(show.status, 0) << show.err;
         EXPECT_EQ(show.out.find("Allocations recorded by the preload shim"), std::string::npos)
             << show.out;
-        return show.out;
+        auto md = run({GPUFAULT_BIN, "--db", db, "report", "1", "--format", "md"});
+        EXPECT_EQ(md.status, 0) << md.err;
+        auto js = run({GPUFAULT_BIN, "--db", db, "report", "1", "--format", "json"});
+        EXPECT_EQ(js.status, 0) << js.err;
+        auto j = nlohmann::json::parse(js.out, nullptr, false);
+        EXPECT_TRUE(j.is_object()) << js.out;
+        if (!j.is_object()) return Said{show.out, md.out, nullptr};
+        EXPECT_EQ(j["allocations"], nlohmann::json::array()) << js.out;
+        return Said{show.out, md.out, j["allocations_unjoined"]};
+    };
+    // The line in `show` (a paragraph of its own) and in the report (one paragraph).
+    auto expectLine = [](const Said& s, const std::string& line) {
+        EXPECT_NE(s.show.find("\n" + line + "\n"), std::string::npos) << s.show;
+        EXPECT_NE(s.md.find("\n" + line + "\n\n"), std::string::npos) << s.md;
     };
     // pid 999 faulted at 12:30, while pid 4528's recording ran.
     writeFile(
         dir.file("other.log"),
         "2026-01-01T12:30:00+0000 node7 kernel: python3[999]: segfault at 7f2000000010 ip "
         "00007f5eb547916e sp 00007fff363a9000 error 4 in libfoo.so[116e,7f5eb5479000+1000]\n");
-    auto other = showOf(dir.file("a.db"), dir.file("other.log"));
-    EXPECT_NE(other.find("\nAllocations: 1 allocation recording(s) in the store (pid 4528), none "
-                         "joined: the fault is of pid 999\n"),
-              std::string::npos)
-        << other;
+    auto other = saidBy(dir.file("a.db"), dir.file("other.log"));
+    expectLine(other,
+               "Allocations: 1 allocation recording(s) in the store (pid 4528), none joined: the "
+               "fault is of pid 999");
+    EXPECT_EQ(other.json,
+              nlohmann::json::parse(R"([{"pid":null,"recordings":1,"pids":[4528],"pid_count":1,)"
+                                    R"("why":"the fault is of pid 999"}])"));
     // ROCr's line alone names no pid.
     writeFile(dir.file("rocr.log"),
               "Memory access fault by GPU node-1 (Agent handle: 0x55d4c0a1b2c0) on address "
               "0x7f2000100000. Reason: Page not present or supervisor privilege.\n");
-    auto nopid = showOf(dir.file("b.db"), dir.file("rocr.log"));
-    EXPECT_NE(nopid.find("\nAllocations: 1 allocation recording(s) in the store (pid 4528), none "
-                         "joined: the fault's records name no pid"),
-              std::string::npos)
-        << nopid;
+    auto nopid = saidBy(dir.file("b.db"), dir.file("rocr.log"));
+    const std::string noPid =
+        "the fault's records name no pid (docs/preload.md: a kernel record of the pid, or the "
+        "job run by `gpufault run --record-allocations`)";
+    expectLine(
+        nopid,
+        "Allocations: 1 allocation recording(s) in the store (pid 4528), none joined: " + noPid);
+    ASSERT_EQ(nopid.json.size(), 1u) << nopid.json;
+    EXPECT_EQ(nopid.json[0]["why"], noPid);
+    EXPECT_EQ(nopid.json[0]["pids"], nlohmann::json::array({4528}));
     // 12:00:00: the recording had started (that second) but allocated first at 12:00:01.
     writeFile(dir.file("early.log"), segfault(12, 0, kNew + 0x10));
-    auto early = showOf(dir.file("c.db"), dir.file("early.log"));
-    EXPECT_NE(early.find("\nAllocations: pid 4528 has 1 allocation recording(s) in the store, "
-                         "none of the process that faulted: the recording of the process that "
-                         "faulted has no allocation made before the fault"),
-              std::string::npos)
-        << early;
+    auto early = saidBy(dir.file("c.db"), dir.file("early.log"));
+    expectLine(early,
+               "Allocations: pid 4528 has 1 allocation recording(s) in the store, none of the "
+               "process that faulted: the recording of the process that faulted has no "
+               "allocation made before the fault (docs/preload.md \"Reused pids\")");
+    EXPECT_EQ(early.json,
+              nlohmann::json::parse(
+                  R"([{"pid":4528,"recordings":1,"pids":[],"pid_count":0,"why":"the recording )"
+                  R"(of the process that faulted has no allocation made before the fault"}])"));
     // With no recording in the store, nothing is said.
     std::string none = dir.file("d.db");
     ASSERT_EQ(run({GPUFAULT_BIN, "--db", none, "ingest", dir.file("other.log")}).status, 0);
     auto plain = run({GPUFAULT_BIN, "--db", none, "show", "1"});
     EXPECT_EQ(plain.out.find("Allocations"), std::string::npos) << plain.out;
+    auto plainMd = run({GPUFAULT_BIN, "--db", none, "report", "1"});
+    EXPECT_EQ(plainMd.out.find("Allocations"), std::string::npos) << plainMd.out;
+    auto plainJson = run({GPUFAULT_BIN, "--db", none, "report", "1", "--format", "json"});
+    EXPECT_EQ(nlohmann::json::parse(plainJson.out, nullptr, false)["allocations_unjoined"],
+              nlohmann::json::array())
+        << plainJson.out;
 }

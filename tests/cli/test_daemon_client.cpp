@@ -254,14 +254,22 @@ TEST(DaemonClient, WatchShowsRecordsAndStopsAtAMalformedLine) {
     const std::string record =
         R"({"type":"evidence","id":7,"kind":"nvidia_xid","address":"0x7f4dc1f00000","source":"kmsg","line":3})"
         "\n";
+    // Null where docs/evidence.md allows it (the record does not state the field).
+    const std::string nulls =
+        R"({"type":"evidence","id":8,"kind":"runtime_error","vendor":null,"source":"kmsg","line":4,"time":null,"address":null,"address_exact":null,"align_2mib":null,"pci":null,"gpu_node":null,"pid":null,"process":null,"tid":null,"thread":null,"runtime_tid":null,"vmid":null,"pasid":null,"hub":null,"retry":null,"client":null,"status":null,"access":null,"reason":null,"xid":null,"kernel":null,"module":null,"module_offset":null,"rank":null,"count":1,"attrs":{},"raw":"x"})"
+        "\n";
     FakeDaemon ok(FakeDaemon::Mode::Reply,
-                  watching + record +
-                      R"({"type":"future-kind"})"
+                  watching + record + nulls +
+                      R"({"type":"future-kind","address":5})"
                       "\n");
     auto r = run({GPUFAULT_BIN, "watch", "--socket", ok.path()}, 30);
-    EXPECT_EQ(r.status, 0) << r.err;  // the daemon closed: watching is over
+    EXPECT_EQ(r.status, 1) << r.err;  // the daemon closed: watching ended, not by the user
+    EXPECT_NE(r.err.find(ok.path() + ": gpufaultd closed the connection"), std::string::npos)
+        << r.err;
     EXPECT_EQ(ok.request(), "watch");
-    EXPECT_EQ(r.out, "record   #7 nvidia_xid           0x7f4dc1f00000     kmsg:3\n");
+    EXPECT_EQ(r.out,
+              "record   #7 nvidia_xid           0x7f4dc1f00000     kmsg:3\n"
+              "record   #8 runtime_error        -                  kmsg:4\n");
 
     struct Row {
         std::string after, why;
@@ -277,6 +285,18 @@ TEST(DaemonClient, WatchShowsRecordsAndStopsAtAMalformedLine) {
         {R"({"type":"incident","kinds":{}})"
          "\n",
          "kinds: expected a string"},
+        {R"({"type":"evidence","address":5})"
+         "\n",
+         "address: expected a string or null"},
+        {R"({"type":"evidence","source":null})"
+         "\n",
+         "source: expected a string"},
+        {R"({"type":"evidence","kind":null})"
+         "\n",
+         "kind: expected a string"},
+        {R"({"type":"incident","members":"2"})"
+         "\n",
+         "members: expected a number"},
         {"{\"type\":\n", "not JSON"},
         {std::string(17 << 20, '{'), "a line longer than 16777216 bytes"},
     };

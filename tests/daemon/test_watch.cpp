@@ -1,7 +1,8 @@
 // `watch` against the real gpufaultd: a record already read into the loop's open transaction
 // when the watcher connects is still told once committed (the cursor is the last commit's, not
-// max(id) inside the transaction), and an incident that gains a record is told again as
-// `incident_update` (JSON and the CLI's text).
+// max(id) inside the transaction), an incident that gains a record is told again as
+// `incident_update` (JSON and the CLI's text), records without an address are shown (issue 3),
+// and the CLI's watch exits 1 when the daemon stops.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -169,10 +170,12 @@ TEST(Watch, AnIncidentThatGainsARecordIsToldAsAnUpdate) {
     EXPECT_EQ(update["address"], "0x7a5895227000");
     EXPECT_TRUE(nextOfType(w, "incident", 1s).is_null());  // not told as a new incident
 
-    d.signal(SIGTERM);  // the CLI's watch ends when the daemon closes
+    d.signal(SIGTERM);  // the CLI's watch ends when the daemon closes: 1, not done
     ASSERT_TRUE(d.waitExit(10s));
     cliWatch.join();
-    EXPECT_EQ(cli.status, 0) << cli.err;
+    EXPECT_EQ(cli.status, 1) << cli.err;
+    EXPECT_NE(cli.err.find(f.sock + ": gpufaultd closed the connection"), std::string::npos)
+        << cli.err;
     EXPECT_NE(cli.out.find(fmt::format("INCIDENT #{} rocr_memory_fault", first["id"].dump())),
               std::string::npos)
         << cli.out;
@@ -182,4 +185,89 @@ TEST(Watch, AnIncidentThatGainsARecordIsToldAsAnUpdate) {
     EXPECT_NE(cli.out.find("2 record(s), 1 before: amdgpu_page_fault,rocr_memory_fault"),
               std::string::npos)
         << cli.out;
+}
+
+// Records that state no address (nor most other fields) are told with null fields, and both
+// `gpufault watch` and `gpufault watch --json` show them (issue 3: the first such record ended
+// watch with "malformed gpufaultd reply (address: expected a string)"): an NVIDIA Xid 79 and a
+// HIP runtime error appended to followed files. When the daemon stops, both exit 1.
+TEST(Watch, RecordsWithoutAnAddressAreShown) {
+    WatchFixture f;
+    f.configure("");
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    Watcher w(f.sock);
+    ASSERT_TRUE(w.ok());
+    ASSERT_EQ(w.next(5s).value("type", ""), "watching");
+    ProcessResult text, json;
+    std::thread textWatch([&] { text = run({GPUFAULT_BIN, "watch", "--socket", f.sock}, 60); });
+    std::thread jsonWatch([&] {
+        json = run({GPUFAULT_BIN, "watch", "--socket", f.sock, "--json"}, 60);
+    });
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto st = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
+            return st.is_object() && st["control"].value("watchers", 0) == 3;
+        },
+        10s));
+
+    f.append("kern.log", "NVRM: Xid (PCI:0000:01:00): 79, pid=1234, GPU has fallen off the bus.\n");
+    f.append("job.log", "error: hipErrorIllegalAddress at foo.cpp:12\n");
+    // The raw watcher's lines until both records and an incident came.
+    nlohmann::json xid, hip, inc;
+    auto end = std::chrono::steady_clock::now() + 20s;
+    while ((xid.is_null() || hip.is_null() || inc.is_null()) &&
+           std::chrono::steady_clock::now() < end) {
+        auto j = w.next(1s);
+        if (!j.is_object()) continue;
+        if (j.value("type", "") == "incident") inc = j;
+        if (j.value("type", "") != "evidence") continue;
+        (j.value("kind", "") == "nvidia_xid" ? xid : hip) = j;
+    }
+    ASSERT_FALSE(xid.is_null()) << d.stderrText();
+    EXPECT_TRUE(xid["address"].is_null()) << xid;
+    EXPECT_TRUE(xid["access"].is_null()) << xid;
+    EXPECT_EQ(xid["xid"], 79);
+    EXPECT_EQ(xid["pid"], 1234);
+    ASSERT_FALSE(hip.is_null()) << d.stderrText();
+    EXPECT_EQ(hip["kind"], "runtime_error");
+    EXPECT_EQ(hip["reason"], "hipErrorIllegalAddress");
+    EXPECT_TRUE(hip["address"].is_null()) << hip;
+    EXPECT_TRUE(hip["pid"].is_null()) << hip;
+    // Each opens an incident (or one, if correlated): told without an address.
+    ASSERT_FALSE(inc.is_null()) << d.stderrText();
+    EXPECT_FALSE(inc.contains("address")) << inc;
+
+    d.signal(SIGTERM);  // the lines were sent to every watcher together, before it stops
+    ASSERT_TRUE(d.waitExit(10s));
+    textWatch.join();
+    jsonWatch.join();
+    for (const auto* r : {&text, &json}) {
+        EXPECT_EQ(r->status, 1) << r->err;
+        EXPECT_EQ(r->err.find("malformed"), std::string::npos) << r->err;
+        EXPECT_NE(r->err.find(f.sock + ": gpufaultd closed the connection"), std::string::npos)
+            << r->err;
+    }
+    for (const auto* r : {&xid, &hip})
+        EXPECT_NE(text.out.find(fmt::format("record   #{} {:<20} {:<18} {}:1\n",
+                                            (*r)["id"].dump(),
+                                            (*r)["kind"].get<std::string>(),
+                                            "-",
+                                            (*r)["source"].get<std::string>())),
+                  std::string::npos)
+            << text.out;
+    EXPECT_NE(text.out.find(fmt::format("INCIDENT #{} ", inc["id"].dump())), std::string::npos)
+        << text.out;
+    // --json prints the daemon's lines as they came: the two records, nulls kept.
+    std::vector<nlohmann::json> told;
+    size_t at = 0;
+    for (size_t nl; (nl = json.out.find('\n', at)) != std::string::npos; at = nl + 1) {
+        auto j = nlohmann::json::parse(json.out.substr(at, nl - at), nullptr, false);
+        ASSERT_TRUE(j.is_object()) << json.out;
+        if (j.value("type", "") == "evidence") told.push_back(j);
+    }
+    ASSERT_EQ(told.size(), 2u) << json.out;
+    EXPECT_TRUE((told[0] == xid && told[1] == hip) || (told[0] == hip && told[1] == xid))
+        << json.out;
 }
