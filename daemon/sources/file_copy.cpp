@@ -104,10 +104,18 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
             if (auto r = store_.addLostBytes(st.id, lost); !r) return std::unexpected(r.error());
             f.lostPending += static_cast<uint64_t>(lost);
         }
-        // Truncated and written again under the same first line: new lines are numbered
+        // Truncated in place (`truncate -s`, `dmesg > file` again): where its bytes are still
+        // those the stream read, up to one of its line ends, it resumes there, and lines after
+        // it keep their numbers (read again, as the same bytes written again are, they are
+        // stored once). Else written again under the same first line: new lines are numbered
         // after the stored ones so that none is taken for a duplicate.
-        st.offset = 0;
-        st.line = st.max_line;
+        if (auto kept = keptPrefix(f, id.fingerprint, st, size)) {
+            st.offset = kept->offset;
+            st.line = kept->line;
+        } else {
+            st.offset = 0;
+            st.line = st.max_line;
+        }
     }
     if (resume) {
         st.offset = resume->offset;
@@ -129,6 +137,34 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
         f.resumed = true;
     }
     return true;
+}
+
+std::optional<FileTail::Mark> FileTail::keptPrefix(Followed& f,
+                                                   const std::string& fingerprint,
+                                                   const SourceState& st,
+                                                   int64_t size) {
+    std::vector<Mark> marks;
+    for (const auto& e : finished_)  // its truncation seen live: each of its last line ends
+        if (e.key == f.key && e.fingerprint == fingerprint)
+            marks.insert(marks.end(), e.marks.begin(), e.marks.end());
+    if (st.prefix_hash) marks.push_back({st.offset, st.line, *st.prefix_hash});
+    for (const auto& e : st.earlier) marks.push_back({e.offset, e.line, e.hash});
+    // Past the first line only: that one is the fingerprint, the same in a new run's log.
+    int64_t within = std::min(size, kHashCap);
+    auto first = static_cast<int64_t>(f.head.size());
+    std::erase_if(marks, [&](const Mark& m) { return m.offset <= first || m.offset > within; });
+    // By offset, so that the prefix is hashed once, growing; at one offset the newest last
+    // (the stored checkpoints: the numbering the stream goes on with).
+    std::stable_sort(marks.begin(), marks.end(), [](const Mark& a, const Mark& b) {
+        return a.offset < b.offset;
+    });
+    std::optional<Mark> kept;
+    for (const auto& m : marks) {
+        auto h = prefixHash(f, m.offset);
+        if (!h) break;
+        if (*h == m.hash) kept = m;
+    }
+    return kept;
 }
 
 std::optional<uint64_t> FileTail::prefixHash(Followed& f, int64_t len) {

@@ -142,6 +142,15 @@ class FileTail final : public Source {
     db::Result<std::optional<Mark>> copyResume(Followed& c,
                                                const std::string& fingerprint,
                                                int64_t size);
+    /// `f`, truncated below its stream's checkpoint `st` (seen live, or found so after a
+    /// restart) and maybe written again: the furthest line end past its first line, of those
+    /// its stream read (its in-memory marks, if finished lately; the checkpoint and
+    /// sources.earlier), before which the file still holds the bytes read (their hash);
+    /// nullopt: none. Lines before it were stored: it resumes there.
+    std::optional<Mark> keptPrefix(Followed& f,
+                                   const std::string& fingerprint,
+                                   const SourceState& st,
+                                   int64_t size);
     /// What adoptCopy found: the checkpoint of the stream a copy continues, or that it waits.
     struct Adoption {
         std::optional<SourceState> state;

@@ -1,0 +1,97 @@
+// gpufaultd and a log truncated in place (same inode) and written again (issue 3): the lines
+// its kept prefix still holds were stored, and are not stored again; only what follows it is
+// read (live, and when it was truncated while the daemon was down).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "tests/daemon/kill9_harness.h"
+#include "tests/support/process.h"
+
+using namespace gpufault::testing::kill9;
+
+namespace {
+
+/// The first `n` lines of `text` (through their newlines).
+std::string firstLines(const std::string& text, int n) {
+    size_t end = 0;
+    for (int i = 0; i < n; ++i) end = text.find('\n', end) + 1;
+    return text.substr(0, end);
+}
+
+}  // namespace
+
+// `truncate -s <first 10 lines>` then appends, while the daemon follows the file: L0-9 are
+// not stored again, L100-104 are stored.
+TEST(DaemonKill9, TruncatedToAPrefixAndAppendedIsNotReadAgain) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 20);  // L0-19
+    ASSERT_TRUE(q.caughtUp());
+    std::string kept = firstLines(gpufault::testing::readFile(q.s.app), 10);
+    ASSERT_EQ(::ftruncate(q.fd, static_cast<off_t>(kept.size())), 0);
+    q.next = 100;
+    q.lines(q.fd, 5);  // L100-104
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 20) + every(100, 105));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
+
+// `dmesg -T > gpu.log`: the same bytes written again plus new lines, the daemon looking while
+// only half of them are there: each line stored once.
+TEST(DaemonKill9, RewrittenWithTheSameLinesAndMoreStoresEachOnce) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 20);  // L0-19
+    ASSERT_TRUE(q.caughtUp());
+    std::string all = gpufault::testing::readFile(q.s.app);
+    std::string half = firstLines(all, 10);
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    ASSERT_TRUE(writeAll(q.fd, half));
+    ASSERT_TRUE(q.caughtUp());  // seen truncated, with L0-9
+    ASSERT_TRUE(writeAll(q.fd, all.substr(half.size())));
+    q.lines(q.fd, 5);  // L20-24
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 25));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
+
+// The same while the daemon was down: truncated below its checkpoint to a prefix, appended;
+// after the restart the prefix matches a stored line end (sources.earlier) and what follows
+// it is read under the numbers it had.
+TEST(DaemonKill9, TruncatedToAPrefixWhileStoppedIsNotReadAgain) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 20);  // L0-19
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 20));
+    std::string kept = firstLines(gpufault::testing::readFile(q.s.app), 10);
+    ASSERT_EQ(::ftruncate(q.fd, static_cast<off_t>(kept.size())), 0);
+    q.next = 100;
+    q.lines(q.fd, 5);  // L100-104
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 20) + every(100, 105));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
+
+// The same rewrite while the daemon was down, seen half written after the restart.
+TEST(DaemonKill9, RewrittenWhileStoppedAndSeenHalfWrittenStoresEachOnce) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 20);  // L0-19
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 20));
+    std::string all = gpufault::testing::readFile(q.s.app);
+    std::string half = firstLines(all, 10);
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    ASSERT_TRUE(writeAll(q.fd, half));
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(writeAll(q.fd, all.substr(half.size())));
+    q.lines(q.fd, 5);  // L20-24
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 25));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
