@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the .deb with CPack and installs it into a scratch root with dpkg (maintainer scripts
 # run chrootless with DPKG_ROOT set), then checks files, the gpufault group and modes; then
-# purges it. Usage: test_deb.sh BUILD_DIR. Needs root (dpkg, chown).
+# purges it. Usage: test_deb.sh BUILD_DIR SOURCE_DIR. Needs root (dpkg, chown).
 set -euo pipefail
 build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
 if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root"; exit 77; fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -28,10 +29,39 @@ for f in usr/bin/gpufault usr/sbin/gpufaultd; do
   check "[ -x '$root/$f' ]" "$f missing or not executable"
 done
 for f in usr/lib/systemd/system/gpufaultd.service usr/lib/tmpfiles.d/gpufault.conf \
-         etc/gpufault/gpufaultd.conf usr/share/man/man1/gpufault.1 usr/share/man/man8/gpufaultd.8 \
-         usr/share/man/man5/gpufaultd.conf.5 usr/lib/python3/dist-packages/gpufault_operands.py \
-         usr/lib/gpufault/libgpufault-preload.so usr/share/doc/gpufault/README.md; do
+         etc/gpufault/gpufaultd.conf usr/lib/python3/dist-packages/gpufault_operands.py \
+         usr/lib/gpufault/libgpufault-preload.so usr/share/doc/gpufault/README.md \
+         usr/share/doc/gpufault/copyright; do
   check "[ -f '$root/$f' ]" "$f missing"
+done
+# Man pages are gzipped with -9n (Debian policy 12.1): a gzip header without file name (FLG 0)
+# and time stamp (MTIME 0), maximum compression (XFL 2), mode 0644, the page of packaging/man.
+for page in man1/gpufault.1 man8/gpufaultd.8 man5/gpufaultd.conf.5; do
+  f="$root/usr/share/man/$page.gz"
+  check "[ -f '$f' ]" "usr/share/man/$page.gz missing"
+  [ -f "$f" ] || continue
+  check "[ ! -e '$root/usr/share/man/$page' ]" "usr/share/man/$page shipped uncompressed"
+  check "[ \"\$(od -An -tx1 -N10 '$f' | tr -d ' \\n')\" = 1f8b0800000000000203 ]" \
+    "usr/share/man/$page.gz header is $(od -An -tx1 -N10 "$f" | tr -d ' \n') (want gzip -9n: 1f8b0800000000000203)"
+  check "[ \"\$(stat -c '%a' '$f')\" = 644 ]" "usr/share/man/$page.gz mode $(stat -c '%a' "$f")"
+  check "zcat '$f' | cmp -s - '$src/packaging/man/${page#*/}'" "usr/share/man/$page.gz is not packaging/man/${page#*/}"
+done
+# The copyright file is machine-readable (DEP-5): its Format line, a Files: * paragraph with
+# Copyright and License; mode 0644.
+cr="$root/usr/share/doc/gpufault/copyright"
+check "head -1 '$cr' | grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/'" \
+  "copyright: no DEP-5 Format line"
+check "grep -qx 'Files: \\*' '$cr' && grep -q '^Copyright: ' '$cr' && grep -q '^License: ' '$cr'" \
+  "copyright: no Files: * paragraph with Copyright and License"
+check "[ \"\$(stat -c '%a' '$cr')\" = 644 ]" "copyright mode $(stat -c '%a' "$cr")"
+# Every examples/ file the shipped README names is shipped beside it (mode 0644), as in the
+# repository, with the examples' own README.
+examples=$(grep -o 'examples/[A-Za-z0-9_.-]*\.log' "$root/usr/share/doc/gpufault/README.md" | sort -u)
+check "[ -n '$examples' ]" "the shipped README names no examples/ file"
+for e in $examples examples/README.md; do
+  check "[ -f '$root/usr/share/doc/gpufault/$e' ]" "README names $e, not shipped"
+  check "cmp -s '$root/usr/share/doc/gpufault/$e' '$src/$e'" "shipped $e differs from the repository's"
+  check "[ \"\$(stat -c '%a' '$root/usr/share/doc/gpufault/$e' 2>/dev/null)\" = 644 ]" "$e mode"
 done
 # Every docs/*.md the shipped README links is shipped beside it.
 for d in $(grep -o 'docs/[a-z-]*\.md' "$root/usr/share/doc/gpufault/README.md" | sort -u); do
@@ -68,5 +98,6 @@ dpkg --root="$root" --force-script-chrootless --log=/dev/null --purge gpufault >
 check "! grep -q '^gpufault:' '$root/etc/group'" "purge left the group"
 check "[ ! -e '$root/var/lib/gpufault' ]" "purge left the store"
 check "[ ! -e '$root/usr/sbin/gpufaultd' ]" "purge left gpufaultd"
+check "[ ! -e '$root/usr/share/man/man1/gpufault.1.gz' ]" "purge left the man page"
 [ $fail = 0 ] && echo "deb: installed, checked and purged in a scratch root"
 exit $fail
