@@ -9,20 +9,36 @@
 # /usr/lib/debug out of its search path: with libc6-dbg installed, eu-stack -s spends most of
 # its time inflating libc's compressed DWARF for libc's source lines, which gpufault does not
 # look up (collectors/coredump/unwind.cpp); that row is the fair one on such a machine.
-# usage: bench/core_vs_eustack.sh [BUILD_DIR] [NLIBS] [NTHREADS]   (defaults: build 120 64)
-# Needs eu-stack (elfutils), gdb and GNU time (scripts/install-deps.sh) and a kernel.core_pattern
-# that writes `core` or `core.PID` into the cwd.
+# usage: bench/core_vs_eustack.sh [--keep|--core-only] [BUILD_DIR] [NLIBS] [NTHREADS]
+#        (defaults: build 120 64)
+# The work directory (a mkdtemp under /var/tmp) is removed on exit, the large core with it;
+# --keep keeps it and prints the core's and its executable's paths at the end (delete the
+# directory yourself); --core-only makes the large core, keeps it, prints the paths and runs no
+# benchmark (it needs no eu-stack, gdb or GNU time). Otherwise needs eu-stack (elfutils), gdb
+# and GNU time (scripts/install-deps.sh). Always a kernel.core_pattern that writes `core` or
+# `core.PID` into the cwd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+keep=0 core_only=0
+case ${1:-} in
+    --keep) keep=1; shift ;;
+    --core-only) keep=1; core_only=1; shift ;;
+    -*) echo "usage: bench/core_vs_eustack.sh [--keep|--core-only] [BUILD_DIR] [NLIBS] [NTHREADS]" >&2
+        exit 2 ;;
+esac
 build=${1:-build}
 nlibs=${2:-120}
 nthreads=${3:-64}
 gpufault=$build/cli/gpufault
-for tool in eu-stack gdb /usr/bin/time "$gpufault" "$build/bench/big_core"; do
+tools=("$gpufault" "$build/bench/big_core")
+[ $core_only = 1 ] || tools+=(eu-stack gdb /usr/bin/time)
+for tool in "${tools[@]}"; do
     command -v "$tool" > /dev/null || { echo "core_vs_eustack: $tool is missing" >&2; exit 2; }
 done
 work=$(mktemp -d /var/tmp/gpufault-corebench.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+if [ $keep = 0 ]; then
+    trap 'rm -rf "$work"' EXIT
+fi
 
 # The large core: tiny libraries, each a two-frame hop to the next (bench_next in big_core).
 mkdir -p "$work/big"
@@ -43,6 +59,13 @@ if [ -z "$bigcore" ]; then
     echo "core_vs_eustack: big_core wrote no core in $work/big (kernel.core_pattern is" \
         "'$(cat /proc/sys/kernel/core_pattern)', not 'core')" >&2
     exit 2
+fi
+kept() {
+    echo "kept: core $bigcore, executable $work/big/big_core (rm -r $work when done)"
+}
+if [ $core_only = 1 ]; then
+    kept
+    exit 0
 fi
 
 # Best of 5: "wall peak_kib cpu" (the lowest of each; cpu = user + system seconds of the
@@ -103,3 +126,4 @@ echo "load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; best of 5;
 echo "$(eu-stack --version | head -n 1), $(gdb --version | head -n 1)"
 bench tests/data/cores/core tests/data/cores/crashmain tests/data/cores/buildid tests/data/cores
 bench "$bigcore" "$work/big/big_core"
+[ $keep = 0 ] || kept
