@@ -5,6 +5,7 @@
 #include "cli/incident_view.h"
 #include "cli/output.h"
 #include "cli/store_open.h"
+#include "collectors/common/demangle.h"
 #include "collectors/common/evidence_json.h"
 #include "collectors/common/text.h"
 #include "schema/core_queries.h"
@@ -46,6 +47,12 @@ void addStackColumn(TextTable& t, const std::vector<std::optional<std::string>>&
 
 nlohmann::json optJson(const std::optional<std::string>& s) {
     return s ? nlohmann::json(*s) : nlohmann::json(nullptr);
+}
+
+/// A kernel name in a table, as `show` prints it: demangled, without its parameter list, at
+/// most 100 characters (the mangled name stays in --json).
+std::string kernelCell(const std::string& mangled) {
+    return shortKernelName(mangled, 100);
 }
 
 /// A one-line description of the record (what the table shows besides the fixed columns).
@@ -194,6 +201,8 @@ int cmdFaults(const Global& g, bool json) {
                 r.nearest ? nlohmann::json(r.nearest_inside) : nlohmann::json(nullptr);
             j["last_kernel"] =
                 r.last_kernel ? nlohmann::json(*r.last_kernel) : nlohmann::json(nullptr);
+            j["last_kernel_demangled"] =
+                r.last_kernel ? nlohmann::json(demangle(*r.last_kernel)) : nlohmann::json(nullptr);
             j["stack"] = optJson(stackOf(*stacks, r.ev.id));
             printJsonLine(stdout, j);
             continue;
@@ -210,7 +219,7 @@ int cmdFaults(const Global& g, bool json) {
                           aligned ? (*aligned ? "yes" : "no") : "-",
                           orDash(r.nearest),
                           dist,
-                          orDash(r.last_kernel)});
+                          r.last_kernel ? kernelCell(*r.last_kernel) : "-"});
         stackCol.push_back(stackOf(*stacks, r.ev.id));
     }
     addStackColumn(t, stackCol);
@@ -260,7 +269,8 @@ int cmdDispatches(const Global& g, bool json) {
                            {"runtime_us",
                             r.d.time.runtime_us ? nlohmann::json(*r.d.time.runtime_us)
                                                 : nlohmann::json(nullptr)},
-                           {"kernel", r.d.kernel}});
+                           {"kernel", r.d.kernel},
+                           {"kernel_demangled", demangle(r.d.kernel)}});
             continue;
         }
         t.rows.push_back({std::to_string(r.id),
@@ -268,7 +278,7 @@ int cmdDispatches(const Global& g, bool json) {
                           orDash(r.d.pid),
                           r.d.runtime_tid.empty() ? "-" : r.d.runtime_tid,
                           orDash(r.d.time.runtime_us),
-                          r.d.kernel});
+                          kernelCell(r.d.kernel)});
     }
     if (!json) t.print(stdout);
     return 0;
@@ -284,6 +294,7 @@ int cmdKernels(const Global& g, bool json) {
         if (json) {
             printJsonLine(stdout,
                           {{"kernel", r.kernel},
+                           {"kernel_demangled", demangle(r.kernel)},
                            {"pid", r.pid ? nlohmann::json(*r.pid) : nlohmann::json(nullptr)},
                            {"source", r.source},
                            {"dispatches", r.n},
@@ -295,7 +306,7 @@ int cmdKernels(const Global& g, bool json) {
                           orDash(r.pid),
                           r.source,
                           fmt::format("{}-{}", r.first_line, r.last_line),
-                          r.kernel});
+                          kernelCell(r.kernel)});
     }
     if (!json) t.print(stdout);
     return 0;

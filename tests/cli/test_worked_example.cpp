@@ -111,5 +111,67 @@ TEST(AmdLogExample, LastKernelAndArgumentOperands) {
     EXPECT_EQ(d[0]["pid"], 4242);
 }
 
+// Tables print kernels as `show` does (demangled, no parameter list); --json keeps the mangled
+// ShaderName and adds the full demangled name (new-user run: `kernels`/`faults` printed _Z…).
+TEST(AmdLogExample, ListingsPrintDemangledKernels) {
+    TempDir t;
+    auto in = run({GPUFAULT_BIN,
+                   "--db",
+                   t.file("db"),
+                   "ingest",
+                   GPUFAULT_SOURCE_DIR "/examples/amdlog3-scatter-fault.log"});
+    ASSERT_EQ(in.status, 0) << in.err;
+    auto kernels = run({GPUFAULT_BIN, "--db", t.file("db"), "kernels"});
+    ASSERT_EQ(kernels.status, 0) << kernels.err;
+    EXPECT_EQ(kernels.out,
+              "DISPATCHES\tPID\tSOURCE\tLINES\tKERNEL\n"
+              "1\t4242\t" GPUFAULT_SOURCE_DIR
+              "/examples/amdlog3-scatter-fault.log\t15-15\tscatter_rows\n"
+              "1\t4242\t" GPUFAULT_SOURCE_DIR
+              "/examples/amdlog3-scatter-fault.log\t8-8\tvectoradd\n");
+    auto faults = run({GPUFAULT_BIN, "--db", t.file("db"), "faults"});
+    ASSERT_EQ(faults.status, 0) << faults.err;
+    EXPECT_NE(faults.out.find("\tscatter_rows\n"), std::string::npos) << faults.out;
+    EXPECT_EQ(faults.out.find("_Z"), std::string::npos) << faults.out;
+    auto dispatches = run({GPUFAULT_BIN, "--db", t.file("db"), "dispatches"});
+    EXPECT_NE(dispatches.out.find("\tvectoradd\n"), std::string::npos) << dispatches.out;
+    EXPECT_EQ(dispatches.out.find("_Z"), std::string::npos) << dispatches.out;
+
+    auto kj = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "kernels", "--json"}).out);
+    ASSERT_EQ(kj.size(), 2u);
+    EXPECT_EQ(kj[0]["kernel"], "_Z12scatter_rowsPKfPKiPfi");
+    EXPECT_EQ(kj[0]["kernel_demangled"], "scatter_rows(float const*, int const*, float*, int)");
+    auto fj = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "faults", "--json"}).out);
+    ASSERT_EQ(fj.size(), 1u);
+    EXPECT_EQ(fj[0]["last_kernel"], "_Z12scatter_rowsPKfPKiPfi");
+    EXPECT_EQ(fj[0]["last_kernel_demangled"],
+              "scatter_rows(float const*, int const*, float*, int)");
+}
+
+// A real PyTorch ShaderName (MI210, AMD_LOG_LEVEL=3): the template kernel's demangled name is
+// cut to 100 characters in the table, as `show` cuts it; --json has it whole.
+TEST(AmdLogExample, KernelsShortensLongTemplateNames) {
+    TempDir t;
+    const std::string log =
+        GPUFAULT_SOURCE_DIR "/tests/data/real/016-amdlog-shadername-ptr-obj-range-mi210.txt";
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", "-q", log}).status, 0);
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "kernels"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("\tvoid at::native::vectorized_elementwise_kernel<4, "
+                         "at::native::FillFunctor<c10::Half>, at::detail:...\n"),
+              std::string::npos)
+        << r.out;
+    auto j = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "kernels", "--json"}).out);
+    ASSERT_EQ(j.size(), 1u);
+    EXPECT_EQ(j[0]["kernel"],
+              "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIN3c104HalfEEENS_"
+              "6detail5ArrayIPcLi1EEEEEviT0_T1_");
+    EXPECT_EQ(
+        j[0]["kernel_demangled"],
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>, "
+        "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<c10::Half>, "
+        "at::detail::Array<char*, 1>)");
+}
+
 }  // namespace
 }  // namespace gpufault::testing
