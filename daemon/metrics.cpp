@@ -34,13 +34,19 @@ std::expected<std::string, std::string> renderMetrics(State& s) {
     };
     auto ev = queryEvidenceByGpu(s.store->db());
     if (!ev) return std::unexpected(ev.error().message);
-    head("gpufault_evidence", "gauge", "Records in the store, by kind and GPU (PCI address).");
+    head("gpufault_evidence",
+         "gauge",
+         "Records (evidence rows) in the store, by kind and GPU (PCI address, else ROCr node-N, "
+         "else empty): a count of records, lowered when [store] limits drop old sources.");
     for (const auto& r : *ev)
         m += fmt::format("gpufault_evidence{{kind=\"{}\",gpu=\"{}\"}} {}\n", promLabel(r.kind),
                          promLabel(r.label), r.n);
     auto inc = queryIncidentsBySignature(s.store->db());
     if (!inc) return std::unexpected(inc.error().message);
-    head("gpufault_incidents", "gauge", "Incidents in the store, by kind and signature.");
+    head("gpufault_incidents",
+         "gauge",
+         "Incidents (faults joined from their records) in the store, by kind and signature: a "
+         "count of incidents, as of the worker's last correlation pass.");
     for (const auto& r : *inc)
         m += fmt::format("gpufault_incidents{{kind=\"{}\",signature=\"{}\"}} {}\n",
                          promLabel(r.kind), promLabel(r.label), r.n);
@@ -61,13 +67,23 @@ std::expected<std::string, std::string> renderMetrics(State& s) {
         uint64_t StreamStatus::*field;
     };
     static const Metric kStream[] = {
-        {"gpufault_source_lines_total", "counter", "Lines read since the daemon started.",
+        {"gpufault_source_lines_total", "counter",
+         "Lines read from the stream since the daemon started (kmsg: records; journal: entries; "
+         "kept across reloads).",
          &StreamStatus::lines},
-        {"gpufault_source_lag", "gauge", "Bytes (files) not read yet.", &StreamStatus::lag},
+        {"gpufault_source_lag", "gauge",
+         "Input of the stream not read yet: bytes for a file, cores queued for unwinding for a "
+         "core directory, recording files queued for allocations; 0 for kmsg and journal (not "
+         "measured).",
+         &StreamStatus::lag},
         {"gpufault_source_lost_records_total", "counter",
-         "Kernel log records overwritten before they were read.", &StreamStatus::lost_records},
+         "Records lost before they were read since the daemon started: kmsg records overwritten "
+         "in the ring buffer (exact); journal: times the checkpoint entry had been vacuumed "
+         "(later entries may be lost too).",
+         &StreamStatus::lost_records},
         {"gpufault_source_lost_bytes_total", "counter",
-         "Bytes truncated away before they were read (a lower bound).",
+         "Bytes of a file truncated before they were read, since the daemon started (a lower "
+         "bound: only bytes the daemon had seen).",
          &StreamStatus::lost_bytes},
     };
     for (const auto& k : kStream) {
@@ -78,13 +94,22 @@ std::expected<std::string, std::string> renderMetrics(State& s) {
     }
     head("gpufault_files_not_followed",
          "gauge",
-         "Matching files not followed (cannot open, files.max_open, hard links; gpufault status).");
+         "Files matched by [files] globs (or refused in the allocation directory) that are not "
+         "followed: cannot be opened, over files.max_open, hard links; a count of files "
+         "(gpufault status names them).");
     m += fmt::format("gpufault_files_not_followed {}\n", notFollowed);
-    head("gpufault_store_bytes", "gauge", "Size of the store (database and write-ahead log).");
+    head("gpufault_store_bytes",
+         "gauge",
+         "Size of the store on disk in bytes: the SQLite database and its write-ahead log.");
     m += fmt::format("gpufault_store_bytes {}\n", storeFileBytes(s.cfg.store_path));
-    head("gpufault_store_error", "gauge", "1 while the store cannot be written (disk full, I/O).");
+    head("gpufault_store_error",
+         "gauge",
+         "1 while the store cannot be written (disk full, I/O error; retried), else 0.");
     m += fmt::format("gpufault_store_error {}\n", s.store_error.empty() ? 0 : 1);
-    head("gpufault_commits_total", "counter", "Transactions committed since the daemon started.");
+    head("gpufault_commits_total",
+         "counter",
+         "Store transactions committed by the event loop since the daemon started (each holds "
+         "records and the positions of the sources that produced them).");
     m += fmt::format("gpufault_commits_total {}\n", s.commits);
     return m;
 }
