@@ -33,7 +33,15 @@ struct ThreadArgs {
     uint64_t used = 0;
     uint64_t first_line = 0;  ///< the first Arg line of the launch being listed; 0: none
     size_t over = 0;          ///< pointer args of the launch past kMaxArgs (not kept)
+    uint64_t end_warned = 0;  ///< first_line of the launch finish() warned about (once each)
 };
+
+/// "N pointer arg(s), pid P thread T" of the launch `t` is listing, for warnings.
+std::string launchText(const ThreadArgs& t) {
+    return std::to_string(t.args.size() + t.npending + t.over) + " pointer arg(s), pid " +
+           (t.pid ? std::to_string(*t.pid) : std::string("-")) + " thread " +
+           (t.tid.empty() ? std::string("-") : t.tid);
+}
 
 /// Forgets the launch `t` was listing (its args, pending lines, first line, overflow count).
 void clearLaunch(ThreadArgs& t) {
@@ -72,9 +80,20 @@ class HipLogMatcher final : public Matcher {
         anywhere(l, out);
     }
 
+    /// Also warns, once per launch, about Arg lines still waiting for their ShaderName: at the
+    /// end of a file they belong to no dispatch. They are kept (gpufaultd calls finish() when a
+    /// followed file is quiet; a ShaderName appended later still takes them).
     void finish(Sink& out) override {
         listing_ = nullptr;
         folder_.flush(out);
+        for (ThreadArgs& t : threads_) {
+            if (t.first_line == 0 || t.end_warned == t.first_line) continue;
+            t.end_warned = t.first_line;
+            out.warning({t.first_line,
+                         "Arg lines of a launch with no ShaderName (" + launchText(t) +
+                             ") at the end of the input: not attached to any dispatch (unless "
+                             "its ShaderName is appended later)"});
+        }
     }
 
     /// Records held for folding (pending ArgN lines are context and do not hold a resume).
@@ -150,9 +169,12 @@ class HipLogMatcher final : public Matcher {
     }
 
     /// The pending args of (pid, runtime tid), made when new (the least recently used one goes
-    /// beyond kMaxThreads). A direct-mapped cache of indices is tried first; its entries are
-    /// checked against the key, so one left stale by an eviction is only a miss.
-    [[gnu::always_inline]] ThreadArgs& thread(const rt::AmdFields& amd) {
+    /// beyond kMaxThreads; a launch it was listing is dropped with a warning at `line`). A
+    /// direct-mapped cache of indices is tried first; its entries are checked against the key,
+    /// so one left stale by an eviction is only a miss.
+    [[gnu::always_inline]] ThreadArgs& thread(const rt::AmdFields& amd,
+                                              uint64_t line,
+                                              Sink& out) {
         ++tick_;
         uint32_t& cached = cache_[shortKeyHash(amd.pid.value_or(-1), amd.runtime_tid) >> 58];
         if (cached > 0 && cached <= threads_.size()) {
@@ -162,10 +184,13 @@ class HipLogMatcher final : public Matcher {
                 return t;
             }
         }
-        return threadMissed(amd, cached);
+        return threadMissed(amd, cached, line, out);
     }
     /// thread() when the cache missed: the list searched, or a new entry.
-    [[gnu::noinline]] ThreadArgs& threadMissed(const rt::AmdFields& amd, uint32_t& cached) {
+    [[gnu::noinline]] ThreadArgs& threadMissed(const rt::AmdFields& amd,
+                                               uint32_t& cached,
+                                               uint64_t line,
+                                               Sink& out) {
         for (size_t i = 0; i < threads_.size(); ++i) {
             ThreadArgs& t = threads_[i];
             if (t.pid == amd.pid && sameBytes(t.tid, amd.runtime_tid)) {
@@ -178,6 +203,13 @@ class HipLogMatcher final : public Matcher {
             size_t lru = 0;
             for (size_t i = 1; i < threads_.size(); ++i)
                 if (threads_[i].used < threads_[lru].used) lru = i;
+            const ThreadArgs& v = threads_[lru];
+            if (v.first_line != 0)
+                out.warning({v.first_line,
+                             "Arg lines of a launch with no ShaderName yet (" + launchText(v) +
+                                 ") dropped at line " + std::to_string(line) + ": more than " +
+                                 std::to_string(kMaxThreads) +
+                                 " runtime threads had Arg lines pending at once"});
             threads_.erase(threads_.begin() + static_cast<long>(lru));
         }
         threads_.push_back({amd.pid, std::string(amd.runtime_tid), {}, {}, 0, -1, tick_});
@@ -219,7 +251,7 @@ class HipLogMatcher final : public Matcher {
         if (index < 0 || index > 100000 || colon >= s.size() || s[colon] != ':') return;
         const size_t eq = findSpacedEquals(s, colon);
         if (eq == std::string_view::npos) return;
-        ThreadArgs& t = thread(amd);
+        ThreadArgs& t = thread(amd, line, out);
         if (index <= t.last_index) dropLaunch(t, line, "a new launch's Arg lines", out);
         if (t.first_line == 0) t.first_line = line;
         t.last_index = static_cast<int>(index);
@@ -259,7 +291,7 @@ class HipLogMatcher final : public Matcher {
     void dispatch(const LogLine& l, const rt::AmdFields& amd, std::string_view name, Sink& out) {
         name = text::trim(name);
         if (name.empty()) return;
-        ThreadArgs& t = thread(amd);
+        ThreadArgs& t = thread(amd, l.line, out);
         if (t.over > 0)  // the cap stays (memory), but not silently
             out.warning({l.line,
                          "launch of " + std::string(name) + ": " + std::to_string(t.over) +
@@ -297,7 +329,7 @@ class HipLogMatcher final : public Matcher {
         if (name.size() <= 8 || errnames::isBenign(name)) return;
         // The API call returned: a launch its thread was listing Arg lines for ended without
         // a ShaderName (it failed); those args are no later launch's.
-        if (ThreadArgs& t = thread(amd); t.first_line != 0)
+        if (ThreadArgs& t = thread(amd, l.line, out); t.first_line != 0)
             dropLaunch(t, l.line, "the API call's return", out);
         size_t api_end = r - 2, api_start = api_end;
         while (api_start > 0 && rt::isIdentChar(s[api_start - 1])) --api_start;

@@ -200,6 +200,70 @@ TEST(HipLog, ThreadTableIsBounded) {
     EXPECT_TRUE(s.dispatches[1].args.empty());
 }
 
+// Hostile review: Arg lines still waiting for their ShaderName when the input ends are warned
+// (once, at their first line), not dropped silently; a finish() on a quiet file (gpufaultd)
+// keeps them, so a ShaderName appended later still takes them, and warns only once.
+TEST(HipLog, ArgsPendingAtTheEndOfTheInputAreWarnedOnce) {
+    Feeder r;
+    r.amd({"Arg0: float* x = ptr:0x10000000 obj:[0x10000000-0x10001000]", 4242, kT1});
+    r.amd({"ShaderName : _Z1kv", 4242, kT1});
+    r.amd({"Arg0: float* y = ptr:0x20000000 obj:[0x20000000-0x20001000]", 4242, kT1});
+    r.amd({"Arg1: float* z = ptr:0x30000000 obj:[0x30000000-0x30001000]", 4242, kT1});
+    r.amd({"Arg0: int n = val:7", 4243, kT2});  // no pointer arg: warned with 0
+    r.m->finish(r.sink);
+    r.m->finish(r.sink);  // quiet again: no second warning
+    ASSERT_EQ(r.sink.warnings.size(), 2u);
+    EXPECT_EQ(r.sink.warnings[0].line, 3u);
+    EXPECT_EQ(r.sink.warnings[0].message,
+              "Arg lines of a launch with no ShaderName (2 pointer arg(s), pid 4242 thread "
+              "0x7f0a1b2c3d40) at the end of the input: not attached to any dispatch (unless its "
+              "ShaderName is appended later)");
+    EXPECT_EQ(r.sink.warnings[1].line, 5u);
+    EXPECT_EQ(r.sink.warnings[1].message,
+              "Arg lines of a launch with no ShaderName (0 pointer arg(s), pid 4243 thread "
+              "0x7f0a1b2c3e00) at the end of the input: not attached to any dispatch (unless its "
+              "ShaderName is appended later)");
+    r.amd({"ShaderName : _Z2k2v", 4242, kT1});  // appended after the quiet spell
+    auto& s = r.done();
+    ASSERT_EQ(s.dispatches.size(), 2u);
+    ASSERT_EQ(s.dispatches[1].args.size(), 2u);
+    EXPECT_EQ(s.dispatches[1].args[1].ptr, 0x30000000u);
+    EXPECT_EQ(s.warnings.size(), 2u);  // thread 2's launch was warned already
+}
+
+// Hostile review: more than 256 runtime threads with Arg lines pending at once evict the least
+// recently used one; a launch it was listing is dropped with a warning naming the launch and
+// the line that evicted it (an evicted thread with no launch pending loses nothing: no warning).
+TEST(HipLog, EvictedPendingArgsAreWarned) {
+    Feeder r;
+    r.amd({"Arg0: float* a = ptr:0x1000 obj:[0x1000-0x2000]", 1, "0x1"});
+    r.amd({"ShaderName : k", 1, "0x1"});  // thread (1, 0x1): no launch pending from here on
+    for (int i = 2; i <= 257; ++i)
+        r.amd({"Arg0: float* a = ptr:0x1000 obj:[0x1000-0x2000]", i, "0x1"});
+    // 257 threads met: (1, 0x1), the least recently used, went without a warning.
+    EXPECT_TRUE(r.sink.warnings.empty());
+    r.amd({"Arg0: float* a = ptr:0x3000 obj:[0x3000-0x4000]", 258, "0x1"});  // line 259
+    ASSERT_EQ(r.sink.warnings.size(), 1u);
+    EXPECT_EQ(r.sink.warnings[0].line, 3u);  // pid 2's Arg0
+    EXPECT_EQ(r.sink.warnings[0].message,
+              "Arg lines of a launch with no ShaderName yet (1 pointer arg(s), pid 2 thread 0x1) "
+              "dropped at line 259: more than 256 runtime threads had Arg lines pending at once");
+    r.amd({"ShaderName : k", 258, "0x1"});
+    r.amd({"ShaderName : k", 3, "0x1"});  // still there: its args attach
+    r.amd({"ShaderName : k", 2, "0x1"});  // evicted (and now pid 4's launch goes, warned)
+    auto& s = r.done();
+    ASSERT_EQ(s.dispatches.size(), 4u);
+    ASSERT_EQ(s.dispatches[1].args.size(), 1u);
+    EXPECT_EQ(s.dispatches[1].args[0].ptr, 0x3000u);
+    EXPECT_EQ(s.dispatches[2].args.size(), 1u);
+    EXPECT_TRUE(s.dispatches[3].args.empty());
+    ASSERT_GE(s.warnings.size(), 2u);
+    EXPECT_EQ(s.warnings[1].line, 5u);
+    EXPECT_EQ(s.warnings[1].message,
+              "Arg lines of a launch with no ShaderName yet (1 pointer arg(s), pid 4 thread 0x1) "
+              "dropped at line 262: more than 256 runtime threads had Arg lines pending at once");
+}
+
 // "%s: Returned %s : %s" (LOG_API).
 
 TEST(HipLog, ReturnedErrorFoldedWithPidAndTid) {
