@@ -148,6 +148,41 @@ TEST(AmdLogExample, ListingsPrintDemangledKernels) {
               "scatter_rows(float const*, int const*, float*, int)");
 }
 
+// The example cut after scatter_rows' Arg lines (a job killed inside its launch): the three
+// pointer args belong to no dispatch; a stored warning names the file and their first line.
+TEST(AmdLogExample, ArgLinesCutOffAtTheEndAreWarnedWithFileAndLine) {
+    TempDir t;
+    std::string text = readFile(GPUFAULT_SOURCE_DIR "/examples/amdlog3-scatter-fault.log");
+    size_t end = 0;
+    for (int i = 0; i < 14; ++i) end = text.find('\n', end) + 1;  // lines 1-14
+    const std::string cut = t.file("cut.log");
+    writeFile(cut, text.substr(0, end));
+    auto in = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", cut});
+    ASSERT_EQ(in.status, 0) << in.err;
+    // vectoradd's three args are operands; scatter_rows' are not.
+    EXPECT_NE(in.out.find("1 dispatches (1 kept), 3 operands, 1 warnings"), std::string::npos)
+        << in.out;
+    auto ops = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "operands", "--json"}).out);
+    ASSERT_EQ(ops.size(), 3u);
+    for (const auto& o : ops)
+        EXPECT_NE(o["name"].get<std::string>().find("of vectoradd"), std::string::npos) << o;
+    auto w = parseJsonLines(run({GPUFAULT_BIN,
+                                 "--db",
+                                 t.file("db"),
+                                 "query",
+                                 "--json",
+                                 "SELECT s.path, w.line, w.message FROM warnings w JOIN sources s "
+                                 "ON s.id = w.source_id"})
+                                .out);
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0]["path"], cut);
+    EXPECT_EQ(w[0]["line"], 11);
+    EXPECT_EQ(w[0]["message"],
+              "Arg lines of a launch with no ShaderName (3 pointer arg(s), pid 4242 thread "
+              "0x7f0a1b2c3d40) at the end of the input: not attached to any dispatch (unless its "
+              "ShaderName is appended later)");
+}
+
 // A real PyTorch ShaderName (MI210, AMD_LOG_LEVEL=3): the template kernel's demangled name is
 // cut to 100 characters in the table, as `show` cuts it; --json has it whole.
 TEST(AmdLogExample, KernelsShortensLongTemplateNames) {
