@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
     auto* events = app.add_subcommand("events", "list evidence records (docs/evidence.md)");
     events->add_flag("--json", json, "JSON Lines");
     events->add_option("--kind", kind, "only this kind");
-    events->add_option("--source", source, "only this source path");
+    events->add_option(
+        "--source", source, "only records of the source whose path is PATH or ends in /PATH");
 
     auto* cores = app.add_subcommand("cores", "cores read by ingest: signal, address, signature");
     cores->add_flag("--json", json, "JSON Lines");
