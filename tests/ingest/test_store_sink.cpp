@@ -306,12 +306,9 @@ TEST(StoreSink, FloodWindowsAgreeWithEveryFaultBefore) {
     compareOnRandomStream(7, 16, 12, 8000, FloodRule{400, 4});
     compareOnRandomStream(8, 32, 30, 8000, FloodRule{1500, 8});
     compareOnRandomStream(9, 8, 40, 8000, FloodRule{300, 1}, 12, 30);
-    // 3 000 processes, a fault every ~10 dispatches over ~200 000 lines: the per-pid lines
-    // are forgotten past the span (and the lines a record may come late), not before.
-    compareOnRandomStream(10, 4, 4000, 100000, FloodRule{2000, 2}, 3000, 10);
 }
 
-/// Writes one dispatch of `kernel` at `line` into `sink`.
+/// Writes one dispatch (kernel `k<line>`) at `line` into `sink`.
 void dispatchAt(StoreSink& sink, uint64_t line, std::optional<int64_t> pid, std::string tid) {
     Dispatch d;
     d.line = line;
@@ -405,6 +402,28 @@ TEST(StoreSink, AFloodIsKeptPerProcess) {
               (std::vector<int64_t>{88, 89, 91, 92, 94, 95, 97, 98,  // fault 100
                                     189, 192, 195, 197, 198,         // fault 200
                                     287, 288, 289}));                // fault 290
+}
+
+TEST(StoreSink, AProcessFloodOutlivesFaultsOfManyOthers) {
+    // Window 16, the default rule (65 536 lines, 8). Pid 7 dispatches at lines 1..20 and
+    // faults at 21; 2 000 other processes fault at 22..2021 (more pids than the 1 024 kept
+    // before old ones are forgotten); pid 7 dispatches at 2022..2041 and faults at 2042, 2 021
+    // lines after its last fault: a flood's, the last 8.
+    Pair p;
+    IngestSummary sum;
+    StoreSink sink(*p.fast, p.fastSource, 16, 0, sum);
+    uint64_t line = 0;
+    for (int i = 0; i < 20; ++i) dispatchAt(sink, ++line, 7, "0x7");
+    faultAt(sink, ++line, 7);
+    for (int64_t pid = 1000; pid < 3000; ++pid) faultAt(sink, ++line, pid);
+    for (int i = 0; i < 20; ++i) dispatchAt(sink, ++line, 7, "0x7");
+    faultAt(sink, ++line, 7);
+    ASSERT_EQ(line, 2042u);
+    ASSERT_FALSE(sink.error());
+    std::vector<int64_t> expected;
+    for (int64_t l = 5; l <= 20; ++l) expected.push_back(l);
+    for (int64_t l = 2034; l <= 2041; ++l) expected.push_back(l);
+    EXPECT_EQ(storedDispatchLines(*p.fast), expected);
 }
 
 TEST(StoreSink, ThreadEvictionAgreesWithMapAndDeque) {
