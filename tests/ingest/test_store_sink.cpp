@@ -405,24 +405,26 @@ TEST(StoreSink, AFloodIsKeptPerProcess) {
 }
 
 TEST(StoreSink, AProcessFloodOutlivesFaultsOfManyOthers) {
-    // Window 16, the default rule (65 536 lines, 8). Pid 7 dispatches at lines 1..20 and
-    // faults at 21; 2 000 other processes fault at 22..2021 (more pids than the 1 024 kept
-    // before old ones are forgotten); pid 7 dispatches at 2022..2041 and faults at 2042, 2 021
-    // lines after its last fault: a flood's, the last 8.
+    // Window 16, the default rule (65 536 lines, 8), lines from 200 001 (past the span and
+    // the lines a record may come late: old pids may be forgotten). Pid 7 dispatches at
+    // lines +1..+20 and faults at +21; 2 000 other processes fault at +22..+2021 (more pids
+    // than the 1 024 kept before old ones are forgotten); pid 7 dispatches at +2022..+2041
+    // and faults at +2042, 2 021 lines after its last fault: a flood's, the last 8.
     Pair p;
     IngestSummary sum;
     StoreSink sink(*p.fast, p.fastSource, 16, 0, sum);
-    uint64_t line = 0;
+    const uint64_t base = 200000;
+    uint64_t line = base;
     for (int i = 0; i < 20; ++i) dispatchAt(sink, ++line, 7, "0x7");
     faultAt(sink, ++line, 7);
     for (int64_t pid = 1000; pid < 3000; ++pid) faultAt(sink, ++line, pid);
     for (int i = 0; i < 20; ++i) dispatchAt(sink, ++line, 7, "0x7");
     faultAt(sink, ++line, 7);
-    ASSERT_EQ(line, 2042u);
+    ASSERT_EQ(line, base + 2042);
     ASSERT_FALSE(sink.error());
     std::vector<int64_t> expected;
-    for (int64_t l = 5; l <= 20; ++l) expected.push_back(l);
-    for (int64_t l = 2034; l <= 2041; ++l) expected.push_back(l);
+    for (int64_t l = 5; l <= 20; ++l) expected.push_back(base + l);
+    for (int64_t l = 2034; l <= 2041; ++l) expected.push_back(base + l);
     EXPECT_EQ(storedDispatchLines(*p.fast), expected);
 }
 
