@@ -213,11 +213,8 @@ void StoreSink::resumeFaults(uint64_t first_line) {
     // flood's.
     const uint64_t through = first_line - 1;
     const uint64_t after = through > flood_.lines ? through - flood_.lines : 0;
-    auto rows = lastFaultLines(store_.db(),
-                               source_,
-                               static_cast<int64_t>(after),
-                               static_cast<int64_t>(through),
-                               kinds);
+    auto rows = lastFaultLines(
+        store_.db(), source_, static_cast<int64_t>(after), static_cast<int64_t>(through), kinds);
     if (!rows) {
         check(rows);
         return;

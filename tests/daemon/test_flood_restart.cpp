@@ -67,8 +67,8 @@ TEST(DaemonFlood, AFaultAfterAKill9IsStillAFloodsFault) {
     DaemonProcess d(GPUFAULTD_BIN, conf, dir.path());
     ASSERT_TRUE(d.start());
     ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-    ASSERT_TRUE(eventually([&] { return storeCount(store, "SELECT max_line FROM sources") == 901; },
-                           10s))
+    ASSERT_TRUE(
+        eventually([&] { return storeCount(store, "SELECT max_line FROM sources") == 901; }, 10s))
         << d.stderrText();
     // The first fault's window: dispatches 1..50 (fewer than 64), rows at their ShaderName lines.
     EXPECT_EQ(storeCount(store, "SELECT count(*) FROM dispatches WHERE line < 151"), 50);

@@ -263,7 +263,8 @@ void compareOnRandomStream(uint32_t seed,
             e.kind = pick(2) ? Kind::RocrMemoryFault : Kind::AmdgpuPageFault;
             e.line = line - std::min<uint64_t>(line - 1, pick(4));
             e.address = 0x7000000000 + rng() % 0x100000;
-            if (pick(3) != 0) e.pid = 100 + static_cast<int64_t>(pick(static_cast<size_t>(pids) + 1));
+            if (pick(3) != 0)
+                e.pid = 100 + static_cast<int64_t>(pick(static_cast<size_t>(pids) + 1));
             e.raw = fmt::format("fault {}", i);
             Evidence e2 = e;
             fast.evidence(std::move(e));
@@ -398,10 +399,12 @@ TEST(StoreSink, AFloodIsKeptPerProcess) {
     // 100: pid 200's window and the pid-less one, in full (no fault before). 200: pid 100's in
     // full (the fault of pid 200 flushes no window of pid 100), the pid-less one short (any
     // fault flushes it). 290: all three short.
-    EXPECT_EQ(storedDispatchLines(*p.fast),
-              (std::vector<int64_t>{88, 89, 91, 92, 94, 95, 97, 98,  // fault 100
-                                    189, 192, 195, 197, 198,         // fault 200
-                                    287, 288, 289}));                // fault 290
+    const std::vector<int64_t> fault100{88, 89, 91, 92, 94, 95, 97, 98},
+        fault200{189, 192, 195, 197, 198}, fault290{287, 288, 289};
+    std::vector<int64_t> expected = fault100;
+    expected.insert(expected.end(), fault200.begin(), fault200.end());
+    expected.insert(expected.end(), fault290.begin(), fault290.end());
+    EXPECT_EQ(storedDispatchLines(*p.fast), expected);
 }
 
 TEST(StoreSink, AProcessFloodOutlivesFaultsOfManyOthers) {
