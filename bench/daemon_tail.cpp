@@ -4,7 +4,7 @@
 //   2. latency: the same log is appended at a fixed rate (lines per second) while a unique
 //      ROCr fault line is written every 20 ms; a `watch` client timestamps each fault's record;
 //      p50/p99/max of written → seen;
-// and the daemon's peak RSS (VmHWM) over both. usage:
+// the daemon's peak RSS (VmHWM) over both and its CPU time over the latency phase. usage:
 //   daemon_tail GPUFAULTD GEN_LOG WORKDIR [RATE_LINES_PER_S=500000] [LATENCY_SECONDS=10]
 // GEN_LOG comes from bench/gen_amdlog. Prints one line per figure (docs/performance.md).
 #include <fcntl.h>
@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -89,6 +90,22 @@ long vmHwmKiB(pid_t pid) {
     while (std::getline(in, line))
         if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
     return -1;
+}
+
+/// utime + stime of `pid` in seconds (/proc/PID/stat fields 14 and 15), -1 when unreadable.
+double cpuSeconds(pid_t pid) {
+    std::ifstream in(fmt::format("/proc/{}/stat", pid));
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t close = stat.rfind(')');  // the command name may hold spaces
+    if (close == std::string::npos) return -1;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    unsigned long long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+        if (i == 14) utime = std::stoull(field);
+        if (i == 15) stime = std::stoull(field);
+    }
+    return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace
@@ -164,6 +181,7 @@ int main(int argc, char** argv) {
     });
     size_t pos = 0;
     uint64_t faults = 0;
+    const double cpu0 = cpuSeconds(pid);
     auto start = Clock::now();
     auto nextFault = start;
     uint64_t linesOut = 0;
@@ -198,6 +216,8 @@ int main(int argc, char** argv) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
+    const double cpu1 = cpuSeconds(pid);
+    const double latencySecs = std::chrono::duration<double>(Clock::now() - start).count();
     std::this_thread::sleep_for(std::chrono::seconds(2));
     long hwm = vmHwmKiB(pid);
     ::kill(pid, SIGTERM);
@@ -223,5 +243,8 @@ int main(int argc, char** argv) {
                rate, linesOut, seconds, written.size(), missing, pct(0.5), pct(0.99),
                ms.empty() ? 0.0 : ms.back());
     fmt::print("peak RSS (VmHWM) of gpufaultd: {:.1f} MiB\n", hwm / 1024.0);
+    fmt::print("gpufaultd CPU (utime + stime) over the latency phase: {:.2f} s in {:.1f} s = "
+               "{:.2f} cores\n",
+               cpu1 - cpu0, latencySecs, (cpu1 - cpu0) / latencySecs);
     return 0;
 }

@@ -8,16 +8,24 @@
 #include "collectors/common/demangle.h"
 #include "collectors/common/dispatch_args.h"
 #include "collectors/common/same_bytes.h"
+#include "schema/fault_lines.h"
 
 namespace gpufault {
 
-StoreSink::StoreSink(
-    Store& store, int64_t source_id, int window, uint64_t count_after_line, IngestSummary& summary)
+StoreSink::StoreSink(Store& store,
+                     int64_t source_id,
+                     int window,
+                     uint64_t count_after_line,
+                     IngestSummary& summary,
+                     FloodRule flood)
     : store_(store),
       source_(source_id),
       window_(static_cast<size_t>(window > 0 ? window : 1)),
       countAfter_(count_after_line),
-      sum_(summary) {}
+      sum_(summary),
+      flood_(flood) {
+    flood_.window = std::min(flood_.window, window_);
+}
 
 void StoreSink::markTruncated(uint64_t line) {
     truncated_.push_back(line);
@@ -29,9 +37,14 @@ void StoreSink::evidence(Evidence&& e) {
         e.setAttr("truncated", "1");
     if (opensIncident(e.kind)) {
         // The context of a fault: the dispatch windows of its process (all threads of the
-        // stream when the record names no process).
-        for (auto& [key, w] : windows_)
-            if (!e.pid || key.first < 0 || key.first == *e.pid) flushWindow(w, e.line);
+        // stream when the record names no process); short ones in a flood (FloodRule).
+        for (auto& [key, w] : windows_) {
+            if (e.pid && key.first >= 0 && key.first != *e.pid) continue;
+            std::optional<uint64_t> last = lastFaultFor(key.first);
+            bool flood = last && e.line < *last + flood_.lines;
+            flushWindow(w, e.line, flood ? flood_.window : window_);
+        }
+        noteFault(e.pid, e.line);
     }
     auto r = store_.addEvidence(source_, e);
     check(r);
@@ -159,10 +172,60 @@ std::optional<uint64_t> StoreSink::oldestHeldLine() const {
     return oldest;
 }
 
-void StoreSink::flushWindow(Window& w, uint64_t before) {
+std::optional<uint64_t> StoreSink::lastFaultFor(int64_t pid) const {
+    if (pid < 0) return faults_.any;
+    std::optional<uint64_t> last = faults_.noPid;
+    if (auto it = faults_.byPid.find(pid); it != faults_.byPid.end())
+        last = std::max(last.value_or(0), it->second);
+    return last;
+}
+
+void StoreSink::noteFault(std::optional<int64_t> pid, uint64_t line) {
+    faults_.any = std::max(faults_.any.value_or(0), line);
+    if (!pid) {
+        faults_.noPid = std::max(faults_.noPid.value_or(0), line);
+        return;
+    }
+    uint64_t& last = faults_.byPid[*pid];
+    last = std::max(last, line);
+    if (faults_.byPid.size() <= faults_.pruneAt) return;
+    // Bound memory: a pid whose last fault is more than the flood span before any record still
+    // to come (one emitted late included) decides nothing more.
+    const uint64_t horizon = flood_.lines + kLateLines;
+    if (*faults_.any > horizon)
+        std::erase_if(faults_.byPid,
+                      [&](const auto& kv) { return kv.second < *faults_.any - horizon; });
+    faults_.pruneAt = std::max<size_t>(1024, 2 * faults_.byPid.size());
+}
+
+void StoreSink::resumeFaults(uint64_t first_line) {
+    if (first_line <= 1 || flood_.lines == 0) return;
+    // Kinds by name, for the store's index (source_id, kind, line): every kind that opens an
+    // incident (Kind's values run from 0; kindName() names the first one past the end
+    // "unknown").
+    std::vector<std::string_view> kinds;
+    for (int i = 0;; ++i) {
+        auto k = static_cast<Kind>(i);
+        if (kindName(k) == "unknown") break;
+        if (opensIncident(k)) kinds.push_back(kindName(k));
+    }
+    // A fault at or before first_line - 1 - lines cannot make one at first_line or later a
+    // flood's.
+    const uint64_t through = first_line - 1;
+    const uint64_t after = through > flood_.lines ? through - flood_.lines : 0;
+    auto rows = lastFaultLines(
+        store_.db(), source_, static_cast<int64_t>(after), static_cast<int64_t>(through), kinds);
+    if (!rows) {
+        check(rows);
+        return;
+    }
+    for (const LastFaultLine& r : *rows) noteFault(r.pid, static_cast<uint64_t>(r.line));
+}
+
+void StoreSink::flushWindow(Window& w, uint64_t before, size_t n) {
     size_t end = 0;
     while (end < w.size() && w.at(end).d.line < before) ++end;
-    size_t begin = end > window_ ? end - window_ : 0;
+    size_t begin = end > n ? end - n : 0;
     for (size_t i = begin; i < end; ++i) {
         auto& h = w.at(i);
         if (h.stored) continue;
@@ -217,7 +280,7 @@ void StoreSink::flushCounts() {
 }
 
 void StoreSink::flushWindows() {
-    for (auto& [key, w] : windows_) flushWindow(w, UINT64_MAX);
+    for (auto& [key, w] : windows_) flushWindow(w, UINT64_MAX, window_);
 }
 
 }  // namespace gpufault

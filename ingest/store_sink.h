@@ -18,6 +18,15 @@
 
 namespace gpufault {
 
+/// StoreSink's flood rule: its span and short window (docs/architecture.md "Storing").
+struct FloodRule {
+    /// Lines (of the stream) after a fault within which the next fault is a flood's: about
+    /// 0.13 s of a log written at 500 k lines/s, minutes of a quiet one.
+    uint64_t lines = 65536;
+    /// Dispatches written per window for a flood's fault (at most the window itself).
+    size_t window = 8;
+};
+
 /// Writes records of one source into the open transaction of `store`. Dispatches are counted
 /// per (process, kernel) in full; dispatch rows (and their argument operands) are kept only in
 /// a window of the last N per (process, runtime thread), written when a fault record arrives
@@ -28,13 +37,21 @@ namespace gpufault {
 /// unspecified; `runtime_tid` is copied and left as it was), so a producer may reuse one
 /// Dispatch and the capacity of its strings, setting those fields anew. Pending argument lines
 /// are parsed only for the dispatches a window flush writes.
+///
+/// A flood of faults stores short windows (FloodRule): a fault record that arrives less than
+/// `FloodRule::lines` lines after the previous fault record of the stream that flushes the same
+/// window (same pid, or either names none; a window of dispatches naming no pid: any fault)
+/// writes only the last `FloodRule::window` dispatches of that window. "Previous" is by arrival,
+/// and known from the store for the lines a resumed stream does not read again
+/// (resumeFaults()), so a resumed stream decides as one uninterrupted stream does.
 class StoreSink final : public Sink {
   public:
     StoreSink(Store& store,
               int64_t source_id,
               int window,
               uint64_t count_after_line,
-              IngestSummary& summary);
+              IngestSummary& summary,
+              FloodRule flood = FloodRule{});
 
     void evidence(Evidence&& e) override;
     void dispatch(Dispatch&& d) override;
@@ -53,6 +70,11 @@ class StoreSink final : public Sink {
     /// The line of the oldest dispatch still held (a resumed ingest re-reads from there so a
     /// later fault finds the same window), nullopt when none is held.
     std::optional<uint64_t> oldestHeldLine() const;
+    /// A resumed stream reads again from line `first_line` (1-based): takes, from the store,
+    /// the last fault record per pid of this source before it (within the flood span) as the
+    /// fault records that arrived before. Call before the first record; a store error is kept
+    /// (error()).
+    void resumeFaults(uint64_t first_line);
     const std::optional<db::Error>& error() const { return error_; }
 
   private:
@@ -82,8 +104,13 @@ class StoreSink final : public Sink {
     };
     using KeyView = std::pair<int64_t, std::string_view>;
     using Windows = std::map<ThreadKey, Window, KeyLess>;
-    /// Stores the last `window_` dispatches of `w` that precede line `before`.
-    void flushWindow(Window& w, uint64_t before);
+    /// Stores the last `n` dispatches of `w` that precede line `before`.
+    void flushWindow(Window& w, uint64_t before, size_t n);
+    /// The greatest line of the fault records so far that flush the windows of `pid` (-1: a
+    /// window of dispatches naming no pid, flushed by every fault), nullopt when none.
+    std::optional<uint64_t> lastFaultFor(int64_t pid) const;
+    /// Notes a fault record of `pid` (nullopt: names none) at `line`.
+    void noteFault(std::optional<int64_t> pid, uint64_t line);
     /// The window of (pid, tid), made when new (a direct-mapped cache by shortKeyHash() is tried
     /// first); nullptr when a new one was dropped at once to keep kMaxThreads (it had the first
     /// key).
@@ -96,11 +123,23 @@ class StoreSink final : public Sink {
     static constexpr size_t kSlack = 64;          ///< dispatches kept beyond the window
     static constexpr size_t kMaxThreads = 1024;   ///< windows kept (process, runtime thread)
     static constexpr size_t kMaxKernels = 65536;  ///< kernel names remembered between commits
+    /// Lines a record may be emitted after the greatest fault line seen (a block's record comes
+    /// when the block ends): a pid's last fault this far beyond the flood span is forgotten.
+    static constexpr uint64_t kLateLines = 65536;
     Store& store_;
     int64_t source_;
     size_t window_;
     uint64_t countAfter_;
     IngestSummary& sum_;
+    FloodRule flood_;
+    /// The fault records so far (arrived, or stored before a resume's first line): greatest
+    /// line of any, of those naming no pid, and per pid.
+    struct LastFaults {
+        std::optional<uint64_t> any, noPid;
+        std::unordered_map<int64_t, uint64_t> byPid;
+        size_t pruneAt = 1024;  ///< byPid's size that makes noteFault() forget old pids
+    };
+    LastFaults faults_;
     Windows windows_;
     struct Count {
         int64_t pid = -1;

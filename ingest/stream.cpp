@@ -24,7 +24,11 @@ StreamIngest::StreamIngest(Store& store,
       sum_(summary),
       sink_(store, state.id, window, static_cast<uint64_t>(state.max_line), summary),
       pipe_(sink_),
-      lineNo_(static_cast<uint64_t>(state.line)) {}
+      lineNo_(static_cast<uint64_t>(state.line)) {
+    // The faults before the lines read again (a resume; a file written again after its stored
+    // lines) are the previous faults of those read now: a store error shows at checkpoint().
+    sink_.resumeFaults(lineNo_ + 1);
+}
 
 void StreamIngest::feed(std::string_view line, int64_t position, bool truncated) {
     ++lineNo_;

@@ -1,0 +1,103 @@
+// The flood rule (a fault less than 65 536 lines after the previous fault of its stream stores
+// the last 8 dispatches of each window, not 64) across a SIGKILL of the real gpufaultd: after
+// the restart the previous fault lies before the line the daemon reads again from, so only the
+// store knows it, and the fault written after the restart must still store the short window.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/daemon/daemon_harness.h"
+#include "tests/support/process.h"
+
+using namespace gpufault::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Dispatch `i` of pid 4242's one HIP thread: launch, Arg0 and ShaderName lines.
+std::string dispatchLines(int i) {
+    uint64_t us = 1000000000ull + static_cast<uint64_t>(i) * 37;
+    return fmt::format(
+        ":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40]  "
+        "hipLaunchKernel ( 0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, 0x70536bbc2fa0, 0, "
+        "stream:<null> ) \n"
+        ":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] Arg0:   "
+        "= ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]\n"
+        ":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] "
+        "ShaderName : kernel_{}\n",
+        us,
+        us + 1,
+        i * 16,
+        us + 2,
+        i);
+}
+
+std::string faultLine(int n) {
+    return fmt::format(
+        "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address "
+        "0x7f64{:08x}. Reason: Page not present or supervisor privilege.\n",
+        n * 0x200000);
+}
+
+}  // namespace
+
+TEST(DaemonFlood, AFaultAfterAKill9IsStillAFloodsFault) {
+    TempDir dir;
+    const std::string conf = dir.file("gpufaultd.conf"), store = dir.file("store.db"),
+                      logs = dir.file("logs"), log = logs + "/job.log";
+    ::mkdir(logs.c_str(), 0755);
+    writeFile(conf,
+              fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs = "
+                          "[\"{}/*.log\"]\npoll_interval_ms = 100\n[control]\nsocket = \"{}\"\n"
+                          "group = \"\"\n[allocations]\ndirectory = \"\"\n",
+                          store,
+                          logs,
+                          dir.file("ctl.sock")));
+    // Lines 1..150: dispatches 1..50; 151: the first fault; 152..901: dispatches 51..300.
+    std::string part1;
+    for (int i = 1; i <= 50; ++i) part1 += dispatchLines(i);
+    part1 += faultLine(1);
+    for (int i = 51; i <= 300; ++i) part1 += dispatchLines(i);
+    writeFile(log, part1);
+
+    DaemonProcess d(GPUFAULTD_BIN, conf, dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(
+        eventually([&] { return storeCount(store, "SELECT max_line FROM sources") == 901; }, 10s))
+        << d.stderrText();
+    // The first fault's window: dispatches 1..50 (fewer than 64), rows at their ShaderName lines.
+    EXPECT_EQ(storeCount(store, "SELECT count(*) FROM dispatches WHERE line < 151"), 50);
+    d.kill9();
+    // The checkpoint resumes at the oldest dispatch held (64 + 64 slack back from 300): after
+    // the first fault, which is not read again.
+    EXPECT_GT(storeCount(store, "SELECT line FROM sources"), 151);
+
+    // Lines 902..961: dispatches 301..320; 962: the second fault, 811 lines after the first.
+    std::string part2;
+    for (int i = 301; i <= 320; ++i) part2 += dispatchLines(i);
+    part2 += faultLine(2);
+    std::ofstream(log, std::ios::app) << part2 << std::flush;
+
+    DaemonProcess again(GPUFAULTD_BIN, conf, dir.path());
+    ASSERT_TRUE(again.start());
+    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] {
+            return storeCount(store,
+                              "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'") ==
+                   2;
+        },
+        10s))
+        << again.stderrText();
+    // A flood's fault: the last 8 dispatches (313..320, ShaderName lines 940..961), committed
+    // with its record; 64 (257..320) had the restart forgotten the first fault.
+    EXPECT_EQ(storeCount(store, "SELECT count(*) FROM dispatches WHERE line > 151"), 8);
+    EXPECT_EQ(storeCount(store, "SELECT min(line) FROM dispatches WHERE line > 151"), 940);
+    EXPECT_EQ(storeCount(store, "SELECT count(*) FROM dispatches WHERE line < 151"), 50);
+    EXPECT_EQ(storeCount(store, "SELECT count(*) FROM operands WHERE line > 151"), 8);
+}
