@@ -16,6 +16,9 @@ struct IngestOptions {
     int dispatch_window = 64;      ///< dispatches kept per (process, runtime thread)
     uint64_t batch_lines = 10000;  ///< commit after this many lines ...
     double batch_seconds = 0.05;   ///< ... or this long after the first uncommitted line
+    /// Bytes of each of the reader's two buffers; 0: LineReader::kChunk (bench/ingest_split
+    /// --chunk-kib sweeps it).
+    size_t read_chunk_bytes = 0;
     /// Progress callback: bytes read so far, total bytes (0 when unknown). May be empty.
     std::function<void(uint64_t, uint64_t)> progress;
 };

@@ -85,9 +85,9 @@ void LineReader::Buffer::resize(size_t m) {
     n = m;
 }
 
-LineReader::LineReader(int fd, size_t max_line, std::function<void()> reuse)
+LineReader::LineReader(int fd, size_t max_line, std::function<void()> reuse, size_t chunk)
     : fd_(fd), maxLine_(max_line), reuse_(std::move(reuse)) {
-    bufs_[0].resize(kChunk);
+    bufs_[0].resize(chunk ? chunk : kChunk);
 }
 
 db::Result<std::string_view> LineReader::peek(size_t n) {

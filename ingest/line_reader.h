@@ -88,8 +88,10 @@ extern size_t (*const kFindLineEnds)(const char*, const char*, size_t, uint32_t*
 /// until it is done with the lines in it). Lines over kMaxLine are cut (a copy, `truncated`).
 class LineReader {
   public:
+    /// Bytes of each of the two buffers (read(2) size), unless a long line grows them.
     static constexpr size_t kChunk = 1 << 22;
-    LineReader(int fd, size_t max_line, std::function<void()> reuse = {});
+    /// `chunk`: bytes of each buffer, 0 for kChunk (the benchmarks sweep it).
+    LineReader(int fd, size_t max_line, std::function<void()> reuse = {}, size_t chunk = 0);
     /// Fills the buffer's first bytes without consuming them (for the fingerprint).
     db::Result<std::string_view> peek(size_t n);
     /// Sets the hook that runs before a buffer is written again.
