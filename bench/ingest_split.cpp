@@ -2,7 +2,8 @@
 // without the correlation) and prints the wall time, the CPU time and how many batches each
 // thread classified, page faults and context switches (docs/performance.md, "Seventh round",
 // "Tenth round").
-// usage: ingest_split [--chunk-kib N] STORE LOG   (N: KiB of each read buffer, default 4096)
+// usage: ingest_split [--chunk-kib N] [--batch-lines N] STORE LOG
+//   --chunk-kib: KiB of each read buffer (default 4096); --batch-lines: lines a commit (10000)
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -15,13 +16,21 @@
 
 int main(int argc, char** argv) {
     gpufault::IngestOptions opt;
-    if (argc == 5 && std::string_view(argv[1]) == "--chunk-kib") {
-        opt.read_chunk_bytes = std::strtoull(argv[2], nullptr, 10) << 10;
+    while (argc >= 5 && std::string_view(argv[1]).starts_with("--")) {
+        const std::string_view o = argv[1];
+        const uint64_t v = std::strtoull(argv[2], nullptr, 10);
+        if (o == "--chunk-kib") {
+            opt.read_chunk_bytes = v << 10;
+        } else if (o == "--batch-lines") {
+            opt.batch_lines = v;
+        } else {
+            break;
+        }
         argv += 2;
         argc -= 2;
     }
     if (argc != 3) {
-        fmt::print(stderr, "usage: ingest_split [--chunk-kib N] STORE LOG\n");
+        fmt::print(stderr, "usage: ingest_split [--chunk-kib N] [--batch-lines N] STORE LOG\n");
         return 2;
     }
     auto store = gpufault::Store::open(argv[1], gpufault::Store::Mode::ReadWrite);
