@@ -163,8 +163,10 @@ class LineReader {
     bool skipping_ = false;
     bool lastCr_ = true;
     static constexpr size_t kNone = static_cast<size_t>(-1);
-    // The first '\r' at or after the line it was searched from (up to crTo_, the buffer's end
-    // then), kNone when there was none.
+    /// Bytes hasCr() searches past the line it is asked about (at least).
+    static constexpr size_t kCrAhead = 64 << 10;
+    // The first '\r' at or after the line it was searched from (up to crTo_, where that search
+    // stopped), kNone when there was none.
     size_t cr_ = kNone, crTo_ = 0;
     std::string long_;
     uint64_t longOffset_ = 0;
