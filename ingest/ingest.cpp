@@ -125,7 +125,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
         id.device = static_cast<int64_t>(st.st_dev);
         id.inode = static_cast<int64_t>(st.st_ino);
     }
-    LineReader reader(fd.fd, kMaxLine);
+    LineReader reader(fd.fd, kMaxLine, {}, opt.read_chunk_bytes);
     auto head = reader.peek(kFingerprintBytes);
     if (!head) return std::unexpected(db::Error{fmt::format("{}: {}", path, head.error().message)});
     // Compressed logs and cores (journal exports, `dmesg.gz`, `core.zst`) are not text.
@@ -161,7 +161,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
         // Resume: reposition the file at the checkpoint.
         if (::lseek(fd.fd, state.offset, SEEK_SET) < 0)
             return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
-        reader = LineReader(fd.fd, kMaxLine);
+        reader = LineReader(fd.fd, kMaxLine, {}, opt.read_chunk_bytes);
         reader.setBase(static_cast<uint64_t>(state.offset));
         sum.resumed = !state.complete;
     } else if (id.kind == "file" && static_cast<uint64_t>(state.offset) > total) {

@@ -14,8 +14,13 @@ namespace gpufault {
 
 struct IngestOptions {
     int dispatch_window = 64;      ///< dispatches kept per (process, runtime thread)
-    uint64_t batch_lines = 10000;  ///< commit after this many lines ...
+    /// Commit after this many lines ... (gpufaultd's own default is 10 000: commit.batch_lines;
+    /// 100 000 here: ~12 % less wall time on 2 GiB than 10 000, docs/performance.md "Tenth round")
+    uint64_t batch_lines = 100000;
     double batch_seconds = 0.05;   ///< ... or this long after the first uncommitted line
+    /// Bytes of each of the reader's two buffers; 0: LineReader::kChunk (bench/ingest_split
+    /// --chunk-kib sweeps it).
+    size_t read_chunk_bytes = 0;
     /// Progress callback: bytes read so far, total bytes (0 when unknown). May be empty.
     std::function<void(uint64_t, uint64_t)> progress;
 };

@@ -88,8 +88,10 @@ extern size_t (*const kFindLineEnds)(const char*, const char*, size_t, uint32_t*
 /// until it is done with the lines in it). Lines over kMaxLine are cut (a copy, `truncated`).
 class LineReader {
   public:
+    /// Bytes of each of the two buffers (read(2) size), unless a long line grows them.
     static constexpr size_t kChunk = 1 << 22;
-    LineReader(int fd, size_t max_line, std::function<void()> reuse = {});
+    /// `chunk`: bytes of each buffer, 0 for kChunk (the benchmarks sweep it).
+    LineReader(int fd, size_t max_line, std::function<void()> reuse = {}, size_t chunk = 0);
     /// Fills the buffer's first bytes without consuming them (for the fingerprint).
     db::Result<std::string_view> peek(size_t n);
     /// Sets the hook that runs before a buffer is written again.
@@ -161,8 +163,10 @@ class LineReader {
     bool skipping_ = false;
     bool lastCr_ = true;
     static constexpr size_t kNone = static_cast<size_t>(-1);
-    // The first '\r' at or after the line it was searched from (up to crTo_, the buffer's end
-    // then), kNone when there was none.
+    /// Bytes hasCr() searches past the line it is asked about (at least).
+    static constexpr size_t kCrAhead = 64 << 10;
+    // The first '\r' at or after the line it was searched from (up to crTo_, where that search
+    // stopped), kNone when there was none.
     size_t cr_ = kNone, crTo_ = 0;
     std::string long_;
     uint64_t longOffset_ = 0;

@@ -326,8 +326,8 @@ class Store {
     std::optional<WallInstant> wallInstant(const TimeInfo& t);
     std::string lastWall_;  ///< wallInstant()'s last local date and its result
     std::optional<WallInstant> lastInstant_;
-    db::Stmt insEvidence_, insDispatch_, insOperand_, insCount_, insKernel_, selKernel_,
-        insWarning_;
+    db::Stmt insEvidence_, insDispatch_, selDispatch_, insOperand_, insCount_, insKernel_,
+        selKernel_, insWarning_, updPosition_;
 };
 
 /// Trailing zero bits of an address (64 for 0).

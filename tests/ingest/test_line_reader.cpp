@@ -107,6 +107,60 @@ TEST(LineReader, TakeBufferedAgreesWithNext) {
     ::unlink(tmpl);
 }
 
+// next() alone (as the crash readers use it): lastLineMayHaveCr() is exact for every line, with
+// '\r' far apart (the search looks ahead a bounded stretch, 64 KiB), in runs, at a line's last
+// byte, at the buffers' ends, and in the line that crosses from one buffer into the next.
+TEST(LineReader, NextTellsExactlyWhichLinesHoldACarriageReturn) {
+    char tmpl[] = "/tmp/gpufault-line-reader-XXXXXX";
+    int fd = ::mkstemp(tmpl);
+    ASSERT_GE(fd, 0);
+    std::string text;
+    uint64_t seed = 11;
+    auto rnd = [&seed](size_t n) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        return static_cast<size_t>((seed >> 33) % n);
+    };
+    while (text.size() < 3 * LineReader::kChunk) {
+        size_t len = 1 + (rnd(20) == 0 ? rnd(20000) : rnd(150));
+        std::string l(len, 'x');
+        // Sparse stretches (one line in 3000), then dense ones (one in 3).
+        const bool dense = (text.size() / 300000) % 4 == 3;
+        if (rnd(dense ? 3 : 3000) == 0) l[rnd(2) ? len - 1 : rnd(len)] = '\r';
+        text += l + '\n';
+    }
+    // A '\r' in the line that crosses the first buffer's end, and right after that end.
+    const size_t edge = text.find('\n', LineReader::kChunk - 10);
+    ASSERT_NE(edge, std::string::npos);
+    text[edge - 1] = '\r';
+    const size_t after = text.find('\n', edge + 1);
+    text[after - 1] = '\r';
+    ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+
+    fd = ::open(tmpl, O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    LineReader r(fd, 1 << 20);
+    size_t lines = 0, withCr = 0, pos = 0;
+    for (;;) {
+        uint64_t off = 0;
+        bool truncated = false;
+        auto l = r.next(off, truncated);
+        ASSERT_TRUE(l.has_value());
+        if (!*l) break;
+        ASSERT_EQ(off, pos);
+        const bool cr = (*l)->find('\r') != std::string_view::npos;
+        EXPECT_EQ(r.lastLineMayHaveCr(), cr) << "line " << lines << " at " << off;
+        withCr += cr;
+        ++lines;
+        pos += (*l)->size() + 1;
+    }
+    ::close(fd);
+    ::unlink(tmpl);
+    EXPECT_EQ(pos, text.size());
+    EXPECT_GT(withCr, 1000u);
+    EXPECT_GT(lines, 20000u);
+}
+
 }  // namespace
 }  // namespace gpufault
 

@@ -153,6 +153,58 @@ TEST(Store, SameSourceSameRecordIsStoredOnce) {
     EXPECT_EQ(scalar(*s, "SELECT align_log2 FROM evidence WHERE line = 3"), 21);
 }
 
+// addDispatch returns the row's id: a new row's, or for a line stored before (a window flushed
+// twice, a re-ingest) the stored row's, which keeps its fields; rows stored in between (another
+// table's insert moves last_insert_rowid) do not confuse it.
+TEST(Store, DispatchStoredTwiceKeepsItsRowAndId) {
+    TempDir t;
+    auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s);
+    auto src = s->source(SourceIdentity{"a.log", "file", 1, 2, "abc"});
+    ASSERT_TRUE(src);
+    auto other = s->source(SourceIdentity{"b.log", "file", 1, 3, "def"});
+    ASSERT_TRUE(other);
+    ASSERT_TRUE(s->begin());
+    Dispatch d;
+    d.line = 40;
+    d.pid = 7;
+    d.runtime_tid = "0x7f00";
+    d.kernel = "k1";
+    d.time.runtime_us = 1000;
+    auto first = s->addDispatch(src->id, d);
+    ASSERT_TRUE(first);
+    d.line = 41;
+    auto second = s->addDispatch(src->id, d);
+    ASSERT_TRUE(second);
+    EXPECT_NE(*first, *second);
+    ASSERT_TRUE(s->addOperand(src->id, operand(41, "arg0 of k1", 0x1000, 0x2000), *second));
+    ASSERT_TRUE(s->addEvidence(src->id, rocr(42, 0x7f6459a00000)));
+    d.line = 40;  // again, with other fields: the stored row stays as it was
+    d.pid = 8;
+    d.kernel = "k2";
+    d.time.runtime_us = 2000;
+    auto again = s->addDispatch(src->id, d);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(*again, *first);
+    auto elsewhere = s->addDispatch(other->id, d);  // the same line of another source: new
+    ASSERT_TRUE(elsewhere);
+    EXPECT_NE(*elsewhere, *first);
+    EXPECT_NE(*elsewhere, *second);
+    d.line = 41;
+    auto again2 = s->addDispatch(src->id, d);
+    ASSERT_TRUE(again2);
+    EXPECT_EQ(*again2, *second);
+    ASSERT_TRUE(s->commit());
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM dispatches"), 3);
+    EXPECT_EQ(scalar(*s, fmt::format("SELECT pid FROM dispatches WHERE id={}", *first)), 7);
+    EXPECT_EQ(scalar(*s, fmt::format("SELECT runtime_us FROM dispatches WHERE id={}", *first)),
+              1000);
+    EXPECT_EQ(scalar(*s, fmt::format("SELECT line FROM dispatches WHERE id={}", *second)), 41);
+    EXPECT_EQ(scalar(*s, fmt::format("SELECT pid FROM dispatches WHERE id={}", *elsewhere)), 8);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM kernels"), 2);
+    EXPECT_EQ(scalar(*s, "SELECT dispatch_id FROM operands"), *second);
+}
+
 // copytruncate across restarts: a file checkpoint keeps its prefix hash (all 64 bits) and the
 // checkpoints before it; a copy's file takes the stream over, and a row that already had the
 // copy's identity is set aside (complete when it recorded nothing).
