@@ -59,6 +59,24 @@ TEST(Dmesg, RawStampOnSegfaultLineKeepsTheTask) {
     expectKernelS(d, 231.101010);
 }
 
+// FORMATS.md §9.1: comm may hold spaces. `[%5lu.%06lu] Web Content[7]: segfault at …` is dmesg,
+// not journalctl short-monotonic's `[STAMP] HOST IDENT[PID]: ` (journald tags it `kernel: `).
+TEST(Dmesg, RawStampOnTwoWordTaskIsNoJournalHeader) {
+    for (const std::string msg : {"segfault at 10 ip 00007fc6465e0b41 sp 00007ffccd3249f0 error 6",
+                                  "unhandled exception: level 3 translation fault"}) {
+        auto d =
+            decodeOne(cfmt("[%5lu.%06lu] ", 12345678UL, 999999UL) + "Web Content[4194304]: " + msg);
+        EXPECT_EQ(d.origin, Origin::Kernel) << msg;
+        EXPECT_TRUE(d.ident.empty()) << msg;
+        EXPECT_EQ(d.text, "Web Content[4194304]: " + msg);
+        expectKernelS(d, 12345678.999999);
+    }
+    // A program's own line in short-monotonic keeps its header.
+    auto j = decodeOne("[  229.550864] gpu-node-7 python3[4242]: segfault handler installed");
+    EXPECT_EQ(j.ident, "python3");
+    EXPECT_EQ(j.text, "segfault handler installed");
+}
+
 TEST(Dmesg, CtimeEnglish) {
     auto d = decodeOne("[" + cstrftime("%a %b %e %H:%M:%S %Y") + "] " + kFault);
     EXPECT_EQ(d.text, kFault);
