@@ -123,6 +123,7 @@ bool rfc5424(Cursor& c, KernelPrefix& p) {
         }
     }
     if (!(t.eat(' ') || t.done())) return false;
+    t.eat("\xEF\xBB\xBF");  // MSG = [BOM] UTF-8 text (RFC 5424 §6.4)
     p.ident = f[1] == "-" ? std::string_view{} : f[1];
     p.origin = f[1] == "kernel" ? Origin::Kernel : Origin::Other;
     Cursor pid{f[2]};

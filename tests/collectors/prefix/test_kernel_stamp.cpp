@@ -392,6 +392,11 @@ TEST(Syslog, ForwardedAndBareKernelTag) {
     EXPECT_EQ(sd.ident, "python3");
     EXPECT_EQ(sd.ident_pid, 4242);
     EXPECT_EQ(sd.origin, Origin::Other);
+    // MSG = [BOM] text (RFC 5424 §6.4), PRI at its maximum, a millisecond stamp.
+    auto bom = decodeOne("<191>1 2025-12-31T23:59:59.999Z h kernel - - - \xEF\xBB\xBF" + kFault);
+    EXPECT_EQ(bom.text, kFault);
+    EXPECT_EQ(bom.ident, "kernel");
+    EXPECT_EQ(bom.time.wall, "2025-12-31T23:59:59");
     auto f = decodeOne("<4>Sep  9 02:30:28 host kernel: " + kFault);
     EXPECT_EQ(f.text, kFault);
     EXPECT_EQ(f.origin, Origin::Kernel);
