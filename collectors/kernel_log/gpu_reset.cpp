@@ -93,8 +93,10 @@ size_t GpuResetMatcher::open(const LogLine& line,
                              ResetEvent ev,
                              Sink& out) {
     if (!key.empty()) {  // a device line takes over the device-less episode before it
+        // (not a timeout of its own: `ring X timeout, but soft recovered` is one as well)
         size_t anon = find("");
-        if (anon != npos && !(ev == ResetEvent::RingTimeout && episodes_[anon].timeout)) {
+        const bool own = ev == ResetEvent::RingTimeout || ev == ResetEvent::SoftRecovered;
+        if (anon != npos && !(own && episodes_[anon].timeout)) {
             episodes_[anon].key = std::move(key);
             episodes_[anon].ev.pci = std::move(pci);
             return anon;

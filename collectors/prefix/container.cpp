@@ -166,6 +166,7 @@ bool dockerJsonFast(std::string_view obj, JsonPayload& p) {
     if (!c.eat("{\"log\":\"") || !jsonString(c, p.text)) return false;
     if (c.eat(",\"stream\":\"") && !plain(stream)) return false;
     if (!c.eat(",\"time\":\"") || !plain(time) || !c.eat('}') || !c.done()) return false;
+    p.docker_stream = stream == "stderr" ? 1 : stream == "stdout" ? 0 : -1;
     if (auto st = scanIsoStamp(time, true)) {
         p.wall = formatWall(st->t);
         p.wall_utc_s = zonedEpoch(*st);
@@ -214,6 +215,7 @@ bool parseJsonLine(std::string_view line, JsonPayload& p) {
     p.origin = Origin::Unknown;
     p.ident.clear();
     p.ident_pid.reset();
+    p.docker_stream = -1;
     if (obj.starts_with("{\"log\":\"") && dockerJsonFast(obj, p)) return true;
 
     auto j = nlohmann::json::parse(obj.data(), obj.data() + obj.size(), nullptr, false);
@@ -234,6 +236,9 @@ bool parseJsonLine(std::string_view line, JsonPayload& p) {
             continue;
         }
         found = true;
+        if (auto st = j.find("stream");
+            it->is_string() && key == std::string_view("log") && st != j.end() && st->is_string())
+            p.docker_stream = *st == "stderr" ? 1 : *st == "stdout" ? 0 : -1;
         break;
     }
     if (!found) return false;

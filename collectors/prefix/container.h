@@ -34,6 +34,9 @@ struct JsonPayload {
     Origin origin = Origin::Unknown;
     std::string ident;
     std::optional<int64_t> ident_pid;
+    /// Docker json-file records (`log` with `stream`): 0 stdout, 1 stderr; -1 for other JSON.
+    /// Their `log` ends in `\n` for a complete line; a piece of a longer one has none.
+    int docker_stream = -1;
 };
 
 /// A line holding one JSON object (leading blanks and a trailing `,` allowed) whose string field

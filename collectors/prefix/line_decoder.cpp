@@ -30,9 +30,11 @@ struct Outer {
     std::optional<int64_t> ident_pid;
 };
 
-/// A CRI logical line being assembled from `P` records of one stream.
+/// A CRI logical line being assembled from `P` records of one stream, or a Docker json-file
+/// line from its pieces (`log` without the final `\n`).
 struct PendingCri {
     bool active = false;
+    bool docker = false;  ///< Docker json-file pieces, not CRI records
     uint64_t line = 0;
     std::string raw;   ///< the first piece's physical line
     std::string text;  ///< contents so far, at most kMaxLine bytes
@@ -200,6 +202,7 @@ void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit)
         }
         if (!p.active && h->partial) {
             p.active = true;
+            p.docker = false;
             p.line = line_no;
             p.raw.assign(raw.substr(0, kMaxLine));
             p.text.clear();
@@ -222,9 +225,18 @@ void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit)
         st.logical(line_no, raw, content, &o, emit);
         return;
     }
-    if (st.cri[0].active || st.cri[1].active) st.flushCri(emit);
+    const bool json =
+        !s.empty() && (s[0] == '{' || s[0] == ' ' || s[0] == '\t') && parseJsonLine(s, st.json);
+    const int docker = json ? st.json.docker_stream : -1;
+    // Pieces continue only in a record of their own kind (a Docker piece in the next Docker
+    // record of its stream, a CRI piece in the next CRI record of its stream).
+    for (const PendingCri& p : st.cri)
+        if (p.active && (docker < 0 || !p.docker)) {
+            st.flushCri(emit);
+            break;
+        }
 
-    if (!s.empty() && (s[0] == '{' || s[0] == ' ' || s[0] == '\t') && parseJsonLine(s, st.json)) {
+    if (json) {
         Outer o;
         o.wall = st.json.wall;
         o.wall_utc_s = st.json.wall_utc_s;
@@ -233,6 +245,31 @@ void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit)
         o.ident = st.json.ident;
         o.ident_pid = st.json.ident_pid;
         std::string_view text = st.json.text;
+        std::string joined;
+        if (docker >= 0) {  // FORMATS.md §9.4: a long line is split into pieces without `\n`
+            PendingCri& p = st.cri[docker];
+            const bool piece = !text.ends_with('\n');
+            if (!p.active && piece) {
+                p.active = true;
+                p.docker = true;
+                p.line = line_no;
+                p.raw.assign(raw.substr(0, kMaxLine));
+                p.text.clear();
+                p.wall = o.wall;
+                p.wall_utc_s = o.wall_utc_s;
+            }
+            if (p.active) {
+                appendBounded(p.text, text);
+                if (piece) return;
+                p.active = false;
+                joined = std::move(p.text);
+                text = joined;
+                line_no = p.line;
+                raw = p.raw;
+                o.wall = p.wall;
+                o.wall_utc_s = p.wall_utc_s;
+            }
+        }
         if (text.ends_with('\n')) text.remove_suffix(1);  // Docker keeps the line's `\n`
         for (size_t pos = 0;;) {
             size_t nl = text.find('\n', pos);

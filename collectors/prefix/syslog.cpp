@@ -38,6 +38,12 @@ bool identTag(Cursor& c, KernelPrefix& p) {
     return true;
 }
 
+/// The messages the kernel prints as `COMM[PID]: …` about a user task (FORMATS.md §9.1:
+/// x86 `segfault at `, arm64 `unhandled exception: `).
+bool isKernelTaskMessage(std::string_view rest) {
+    return rest.starts_with("segfault at ") || rest.starts_with("unhandled exception: ");
+}
+
 /// `HH:MM:SS` with an optional `.ffffff`.
 bool clock(Cursor& c, CivilTime& t) {
     Cursor u = c;
@@ -117,6 +123,7 @@ bool rfc5424(Cursor& c, KernelPrefix& p) {
         }
     }
     if (!(t.eat(' ') || t.done())) return false;
+    t.eat("\xEF\xBB\xBF");  // MSG = [BOM] UTF-8 text (RFC 5424 §6.4)
     p.ident = f[1] == "-" ? std::string_view{} : f[1];
     p.origin = f[1] == "kernel" ? Origin::Kernel : Origin::Other;
     Cursor pid{f[2]};
@@ -143,6 +150,10 @@ bool stampedHeader(Cursor& c, KernelPrefix& p) {
         if (token(h).empty() || !h.eat(' ') || !identTag(h, q) ||
             (q.ident != "kernel" && !q.ident_pid))
             return false;
+        // dmesg with a task name of two words (`Web Content`) reads the same: `[  7.1] Web
+        // Content[7]: segfault at …`. Only the kernel prints those messages (journald would tag
+        // them `kernel: `), so a mono stamp before them is dmesg's (FORMATS.md §9.1).
+        if (q.ident != "kernel" && isKernelTaskMessage(h.rest())) return false;
         size_t len = 0;
         p.kernel_s = parsePrintkStamp(c.rest(), &len, true);
         if (!p.kernel_s) return false;

@@ -53,6 +53,14 @@ bool isReasonPrefix(std::string_view r) {
     return false;
 }
 
+/// Length of the table reason that starts `r` and is followed by ROCr's closing `.` (a colour
+/// reset or another write may follow it on the line), else 0.
+size_t knownReasonLength(std::string_view r) {
+    for (auto k : kReasons)
+        if (r.size() > k.size() && r[k.size()] == '.' && iequalPrefix(r, k)) return k.size();
+    return 0;
+}
+
 /// `0x…` at the start of `s`, with `xxx` masking (low digits printed as `x`): value with the
 /// masked digits as 0, and `*masked` set. `(nil)` → 0.
 std::optional<uint64_t> parseAddress(std::string_view s, bool* masked, size_t* used) {
@@ -136,7 +144,9 @@ class RocrFaultMatcher final : public Matcher {
         size_t r = s.find("Reason: ");
         if (r == std::string_view::npos) return out.evidence(std::move(e));
         std::string_view reason = text::trim(s.substr(r + 8));
-        if (reason.ends_with('.')) {
+        if (size_t n = knownReasonLength(reason)) {
+            reason = reason.substr(0, n);  // `%s.` then whatever the stream glued on
+        } else if (reason.ends_with('.')) {
             reason.remove_suffix(1);
         } else if (!isKnownReason(reason) && isReasonPrefix(reason)) {
             e.reason = std::string(reason);

@@ -157,6 +157,26 @@ TEST(GpuReset, OldDrmErrorTimeoutTakesTheDeviceOfTheResetAfterIt) {
     EXPECT_EQ(r[0].attr("ring"), "gfx");
 }
 
+// `ring %s timeout, but soft recovered` (§1.5) is a timeout of its own: a device's soft recovery
+// of another ring does not take over the device-less DRM_ERROR timeout before it.
+TEST(GpuReset, SoftRecoveryDoesNotTakeOverADeviceLessTimeout) {
+    auto r =
+        run({"[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring sdma1 timeout, signaled "
+             "seq=4294967295, emitted seq=0",
+             D + "ring gfx_0.0.0 timeout, but soft recovered"});
+    ASSERT_EQ(r.size(), 2u);
+    std::sort(r.begin(), r.end(), [](auto& a, auto& b) { return a.line < b.line; });
+    EXPECT_EQ(r[0].line, 1u);
+    EXPECT_FALSE(r[0].pci);
+    EXPECT_EQ(r[0].attr("ring"), "sdma1");
+    EXPECT_EQ(r[0].attr("signaled_seq"), "4294967295");
+    EXPECT_FALSE(r[0].attr("result"));
+    EXPECT_EQ(r[1].line, 2u);
+    EXPECT_EQ(r[1].pci, "0000:03:00.0");
+    EXPECT_EQ(r[1].attr("ring"), "gfx_0.0.0");
+    EXPECT_EQ(r[1].attr("result"), "soft_recovered");
+}
+
 TEST(GpuReset, DeviceLessTimeoutAloneHasNoPci) {
     auto r =
         run({"[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring sdma0 timeout, signaled seq=1, "

@@ -59,6 +59,24 @@ TEST(Dmesg, RawStampOnSegfaultLineKeepsTheTask) {
     expectKernelS(d, 231.101010);
 }
 
+// FORMATS.md §9.1: comm may hold spaces. `[%5lu.%06lu] Web Content[7]: segfault at …` is dmesg,
+// not journalctl short-monotonic's `[STAMP] HOST IDENT[PID]: ` (journald tags it `kernel: `).
+TEST(Dmesg, RawStampOnTwoWordTaskIsNoJournalHeader) {
+    for (const std::string msg : {"segfault at 10 ip 00007fc6465e0b41 sp 00007ffccd3249f0 error 6",
+                                  "unhandled exception: level 3 translation fault"}) {
+        auto d =
+            decodeOne(cfmt("[%5lu.%06lu] ", 12345678UL, 999999UL) + "Web Content[4194304]: " + msg);
+        EXPECT_EQ(d.origin, Origin::Kernel) << msg;
+        EXPECT_TRUE(d.ident.empty()) << msg;
+        EXPECT_EQ(d.text, "Web Content[4194304]: " + msg);
+        expectKernelS(d, 12345678.999999);
+    }
+    // A program's own line in short-monotonic keeps its header.
+    auto j = decodeOne("[  229.550864] gpu-node-7 python3[4242]: segfault handler installed");
+    EXPECT_EQ(j.ident, "python3");
+    EXPECT_EQ(j.text, "segfault handler installed");
+}
+
 TEST(Dmesg, CtimeEnglish) {
     auto d = decodeOne("[" + cstrftime("%a %b %e %H:%M:%S %Y") + "] " + kFault);
     EXPECT_EQ(d.text, kFault);
@@ -374,6 +392,11 @@ TEST(Syslog, ForwardedAndBareKernelTag) {
     EXPECT_EQ(sd.ident, "python3");
     EXPECT_EQ(sd.ident_pid, 4242);
     EXPECT_EQ(sd.origin, Origin::Other);
+    // MSG = [BOM] text (RFC 5424 §6.4), PRI at its maximum, a millisecond stamp.
+    auto bom = decodeOne("<191>1 2025-12-31T23:59:59.999Z h kernel - - - \xEF\xBB\xBF" + kFault);
+    EXPECT_EQ(bom.text, kFault);
+    EXPECT_EQ(bom.ident, "kernel");
+    EXPECT_EQ(bom.time.wall, "2025-12-31T23:59:59");
     auto f = decodeOne("<4>Sep  9 02:30:28 host kernel: " + kFault);
     EXPECT_EQ(f.text, kFault);
     EXPECT_EQ(f.origin, Origin::Kernel);

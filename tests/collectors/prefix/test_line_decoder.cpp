@@ -130,6 +130,43 @@ TEST(LineDecoder, DockerJsonFile) {
     EXPECT_EQ(decodeOne("{\"log\":\"\\ud800\"}").text, "{\"log\":\"\\ud800\"}");  // lone surrogate
 }
 
+// FORMATS.md §9.4 (moby marshalMessage): `log` keeps the `\n` of a complete line; the pieces of
+// a longer one have none until the last. Pieces of stdout and stderr interleave; each stream
+// joins its own. A piece left at the end of the stream, or before a line of another kind, is
+// a line of its own.
+TEST(LineDecoder, DockerJsonFilePiecesAreJoined) {
+    auto rec = [](std::string log, std::string stream, std::string extra = "") {
+        return "{\"log\":\"" + log + "\",\"stream\":\"" + stream + "\"," + extra +
+               "\"time\":\"2025-12-31T23:59:59.999999999Z\"}";
+    };
+    auto v =
+        decodeAll({rec("Memory access fault by GPU node-1 (Agent handle: 0x1) on add", "stderr"),
+                   rec("progress 1\\n", "stdout"),
+                   rec("partial out ", "stdout"),
+                   rec("ress 0xFFFFFFFFF000. Reason: Unknown.", "stderr", "\"attrs\":{},"),
+                   rec(" of stderr\\r\\n", "stderr"),
+                   rec("end of out\\n", "stdout"),
+                   rec("cut at the end", "stderr")});
+    ASSERT_EQ(v.size(), 4u);
+    EXPECT_EQ(v[0].text, "progress 1");
+    EXPECT_EQ(v[0].line, 2u);
+    EXPECT_EQ(v[1].text,
+              "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0xFFFFFFFFF000. "
+              "Reason: Unknown. of stderr");
+    EXPECT_EQ(v[1].line, 1u);
+    EXPECT_EQ(v[1].time.wall, "2025-12-31T23:59:59");
+    EXPECT_EQ(v[2].text, "partial out end of out");
+    EXPECT_EQ(v[2].line, 3u);
+    EXPECT_EQ(v[3].text, "cut at the end");
+    EXPECT_EQ(v[3].line, 7u);
+    // Another kind of line ends a piece; JSON of other producers never ends in `\n`.
+    auto w = decodeAll({rec("first piece", "stderr"), "plain", "{\"MESSAGE\":\"journald\"}"});
+    ASSERT_EQ(w.size(), 3u);
+    EXPECT_EQ(w[0].text, "first piece");
+    EXPECT_EQ(w[1].text, "plain");
+    EXPECT_EQ(w[2].text, "journald");
+}
+
 TEST(LineDecoder, JsonDataWithSeveralLines) {
     auto v = decodeAll({"x",
                         "{\"event\": \"line\", \"data\": \"first\\nsecond\\r\\n\", \"pipe\": "

@@ -438,6 +438,50 @@ TEST(HipLog, CouldntFindBinaryForms) {
     EXPECT_EQ(s.evidences[0].count, 2u);
 }
 
+// `"hipErrorNoBinaryForGpu: Couldn't find binary for ptr: 0x%x"` (hip_fatbin.cpp, §3.3): the
+// other form of the same failure, at level 1 with a ROCm 5.7–6.2 prefix's pid and tid.
+TEST(HipLog, CouldntFindBinaryForPtr) {
+    Feeder r;
+    r.amd({"hipErrorNoBinaryForGpu: Couldn't find binary for ptr: 0xFFFFFFFF", 4194304, kT2, 0}, 1);
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 1u);
+    EXPECT_EQ(s.evidences[0].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(s.evidences[0].reason, "hipErrorNoBinaryForGpu");
+    EXPECT_EQ(s.evidences[0].pid, 4194304);
+    EXPECT_EQ(s.evidences[0].runtime_tid, kT2);
+    EXPECT_FALSE(s.evidences[0].tid);  // a runtime thread handle is no kernel tid
+    EXPECT_EQ(s.evidences[0].time.runtime_us, 0);
+}
+
+// `Allocation failed : … %zu` (§3.3) with values up to INT64_MAX.
+TEST(HipLog, AllocationFailureLargeSizes) {
+    Feeder r;
+    r.amd(
+        {"Allocation failed : Device memory : required :9223372036854775807 | free :0 | total :0"},
+        1);
+    r.amd({"Allocation failed : Pinned Memory, size :9223372036854775807"}, 1);
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 2u);
+    EXPECT_EQ(s.evidences[0].attr("required"), "9223372036854775807");
+    EXPECT_EQ(s.evidences[0].attr("free"), "0");
+    EXPECT_EQ(s.evidences[1].attr("size"), "9223372036854775807");
+}
+
+// DEFECT (hip_log.cpp, left to its owner): `%zu` above INT64_MAX (hipMalloc of a negative size
+// computed in size_t: 18446744073709551615) loses the `size`/`required` attribute; and the
+// `for ptr: 0x%x` form keeps no `ptr` attribute and folds with the `for file:` form of another
+// binary. Enable when fixed.
+TEST(HipLog, DISABLED_AllocationSizeAboveInt64MaxAndNoBinaryPtr) {
+    Feeder r;
+    r.amd({"Allocation failed : Pinned Memory, size :18446744073709551615"}, 1);
+    r.amd({"hipErrorNoBinaryForGpu: Couldn't find binary for file: /opt/a.so"}, 1);
+    r.amd({"hipErrorNoBinaryForGpu: Couldn't find binary for ptr: 0xdeadbeef"}, 1);
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 3u);
+    EXPECT_EQ(s.evidences[0].attr("size"), "18446744073709551615");
+    EXPECT_EQ(s.evidences[2].attr("ptr"), "0xdeadbeef");
+}
+
 // Allocation failures (§3.3) and HW Exception Error.
 
 TEST(HipLog, AllocationFailures) {

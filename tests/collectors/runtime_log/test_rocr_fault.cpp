@@ -44,6 +44,29 @@ TEST(RocrFault, MayNotBeExactAddress) {
     EXPECT_EQ(ev[0].reason, "Page not present or supervisor privilege");
 }
 
+// The same format with values no fixture has (node-%u at UINT_MAX, an upper-case %p from
+// another libc, the top address) and what a stream puts after `%s.`: a colour reset of a
+// wrapper that paints stderr, the shell's `Aborted` glued on (no newline flushed between).
+TEST(RocrFault, ReasonEndsAtRocrsPeriod) {
+    auto ev =
+        run({"\x1b[31mMemory access fault by GPU node-4294967295 (Agent handle: "
+             "0xFFFFFFFFFFFF) on address 0xffffffffffffffff. Reason: Host access "
+             "only.\x1b[0m",
+             "Memory access fault by GPU node-3 (Agent handle: 0x1) on address 0x200000. "
+             "Reason: Generic hang recovery.Aborted (core dumped)",
+             "Memory access fault by GPU node-3 (Agent handle: 0x1) on address 0x200000. "
+             "Reason: A future reason. With two sentences."});
+    ASSERT_EQ(ev.size(), 3u);
+    EXPECT_EQ(ev[0].gpu_node, 4294967295);
+    EXPECT_EQ(ev[0].attr("agent_handle"), "0xFFFFFFFFFFFF");
+    EXPECT_EQ(ev[0].address, 0xffffffffffffffffu);
+    EXPECT_EQ(ev[0].address_exact, true);
+    EXPECT_EQ(ev[0].reason, "Host access only");
+    EXPECT_EQ(ev[1].address, 0x200000u);
+    EXPECT_EQ(ev[1].reason, "Generic hang recovery");
+    EXPECT_EQ(ev[2].reason, "A future reason. With two sentences");  // not in the table: kept
+}
+
 TEST(RocrFault, NilAddressAndNoAgentHandleRocm17LowerCaseUnknown) {
     auto ev = run({"Memory access fault by GPU node-2 on address (nil). Reason: unknown",
                    "Memory access fault by GPU node-1 on address 0x1000. Reason: ECC failure (if "
