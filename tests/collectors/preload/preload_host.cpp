@@ -9,6 +9,9 @@
 //   preload_host FRAMEWORK.so RUNTIME.so hold     (allocates 1 MiB, prints its pid and pointer,
 //                                                  then waits for its stdin to close: a job
 //                                                  that is still running)
+//   preload_host FRAMEWORK.so RUNTIME.so exec     (allocates 1 MiB, then exec()s itself as
+//                                                  `after-exec`, which allocates 2 MiB: one
+//                                                  process, two program images)
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -136,6 +139,26 @@ int hold() {
     return 0;
 }
 
+/// One allocation, then the same process runs this program again (pid and start time kept).
+int execSelf(char** argv) {
+    int rc = 0;
+    void* a = hipAlloc(1 << 20, &rc);
+    std::printf("before-exec pid=%d ptr=%p size=%d\n", getpid(), a, 1 << 20);
+    std::fflush(stdout);
+    char mode[] = "after-exec";
+    char* args[] = {argv[0], argv[1], argv[2], mode, nullptr};
+    execv("/proc/self/exe", args);
+    std::perror("execv");
+    return 4;
+}
+
+int afterExec() {
+    int rc = 0;
+    void* a = hipAlloc(2 << 20, &rc);
+    std::printf("after-exec pid=%d ptr=%p size=%d\n", getpid(), a, 2 << 20);
+    return rc == 0 ? 0 : 5;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -159,5 +182,7 @@ int main(int argc, char** argv) {
     fwCall = sym<Call>(fw, "fw_call_c");
     if (std::strcmp(argv[3], "puts") == 0) return std::puts("hello from puts") >= 0 ? 0 : 3;
     if (std::strcmp(argv[3], "hold") == 0) return hold();
+    if (std::strcmp(argv[3], "exec") == 0) return execSelf(argv);
+    if (std::strcmp(argv[3], "after-exec") == 0) return afterExec();
     return std::strcmp(argv[3], "fault") == 0 ? fault() : records(rt);
 }
