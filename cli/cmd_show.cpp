@@ -141,8 +141,11 @@ std::string allocationDistanceText(const AllocationDistanceRow& r) {
 }
 
 /// live (not freed before the fault), or freed before it (the use-after-free signature), or
-/// freed with the order unknown (no clock shared with the fault, or within its second).
+/// freed with the order unknown (no clock shared with the fault, or within its second). A
+/// buffer of a program image an exec replaced, joined without a clock (a run's output): gone
+/// at the exec, whose order with the fault is not known.
 std::string allocationState(const AllocationDistanceRow& r) {
+    if (!r.free_api && r.exec_replaced && r.how == "run") return "gone at exec, order unknown";
     if (!r.free_api) return "live";
     if (!r.freed_before) return "freed (" + *r.free_api + "), order unknown";
     return *r.freed_before ? "FREED before fault (" + *r.free_api + ")"
@@ -503,6 +506,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                  {"inside", r.inside},
                  {"same_2mib", r.same_2mib},
                  {"freed", r.free_api.has_value()},
+                 {"image_replaced_by_exec", r.exec_replaced},
                  {"freed_before_fault",
                   r.freed_before ? nlohmann::json(*r.freed_before) : nlohmann::json(nullptr)},
                  {"joined_by", r.how},

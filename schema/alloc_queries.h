@@ -36,6 +36,9 @@ struct AllocationDistanceRow {
     /// which rule made it the faulting process's: process, kernel time, wall time, only
     /// recording, run (schema/sql/012_alloc_processes.sql)
     std::string how;
+    /// its program image was replaced by an exec (a later `start` record of the same process):
+    /// its address space is gone from then on
+    bool exec_replaced = false;
 };
 
 /// The allocations of the incident's process, by |distance| from each member record's address

@@ -10,8 +10,9 @@
 //                                                  then waits for its stdin to close: a job
 //                                                  that is still running)
 //   preload_host FRAMEWORK.so RUNTIME.so exec     (allocates 1 MiB, then exec()s itself as
-//                                                  `after-exec`, which allocates 2 MiB: one
-//                                                  process, two program images)
+//                                                  `after-exec`, which allocates 2 MiB and
+//                                                  prints a ROCr fault inside the first
+//                                                  buffer: one process, two program images)
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -145,6 +146,10 @@ int execSelf(char** argv) {
     void* a = hipAlloc(1 << 20, &rc);
     std::printf("before-exec pid=%d ptr=%p size=%d\n", getpid(), a, 1 << 20);
     std::fflush(stdout);
+    char ptr[32];
+    std::snprintf(
+        ptr, sizeof ptr, "%lx", static_cast<unsigned long>(reinterpret_cast<uintptr_t>(a)));
+    setenv("GPUFAULT_TEST_BEFORE_EXEC", ptr, 1);
     char mode[] = "after-exec";
     char* args[] = {argv[0], argv[1], argv[2], mode, nullptr};
     execv("/proc/self/exe", args);
@@ -156,7 +161,15 @@ int afterExec() {
     int rc = 0;
     void* a = hipAlloc(2 << 20, &rc);
     std::printf("after-exec pid=%d ptr=%p size=%d\n", getpid(), a, 2 << 20);
-    return rc == 0 ? 0 : 5;
+    std::fflush(stdout);
+    // A ROCr fault line at the first image's buffer (whose address space the exec replaced).
+    const char* before = std::getenv("GPUFAULT_TEST_BEFORE_EXEC");
+    if (!before) return 5;
+    std::fprintf(stderr,
+                 "Memory access fault by GPU node-1 (Agent handle: 0x5581c7a0) on address 0x%lx. "
+                 "Reason: Page not present or supervisor privilege.\n",
+                 std::strtoul(before, nullptr, 16) + 0x10);
+    return 1;
 }
 
 }  // namespace
