@@ -323,21 +323,25 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
             ++out.frees;
         }
     }
-    // 5. An exec: a later `start` record of the same process (boot, pid, start ticks) is the
+    // 5. An exec: a later `start` record of the same process (boot, pid namespace, pid, start
+    //    ticks) is the
     //    next program image; the images before it end at its start (exact: ended_by 'exec'),
     //    so their buffers, whose address space is gone, meet no later fault.
     if (!log.processes.empty()) {
         auto exec = db_.prepare(
             "UPDATE alloc_processes AS me SET (ended_wall_us, ended_mono_us, ended_by) = (SELECT "
             "q.wall_us, q.mono_us, 'exec' FROM alloc_processes q WHERE q.pid = me.pid AND "
-            "q.boot_id = me.boot_id AND q.start_ticks = me.start_ticks AND q.mono_us > me.mono_us "
+            "q.boot_id = me.boot_id AND q.start_ticks = me.start_ticks AND q.pidns IS me.pidns AND "
+            "q.mono_us > me.mono_us "
             "AND q.recording <> me.recording ORDER BY q.mono_us LIMIT 1) WHERE me.boot_id IS NOT "
             "NULL AND me.start_ticks IS NOT NULL AND me.mono_us IS NOT NULL AND EXISTS (SELECT 1 "
             "FROM alloc_processes n WHERE n.source_id = ?1 AND n.pid = me.pid AND n.boot_id = "
-            "me.boot_id AND n.start_ticks = me.start_ticks AND n.mono_us > me.mono_us AND "
+            "me.boot_id AND n.start_ticks = me.start_ticks AND n.pidns IS me.pidns AND n.mono_us > "
+            "me.mono_us AND "
             "n.recording <> me.recording) AND (me.ended_mono_us IS NULL OR me.ended_mono_us > "
             "(SELECT min(q.mono_us) FROM alloc_processes q WHERE q.pid = me.pid AND q.boot_id = "
-            "me.boot_id AND q.start_ticks = me.start_ticks AND q.mono_us > me.mono_us AND "
+            "me.boot_id AND q.start_ticks = me.start_ticks AND q.pidns IS me.pidns AND q.mono_us > "
+            "me.mono_us AND "
             "q.recording <> me.recording))");
         if (!exec) return std::unexpected(exec.error());
         exec->bind(1, source_id);
