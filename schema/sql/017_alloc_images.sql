@@ -9,6 +9,12 @@
 --    gpufaultd noticed, an upper bound).
 -- 2. pidns: the inode of the recording process's pid namespace (newer shims); a job in a
 --    container records its own namespace's pid, which the host's /proc does not know.
+-- 3. Wall time (docs/evidence.md "Wall time"): 016 read every older row as local time even when
+--    its raw line states the zone; the C++ step below corrects those rows (Store::
+--    restateWallZones, schema/store_wall.cpp):
+-- @upgrade restate-wall-zones
+--    and a local time in a DST gap or overlap is stored as 'local_ambiguous' (the earlier
+--    reading): fault_clock does not join on it.
 ALTER TABLE alloc_processes ADD COLUMN pidns INTEGER;
 ALTER TABLE alloc_processes ADD COLUMN ended_by TEXT;
 
@@ -113,3 +119,19 @@ FROM (
          END AS how
   FROM fault_clock c JOIN alloc_processes r ON r.pid = c.pid)
 WHERE how IS NOT NULL;
+
+-- As in 016, less a local time the zone's DST change skipped or repeated (not a guess).
+DROP VIEW fault_clock;
+CREATE VIEW fault_clock AS
+SELECT e.id AS evidence_id,
+       e.pid AS pid,
+       CASE WHEN e.wall_zone IS NOT 'local_ambiguous' THEN e.wall_utc_us END AS wall_us,
+       CASE WHEN s.fingerprint LIKE 'boot %' THEN substr(s.fingerprint, 6) END AS boot_id,
+       CASE WHEN s.fingerprint LIKE 'boot %' THEN CAST(round(e.kernel_s * 1000000) AS INTEGER) END
+           AS mono_us,
+       (SELECT p.boot_id FROM processes p WHERE p.evidence_id = e.id ORDER BY p.id LIMIT 1)
+           AS proc_boot_id,
+       (SELECT p.start_ticks FROM processes p WHERE p.evidence_id = e.id ORDER BY p.id LIMIT 1)
+           AS proc_start_ticks
+FROM evidence e JOIN sources s ON s.id = e.source_id
+WHERE e.pid IS NOT NULL;
