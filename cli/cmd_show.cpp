@@ -141,12 +141,16 @@ std::string allocationDistanceText(const AllocationDistanceRow& r) {
 }
 
 /// live (not freed before the fault), or freed before it (the use-after-free signature), or
-/// freed with the order unknown (no clock shared with the fault, or within its second).
+/// freed with the order unknown (no clock shared with the fault, or within its second). A
+/// buffer of a program image an exec replaced, joined without a clock (a run's output): gone
+/// at the exec, whose order with the fault is not known.
 std::string allocationState(const AllocationDistanceRow& r) {
+    if (!r.free_api && r.exec_replaced && r.how == "run") return "gone at exec, order unknown";
     if (!r.free_api) return "live";
-    if (!r.freed_before) return "freed (" + *r.free_api + "), order unknown";
-    return *r.freed_before ? "FREED before fault (" + *r.free_api + ")"
-                           : "live (freed after, " + *r.free_api + ")";
+    // a free another file of the recording recorded is named by its file and line
+    std::string api = *r.free_api + (r.free_elsewhere ? " at " + *r.free_elsewhere : "");
+    if (!r.freed_before) return "freed (" + api + "), order unknown";
+    return *r.freed_before ? "FREED before fault (" + api + ")" : "live (freed after, " + api + ")";
 }
 
 /// One line on allocation recordings the fault did not meet, and why.
@@ -503,6 +507,9 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                  {"inside", r.inside},
                  {"same_2mib", r.same_2mib},
                  {"freed", r.free_api.has_value()},
+                 {"image_replaced_by_exec", r.exec_replaced},
+                 {"freed_in",
+                  r.free_elsewhere ? nlohmann::json(*r.free_elsewhere) : nlohmann::json(nullptr)},
                  {"freed_before_fault",
                   r.freed_before ? nlohmann::json(*r.freed_before) : nlohmann::json(nullptr)},
                  {"joined_by", r.how},

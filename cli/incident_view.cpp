@@ -8,6 +8,10 @@ namespace gpufault::cli {
 
 nlohmann::json evidenceJson(const StoredEvidence& s) {
     nlohmann::json j = toJson(s.e);
+    if (s.e.time.wall) {  // the instant the store derived (docs/evidence.md "Wall time")
+        j["time"]["wall_utc_us"] = s.wall_utc_us ? nlohmann::json(*s.wall_utc_us) : nullptr;
+        j["time"]["wall_zone"] = s.wall_zone ? nlohmann::json(*s.wall_zone) : nullptr;
+    }
     j["id"] = s.id;
     j["source"] = s.source;
     return j;

@@ -39,11 +39,31 @@ std::optional<int64_t> wallSeconds(std::string_view wall) {
 
 namespace {
 
+/// A record's wall clock for comparisons, seconds: the instant the store derived (the zone the
+/// record stated, else the ingesting zone; not a DST-ambiguous reading), or the stamp's stated
+/// instant; for a record not read from a store without one, the printed date counted on its own
+/// unstated zone (`utc` false). Two clocks compare only when both are instants or both are not.
+struct WallClock {
+    int64_t s = 0;
+    bool utc = false;
+    bool operator==(const WallClock&) const = default;
+};
+std::optional<WallClock> wallClock(const StoredEvidence& r) {
+    if (r.wall_utc_us) {
+        if (r.wall_zone == "local_ambiguous") return std::nullopt;
+        int64_t us = *r.wall_utc_us;
+        return WallClock{us >= 0 ? us / 1000000 : -((-us + 999999) / 1000000), true};
+    }
+    if (r.e.time.wall_utc_s) return WallClock{*r.e.time.wall_utc_s, true};
+    if (r.e.time.wall && r.e.time.wall->size() == 19)
+        if (auto w = wallSeconds(*r.e.time.wall)) return WallClock{*w, false};
+    return std::nullopt;
+}
+
 /// A core's time (the file's modification) is not the instant of the fault: it is compared
 /// only by the core link, never as a shared clock.
-const std::optional<std::string>& wallOf(const Evidence& e) {
-    static const std::optional<std::string> kNone;
-    return e.kind == Kind::Coredump ? kNone : e.time.wall;
+std::optional<WallClock> wallOf(const StoredEvidence& r) {
+    return r.e.kind == Kind::Coredump ? std::nullopt : wallClock(r);
 }
 
 /// What a set of records states that another set could contradict: one GPU node, device and
@@ -52,7 +72,8 @@ const std::optional<std::string>& wallOf(const Evidence& e) {
 /// without a pid can never chain two processes into one incident. O(1) per join.
 struct Traits {
     std::optional<int64_t> node;
-    std::optional<std::string> pci, vendor, wall;
+    std::optional<std::string> pci, vendor;
+    std::optional<WallClock> wall;
     std::vector<std::pair<int64_t, std::optional<int64_t>>> kernelPids;  // (pid, tid)
     std::vector<std::pair<int64_t, int64_t>> streamPids;                 // (source, pid)
     std::optional<double> kMin, kMax, rMin, rMax;                        // seconds
@@ -71,14 +92,14 @@ struct Traits {
         }
         if (e.time.kernel_s) t.kMin = t.kMax = *e.time.kernel_s;
         if (e.time.runtime_us) t.rMin = t.rMax = static_cast<double>(*e.time.runtime_us) / 1e6;
-        if (wallOf(e) && wallOf(e)->size() == 19) t.wall = wallOf(e);
+        t.wall = wallOf(s);
         return t;
     }
 
     bool conflicts(const Traits& o, double maxGap) const {
         auto differ = [](const auto& a, const auto& b) { return a && b && *a != *b; };
         if (differ(node, o.node) || differ(pci, o.pci) || differ(vendor, o.vendor) ||
-            differ(wall, o.wall))
+            (wall && o.wall && wall->utc == o.wall->utc && wall->s != o.wall->s))
             return true;
         for (auto& [p1, t1] : kernelPids)
             for (auto& [p2, t2] : o.kernelPids)
@@ -144,12 +165,13 @@ struct UnionFind {
 };
 
 /// Seconds between two records on a clock both carry; nullopt when they share none.
-std::optional<double> clockGap(const Evidence& a, const Evidence& b) {
+std::optional<double> clockGap(const StoredEvidence& ra, const StoredEvidence& rb) {
+    const Evidence &a = ra.e, &b = rb.e;
     if (a.time.kernel_s && b.time.kernel_s) return std::fabs(*a.time.kernel_s - *b.time.kernel_s);
     if (a.time.runtime_us && b.time.runtime_us)
         return std::fabs(static_cast<double>(*a.time.runtime_us - *b.time.runtime_us)) / 1e6;
-    const auto &wa = wallOf(a), &wb = wallOf(b);
-    if (wa && wb && wa->size() == 19 && wb->size() == 19)
+    auto wa = wallOf(ra), wb = wallOf(rb);
+    if (wa && wb && wa->utc == wb->utc)
         return *wa == *wb ? 0.0 : 1e9;  // to the second; different = unknown gap
     return std::nullopt;
 }
@@ -175,7 +197,7 @@ struct Linker {
             bool tidMatch = (x.tid && *x.tid == *y.pid) || (y.tid && *y.tid == *x.pid);
             if (!tidMatch) return true;
         }
-        if (auto gap = clockGap(x, y); gap && *gap > rules.max_gap_s) return true;
+        if (auto gap = clockGap(a, b); gap && *gap > rules.max_gap_s) return true;
         return false;
     }
 
@@ -190,7 +212,7 @@ struct Linker {
         bool sameSide = isKernelSide(x.kind) == isKernelSide(y.kind);
         if (!sameSide)
             return {};  // a pid or proximity alone never joins kernel and runtime records
-        auto gap = clockGap(x, y);
+        auto gap = clockGap(a, b);
         bool close =
             gap ? *gap <= rules.max_gap_s
                 : a.source_id == b.source_id &&
@@ -412,7 +434,7 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
     std::unordered_map<int64_t, std::vector<size_t>> withPid, withTid;
     for (size_t i = 0; i < faults.size(); ++i) {
         const auto& f = faults[i]->e;
-        if (f.kind == Kind::Coredump || !f.pid || !f.time.wall) continue;
+        if (f.kind == Kind::Coredump || !f.pid || !wallClock(*faults[i])) continue;
         withPid[*f.pid].push_back(i);
         if (f.tid) withTid[*f.tid].push_back(i);
     }
@@ -420,8 +442,8 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
     for (size_t c = 0; c < faults.size(); ++c) {
         if (stopped()) return std::nullopt;
         const auto& core = faults[c]->e;
-        if (core.kind != Kind::Coredump || !core.pid || !core.time.wall) continue;
-        auto ct = wallSeconds(*core.time.wall);
+        if (core.kind != Kind::Coredump || !core.pid) continue;
+        auto ct = wallClock(*faults[c]);  // the core's time: an instant (stated)
         if (!ct) continue;
         candidates.clear();
         auto add = [&](const auto& index, int64_t key) {
@@ -443,9 +465,9 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
             if (samePid && f.process && core.process &&
                 f.process->substr(0, 15) != core.process->substr(0, 15))
                 continue;
-            auto ft = wallSeconds(*f.time.wall);
-            if (!ft) continue;
-            int64_t gap = *ct - *ft;
+            auto ft = wallClock(*faults[i]);
+            if (!ft || ft->utc != ct->utc) continue;
+            int64_t gap = ct->s - ft->s;
             if (gap < -rules.core_before_s || gap > rules.core_after_s) continue;
             if (!best || std::llabs(gap) < std::llabs(bestGap)) {
                 best = i;
@@ -526,7 +548,7 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
             for (auto i = it->second.rbegin(); i != it->second.rend(); ++i) {
                 if (stopped()) return std::nullopt;
                 const auto* f = faults[*i];
-                auto gap = clockGap(f->e, c->e);
+                auto gap = clockGap(*f, *c);
                 bool after = f->source_id == c->source_id ? f->e.line <= c->e.line : true;
                 if (gap ? *gap <= rules.reset_after_s : f->source_id == c->source_id && after) {
                     best = incidentOf[*i];

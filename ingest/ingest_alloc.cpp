@@ -353,7 +353,7 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
             feedLines(f->fd(), s->offset, state, path, sum.bytes_read, [&](alloclog::Log&& log) {
                 if (opt.only_pid) onlyPid(log, *opt.only_pid);
                 n += log.allocations.size();
-                for (const auto& p : log.processes) state.start_ticks = p.start_ticks;
+                for (const auto& p : log.processes) state.lastStart(p);
                 return db::Result<void>{};
             });
         if (!r) return std::unexpected(r.error());
@@ -371,7 +371,7 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
     auto r = feedLines(
         f->fd(), size, state, path, sum.bytes_read, [&](alloclog::Log&& log) -> db::Result<void> {
             if (opt.only_pid) onlyPid(log, *opt.only_pid);
-            for (const auto& p : log.processes) state.start_ticks = p.start_ticks;
+            for (const auto& p : log.processes) state.lastStart(p);
             // read after any end stored before: a recording that ended takes no more records
             auto added = store.appendAllocations(s->id, std::nullopt, log, true);
             if (!added) return std::unexpected(added.error());

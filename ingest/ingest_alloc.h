@@ -30,8 +30,8 @@ struct AllocIngestSummary {
     /// records its recording already held (stored from another file or generation): not
     /// stored again (a free they carry is added to the stored row)
     uint64_t duplicates = 0;
-    uint64_t after_end = 0;     ///< records refused: after the stored end of their process
-    uint64_t processes = 0;                  ///< `start` records
+    uint64_t after_end = 0;           ///< records refused: after the stored end of their process
+    uint64_t processes = 0;           ///< `start` records
     std::vector<int64_t> pids;        ///< of the `start` records; none stored: of the allocations
     bool pids_without_start = false;  ///< `pids` are the allocations' (no `start` stored)
     std::vector<std::string> warning_texts;  ///< the first 10, as "PATH:LINE: message"
@@ -76,7 +76,16 @@ struct AllocFollowState {
     uint64_t allocations = 0;  ///< allocations of this source stored (of the followed pid)
     /// the last `start` record's /proc starttime (clock ticks after boot), when the shim wrote it
     std::optional<int64_t> start_ticks;
+    /// that record's boot id and pid namespace inode (newer shims), when written
+    std::optional<std::string> boot;
+    std::optional<uint64_t> pidns;
     alloclog::Parser parser;
+    /// Takes `p` (a `start` record read) as the file's last one.
+    void lastStart(const alloclog::Process& p) {
+        start_ticks = p.start_ticks;
+        boot = p.boot_id;
+        pidns = p.pidns;
+    }
 };
 
 /// The daemon's form of ingestAllocLog(): inside the transaction the caller holds (no

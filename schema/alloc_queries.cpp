@@ -55,10 +55,12 @@ db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& 
         "'run' FROM members e JOIN runs rn ON rn.source_id = e.source_id JOIN allocations a ON "
         "a.run_id = rn.id WHERE e.address IS NOT NULL AND (e.pid IS NULL OR a.pid = e.pid)) "
         "SELECT e.id, a.id, e.address, src.path, a.line, a.pid, a.kind, a.api, a.mem, a.device, "
-        "a.wall_us, a.ptr, a.end, a.stack, a.free_api, a.freed_wall_us, p.freed_before, p.how "
-        "FROM pairs p JOIN evidence e ON e.id = p.eid JOIN allocations a ON a.id = p.aid JOIN "
-        "sources src ON src.id = a.source_id ORDER BY e.id, a.line DESC, a.id, p.how = 'run' "
-        "DESC"));
+        "a.wall_us, a.ptr, a.end, a.stack, a.free_api, a.freed_wall_us, p.freed_before, p.how, "
+        "EXISTS (SELECT 1 FROM alloc_processes q WHERE q.source_id = a.source_id AND q.pid = "
+        "a.pid AND q.line = a.start_line AND q.ended_by = 'exec'), (SELECT fs.path || ':' || "
+        "a.free_line FROM sources fs WHERE fs.id = a.free_source_id) FROM pairs p JOIN evidence "
+        "e ON e.id = p.eid JOIN allocations a ON a.id = p.aid JOIN sources src ON src.id = "
+        "a.source_id ORDER BY e.id, a.line DESC, a.id, p.how = 'run' DESC"));
     if (!s) return std::unexpected(s.error());
     s->bind(1, incident);
     std::vector<AllocationDistanceRow> out;
@@ -86,6 +88,8 @@ db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& 
         r.freed_wall_us = s->optI64(i++);
         if (auto fb = s->optI64(i++)) r.freed_before = *fb != 0;
         r.how = s->str(i++);
+        r.exec_replaced = s->i64(i++) != 0;
+        r.free_elsewhere = s->optStr(i++);
         // one row per (record, allocation): a run's pairing first, then the first witness's
         if (!out.empty() && out.back().evidence_id == r.evidence_id &&
             out.back().allocation_id == r.allocation_id)

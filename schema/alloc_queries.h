@@ -36,6 +36,12 @@ struct AllocationDistanceRow {
     /// which rule made it the faulting process's: process, kernel time, wall time, only
     /// recording, run (schema/sql/012_alloc_processes.sql)
     std::string how;
+    /// its program image was replaced by an exec (a later `start` record of the same process):
+    /// its address space is gone from then on
+    bool exec_replaced = false;
+    /// `PATH:LINE` of the free when another file of the recording recorded it (a copy, a later
+    /// generation of the file: allocations.free_source_id); unset when the row's own file did
+    std::optional<std::string> free_elsewhere;
 };
 
 /// The allocations of the incident's process, by |distance| from each member record's address

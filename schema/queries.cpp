@@ -16,8 +16,11 @@ constexpr const char* kEvidenceColumns =
     "e.id, e.source_id, s.path, e.line, e.kind, e.vendor, e.kernel_s, e.wall, e.runtime_us, "
     "e.address, e.address_exact, e.pci, e.gpu_node, e.pid, e.process, e.tid, e.thread, "
     "e.runtime_tid, e.vmid, e.pasid, e.hub, e.retry, e.client, e.status, e.access, e.reason, "
-    "e.xid, e.kernel, e.module, e.module_offset, e.rank, e.count, e.attrs, e.raw";
+    "e.xid, e.kernel, e.module, e.module_offset, e.rank, e.count, e.wall_utc_us, e.wall_zone, "
+    "e.attrs, e.raw";
 /// The same columns with attrs and raw left empty (what correlation needs, a tenth of the memory).
+/// Columns of kEvidenceColumns: what a query selects after them starts here.
+constexpr int kEvidenceCount = 36;
 const std::string kEvidenceColumnsNoText =
     std::string(kEvidenceColumns).substr(0, std::string_view(kEvidenceColumns).find("e.attrs")) +
     "NULL, ''";
@@ -66,6 +69,8 @@ StoredEvidence readEvidence(const db::Stmt& s, int c0 = 0) {
     e.module_offset = optU64(s, c++);
     e.rank = s.optI64(c++);
     e.count = static_cast<uint32_t>(s.i64(c++));
+    r.wall_utc_us = s.optI64(c++);
+    r.wall_zone = s.optStr(c++);
     if (auto a = s.optStr(c++)) {
         auto j = nlohmann::json::parse(*a, nullptr, false);
         if (j.is_object())
@@ -365,8 +370,8 @@ db::Result<std::vector<IncidentMemberRow>> queryIncidentMembers(db::Db& d, int64
     return collect<IncidentMemberRow>(*s, [](const db::Stmt& st) {
         IncidentMemberRow r;
         r.ev = readEvidence(st);
-        r.role = st.str(34);
-        r.link = st.str(35);
+        r.role = st.str(kEvidenceCount);
+        r.link = st.str(kEvidenceCount + 1);
         return r;
     });
 }
@@ -450,11 +455,11 @@ db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
     return collect<FaultRow>(*s, [](const db::Stmt& st) {
         FaultRow r;
         r.ev = readEvidence(st);
-        r.incident = st.optI64(34);
-        r.nearest = st.optStr(35);
-        r.nearest_distance = st.optI64(36);
-        r.nearest_inside = st.optI64(37).value_or(0) != 0;
-        r.last_kernel = st.optStr(38);
+        r.incident = st.optI64(kEvidenceCount);
+        r.nearest = st.optStr(kEvidenceCount + 1);
+        r.nearest_distance = st.optI64(kEvidenceCount + 2);
+        r.nearest_inside = st.optI64(kEvidenceCount + 3).value_or(0) != 0;
+        r.last_kernel = st.optStr(kEvidenceCount + 4);
         return r;
     });
 }

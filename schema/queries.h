@@ -18,6 +18,10 @@ struct StoredEvidence {
     int64_t source_id = 0;
     std::string source;
     Evidence e;
+    /// the instant of e.time.wall the store derived at ingest (µs since the epoch) and how:
+    /// stated | local | local_ambiguous (docs/evidence.md "Wall time"); unset without one
+    std::optional<int64_t> wall_utc_us;
+    std::optional<std::string> wall_zone;
 };
 
 /// Filters for `events` (all optional).

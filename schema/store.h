@@ -162,8 +162,10 @@ struct AllocAppend {
 
 /// A fault record's wall time as an instant.
 struct WallInstant {
-    int64_t utc_us = 0;     ///< µs since the Unix epoch (of the record's second)
-    const char* zone = "";  ///< "stated" (the record's zone or epoch) | "local" (ingest's zone)
+    int64_t utc_us = 0;  ///< µs since the Unix epoch (of the record's second)
+    /// "stated" (the record's zone or epoch) | "local" (ingest's zone) | "local_ambiguous" (a
+    /// local time the zone's DST change skipped or repeated: the earlier reading, not joined on)
+    const char* zone = "";
 };
 
 class Store {
@@ -322,8 +324,14 @@ class Store {
     std::unordered_map<std::string, int64_t> kernelIds_;  ///< cache of kernels(name → id)
     /// The instant of a record's wall time (evidence.wall_utc_us, wall_zone): the zone the
     /// record states ("stated"), else a full date read in this process's local zone at ingest
-    /// ("local", mktime: TZ or /etc/localtime); nullopt without a full date.
-    std::optional<WallInstant> wallInstant(const TimeInfo& t);
+    /// ("local": TZ or /etc/localtime; "local_ambiguous" in a DST gap or overlap); nullopt
+    /// without a full date, or for a date that does not exist (`refused` then says why: a
+    /// warning of the record). Parsed by prefix::scanIsoStamp (schema/store_wall.cpp).
+    std::optional<WallInstant> wallInstant(const TimeInfo& t, std::string& refused);
+    /// The upgrade step of migration 017 (its `@upgrade restate-wall-zones` line): rows 016
+    /// read as `local` whose raw line states its zone (`+0200`, `Z`) take that zone's instant
+    /// ("stated"). The number of rows corrected.
+    db::Result<int64_t> restateWallZones();
     std::string lastWall_;  ///< wallInstant()'s last local date and its result
     std::optional<WallInstant> lastInstant_;
     db::Stmt insEvidence_, insDispatch_, selDispatch_, insOperand_, insCount_, insKernel_,

@@ -20,6 +20,8 @@ namespace {
 struct Recording {
     std::string key;  ///< alloc_processes.recording
     std::optional<int64_t> ended_wall_us, ended_mono_us;
+    /// the end is the next program image's start (exec, exact), not one gpufaultd noticed
+    bool exec = false;
 };
 
 /// True when a record timed (`wall_us`, `mono_us`) cannot be of a process whose end gpufaultd
@@ -73,7 +75,7 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
     if (!log.processes.empty()) {
         auto up = db_.prepare(
             "INSERT INTO alloc_processes(source_id, run_id, line, pid, ppid, boot_id, start_ticks, "
-            "wall_us, mono_us, exe) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON "
+            "wall_us, mono_us, exe, pidns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON "
             "CONFLICT(source_id, pid, line) DO UPDATE SET run_id = ifnull(excluded.run_id, "
             "run_id)");
         if (!up) return std::unexpected(up.error());
@@ -81,6 +83,10 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
             up->bind(1, source_id).bind(2, run_id).bind(3, static_cast<int64_t>(p.line));
             up->bind(4, p.pid).bind(5, p.ppid).bind(6, p.boot_id).bind(7, p.start_ticks);
             up->bind(8, p.wall_us).bind(9, p.mono_us).bind(10, p.exe);
+            if (p.pidns)
+                up->bind(11, static_cast<int64_t>(*p.pidns));
+            else
+                up->bind(11, nullptr);
             if (auto r = up->run(); !r) return std::unexpected(r.error());
         }
     }
@@ -112,8 +118,9 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
             "VALUES(?1, ?2, 0, ?3, ?4, ?5)");
         auto cont = db_.prepare(
             "UPDATE alloc_processes AS me SET (ppid, boot_id, start_ticks, wall_us, mono_us, exe, "
-            "ended_wall_us, ended_mono_us, recording) = (SELECT q.ppid, q.boot_id, q.start_ticks, "
-            "q.wall_us, q.mono_us, q.exe, q.ended_wall_us, q.ended_mono_us, q.recording FROM "
+            "ended_wall_us, ended_mono_us, recording, pidns, ended_by) = (SELECT q.ppid, "
+            "q.boot_id, q.start_ticks, q.wall_us, q.mono_us, q.exe, q.ended_wall_us, "
+            "q.ended_mono_us, q.recording, q.pidns, q.ended_by FROM "
             "sources s JOIN sources o ON o.id < s.id AND o.kind = s.kind AND o.path = s.path AND "
             "o.device = s.device AND o.inode = s.inode JOIN alloc_processes q ON q.source_id = "
             "o.id AND q.pid = me.pid AND q.recording IS NOT NULL WHERE s.id = me.source_id ORDER "
@@ -143,8 +150,8 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
     for (const char* sql :
          {"UPDATE alloc_processes SET recording = (SELECT k.recording FROM alloc_process_key k "
           "WHERE k.id = alloc_processes.id) WHERE source_id = ?1 AND recording IS NULL",
-          "UPDATE alloc_processes AS me SET (ended_wall_us, ended_mono_us) = (SELECT "
-          "o.ended_wall_us, o.ended_mono_us FROM alloc_processes o WHERE o.recording = "
+          "UPDATE alloc_processes AS me SET (ended_wall_us, ended_mono_us, ended_by) = (SELECT "
+          "o.ended_wall_us, o.ended_mono_us, o.ended_by FROM alloc_processes o WHERE o.recording = "
           "me.recording AND o.ended_wall_us IS NOT NULL ORDER BY o.ended_wall_us LIMIT 1) WHERE "
           "me.source_id = ?1 AND me.ended_wall_us IS NULL AND EXISTS (SELECT 1 FROM "
           "alloc_processes o WHERE o.recording = me.recording AND o.ended_wall_us IS NOT NULL)"}) {
@@ -154,8 +161,8 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
         if (auto r = st->run(); !r) return std::unexpected(r.error());
     }
     auto recQ = db_.prepare(
-        "SELECT recording, ended_wall_us, ended_mono_us FROM alloc_processes WHERE source_id = ?1 "
-        "AND pid = ?2 AND line = ?3");
+        "SELECT recording, ended_wall_us, ended_mono_us, ended_by IS 'exec' FROM alloc_processes "
+        "WHERE source_id = ?1 AND pid = ?2 AND line = ?3");
     if (!recQ) return std::unexpected(recQ.error());
     std::map<std::pair<int64_t, uint64_t>, Recording> recs;
     auto recording = [&](int64_t pid, uint64_t start_line) -> db::Result<const Recording*> {
@@ -168,6 +175,7 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
                 it->second.key = recQ->str(0);
                 it->second.ended_wall_us = recQ->optI64(1);
                 it->second.ended_mono_us = recQ->optI64(2);
+                it->second.exec = recQ->i64(3) != 0;
             }
             recQ->reset();
         }
@@ -231,8 +239,9 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
             dupElsewhere = same->i64(2) != source_id;
         }
         same->reset();
-        bool freeAfterEnd = a.free_line && ended &&
-                            (read_after_end || timedAfterEnd(r, a.freed_wall_us, a.freed_mono_us));
+        bool freeAfterEnd =
+            a.free_line && ended &&
+            ((read_after_end && !r.exec) || timedAfterEnd(r, a.freed_wall_us, a.freed_mono_us));
         if (dup) {
             out.duplicates += dupElsewhere ? 1 : 0;  // a re-read of this file is not counted
             if (run_id) {
@@ -250,7 +259,7 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
             if (auto u = setFree->run(); !u) return std::unexpected(u.error());
             continue;
         }
-        if (ended && (read_after_end || timedAfterEnd(r, a.wall_us, a.mono_us))) {
+        if (ended && ((read_after_end && !r.exec) || timedAfterEnd(r, a.wall_us, a.mono_us))) {
             afterEnd(r, a.line, a.pid);
             continue;
         }
@@ -302,8 +311,8 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
             if (!id) continue;  // still without an allocation: its warning stays
             if (f.alloc_line == 0) freesFound.insert(f.free_line);
             if (!open) continue;  // freed already: the same free through another file
-            if (r.ended_wall_us &&
-                (read_after_end || timedAfterEnd(r, f.freed_wall_us, f.freed_mono_us))) {
+            if (r.ended_wall_us && ((read_after_end && !r.exec) ||
+                                    timedAfterEnd(r, f.freed_wall_us, f.freed_mono_us))) {
                 afterEnd(r, f.free_line, f.pid);
                 continue;
             }
@@ -314,7 +323,31 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
             ++out.frees;
         }
     }
-    // 5. Warnings: the log's, less "no open allocation in this file" for frees found stored.
+    // 5. An exec: a later `start` record of the same process (boot, pid namespace, pid, start
+    //    ticks) is the
+    //    next program image; the images before it end at its start (exact: ended_by 'exec'),
+    //    so their buffers, whose address space is gone, meet no later fault.
+    if (!log.processes.empty()) {
+        auto exec = db_.prepare(
+            "UPDATE alloc_processes AS me SET (ended_wall_us, ended_mono_us, ended_by) = (SELECT "
+            "q.wall_us, q.mono_us, 'exec' FROM alloc_processes q WHERE q.pid = me.pid AND "
+            "q.boot_id = me.boot_id AND q.start_ticks = me.start_ticks AND q.pidns IS me.pidns AND "
+            "q.mono_us > me.mono_us "
+            "AND q.recording <> me.recording ORDER BY q.mono_us LIMIT 1) WHERE me.boot_id IS NOT "
+            "NULL AND me.start_ticks IS NOT NULL AND me.mono_us IS NOT NULL AND EXISTS (SELECT 1 "
+            "FROM alloc_processes n WHERE n.source_id = ?1 AND n.pid = me.pid AND n.boot_id = "
+            "me.boot_id AND n.start_ticks = me.start_ticks AND n.pidns IS me.pidns AND n.mono_us > "
+            "me.mono_us AND "
+            "n.recording <> me.recording) AND (me.ended_mono_us IS NULL OR me.ended_mono_us > "
+            "(SELECT min(q.mono_us) FROM alloc_processes q WHERE q.pid = me.pid AND q.boot_id = "
+            "me.boot_id AND q.start_ticks = me.start_ticks AND q.pidns IS me.pidns AND q.mono_us > "
+            "me.mono_us AND "
+            "q.recording <> me.recording))");
+        if (!exec) return std::unexpected(exec.error());
+        exec->bind(1, source_id);
+        if (auto r = exec->run(); !r) return std::unexpected(r.error());
+    }
+    // 6. Warnings: the log's, less "no open allocation in this file" for frees found stored.
     for (const auto& w : log.warnings)
         if (!freesFound.contains(w.line) ||
             !w.message.ends_with("with no open allocation in this file"))

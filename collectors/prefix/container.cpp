@@ -168,7 +168,7 @@ bool dockerJsonFast(std::string_view obj, JsonPayload& p) {
     if (!c.eat(",\"time\":\"") || !plain(time) || !c.eat('}') || !c.done()) return false;
     p.docker_stream = stream == "stderr" ? 1 : stream == "stdout" ? 0 : -1;
     if (auto st = scanIsoStamp(time, true)) {
-        p.wall = formatWall(st->t);
+        p.wall = stampWall(*st);
         p.wall_utc_s = zonedEpoch(*st);
     }
     return true;
@@ -196,7 +196,7 @@ std::optional<CriHeader> parseCriHeader(std::string_view line) {
         while (!c.done() && c.peek() != ' ') ++c.i;
     if (!(c.eat(' ') || c.done())) return std::nullopt;
     h.content_offset = c.i;
-    h.wall = formatWall(st->t);
+    h.wall = stampWall(*st);
     h.wall_utc_s = zonedEpoch(*st);
     return h;
 }
@@ -246,7 +246,7 @@ bool parseJsonLine(std::string_view line, JsonPayload& p) {
     if (auto it = j.find("time"); it != j.end()) {
         if (it->is_string()) {  // Docker: RFC3339Nano
             if (auto st = scanIsoStamp(it->get_ref<const std::string&>(), true)) {
-                p.wall = formatWall(st->t);
+                p.wall = stampWall(*st);
                 p.wall_utc_s = zonedEpoch(*st);
             }
         } else if (it->is_number() && j.contains("msg")) {  // dmesg -J: printk seconds

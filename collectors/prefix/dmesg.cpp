@@ -176,7 +176,7 @@ bool isoStamp(Cursor& c, KernelPrefix& p) {
     Cursor t = c;
     t.i += st->len;
     if (!(t.eat(' ') || t.done())) return false;
-    p.wall = formatWall(st->t);
+    p.wall = stampWall(*st);
     p.wall_utc_s = zonedEpoch(*st);
     c = t;
     return true;

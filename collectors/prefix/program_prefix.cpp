@@ -82,7 +82,7 @@ size_t containerStampLength(std::string_view s,
     if (s.size() < 21 || !isDigit(s[0])) return 0;
     auto st = scanIsoStamp(s);
     if (!st || st->sep != 'T' || !st->zone || s.size() <= st->len || s[st->len] != ' ') return 0;
-    wall = formatWall(st->t);
+    wall = stampWall(*st);
     utc_s = zonedEpoch(*st);
     return st->len + 1;
 }

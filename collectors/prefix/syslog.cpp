@@ -82,7 +82,7 @@ bool fullStamp(Cursor& c, KernelPrefix& p) {
     if (!st || st->sep != ' ' || st->zone) return false;
     t.i += st->len;
     if (!t.eat(' ') || token(t, 32).empty()) return false;
-    p.wall = formatWall(st->t);
+    p.wall = stampWall(*st);
     c = t;
     return true;
 }
@@ -92,7 +92,7 @@ bool numericStamp(Cursor& c, KernelPrefix& p) {
     if (auto st = scanIsoStamp(c.rest())) {
         // Go RFC3339Nano (Docker, CRI) prints 7–9 digits; syslog/journald at most 6.
         if (st->sep != 'T' || !st->zone || st->frac_digits > 6 || st->frac_sep == ',') return false;
-        p.wall = formatWall(st->t);
+        p.wall = stampWall(*st);
         p.wall_utc_s = zonedEpoch(*st);
         c.i += st->len;
         return true;

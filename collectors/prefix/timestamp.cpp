@@ -80,9 +80,18 @@ std::string_view lowerUtf8(std::string_view s, char* buf) {
 
 }  // namespace
 
+int daysInMonth(int year, int month) {
+    static constexpr int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (month < 1 || month > 12) return 0;
+    if (month != 2 || year <= 0) return kDays[month - 1];
+    bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return leap ? 29 : 28;
+}
+
 std::optional<std::string> formatWall(const CivilTime& t) {
-    if (t.month < 1 || t.month > 12 || t.day < 1 || t.day > 31 || t.hour < 0 || t.hour > 23 ||
-        t.minute < 0 || t.minute > 59 || t.second < 0 || t.second > 60 || t.year > 9999)
+    if (t.month < 1 || t.month > 12 || t.day < 1 || t.day > daysInMonth(t.year, t.month) ||
+        t.hour < 0 || t.hour > 23 || t.minute < 0 || t.minute > 59 || t.second < 0 ||
+        t.second > 60 || t.year > 9999)
         return std::nullopt;
     char buf[20];
     size_t n = 0;
@@ -148,11 +157,11 @@ std::optional<IsoStamp> scanIsoStamp(std::string_view s, bool allow_space) {
     st.t.month = c.fixed(2);
     if (st.t.month < 1 || st.t.month > 12 || !c.eat('-')) return std::nullopt;
     st.t.day = c.fixed(2);
-    if (st.t.day < 1 || st.t.day > 31) return std::nullopt;
+    if (st.t.day < 1 || st.t.day > daysInMonth(st.t.year, st.t.month)) return std::nullopt;
     st.sep = c.peek();
     if (!(c.eat('T') || (allow_space && c.eat(' ')))) return std::nullopt;
     st.t.hour = c.fixed(2);
-    if (st.t.hour < 0 || st.t.hour > 23 || !c.eat(':')) return std::nullopt;
+    if (st.t.hour < 0 || st.t.hour > 24 || !c.eat(':')) return std::nullopt;
     st.t.minute = c.fixed(2);
     if (st.t.minute < 0 || st.t.minute > 59 || !c.eat(':')) return std::nullopt;
     st.t.second = c.fixed(2);
@@ -160,24 +169,39 @@ std::optional<IsoStamp> scanIsoStamp(std::string_view s, bool allow_space) {
     if ((c.peek() == '.' || c.peek() == ',') && isDigit(c.peek(1))) {
         st.frac_sep = c.peek();
         ++c.i;
-        while (isDigit(c.peek()) && !c.done()) ++c.i, ++st.frac_digits;
-        if (st.frac_digits > 9) return std::nullopt;
+        bool zeros = true;
+        while (isDigit(c.peek()) && !c.done())
+            zeros = zeros && c.peek() == '0', ++c.i, ++st.frac_digits;
+        if (st.frac_digits > 9 || (st.t.hour == 24 && !zeros)) return std::nullopt;
+    }
+    if (st.t.hour == 24) {  // ISO 8601 `24:00:00`: the end of the day, the next day's 00:00:00
+        if (st.t.minute != 0 || st.t.second != 0) return std::nullopt;
+        auto day = epochFromCivil(CivilTime{st.t.year, st.t.month, st.t.day, 0, 0, 0});
+        if (!day) return std::nullopt;
+        st.t = civilFromEpoch(*day + 86400);
     }
     if (c.peek() == 'Z' || c.peek() == 'z') {
         ++c.i;
         st.zone = st.zone_z = true;
     } else if ((c.peek() == '+' || c.peek() == '-') && isDigit(c.peek(1)) && isDigit(c.peek(2))) {
+        // `±HH:MM`, `±HHMM` or `±HH`; an offset out of range (`+2500`) is refused (bad_zone)
         size_t save = c.i;
         int sign = c.peek() == '+' ? 1 : -1;
         int hours = (c.peek(1) - '0') * 10 + (c.peek(2) - '0');
         c.i += 3;
-        c.eat(':');
-        int minutes = c.fixed(2);
-        if (minutes < 0) {
+        int minutes = 0;
+        bool ok = true;
+        if (c.peek() == ':')
+            ok = isDigit(c.peek(1)) && isDigit(c.peek(2)) && c.eat(':') &&
+                 (minutes = c.fixed(2)) >= 0;
+        else if (isDigit(c.peek()))
+            ok = (minutes = c.fixed(2)) >= 0 && !isDigit(c.peek());
+        if (!ok) {
             c.i = save;
         } else {
             st.zone = true;
-            st.offset_s = sign * (hours * 3600 + minutes * 60);
+            st.bad_zone = hours > 23 || minutes > 59;
+            if (!st.bad_zone) st.offset_s = sign * (hours * 3600 + minutes * 60);
         }
     }
     st.len = c.i;
@@ -217,8 +241,13 @@ std::optional<int64_t> epochFromCivil(const CivilTime& t) {
     return days * 86400 + t.hour * 3600 + t.minute * 60 + t.second;
 }
 
+std::optional<std::string> stampWall(const IsoStamp& st) {
+    if (st.bad_zone) return std::nullopt;
+    return formatWall(st.t);
+}
+
 std::optional<int64_t> zonedEpoch(const IsoStamp& st) {
-    if (!st.zone) return std::nullopt;
+    if (!st.zone || st.bad_zone) return std::nullopt;
     auto s = epochFromCivil(st.t);
     if (!s) return std::nullopt;
     return *s - st.offset_s;

@@ -15,8 +15,12 @@ struct CivilTime {
     int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
 };
 
+/// Days of `month` (1–12) in `year` (0: not printed, February then has 29); 0 for no month.
+int daysInMonth(int year, int month);
+
 /// TimeInfo::wall for `t`: `YYYY-MM-DDTHH:MM:SS`, or `MM-DDTHH:MM:SS` when no year was printed
-/// (journald `short`, RFC 3164 syslog). nullopt when the month is unknown or a field is invalid.
+/// (journald `short`, RFC 3164 syslog). nullopt when the month is unknown or a field is invalid
+/// (a day the month does not have: `02-30`, `2026-02-29`).
 std::optional<std::string> formatWall(const CivilTime& t);
 
 /// Month 1–12 of an abbreviated or full month name as strftime `%b` prints it in English and
@@ -25,8 +29,9 @@ std::optional<std::string> formatWall(const CivilTime& t);
 int monthFromName(std::string_view token);
 
 /// An ISO 8601 / RFC 3339 stamp at the start of a line: `YYYY-MM-DD[T ]HH:MM:SS[.,]f…` with an
-/// optional zone `Z` / `±HH:MM` / `±HHMM` (Go RFC3339Nano, rsyslog date-rfc3339, journald
-/// short-iso, util-linux `--time-format iso`).
+/// optional zone `Z` / `±HH:MM` / `±HHMM` / `±HH` (Go RFC3339Nano, rsyslog date-rfc3339,
+/// journald short-iso, util-linux `--time-format iso`). A date that does not exist (`02-30`) is
+/// no stamp; `24:00:00` is the next day's `00:00:00`.
 struct IsoStamp {
     CivilTime t;
     size_t len = 0;       ///< bytes of the stamp
@@ -36,10 +41,16 @@ struct IsoStamp {
     bool zone = false;    ///< a zone follows
     bool zone_z = false;  ///< the zone is `Z`
     int offset_s = 0;     ///< the zone's offset east of UTC, seconds (0 without a zone)
+    /// the zone's offset is out of range (`+2500`, `+01:75`): the stamp's time is refused
+    /// (stampWall() and zonedEpoch() give none), not read in another zone
+    bool bad_zone = false;
 };
 
 /// Scans an ISO stamp at the start of `s` (`allow_space`: also `YYYY-MM-DD HH:MM:SS`).
 std::optional<IsoStamp> scanIsoStamp(std::string_view s, bool allow_space = false);
+
+/// TimeInfo::wall of a scanned stamp: formatWall(st.t), nullopt when its zone is refused.
+std::optional<std::string> stampWall(const IsoStamp& st);
 
 /// The UTC calendar time of `secs` seconds since the Unix epoch (journald `short-unix`).
 CivilTime civilFromEpoch(int64_t secs);
@@ -49,7 +60,7 @@ CivilTime civilFromEpoch(int64_t secs);
 std::optional<int64_t> epochFromCivil(const CivilTime& t);
 
 /// The instant of an ISO stamp that states its zone (`t` minus the offset), seconds since the
-/// epoch; nullopt when it states none.
+/// epoch; nullopt when it states none or a refused one (bad_zone).
 std::optional<int64_t> zonedEpoch(const IsoStamp& st);
 
 }  // namespace gpufault::prefix

@@ -128,6 +128,9 @@ std::optional<Event> parseLine(std::string_view line, std::string& error) {
         } else if (key == "start_ticks") {
             if (!parseI64(val, i) || i < 0) return bad();
             e.start_ticks = i;
+        } else if (key == "pidns") {
+            if (!parseU64(val, u) || u == 0) return bad();
+            e.pidns = u;
         } else if (key == "mem") {
             e.mem = std::string(val);
         } else if (key == "stack") {
@@ -182,8 +185,15 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
     e->line = line_no;
     ++log_.events;
     if (e->kind == "start") {
-        log_.processes.push_back(
-            {line_no, *e->pid, e->ppid, e->wall_us, e->mono_us, e->exe, e->boot, e->start_ticks});
+        log_.processes.push_back({line_no,
+                                  *e->pid,
+                                  e->ppid,
+                                  e->wall_us,
+                                  e->mono_us,
+                                  e->exe,
+                                  e->boot,
+                                  e->start_ticks,
+                                  e->pidns});
         // A new process of this pid: the old one's allocations can no longer be freed.
         std::string prefix = std::to_string(*e->pid) + "/";
         std::erase_if(open_, [&](const auto& kv) { return kv.first.starts_with(prefix); });

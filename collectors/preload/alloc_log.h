@@ -41,6 +41,10 @@ struct Event {
     /// /proc/self/stat's starttime (clock ticks after boot): the process's identity
     std::optional<std::string> boot;
     std::optional<int64_t> start_ticks;
+    /// start records of newer shims: the inode of the process's pid namespace
+    /// (/proc/self/ns/pid); another namespace than the reader's means `pid` is not the
+    /// reader's pid (a container's)
+    std::optional<uint64_t> pidns;
 };
 
 /// Parses one line (without its newline). An error names what is wrong (no file or line:
@@ -91,6 +95,7 @@ struct Process {
     std::string exe;
     std::optional<std::string> boot_id;  ///< absent in files of older shims
     std::optional<int64_t> start_ticks;  ///< /proc/PID/stat starttime; absent in older files
+    std::optional<uint64_t> pidns;       ///< its pid namespace's inode; absent in older files
 };
 
 struct Warning {

@@ -124,8 +124,9 @@ size_t readSmall(const char* path, char* buf, size_t cap) {
     return len;
 }
 
-/// This process's identity for telling a reused pid apart: the boot it runs in and its start
-/// (/proc/self/stat field 22, clock ticks after boot). Either is left out when unreadable.
+/// This process's identity for telling a reused pid apart: the boot it runs in, its pid
+/// namespace and its start (/proc/self/stat field 22, clock ticks after boot). Each is left out
+/// when unreadable.
 void putIdentity(Line& l) {
     char boot[64];
     size_t n = readSmall("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
@@ -137,6 +138,22 @@ void putIdentity(Line& l) {
     if (ok) {
         l.key("boot");
         l.put(boot);
+    }
+    // The pid namespace ("pid:[4026531836]"): a job in a container records the pid of its own
+    // namespace, which the host's /proc does not know by that number (docs/preload.md).
+    char ns[64];
+    ssize_t k = ::readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+    if (k > 6 && std::strncmp(ns, "pid:[", 5) == 0 && ns[k - 1] == ']') {
+        uint64_t ino = 0;
+        bool digits = true;
+        for (ssize_t i = 5; i < k - 1; ++i) {
+            digits = digits && ns[i] >= '0' && ns[i] <= '9';
+            ino = ino * 10 + static_cast<uint64_t>(ns[i] - '0');
+        }
+        if (digits && ino != 0) {
+            l.key("pidns");
+            l.dec(ino);
+        }
     }
     char stat[1024];
     if (readSmall("/proc/self/stat", stat, sizeof stat) == 0) return;

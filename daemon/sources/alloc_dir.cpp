@@ -62,10 +62,29 @@ int64_t mtimeNs(const struct stat& st) {
     return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
+/// The inode of this process's pid namespace (/proc/self/ns/pid: "pid:[4026531836]").
+std::optional<uint64_t> ownPidNamespace() {
+    char buf[64];
+    ssize_t n = ::readlink("/proc/self/ns/pid", buf, sizeof buf - 1);
+    std::string_view v(buf, n > 0 ? static_cast<size_t>(n) : 0);
+    if (!v.starts_with("pid:[") || !v.ends_with("]")) return std::nullopt;
+    v = v.substr(5, v.size() - 6);
+    uint64_t ino = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), ino);
+    if (ec != std::errc() || p != v.data() + v.size()) return std::nullopt;
+    return ino;
+}
+
 }  // namespace
 
 AllocDirSource::AllocDirSource(Store& store, std::string dir, std::chrono::milliseconds interval)
-    : store_(store), dir_(std::move(dir)), interval_(interval) {}
+    : store_(store), ownPidns_(ownPidNamespace()), dir_(std::move(dir)), interval_(interval) {
+    if (auto b = readSmallFile("/proc/sys/kernel/random/boot_id", 128)) {
+        bootId_ = *b;
+        while (!bootId_.empty() && (bootId_.back() == '\n' || bootId_.back() == ' '))
+            bootId_.pop_back();
+    }
+}
 
 void AllocDirSource::scan() {
     struct stat st {};
@@ -193,7 +212,7 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
     f.seen = true;
     bool same = f.size == st.st_size && f.mtime == mtimeNs(st);
     if (f.trusted && !f.closed && f.uid != 0 && same && (f.ended || f.source_id == 0) &&
-        ::access(fmt::format("/proc/{}", f.pid).c_str(), F_OK) != 0)
+        !otherPidNamespace(key) && ::access(fmt::format("/proc/{}", f.pid).c_str(), F_OK) != 0)
         f.closed = true;  // ended after its last records were read (and its end stored)
     if (f.trusted && !f.closed && !same && std::chrono::steady_clock::now() >= f.not_before)
         queue_.insert(key);
@@ -201,15 +220,28 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
         queue_.insert(key);  // its end is stored with the next read
 }
 
+bool AllocDirSource::otherPidNamespace(const Key& key) const {
+    auto st = follow_.find(key);
+    return st != follow_.end() && st->second.pidns && ownPidns_ && *st->second.pidns != *ownPidns_;
+}
+
 bool AllocDirSource::recorderGone(const File& f,
                                   const Key& key,
                                   const std::optional<ProcNow>& now) const {
-    if (!now) return true;
     auto st = follow_.find(key);
+    const AllocFollowState* rec = st != follow_.end() ? &st->second : nullptr;
+    if (rec && rec->boot && !bootId_.empty() && *rec->boot != bootId_)
+        return true;                           // recorded in another boot: it ended with that boot
+    if (otherPidNamespace(key)) return false;  // a container's pid: our /proc cannot tell
+    bool ourNs = rec && rec->pidns && ownPidns_;
+    if (!now) return true;
     std::optional<uint64_t> start = f.start;
-    if (st != follow_.end() && st->second.start_ticks)
-        start = static_cast<uint64_t>(*st->second.start_ticks);
-    return start && now->start && *now->start != *start;
+    if (rec && rec->start_ticks) start = static_cast<uint64_t>(*rec->start_ticks);
+    if (!start || !now->start || *now->start == *start) return false;
+    // Another process holds the pid. Of our namespace: the pid was reused, ours ended. Not
+    // known: only a process started after ours can have taken its pid; one started before is
+    // not its successor (the recorder's pid is another namespace's).
+    return ourNs || *now->start > *start;
 }
 
 bool AllocDirSource::stillItsProcess(File& f) {
@@ -263,7 +295,7 @@ db::Result<bool> AllocDirSource::poll(Txn& txn) {
         // Looked at before the read, so that the read has every record the process wrote
         // (records appended after its end is stored are refused: docs/preload.md).
         auto before = procNow(f.pid);
-        bool ended = f.uid != 0 && !before;
+        bool ended = f.uid != 0 && !before && !otherPidNamespace(key);
         bool gone = !f.ended && (ended || recorderGone(f, key, before));
         std::optional<int64_t> running;  // the start ticks of the pid's process now
         if (before && before->start) running = static_cast<int64_t>(*before->start);

@@ -30,8 +30,8 @@ namespace gpufault::daemon {
 /// (the pid was reused), the file is refused from then on; gone, the file is read once more (its
 /// last records) and then closed. The end of a recording process is stored (/proc looked at
 /// before the read); records of its recording read afterwards are refused (root's files stay
-/// followed for a later process of the pid). Symbolic links, files with more than one link and a directory
-/// that others may write without the sticky bit are refused.
+/// followed for a later process of the pid). Symbolic links, files with more than one link and a
+/// directory that others may write without the sticky bit are refused.
 class AllocDirSource final : public Source {
   public:
     /// What /proc/PID says now: its owner and start time; nullopt when gone.
@@ -83,11 +83,20 @@ class AllocDirSource final : public Source {
     void consider(const std::string& path, int64_t pid);
     /// False (and the file refused from now on) when its pid now runs as another process.
     bool stillItsProcess(File& f);
-    /// True when the process that wrote the file's last `start` record no longer runs: `now`
-    /// (/proc/PID as looked at) is gone, or a process started at another time.
+    /// True when the process that wrote the file's last `start` record surely no longer runs:
+    /// it recorded in another boot; or, of our pid namespace, `now` (/proc/PID as looked at)
+    /// is gone or runs a process started at another time. A recorder of another pid namespace
+    /// (a container's pid: its `start` record names the namespace) is never found gone here
+    /// (our /proc does not know its pid); one of a shim that did not name its namespace is
+    /// gone when /proc/PID is, or runs a process started after it (a process started before
+    /// it cannot have taken its pid: not its pid, unknown).
     bool recorderGone(const File& f, const Key& key, const std::optional<ProcNow>& now) const;
+    /// True when the file's last `start` record names a pid namespace other than ours.
+    bool otherPidNamespace(const Key& key) const;
 
     Store& store_;
+    std::string bootId_;                ///< this boot's id ("" unknown)
+    std::optional<uint64_t> ownPidns_;  ///< the daemon's pid namespace inode
     std::string dir_;
     std::chrono::milliseconds interval_;
     std::chrono::steady_clock::time_point lastScan_{};

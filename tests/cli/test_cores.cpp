@@ -304,9 +304,10 @@ TEST(CoresCli, RealCudaGpuCoreFromAnH200IsStoredAsMetadata) {
     // tests/data/cores/cuda-h200: the driver's GPU core of a real out-of-bounds write.
     TempDir t;
     std::string core = t.file("core_1796026266_vm_485.nvcudmp");
-    auto unz = run({"/bin/sh", "-c",
-                    "gzip -dc '" + kDir + "cuda-h200/gpucore.illegal_probe.nvcudmp.gz' > '" +
-                        core + "'"});
+    auto unz =
+        run({"/bin/sh",
+             "-c",
+             "gzip -dc '" + kDir + "cuda-h200/gpucore.illegal_probe.nvcudmp.gz' > '" + core + "'"});
     ASSERT_EQ(unz.status, 0) << unz.err;
     auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", core});
     ASSERT_EQ(r.status, 0) << r.err;
@@ -318,11 +319,43 @@ TEST(CoresCli, RealCudaGpuCoreFromAnH200IsStoredAsMetadata) {
     EXPECT_EQ(c["kind"], "cuda_gpu");
     EXPECT_EQ(c["e_machine"], 190);
     EXPECT_EQ(c["size"], 13193222);
-    auto meta = c["meta"].is_string() ? nlohmann::json::parse(c["meta"].get<std::string>())
-                                      : c["meta"];
+    auto meta =
+        c["meta"].is_string() ? nlohmann::json::parse(c["meta"].get<std::string>()) : c["meta"];
     auto secs = meta["cudbg_sections"];
     EXPECT_NE(std::find(secs.begin(), secs.end(), ".cudbg.param.dev0.grid0"), secs.end());
     EXPECT_NE(std::find(secs.begin(), secs.end(), ".cudbg.devtbl"), secs.end());
+}
+
+// Hostile review of issue 4, finding 5: the core link compares instants, not the printed
+// strings. The kernel line states +0200 (14:40:08+0200 is 12:40:08Z); the core was written at
+// 12:40:10Z, and its time is printed in the ingesting zone (UTC here): as strings they were
+// two hours apart and the core was not joined. `events --json` gives each record's instant.
+TEST(CliCores, CoreJoinsASegfaultLineThatStatesAnotherZone) {
+    TempDir t;
+    writeFile(
+        t.file("kern.log"),
+        "2025-06-05T14:40:08+0200 node7 kernel: crashmain[14046]: segfault at 8a ip "
+        "00007f5eb547916e sp 00007fff363a9000 error 4 in libcrashlib.so[116e,7f5eb5479000+1000]\n");
+    auto core = t.file("core.14046");
+    writeFile(core, readFile(kCore));
+    struct timespec ts[2] = {{1749127210, 0}, {1749127210, 0}};  // 2025-06-05T12:40:10Z
+    ASSERT_EQ(::utimensat(AT_FDCWD, core.c_str(), ts, 0), 0);
+    std::vector<std::string> args{"/usr/bin/env", "TZ=UTC"};
+    for (auto& a : ingestArgs(t, {t.file("kern.log"), core})) args.push_back(a);
+    auto r = run(args);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("1 incident"), std::string::npos) << r.out;
+    auto show = run({GPUFAULT_BIN, "--db", t.file("db"), "show", "1"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    EXPECT_NE(show.out.find("[core of pid 14046, written 2 s after the record]"), std::string::npos)
+        << show.out;
+    auto events = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
+    ASSERT_EQ(events.size(), 2u);
+    EXPECT_EQ(events[0]["time"]["wall"], "2025-06-05T14:40:08");
+    EXPECT_EQ(events[0]["time"]["wall_utc_us"], 1749127208000000);
+    EXPECT_EQ(events[0]["time"]["wall_zone"], "stated");
+    EXPECT_EQ(events[1]["kind"], "coredump");
+    EXPECT_EQ(events[1]["time"]["wall_utc_us"], 1749127210000000);
 }
 
 }  // namespace

@@ -344,3 +344,60 @@ TEST(DaemonAllocRecordings, KilledAtAnyMomentWhileRecordsAreAppendedNothingIsLos
     d->signal(SIGTERM);
     EXPECT_EQ(d->waitExit(10s), 0);
 }
+
+// Hostile review of issue 4, finding 2: a job in a container (its own pid namespace) records
+// pid 1 into a directory mounted from the host. The host's /proc/1 is another process (started
+// before the job): gpufaultd must not take it for the job's end and refuse the job's later
+// records. With the namespace in the `start` record (this shim) the host's /proc is not asked;
+// without it (an older shim) a process started before the recorder is not its successor.
+TEST(DaemonAllocRecordings, AContainersPidOneIsNotEndedByTheHostsProcOne) {
+    Fixture f;
+    auto d = startedDaemon(f);
+    ASSERT_TRUE(d);
+    ASSERT_LT(std::stoll(startTicks(1)), std::stoll(startTicks(::getpid())));
+    // Two jobs (two containers) started after the host's init.
+    int64_t ticks = std::stoll(startTicks(::getpid()));
+    auto start = [&](const char* pidns, int mono_s) {
+        return fmt::format(
+            "gpufault.alloc 1 start pid=1 ppid=0 wall_us={} mono_us={} boot={} start_ticks={}{} "
+            "exe=/usr/bin/python3\n",
+            1796032800000000 + mono_s,
+            mono_s * 1000000,
+            bootId(),
+            ticks + mono_s,
+            pidns);
+    };
+    auto alloc = [](int i) { return allocRec(1, i); };
+    ::mkdir((f.alloc + "/run-old").c_str(), 0700);
+    std::string withNs = f.alloc + "/gpufault-alloc.1.log";  // pidns of no process here
+    std::string older = f.alloc + "/run-old/gpufault-alloc.1.log";
+    append(withNs, start(" pidns=4026599999", 1) + alloc(0));
+    append(older, start("", 2) + alloc(10));
+    auto read = [&](int n) {
+        return eventually(
+            [&] {
+                return f.count("SELECT count(*) FROM allocations") +
+                           f.count("SELECT count(*) FROM warnings") ==
+                       n;
+            },
+            20s);
+    };
+    ASSERT_TRUE(read(2)) << d->stderrText();
+    append(withNs, alloc(1));
+    append(older, alloc(11));
+    ASSERT_TRUE(read(4)) << d->stderrText();
+    append(withNs, alloc(2) + alloc(3));
+    append(older, alloc(12) + alloc(13));
+    ASSERT_TRUE(read(8)) << d->stderrText();
+    EXPECT_EQ(f.count("SELECT count(*) FROM warnings"), 0) << d->stderrText();
+    EXPECT_EQ(f.count("SELECT count(*) FROM allocations a JOIN sources s ON s.id = a.source_id "
+                      "WHERE s.path LIKE '%/alloc/gpufault-alloc.1.log'"),
+              4);
+    EXPECT_EQ(f.count("SELECT count(*) FROM allocations a JOIN sources s ON s.id = a.source_id "
+                      "WHERE s.path LIKE '%/run-old/gpufault-alloc.1.log'"),
+              4);
+    EXPECT_EQ(f.count("SELECT count(*) FROM alloc_processes WHERE ended_wall_us IS NULL"), 2);
+    EXPECT_EQ(f.count("SELECT count(*) FROM alloc_processes WHERE pidns = 4026599999"), 1);
+    d->signal(SIGTERM);
+    EXPECT_EQ(d->waitExit(10s), 0);
+}

@@ -86,5 +86,35 @@ TEST(Timestamp, ZonedStampInstant) {
         EXPECT_EQ(epochFromCivil(civilFromEpoch(t)), t);
 }
 
+// Hostile review 4, finding 4: one parser for every stamp. `+01` is a zone; an offset out of
+// range is refused (no instant), not read as another; a day the month does not have is no
+// stamp; `24:00:00` is the next day's midnight.
+TEST(Timestamp, ZoneSpellingsInvalidDatesAndEndOfDay) {
+    for (const char* s : {"2026-11-30T11:05:00+01 x",
+                          "2026-11-30T11:05:00+0100 x",
+                          "2026-11-30T11:05:00+01:00 x"}) {
+        auto st = scanIsoStamp(s);
+        ASSERT_TRUE(st) << s;
+        EXPECT_EQ(st->len, std::string_view(s).find(' ')) << s;
+        EXPECT_EQ(zonedEpoch(*st), 1796033100) << s;
+    }
+    auto bad = scanIsoStamp("2026-11-30T10:05:00+2500 x");
+    ASSERT_TRUE(bad);
+    EXPECT_TRUE(bad->bad_zone);
+    EXPECT_EQ(bad->len, 24u);
+    EXPECT_FALSE(zonedEpoch(*bad));
+    EXPECT_FALSE(stampWall(*bad));
+    EXPECT_TRUE(scanIsoStamp("2026-11-30T10:05:00+01:75 x")->bad_zone);
+    EXPECT_FALSE(scanIsoStamp("2026-02-30T10:05:00Z"));
+    EXPECT_FALSE(scanIsoStamp("2026-02-29T10:05:00Z"));  // 2026 is not a leap year
+    EXPECT_TRUE(scanIsoStamp("2028-02-29T10:05:00Z"));
+    EXPECT_FALSE(formatWall({2026, 4, 31, 0, 0, 0}));
+    EXPECT_EQ(formatWall({0, 2, 29, 0, 0, 0}), "02-29T00:00:00");  // no year: may be a leap day
+    auto eod = scanIsoStamp("2026-12-31T24:00:00Z x");
+    ASSERT_TRUE(eod);
+    EXPECT_EQ(stampWall(*eod), "2027-01-01T00:00:00");
+    EXPECT_FALSE(scanIsoStamp("2026-12-31T24:00:01Z"));
+}
+
 }  // namespace
 }  // namespace gpufault::prefix

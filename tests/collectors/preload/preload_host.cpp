@@ -9,6 +9,10 @@
 //   preload_host FRAMEWORK.so RUNTIME.so hold     (allocates 1 MiB, prints its pid and pointer,
 //                                                  then waits for its stdin to close: a job
 //                                                  that is still running)
+//   preload_host FRAMEWORK.so RUNTIME.so exec     (allocates 1 MiB, then exec()s itself as
+//                                                  `after-exec`, which allocates 2 MiB and
+//                                                  prints a ROCr fault inside the first
+//                                                  buffer: one process, two program images)
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -136,6 +140,38 @@ int hold() {
     return 0;
 }
 
+/// One allocation, then the same process runs this program again (pid and start time kept).
+int execSelf(char** argv) {
+    int rc = 0;
+    void* a = hipAlloc(1 << 20, &rc);
+    std::printf("before-exec pid=%d ptr=%p size=%d\n", getpid(), a, 1 << 20);
+    std::fflush(stdout);
+    char ptr[32];
+    std::snprintf(
+        ptr, sizeof ptr, "%lx", static_cast<unsigned long>(reinterpret_cast<uintptr_t>(a)));
+    setenv("GPUFAULT_TEST_BEFORE_EXEC", ptr, 1);
+    char mode[] = "after-exec";
+    char* args[] = {argv[0], argv[1], argv[2], mode, nullptr};
+    execv("/proc/self/exe", args);
+    std::perror("execv");
+    return 4;
+}
+
+int afterExec() {
+    int rc = 0;
+    void* a = hipAlloc(2 << 20, &rc);
+    std::printf("after-exec pid=%d ptr=%p size=%d\n", getpid(), a, 2 << 20);
+    std::fflush(stdout);
+    // A ROCr fault line at the first image's buffer (whose address space the exec replaced).
+    const char* before = std::getenv("GPUFAULT_TEST_BEFORE_EXEC");
+    if (!before) return 5;
+    std::fprintf(stderr,
+                 "Memory access fault by GPU node-1 (Agent handle: 0x5581c7a0) on address 0x%lx. "
+                 "Reason: Page not present or supervisor privilege.\n",
+                 std::strtoul(before, nullptr, 16) + 0x10);
+    return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -159,5 +195,7 @@ int main(int argc, char** argv) {
     fwCall = sym<Call>(fw, "fw_call_c");
     if (std::strcmp(argv[3], "puts") == 0) return std::puts("hello from puts") >= 0 ? 0 : 3;
     if (std::strcmp(argv[3], "hold") == 0) return hold();
+    if (std::strcmp(argv[3], "exec") == 0) return execSelf(argv);
+    if (std::strcmp(argv[3], "after-exec") == 0) return afterExec();
     return std::strcmp(argv[3], "fault") == 0 ? fault() : records(rt);
 }
