@@ -128,6 +128,7 @@ struct StoppedWave {
 
 /// The wave line `t` (starting with `wave_`) when it is stopped; nullopt for any other line.
 std::optional<StoppedWave> parseWave(std::string_view t) {
+    t = text::trimRight(t);  // trailing blanks a terminal or a paste left
     size_t i = 5;
     while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
     if (i == 5 || t.substr(i, 5) != ": pc=") return std::nullopt;

@@ -257,7 +257,7 @@ TEST(RocrFault, DebugAgentTemplateSymbolAndJoinedReasons) {
 // Older agents print no kernel_code_entry part; `not available` when the agent has no code
 // object for the pc: a pc and a reason, no kernel.
 TEST(RocrFault, DebugAgentWaveWithoutKernel) {
-    auto old = runSink({"wave_0: pc=0x7ff77e253408 (stopped, reason: MEMORY_VIOLATION)",
+    auto old = runSink({"wave_0: pc=0x7ff77e253408 (stopped, reason: MEMORY_VIOLATION)  ",
                         "",
                         "scalar registers:",
                         kRocrLine});
@@ -294,6 +294,8 @@ TEST(RocrFault, DebugAgentOtherStopsNameNothing) {
         "reason: BREAKPOINT|SINGLE_STEP)",
         "wave_3: pc=0x7f10 (kernel_code_entry=0x7f00 <k1()>, kernargs=0x7e00) (running)",
         "wave_4: pc=0x7f10 (stopped, reason: ASSERT_TRAP)",
+        "wave_5: pc=0x7f10 (kernel_code_entry=0x7f00 <k1()>, kernargs=0x7e00) (stopped, "
+        "reason: MEMORY_VIOLATIONS)",  // not the name
         kRocrLine,
     });
     ASSERT_EQ(s.evidences.size(), 1u);
