@@ -387,6 +387,12 @@ class HipLogMatcher final : public Matcher {
         Evidence e = rt::baseEvidence(Kind::MissingCodeObject, l, amd, "amd");
         e.reason = "hipErrorNoBinaryForGpu";
         if (auto f = text::after(s, "binary for file: ")) e.setAttr("file", std::string(*f));
+        // `ptr: 0x%x` (hip_fatbin.cpp): the host address of the fat binary, as printed (`%x`:
+        // lower-case hex, no padding); kept so that it folds apart from other binaries.
+        if (auto v = text::after(s, "binary for ptr: 0x"); v && !v->empty()) {
+            size_t n = 0;
+            if (text::parseHex(*v, &n) && n == v->size()) e.setAttr("ptr", "0x" + std::string(*v));
+        }
         bool listing =
             amd.present && s.find("Unable to find code object") != std::string_view::npos;
         Evidence* held = folder_.add(std::move(e), out);
@@ -412,13 +418,18 @@ class HipLogMatcher final : public Matcher {
         return true;
     }
 
-    /// Allocation failures (hip_memory.cpp level 1, rocdevice/rocmemory): attrs in bytes.
+    /// Allocation failures (hip_memory.cpp level 1, rocdevice/rocmemory): attrs in bytes. The
+    /// `%zu` values are kept as the decimal text printed (up to 20 digits: a size_t, which may
+    /// be above INT64_MAX, e.g. a negative size computed in size_t).
     void alloc(const LogLine& l, const rt::AmdFields& amd, std::string_view s, Sink& out) {
         Evidence e = rt::baseEvidence(Kind::AllocFailure, l, amd, "amd");
         for (std::string_view key : {"required :", "free :", "total :", "size :"}) {
             if (auto v = text::after(s, key, " |,")) {
-                if (auto n = text::parseDec(*v))
-                    e.setAttr(std::string(key.substr(0, key.size() - 2)), std::to_string(*n));
+                size_t n = 0;
+                while (n < v->size() && (*v)[n] >= '0' && (*v)[n] <= '9') ++n;
+                if (n > 0 && n <= 20)
+                    e.setAttr(std::string(key.substr(0, key.size() - 2)),
+                              std::string(v->substr(0, n)));
             }
         }
         if (size_t c = s.find("size - 0x"); c != std::string_view::npos) {

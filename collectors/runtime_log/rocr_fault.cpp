@@ -1,4 +1,21 @@
-// ROCr fault lines (FORMATS.md §2.1, §2.2) and the old debug agent's fault block (§9.7).
+// ROCr fault lines (FORMATS.md §2.1, §2.2) and the debug agent's output (§9.7): the old
+// agent's fault block, and the current agent's stopped-wave lines, which name the kernel of the
+// ROCr fault line after them.
+//
+// Stopped waves (current agent, rocr_debug_agent src/debug_agent.cpp print_wavefronts):
+// `wave_N: pc=0x… (kernel_code_entry=0x… <symbol>, kernargs=0x…) (stopped, reason: R|R…)`, older
+// agents without the `(kernel_code_entry=…)` part, `kernel_code_entry=not available` when the
+// agent has no code object for the pc. Only waves stopped for MEMORY_VIOLATION or ADDRESS_ERROR
+// count. The agent prints them (each followed by its registers, memory and disassembly: up to a
+// few thousand lines) before ROCr's `Memory access fault by GPU node-N …` line of the same
+// fault, so the waves are held until that line: the ROCr record that follows within
+// kWaveToFault lines of the last such wave (and has the same pid when both lines state one,
+// journald `ident[PID]` or an AMD log prefix) gets `kernel` = the symbol between `<` and `>` as
+// printed (none when the wave names none, or when the waves name different kernels: then a
+// warning) and attrs `pc`, `kernel_code_entry`, `kernargs`, `stop_reason` of the first wave.
+// Waves that no ROCr line follows (the process killed first, the line lost, or printed before
+// the waves) make no record of their own (EVIDENCE.md has no kind for them) but a warning that
+// names the wave, its kernel and pc.
 //
 // Kind choice for `HW Exception by GPU node-N (Agent handle: …) reason :GPU Hang|ECC`: it is
 // reported by the HSA runtime for a whole device (hang or ECC reset) and kills its queues, like
@@ -86,6 +103,80 @@ std::optional<uint64_t> parseAddress(std::string_view s, bool* masked, size_t* u
     return v;
 }
 
+/// Lines from the last stopped wave to the ROCr line it belongs to: one wave's dump is its
+/// registers (a few hundred lines: 512 VGPRs/AGPRs one a line), LDS (up to 160 KiB, 32 bytes a
+/// line: 5120 lines), kernargs and disassembly (tens of lines).
+constexpr uint64_t kWaveToFault = 8192;
+
+/// `0x` + the hex digits at the start of `s` (none: ""); `*used` set to what was read.
+std::string_view hexToken(std::string_view s, size_t* used) {
+    *used = 0;
+    if (!s.starts_with("0x")) return {};
+    size_t n = 2;
+    while (n < s.size() && std::isxdigit(static_cast<unsigned char>(s[n]))) ++n;
+    if (n == 2) return {};
+    *used = n;
+    return s.substr(0, n);
+}
+
+/// One `wave_N: pc=0x… (…) (stopped, reason: …)` line of the debug agent.
+struct StoppedWave {
+    std::string_view wave;  ///< `wave_N`
+    std::string_view pc, entry, kernargs, reason;
+    std::optional<std::string_view> kernel;
+};
+
+/// The wave line `t` (starting with `wave_`) when it is stopped; nullopt for any other line.
+std::optional<StoppedWave> parseWave(std::string_view t) {
+    t = text::trimRight(t);  // trailing blanks a terminal or a paste left
+    size_t i = 5;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+    if (i == 5 || t.substr(i, 5) != ": pc=") return std::nullopt;
+    StoppedWave w;
+    w.wave = t.substr(0, i);
+    size_t n = 0;
+    w.pc = hexToken(t.substr(i + 5), &n);
+    if (w.pc.empty()) return std::nullopt;
+    std::string_view rest = t.substr(i + 5 + n);
+    // The stop part is last; a symbol may contain anything, so it is found from the end.
+    constexpr std::string_view kStopped = " (stopped, reason: ";
+    size_t sp = rest.rfind(kStopped);
+    if (sp == std::string_view::npos || !rest.ends_with(')')) return std::nullopt;
+    w.reason = rest.substr(sp + kStopped.size(), rest.size() - 1 - sp - kStopped.size());
+    std::string_view mid = rest.substr(0, sp);
+    constexpr std::string_view kEntry = " (kernel_code_entry=";
+    if (mid.empty()) return w;  // older agents: no entry part
+    if (!mid.starts_with(kEntry) || !mid.ends_with(')')) return std::nullopt;
+    mid = mid.substr(kEntry.size(), mid.size() - kEntry.size() - 1);
+    w.entry = hexToken(mid, &n);  // `not available`: none of the three
+    if (w.entry.empty()) return w;
+    mid = mid.substr(n);
+    constexpr std::string_view kArgs = ", kernargs=";
+    size_t ka = mid.rfind(kArgs);
+    if (ka != std::string_view::npos) w.kernargs = hexToken(mid.substr(ka + kArgs.size()), &n);
+    std::string_view sym = mid.substr(0, ka);
+    if (sym.starts_with(" <") && sym.ends_with('>') && sym.size() > 3)
+        w.kernel = sym.substr(2, sym.size() - 3);
+    return w;
+}
+
+/// True when the `|`-joined stop reasons hold a memory fault.
+bool isMemoryStop(std::string_view reasons) {
+    while (!reasons.empty()) {
+        size_t bar = reasons.find('|');
+        std::string_view r = text::trim(reasons.substr(0, bar));
+        if (r == "MEMORY_VIOLATION" || r == "ADDRESS_ERROR") return true;
+        if (bar == std::string_view::npos) break;
+        reasons.remove_prefix(bar + 1);
+    }
+    return false;
+}
+
+/// The pid a line states: its AMD log prefix, else its journald/syslog `ident[PID]`.
+std::optional<int64_t> linePid(const LogLine& l) {
+    return l.log_pid ? l.log_pid : l.ident_pid;
+}
+
 std::optional<int64_t> nodeAfter(std::string_view s, std::string_view key) {
     size_t i = s.find(key);
     if (i == std::string_view::npos) return std::nullopt;
@@ -97,6 +188,11 @@ class RocrFaultMatcher final : public Matcher {
     void feed(const LogLine& l, Sink& out) override {
         if (split_ && completeReason(l, out)) return;
         if (agent_ && continueAgent(l, out)) return;
+        if (waves_ && l.line - waves_->last_line > kWaveToFault)
+            dropWaves(out,
+                      "no ROCr `Memory access fault` line followed within " +
+                          std::to_string(kWaveToFault) + " lines");
+        if (!l.text.empty() && l.text[0] == 'w' && l.text.starts_with("wave_")) return wave(l, out);
         size_t at = l.text.find("by GPU ");
         if (at == std::string_view::npos) return;
         std::string_view before = l.text.substr(0, at);
@@ -115,6 +211,9 @@ class RocrFaultMatcher final : public Matcher {
         if (agent_) out.evidence(std::move(*agent_));
         split_.reset();
         agent_.reset();
+        if (waves_)
+            dropWaves(out,
+                      "no ROCr `Memory access fault` line followed before the end of the stream");
     }
 
     std::optional<uint64_t> openSince() const override {
@@ -122,12 +221,19 @@ class RocrFaultMatcher final : public Matcher {
         if (agent_) return agent_->line;
         return std::nullopt;
     }
+    /// Held stopped waves are context of the ROCr line to come (like a launch's Arg lines).
+    std::optional<uint64_t> contextSince() const override {
+        if (waves_) return waves_->first_line;
+        return std::nullopt;
+    }
+    bool idle() const override { return !openSince() && !waves_; }
 
   private:
     /// ROCr `Memory access fault by GPU node-%u (Agent handle: %p) on address %p%s. Reason: %s.`
     /// (runtime.cpp VMFaultHandler, ROCm ≥ 1.8; ≤ 1.7 without the Agent handle).
     void rocrLine(const LogLine& l, std::string_view s, Sink& out) {
         Evidence e = rt::baseEvidence(Kind::RocrMemoryFault, l, {}, "amd");
+        attachWaves(e, l, out);
         e.gpu_node = text::parseDec(s.substr(5));
         if (auto h = text::after(s, "(Agent handle: ", ")"))
             e.setAttr("agent_handle", std::string(*h));
@@ -225,6 +331,72 @@ class RocrFaultMatcher final : public Matcher {
         return false;
     }
 
+    /// A debug-agent `wave_N: …` line: a wave stopped for a memory fault is held (the first
+    /// one's fields; the kernel while all such waves agree) for the ROCr line to come.
+    void wave(const LogLine& l, Sink& out) {
+        auto w = parseWave(l.text);
+        if (!w || !isMemoryStop(w->reason)) return;
+        std::optional<int64_t> pid = linePid(l);
+        if (waves_ && pid && waves_->pid && *pid != *waves_->pid)
+            dropWaves(out,
+                      "a stopped wave of another pid (" + std::to_string(*pid) +
+                          ") followed before any ROCr line");
+        if (waves_) {
+            ++waves_->count;
+            waves_->last_line = l.line;
+            if (w->kernel && waves_->kernel && *w->kernel != *waves_->kernel &&
+                !waves_->other_kernel) {
+                waves_->other_kernel = std::string(*w->kernel);
+            } else if (w->kernel && !waves_->kernel && !waves_->other_kernel) {
+                waves_->kernel = std::string(*w->kernel);
+            }
+            if (!waves_->pid) waves_->pid = pid;
+            return;
+        }
+        Waves& h = waves_.emplace();
+        h.first_line = h.last_line = l.line;
+        h.pid = pid;
+        h.wave = std::string(w->wave);
+        h.pc = std::string(w->pc);
+        h.entry = std::string(w->entry);
+        h.kernargs = std::string(w->kernargs);
+        h.reason = std::string(w->reason);
+        if (w->kernel) h.kernel = std::string(*w->kernel);
+    }
+
+    /// Gives the held waves to the ROCr record `e` of line `l` when they belong to it (same pid
+    /// when both state one; their distance is checked in feed()).
+    void attachWaves(Evidence& e, const LogLine& l, Sink& out) {
+        if (!waves_) return;
+        std::optional<int64_t> pid = linePid(l);
+        if (pid && waves_->pid && *pid != *waves_->pid) return;
+        Waves& w = *waves_;
+        e.setAttr("pc", w.pc);
+        if (!w.entry.empty()) e.setAttr("kernel_code_entry", w.entry);
+        if (!w.kernargs.empty()) e.setAttr("kernargs", w.kernargs);
+        e.setAttr("stop_reason", w.reason);
+        if (w.kernel && !w.other_kernel) {
+            e.kernel = *w.kernel;
+        } else if (w.other_kernel) {
+            out.warning({l.line,
+                         "debug agent: the stopped waves before this fault name different "
+                         "kernels (" +
+                             *w.kernel + ", " + *w.other_kernel + "): no kernel"});
+        }
+        waves_.reset();
+    }
+
+    /// Drops the held waves with a warning that says `why` no ROCr line took them.
+    void dropWaves(Sink& out, const std::string& why) {
+        const Waves& w = *waves_;
+        std::string what = w.wave + " (pc=" + w.pc + ", stopped, reason: " + w.reason + ")";
+        if (w.kernel) what += " in " + *w.kernel;
+        if (w.count > 1) what += " and " + std::to_string(w.count - 1) + " more stopped wave(s)";
+        out.warning(
+            {w.first_line, "debug agent: " + what + ": " + why + ", so no fault record names it"});
+        waves_.reset();
+    }
+
     /// `HW Exception by GPU node-%u (Agent handle: %p) reason :%s` (runtime.cpp
     /// HwExceptionHandler).
     void hwException(const LogLine& l, std::string_view s, Sink& out) {
@@ -240,6 +412,17 @@ class RocrFaultMatcher final : public Matcher {
         out.evidence(std::move(e));
     }
 
+    /// Stopped waves (memory faults) of the debug agent waiting for their ROCr line.
+    struct Waves {
+        uint64_t first_line = 0, last_line = 0;
+        std::optional<int64_t> pid;
+        std::string wave, pc, entry, kernargs, reason;  ///< of the first wave
+        std::optional<std::string> kernel;              ///< the first wave's that names one
+        std::optional<std::string> other_kernel;        ///< a later wave's, when it differs
+        size_t count = 1;
+    };
+
+    std::optional<Waves> waves_;
     std::optional<Evidence> split_;  ///< ROCr line whose reason may continue on the next line
     std::optional<Evidence> agent_;  ///< old debug-agent block in progress
     int agent_lines_ = 0;

@@ -21,9 +21,19 @@ AmdFields fromPrefix(std::string_view s, const AmdLogPrefix& p) {
     return f;
 }
 
+/// False when both records name the binary they are about (HIP's NoBinaryForGpu `for file:`
+/// or `for ptr:`) and the names differ; a record that names none (the `guarantee()` abort of
+/// the same failure) may fold with one that does.
+bool sameBinary(const Evidence& a, const Evidence& b) {
+    auto fa = a.attr("file"), fb = b.attr("file"), pa = a.attr("ptr"), pb = b.attr("ptr");
+    if (!(fa || pa) || !(fb || pb)) return true;
+    return fa == fb && pa == pb;
+}
+
 bool sameKey(const Evidence& a, const Evidence& b) {
     return a.kind == b.kind && a.reason == b.reason && a.pid == b.pid && a.rank == b.rank &&
            a.vendor == b.vendor && a.kernel == b.kernel && a.attr("target") == b.attr("target") &&
+           sameBinary(a, b) &&
            (a.reason ||
             (a.attr("code") == b.attr("code") && a.attr("message") == b.attr("message")));
 }

@@ -39,7 +39,8 @@ Evidence baseEvidence(Kind kind, const LogLine& l, const AmdFields& amd, const c
 void appendRaw(std::string& raw, std::string_view more);
 
 /// Holds runtime_error / missing_code_object records until the end of the stream so that
-/// identical ones (same kind, reason, pid, rank, vendor, kernel and `target` attr; without a
+/// identical ones (same kind, reason, pid, rank, vendor, kernel and `target` attr; not two
+/// that name different binaries by their `file`/`ptr` attrs; without a
 /// reason also the same `code` and `message` attrs) become one
 /// record with `count` incremented; the first line is kept. At most kMax distinct records are
 /// held; further ones are emitted at once.

@@ -467,19 +467,36 @@ TEST(HipLog, AllocationFailureLargeSizes) {
     EXPECT_EQ(s.evidences[1].attr("size"), "9223372036854775807");
 }
 
-// DEFECT (hip_log.cpp, left to its owner): `%zu` above INT64_MAX (hipMalloc of a negative size
-// computed in size_t: 18446744073709551615) loses the `size`/`required` attribute; and the
-// `for ptr: 0x%x` form keeps no `ptr` attribute and folds with the `for file:` form of another
-// binary. Enable when fixed.
-TEST(HipLog, DISABLED_AllocationSizeAboveInt64MaxAndNoBinaryPtr) {
+// `%zu` above INT64_MAX (hipMalloc of a negative size computed in size_t) keeps its decimal
+// text; the `for ptr: 0x%x` form (hip_fatbin.cpp) keeps its ptr and does not fold with the
+// `for file:` form of another binary; a repeated ptr line folds with its own.
+TEST(HipLog, AllocationSizeAboveInt64MaxAndNoBinaryPtr) {
     Feeder r;
     r.amd({"Allocation failed : Pinned Memory, size :18446744073709551615"}, 1);
+    r.amd({"Allocation failed : Device memory : required :9223372036854775808 | free "
+           ":1073741824 | total :68702699520"},
+          1);
     r.amd({"hipErrorNoBinaryForGpu: Couldn't find binary for file: /opt/a.so"}, 1);
     r.amd({"hipErrorNoBinaryForGpu: Couldn't find binary for ptr: 0xdeadbeef"}, 1);
+    r.amd({"hipErrorNoBinaryForGpu: Couldn't find binary for file: /opt/b.so"}, 1);
+    r.amd({"hipErrorNoBinaryForGpu: Couldn't find binary for ptr: 0xdeadbeef"}, 1);
     auto& s = r.done();
-    ASSERT_EQ(s.evidences.size(), 3u);
+    ASSERT_EQ(s.evidences.size(), 5u);
     EXPECT_EQ(s.evidences[0].attr("size"), "18446744073709551615");
-    EXPECT_EQ(s.evidences[2].attr("ptr"), "0xdeadbeef");
+    EXPECT_EQ(s.evidences[0].attr("memory"), "pinned");
+    EXPECT_EQ(s.evidences[1].attr("required"), "9223372036854775808");
+    EXPECT_EQ(s.evidences[1].attr("free"), "1073741824");
+    EXPECT_EQ(s.evidences[2].attr("file"), "/opt/a.so");
+    EXPECT_FALSE(s.evidences[2].attr("ptr"));
+    EXPECT_EQ(s.evidences[2].count, 1u);
+    EXPECT_EQ(s.evidences[3].attr("ptr"), "0xdeadbeef");
+    EXPECT_FALSE(s.evidences[3].attr("file"));
+    EXPECT_EQ(s.evidences[3].count, 2u);
+    EXPECT_EQ(s.evidences[4].attr("file"), "/opt/b.so");
+    for (size_t i = 2; i < 5; ++i) {
+        EXPECT_EQ(s.evidences[i].kind, Kind::MissingCodeObject);
+        EXPECT_EQ(s.evidences[i].reason, "hipErrorNoBinaryForGpu");
+    }
 }
 
 // Allocation failures (§3.3) and HW Exception Error.

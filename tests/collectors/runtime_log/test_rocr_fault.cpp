@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -184,6 +185,242 @@ TEST(RocrFault, RealLinesFromFixtures) {
     EXPECT_EQ(ev[0].reason, "Unknown");
     EXPECT_EQ(ev[1].gpu_node, 6);
     EXPECT_EQ(ev[1].address, 0x7f5e50c00000u);
+}
+
+// Debug agent, current generation (FORMATS.md §9.7, rocr_debug_agent print_wavefronts): the
+// stopped wave names the kernel of the ROCr line after it. Lines from the format strings.
+
+CollectSink runSink(const std::vector<std::string>& lines,
+                    const std::function<void(LogLine&)>& tweak = {}) {
+    auto m = makeRocrFaultMatcher();
+    return testing::feedMatcher(*m, lines, tweak);
+}
+
+const char* kRocrLine =
+    "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address "
+    "0x7f3a4e900000. Reason: Page not present or supervisor privilege.";
+
+// The constructed example of §9.7, the wave's dump between it and ROCr's line.
+TEST(RocrFault, DebugAgentWaveNamesKernelOfRocrLine) {
+    auto s = runSink({
+        "--------------------------------------------------------",
+        "wave_1: pc=0x7f3a5c401b3c (kernel_code_entry=0x7f3a5c401a00 "
+        "<vector_add_memory_fault(int*, int*, int*)>, kernargs=0x7f3a4e800000) (stopped, "
+        "reason: MEMORY_VIOLATION)",
+        "",
+        "general registers:",
+        "            s0: 4e800000            s1: 00007f3a            s2: 00000000",
+        "            v0: [0] 00000003 [1] 00000004 [2] 00000005",
+        "",
+        "Local memory content (1024 bytes):",
+        "    0x0000: 22222222 11111111 00000000 00000000 00000000 00000000 00000000 00000000",
+        "",
+        "Disassembly for function vector_add_memory_fault(int*, int*, int*):",
+        "    code object: file:///opt/app/bin/vadd#offset=16384&size=12808",
+        "    loaded at: [0x7f3a5c400000-0x7f3a5c403208]",
+        "    0x7f3a5c401b30 <+304>:    global_store_dword v[2:3], v0, off",
+        " => 0x7f3a5c401b3c <+316>:    s_endpgm",
+        "    ...",
+        "",
+        "End of disassembly.",
+        kRocrLine,
+    });
+    ASSERT_EQ(s.evidences.size(), 1u);
+    const Evidence& e = s.evidences[0];
+    EXPECT_EQ(e.kind, Kind::RocrMemoryFault);
+    EXPECT_EQ(e.line, 19u);
+    EXPECT_EQ(e.address, 0x7f3a4e900000u);
+    EXPECT_EQ(e.kernel, "vector_add_memory_fault(int*, int*, int*)");
+    EXPECT_EQ(e.attr("pc"), "0x7f3a5c401b3c");
+    EXPECT_EQ(e.attr("kernel_code_entry"), "0x7f3a5c401a00");
+    EXPECT_EQ(e.attr("kernargs"), "0x7f3a4e800000");
+    EXPECT_EQ(e.attr("stop_reason"), "MEMORY_VIOLATION");
+    EXPECT_EQ(e.raw, kRocrLine);  // the record is the ROCr line
+    EXPECT_TRUE(s.warnings.empty());
+}
+
+// A symbol with `<`, `>`, `, ` and `)` in it (a template), reasons joined with `|`.
+TEST(RocrFault, DebugAgentTemplateSymbolAndJoinedReasons) {
+    auto s = runSink({
+        "wave_250: pc=0x7ff734dcbf3c (kernel_code_entry=0x7ff736b8c040 <void "
+        "at::native::index_kernel<128, 4>(at::TensorIteratorBase&, long)>, "
+        "kernargs=0x7ffb61f00000) (stopped, reason: WATCHPOINT|ADDRESS_ERROR)",
+        kRocrLine,
+    });
+    ASSERT_EQ(s.evidences.size(), 1u);
+    EXPECT_EQ(s.evidences[0].kernel,
+              "void at::native::index_kernel<128, 4>(at::TensorIteratorBase&, long)");
+    EXPECT_EQ(s.evidences[0].attr("stop_reason"), "WATCHPOINT|ADDRESS_ERROR");
+    EXPECT_EQ(s.evidences[0].attr("kernargs"), "0x7ffb61f00000");
+}
+
+// Older agents print no kernel_code_entry part; `not available` when the agent has no code
+// object for the pc: a pc and a reason, no kernel.
+TEST(RocrFault, DebugAgentWaveWithoutKernel) {
+    auto old = runSink({"wave_0: pc=0x7ff77e253408 (stopped, reason: MEMORY_VIOLATION)  ",
+                        "",
+                        "scalar registers:",
+                        kRocrLine});
+    ASSERT_EQ(old.evidences.size(), 1u);
+    EXPECT_FALSE(old.evidences[0].kernel);
+    EXPECT_EQ(old.evidences[0].attr("pc"), "0x7ff77e253408");
+    EXPECT_EQ(old.evidences[0].attr("stop_reason"), "MEMORY_VIOLATION");
+    EXPECT_FALSE(old.evidences[0].attr("kernel_code_entry"));
+    EXPECT_FALSE(old.evidences[0].attr("kernargs"));
+
+    auto na =
+        runSink({"wave_7: pc=0x7f00001000 (kernel_code_entry=not available) (stopped, "
+                 "reason: MEMORY_VIOLATION)",
+                 kRocrLine});
+    ASSERT_EQ(na.evidences.size(), 1u);
+    EXPECT_FALSE(na.evidences[0].kernel);
+    EXPECT_EQ(na.evidences[0].attr("pc"), "0x7f00001000");
+    EXPECT_FALSE(na.evidences[0].attr("kernel_code_entry"));
+
+    auto nosym =
+        runSink({"wave_7: pc=0x7f00001010 (kernel_code_entry=0x7f00001000, "
+                 "kernargs=0x7f00200000) (stopped, reason: MEMORY_VIOLATION)",
+                 kRocrLine});
+    ASSERT_EQ(nosym.evidences.size(), 1u);
+    EXPECT_FALSE(nosym.evidences[0].kernel);
+    EXPECT_EQ(nosym.evidences[0].attr("kernel_code_entry"), "0x7f00001000");
+    EXPECT_EQ(nosym.evidences[0].attr("kernargs"), "0x7f00200000");
+}
+
+// Waves not stopped for a memory fault (a breakpoint, running waves of --all) name nothing.
+TEST(RocrFault, DebugAgentOtherStopsNameNothing) {
+    auto s = runSink({
+        "wave_2: pc=0x7f10 (kernel_code_entry=0x7f00 <k1()>, kernargs=0x7e00) (stopped, "
+        "reason: BREAKPOINT|SINGLE_STEP)",
+        "wave_3: pc=0x7f10 (kernel_code_entry=0x7f00 <k1()>, kernargs=0x7e00) (running)",
+        "wave_4: pc=0x7f10 (stopped, reason: ASSERT_TRAP)",
+        "wave_5: pc=0x7f10 (kernel_code_entry=0x7f00 <k1()>, kernargs=0x7e00) (stopped, "
+        "reason: MEMORY_VIOLATIONS)",  // not the name
+        kRocrLine,
+    });
+    ASSERT_EQ(s.evidences.size(), 1u);
+    EXPECT_FALSE(s.evidences[0].kernel);
+    EXPECT_FALSE(s.evidences[0].attr("pc"));
+    EXPECT_TRUE(s.warnings.empty());
+}
+
+// AMD_LOG_LEVEL lines of the process (pid-prefixed) around the dump do not part the wave from
+// its ROCr line; of several waves the first gives the fields, the kernel is theirs.
+TEST(RocrFault, DebugAgentAmongPidPrefixedLogLines) {
+    auto s = runSink(
+        {
+            ":3:rocvirtual.cpp            :3190: 0043127734 us: [pid:4242  tid:0x7f0a1b2c3d40] "
+            "ShaderName : _Z3addPiS_S_",
+            "wave_1: pc=0x7f3a5c401b3c (kernel_code_entry=0x7f3a5c401a00 <add(int*, int*, "
+            "int*)>, kernargs=0x7f3a4e800000) (stopped, reason: MEMORY_VIOLATION)",
+            ":1:rocdevice.cpp             :3059: 0043127800 us: [pid:4242  tid:0x7f0a1b2c3e00] "
+            "Device::callbackQueue aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_"
+            "VIOLATION: The agent attempted to access memory beyond the largest legal address. "
+            "code: 0x29",
+            "wave_2: pc=0x7f3a5c401b40 (kernel_code_entry=0x7f3a5c401a00 <add(int*, int*, "
+            "int*)>, kernargs=0x7f3a4e800000) (stopped, reason: MEMORY_VIOLATION)",
+            kRocrLine,
+        },
+        [](LogLine& l) {
+            if (l.text.starts_with(":")) {  // what the decoder gives for a prefixed line
+                l.amd_level = 3;
+                l.log_pid = 4242;
+            }
+        });
+    ASSERT_EQ(s.evidences.size(), 1u);
+    EXPECT_EQ(s.evidences[0].kernel, "add(int*, int*, int*)");
+    EXPECT_EQ(s.evidences[0].attr("pc"), "0x7f3a5c401b3c");
+    EXPECT_TRUE(s.warnings.empty());
+}
+
+// Waves and a ROCr line that state different pids (journald `ident[PID]`) do not join; the
+// waves are then reported by a warning. The same pid joins.
+TEST(RocrFault, DebugAgentPidMustAgree) {
+    const std::vector<std::string> lines = {
+        "wave_1: pc=0x7f10 (kernel_code_entry=0x7f00 <k1()>, kernargs=0x7e00) (stopped, "
+        "reason: MEMORY_VIOLATION)",
+        kRocrLine};
+    auto other = runSink(lines, [](LogLine& l) { l.ident_pid = l.line == 1 ? 41 : 42; });
+    ASSERT_EQ(other.evidences.size(), 1u);
+    EXPECT_FALSE(other.evidences[0].kernel);
+    EXPECT_FALSE(other.evidences[0].attr("pc"));
+    ASSERT_EQ(other.warnings.size(), 1u);
+    EXPECT_EQ(other.warnings[0].line, 1u);
+    EXPECT_NE(other.warnings[0].message.find("k1()"), std::string::npos);
+
+    auto same = runSink(lines, [](LogLine& l) { l.ident_pid = 42; });
+    ASSERT_EQ(same.evidences.size(), 1u);
+    EXPECT_EQ(same.evidences[0].kernel, "k1()");
+    EXPECT_TRUE(same.warnings.empty());
+}
+
+// A wave dump with no ROCr line after it (the process killed first) makes no record (no kind
+// for it) but a warning naming wave, pc and kernel; so does one further than kWaveToFault
+// (8192) lines from the ROCr line, which then names no kernel.
+TEST(RocrFault, DebugAgentWavesWithoutRocrLineWarn) {
+    auto s =
+        runSink({"wave_5: pc=0x7f3a5c401b3c (kernel_code_entry=0x7f3a5c401a00 <k2(float*)>, "
+                 "kernargs=0x7f3a4e800000) (stopped, reason: MEMORY_VIOLATION)",
+                 "wave_6: pc=0x7f3a5c401b40 (kernel_code_entry=0x7f3a5c401a00 <k2(float*)>, "
+                 "kernargs=0x7f3a4e800000) (stopped, reason: MEMORY_VIOLATION)",
+                 "Aborted (core dumped)"});
+    EXPECT_TRUE(s.evidences.empty());
+    ASSERT_EQ(s.warnings.size(), 1u);
+    EXPECT_EQ(s.warnings[0].line, 1u);
+    EXPECT_EQ(s.warnings[0].message,
+              "debug agent: wave_5 (pc=0x7f3a5c401b3c, stopped, reason: MEMORY_VIOLATION) in "
+              "k2(float*) and 1 more stopped wave(s): no ROCr `Memory access fault` line "
+              "followed before the end of the stream, so no fault record names it");
+
+    std::vector<std::string> far(8193, "            v0: [0] 00000003 [1] 00000004");
+    far[0] =
+        "wave_5: pc=0x7f10 (kernel_code_entry=0x7f00 <k2(float*)>, kernargs=0x7e00) "
+        "(stopped, reason: MEMORY_VIOLATION)";
+    far.push_back(kRocrLine);  // line 8194: 8193 lines after the wave
+    auto f = runSink(far);
+    ASSERT_EQ(f.evidences.size(), 1u);
+    EXPECT_FALSE(f.evidences[0].kernel);
+    ASSERT_EQ(f.warnings.size(), 1u);
+    EXPECT_NE(f.warnings[0].message.find("within 8192 lines"), std::string::npos);
+    far.pop_back();
+    far.back() = kRocrLine;  // line 8193: 8192 lines after it, still the wave's
+    auto near = runSink(far);
+    ASSERT_EQ(near.evidences.size(), 1u);
+    EXPECT_EQ(near.evidences[0].kernel, "k2(float*)");
+}
+
+// Waves of different kernels before one ROCr line: which one faulted is not known.
+TEST(RocrFault, DebugAgentWavesOfDifferentKernelsNameNone) {
+    auto s =
+        runSink({"wave_1: pc=0x7f10 (kernel_code_entry=0x7f00 <k1()>, kernargs=0x7e00) "
+                 "(stopped, reason: MEMORY_VIOLATION)",
+                 "wave_2: pc=0x8f10 (kernel_code_entry=0x8f00 <k2()>, kernargs=0x8e00) "
+                 "(stopped, reason: MEMORY_VIOLATION)",
+                 kRocrLine});
+    ASSERT_EQ(s.evidences.size(), 1u);
+    EXPECT_FALSE(s.evidences[0].kernel);
+    EXPECT_EQ(s.evidences[0].attr("pc"), "0x7f10");
+    ASSERT_EQ(s.warnings.size(), 1u);
+    EXPECT_NE(s.warnings[0].message.find("(k1(), k2())"), std::string::npos);
+}
+
+// The old agent's block (README sample, §9.7): one rocr_memory_fault of the masked address; its
+// wavefront summary and `Faulty PC offset:` add nothing (the old agent names no kernel).
+TEST(RocrFault, OldDebugAgentBlockNamesNoKernel) {
+    auto s = runSink({"Memory access fault by GPU agent: AMD gfx900",
+                      "Node: 1",
+                      "Address: 0x18DB4xxx (page not present;write access to a read-only page;)",
+                      "",
+                      "64 wavefront(s) found in XNACK error state @PC: 0x0000001100E01310",
+                      "printing the first one:",
+                      "   EXEC: 0xFFFFFFFFFFFFFFFF",
+                      "Faulty Code Object:",
+                      "Faulty PC offset: 1310"});
+    ASSERT_EQ(s.evidences.size(), 1u);
+    EXPECT_EQ(s.evidences[0].address, 0x18DB4000u);
+    EXPECT_FALSE(s.evidences[0].kernel);
+    EXPECT_FALSE(s.evidences[0].attr("pc"));
+    EXPECT_TRUE(s.warnings.empty());
 }
 
 TEST(RocrFault, UnrelatedLinesGiveNothing) {
