@@ -77,6 +77,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     }
     std::optional<Mark> resume;
     bool adopted = false;
+    f.origin = f.path;
     if (st.offset == 0 && st.line == 0 && st.max_line == 0 && !st.complete) {
         auto r = copyResume(f, id.fingerprint, size);  // nothing read from it yet
         if (!r) return std::unexpected(r.error());
@@ -94,6 +95,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
         if (a->state) {
             st = *a->state;
             adopted = same = true;
+            f.origin = a->origin;
         }
     }
     if (!same) {
@@ -283,6 +285,7 @@ db::Result<std::optional<FileTail::Mark>> FileTail::copyResume(Followed& c,
         if (!m || m->offset == 0) continue;
         auto h = prefixHash(c, m->offset);
         if (!h || *h != m->hash) continue;
+        c.origin = e->path;
         if (m == &end && e->lost > 0) {
             // What its truncation counted lost and the copy holds is not lost after all.
             uint64_t back = std::min<uint64_t>(e->lost, static_cast<uint64_t>(size - end.offset));
@@ -352,7 +355,7 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
             if (o->second->fd < 0) continue;
             if (sameHead(*o->second, id.fingerprint) &&
                 prefixHash(*o->second, (*m)->at.offset) == (*m)->at.hash)
-                return Adoption{std::nullopt, true};
+                return Adoption{std::nullopt, true, {}};
             best = *m;
             continue;
         }
@@ -377,12 +380,13 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
                      static_cast<ino_t>(own.inode.value_or(0))},
                  back);
     }
+    std::string origin = best->row->identity.path;  // before the move (its last path)
     SourceState st = best->row->state;
     st.complete = false;
     st.offset = best->at.offset;  // lines after it are numbered as in the original
     st.line = best->at.line;
     st.prefix_hash = best->at.hash;
-    return Adoption{st, false};
+    return Adoption{st, false, origin};
 }
 
 std::optional<uint64_t> FileTail::hashAt(const Followed& f, int64_t offset) {

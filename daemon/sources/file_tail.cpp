@@ -187,28 +187,40 @@ void FileTail::scan() {
     std::erase_if(logged_, [&](const auto& e) { return problems_.count(e.first) == 0; });
 }
 
+bool FileTail::feedLast(Followed& f) {
+    if (!f.stream || f.size <= f.offset || f.skipping) return false;
+    size_t n = static_cast<size_t>(std::min<int64_t>(f.size - f.offset, kMaxLine));
+    ssize_t got = ::pread(f.fd, buf_.data(), n, f.offset);
+    if (got <= 0) return false;
+    f.stream->feed(std::string_view(buf_.data(), static_cast<size_t>(got)), f.offset,
+                   f.size - f.offset > static_cast<int64_t>(kMaxLine));
+    f.stream->warnLast(fmt::format("last line of {} has no newline ({} bytes): stored as it is",
+                                   f.path, f.size - f.offset));
+    if (got == f.size - f.offset)
+        consumed(f, buf_.data(), static_cast<size_t>(got), true);
+    else
+        f.hashed = false;
+    f.offset = f.size;
+    return true;
+}
+
+bool FileTail::rotatedAway(const Followed& f) {
+    if (f.origin.empty() || f.origin == f.path) return false;
+    struct stat st {};
+    return ::lstat(f.origin.c_str(), &st) == 0 &&
+           (st.st_dev != f.key.first || st.st_ino != f.key.second);
+}
+
 db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
     if (!f.stream) return {};
-    if (feed_partial && f.size > f.offset && !f.skipping) {
-        // The last line of a finished file has no newline: take it as it is.
-        size_t n = static_cast<size_t>(std::min<int64_t>(f.size - f.offset, kMaxLine));
-        ssize_t got = ::pread(f.fd, buf_.data(), n, f.offset);
-        if (got > 0) {
-            f.stream->feed(std::string_view(buf_.data(), static_cast<size_t>(got)), f.offset,
-                           f.size - f.offset > static_cast<int64_t>(kMaxLine));
-            if (got == f.size - f.offset)
-                consumed(f, buf_.data(), static_cast<size_t>(got), true);
-            else
-                f.hashed = false;
-            f.offset = f.size;
-        }
-    }
+    if (feed_partial) feedLast(f);  // the last line of a finished file has no newline
     f.stream->finish();
     if (f.stream->error()) return std::unexpected(*f.stream->error());
     auto r = writeCheckpoint(f, f.offset, true, f.size);
     if (!r) return r;
     if (f.hashed) {
-        Finished e{f.fingerprint, {f.marks.begin(), f.marks.end()}, Clock::now(), f.key, 0};
+        Finished e{f.fingerprint, {f.marks.begin(), f.marks.end()}, Clock::now(), f.key, 0, 0,
+                   f.origin.empty() ? f.path : f.origin};
         if (e.marks.empty() || e.marks.back().offset != f.offset)
             e.marks.push_back({f.offset, static_cast<int64_t>(f.stream->lineNo()), f.hash.value()});
         finished_.push_back(std::move(e));
@@ -398,6 +410,17 @@ db::Result<bool> FileTail::poll(Txn& txn) {
             }
             it = files_.erase(it);
             continue;
+        }
+        if (f.stream && f.matched && !gone && !*r && f.size > f.offset &&
+            static_cast<uint64_t>(idle.count()) >= idleCloseMs_ && rotatedAway(f)) {
+            // Rotated (renamed within the patterns, or a copytruncate copy) and another file
+            // now at its stream's path: its job writes there, the partial last line of this
+            // one never gets its newline. Taken as it is (LAG reaches 0), the file followed on.
+            if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
+            if (feedLast(f))
+                logLine(5, fmt::format("{}: rotated, its last line has no newline: stored as it is",
+                                       f.path));
+            if (f.stream->error()) return std::unexpected(*f.stream->error());
         }
         ++it;
     }

@@ -102,6 +102,7 @@ class FileTail final : public Source {
         Key key{};          ///< its file
         uint64_t lost = 0;  ///< bytes its truncation counted lost, which a copy may hold
         int64_t row = 0;    ///< its source id (where `lost` was counted: sources.lost_bytes)
+        std::string path;   ///< where it was written (its Followed::origin)
     };
     void scan();
     /// After a restart: unfinished streams of the store whose file is gone from the patterns,
@@ -113,6 +114,12 @@ class FileTail final : public Source {
     db::Result<bool> read(Txn& txn, Followed& f);
     db::Result<bool> identify(Txn& txn, Followed& f, int64_t size);
     db::Result<void> retire(Followed& f, bool feed_partial);
+    /// The partial last line of `f` (no newline: [f.offset, f.size)) is fed as its last line,
+    /// with a warning that it had none; false when there is none.
+    bool feedLast(Followed& f);
+    /// `f` was rotated (renamed, or copied away: copytruncate) and another file is now at the
+    /// path its stream was written under: no newline will end its partial last line.
+    static bool rotatedAway(const Followed& f);
     /// Finishes the stream of a truncated file; it is read again from 0 as a new stream.
     db::Result<void> truncated(Txn& txn, Followed& f);
     /// `bytes` of `f` were removed unread: added to its stream's sources.lost_bytes in `txn`
@@ -155,6 +162,7 @@ class FileTail final : public Source {
     struct Adoption {
         std::optional<SourceState> state;
         bool wait = false;  ///< that stream's own file is still there and holds it
+        std::string origin;  ///< the path that stream was written under
     };
     /// After a restart (or a kill that undid its in-memory resume): the stream of the store
     /// that `c`, never read before, is a copy of (its first line; its bytes before that

@@ -84,6 +84,9 @@ struct FileTail::Followed {
     std::unique_ptr<StreamIngest> stream;
     std::string head;    ///< the stream's first line (as fingerprinted), to see truncation
     std::string fingerprint;  ///< the stream's
+    /// The path its stream was written under (the original's, for a copy): a file at another
+    /// path while another file holds this one has been rotated (renamed, or copied away).
+    std::string origin;
     int64_t offset = 0;  ///< next byte to read: the start of a held partial line
     int64_t size = 0;    ///< size at the last poll
     bool skipping = false;
