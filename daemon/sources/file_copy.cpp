@@ -130,6 +130,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     if (f.hashed) markPrefix(f, st.offset, st.line);
     f.fingerprint = id.fingerprint;
     f.offset = st.offset;
+    f.tailAt = -1;  // the first read keeps its bytes
     f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
     if (resume || adopted) {
         // Its checkpoint now, committed with the original's last lines (or with the move of

@@ -196,10 +196,13 @@ bool FileTail::feedLast(Followed& f) {
                    f.size - f.offset > static_cast<int64_t>(kMaxLine));
     f.stream->warnLast(fmt::format("last line of {} has no newline ({} bytes): stored as it is",
                                    f.path, f.size - f.offset));
-    if (got == f.size - f.offset)
+    if (got == f.size - f.offset) {
         consumed(f, buf_.data(), static_cast<size_t>(got), true);
-    else
+        keepTail(f, buf_.data(), static_cast<size_t>(got));
+    } else {
         f.hashed = false;
+        f.tailAt = -1;
+    }
     f.offset = f.size;
     return true;
 }
@@ -244,6 +247,25 @@ bool FileTail::headIntact(const Followed& f) {
            std::memcmp(b, f.head.data(), f.head.size()) == 0;
 }
 
+bool FileTail::tailIntact(const Followed& f) {
+    if (f.tailAt != f.offset || f.tail.empty()) return true;
+    char b[kTail];
+    auto n = static_cast<ssize_t>(f.tail.size());
+    return ::pread(f.fd, b, f.tail.size(), f.offset - n) == n &&
+           std::memcmp(b, f.tail.data(), f.tail.size()) == 0;
+}
+
+void FileTail::keepTail(Followed& f, const char* p, size_t n) {
+    if (f.tailAt != f.offset - static_cast<int64_t>(n)) f.tail.clear();  // not known before
+    if (n >= kTail) {
+        f.tail.assign(p + n - kTail, kTail);
+    } else {
+        f.tail.append(p, n);
+        if (f.tail.size() > kTail) f.tail.erase(0, f.tail.size() - kTail);
+    }
+    f.tailAt = f.offset;
+}
+
 db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
     // What was written after our last look is gone unseen: only what we saw (f.size) and had
     // not read is counted (none for a waiting copy: its bytes are its original's).
@@ -260,6 +282,8 @@ db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
     }
     f.offset = 0;
     f.skipping = false;
+    f.tail.clear();
+    f.tailAt = -1;
     f.head.clear();
     f.hashed = false;
     f.marks.clear();
@@ -335,11 +359,13 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
     size_t want = static_cast<size_t>(std::min<int64_t>(size - f.offset, kChunk));
     ssize_t n = ::pread(f.fd, buf_.data(), want, f.offset);
     if (n <= 0) return false;
-    if (!headIntact(f)) {
+    if (!headIntact(f) || !tailIntact(f)) {
         // Truncated and written past our offset again since our last look: the size cannot
-        // tell, the first line can. Checked after the read, so that what we read is known to
-        // be the old content only if the first line is still there; otherwise it may be new
-        // content from the middle of a line: dropped, and the file is read again from 0.
+        // tell, the first line can, or (the same first line written again) the bytes read
+        // last before the offset. Checked after the read, so that what we read is known to
+        // be the old content only if those are still there; otherwise it may be new content
+        // from the middle of a line: dropped, and the file is read again from 0 (where the
+        // new bytes are those read before, up to a line end, it resumes there: keptPrefix).
         f.size = seen;
         if (auto r = truncated(txn, f); !r) return std::unexpected(r.error());
         f.size = 0;  // `size` may be the old content's: nothing is known of the new one yet
@@ -347,6 +373,7 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
     }
     const char* p = buf_.data();
     const char* end = p + n;
+    const int64_t from = f.offset;
     bool spent = false;  // stopped at a line end for the poll's time budget: the rest next poll
     for (unsigned lines = 0; p < end; ++lines) {
         if ((lines & 255) == 255 && !f.skipping && Clock::now() >= pollUntil_) {
@@ -376,6 +403,7 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
         consumed(f, p, len + 1, true);
         p = nl + 1;
     }
+    keepTail(f, buf_.data(), static_cast<size_t>(f.offset - from));
     if (f.stream->error()) return std::unexpected(*f.stream->error());
     return spent || (size > f.offset && static_cast<size_t>(n) == want && want == kChunk);
 }

@@ -131,6 +131,10 @@ class FileTail final : public Source {
     void giveBack(const Key& key, uint64_t bytes);
     /// The file still starts with its stream's first line.
     static bool headIntact(const Followed& f);
+    /// The file still holds the bytes last read before `f.offset` (true when not known).
+    static bool tailIntact(const Followed& f);
+    /// Bytes [f.offset - n, f.offset) at `p` were just read: the last kTail are kept.
+    static void keepTail(Followed& f, const char* p, size_t n);
     /// Bytes [f.offset, f.offset + n) at `p` were read; `line_end`: they end a line.
     void consumed(Followed& f, const char* p, size_t n, bool line_end);
     /// `f.marks` for a stream resumed at `len` (line `line`; `f.hash` holds bytes [0, len)):

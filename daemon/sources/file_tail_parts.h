@@ -23,6 +23,9 @@ inline constexpr size_t kChunk = 4u << 20;  ///< bytes read per file per poll, a
 inline constexpr auto kPollBudget = std::chrono::milliseconds(100);
 inline constexpr size_t kMaxLine = LineDecoder::kMaxLine;
 inline constexpr size_t kMarks = 1024;   ///< line ends remembered per stream (copytruncate)
+/// Bytes kept of what was read last (before the read offset): a file truncated and written
+/// past the offset again between two looks under the same first line is seen by them.
+inline constexpr size_t kTail = 128;
 inline constexpr size_t kFinished = 32;  ///< finished streams remembered (copytruncate)
 inline constexpr auto kFinishedFor = std::chrono::seconds(60);
 /// A resumed stream's prefix is hashed up to this many bytes (and checkpoints beyond it have no
@@ -90,6 +93,8 @@ struct FileTail::Followed {
     int64_t offset = 0;  ///< next byte to read: the start of a held partial line
     int64_t size = 0;    ///< size at the last poll
     bool skipping = false;
+    std::string tail;     ///< the last (up to kTail) bytes read, ending at `tailAt`
+    int64_t tailAt = -1;  ///< where `tail` ends (-1: not known)
     uint64_t lost = 0;  ///< bytes truncated away unread (at least)
     file_tail::Clock::time_point changed = file_tail::Clock::now();
     // copytruncate (see copyWaits, copyResume):

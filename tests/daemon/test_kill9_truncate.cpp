@@ -95,3 +95,44 @@ TEST(DaemonKill9, RewrittenWhileStoppedAndSeenHalfWrittenStoresEachOnce) {
     EXPECT_EQ(storedNames(q.stop()), every(0, 25));
     EXPECT_EQ(q.lostInStore(), 0u);
 }
+
+// Truncated and rewritten under the same first line while the daemon was frozen, already
+// longer than where it had read when it looks again: neither the size nor the first line
+// shows it; the bytes it read last before its offset do. Before (hostile review, finding 2c),
+// reading went on at the old offset in the middle of the new content: L100-109 were lost and
+// a piece of a line stored as a line.
+TEST(DaemonKill9, RewrittenPastTheOffsetUnderTheSameFirstLineIsSeenAsATruncation) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(writeAll(q.fd, "=== job started ===\n"));
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(freeze(q.d.pid()));
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    ASSERT_TRUE(writeAll(q.fd, "=== job started ===\n"));
+    q.next = 100;
+    q.lines(q.fd, 20);  // L100-119: twice the old offset
+    thaw(q.d.pid());
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 120));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
+
+// The same rewrite keeping the first lines: L0-4 written again, then new lines past the old
+// offset. L0-4 are matched by the line ends read before (stored once), L100-119 read.
+TEST(DaemonKill9, RewrittenPastTheOffsetKeepingTheFirstLinesStoresEachOnce) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    std::string kept = firstLines(gpufault::testing::readFile(q.s.app), 5);
+    ASSERT_TRUE(freeze(q.d.pid()));
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    ASSERT_TRUE(writeAll(q.fd, kept));
+    q.next = 100;
+    q.lines(q.fd, 20);  // L100-119
+    thaw(q.d.pid());
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 120));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
