@@ -103,7 +103,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
         // gone (a stream finished here is complete, its loss counted at the truncation).
         if (!st.complete) {
             int64_t lost = std::max<int64_t>(st.size - st.offset, 0);
-            if (auto r = store_.addLostBytes(st.id, lost); !r) return std::unexpected(r.error());
+            if (auto r = addLost(st.id, lost); !r) return std::unexpected(r.error());
             f.lostPending += static_cast<uint64_t>(lost);
         }
         // Truncated in place (`truncate -s`, `dmesg > file` again): where its bytes are still
@@ -291,9 +291,8 @@ db::Result<std::optional<FileTail::Mark>> FileTail::copyResume(Followed& c,
             // What its truncation counted lost and the copy holds is not lost after all.
             uint64_t back = std::min<uint64_t>(e->lost, static_cast<uint64_t>(size - end.offset));
             e->lost -= back;
-            if (auto r = store_.addLostBytes(e->row, -static_cast<int64_t>(back)); !r)
+            if (auto r = addLost(e->row, -static_cast<int64_t>(back)); !r)
                 return std::unexpected(r.error());
-            giveBack(e->key, back);
         }
         return std::optional<Mark>(*m);
     }
@@ -369,17 +368,14 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
     if (!best) return Adoption{};
     if (auto r = store_.adoptSource(best->row->state.id, id); !r)
         return std::unexpected(r.error());
+    lostStale_ = lostStale_ || best->row->lost != 0;  // its count moves to the copy's file
     if (best->at.offset == best->row->state.offset && best->row->lost > 0) {
         // Its stream was finished there (truncated, or gone at a restart) and what it had seen
         // beyond was counted lost: what the copy holds of that is not lost after all.
         uint64_t back = std::min<uint64_t>(static_cast<uint64_t>(best->row->lost),
                                            static_cast<uint64_t>(size - best->at.offset));
-        if (auto r = store_.addLostBytes(best->row->state.id, -static_cast<int64_t>(back)); !r)
+        if (auto r = addLost(best->row->state.id, -static_cast<int64_t>(back)); !r)
             return std::unexpected(r.error());
-        const SourceIdentity& own = best->row->identity;
-        giveBack(Key{static_cast<dev_t>(own.device.value_or(0)),
-                     static_cast<ino_t>(own.inode.value_or(0))},
-                 back);
     }
     std::string origin = best->row->identity.path;  // before the move (its last path)
     SourceState st = best->row->state;

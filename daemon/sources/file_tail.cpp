@@ -142,8 +142,7 @@ void FileTail::scan() {
                 if (auto c = carried_.find(keyText(key.first, key.second)); c != carried_.end()) {
                     // Followed before a reload: its counters go on.
                     f->carriedLines = c->second.lines;
-                    f->carriedEvidence = c->second.evidence;
-                    f->lost = c->second.lost_bytes;
+                    f->carriedEvidence = c->second.evidence;  // lost bytes: from the store
                     carried_.erase(c);
                 }
                 files_.emplace(key, std::move(f));
@@ -310,23 +309,29 @@ db::Result<void> FileTail::countLost(Txn& txn, Followed& f, uint64_t bytes) {
         if (auto r = store_.finishSource(st->id); !r) return r;
         row = st->id;
     }
-    if (auto r = store_.addLostBytes(row, static_cast<int64_t>(bytes)); !r) return r;
+    if (auto r = addLost(row, static_cast<int64_t>(bytes)); !r) return r;
     f.lostPending += bytes;
     return {};
 }
 
-void FileTail::giveBack(const Key& key, uint64_t bytes) {
-    auto take = [&](uint64_t& from) {
-        uint64_t n = std::min(from, bytes);
-        from -= n;
-        bytes -= n;
-    };
-    if (auto o = files_.find(key); o != files_.end()) {
-        take(o->second->lostPending);
-        take(o->second->lost);
+db::Result<void> FileTail::addLost(int64_t row, int64_t delta) {
+    if (delta == 0) return {};
+    lostStale_ = true;
+    return store_.addLostBytes(row, delta);
+}
+
+void FileTail::refreshLost() {
+    auto rows = store_.fileLosses();
+    if (!rows) return;  // stays stale: read again at the next poll
+    lostByFile_.clear();
+    lostTotal_ = 0;
+    for (const auto& r : *rows) {
+        auto n = static_cast<uint64_t>(std::max<int64_t>(r.bytes, 0));
+        lostByFile_[Key{static_cast<dev_t>(r.device), static_cast<ino_t>(r.inode)}] += n;
+        lostTotal_ += n;
     }
-    take(vanishedLost_);
-    take(retiredLost_);
+    lostStale_ = false;
+    lostAt_ = Clock::now();
 }
 
 void FileTail::consumed(Followed& f, const char* p, size_t n, bool line_end) {
@@ -412,6 +417,9 @@ db::Result<bool> FileTail::poll(Txn& txn) {
     if (scanDue_) scan();
     bool more = false;
     auto now = Clock::now();
+    // Retention may drop counted sources, `gpufault ingest` count: read again now and then.
+    constexpr auto kLostRefresh = std::chrono::seconds(10);
+    if (!txn.open() && (lostStale_ || now - lostAt_ >= kLostRefresh)) refreshLost();
     pollUntil_ = now + kPollBudget;
     for (auto it = files_.begin(); it != files_.end();) {
         Followed& f = *it->second;
@@ -431,11 +439,7 @@ db::Result<bool> FileTail::poll(Txn& txn) {
             if (f.stream)
                 if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
             if (auto e = retire(f, true); !e) return std::unexpected(e.error());
-            retiredLost_ += f.lost;
-            if (f.lostPending > 0) {  // shown once committed
-                vanishedLost_ += f.lostPending;
-                ++vanishedStreams_;
-            }
+            if (f.lostPending > 0) ++vanishedStreams_;  // its count, to commit
             it = files_.erase(it);
             continue;
         }
@@ -495,10 +499,8 @@ db::Result<void> FileTail::accountVanished(Txn& txn) {
         // load them, they were erased, and such a copy was read from its start.)
         const SourceState& done = r.state;
         if (auto e = store_.finishSource(done.id); !e) return e;
-        if (auto e = store_.addLostBytes(done.id, std::max<int64_t>(done.size - done.offset, 0));
-            !e)
+        if (auto e = addLost(done.id, std::max<int64_t>(done.size - done.offset, 0)); !e)
             return e;
-        vanishedLost_ += static_cast<uint64_t>(std::max<int64_t>(done.size - done.offset, 0));
         ++vanishedStreams_;
     }
     checkVanished_ = undecided;
@@ -542,12 +544,10 @@ void FileTail::committed() {
     for (auto& [k, f] : files_) {
         if (f->stream) f->stream->committed();
         f->resumed = false;
-        f->lost += f->lostPending;
         f->lostPending = 0;
     }
-    retiredLost_ += vanishedLost_;
-    vanishedLost_ = 0;
     vanishedStreams_ = 0;
+    if (lostStale_) refreshLost();  // counts changed in what was just committed
     for (auto& f : retired_) retiredEvidence_ += f->sum.evidenceTotal();
     retired_.clear();
 }
@@ -558,12 +558,13 @@ void FileTail::reset() {
     finished_.clear();  // what they read was rolled back
     scanDue_ = true;
     checkVanished_ = true;
-    vanishedLost_ = 0;
     vanishedStreams_ = 0;
+    lostStale_ = true;  // counts rolled back: read again outside the transaction
 }
 
 std::vector<StreamStatus> FileTail::status() const {
     std::vector<StreamStatus> out;
+    uint64_t shownLost = 0;
     for (const auto& [k, f] : files_) {
         StreamStatus s;
         s.source = "file";
@@ -575,7 +576,8 @@ std::vector<StreamStatus> FileTail::status() const {
         s.lines = f->carriedLines + f->sum.lines;
         s.evidence = f->carriedEvidence + f->sum.evidenceTotal();
         s.lag = static_cast<uint64_t>(std::max<int64_t>(f->size - f->offset, 0));
-        s.lost_bytes = f->lost;
+        if (auto l = lostByFile_.find(k); l != lostByFile_.end()) s.lost_bytes = l->second;
+        shownLost += s.lost_bytes;
         s.active = f->matched;
         s.key = keyText(k.first, k.second);
         out.push_back(std::move(s));
@@ -599,13 +601,14 @@ std::vector<StreamStatus> FileTail::status() const {
         s.not_followed = 1;
         out.push_back(std::move(s));
     }
-    if (retiredLost_ > 0) {
-        // Files finished (renamed away, deleted) keep counting: losses are totals.
+    if (lostTotal_ > shownLost) {
+        // Files not followed now (finished: renamed away, deleted) keep counting: the store's
+        // totals.
         StreamStatus s;
         s.source = "file";
         s.name = "(finished files)";
         s.position = "-";
-        s.lost_bytes = retiredLost_;
+        s.lost_bytes = lostTotal_ - shownLost;
         s.active = false;
         s.key = "file (finished files)";
         out.push_back(std::move(s));
@@ -614,9 +617,7 @@ std::vector<StreamStatus> FileTail::status() const {
 }
 
 void FileTail::carry(const CarriedCounters& before) {
-    carried_ = before;  // applied to the files the first scan finds again
-    if (auto it = before.find("file (finished files)"); it != before.end())
-        retiredLost_ += it->second.lost_bytes;
+    carried_ = before;  // applied to the files the first scan finds again (lost: stored)
 }
 
 std::vector<int64_t> FileTail::sourceIds() const {

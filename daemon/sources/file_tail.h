@@ -37,8 +37,8 @@ namespace gpufault::daemon {
 /// a stream whose file is gone, or truncated below its offset, counts its recorded size − its
 /// offset. A copy that continues the stream gives back what it holds of them. Each count is
 /// added to the stream's `sources.lost_bytes` in the transaction that finishes (or resumes)
-/// it, and shows in status once committed: the store's sum is exact across kills; status
-/// shows what this daemon counted.
+/// it: the store's sum is exact across kills. status shows the stored totals, committed: per
+/// followed file (every stream its device + inode held), the rest as "(finished files)".
 /// copytruncate: a new file with the first line of a followed stream, no larger than it and
 /// the same as its start, is a copy: it waits until that stream is finished (truncated,
 /// renamed away, deleted), then resumes where the stream ended when its bytes up to there are
@@ -126,9 +126,11 @@ class FileTail final : public Source {
     /// (a file never identified gets a complete row of its own for it) and to status once
     /// committed.
     db::Result<void> countLost(Txn& txn, Followed& f, uint64_t bytes);
-    /// A copy holds `bytes` counted lost before: taken back from status's counts (the file at
-    /// `key` first); the caller takes them back from the store.
-    void giveBack(const Key& key, uint64_t bytes);
+    /// Adds `delta` to source `row`'s sources.lost_bytes in the open transaction (negative: a
+    /// copy gave bytes back); status() reads the stored totals again once it is committed.
+    db::Result<void> addLost(int64_t row, int64_t delta);
+    /// status()'s lost bytes from the store (outside a transaction: committed counts only).
+    void refreshLost();
     /// The file still starts with its stream's first line.
     static bool headIntact(const Followed& f);
     /// The file still holds the bytes last read before `f.offset` (true when not known).
@@ -194,7 +196,7 @@ class FileTail final : public Source {
     std::vector<std::unique_ptr<Followed>> retired_;  ///< finished, checkpoint not committed
     std::vector<Finished> finished_;                  ///< lately, newest last (copytruncate)
     std::vector<char> buf_;
-    uint64_t retiredEvidence_ = 0, retiredLost_ = 0;
+    uint64_t retiredEvidence_ = 0;
     size_t maxOpen_;
     bool followHardlinks_;
     std::map<std::string, std::string> problems_;  ///< path → why not followed (last scan)
@@ -205,8 +207,13 @@ class FileTail final : public Source {
     std::set<Key> seen_;         ///< files the last scan matched (followed or not)
     bool seenComplete_ = false;  ///< the last scan read every directory
     bool checkVanished_ = true;  ///< accountVanished() still to run (after a start or reset)
-    uint64_t vanishedLost_ = 0;  ///< counted by accountVanished, not committed yet
-    uint64_t vanishedStreams_ = 0;  ///< streams it finished, not committed yet
+    uint64_t vanishedStreams_ = 0;  ///< streams finished with a count, not committed yet
+    // status()'s lost bytes: the store's sum of sources.lost_bytes, per file (device + inode)
+    // and in all (read after a commit that changed them, and every kLostRefresh).
+    std::map<Key, uint64_t> lostByFile_;
+    uint64_t lostTotal_ = 0;
+    bool lostStale_ = true;
+    std::chrono::steady_clock::time_point lostAt_{};
     CarriedCounters carried_;                      ///< from before a reload, by key
     std::chrono::steady_clock::time_point pollUntil_{};  ///< the current poll's time budget
 };

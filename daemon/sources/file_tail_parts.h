@@ -95,7 +95,6 @@ struct FileTail::Followed {
     bool skipping = false;
     std::string tail;     ///< the last (up to kTail) bytes read, ending at `tailAt`
     int64_t tailAt = -1;  ///< where `tail` ends (-1: not known)
-    uint64_t lost = 0;  ///< bytes truncated away unread (at least)
     file_tail::Clock::time_point changed = file_tail::Clock::now();
     // copytruncate (see copyWaits, copyResume):
     bool hashed = false;       ///< `hash` has bytes [0, offset) (false: not known)
