@@ -167,6 +167,28 @@ std::optional<FileTail::Mark> FileTail::keptPrefix(Followed& f,
         if (!h) break;
         if (*h == m.hash) kept = m;
     }
+    // The line ends after it that its stream had (all, past kHashCap too), by line, the newest
+    // at a line: each line read again is checked against them (checkGeneration).
+    f.verify.clear();
+    f.high = st.max_line;
+    for (const auto& e : finished_)
+        if (e.key == f.key && e.fingerprint == fingerprint)
+            for (const auto& m : e.marks) f.high = std::max(f.high, m.line);
+    if (!kept) return kept;
+    std::vector<Mark> after;
+    for (const auto& e : finished_)
+        if (e.key == f.key && e.fingerprint == fingerprint)
+            after.insert(after.end(), e.marks.begin(), e.marks.end());
+    if (st.prefix_hash) after.push_back({st.offset, st.line, *st.prefix_hash});
+    for (const auto& e : st.earlier) after.push_back({e.offset, e.line, e.hash});
+    std::erase_if(after, [&](const Mark& m) { return m.line <= kept->line; });
+    std::stable_sort(after.begin(), after.end(), [](const Mark& a, const Mark& b) {
+        return a.line < b.line;
+    });
+    for (const auto& m : after) {
+        if (!f.verify.empty() && f.verify.back().line == m.line) f.verify.pop_back();
+        if (f.verify.empty() || m.offset > f.verify.back().offset) f.verify.push_back(m);
+    }
     return kept;
 }
 

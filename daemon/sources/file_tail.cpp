@@ -246,6 +246,40 @@ bool FileTail::headIntact(const Followed& f) {
            std::memcmp(b, f.head.data(), f.head.size()) == 0;
 }
 
+db::Result<void> FileTail::checkGeneration(Followed& f, const char* p, size_t n, int64_t at) {
+    if (!f.hashed) {
+        f.verify.clear();
+        return {};
+    }
+    const Mark& next = f.verify.front();
+    auto line = static_cast<int64_t>(f.stream->lineNo()) + 1;
+    int64_t end = at + static_cast<int64_t>(n);
+    if (line < next.line && end < next.offset) return {};  // no line end of it known here
+    if (line == next.line && end == next.offset) {
+        PrefixHasher h = f.hash;
+        h.add(p, n);
+        if (h.value() == next.hash) {  // the same bytes as the line stored under this number
+            f.verify.erase(f.verify.begin());
+            return {};
+        }
+    }
+    // Another line than the one stored under this number (or past a line end it had without
+    // ending there): from here the file holds new lines. Numbered after the stored ones, so
+    // that none is taken for a stored record of the same identity (hostile review 2a).
+    f.verify.clear();
+    f.stream->finish();
+    if (f.stream->error()) return std::unexpected(*f.stream->error());
+    if (auto r = writeCheckpoint(f, at, false, f.size); !r) return r;
+    SourceState st = f.stream->state();
+    st.offset = at;
+    st.line = st.max_line = std::max<int64_t>(f.high, static_cast<int64_t>(f.stream->lineNo()));
+    st.complete = false;
+    st.prefix_hash = f.hash.value();
+    f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
+    f.resumed = true;  // its checkpoint is written with the next commit
+    return {};
+}
+
 bool FileTail::tailIntact(const Followed& f) {
     if (f.tailAt != f.offset || f.tail.empty()) return true;
     char b[kTail];
@@ -281,6 +315,7 @@ db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
     }
     f.offset = 0;
     f.skipping = false;
+    f.verify.clear();
     f.tail.clear();
     f.tailAt = -1;
     f.head.clear();
@@ -399,7 +434,10 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
             break;  // else: a partial line, held until its newline
         }
         size_t len = static_cast<size_t>(nl - p);
+        if (!f.verify.empty() && !f.skipping)
+            if (auto r = checkGeneration(f, p, len + 1, at); !r) return std::unexpected(r.error());
         if (f.skipping) {
+            f.verify.clear();  // the rest of an over-long line: not checked, numbering kept
             f.skipping = false;
         } else {
             bool cut = len > kMaxLine;

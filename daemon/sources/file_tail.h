@@ -131,6 +131,11 @@ class FileTail final : public Source {
     db::Result<void> addLost(int64_t row, int64_t delta);
     /// status()'s lost bytes from the store (outside a transaction: committed counts only).
     void refreshLost();
+    /// Before line [p, p + n) (through its newline, at `at`) is fed: in a file resumed after a
+    /// truncation (`f.verify`), a line that is not the one its stream read under that number
+    /// (its line end and the hash before it differ) finishes that numbering: the stream goes
+    /// on from `at` numbered after the lines stored (its checkpoint in the open transaction).
+    db::Result<void> checkGeneration(Followed& f, const char* p, size_t n, int64_t at);
     /// The file still starts with its stream's first line.
     static bool headIntact(const Followed& f);
     /// The file still holds the bytes last read before `f.offset` (true when not known).

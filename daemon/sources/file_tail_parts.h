@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectors/prefix/line_decoder.h"
 #include "daemon/sources/file_tail.h"
@@ -103,6 +104,11 @@ struct FileTail::Followed {
     int64_t prefixLen = 0;     ///< prefixHash()'s cache: `prefix` has bytes [0, prefixLen)
     file_tail::PrefixHasher prefix;
     bool copyWait = false;     ///< a copy of a file still being read: waits for its end
+    /// Truncated and resumed at a line end its stream had read (keptPrefix): that stream's
+    /// later line ends (ascending), each line read again checked against them; at the first
+    /// that differs the lines are numbered after `high` (a new generation).
+    std::vector<Mark> verify;
+    int64_t high = 0;          ///< the last line number the stream used before
     bool busy = false;         ///< being identified (copyWaits does not recurse into it)
     bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
     uint64_t carriedLines = 0, carriedEvidence = 0;  ///< counted before a reload

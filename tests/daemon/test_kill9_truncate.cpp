@@ -136,3 +136,51 @@ TEST(DaemonKill9, RewrittenPastTheOffsetKeepingTheFirstLinesStoresEachOnce) {
     EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 120));
     EXPECT_EQ(q.lostInStore(), 0u);
 }
+
+// Truncated to L0-9 and a NEW line written where L10 was: the same operand (name, pointer)
+// as L10, other bytes (its padding). Its record has the identity of the one stored under that
+// line number, so it was taken for it and not stored (hostile review 2a: a new record hidden).
+// Now the line is checked against the line end its stream had there: it differs, so it and
+// the lines after it are numbered after the stored ones. A kill after that commit and a
+// restart store nothing twice.
+TEST(DaemonKill9, ANewLineAtAStoredLinesNumberAfterATruncationIsStored) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 20);  // L0-19
+    ASSERT_TRUE(q.caughtUp());
+    std::string kept = firstLines(gpufault::testing::readFile(q.s.app), 10);
+    ASSERT_EQ(::ftruncate(q.fd, static_cast<off_t>(kept.size())), 0);
+    ASSERT_TRUE(writeAll(q.fd, ledgerLine(10, 30) + ledgerLine(11, 30)));
+    ASSERT_TRUE(q.caughtUp());
+    q.d.kill9();
+    ASSERT_TRUE(q.start());
+    q.next = 100;
+    q.lines(q.fd, 2);  // L100-101
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()),
+              " L0x1 L1x1 L2x1 L3x1 L4x1 L5x1 L6x1 L7x1 L8x1 L9x1 L10x2 L11x2" +
+                  every(12, 20) + every(100, 102));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
+
+// The same lines written again after the truncation (the same bytes) are the stored ones:
+// checked line by line, none is stored twice, also when the rewrite goes past the old end.
+TEST(DaemonKill9, TheSameLinesWrittenAgainAfterATruncationAreCheckedAndStoredOnce) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 20);  // L0-19
+    ASSERT_TRUE(q.caughtUp());
+    std::string all = gpufault::testing::readFile(q.s.app);
+    std::string kept = firstLines(all, 5);
+    ASSERT_EQ(::ftruncate(q.fd, static_cast<off_t>(kept.size())), 0);
+    ASSERT_TRUE(q.caughtUp());
+    std::string again = firstLines(all, 12).substr(kept.size());  // L5-11 again
+    ASSERT_TRUE(writeAll(q.fd, again));
+    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(writeAll(q.fd, all.substr(kept.size() + again.size())));  // L12-19 again
+    q.next = 20;
+    q.lines(q.fd, 3);  // L20-22
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 23));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
