@@ -75,7 +75,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
         if (!h) return false;
         same = *h == *st.prefix_hash;
     }
-    std::optional<Mark> resume;
+    std::optional<Resume> resume;
     bool adopted = false;
     f.origin = f.path;
     if (st.offset == 0 && st.line == 0 && st.max_line == 0 && !st.complete) {
@@ -119,10 +119,21 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
             st.line = st.max_line;
         }
     }
-    if (resume) {
-        st.offset = resume->offset;
-        st.line = st.max_line = resume->line;
+    if (resume && resume->row > 0) {
+        // It continues that stream's row, as after a restart (adoptCopy): lines it holds
+        // again after where it resumed (written after the daemon looked) keep their numbers
+        // and are stored once; another line there is checked and numbered after (verify).
+        if (auto r = store_.adoptSource(resume->row, id); !r) return std::unexpected(r.error());
+        lostStale_ = true;
+        st.id = resume->row;
+        st.complete = false;
+        st.max_line = resume->high;
+        st.line = resume->at.line;
+    } else if (resume) {
+        st.line = st.max_line = resume->at.line;
+        f.verify.clear();
     }
+    if (resume) st.offset = resume->at.offset;
     // What it read is hashed from its start (its checkpoint's prefix first) for its copies.
     f.hashed = st.offset <= kHashCap && prefixHash(f, st.offset).has_value();
     f.hash = f.prefix;
@@ -295,9 +306,9 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
     return false;
 }
 
-db::Result<std::optional<FileTail::Mark>> FileTail::copyResume(Followed& c,
-                                                               const std::string& fingerprint,
-                                                               int64_t size) {
+db::Result<std::optional<FileTail::Resume>> FileTail::copyResume(Followed& c,
+                                                                 const std::string& fingerprint,
+                                                                 int64_t size) {
     auto now = Clock::now();
     std::erase_if(finished_, [&](const Finished& e) { return now - e.at > kFinishedFor; });
     for (auto e = finished_.rbegin(); e != finished_.rend(); ++e) {
@@ -316,9 +327,15 @@ db::Result<std::optional<FileTail::Mark>> FileTail::copyResume(Followed& c,
             if (auto r = addLost(e->row, -static_cast<int64_t>(back)); !r)
                 return std::unexpected(r.error());
         }
-        return std::optional<Mark>(*m);
+        Resume at{*m, e->row, end.line};
+        e->row = 0;  // one copy continues its row; another copy of it gets a row of its own
+        c.verify.clear();
+        c.high = end.line;
+        for (const auto& k : e->marks)
+            if (k.line > m->line) c.verify.push_back(k);
+        return std::optional<Resume>(at);
     }
-    return std::optional<Mark>();
+    return std::optional<Resume>();
 }
 db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
                                                    const SourceIdentity& id,

@@ -221,7 +221,12 @@ db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
     auto r = writeCheckpoint(f, f.offset, true, f.size);
     if (!r) return r;
     if (f.hashed) {
-        Finished e{f.fingerprint, {f.marks.begin(), f.marks.end()}, Clock::now(), f.key, 0, 0,
+        Finished e{f.fingerprint,
+                   {f.marks.begin(), f.marks.end()},
+                   Clock::now(),
+                   f.key,
+                   0,
+                   f.stream->state().id,
                    f.origin.empty() ? f.path : f.origin};
         if (e.marks.empty() || e.marks.back().offset != f.offset)
             e.marks.push_back({f.offset, static_cast<int64_t>(f.stream->lineNo()), f.hash.value()});

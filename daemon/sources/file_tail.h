@@ -154,12 +154,19 @@ class FileTail final : public Source {
     static bool sameHead(const Followed& f, const std::string& fingerprint);
     /// True while `c` (not identified yet) may be a copy of a stream still being read.
     db::Result<bool> copyWaits(Txn& txn, Followed& c, const std::string& fingerprint, int64_t size);
+    /// Where a copy resumes the stream of source `row` (0: a row of its own), whose last line
+    /// was `high`.
+    struct Resume {
+        Mark at;
+        int64_t row = 0, high = 0;
+    };
     /// Where `c`, a copy of a stream finished lately, resumes (nullopt: it is no such copy);
     /// what that stream's truncation counted lost and `c` holds is given back (in the open
-    /// transaction).
-    db::Result<std::optional<Mark>> copyResume(Followed& c,
-                                               const std::string& fingerprint,
-                                               int64_t size);
+    /// transaction). That stream's line ends after it go to `c.verify`: a copy smaller than
+    /// where it ended (still being written) reads its lines again under their numbers.
+    db::Result<std::optional<Resume>> copyResume(Followed& c,
+                                                 const std::string& fingerprint,
+                                                 int64_t size);
     /// `f`, truncated below its stream's checkpoint `st` (seen live, or found so after a
     /// restart) and maybe written again: the furthest line end past its first line, of those
     /// its stream read (its in-memory marks, if finished lately; the checkpoint and

@@ -1,6 +1,7 @@
 // gpufaultd and a log truncated in place (same inode) and written again (issue 3): the lines
 // its kept prefix still holds were stored, and are not stored again; only what follows it is
 // read (live, and when it was truncated while the daemon was down).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include "tests/support/process.h"
 
 using namespace gpufault::testing::kill9;
+using gpufault::testing::eventually;
 
 namespace {
 
@@ -181,6 +183,39 @@ TEST(DaemonKill9, TheSameLinesWrittenAgainAfterATruncationAreCheckedAndStoredOnc
     q.next = 20;
     q.lines(q.fd, 3);  // L20-22
     ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 23));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
+
+// `rm app.log`, then the same lines written again into a new app.log and more after them, the
+// daemon looking when half of them are there (the hostile review's C10, second case: 160
+// records for 110 lines). A new file whose bytes are those of a stream whose file is gone is
+// taken for its copy (docs/hardening.md); it now continues that stream's row, so the lines it
+// holds again after where it resumed are stored once, as for a copy found after a restart.
+TEST(DaemonKill9, RemovedAndWrittenAgainAsANewFileStoresEachLineOnce) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    q.lines(q.fd, 20);  // L0-19
+    ASSERT_TRUE(q.caughtUp());
+    std::string all = gpufault::testing::readFile(q.s.app);
+    // q.fd stays open: the deleted file keeps its inode, the new one gets another (a reused
+    // inode with the same first line is the same file truncated, another case).
+    ASSERT_EQ(::unlink(q.s.app.c_str()), 0);
+    ASSERT_TRUE(eventually([&] { return !q.stream(q.s.app); }, 30s));  // finished
+    int fd = ::open(q.s.app.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    std::string half = firstLines(all, 10);
+    ASSERT_TRUE(writeAll(fd, half));
+    ASSERT_TRUE(q.caughtUp());  // resumed after L9
+    ASSERT_TRUE(writeAll(fd, all.substr(half.size())));
+    q.next = 20;
+    q.lines(fd, 3);  // L20-22
+    ::close(fd);
+    ASSERT_TRUE(q.caughtUp());
+    // One stream: the new file continues the deleted one's row.
+    EXPECT_EQ(gpufault::testing::storeCount(q.s.store,
+                                            "SELECT count(DISTINCT source_id) FROM operands"),
+              1);
     EXPECT_EQ(storedNames(q.stop()), every(0, 23));
     EXPECT_EQ(q.lostInStore(), 0u);
 }
