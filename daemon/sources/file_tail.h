@@ -23,9 +23,13 @@ namespace gpufault::daemon {
 /// (sourceFingerprint), so it is found again after a rename or a daemon restart as long as a
 /// pattern still matches its new name: include rotated names (`job.log*`) in the patterns.
 /// A file renamed or deleted while followed is read to its end through the open descriptor
-/// and finished once idle. Truncation is seen by the size, or by the first line when the file
-/// grew past the read offset again between two looks. Compressed files (gzip, zstd, xz, bzip2
-/// magic) are skipped.
+/// and finished once idle; a file rotated away (renamed within the patterns, or a copy of a
+/// stream of another path) while another file is at its stream's path gets its partial last
+/// line stored as it is, with a warning, once idle. Truncation is seen by the size, or by the
+/// first line or the last kTail bytes read when the file grew past the read offset again
+/// between two looks; after one, each line read again under a stored line's number is checked
+/// against that line's end (checkGeneration): the first that differs starts a new numbering
+/// after the stored lines. Compressed files (gzip, zstd, xz, bzip2 magic) are skipped.
 /// Limits: at most `max_open` files are followed at once (one descriptor each; compressed
 /// files are skipped and hold none); a regular file with more than one hard link is not
 /// followed unless `follow_hardlinks` (a user could link a file they may read into a followed
