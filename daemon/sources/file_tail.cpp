@@ -383,6 +383,29 @@ void FileTail::consumed(Followed& f, const char* p, size_t n, bool line_end) {
     if (f.marks.size() > kMarks) f.marks.pop_front();
 }
 
+void FileTail::consumedBatch(Followed& f, const char* p, size_t n, int64_t end_line) {
+    if (!f.hashed || n == 0) return;
+    // The last kMarks line ends, from the end backwards (a 4 MiB batch of short lines has
+    // ~30 000: only these are kept).
+    ends_.clear();
+    for (const char* e = p + n; ends_.size() < kMarks;) {
+        const void* nl = ::memrchr(p, '\n', static_cast<size_t>(e - p));
+        if (!nl) break;
+        e = static_cast<const char*>(nl);
+        ends_.push_back(e);
+    }
+    const int64_t base = f.offset - static_cast<int64_t>(n);  // the offset of p
+    const char* at = p;
+    auto line = end_line - static_cast<int64_t>(ends_.size());
+    for (auto e = ends_.rbegin(); e != ends_.rend(); ++e) {
+        f.hash.add(at, static_cast<size_t>(*e + 1 - at));
+        at = *e + 1;
+        f.marks.push_back({base + (at - p), ++line, f.hash.value()});
+    }
+    f.hash.add(at, static_cast<size_t>(p + n - at));
+    while (f.marks.size() > kMarks) f.marks.pop_front();
+}
+
 db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
     struct stat st {};
     if (::fstat(f.fd, &st) != 0) return false;
@@ -419,6 +442,11 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
     const char* p = buf_.data();
     const char* end = p + n;
     const int64_t from = f.offset;
+    // Bytes read from `lazy` on are hashed at the end, at once (consumedBatch); while lines
+    // are checked against an earlier generation (f.verify: f.hash is needed at each line),
+    // each line is hashed as it is read.
+    const char* lazy = p;
+    int64_t endLine = 0;  // the number of the last line ended since `lazy`
     bool spent = false;  // stopped at a line end for the poll's time budget: the rest next poll
     for (unsigned lines = 0; p < end; ++lines) {
         if ((lines & 255) == 255 && !f.skipping && Clock::now() >= pollUntil_) {
@@ -430,17 +458,20 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
         if (!nl) {
             size_t held = static_cast<size_t>(end - p);
             if (f.skipping) {
-                consumed(f, p, held, false);  // rest of an over-long line
+                f.offset += static_cast<int64_t>(held);  // rest of an over-long line
             } else if (held > kMaxLine) {
                 f.stream->feed(std::string_view(p, kMaxLine), at, true);
                 f.skipping = true;
-                consumed(f, p, held, false);
+                f.offset += static_cast<int64_t>(held);
             }
             break;  // else: a partial line, held until its newline
         }
         size_t len = static_cast<size_t>(nl - p);
-        if (!f.verify.empty() && !f.skipping)
+        if (!f.verify.empty() && !f.skipping) {
+            consumedBatch(f, lazy, static_cast<size_t>(p - lazy), endLine);  // f.hash to `at`
             if (auto r = checkGeneration(f, p, len + 1, at); !r) return std::unexpected(r.error());
+            lazy = nl + 1;  // this line is hashed by consumed() below
+        }
         if (f.skipping) {
             f.verify.clear();  // the rest of an over-long line: not checked, numbering kept
             f.skipping = false;
@@ -448,9 +479,15 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
             bool cut = len > kMaxLine;
             f.stream->feed(std::string_view(p, cut ? kMaxLine : len), at, cut);
         }
-        consumed(f, p, len + 1, true);
+        if (lazy == nl + 1) {
+            consumed(f, p, len + 1, true);
+        } else {
+            f.offset += static_cast<int64_t>(len + 1);
+            endLine = static_cast<int64_t>(f.stream->lineNo());
+        }
         p = nl + 1;
     }
+    consumedBatch(f, lazy, static_cast<size_t>(buf_.data() + (f.offset - from) - lazy), endLine);
     keepTail(f, buf_.data(), static_cast<size_t>(f.offset - from));
     if (f.stream->error()) return std::unexpected(*f.stream->error());
     return spent || (size > f.offset && static_cast<size_t>(n) == want && want == kChunk);
