@@ -327,8 +327,14 @@ db::Result<std::optional<FileTail::Resume>> FileTail::copyResume(Followed& c,
             if (auto r = addLost(e->row, -static_cast<int64_t>(back)); !r)
                 return std::unexpected(r.error());
         }
-        Resume at{*m, e->row, end.line};
-        e->row = 0;  // one copy continues its row; another copy of it gets a row of its own
+        // One copy continues its row; another copy of it gets a row of its own, and so does a
+        // copy of a stream whose row a followed file still uses (its file truncated and
+        // written again under the same first line: found again by device, inode, first line).
+        bool used = false;
+        for (const auto& [k, o] : files_)
+            used = used || (o.get() != &c && o->stream && o->stream->state().id == e->row);
+        Resume at{*m, used ? 0 : e->row, end.line};
+        if (!used) e->row = 0;
         c.verify.clear();
         c.high = end.line;
         for (const auto& k : e->marks)
