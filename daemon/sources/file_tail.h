@@ -47,7 +47,7 @@ namespace gpufault::daemon {
 /// the same as its start, is a copy: it waits until that stream is finished (truncated,
 /// renamed away, deleted), then resumes where the stream ended when its bytes up to there are
 /// the same (a hash of what each stream read, and of its last kMarks line ends, is kept for 60
-/// s). Each checkpoint also stores the hash of the file's bytes before it (sources.prefix_hash):
+/// s), in that stream's row unless a followed file still uses it. Each checkpoint also stores the hash of the file's bytes before it (sources.prefix_hash):
 /// after a restart, or when a kill undid the resume, a new file whose first line is a stored
 /// stream's and whose bytes before that stream's checkpoint hash to the stored value continues
 /// that stream (the store moves it to the copy; lines after the checkpoint are numbered as
