@@ -45,6 +45,10 @@ void StreamIngest::feed(std::string_view line, int64_t position, bool truncated)
     pipe_.feedLine(lineNo_, line);
 }
 
+void StreamIngest::warnLast(std::string message) {
+    sink_.warning(Warning{lineNo_, std::move(message)});
+}
+
 void StreamIngest::matchBatch(const LineBatch& b) {
     const uint64_t first = b.first_line;
     const size_t n = b.lines();

@@ -40,6 +40,9 @@ class StreamIngest {
     /// One line (without '\n') that starts at `position`; `truncated` when it was cut at
     /// LineDecoder::kMaxLine bytes.
     void feed(std::string_view line, int64_t position, bool truncated);
+    /// A warning about the line fed last (stored with the source's records, e.g. "the last
+    /// line of a rotated file had no newline").
+    void warnLast(std::string message);
     /// End of stream: completes open blocks and writes every dispatch window.
     void finish();
 

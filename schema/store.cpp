@@ -616,6 +616,22 @@ db::Result<void> Store::addLostBytes(int64_t source_id, int64_t delta) {
     return s->run();
 }
 
+db::Result<std::vector<FileLoss>> Store::fileLosses() {
+    auto s = db_.prepare(
+        "SELECT ifnull(device, 0), ifnull(inode, 0), sum(lost_bytes) FROM sources "
+        "WHERE kind=?1 AND lost_bytes <> 0 GROUP BY 1, 2");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, "file");
+    std::vector<FileLoss> out;
+    for (;;) {
+        auto row = s->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        out.push_back({s->i64(0), s->i64(1), s->i64(2)});
+    }
+    return out;
+}
+
 db::Result<void> Store::replaceIncidents(const std::vector<IncidentRecord>& incidents,
                                          const std::function<bool()>& stop) {
     uint64_t rows = 0;

@@ -49,6 +49,12 @@ struct SourceState {
     std::vector<PrefixMark> earlier;
 };
 
+/// The bytes the file sources of one file (device + inode) counted lost (sources.lost_bytes).
+struct FileLoss {
+    int64_t device = 0, inode = 0;
+    int64_t bytes = 0;
+};
+
 /// A file source whose stream was not finished (complete = 0), as a restarted daemon finds it.
 struct UnfinishedFile {
     SourceIdentity identity;
@@ -227,6 +233,9 @@ class Store {
     /// they were removed; negative when a copy gave back bytes counted before. Call inside the
     /// transaction that finishes (or resumes) the stream.
     db::Result<void> addLostBytes(int64_t source_id, int64_t delta);
+    /// What `file` sources counted lost, summed per file (device + inode; rows without them
+    /// under 0, 0), only files with a count: `gpufault status` shows these stored totals.
+    db::Result<std::vector<FileLoss>> fileLosses();
     /// Retention: drops every source last written more than `max_age_s` seconds ago, then,
     /// while the live data exceed `max_bytes`, the least recently written sources; each with
     /// everything it produced (records, dispatches, operands, counts, warnings; runs keep their

@@ -75,8 +75,9 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
         if (!h) return false;
         same = *h == *st.prefix_hash;
     }
-    std::optional<Mark> resume;
+    std::optional<Resume> resume;
     bool adopted = false;
+    f.origin = f.path;
     if (st.offset == 0 && st.line == 0 && st.max_line == 0 && !st.complete) {
         auto r = copyResume(f, id.fingerprint, size);  // nothing read from it yet
         if (!r) return std::unexpected(r.error());
@@ -94,6 +95,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
         if (a->state) {
             st = *a->state;
             adopted = same = true;
+            f.origin = a->origin;
         }
     }
     if (!same) {
@@ -101,7 +103,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
         // gone (a stream finished here is complete, its loss counted at the truncation).
         if (!st.complete) {
             int64_t lost = std::max<int64_t>(st.size - st.offset, 0);
-            if (auto r = store_.addLostBytes(st.id, lost); !r) return std::unexpected(r.error());
+            if (auto r = addLost(st.id, lost); !r) return std::unexpected(r.error());
             f.lostPending += static_cast<uint64_t>(lost);
         }
         // Truncated in place (`truncate -s`, `dmesg > file` again): where its bytes are still
@@ -117,10 +119,21 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
             st.line = st.max_line;
         }
     }
-    if (resume) {
-        st.offset = resume->offset;
-        st.line = st.max_line = resume->line;
+    if (resume && resume->row > 0) {
+        // It continues that stream's row, as after a restart (adoptCopy): lines it holds
+        // again after where it resumed (written after the daemon looked) keep their numbers
+        // and are stored once; another line there is checked and numbered after (verify).
+        if (auto r = store_.adoptSource(resume->row, id); !r) return std::unexpected(r.error());
+        lostStale_ = true;
+        st.id = resume->row;
+        st.complete = false;
+        st.max_line = resume->high;
+        st.line = resume->at.line;
+    } else if (resume) {
+        st.line = st.max_line = resume->at.line;
+        f.verify.clear();
     }
+    if (resume) st.offset = resume->at.offset;
     // What it read is hashed from its start (its checkpoint's prefix first) for its copies.
     f.hashed = st.offset <= kHashCap && prefixHash(f, st.offset).has_value();
     f.hash = f.prefix;
@@ -128,6 +141,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     if (f.hashed) markPrefix(f, st.offset, st.line);
     f.fingerprint = id.fingerprint;
     f.offset = st.offset;
+    f.tailAt = -1;  // the first read keeps its bytes
     f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
     if (resume || adopted) {
         // Its checkpoint now, committed with the original's last lines (or with the move of
@@ -163,6 +177,28 @@ std::optional<FileTail::Mark> FileTail::keptPrefix(Followed& f,
         auto h = prefixHash(f, m.offset);
         if (!h) break;
         if (*h == m.hash) kept = m;
+    }
+    // The line ends after it that its stream had (all, past kHashCap too), by line, the newest
+    // at a line: each line read again is checked against them (checkGeneration).
+    f.verify.clear();
+    f.high = st.max_line;
+    for (const auto& e : finished_)
+        if (e.key == f.key && e.fingerprint == fingerprint)
+            for (const auto& m : e.marks) f.high = std::max(f.high, m.line);
+    if (!kept) return kept;
+    std::vector<Mark> after;
+    for (const auto& e : finished_)
+        if (e.key == f.key && e.fingerprint == fingerprint)
+            after.insert(after.end(), e.marks.begin(), e.marks.end());
+    if (st.prefix_hash) after.push_back({st.offset, st.line, *st.prefix_hash});
+    for (const auto& e : st.earlier) after.push_back({e.offset, e.line, e.hash});
+    std::erase_if(after, [&](const Mark& m) { return m.line <= kept->line; });
+    std::stable_sort(after.begin(), after.end(), [](const Mark& a, const Mark& b) {
+        return a.line < b.line;
+    });
+    for (const auto& m : after) {
+        if (!f.verify.empty() && f.verify.back().line == m.line) f.verify.pop_back();
+        if (f.verify.empty() || m.offset > f.verify.back().offset) f.verify.push_back(m);
     }
     return kept;
 }
@@ -270,9 +306,9 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
     return false;
 }
 
-db::Result<std::optional<FileTail::Mark>> FileTail::copyResume(Followed& c,
-                                                               const std::string& fingerprint,
-                                                               int64_t size) {
+db::Result<std::optional<FileTail::Resume>> FileTail::copyResume(Followed& c,
+                                                                 const std::string& fingerprint,
+                                                                 int64_t size) {
     auto now = Clock::now();
     std::erase_if(finished_, [&](const Finished& e) { return now - e.at > kFinishedFor; });
     for (auto e = finished_.rbegin(); e != finished_.rend(); ++e) {
@@ -283,17 +319,29 @@ db::Result<std::optional<FileTail::Mark>> FileTail::copyResume(Followed& c,
         if (!m || m->offset == 0) continue;
         auto h = prefixHash(c, m->offset);
         if (!h || *h != m->hash) continue;
+        c.origin = e->path;
         if (m == &end && e->lost > 0) {
             // What its truncation counted lost and the copy holds is not lost after all.
             uint64_t back = std::min<uint64_t>(e->lost, static_cast<uint64_t>(size - end.offset));
             e->lost -= back;
-            if (auto r = store_.addLostBytes(e->row, -static_cast<int64_t>(back)); !r)
+            if (auto r = addLost(e->row, -static_cast<int64_t>(back)); !r)
                 return std::unexpected(r.error());
-            giveBack(e->key, back);
         }
-        return std::optional<Mark>(*m);
+        // One copy continues its row; another copy of it gets a row of its own, and so does a
+        // copy of a stream whose row a followed file still uses (its file truncated and
+        // written again under the same first line: found again by device, inode, first line).
+        bool used = false;
+        for (const auto& [k, o] : files_)
+            used = used || (o.get() != &c && o->stream && o->stream->state().id == e->row);
+        Resume at{*m, used ? 0 : e->row, end.line};
+        if (!used) e->row = 0;
+        c.verify.clear();
+        c.high = end.line;
+        for (const auto& k : e->marks)
+            if (k.line > m->line) c.verify.push_back(k);
+        return std::optional<Resume>(at);
     }
-    return std::optional<Mark>();
+    return std::optional<Resume>();
 }
 db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
                                                    const SourceIdentity& id,
@@ -352,7 +400,7 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
             if (o->second->fd < 0) continue;
             if (sameHead(*o->second, id.fingerprint) &&
                 prefixHash(*o->second, (*m)->at.offset) == (*m)->at.hash)
-                return Adoption{std::nullopt, true};
+                return Adoption{std::nullopt, true, {}};
             best = *m;
             continue;
         }
@@ -365,24 +413,22 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
     if (!best) return Adoption{};
     if (auto r = store_.adoptSource(best->row->state.id, id); !r)
         return std::unexpected(r.error());
+    lostStale_ = lostStale_ || best->row->lost != 0;  // its count moves to the copy's file
     if (best->at.offset == best->row->state.offset && best->row->lost > 0) {
         // Its stream was finished there (truncated, or gone at a restart) and what it had seen
         // beyond was counted lost: what the copy holds of that is not lost after all.
         uint64_t back = std::min<uint64_t>(static_cast<uint64_t>(best->row->lost),
                                            static_cast<uint64_t>(size - best->at.offset));
-        if (auto r = store_.addLostBytes(best->row->state.id, -static_cast<int64_t>(back)); !r)
+        if (auto r = addLost(best->row->state.id, -static_cast<int64_t>(back)); !r)
             return std::unexpected(r.error());
-        const SourceIdentity& own = best->row->identity;
-        giveBack(Key{static_cast<dev_t>(own.device.value_or(0)),
-                     static_cast<ino_t>(own.inode.value_or(0))},
-                 back);
     }
+    std::string origin = best->row->identity.path;  // before the move (its last path)
     SourceState st = best->row->state;
     st.complete = false;
     st.offset = best->at.offset;  // lines after it are numbered as in the original
     st.line = best->at.line;
     st.prefix_hash = best->at.hash;
-    return Adoption{st, false};
+    return Adoption{st, false, origin};
 }
 
 std::optional<uint64_t> FileTail::hashAt(const Followed& f, int64_t offset) {

@@ -142,8 +142,7 @@ void FileTail::scan() {
                 if (auto c = carried_.find(keyText(key.first, key.second)); c != carried_.end()) {
                     // Followed before a reload: its counters go on.
                     f->carriedLines = c->second.lines;
-                    f->carriedEvidence = c->second.evidence;
-                    f->lost = c->second.lost_bytes;
+                    f->carriedEvidence = c->second.evidence;  // lost bytes: from the store
                     carried_.erase(c);
                 }
                 files_.emplace(key, std::move(f));
@@ -189,26 +188,19 @@ void FileTail::scan() {
 
 db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
     if (!f.stream) return {};
-    if (feed_partial && f.size > f.offset && !f.skipping) {
-        // The last line of a finished file has no newline: take it as it is.
-        size_t n = static_cast<size_t>(std::min<int64_t>(f.size - f.offset, kMaxLine));
-        ssize_t got = ::pread(f.fd, buf_.data(), n, f.offset);
-        if (got > 0) {
-            f.stream->feed(std::string_view(buf_.data(), static_cast<size_t>(got)), f.offset,
-                           f.size - f.offset > static_cast<int64_t>(kMaxLine));
-            if (got == f.size - f.offset)
-                consumed(f, buf_.data(), static_cast<size_t>(got), true);
-            else
-                f.hashed = false;
-            f.offset = f.size;
-        }
-    }
+    if (feed_partial) feedLast(f);  // the last line of a finished file has no newline
     f.stream->finish();
     if (f.stream->error()) return std::unexpected(*f.stream->error());
     auto r = writeCheckpoint(f, f.offset, true, f.size);
     if (!r) return r;
     if (f.hashed) {
-        Finished e{f.fingerprint, {f.marks.begin(), f.marks.end()}, Clock::now(), f.key, 0};
+        Finished e{f.fingerprint,
+                   {f.marks.begin(), f.marks.end()},
+                   Clock::now(),
+                   f.key,
+                   0,
+                   f.stream->state().id,
+                   f.origin.empty() ? f.path : f.origin};
         if (e.marks.empty() || e.marks.back().offset != f.offset)
             e.marks.push_back({f.offset, static_cast<int64_t>(f.stream->lineNo()), f.hash.value()});
         finished_.push_back(std::move(e));
@@ -222,14 +214,6 @@ db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
     f.sum = IngestSummary{};
     f.carriedLines = f.carriedEvidence = 0;
     return {};
-}
-
-bool FileTail::headIntact(const Followed& f) {
-    if (f.head.empty()) return true;
-    char b[4096];
-    ssize_t n = ::pread(f.fd, b, f.head.size(), 0);
-    return n == static_cast<ssize_t>(f.head.size()) &&
-           std::memcmp(b, f.head.data(), f.head.size()) == 0;
 }
 
 db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
@@ -248,6 +232,9 @@ db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
     }
     f.offset = 0;
     f.skipping = false;
+    f.verify.clear();
+    f.tail.clear();
+    f.tailAt = -1;
     f.head.clear();
     f.hashed = false;
     f.marks.clear();
@@ -274,104 +261,38 @@ db::Result<void> FileTail::countLost(Txn& txn, Followed& f, uint64_t bytes) {
         if (auto r = store_.finishSource(st->id); !r) return r;
         row = st->id;
     }
-    if (auto r = store_.addLostBytes(row, static_cast<int64_t>(bytes)); !r) return r;
+    if (auto r = addLost(row, static_cast<int64_t>(bytes)); !r) return r;
     f.lostPending += bytes;
     return {};
 }
 
-void FileTail::giveBack(const Key& key, uint64_t bytes) {
-    auto take = [&](uint64_t& from) {
-        uint64_t n = std::min(from, bytes);
-        from -= n;
-        bytes -= n;
-    };
-    if (auto o = files_.find(key); o != files_.end()) {
-        take(o->second->lostPending);
-        take(o->second->lost);
-    }
-    take(vanishedLost_);
-    take(retiredLost_);
+db::Result<void> FileTail::addLost(int64_t row, int64_t delta) {
+    if (delta == 0) return {};
+    lostStale_ = true;
+    return store_.addLostBytes(row, delta);
 }
 
-void FileTail::consumed(Followed& f, const char* p, size_t n, bool line_end) {
-    f.offset += static_cast<int64_t>(n);
-    if (!f.hashed) return;
-    f.hash.add(p, n);
-    if (!line_end) return;
-    f.marks.push_back({f.offset, static_cast<int64_t>(f.stream->lineNo()), f.hash.value()});
-    if (f.marks.size() > kMarks) f.marks.pop_front();
-}
-
-db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
-    struct stat st {};
-    if (::fstat(f.fd, &st) != 0) return false;
-    int64_t size = st.st_size;
-    if (size < f.offset || (size < f.size && !f.stream)) {
-        // Truncated (copytruncate, `> file`).
-        if (auto r = truncated(txn, f); !r) return std::unexpected(r.error());
+void FileTail::refreshLost() {
+    auto rows = store_.fileLosses();
+    if (!rows) return;  // stays stale: read again at the next poll
+    lostByFile_.clear();
+    lostTotal_ = 0;
+    for (const auto& r : *rows) {
+        auto n = static_cast<uint64_t>(std::max<int64_t>(r.bytes, 0));
+        lostByFile_[Key{static_cast<dev_t>(r.device), static_cast<ino_t>(r.inode)}] += n;
+        lostTotal_ += n;
     }
-    int64_t seen = f.size;  // the size at our last look
-    if (size != f.size) f.changed = Clock::now();
-    f.size = size;
-    if (f.ignored) return false;
-    if (!f.stream) {
-        auto ok = identify(txn, f, size);
-        if (!ok || !*ok) return ok;
-    }
-    if (size <= f.offset) return false;
-    if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
-    size_t want = static_cast<size_t>(std::min<int64_t>(size - f.offset, kChunk));
-    ssize_t n = ::pread(f.fd, buf_.data(), want, f.offset);
-    if (n <= 0) return false;
-    if (!headIntact(f)) {
-        // Truncated and written past our offset again since our last look: the size cannot
-        // tell, the first line can. Checked after the read, so that what we read is known to
-        // be the old content only if the first line is still there; otherwise it may be new
-        // content from the middle of a line: dropped, and the file is read again from 0.
-        f.size = seen;
-        if (auto r = truncated(txn, f); !r) return std::unexpected(r.error());
-        f.size = 0;  // `size` may be the old content's: nothing is known of the new one yet
-        return true;
-    }
-    const char* p = buf_.data();
-    const char* end = p + n;
-    bool spent = false;  // stopped at a line end for the poll's time budget: the rest next poll
-    for (unsigned lines = 0; p < end; ++lines) {
-        if ((lines & 255) == 255 && !f.skipping && Clock::now() >= pollUntil_) {
-            spent = true;
-            break;
-        }
-        const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
-        int64_t at = f.offset;
-        if (!nl) {
-            size_t held = static_cast<size_t>(end - p);
-            if (f.skipping) {
-                consumed(f, p, held, false);  // rest of an over-long line
-            } else if (held > kMaxLine) {
-                f.stream->feed(std::string_view(p, kMaxLine), at, true);
-                f.skipping = true;
-                consumed(f, p, held, false);
-            }
-            break;  // else: a partial line, held until its newline
-        }
-        size_t len = static_cast<size_t>(nl - p);
-        if (f.skipping) {
-            f.skipping = false;
-        } else {
-            bool cut = len > kMaxLine;
-            f.stream->feed(std::string_view(p, cut ? kMaxLine : len), at, cut);
-        }
-        consumed(f, p, len + 1, true);
-        p = nl + 1;
-    }
-    if (f.stream->error()) return std::unexpected(*f.stream->error());
-    return spent || (size > f.offset && static_cast<size_t>(n) == want && want == kChunk);
+    lostStale_ = false;
+    lostAt_ = Clock::now();
 }
 
 db::Result<bool> FileTail::poll(Txn& txn) {
     if (scanDue_) scan();
     bool more = false;
     auto now = Clock::now();
+    // Retention may drop counted sources, `gpufault ingest` count: read again now and then.
+    constexpr auto kLostRefresh = std::chrono::seconds(10);
+    if (!txn.open() && (lostStale_ || now - lostAt_ >= kLostRefresh)) refreshLost();
     pollUntil_ = now + kPollBudget;
     for (auto it = files_.begin(); it != files_.end();) {
         Followed& f = *it->second;
@@ -391,13 +312,20 @@ db::Result<bool> FileTail::poll(Txn& txn) {
             if (f.stream)
                 if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
             if (auto e = retire(f, true); !e) return std::unexpected(e.error());
-            retiredLost_ += f.lost;
-            if (f.lostPending > 0) {  // shown once committed
-                vanishedLost_ += f.lostPending;
-                ++vanishedStreams_;
-            }
+            if (f.lostPending > 0) ++vanishedStreams_;  // its count, to commit
             it = files_.erase(it);
             continue;
+        }
+        if (f.stream && f.matched && !gone && !*r && f.size > f.offset &&
+            static_cast<uint64_t>(idle.count()) >= idleCloseMs_ && rotatedAway(f)) {
+            // Rotated (renamed within the patterns, or a copytruncate copy) and another file
+            // now at its stream's path: its job writes there, the partial last line of this
+            // one never gets its newline. Taken as it is (LAG reaches 0), the file followed on.
+            if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
+            if (feedLast(f))
+                logLine(5, fmt::format("{}: rotated, its last line has no newline: stored as it is",
+                                       f.path));
+            if (f.stream->error()) return std::unexpected(*f.stream->error());
         }
         ++it;
     }
@@ -444,10 +372,8 @@ db::Result<void> FileTail::accountVanished(Txn& txn) {
         // load them, they were erased, and such a copy was read from its start.)
         const SourceState& done = r.state;
         if (auto e = store_.finishSource(done.id); !e) return e;
-        if (auto e = store_.addLostBytes(done.id, std::max<int64_t>(done.size - done.offset, 0));
-            !e)
+        if (auto e = addLost(done.id, std::max<int64_t>(done.size - done.offset, 0)); !e)
             return e;
-        vanishedLost_ += static_cast<uint64_t>(std::max<int64_t>(done.size - done.offset, 0));
         ++vanishedStreams_;
     }
     checkVanished_ = undecided;
@@ -491,12 +417,10 @@ void FileTail::committed() {
     for (auto& [k, f] : files_) {
         if (f->stream) f->stream->committed();
         f->resumed = false;
-        f->lost += f->lostPending;
         f->lostPending = 0;
     }
-    retiredLost_ += vanishedLost_;
-    vanishedLost_ = 0;
     vanishedStreams_ = 0;
+    if (lostStale_) refreshLost();  // counts changed in what was just committed
     for (auto& f : retired_) retiredEvidence_ += f->sum.evidenceTotal();
     retired_.clear();
 }
@@ -507,12 +431,13 @@ void FileTail::reset() {
     finished_.clear();  // what they read was rolled back
     scanDue_ = true;
     checkVanished_ = true;
-    vanishedLost_ = 0;
     vanishedStreams_ = 0;
+    lostStale_ = true;  // counts rolled back: read again outside the transaction
 }
 
 std::vector<StreamStatus> FileTail::status() const {
     std::vector<StreamStatus> out;
+    uint64_t shownLost = 0;
     for (const auto& [k, f] : files_) {
         StreamStatus s;
         s.source = "file";
@@ -524,7 +449,8 @@ std::vector<StreamStatus> FileTail::status() const {
         s.lines = f->carriedLines + f->sum.lines;
         s.evidence = f->carriedEvidence + f->sum.evidenceTotal();
         s.lag = static_cast<uint64_t>(std::max<int64_t>(f->size - f->offset, 0));
-        s.lost_bytes = f->lost;
+        if (auto l = lostByFile_.find(k); l != lostByFile_.end()) s.lost_bytes = l->second;
+        shownLost += s.lost_bytes;
         s.active = f->matched;
         s.key = keyText(k.first, k.second);
         out.push_back(std::move(s));
@@ -548,13 +474,14 @@ std::vector<StreamStatus> FileTail::status() const {
         s.not_followed = 1;
         out.push_back(std::move(s));
     }
-    if (retiredLost_ > 0) {
-        // Files finished (renamed away, deleted) keep counting: losses are totals.
+    if (lostTotal_ > shownLost) {
+        // Files not followed now (finished: renamed away, deleted) keep counting: the store's
+        // totals.
         StreamStatus s;
         s.source = "file";
         s.name = "(finished files)";
         s.position = "-";
-        s.lost_bytes = retiredLost_;
+        s.lost_bytes = lostTotal_ - shownLost;
         s.active = false;
         s.key = "file (finished files)";
         out.push_back(std::move(s));
@@ -563,9 +490,7 @@ std::vector<StreamStatus> FileTail::status() const {
 }
 
 void FileTail::carry(const CarriedCounters& before) {
-    carried_ = before;  // applied to the files the first scan finds again
-    if (auto it = before.find("file (finished files)"); it != before.end())
-        retiredLost_ += it->second.lost_bytes;
+    carried_ = before;  // applied to the files the first scan finds again (lost: stored)
 }
 
 std::vector<int64_t> FileTail::sourceIds() const {

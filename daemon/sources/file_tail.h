@@ -23,9 +23,13 @@ namespace gpufault::daemon {
 /// (sourceFingerprint), so it is found again after a rename or a daemon restart as long as a
 /// pattern still matches its new name: include rotated names (`job.log*`) in the patterns.
 /// A file renamed or deleted while followed is read to its end through the open descriptor
-/// and finished once idle. Truncation is seen by the size, or by the first line when the file
-/// grew past the read offset again between two looks. Compressed files (gzip, zstd, xz, bzip2
-/// magic) are skipped.
+/// and finished once idle; a file rotated away (renamed within the patterns, or a copy of a
+/// stream of another path) while another file is at its stream's path gets its partial last
+/// line stored as it is, with a warning, once idle. Truncation is seen by the size, or by the
+/// first line or the last kTail bytes read when the file grew past the read offset again
+/// between two looks; after one, each line read again under a stored line's number is checked
+/// against that line's end (checkGeneration): the first that differs starts a new numbering
+/// after the stored lines. Compressed files (gzip, zstd, xz, bzip2 magic) are skipped.
 /// Limits: at most `max_open` files are followed at once (one descriptor each; compressed
 /// files are skipped and hold none); a regular file with more than one hard link is not
 /// followed unless `follow_hardlinks` (a user could link a file they may read into a followed
@@ -37,13 +41,13 @@ namespace gpufault::daemon {
 /// a stream whose file is gone, or truncated below its offset, counts its recorded size − its
 /// offset. A copy that continues the stream gives back what it holds of them. Each count is
 /// added to the stream's `sources.lost_bytes` in the transaction that finishes (or resumes)
-/// it, and shows in status once committed: the store's sum is exact across kills; status
-/// shows what this daemon counted.
+/// it: the store's sum is exact across kills. status shows the stored totals, committed: per
+/// followed file (every stream its device + inode held), the rest as "(finished files)".
 /// copytruncate: a new file with the first line of a followed stream, no larger than it and
 /// the same as its start, is a copy: it waits until that stream is finished (truncated,
 /// renamed away, deleted), then resumes where the stream ended when its bytes up to there are
 /// the same (a hash of what each stream read, and of its last kMarks line ends, is kept for 60
-/// s). Each checkpoint also stores the hash of the file's bytes before it (sources.prefix_hash):
+/// s), in that stream's row unless a followed file still uses it. Each checkpoint also stores the hash of the file's bytes before it (sources.prefix_hash):
 /// after a restart, or when a kill undid the resume, a new file whose first line is a stored
 /// stream's and whose bytes before that stream's checkpoint hash to the stored value continues
 /// that stream (the store moves it to the copy; lines after the checkpoint are numbered as
@@ -102,6 +106,7 @@ class FileTail final : public Source {
         Key key{};          ///< its file
         uint64_t lost = 0;  ///< bytes its truncation counted lost, which a copy may hold
         int64_t row = 0;    ///< its source id (where `lost` was counted: sources.lost_bytes)
+        std::string path;   ///< where it was written (its Followed::origin)
     };
     void scan();
     /// After a restart: unfinished streams of the store whose file is gone from the patterns,
@@ -113,19 +118,41 @@ class FileTail final : public Source {
     db::Result<bool> read(Txn& txn, Followed& f);
     db::Result<bool> identify(Txn& txn, Followed& f, int64_t size);
     db::Result<void> retire(Followed& f, bool feed_partial);
+    /// The partial last line of `f` (no newline: [f.offset, f.size)) is fed as its last line,
+    /// with a warning that it had none; false when there is none.
+    bool feedLast(Followed& f);
+    /// `f` was rotated (renamed, or copied away: copytruncate) and another file is now at the
+    /// path its stream was written under: no newline will end its partial last line.
+    static bool rotatedAway(const Followed& f);
     /// Finishes the stream of a truncated file; it is read again from 0 as a new stream.
     db::Result<void> truncated(Txn& txn, Followed& f);
     /// `bytes` of `f` were removed unread: added to its stream's sources.lost_bytes in `txn`
     /// (a file never identified gets a complete row of its own for it) and to status once
     /// committed.
     db::Result<void> countLost(Txn& txn, Followed& f, uint64_t bytes);
-    /// A copy holds `bytes` counted lost before: taken back from status's counts (the file at
-    /// `key` first); the caller takes them back from the store.
-    void giveBack(const Key& key, uint64_t bytes);
+    /// Adds `delta` to source `row`'s sources.lost_bytes in the open transaction (negative: a
+    /// copy gave bytes back); status() reads the stored totals again once it is committed.
+    db::Result<void> addLost(int64_t row, int64_t delta);
+    /// status()'s lost bytes from the store (outside a transaction: committed counts only).
+    void refreshLost();
+    /// Before line [p, p + n) (through its newline, at `at`) is fed: in a file resumed after a
+    /// truncation (`f.verify`), a line that is not the one its stream read under that number
+    /// (its line end and the hash before it differ) finishes that numbering: the stream goes
+    /// on from `at` numbered after the lines stored (its checkpoint in the open transaction).
+    db::Result<void> checkGeneration(Followed& f, const char* p, size_t n, int64_t at);
     /// The file still starts with its stream's first line.
     static bool headIntact(const Followed& f);
+    /// The file still holds the bytes last read before `f.offset` (true when not known).
+    static bool tailIntact(const Followed& f);
+    /// Bytes [f.offset - n, f.offset) at `p` were just read: the last kTail are kept.
+    static void keepTail(Followed& f, const char* p, size_t n);
     /// Bytes [f.offset, f.offset + n) at `p` were read; `line_end`: they end a line.
     void consumed(Followed& f, const char* p, size_t n, bool line_end);
+    /// Bytes [p, p + n) were read (f.offset already past them), all at once: added to `f.hash`
+    /// in one piece up to the last kMarks line ends among them, which become marks (the last
+    /// ending line `end_line`). The same hash and marks as consumed() of each line, without a
+    /// mark and a hash finalisation per line (the cost of a fault flood: 7.7 % of the daemon).
+    void consumedBatch(Followed& f, const char* p, size_t n, int64_t end_line);
     /// `f.marks` for a stream resumed at `len` (line `line`; `f.hash` holds bytes [0, len)):
     /// the line ends of its last kMarks lines before it, from the file (a copy made before the
     /// daemon read that far is placed by them), or only `len` when the file disagrees.
@@ -136,12 +163,19 @@ class FileTail final : public Source {
     static bool sameHead(const Followed& f, const std::string& fingerprint);
     /// True while `c` (not identified yet) may be a copy of a stream still being read.
     db::Result<bool> copyWaits(Txn& txn, Followed& c, const std::string& fingerprint, int64_t size);
+    /// Where a copy resumes the stream of source `row` (0: a row of its own), whose last line
+    /// was `high`.
+    struct Resume {
+        Mark at;
+        int64_t row = 0, high = 0;
+    };
     /// Where `c`, a copy of a stream finished lately, resumes (nullopt: it is no such copy);
     /// what that stream's truncation counted lost and `c` holds is given back (in the open
-    /// transaction).
-    db::Result<std::optional<Mark>> copyResume(Followed& c,
-                                               const std::string& fingerprint,
-                                               int64_t size);
+    /// transaction). That stream's line ends after it go to `c.verify`: a copy smaller than
+    /// where it ended (still being written) reads its lines again under their numbers.
+    db::Result<std::optional<Resume>> copyResume(Followed& c,
+                                                 const std::string& fingerprint,
+                                                 int64_t size);
     /// `f`, truncated below its stream's checkpoint `st` (seen live, or found so after a
     /// restart) and maybe written again: the furthest line end past its first line, of those
     /// its stream read (its in-memory marks, if finished lately; the checkpoint and
@@ -155,6 +189,7 @@ class FileTail final : public Source {
     struct Adoption {
         std::optional<SourceState> state;
         bool wait = false;  ///< that stream's own file is still there and holds it
+        std::string origin;  ///< the path that stream was written under
     };
     /// After a restart (or a kill that undid its in-memory resume): the stream of the store
     /// that `c`, never read before, is a copy of (its first line; its bytes before that
@@ -182,7 +217,8 @@ class FileTail final : public Source {
     std::vector<std::unique_ptr<Followed>> retired_;  ///< finished, checkpoint not committed
     std::vector<Finished> finished_;                  ///< lately, newest last (copytruncate)
     std::vector<char> buf_;
-    uint64_t retiredEvidence_ = 0, retiredLost_ = 0;
+    std::vector<const char*> ends_;  ///< consumedBatch()'s line ends (kept for its capacity)
+    uint64_t retiredEvidence_ = 0;
     size_t maxOpen_;
     bool followHardlinks_;
     std::map<std::string, std::string> problems_;  ///< path → why not followed (last scan)
@@ -193,8 +229,13 @@ class FileTail final : public Source {
     std::set<Key> seen_;         ///< files the last scan matched (followed or not)
     bool seenComplete_ = false;  ///< the last scan read every directory
     bool checkVanished_ = true;  ///< accountVanished() still to run (after a start or reset)
-    uint64_t vanishedLost_ = 0;  ///< counted by accountVanished, not committed yet
-    uint64_t vanishedStreams_ = 0;  ///< streams it finished, not committed yet
+    uint64_t vanishedStreams_ = 0;  ///< streams finished with a count, not committed yet
+    // status()'s lost bytes: the store's sum of sources.lost_bytes, per file (device + inode)
+    // and in all (read after a commit that changed them, and every kLostRefresh).
+    std::map<Key, uint64_t> lostByFile_;
+    uint64_t lostTotal_ = 0;
+    bool lostStale_ = true;
+    std::chrono::steady_clock::time_point lostAt_{};
     CarriedCounters carried_;                      ///< from before a reload, by key
     std::chrono::steady_clock::time_point pollUntil_{};  ///< the current poll's time budget
 };

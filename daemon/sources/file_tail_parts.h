@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectors/prefix/line_decoder.h"
 #include "daemon/sources/file_tail.h"
@@ -23,6 +24,9 @@ inline constexpr size_t kChunk = 4u << 20;  ///< bytes read per file per poll, a
 inline constexpr auto kPollBudget = std::chrono::milliseconds(100);
 inline constexpr size_t kMaxLine = LineDecoder::kMaxLine;
 inline constexpr size_t kMarks = 1024;   ///< line ends remembered per stream (copytruncate)
+/// Bytes kept of what was read last (before the read offset): a file truncated and written
+/// past the offset again between two looks under the same first line is seen by them.
+inline constexpr size_t kTail = 128;
 inline constexpr size_t kFinished = 32;  ///< finished streams remembered (copytruncate)
 inline constexpr auto kFinishedFor = std::chrono::seconds(60);
 /// A resumed stream's prefix is hashed up to this many bytes (and checkpoints beyond it have no
@@ -84,10 +88,14 @@ struct FileTail::Followed {
     std::unique_ptr<StreamIngest> stream;
     std::string head;    ///< the stream's first line (as fingerprinted), to see truncation
     std::string fingerprint;  ///< the stream's
+    /// The path its stream was written under (the original's, for a copy): a file at another
+    /// path while another file holds this one has been rotated (renamed, or copied away).
+    std::string origin;
     int64_t offset = 0;  ///< next byte to read: the start of a held partial line
     int64_t size = 0;    ///< size at the last poll
     bool skipping = false;
-    uint64_t lost = 0;  ///< bytes truncated away unread (at least)
+    std::string tail;     ///< the last (up to kTail) bytes read, ending at `tailAt`
+    int64_t tailAt = -1;  ///< where `tail` ends (-1: not known)
     file_tail::Clock::time_point changed = file_tail::Clock::now();
     // copytruncate (see copyWaits, copyResume):
     bool hashed = false;       ///< `hash` has bytes [0, offset) (false: not known)
@@ -96,6 +104,11 @@ struct FileTail::Followed {
     int64_t prefixLen = 0;     ///< prefixHash()'s cache: `prefix` has bytes [0, prefixLen)
     file_tail::PrefixHasher prefix;
     bool copyWait = false;     ///< a copy of a file still being read: waits for its end
+    /// Truncated and resumed at a line end its stream had read (keptPrefix): that stream's
+    /// later line ends (ascending), each line read again checked against them; at the first
+    /// that differs the lines are numbered after `high` (a new generation).
+    std::vector<Mark> verify;
+    int64_t high = 0;          ///< the last line number the stream used before
     bool busy = false;         ///< being identified (copyWaits does not recurse into it)
     bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
     uint64_t carriedLines = 0, carriedEvidence = 0;  ///< counted before a reload

@@ -45,9 +45,8 @@
 //    PartialLineSeenThenTruncatedIsReportedLostExactly and the copytruncate tests. "Reported"
 //    is the store's sum of sources.lost_bytes: each count is committed with the checkpoint
 //    that finishes its stream, and a copy that continues a stream gives back what it holds,
-//    so a kill neither drops nor repeats a count. (`status` shows what each daemon counted
-//    since it started; the most it showed in each life, added up, is printed for comparison:
-//    it repeats counts that a copy gave back after a kill.)
+//    so a kill neither drops nor repeats a count. `status` shows those stored totals (per
+//    followed file and "(finished files)"): after the last catch-up they add up to the sum.
 //
 // GPUFAULT_KILL9_SEED=<n> replays a seed (the writer's timing still varies); GPUFAULT_LONG=1
 // kills 200 times instead of 50 (and runs 100 periods instead of 20 without kills). Every
@@ -124,7 +123,7 @@ struct Figures {
     int kills = 0, freezes = 0;
     uint64_t written = 0, stored = 0, removedBytes = 0, missingBytes = 0;
     uint64_t reportedLost = 0;  ///< the store's sum of sources.lost_bytes
-    uint64_t statusLost = 0;    ///< the most `status` showed in each life, added up
+    uint64_t statusLost = 0;    ///< what `status` showed in all after the last catch-up
     uint64_t storedRemoved = 0;  ///< lines stored although their file was removed later
     double seconds = 0;
 };

@@ -532,3 +532,29 @@ TEST(DaemonKill9, AStreamFinishedAtARestartGivesItsCountBackToALaterCopy) {
     EXPECT_EQ(storedNames(q.stop()), every(0, 15));
     EXPECT_EQ(q.lostInStore(), 0u);
 }
+
+// copytruncate of a log whose job writes the same first line again after the truncation: the
+// truncated file is found again by device, inode and first line and goes on in its stream's
+// row, so the copy (seen after it) gets a row of its own instead of taking that row (two files
+// in one row: after a restart app.log was read again from its start, L100-104 stored twice).
+TEST(DaemonKill9, CopyOfAStreamItsTruncatedFileStillUsesGetsARowOfItsOwn) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(writeAll(q.fd, "=== job started ===\n"));
+    q.lines(q.fd, 10);  // L0-9
+    ASSERT_TRUE(q.caughtUp());
+    std::string copy = q.s.app + ".1";
+    copyTruncate(q, copy, false);
+    ASSERT_TRUE(q.copyWaits(copy, true));  // seen before the truncation
+    ASSERT_TRUE(freeze(q.d.pid()));        // truncated and written again between two looks
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    ASSERT_TRUE(writeAll(q.fd, "=== job started ===\n"));
+    q.next = 100;
+    q.lines(q.fd, 5);  // L100-104
+    thaw(q.d.pid());
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 105));
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 105));
+}

@@ -1,0 +1,228 @@
+// FileTail: reading a followed file. Lines are fed in order, what was read is hashed (for
+// copytruncate copies and truncations: the running hash and the marks at the last kMarks line
+// ends), a truncation under the same first line is seen by the bytes read last, lines read
+// again after a truncation are checked against their stream's, and a rotated file's last line
+// without a newline is taken as it is.
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "daemon/daemon.h"
+#include "daemon/sources/file_tail.h"
+#include "daemon/sources/file_tail_parts.h"
+
+namespace gpufault::daemon {
+
+using namespace file_tail;
+
+bool FileTail::feedLast(Followed& f) {
+    if (!f.stream || f.size <= f.offset || f.skipping) return false;
+    size_t n = static_cast<size_t>(std::min<int64_t>(f.size - f.offset, kMaxLine));
+    ssize_t got = ::pread(f.fd, buf_.data(), n, f.offset);
+    if (got <= 0) return false;
+    f.stream->feed(std::string_view(buf_.data(), static_cast<size_t>(got)),
+                   f.offset,
+                   f.size - f.offset > static_cast<int64_t>(kMaxLine));
+    f.stream->warnLast(fmt::format(
+        "last line of {} has no newline ({} bytes): stored as it is", f.path, f.size - f.offset));
+    if (got == f.size - f.offset) {
+        consumed(f, buf_.data(), static_cast<size_t>(got), true);
+        keepTail(f, buf_.data(), static_cast<size_t>(got));
+    } else {
+        f.hashed = false;
+        f.tailAt = -1;
+    }
+    f.offset = f.size;
+    return true;
+}
+
+bool FileTail::rotatedAway(const Followed& f) {
+    if (f.origin.empty() || f.origin == f.path) return false;
+    struct stat st {};
+    return ::lstat(f.origin.c_str(), &st) == 0 &&
+           (st.st_dev != f.key.first || st.st_ino != f.key.second);
+}
+
+bool FileTail::headIntact(const Followed& f) {
+    if (f.head.empty()) return true;
+    char b[4096];
+    ssize_t n = ::pread(f.fd, b, f.head.size(), 0);
+    return n == static_cast<ssize_t>(f.head.size()) &&
+           std::memcmp(b, f.head.data(), f.head.size()) == 0;
+}
+
+db::Result<void> FileTail::checkGeneration(Followed& f, const char* p, size_t n, int64_t at) {
+    if (!f.hashed) {
+        f.verify.clear();
+        return {};
+    }
+    const Mark& next = f.verify.front();
+    auto line = static_cast<int64_t>(f.stream->lineNo()) + 1;
+    int64_t end = at + static_cast<int64_t>(n);
+    if (line < next.line && end < next.offset) return {};  // no line end of it known here
+    if (line == next.line && end == next.offset) {
+        PrefixHasher h = f.hash;
+        h.add(p, n);
+        if (h.value() == next.hash) {  // the same bytes as the line stored under this number
+            f.verify.erase(f.verify.begin());
+            return {};
+        }
+    }
+    // Another line than the one stored under this number (or past a line end it had without
+    // ending there): from here the file holds new lines. Numbered after the stored ones, so
+    // that none is taken for a stored record of the same identity (hostile review 2a).
+    f.verify.clear();
+    f.stream->finish();
+    if (f.stream->error()) return std::unexpected(*f.stream->error());
+    if (auto r = writeCheckpoint(f, at, false, f.size); !r) return r;
+    SourceState st = f.stream->state();
+    st.offset = at;
+    st.line = st.max_line = std::max<int64_t>(f.high, static_cast<int64_t>(f.stream->lineNo()));
+    st.complete = false;
+    st.prefix_hash = f.hash.value();
+    f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
+    f.resumed = true;  // its checkpoint is written with the next commit
+    return {};
+}
+
+bool FileTail::tailIntact(const Followed& f) {
+    if (f.tailAt != f.offset || f.tail.empty()) return true;
+    char b[kTail];
+    auto n = static_cast<ssize_t>(f.tail.size());
+    return ::pread(f.fd, b, f.tail.size(), f.offset - n) == n &&
+           std::memcmp(b, f.tail.data(), f.tail.size()) == 0;
+}
+
+void FileTail::keepTail(Followed& f, const char* p, size_t n) {
+    if (f.tailAt != f.offset - static_cast<int64_t>(n)) f.tail.clear();  // not known before
+    if (n >= kTail) {
+        f.tail.assign(p + n - kTail, kTail);
+    } else {
+        f.tail.append(p, n);
+        if (f.tail.size() > kTail) f.tail.erase(0, f.tail.size() - kTail);
+    }
+    f.tailAt = f.offset;
+}
+
+void FileTail::consumed(Followed& f, const char* p, size_t n, bool line_end) {
+    f.offset += static_cast<int64_t>(n);
+    if (!f.hashed) return;
+    f.hash.add(p, n);
+    if (!line_end) return;
+    f.marks.push_back({f.offset, static_cast<int64_t>(f.stream->lineNo()), f.hash.value()});
+    if (f.marks.size() > kMarks) f.marks.pop_front();
+}
+
+void FileTail::consumedBatch(Followed& f, const char* p, size_t n, int64_t end_line) {
+    if (!f.hashed || n == 0) return;
+    // The last kMarks line ends, from the end backwards (a 4 MiB batch of short lines has
+    // ~30 000: only these are kept).
+    ends_.clear();
+    for (const char* e = p + n; ends_.size() < kMarks;) {
+        const void* nl = ::memrchr(p, '\n', static_cast<size_t>(e - p));
+        if (!nl) break;
+        e = static_cast<const char*>(nl);
+        ends_.push_back(e);
+    }
+    const int64_t base = f.offset - static_cast<int64_t>(n);  // the offset of p
+    const char* at = p;
+    auto line = end_line - static_cast<int64_t>(ends_.size());
+    for (auto e = ends_.rbegin(); e != ends_.rend(); ++e) {
+        f.hash.add(at, static_cast<size_t>(*e + 1 - at));
+        at = *e + 1;
+        f.marks.push_back({base + (at - p), ++line, f.hash.value()});
+    }
+    f.hash.add(at, static_cast<size_t>(p + n - at));
+    while (f.marks.size() > kMarks) f.marks.pop_front();
+}
+
+db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
+    struct stat st {};
+    if (::fstat(f.fd, &st) != 0) return false;
+    int64_t size = st.st_size;
+    if (size < f.offset || (size < f.size && !f.stream)) {
+        // Truncated (copytruncate, `> file`).
+        if (auto r = truncated(txn, f); !r) return std::unexpected(r.error());
+    }
+    int64_t seen = f.size;  // the size at our last look
+    if (size != f.size) f.changed = Clock::now();
+    f.size = size;
+    if (f.ignored) return false;
+    if (!f.stream) {
+        auto ok = identify(txn, f, size);
+        if (!ok || !*ok) return ok;
+    }
+    if (size <= f.offset) return false;
+    if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
+    size_t want = static_cast<size_t>(std::min<int64_t>(size - f.offset, kChunk));
+    ssize_t n = ::pread(f.fd, buf_.data(), want, f.offset);
+    if (n <= 0) return false;
+    if (!headIntact(f) || !tailIntact(f)) {
+        // Truncated and written past our offset again since our last look: the size cannot
+        // tell, the first line can, or (the same first line written again) the bytes read
+        // last before the offset. Checked after the read, so that what we read is known to
+        // be the old content only if those are still there; otherwise it may be new content
+        // from the middle of a line: dropped, and the file is read again from 0 (where the
+        // new bytes are those read before, up to a line end, it resumes there: keptPrefix).
+        f.size = seen;
+        if (auto r = truncated(txn, f); !r) return std::unexpected(r.error());
+        f.size = 0;  // `size` may be the old content's: nothing is known of the new one yet
+        return true;
+    }
+    const char* p = buf_.data();
+    const char* end = p + n;
+    const int64_t from = f.offset;
+    // Bytes read from `lazy` on are hashed at the end, at once (consumedBatch); while lines
+    // are checked against an earlier generation (f.verify: f.hash is needed at each line),
+    // each line is hashed as it is read.
+    const char* lazy = p;
+    int64_t endLine = 0;  // the number of the last line ended since `lazy`
+    bool spent = false;   // stopped at a line end for the poll's time budget: the rest next poll
+    for (unsigned lines = 0; p < end; ++lines) {
+        if ((lines & 255) == 255 && !f.skipping && Clock::now() >= pollUntil_) {
+            spent = true;
+            break;
+        }
+        const char* nl = static_cast<const char*>(std::memchr(p, '\n', end - p));
+        int64_t at = f.offset;
+        if (!nl) {
+            size_t held = static_cast<size_t>(end - p);
+            if (f.skipping) {
+                f.offset += static_cast<int64_t>(held);  // rest of an over-long line
+            } else if (held > kMaxLine) {
+                f.stream->feed(std::string_view(p, kMaxLine), at, true);
+                f.skipping = true;
+                f.offset += static_cast<int64_t>(held);
+            }
+            break;  // else: a partial line, held until its newline
+        }
+        size_t len = static_cast<size_t>(nl - p);
+        if (!f.verify.empty() && !f.skipping) {
+            consumedBatch(f, lazy, static_cast<size_t>(p - lazy), endLine);  // f.hash to `at`
+            if (auto r = checkGeneration(f, p, len + 1, at); !r) return std::unexpected(r.error());
+            lazy = nl + 1;  // this line is hashed by consumed() below
+        }
+        if (f.skipping) {
+            f.verify.clear();  // the rest of an over-long line: not checked, numbering kept
+            f.skipping = false;
+        } else {
+            bool cut = len > kMaxLine;
+            f.stream->feed(std::string_view(p, cut ? kMaxLine : len), at, cut);
+        }
+        if (lazy == nl + 1) {
+            consumed(f, p, len + 1, true);
+        } else {
+            f.offset += static_cast<int64_t>(len + 1);
+            endLine = static_cast<int64_t>(f.stream->lineNo());
+        }
+        p = nl + 1;
+    }
+    consumedBatch(f, lazy, static_cast<size_t>(buf_.data() + (f.offset - from) - lazy), endLine);
+    keepTail(f, buf_.data(), static_cast<size_t>(f.offset - from));
+    if (f.stream->error()) return std::unexpected(*f.stream->error());
+    return spent || (size > f.offset && static_cast<size_t>(n) == want && want == kChunk);
+}
+
+}  // namespace gpufault::daemon
