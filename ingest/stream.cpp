@@ -137,7 +137,15 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
         cp.line = static_cast<int64_t>(resumeLine - 1);
     }
     if (adjust) adjust(cp);
-    if (auto r = store_.setPosition(state_.id, cp, size); !r) return r;
+    // A compare-and-swap against the checkpoint this stream read or wrote last: another
+    // ingest of the same source that committed since counted the same lines.
+    auto moved = store_.movePosition(state_.id, cp, size);
+    if (!moved) return std::unexpected(moved.error());
+    if (!*moved) {
+        conflict_ = true;
+        return std::unexpected(db::Error{kConflict});
+    }
+    if (cp.stored) cp.stored = StoredPosition{cp.offset, cp.line, cp.max_line};
     pending_ = cp;
     uncommitted_ = 0;
     return {};

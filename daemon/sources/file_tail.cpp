@@ -481,7 +481,16 @@ db::Result<void> FileTail::checkpoint() {
     for (auto& [k, f] : files_)
         if (f->stream && (f->stream->uncommittedLines() > 0 || f->size != f->checkpointedSize ||
                           f->lostPending > 0)) {
-            if (auto r = writeCheckpoint(*f, f->offset, false, f->size); !r) return r;
+            if (auto r = writeCheckpoint(*f, f->offset, false, f->size); !r) {
+                // A `gpufault ingest` of this file committed since: the loop rolls back and
+                // starts again from the store's checkpoint (its lines are not counted twice).
+                if (f->stream->conflicted())
+                    return std::unexpected(db::Error{fmt::format(
+                        "another ingest or gpufaultd is writing source {}; nothing of this "
+                        "batch was stored",
+                        f->path)});
+                return r;
+            }
             f->checkpointedSize = f->size;
         }
     return {};
