@@ -141,7 +141,7 @@ void ControlServer::close() {
 }
 
 void ControlServer::unlinkOwn() {
-    struct stat st{};
+    struct stat st {};
     if (bound_ && ::lstat(path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
         st.st_dev == bound_->first && st.st_ino == bound_->second)
         ::unlink(path_.c_str());

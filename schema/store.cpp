@@ -609,6 +609,13 @@ db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, in
     return s.run();
 }
 
+db::Result<void> Store::setSourcePath(int64_t source_id, const std::string& path) {
+    auto upd = db_.prepare("UPDATE sources SET path=?2 WHERE id=?1");
+    if (!upd) return std::unexpected(upd.error());
+    upd->bind(1, source_id).bind(2, path);
+    return upd->run();
+}
+
 db::Result<bool> Store::movePosition(int64_t source_id, const SourceState& st, int64_t size) {
     if (!st.stored) {
         if (auto r = setPosition(source_id, st, size); !r) return std::unexpected(r.error());

@@ -226,6 +226,9 @@ class Store {
     /// that already has that identity keeps its rows under a fingerprint no later file matches
     /// (complete when it recorded nothing). Call inside the open transaction.
     db::Result<void> adoptSource(int64_t source_id, const SourceIdentity& id);
+    /// Records the name a source's file has now (a rename: rotation); call inside the open
+    /// transaction.
+    db::Result<void> setSourcePath(int64_t source_id, const std::string& path);
     /// Commits a checkpoint (call inside the transaction that stored the evidence before it).
     db::Result<void> setPosition(int64_t source_id, const SourceState& st, int64_t size);
     /// setPosition as a compare-and-swap: writes `st` only while the row still holds

@@ -53,7 +53,9 @@ std::string dispatchSum(const std::string& db) {
 
 /// Feeds the whole file into `store`'s open transaction through a StreamIngest started from
 /// `state`, and writes its final checkpoint; the result of checkpoint().
-db::Result<void> feedAll(Store& store, const SourceState& state, const std::string& path,
+db::Result<void> feedAll(Store& store,
+                         const SourceState& state,
+                         const std::string& path,
                          bool& conflicted) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     EXPECT_GE(fd, 0);
@@ -107,7 +109,7 @@ TEST(ConcurrentIngest, TheSecondWriterFromOneCheckpointIsRefusedAndStoresNothing
     EXPECT_FALSE(conflicted);
     ASSERT_TRUE(a->commit());
     const std::string once = dispatchSum(db);
-    EXPECT_EQ(once, "3000\n");
+    EXPECT_EQ(once, "sum(n)\n3000\n");
 
     ASSERT_TRUE(b->begin());
     auto r = feedAll(*b, *sb, log, conflicted);
@@ -130,7 +132,7 @@ TEST(ConcurrentIngest, TwoCliIngestsOfOneFileCountEveryDispatchOnce) {
     writeFile(log, launches(60000));
     ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("single.db"), "ingest", "-q", log}).status, 0);
     const std::string single = dispatchSum(t.file("single.db"));
-    ASSERT_EQ(single, "60000\n");
+    ASSERT_EQ(single, "sum(n)\n60000\n");
     const std::string refused = fmt::format(
         "gpufault: another ingest or gpufaultd is writing source {}; nothing of this batch was "
         "stored\n",
