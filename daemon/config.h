@@ -6,6 +6,7 @@
 #include <expected>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gpufault::daemon {
@@ -69,6 +70,9 @@ struct Config {
 
 /// A configuration error: file, 1-based line (0 when unknown), key and what is wrong.
 struct ConfigError {
+    ConfigError() = default;
+    ConfigError(std::string f, int l, std::string k, std::string m)
+        : file(std::move(f)), line(l), key(std::move(k)), message(std::move(m)) {}
     std::string file;
     int line = 0;
     std::string key;

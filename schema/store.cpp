@@ -82,6 +82,20 @@ db::Result<void> Store::migrate() {
             db::Error{fmt::format("store version {} is newer than this gpufault", version)});
     for (size_t v = static_cast<size_t>(version); v < m.size(); ++v) {
         if (auto r = db_.exec("BEGIN IMMEDIATE"); !r) return r;
+        // Read again under the write lock: another process creating the same new store (two
+        // `gpufault ingest` runs at once) may have run this step meanwhile.
+        auto now = st->step();
+        if (!now) {
+            (void)db_.exec("ROLLBACK");
+            return std::unexpected(now.error());
+        }
+        auto done = static_cast<size_t>(st->i64(0));
+        st->reset();
+        if (done > v) {
+            if (auto c = db_.exec("COMMIT"); !c) return c;
+            v = done - 1;
+            continue;
+        }
         auto r = db_.exec(m[v]);
         // A step SQL cannot do, named by the migration (so that it follows a renumbering).
         if (r && m[v].find("@upgrade restate-wall-zones") != std::string_view::npos)
@@ -161,8 +175,10 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
         if (auto r = upd->run(); !r) return std::unexpected(r.error());
         return s;
     }
+    // OR IGNORE: another ingest of the same file may create the row between the SELECT and
+    // here; then its row is read.
     auto ins = db_.prepare(
-        "INSERT INTO sources(path, kind, device, inode, fingerprint, ingested_at) "
+        "INSERT OR IGNORE INTO sources(path, kind, device, inode, fingerprint, ingested_at) "
         "VALUES(?1, ?2, ?3, ?4, ?5, strftime('%Y-%m-%dT%H:%M:%SZ','now'))");
     if (!ins) return std::unexpected(ins.error());
     ins->bind(1, id.path)
@@ -171,6 +187,7 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
         .bind(4, id.inode)
         .bind(5, id.fingerprint);
     if (auto r = ins->run(); !r) return std::unexpected(r.error());
+    if (db_.changes() == 0) return source(id);
     return SourceState{
         db_.lastInsertId(), 0, 0, 0, false, std::nullopt, 0, std::nullopt, {}, StoredPosition{}};
 }
