@@ -122,7 +122,7 @@ TEST(ConcurrentIngest, TheSecondWriterFromOneCheckpointIsRefusedAndStoresNothing
     // The store holds the first writer's checkpoint: the file is ingested, unchanged.
     auto again = run({GPUFAULT_BIN, "--db", db, "ingest", log});
     EXPECT_EQ(again.status, 0) << again.err;
-    EXPECT_EQ(again.out, log + ": already ingested, unchanged\n");
+    EXPECT_EQ(again.out.rfind(log + ": already ingested, unchanged\n", 0), 0u) << again.out;
     EXPECT_EQ(dispatchSum(db), once);
 }
 
@@ -137,14 +137,21 @@ TEST(ConcurrentIngest, TwoCliIngestsOfOneFileCountEveryDispatchOnce) {
         "gpufault: another ingest or gpufaultd is writing source {}; nothing of this batch was "
         "stored\n",
         log);
+    writeFile(t.file("other.log"), "starting\n");
     int conflicts = 0;
     for (int i = 0; i < 10; ++i) {
         const std::string db = t.file(fmt::format("p{}.db", i));
+        // Every other store is created before: both then read the checkpoint at once (a new
+        // one makes the second wait for the first's migrations, which may serialise them).
+        if (i % 2 == 1) {
+            auto made = run({GPUFAULT_BIN, "--db", db, "ingest", "-q", t.file("other.log")});
+            ASSERT_EQ(made.status, 0) << made.err;
+        }
         ProcessResult r1, r2;
         std::thread first([&] { r1 = run({GPUFAULT_BIN, "--db", db, "ingest", "-q", log}); });
         r2 = run({GPUFAULT_BIN, "--db", db, "ingest", "-q", log});
         first.join();
-        EXPECT_EQ(dispatchSum(db), single) << "run " << i;
+        EXPECT_EQ(dispatchSum(db), single) << "run " << i << r1.err << r2.err;
         // Each either completed (one after the other: the second found it unchanged or
         // resumed) or was refused with the message; never both refused.
         for (const auto* r : {&r1, &r2})
@@ -155,7 +162,7 @@ TEST(ConcurrentIngest, TwoCliIngestsOfOneFileCountEveryDispatchOnce) {
             }
         EXPECT_TRUE(r1.status == 0 || r2.status == 0) << r1.err << r2.err;
     }
-    std::fprintf(stderr, "%d of 10 runs refused the second writer\n", conflicts);
+    std::fprintf(stderr, "%d of 10 runs refused a writer\n", conflicts);
 }
 
 }  // namespace
