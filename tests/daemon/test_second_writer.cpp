@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -28,13 +29,13 @@ constexpr const char* kRocrFault =
 
 /// A daemon following `logs/*.log*` (kmsg off) with its socket and store in a temporary
 /// directory.
-struct Setup {
+struct Daemon2 {
     TempDir dir;
     std::string conf = dir.file("gpufaultd.conf");
     std::string store = dir.file("store.db");
     std::string sock = dir.file("ctl.sock");
     std::string logs = dir.file("logs");
-    Setup() {
+    Daemon2() {
         ::mkdir(logs.c_str(), 0755);
         writeFile(conf,
                   fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\n"
@@ -81,7 +82,7 @@ std::string launches(int n, int pid) {
 // unlinked the socket: the first daemon could no longer be reached. Now only the server that
 // bound a socket file removes it; a stale file (a daemon killed) is still replaced.
 TEST(DaemonSecondWriter, ASecondDaemonLeavesTheFirstsControlSocket) {
-    Setup s;
+    Daemon2 s;
     DaemonProcess first(GPUFAULTD_BIN, s.conf, s.dir.path());
     ASSERT_TRUE(first.start());
     ASSERT_TRUE(first.waitNotify("READY=1", 10s)) << first.stderrText();
@@ -122,19 +123,33 @@ TEST(DaemonSecondWriter, ASecondDaemonLeavesTheFirstsControlSocket) {
 // daemon logs it, rolls back and resumes from the store's checkpoint). Every dispatch counted
 // once, each round.
 TEST(DaemonSecondWriter, CliIngestBesideTheDaemonCountsEveryDispatchOnce) {
-    Setup s;
+    Daemon2 s;
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
     ASSERT_TRUE(d.start());
     ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-    constexpr int kLaunches = 40000;
+    constexpr int kLaunches = 100000;
+    int refusedCli = 0;
     for (int round = 0; round < 4; ++round) {
         // Written aside, then renamed in: both readers find it whole.
         const std::string aside = s.dir.file(fmt::format("job{}.tmp", round));
         const std::string log = fmt::format("{}/job{}.log", s.logs, round);
         writeFile(aside, launches(kLaunches, 4000 + round));
         ASSERT_EQ(::rename(aside.c_str(), log.c_str()), 0);
+        // Odd rounds: the daemon has begun (its stream is listed) when the CLI starts.
+        if (round % 2 == 1) {
+            EXPECT_TRUE(eventually(
+                [&] {
+                    auto st = s.status();
+                    if (st.is_object())
+                        for (const auto& f : st["streams"])
+                            if (f.value("name", "") == log) return true;
+                    return false;
+                },
+                10s));
+        }
         auto cli = run({GPUFAULT_BIN, "--db", s.store, "ingest", "-q", log}, 120);
         if (cli.status != 0) {
+            ++refusedCli;
             EXPECT_EQ(cli.status, 2) << cli.err;
             EXPECT_EQ(cli.err,
                       fmt::format("gpufault: another ingest or gpufaultd is writing source {}; "
@@ -162,6 +177,57 @@ TEST(DaemonSecondWriter, CliIngestBesideTheDaemonCountsEveryDispatchOnce) {
             << d.stderrText();
         EXPECT_EQ(storeCount(s.store, rows), 1);
     }
+    // How often each side lost (the race is real: both happen).
+    size_t refusedDaemon = 0;
+    const std::string text = d.stderrText(), what = "another ingest or gpufaultd is writing";
+    for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + 1))
+        ++refusedDaemon;
+    std::fprintf(
+        stderr, "refused: the CLI %d, the daemon %zu of 4 rounds\n", refusedCli, refusedDaemon);
+    stop(d);
+}
+
+// The daemon loses, deterministically: it has committed the first half of a file and is
+// stopped (SIGSTOP); the second half is appended and `gpufault ingest` stores it; resumed, the
+// daemon reads the second half from its own (now stale) checkpoint, is refused at its commit,
+// logs it, rolls back and starts again from the CLI's checkpoint. Each dispatch counted once.
+TEST(DaemonSecondWriter, TheDaemonRefusedAfterTheCliMovedItsCheckpointResumesFromTheStore) {
+    Daemon2 s;
+    DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    const std::string log = s.logs + "/job.log";
+    const std::string all = launches(20000, 4242);
+    const size_t half = all.find('\n', all.size() / 2) + 1;
+    writeFile(log, all.substr(0, half));
+    const std::string sum = "SELECT ifnull(sum(n), 0) FROM dispatch_counts";
+    const int64_t first = static_cast<int64_t>(
+        std::count(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(half), '\n') / 2);
+    ASSERT_TRUE(eventually([&] { return storeCount(s.store, sum) == first; }, 10s))
+        << storeCount(s.store, sum);
+    std::this_thread::sleep_for(500ms);  // the idle flush committed: no transaction open
+
+    ASSERT_EQ(::kill(d.pid(), SIGSTOP), 0);
+    std::ofstream(log, std::ios::app) << all.substr(half) << std::flush;
+    auto cli = run({GPUFAULT_BIN, "--db", s.store, "ingest", "-q", log}, 60);
+    EXPECT_EQ(cli.status, 0) << cli.err;
+    EXPECT_EQ(storeCount(s.store, sum), 20000);
+    ASSERT_EQ(::kill(d.pid(), SIGCONT), 0);
+
+    const std::string refused = "another ingest or gpufaultd is writing source " + log +
+                                "; nothing of this batch was stored";
+    EXPECT_TRUE(eventually([&] { return d.stderrText().find(refused) != std::string::npos; }, 10s))
+        << d.stderrText();
+    EXPECT_TRUE(eventually(
+        [&] { return d.stderrText().find("retrying the store") != std::string::npos; }, 10s))
+        << d.stderrText();
+    // Retried: it follows the file again from the store's checkpoint and adds nothing.
+    std::ofstream(log, std::ios::app) << launches(10, 4242) << std::flush;
+    EXPECT_TRUE(eventually([&] { return storeCount(s.store, sum) == 20010; }, 10s))
+        << storeCount(s.store, sum) << "\n"
+        << d.stderrText();
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(storeCount(s.store, sum), 20010);
     stop(d);
 }
 
@@ -169,7 +235,7 @@ TEST(DaemonSecondWriter, CliIngestBesideTheDaemonCountsEveryDispatchOnce) {
 // so: status, `gpufault show` and queries used to print the old name. Then a new job.log is
 // a stream of its own.
 TEST(DaemonSecondWriter, ARenamedFileIsStoredUnderItsNewName) {
-    Setup s;
+    Daemon2 s;
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
     ASSERT_TRUE(d.start());
     ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
