@@ -1,11 +1,15 @@
 #include "daemon/config.h"
 
 #include <fmt/format.h>
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 
@@ -17,7 +21,9 @@ std::string ConfigError::text() const {
     std::string s = file;
     if (line > 0) s += fmt::format(":{}", line);
     if (!key.empty()) s += (s.empty() ? "" : ": ") + key;
-    return s + (s.empty() ? "" : ": ") + message;
+    s += (s.empty() ? "" : ": ") + message;
+    for (const auto& m : more) s += "\n" + m;
+    return s;
 }
 
 namespace {
@@ -177,34 +183,78 @@ std::expected<Config, ConfigError> parseConfig(std::string_view text, const std:
         return std::unexpected(ConfigError{
             name, static_cast<int>(e.source().begin.line), "", std::string(e.description())});
     }
+    // Every error is collected: a file with two mistakes is fixed in one round.
+    std::vector<ConfigError> errors;
     const auto& sections = schema();
     for (const auto& [skey, snode] : root) {
         std::string section(skey.str());
         auto it = sections.find(section);
-        if (it == sections.end())
-            return std::unexpected(
+        if (it == sections.end()) {
+            errors.push_back(
                 ConfigError{name, lineOf(snode), shownKey(section), "unknown section or key"});
+            continue;
+        }
         const auto* table = snode.as_table();
-        if (!table)
-            return std::unexpected(ConfigError{
+        if (!table) {
+            errors.push_back(ConfigError{
                 name, lineOf(snode), section, fmt::format("expected a [{}] table", section)});
+            continue;
+        }
         for (const auto& [k, node] : *table) {
             std::string key = section + "." + std::string(k.str());
             auto setter = it->second.find(std::string(k.str()));
             if (setter == it->second.end())
-                return std::unexpected(
-                    ConfigError{name, lineOf(node), shownKey(key), "unknown key"});
-            if (auto err = setter->second(node, c))
-                return std::unexpected(ConfigError{name, lineOf(node), key, *err});
+                errors.push_back(ConfigError{name, lineOf(node), shownKey(key), "unknown key"});
+            else if (auto err = setter->second(node, c))
+                errors.push_back(ConfigError{name, lineOf(node), key, *err});
+            else
+                c.lines[key] = lineOf(node);
         }
     }
     if (c.kmsg && c.journal)
-        return std::unexpected(ConfigError{
+        errors.push_back(ConfigError{
             name, lineOf(*root["journal"]["enabled"].node()), "journal.enabled",
             "the journal carries the kernel log too: set kmsg.enabled = false to use it"});
     if (c.store_path.empty())
-        return std::unexpected(ConfigError{name, 0, "store.path", "must not be empty"});
-    return c;
+        errors.push_back(ConfigError{name, 0, "store.path", "must not be empty"});
+    if (errors.empty()) return c;
+    // In file order (toml++ walks a table's keys in its own order).
+    auto order = [](const ConfigError& e) { return e.line > 0 ? e.line : INT_MAX; };
+    std::stable_sort(errors.begin(), errors.end(), [&](const auto& a, const auto& b) {
+        return order(a) < order(b);
+    });
+    ConfigError first = errors.front();
+    for (size_t i = 1; i < errors.size(); ++i) first.more.push_back(errors[i].text());
+    return std::unexpected(std::move(first));
+}
+
+std::vector<ConfigError> checkHost(const Config& c) {
+    std::vector<ConfigError> out;
+    auto line = [&](const std::string& key) {
+        auto it = c.lines.find(key);
+        return it == c.lines.end() ? 0 : it->second;
+    };
+    // Only what the file sets: the built-in default group is a warning at start (root only).
+    if (line("control.group") > 0 && !c.socket_group.empty() &&
+        ::getgrnam(c.socket_group.c_str()) == nullptr)
+        out.push_back(ConfigError{
+            c.path,
+            line("control.group"),
+            "control.group",
+            fmt::format("group '{}' does not exist (create it, or set group = \"\": only root "
+                        "may connect)",
+                        c.socket_group)});
+    if (!c.metrics_path.empty()) {
+        auto dir = std::filesystem::path(c.metrics_path).parent_path();
+        std::error_code ec;
+        if (dir.empty()) dir = ".";
+        if (!std::filesystem::is_directory(dir, ec))
+            out.push_back(ConfigError{c.path,
+                                      line("metrics.path"),
+                                      "metrics.path",
+                                      fmt::format("directory {} does not exist", dir.string())});
+    }
+    return out;
 }
 
 std::expected<Config, ConfigError> loadConfig(const std::string& path) {

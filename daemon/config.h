@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <expected>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gpufault::daemon {
@@ -62,20 +64,36 @@ struct Config {
 
     std::string metrics_path;  ///< Prometheus textfile ("" = none)
     uint64_t metrics_ms = 10000;
+    /// The line of each key the file sets ("control.group" → 93): where checkHost() points.
+    std::map<std::string, int> lines;
 };
 
 /// A configuration error: file, 1-based line (0 when unknown), key and what is wrong.
 struct ConfigError {
+    ConfigError() = default;
+    ConfigError(std::string f, int l, std::string k, std::string m)
+        : file(std::move(f)), line(l), key(std::move(k)), message(std::move(m)) {}
     std::string file;
     int line = 0;
     std::string key;
     std::string message;
-    /// "FILE:LINE: KEY: MESSAGE" (parts that are unknown are left out).
+    /// Further errors of the same file, each as its text() (every error is reported at once).
+    std::vector<std::string> more;
+    /// "FILE:LINE: KEY: MESSAGE" (parts that are unknown are left out), then one line per
+    /// further error.
     std::string text() const;
 };
 
+/// What the file asks of this host and the host lacks, each an error naming file, line and
+/// key: control.group set to a group that does not exist (only root could connect: a config
+/// error, not a warning the daemon prints and goes on), metrics.path in a directory that does
+/// not exist (the daemon creates no directory for it). Checked by --check-config, at start-up
+/// and at reload, not by parseConfig() (the packaged file names the package's group).
+std::vector<ConfigError> checkHost(const Config& c);
+
 /// Parses TOML text (`name` is used in errors). Unknown keys, wrong types and out-of-range
-/// values are errors: a typo must not silently switch a source off. A string holding a NUL byte
+/// values are errors: a typo must not silently switch a source off. Every error of the file is
+/// reported: the first in the fields, the others in `more`. A string holding a NUL byte
 /// (a `\u0000` escape) is an error ("contains a NUL byte"), and so is a control.socket longer
 /// than 107 bytes (sockaddr_un's sun_path less its terminating NUL).
 std::expected<Config, ConfigError> parseConfig(std::string_view text, const std::string& name);

@@ -137,14 +137,22 @@ void ControlServer::close() {
     backoff_.cancel();
     for (const auto& w : watchers_) w->sock.close(ec);
     watchers_.clear();
-    ::unlink(path_.c_str());
+    unlinkOwn();
+}
+
+void ControlServer::unlinkOwn() {
+    struct stat st {};
+    if (bound_ && ::lstat(path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+        st.st_dev == bound_->first && st.st_ino == bound_->second)
+        ::unlink(path_.c_str());
+    bound_.reset();
 }
 
 ControlServer::~ControlServer() {
     boost::system::error_code ec;
     acceptor_.close(ec);
     for (const auto& w : watchers_) w->sock.close(ec);
-    ::unlink(path_.c_str());
+    unlinkOwn();
 }
 
 std::expected<std::unique_ptr<ControlServer>, std::string> ControlServer::open(State& s) {
@@ -169,6 +177,8 @@ std::expected<std::unique_ptr<ControlServer>, std::string> ControlServer::open(S
     }
     srv->acceptor_.open(local(), ec);
     if (!ec) srv->acceptor_.bind(local::endpoint(path), ec);
+    if (struct stat st{}; !ec && ::lstat(path.c_str(), &st) == 0)
+        srv->bound_ = std::pair{st.st_dev, st.st_ino};
     if (!ec) srv->acceptor_.listen(16, ec);
     if (ec) return std::unexpected(fmt::format("{}: {}", path, ec.message()));
     if (!s.cfg.socket_group.empty()) {

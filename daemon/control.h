@@ -6,6 +6,7 @@
 #include <expected>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <sys/types.h>
@@ -54,9 +55,14 @@ class ControlServer {
     void admit(boost::asio::local::stream_protocol::socket sock);
     void serve(std::shared_ptr<Conn> c);
     std::string statusJson() const;
+    /// Removes the socket file, only while it is the one this server bound (a second daemon
+    /// refused at start-up, or one whose file was replaced since, leaves it alone).
+    void unlinkOwn();
 
     State& s_;
     std::string path_;
+    /// the socket file this server bound (device, inode); nullopt: none
+    std::optional<std::pair<dev_t, ino_t>> bound_;
     gid_t gid_ = static_cast<gid_t>(-1);
     boost::asio::local::stream_protocol::acceptor acceptor_;
     boost::asio::steady_timer backoff_;  ///< accept retried after a failure

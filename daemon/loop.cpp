@@ -356,10 +356,20 @@ class Loop {
         });
     }
 
+    /// Writes the metrics textfile every metrics.interval_ms. A failure (its directory removed
+    /// since the start, a full disk) is logged once, not at every interval, and its end too.
     void metrics() {
         if (s_.store) {
-            if (auto r = writeMetrics(s_); !r)
-                logLine(4, fmt::format("metrics: {}", r.error()));
+            auto r = writeMetrics(s_);
+            if (!r && !metricsFailing_)
+                logLine(4,
+                        fmt::format("metrics: {}; retried every {} ms, logged again once it "
+                                    "works",
+                                    r.error(),
+                                    s_.cfg.metrics_ms));
+            else if (r && metricsFailing_)
+                logLine(5, fmt::format("metrics: {} written again", s_.cfg.metrics_path));
+            metricsFailing_ = !r;
         }
         metricsTimer_.expires_after(milliseconds(s_.cfg.metrics_ms));
         metricsTimer_.async_wait([this](const boost::system::error_code& ec) {
@@ -397,9 +407,19 @@ class Loop {
     /// restart lossless); an invalid one is reported and the running one stays.
     void reload() {
         auto c = loadConfig(s_.config_path);
+        // Every error of the file (one line each), then what it asks of this host.
+        std::vector<std::string> errors;
         if (!c) {
-            logLine(3, fmt::format("reload: {}; keeping the running configuration",
-                                   c.error().text()));
+            ConfigError first = c.error();
+            first.more.clear();
+            errors.push_back(first.text());
+            for (const auto& m : c.error().more) errors.push_back(m);
+        } else {
+            for (const auto& e : checkHost(*c)) errors.push_back(e.text());
+        }
+        if (!errors.empty()) {
+            for (const auto& e : errors)
+                logLine(3, fmt::format("reload: {}; keeping the running configuration", e));
             return;
         }
         logLine(6, fmt::format("reload: {}", s_.config_path));
@@ -471,6 +491,7 @@ class Loop {
     Clock::duration watchdogPeriod_{};
     Clock::time_point lastCorrelate_{};
     bool commitArmed_ = false, correlateArmed_ = false, morePosted_ = false, stopping_ = false;
+    bool metricsFailing_ = false;  ///< the last metrics write failed (logged once)
     bool incidentsStale_ = false;  ///< records committed since the worker was last asked
     uint64_t evidenceSeen_ = 0, linesAtLastPump_ = 0;
     int64_t lastSnapshotEvidence_ = 0;

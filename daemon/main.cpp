@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <sstream>
@@ -60,7 +61,12 @@ int main(int argc, char** argv) {
         if (check && step != loadConfigStep) break;
         failed = step(s);
         if (!failed.proceed) {
-            logLine(3, fmt::format("{}: {}", name, failed.error));
+            // One line each: a configuration may hold several errors (ConfigError::more).
+            for (size_t at = 0; at <= failed.error.size();) {
+                size_t nl = std::min(failed.error.find('\n', at), failed.error.size());
+                logLine(3, fmt::format("{}: {}", name, failed.error.substr(at, nl - at)));
+                at = nl + 1;
+            }
             break;
         }
     }

@@ -33,6 +33,11 @@ StepResult loadConfigStep(State& s) {
     if (s.config_path.empty()) return StepResult::ok();  // built-in defaults
     auto c = loadConfig(s.config_path);
     if (!c) return StepResult::fatal(2, c.error().text());
+    if (auto host = checkHost(*c); !host.empty()) {
+        std::string text;
+        for (const auto& e : host) text += (text.empty() ? "" : "\n") + e.text();
+        return StepResult::fatal(2, text);
+    }
     s.cfg = std::move(*c);
     return StepResult::ok();
 }

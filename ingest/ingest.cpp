@@ -179,6 +179,11 @@ db::Result<IngestSummary> ingestFile(Store& store,
     auto batchStart = std::chrono::steady_clock::now();
     auto fail = [&](const db::Error& e) -> db::Result<IngestSummary> {
         (void)store.rollback();
+        if (stream.conflicted())
+            return std::unexpected(db::Error{fmt::format(
+                "another ingest or gpufaultd is writing source {}; nothing of this batch was "
+                "stored",
+                path)});
         return std::unexpected(db::Error{fmt::format("{}: {}", path, e.message)});
     };
     auto checkpoint = [&](bool complete) -> db::Result<void> {

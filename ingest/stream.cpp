@@ -141,8 +141,19 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
         cp.line = static_cast<int64_t>(resumeLine - 1);
     }
     if (adjust) adjust(cp);
-    if (auto r = store_.setPosition(state_.id, cp, size); !r) return r;
+    // A compare-and-swap against the checkpoint this stream read or wrote last (this
+    // transaction may hold one already: a file adopted, then its batch): another ingest of the
+    // same source that committed since counted the same lines.
+    if (cp.stored && pending_.stored && written_) cp.stored = pending_.stored;
+    auto moved = store_.movePosition(state_.id, cp, size);
+    if (!moved) return std::unexpected(moved.error());
+    if (!*moved) {
+        conflict_ = true;
+        return std::unexpected(db::Error{kConflict});
+    }
+    if (cp.stored) cp.stored = StoredPosition{cp.offset, cp.line, cp.max_line};
     pending_ = cp;
+    written_ = true;
     uncommitted_ = 0;
     return {};
 }

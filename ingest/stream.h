@@ -68,7 +68,17 @@ class StreamIngest {
                                 int64_t size,
                                 const std::function<void(SourceState&)>& adjust = {});
     /// The transaction holding the last checkpoint() was committed.
-    void committed() { state_ = pending_; }
+    void committed() {
+        state_ = pending_;
+        written_ = false;
+    }
+    /// checkpoint()'s error when another writer (a second `gpufault ingest`, gpufaultd) moved
+    /// the source's checkpoint since this stream read it: roll back and stop (or start again
+    /// from the store's checkpoint), else its lines are counted twice.
+    static constexpr const char* kConflict =
+        "another ingest or gpufaultd is writing this source; nothing of this batch was stored";
+    /// checkpoint() failed with kConflict.
+    bool conflicted() const { return conflict_; }
 
     /// Lines fed since the last checkpoint().
     uint64_t uncommittedLines() const { return uncommitted_; }
@@ -87,6 +97,10 @@ class StreamIngest {
     TextPipeline pipe_;
     LinePositions positions_{kRemembered};  ///< where the recent lines start
     uint64_t lineNo_ = 0, uncommitted_ = 0;
+    bool conflict_ = false;
+    /// a checkpoint was written since the last commit (`pending_`, not committed yet; a
+    /// rollback discards this stream)
+    bool written_ = false;
 };
 
 }  // namespace gpufault

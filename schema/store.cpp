@@ -82,6 +82,20 @@ db::Result<void> Store::migrate() {
             db::Error{fmt::format("store version {} is newer than this gpufault", version)});
     for (size_t v = static_cast<size_t>(version); v < m.size(); ++v) {
         if (auto r = db_.exec("BEGIN IMMEDIATE"); !r) return r;
+        // Read again under the write lock: another process creating the same new store (two
+        // `gpufault ingest` runs at once) may have run this step meanwhile.
+        auto now = st->step();
+        if (!now) {
+            (void)db_.exec("ROLLBACK");
+            return std::unexpected(now.error());
+        }
+        auto done = static_cast<size_t>(st->i64(0));
+        st->reset();
+        if (done > v) {
+            if (auto c = db_.exec("COMMIT"); !c) return c;
+            v = done - 1;
+            continue;
+        }
         auto r = db_.exec(m[v]);
         // A step SQL cannot do, named by the migration (so that it follows a renumbering).
         if (r && m[v].find("@upgrade restate-wall-zones") != std::string_view::npos)
@@ -153,6 +167,7 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
                       {}};
         if (auto h = sel->optI64(7)) s.prefix_hash = static_cast<uint64_t>(*h);
         s.earlier = parseEarlier(sel->optStr(8));
+        s.stored = StoredPosition{s.offset, s.line, s.max_line};
         sel->reset();
         auto upd = db_.prepare("UPDATE sources SET path=?2 WHERE id=?1");
         if (!upd) return std::unexpected(upd.error());
@@ -160,8 +175,10 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
         if (auto r = upd->run(); !r) return std::unexpected(r.error());
         return s;
     }
+    // OR IGNORE: another ingest of the same file may create the row between the SELECT and
+    // here; then its row is read.
     auto ins = db_.prepare(
-        "INSERT INTO sources(path, kind, device, inode, fingerprint, ingested_at) "
+        "INSERT OR IGNORE INTO sources(path, kind, device, inode, fingerprint, ingested_at) "
         "VALUES(?1, ?2, ?3, ?4, ?5, strftime('%Y-%m-%dT%H:%M:%SZ','now'))");
     if (!ins) return std::unexpected(ins.error());
     ins->bind(1, id.path)
@@ -170,7 +187,9 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
         .bind(4, id.inode)
         .bind(5, id.fingerprint);
     if (auto r = ins->run(); !r) return std::unexpected(r.error());
-    return SourceState{db_.lastInsertId(), 0, 0, 0, false, std::nullopt, 0, std::nullopt, {}};
+    if (db_.changes() == 0) return source(id);
+    return SourceState{
+        db_.lastInsertId(), 0, 0, 0, false, std::nullopt, 0, std::nullopt, {}, StoredPosition{}};
 }
 
 db::Result<bool> Store::hasSource(const SourceIdentity& id) {
@@ -397,6 +416,12 @@ db::Result<void> Store::prepareWriters() {
                  "UPDATE sources SET offset=?2, line=?3, max_line=?4, complete=?5, size=?6, "
                  "cursor=?7, prefix_hash=?8, earlier=?9, "
                  "ingested_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?1");
+    if (r)
+        r = prep(casPosition_,
+                 "UPDATE sources SET offset=?2, line=?3, max_line=?4, complete=?5, size=?6, "
+                 "cursor=?7, prefix_hash=?8, earlier=?9, "
+                 "ingested_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?1 AND "
+                 "offset=?10 AND line=?11 AND max_line=?12");
     return r;
 }
 
@@ -529,7 +554,8 @@ db::Result<std::vector<UnfinishedFile>> Store::unfinishedFiles(int64_t limit) {
                               std::nullopt,
                               s->optI64(8).value_or(0),
                               std::nullopt,
-                              {}};
+                              {},
+                              StoredPosition{s->i64(5), s->i64(6), s->i64(7)}};
         out.push_back(std::move(f));
     }
     return out;
@@ -562,7 +588,8 @@ db::Result<std::vector<UnfinishedFile>> Store::copyCandidates(const std::string&
                               std::nullopt,
                               s->optI64(7).value_or(0),
                               static_cast<uint64_t>(s->i64(8)),
-                              parseEarlier(s->optStr(10))};
+                              parseEarlier(s->optStr(10)),
+                              StoredPosition{s->i64(4), s->i64(5), s->i64(6)}};
         f.lost = s->i64(11);
         out.push_back(std::move(f));
     }
@@ -597,6 +624,29 @@ db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, in
     if (st.prefix_hash) hash = static_cast<int64_t>(*st.prefix_hash);
     s.bind(8, hash).bind(9, earlierText(st.earlier));
     return s.run();
+}
+
+db::Result<void> Store::setSourcePath(int64_t source_id, const std::string& path) {
+    auto upd = db_.prepare("UPDATE sources SET path=?2 WHERE id=?1");
+    if (!upd) return std::unexpected(upd.error());
+    upd->bind(1, source_id).bind(2, path);
+    return upd->run();
+}
+
+db::Result<bool> Store::movePosition(int64_t source_id, const SourceState& st, int64_t size) {
+    if (!st.stored) {
+        if (auto r = setPosition(source_id, st, size); !r) return std::unexpected(r.error());
+        return true;
+    }
+    auto& s = casPosition_;
+    s.bind(1, source_id).bind(2, st.offset).bind(3, st.line).bind(4, st.max_line);
+    s.bind(5, static_cast<int64_t>(st.complete)).bind(6, size).bind(7, st.cursor);
+    std::optional<int64_t> hash;
+    if (st.prefix_hash) hash = static_cast<int64_t>(*st.prefix_hash);
+    s.bind(8, hash).bind(9, earlierText(st.earlier));
+    s.bind(10, st.stored->offset).bind(11, st.stored->line).bind(12, st.stored->max_line);
+    if (auto r = s.run(); !r) return std::unexpected(r.error());
+    return db_.changes() == 1;
 }
 
 db::Result<void> Store::finishSource(int64_t source_id) {

@@ -32,6 +32,11 @@ struct PrefixMark {
     uint64_t hash = 0;
 };
 
+/// A checkpoint as the store's row holds it, compared by Store::movePosition.
+struct StoredPosition {
+    int64_t offset = 0, line = 0, max_line = 0;
+};
+
 /// A source's checkpoint: where a (resumed) ingest starts.
 struct SourceState {
     int64_t id = 0;
@@ -47,6 +52,10 @@ struct SourceState {
     /// file sources: checkpoints committed before this one, newest first (a copy smaller
     /// than `offset` may match one)
     std::vector<PrefixMark> earlier;
+    /// The row's checkpoint when this state was read from the store or last written by
+    /// movePosition (callers that start elsewhere change offset and line, never this);
+    /// nullopt: not read from the store (movePosition then writes unconditionally).
+    std::optional<StoredPosition> stored = std::nullopt;
 };
 
 /// The bytes the file sources of one file (device + inode) counted lost (sources.lost_bytes).
@@ -223,8 +232,16 @@ class Store {
     /// that already has that identity keeps its rows under a fingerprint no later file matches
     /// (complete when it recorded nothing). Call inside the open transaction.
     db::Result<void> adoptSource(int64_t source_id, const SourceIdentity& id);
+    /// Records the name a source's file has now (a rename: rotation); call inside the open
+    /// transaction.
+    db::Result<void> setSourcePath(int64_t source_id, const std::string& path);
     /// Commits a checkpoint (call inside the transaction that stored the evidence before it).
     db::Result<void> setPosition(int64_t source_id, const SourceState& st, int64_t size);
+    /// setPosition as a compare-and-swap: writes `st` only while the row still holds
+    /// `st.stored` (offset, line, max_line; unconditionally when nullopt). False, with nothing
+    /// written: another writer (a second `gpufault ingest`, gpufaultd) moved the checkpoint
+    /// since, and what this transaction stored from the stream would be counted twice.
+    db::Result<bool> movePosition(int64_t source_id, const SourceState& st, int64_t size);
     /// Marks source `source_id` complete and changes nothing else: its checkpoint, prefix hash
     /// and `earlier` stay, so a copy of its file (copytruncate) found later still continues it.
     /// Call inside the open transaction.
@@ -344,7 +361,7 @@ class Store {
     std::string lastWall_;  ///< wallInstant()'s last local date and its result
     std::optional<WallInstant> lastInstant_;
     db::Stmt insEvidence_, insDispatch_, selDispatch_, insOperand_, insCount_, insKernel_,
-        selKernel_, insWarning_, updPosition_;
+        selKernel_, insWarning_, updPosition_, casPosition_;
 };
 
 /// Trailing zero bits of an address (64 for 0).

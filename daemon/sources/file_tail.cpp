@@ -106,7 +106,10 @@ void FileTail::scan() {
                 Key key{st.st_dev, st.st_ino};
                 seen.insert(key);
                 if (auto it = files_.find(key); it != files_.end()) {
-                    it->second->path = path;  // renamed within the patterns
+                    if (it->second->path != path) {  // renamed within the patterns (rotation)
+                        it->second->path = path;
+                        it->second->renamed = true;
+                    }
                     continue;
                 }
                 if (st.st_nlink > 1 && !followHardlinks_) {
@@ -298,6 +301,8 @@ db::Result<bool> FileTail::poll(Txn& txn) {
         Followed& f = *it->second;
         auto r = read(txn, f);
         if (!r) return r;
+        if (f.renamed && f.stream)  // its new name is stored with the next checkpoint
+            if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
         more = more || *r;
         struct stat st {};
         bool gone = ::fstat(f.fd, &st) == 0 && st.st_nlink == 0;
@@ -396,7 +401,7 @@ uint64_t FileTail::uncommittedLines() const {
     uint64_t n = retired_.size() + vanishedStreams_;
     for (const auto& [k, f] : files_)
         if (f->stream)
-            n += f->stream->uncommittedLines() + (f->resumed ? 1 : 0) +
+            n += f->stream->uncommittedLines() + (f->resumed || f->renamed ? 1 : 0) +
                  (f->size != f->checkpointedSize || f->lostPending > 0 ? 1 : 0);
         else if (f->lostPending > 0)
             ++n;  // a count of a file not identified (again) yet
@@ -406,8 +411,19 @@ uint64_t FileTail::uncommittedLines() const {
 db::Result<void> FileTail::checkpoint() {
     for (auto& [k, f] : files_)
         if (f->stream && (f->stream->uncommittedLines() > 0 || f->size != f->checkpointedSize ||
-                          f->lostPending > 0)) {
-            if (auto r = writeCheckpoint(*f, f->offset, false, f->size); !r) return r;
+                          f->lostPending > 0 || f->renamed)) {
+            if (f->renamed)
+                if (auto r = store_.setSourcePath(f->stream->state().id, f->path); !r) return r;
+            if (auto r = writeCheckpoint(*f, f->offset, false, f->size); !r) {
+                // A `gpufault ingest` of this file committed since: the loop rolls back and
+                // starts again from the store's checkpoint (its lines are not counted twice).
+                if (f->stream->conflicted())
+                    return std::unexpected(db::Error{fmt::format(
+                        "another ingest or gpufaultd is writing source {}; nothing of this "
+                        "batch was stored",
+                        f->path)});
+                return r;
+            }
             f->checkpointedSize = f->size;
         }
     return {};
@@ -417,6 +433,7 @@ void FileTail::committed() {
     for (auto& [k, f] : files_) {
         if (f->stream) f->stream->committed();
         f->resumed = false;
+        f->renamed = false;
         f->lostPending = 0;
     }
     vanishedStreams_ = 0;

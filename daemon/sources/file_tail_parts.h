@@ -114,6 +114,7 @@ struct FileTail::Followed {
     uint64_t carriedLines = 0, carriedEvidence = 0;  ///< counted before a reload
     int64_t checkpointedSize = -1;  ///< `size` at the last checkpoint written
     uint64_t lostPending = 0;       ///< lost bytes counted, not committed yet
+    bool renamed = false;  ///< found under a new name: sources.path written with the checkpoint
     ~Followed() {
         if (fd >= 0) ::close(fd);
     }

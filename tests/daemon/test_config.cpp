@@ -1,9 +1,12 @@
 // gpufaultd's configuration: defaults, every key, errors that name file, line and key, and hostile
 // files (FIFO, directory, /dev/zero, NUL bytes, long socket paths) refused by the real daemon.
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <filesystem>
 
 #include "daemon/config.h"
 #include "daemon/daemon.h"
@@ -364,4 +367,60 @@ TEST(DaemonConfig, DiagnoseSection) {
     auto typo = parseConfig("[diagnose]\nenable = false\n", "x.conf");
     ASSERT_FALSE(typo);
     EXPECT_EQ(typo.error().key, "diagnose.enable");
+}
+
+// Hostile review of gpufaultd (issue 3, LOW): a file with two bad keys reported only the first.
+TEST(DaemonConfig, EveryErrorOfAFileIsReportedInFileOrder) {
+    auto c = parseConfig(
+        "[store]\npath = \"/x.db\"\n[kmsg]\nenabeld = false\n[commit]\nbatch_ms = \"50\"\n"
+        "[nosuch]\nx = 1\n",
+        "g.conf");
+    ASSERT_FALSE(c);
+    EXPECT_EQ(c.error().line, 4);
+    EXPECT_EQ(c.error().key, "kmsg.enabeld");
+    EXPECT_EQ(c.error().text(),
+              "g.conf:4: kmsg.enabeld: unknown key\n"
+              "g.conf:6: commit.batch_ms: expected an integer\n"
+              "g.conf:7: nosuch: unknown section or key");
+    auto one = parseConfig("[kmsg]\nenabeld = false\n", "g.conf");
+    ASSERT_FALSE(one);
+    EXPECT_TRUE(one.error().more.empty());
+}
+
+// control.group naming a group that does not exist (the daemon used to warn and go on, only
+// root could connect) and metrics.path in a directory that does not exist are errors naming
+// file, line and key, with exit 2, at --check-config and at start; with another bad key too,
+// every error is printed.
+TEST(DaemonConfig, AMissingGroupOrMetricsDirectoryIsAnErrorOfTheRealDaemon) {
+    TempDir d;
+    const std::string conf = d.file("g.conf");
+    writeFile(conf,
+              "[store]\npath = \"" + d.file("g.db") +
+                  "\"\n[kmsg]\nenabled = false\n[control]\nsocket = \"" + d.file("ctl.sock") +
+                  "\"\ngroup = \"nosuchgroup-gpufault\"\n[metrics]\npath = \"" +
+                  d.file("nodir/gpufault.prom") + "\"\n");
+    const std::string group = conf +
+                              ":7: control.group: group 'nosuchgroup-gpufault' does not exist "
+                              "(create it, or set group = \"\": only root may connect)";
+    const std::string metrics =
+        conf + ":9: metrics.path: directory " + d.file("nodir") + " does not exist";
+    for (bool check : {true, false}) {
+        std::vector<std::string> argv = {GPUFAULTD_BIN, "--config", conf};
+        if (check) argv.push_back("--check-config");
+        auto p = run(argv, 30);
+        EXPECT_EQ(p.status, 2) << p.err;
+        EXPECT_NE(p.err.find(group + "\n"), std::string::npos) << p.err;
+        EXPECT_NE(p.err.find(metrics + "\n"), std::string::npos) << p.err;
+        EXPECT_FALSE(std::filesystem::exists(d.file("ctl.sock")));
+    }
+    // Fixed, both pass; a group that exists (the file's owner's primary group) too.
+    struct group* g = ::getgrgid(::getgid());
+    ASSERT_NE(g, nullptr);
+    ASSERT_EQ(::mkdir(d.file("nodir").c_str(), 0755), 0);
+    std::string text = readFile(conf);
+    text.replace(text.find("nosuchgroup-gpufault"), 20, g->gr_name);
+    writeFile(conf, text);
+    auto ok = run({GPUFAULTD_BIN, "--config", conf, "--check-config"}, 30);
+    EXPECT_EQ(ok.status, 0) << ok.err;
+    EXPECT_EQ(ok.out, conf + ": valid\n");
 }
