@@ -80,6 +80,7 @@ StoreSink::Window* StoreSink::windowOf(int64_t pid, std::string_view tid) {
         wit = windows_.try_emplace({pid, std::string(tid)}).first;
         if (windows_.size() > kMaxThreads) {  // bound memory: the first key goes
             bool self = windows_.begin() == wit;
+            forgetPersisted(windows_.begin()->second);
             windows_.erase(windows_.begin());
             for (RecentWindow& e : recentWindows_) e.window = nullptr;
             if (self) return nullptr;
@@ -126,16 +127,12 @@ void StoreSink::dispatch(Dispatch&& d) {
         return;
     }
     Window& w = *wp;
-    Held* h;
-    if (w.slots.size() < window_ + kSlack) {
-        if (w.slots.empty()) w.slots.reserve(std::min<size_t>(window_ + kSlack, 256));
-        h = &w.slots.emplace_back();
-    } else {  // the oldest slot is overwritten (slack beyond the window: a record that spans
-              // lines is emitted when its block ends)
-        h = &w.slots[w.head];
-        w.head = (w.head + 1) % w.slots.size();
+    if (d.line <= w.loadedThrough) {  // loaded whole by loadHeld()
+        d.args.clear();
+        d.pending_args.clear();
+        return;
     }
-    h->stored = false;
+    Held* h = &nextSlot(w);
     h->d.line = d.line;
     h->d.context_line = d.context_line != 0 ? d.context_line : d.line;
     h->d.time = d.time;
@@ -149,6 +146,72 @@ void StoreSink::dispatch(Dispatch&& d) {
     d.args.clear();
     h->d.pending_args.swap(d.pending_args);  // parsed only if the window is flushed
     d.pending_args.clear();
+}
+
+StoreSink::Held& StoreSink::nextSlot(Window& w) {
+    Held* h;
+    if (w.slots.size() < window_ + kSlack) {
+        if (w.slots.empty()) w.slots.reserve(std::min<size_t>(window_ + kSlack, 256));
+        h = &w.slots.emplace_back();
+    } else {  // the oldest slot is overwritten (slack beyond the window: a record that spans
+              // lines is emitted when its block ends)
+        h = &w.slots[w.head];
+        w.head = (w.head + 1) % w.slots.size();
+        if (h->persisted) check(store_.removeHeldDispatch(source_, h->d.line));
+    }
+    h->stored = false;
+    h->persisted = false;
+    return *h;
+}
+
+void StoreSink::forgetPersisted(Window& w) {
+    for (Held& h : w.slots)
+        if (h.persisted) check(store_.removeHeldDispatch(source_, h.d.line));
+}
+
+void StoreSink::loadHeld(uint64_t first_line) {
+    auto rows = store_.heldDispatches(source_, first_line);
+    if (!rows) {
+        check(rows);
+        return;
+    }
+    staleHeldFrom_ = first_line;
+    for (HeldDispatch& r : *rows) {
+        Window* w = windowOf(r.d.pid.value_or(-1), r.d.runtime_tid);
+        if (!w) continue;  // as dispatch(): more threads than kMaxThreads
+        Held& h = nextSlot(*w);
+        const uint64_t line = r.d.line;
+        h.d = std::move(r.d);
+        h.stored = r.stored;
+        h.persisted = true;
+        w->loadedThrough = std::max(w->loadedThrough, line);
+    }
+}
+
+size_t StoreSink::persistHeld(uint64_t first_line) {
+    if (staleHeldFrom_) {
+        check(store_.removeHeldDispatchesFrom(source_, *staleHeldFrom_));
+        staleHeldFrom_.reset();
+    }
+    size_t written = 0;
+    for (auto& [key, w] : windows_)
+        for (Held& h : w.slots) {
+            if (h.persisted || h.d.context_line >= first_line) continue;
+            resolveArgs(h.d);  // the row keeps parsed arguments
+            auto r = store_.putHeldDispatch(source_, h.d, h.stored);
+            check(r);
+            if (!r) return written;
+            h.persisted = true;
+            ++written;
+        }
+    return written;
+}
+
+void StoreSink::clearHeld() {
+    staleHeldFrom_.reset();
+    check(store_.removeHeldDispatchesFrom(source_, 0));
+    for (auto& [key, w] : windows_)
+        for (Held& h : w.slots) h.persisted = false;
 }
 
 void StoreSink::operand(Operand&& o) {
@@ -230,6 +293,7 @@ void StoreSink::flushWindow(Window& w, uint64_t before, size_t n) {
         auto& h = w.at(i);
         if (h.stored) continue;
         h.stored = true;
+        if (h.persisted) check(store_.setHeldDispatchStored(source_, h.d.line));
         auto id = store_.addDispatch(source_, h.d);
         check(id);
         if (!id) return;
