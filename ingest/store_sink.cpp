@@ -12,6 +12,10 @@
 
 namespace gpufault {
 
+bool floodFaultKind(Kind k) {
+    return k == Kind::RocrMemoryFault || k == Kind::NvidiaXid || k == Kind::CpuSegfault;
+}
+
 StoreSink::StoreSink(Store& store,
                      int64_t source_id,
                      int window,
@@ -37,14 +41,16 @@ void StoreSink::evidence(Evidence&& e) {
         e.setAttr("truncated", "1");
     if (opensIncident(e.kind)) {
         // The context of a fault: the dispatch windows of its process (all threads of the
-        // stream when the record names no process); short ones in a flood (FloodRule).
+        // stream when the record names no process); short ones in a flood (FloodRule), which
+        // only the memory faults of floodFaultKind() make and take part in.
+        const bool floods = floodFaultKind(e.kind);
         for (auto& [key, w] : windows_) {
             if (e.pid && key.first >= 0 && key.first != *e.pid) continue;
-            std::optional<uint64_t> last = lastFaultFor(key.first);
+            std::optional<uint64_t> last = floods ? lastFaultFor(key.first) : std::nullopt;
             bool flood = last && e.line < *last + flood_.lines;
             flushWindow(w, e.line, flood ? flood_.window : window_);
         }
-        noteFault(e.pid, e.line);
+        if (floods) noteFault(e.pid, e.line);
     }
     auto r = store_.addEvidence(source_, e);
     check(r);
@@ -263,14 +269,14 @@ void StoreSink::noteFault(std::optional<int64_t> pid, uint64_t line) {
 
 void StoreSink::resumeFaults(uint64_t first_line) {
     if (first_line <= 1 || flood_.lines == 0) return;
-    // Kinds by name, for the store's index (source_id, kind, line): every kind that opens an
-    // incident (Kind's values run from 0; kindName() names the first one past the end
+    // Kinds by name, for the store's index (source_id, kind, line): the flood rule's
+    // (floodFaultKind(); Kind's values run from 0; kindName() names the first one past the end
     // "unknown").
     std::vector<std::string_view> kinds;
     for (int i = 0;; ++i) {
         auto k = static_cast<Kind>(i);
         if (kindName(k) == "unknown") break;
-        if (opensIncident(k)) kinds.push_back(kindName(k));
+        if (floodFaultKind(k)) kinds.push_back(kindName(k));
     }
     // A fault at or before first_line - 1 - lines cannot make one at first_line or later a
     // flood's.

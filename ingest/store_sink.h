@@ -27,6 +27,15 @@ struct FloodRule {
     size_t window = 8;
 };
 
+/// True for the fault kinds the flood rule counts (StoreSink): memory faults whose record the
+/// stream emits at its own line, so it arrives in the same order in `gpufault ingest` and in
+/// gpufaultd: `rocr_memory_fault` (a split reason or the debug agent's block completes at the
+/// next lines, in both alike), `nvidia_xid`, `cpu_segfault`. Not `amdgpu_page_fault` nor
+/// `sanitizer_report` (multi-line blocks, emitted when the block ends), `runtime_error`,
+/// `hsa_queue_error` and `missing_code_object` (no memory faults; folded runtime records are
+/// emitted late: at the end of the stream, in gpufaultd when the stream goes quiet).
+bool floodFaultKind(Kind k);
+
 /// Writes records of one source into the open transaction of `store`. Dispatches are counted
 /// per (process, kernel) in full; dispatch rows (and their argument operands) are kept only in
 /// a window of the last N per (process, runtime thread), written when a fault record arrives
@@ -38,8 +47,9 @@ struct FloodRule {
 /// Dispatch and the capacity of its strings, setting those fields anew. Pending argument lines
 /// are parsed only for the dispatches a window flush writes.
 ///
-/// A flood of faults stores short windows (FloodRule): a fault record that arrives less than
-/// `FloodRule::lines` lines after the previous fault record of the stream that flushes the same
+/// A flood of faults stores short windows (FloodRule): a fault record of a floodFaultKind() kind
+/// that arrives less than `FloodRule::lines` lines after the previous such record of the
+/// stream that flushes the same
 /// window (same pid, or either names none; a window of dispatches naming no pid: any fault)
 /// writes only the last `FloodRule::window` dispatches of that window. "Previous" is by arrival,
 /// and known from the store for the lines a resumed stream does not read again

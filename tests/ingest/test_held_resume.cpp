@@ -53,6 +53,14 @@ struct Log {
                         tid,
                         kernel));
     }
+    /// A HIP API error (a runtime_error record, folded with its repeats).
+    void error() {
+        us += 37;
+        add(fmt::format(":3:hip_module.cpp           :85  : {:010} us: [pid:4242  tid:{}]  "
+                        "hipModuleGetFunction: Returned hipErrorNotFound : ",
+                        us,
+                        kA));
+    }
     /// A ROCr fault line (names no pid: flushes every window).
     void fault(int i) {
         add(fmt::format("Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on "
@@ -96,7 +104,11 @@ struct Opened {
     /// Lines from the committed checkpoint up to `stop` (0-based index, exclusive), committed
     /// every `every` lines and at `stop`; finished (complete) at the log's end. Returns the
     /// line the ingest began after and the held_dispatches rows its checkpoints wrote.
-    std::pair<int64_t, uint64_t> ingest(const Log& log, size_t stop, size_t every) {
+    /// `quietAfter`: the stream goes quiet (gpufaultd's flushIdle()) after that line index.
+    std::pair<int64_t, uint64_t> ingest(const Log& log,
+                                        size_t stop,
+                                        size_t every,
+                                        std::optional<size_t> quietAfter = std::nullopt) {
         SourceState st = state();
         EXPECT_EQ(st.offset, st.line == 0 ? 0 : log.offsets[static_cast<size_t>(st.line)]);
         EXPECT_TRUE(store->begin());
@@ -104,6 +116,7 @@ struct Opened {
         StreamIngest stream(*store, st, kWindow, sum);
         for (size_t i = static_cast<size_t>(st.line); i < stop; ++i) {
             stream.feed(log.lines[i], log.offsets[i], false);
+            if (quietAfter == i) stream.flushIdle();
             const bool end = i + 1 == log.lines.size();
             if (end) stream.finish();
             if (end || (i + 1) % every == 0 || i + 1 == stop) {
@@ -205,6 +218,48 @@ TEST(HeldResume, StoppedBetweenTheFaultsAfterTheIdleThreadResumed) {
     EXPECT_EQ(resumed.dispatches(), clean.dispatches());
     EXPECT_EQ(resumed.operands(), clean.operands());
     EXPECT_EQ(resumed.heldRows(), 0);
+}
+
+TEST(FloodKinds, AnErrorRecordDoesNotShrinkALaterFaultsWindow) {
+    // The hostile review's case: a runtime_error 30 000 lines before a ROCr fault. The error
+    // record opens an incident but is no memory fault; the fault stores its full window
+    // whether the error record came at once (gpufaultd: the stream went quiet after it), at
+    // the end (gpufault ingest: folded records wait) or from the store (a resumed stream).
+    Log log;
+    for (int i = 0; i < 200; ++i) log.dispatch(kA);
+    log.error();
+    const size_t errorAt = log.lines.size() - 1;
+    for (int i = 0; i < 10000; ++i) log.dispatch(kA);
+    log.fault(1);
+    const int64_t faultLine = static_cast<int64_t>(log.lines.size());
+    for (int i = 0; i < 100; ++i) log.dispatch(kA);
+
+    Opened ingestLike, daemonLike, resumed;
+    ingestLike.ingest(log, log.lines.size(), 10000);
+    daemonLike.ingest(log, log.lines.size(), 10000, errorAt);
+    resumed.ingest(log, errorAt + 20000, 10000, errorAt);
+    auto [readAgainAfter, w] = resumed.ingest(log, log.lines.size(), 10000);
+    EXPECT_GT(readAgainAfter, static_cast<int64_t>(errorAt) + 1)
+        << "the error line is read again: the test proves nothing";
+    for (Opened* o : {&ingestLike, &daemonLike, &resumed})
+        ASSERT_EQ(o->rows("SELECT line FROM evidence WHERE kind = 'runtime_error'"),
+                  std::vector<std::string>{fmt::format("{}|", errorAt + 1)});
+    // The rows after the error line (the error's own window differs: emitted at once it finds
+    // the 32 dispatches before it, emitted at the end of the stream they are gone).
+    auto after = [&](Opened& o) {
+        auto rows = o.dispatches();
+        std::erase_if(rows, [&](const std::string& r) {
+            return std::stoll(r) <= static_cast<int64_t>(errorAt) + 1;
+        });
+        return rows;
+    };
+    const auto rows = after(ingestLike);
+    const auto before = std::count_if(rows.begin(), rows.end(), [&](const std::string& r) {
+        return std::stoll(r) < faultLine;
+    });
+    EXPECT_EQ(before, kWindow);
+    EXPECT_EQ(after(daemonLike), rows);
+    EXPECT_EQ(after(resumed), rows);
 }
 
 }  // namespace
