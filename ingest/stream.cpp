@@ -139,8 +139,10 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
         cp.line = static_cast<int64_t>(resumeLine - 1);
     }
     // Held dispatches before the resume line are not read again: the store keeps them.
-    if (complete) sink_.clearHeld();
-    else heldRows_ += sink_.persistHeld(static_cast<uint64_t>(cp.line) + 1);
+    if (complete)
+        sink_.clearHeld();
+    else
+        heldRows_ += sink_.persistHeld(static_cast<uint64_t>(cp.line) + 1);
     if (sink_.error()) return std::unexpected(*sink_.error());
     if (adjust) adjust(cp);
     if (auto r = store_.setPosition(state_.id, cp, size); !r) return r;

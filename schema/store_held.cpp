@@ -15,10 +15,14 @@ std::string encodeArgs(const std::vector<DispatchArg>& args) {
     std::string out;
     for (const DispatchArg& a : args) {
         fmt::format_to(std::back_inserter(out), "{} {} ", a.index, a.ptr);
-        if (a.obj_lo) fmt::format_to(std::back_inserter(out), "{} ", *a.obj_lo);
-        else out += "- ";
-        if (a.obj_hi) fmt::format_to(std::back_inserter(out), "{} ", *a.obj_hi);
-        else out += "- ";
+        if (a.obj_lo)
+            fmt::format_to(std::back_inserter(out), "{} ", *a.obj_lo);
+        else
+            out += "- ";
+        if (a.obj_hi)
+            fmt::format_to(std::back_inserter(out), "{} ", *a.obj_hi);
+        else
+            out += "- ";
         out += a.name;
         out += '\n';
     }
@@ -94,8 +98,7 @@ db::Result<void> Store::removeHeldDispatch(int64_t source_id, uint64_t line) {
 }
 
 db::Result<void> Store::removeHeldDispatchesFrom(int64_t source_id, uint64_t from_line) {
-    auto del =
-        db_.prepare("DELETE FROM held_dispatches WHERE source_id=?1 AND context_line>=?2");
+    auto del = db_.prepare("DELETE FROM held_dispatches WHERE source_id=?1 AND context_line>=?2");
     if (!del) return std::unexpected(del.error());
     del->bind(1, source_id).bind(2, from_line);
     return del->run();
@@ -121,8 +124,8 @@ db::Result<std::vector<HeldDispatch>> Store::heldDispatches(int64_t source_id,
         h.d.runtime_tid = sel->str(4);
         h.d.kernel = sel->str(5);
         if (!decodeArgs(sel->str(6), h.d.args))
-            return std::unexpected(db::Error{
-                fmt::format("held dispatch of line {}: arguments unreadable", h.d.line)});
+            return std::unexpected(
+                db::Error{fmt::format("held dispatch of line {}: arguments unreadable", h.d.line)});
         h.stored = sel->i64(7) != 0;
         out.push_back(std::move(h));
     }

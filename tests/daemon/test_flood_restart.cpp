@@ -133,8 +133,8 @@ TEST(DaemonHeld, AnIdleThreadsLastDispatchesSurviveAKill9) {
     DaemonProcess d(GPUFAULTD_BIN, conf, dir.path());
     ASSERT_TRUE(d.start());
     ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-    ASSERT_TRUE(eventually(
-        [&] { return storeCount(store, "SELECT max_line FROM sources") == 76200; }, 20s))
+    ASSERT_TRUE(
+        eventually([&] { return storeCount(store, "SELECT max_line FROM sources") == 76200; }, 20s))
         << d.stderrText();
     d.kill9();
     // The checkpoint resumes past B's dispatches; the store holds B's 128 slots instead.
@@ -168,5 +168,8 @@ TEST(DaemonHeld, AnIdleThreadsLastDispatchesSurviveAKill9) {
                          "o.dispatch_id" +
                              fmt::format(" WHERE d.runtime_tid = '{}'", kB)),
               64);
-    EXPECT_EQ(storeCount(store, "SELECT count(*) FROM dispatches WHERE runtime_tid <> '" + std::string(kB) + "'"), 64);
+    EXPECT_EQ(storeCount(
+                  store,
+                  "SELECT count(*) FROM dispatches WHERE runtime_tid <> '" + std::string(kB) + "'"),
+              64);
 }

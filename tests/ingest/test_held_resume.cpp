@@ -37,17 +37,20 @@ struct Log {
     void dispatch(const char* tid) {
         us += 37;
         ++kernel;
-        add(fmt::format(":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:{}]  "
+        add(
+            fmt::format(":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:{}]  "
                         "hipLaunchKernel ( 0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, "
                         "0x70536bbc2fa0, 0, stream:<null> ) ",
                         us,
                         tid));
-        add(fmt::format(":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:{}] Arg0:   "
+        add(
+            fmt::format(":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:{}] Arg0:   "
                         "= ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]",
                         us + 1,
                         tid,
                         (kernel * 16) & 0xfffff));
-        add(fmt::format(":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:{}] "
+        add(
+            fmt::format(":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:{}] "
                         "ShaderName : kernel_{}",
                         us + 2,
                         tid,
@@ -56,14 +59,16 @@ struct Log {
     /// A HIP API error (a runtime_error record, folded with its repeats).
     void error() {
         us += 37;
-        add(fmt::format(":3:hip_module.cpp           :85  : {:010} us: [pid:4242  tid:{}]  "
+        add(
+            fmt::format(":3:hip_module.cpp           :85  : {:010} us: [pid:4242  tid:{}]  "
                         "hipModuleGetFunction: Returned hipErrorNotFound : ",
                         us,
                         kA));
     }
     /// A ROCr fault line (names no pid: flushes every window).
     void fault(int i) {
-        add(fmt::format("Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on "
+        add(
+            fmt::format("Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on "
                         "address 0x7f64{:08x}. Reason: Page not present or supervisor privilege.",
                         i * 0x1000));
     }
@@ -147,16 +152,19 @@ struct Opened {
         return out;
     }
     std::vector<std::string> dispatches() {
-        return rows("SELECT d.line, d.runtime_us, d.pid, d.runtime_tid, k.name FROM dispatches "
-                    "d JOIN kernels k ON k.id = d.kernel_id ORDER BY d.line");
+        return rows(
+            "SELECT d.line, d.runtime_us, d.pid, d.runtime_tid, k.name FROM dispatches "
+            "d JOIN kernels k ON k.id = d.kernel_id ORDER BY d.line");
     }
     std::vector<std::string> operands() {
-        return rows("SELECT o.line, o.name, o.ptr, o.end, o.arg_ptr, o.runtime_us, d.line FROM "
-                    "operands o JOIN dispatches d ON d.id = o.dispatch_id ORDER BY o.line");
+        return rows(
+            "SELECT o.line, o.name, o.ptr, o.end, o.arg_ptr, o.runtime_us, d.line FROM "
+            "operands o JOIN dispatches d ON d.id = o.dispatch_id ORDER BY o.line");
     }
     std::vector<std::string> counts() {
-        return rows("SELECT c.pid, k.name, c.n, c.first_line, c.last_line FROM dispatch_counts "
-                    "c JOIN kernels k ON k.id = c.kernel_id ORDER BY k.name");
+        return rows(
+            "SELECT c.pid, k.name, c.n, c.first_line, c.last_line FROM dispatch_counts "
+            "c JOIN kernels k ON k.id = c.kernel_id ORDER BY k.name");
     }
     int64_t heldRows() {
         auto r = rows("SELECT count(*) FROM held_dispatches");
@@ -254,9 +262,8 @@ TEST(FloodKinds, AnErrorRecordDoesNotShrinkALaterFaultsWindow) {
         return rows;
     };
     const auto rows = after(ingestLike);
-    const auto before = std::count_if(rows.begin(), rows.end(), [&](const std::string& r) {
-        return std::stoll(r) < faultLine;
-    });
+    const auto before = std::count_if(
+        rows.begin(), rows.end(), [&](const std::string& r) { return std::stoll(r) < faultLine; });
     EXPECT_EQ(before, kWindow);
     EXPECT_EQ(after(daemonLike), rows);
     EXPECT_EQ(after(resumed), rows);
