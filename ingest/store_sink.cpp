@@ -12,6 +12,10 @@
 
 namespace gpufault {
 
+bool floodFaultKind(Kind k) {
+    return k == Kind::RocrMemoryFault || k == Kind::NvidiaXid || k == Kind::CpuSegfault;
+}
+
 StoreSink::StoreSink(Store& store,
                      int64_t source_id,
                      int window,
@@ -37,14 +41,16 @@ void StoreSink::evidence(Evidence&& e) {
         e.setAttr("truncated", "1");
     if (opensIncident(e.kind)) {
         // The context of a fault: the dispatch windows of its process (all threads of the
-        // stream when the record names no process); short ones in a flood (FloodRule).
+        // stream when the record names no process); short ones in a flood (FloodRule), which
+        // only the memory faults of floodFaultKind() make and take part in.
+        const bool floods = floodFaultKind(e.kind);
         for (auto& [key, w] : windows_) {
             if (e.pid && key.first >= 0 && key.first != *e.pid) continue;
-            std::optional<uint64_t> last = lastFaultFor(key.first);
+            std::optional<uint64_t> last = floods ? lastFaultFor(key.first) : std::nullopt;
             bool flood = last && e.line < *last + flood_.lines;
             flushWindow(w, e.line, flood ? flood_.window : window_);
         }
-        noteFault(e.pid, e.line);
+        if (floods) noteFault(e.pid, e.line);
     }
     auto r = store_.addEvidence(source_, e);
     check(r);
@@ -80,6 +86,7 @@ StoreSink::Window* StoreSink::windowOf(int64_t pid, std::string_view tid) {
         wit = windows_.try_emplace({pid, std::string(tid)}).first;
         if (windows_.size() > kMaxThreads) {  // bound memory: the first key goes
             bool self = windows_.begin() == wit;
+            forgetPersisted(windows_.begin()->second);
             windows_.erase(windows_.begin());
             for (RecentWindow& e : recentWindows_) e.window = nullptr;
             if (self) return nullptr;
@@ -126,16 +133,12 @@ void StoreSink::dispatch(Dispatch&& d) {
         return;
     }
     Window& w = *wp;
-    Held* h;
-    if (w.slots.size() < window_ + kSlack) {
-        if (w.slots.empty()) w.slots.reserve(std::min<size_t>(window_ + kSlack, 256));
-        h = &w.slots.emplace_back();
-    } else {  // the oldest slot is overwritten (slack beyond the window: a record that spans
-              // lines is emitted when its block ends)
-        h = &w.slots[w.head];
-        w.head = (w.head + 1) % w.slots.size();
+    if (d.line <= w.loadedThrough) {  // loaded whole by loadHeld()
+        d.args.clear();
+        d.pending_args.clear();
+        return;
     }
-    h->stored = false;
+    Held* h = &nextSlot(w);
     h->d.line = d.line;
     h->d.context_line = d.context_line != 0 ? d.context_line : d.line;
     h->d.time = d.time;
@@ -149,6 +152,72 @@ void StoreSink::dispatch(Dispatch&& d) {
     d.args.clear();
     h->d.pending_args.swap(d.pending_args);  // parsed only if the window is flushed
     d.pending_args.clear();
+}
+
+StoreSink::Held& StoreSink::nextSlot(Window& w) {
+    Held* h;
+    if (w.slots.size() < window_ + kSlack) {
+        if (w.slots.empty()) w.slots.reserve(std::min<size_t>(window_ + kSlack, 256));
+        h = &w.slots.emplace_back();
+    } else {  // the oldest slot is overwritten (slack beyond the window: a record that spans
+              // lines is emitted when its block ends)
+        h = &w.slots[w.head];
+        w.head = (w.head + 1) % w.slots.size();
+        if (h->persisted) check(store_.removeHeldDispatch(source_, h->d.line));
+    }
+    h->stored = false;
+    h->persisted = false;
+    return *h;
+}
+
+void StoreSink::forgetPersisted(Window& w) {
+    for (Held& h : w.slots)
+        if (h.persisted) check(store_.removeHeldDispatch(source_, h.d.line));
+}
+
+void StoreSink::loadHeld(uint64_t first_line) {
+    auto rows = store_.heldDispatches(source_, first_line);
+    if (!rows) {
+        check(rows);
+        return;
+    }
+    staleHeldFrom_ = first_line;
+    for (HeldDispatch& r : *rows) {
+        Window* w = windowOf(r.d.pid.value_or(-1), r.d.runtime_tid);
+        if (!w) continue;  // as dispatch(): more threads than kMaxThreads
+        Held& h = nextSlot(*w);
+        const uint64_t line = r.d.line;
+        h.d = std::move(r.d);
+        h.stored = r.stored;
+        h.persisted = true;
+        w->loadedThrough = std::max(w->loadedThrough, line);
+    }
+}
+
+size_t StoreSink::persistHeld(uint64_t first_line) {
+    if (staleHeldFrom_) {
+        check(store_.removeHeldDispatchesFrom(source_, *staleHeldFrom_));
+        staleHeldFrom_.reset();
+    }
+    size_t written = 0;
+    for (auto& [key, w] : windows_)
+        for (Held& h : w.slots) {
+            if (h.persisted || h.d.context_line >= first_line) continue;
+            resolveArgs(h.d);  // the row keeps parsed arguments
+            auto r = store_.putHeldDispatch(source_, h.d, h.stored);
+            check(r);
+            if (!r) return written;
+            h.persisted = true;
+            ++written;
+        }
+    return written;
+}
+
+void StoreSink::clearHeld() {
+    staleHeldFrom_.reset();
+    check(store_.removeHeldDispatchesFrom(source_, 0));
+    for (auto& [key, w] : windows_)
+        for (Held& h : w.slots) h.persisted = false;
 }
 
 void StoreSink::operand(Operand&& o) {
@@ -200,14 +269,14 @@ void StoreSink::noteFault(std::optional<int64_t> pid, uint64_t line) {
 
 void StoreSink::resumeFaults(uint64_t first_line) {
     if (first_line <= 1 || flood_.lines == 0) return;
-    // Kinds by name, for the store's index (source_id, kind, line): every kind that opens an
-    // incident (Kind's values run from 0; kindName() names the first one past the end
+    // Kinds by name, for the store's index (source_id, kind, line): the flood rule's
+    // (floodFaultKind(); Kind's values run from 0; kindName() names the first one past the end
     // "unknown").
     std::vector<std::string_view> kinds;
     for (int i = 0;; ++i) {
         auto k = static_cast<Kind>(i);
         if (kindName(k) == "unknown") break;
-        if (opensIncident(k)) kinds.push_back(kindName(k));
+        if (floodFaultKind(k)) kinds.push_back(kindName(k));
     }
     // A fault at or before first_line - 1 - lines cannot make one at first_line or later a
     // flood's.
@@ -230,6 +299,7 @@ void StoreSink::flushWindow(Window& w, uint64_t before, size_t n) {
         auto& h = w.at(i);
         if (h.stored) continue;
         h.stored = true;
+        if (h.persisted) check(store_.setHeldDispatchStored(source_, h.d.line));
         auto id = store_.addDispatch(source_, h.d);
         check(id);
         if (!id) return;

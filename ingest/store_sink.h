@@ -27,6 +27,15 @@ struct FloodRule {
     size_t window = 8;
 };
 
+/// True for the fault kinds the flood rule counts (StoreSink): memory faults whose record the
+/// stream emits at its own line, so it arrives in the same order in `gpufault ingest` and in
+/// gpufaultd: `rocr_memory_fault` (a split reason or the debug agent's block completes at the
+/// next lines, in both alike), `nvidia_xid`, `cpu_segfault`. Not `amdgpu_page_fault` nor
+/// `sanitizer_report` (multi-line blocks, emitted when the block ends), `runtime_error`,
+/// `hsa_queue_error` and `missing_code_object` (no memory faults; folded runtime records are
+/// emitted late: at the end of the stream, in gpufaultd when the stream goes quiet).
+bool floodFaultKind(Kind k);
+
 /// Writes records of one source into the open transaction of `store`. Dispatches are counted
 /// per (process, kernel) in full; dispatch rows (and their argument operands) are kept only in
 /// a window of the last N per (process, runtime thread), written when a fault record arrives
@@ -38,8 +47,9 @@ struct FloodRule {
 /// Dispatch and the capacity of its strings, setting those fields anew. Pending argument lines
 /// are parsed only for the dispatches a window flush writes.
 ///
-/// A flood of faults stores short windows (FloodRule): a fault record that arrives less than
-/// `FloodRule::lines` lines after the previous fault record of the stream that flushes the same
+/// A flood of faults stores short windows (FloodRule): a fault record of a floodFaultKind() kind
+/// that arrives less than `FloodRule::lines` lines after the previous such record of the
+/// stream that flushes the same
 /// window (same pid, or either names none; a window of dispatches naming no pid: any fault)
 /// writes only the last `FloodRule::window` dispatches of that window. "Previous" is by arrival,
 /// and known from the store for the lines a resumed stream does not read again
@@ -75,18 +85,33 @@ class StoreSink final : public Sink {
     /// fault records that arrived before. Call before the first record; a store error is kept
     /// (error()).
     void resumeFaults(uint64_t first_line);
+    /// A resumed stream reads again from line `first_line`: loads into the windows the held
+    /// dispatches the store keeps from before it (held_dispatches, written by persistHeld()),
+    /// and drops, at the next persistHeld(), the kept ones from `first_line` on (they are read
+    /// again). Call before the first record; a store error is kept (error()).
+    void loadHeld(uint64_t first_line);
+    /// Checkpoint that resumes at line `first_line`: writes every held dispatch before it not
+    /// written yet (held_dispatches; a window that drops one or stores it updates its row), so a
+    /// resumed stream holds what this one holds. Returns the rows written.
+    size_t persistHeld(uint64_t first_line);
+    /// Checkpoint of a completed stream: removes every held dispatch row of the source.
+    void clearHeld();
     const std::optional<db::Error>& error() const { return error_; }
 
   private:
     struct Held {
         Dispatch d;
         bool stored = false;
+        bool persisted = false;  ///< a held_dispatches row holds it (persistHeld())
     };
     /// The last dispatches of one (process, runtime thread), oldest first: a ring of at most
     /// window_ + kSlack slots, whose strings and vectors are reused by later dispatches.
     struct Window {
         std::vector<Held> slots;
         size_t head = 0;  ///< index of the oldest slot once the ring is full
+        /// The greatest line loaded by loadHeld(): a dispatch read again up to it is dropped
+        /// (one whose ArgN lines began before the re-read line was loaded whole).
+        uint64_t loadedThrough = 0;
         size_t size() const { return slots.size(); }
         Held& at(size_t i) { return slots[(head + i) % slots.size()]; }
         const Held& front() const { return slots[head]; }
@@ -104,6 +129,11 @@ class StoreSink final : public Sink {
     };
     using KeyView = std::pair<int64_t, std::string_view>;
     using Windows = std::map<ThreadKey, Window, KeyLess>;
+    /// The slot for a new dispatch of `w`: a new one, or its oldest (overwritten; its
+    /// held_dispatches row removed).
+    Held& nextSlot(Window& w);
+    /// Removes the held_dispatches rows of `w`'s slots (the window is dropped).
+    void forgetPersisted(Window& w);
     /// Stores the last `n` dispatches of `w` that precede line `before`.
     void flushWindow(Window& w, uint64_t before, size_t n);
     /// The greatest line of the fault records so far that flush the windows of `pid` (-1: a
@@ -182,6 +212,8 @@ class StoreSink final : public Sink {
     std::array<RecentWindow, 64> recentWindows_{};
     std::optional<db::Error> error_;
     std::deque<uint64_t> truncated_;
+    /// loadHeld()'s first line: held_dispatches rows from it on go at the next persistHeld().
+    std::optional<uint64_t> staleHeldFrom_;
 };
 
 }  // namespace gpufault

@@ -28,6 +28,8 @@ StreamIngest::StreamIngest(Store& store,
     // The faults before the lines read again (a resume; a file written again after its stored
     // lines) are the previous faults of those read now: a store error shows at checkpoint().
     sink_.resumeFaults(lineNo_ + 1);
+    // The dispatches held from before those lines (a thread gone idle before the re-read line).
+    sink_.loadHeld(lineNo_ + 1);
 }
 
 void StreamIngest::feed(std::string_view line, int64_t position, bool truncated) {
@@ -140,6 +142,12 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
         cp.offset = *pos;
         cp.line = static_cast<int64_t>(resumeLine - 1);
     }
+    // Held dispatches before the resume line are not read again: the store keeps them.
+    if (complete)
+        sink_.clearHeld();
+    else
+        heldRows_ += sink_.persistHeld(static_cast<uint64_t>(cp.line) + 1);
+    if (sink_.error()) return std::unexpected(*sink_.error());
     if (adjust) adjust(cp);
     // A compare-and-swap against the checkpoint this stream read or wrote last (this
     // transaction may hold one already: a file adopted, then its batch): another ingest of the

@@ -83,6 +83,8 @@ class StreamIngest {
     /// Lines fed since the last checkpoint().
     uint64_t uncommittedLines() const { return uncommitted_; }
     uint64_t lineNo() const { return lineNo_; }
+    /// held_dispatches rows written by the checkpoints so far (StoreSink::persistHeld()).
+    uint64_t heldRowsWritten() const { return heldRows_; }
     /// The committed checkpoint.
     const SourceState& state() const { return state_; }
     /// The first store error a record met (the transaction must then be rolled back).
@@ -96,7 +98,7 @@ class StreamIngest {
     StoreSink sink_;
     TextPipeline pipe_;
     LinePositions positions_{kRemembered};  ///< where the recent lines start
-    uint64_t lineNo_ = 0, uncommitted_ = 0;
+    uint64_t lineNo_ = 0, uncommitted_ = 0, heldRows_ = 0;
     bool conflict_ = false;
     /// a checkpoint was written since the last commit (`pending_`, not committed yet; a
     /// rollback discards this stream)

@@ -316,6 +316,7 @@ db::Result<void> Store::dropSourceRows(int64_t source_id, bool whole) {
     static constexpr const char* kStream[] = {
         "DELETE FROM dispatches WHERE source_id=?1",
         "DELETE FROM dispatch_counts WHERE source_id=?1",
+        "DELETE FROM held_dispatches WHERE source_id=?1",
         "DELETE FROM warnings WHERE source_id=?1",
         "DELETE FROM allocations WHERE source_id=?1",
         "DELETE FROM alloc_processes WHERE source_id=?1",

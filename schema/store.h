@@ -162,6 +162,13 @@ struct PendingCore {
     std::string fields;   ///< the entry's fields as a JSON object (COREDUMP= left out)
 };
 
+/// A dispatch a stream's context window holds behind the line its checkpoint re-reads from
+/// (table held_dispatches, schema/sql/018_held_dispatches.sql).
+struct HeldDispatch {
+    Dispatch d;           ///< line, context_line, time.runtime_us, pid, runtime_tid, kernel, args
+    bool stored = false;  ///< its dispatch row is stored already
+};
+
 /// What Store::appendAllocations() did with one piece of an allocation file.
 struct AllocAppend {
     int64_t added = 0;       ///< allocation rows inserted
@@ -321,6 +328,20 @@ class Store {
     db::Result<bool> hasPendingCore(int64_t id);
     /// Removes queued core `id` (stored, found stored already, or not readable).
     db::Result<void> removePendingCore(int64_t id);
+    /// Records held dispatch `d` of source `source_id` (its pending argument lines parsed
+    /// already: `d.args` is what is kept), replacing a row of the same line, in the open
+    /// transaction. Implemented in store_held.cpp.
+    db::Result<void> putHeldDispatch(int64_t source_id, const Dispatch& d, bool stored);
+    /// Marks the held dispatch of `line` stored (its dispatch row was written).
+    db::Result<void> setHeldDispatchStored(int64_t source_id, uint64_t line);
+    /// Removes the held dispatch of `line` (its window dropped it).
+    db::Result<void> removeHeldDispatch(int64_t source_id, uint64_t line);
+    /// Removes the held dispatches whose context_line is `from_line` or later (1-based; 0 or 1:
+    /// all of the source).
+    db::Result<void> removeHeldDispatchesFrom(int64_t source_id, uint64_t from_line);
+    /// The held dispatches of source `source_id` whose context_line is before `before_line`,
+    /// by line.
+    db::Result<std::vector<HeldDispatch>> heldDispatches(int64_t source_id, uint64_t before_line);
     /// The note of the core a source holds (nullopt: none, or no note).
     db::Result<std::optional<std::string>> coreNoteOf(int64_t source_id);
     /// The id of the record of `kind` a source produced first, if any.

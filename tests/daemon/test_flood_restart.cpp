@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tests/daemon/daemon_harness.h"
@@ -18,21 +19,25 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// Dispatch `i` of pid 4242's one HIP thread: launch, Arg0 and ShaderName lines.
-std::string dispatchLines(int i) {
+/// Dispatch `i` of pid 4242's HIP thread `tid` (by default its one thread): launch, Arg0 and
+/// ShaderName lines.
+std::string dispatchLines(int i, std::string_view tid = "0x7f0a1b2c3d40") {
     uint64_t us = 1000000000ull + static_cast<uint64_t>(i) * 37;
     return fmt::format(
-        ":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40]  "
+        ":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:{}]  "
         "hipLaunchKernel ( 0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, 0x70536bbc2fa0, 0, "
         "stream:<null> ) \n"
-        ":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] Arg0:   "
+        ":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:{}] Arg0:   "
         "= ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]\n"
-        ":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] "
+        ":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:{}] "
         "ShaderName : kernel_{}\n",
         us,
+        tid,
         us + 1,
-        i * 16,
+        tid,
+        (i * 16) & 0xfffff,
         us + 2,
+        tid,
         i);
 }
 
@@ -100,4 +105,71 @@ TEST(DaemonFlood, AFaultAfterAKill9IsStillAFloodsFault) {
     EXPECT_EQ(storeCount(store, "SELECT min(line) FROM dispatches WHERE line > 151"), 940);
     EXPECT_EQ(storeCount(store, "SELECT count(*) FROM dispatches WHERE line < 151"), 50);
     EXPECT_EQ(storeCount(store, "SELECT count(*) FROM operands WHERE line > 151"), 8);
+}
+
+TEST(DaemonHeld, AnIdleThreadsLastDispatchesSurviveAKill9) {
+    // Issue 3 "no loss, no duplicates": thread B goes idle while thread A dispatches 75 000
+    // lines, past the 65 536 line positions a checkpoint can resume at; B's held dispatches
+    // (its last kernel among them) are kept in the store, not read again, after a SIGKILL.
+    TempDir dir;
+    const std::string conf = dir.file("gpufaultd.conf"), store = dir.file("store.db"),
+                      logs = dir.file("logs"), log = logs + "/job.log";
+    ::mkdir(logs.c_str(), 0755);
+    writeFile(conf,
+              fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs = "
+                          "[\"{}/*.log\"]\npoll_interval_ms = 100\n[control]\nsocket = \"{}\"\n"
+                          "group = \"\"\n[allocations]\ndirectory = \"\"\n",
+                          store,
+                          logs,
+                          dir.file("ctl.sock")));
+    constexpr std::string_view kB = "0x7f0a1b2c4640";
+    // Lines 1..1200: A and B in turn, 200 dispatches each (B's last, kernel 400, at line 1200);
+    // 1201..76200: A alone.
+    std::string part1;
+    for (int i = 1; i <= 400; ++i) part1 += i % 2 ? dispatchLines(i) : dispatchLines(i, kB);
+    for (int i = 401; i <= 25400; ++i) part1 += dispatchLines(i);
+    writeFile(log, part1);
+
+    DaemonProcess d(GPUFAULTD_BIN, conf, dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(
+        eventually([&] { return storeCount(store, "SELECT max_line FROM sources") == 76200; }, 20s))
+        << d.stderrText();
+    d.kill9();
+    // The checkpoint resumes past B's dispatches; the store holds B's 128 slots instead.
+    EXPECT_GT(storeCount(store, "SELECT line FROM sources"), 1200);
+    EXPECT_EQ(storeCount(store,
+                         fmt::format("SELECT count(*) FROM held_dispatches WHERE runtime_tid = "
+                                     "'{}' AND stored = 0",
+                                     kB)),
+              128);
+    EXPECT_EQ(storeCount(store, "SELECT count(*) FROM dispatches"), 0);
+
+    // A fault naming no pid: the last 64 of each thread.
+    std::ofstream(log, std::ios::app) << faultLine(1) << std::flush;
+    DaemonProcess again(GPUFAULTD_BIN, conf, dir.path());
+    ASSERT_TRUE(again.start());
+    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] {
+            return storeCount(store,
+                              "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'") ==
+                   1;
+        },
+        10s))
+        << again.stderrText();
+    const std::string ofB = fmt::format(" WHERE runtime_tid = '{}'", kB);
+    EXPECT_EQ(storeCount(store, "SELECT count(*) FROM dispatches" + ofB), 64);
+    EXPECT_EQ(storeCount(store, "SELECT max(line) FROM dispatches" + ofB), 1200);
+    EXPECT_EQ(storeCount(store, "SELECT min(line) FROM dispatches" + ofB), 1200 - 63 * 6);
+    EXPECT_EQ(storeCount(store,
+                         "SELECT count(*) FROM operands o JOIN dispatches d ON d.id = "
+                         "o.dispatch_id" +
+                             fmt::format(" WHERE d.runtime_tid = '{}'", kB)),
+              64);
+    EXPECT_EQ(storeCount(
+                  store,
+                  "SELECT count(*) FROM dispatches WHERE runtime_tid <> '" + std::string(kB) + "'"),
+              64);
 }

@@ -42,9 +42,11 @@ class ReferenceSink final : public Sink {
             // The faults that arrived before less than the span before this one's line (or
             // after it): a flood for the windows they flush. The list is in arrival order and a
             // record arrives at most kLate lines late, so the walk back stops there.
+            // Only floodFaultKind() faults are a flood's or make one.
             bool any = false, noPid = false;
             std::set<int64_t> recent;
-            for (auto f = faults_.rbegin(); f != faults_.rend(); ++f) {
+            const bool floods = floodFaultKind(e.kind);
+            for (auto f = faults_.rbegin(); floods && f != faults_.rend(); ++f) {
                 if (f->second + flood_.lines + kLate <= e.line) break;
                 if (f->second + flood_.lines <= e.line) continue;
                 any = true;
@@ -60,7 +62,7 @@ class ReferenceSink final : public Sink {
                 bool flood = key.first < 0 ? any : noPid || recent.count(key.first) > 0;
                 flushWindow(w, e.line, flood ? std::min(flood_.window, window_) : window_);
             }
-            faults_.emplace_back(e.pid, e.line);
+            if (floods) faults_.emplace_back(e.pid, e.line);
         }
         EXPECT_TRUE(store_.addEvidence(source_, e));
     }
