@@ -650,6 +650,16 @@ db::Result<bool> Store::movePosition(int64_t source_id, const SourceState& st, i
     return db_.changes() == 1;
 }
 
+db::Result<std::optional<StoredPosition>> Store::currentPosition(int64_t source_id) {
+    auto s = db_.prepare("SELECT offset, line, max_line FROM sources WHERE id=?1");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, source_id);
+    auto row = s->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) return std::optional<StoredPosition>{};
+    return std::optional<StoredPosition>{StoredPosition{s->i64(0), s->i64(1), s->i64(2)}};
+}
+
 db::Result<void> Store::finishSource(int64_t source_id) {
     auto s = db_.prepare(
         "UPDATE sources SET complete=1, ingested_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') "

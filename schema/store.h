@@ -249,6 +249,11 @@ class Store {
     /// written: another writer (a second `gpufault ingest`, gpufaultd) moved the checkpoint
     /// since, and what this transaction stored from the stream would be counted twice.
     db::Result<bool> movePosition(int64_t source_id, const SourceState& st, int64_t size);
+    /// The position the row of `source_id` holds now (offset, line, max_line), as read inside
+    /// the caller's transaction: the expected value of the next movePosition() for a stream
+    /// that gpufaultd builds anew on a row it (or another followed file's stream) wrote in the
+    /// same transaction. nullopt when there is no such row.
+    db::Result<std::optional<StoredPosition>> currentPosition(int64_t source_id);
     /// Marks source `source_id` complete and changes nothing else: its checkpoint, prefix hash
     /// and `earlier` stay, so a copy of its file (copytruncate) found later still continues it.
     /// Call inside the open transaction.

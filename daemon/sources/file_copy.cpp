@@ -142,6 +142,11 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     f.fingerprint = id.fingerprint;
     f.offset = st.offset;
     f.tailAt = -1;  // the first read keeps its bytes
+    if (st.stored) {  // the row as it is now: adopted, or written in this transaction already
+        auto now = store_.currentPosition(st.id);
+        if (!now) return std::unexpected(now.error());
+        st.stored = *now;
+    }
     f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
     if (resume || adopted) {
         // Its checkpoint now, committed with the original's last lines (or with the move of

@@ -82,6 +82,10 @@ db::Result<void> FileTail::checkGeneration(Followed& f, const char* p, size_t n,
     st.line = st.max_line = std::max<int64_t>(f.high, static_cast<int64_t>(f.stream->lineNo()));
     st.complete = false;
     st.prefix_hash = f.hash.value();
+    // The row holds the checkpoint just written in this transaction: the next one replaces it.
+    auto now = store_.currentPosition(st.id);
+    if (!now) return std::unexpected(now.error());
+    st.stored = *now;
     f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
     f.resumed = true;  // its checkpoint is written with the next commit
     return {};
