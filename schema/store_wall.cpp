@@ -101,7 +101,8 @@ db::Result<int64_t> Store::restateWallZones() {
     auto sel = db_.prepare(
         "SELECT e.id, e.source_id, e.line, e.raw, e.wall, e.wall_zone, e.wall_utc_us, s.kind "
         "FROM evidence e JOIN sources s ON s.id = e.source_id "
-        "WHERE e.id > ?1 AND (e.wall IS NOT NULL OR e.wall_zone IS NOT NULL) "
+        "WHERE e.id > ?1 AND (e.wall IS NOT NULL OR e.wall_zone IS NOT NULL OR (s.kind = "
+        "'file' AND e.raw IS NOT NULL)) "
         "ORDER BY e.id LIMIT ?2");
     auto upd = db_.prepare(
         "UPDATE evidence SET wall = ?2, wall_utc_us = ?3, wall_zone = ?4 WHERE id = ?1");
@@ -165,8 +166,8 @@ db::Result<int64_t> Store::restateWallZones() {
             if (refusedStamp)
                 f.refused =
                     zone == "stated"
-                        ? fmt::format("wall time {} does not state a zone offset of -12:00 to "
-                                      "+14:00: no instant stored",
+                        ? fmt::format("wall time {} is not a date and time with a zone offset "
+                                      "of -12:00 to +14:00: no instant stored",
                                       *wall)
                         : fmt::format("wall time {} is not a date and time: no instant stored",
                                       *wall);

@@ -214,6 +214,8 @@ std::string debuginfoSearchPath(const std::vector<std::string>& dirs) {
     return out + ":.debug:/usr/lib/debug";
 }
 
+namespace {
+
 /// The build-id of the core's main executable as the core itself shows it (its memory, the
 /// module at AT_ENTRY of the NT_AUXV note), hex; nullopt when the core does not show it.
 std::optional<std::string> coreExeBuildId(Elf* core, const Dwfl_Callbacks& cb) {
@@ -269,6 +271,8 @@ std::optional<std::string> fileBuildId(const std::string& path) {
     ::close(fd);
     return out;
 }
+
+}  // namespace
 
 Result<CoreStack> unwindInProcess(const std::string& path,
                                   const UnwindOptions& opt,

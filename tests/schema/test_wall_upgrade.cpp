@@ -163,9 +163,9 @@ TEST(WallUpgrade, AnUpgraded016StoreEqualsAFreshIngest) {
     EXPECT_EQ(text(*upgraded, kRows), rows);
     EXPECT_EQ(text(*upgraded, "SELECT group_concat(line || ' ' || message, '; ') FROM warnings"),
               "3 wall time 2026-02-30T10:00:00 is not a date and time: no instant stored; "
-              "5 wall time 2026-11-30T10:00:00 does not state a zone offset of -12:00 to +14:00: "
-              "no instant stored; 6 wall time 2026-11-30T10:00:00 does not state a zone offset "
-              "of -12:00 to +14:00: no instant stored");
+              "5 wall time 2026-11-30T10:00:00 is not a date and time with a zone offset of "
+              "-12:00 to +14:00: no instant stored; 6 wall time 2026-11-30T10:00:00 is not a date "
+              "and time with a zone offset of -12:00 to +14:00: no instant stored");
     EXPECT_EQ(text(*upgraded, "SELECT count(*) FROM upgrade_steps"), "0");  // done, not again
 }
 
