@@ -71,7 +71,10 @@ void progressBar(uint64_t done, uint64_t total) {
 void printCore(const std::string& f, const CoreIngestSummary& r) {
     for (const auto& w : r.warnings) fmt::print(stderr, "gpufault: warning: {}: {}\n", f, w);
     if (r.unchanged) {
-        fmt::print("{}: core already ingested, unchanged\n", f);
+        if (r.same_as)
+            fmt::print("{}: core already stored as {}\n", f, *r.same_as);
+        else
+            fmt::print("{}: core already ingested, unchanged\n", f);
         return;
     }
     if (r.kind != "cpu") {

@@ -1,8 +1,27 @@
 // gpufault: triage GPU memory-access faults from kernel logs, runtime logs and cores.
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 
 #include "cli/commands.h"
+
+namespace {
+
+/// A row id: decimal, 1 to INT64_MAX (CLI11 alone would clamp `9223372036854775808`).
+const CLI::Validator kRowId(
+    [](std::string& s) -> std::string {
+        int64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec == std::errc::result_out_of_range)
+            return "id " + s + " is out of range (1 to 9223372036854775807)";
+        if (ec != std::errc{} || end != s.data() + s.size() || v < 1)
+            return "id " + s + " is not a positive whole number";
+        return {};
+    },
+    "ID");
+
+}  // namespace
 
 int main(int argc, char** argv) {
     using namespace gpufault::cli;
@@ -68,7 +87,7 @@ int main(int argc, char** argv) {
     int64_t coreId = 0;
     bool allThreads = false;
     auto* stack = app.add_subcommand("stack", "one core's symbolized stack");
-    stack->add_option("core", coreId, "core id (gpufault cores)")->required();
+    stack->add_option("core", coreId, "core id (gpufault cores)")->required()->check(kRowId);
     stack->add_flag("--all-threads", allThreads, "every thread, not only the crashing one");
     stack->add_flag("--json", json, "one JSON object");
 
@@ -87,14 +106,14 @@ int main(int argc, char** argv) {
     int64_t incident = 0;
     int lastN = 16;
     auto* show = app.add_subcommand("show", "everything about one incident");
-    show->add_option("incident", incident, "incident id")->required();
+    show->add_option("incident", incident, "incident id")->required()->check(kRowId);
     show->add_option("--dispatches", lastN, "last dispatches to print")
         ->check(CLI::Range(0, 100000))
         ->capture_default_str();
 
     std::string format = "md";
     auto* report = app.add_subcommand("report", "an upstream bug-report draft for one incident");
-    report->add_option("incident", incident, "incident id")->required();
+    report->add_option("incident", incident, "incident id")->required()->check(kRowId);
     report->add_option("--format", format, "md or json")
         ->check(CLI::IsMember({"md", "json"}))
         ->capture_default_str();

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collectors/common/demangle.h"
+#include "schema/core_queries.h"
 
 namespace gpufault {
 
@@ -168,6 +169,14 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
         sum.unchanged = true;
         return sum;
     }
+    // The same content under another path or name (a copy, `gpucore.N`): stored once.
+    auto same = queryCoreByFingerprint(store.db(), id.fingerprint);
+    if (!same) return std::unexpected(same.error());
+    if (*same) {
+        sum.unchanged = true;
+        sum.same_as = fmt::format("core {} from {}", (*same)->first, (*same)->second);
+        return sum;
+    }
 
     auto report = coredump::readCore(path, opt);
     if (!report) return std::unexpected(db::Error{report.error().message});
@@ -258,6 +267,7 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     if (report.stack) {
         sum.threads = report.stack->threads.size();
         sum.partial = report.stack->partial;
+        if (report.stack->exe_refused) sum.warnings.push_back(*report.stack->exe_refused);
         if (const auto* t = coredump::crashingThread(*report.stack)) {
             sum.frames = t->frames.size();
             if (const auto* f = firstSpecific(t->frames)) sum.top = coredump::describeFrame(*f);
@@ -322,6 +332,9 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         }
         auto core = store.addCore(s->id, rec, evidence);
         if (!core) return std::unexpected(core.error());
+        if (report.stack && report.stack->exe_refused)
+            if (auto r = store.addWarning(s->id, Warning{0, *report.stack->exe_refused}); !r)
+                return std::unexpected(r.error());
         for (const auto& o : operands)
             if (auto r = store.addOperand(s->id, o, std::nullopt); !r)
                 return std::unexpected(r.error());

@@ -19,6 +19,9 @@ struct CoreIngestSummary {
     std::string path;
     int64_t core_id = 0;
     bool unchanged = false;  ///< this core was already stored: nothing read
+    /// The same core (same content) already stored from another path: "core N from PATH"
+    /// (with `unchanged`); nothing stored, no incident.
+    std::optional<std::string> same_as;
     std::string kind;        ///< cpu | rocr_gpu | cuda_gpu
     size_t threads = 0;
     size_t frames = 0;      ///< frames of the crashing thread

@@ -133,4 +133,17 @@ db::Result<std::map<int64_t, std::string>> queryStackSignatures(db::Db& d) {
     return out;
 }
 
+db::Result<std::optional<std::pair<int64_t, std::string>>> queryCoreByFingerprint(
+    db::Db& d, const std::string& fingerprint) {
+    auto st = d.prepare(
+        "SELECT c.id, c.path FROM sources s JOIN cores c ON c.source_id = s.id WHERE s.kind = "
+        "'core' AND s.fingerprint = ?1 AND s.complete = 1 ORDER BY c.id LIMIT 1");
+    if (!st) return std::unexpected(st.error());
+    st->bind(1, fingerprint);
+    auto row = st->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) return std::optional<std::pair<int64_t, std::string>>{};
+    return std::optional<std::pair<int64_t, std::string>>{std::pair{st->i64(0), st->str(1)}};
+}
+
 }  // namespace gpufault

@@ -15,6 +15,18 @@ int alignLog2(uint64_t address) {
     return address == 0 ? 64 : __builtin_ctzll(address);
 }
 
+namespace {
+
+/// The refusal of an older store that this user cannot upgrade.
+std::string olderStore(const std::string& path, int64_t version) {
+    return fmt::format(
+        "store {} is at schema version {}, this gpufault needs {}: run any `gpufault ingest` "
+        "with write access to upgrade",
+        path, version, migrations().size());
+}
+
+}  // namespace
+
 db::Result<Store> Store::open(const std::string& path, Mode mode) {
     bool ro = mode == Mode::ReadOnly;
     auto d = db::Db::open(path, ro, !ro);
@@ -33,8 +45,11 @@ db::Result<Store> Store::open(const std::string& path, Mode mode) {
                 Store t(std::move(*imm), path);
                 auto st2 = t.db_.prepare("PRAGMA user_version");
                 if (st2 && st2->step().value_or(false) && st2->i64(0) > 0 &&
-                    st2->i64(0) <= static_cast<int64_t>(migrations().size()))
+                    st2->i64(0) <= static_cast<int64_t>(migrations().size())) {
+                    if (st2->i64(0) < static_cast<int64_t>(migrations().size()))
+                        return std::unexpected(db::Error{olderStore(path, st2->i64(0))});
                     return t;
+                }
             }
         }
         if (!row)
@@ -46,6 +61,14 @@ db::Result<Store> Store::open(const std::string& path, Mode mode) {
         if (st->i64(0) > static_cast<int64_t>(migrations().size()))
             return std::unexpected(db::Error{
                 fmt::format("{}: store version {} is newer than this gpufault", path, st->i64(0))});
+        if (int64_t have = st->i64(0); have < static_cast<int64_t>(migrations().size())) {
+            // An older store: upgraded as an ingest would upgrade it where this user may
+            // write it (the reader's queries need the current schema), else refused.
+            st->reset();
+            auto w = Store::open(path, Mode::ReadWrite);
+            if (!w) return std::unexpected(db::Error{olderStore(path, have)});
+            return Store::open(path, Mode::ReadOnly);
+        }
         return s;
     }
     // A new, empty file holds nothing to lose: it is created and migrated without fsync (the
@@ -97,9 +120,6 @@ db::Result<void> Store::migrate() {
             continue;
         }
         auto r = db_.exec(m[v]);
-        // A step SQL cannot do, named by the migration (so that it follows a renumbering).
-        if (r && m[v].find("@upgrade restate-wall-zones") != std::string_view::npos)
-            if (auto n = restateWallZones(); !n) r = std::unexpected(n.error());
         if (r) r = db_.exec(fmt::format("PRAGMA user_version={}", v + 1));
         if (!r) {
             (void)db_.exec("ROLLBACK");
@@ -108,6 +128,10 @@ db::Result<void> Store::migrate() {
         }
         if (auto c = db_.exec("COMMIT"); !c) return c;
     }
+    // Steps SQL cannot do, queued by a migration in upgrade_steps (017: every row's wall time
+    // read again as a fresh ingest reads it); each goes on where an interrupted one stopped.
+    if (auto n = restateWallZones(); !n)
+        return std::unexpected(db::Error{fmt::format("upgrade: {}", n.error().message)});
     return {};
 }
 

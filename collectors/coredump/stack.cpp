@@ -53,6 +53,7 @@ nlohmann::json toJson(const CoreStack& s) {
                        {"threads_truncated", s.threads_truncated},
                        {"modules_without_file", s.modules_without_file}};
     put(out, "partial", s.partial);
+    put(out, "exe_refused", s.exe_refused);
     return out;
 }
 
@@ -62,6 +63,7 @@ std::optional<CoreStack> stackFromJson(const nlohmann::json& j) {
         s.threads_truncated = j.at("threads_truncated").get<bool>();
         s.modules_without_file = j.at("modules_without_file").get<std::vector<std::string>>();
         s.partial = get<std::string>(j, "partial");
+        s.exe_refused = get<std::string>(j, "exe_refused");
         for (const auto& tj : j.at("threads")) {
             Thread t;
             t.tid = tj.at("tid").get<int64_t>();

@@ -43,6 +43,9 @@ struct CoreStack {
     /// limit reached after N of M threads (S s)"; the threads it has are kept, crashing first.
     std::optional<std::string> partial;
     std::vector<std::string> modules_without_file;  ///< modules reported by build-id + offset only
+    /// Why UnwindOptions::exe was not used: "--exe PATH has build-id X, the core's executable
+    /// Y: not used" (the executable is then looked up as without --exe).
+    std::optional<std::string> exe_refused;
 };
 
 nlohmann::json toJson(const CoreStack& s);

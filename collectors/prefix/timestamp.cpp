@@ -184,7 +184,8 @@ std::optional<IsoStamp> scanIsoStamp(std::string_view s, bool allow_space) {
         ++c.i;
         st.zone = st.zone_z = true;
     } else if ((c.peek() == '+' || c.peek() == '-') && isDigit(c.peek(1)) && isDigit(c.peek(2))) {
-        // `±HH:MM`, `±HHMM` or `±HH`; an offset out of range (`+2500`) is refused (bad_zone)
+        // `±HH:MM`, `±HHMM` or `±HH`; an offset no zone uses (beyond −12:00…+14:00: `+1500`,
+        // `+0060`) is refused (bad_zone)
         size_t save = c.i;
         int sign = c.peek() == '+' ? 1 : -1;
         int hours = (c.peek(1) - '0') * 10 + (c.peek(2) - '0');
@@ -200,7 +201,7 @@ std::optional<IsoStamp> scanIsoStamp(std::string_view s, bool allow_space) {
             c.i = save;
         } else {
             st.zone = true;
-            st.bad_zone = hours > 23 || minutes > 59;
+            st.bad_zone = minutes > 59 || hours * 60 + minutes > (sign > 0 ? 14 : 12) * 60;
             if (!st.bad_zone) st.offset_s = sign * (hours * 3600 + minutes * 60);
         }
     }

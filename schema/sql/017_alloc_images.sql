@@ -10,11 +10,11 @@
 -- 2. pidns: the inode of the recording process's pid namespace (newer shims); a job in a
 --    container records its own namespace's pid, which the host's /proc does not know.
 -- 3. Wall time (docs/evidence.md "Wall time"): 016 read every older row as local time even when
---    its raw line states the zone; the C++ step below corrects those rows (Store::
---    restateWallZones, schema/store_wall.cpp):
--- @upgrade restate-wall-zones
---    and a local time in a DST gap or overlap is stored as 'local_ambiguous' (the earlier
---    reading): fault_clock does not join on it.
+--    its raw line states the zone, took a local time in a DST gap or overlap as plain 'local'
+--    (now 'local_ambiguous', the earlier reading: fault_clock does not join on it), and took
+--    dates that do not exist (Feb 30) and offsets no zone uses (+0060). The C++ step queued
+--    below reads every row's wall time again as a fresh ingest does, in batches (Store::
+--    restateWallZones, schema/store_wall.cpp); upgrade_steps.next_id: the last row done.
 ALTER TABLE alloc_processes ADD COLUMN pidns INTEGER;
 ALTER TABLE alloc_processes ADD COLUMN ended_by TEXT;
 
@@ -135,3 +135,9 @@ SELECT e.id AS evidence_id,
            AS proc_start_ticks
 FROM evidence e JOIN sources s ON s.id = e.source_id
 WHERE e.pid IS NOT NULL;
+
+CREATE TABLE upgrade_steps (
+    name    TEXT PRIMARY KEY,
+    next_id INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO upgrade_steps(name) VALUES ('restate-wall-zones');

@@ -80,6 +80,52 @@ TEST(CliCores, IngestTwiceStoresOneCore) {
     EXPECT_EQ(events[0]["stack"], c["signature"]);
 }
 
+// Hostile review of issue 4 (second round), finding 4: a core is known by its content, so a
+// copy under another path or a `gpucore.N` name is recognised, not stored with a new incident.
+TEST(CliCores, ACopyOfAStoredCoreIsRecognisedNotStoredAgain) {
+    TempDir t;
+    ASSERT_EQ(run(ingestArgs(t, {kCore})).status, 0);
+    auto copy = t.file("core.copy"), named = t.file("gpucore.14046");
+    writeFile(copy, readFile(kCore));
+    writeFile(named, readFile(kCore));
+    for (const auto& c : {copy, named}) {
+        auto r = run(ingestArgs(t, {c}));
+        ASSERT_EQ(r.status, 0) << r.err;
+        EXPECT_NE(r.out.find(c + ": core already stored as core 1 from " + kCore),
+                  std::string::npos)
+            << r.out;
+    }
+    auto q = run({GPUFAULT_BIN, "--db", t.file("db"), "query",
+                  "SELECT (SELECT count(*) FROM cores) || ' ' || (SELECT count(*) FROM incidents)"});
+    ASSERT_EQ(q.status, 0) << q.err;
+    EXPECT_NE(q.out.find("\n1 1\n"), std::string::npos) << q.out;
+}
+
+// Finding 2: `--exe` with another program's executable is checked against the build-id the
+// core shows for its executable (as a file found at the recorded path is): not used, with a
+// warning naming both build-ids; the main module gets build-id + offset, not wrong symbols.
+TEST(CliCores, AnExeOfAnotherBuildIsRefusedWithAWarning) {
+    TempDir t;
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", "--exe", kDir + "libcrashlib.so",
+                  "--debuginfo-path", kDir + "buildid", kCore});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("--exe " + kDir +
+                         "libcrashlib.so has build-id 3d7e219e203cde2a23bc8764309cc2c58c95316f, "
+                         "the core's executable f3fd0fa19b387315a62730e7781520419a4ece0f: not used"),
+              std::string::npos)
+        << r.err;
+    auto s = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1"});
+    ASSERT_EQ(s.status, 0) << s.err;
+    EXPECT_NE(s.out.find("#4  0x00005628408d51b1 n/a (crashmain + 0x11b1) "
+                         "f3fd0fa19b387315a62730e7781520419a4ece0f"),
+              std::string::npos)
+        << s.out;
+    TempDir right;  // the right one: used, no warning
+    auto ok = run(ingestArgs(right, {kCore}));
+    ASSERT_EQ(ok.status, 0) << ok.err;
+    EXPECT_EQ(ok.err.find("not used"), std::string::npos) << ok.err;
+}
+
 TEST(CliCores, StackPrintsTheSymbolizedFrames) {
     TempDir t;
     ASSERT_EQ(run(ingestArgs(t, {kCore})).status, 0);
@@ -99,6 +145,15 @@ TEST(CliCores, StackPrintsTheSymbolizedFrames) {
           "#4  0x00005628408d51b1 main + 0x37 (crashmain + 0x11b1) ./crashmain.cpp:12"})
         EXPECT_NE(s.out.find(line), std::string::npos) << line << "\n" << s.out;
     EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "7"}).status, 1);
+    // An id past INT64_MAX is refused, not clamped onto another row's id.
+    auto big = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "9223372036854775808"});
+    EXPECT_NE(big.status, 0);
+    EXPECT_NE(big.err.find("id 9223372036854775808 is out of range (1 to 9223372036854775807)"),
+              std::string::npos)
+        << big.err;
+    auto zero = run({GPUFAULT_BIN, "--db", t.file("db"), "show", "0"});
+    EXPECT_NE(zero.status, 0);
+    EXPECT_NE(zero.err.find("id 0 is not a positive whole number"), std::string::npos) << zero.err;
 
     TempDir plain;  // without the build-id tree: build-id + offset
     ASSERT_EQ(run({GPUFAULT_BIN, "--db", plain.file("db"), "ingest", kCore}).status, 0);

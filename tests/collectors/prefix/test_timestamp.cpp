@@ -105,6 +105,13 @@ TEST(Timestamp, ZoneSpellingsInvalidDatesAndEndOfDay) {
     EXPECT_FALSE(zonedEpoch(*bad));
     EXPECT_FALSE(stampWall(*bad));
     EXPECT_TRUE(scanIsoStamp("2026-11-30T10:05:00+01:75 x")->bad_zone);
+    // Offsets zones use: −12:00 to +14:00 (Kiribati); `+1500`, `-1201`, `+0060` are none.
+    EXPECT_TRUE(scanIsoStamp("2026-11-30T10:05:00+1500 x")->bad_zone);
+    EXPECT_TRUE(scanIsoStamp("2026-11-30T10:05:00+14:01 x")->bad_zone);
+    EXPECT_TRUE(scanIsoStamp("2026-11-30T10:05:00-1201 x")->bad_zone);
+    EXPECT_TRUE(scanIsoStamp("2026-11-30T10:05:00+0060 x")->bad_zone);
+    EXPECT_EQ(zonedEpoch(*scanIsoStamp("2026-11-30T10:05:00+14:00 x")), 1796033100 - 14 * 3600);
+    EXPECT_EQ(zonedEpoch(*scanIsoStamp("2026-11-30T10:05:00-12:00 x")), 1796033100 + 12 * 3600);
     EXPECT_FALSE(scanIsoStamp("2026-02-30T10:05:00Z"));
     EXPECT_FALSE(scanIsoStamp("2026-02-29T10:05:00Z"));  // 2026 is not a leap year
     EXPECT_TRUE(scanIsoStamp("2028-02-29T10:05:00Z"));
