@@ -156,6 +156,16 @@ std::string allocationState(const AllocationDistanceRow& r) {
 
 /// One line on allocation recordings the fault did not meet, and why.
 std::string missText(const AllocationMiss& m) {
+    // Without a time on the fault the recordings are not ruled out, only not told apart
+    // (schema/alloc_misses.cpp): "none of the process that faulted" would claim too much.
+    if (m.pid && m.why.starts_with("the fault's records have no time to tell"))
+        return fmt::format(
+            "Allocations: pid {} has {} allocation recording(s) in the store, and which of them "
+            "(if any) is the process that faulted is not known: {} (docs/preload.md \"Reused "
+            "pids\")",
+            *m.pid,
+            m.recordings,
+            printable(m.why));
     if (m.pid)
         return fmt::format(
             "Allocations: pid {} has {} allocation recording(s) in the store, none of the "
