@@ -96,7 +96,8 @@ db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& 
         r.how = s->str(i++);
         r.exec_replaced = s->i64(i++) != 0;
         r.free_elsewhere = s->optStr(i++);
-        if (auto eb = s->optI64(i++)) r.exec_before = *eb != 0;
+        auto eb = s->optI64(i++);
+        r.exec_before = eb ? std::optional<bool>(*eb != 0) : std::nullopt;
         // one row per (record, allocation): a run's pairing first, then the first witness's
         if (!out.empty() && out.back().evidence_id == r.evidence_id &&
             out.back().allocation_id == r.allocation_id)
