@@ -142,10 +142,11 @@ std::string allocationDistanceText(const AllocationDistanceRow& r) {
 
 /// live (not freed before the fault), or freed before it (the use-after-free signature), or
 /// freed with the order unknown (no clock shared with the fault, or within its second). A
-/// buffer of a program image an exec replaced, joined without a clock (a run's output): gone
-/// at the exec, whose order with the fault is not known.
+/// buffer of a program image an exec replaced: gone at the exec when that came before the fault,
+/// and when the order is not known (joined without a clock, a run's output) said so.
 std::string allocationState(const AllocationDistanceRow& r) {
-    if (!r.free_api && r.exec_replaced && r.how == "run") return "gone at exec, order unknown";
+    if (!r.free_api && r.exec_before == true) return "gone at exec, before the fault";
+    if (!r.free_api && r.exec_replaced && !r.exec_before) return "gone at exec, order unknown";
     if (!r.free_api) return "live";
     // a free another file of the recording recorded is named by its file and line
     std::string api = *r.free_api + (r.free_elsewhere ? " at " + *r.free_elsewhere : "");
@@ -155,6 +156,16 @@ std::string allocationState(const AllocationDistanceRow& r) {
 
 /// One line on allocation recordings the fault did not meet, and why.
 std::string missText(const AllocationMiss& m) {
+    // Without a time on the fault the recordings are not ruled out, only not told apart
+    // (schema/alloc_misses.cpp): "none of the process that faulted" would claim too much.
+    if (m.pid && m.why.starts_with("the fault's records have no time to tell"))
+        return fmt::format(
+            "Allocations: pid {} has {} allocation recording(s) in the store, and which of them "
+            "(if any) is the process that faulted is not known: {} (docs/preload.md \"Reused "
+            "pids\")",
+            *m.pid,
+            m.recordings,
+            printable(m.why));
     if (m.pid)
         return fmt::format(
             "Allocations: pid {} has {} allocation recording(s) in the store, none of the "
@@ -507,7 +518,8 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                  {"inside", r.inside},
                  {"same_2mib", r.same_2mib},
                  {"freed", r.free_api.has_value()},
-                 {"image_replaced_by_exec", r.exec_replaced},
+                 {"image_replaced_by_exec",
+                  r.exec_before ? nlohmann::json(*r.exec_before) : nlohmann::json(nullptr)},
                  {"freed_in",
                   r.free_elsewhere ? nlohmann::json(*r.free_elsewhere) : nlohmann::json(nullptr)},
                  {"freed_before_fault",

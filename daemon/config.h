@@ -41,7 +41,7 @@ struct Config {
     uint64_t core_unwind_seconds = 60;
 
     /// The preload shim's directory (libgpufault-preload.so, GPUFAULT_ALLOC_DIR): its
-    /// gpufault-alloc.<pid>.log files are stored as allocations ("" = off). Followed when it
+    /// gpufault-alloc.<pid>[.<pidns>.<ticks>].log files are stored as allocations ("" = off). Followed when it
     /// exists at start or reload (the package's tmpfiles.d creates it, mode 1733).
     std::string alloc_dir = "/run/gpufault-alloc";
 

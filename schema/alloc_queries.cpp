@@ -46,19 +46,25 @@ db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& 
         "e.id AS eid, a.id AS aid, CASE WHEN a.free_line IS NULL THEN 0 WHEN c.clock = 'mono' AND "
         "a.freed_mono_us IS NOT NULL THEN a.freed_mono_us < c.fault_lo_us WHEN c.clock = 'wall' "
         "AND a.freed_wall_us < c.fault_lo_us THEN 1 WHEN c.clock = 'wall' AND a.freed_wall_us > "
-        "c.fault_hi_us THEN 0 END AS freed_before, c.how AS how FROM members e JOIN cover c JOIN "
+        "c.fault_hi_us THEN 0 END AS freed_before, c.how AS how, CASE WHEN r.ended_by IS NOT 'exec' "
+        "THEN 0 WHEN c.clock = 'mono' AND r.ended_mono_us IS NOT NULL THEN r.ended_mono_us < "
+        "c.fault_lo_us WHEN c.clock = 'wall' AND r.ended_wall_us < c.fault_lo_us THEN 1 WHEN "
+        "c.clock = 'wall' AND r.ended_wall_us > c.fault_hi_us THEN 0 END AS exec_before FROM "
+        "members e JOIN cover c JOIN "
         "alloc_processes r ON r.id = c.alloc_process_id JOIN allocations a ON a.source_id = "
         "r.source_id AND a.pid = r.pid AND a.start_line = r.line WHERE e.address IS NOT NULL AND "
         "(c.clock IS NULL OR c.clock = 'mono' AND (a.mono_us IS NULL OR a.mono_us <= "
         "c.fault_hi_us) OR c.clock = 'wall' AND (a.wall_us IS NULL OR a.wall_us <= "
         "c.fault_hi_us)) UNION ALL SELECT e.id, a.id, CASE WHEN a.free_line IS NULL THEN 0 END, "
-        "'run' FROM members e JOIN runs rn ON rn.source_id = e.source_id JOIN allocations a ON "
+        "'run', CASE WHEN EXISTS (SELECT 1 FROM alloc_processes q WHERE q.source_id = a.source_id "
+        "AND q.pid = a.pid AND q.line = a.start_line AND q.ended_by = 'exec') THEN NULL ELSE 0 "
+        "END FROM members e JOIN runs rn ON rn.source_id = e.source_id JOIN allocations a ON "
         "a.run_id = rn.id WHERE e.address IS NOT NULL AND (e.pid IS NULL OR a.pid = e.pid)) "
         "SELECT e.id, a.id, e.address, src.path, a.line, a.pid, a.kind, a.api, a.mem, a.device, "
         "a.wall_us, a.ptr, a.end, a.stack, a.free_api, a.freed_wall_us, p.freed_before, p.how, "
         "EXISTS (SELECT 1 FROM alloc_processes q WHERE q.source_id = a.source_id AND q.pid = "
         "a.pid AND q.line = a.start_line AND q.ended_by = 'exec'), (SELECT fs.path || ':' || "
-        "a.free_line FROM sources fs WHERE fs.id = a.free_source_id) FROM pairs p JOIN evidence "
+        "a.free_line FROM sources fs WHERE fs.id = a.free_source_id), p.exec_before FROM pairs p JOIN evidence "
         "e ON e.id = p.eid JOIN allocations a ON a.id = p.aid JOIN sources src ON src.id = "
         "a.source_id ORDER BY e.id, a.line DESC, a.id, p.how = 'run' DESC"));
     if (!s) return std::unexpected(s.error());
@@ -90,6 +96,8 @@ db::Result<std::vector<AllocationDistanceRow>> queryIncidentAllocations(db::Db& 
         r.how = s->str(i++);
         r.exec_replaced = s->i64(i++) != 0;
         r.free_elsewhere = s->optStr(i++);
+        auto eb = s->optI64(i++);
+        r.exec_before = eb ? std::optional<bool>(*eb != 0) : std::nullopt;
         // one row per (record, allocation): a run's pairing first, then the first witness's
         if (!out.empty() && out.back().evidence_id == r.evidence_id &&
             out.back().allocation_id == r.allocation_id)

@@ -39,6 +39,10 @@ struct AllocationDistanceRow {
     /// its program image was replaced by an exec (a later `start` record of the same process):
     /// its address space is gone from then on
     bool exec_replaced = false;
+    /// that exec came before the fault (true: the buffer was gone when it faulted), after it or
+    /// never (false), or the order is not known (nullopt: joined without a clock, a run's
+    /// output, or the exec within the fault's second)
+    std::optional<bool> exec_before = false;
     /// `PATH:LINE` of the free when another file of the recording recorded it (a copy, a later
     /// generation of the file: allocations.free_source_id); unset when the row's own file did
     std::optional<std::string> free_elsewhere;

@@ -40,8 +40,15 @@ std::string_view family(std::string_view kind) {
     return kind;
 }
 
-std::string openKey(int64_t pid, std::string_view fam, uint64_t ptr) {
-    std::string k = std::to_string(pid);
+/// "pid/pidns/ticks" of a process (0 for what is not known).
+std::string imageKey(int64_t pid, std::optional<uint64_t> ns, std::optional<int64_t> ticks) {
+    return std::to_string(pid) + '/' + std::to_string(ns.value_or(0)) + '/' +
+           std::to_string(ticks.value_or(0));
+}
+
+/// `owner` is "pid/pidns" (Parser::imageOf).
+std::string openKey(const std::string& owner, std::string_view fam, uint64_t ptr) {
+    std::string k = owner;
     k += '/';
     k += fam;
     k += '/';
@@ -194,11 +201,25 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
                                   e->boot,
                                   e->start_ticks,
                                   e->pidns});
-        // A new process of this pid: the old one's allocations can no longer be freed.
+        // A new process of this pid (or a new image of it after an exec) in the same pid
+        // namespace: the old one's allocations can no longer be freed. A process of another
+        // namespace (a container's pid 1 beside another's) runs beside it: its stay open.
         std::string prefix = std::to_string(*e->pid) + "/";
-        std::erase_if(open_, [&](const auto& kv) { return kv.first.starts_with(prefix); });
-        std::erase_if(handleDevice_, [&](const auto& kv) { return kv.first.starts_with(prefix); });
-        startLine_[*e->pid] = line_no;
+        auto gone = [&](const auto& kv) {
+            return e->pidns ? kv.first.starts_with(prefix + std::to_string(*e->pidns) + "/") ||
+                                  kv.first.starts_with(prefix + "0/")
+                            : kv.first.starts_with(prefix);
+        };
+        std::erase_if(open_, gone);
+        std::erase_if(handleDevice_, gone);
+        started_[*e->pid] = Started{line_no, e->pidns, e->start_ticks};
+        imageStart_[imageKey(*e->pid, e->pidns, e->start_ticks)] = line_no;
+        return;
+    }
+    uint64_t start = 0;
+    std::string owner, imageError;
+    if (!imageOf(*e, start, owner, imageError)) {
+        log_.warnings.push_back({line_no, imageError});
         return;
     }
     if (e->rc.value_or(0) != 0) {
@@ -208,11 +229,11 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
     if (e->kind == "create" || e->kind == "release") {
         ++log_.handles;
         if (e->kind == "create" && e->handle && e->device)
-            handleDevice_[openKey(*e->pid, "handle", *e->handle)] = *e->device;
+            handleDevice_[openKey(owner, "handle", *e->handle)] = *e->device;
         return;
     }
     std::string_view fam = family(e->kind);
-    std::string key = openKey(*e->pid, fam, e->ptr);
+    std::string key = openKey(owner, fam, e->ptr);
     if (fam == e->kind) {  // alloc, map, reserve
         if (e->ptr == 0) {
             ++log_.null_allocations;
@@ -243,11 +264,11 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
         }
         a.handle = e->handle;
         if (!a.device && a.handle)
-            if (auto h = handleDevice_.find(openKey(a.pid, "handle", *a.handle));
+            if (auto h = handleDevice_.find(openKey(owner, "handle", *a.handle));
                 h != handleDevice_.end())
                 a.device = h->second;
         a.stack = e->stack;
-        if (auto s = startLine_.find(a.pid); s != startLine_.end()) a.start_line = s->second;
+        a.start_line = start;
         // a pointer handed out again replaces the old
         open_[key] = Open{base_ + log_.allocations.size(), line_no};
         log_.allocations.push_back(std::move(a));
@@ -255,8 +276,6 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
     }
     if (e->ptr == 0) return;  // hipFree(nullptr) and the like: a no-op
     auto it = open_.find(key);
-    uint64_t start = 0;
-    if (auto s = startLine_.find(*e->pid); s != startLine_.end()) start = s->second;
     if (it == open_.end()) {
         // Perhaps an allocation of an earlier generation of the file, or of another copy of
         // the recording: the store looks for it (the warning is dropped when found).
@@ -285,6 +304,51 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
     a.freed_wall_us = e->wall_us;
     a.freed_mono_us = e->mono_us;
     open_.erase(it);
+}
+
+bool Parser::imageOf(const Event& e, uint64_t& start, std::string& owner, std::string& error) {
+    auto s = started_.find(*e.pid);
+    std::optional<uint64_t> ns = e.pidns;
+    if (s == started_.end()) {  // records before any `start` of the pid (a file cut short)
+        owner = std::to_string(*e.pid) + '/' + std::to_string(ns.value_or(0));
+        return true;
+    }
+    const Started& st = s->second;
+    bool same = (!e.pidns || !st.pidns || *e.pidns == *st.pidns) &&
+                (!e.start_ticks || !st.ticks || *e.start_ticks == *st.ticks);
+    start = st.line;
+    if (!ns) ns = st.pidns;
+    if (!same) {
+        // Two processes of one pid number write one file (containers with pid namespaces of
+        // their own, shims that named files by pid alone): the record goes to its own
+        // process's `start`, never to the other's.
+        auto other = imageStart_.find(imageKey(*e.pid, e.pidns ? e.pidns : st.pidns,
+                                               e.start_ticks ? e.start_ticks : st.ticks));
+        auto describe = [](std::optional<uint64_t> n, std::optional<int64_t> t) {
+            return "pid namespace " + (n ? std::to_string(*n) : std::string("?")) +
+                   ", start ticks " + (t ? std::to_string(*t) : std::string("?"));
+        };
+        if (other == imageStart_.end()) {
+            error = "record of pid " + std::to_string(*e.pid) + " (" +
+                    describe(e.pidns, e.start_ticks) + ") is not of the process of its last " +
+                    "start record (line " + std::to_string(st.line) + ", " +
+                    describe(st.pidns, st.ticks) + "), and that process wrote none before it: " +
+                    "refused";
+            return false;
+        }
+        start = other->second;
+        if (!interleaveWarned_) {
+            interleaveWarned_ = true;
+            log_.warnings.push_back(
+                {e.line,
+                 "records of two processes of pid " + std::to_string(*e.pid) +
+                     " interleave in this file (" + describe(e.pidns, e.start_ticks) + "; " +
+                     describe(st.pidns, st.ticks) +
+                     "): each record is given to its own process's start record"});
+        }
+    }
+    owner = std::to_string(*e.pid) + '/' + std::to_string(ns.value_or(0));
+    return true;
 }
 
 void Parser::truncated(uint64_t line_no) {

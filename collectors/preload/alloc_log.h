@@ -148,8 +148,22 @@ class Parser {
     size_t base_ = 0;  ///< allocations drained so far
     /// open allocations by (pid, family, ptr)
     std::unordered_map<std::string, Open> open_;
-    /// the last `start` record's line of each pid
-    std::unordered_map<int64_t, uint64_t> startLine_;
+    /// The last `start` record of each pid, with its process's pid namespace and start ticks
+    /// (absent in files of older shims).
+    struct Started {
+        uint64_t line = 0;
+        std::optional<uint64_t> pidns;
+        std::optional<int64_t> ticks;
+    };
+    std::unordered_map<int64_t, Started> started_;
+    /// the last `start` line of each process, by "pid/pidns/ticks" (records that name their
+    /// process find theirs even when another process of the pid wrote a `start` in between)
+    std::unordered_map<std::string, uint64_t> imageStart_;
+    bool interleaveWarned_ = false;
+    /// The `start` line of the process a record belongs to (0: none before it) and its owner key
+    /// "pid/pidns" for pairing; false, with `error` set, when the record names a process that
+    /// wrote no `start` record in this file before it while another process of its pid did.
+    bool imageOf(const Event& e, uint64_t& start, std::string& owner, std::string& error);
     /// device of each physical handle (create records) by (pid, handle): a map names none
     std::unordered_map<std::string, int64_t> handleDevice_;
 };

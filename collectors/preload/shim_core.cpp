@@ -124,9 +124,67 @@ size_t readSmall(const char* path, char* buf, size_t cap) {
     return len;
 }
 
+/// This process's pid namespace inode and start (/proc/self/stat field 22, clock ticks after
+/// boot): with the pid, the identity of the process, kept by an exec and written into its file's
+/// name and every record. 0 each when unreadable.
+struct Identity {
+    uint64_t pidns = 0, ticks = 0;
+};
+Identity g_id;             // of this process (re-read in a forked child); guarded by g_open_mu
+bool g_id_read = false;    // g_id was read for this process
+
+Identity readIdentity() {
+    Identity id;
+    // The pid namespace ("pid:[4026531836]"): a job in a container records the pid of its own
+    // namespace, which the host's /proc does not know by that number (docs/preload.md).
+    char ns[64];
+    ssize_t k = ::readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+    if (k > 6 && std::strncmp(ns, "pid:[", 5) == 0 && ns[k - 1] == ']') {
+        uint64_t ino = 0;
+        bool digits = true;
+        for (ssize_t i = 5; i < k - 1; ++i) {
+            digits = digits && ns[i] >= '0' && ns[i] <= '9';
+            ino = ino * 10 + static_cast<uint64_t>(ns[i] - '0');
+        }
+        if (digits) id.pidns = ino;
+    }
+    char stat[1024];
+    if (readSmall("/proc/self/stat", stat, sizeof stat) == 0) return id;
+    const char* p = std::strrchr(stat, ')');  // the name may hold spaces and parentheses
+    if (!p) return id;
+    int field = 2;  // p is at the end of field 2 (comm)
+    for (++p; *p && field < 22; ++p)
+        if (*p == ' ') ++field;
+    if (field != 22 || *p < '0' || *p > '9') return id;
+    uint64_t ticks = 0;
+    for (; *p >= '0' && *p <= '9'; ++p) ticks = ticks * 10 + static_cast<uint64_t>(*p - '0');
+    id.ticks = ticks;
+    return id;
+}
+
+/// This process's identity (read once per process; call with g_open_mu held or before threads).
+Identity identity() {
+    if (!g_id_read) {
+        g_id = readIdentity();
+        g_id_read = true;
+    }
+    return g_id;
+}
+
+/// ` pidns=N start_ticks=T`, each left out when unknown.
+void putImage(Line& l, const Identity& id) {
+    if (id.pidns != 0) {
+        l.key("pidns");
+        l.dec(id.pidns);
+    }
+    if (id.ticks != 0) {
+        l.key("start_ticks");
+        l.dec(id.ticks);
+    }
+}
+
 /// This process's identity for telling a reused pid apart: the boot it runs in, its pid
-/// namespace and its start (/proc/self/stat field 22, clock ticks after boot). Each is left out
-/// when unreadable.
+/// namespace and its start. Each is left out when unreadable.
 void putIdentity(Line& l) {
     char boot[64];
     size_t n = readSmall("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
@@ -139,34 +197,7 @@ void putIdentity(Line& l) {
         l.key("boot");
         l.put(boot);
     }
-    // The pid namespace ("pid:[4026531836]"): a job in a container records the pid of its own
-    // namespace, which the host's /proc does not know by that number (docs/preload.md).
-    char ns[64];
-    ssize_t k = ::readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
-    if (k > 6 && std::strncmp(ns, "pid:[", 5) == 0 && ns[k - 1] == ']') {
-        uint64_t ino = 0;
-        bool digits = true;
-        for (ssize_t i = 5; i < k - 1; ++i) {
-            digits = digits && ns[i] >= '0' && ns[i] <= '9';
-            ino = ino * 10 + static_cast<uint64_t>(ns[i] - '0');
-        }
-        if (digits && ino != 0) {
-            l.key("pidns");
-            l.dec(ino);
-        }
-    }
-    char stat[1024];
-    if (readSmall("/proc/self/stat", stat, sizeof stat) == 0) return;
-    const char* p = std::strrchr(stat, ')');  // the name may hold spaces and parentheses
-    if (!p) return;
-    int field = 2;  // p is at the end of field 2 (comm)
-    for (++p; *p && field < 22; ++p)
-        if (*p == ' ') ++field;
-    if (field != 22 || *p < '0' || *p > '9') return;
-    uint64_t ticks = 0;
-    for (; *p >= '0' && *p <= '9'; ++p) ticks = ticks * 10 + static_cast<uint64_t>(*p - '0');
-    l.key("start_ticks");
-    l.dec(ticks);
+    putImage(l, identity());
 }
 
 void writeStart(int fd) {
@@ -194,37 +225,59 @@ void writeStart(int fd) {
     writeAll(fd, l.buf, l.n);
 }
 
+/// `DIR/gpufault-alloc.<pid>.<pidns>.<ticks>.log`: one file per process (an exec keeps the
+/// name: its images share the file), so two processes of one pid number (containers with pid
+/// namespaces of their own, a reused pid) never write one file. `gpufault-alloc.<pid>.log`
+/// when the identity cannot be read.
+void fileName(Line& p) {
+    const char* dir = std::getenv("GPUFAULT_ALLOC_DIR");
+    p.put(dir && *dir ? dir : ".");
+    p.put("/gpufault-alloc.");
+    p.dec(static_cast<uint64_t>(::getpid()));
+    Identity id = identity();
+    if (id.pidns != 0 && id.ticks != 0) {
+        p.putc('.');
+        p.dec(id.pidns);
+        p.putc('.');
+        p.dec(id.ticks);
+    }
+    p.put(".log");
+    p.buf[p.n] = '\0';
+}
+
+/// Opens the record file (`create`: made when missing) and writes this image's `start`
+/// record; -1 when missing, or not ours alone. Call with g_open_mu held.
+int openLog(bool create) {
+    Line p;
+    fileName(p);
+    // In a shared directory (gpufaultd's, mode 1733) another user may have put a file or a
+    // link of that name there first: never follow a link, and never write into a file that is
+    // not ours alone.
+    int fd = ::open(p.buf, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0),
+                    0600);
+    if (fd < 0 && !create && errno == ENOENT) return -1;
+    struct stat st {};
+    if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+                    st.st_nlink != 1)) {
+        ::close(fd);
+        fd = -1;
+    }
+    if (fd < 0) {
+        disable();
+    } else {
+        writeStart(fd);
+        __atomic_store_n(&g_fd, fd, __ATOMIC_RELEASE);
+    }
+    return fd;
+}
+
 /// The record file, opened (and its `start` record written) on the first event.
 int logFd() {
     int fd = __atomic_load_n(&g_fd, __ATOMIC_ACQUIRE);
     if (fd >= 0 || disabled()) return fd;
     pthread_mutex_lock(&g_open_mu);
     fd = g_fd;
-    if (fd < 0 && !disabled()) {
-        const char* dir = std::getenv("GPUFAULT_ALLOC_DIR");
-        Line p;
-        p.put(dir && *dir ? dir : ".");
-        p.put("/gpufault-alloc.");
-        p.dec(static_cast<uint64_t>(::getpid()));
-        p.put(".log");
-        p.buf[p.n] = '\0';
-        // In a shared directory (gpufaultd's, mode 1733) another user may have put a file or a
-        // link of that name there first: never follow a link, and never write into a file
-        // that is not ours alone.
-        fd = ::open(p.buf, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-        struct stat st {};
-        if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
-                        st.st_nlink != 1)) {
-            ::close(fd);
-            fd = -1;
-        }
-        if (fd < 0) {
-            disable();
-        } else {
-            writeStart(fd);
-            __atomic_store_n(&g_fd, fd, __ATOMIC_RELEASE);
-        }
-    }
+    if (fd < 0 && !disabled()) fd = openLog(true);
     pthread_mutex_unlock(&g_open_mu);
     return fd;
 }
@@ -281,6 +334,7 @@ void atforkParent() {
 void atforkChild() {
     if (g_fd >= 0) ::close(g_fd);
     g_fd = -1;
+    g_id_read = false;  // another pid, another start
     pthread_mutex_unlock(&g_scan_mu);
     pthread_mutex_unlock(&g_open_mu);
 }
@@ -293,6 +347,13 @@ __attribute__((constructor)) void init() {
     }
     loadUnwind();
     pthread_atfork(atforkPrepare, atforkParent, atforkChild);
+    // An image after an exec: its process recorded before (the file of its pid, namespace and
+    // start exists), so its `start` record is written now, allocations or not: the old image's
+    // buffers end here (docs/preload.md "Exec"). A process without a file gets one at its
+    // first record, as before.
+    pthread_mutex_lock(&g_open_mu);
+    if (g_fd < 0 && !disabled()) openLog(false);
+    pthread_mutex_unlock(&g_open_mu);
 }
 
 /// Object names of every loaded object, collected without allocating (dl_iterate_phdr).
@@ -389,6 +450,7 @@ void emit(const Event& e) {
     l.dec(static_cast<uint64_t>(::getpid()));
     l.key("tid");
     l.dec(static_cast<uint64_t>(::syscall(SYS_gettid)));
+    putImage(l, g_id);  // read when the file was opened: the record names its process
     putStack(l);
     l.putc('\n');
     writeAll(fd, l.buf, l.n);

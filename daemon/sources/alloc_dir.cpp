@@ -26,15 +26,27 @@ constexpr size_t kMaxFilesPerUser = 4096;
 constexpr uint64_t kRefusalsLogged = 10;  ///< refusals logged per user (the rest are counted)
 constexpr int64_t kPidMax = 1 << 22;      ///< PID_MAX_LIMIT
 
-/// The pid of `gpufault-alloc.<pid>.log`; 0 for any other name.
+/// A decimal number without a leading zero (not empty); false for anything else.
+bool decimal(std::string_view digits, int64_t& out) {
+    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    return ec == std::errc() && p == digits.data() + digits.size() && !digits.empty() &&
+           digits[0] != '0';
+}
+
+/// The pid of `gpufault-alloc.<pid>.log` (older shims) or
+/// `gpufault-alloc.<pid>.<pidns>.<start ticks>.log`; 0 for any other name.
 int64_t pidOfName(std::string_view name) {
     constexpr std::string_view kPre = "gpufault-alloc.", kSuf = ".log";
     if (!name.starts_with(kPre) || !name.ends_with(kSuf)) return 0;
-    auto digits = name.substr(kPre.size(), name.size() - kPre.size() - kSuf.size());
-    int64_t pid = 0;
-    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
-    if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty() ||
-        digits[0] == '0' || pid < 1 || pid > kPidMax)
+    auto rest = name.substr(kPre.size(), name.size() - kPre.size() - kSuf.size());
+    auto dot = rest.find('.');
+    int64_t pid = 0, other = 0;
+    if (!decimal(rest.substr(0, dot), pid) || pid < 1 || pid > kPidMax) return 0;
+    if (dot == std::string_view::npos) return pid;
+    rest.remove_prefix(dot + 1);
+    dot = rest.find('.');
+    if (dot == std::string_view::npos || !decimal(rest.substr(0, dot), other) ||
+        !decimal(rest.substr(dot + 1), other))
         return 0;
     return pid;
 }

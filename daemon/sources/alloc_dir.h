@@ -1,5 +1,6 @@
 // Follows the preload shim's allocation directory (config `allocations.directory`, by default
-// /run/gpufault-alloc, mode 1733): `gpufault-alloc.<pid>.log` files in it and in its direct
+// /run/gpufault-alloc, mode 1733): `gpufault-alloc.<pid>.<pidns>.<ticks>.log` (older shims:
+// `gpufault-alloc.<pid>.log`) files in it and in its direct
 // subdirectories (`gpufault run`'s per-run directories) are stored as allocations while they
 // grow, with the rules `gpufault ingest` uses (ingest/ingest_alloc.h), in the daemon's
 // transaction. docs/preload.md "Followed by gpufaultd".

@@ -44,7 +44,7 @@ TEST(DaemonAllocations, ShimFileOfARunningJobMeetsItsFaultInShow) {
         10s))
         << d.stderrText() << controlRequest(f.sock, "status");
     EXPECT_EQ(f.count(fmt::format("SELECT count(*) FROM sources WHERE kind='alloc' AND path='{}'",
-                                  f.alloc + fmt::format("/gpufault-alloc.{}.log", job.pid))),
+                                  shimFile(f.alloc, job.pid))),
               1);
 
     // The fault, 4 KiB past the buffer's end: ROCr's line and the kernel's block naming the pid.

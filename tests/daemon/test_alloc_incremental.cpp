@@ -213,7 +213,7 @@ TEST(DaemonAllocIncremental, AJobsEndIsStoredAndALaterFaultOfItsPidMeetsNone) {
     ASSERT_GT(job.pid, 0);
     uint64_t ptr = job.ptr();
     ASSERT_NE(ptr, 0u) << job.line;
-    std::string file = f.alloc + fmt::format("/gpufault-alloc.{}.log", job.pid);
+    std::string file = shimFile(f.alloc, job.pid);
     // The shim's start record names the process: its boot and /proc start time.
     std::string boot;
     std::getline(std::ifstream("/proc/sys/kernel/random/boot_id"), boot);

@@ -13,6 +13,9 @@
 //                                                  `after-exec`, which allocates 2 MiB and
 //                                                  prints a ROCr fault inside the first
 //                                                  buffer: one process, two program images)
+//   preload_host FRAMEWORK.so RUNTIME.so exec-sh  (allocates 1 MiB, then exec()s /bin/sh, which
+//                                                  allocates nothing and prints a ROCr fault
+//                                                  inside that buffer)
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -157,6 +160,26 @@ int execSelf(char** argv) {
     return 4;
 }
 
+/// One allocation, then the same process runs a shell that allocates nothing and prints a ROCr
+/// fault line inside that allocation (its address space gone with the exec).
+int execShell() {
+    int rc = 0;
+    void* a = hipAlloc(1 << 20, &rc);
+    std::printf("before-exec pid=%d ptr=%p size=%d\n", getpid(), a, 1 << 20);
+    std::fflush(stdout);
+    char script[256];
+    std::snprintf(script,
+                  sizeof script,
+                  "echo 'Memory access fault by GPU node-1 (Agent handle: 0x5581c7a0) on address "
+                  "0x%lx. Reason: Page not present or supervisor privilege.'; exit 1",
+                  static_cast<unsigned long>(reinterpret_cast<uintptr_t>(a)) + 0x1000);
+    char sh[] = "/bin/sh", c[] = "-c";
+    char* args[] = {sh, c, script, nullptr};
+    execv("/bin/sh", args);
+    std::perror("execv");
+    return 4;
+}
+
 int afterExec() {
     int rc = 0;
     void* a = hipAlloc(2 << 20, &rc);
@@ -196,6 +219,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[3], "puts") == 0) return std::puts("hello from puts") >= 0 ? 0 : 3;
     if (std::strcmp(argv[3], "hold") == 0) return hold();
     if (std::strcmp(argv[3], "exec") == 0) return execSelf(argv);
+    if (std::strcmp(argv[3], "exec-sh") == 0) return execShell();
     if (std::strcmp(argv[3], "after-exec") == 0) return afterExec();
     return std::strcmp(argv[3], "fault") == 0 ? fault() : records(rt);
 }

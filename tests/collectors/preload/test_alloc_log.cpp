@@ -229,3 +229,37 @@ TEST(AllocLog, StartRecordCarriesIdentityAndEndsTheOldProcessesAllocations) {
     EXPECT_EQ(log.warnings[1].line, 6u);
     EXPECT_EQ(log.warnings[1].message, "bad value for boot: 'NOT-HEX'");
 }
+
+// Two processes of pid 1 (containers with pid namespaces of their own) in one file, their
+// records interleaved (shims that named files by pid alone): each record names its process, so
+// each goes to its own `start` record, and a free pairs with its own process's allocation; a
+// record of a process that wrote no `start` before it is refused, never merged (hostile review
+// of issue 4, second round, finding 2).
+TEST(AllocLog, InterleavedProcessesOfOnePidStayApart) {
+    auto start = [](uint64_t ns, int ticks) {
+        return "gpufault.alloc 1 start pid=1 ppid=0 wall_us=1 mono_us=1 pidns=" +
+               std::to_string(ns) + " start_ticks=" + std::to_string(ticks) + " exe=/job\n";
+    };
+    auto rec = [](const char* kind, const char* ptr, uint64_t ns, int ticks) {
+        return std::string("gpufault.alloc 1 ") + kind + " api=hipMalloc ptr=" + ptr +
+               " size=4096 mem=device device=0 rc=0 wall_us=2 mono_us=2 pid=1 tid=1 pidns=" +
+               std::to_string(ns) + " start_ticks=" + std::to_string(ticks) + " stack=-\n";
+    };
+    std::string text = start(11, 100) + rec("alloc", "0x1000", 11, 100) + start(22, 200) +
+                       rec("alloc", "0x2000", 22, 200) + rec("alloc", "0x3000", 11, 100) +
+                       rec("free", "0x1000", 11, 100) + rec("alloc", "0x4000", 33, 300);
+    auto log = parse(text);
+    ASSERT_EQ(log.allocations.size(), 3u);
+    EXPECT_EQ(log.allocations[0].start_line, 1u);
+    EXPECT_EQ(log.allocations[0].free_line, 6u);  // its own process's free, after the other start
+    EXPECT_EQ(log.allocations[1].start_line, 3u);
+    EXPECT_EQ(log.allocations[2].ptr, 0x3000u);
+    EXPECT_EQ(log.allocations[2].start_line, 1u);
+    ASSERT_EQ(log.warnings.size(), 2u);
+    EXPECT_EQ(log.warnings[0].line, 5u);
+    EXPECT_NE(log.warnings[0].message.find("interleave"), std::string::npos)
+        << log.warnings[0].message;
+    EXPECT_EQ(log.warnings[1].line, 7u);
+    EXPECT_NE(log.warnings[1].message.find("refused"), std::string::npos)
+        << log.warnings[1].message;
+}

@@ -9,7 +9,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <map>
+#include <set>
 #include <regex>
 #include <sstream>
 
@@ -20,6 +23,21 @@ using namespace gpufault::testing;
 namespace al = gpufault::alloclog;
 
 namespace {
+
+/// The file the preload shim wrote for `pid` in `dir`: `gpufault-alloc.<pid>.<pidns>.<start
+/// ticks>.log` (the first such name), else `gpufault-alloc.<pid>.log` (older shims, and the
+/// name when there is none yet).
+std::string shimFile(const std::string& dir, long pid) {
+    std::string prefix = "gpufault-alloc." + std::to_string(pid) + ".";
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        std::string name = e.path().filename().string();
+        if (name.starts_with(prefix) && name.ends_with(".log") && name != prefix + "log")
+            return dir + "/" + name;
+    }
+    return dir + "/" + prefix + "log";
+}
+
 
 /// "KEY ptr=0x… size=N" lines of the host's output: KEY → (ptr, size).
 std::multimap<std::string, std::pair<uint64_t, uint64_t>> printed(const std::string& out) {
@@ -84,7 +102,7 @@ TEST(PreloadShim, RecordsWhatTheHostAllocatedAndExceptionsStillWork) {
     EXPECT_NE(r.out.find("unwinder libgcc_s.so.1\n"), std::string::npos) << r.out;
     int pid = 0;
     ASSERT_EQ(std::sscanf(r.out.c_str(), "pid=%d", &pid), 1);
-    auto text = readFile(dir.file(fmt::format("gpufault-alloc.{}.log", pid)));
+    auto text = readFile(shimFile(dir.path(), pid));
     auto log = al::parse(text);
     EXPECT_TRUE(log.warnings.empty()) << log.warnings.front().message;
     ASSERT_EQ(log.processes.size(), 1u);
@@ -129,7 +147,7 @@ TEST(PreloadShim, RecordsWhatTheHostAllocatedAndExceptionsStillWork) {
     ASSERT_NE(child, p.end());
     int cpid = 0;
     ASSERT_EQ(std::sscanf(r.out.c_str() + r.out.find("child pid="), "child pid=%d", &cpid), 1);
-    auto clog = al::parse(readFile(dir.file(fmt::format("gpufault-alloc.{}.log", cpid))));
+    auto clog = al::parse(readFile(shimFile(dir.path(), cpid)));
     ASSERT_EQ(clog.allocations.size(), 1u);
     EXPECT_EQ(clog.allocations[0].ptr, child->second.first);
     EXPECT_EQ(clog.allocations[0].pid, cpid);
@@ -184,7 +202,18 @@ TEST(PreloadShim, NeverWritesThroughALinkAnotherUserPutWhereItsFileGoes) {
             ::_exit(127);
         }
         ::close(gate[0]);
-        std::string name = dir.file(fmt::format("gpufault-alloc.{}.log", pid));
+        // The name the shim will use: its pid, its pid namespace (ours) and its start ticks
+        // (the forked child's, kept by the exec).
+        char ns[64] = {};
+        ASSERT_GT(::readlink("/proc/self/ns/pid", ns, sizeof ns - 1), 6);
+        std::string stat = readFile(fmt::format("/proc/{}/stat", pid));
+        std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+        std::string ticks;
+        for (int i = 3; i <= 22; ++i) fields >> ticks;
+        std::string name = dir.file(fmt::format("gpufault-alloc.{}.{}.{}.log",
+                                                pid,
+                                                std::string(ns + 5, std::strlen(ns) - 6),
+                                                ticks));
         ASSERT_EQ(
             hard ? ::link(target.c_str(), name.c_str()) : ::symlink(target.c_str(), name.c_str()),
             0);
@@ -195,5 +224,48 @@ TEST(PreloadShim, NeverWritesThroughALinkAnotherUserPutWhereItsFileGoes) {
         EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << st;  // the host's own status
         EXPECT_EQ(readFile(target), "") << (hard ? "hard link" : "symbolic link");
         ::unlink(name.c_str());
+    }
+}
+
+// Hostile review of issue 4 (second round), finding 2: two containers (pid namespaces of their
+// own) run at the same time, each job pid 1. Each process writes its own file, named by its
+// pid, pid namespace and start ticks, and every record names its process.
+TEST(PreloadShim, TwoContainersWithTheSamePidWriteTwoFiles) {
+    TempDir dir;
+    std::string job = fmt::format(
+        "sleep 1 | unshare -pf --mount-proc env LD_PRELOAD={} GPUFAULT_ALLOC_DIR={} {} {} {} hold",
+        PRELOAD_SHIM,
+        dir.path(),
+        PRELOAD_HOST,
+        STANDIN_FW,
+        STANDIN_RT);
+    auto r = run({"/bin/sh", "-c", job + " & " + job + " & wait"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    if (r.out.find("pid=1 ") == std::string::npos && r.err.find("unshare") != std::string::npos)
+        GTEST_SKIP() << "no pid namespaces here: " << r.err;
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+        files.push_back(e.path().filename().string());
+    ASSERT_EQ(files.size(), 2u) << r.out << r.err;
+    std::set<uint64_t> namespaces;
+    for (const auto& name : files) {
+        auto log = al::parse(readFile(dir.file(name)));
+        EXPECT_TRUE(log.warnings.empty()) << name << ": " << log.warnings.front().message;
+        ASSERT_EQ(log.processes.size(), 1u) << name;
+        const auto& p = log.processes[0];
+        EXPECT_EQ(p.pid, 1);
+        ASSERT_TRUE(p.pidns && p.start_ticks) << name;
+        EXPECT_EQ(name, fmt::format("gpufault-alloc.1.{}.{}.log", *p.pidns, *p.start_ticks));
+        namespaces.insert(*p.pidns);
+        ASSERT_EQ(log.allocations.size(), 1u) << name;
+        EXPECT_EQ(log.allocations[0].start_line, 1u);
+    }
+    EXPECT_EQ(namespaces.size(), 2u);
+    // Each record carries its process's pid namespace and start ticks.
+    for (const auto& name : files) {
+        std::string text = readFile(dir.file(name));
+        auto alloc = text.substr(text.find("\ngpufault.alloc 1 alloc ") + 1);
+        EXPECT_NE(alloc.find(" pidns="), std::string::npos) << alloc;
+        EXPECT_NE(alloc.find(" start_ticks="), std::string::npos) << alloc;
     }
 }
