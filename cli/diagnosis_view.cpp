@@ -59,8 +59,7 @@ std::string diagnosisMarkdown(db::Db& d, int64_t incident) {
     std::string out = "### Diagnosis\n\n";
     for (const auto& dg : *dgs) {
         out += fmt::format("Triggered by {} ({}).\n\n", mdText(dg.why), mdCode(dg.rule));
-        for (const auto& dev : deviceLines(dg))
-            out += fmt::format("- Device: {}\n", mdText(dev));
+        for (const auto& dev : deviceLines(dg)) out += fmt::format("- Device: {}\n", mdText(dev));
         for (const auto& f : dg.findings)
             if (f.verdict != "device")
                 out += fmt::format(

@@ -130,11 +130,16 @@ size_t longestBacktickRun(std::string_view s) {
 std::string mdText(std::string_view s) {
     std::string out;
     for (char c : printable(s)) {
-        if (c == '&') out += "&amp;";
-        else if (c == '<') out += "&lt;";
-        else if (c == '>') out += "&gt;";
-        else if (c == '\\' || c == '`' || c == '[' || c == ']') out += {'\\', c};
-        else out += c;
+        if (c == '&')
+            out += "&amp;";
+        else if (c == '<')
+            out += "&lt;";
+        else if (c == '>')
+            out += "&gt;";
+        else if (c == '\\' || c == '`' || c == '[' || c == ']')
+            out += {'\\', c};
+        else
+            out += c;
     }
     return out;
 }

@@ -50,7 +50,8 @@ size_t fenceLen(const std::string& l) {
 }
 
 /// The text outside fenced blocks and code spans (CommonMark: a span ends at the next backtick
-/// run of the same length; an escaped backtick opens none). Sets `*fences_ok` false when a fence opened is never closed.
+/// run of the same length; an escaped backtick opens none). Sets `*fences_ok` false when a fence
+/// opened is never closed.
 std::string outsideCode(const std::string& md, bool* fences_ok) {
     std::string out;
     size_t open = 0;
@@ -128,14 +129,14 @@ TEST(ReportMarkdown, HostileNamesAndReasonKeepTheStructure) {
     EXPECT_EQ(text.find("<script"), std::string::npos) << md;
     EXPECT_EQ(text.find("<i>"), std::string::npos) << md;
     // Title and Reason carry the reason as text, entities escaped.
-    EXPECT_NE(md.find("## AMD GPU memory access fault at 0x00007051e5c00000 (\\`\\`\\` &lt;/details&gt; "
-                      "| a | b | &lt;script&gt;alert(1)&lt;/script&gt;)"),
-              std::string::npos)
+    EXPECT_NE(
+        md.find("## AMD GPU memory access fault at 0x00007051e5c00000 (\\`\\`\\` &lt;/details&gt; "
+                "| a | b | &lt;script&gt;alert(1)&lt;/script&gt;)"),
+        std::string::npos)
         << md;
     EXPECT_NE(md.find("- Reason: \\`\\`\\` &lt;/details&gt;"), std::string::npos) << md;
     // The kernel: one code span delimited by a run longer than the name's backticks.
-    EXPECT_NE(md.find("``_Z3fooI`|x|`<img src=x onerror=alert(1)>EvPf``"), std::string::npos)
-        << md;
+    EXPECT_NE(md.find("``_Z3fooI`|x|`<img src=x onerror=alert(1)>EvPf``"), std::string::npos) << md;
 
     // Every table row has its header's cell count; the operand row is there.
     auto ls = lines(md);
@@ -151,7 +152,8 @@ TEST(ReportMarkdown, HostileNamesAndReasonKeepTheStructure) {
             continue;
         }
         EXPECT_EQ(cells(ls[i]), header) << ls[i];
-        if (ls[i].find("| a\\|b\\`c&lt;i&gt;x&lt;/i&gt; |") != std::string::npos) operand_row = true;
+        if (ls[i].find("| a\\|b\\`c&lt;i&gt;x&lt;/i&gt; |") != std::string::npos)
+            operand_row = true;
     }
     EXPECT_TRUE(operand_row) << md;
 
