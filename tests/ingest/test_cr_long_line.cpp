@@ -51,5 +51,19 @@ TEST(CrLongLine, IngestFindsTheFaultAfterA2MiBProgressBar) {
     EXPECT_EQ(ev[0]["line"], 1);
 }
 
+// Over the reader's 4 MiB buffer: LineReader keeps the text after the last '\r' itself.
+TEST(CrLongLine, IngestFindsTheFaultAfterA6MiBProgressBar) {
+    TempDir t;
+    writeFile(t.file("long.log"), "before\n" + progressThenFault(110000) + "\nafter\n");
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("long.log")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto ev = parseJsonLines(
+        run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json", "--kind", "rocr_memory_fault"})
+            .out);
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0]["address"], "0x7f0000003000");
+    EXPECT_EQ(ev[0]["line"], 2);
+}
+
 }  // namespace
 }  // namespace gpufault::testing
