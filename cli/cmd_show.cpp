@@ -226,16 +226,6 @@ std::string signedExact(int64_t b) {
     return h.substr(0, h.find(" B"));
 }
 
-/// A Markdown table cell: `|` escaped.
-std::string mdCell(std::string_view s) {
-    std::string out;
-    for (char c : s) {
-        if (c == '|') out += '\\';
-        out += c;
-    }
-    return out;
-}
-
 /// printAllocations() as Markdown (report --format md): the same rows and columns.
 void printAllocationsMarkdown(const std::vector<AllocationDistanceRow>& rows) {
     fmt::print("### Fault address vs. recorded allocations\n\n");
@@ -252,8 +242,8 @@ void printAllocationsMarkdown(const std::vector<AllocationDistanceRow>& rows) {
     for (size_t i = 0; i < rows.size() && i < kAllocationRows; ++i) {
         const auto& r = rows[i];
         std::string stack = r.stack ? r.stack->substr(0, r.stack->find(';')) : "-";
-        fmt::print("| {} | `{}` | `{}` | {} | {} | {} | {} | {} | {} | `{}:{}` |\n",
-                   mdCell(printable(r.api)),
+        fmt::print("| {} | `{}` | `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
+                   mdCell(mdText(r.api)),
                    addr16(r.ptr),
                    addr16(r.end),
                    sizeText(r.end - r.ptr),
@@ -261,9 +251,8 @@ void printAllocationsMarkdown(const std::vector<AllocationDistanceRow>& rows) {
                    r.same_2mib ? "yes" : "no",
                    orDash(r.device),
                    allocationState(r),
-                   mdCell(printable(stack)),
-                   mdCell(printable(r.source)),
-                   r.line);
+                   mdCell(mdText(stack)),
+                   mdCell(mdCode(fmt::format("{}:{}", r.source, r.line))));
     }
     if (rows.size() > kAllocationRows)
         fmt::print(
@@ -452,15 +441,15 @@ void printCoresMarkdown(db::Db& d, int64_t incident) {
     auto cores = queryIncidentCores(d, incident);
     if (!cores) return;
     for (const auto& c : *cores) {
-        fmt::print("### Core {}: {}\n\n```\n{}", c.id, printable(coreTitle(c)), coreFacts(c, ""));
+        std::string body = coreFacts(c, "");
         if (auto all = queryCoreThreads(d, c.id, true); all) {
             for (const auto& t : *all)
-                if (t.crashed) fmt::print("{}", threadText(t, kReportFrames, ""));
+                if (t.crashed) body += threadText(t, kReportFrames, "");
             if (auto rt = runtimeThreadsText(*all, kReportRuntimeThreads, kReportRuntimeFrames, "");
                 !rt.empty())
-                fmt::print("\n{}", rt);
+                body += "\n" + rt;
         }
-        fmt::print("```\n\n");
+        fmt::print("### Core {}: {}\n\n{}\n", c.id, mdText(coreTitle(c)), mdFence(body));
     }
 }
 
@@ -543,21 +532,21 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                : vendor == "nvidia" ? "NVIDIA GPU"
                                     : "GPU",
                i.address ? " at " + addr16(*i.address) : "",
-               i.reason ? " (" + printable(*i.reason) + ")" : "");
+               i.reason ? " (" + mdText(*i.reason) + ")" : "");
     fmt::print("{}", diagnosisMarkdown(store->db(), id));
     fmt::print("### Summary\n\n");
     fmt::print("- Evidence: {} record(s): {}\n", i.members, i.kinds);
     if (i.address)
         fmt::print("- Fault address: `{}`; {}\n", addr16(*i.address), alignmentText(*i.address));
     if (i.pid || i.process)
-        fmt::print("- Process: {} (pid {})\n", printable(i.process.value_or("?")), orDash(i.pid));
-    if (i.reason) fmt::print("- Reason: {}\n", printable(*i.reason));
-    fmt::print("- Signature: `{}`\n\n", i.signature);
+        fmt::print("- Process: {} (pid {})\n", mdText(i.process.value_or("?")), orDash(i.pid));
+    if (i.reason) fmt::print("- Reason: {}\n", mdText(*i.reason));
+    fmt::print("- Signature: {}\n\n", mdCode(i.signature));
     fmt::print("### Faulting kernel\n\n");
     if (lastKernel)
-        fmt::print("Last dispatched kernel before the fault: `{}`{}\n\n",
-                   demangle(*lastKernel),
-                   demangle(*lastKernel) != *lastKernel ? fmt::format(" (`{}`)", *lastKernel) : "");
+        fmt::print("Last dispatched kernel before the fault: {}{}\n\n",
+                   mdCode(demangle(*lastKernel)),
+                   demangle(*lastKernel) != *lastKernel ? " (" + mdCode(*lastKernel) + ")" : "");
     else
         fmt::print(
             "No dispatch was logged before the fault (run with AMD_LOG_LEVEL=3 to record "
@@ -576,7 +565,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
             if (auto p = human.find(" ("); p != std::string::npos)
                 human = human.substr(p + 2, human.size() - p - 3);  // "-4.08 GiB"
             fmt::print("| {} | `{}` | `{}` | {} | {} {} | {} | {} | {} |\n",
-                       r.op.o.name,
+                       mdCell(mdText(r.op.o.name)),
                        addr16(r.op.o.ptr),
                        addr16(r.op.o.end),
                        r.op.o.end - r.op.o.ptr,
@@ -589,16 +578,15 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         fmt::print("\n");
     }
     if (auto al = primaryAllocations(*v); !al.empty()) printAllocationsMarkdown(al);
-    for (const auto& m : v->misses) fmt::print("{}\n\n", missText(m));
+    for (const auto& m : v->misses) fmt::print("{}\n\n", missText(m));  // gpufault's own text
     printCoresMarkdown(store->db(), id);
     fmt::print("### Evidence\n\n");
     for (const auto& m : v->members) {
-        fmt::print("`{}:{}` ({}{})\n\n```\n{}\n```\n\n",
-                   printable(m.ev.source),
-                   m.ev.e.line,
+        fmt::print("{} ({}{})\n\n{}\n",
+                   mdCode(fmt::format("{}:{}", m.ev.source, m.ev.e.line)),
                    kindName(m.ev.e.kind),
                    m.role == "context" ? ", context" : "",
-                   printableLines(m.ev.e.raw));
+                   mdFence(printableLines(m.ev.e.raw)));
     }
     fmt::print(
         "_Drafted by gpufault from the records above; please add the ROCm/CUDA, driver and kernel "

@@ -58,13 +58,12 @@ std::string diagnosisMarkdown(db::Db& d, int64_t incident) {
     if (!dgs || dgs->empty()) return "";
     std::string out = "### Diagnosis\n\n";
     for (const auto& dg : *dgs) {
-        out += fmt::format("Triggered by {} (`{}`).\n\n", printable(dg.why), dg.rule);
-        for (const auto& dev : deviceLines(dg))
-            out += fmt::format("- Device: {}\n", printable(dev));
+        out += fmt::format("Triggered by {} ({}).\n\n", mdText(dg.why), mdCode(dg.rule));
+        for (const auto& dev : deviceLines(dg)) out += fmt::format("- Device: {}\n", mdText(dev));
         for (const auto& f : dg.findings)
             if (f.verdict != "device")
                 out += fmt::format(
-                    "- **{}** {}\n", label(f.verdict), printable(diagnosis::findingText(f)));
+                    "- **{}** {}\n", label(f.verdict), mdText(diagnosis::findingText(f)));
         out += "\n";
     }
     return out;

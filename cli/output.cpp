@@ -115,6 +115,62 @@ std::string printableLines(std::string_view s) {
     return out;
 }
 
+namespace {
+/// The longest run of backticks in `s`.
+size_t longestBacktickRun(std::string_view s) {
+    size_t best = 0, run = 0;
+    for (char c : s) {
+        run = c == '`' ? run + 1 : 0;
+        best = std::max(best, run);
+    }
+    return best;
+}
+}  // namespace
+
+std::string mdText(std::string_view s) {
+    std::string out;
+    for (char c : printable(s)) {
+        if (c == '&')
+            out += "&amp;";
+        else if (c == '<')
+            out += "&lt;";
+        else if (c == '>')
+            out += "&gt;";
+        else if (c == '\\' || c == '`' || c == '[' || c == ']')
+            out += {'\\', c};
+        else
+            out += c;
+    }
+    return out;
+}
+
+std::string mdCode(std::string_view s) {
+    std::string body = printable(s);
+    std::string tick(longestBacktickRun(body) + 1, '`');
+    bool pad = !body.empty() && (body.front() == '`' || body.back() == '`');
+    return tick + (pad ? " " : "") + body + (pad ? " " : "") + tick;
+}
+
+std::string mdCell(std::string_view s) {
+    // GFM splits a row at a `|` not taken by a backslash pair (`\\` is a pair): a `|` gets a
+    // backslash unless an odd run of them already escapes it.
+    std::string out;
+    size_t backslashes = 0;
+    for (char c : s) {
+        if (c == '|' && backslashes % 2 == 0) out += '\\';
+        out += c;
+        backslashes = c == '\\' ? backslashes + 1 : 0;
+    }
+    return out;
+}
+
+std::string mdFence(std::string_view body) {
+    std::string fence(std::max<size_t>(3, longestBacktickRun(body) + 1), '`');
+    std::string out = fence + "\n" + std::string(body);
+    if (!body.empty() && body.back() != '\n') out += '\n';
+    return out + fence + "\n";
+}
+
 std::string sizeText(uint64_t b) {
     return bytesText(b, "");
 }

@@ -27,6 +27,20 @@ std::string printable(std::string_view s, bool keep_tab = false);
 /// printable() per line of a multi-line text, keeping the line breaks and TABs.
 std::string printableLines(std::string_view s);
 
+/// Markdown (CommonMark/GFM) for `report --format md`: log text must not open HTML, break a code
+/// span, a table row or a fence.
+/// printable() with HTML's `&`, `<`, `>` as entities and `\`, `` ` ``, `[`, `]` backslash-escaped
+/// (no code span, link or stray escape opens in log text): text outside code.
+std::string mdText(std::string_view s);
+/// A code span of printable(s): delimited by a backtick run longer than any in the text
+/// (CommonMark "Code spans"), padded with a space when the text starts or ends with a backtick.
+std::string mdCode(std::string_view s);
+/// A table cell: `|` → `\|` (GFM tables split cells before code spans, so also in code).
+std::string mdCell(std::string_view s);
+/// A fenced code block of `body` (already printable, line breaks kept): the fence is a backtick
+/// run longer than any in the body, at least 3 (CommonMark "Fenced code blocks").
+std::string mdFence(std::string_view body);
+
 /// One JSON value per line; invalid UTF-8 in strings is replaced, never thrown.
 void printJsonLine(std::FILE* out, const nlohmann::json& j);
 /// `0x` + 16 hex digits.

@@ -18,6 +18,17 @@
 
 namespace gpufault {
 
+/// A line over LineDecoder::kMaxLine as the decoder sees it: from its last '\r' on (that '\r'
+/// kept, so the decoder takes the text after it as a terminal shows it: a CR progress bar of
+/// megabytes before the message, docs/formats.md), cut at kMaxLine. Its text before that '\r'
+/// (a line prefix too) is not seen. A line within kMaxLine is returned whole.
+inline std::string_view cutLongLine(std::string_view l) {
+    if (l.size() <= LineDecoder::kMaxLine) return l;
+    size_t cr = l.rfind('\r');
+    if (cr != std::string_view::npos && cr + 1 < l.size()) l.remove_prefix(cr);
+    return l.substr(0, LineDecoder::kMaxLine);
+}
+
 /// Consecutive physical lines as read (stage 1, in order), then classified (stage 2, any
 /// thread: classify()), then decoded, matched and stored (stage 3, in order).
 struct LineBatch {
@@ -51,10 +62,11 @@ struct LineBatch {
     const char* text() const { return owns ? owned.data() : base; }
     /// Line `i`'s first byte, counted from text().
     size_t lineStart(size_t i) const { return i == 0 ? 0 : size_t{ends[i - 1]} + 1; }
-    /// Line `i` as the decoder sees it: without its '\n', cut at LineDecoder::kMaxLine.
+    /// Line `i` as the decoder sees it: without its '\n', cut at LineDecoder::kMaxLine
+    /// (cutLongLine()).
     std::string_view line(size_t i) const {
         const size_t s = lineStart(i);
-        return std::string_view(text() + s, std::min<size_t>(ends[i] - s, LineDecoder::kMaxLine));
+        return cutLongLine(std::string_view(text() + s, ends[i] - s));
     }
     /// Byte offset of line `i`.
     uint64_t offsetOf(size_t i) const { return first_offset + (owns ? 0 : lineStart(i)); }

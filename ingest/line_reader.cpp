@@ -99,6 +99,20 @@ db::Result<std::string_view> LineReader::peek(size_t n) {
     return std::string_view(bufs_[cur_].data(), std::min(n, end_));
 }
 
+void LineReader::skipLongPart(const char* a, const char* b) {
+    if (a >= b) return;
+    const std::string_view part(a, static_cast<size_t>(b - a));
+    if (size_t cr = part.rfind('\r'); cr != std::string_view::npos) {
+        // The decoder sees "\r" + what follows it (cutLongLine(), line_batches.h).
+        const char* t = a + cr + 1;
+        long_.assign("\r");
+        long_.append(t, std::min(static_cast<size_t>(b - t), maxLine_ - 1));
+        crTail_ = true;
+    } else if (crTail_ && long_.size() < maxLine_) {
+        long_.append(a, std::min(static_cast<size_t>(b - a), maxLine_ - long_.size()));
+    }
+}
+
 db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offset,
                                                              bool& truncated) {
     truncated = false;
@@ -109,6 +123,7 @@ db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offs
             size_t len = static_cast<size_t>(nl - s);
             pos_ += len + 1;
             if (skipping_) {
+                skipLongPart(s, nl);
                 skipping_ = false;
                 truncated = true;
                 lastCr_ = true;
@@ -128,6 +143,10 @@ db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offs
                 long_.assign(s, maxLine_);
                 longOffset_ = base_ + pos_;
                 skipping_ = true;
+                crTail_ = false;
+                skipLongPart(s + maxLine_, bufs_[cur_].data() + end_);
+            } else {
+                skipLongPart(s, bufs_[cur_].data() + end_);
             }
             const size_t adv = end_;
             switchBuffer(0);

@@ -85,7 +85,8 @@ extern size_t (*const kFindLineEnds)(const char*, const char*, size_t, uint32_t*
 /// Lines of a file descriptor, read(2) in 4 MiB chunks into two buffers used in turn: a line
 /// handed out stays valid until the reader has moved on to the other buffer and back, and the
 /// `reuse` hook runs before a buffer is written again (a consumer on another thread waits there
-/// until it is done with the lines in it). Lines over kMaxLine are cut (a copy, `truncated`).
+/// until it is done with the lines in it). Lines over kMaxLine are cut (a copy, `truncated`;
+/// after a '\r' past their first kMaxLine bytes: '\r' + the text after the last one).
 class LineReader {
   public:
     /// Bytes of each of the two buffers (read(2) size), unless a long line grows them.
@@ -152,6 +153,9 @@ class LineReader {
     /// Whether bytes [a, b) of the current buffer hold a '\r' (a never decreases between
     /// calls within one buffer).
     bool hasCr(size_t a, size_t b);
+    /// Bytes [a, b) of a long line past its first max_line: after a '\r' there, the line
+    /// becomes '\r' + the text after the last one (cut at max_line), as cutLongLine() does.
+    void skipLongPart(const char* a, const char* b);
 
     int fd_;
     size_t maxLine_;
@@ -170,6 +174,7 @@ class LineReader {
     size_t cr_ = kNone, crTo_ = 0;
     std::string long_;
     uint64_t longOffset_ = 0;
+    bool crTail_ = false;  ///< long_ holds the text after a '\r' past the line's first max_line
 };
 
 }  // namespace gpufault

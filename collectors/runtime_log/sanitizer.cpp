@@ -1,17 +1,21 @@
 // compute-sanitizer / cuda-memcheck memcheck reports (FORMATS.md §9.5). One record per
-// `Invalid <segment> <read|write> of size N[ bytes]` report:
+// `Invalid <segment> <read|write|atomic> of size N[ bytes]` report:
 //   ========= Invalid __global__ write of size 4 bytes
+//   ========= Invalid __global__ atomic of size 4 bytes                (CUDA 11.5+ memcheck)
 //   =========     at KERNEL+0xOFF[ in FILE:LINE]          (2023+)
 //   =========     at KERNEL:0xOFF in FILE:LINE             (docs sample)
 //   =========     at 0xOFF in KERNEL                       (2021–22, no line info)
 //   =========     at 0xOFF in FILE:LINE:KERNEL             (cuda-memcheck)
 //   =========     by thread (x,y,z) in block (x,y,z)
 //   =========     Address 0x… is out of bounds|misaligned  /  Access to|at 0x… is out of bounds
+//   =========     Address 0x… is not readable|not readable/writable with atomic operations
 //   =========     and is N bytes after|before the nearest allocation at 0x… of size S bytes
 // Continuation lines are indented under the prefix (`=========` unless `--prefix`); a bare prefix
 // line or any other top-level line (`Program hit …`, `ERROR SUMMARY`, `Malloc/Free error …`,
 // `Leaked …`) ends the report. Those other reports are not memory-access faults: no record.
 // Lines without the prefix (program output interleaved with the report) are skipped.
+// An atomic is a read-modify-write: EVIDENCE.md's `access` has no `atomic`, so it is stored as
+// `write` (the stricter permission it needs) with attr access_op=atomic.
 #include "collectors/runtime_log/sanitizer.h"
 
 #include <string>
@@ -157,7 +161,7 @@ class SanitizerMatcher final : public Matcher {
     std::string prefix_;           ///< its line prefix ("" when it had none)
     int foreign_ = 0;
 
-    /// A header line `Invalid __global__|__shared__|__local__ read|write of size N`: flushes
+    /// A header line `Invalid __global__|__shared__|__local__ read|write|atomic of size N`: flushes
     /// the report in progress and opens a new one. False for any other line.
     bool startReport(const LogLine& line, Sink& out) {
         string_view t = line.text;
@@ -169,9 +173,10 @@ class SanitizerMatcher final : public Matcher {
         string_view seg = h.substr(2, seg_end - 2);
         if (seg != "global" && seg != "shared" && seg != "local") return false;
         h.remove_prefix(seg_end + 3);
-        string_view access = text::startsWith(h, "read ")    ? "read"
-                             : text::startsWith(h, "write ") ? "write"
-                                                             : "";
+        string_view access = text::startsWith(h, "read ")     ? "read"
+                             : text::startsWith(h, "write ")  ? "write"
+                             : text::startsWith(h, "atomic ") ? "atomic"
+                                                              : "";
         if (access.empty() || !text::startsWith(h.substr(access.size()), " of size ")) return false;
         auto size = text::parseGroupedDec(h.substr(access.size() + 9));
         if (!size) return false;
@@ -179,7 +184,12 @@ class SanitizerMatcher final : public Matcher {
         Evidence e;
         e.kind = Kind::SanitizerReport;
         e.vendor = "nvidia";
-        e.access = std::string(access);
+        if (access == "atomic") {
+            e.access = "write";
+            e.setAttr("access_op", "atomic");
+        } else {
+            e.access = std::string(access);
+        }
         e.setAttr("segment", std::string(seg));
         e.setAttr("access_size", std::to_string(*size));
         e.line = line.line;

@@ -169,6 +169,39 @@ namespace {
 
 // Both newline searches (AVX2 where this CPU has it) find what memchr finds, from every start
 // and to every end around their 32- and 64-byte steps, on buffers with sparse and dense '\n'.
+// A line over max_line with '\r' past its first max_line bytes (a CR progress bar, then a
+// message): next() gives '\r' + the text after the last '\r', cut at max_line, as
+// cutLongLine() does for a line within the buffer. Small buffers: the line spans several.
+TEST(LineReader, LongLineKeepsTheTextAfterItsLastCarriageReturn) {
+    char path[] = "/tmp/gpufault-lr-XXXXXX";
+    int w = ::mkstemp(path);
+    ASSERT_GE(w, 0);
+    std::string tail(150, 'z');
+    std::string content = std::string(250, 'a') + "\rbar 1\r" + std::string(300, 'b') + "\rFAULT " +
+                          tail + "\nnext\n" + std::string(500, 'c') + "\n";
+    ASSERT_EQ(::write(w, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+    ::close(w);
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    LineReader r(fd, 100, {}, 64);
+    uint64_t off = 0;
+    bool truncated = false;
+    auto l = r.next(off, truncated);
+    ASSERT_TRUE(l && *l);
+    EXPECT_EQ(**l, "\rFAULT " + tail.substr(0, 100 - 7));
+    EXPECT_TRUE(truncated);
+    l = r.next(off, truncated);
+    ASSERT_TRUE(l && *l);
+    EXPECT_EQ(**l, "next");
+    EXPECT_FALSE(truncated);
+    l = r.next(off, truncated);  // no '\r': its first 100 bytes, as before
+    ASSERT_TRUE(l && *l);
+    EXPECT_EQ(**l, std::string(100, 'c'));
+    EXPECT_TRUE(truncated);
+    ::close(fd);
+    ::unlink(path);
+}
+
 TEST(LineReader, NewlineSearchesAgreeWithMemchr) {
     const bool avx2 = __builtin_cpu_supports("avx2");
     std::string buf(600, 'x');

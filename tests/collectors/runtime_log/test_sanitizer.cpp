@@ -140,8 +140,7 @@ TEST(Sanitizer, OtherReportKindsAreNoRecord) {
              "========= Leaked 64 bytes at 0x400200200",
              "========= Program hit cudaErrorLaunchFailure (error 719) due to \"unspecified "
              "launch failure\" on CUDA API call to cudaDeviceSynchronize.",
-             "[access] kernel=k op=read addr_first=0x7f78bf4cce00 addr_last=0x7f78bf4cce7f",
-             "========= Invalid __global__ atomic of size 4 bytes"})
+             "[access] kernel=k op=read addr_first=0x7f78bf4cce00 addr_last=0x7f78bf4cce7f"})
             .empty());
 }
 
@@ -206,6 +205,64 @@ TEST(Sanitizer, RealOlderAccessAtWordingCutLastLine) {  // 025
         "col_kernel(const unsigned int *, unsigned int *, unsigned int, unsigned int, int, float)");
     EXPECT_EQ(ev[0].address, 0x7f71b9e01360ull);
     EXPECT_EQ(ev[0].attr("nearest_alloc_size"), "2400");
+}
+
+// CUDA 11.5+ memcheck: `Invalid __global__ atomic of size 4 bytes` … `Address 0x… is not
+// readable/writable with atomic operations`. EVIDENCE.md's access has no `atomic`: stored as
+// `write` with attr access_op=atomic.
+TEST(Sanitizer, AtomicReportIsAWriteWithAccessOpAtomic) {
+    auto ev = run({"========= Invalid __global__ atomic of size 4 bytes",
+                   "=========     at 0xa0 in IncrementTwice(unsigned int*)",
+                   "=========     by thread (0,0,0) in block (0,0,0)",
+                   "=========     Address 0x7f6f67000000 is not readable/writable with atomic "
+                   "operations",
+                   "========="});
+    ASSERT_EQ(ev.size(), 1u);
+    const auto& e = ev[0];
+    EXPECT_EQ(e.kind, Kind::SanitizerReport);
+    EXPECT_EQ(e.access, "write");
+    EXPECT_EQ(e.attr("access_op"), "atomic");
+    EXPECT_EQ(e.attr("access_size"), "4");
+    EXPECT_EQ(e.attr("segment"), "global");
+    EXPECT_EQ(e.kernel, "IncrementTwice(unsigned int*)");
+    EXPECT_EQ(e.attr("pc_offset"), "0xa0");
+    EXPECT_EQ(e.address, 0x7f6f67000000ull);
+    EXPECT_EQ(e.address_exact, true);
+    EXPECT_EQ(e.attr("violation"), "not readable/writable with atomic operations");
+}
+
+// A read, then two atomics (one in the cuda-memcheck `FILE:LINE:KERNEL` layout): three records.
+TEST(Sanitizer, ReadThenTwoAtomicsAreThreeRecords) {
+    auto ev = run({"========= Invalid __global__ read of size 4 bytes",
+                   "=========     at 0x20 in IncrementTwice(unsigned int*)",
+                   "=========     by thread (0,0,0) in block (0,0,0)",
+                   "=========     Address 0x7f6f67000000 is not readable",
+                   "=========",
+                   "========= Invalid __global__ atomic of size 4 bytes",
+                   "=========     at 0xa0 in IncrementTwice(unsigned int*)",
+                   "=========     by thread (0,0,0) in block (0,0,0)",
+                   "=========     Address 0x7f6f67000000 is not readable/writable with atomic "
+                   "operations",
+                   "=========",
+                   "========= Invalid __global__ atomic of size 8 bytes",
+                   "=========     at 0x270 in sync.h:81:_ZN2cg6atomicEv",
+                   "=========     by thread (0,0,0) in block (0,0,0)",
+                   "=========     Address 0x7f6f68000000 is out of bounds",
+                   "========="});
+    ASSERT_EQ(ev.size(), 3u);
+    EXPECT_EQ(ev[0].access, "read");
+    EXPECT_EQ(ev[0].attr("access_op"), std::nullopt);
+    EXPECT_EQ(ev[0].attr("violation"), "not readable");
+    EXPECT_EQ(ev[1].line, 6u);
+    EXPECT_EQ(ev[1].access, "write");
+    EXPECT_EQ(ev[1].attr("access_op"), "atomic");
+    EXPECT_EQ(ev[2].line, 11u);
+    EXPECT_EQ(ev[2].access, "write");
+    EXPECT_EQ(ev[2].attr("access_op"), "atomic");
+    EXPECT_EQ(ev[2].attr("access_size"), "8");
+    EXPECT_EQ(ev[2].kernel, "_ZN2cg6atomicEv");
+    EXPECT_EQ(ev[2].attr("source"), "sync.h:81");
+    EXPECT_EQ(ev[2].address, 0x7f6f68000000ull);
 }
 
 // Hostile input: each of these was quadratic in the line length (minutes for 1 MiB lines);
