@@ -97,7 +97,10 @@ int cmdEvents(const Global& g,
               const std::optional<std::string>& kind,
               const std::optional<std::string>& source) {
     if (kind && !kindFromName(*kind)) {
-        fmt::print(stderr, "gpufault: unknown kind '{}'\n", *kind);
+        std::string known;
+        for (int k = 0; k <= static_cast<int>(Kind::Coredump); ++k)
+            known += fmt::format("{}{}", k ? ", " : "", kindName(static_cast<Kind>(k)));
+        fmt::print(stderr, "gpufault: unknown kind '{}' (kinds: {})\n", *kind, known);
         return 2;
     }
     auto store = openForQuery(g);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "schema/distance.h"
 
@@ -464,8 +465,22 @@ db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
     });
 }
 
+namespace {
+/// Refuses, at prepare time, functions whose result leaks the process's memory layout:
+/// `fts3_tokenizer('simple')` returns the address of a tokenizer module (a pointer into the
+/// SQLite library), which a query's output would hand to whoever reads it.
+int refuseLeakyFunctions(
+    void*, int action, const char*, const char* function, const char*, const char*) {
+    if (action == SQLITE_FUNCTION && function && sqlite3_stricmp(function, "fts3_tokenizer") == 0)
+        return SQLITE_DENY;
+    return SQLITE_OK;
+}
+}  // namespace
+
 db::Result<Table> runQuery(db::Db& d, const std::string& sql, double timeout_s) {
+    sqlite3_set_authorizer(d.handle(), refuseLeakyFunctions, nullptr);
     auto s = d.prepareOne(sql);
+    sqlite3_set_authorizer(d.handle(), nullptr, nullptr);
     if (!s) return std::unexpected(s.error());
     if (!s->readonly())
         return std::unexpected(db::Error{"query is read-only: this statement would write"});

@@ -107,7 +107,12 @@ TEST(CliErrors, ExitCodes) {
     EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "show", "1"}).status, 0);
     EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--kind", "nvidia_xid"}).status,
               0);
-    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--kind", "bogus"}).status, 2);
+    auto bogus = run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--kind", "bogus"});
+    EXPECT_EQ(bogus.status, 2);
+    // The message lists the kinds there are, first to last.
+    EXPECT_NE(bogus.err.find("(kinds: amdgpu_page_fault, rocr_memory_fault,"), std::string::npos)
+        << bogus.err;
+    EXPECT_NE(bogus.err.find(", coredump)"), std::string::npos) << bogus.err;
     EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "frobnicate"}).status, 2);
     EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("missing.db"), "events"}).status, 2);
     auto q = run({GPUFAULT_BIN, "--db", t.file("db"), "query", "DELETE FROM evidence"});
@@ -157,6 +162,12 @@ TEST(CliHostile, QueryRefusesWritesAndRunaways) {
     EXPECT_TRUE(readFile(t.file("copy.db")).empty());
     auto two = run({GPUFAULT_BIN, "--db", t.file("db"), "query", "SELECT 1; SELECT 2"});
     EXPECT_EQ(two.status, 2);
+    // fts3_tokenizer('simple') would print the address of a module inside the SQLite library.
+    auto ptr =
+        run({GPUFAULT_BIN, "--db", t.file("db"), "query", "SELECT fts3_tokenizer('simple')"});
+    EXPECT_EQ(ptr.status, 2);
+    EXPECT_NE(ptr.err.find("not authorized"), std::string::npos) << ptr.err;
+    EXPECT_TRUE(ptr.out.empty()) << ptr.out;
     auto slow = run(
         {GPUFAULT_BIN,
          "--db",
