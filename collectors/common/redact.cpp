@@ -1,6 +1,7 @@
 #include "collectors/common/redact.h"
 
 #include <cctype>
+#include <utility>
 
 namespace gpufault {
 
@@ -62,30 +63,132 @@ std::string redactUrlCredentials(std::string_view s) {
     return out;
 }
 
-std::vector<std::string> redactArgs(const std::vector<std::string>& argv) {
-    std::vector<std::string> out;
-    bool nextIsSecret = false;
-    for (size_t i = 0; i < argv.size(); ++i) {
-        const std::string& a = argv[i];
-        if (nextIsSecret) {
-            out.push_back("<redacted>");
-            nextIsSecret = false;
-            continue;
-        }
-        if (i > 0 && a.starts_with("-")) {
-            auto eq = a.find('=');
-            auto name = std::string_view(a).substr(0, eq);
-            if (looksSecret(name, "")) {
-                if (eq == std::string::npos) {
-                    nextIsSecret = true;
-                    out.push_back(a);
-                } else {
-                    out.push_back(a.substr(0, eq + 1) + "<redacted>");
-                }
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(a[i])) !=
+            std::tolower(static_cast<unsigned char>(b[i])))
+            return false;
+    return true;
+}
+
+/// `NAME` when `w` is a shell assignment `NAME=value` (NAME a shell identifier), else empty.
+std::string_view assignmentName(std::string_view w) {
+    size_t eq = w.find('=');
+    if (eq == 0 || eq == std::string_view::npos) return {};
+    auto name = w.substr(0, eq);
+    if (std::isdigit(static_cast<unsigned char>(name[0]))) return {};
+    for (char c : name)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return {};
+    return name;
+}
+
+/// Redacts one word at a time, carrying what the previous word asked for: an option that takes
+/// a secret (`--password X`), an HTTP credential scheme (`Bearer X`), a `--user NAME:PASS`.
+class WordRedactor {
+public:
+    /// `w` with a secret replaced; `first` = argv[0] (never an option or an assignment).
+    std::string word(std::string_view w, bool first) {
+        // Quotes around a word inside a shell string stay where they are.
+        size_t lead = 0, trail = 0;
+        while (lead < w.size() && (w[lead] == '"' || w[lead] == '\'')) ++lead;
+        while (trail < w.size() - lead && (w[w.size() - 1 - trail] == '"' ||
+                                           w[w.size() - 1 - trail] == '\''))
+            ++trail;
+        auto core = w.substr(lead, w.size() - lead - trail);
+        std::string out(w.substr(0, lead));
+        out += redactCore(core, first);
+        out.append(w.substr(w.size() - trail));
+        return out;
+    }
+
+    /// An argument holding blanks (`sh -c '…'`, `-H "Authorization: Bearer X"`): each word.
+    std::string text(std::string_view a) {
+        std::string out;
+        size_t i = 0;
+        while (i < a.size()) {
+            size_t blank = a.find_first_of(" \t\n", i);
+            if (blank == i) {
+                out += a[i++];
                 continue;
             }
+            if (blank == std::string_view::npos) blank = a.size();
+            out += word(a.substr(i, blank - i), false);
+            i = blank;
         }
-        out.push_back(redactUrlCredentials(a));
+        return out;
+    }
+
+private:
+    enum class Next { Plain, Secret, UserPass };
+    Next next_ = Next::Plain;
+
+    static bool isScheme(std::string_view w) {
+        return iequals(w, "Bearer") || iequals(w, "Basic") || iequals(w, "Token") ||
+               iequals(w, "Digest");
+    }
+    static std::string userPass(std::string_view v) {
+        size_t colon = v.find(':');
+        if (colon == std::string_view::npos) return std::string(v);
+        return std::string(v.substr(0, colon + 1)) + "<redacted>";
+    }
+
+    std::string redactCore(std::string_view w, bool first) {
+        Next was = std::exchange(next_, Next::Plain);
+        if (was == Next::Secret) {
+            if (isScheme(w)) {  // `Authorization: Bearer X`: the scheme stays, X goes
+                next_ = Next::Secret;
+                return std::string(w);
+            }
+            return "<redacted>";
+        }
+        if (was == Next::UserPass) return userPass(w);
+        if (iequals(w, "Bearer") || iequals(w, "Basic")) {  // a credential with no header name
+            next_ = Next::Secret;
+            return std::string(w);
+        }
+        if (first) return redactUrlCredentials(w);
+        if (w.starts_with("-")) {
+            auto eq = w.find('=');
+            auto name = w.substr(0, eq);
+            if (looksSecret(name, "")) {
+                if (eq == std::string_view::npos) {
+                    next_ = Next::Secret;
+                    return std::string(w);
+                }
+                return std::string(w.substr(0, eq + 1)) + "<redacted>";
+            }
+            if (name == "-u" || name == "--user" || name == "--proxy-user") {  // curl, wget
+                if (eq != std::string_view::npos)
+                    return std::string(w.substr(0, eq + 1)) + userPass(w.substr(eq + 1));
+                next_ = Next::UserPass;
+                return std::string(w);
+            }
+        }
+        if (auto name = assignmentName(w); !name.empty()) {
+            auto value = w.substr(name.size() + 1);
+            if (looksSecret(name, value)) return std::string(name) + "=<redacted>";
+        }
+        // `Authorization:` or `X-Api-Key:` header names: the rest of the header is secret.
+        if (w.size() > 1 && w.back() == ':' && looksSecret(w.substr(0, w.size() - 1), "")) {
+            next_ = Next::Secret;
+            return std::string(w);
+        }
+        return redactUrlCredentials(w);
+    }
+};
+
+}  // namespace
+
+std::vector<std::string> redactArgs(const std::vector<std::string>& argv) {
+    std::vector<std::string> out;
+    WordRedactor r;
+    for (size_t i = 0; i < argv.size(); ++i) {
+        const std::string& a = argv[i];
+        bool blanks = a.find_first_of(" \t\n") != std::string::npos;
+        out.push_back(i > 0 && blanks ? r.text(a) : r.word(a, i == 0));
     }
     return out;
 }

@@ -20,7 +20,11 @@ std::string redactUrlCredentials(std::string_view s);
 
 /// A command line with secrets replaced by `<redacted>`: `--api-key=X` → `--api-key=<redacted>`,
 /// `--password X` → `--password <redacted>` (option names as looksSecret() judges them; argv[0]
-/// is never an option), and the credentials of any URL in an argument (redactUrlCredentials()).
+/// is never an option), assignments `HF_TOKEN=X` → `HF_TOKEN=<redacted>` (as `env` and
+/// `docker -e` take them), `Bearer X`/`Basic X` and the value after a secret header name
+/// (`Authorization: …`), the password of `-u`/`--user NAME:PASS`, and the credentials of any URL
+/// (redactUrlCredentials()). An argument holding blanks (`sh -c '…'`) is judged word by word.
+/// Not recognised: passwords glued to a short option (`mysql -pPW`).
 std::vector<std::string> redactArgs(const std::vector<std::string>& argv);
 
 }  // namespace gpufault

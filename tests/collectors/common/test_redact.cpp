@@ -100,3 +100,28 @@ TEST(Redact, CommandLineKeepsEverythingButTheSecrets) {
     // argv[0] is never taken for an option.
     EXPECT_EQ(redactArgs({"--token-tool"}), std::vector<std::string>{"--token-tool"});
 }
+
+// hostile4b F3: secrets given as assignments, inside `sh -c` strings, as HTTP credentials.
+TEST(Redact, AssignmentsShellStringsAndHttpCredentials) {
+    EXPECT_EQ(redactArgs({"env", "HF_TOKEN=hf_PLANTED_A", "AWS_SECRET_ACCESS_KEY=PLANTED_B",
+                          "HIP_VISIBLE_DEVICES=0", "/bin/true"}),
+              (std::vector<std::string>{"env", "HF_TOKEN=<redacted>",
+                                        "AWS_SECRET_ACCESS_KEY=<redacted>",
+                                        "HIP_VISIBLE_DEVICES=0", "/bin/true"}));
+    EXPECT_EQ(redactArgs({"docker", "run", "-e", "MY_TOKEN=PLANTED_C", "img"}),
+              (std::vector<std::string>{"docker", "run", "-e", "MY_TOKEN=<redacted>", "img"}));
+    EXPECT_EQ(redactArgs({"sh", "-c", "python train.py --token=X  --lr 3 && WANDB_API_KEY=k x"}),
+              (std::vector<std::string>{
+                  "sh", "-c", "python train.py --token=<redacted>  --lr 3 && WANDB_API_KEY=<redacted> x"}));
+    EXPECT_EQ(redactArgs({"curl", "-H", "Authorization: Bearer abc.def", "-u", "bob:hunter2",
+                          "--user=al:pw", "https://h/"}),
+              (std::vector<std::string>{"curl", "-H", "Authorization: Bearer <redacted>", "-u",
+                                        "bob:<redacted>", "--user=al:<redacted>", "https://h/"}));
+    EXPECT_EQ(redactArgs({"sh", "-c", "curl -H \"X-Api-Key: s3cr3t\" -H 'Authorization: Token t0k'"}),
+              (std::vector<std::string>{
+                  "sh", "-c",
+                  "curl -H \"X-Api-Key: <redacted>\" -H 'Authorization: Token <redacted>'"}));
+    // Not secrets: a plain assignment, a word that is only a number, the working directory.
+    EXPECT_EQ(redactArgs({"env", "PWD=/x", "N=3", "run"}),
+              (std::vector<std::string>{"env", "PWD=/x", "N=3", "run"}));
+}
