@@ -268,6 +268,7 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         sum.threads = report.stack->threads.size();
         sum.partial = report.stack->partial;
         if (report.stack->exe_refused) sum.warnings.push_back(*report.stack->exe_refused);
+        if (report.stack->exe_unverified) sum.warnings.push_back(*report.stack->exe_unverified);
         if (const auto* t = coredump::crashingThread(*report.stack)) {
             sum.frames = t->frames.size();
             if (const auto* f = firstSpecific(t->frames)) sum.top = coredump::describeFrame(*f);
@@ -332,9 +333,11 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         }
         auto core = store.addCore(s->id, rec, evidence);
         if (!core) return std::unexpected(core.error());
-        if (report.stack && report.stack->exe_refused)
-            if (auto r = store.addWarning(s->id, Warning{0, *report.stack->exe_refused}); !r)
-                return std::unexpected(r.error());
+        if (report.stack)
+            for (const auto& w : {report.stack->exe_refused, report.stack->exe_unverified})
+                if (w)
+                    if (auto r = store.addWarning(s->id, Warning{0, *w}); !r)
+                        return std::unexpected(r.error());
         for (const auto& o : operands)
             if (auto r = store.addOperand(s->id, o, std::nullopt); !r)
                 return std::unexpected(r.error());

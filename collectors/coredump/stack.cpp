@@ -54,6 +54,7 @@ nlohmann::json toJson(const CoreStack& s) {
                        {"modules_without_file", s.modules_without_file}};
     put(out, "partial", s.partial);
     put(out, "exe_refused", s.exe_refused);
+    put(out, "exe_unverified", s.exe_unverified);
     return out;
 }
 
@@ -64,6 +65,7 @@ std::optional<CoreStack> stackFromJson(const nlohmann::json& j) {
         s.modules_without_file = j.at("modules_without_file").get<std::vector<std::string>>();
         s.partial = get<std::string>(j, "partial");
         s.exe_refused = get<std::string>(j, "exe_refused");
+        s.exe_unverified = get<std::string>(j, "exe_unverified");
         for (const auto& tj : j.at("threads")) {
             Thread t;
             t.tid = tj.at("tid").get<int64_t>();

@@ -46,6 +46,9 @@ struct CoreStack {
     /// Why UnwindOptions::exe was not used: "--exe PATH has build-id X, the core's executable
     /// Y: not used" (the executable is then looked up as without --exe).
     std::optional<std::string> exe_refused;
+    /// Why UnwindOptions::exe was used without proof (exe_check.h: the core keeps no build-id
+    /// of its executable; its mappings fit the file).
+    std::optional<std::string> exe_unverified;
 };
 
 nlohmann::json toJson(const CoreStack& s);

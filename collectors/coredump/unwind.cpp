@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "collectors/common/demangle.h"
+#include "collectors/coredump/exe_check.h"
 #include "collectors/coredump/signature.h"
 
 namespace gpufault::coredump {
@@ -214,66 +215,6 @@ std::string debuginfoSearchPath(const std::vector<std::string>& dirs) {
     return out + ":.debug:/usr/lib/debug";
 }
 
-namespace {
-
-/// The build-id of the core's main executable as the core itself shows it (its memory, the
-/// module at AT_ENTRY of the NT_AUXV note), hex; nullopt when the core does not show it.
-std::optional<std::string> coreExeBuildId(Elf* core, const Dwfl_Callbacks& cb) {
-    std::optional<uint64_t> entry;
-    size_t phnum = 0;
-    if (elf_getphdrnum(core, &phnum) != 0) return std::nullopt;
-    for (size_t i = 0; i < phnum && !entry; ++i) {
-        GElf_Phdr ph;
-        if (!gelf_getphdr(core, static_cast<int>(i), &ph) || ph.p_type != PT_NOTE) continue;
-        Elf_Data* d = elf_getdata_rawchunk(core, ph.p_offset, ph.p_filesz, ELF_T_NHDR);
-        if (!d) continue;
-        GElf_Nhdr nh;
-        size_t off = 0, name_off = 0, desc_off = 0;
-        while (!entry && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-            if (nh.n_type != NT_AUXV || nh.n_descsz % 16 != 0) continue;
-            const auto* p = static_cast<const unsigned char*>(d->d_buf) + desc_off;
-            for (size_t k = 0; k + 16 <= nh.n_descsz; k += 16) {
-                uint64_t type = 0, value = 0;
-                std::memcpy(&type, p + k, 8);
-                std::memcpy(&value, p + k + 8, 8);
-                if (type == AT_ENTRY) entry = value;
-            }
-        }
-    }
-    if (!entry) return std::nullopt;
-    Dwfl* probe = dwfl_begin(&cb);
-    if (!probe) return std::nullopt;
-    std::optional<std::string> out;
-    dwfl_report_begin(probe);
-    if (dwfl_core_file_report(probe, core, nullptr) >= 0 &&
-        dwfl_report_end(probe, nullptr, nullptr) == 0) {
-        if (Dwfl_Module* m = dwfl_addrmodule(probe, *entry)) {
-            const unsigned char* bits = nullptr;
-            GElf_Addr vaddr = 0;
-            if (int n = dwfl_module_build_id(m, &bits, &vaddr); n > 0) out = hex(bits, n);
-        }
-    }
-    dwfl_end(probe);
-    return out;
-}
-
-/// The build-id of the ELF file at `path`, hex; nullopt when it has none or is no ELF.
-std::optional<std::string> fileBuildId(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::nullopt;
-    std::optional<std::string> out;
-    if (Elf* e = elf_begin(fd, ELF_C_READ, nullptr)) {
-        const void* bits = nullptr;
-        if (ssize_t n = dwelf_elf_gnu_build_id(e, &bits); n > 0)
-            out = hex(static_cast<const unsigned char*>(bits), static_cast<int>(n));
-        elf_end(e);
-    }
-    ::close(fd);
-    return out;
-}
-
-}  // namespace
-
 Result<CoreStack> unwindInProcess(const std::string& path,
                                   const UnwindOptions& opt,
                                   std::optional<int64_t> crashing_tid) {
@@ -302,15 +243,11 @@ Result<CoreStack> unwindInProcess(const std::string& path,
     }
     // --exe is checked as a file found at the core's recorded path is (by build-id): the wrong
     // executable would give another program's symbols.
-    std::optional<std::string> exe = opt.exe, exe_refused;
+    std::optional<std::string> exe = opt.exe;
+    ExeCheck exe_check;
     if (exe) {
-        auto want = coreExeBuildId(elf, cb);
-        auto have = fileBuildId(*exe);
-        if (want && have != want) {
-            exe_refused = fmt::format("--exe {} has build-id {}, the core's executable {}: not used",
-                                      *exe, have.value_or("(none)"), *want);
-            exe.reset();
-        }
+        exe_check = checkExe(elf, cb, *exe);
+        if (exe_check.refused) exe.reset();
     }
     dwfl_report_begin(dwfl);
     if (dwfl_core_file_report(dwfl, elf, exe ? exe->c_str() : nullptr) < 0) {
@@ -327,7 +264,8 @@ Result<CoreStack> unwindInProcess(const std::string& path,
     Context c;
     c.dwfl = dwfl;
     c.opt = &opt;
-    c.stack.exe_refused = exe_refused;
+    c.stack.exe_refused = exe_check.refused;
+    c.stack.exe_unverified = exe_check.unverified;
     c.crashing = crashing_tid;
     if (opt.seconds)
         c.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(

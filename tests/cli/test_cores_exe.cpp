@@ -1,0 +1,70 @@
+// `--exe` for a core that keeps no build-id of its executable (dumped with coredump_filter 0x03,
+// tests/data/cores/nobuildid): the file is checked against the core's file mappings, used with a
+// warning when they fit, refused when they do not (hostile4b F4).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/cli/core_ingest.h"
+#include "tests/support/process.h"
+
+namespace gpufault::testing {
+namespace {
+
+const std::string kDir = kCoreDir + "nobuildid/";
+
+ProcessResult ingestWithExe(const TempDir& t, const std::string& exe) {
+    return run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", "--exe", exe, kDir + "core"});
+}
+
+TEST(CliCoresExe, AFittingExeIsUsedButMarkedUnverified) {
+    TempDir t;
+    auto r = ingestWithExe(t, kDir + "nbmain");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("--exe " + kDir +
+                         "nbmain used unverified: the core keeps no build-id of its executable "
+                         "/tmp/nbfixture/nbmain (its 5 file mappings fit the file's segments)"),
+              std::string::npos)
+        << r.err;
+    auto w = run({GPUFAULT_BIN, "--db", t.file("db"), "query",
+                  "select count(*) from warnings where message like '%used unverified%'"});
+    ASSERT_EQ(w.status, 0) << w.err;
+    EXPECT_NE(w.out.find("\n1\n"), std::string::npos) << w.out;
+    auto s = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1"});
+    ASSERT_EQ(s.status, 0) << s.err;
+    EXPECT_NE(s.out.find("read_handle"), std::string::npos) << s.out;
+}
+
+// gpufault itself has more and larger segments than nbmain's five mappings.
+TEST(CliCoresExe, AnExeWhoseSegmentsDoNotFitTheMappingsIsRefused) {
+    TempDir t;
+    auto r = ingestWithExe(t, GPUFAULT_BIN);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find(std::string("--exe ") + GPUFAULT_BIN +
+                         " does not fit the core's executable /tmp/nbfixture/nbmain: the core maps "),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("which none of its segments holds: not used"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("used unverified"), std::string::npos) << r.err;
+}
+
+// The limit: another build with the same page layout cannot be told apart without a build-id;
+// it is used, and the warning says so.
+TEST(CliCoresExe, AnotherBuildOfTheSameLayoutIsOnlyMarkedUnverified) {
+    TempDir t;
+    auto r = ingestWithExe(t, kDir + "nbmain.other");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("nbmain.other used unverified"), std::string::npos) << r.err;
+}
+
+TEST(CliCoresExe, ANonElfExeIsRefused) {
+    TempDir t;
+    auto r = ingestWithExe(t, kDir + "nbmain.c");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("--exe " + kDir + "nbmain.c: not an ELF file: not used"),
+              std::string::npos)
+        << r.err;
+}
+
+}  // namespace
+}  // namespace gpufault::testing
