@@ -118,8 +118,10 @@ std::expected<void, std::string> writeMetrics(State& s) {
     auto text = renderMetrics(s);
     if (!text) return std::unexpected(text.error());
     const std::string& path = s.cfg.metrics_path;
-    std::string tmp = path + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // A new file of a unique name (O_EXCL: never through a link another user planted in the
+    // directory); node_exporter reads only `*.prom`, so it never sees the temporary.
+    std::string tmp = path + ".XXXXXX";
+    int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
     if (fd < 0) {
         int err = errno;
         // ProtectSystem=strict: ReadWritePaths= took only directories that existed at start.
@@ -152,8 +154,11 @@ std::expected<void, std::string> writeMetrics(State& s) {
     }
     ::fsync(fd);
     ::close(fd);
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-        return std::unexpected(fmt::format("{}: {}", path, std::strerror(errno)));
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::string e = std::strerror(errno);
+        ::unlink(tmp.c_str());
+        return std::unexpected(fmt::format("{}: {}", path, e));
+    }
     return {};
 }
 

@@ -94,6 +94,7 @@ StepResult openSourcesStep(State& s) {
                                             std::max<uint64_t>(2 * c.poll_ms, 2000),
                                             c.files_max_open,
                                             c.follow_hardlinks);
+        f->excludeOwn({c.store_path, c.metrics_path});
         s.files = f.get();
         s.sources.push_back(std::move(f));
     }

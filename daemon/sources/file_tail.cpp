@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <set>
 
 #include "daemon/daemon.h"
@@ -74,6 +75,38 @@ int onGlobError(const char*, int err) {
 }
 }  // namespace
 
+namespace {
+/// `path` with its directory resolved (the file itself need not exist).
+std::string resolvedPath(const std::string& path) {
+    std::error_code ec;
+    std::filesystem::path p(path);
+    auto dir = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec).parent_path(), ec);
+    if (ec) return std::filesystem::absolute(p).lexically_normal().string();
+    return (dir / p.filename()).string();
+}
+}  // namespace
+
+void FileTail::excludeOwn(std::vector<std::string> paths) {
+    own_.clear();
+    for (const auto& p : paths)
+        if (!p.empty()) own_.push_back(resolvedPath(p));
+    scanDue_ = true;
+}
+
+bool FileTail::isOwn(const std::string& path) const {
+    if (own_.empty()) return false;
+    std::string r = resolvedPath(path);
+    for (const auto& o : own_) {
+        if (!r.starts_with(o)) continue;
+        std::string_view rest = std::string_view(r).substr(o.size());
+        // SQLite's companions, writeMetrics()'s temporary (mkostemp: six characters).
+        if (rest.empty() || rest == "-wal" || rest == "-shm" || rest == "-journal" ||
+            rest == ".tmp" || (rest.size() == 7 && rest[0] == '.'))
+            return true;
+    }
+    return false;
+}
+
 void FileTail::scan() {
     scanDue_ = false;
     std::set<Key> seen;
@@ -110,6 +143,10 @@ void FileTail::scan() {
                         it->second->path = path;
                         it->second->renamed = true;
                     }
+                    continue;
+                }
+                if (isOwn(path)) {
+                    problem(path, "not followed: gpufaultd's own store or metrics file");
                     continue;
                 }
                 if (st.st_nlink > 1 && !followHardlinks_) {

@@ -73,6 +73,12 @@ class FileTail final : public Source {
              bool follow_hardlinks = false);
     ~FileTail() override;
 
+    /// Files the daemon writes itself, never followed even when a pattern matches them: each
+    /// path, its SQLite companions (`-wal`, `-shm`, `-journal`) and the metrics file's
+    /// temporaries (`.tmp`, `.XXXXXX`). Compared after resolving the directory (symbolic links,
+    /// `..`); shown in status as not followed.
+    void excludeOwn(std::vector<std::string> paths);
+
     /// Next poll() re-expands the patterns (called on the poll timer and on inotify events).
     void rescanSoon() { scanDue_ = true; }
     /// The directories the patterns look into (for inotify watches).
@@ -208,8 +214,12 @@ class FileTail final : public Source {
     template <typename Marks>
     static const Mark* lastMark(const Marks& marks, int64_t offset);
 
+    /// True when `path` (a regular file a pattern matched) is one of excludeOwn()'s.
+    bool isOwn(const std::string& path) const;
+
     Store& store_;
     std::vector<std::string> globs_;
+    std::vector<std::string> own_;  ///< excludeOwn(), resolved
     int window_;
     uint64_t idleCloseMs_;
     bool scanDue_ = true;

@@ -618,3 +618,42 @@ TEST(DaemonHostile, ManyFilesNotFollowedAreBoundedInStatusAndLog) {
     EXPECT_EQ(occurrences(err, "… and 1080 more file(s) not followed"), 1u) << err;
     stop(d);
 }
+
+// hostile3b H3: a pattern that covers the store and the metrics file does not make the daemon
+// follow its own database, WAL, SHM or metrics temporaries (it copied records out of its WAL
+// and committed in a loop). hostile3b M5: the metrics temporary is a new file of its own, so a
+// link planted at the old fixed name (`.tmp`) is never written through.
+TEST(DaemonHostile, ItsOwnStoreAndMetricsFilesAreNeverFollowed) {
+    Fixture f;
+    f.store = f.logs + "/gpufault.db";
+    f.globs = fmt::format("\"{}/*\"", f.logs);
+    std::string metrics = f.logs + "/gpufault.prom";
+    std::string victim = f.dir.file("victim");
+    writeFile(victim, "precious\n");
+    ASSERT_EQ(::chmod(victim.c_str(), 0600), 0);
+    ASSERT_EQ(::symlink(victim.c_str(), (metrics + ".tmp").c_str()), 0) << std::strerror(errno);
+    f.append("job.log", std::string(kRocrFault) + "\n");
+    f.configure("", fmt::format("[metrics]\npath = \"{}\"\ninterval_ms = 100\n", metrics));
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 10s));
+    ASSERT_TRUE(eventually([&] { return ::access(metrics.c_str(), R_OK) == 0; }, 10s));
+    for (int i = 0; i < 3; ++i) {  // more faults, commits and metrics rewrites, more scans
+        f.append("job.log", std::string(kRocrFault) + "\n");
+        ASSERT_TRUE(eventually(
+            [&] { return f.count("SELECT coalesce(sum(line), 0) FROM sources") == 2 + i; }, 10s));
+    }
+    std::this_thread::sleep_for(500ms);  // several poll intervals: a WAL source would appear
+    EXPECT_EQ(f.count("SELECT count(*) FROM sources"), 1);
+    EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE path LIKE '%job.log'"), 1);
+    EXPECT_EQ(f.count("SELECT count(*) FROM evidence"), 4);
+    auto row = f.stream(f.store + "-wal");
+    ASSERT_TRUE(row.is_object()) << f.status().dump();
+    EXPECT_EQ(row["error"], "not followed: gpufaultd's own store or metrics file");
+    EXPECT_EQ(readFile(victim), "precious\n");
+    struct stat st {};
+    ASSERT_EQ(::stat(victim.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);  // the old code made it 0644
+    stop(d);
+}
