@@ -244,6 +244,20 @@ std::vector<ConfigError> checkHost(const Config& c) {
             fmt::format("group '{}' does not exist (create it, or set group = \"\": only root "
                         "may connect)",
                         c.socket_group)});
+    {
+        // The store (and its directory) is created at start; what is there must be a file.
+        std::error_code ec;
+        auto st = std::filesystem::status(c.store_path, ec);
+        if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+            out.push_back(ConfigError{
+                c.path,
+                line("store.path"),
+                "store.path",
+                fmt::format("{} is not a regular file (a directory or a device: name the store "
+                            "file itself, e.g. {}/gpufault.db)",
+                            c.store_path,
+                            c.store_path)});
+    }
     if (!c.metrics_path.empty()) {
         auto dir = std::filesystem::path(c.metrics_path).parent_path();
         std::error_code ec;

@@ -87,7 +87,8 @@ struct ConfigError {
 /// What the file asks of this host and the host lacks, each an error naming file, line and
 /// key: control.group set to a group that does not exist (only root could connect: a config
 /// error, not a warning the daemon prints and goes on), metrics.path in a directory that does
-/// not exist (the daemon creates no directory for it). Checked by --check-config, at start-up
+/// not exist (the daemon creates no directory for it), a store.path that exists and is no
+/// regular file (a directory). Checked by --check-config, at start-up
 /// and at reload, not by parseConfig() (the packaged file names the package's group).
 std::vector<ConfigError> checkHost(const Config& c);
 

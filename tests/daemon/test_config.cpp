@@ -424,3 +424,23 @@ TEST(DaemonConfig, AMissingGroupOrMetricsDirectoryIsAnErrorOfTheRealDaemon) {
     EXPECT_EQ(ok.status, 0) << ok.err;
     EXPECT_EQ(ok.out, conf + ": valid\n");
 }
+
+// hostile3b L9: store.path naming a directory passed --check-config, then the daemon exited 1
+// with "unable to open database file" naming no line or key.
+TEST(DaemonConfig, AStorePathThatIsADirectoryIsAnErrorNamingTheKey) {
+    TempDir d;
+    const std::string conf = d.file("g.conf");
+    ::mkdir(d.file("store").c_str(), 0755);
+    writeFile(conf, "[store]\npath = \"" + d.file("store") + "\"\n[kmsg]\nenabled = false\n");
+    const std::string want = conf + ":2: store.path: " + d.file("store") +
+                             " is not a regular file (a directory or a device: name the store "
+                             "file itself, e.g. " +
+                             d.file("store") + "/gpufault.db)";
+    for (bool check : {true, false}) {
+        std::vector<std::string> argv = {GPUFAULTD_BIN, "--config", conf};
+        if (check) argv.push_back("--check-config");
+        auto p = run(argv, 30);
+        EXPECT_EQ(p.status, 2) << p.err;
+        EXPECT_NE(p.err.find(want + "\n"), std::string::npos) << p.err;
+    }
+}
