@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <unordered_map>
 
 #include "collectors/code_object/amdgpu_code_object.h"
 #include "collectors/code_object/elf.h"
@@ -18,6 +20,8 @@ namespace {
 constexpr uint64_t kGridRow = 0x88;           ///< sizeof(CudbgGridTableEntry), CUDA ≥ 11
 constexpr uint64_t kMaxParamBytes = 32768;    ///< CUDA's kernel parameter limit (32,764 B)
 constexpr uint64_t kMaxCubin = 256ull << 20;  ///< a relocated cubin read for its symbols
+/// Bytes of module tables (`.cudbg.modtbl.*`) read in all to name kernels.
+constexpr uint64_t kModtblBudget = 64ull << 20;
 constexpr uint8_t kEiattrKparamInfo = 0x17;   ///< EIATTR_KPARAM_INFO
 constexpr uint8_t kEifmtSval = 0x04;          ///< EIFMT_SVAL: u16 size, then the payload
 
@@ -107,24 +111,31 @@ std::vector<CudaParamInfo> kparams(codeobj::Bytes b) {
     return out;
 }
 
-/// The kernel at `g.function_entry` and its parameters, from the relocated cubin `image`.
-void kernelOf(const std::string& image, CudaGrid& g) {
+/// Names each grid of `grids` (indices into m.grids) whose entry point is a function symbol
+/// of the relocated cubin `image`, with its parameters. The image is parsed once.
+void kernelsOf(const std::string& image, GpuCoreMeta& m, const std::vector<size_t>& grids) {
     auto bytes = std::as_bytes(std::span(image.data(), image.size()));
     auto elf = codeobj::parseElf(bytes);
     if (!elf) return;
     auto syms = codeobj::symbols(*elf);
     if (!syms) return;
+    std::unordered_map<uint64_t, std::string_view> functions;
     for (const auto& s : *syms)
-        if (s.type == 2 && s.value == g.function_entry) g.kernel = s.name;
-    if (g.kernel.empty()) return;
-    const auto* info = elf->find(".nv.info." + g.kernel);
-    if (!info) return;
-    auto b = elf->bytes(*info);
-    if (!b) return;
-    g.params = kparams(*b);
-    auto types = paramTypes(demangle(g.kernel));
-    for (auto& p : g.params)
-        if (p.ordinal < types.size()) p.type = types[p.ordinal];
+        if (s.type == 2) functions[s.value] = s.name;  // the last one, as before
+    for (size_t gi : grids) {
+        CudaGrid& g = m.grids[gi];
+        auto it = functions.find(g.function_entry);
+        if (it == functions.end()) continue;
+        g.kernel = std::string(it->second);
+        const auto* info = elf->find(".nv.info." + g.kernel);
+        if (!info) continue;
+        auto b = elf->bytes(*info);
+        if (!b) continue;
+        g.params = kparams(*b);
+        auto types = paramTypes(demangle(g.kernel));
+        for (auto& p : g.params)
+            if (p.ordinal < types.size()) p.type = types[p.ordinal];
+    }
 }
 
 using Region = std::pair<uint64_t, uint64_t>;
@@ -172,32 +183,42 @@ void readGrids(const CoreLayout& c,
 }
 
 /// Names each grid's kernel: its module handle's index in `.cudbg.modtbl.devD.ctxC` (u64
-/// handles) is the sh_info of its relocated cubin `.cudbg.relfimg.devD.ctxC`.
+/// handles) is the sh_info of its relocated cubin `.cudbg.relfimg.devD.ctxC`. Linear in the
+/// bytes read, which are capped (kModtblBudget; a hostile core may hold 65,536 overlapping
+/// tables): each table is scanned once for the handles still unnamed, each cubin parsed once.
 void nameKernels(const CoreLayout& c,
                  const ReadAt& read,
                  GpuCoreMeta& m,
                  const std::vector<uint64_t>& handles) {
+    // (table suffix, module index) → the relocated cubin's section; the first one wins.
+    std::map<std::pair<std::string, uint32_t>, size_t> images;
+    for (size_t i = 0; i < c.sections.size() && i < c.places.size(); ++i)
+        if (c.sections[i].starts_with(".cudbg.relfimg.") && c.places[i].size <= kMaxCubin)
+            images.emplace(std::pair{c.sections[i].substr(15), c.places[i].info}, i);
+    uint64_t budget = kModtblBudget;
     for (size_t t = 0; t < c.sections.size() && t < c.places.size(); ++t) {
         if (!c.sections[t].starts_with(".cudbg.modtbl.")) continue;
         auto suffix = c.sections[t].substr(14);  // "devD.ctxC"
-        auto b = read(c.places[t].offset,
-                      static_cast<size_t>(std::min<uint64_t>(c.places[t].size, 1 << 20)));
-        for (size_t gi = 0; gi < m.grids.size(); ++gi) {
-            auto& g = m.grids[gi];
-            if (!g.kernel.empty() || !suffix.starts_with("dev" + std::to_string(g.dev) + "."))
-                continue;
-            for (uint32_t k = 0; 8 * (k + 1) <= b.size(); ++k) {
-                if (le<uint64_t>(b, 8 * k) != handles[gi]) continue;
-                for (size_t i = 0; i < c.sections.size() && i < c.places.size(); ++i)
-                    if (c.sections[i] == ".cudbg.relfimg." + suffix && c.places[i].info == k &&
-                        c.places[i].size <= kMaxCubin) {
-                        kernelOf(read(c.places[i].offset, static_cast<size_t>(c.places[i].size)),
-                                 g);
-                        break;
-                    }
-                break;
-            }
+        std::unordered_map<uint64_t, std::vector<size_t>> wanted;  // handle → unnamed grids
+        for (size_t gi = 0; gi < m.grids.size(); ++gi)
+            if (m.grids[gi].kernel.empty() &&
+                suffix.starts_with("dev" + std::to_string(m.grids[gi].dev) + "."))
+                wanted[handles[gi]].push_back(gi);
+        if (wanted.empty()) continue;
+        uint64_t size = std::min<uint64_t>(c.places[t].size, 1 << 20);
+        if (size > budget) break;
+        budget -= size;
+        auto b = read(c.places[t].offset, static_cast<size_t>(size));
+        std::map<size_t, std::vector<size_t>> byImage;  // cubin section → its grids
+        for (uint32_t k = 0; 8 * (k + 1) <= b.size() && !wanted.empty(); ++k) {
+            auto w = wanted.find(le<uint64_t>(b, 8 * k));
+            if (w == wanted.end()) continue;
+            if (auto im = images.find({suffix, k}); im != images.end())
+                for (size_t gi : w->second) byImage[im->second].push_back(gi);
+            wanted.erase(w);  // the first index of a handle counts
         }
+        for (const auto& [i, grids] : byImage)
+            kernelsOf(read(c.places[i].offset, static_cast<size_t>(c.places[i].size)), m, grids);
     }
 }
 
