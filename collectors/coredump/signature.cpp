@@ -104,6 +104,9 @@ std::map<std::string, std::string> runtimeVersions(const std::vector<MappedFile>
     std::map<std::string, std::string> out;
     for (const auto& f : files) {
         auto b = baseName(f.path);
+        // A library deleted while mapped (upgraded under a running job): the kernel appends
+        // " (deleted)" to the path; the version is the file's.
+        if (b.ends_with(" (deleted)")) b.remove_suffix(10);
         auto so = b.find(".so.");
         if (so == std::string_view::npos) continue;
         auto stem = b.substr(0, so + 3);

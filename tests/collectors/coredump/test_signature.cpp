@@ -121,6 +121,9 @@ TEST(Signature, RuntimeVersionsFromMappedFiles) {
               (std::map<std::string, std::string>{{"libamdhip64.so", "6.2.60200"},
                                                   {"libcuda.so", "550.54.15"},
                                                   {"libhsa-runtime64.so", "1.14.60200"}}));
+    // A runtime upgraded under the running job: NT_FILE names it as d_path() does.
+    EXPECT_EQ(runtimeVersions({{0, 0, 0, "/opt/rocm/lib/libamdhip64.so.6.2.41133 (deleted)"}}),
+              (std::map<std::string, std::string>{{"libamdhip64.so", "6.2.41133"}}));
 }
 
 }  // namespace
