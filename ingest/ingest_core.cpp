@@ -291,7 +291,14 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     if (prov.uid && !rec.uid) rec.uid = prov.uid;
     if (prov.signal && !rec.signal) rec.signal = *prov.signal;
     rec.origin = prov.origin;
-    rec.note = prov.note;
+    std::optional<std::string> note = prov.note;
+    if (report.layout.truncated) {  // cut after its notes: pid, signal, threads still known
+        std::string cut = "core file " + *report.layout.truncated + " (stored from its notes" +
+                          (report.stack ? ", frames as far as its memory goes)" : ", no stack)");
+        note = note ? *note + "; " + cut : cut;
+        sum.warnings.push_back(cut);
+    }
+    rec.note = note;
     rec.exe = prov.exe;
     if (!prov.meta.empty()) {
         auto m = nlohmann::json::parse(rec.meta.value_or("{}"), nullptr, false);
@@ -313,7 +320,7 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     if (ev) {
         if (prov.pid) ev->pid = prov.pid;
         if (prov.comm && !ev->process) ev->process = prov.comm;
-        if (prov.note) ev->setAttr("note", *prov.note);
+        if (note) ev->setAttr("note", *note);
         if (prov.origin != "file") ev->setAttr("origin", prov.origin);
     }
 
@@ -333,11 +340,14 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         }
         auto core = store.addCore(s->id, rec, evidence);
         if (!core) return std::unexpected(core.error());
+        std::vector<std::string> warnings;
         if (report.stack)
             for (const auto& w : {report.stack->exe_refused, report.stack->exe_unverified})
-                if (w)
-                    if (auto r = store.addWarning(s->id, Warning{0, *w}); !r)
-                        return std::unexpected(r.error());
+                if (w) warnings.push_back(*w);
+        if (report.layout.truncated && note) warnings.push_back(*note);
+        for (const auto& w : warnings)
+            if (auto r = store.addWarning(s->id, Warning{0, w}); !r)
+                return std::unexpected(r.error());
         for (const auto& o : operands)
             if (auto r = store.addOperand(s->id, o, std::nullopt); !r)
                 return std::unexpected(r.error());

@@ -211,9 +211,9 @@ Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
         if (!n) return std::unexpected(n.error());
         parseNotes(*n, c.notes);
     }
-    if (c.needed_size > file_size)
-        return std::unexpected(Error{fmt::format(
-            "truncated: its segments need {} bytes, the file has {}", c.needed_size, file_size)});
+    if (c.needed_size > file_size)  // cut while written (ulimit -c, a full disk): notes whole
+        c.truncated = fmt::format(
+            "truncated: its segments need {} bytes, the file has {}", c.needed_size, file_size);
     if (c.kind != CoreKind::Cpu && head->shnum && head->shnum <= kMaxSections) {
         auto sh =
             readRange(read, file_size, head->shoff, uint64_t{head->shnum} * 64, "section headers");

@@ -77,6 +77,9 @@ struct CoreLayout {
     ElfHead head;
     uint64_t file_size = 0;
     uint64_t needed_size = 0;  ///< max(p_offset + p_filesz) over PT_LOAD and PT_NOTE
+    /// Set when the file is shorter than needed_size (its notes are whole): "truncated: its
+    /// segments need N bytes, the file has M". Memory past the end reads as missing.
+    std::optional<std::string> truncated;
     CoreNotes notes;
     std::vector<std::string> sections;  ///< section names (GPU cores keep theirs; CPU cores none)
     /// Where each of `sections` lies: address (sh_addr), file offset and size, in bytes.
@@ -97,8 +100,8 @@ inline constexpr uint64_t kMaxNoteBytes = 64ull << 20;
 inline constexpr uint32_t kMaxSections = 65536;
 
 /// Reads and checks the structure of the ELF64 little-endian core of `file_size` bytes. Errors:
-/// not an ELF core, a 32-bit or big-endian core, headers or notes outside the file, a file
-/// shorter than its segments ("truncated: segments need N bytes, the file has M").
+/// not an ELF core, a 32-bit or big-endian core, headers or notes outside the file. A file
+/// shorter than its segments whose notes are whole is read, with CoreLayout::truncated set.
 Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size);
 
 /// Parses the note records of one PT_NOTE segment into `out` (pure; bounds-checked).

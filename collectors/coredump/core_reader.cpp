@@ -74,8 +74,8 @@ Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt) {
     if (r.layout.kind == CoreKind::Cpu) {
         if (r.layout.notes.tids.empty()) return fail("no NT_PRSTATUS note: no thread to unwind");
         auto s = unwindCore(path, opt.unwind, r.layout.notes.tids.front(), opt.limits);
-        if (!s) return fail("unwinding failed: " + s.error().message);
-        r.stack = std::move(*s);
+        if (!s && !r.layout.truncated) return fail("unwinding failed: " + s.error().message);
+        if (s) r.stack = std::move(*s);  // a truncated core: what its notes say stays
         if (auto* t = crashingThread(*r.stack))
             r.signature = stackSignature(t->frames, opt.signature_depth);
     } else {

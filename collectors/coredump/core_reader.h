@@ -48,8 +48,9 @@ Result<int> openRegular(const std::string& path, bool follow_links = true);
 /// True when the file at `path` starts like a core (sniffCore); false when it cannot be read.
 bool isCoreFile(const std::string& path);
 
-/// Reads the core at `path`. Errors name the file: unreadable, not a core, truncated, or
-/// unwinding failed (the limited child timed out, died or ran out of memory).
+/// Reads the core at `path`. Errors name the file: unreadable, not a core, notes cut, or
+/// unwinding failed (the limited child timed out, died or ran out of memory). A core cut after
+/// its notes (layout.truncated) is read: the frames its memory still holds, or none.
 Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt = {});
 
 }  // namespace gpufault::coredump

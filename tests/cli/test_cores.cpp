@@ -319,18 +319,30 @@ TEST(CliCores, RocrAbortReportListsTheThreadsInsideTheHipRuntime) {
     EXPECT_LT(hipLine, o.find("```\n\n### Evidence", section)) << o;  // inside the code block
 }
 
-TEST(CliCores, TruncatedCoreExits2AndStoresNothing) {
+// hostile4b F6: a core cut by `ulimit -c` or a full disk keeps whole notes: the core is
+// stored from them (pid, signal, si_addr), with a note and a warning saying it was cut.
+TEST(CliCores, ATruncatedCoreIsStoredFromItsNotes) {
     TempDir t;
     auto whole = readFile(kCore);
     writeFile(t.file("core.cut"), whole.substr(0, whole.size() / 2));
     auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("core.cut")});
-    EXPECT_EQ(r.status, 2);
-    EXPECT_NE(r.err.find(t.file("core.cut") + ": truncated: its segments need 462848 bytes, the "
-                                              "file has 231424"),
-              std::string::npos)
-        << r.err;
-    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"}).out, "");
-    EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out, "");
+    EXPECT_EQ(r.status, 0) << r.err;
+    const std::string cut =
+        "core file truncated: its segments need 462848 bytes, the file has 231424 (stored from "
+        "its notes";
+    EXPECT_NE(r.err.find(cut), std::string::npos) << r.err;
+    auto c = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"}).out);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["pid"], 14046);
+    EXPECT_EQ(c[0]["signal"], 11);
+    EXPECT_NE(c[0].value("note", "").find(cut), std::string::npos) << c[0].dump();
+    auto e = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_EQ(e[0]["kind"], "coredump");
+    EXPECT_EQ(e[0]["address"], "0x8a");
+    auto w = run({GPUFAULT_BIN, "--db", t.file("db"), "query",
+                  "select count(*) from warnings where message like 'core file truncated%'"});
+    EXPECT_NE(w.out.find("\n1\n"), std::string::npos) << w.out;
 }
 
 TEST(CliCores, RocrGpuCoreIsStoredAsMetadata) {
