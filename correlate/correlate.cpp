@@ -9,6 +9,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "correlate/links.h"
+
 namespace gpufault {
 
 bool isKernelSide(Kind k) {
@@ -39,207 +41,8 @@ std::optional<int64_t> wallSeconds(std::string_view wall) {
 
 namespace {
 
-/// A record's wall clock for comparisons, seconds: the instant the store derived (the zone the
-/// record stated, else the ingesting zone; not a DST-ambiguous reading), or the stamp's stated
-/// instant; for a record not read from a store without one, the printed date counted on its own
-/// unstated zone (`utc` false). Two clocks compare only when both are instants or both are not.
-struct WallClock {
-    int64_t s = 0;
-    bool utc = false;
-    bool operator==(const WallClock&) const = default;
-};
-std::optional<WallClock> wallClock(const StoredEvidence& r) {
-    if (r.wall_utc_us) {
-        if (r.wall_zone == "local_ambiguous") return std::nullopt;
-        int64_t us = *r.wall_utc_us;
-        return WallClock{us >= 0 ? us / 1000000 : -((-us + 999999) / 1000000), true};
-    }
-    if (r.e.time.wall_utc_s) return WallClock{*r.e.time.wall_utc_s, true};
-    if (r.e.time.wall && r.e.time.wall->size() == 19)
-        if (auto w = wallSeconds(*r.e.time.wall)) return WallClock{*w, false};
-    return std::nullopt;
-}
-
-/// A core's time (the file's modification) is not the instant of the fault: it is compared
-/// only by the core link, never as a shared clock.
-std::optional<WallClock> wallOf(const StoredEvidence& r) {
-    return r.e.kind == Kind::Coredump ? std::nullopt : wallClock(r);
-}
-
-/// What a set of records states that another set could contradict: one GPU node, device and
-/// vendor at most, the kernel (pid, tid) pairs, one pid per runtime stream, and the span of each
-/// clock. Merging two sets is refused when the union would hold a contradiction, so a record
-/// without a pid can never chain two processes into one incident. O(1) per join.
-struct Traits {
-    std::optional<int64_t> node;
-    std::optional<std::string> pci, vendor;
-    std::optional<WallClock> wall;
-    std::vector<std::pair<int64_t, std::optional<int64_t>>> kernelPids;  // (pid, tid)
-    std::vector<std::pair<int64_t, int64_t>> streamPids;                 // (source, pid)
-    std::optional<double> kMin, kMax, rMin, rMax;                        // seconds
-
-    static Traits of(const StoredEvidence& s) {
-        Traits t;
-        const Evidence& e = s.e;
-        t.node = e.gpu_node;
-        t.pci = e.pci;
-        t.vendor = e.vendor;
-        if (e.pid) {
-            if (isKernelSide(e.kind))
-                t.kernelPids.push_back({*e.pid, e.tid});
-            else
-                t.streamPids.push_back({s.source_id, *e.pid});
-        }
-        if (e.time.kernel_s) t.kMin = t.kMax = *e.time.kernel_s;
-        if (e.time.runtime_us) t.rMin = t.rMax = static_cast<double>(*e.time.runtime_us) / 1e6;
-        t.wall = wallOf(s);
-        return t;
-    }
-
-    bool conflicts(const Traits& o, double maxGap) const {
-        auto differ = [](const auto& a, const auto& b) { return a && b && *a != *b; };
-        if (differ(node, o.node) || differ(pci, o.pci) || differ(vendor, o.vendor) ||
-            (wall && o.wall && wall->utc == o.wall->utc && wall->s != o.wall->s))
-            return true;
-        for (auto& [p1, t1] : kernelPids)
-            for (auto& [p2, t2] : o.kernelPids)
-                if (p1 != p2 && !(t1 && *t1 == p2) && !(t2 && *t2 == p1)) return true;
-        for (auto& [s1, p1] : streamPids)
-            for (auto& [s2, p2] : o.streamPids)
-                if (s1 == s2 && p1 != p2) return true;
-        auto span = [&](const auto& lo1, const auto& hi1, const auto& lo2, const auto& hi2) {
-            if (!lo1 || !lo2) return false;
-            return std::max(*hi1, *hi2) - std::min(*lo1, *lo2) > maxGap;
-        };
-        return span(kMin, kMax, o.kMin, o.kMax) || span(rMin, rMax, o.rMin, o.rMax);
-    }
-
-    void merge(const Traits& o) {
-        if (!node) node = o.node;
-        if (!pci) pci = o.pci;
-        if (!vendor) vendor = o.vendor;
-        if (!wall) wall = o.wall;
-        auto add = [](auto& into, const auto& from) {
-            for (const auto& x : from)
-                if (into.size() < 16 && std::find(into.begin(), into.end(), x) == into.end())
-                    into.push_back(x);
-        };
-        add(kernelPids, o.kernelPids);
-        add(streamPids, o.streamPids);
-        auto widen = [](auto& lo, auto& hi, const auto& olo, const auto& ohi) {
-            if (!olo) return;
-            lo = lo ? std::min(*lo, *olo) : *olo;
-            hi = hi ? std::max(*hi, *ohi) : *ohi;
-        };
-        widen(kMin, kMax, o.kMin, o.kMax);
-        widen(rMin, rMax, o.rMin, o.rMax);
-    }
-};
-
-/// Disjoint sets of records, joined only when their Traits do not conflict.
-struct UnionFind {
-    std::vector<size_t> parent;
-    std::vector<std::string> link;  // why each set root joined its parent
-    std::vector<Traits> traits;     // per root
-    double maxGap;
-    UnionFind(const std::vector<const StoredEvidence*>& recs, double gap)
-        : parent(recs.size()), link(recs.size()), maxGap(gap) {
-        std::iota(parent.begin(), parent.end(), 0);
-        traits.reserve(recs.size());
-        for (auto* r : recs) traits.push_back(Traits::of(*r));
-    }
-    size_t find(size_t x) {
-        while (parent[x] != x) x = parent[x] = parent[parent[x]];
-        return x;
-    }
-    // Joins b's set into a's (the earlier record stays the root) unless they conflict.
-    void join(size_t a, size_t b, std::string why) {
-        size_t ra = find(a), rb = find(b);
-        if (ra == rb || traits[ra].conflicts(traits[rb], maxGap)) return;
-        if (rb < ra) std::swap(ra, rb);
-        parent[rb] = ra;
-        link[rb] = std::move(why);
-        traits[ra].merge(traits[rb]);
-        traits[rb] = Traits{};
-    }
-};
-
-/// Seconds between two records on a clock both carry; nullopt when they share none.
-std::optional<double> clockGap(const StoredEvidence& ra, const StoredEvidence& rb) {
-    const Evidence &a = ra.e, &b = rb.e;
-    if (a.time.kernel_s && b.time.kernel_s) return std::fabs(*a.time.kernel_s - *b.time.kernel_s);
-    if (a.time.runtime_us && b.time.runtime_us)
-        return std::fabs(static_cast<double>(*a.time.runtime_us - *b.time.runtime_us)) / 1e6;
-    auto wa = wallOf(ra), wb = wallOf(rb);
-    if (wa && wb && wa->utc == wb->utc)
-        return *wa == *wb ? 0.0 : 1e9;  // to the second; different = unknown gap
-    return std::nullopt;
-}
-
-struct Linker {
-    const std::vector<const StoredEvidence*>& ev;
-    const CorrelationRules& rules;
-
-    bool samePidSpace(const StoredEvidence& a, const StoredEvidence& b) const {
-        bool ka = isKernelSide(a.e.kind), kb = isKernelSide(b.e.kind);
-        if (ka && kb) return true;
-        return !ka && !kb && a.source_id == b.source_id;
-    }
-
-    /// Reasons that forbid a join, whatever else matches.
-    bool contradicts(const StoredEvidence& a, const StoredEvidence& b) const {
-        const Evidence &x = a.e, &y = b.e;
-        if (x.gpu_node && y.gpu_node && *x.gpu_node != *y.gpu_node) return true;
-        if (x.pci && y.pci && *x.pci != *y.pci) return true;
-        if (x.vendor && y.vendor && *x.vendor != *y.vendor) return true;
-        if (x.pid && y.pid && *x.pid != *y.pid && samePidSpace(a, b)) {
-            // the kernel prints a thread id in segfault lines: tid of one may be the other's
-            bool tidMatch = (x.tid && *x.tid == *y.pid) || (y.tid && *y.tid == *x.pid);
-            if (!tidMatch) return true;
-        }
-        if (auto gap = clockGap(a, b); gap && *gap > rules.max_gap_s) return true;
-        return false;
-    }
-
-    /// Why a and b are one incident, or "" when they are not.
-    std::string why(const StoredEvidence& a, const StoredEvidence& b) const {
-        if (contradicts(a, b)) return {};
-        const Evidence &x = a.e, &y = b.e;
-        // The first 2 MiB (NULL and near-NULL pointers) is shared by unrelated faults.
-        if (x.address && y.address && (*x.address >> 21) == (*y.address >> 21) &&
-            (*x.address >> 21) != 0)
-            return fmt::format("same 2 MiB region 0x{:x}", (*x.address >> 21) << 21);
-        bool sameSide = isKernelSide(x.kind) == isKernelSide(y.kind);
-        if (!sameSide)
-            return {};  // a pid or proximity alone never joins kernel and runtime records
-        auto gap = clockGap(a, b);
-        bool close =
-            gap ? *gap <= rules.max_gap_s
-                : a.source_id == b.source_id &&
-                      std::llabs(static_cast<long long>(x.line) - static_cast<long long>(y.line)) <=
-                          rules.same_stream_lines;
-        if (!close) return {};
-        if (x.pid && y.pid && samePidSpace(a, b))
-            return gap ? fmt::format("same pid {} within {:.3f} s", *x.pid, *gap)
-                       : fmt::format("same pid {} in one stream", *x.pid);
-        if (a.source_id == b.source_id) {
-            // An Xid without a pid belongs to the channel named by the Xid 43 that follows it
-            // (13 → 43), not to an earlier process's Xid 31 of the same device.
-            bool xidWithoutPid =
-                (x.kind == Kind::NvidiaXid || y.kind == Kind::NvidiaXid) && (!x.pid || !y.pid);
-            bool chain13to43 = x.kind == Kind::NvidiaXid && y.kind == Kind::NvidiaXid && !x.pid &&
-                               y.pid && y.xid && *y.xid == 43 && x.line < y.line;
-            if (x.pci && y.pci && (!xidWithoutPid || (!x.pid && !y.pid) || chain13to43))
-                return fmt::format("same device {} in one stream", *x.pci);
-            if (!isKernelSide(x.kind) && (!x.pid || !y.pid))
-                return gap ? fmt::format("same stream, {:.3f} s apart", *gap)
-                           : fmt::format("same stream, {} lines apart",
-                                         std::llabs(static_cast<long long>(x.line) -
-                                                    static_cast<long long>(y.line)));
-        }
-        return {};
-    }
-};
+using links::clockGap;
+using links::wallClock;
 
 int kindPriority(Kind k) {
     switch (k) {
@@ -351,17 +154,21 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
     std::sort(context.begin(), context.end(), order);
     if (stopped()) return std::nullopt;
 
-    UnionFind uf(faults, rules.max_gap_s);
-    Linker linker{faults, rules};
+    links::UnionFind uf(faults, rules.max_gap_s);
+    links::Linker linker{rules};
     // Same stream: each record against its recent predecessors.
     for (size_t i = 0; i < faults.size(); ++i) {
         if (stopped()) return std::nullopt;
         size_t lo = i > static_cast<size_t>(rules.neighbours) ? i - rules.neighbours : 0;
         for (size_t j = i; j-- > lo;) {
             if (faults[j]->source_id != faults[i]->source_id) break;
+            // A stream is in time order: past a predecessor that a clock puts more than
+            // max_gap_s away, every earlier record is further still (or has no clock to say).
+            if (links::apartOnAClock(*faults[j], *faults[i], rules.max_gap_s)) break;
             // Already one set: join() would do nothing (and the reason text costs a format).
             if (uf.find(j) == uf.find(i)) continue;
-            if (auto w = linker.why(*faults[j], *faults[i]); !w.empty()) uf.join(j, i, w);
+            if (auto w = linker.why(*faults[j], *faults[i]); !w.why.empty())
+                uf.join(j, i, std::move(w));
         }
     }
     // Across streams: records naming addresses in one 2 MiB region.
@@ -375,8 +182,8 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
             for (size_t b = a + 1; b < idx.size() && b < a + 64; ++b)
                 if (faults[idx[a]]->source_id != faults[idx[b]]->source_id &&
                     uf.find(idx[a]) != uf.find(idx[b]))
-                    if (auto w = linker.why(*faults[idx[a]], *faults[idx[b]]); !w.empty())
-                        uf.join(idx[a], idx[b], w);
+                    if (auto w = linker.why(*faults[idx[a]], *faults[idx[b]]); !w.why.empty())
+                        uf.join(idx[a], idx[b], std::move(w));
         }
     // Kernel and runtime records of one process whose pids differ because the runtime ran in
     // a container: /proc/PID/status NSpid, read while it lived, says so.
@@ -399,9 +206,10 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
             if (linker.contradicts(k, *faults[runtime[r]])) continue;
             uf.join(kernel.front(),
                     runtime[r],
-                    fmt::format("same process: host pid {} is pid {} in its namespace (NSpid)",
-                                *k.e.pid,
-                                inner));
+                    {fmt::format("same process: host pid {} is pid {} in its namespace (NSpid)",
+                                 *k.e.pid,
+                                 inner),
+                     true});
         }
     }
 
@@ -421,8 +229,10 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
             for (size_t n = 0; n < recs->second.size() && n < 64; ++n) {
                 size_t r = recs->second[n];
                 if (linker.contradicts(*faults[k], *faults[r])) continue;
-                uf.join(
-                    k, r, fmt::format("same process: pid {} was spawned by run #{}", *e.pid, run));
+                uf.join(k,
+                        r,
+                        {fmt::format("same process: pid {} was spawned by run #{}", *e.pid, run),
+                         true});
             }
         }
     }
@@ -478,7 +288,8 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
             uf.join(
                 *best,
                 c,
-                fmt::format("core of pid {}, written {} s after the record", *core.pid, bestGap));
+                {fmt::format("core of pid {}, written {} s after the record", *core.pid, bestGap),
+                 true});
     }
 
     std::map<size_t, std::vector<size_t>> groups;  // root → members, root first
@@ -493,7 +304,7 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
         for (size_t i : idx) {
             members.push_back(faults[i]);
             incidentOf[i] = out.size();
-            inc.members.push_back({faults[i]->id, "member", i == root ? "first" : uf.link[i]});
+            inc.members.push_back({faults[i]->id, "member", i == root ? "first" : uf.linkOf(i)});
         }
         // Most specific first: kind priority, then fault-family errors, then stream order (the
         // keys computed once per record: the reason text is searched for 16 names).
@@ -564,6 +375,7 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
                 if (stopped()) return std::nullopt;
                 const auto* f = faults[*from];
                 if (f->e.pid && c->e.pid && *f->e.pid != *c->e.pid) continue;
+                if (f->e.rank && c->e.rank && *f->e.rank != *c->e.rank) continue;
                 best = incidentOf[*from];
                 if (f->e.time.runtime_us && c->e.time.runtime_us)
                     why = fmt::format(

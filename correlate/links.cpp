@@ -1,0 +1,248 @@
+#include "correlate/links.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace gpufault::links {
+
+std::optional<WallClock> wallClock(const StoredEvidence& r) {
+    if (r.wall_utc_us) {
+        if (r.wall_zone == "local_ambiguous") return std::nullopt;
+        int64_t us = *r.wall_utc_us;
+        return WallClock{us >= 0 ? us / 1000000 : -((-us + 999999) / 1000000), true};
+    }
+    if (r.e.time.wall_utc_s) return WallClock{*r.e.time.wall_utc_s, true};
+    if (r.e.time.wall && r.e.time.wall->size() == 19)
+        if (auto w = wallSeconds(*r.e.time.wall)) return WallClock{*w, false};
+    return std::nullopt;
+}
+
+namespace {
+
+/// A core's time (the file's modification) is not the instant of the fault: it is compared
+/// only by the core link, never as a shared clock.
+std::optional<WallClock> wallOf(const StoredEvidence& r) {
+    return r.e.kind == Kind::Coredump ? std::nullopt : wallClock(r);
+}
+
+/// Slot in Traits::oneFault for a record with a fault address of a kind its process reports
+/// once, because it dies of the fault: ROCr's line (the runtime aborts after printing it), an
+/// Xid stating an address (31: the context is dead), the kernel's segfault line (printed only
+/// for a signal the process does not handle). nullopt for every other record.
+std::optional<size_t> oneFaultSlot(const Evidence& e) {
+    if (!e.address) return std::nullopt;
+    switch (e.kind) {
+        case Kind::RocrMemoryFault:
+            return 0;
+        case Kind::NvidiaXid:
+            return 1;
+        case Kind::CpuSegfault:
+            return 2;
+        default:
+            return std::nullopt;
+    }
+}
+
+bool samePidSpace(const StoredEvidence& a, const StoredEvidence& b) {
+    bool ka = isKernelSide(a.e.kind), kb = isKernelSide(b.e.kind);
+    if (ka && kb) return true;
+    return !ka && !kb && a.source_id == b.source_id;
+}
+
+long long linesApart(const StoredEvidence& a, const StoredEvidence& b) {
+    return std::llabs(static_cast<long long>(a.e.line) - static_cast<long long>(b.e.line));
+}
+
+}  // namespace
+
+std::optional<double> clockGap(const StoredEvidence& ra, const StoredEvidence& rb) {
+    const Evidence &a = ra.e, &b = rb.e;
+    if (a.time.kernel_s && b.time.kernel_s) return std::fabs(*a.time.kernel_s - *b.time.kernel_s);
+    if (a.time.runtime_us && b.time.runtime_us)
+        return std::fabs(static_cast<double>(*a.time.runtime_us - *b.time.runtime_us)) / 1e6;
+    auto wa = wallOf(ra), wb = wallOf(rb);
+    if (wa && wb && wa->utc == wb->utc)
+        return *wa == *wb ? 0.0 : 1e9;  // to the second; different = unknown gap
+    return std::nullopt;
+}
+
+bool apartOnAClock(const StoredEvidence& ra, const StoredEvidence& rb, double gap) {
+    const Evidence &a = ra.e, &b = rb.e;
+    if (a.time.kernel_s && b.time.kernel_s)
+        return std::fabs(*a.time.kernel_s - *b.time.kernel_s) > gap;
+    if (a.time.runtime_us && b.time.runtime_us)
+        return std::fabs(static_cast<double>(*a.time.runtime_us - *b.time.runtime_us)) / 1e6 > gap;
+    auto wa = wallOf(ra), wb = wallOf(rb);
+    return wa && wb && wa->utc == wb->utc &&
+           static_cast<double>(std::llabs(wa->s - wb->s)) > gap + 1;
+}
+
+std::optional<uint64_t> faultRegion(const Evidence& e) {
+    if (!e.address || e.kind == Kind::Coredump) return std::nullopt;
+    return *e.address >> 21;
+}
+
+Traits Traits::of(const StoredEvidence& s) {
+    Traits t;
+    const Evidence& e = s.e;
+    t.node = e.gpu_node;
+    t.pci = e.pci;
+    t.vendor = e.vendor;
+    t.rank = e.rank;
+    if (e.pid) {
+        if (isKernelSide(e.kind))
+            t.kernelPids.push_back({*e.pid, e.tid});
+        else
+            t.streamPids.push_back({s.source_id, *e.pid});
+    }
+    if (e.time.kernel_s) t.kMin = t.kMax = *e.time.kernel_s;
+    if (e.time.runtime_us) t.rMin = t.rMax = static_cast<double>(*e.time.runtime_us) / 1e6;
+    t.wall = wallOf(s);
+    if (auto slot = oneFaultSlot(e)) t.oneFault[*slot] = *e.address >> 21;
+    if (auto r = faultRegion(e)) t.regions.insert(*r);
+    return t;
+}
+
+bool Traits::conflicts(const Traits& o, double maxGap) const {
+    auto differ = [](const auto& a, const auto& b) { return a && b && *a != *b; };
+    if (differ(node, o.node) || differ(pci, o.pci) || differ(vendor, o.vendor) ||
+        differ(rank, o.rank) ||
+        (wall && o.wall && wall->utc == o.wall->utc && wall->s != o.wall->s))
+        return true;
+    for (size_t k = 0; k < std::size(oneFault); ++k)
+        if (differ(oneFault[k], o.oneFault[k])) return true;
+    for (auto& [p1, t1] : kernelPids)
+        for (auto& [p2, t2] : o.kernelPids)
+            if (p1 != p2 && !(t1 && *t1 == p2) && !(t2 && *t2 == p1)) return true;
+    for (auto& [s1, p1] : streamPids)
+        for (auto& [s2, p2] : o.streamPids)
+            if (s1 == s2 && p1 != p2) return true;
+    auto span = [&](const auto& lo1, const auto& hi1, const auto& lo2, const auto& hi2) {
+        if (!lo1 || !lo2) return false;
+        return std::max(*hi1, *hi2) - std::min(*lo1, *lo2) > maxGap;
+    };
+    return span(kMin, kMax, o.kMin, o.kMax) || span(rMin, rMax, o.rMin, o.rMax);
+}
+
+bool Traits::bringsRegion(const Traits& o) const {
+    bool mineSmaller = regions.size() <= o.regions.size();
+    const auto& small = mineSmaller ? regions : o.regions;
+    const auto& large = mineSmaller ? o.regions : regions;
+    return std::any_of(small.begin(), small.end(), [&](uint64_t r) { return !large.contains(r); });
+}
+
+void Traits::merge(Traits&& o) {
+    if (!node) node = o.node;
+    if (!pci) pci = std::move(o.pci);
+    if (!vendor) vendor = std::move(o.vendor);
+    if (!rank) rank = o.rank;
+    if (!wall) wall = o.wall;
+    for (size_t k = 0; k < std::size(oneFault); ++k)
+        if (!oneFault[k]) oneFault[k] = o.oneFault[k];
+    auto add = [](auto& into, const auto& from) {
+        for (const auto& x : from)
+            if (into.size() < 16 && std::find(into.begin(), into.end(), x) == into.end())
+                into.push_back(x);
+    };
+    add(kernelPids, o.kernelPids);
+    add(streamPids, o.streamPids);
+    auto widen = [](auto& lo, auto& hi, const auto& olo, const auto& ohi) {
+        if (!olo) return;
+        lo = lo ? std::min(*lo, *olo) : *olo;
+        hi = hi ? std::max(*hi, *ohi) : *ohi;
+    };
+    widen(kMin, kMax, o.kMin, o.kMax);
+    widen(rMin, rMax, o.rMin, o.rMax);
+    // the smaller set into the larger: each region is moved O(log n) times in all
+    if (regions.size() < o.regions.size()) regions.swap(o.regions);
+    regions.insert(o.regions.begin(), o.regions.end());
+}
+
+UnionFind::UnionFind(const std::vector<const StoredEvidence*>& recs, double maxGap)
+    : parent_(recs.size()), link_(recs.size()), maxGap_(maxGap) {
+    std::iota(parent_.begin(), parent_.end(), 0);
+    traits_.reserve(recs.size());
+    for (auto* r : recs) traits_.push_back(Traits::of(*r));
+}
+
+size_t UnionFind::find(size_t x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+}
+
+bool UnionFind::join(size_t a, size_t b, Link link) {
+    size_t ra = find(a), rb = find(b);
+    if (ra == rb || traits_[ra].conflicts(traits_[rb], maxGap_) ||
+        (!link.same_process && traits_[ra].bringsRegion(traits_[rb])))
+        return false;
+    if (rb < ra) std::swap(ra, rb);
+    parent_[rb] = ra;
+    link_[rb] = std::move(link.why);
+    traits_[ra].merge(std::move(traits_[rb]));
+    traits_[rb] = Traits{};
+    return true;
+}
+
+bool Linker::contradicts(const StoredEvidence& a, const StoredEvidence& b) const {
+    const Evidence &x = a.e, &y = b.e;
+    if (x.gpu_node && y.gpu_node && *x.gpu_node != *y.gpu_node) return true;
+    if (x.pci && y.pci && *x.pci != *y.pci) return true;
+    if (x.vendor && y.vendor && *x.vendor != *y.vendor) return true;
+    // ranks of one job are processes of their own, whichever stream printed them
+    if (x.rank && y.rank && *x.rank != *y.rank) return true;
+    if (x.pid && y.pid && *x.pid != *y.pid && samePidSpace(a, b)) {
+        // the kernel prints a thread id in segfault lines: tid of one may be the other's
+        bool tidMatch = (x.tid && *x.tid == *y.pid) || (y.tid && *y.tid == *x.pid);
+        if (!tidMatch) return true;
+    }
+    // two faults that each end their process, at addresses in different regions
+    if (auto sx = oneFaultSlot(x);
+        sx && sx == oneFaultSlot(y) && (*x.address >> 21) != (*y.address >> 21))
+        return true;
+    if (auto gap = clockGap(a, b); gap && *gap > rules.max_gap_s) return true;
+    return false;
+}
+
+Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
+    if (contradicts(a, b)) return {};
+    const Evidence &x = a.e, &y = b.e;
+    // The first 2 MiB (NULL and near-NULL pointers) is shared by unrelated faults.
+    if (x.address && y.address && (*x.address >> 21) == (*y.address >> 21) &&
+        (*x.address >> 21) != 0)
+        return {fmt::format("same 2 MiB region 0x{:x}", (*x.address >> 21) << 21), false};
+    bool sameSide = isKernelSide(x.kind) == isKernelSide(y.kind);
+    if (!sameSide) return {};  // a pid or proximity alone never joins kernel and runtime records
+    auto gap = clockGap(a, b);
+    bool close = gap ? *gap <= rules.max_gap_s
+                     : a.source_id == b.source_id && linesApart(a, b) <= rules.same_stream_lines;
+    if (!close) return {};
+    if (x.pid && y.pid && samePidSpace(a, b))
+        return {gap ? fmt::format("same pid {} within {:.3f} s", *x.pid, *gap)
+                    : fmt::format("same pid {} in one stream", *x.pid),
+                true};
+    if (a.source_id != b.source_id) return {};
+    // Both state a rank (one, or contradicts() refused): one process of the job, as a pid.
+    if (x.rank && y.rank)
+        return {gap ? fmt::format("same rank {} within {:.3f} s", *x.rank, *gap)
+                    : fmt::format(
+                          "same rank {} in one stream, {} lines apart", *x.rank, linesApart(a, b)),
+                true};
+    // An Xid without a pid belongs to the channel named by the Xid 43 that follows it
+    // (13 → 43), not to an earlier process's Xid 31 of the same device.
+    bool xidWithoutPid =
+        (x.kind == Kind::NvidiaXid || y.kind == Kind::NvidiaXid) && (!x.pid || !y.pid);
+    bool chain13to43 = x.kind == Kind::NvidiaXid && y.kind == Kind::NvidiaXid && !x.pid && y.pid &&
+                       y.xid && *y.xid == 43 && x.line < y.line;
+    if (x.pci && y.pci && (!xidWithoutPid || (!x.pid && !y.pid) || chain13to43))
+        return {fmt::format("same device {} in one stream", *x.pci), false};
+    if (!isKernelSide(x.kind) && (!x.pid || !y.pid))
+        return {gap ? fmt::format("same stream, {:.3f} s apart", *gap)
+                    : fmt::format("same stream, {} lines apart", linesApart(a, b)),
+                false};
+    return {};
+}
+
+}  // namespace gpufault::links

@@ -1,0 +1,103 @@
+// The join rules of correlation v1 (docs/correlation.md): what contradicts a join, why two
+// records join, and the disjoint sets that refuse a join their members would contradict.
+// Internal to correlate/ (correlate.cpp drives them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "correlate/correlate.h"
+
+namespace gpufault::links {
+
+/// A record's wall clock for comparisons, seconds: the instant the store derived (the zone the
+/// record stated, else the ingesting zone; not a DST-ambiguous reading), or the stamp's stated
+/// instant; for a record not read from a store without one, the printed date counted on its own
+/// unstated zone (`utc` false). Two clocks compare only when both are instants or both are not.
+struct WallClock {
+    int64_t s = 0;
+    bool utc = false;
+    bool operator==(const WallClock&) const = default;
+};
+std::optional<WallClock> wallClock(const StoredEvidence& r);
+
+/// Seconds between two records on a clock both carry (a core's file time is none); nullopt
+/// when they share none; 1e9 for two different wall seconds (to the second: gap unknown).
+std::optional<double> clockGap(const StoredEvidence& a, const StoredEvidence& b);
+
+/// True when a clock both records carry puts them surely more than `gap` seconds apart (wall
+/// stamps, read to the second, by more than gap + 1 s).
+bool apartOnAClock(const StoredEvidence& a, const StoredEvidence& b, double gap);
+
+/// The 2 MiB region (`address >> 21`) of a record's fault address; nullopt without one and for
+/// a core (its `si_addr` is a CPU address that only its process link compares).
+std::optional<uint64_t> faultRegion(const Evidence& e);
+
+/// Why two records (or sets) are one incident. `same_process`: the link proves one process (a
+/// pid or rank stated in one namespace, /proc NSpid, a run's pids, a core's pid), so it may
+/// bring a second 2 MiB region into an incident; a link by region, device or stream proximity
+/// never does (docs/correlation.md "Regions").
+struct Link {
+    std::string why;  ///< empty: no link
+    bool same_process = false;
+};
+
+/// What a set of records states that another set could contradict: one GPU node, device,
+/// vendor and rank at most, the kernel (pid, tid) pairs, one pid per runtime stream, the span
+/// of each clock, the region of each one-fault kind, and the 2 MiB regions of all fault
+/// addresses. O(1) per join but for the regions (merged smaller into larger).
+struct Traits {
+    std::optional<int64_t> node;
+    std::optional<std::string> pci, vendor;
+    std::optional<int64_t> rank;
+    std::optional<WallClock> wall;
+    std::vector<std::pair<int64_t, std::optional<int64_t>>> kernelPids;  // (pid, tid)
+    std::vector<std::pair<int64_t, int64_t>> streamPids;                 // (source, pid)
+    std::optional<double> kMin, kMax, rMin, rMax;                        // seconds
+    /// the region of the set's ROCr fault, addressed Xid, segfault (kinds a process reports
+    /// once: it dies of the fault)
+    std::optional<uint64_t> oneFault[3];
+    std::set<uint64_t> regions;  ///< faultRegion() of every member that has one
+
+    static Traits of(const StoredEvidence& s);
+    /// A contradiction between the two sets (docs/correlation.md "Contradictions").
+    bool conflicts(const Traits& o, double maxGap) const;
+    /// True when each set holds a 2 MiB region the other lacks (a join would add a region to
+    /// both): only a same-process link may join them.
+    bool bringsRegion(const Traits& o) const;
+    void merge(Traits&& o);
+};
+
+/// Disjoint sets of records, joined only when their Traits allow it.
+class UnionFind {
+  public:
+    UnionFind(const std::vector<const StoredEvidence*>& recs, double maxGap);
+    size_t find(size_t x);
+    /// Joins b's set into a's (the earlier record stays the root) unless they conflict, or the
+    /// link is not one of a process and would bring a second region. False: not joined.
+    bool join(size_t a, size_t b, Link link);
+    /// Why the set rooted at x joined its parent ("" for a root).
+    const std::string& linkOf(size_t x) const { return link_[x]; }
+
+  private:
+    std::vector<size_t> parent_;
+    std::vector<std::string> link_;
+    std::vector<Traits> traits_;  // per root
+    double maxGap_;
+};
+
+/// The record-level rules: contradictions and links between two records.
+struct Linker {
+    const CorrelationRules& rules;
+
+    /// Reasons that forbid a join, whatever else matches.
+    bool contradicts(const StoredEvidence& a, const StoredEvidence& b) const;
+    /// Why a and b are one incident; an empty Link when they are not.
+    Link why(const StoredEvidence& a, const StoredEvidence& b) const;
+};
+
+}  // namespace gpufault::links
