@@ -1,5 +1,6 @@
 // The fixture core (tests/data/cores/README.md) read for real: libdwfl in the limited child,
 // with and without the build-id tree; truncated and damaged copies.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -166,17 +167,30 @@ TEST(Unwind, SignatureIsTheSameWithAndWithoutDebuginfo) {
     }
 }
 
-TEST(Unwind, TruncatedCoreIsAClearErrorNamingTheFile) {
+// A core cut inside its headers or notes is an error naming the file; one cut after them is
+// read from its notes (pid, signal), marked truncated, with the frames its memory still holds.
+TEST(Unwind, TruncatedCoreIsAClearErrorOrReadFromItsNotes) {
     testing::TempDir t;
     auto whole = testing::readFile(data("core"));
     ASSERT_EQ(whole.size(), 462848u);
-    for (size_t cut : {size_t{100}, size_t{3000}, whole.size() / 2, whole.size() - 1}) {
+    for (size_t cut : {size_t{100}, size_t{3000}}) {
         auto path = t.file("core.cut");
         testing::writeFile(path, whole.substr(0, cut));
         auto r = readCore(path);
         ASSERT_FALSE(r) << cut;
         EXPECT_EQ(r.error().message.rfind(path + ": ", 0), 0u) << r.error().message;
         EXPECT_NE(r.error().message.find("truncated"), std::string::npos) << r.error().message;
+    }
+    for (size_t cut : {whole.size() / 2, whole.size() - 1}) {
+        auto path = t.file("core.cut");
+        testing::writeFile(path, whole.substr(0, cut));
+        auto r = readCore(path);
+        ASSERT_TRUE(r) << cut << ": " << r.error().message;
+        EXPECT_EQ(r->layout.truncated,
+                  fmt::format("truncated: its segments need 462848 bytes, the file has {}", cut));
+        EXPECT_EQ(r->layout.notes.pid, 14046);
+        ASSERT_TRUE(r->layout.notes.siginfo);
+        EXPECT_EQ(r->layout.notes.siginfo->addr, 0x8au);
     }
 }
 
