@@ -14,20 +14,10 @@
 
 #include "collectors/pipeline.h"
 #include "collectors/prefix/line_decoder.h"
+#include "ingest/long_line.h"
 #include "schema/store.h"
 
 namespace gpufault {
-
-/// A line over LineDecoder::kMaxLine as the decoder sees it: from its last '\r' on (that '\r'
-/// kept, so the decoder takes the text after it as a terminal shows it: a CR progress bar of
-/// megabytes before the message, docs/formats.md), cut at kMaxLine. Its text before that '\r'
-/// (a line prefix too) is not seen. A line within kMaxLine is returned whole.
-inline std::string_view cutLongLine(std::string_view l) {
-    if (l.size() <= LineDecoder::kMaxLine) return l;
-    size_t cr = l.rfind('\r');
-    if (cr != std::string_view::npos && cr + 1 < l.size()) l.remove_prefix(cr);
-    return l.substr(0, LineDecoder::kMaxLine);
-}
 
 /// Consecutive physical lines as read (stage 1, in order), then classified (stage 2, any
 /// thread: classify()), then decoded, matched and stored (stage 3, in order).

@@ -86,7 +86,7 @@ void LineReader::Buffer::resize(size_t m) {
 }
 
 LineReader::LineReader(int fd, size_t max_line, std::function<void()> reuse, size_t chunk)
-    : fd_(fd), maxLine_(max_line), reuse_(std::move(reuse)) {
+    : fd_(fd), maxLine_(max_line), reuse_(std::move(reuse)), long_(max_line) {
     bufs_[0].resize(chunk ? chunk : kChunk);
 }
 
@@ -99,20 +99,6 @@ db::Result<std::string_view> LineReader::peek(size_t n) {
     return std::string_view(bufs_[cur_].data(), std::min(n, end_));
 }
 
-void LineReader::skipLongPart(const char* a, const char* b) {
-    if (a >= b) return;
-    const std::string_view part(a, static_cast<size_t>(b - a));
-    if (size_t cr = part.rfind('\r'); cr != std::string_view::npos) {
-        // The decoder sees "\r" + what follows it (cutLongLine(), line_batches.h).
-        const char* t = a + cr + 1;
-        long_.assign("\r");
-        long_.append(t, std::min(static_cast<size_t>(b - t), maxLine_ - 1));
-        crTail_ = true;
-    } else if (crTail_ && long_.size() < maxLine_) {
-        long_.append(a, std::min(static_cast<size_t>(b - a), maxLine_ - long_.size()));
-    }
-}
-
 db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offset,
                                                              bool& truncated) {
     truncated = false;
@@ -123,30 +109,30 @@ db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offs
             size_t len = static_cast<size_t>(nl - s);
             pos_ += len + 1;
             if (skipping_) {
-                skipLongPart(s, nl);
+                long_.add(std::string_view(s, len));
                 skipping_ = false;
                 truncated = true;
                 lastCr_ = true;
-                return std::optional<std::string_view>(std::string_view(long_));
+                return std::optional<std::string_view>(long_.text());
             }
             const size_t start = static_cast<size_t>(s - bufs_[cur_].data());
             lastCr_ = hasCr(start, start + len);
-            if (len > maxLine_) {
+            if (len > maxLine_) {  // as a long line in pieces (LongLine) and takeBuffered's
                 truncated = true;
-                len = maxLine_;
+                return std::optional<std::string_view>(
+                    cutLongLine(std::string_view(s, len), maxLine_));
             }
             return std::optional<std::string_view>(std::string_view(s, len));
         }
         // No newline in the buffer: keep the partial line, read more.
         if (end_ - pos_ >= maxLine_ || skipping_) {
+            const std::string_view part(s, end_ - pos_);
             if (!skipping_) {
-                long_.assign(s, maxLine_);
+                long_.start(part);
                 longOffset_ = base_ + pos_;
                 skipping_ = true;
-                crTail_ = false;
-                skipLongPart(s + maxLine_, bufs_[cur_].data() + end_);
             } else {
-                skipLongPart(s, bufs_[cur_].data() + end_);
+                long_.add(part);
             }
             const size_t adv = end_;
             switchBuffer(0);
@@ -164,7 +150,7 @@ db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offs
                 truncated = true;
                 lastCr_ = true;
                 line_offset = longOffset_;
-                return std::optional<std::string_view>(std::string_view(long_));
+                return std::optional<std::string_view>(long_.text());
             }
             if (end_ > pos_) {  // last line without '\n'
                 lastCr_ = true;

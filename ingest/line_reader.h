@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectors/common/simd.h"
+#include "ingest/long_line.h"
 #include "schema/store.h"
 
 namespace gpufault {
@@ -85,8 +86,9 @@ extern size_t (*const kFindLineEnds)(const char*, const char*, size_t, uint32_t*
 /// Lines of a file descriptor, read(2) in 4 MiB chunks into two buffers used in turn: a line
 /// handed out stays valid until the reader has moved on to the other buffer and back, and the
 /// `reuse` hook runs before a buffer is written again (a consumer on another thread waits there
-/// until it is done with the lines in it). Lines over kMaxLine are cut (a copy, `truncated`;
-/// after a '\r' past their first kMaxLine bytes: '\r' + the text after the last one).
+/// until it is done with the lines in it). Lines over max_line are cut (`truncated`); one
+/// longer than what is left of the buffer is a copy, cutLongLine() of it (LongLine: after a
+/// '\r', '\r' + the text after the last one), as gpufaultd's file tail takes it.
 class LineReader {
   public:
     /// Bytes of each of the two buffers (read(2) size), unless a long line grows them.
@@ -153,9 +155,6 @@ class LineReader {
     /// Whether bytes [a, b) of the current buffer hold a '\r' (a never decreases between
     /// calls within one buffer).
     bool hasCr(size_t a, size_t b);
-    /// Bytes [a, b) of a long line past its first max_line: after a '\r' there, the line
-    /// becomes '\r' + the text after the last one (cut at max_line), as cutLongLine() does.
-    void skipLongPart(const char* a, const char* b);
 
     int fd_;
     size_t maxLine_;
@@ -172,9 +171,8 @@ class LineReader {
     // The first '\r' at or after the line it was searched from (up to crTo_, where that search
     // stopped), kNone when there was none.
     size_t cr_ = kNone, crTo_ = 0;
-    std::string long_;
+    LongLine long_;  ///< the line being skipped, as the decoder sees it
     uint64_t longOffset_ = 0;
-    bool crTail_ = false;  ///< long_ holds the text after a '\r' past the line's first max_line
 };
 
 }  // namespace gpufault

@@ -39,22 +39,29 @@ void StoreSink::markTruncated(uint64_t line) {
 void StoreSink::evidence(Evidence&& e) {
     if (std::find(truncated_.begin(), truncated_.end(), e.line) != truncated_.end())
         e.setAttr("truncated", "1");
-    if (opensIncident(e.kind)) {
-        // The context of a fault: the dispatch windows of its process (all threads of the
-        // stream when the record names no process); short ones in a flood (FloodRule), which
-        // only the memory faults of floodFaultKind() make and take part in.
-        const bool floods = floodFaultKind(e.kind);
-        for (auto& [key, w] : windows_) {
-            if (e.pid && key.first >= 0 && key.first != *e.pid) continue;
-            std::optional<uint64_t> last = floods ? lastFaultFor(key.first) : std::nullopt;
-            bool flood = last && e.line < *last + flood_.lines;
-            flushWindow(w, e.line, flood ? flood_.window : window_);
-        }
-        if (floods) noteFault(e.pid, e.line);
-    }
+    flushFor(e.kind, e.pid, e.line);
     auto r = store_.addEvidence(source_, e);
     check(r);
     if (r && store_.db().changes() > 0) ++sum_.evidence[std::string(kindName(e.kind))];
+}
+
+void StoreSink::context(const Evidence& e) {
+    if (!floodFaultKind(e.kind)) flushFor(e.kind, e.pid, e.line);
+}
+
+void StoreSink::flushFor(Kind kind, std::optional<int64_t> pid, uint64_t line) {
+    if (!opensIncident(kind)) return;
+    // The context of a fault: the dispatch windows of its process (all threads of the stream
+    // when the record names no process); short ones in a flood (FloodRule), which only the
+    // memory faults of floodFaultKind() make and take part in.
+    const bool floods = floodFaultKind(kind);
+    for (auto& [key, w] : windows_) {
+        if (pid && key.first >= 0 && key.first != *pid) continue;
+        std::optional<uint64_t> last = floods ? lastFaultFor(key.first) : std::nullopt;
+        bool flood = last && line < *last + flood_.lines;
+        flushWindow(w, line, flood ? flood_.window : window_);
+    }
+    if (floods) noteFault(pid, line);
 }
 
 size_t StoreSink::NameHash::operator()(std::string_view s) const {

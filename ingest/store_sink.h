@@ -67,6 +67,11 @@ class StoreSink final : public Sink {
     void dispatch(Dispatch&& d) override;
     void operand(Operand&& o) override;
     void warning(Warning&& w) override;
+    /// A record held by its matcher (folded runtime errors): its windows are written now, as
+    /// evidence() writes them (not for floodFaultKind() kinds, emitted at their line), so that
+    /// `gpufault ingest` (emitted at the end) and gpufaultd (emitted when the stream goes
+    /// quiet) store the same dispatches though later ones have overwritten the ring since.
+    void context(const Evidence& e) override;
     bool takesPendingArgs() const override { return true; }
 
     /// Line `line` was longer than the decoder keeps: records starting there get attr
@@ -134,6 +139,9 @@ class StoreSink final : public Sink {
     Held& nextSlot(Window& w);
     /// Removes the held_dispatches rows of `w`'s slots (the window is dropped).
     void forgetPersisted(Window& w);
+    /// The windows that a record of kind `kind`, `pid` at `line` opens (evidence(), context()):
+    /// flushed, each the last window_ dispatches before `line` (a flood's: FloodRule::window).
+    void flushFor(Kind kind, std::optional<int64_t> pid, uint64_t line);
     /// Stores the last `n` dispatches of `w` that precede line `before`.
     void flushWindow(Window& w, uint64_t before, size_t n);
     /// The greatest line of the fault records so far that flush the windows of `pid` (-1: a

@@ -87,6 +87,15 @@ class StreamIngest {
     uint64_t heldRowsWritten() const { return heldRows_; }
     /// The committed checkpoint.
     const SourceState& state() const { return state_; }
+    /// What the source's row holds as far as this stream knows: its last checkpoint() (not
+    /// committed yet: a rollback discards this stream) or the committed one; nullopt when its
+    /// state was not read from the store. A stream built to replace this one on the same row
+    /// (gpufaultd: a truncated file's new numbering, a copy continuing a finished stream)
+    /// starts with this as its SourceState::stored, so its compare-and-swap expects this
+    /// stream's own write, not another writer's.
+    std::optional<StoredPosition> expectedPosition() const {
+        return written_ ? pending_.stored : state_.stored;
+    }
     /// The first store error a record met (the transaction must then be rolled back).
     const std::optional<db::Error>& error() const { return sink_.error(); }
 

@@ -375,16 +375,27 @@ db::Result<int64_t> Store::addRun(const RunRecord& r) {
 }
 
 db::Result<void> Store::begin() {
-    return db_.exec("BEGIN IMMEDIATE");
+    written_.clear();
+    auto r = db_.exec("BEGIN IMMEDIATE");
+    inTxn_ = r.has_value();
+    return r;
 }
 db::Result<void> Store::commit() {
-    return db_.exec("COMMIT");
+    auto r = db_.exec("COMMIT");
+    if (r) {
+        written_.clear();
+        inTxn_ = false;
+    }
+    return r;
 }
 db::Result<void> Store::rollback() {
     kernelIds_.clear();  // ids inserted by the rolled-back transaction are gone
+    written_.clear();    // and the positions it wrote
+    inTxn_ = false;
     return db_.exec("ROLLBACK");
 }
 db::Result<void> Store::savepoint() {
+    writtenAtSavepoint_ = written_;
     return db_.exec("SAVEPOINT one_core");
 }
 db::Result<void> Store::releaseSavepoint() {
@@ -392,6 +403,7 @@ db::Result<void> Store::releaseSavepoint() {
 }
 db::Result<void> Store::undoSavepoint() {
     kernelIds_.clear();
+    written_ = writtenAtSavepoint_;
     return db_.exec("ROLLBACK TO one_core; RELEASE one_core");
 }
 
@@ -648,7 +660,9 @@ db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, in
     std::optional<int64_t> hash;
     if (st.prefix_hash) hash = static_cast<int64_t>(*st.prefix_hash);
     s.bind(8, hash).bind(9, earlierText(st.earlier));
-    return s.run();
+    auto r = s.run();
+    if (r && inTxn_) written_[source_id] = StoredPosition{st.offset, st.line, st.max_line};
+    return r;
 }
 
 db::Result<void> Store::setSourcePath(int64_t source_id, const std::string& path) {
@@ -669,19 +683,14 @@ db::Result<bool> Store::movePosition(int64_t source_id, const SourceState& st, i
     std::optional<int64_t> hash;
     if (st.prefix_hash) hash = static_cast<int64_t>(*st.prefix_hash);
     s.bind(8, hash).bind(9, earlierText(st.earlier));
-    s.bind(10, st.stored->offset).bind(11, st.stored->line).bind(12, st.stored->max_line);
+    // What this Store wrote to the row in the open transaction, else what the caller read.
+    auto ours = written_.find(source_id);
+    const StoredPosition& expect = ours != written_.end() ? ours->second : *st.stored;
+    s.bind(10, expect.offset).bind(11, expect.line).bind(12, expect.max_line);
     if (auto r = s.run(); !r) return std::unexpected(r.error());
-    return db_.changes() == 1;
-}
-
-db::Result<std::optional<StoredPosition>> Store::currentPosition(int64_t source_id) {
-    auto s = db_.prepare("SELECT offset, line, max_line FROM sources WHERE id=?1");
-    if (!s) return std::unexpected(s.error());
-    s->bind(1, source_id);
-    auto row = s->step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) return std::optional<StoredPosition>{};
-    return std::optional<StoredPosition>{StoredPosition{s->i64(0), s->i64(1), s->i64(2)}};
+    if (db_.changes() != 1) return false;
+    if (inTxn_) written_[source_id] = StoredPosition{st.offset, st.line, st.max_line};
+    return true;
 }
 
 db::Result<void> Store::finishSource(int64_t source_id) {

@@ -247,13 +247,13 @@ class Store {
     /// setPosition as a compare-and-swap: writes `st` only while the row still holds
     /// `st.stored` (offset, line, max_line; unconditionally when nullopt). False, with nothing
     /// written: another writer (a second `gpufault ingest`, gpufaultd) moved the checkpoint
-    /// since, and what this transaction stored from the stream would be counted twice.
+    /// since, and what this transaction stored from the stream would be counted twice. A row
+    /// this Store already wrote in the open transaction (a transaction is BEGIN IMMEDIATE: no
+    /// other writer can have moved it since) is compared with what it wrote there, whatever
+    /// `st.stored` says: a stream built anew on such a row (gpufaultd: a truncated file's new
+    /// numbering, a copy continuing a stream finished in the same transaction) needs no
+    /// re-read of the row, and a re-read could not tell another writer's commit from ours.
     db::Result<bool> movePosition(int64_t source_id, const SourceState& st, int64_t size);
-    /// The position the row of `source_id` holds now (offset, line, max_line), as read inside
-    /// the caller's transaction: the expected value of the next movePosition() for a stream
-    /// that gpufaultd builds anew on a row it (or another followed file's stream) wrote in the
-    /// same transaction. nullopt when there is no such row.
-    db::Result<std::optional<StoredPosition>> currentPosition(int64_t source_id);
     /// Marks source `source_id` complete and changes nothing else: its checkpoint, prefix hash
     /// and `earlier` stay, so a copy of its file (copytruncate) found later still continues it.
     /// Call inside the open transaction.
@@ -374,6 +374,11 @@ class Store {
     db::Db db_;
     std::string path_;
     std::unordered_map<std::string, int64_t> kernelIds_;  ///< cache of kernels(name → id)
+    /// Positions written by setPosition()/movePosition() in the open transaction (source id →
+    /// what the row holds now); cleared at begin, commit and rollback, restored by
+    /// undoSavepoint() to its value at savepoint().
+    std::unordered_map<int64_t, StoredPosition> written_, writtenAtSavepoint_;
+    bool inTxn_ = false;  ///< begin() opened a transaction not committed or rolled back yet
     /// The instant of a record's wall time (evidence.wall_utc_us, wall_zone): the zone the
     /// record states ("stated"), else a full date read in this process's local zone at ingest
     /// ("local": TZ or /etc/localtime; "local_ambiguous" in a DST gap or overlap); nullopt

@@ -145,6 +145,12 @@ class Sink {
     virtual void dispatch(Dispatch&& d) = 0;
     virtual void operand(Operand&& o) = 0;
     virtual void warning(Warning&& w) = 0;
+    /// A record `e` (at e.line) is held, to be emitted later through evidence() (folded
+    /// repeats go out at the end of the stream, in gpufaultd when the stream goes quiet): a sink
+    /// that keeps context before a record's line (dispatch windows) takes it now, as evidence()
+    /// of `e` would, so that what it keeps does not depend on when `e` is emitted. The default
+    /// does nothing.
+    virtual void context(const Evidence& e) { (void)e; }
     /// True when dispatch() takes Dispatch::pending_args unparsed (the sink parses them when it
     /// needs the values); false (the default): producers parse them into `args` first.
     virtual bool takesPendingArgs() const { return false; }

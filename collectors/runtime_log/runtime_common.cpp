@@ -122,6 +122,7 @@ Evidence* Folder::add(Evidence&& e, Sink& out) {
         return nullptr;
     }
     held_.push_back(std::move(e));
+    out.context(held_.back());  // its dispatch window: what precedes its line now
     return &held_.back();
 }
 

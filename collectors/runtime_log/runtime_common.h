@@ -43,7 +43,8 @@ void appendRaw(std::string& raw, std::string_view more);
 /// that name different binaries by their `file`/`ptr` attrs; without a
 /// reason also the same `code` and `message` attrs) become one
 /// record with `count` incremented; the first line is kept. At most kMax distinct records are
-/// held; further ones are emitted at once.
+/// held; further ones are emitted at once. A record held is shown to the sink at once
+/// (Sink::context()), so its context does not depend on when it is emitted.
 class Folder {
   public:
     static constexpr size_t kMax = 64;

@@ -142,11 +142,10 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     f.fingerprint = id.fingerprint;
     f.offset = st.offset;
     f.tailAt = -1;  // the first read keeps its bytes
-    if (st.stored) {  // the row as it is now: adopted, or written in this transaction already
-        auto now = store_.currentPosition(st.id);
-        if (!now) return std::unexpected(now.error());
-        st.stored = *now;
-    }
+    // A copy continuing a finished stream's row expects what that stream wrote last (its
+    // completing checkpoint); a row written in the open transaction is compared with what this
+    // process wrote there (Store::movePosition).
+    if (resume && resume->row > 0) st.stored = resume->stored;
     f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
     if (resume || adopted) {
         // Its checkpoint now, committed with the original's last lines (or with the move of
@@ -338,7 +337,7 @@ db::Result<std::optional<FileTail::Resume>> FileTail::copyResume(Followed& c,
         bool used = false;
         for (const auto& [k, o] : files_)
             used = used || (o.get() != &c && o->stream && o->stream->state().id == e->row);
-        Resume at{*m, used ? 0 : e->row, end.line};
+        Resume at{*m, used ? 0 : e->row, end.line, e->stored};
         if (!used) e->row = 0;
         c.verify.clear();
         c.high = end.line;

@@ -17,8 +17,35 @@ namespace gpufault::daemon {
 
 using namespace file_tail;
 
+bool FileTail::feedLong(Followed& f) {
+    if (!f.stream || !f.skipping) return false;
+    f.skipping = false;
+    f.verify.clear();  // numbering kept: not checked against an earlier generation
+    f.stream->feed(f.longLine.text(), f.longAt, true);
+    f.longLine = LongLine{};  // its copy of up to 2 MiB is not kept
+    return true;
+}
+
 bool FileTail::feedLast(Followed& f) {
-    if (!f.stream || f.size <= f.offset || f.skipping) return false;
+    if (f.skipping && f.size > f.offset) {
+        // The rest of a long line without a newline: read through, then fed as it is.
+        for (int64_t at = f.offset; at < f.size;) {
+            auto want = static_cast<size_t>(std::min<int64_t>(f.size - at, kChunk));
+            ssize_t got = ::pread(f.fd, buf_.data(), want, at);
+            if (got <= 0) break;
+            f.longLine.add(std::string_view(buf_.data(), static_cast<size_t>(got)));
+            at += got;
+        }
+        f.hashed = false;  // not hashed: no copy resumes after it
+        f.tailAt = -1;
+        f.offset = f.size;
+    }
+    if (f.skipping && f.stream) {
+        feedLong(f);
+        f.stream->warnLast(fmt::format("last line of {} has no newline: stored as it is", f.path));
+        return true;
+    }
+    if (!f.stream || f.size <= f.offset) return false;
     size_t n = static_cast<size_t>(std::min<int64_t>(f.size - f.offset, kMaxLine));
     ssize_t got = ::pread(f.fd, buf_.data(), n, f.offset);
     if (got <= 0) return false;
@@ -82,10 +109,9 @@ db::Result<void> FileTail::checkGeneration(Followed& f, const char* p, size_t n,
     st.line = st.max_line = std::max<int64_t>(f.high, static_cast<int64_t>(f.stream->lineNo()));
     st.complete = false;
     st.prefix_hash = f.hash.value();
-    // The row holds the checkpoint just written in this transaction: the next one replaces it.
-    auto now = store_.currentPosition(st.id);
-    if (!now) return std::unexpected(now.error());
-    st.stored = *now;
+    // The row holds the checkpoint just written: the new stream expects it (not the committed
+    // one that state() holds).
+    st.stored = f.stream->expectedPosition();
     f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
     f.resumed = true;  // its checkpoint is written with the next commit
     return {};
@@ -194,9 +220,12 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
         if (!nl) {
             size_t held = static_cast<size_t>(end - p);
             if (f.skipping) {
-                f.offset += static_cast<int64_t>(held);  // rest of an over-long line
+                f.longLine.add(std::string_view(p, held));  // more of an over-long line
+                f.offset += static_cast<int64_t>(held);
             } else if (held > kMaxLine) {
-                f.stream->feed(std::string_view(p, kMaxLine), at, true);
+                // Fed at its newline (what follows its last '\r' may come later).
+                f.longLine.start(std::string_view(p, held));
+                f.longAt = at;
                 f.skipping = true;
                 f.offset += static_cast<int64_t>(held);
             }
@@ -209,11 +238,12 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
             lazy = nl + 1;  // this line is hashed by consumed() below
         }
         if (f.skipping) {
-            f.verify.clear();  // the rest of an over-long line: not checked, numbering kept
-            f.skipping = false;
+            f.longLine.add(std::string_view(p, len));  // the end of an over-long line
+            feedLong(f);
         } else {
-            bool cut = len > kMaxLine;
-            f.stream->feed(std::string_view(p, cut ? kMaxLine : len), at, cut);
+            // As `gpufault ingest` cuts it (cutLongLine: after a '\r', the text after the last).
+            std::string_view line(p, len);
+            f.stream->feed(cutLongLine(line), at, len > kMaxLine);
         }
         if (lazy == nl + 1) {
             consumed(f, p, len + 1, true);

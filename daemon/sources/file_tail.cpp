@@ -228,7 +228,10 @@ void FileTail::scan() {
 
 db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
     if (!f.stream) return {};
-    if (feed_partial) feedLast(f);  // the last line of a finished file has no newline
+    if (feed_partial)
+        feedLast(f);  // the last line of a finished file has no newline
+    else
+        feedLong(f);  // a truncated file's long line: as far as it was read
     f.stream->finish();
     if (f.stream->error()) return std::unexpected(*f.stream->error());
     auto r = writeCheckpoint(f, f.offset, true, f.size);
@@ -240,7 +243,8 @@ db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
                    f.key,
                    0,
                    f.stream->state().id,
-                   f.origin.empty() ? f.path : f.origin};
+                   f.origin.empty() ? f.path : f.origin,
+                   f.stream->expectedPosition()};
         if (e.marks.empty() || e.marks.back().offset != f.offset)
             e.marks.push_back({f.offset, static_cast<int64_t>(f.stream->lineNo()), f.hash.value()});
         finished_.push_back(std::move(e));
@@ -358,7 +362,7 @@ db::Result<bool> FileTail::poll(Txn& txn) {
             it = files_.erase(it);
             continue;
         }
-        if (f.stream && f.matched && !gone && !*r && f.size > f.offset &&
+        if (f.stream && f.matched && !gone && !*r && (f.size > f.offset || f.skipping) &&
             static_cast<uint64_t>(idle.count()) >= idleCloseMs_ && rotatedAway(f)) {
             // Rotated (renamed within the patterns, or a copytruncate copy) and another file
             // now at its stream's path: its job writes there, the partial last line of this
@@ -451,7 +455,9 @@ db::Result<void> FileTail::checkpoint() {
                           f->lostPending > 0 || f->renamed)) {
             if (f->renamed)
                 if (auto r = store_.setSourcePath(f->stream->state().id, f->path); !r) return r;
-            if (auto r = writeCheckpoint(*f, f->offset, false, f->size); !r) {
+            // While a long line is read (fed at its newline), a restart reads it again whole.
+            int64_t end = f->skipping ? f->longAt : f->offset;
+            if (auto r = writeCheckpoint(*f, end, false, f->size); !r) {
                 // A `gpufault ingest` of this file committed since: the loop rolls back and
                 // starts again from the store's checkpoint (its lines are not counted twice).
                 if (f->stream->conflicted())

@@ -1,5 +1,6 @@
 // Follows runtime log files matching glob patterns: new files, growth, rotation by rename and
-// by copytruncate, truncation and deletion; a partial last line is held until its newline.
+// by copytruncate, truncation and deletion; a partial last line is held until its newline (one
+// over 1 MiB is read on, and fed at its newline as `gpufault ingest` takes it: LongLine).
 #pragma once
 
 #include <sys/types.h>
@@ -113,6 +114,8 @@ class FileTail final : public Source {
         uint64_t lost = 0;  ///< bytes its truncation counted lost, which a copy may hold
         int64_t row = 0;    ///< its source id (where `lost` was counted: sources.lost_bytes)
         std::string path;   ///< where it was written (its Followed::origin)
+        /// what its row holds after its last checkpoint (StreamIngest::expectedPosition())
+        std::optional<StoredPosition> stored;
     };
     void scan();
     /// After a restart: unfinished streams of the store whose file is gone from the patterns,
@@ -127,6 +130,9 @@ class FileTail final : public Source {
     /// The partial last line of `f` (no newline: [f.offset, f.size)) is fed as its last line,
     /// with a warning that it had none; false when there is none.
     bool feedLast(Followed& f);
+    /// The over-long line being read (`f.skipping`) is fed as read so far (LongLine) and
+    /// `f.skipping` ends; false when there is none.
+    bool feedLong(Followed& f);
     /// `f` was rotated (renamed, or copied away: copytruncate) and another file is now at the
     /// path its stream was written under: no newline will end its partial last line.
     static bool rotatedAway(const Followed& f);
@@ -174,6 +180,7 @@ class FileTail final : public Source {
     struct Resume {
         Mark at;
         int64_t row = 0, high = 0;
+        std::optional<StoredPosition> stored;  ///< what that row holds (`row` > 0)
     };
     /// Where `c`, a copy of a stream finished lately, resumes (nullopt: it is no such copy);
     /// what that stream's truncation counted lost and `c` holds is given back (in the open

@@ -14,6 +14,7 @@
 
 #include "collectors/prefix/line_decoder.h"
 #include "daemon/sources/file_tail.h"
+#include "ingest/long_line.h"
 
 namespace gpufault::daemon::file_tail {
 
@@ -93,7 +94,11 @@ struct FileTail::Followed {
     std::string origin;
     int64_t offset = 0;  ///< next byte to read: the start of a held partial line
     int64_t size = 0;    ///< size at the last poll
+    /// A line over kMaxLine is being read (its bytes up to `offset`), fed at its newline as
+    /// `gpufault ingest` takes it (LongLine: after a '\r', the text after the last one).
     bool skipping = false;
+    LongLine longLine;
+    int64_t longAt = 0;  ///< where that line starts (checkpoints stop there while it is read)
     std::string tail;     ///< the last (up to kTail) bytes read, ending at `tailAt`
     int64_t tailAt = -1;  ///< where `tail` ends (-1: not known)
     file_tail::Clock::time_point changed = file_tail::Clock::now();

@@ -246,4 +246,20 @@ int64_t storeCount(const std::string& store_path, const std::string& sql) {
     return r && *r ? s->i64(0) : -1;
 }
 
+std::vector<std::string> storeRows(const std::string& store_path, const std::string& sql,
+                                   int columns) {
+    std::vector<std::string> rows;
+    auto d = db::Db::open(store_path, true, false);
+    if (!d) return rows;
+    auto s = d->prepare(sql);
+    if (!s) return rows;
+    for (auto r = s->step(); r && *r; r = s->step()) {
+        std::string row;
+        for (int c = 0; c < columns; ++c)
+            row += (c ? "|" : "") + (s->isNull(c) ? std::string("NULL") : s->str(c));
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
 }  // namespace gpufault::testing

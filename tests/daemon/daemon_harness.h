@@ -48,6 +48,12 @@ class DaemonProcess {
 /// -1 when the store or the statement fails or gives no row.
 int64_t storeCount(const std::string& store_path, const std::string& sql);
 
+/// The rows of `sql` (its first `columns` columns, joined by '|', NULL as "NULL") from the
+/// store at `store_path`, read beside a running daemon (WAL, read-only); empty when the store or
+/// the statement fails.
+std::vector<std::string> storeRows(const std::string& store_path, const std::string& sql,
+                                   int columns);
+
 /// Sends one request line to a Unix socket and returns everything read until the server
 /// closes or `timeout` passes ("" when it cannot connect).
 std::string controlRequest(const std::string& socket_path, const std::string& request,

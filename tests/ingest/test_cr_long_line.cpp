@@ -38,6 +38,37 @@ TEST(CrLongLine, CutLongLineKeepsTheTextAfterTheLastCarriageReturn) {
     EXPECT_EQ(cutLongLine(x), std::string_view(x).substr(0, LineDecoder::kMaxLine));
 }
 
+// LongLine (a line read in pieces: LineReader past its buffer, gpufaultd before the newline
+// came) gives cutLongLine() of the whole line, wherever the pieces end: '\r' in the first
+// `max` bytes only, past them, at a piece's first or last byte, as the line's last byte.
+TEST(CrLongLine, LongLineInPiecesIsCutLongLineOfTheWhole) {
+    constexpr size_t kMax = 64;
+    uint64_t seed = 3;
+    auto rnd = [&seed](size_t n) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        return static_cast<size_t>((seed >> 33) % n);
+    };
+    size_t fromCr = 0;
+    for (int round = 0; round < 2000; ++round) {
+        std::string l(kMax + 1 + rnd(4 * kMax), 'a');
+        for (auto& c : l) c = static_cast<char>('a' + rnd(26));
+        for (size_t n = rnd(4); n > 0; --n) l[rnd(l.size())] = '\r';
+        if (rnd(8) == 0) l.back() = '\r';
+        LongLine ll(kMax);
+        size_t first = kMax + rnd(l.size() - kMax);  // start() gets at least kMax bytes
+        ll.start(std::string_view(l).substr(0, first));
+        for (size_t at = first; at < l.size();) {
+            size_t n = 1 + rnd(l.size() - at);
+            ll.add(std::string_view(l).substr(at, n));
+            at += n;
+        }
+        ASSERT_EQ(ll.text(), cutLongLine(l, kMax)) << round;
+        fromCr += ll.text()[0] == '\r';
+    }
+    EXPECT_GT(fromCr, 500u);  // both kinds of cut were met
+    EXPECT_LT(fromCr, 1900u);
+}
+
 TEST(CrLongLine, IngestFindsTheFaultAfterA2MiBProgressBar) {
     TempDir t;
     writeFile(t.file("long.log"), progressThenFault(40000) + "\n");

@@ -22,7 +22,8 @@ struct Read {
 };
 
 /// Every line of `path`; `buffered`: takeBuffered() (up to 1–40 lines at a time, cut at
-/// `maxLine` here, '\r' searched as the ingest's classify() does), next() when it declines.
+/// cutLongLine() at `maxLine` here, '\r' searched as the ingest's classify() does), next()
+/// when it declines.
 std::vector<Read> readAll(const std::string& path, size_t maxLine, bool buffered) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     EXPECT_GE(fd, 0);
@@ -40,7 +41,7 @@ std::vector<Read> readAll(const std::string& path, size_t maxLine, bool buffered
                 std::string_view v(base + s, ends[i] - s);
                 const bool cr = v.find('\r') != std::string_view::npos;
                 out.push_back(
-                    {std::string(v.substr(0, maxLine)), first + s, v.size() > maxLine, cr});
+                    {std::string(cutLongLine(v, maxLine)), first + s, v.size() > maxLine, cr});
             }
             continue;
         }
@@ -92,7 +93,7 @@ TEST(LineReader, TakeBufferedAgreesWithNext) {
         size_t end = text.find('\n', pos);
         if (end == std::string::npos) end = text.size();
         std::string whole = text.substr(pos, end - pos);
-        EXPECT_EQ(fast[i].line, whole.substr(0, kMax)) << i;
+        EXPECT_EQ(fast[i].line, cutLongLine(whole, kMax)) << i;
         EXPECT_EQ(fast[i].truncated, whole.size() > kMax) << i;
         if (fast[i].line.find('\r') != std::string::npos) {
             EXPECT_TRUE(fast[i].mayHaveCr) << i;
