@@ -466,6 +466,13 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     if (i.pid || i.process)
         fmt::print("- Process: {} (pid {})\n", mdText(i.process.value_or("?")), orDash(i.pid));
     if (i.reason) fmt::print("- Reason: {}\n", mdText(*i.reason));
+    for (const auto& m : v->members)  // compute-sanitizer measures the access itself
+        if (auto a = m.ev.e.attr("nearest_alloc"))
+            fmt::print("- compute-sanitizer: {} B {} the nearest allocation {} of {} B\n",
+                       mdText(m.ev.e.attr("nearest_distance").value_or("?")),
+                       mdText(m.ev.e.attr("nearest_side").value_or("after")),
+                       mdCode(*a),
+                       mdText(m.ev.e.attr("nearest_alloc_size").value_or("?")));
     fmt::print("- Signature: {}\n\n", mdCode(i.signature));
     fmt::print("{}", environmentMarkdown(env, vendor));
     fmt::print("{}", kernelMarkdown(i, lastKernel, dispatched));

@@ -56,6 +56,10 @@ TEST(CliReport, SanitizerReportNamesItsKernelAndSaysWhatIsUnknown) {
                           "(compute-sanitizer report)\n\n"))
         << r.out;
     EXPECT_NE(r.out.find("- Evidence: 1 record: sanitizer_report\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("- compute-sanitizer: 1 B after the nearest allocation `0x7f71b9e00a00` "
+                         "of 2400 B\n"),
+              std::string::npos)
+        << r.out;
     EXPECT_NE(r.out.find("Kernel compute-sanitizer caught the access in: `col_kernel(const "
                          "unsigned int *, unsigned int *, unsigned int, unsigned int, int, "
                          "float)`\n"),
