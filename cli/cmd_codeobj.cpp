@@ -62,10 +62,8 @@ void listInventory(const std::string& path, const Inventory& inv) {
     for (const auto& b : inv.bundles) cuda += b.kind == BundleInfo::Kind::CudaFatbin;
     std::string what;
     if (inv.bundles.size() > cuda)
-        what =
-            fmt::format("{} {}",
-                        inv.bundles.size() - cuda,
-                        inv.format == "AMDGPU code object" ? "code object" : "offload bundle(s)");
+        what = counted(static_cast<int64_t>(inv.bundles.size() - cuda),
+                       inv.format == "AMDGPU code object" ? "code object" : "offload bundle");
     if (cuda)
         what += fmt::format(
             "{}{} CUDA fat binar{}", what.empty() ? "" : ", ", cuda, cuda == 1 ? "y" : "ies");

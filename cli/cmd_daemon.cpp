@@ -275,6 +275,15 @@ std::string u64(const json& j, const char* key) {
                : "-";
 }
 
+/// u64() with its noun: `1 incident`, `2 incidents` (`plural` when not noun + "s").
+std::string u64Counted(const nlohmann::json& j,
+                       const char* key,
+                       const std::string& noun,
+                       const std::string& plural = "") {
+    std::string n = u64(j, key);
+    return n + " " + (n == "1" ? noun : plural.empty() ? noun + "s" : plural);
+}
+
 /// `timeout_s` from now.
 Deadline after(double timeout_s) {
     return Clock::now() +
@@ -324,21 +333,20 @@ int cmdStatus(const std::string& socket, bool json, double timeout_s) {
     if (j.contains("worker")) {
         const auto& w = j["worker"];
         std::printf(
-            "worker %s%s: %s correlations, the last %.2f s (correlate %.2f s, write %.2f s, "
-            "diagnose %.2f s) over %s records, %s incidents, %s rows written; %s "
-            "diagnoses, %s core files queued\n",
+            "worker %s%s: %s, the last %.2f s (correlate %.2f s, write %.2f s, "
+            "diagnose %.2f s) over %s, %s, %s written; %s, %s queued\n",
             w.value("busy", false) ? "busy" : "idle",
             w.value("queued", false) ? ", another pass queued" : "",
-            u64(w, "correlations").c_str(),
+            u64Counted(w, "correlations", "correlation").c_str(),
             w.value("last_s", 0.0),
             w.value("last_correlate_s", 0.0),
             w.value("last_write_s", 0.0),
             w.value("last_diagnose_s", 0.0),
-            u64(w, "last_records").c_str(),
-            u64(w, "last_incidents").c_str(),
-            u64(w, "last_rows").c_str(),
-            u64(w, "diagnosed").c_str(),
-            u64(w, "jobs_queued").c_str());
+            u64Counted(w, "last_records", "record").c_str(),
+            u64Counted(w, "last_incidents", "incident").c_str(),
+            u64Counted(w, "last_rows", "row").c_str(),
+            u64Counted(w, "diagnosed", "diagnosis", "diagnoses").c_str(),
+            u64Counted(w, "jobs_queued", "core file").c_str());
         if (!w.value("error", "").empty())
             std::printf("WORKER ERROR: %s (retrying every second)\n",
                         printable(w.value("error", "")).c_str());
@@ -400,18 +408,18 @@ int cmdWatch(const std::string& socket, bool json, double timeout_s) {
                         textOr(j, "source", "?").c_str(),
                         u64(j, "line").c_str());
         } else if (j.value("type", "") == "incident") {
-            std::printf("INCIDENT #%s %-20s %-18s %s record(s): %s\n",
+            std::printf("INCIDENT #%s %-20s %-18s %s: %s\n",
                         u64(j, "id").c_str(),
                         textOr(j, "kind", "?").c_str(),
                         textOr(j, "address", "-").c_str(),
-                        u64(j, "members").c_str(),
+                        u64Counted(j, "members", "record").c_str(),
                         textOr(j, "kinds", "").c_str());
         } else if (j.value("type", "") == "incident_update") {
-            std::printf("UPDATE   #%s %-20s %-18s %s record(s), %s before: %s\n",
+            std::printf("UPDATE   #%s %-20s %-18s %s, %s before: %s\n",
                         u64(j, "id").c_str(),
                         textOr(j, "kind", "?").c_str(),
                         textOr(j, "address", "-").c_str(),
-                        u64(j, "members").c_str(),
+                        u64Counted(j, "members", "record").c_str(),
                         u64(j, "members_before").c_str(),
                         textOr(j, "kinds", "").c_str());
         } else if (j.value("type", "") == "dropped") {

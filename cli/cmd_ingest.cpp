@@ -6,8 +6,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <string_view>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "collectors/coredump/core_reader.h"
 #include "ingest/ingest.h"
 #include "ingest/ingest_alloc.h"
@@ -150,6 +153,42 @@ int ingestCrashInput(Store& store, const std::string& f, const CoreOptions& o, b
     return 1;
 }
 
+/// What pasted crash text a file with no evidence looks like ("" when none): `coredumpctl
+/// info` or systemd-coredump's journal message (`Stack trace of thread N:`), gdb's backtrace
+/// (`coredumpctl gdb`: `#0  0x… in f ()`), `journalctl`'s `… dumped core.` line.
+std::string crashTextLike(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string line, what;
+    for (int n = 0; n < 20000 && std::getline(in, line); ++n) {
+        std::string_view l = line;
+        while (!l.empty() && (l.front() == ' ' || l.front() == '\t')) l.remove_prefix(1);
+        if (l.find("Stack trace of thread ") != std::string_view::npos)
+            return "`coredumpctl info` output or systemd-coredump's message as `journalctl` "
+                   "prints it";
+        if (l.starts_with("#") && l.find(" 0x") != std::string_view::npos &&
+            l.find(" in ") != std::string_view::npos)
+            what = "a gdb backtrace (`coredumpctl gdb`, `bt`)";
+        if (what.empty() && l.find(" dumped core.") != std::string_view::npos)
+            what = "`journalctl` text of a crash (`… dumped core.`)";
+    }
+    return what;
+}
+
+/// Says what to give ingest instead when a file that yielded no evidence looks like pasted
+/// crash text (stdin is not read again).
+void printNoEvidenceHint(const std::string& path) {
+    if (path == "-") return;
+    auto what = crashTextLike(path);
+    if (what.empty()) return;
+    fmt::print(stderr,
+               "gpufault: {}: this looks like {}; gpufault does not read that text. Give it the "
+               "crash itself: the core (`coredumpctl dump PID -o core.PID`, or the file under "
+               "/var/lib/systemd/coredump), or the journal entry in export format (`journalctl "
+               "-o export COREDUMP_PID=PID > crash.export`), then `gpufault ingest FILE`\n",
+               path,
+               what);
+}
+
 }  // namespace
 
 bool ingestOneAllocLog(Store& store, const std::string& f, std::optional<int64_t> run, bool quiet) {
@@ -175,20 +214,18 @@ bool ingestOneAllocLog(Store& store, const std::string& f, std::optional<int64_t
                         r->duplicates);
     if (r->after_end > 0)
         extra += fmt::format(", {} after the end of their process (not stored)", r->after_end);
-    fmt::print(
-        "{}: allocation records of pid {}: {} lines, {} allocations ({} freed{}), {} failed "
-        "calls, {} warnings, {:.2f} s\n",
-        f,
-        pids.empty()            ? "-"
-        : r->pids_without_start ? pids + " (no start record stored)"
-                                : pids,
-        r->lines,
-        r->allocations,
-        r->freed,
-        extra,
-        r->failed,
-        r->warnings,
-        r->seconds);
+    fmt::print("{}: allocation records of pid {}: {}, {} ({} freed{}), {}, {}, {:.2f} s\n",
+               f,
+               pids.empty()            ? "-"
+               : r->pids_without_start ? pids + " (no start record stored)"
+                                       : pids,
+               counted(static_cast<int64_t>(r->lines), "line"),
+               counted(static_cast<int64_t>(r->allocations), "allocation"),
+               r->freed,
+               extra,
+               counted(static_cast<int64_t>(r->failed), "failed call"),
+               counted(static_cast<int64_t>(r->warnings), "warning"),
+               r->seconds);
     return true;
 }
 
@@ -256,27 +293,26 @@ int cmdIngest(const Global& g,
             n += c;
             kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", c, k);
         }
-        fmt::print(
-            "{}: {} lines{}, {} evidence{}{}, {} dispatches ({} kept), {} operands, {} warnings, "
-            "{:.2f} s\n",
-            f,
-            r->lines,
-            r->resumed ? " (resumed)" : "",
-            n,
-            kinds.empty() ? "" : " (",
-            kinds.empty() ? "" : kinds + ")",
-            r->dispatches,
-            r->dispatch_rows,
-            r->operands,
-            r->warnings,
-            r->seconds);
+        fmt::print("{}: {}{}, {} evidence{}{}, {} ({} kept), {}, {}, {:.2f} s\n",
+                   f,
+                   counted(static_cast<int64_t>(r->lines), "line"),
+                   r->resumed ? " (resumed)" : "",
+                   n,
+                   kinds.empty() ? "" : " (",
+                   kinds.empty() ? "" : kinds + ")",
+                   counted(static_cast<int64_t>(r->dispatches), "dispatch", "dispatches"),
+                   r->dispatch_rows,
+                   counted(static_cast<int64_t>(r->operands), "operand"),
+                   counted(static_cast<int64_t>(r->warnings), "warning"),
+                   r->seconds);
+        if (n == 0) printNoEvidenceHint(f);
     }
     auto inc = recorrelate(*store);
     if (!inc) {
         fmt::print(stderr, "gpufault: correlation: {}\n", inc.error().message);
         return 2;
     }
-    if (!quiet) fmt::print("{} incidents in {}\n", *inc, g.db);
+    if (!quiet) fmt::print("{} in {}\n", counted(static_cast<int64_t>(*inc), "incident"), g.db);
     if (int d = runDiagnoses(store->db(), cores.sysfs_root, cores.proc_root, quiet); d != 0)
         return d;
     return rc;

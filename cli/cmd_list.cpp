@@ -185,9 +185,15 @@ int cmdFaults(const Global& g, bool json) {
     if (failed(rows)) return 2;
     auto stacks = queryStackSignatures(store->db());
     if (failed(stacks)) return 2;
-    TextTable t{
-        {"ID", "INCIDENT", "KIND", "ADDRESS", "2MiB", "NEAREST OPERAND", "DISTANCE", "LAST KERNEL"},
-        {}};
+    TextTable t{{"INCIDENT",
+                 "RECORD",
+                 "KIND",
+                 "ADDRESS",
+                 "2MiB",
+                 "NEAREST OPERAND",
+                 "DISTANCE",
+                 "LAST KERNEL"},
+                {}};
     std::vector<std::optional<std::string>> stackCol;
     for (auto& r : *rows) {
         const auto& e = r.ev.e;
@@ -215,8 +221,9 @@ int cmdFaults(const Global& g, bool json) {
             dist = r.nearest_inside          ? std::string("inside")
                    : *r.nearest_distance < 0 ? humanBytes(*r.nearest_distance) + " below ptr"
                                              : humanBytes(*r.nearest_distance) + " above end";
-        t.rows.push_back({std::to_string(r.ev.id),
-                          orDash(r.incident),
+        // INCIDENT is what `show` and `report` take; RECORD the evidence id `events` prints.
+        t.rows.push_back({orDash(r.incident),
+                          std::to_string(r.ev.id),
                           std::string(kindName(e.kind)),
                           optAddr(e.address),
                           aligned ? (*aligned ? "yes" : "no") : "-",

@@ -68,8 +68,8 @@ int cmdPreflight(const Global& g, const PreflightOptions& o) {
             } else if (h->faults > 0) {
                 const auto& f = h->last_fault->e;
                 reasons.push_back(fmt::format(
-                    "{} fault record(s) since {} (last: {} {}:{})",
-                    h->faults,
+                    "{} since {} (last: {} {}:{})",
+                    counted(h->faults, "fault record"),
                     h->last_good_reset ? "its last successful GPU reset" : "the store began",
                     kindName(f.kind),
                     h->last_fault->source,

@@ -138,9 +138,9 @@ void recordAllocations(Store& store, const std::string& dir, int64_t id) {
         for (const auto& w : r->warning_texts) say("gpufault run: {}\n", w);
         allocations += r->allocations;
     }
-    say("gpufault run: {} allocation(s) recorded by {} process(es) in {}\n",
-        allocations,
-        files.size(),
+    say("gpufault run: {} recorded by {} in {}\n",
+        counted(static_cast<int64_t>(allocations), "allocation"),
+        counted(static_cast<int64_t>(files.size()), "process", "processes"),
         dir);
 }
 
@@ -286,10 +286,10 @@ int cmdRun(const Global& g, const RunOptions& o) {
     uint64_t records = 0;
     if (sum)
         for (const auto& [k, n] : sum->evidence) records += n;
-    say("gpufault run: run #{} recorded in {}: {} record(s) from {} of output\n",
+    say("gpufault run: run #{} recorded in {}: {} from {} of output\n",
         *id,
         g.db,
-        records,
+        counted(static_cast<int64_t>(records), "record"),
         sizeText(job->bytes));
     if (auto inc = queryIncidents(store->db()); inc)
         for (const auto& i : *inc)

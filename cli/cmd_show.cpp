@@ -8,6 +8,7 @@
 #include "cli/diagnosis_view.h"
 #include "cli/incident_view.h"
 #include "cli/output.h"
+#include "cli/report_sections.h"
 #include "cli/stack_view.h"
 #include "cli/store_open.h"
 #include "collectors/common/demangle.h"
@@ -160,26 +161,26 @@ std::string missText(const AllocationMiss& m) {
     // (schema/alloc_misses.cpp): "none of the process that faulted" would claim too much.
     if (m.pid && m.why.starts_with("the fault's records have no time to tell"))
         return fmt::format(
-            "Allocations: pid {} has {} allocation recording(s) in the store, and which of them "
+            "Allocations: pid {} has {} in the store, and which of them "
             "(if any) is the process that faulted is not known: {} (docs/preload.md \"Reused "
             "pids\")",
             *m.pid,
-            m.recordings,
+            counted(m.recordings, "allocation recording"),
             printable(m.why));
     if (m.pid)
         return fmt::format(
-            "Allocations: pid {} has {} allocation recording(s) in the store, none of the "
+            "Allocations: pid {} has {} in the store, none of the "
             "process that faulted: {} (docs/preload.md \"Reused pids\")",
             *m.pid,
-            m.recordings,
+            counted(m.recordings, "allocation recording"),
             printable(m.why));
     std::string pids;
     for (int64_t p : m.pids) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
     if (m.pid_count > static_cast<int64_t>(m.pids.size())) pids += ", …";
     return fmt::format(
-        "Allocations: {} allocation recording(s) in the store (pid{} {}), none "
+        "Allocations: {} in the store (pid{} {}), none "
         "joined: {}",
-        m.recordings,
+        counted(m.recordings, "allocation recording"),
         m.pid_count == 1 ? "" : "s",
         pids,
         printable(m.why));
@@ -381,80 +382,6 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
     return 0;
 }
 
-namespace {
-
-/// Frames [begin, end) of `t` as JSON (collectors/coredump/stack.h's frame objects), with the
-/// index of the first.
-nlohmann::json threadJson(const coredump::Thread& t, size_t begin, size_t end) {
-    coredump::CoreStack one;
-    one.threads.push_back(t);
-    auto& fr = one.threads.front().frames;
-    fr = std::vector<coredump::Frame>(t.frames.begin() + static_cast<ptrdiff_t>(begin),
-                                      t.frames.begin() + static_cast<ptrdiff_t>(end));
-    auto j = coredump::toJson(one)["threads"][0];
-    j["first_frame"] = begin;
-    j["frames_total"] = t.frames.size();
-    return j;
-}
-
-constexpr size_t kReportFrames = 24;         ///< frames of the crashing thread in a report
-constexpr size_t kReportRuntimeThreads = 8;  ///< threads inside the GPU runtime, each …
-constexpr size_t kReportRuntimeFrames = 6;   ///< … with this many frames (as `show`)
-
-/// The incident's cores for `report --format json`: the crashing thread and, for a ROCr
-/// abort (which dies on the runtime's event thread), the other threads that were inside the
-/// GPU runtime — where the program's GPU work was.
-nlohmann::json coresJson(db::Db& d, int64_t incident) {
-    auto out = nlohmann::json::array();
-    auto cores = queryIncidentCores(d, incident);
-    if (!cores) return out;
-    for (const auto& c : *cores) {
-        nlohmann::json j{
-            {"core", c.id},
-            {"title", coreTitle(c)},
-            {"signature",
-             c.core.signature ? nlohmann::json(*c.core.signature) : nlohmann::json(nullptr)},
-            {"threads", c.threads},
-            {"stack_partial", nullptr},
-            {"crashed_thread", nullptr}};
-        if (auto why = stackPartial(c.core)) j["stack_partial"] = *why;
-        auto all = queryCoreThreads(d, c.id, true);
-        auto rt = nlohmann::json::array();
-        if (all) {
-            for (const auto& t : *all)
-                if (t.crashed)
-                    j["crashed_thread"] =
-                        threadJson(t, 0, std::min(t.frames.size(), kReportFrames));
-            auto hits = runtimeThreads(*all, kReportRuntimeFrames);
-            j["runtime_threads_total"] = hits.size();
-            for (size_t h = 0; h < hits.size() && h < kReportRuntimeThreads; ++h)
-                rt.push_back(threadJson(*hits[h].thread, hits[h].begin, hits[h].end));
-        }
-        j["runtime_threads"] = std::move(rt);
-        out.push_back(std::move(j));
-    }
-    return out;
-}
-
-/// The same as Markdown: a section per core, stacks in code blocks.
-void printCoresMarkdown(db::Db& d, int64_t incident) {
-    auto cores = queryIncidentCores(d, incident);
-    if (!cores) return;
-    for (const auto& c : *cores) {
-        std::string body = coreFacts(c, "");
-        if (auto all = queryCoreThreads(d, c.id, true); all) {
-            for (const auto& t : *all)
-                if (t.crashed) body += threadText(t, kReportFrames, "");
-            if (auto rt = runtimeThreadsText(*all, kReportRuntimeThreads, kReportRuntimeFrames, "");
-                !rt.empty())
-                body += "\n" + rt;
-        }
-        fmt::print("### Core {}: {}\n\n{}\n", c.id, mdText(coreTitle(c)), mdFence(body));
-    }
-}
-
-}  // namespace
-
 int cmdReport(const Global& g, int64_t id, const std::string& format) {
     auto store = openForQuery(g);
     if (!store) return 2;
@@ -464,7 +391,9 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     const auto& i = v->incident;
     auto prim = primaryDistances(*v);
     std::optional<std::string> lastKernel = i.kernel;
-    if (!v->dispatches.empty()) lastKernel = v->dispatches.front().d.kernel;
+    bool dispatched = !v->dispatches.empty();  // else the kernel is the one a record names
+    if (dispatched) lastKernel = v->dispatches.front().d.kernel;
+    auto env = incidentEnvironment(store->db(), *v);
     if (format == "json") {
         nlohmann::json j;
         j["incident"] = i.id;
@@ -478,6 +407,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         j["reason"] = i.reason ? nlohmann::json(*i.reason) : nlohmann::json(nullptr);
         j["kernel"] = lastKernel ? nlohmann::json(*lastKernel) : nlohmann::json(nullptr);
         j["signature"] = i.signature;
+        j["environment"] = environmentJson(env);
         j["diagnosis"] = diagnosisJson(store->db(), id);
         j["evidence"] = nlohmann::json::array();
         for (const auto& m : v->members) {
@@ -526,31 +456,26 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         printJsonLine(stdout, j);
         return 0;
     }
-    std::string vendor = i.vendor.value_or("GPU");
-    fmt::print("## {} memory access fault{}{}\n\n",
-               vendor == "amd"      ? "AMD GPU"
-               : vendor == "nvidia" ? "NVIDIA GPU"
-                                    : "GPU",
-               i.address ? " at " + addr16(*i.address) : "",
-               i.reason ? " (" + mdText(*i.reason) + ")" : "");
+    std::string vendor = i.vendor.value_or("");
+    fmt::print("{}", reportTitle(i));
     fmt::print("{}", diagnosisMarkdown(store->db(), id));
     fmt::print("### Summary\n\n");
-    fmt::print("- Evidence: {} record(s): {}\n", i.members, i.kinds);
+    fmt::print("- Evidence: {}: {}\n", counted(i.members, "record"), i.kinds);
     if (i.address)
         fmt::print("- Fault address: `{}`; {}\n", addr16(*i.address), alignmentText(*i.address));
     if (i.pid || i.process)
         fmt::print("- Process: {} (pid {})\n", mdText(i.process.value_or("?")), orDash(i.pid));
     if (i.reason) fmt::print("- Reason: {}\n", mdText(*i.reason));
+    for (const auto& m : v->members)  // compute-sanitizer measures the access itself
+        if (auto a = m.ev.e.attr("nearest_alloc"))
+            fmt::print("- compute-sanitizer: {} B {} the nearest allocation {} of {} B\n",
+                       mdText(m.ev.e.attr("nearest_distance").value_or("?")),
+                       mdText(m.ev.e.attr("nearest_side").value_or("after")),
+                       mdCode(*a),
+                       mdText(m.ev.e.attr("nearest_alloc_size").value_or("?")));
     fmt::print("- Signature: {}\n\n", mdCode(i.signature));
-    fmt::print("### Faulting kernel\n\n");
-    if (lastKernel)
-        fmt::print("Last dispatched kernel before the fault: {}{}\n\n",
-                   mdCode(demangle(*lastKernel)),
-                   demangle(*lastKernel) != *lastKernel ? " (" + mdCode(*lastKernel) + ")" : "");
-    else
-        fmt::print(
-            "No dispatch was logged before the fault (run with AMD_LOG_LEVEL=3 to record "
-            "ShaderName lines).\n\n");
+    fmt::print("{}", environmentMarkdown(env, vendor));
+    fmt::print("{}", kernelMarkdown(i, lastKernel, dispatched));
     if (!prim.empty()) {
         fmt::print("### Fault address vs. recorded operands\n\n");
         fmt::print(
@@ -589,8 +514,8 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                    mdFence(printableLines(m.ev.e.raw)));
     }
     fmt::print(
-        "_Drafted by gpufault from the records above; please add the ROCm/CUDA, driver and kernel "
-        "versions._\n");
+        "_Drafted by gpufault from the records above; please add the versions marked unknown "
+        "and the kernel version (`uname -r`)._\n");
     return 0;
 }
 

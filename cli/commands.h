@@ -70,6 +70,10 @@ int cmdFaults(const Global& g, bool json);
 int cmdOperands(const Global& g, bool json);
 int cmdDispatches(const Global& g, bool json);
 int cmdKernels(const Global& g, bool json);
+/// Incidents grouped by signature (schema/group_queries.h), the most frequent first: count,
+/// processes, inputs, runs, hosts, first and last time seen, example incident ids. 0 done (also
+/// for an empty store), 2 the store failed.
+int cmdGroups(const Global& g, bool json);
 int cmdShow(const Global& g, int64_t incident, int dispatches);
 int cmdReport(const Global& g, int64_t incident, const std::string& format);
 /// --socket, else $GPUFAULT_SOCKET, else /run/gpufault/gpufaultd.sock.

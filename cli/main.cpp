@@ -21,6 +21,17 @@ const CLI::Validator kRowId(
     },
     "ID");
 
+/// `stack`'s core id: a row id, and a path given instead gets told where core files go.
+const CLI::Validator kCoreId(
+    [](std::string& s) -> std::string {
+        auto err = kRowId(s);
+        if (err.empty() || (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos))
+            return err;  // a number: in range, or out of range as kRowId says
+        return "stack takes a core id (see `gpufault cores`), not '" + s +
+               "'; to read a core file use `gpufault ingest FILE`";
+    },
+    "CORE_ID");
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,14 +98,16 @@ int main(int argc, char** argv) {
     int64_t coreId = 0;
     bool allThreads = false;
     auto* stack = app.add_subcommand("stack", "one core's symbolized stack");
-    stack->add_option("core", coreId, "core id (gpufault cores)")->required()->check(kRowId);
+    stack->add_option("core", coreId, "core id (gpufault cores)")->required()->check(kCoreId);
     stack->add_flag("--all-threads", allThreads, "every thread, not only the crashing one");
     stack->add_flag("--json", json, "one JSON object");
 
     auto* incidents = app.add_subcommand("incidents", "list incidents");
     incidents->add_flag("--json", json, "JSON Lines");
-    auto* faults =
-        app.add_subcommand("faults", "fault addresses: alignment, nearest operand, last kernel");
+    auto* faults = app.add_subcommand(
+        "faults",
+        "fault records (INCIDENT: the id show takes; RECORD: the evidence id): alignment, "
+        "nearest operand, last kernel");
     faults->add_flag("--json", json, "JSON Lines");
     auto* operands = app.add_subcommand("operands", "recorded buffers");
     operands->add_flag("--json", json, "JSON Lines");
@@ -102,6 +115,9 @@ int main(int argc, char** argv) {
     dispatches->add_flag("--json", json, "JSON Lines");
     auto* kernels = app.add_subcommand("kernels", "dispatch counts per kernel and process");
     kernels->add_flag("--json", json, "JSON Lines");
+    auto* groups = app.add_subcommand(
+        "groups", "incidents grouped by signature: how often the same fault came back");
+    groups->add_flag("--json", json, "JSON Lines");
 
     int64_t incident = 0;
     int lastN = 16;
@@ -302,6 +318,7 @@ int main(int argc, char** argv) {
     if (*operands) return cmdOperands(g, json);
     if (*dispatches) return cmdDispatches(g, json);
     if (*kernels) return cmdKernels(g, json);
+    if (*groups) return cmdGroups(g, json);
     if (*show) return cmdShow(g, incident, lastN);
     if (*report) return cmdReport(g, incident, format);
     if (*runCmd) return cmdRun(g, runOpt);

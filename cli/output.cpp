@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <ctime>
 
 namespace gpufault::cli {
 
@@ -180,6 +181,20 @@ std::string orDash(const std::optional<std::string>& s) {
 }
 std::string orDash(const std::optional<int64_t>& v) {
     return v ? std::to_string(*v) : "-";
+}
+
+std::string utcText(int64_t seconds) {
+    time_t tt = static_cast<time_t>(seconds);
+    struct tm tm {};
+    gmtime_r(&tt, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+std::string counted(int64_t n, std::string_view noun, std::string_view plural) {
+    if (n == 1) return fmt::format("1 {}", noun);
+    return plural.empty() ? fmt::format("{} {}s", n, noun) : fmt::format("{} {}", n, plural);
 }
 
 }  // namespace gpufault::cli

@@ -49,6 +49,11 @@ std::string addr16(uint64_t a);
 std::string humanBytes(int64_t b);
 /// A size without sign: `231,211,008 B (220.50 MiB)`.
 std::string sizeText(uint64_t b);
+/// `2024-05-01T12:00:00Z` for UTC seconds since the epoch.
+std::string utcText(int64_t seconds);
+/// `1 incident`, `2 incidents`: the count and the noun, plural unless n is 1 (`plural` when the
+/// plural is not noun + "s").
+std::string counted(int64_t n, std::string_view noun, std::string_view plural = {});
 /// `-` for null.
 std::string orDash(const std::optional<std::string>& s);
 std::string orDash(const std::optional<int64_t>& v);

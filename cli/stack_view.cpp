@@ -19,15 +19,6 @@ std::string baseName(const std::string& p) {
     return s == std::string::npos ? p : p.substr(s + 1);
 }
 
-std::string utc(int64_t t) {
-    time_t tt = static_cast<time_t>(t);
-    struct tm tm {};
-    gmtime_r(&tt, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return buf;
-}
-
 }  // namespace
 
 std::string coreTitle(const CoreRow& r) {
@@ -71,7 +62,7 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
                                   indent,
                                   printable(c.path.empty() ? "-" : c.path),
                                   sizeText(static_cast<uint64_t>(c.size)),
-                                  utc(c.time),
+                                  utcText(c.time),
                                   c.time_from,
                                   c.origin == "file" ? "" : ", from " + c.origin);
     if (c.note) out += fmt::format("{}note       {}\n", indent, printable(*c.note));

@@ -101,7 +101,7 @@ TEST(AllocRecords, NullPointersUnmatchedFreesAndRepeatedKeysAreWarnedPerLine) {
         << r.err;
     EXPECT_EQ(r.err.find(f + ":4:"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(f + ":5: repeated key 'ptr': record refused"), std::string::npos) << r.err;
-    EXPECT_NE(r.out.find("1 allocations (0 freed), 0 failed calls, 3 warnings"), std::string::npos)
+    EXPECT_NE(r.out.find("1 allocation (0 freed), 0 failed calls, 3 warnings"), std::string::npos)
         << r.out;
     EXPECT_EQ(query(db, "SELECT pid, ptr, end FROM allocations"),
               "pid\tptr\tend\n4528\t134520879710208\t134520879714304\n");

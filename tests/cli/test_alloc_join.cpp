@@ -141,7 +141,7 @@ TEST(AllocJoin, AnIncidentsClockedRecordDecidesForItsClocklessOne) {
         auto out = inZone("UTC", {"--db", db, fmt, "1"});
         ASSERT_EQ(out.status, 0) << out.err;
         EXPECT_EQ(out.out.find("0x00007f0000000000"), std::string::npos) << fmt << "\n" << out.out;
-        EXPECT_NE(out.out.find("pid 4528 has 1 allocation recording(s) in the store, none of the "
+        EXPECT_NE(out.out.find("pid 4528 has 1 allocation recording in the store, none of the "
                                "process that faulted"),
                   std::string::npos)
             << fmt << "\n"

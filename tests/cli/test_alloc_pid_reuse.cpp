@@ -200,7 +200,7 @@ TEST(AllocPidReuse, AFaultBeforeEveryRecordingOrWithoutATimeMeetsNone) {
         EXPECT_EQ(show.out.find("Allocations recorded by the preload shim"), std::string::npos)
             << show.out;
         bool untold = why.starts_with("the fault's records have no time");
-        EXPECT_NE(show.out.find("Allocations: pid 4528 has 2 allocation recording(s) in the "
+        EXPECT_NE(show.out.find("Allocations: pid 4528 has 2 allocation recordings in the "
                                 "store, " +
                                 std::string(untold ? "and which of them (if any) is the process "
                                                      "that faulted is not known: "
@@ -275,7 +275,7 @@ TEST(AllocPidReuse, ShowSaysWhyARecordingInTheStoreWasNotJoined) {
         "00007f5eb547916e sp 00007fff363a9000 error 4 in libfoo.so[116e,7f5eb5479000+1000]\n");
     auto other = saidBy(dir.file("a.db"), dir.file("other.log"));
     expectLine(other,
-               "Allocations: 1 allocation recording(s) in the store (pid 4528), none joined: the "
+               "Allocations: 1 allocation recording in the store (pid 4528), none joined: the "
                "fault is of pid 999");
     EXPECT_EQ(other.json,
               nlohmann::json::parse(R"([{"pid":null,"recordings":1,"pids":[4528],"pid_count":1,)"
@@ -290,7 +290,7 @@ TEST(AllocPidReuse, ShowSaysWhyARecordingInTheStoreWasNotJoined) {
         "job run by `gpufault run --record-allocations`)";
     expectLine(
         nopid,
-        "Allocations: 1 allocation recording(s) in the store (pid 4528), none joined: " + noPid);
+        "Allocations: 1 allocation recording in the store (pid 4528), none joined: " + noPid);
     ASSERT_EQ(nopid.json.size(), 1u) << nopid.json;
     EXPECT_EQ(nopid.json[0]["why"], noPid);
     EXPECT_EQ(nopid.json[0]["pids"], nlohmann::json::array({4528}));
@@ -298,7 +298,7 @@ TEST(AllocPidReuse, ShowSaysWhyARecordingInTheStoreWasNotJoined) {
     writeFile(dir.file("early.log"), segfault(12, 0, kNew + 0x10));
     auto early = saidBy(dir.file("c.db"), dir.file("early.log"));
     expectLine(early,
-               "Allocations: pid 4528 has 1 allocation recording(s) in the store, none of the "
+               "Allocations: pid 4528 has 1 allocation recording in the store, none of the "
                "process that faulted: the recording of the process that faulted has no "
                "allocation made before the fault (docs/preload.md \"Reused pids\")");
     EXPECT_EQ(early.json,

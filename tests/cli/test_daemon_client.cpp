@@ -128,7 +128,7 @@ TEST(DaemonClient, TheWorkerIsShown) {
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("worker busy, another pass queued: 12 correlations, the last 2.31 s "
                          "(correlate 1.90 s, write 0.20 s, diagnose 0.01 s) over 395001 records, "
-                         "1 incidents, 2 rows written; 1 diagnoses, 0 core files queued\n"),
+                         "1 incident, 2 rows written; 1 diagnosis, 0 core files queued\n"),
               std::string::npos)
         << r.out;
     EXPECT_EQ(r.out.find("WORKER ERROR"), std::string::npos) << r.out;

@@ -60,7 +60,7 @@ TEST(CliDebugAgent, WavesWithoutRocrLineWarn) {
     auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("run.log")});
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("0 evidence"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("1 warnings"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("1 warning,"), std::string::npos) << r.out;
     auto w = parseJsonLines(run({GPUFAULT_BIN,
                                  "--db",
                                  t.file("db"),

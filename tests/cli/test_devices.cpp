@@ -148,7 +148,7 @@ TEST(Preflight, FaultsSinceTheLastGoodResetVramAndProcessesMakeADeviceDirty) {
     EXPECT_EQ(r.status, 1) << r.out << r.err;
     EXPECT_EQ(r.out,
               "0000:c6:00.0 gfx90a (node 1) DIRTY\n"
-              "  - 1 fault record(s) since its last successful GPU reset (last: amdgpu_page_fault " +
+              "  - 1 fault record since its last successful GPU reset (last: amdgpu_page_fault " +
                   t.file("dmesg.log") + ":7)\n"
               "  - VRAM in use: 3,221,225,472 B (3.00 GiB) (limit 1024 MiB)\n"
               "  - KFD process 4242 (python3) holds memory on it\n"

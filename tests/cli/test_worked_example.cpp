@@ -160,7 +160,7 @@ TEST(AmdLogExample, ArgLinesCutOffAtTheEndAreWarnedWithFileAndLine) {
     auto in = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", cut});
     ASSERT_EQ(in.status, 0) << in.err;
     // vectoradd's three args are operands; scatter_rows' are not.
-    EXPECT_NE(in.out.find("1 dispatches (1 kept), 3 operands, 1 warnings"), std::string::npos)
+    EXPECT_NE(in.out.find("1 dispatch (1 kept), 3 operands, 1 warning"), std::string::npos)
         << in.out;
     auto ops = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "operands", "--json"}).out);
     ASSERT_EQ(ops.size(), 3u);

@@ -268,7 +268,7 @@ TEST(DaemonAllocIncremental, AJobsEndIsStoredAndALaterFaultOfItsPidMeetsNone) {
     EXPECT_EQ(f.count("SELECT count(*) FROM fault_allocation_distance"), 1);
     auto show = run({GPUFAULT_BIN, "--db", f.store, "show", "2"});
     ASSERT_EQ(show.status, 0) << show.err;
-    EXPECT_NE(show.out.find(fmt::format("Allocations: pid {} has 1 allocation recording(s) in the "
+    EXPECT_NE(show.out.find(fmt::format("Allocations: pid {} has 1 allocation recording in the "
                                         "store, none of the process that faulted",
                                         pid)),
               std::string::npos)

@@ -58,10 +58,14 @@ struct Fixture {
     int64_t count(const std::string& sql) const { return storeCount(store, sql); }
 };
 
-/// /dev/kmsg for writing tagged test records, or -1 with the reason to skip.
+/// /dev/kmsg for writing tagged test records, or -1 with the reason to skip. Opt-in: these
+/// tests write fake `segfault` records into the machine's real kernel log (which a gpufaultd
+/// running there stores), so only with GPUFAULT_TEST_KMSG=1 (and root).
 int openKmsgForTests(std::string& why) {
-    if (std::getenv("GPUFAULT_TEST_NO_KMSG")) {
-        why = "GPUFAULT_TEST_NO_KMSG: no test records into the kernel log";
+    const char* opt = std::getenv("GPUFAULT_TEST_KMSG");
+    if (!opt || std::string(opt) != "1") {
+        why = "writes test records into the real kernel log (/dev/kmsg): set "
+              "GPUFAULT_TEST_KMSG=1 (as root) to run it";
         return -1;
     }
     int fd = ::open("/dev/kmsg", O_RDWR | O_NONBLOCK | O_CLOEXEC);

@@ -182,7 +182,7 @@ TEST(Watch, AnIncidentThatGainsARecordIsToldAsAnUpdate) {
     EXPECT_NE(cli.out.find(fmt::format("UPDATE   #{} rocr_memory_fault", update["id"].dump())),
               std::string::npos)
         << cli.out;
-    EXPECT_NE(cli.out.find("2 record(s), 1 before: amdgpu_page_fault,rocr_memory_fault"),
+    EXPECT_NE(cli.out.find("2 records, 1 before: amdgpu_page_fault,rocr_memory_fault"),
               std::string::npos)
         << cli.out;
 }
