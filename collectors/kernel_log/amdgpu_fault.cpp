@@ -18,7 +18,8 @@ using amdgpu::FaultStage;
 constexpr auto npos = std::string_view::npos;
 
 constexpr size_t kMaxDevices = 16;  // blocks in progress at once (one per device)
-constexpr uint64_t kMaxGap = 64;    // lines without one of its own after which a block ends
+// Lines without one of its own after which a block ends.
+constexpr uint64_t kMaxGap = amdgpu::DirectionProbe::kMaxGapLines;
 
 int stageIndex(FaultStage s) {
     return static_cast<int>(s);
@@ -76,6 +77,7 @@ class AmdgpuFaultMatcher final : public Matcher {
   private:
     void step(const LogLine& line, Sink& out);
     void decide(Direction d, Sink& out);
+    void closeAll(Sink& out);
     bool joins(const Block& b, FaultStage s) const;
     void add(Block& b, FaultStage s, std::string_view body, const LogLine& line);
     void close(size_t i, Sink& out);
@@ -151,8 +153,22 @@ void AmdgpuFaultMatcher::close(size_t i, Sink& out) {
 void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
     ++seq_;
     if (dir_ != Direction::Unknown) return step(line, out);
+    if (probe_.stale(seq_)) {
+        // The held blocks ended in a gap: settle them by their shape, learn nothing.
+        decide(probe_.guess(), out);
+        closeAll(out);
+        dir_ = Direction::Unknown;
+    }
     // Lines the probe does not hold change nothing before the first block line.
     if (Direction d = probe_.offer(line, seq_); d != Direction::Unknown) decide(d, out);
+}
+
+// Emits every block in progress (in the order of their first lines) and the held record.
+void AmdgpuFaultMatcher::closeAll(Sink& out) {
+    std::stable_sort(
+        blocks_.begin(), blocks_.end(), [](auto& a, auto& b) { return a.ev.line < b.ev.line; });
+    while (!blocks_.empty()) close(0, out);
+    flushHeld(out);
 }
 
 // Sets the direction and feeds the lines held until now, each at its own place in the stream.
@@ -236,10 +252,7 @@ void AmdgpuFaultMatcher::step(const LogLine& line, Sink& out) {
 
 void AmdgpuFaultMatcher::finish(Sink& out) {
     if (dir_ == Direction::Unknown && !probe_.empty()) decide(probe_.guess(), out);
-    std::stable_sort(
-        blocks_.begin(), blocks_.end(), [](auto& a, auto& b) { return a.ev.line < b.ev.line; });
-    while (!blocks_.empty()) close(0, out);
-    flushHeld(out);
+    closeAll(out);
 }
 
 }  // namespace

@@ -84,9 +84,7 @@ Direction DirectionProbe::offer(const LogLine& line, uint64_t seq) {
         }
     }
     if (found != Direction::Unknown) return found;
-    if (held_.size() >= kMaxHeldLines || bytes_ >= kMaxHeldBytes ||
-        seq - last_block_seq_ > kMaxGapLines)
-        return guess();
+    if (held_.size() >= kMaxHeldLines || bytes_ >= kMaxHeldBytes) return guess();
     return Direction::Unknown;
 }
 
@@ -104,6 +102,10 @@ std::vector<HeldLine> DirectionProbe::take() {
     first_stage_.reset();
     last_stage_.reset();
     return out;
+}
+
+bool DirectionProbe::stale(uint64_t seq) const {
+    return !held_.empty() && seq - last_block_seq_ > kMaxGapLines;
 }
 
 std::optional<uint64_t> DirectionProbe::firstLine() const {

@@ -35,8 +35,9 @@ struct HeldLine {
 /// (in reading order) that show it: different kernel stamps (or wall stamps of one form), else
 /// two lines other than the header with different stages (a header sits at the boundary of two
 /// blocks either way, so a pair with a header tells nothing by itself). Bounded: at most
-/// kMaxHeldLines lines and kMaxHeldBytes bytes of text are held, and a gap of kMaxGapLines lines
-/// after the last block line ends the wait; then guess() decides.
+/// kMaxHeldLines lines and kMaxHeldBytes bytes of text are held, then guess() decides; after a
+/// gap of kMaxGapLines lines without a block line (stale()) the held blocks are over whatever
+/// the order, and the caller settles them with guess() without learning an order.
 class DirectionProbe {
   public:
     static constexpr size_t kMaxHeldLines = 256;
@@ -56,6 +57,10 @@ class DirectionProbe {
 
     /// The held lines, in reading order; the probe is empty afterwards.
     std::vector<HeldLine> take();
+
+    /// True when lines are held and none of the last kMaxGapLines lines (up to `seq`) was a
+    /// block line: every held block has ended.
+    bool stale(uint64_t seq) const;
 
     bool empty() const { return held_.empty(); }
     /// The source line of the first held line, nullopt when none is held.
