@@ -86,7 +86,7 @@ class AmdgpuFaultMatcher final : public Matcher {
 
     std::vector<Block> blocks_;
     Direction dir_ = Direction::Unknown;
-    amdgpu::DirectionProbe probe_;  // lines held until dir_ is known
+    amdgpu::DirectionProbe probe_;           // lines held until dir_ is known
     std::optional<std::string> suppressed_;  // count waiting for the next record
     std::optional<Evidence> held_;           // newest-first input: a record whose suppression
                                              // line may come next

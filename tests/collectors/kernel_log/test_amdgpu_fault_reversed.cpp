@@ -35,8 +35,8 @@ Parsed parse(const std::vector<std::string>& lines) {
 
 // journalctl -o short of a kernel record at 13:30:SS of GPU `bdf`, the gmc_v11 dev_printk form.
 std::string j(int ss, const std::string& msg, const std::string& bdf = "0000:0d:00.0") {
-    return "Nov 04 13:30:" + std::to_string(ss) + " host kernel: amdgpu " + bdf + ": amdgpu: " +
-           msg;
+    return "Nov 04 13:30:" + std::to_string(ss) + " host kernel: amdgpu " + bdf +
+           ": amdgpu: " + msg;
 }
 
 // One gmc_v11 block (gmc_v11_0_process_interrupt, gfxhub_v3_0 print_l2_protection_fault_status,
@@ -176,9 +176,8 @@ TEST(AmdgpuFaultReversed, TwoGpusInterleaved) {
 TEST(AmdgpuFaultReversed, RunCutByOtherLines) {
     auto newer = reversedBlock(19, "8001089f1000", 1);
     auto older = reversedBlock(18, "8001089f0000", 0);
-    std::vector<std::string> lines{newer[0],
-                                   "Nov 04 13:30:19 host kwin_wayland[1671]: kwin_core: Failed",
-                                   newer[1]};
+    std::vector<std::string> lines{
+        newer[0], "Nov 04 13:30:19 host kwin_wayland[1671]: kwin_core: Failed", newer[1]};
     lines.insert(lines.end(), newer.begin() + 2, newer.end());
     lines.push_back("Nov 04 13:30:18 host systemd[1]: Started session-3.scope.");
     lines.insert(lines.end(), older.begin(), older.end());
