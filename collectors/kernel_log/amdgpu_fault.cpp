@@ -51,13 +51,6 @@ std::optional<std::string_view> suppressedCount(std::string_view text) {
     return text.substr(b, p - b);
 }
 
-// Device lines that are not the amdgpu driver's own (the IOMMU's `AMD-Vi: Event logged …`, RAS
-// CPER `{1}[Hardware Error]: …`) may interleave with a block without ending it.
-bool endsBlock(const amdgpu::DeviceLine& d) {
-    if (d.tagged) return true;
-    return !text::startsWith(d.body, "AMD-Vi") && !text::startsWith(d.body, "{");
-}
-
 class AmdgpuFaultMatcher final : public Matcher {
   public:
     void feed(const LogLine& line, Sink& out) override;
@@ -78,6 +71,7 @@ class AmdgpuFaultMatcher final : public Matcher {
     void step(const LogLine& line, Sink& out);
     void decide(Direction d, Sink& out);
     void closeAll(Sink& out);
+    void settle(Sink& out);
     bool joins(const Block& b, FaultStage s) const;
     void add(Block& b, FaultStage s, std::string_view body, const LogLine& line);
     void close(size_t i, Sink& out);
@@ -153,14 +147,21 @@ void AmdgpuFaultMatcher::close(size_t i, Sink& out) {
 void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
     ++seq_;
     if (dir_ != Direction::Unknown) return step(line, out);
-    if (probe_.stale(seq_)) {
-        // The held blocks ended in a gap: settle them by their shape, learn nothing.
-        decide(probe_.guess(), out);
-        closeAll(out);
-        dir_ = Direction::Unknown;
-    }
+    if (probe_.stale(seq_)) settle(out);
     // Lines the probe does not hold change nothing before the first block line.
-    if (Direction d = probe_.offer(line, seq_); d != Direction::Unknown) decide(d, out);
+    if (Direction d = probe_.offer(line, seq_); d != Direction::Unknown) {
+        decide(d, out);
+    } else if (probe_.over()) {
+        settle(out);  // emitted now, in step with the other matchers' records of these lines
+    }
+}
+
+// The held blocks are over (a gap, or a line that ends each): emits them read as their shape
+// suggests, without learning an order for the blocks after them.
+void AmdgpuFaultMatcher::settle(Sink& out) {
+    decide(probe_.guess(), out);
+    closeAll(out);
+    dir_ = Direction::Unknown;
 }
 
 // Emits every block in progress (in the order of their first lines) and the held record.
@@ -217,7 +218,7 @@ void AmdgpuFaultMatcher::step(const LogLine& line, Sink& out) {
     FaultStage s = amdgpu::classifyFaultLine(d->body);
     size_t i = find(d->key);
     if (s == FaultStage::None) {
-        if (i != npos && endsBlock(*d)) close(i, out);
+        if (i != npos && amdgpu::endsBlock(*d)) close(i, out);
         return;
     }
     if (i != npos && !joins(blocks_[i], s)) {

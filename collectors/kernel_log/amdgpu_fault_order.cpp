@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "collectors/kernel_log/amdgpu_line.h"
+#include "collectors/common/text.h"
 
 namespace gpufault::amdgpu {
 
@@ -27,6 +27,11 @@ Direction stampOrder(const TimeInfo& earlier, const TimeInfo& later) {
 }
 
 }  // namespace
+
+bool endsBlock(const DeviceLine& d) {
+    if (d.tagged) return true;
+    return !text::startsWith(d.body, "AMD-Vi") && !text::startsWith(d.body, "{");
+}
 
 LogLine HeldLine::view() const {
     LogLine l;
@@ -81,7 +86,11 @@ Direction DirectionProbe::offer(const LogLine& line, uint64_t seq) {
         if (seen) {
             seen->stage = stage;
             seen->time = line.time;
+            seen->open = true;
         }
+    } else if (dev && endsBlock(*dev)) {
+        for (auto& d : devices_)
+            if (d.key == dev->key) d.open = false;
     }
     if (found != Direction::Unknown) return found;
     if (held_.size() >= kMaxHeldLines || bytes_ >= kMaxHeldBytes) return guess();
@@ -106,6 +115,13 @@ std::vector<HeldLine> DirectionProbe::take() {
 
 bool DirectionProbe::stale(uint64_t seq) const {
     return !held_.empty() && seq - last_block_seq_ > kMaxGapLines;
+}
+
+bool DirectionProbe::over() const {
+    if (!first_stage_) return false;
+    for (const auto& d : devices_)
+        if (d.open) return false;
+    return true;
 }
 
 std::optional<uint64_t> DirectionProbe::firstLine() const {

@@ -10,11 +10,17 @@
 
 #include "collectors/common/log_line.h"
 #include "collectors/kernel_log/amdgpu_fault_lines.h"
+#include "collectors/kernel_log/amdgpu_line.h"
 
 namespace gpufault::amdgpu {
 
 /// The order in which the input prints the lines of a block.
 enum class Direction { Unknown, Forward, Reverse };
+
+/// True when a device line that is not a block line ends that device's block in progress (the
+/// IOMMU's `AMD-Vi: Event logged …` and RAS CPER `{1}[Hardware Error]: …` lines interleave with
+/// a block without ending it).
+bool endsBlock(const DeviceLine& d);
 
 /// A line kept while the direction is not known yet: an owned copy of what the fault matcher
 /// reads from a LogLine.
@@ -62,6 +68,10 @@ class DirectionProbe {
     /// block line: every held block has ended.
     bool stale(uint64_t seq) const;
 
+    /// True when block lines are held and each of their devices has since printed a line that
+    /// ends a block (endsBlock()): whatever the order, no later line joins a held block.
+    bool over() const;
+
     bool empty() const { return held_.empty(); }
     /// The source line of the first held line, nullopt when none is held.
     std::optional<uint64_t> firstLine() const;
@@ -71,6 +81,7 @@ class DirectionProbe {
         std::string key;
         FaultStage stage = FaultStage::None;
         TimeInfo time;
+        bool open = true;  // no line ended its block since its last block line
     };
 
     std::vector<HeldLine> held_;

@@ -250,5 +250,30 @@ TEST(AmdgpuFaultReversed, HeldLinesHoldTheCheckpointUntilAGapSettlesThem) {
     EXPECT_EQ(sink.evidences[1].status, 0x00301031);
 }
 
+// A held `header, address` pair is emitted as soon as a line of its device ends the block (here
+// a reset line), so it is stored before the reset record the next lines make.
+TEST(AmdgpuFaultReversed, HeldBlockEndedByItsDevicesLineIsEmittedThere) {
+    auto m = makeAmdgpuFaultMatcher();
+    CollectSink sink;
+    const std::string d = "amdgpu 0000:03:00.0: amdgpu: ";
+    testing::feedLine(
+        *m, sink, 1, d + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 pasid:1)");
+    testing::feedLine(*m, sink, 2, d + "  in page starting at address 0x00007f0000000000 from 10");
+    EXPECT_TRUE(sink.evidences.empty());
+    // The IOMMU's line on the device interleaves without ending the block.
+    testing::feedLine(*m,
+                      sink,
+                      3,
+                      "amdgpu 0000:03:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x000b "
+                      "address=0x7f0000000000 flags=0x0020]");
+    EXPECT_TRUE(sink.evidences.empty());
+    testing::feedLine(*m, sink, 4, d + "GPU reset begin!");
+    ASSERT_EQ(sink.evidences.size(), 1u);
+    EXPECT_EQ(sink.evidences[0].line, 1u);
+    EXPECT_EQ(sink.evidences[0].pasid, 1);
+    EXPECT_EQ(sink.evidences[0].address, 0x7f0000000000u);
+    EXPECT_TRUE(m->idle());
+}
+
 }  // namespace
 }  // namespace gpufault
