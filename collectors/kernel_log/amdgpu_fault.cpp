@@ -6,17 +6,20 @@
 
 #include "collectors/common/text.h"
 #include "collectors/kernel_log/amdgpu_fault_lines.h"
+#include "collectors/kernel_log/amdgpu_fault_order.h"
 #include "collectors/kernel_log/amdgpu_line.h"
 
 namespace gpufault {
 
 namespace {
 
+using amdgpu::Direction;
 using amdgpu::FaultStage;
 constexpr auto npos = std::string_view::npos;
 
 constexpr size_t kMaxDevices = 16;  // blocks in progress at once (one per device)
-constexpr uint64_t kMaxGap = 64;    // lines without one of its own after which a block ends
+// Lines without one of its own after which a block ends.
+constexpr uint64_t kMaxGap = amdgpu::DirectionProbe::kMaxGapLines;
 
 int stageIndex(FaultStage s) {
     return static_cast<int>(s);
@@ -28,15 +31,12 @@ struct Block {
     Evidence ev;
     uint64_t touched = 0;  // feed counter at its last line
     int lines = 0;
-    int last_stage = -1;              // stage of its latest line in file order
-    std::optional<double> last_time;  // kernel_s of that line
-    uint32_t seen = 0;                // bit per stage
+    int last_stage = -1;  // stage of its latest line in file order
+    uint32_t seen = 0;    // bit per stage
     bool header = false;
     bool fault_field = false;  // a line beyond the task line stated something
     uint64_t first_line = 0;   // its first line in file order
 };
-
-enum class Direction { Unknown, Forward, Reverse };
 
 // The count of a printk_ratelimit `gmc_v10_0_process_interrupt: 41 callbacks suppressed` line.
 std::optional<std::string_view> suppressedCount(std::string_view text) {
@@ -51,30 +51,28 @@ std::optional<std::string_view> suppressedCount(std::string_view text) {
     return text.substr(b, p - b);
 }
 
-// Device lines that are not the amdgpu driver's own (the IOMMU's `AMD-Vi: Event logged …`, RAS
-// CPER `{1}[Hardware Error]: …`) may interleave with a block without ending it.
-bool endsBlock(const amdgpu::DeviceLine& d) {
-    if (d.tagged) return true;
-    return !text::startsWith(d.body, "AMD-Vi") && !text::startsWith(d.body, "{");
-}
-
 class AmdgpuFaultMatcher final : public Matcher {
   public:
     void feed(const LogLine& line, Sink& out) override;
     void finish(Sink& out) override;
     bool kernelLogOnly() const override { return true; }
-    bool idle() const override { return blocks_.empty() && !held_; }
-    /// The first line of the oldest block in progress or of the held record.
+    bool idle() const override { return blocks_.empty() && !held_ && probe_.empty(); }
+    /// The first line of the oldest block in progress, of the held record or of the lines held
+    /// while the direction is not known.
     std::optional<uint64_t> openSince() const override {
-        std::optional<uint64_t> first;
-        if (held_) first = held_->line;
+        std::optional<uint64_t> first = probe_.firstLine();
+        if (held_ && (!first || held_->line < *first)) first = held_->line;
         for (const auto& b : blocks_)
             if (!first || b.first_line < *first) first = b.first_line;
         return first;
     }
 
   private:
-    bool joins(const Block& b, FaultStage s, std::optional<double> t);
+    void step(const LogLine& line, Sink& out);
+    void decide(Direction d, Sink& out);
+    void closeAll(Sink& out);
+    void settle(Sink& out);
+    bool joins(const Block& b, FaultStage s) const;
     void add(Block& b, FaultStage s, std::string_view body, const LogLine& line);
     void close(size_t i, Sink& out);
     void flushHeld(Sink& out);
@@ -82,6 +80,7 @@ class AmdgpuFaultMatcher final : public Matcher {
 
     std::vector<Block> blocks_;
     Direction dir_ = Direction::Unknown;
+    amdgpu::DirectionProbe probe_;           // lines held until dir_ is known
     std::optional<std::string> suppressed_;  // count waiting for the next record
     std::optional<Evidence> held_;           // newest-first input: a record whose suppression
                                              // line may come next
@@ -94,42 +93,15 @@ size_t AmdgpuFaultMatcher::find(std::string_view key) const {
     return npos;
 }
 
-// Whether a line of stage `s` (stamped `t`) continues block `b` (else `b` ends and `s` starts a
-// new block). The direction of the input (journalctl -r prints newest first) is learned from the
-// first block that shows two lines in a telling order.
-bool AmdgpuFaultMatcher::joins(const Block& b, FaultStage s, std::optional<double> t) {
+// Whether a line of stage `s` continues block `b` (else `b` ends and `s` starts a new block),
+// once the direction of the input is known: stages rise going forward (lines may be missing:
+// `grep fault` keeps the header, status and *_FAULTS lines) and fall newest first, where the
+// header is a block's last line.
+bool AmdgpuFaultMatcher::joins(const Block& b, FaultStage s) const {
     int si = stageIndex(s);
     if (b.seen & (1u << si)) return false;
-    switch (dir_) {
-        case Direction::Forward:
-            return s != FaultStage::Header && si > b.last_stage;
-        case Direction::Reverse:
-            return si < b.last_stage;
-        case Direction::Unknown:
-            break;
-    }
-    // Two lines of one device printed by one interrupt handler: their stamps tell the order.
-    if (b.last_time && t && *t != *b.last_time) {
-        dir_ = *t > *b.last_time ? Direction::Forward : Direction::Reverse;
-        return joins(b, s, std::nullopt);
-    }
-    // Otherwise the stages tell it. Lines may be missing going forward (`grep fault` keeps the
-    // header, status and *_FAULTS lines), but a header followed by the flag lines of the end of
-    // a block is the boundary of newest-first blocks. A lone task or address line before a
-    // header may end an earlier block (forward) as well as start a newest-first one: undecided.
-    auto last = static_cast<FaultStage>(b.last_stage);
-    if (s != FaultStage::Header && si > b.last_stage) {
-        if (!amdgpu::directlyPrecedes(last, s) && last == FaultStage::Header &&
-            s >= FaultStage::MappingError)
-            return false;
-        dir_ = Direction::Forward;
-        return true;
-    }
-    if (amdgpu::directlyPrecedes(s, last) && (s != FaultStage::Header || b.lines >= 2)) {
-        dir_ = Direction::Reverse;
-        return true;
-    }
-    return false;
+    if (dir_ == Direction::Reverse) return si < b.last_stage;
+    return s != FaultStage::Header && si > b.last_stage;
 }
 
 void AmdgpuFaultMatcher::add(Block& b, FaultStage s, std::string_view body, const LogLine& line) {
@@ -137,7 +109,6 @@ void AmdgpuFaultMatcher::add(Block& b, FaultStage s, std::string_view body, cons
     b.touched = seq_;
     b.last_stage = stageIndex(s);
     b.seen |= 1u << stageIndex(s);
-    b.last_time = line.time.kernel_s;
     bool stated = amdgpu::applyFaultLine(s, body, b.ev);
     if (s == FaultStage::Header) {
         b.header = true;
@@ -175,6 +146,51 @@ void AmdgpuFaultMatcher::close(size_t i, Sink& out) {
 
 void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
     ++seq_;
+    if (dir_ != Direction::Unknown) return step(line, out);
+    if (probe_.stale(seq_)) settle(out);
+    // Lines the probe does not hold change nothing before the first block line.
+    if (Direction d = probe_.offer(line, seq_); d != Direction::Unknown) {
+        decide(d, out);
+    } else if (probe_.over()) {
+        settle(out);  // emitted now, in step with the other matchers' records of these lines
+    }
+}
+
+// The held blocks are over (a gap, or a line that ends each): emits them read as their shape
+// suggests, without learning an order for the blocks after them.
+void AmdgpuFaultMatcher::settle(Sink& out) {
+    decide(probe_.guess(), out);
+    closeAll(out);
+    dir_ = Direction::Unknown;
+}
+
+// Emits every block in progress (in the order of their first lines) and the held record.
+void AmdgpuFaultMatcher::closeAll(Sink& out) {
+    std::stable_sort(
+        blocks_.begin(), blocks_.end(), [](auto& a, auto& b) { return a.ev.line < b.ev.line; });
+    while (!blocks_.empty()) close(0, out);
+    flushHeld(out);
+}
+
+// Sets the direction and feeds the lines held until now, each at its own place in the stream.
+void AmdgpuFaultMatcher::decide(Direction d, Sink& out) {
+    dir_ = d;
+    uint64_t now = seq_;
+    for (const auto& h : probe_.take()) {
+        seq_ = h.seq;
+        if (h.other) {
+            LogLine other;
+            other.line = h.line;
+            step(other, out);
+        } else {
+            step(h.view(), out);
+        }
+    }
+    seq_ = now;
+}
+
+// One line once the direction is known.
+void AmdgpuFaultMatcher::step(const LogLine& line, Sink& out) {
     for (size_t i = 0; i < blocks_.size();) {
         if (seq_ - blocks_[i].touched > kMaxGap) {
             close(i, out);
@@ -202,10 +218,10 @@ void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
     FaultStage s = amdgpu::classifyFaultLine(d->body);
     size_t i = find(d->key);
     if (s == FaultStage::None) {
-        if (i != npos && endsBlock(*d)) close(i, out);
+        if (i != npos && amdgpu::endsBlock(*d)) close(i, out);
         return;
     }
-    if (i != npos && !joins(blocks_[i], s, line.time.kernel_s)) {
+    if (i != npos && !joins(blocks_[i], s)) {
         close(i, out);
         i = npos;
     }
@@ -236,10 +252,8 @@ void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
 }
 
 void AmdgpuFaultMatcher::finish(Sink& out) {
-    std::stable_sort(
-        blocks_.begin(), blocks_.end(), [](auto& a, auto& b) { return a.ev.line < b.ev.line; });
-    while (!blocks_.empty()) close(0, out);
-    flushHeld(out);
+    if (dir_ == Direction::Unknown && !probe_.empty()) decide(probe_.guess(), out);
+    closeAll(out);
 }
 
 }  // namespace

@@ -296,12 +296,4 @@ bool applyFaultLine(FaultStage stage, std::string_view body, Evidence& e) {
     return false;
 }
 
-bool directlyPrecedes(FaultStage earlier, FaultStage later) {
-    auto a = static_cast<int>(earlier), b = static_cast<int>(later);
-    if (later == FaultStage::None || earlier == FaultStage::None) return false;
-    if (a + 1 == b) return true;
-    return (earlier == FaultStage::Header && later == FaultStage::Address) ||
-           (earlier == FaultStage::Address && later == FaultStage::Status);
-}
-
 }  // namespace gpufault::amdgpu

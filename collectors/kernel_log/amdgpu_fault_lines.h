@@ -39,8 +39,4 @@ FaultStage classifyFaultLine(std::string_view body);
 /// line are left out. Returns false when the line states nothing usable.
 bool applyFaultLine(FaultStage stage, std::string_view body, Evidence& e);
 
-/// True when `earlier` may directly precede `later` in a block (a line in between may be absent:
-/// no task line, no cookie line). Used to recognise newest-first (journalctl -r) input.
-bool directlyPrecedes(FaultStage earlier, FaultStage later);
-
 }  // namespace gpufault::amdgpu

@@ -114,24 +114,33 @@ bool ctimeStamp(std::string_view in, KernelPrefix& p) {
 }
 
 /// `-H`/`-e` time break `Sep 9 02:30`, `Sep10 02:30`, `Dez26 08:58`, `12月25 19:09`: a month
-/// (letters, or digits + a CJK month sign), the day, `HH:MM`. Time not kept (no seconds, no year).
-bool timeBreak(std::string_view in) {
+/// (letters, or digits + a CJK month sign), the day, `HH:MM`. Sets `wall` to `MM-DDTHH:MM` (to
+/// the minute, as printed: no year, no seconds) when the month is recognised.
+bool timeBreak(std::string_view in, KernelPrefix& p) {
     if (in.size() < 8 || in.size() > 32) return false;
     Cursor h{in, in.size() - 5};
-    if (h.fixed(2) < 0 || !h.eat(':') || h.fixed(2) < 0 || in[in.size() - 6] != ' ') return false;
+    CivilTime t;
+    if ((t.hour = h.fixed(2)) < 0 || !h.eat(':') || (t.minute = h.fixed(2)) < 0 ||
+        in[in.size() - 6] != ' ')
+        return false;
     Cursor d{in.substr(0, in.size() - 6)};
     int64_t v = 0;
     size_t start = d.i;
     if (d.number(v, 1, 2)) {
-        start = d.i;
+        size_t digits = d.i;
         while (isHighByte(d.peek()) && !d.done()) ++d.i;
-        if (d.i == start) return false;
+        if (d.i == digits) return false;
     } else {
         while ((isAlpha(d.peek()) || isHighByte(d.peek()) || d.peek() == '.') && !d.done()) ++d.i;
         if (d.i - start < 2) return false;
     }
+    std::string_view month = d.s.substr(start, d.i - start);
     d.spaces();
-    return d.number(v, 1, 2) && v >= 1 && v <= 31 && d.done();
+    if (!d.number(v, 1, 2) || v < 1 || v > 31 || !d.done()) return false;
+    t.month = monthFromName(month);
+    t.day = static_cast<int>(v);
+    if (auto wall = formatWall(t)) p.wall = wall->substr(0, wall->size() - 3);  // no `:SS`
+    return true;
 }
 
 /// One `[...] ` stamp (raw, `-d`, delta-only, ctime, time break, signed delta).
@@ -161,7 +170,7 @@ bool bracketStamp(Cursor& c, KernelPrefix& p) {
         size_t lt = in.rfind(" <");
         std::string_view core = in;
         if (lt != std::string_view::npos && in.back() == '>') core = in.substr(0, lt);
-        ok = ctimeStamp(core, p) || timeBreak(in);
+        ok = ctimeStamp(core, p) || timeBreak(in, p);
     }
     if (!ok) return false;
     c.i = close + 1;

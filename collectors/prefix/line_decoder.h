@@ -27,9 +27,9 @@ struct FixedLine {
 /// at kMaxLine bytes; longer ones are truncated silently: LogLine has no field to flag it).
 ///
 /// Prefixes recognised, outermost first, in any sensible combination (FORMATS.md §1.9, §9.2–9.4):
-/// line ends (CR, CRLF, literal `^M`, trailing blanks); `> ` quotes; compose `svc-1  | ` (only in
-/// a detected compose capture); CRI (`2025-06-05T12:40:08.1Z stderr F ...`, P pieces joined per
-/// stream, the joined line numbered by its first piece); JSON-wrapped lines (any object whose
+/// line ends (CR, CRLF, literal `^M`, trailing blanks); `> ` / `>`+TAB quotes; compose `svc-1  | `
+/// (only in a detected compose capture); CRI (`2025-06-05T12:40:08.1Z stderr F ...`, P pieces
+/// joined per stream, the joined line numbered by its first piece); JSON-wrapped lines (any object whose
 /// string field `log`/`MESSAGE`/`message`/`msg`/`data` holds the text, possibly several lines,
 /// all numbered by the physical line); carriage-return progress bars (the text after the last
 /// `\r`); kmsg records (`6,1234,5678901,-;text`, `\xHH` unescaped, ` KEY=value` continuation

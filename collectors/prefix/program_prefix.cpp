@@ -44,7 +44,7 @@ std::string_view afterCarriageReturn(std::string_view s) {
 std::string_view stripReplyQuotes(std::string_view s) {
     while (!s.empty() && s[0] == '>') {
         if (s.size() == 1) return {};
-        if (s[1] != ' ') break;
+        if (s[1] != ' ' && s[1] != '\t') break;
         s.remove_prefix(2);
     }
     return s;

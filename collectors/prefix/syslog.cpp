@@ -44,21 +44,25 @@ bool isKernelTaskMessage(std::string_view rest) {
     return rest.starts_with("segfault at ") || rest.starts_with("unhandled exception: ");
 }
 
-/// `HH:MM:SS` with an optional `.ffffff`.
-bool clock(Cursor& c, CivilTime& t) {
+/// `HH:MM:SS` with an optional `.ffffff`; `frac` gets the fraction's digits ("" without one).
+bool clock(Cursor& c, CivilTime& t, std::string_view& frac) {
     Cursor u = c;
     if ((t.hour = u.fixed(2)) < 0 || !u.eat(':') || (t.minute = u.fixed(2)) < 0 || !u.eat(':') ||
         (t.second = u.fixed(2)) < 0)
         return false;
+    frac = {};
     if (u.peek() == '.' && isDigit(u.peek(1))) {
-        ++u.i;
+        size_t start = ++u.i;
         while (isDigit(u.peek()) && !u.done()) ++u.i;
+        frac = u.s.substr(start, u.i - start);
     }
     c = u;
     return true;
 }
 
-/// RFC 3164 / journald `short`: `Sep  9 02:30:28`, `Sep 09 02:30:28.123456`, `nov 04 …`.
+/// RFC 3164 / journald `short`: `Sep  9 02:30:28`, `Sep 09 02:30:28.123456`, `nov 04 …`. The
+/// wall time has no year; journald `short-precise` keeps its fraction (`09-09T02:30:28.123456`,
+/// at most 9 digits): with no year there is no instant for the store to carry it instead.
 bool traditionalStamp(Cursor& c, KernelPrefix& p) {
     Cursor t = c;
     auto month = token(t, 16);
@@ -66,10 +70,13 @@ bool traditionalStamp(Cursor& c, KernelPrefix& p) {
         return false;
     CivilTime ct;
     int64_t day = 0;
-    if (!t.number(day, 1, 2) || day < 1 || day > 31 || !t.eat(' ') || !clock(t, ct)) return false;
+    std::string_view frac;
+    if (!t.number(day, 1, 2) || day < 1 || day > 31 || !t.eat(' ') || !clock(t, ct, frac))
+        return false;
     ct.day = static_cast<int>(day);
     ct.month = monthFromName(month);
     p.wall = formatWall(ct);
+    if (p.wall && !frac.empty() && frac.size() <= 9) *p.wall += "." + std::string(frac);
     c = t;
     return true;
 }

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <ctime>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,7 +24,8 @@ struct Decoded {
 };
 
 /// `bare_amd`: offer each line to LineDecoder::feedBareAmd() first, as TextPipeline does.
-inline std::vector<Decoded> decodeAll(const std::vector<std::string>& lines, bool bare_amd = false) {
+inline std::vector<Decoded> decodeAll(const std::vector<std::string>& lines,
+                                      bool bare_amd = false) {
     std::vector<Decoded> out;
     LineDecoder d;
     auto emit = [&out](const LogLine& l) {
@@ -52,6 +55,29 @@ inline std::vector<Decoded> decodeAll(const std::vector<std::string>& lines, boo
     }
     d.finish(emit);
     return out;
+}
+
+/// printf into a std::string (the format strings of dmesg.c / logs-show.c).
+template <typename... A>
+inline std::string cfmt(const char* f, A... a) {
+    char buf[256];
+    int n = std::snprintf(buf, sizeof buf, f, a...);
+    return std::string(buf, static_cast<size_t>(n));
+}
+
+/// strftime in the C locale of `tm`.
+inline std::string cstrftime(const char* f, const std::tm& tm) {
+    char buf[128];
+    size_t n = std::strftime(buf, sizeof buf, f, &tm);
+    return std::string(buf, n);
+}
+
+/// strftime in the C locale of 2025-09-09 02:30:28 (a Tuesday).
+inline std::string cstrftime(const char* f) {
+    std::tm tm{};
+    tm.tm_year = 125, tm.tm_mon = 8, tm.tm_mday = 9, tm.tm_hour = 2, tm.tm_min = 30;
+    tm.tm_sec = 28, tm.tm_wday = 2;
+    return cstrftime(f, tm);
 }
 
 /// Decodes one physical line that must give exactly one logical line.
