@@ -156,7 +156,14 @@ class OperandProbeMatcher final : public Matcher {
             }
         } else if (bytes || size) {
             uint64_t n = bytes ? *bytes : *size;
-            if (n > UINT64_MAX - *ptr) return;
+            if (n > UINT64_MAX - *ptr) {  // [ptr, ptr + n) would pass the top of the 64-bit space
+                out.warning({l.line,
+                             "operand " + name + ": ptr=" + text::hexAddr(*ptr) + " plus " +
+                                 std::to_string(n) +
+                                 " bytes passes the end of the 64-bit address space; line "
+                                 "ignored"});
+                return;
+            }
             end = *ptr + n;
         } else {
             return;
