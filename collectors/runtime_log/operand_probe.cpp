@@ -166,6 +166,17 @@ class OperandProbeMatcher final : public Matcher {
             }
             end = *ptr + n;
         } else {
+            for (auto [key, v] : {std::pair{"size", f.size},
+                                  std::pair{"bytes", f.bytes},
+                                  std::pair{"nbytes", f.nbytes}})
+                if (!v.empty()) {  // a size the line gives but no byte count below 2^64
+                    out.warning({l.line,
+                                 "operand " + name + ": " + key + "=" +
+                                     std::string(v.substr(0, std::min(v.size(), size_t{64}))) +
+                                     " is not a byte count (hex or decimal below 2^64); line "
+                                     "ignored"});
+                    return;
+                }
             return;
         }
         Operand o;

@@ -51,7 +51,8 @@ class Ingested {
         }
         return out;
     }
-    /// Rows of a `query`, each as its cells' text joined by tabs (NULL: "NULL").
+    /// Rows of a `query`, each as its cells' text joined by tabs (NULL: "NULL"), in the order of
+    /// `query --json`'s keys (sorted by column name).
     std::vector<std::string> query(const std::string& sql) const {
         std::vector<std::string> rows;
         for (const auto& j : jsonLines({"query", "--json", sql})) {
@@ -106,8 +107,8 @@ TEST(RankContext, OperandsWithoutRankStillMeetEveryRank) {
         "[rank0]: [probe] name=OTHER ptr=0x7f6459a00000 end=0x7f6459b00000\n"
         "[rank1]: Memory access fault by GPU node-3 (Agent handle: 0x1) on address "
         "0x7f6459a10000. Reason: Page not present or supervisor privilege.\n");
-    EXPECT_EQ(s.query("SELECT name, inside FROM fault_operand_distance ORDER BY operand_line"),
-              std::vector<std::string>{"SHARED\t1"});
+    EXPECT_EQ(s.query("SELECT inside, name FROM fault_operand_distance ORDER BY operand_line"),
+              std::vector<std::string>{"1\tSHARED"});
     auto faults = s.jsonLines({"faults", "--json"});
     ASSERT_EQ(faults.size(), 1u);
     EXPECT_EQ(faults[0]["nearest_operand"], "SHARED");
@@ -249,9 +250,10 @@ TEST(RankContext, OperandLoggedAfterIsShownOnlyWhenNoneCameBefore) {
 TEST(RankContext, OperandPastTheTopOfTheAddressSpaceIsAWarning) {
     Ingested s(
         "[probe] name=OVER ptr=0xfffffffffffff000 size=0x2000\n"
-        "[probe] name=HUGE ptr=0x7f0000400000 size=18446744073709551615\n"
+        "[probe] name=HUGE ptr=0x7f0000400000 size=18446744073709551000\n"
         "[probe] name=EDGE ptr=0xfffffffffffff000 size=0x1000\n"
-        "[probe] name=FITS ptr=0xffffffffffffe000 size=0x1000\n");
+        "[probe] name=FITS ptr=0xffffffffffffe000 size=0x1000\n"
+        "[probe] name=SZ ptr=0x7f0000b00000 size=1.5GiB\n");
     EXPECT_EQ(s.query("SELECT name FROM operands ORDER BY line"),
               std::vector<std::string>{"FITS"});
     EXPECT_EQ(
@@ -259,10 +261,12 @@ TEST(RankContext, OperandPastTheTopOfTheAddressSpaceIsAWarning) {
         (std::vector<std::string>{
             "1\toperand OVER: ptr=0xfffffffffffff000 plus 8192 bytes passes the end of the 64-bit "
             "address space; line ignored",
-            "2\toperand HUGE: ptr=0x7f0000400000 plus 18446744073709551615 bytes passes the end "
+            "2\toperand HUGE: ptr=0x7f0000400000 plus 18446744073709551000 bytes passes the end "
             "of the 64-bit address space; line ignored",
             "3\toperand EDGE: ptr=0xfffffffffffff000 plus 4096 bytes passes the end of the 64-bit "
-            "address space; line ignored"}));
+            "address space; line ignored",
+            "5\toperand SZ: size=1.5GiB is not a byte count (hex or decimal below 2^64); line "
+            "ignored"}));
 }
 
 }  // namespace
