@@ -47,8 +47,7 @@ void StoreSink::evidence(Evidence&& e) {
         for (auto& [key, w] : windows_) {
             if (e.pid && key.pid >= 0 && key.pid != *e.pid) continue;
             if (e.rank && key.rank >= 0 && key.rank != *e.rank) continue;
-            std::optional<uint64_t> last =
-                floods ? lastFaultFor(key.pid, key.rank) : std::nullopt;
+            std::optional<uint64_t> last = floods ? lastFaultFor(key.pid, key.rank) : std::nullopt;
             bool flood = last && e.line < *last + flood_.lines;
             flushWindow(w, e.line, flood ? flood_.window : window_);
         }
@@ -276,9 +275,7 @@ std::optional<uint64_t> StoreSink::lastFaultFor(int64_t pid, int64_t rank) const
     return last;
 }
 
-void StoreSink::noteFault(std::optional<int64_t> pid,
-                          std::optional<int64_t> rank,
-                          uint64_t line) {
+void StoreSink::noteFault(std::optional<int64_t> pid, std::optional<int64_t> rank, uint64_t line) {
     // Bound memory: a pid or rank whose last fault is more than the flood span before any
     // record still to come (one emitted late included) decides nothing more.
     const uint64_t horizon = flood_.lines + kLateLines;

@@ -170,10 +170,10 @@ class HipLogMatcher final : public Matcher {
         }
     }
 
-    /// The pending args of (pid, rank of the line, runtime tid), made when new (the least recently used one goes
-    /// beyond kMaxThreads; a launch it was listing is dropped with a warning at `line`). A
-    /// direct-mapped cache of indices is tried first; its entries are checked against the key,
-    /// so one left stale by an eviction is only a miss.
+    /// The pending args of (pid, rank of the line, runtime tid), made when new (the least recently
+    /// used one goes beyond kMaxThreads; a launch it was listing is dropped with a warning at
+    /// `line`). A direct-mapped cache of indices is tried first; its entries are checked against
+    /// the key, so one left stale by an eviction is only a miss.
     [[gnu::always_inline]] ThreadArgs& thread(const rt::AmdFields& amd,
                                               uint64_t line,
                                               Sink& out) {

@@ -22,7 +22,8 @@ const std::string kBin = GPUFAULT_BIN;
 /// A store in a temporary directory with `log` ingested (as `name`).
 class Ingested {
   public:
-    explicit Ingested(const std::string& log, const std::string& name = "job.log",
+    explicit Ingested(const std::string& log,
+                      const std::string& name = "job.log",
                       const std::vector<std::string>& extra = {}) {
         writeFile(dir_.file(name), log);
         std::vector<std::string> argv{kBin, "--db", db(), "ingest", "-q"};
@@ -254,8 +255,7 @@ TEST(RankContext, OperandPastTheTopOfTheAddressSpaceIsAWarning) {
         "[probe] name=EDGE ptr=0xfffffffffffff000 size=0x1000\n"
         "[probe] name=FITS ptr=0xffffffffffffe000 size=0x1000\n"
         "[probe] name=SZ ptr=0x7f0000b00000 size=1.5GiB\n");
-    EXPECT_EQ(s.query("SELECT name FROM operands ORDER BY line"),
-              std::vector<std::string>{"FITS"});
+    EXPECT_EQ(s.query("SELECT name FROM operands ORDER BY line"), std::vector<std::string>{"FITS"});
     EXPECT_EQ(
         s.query("SELECT line, message FROM warnings ORDER BY line"),
         (std::vector<std::string>{

@@ -84,7 +84,8 @@ TEST(RankWindows, EachRankKeepsItsOwnWindow) {
         // pid and thread: one shared window would have dropped rank 0's.
         feedHip(dec, *hip, sink, 1, shaderLine(0, "_Z6r0_oldv"));
         feedHip(dec, *hip, sink, 2, shaderLine(0, "_Z6r0_newv"));
-        for (uint64_t line = 3; line < 73; ++line) feedHip(dec, *hip, sink, line, shaderLine(1, "_Z2r1v"));
+        for (uint64_t line = 3; line < 73; ++line)
+            feedHip(dec, *hip, sink, line, shaderLine(1, "_Z2r1v"));
         faultOf(sink, 73, 0);
         EXPECT_FALSE(sink.error());
     }
@@ -106,8 +107,8 @@ TEST(RankWindows, AResumedStreamHoldsDispatchesUnderTheirRanks) {
         EXPECT_FALSE(sink.error());
     }
     {
-        auto st = o.store->db().prepare(
-            "SELECT line, rank, kernel FROM held_dispatches ORDER BY line");
+        auto st =
+            o.store->db().prepare("SELECT line, rank, kernel FROM held_dispatches ORDER BY line");
         ASSERT_TRUE(st);
         std::vector<std::string> held;
         for (;;) {
@@ -130,9 +131,9 @@ TEST(RankWindows, AResumedStreamHoldsDispatchesUnderTheirRanks) {
     using Row = std::tuple<int64_t, int64_t, std::string>;
     EXPECT_EQ(o.dispatchRows(), (std::vector<Row>{{1, 0, "_Z6r0_onev"}}));
     resumed.flushWindows();  // the end of the stream writes rank 1's last 2 too
-    EXPECT_EQ(o.dispatchRows(),
-              (std::vector<Row>{
-                  {1, 0, "_Z6r0_onev"}, {3, 1, "_Z6r1_twov"}, {4, 1, "_Z8r1_threev"}}));
+    EXPECT_EQ(
+        o.dispatchRows(),
+        (std::vector<Row>{{1, 0, "_Z6r0_onev"}, {3, 1, "_Z6r1_twov"}, {4, 1, "_Z8r1_threev"}}));
 }
 
 TEST(RankWindows, OneRanksFaultDoesNotMakeAnotherRanksAFlood) {
