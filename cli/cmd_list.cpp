@@ -208,6 +208,8 @@ int cmdFaults(const Global& g, bool json) {
                 r.nearest_distance ? nlohmann::json(*r.nearest_distance) : nlohmann::json(nullptr);
             j["nearest_inside"] =
                 r.nearest ? nlohmann::json(r.nearest_inside) : nlohmann::json(nullptr);
+            j["nearest_after_fault"] =
+                r.nearest ? nlohmann::json(r.nearest_after) : nlohmann::json(nullptr);
             j["last_kernel"] =
                 r.last_kernel ? nlohmann::json(*r.last_kernel) : nlohmann::json(nullptr);
             j["last_kernel_demangled"] =
@@ -227,7 +229,8 @@ int cmdFaults(const Global& g, bool json) {
                           std::string(kindName(e.kind)),
                           optAddr(e.address),
                           aligned ? (*aligned ? "yes" : "no") : "-",
-                          orDash(r.nearest),
+                          r.nearest && r.nearest_after ? *r.nearest + " (logged after the fault)"
+                                                       : orDash(r.nearest),
                           dist,
                           r.last_kernel ? kernelCell(*r.last_kernel) : "-"});
         stackCol.push_back(stackOf(*stacks, r.ev.id));
@@ -276,6 +279,7 @@ int cmdDispatches(const Global& g, bool json) {
                            {"line", r.d.line},
                            {"pid", r.d.pid ? nlohmann::json(*r.d.pid) : nlohmann::json(nullptr)},
                            {"runtime_tid", r.d.runtime_tid},
+                           {"rank", r.d.rank ? nlohmann::json(*r.d.rank) : nlohmann::json(nullptr)},
                            {"runtime_us",
                             r.d.time.runtime_us ? nlohmann::json(*r.d.time.runtime_us)
                                                 : nlohmann::json(nullptr)},

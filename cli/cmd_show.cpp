@@ -130,7 +130,7 @@ TextTable operandTable(const std::vector<DistanceRow>& rows) {
                           sizeText(r.op.o.end - r.op.o.ptr),
                           distanceText(r),
                           r.same_2mib ? "yes" : "no",
-                          orDash(r.rank_in_time),
+                          r.after_fault ? std::string("after fault") : orDash(r.rank_in_time),
                           fmt::format("{}:{}", r.op.source, r.op.o.line)});
     return t;
 }
@@ -424,7 +424,8 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                                      {"distance", optJson(r.distance)},
                                      {"from_ptr", optJson(r.from_ptr)},
                                      {"inside", r.inside},
-                                     {"same_2mib", r.same_2mib}});
+                                     {"same_2mib", r.same_2mib},
+                                     {"logged_after_fault", r.after_fault}});
         j["allocations"] = nlohmann::json::array();
         for (const auto& r : primaryAllocations(*v))
             j["allocations"].push_back(
@@ -489,8 +490,9 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
             std::string human = od ? humanBytes(*od) : "2^63 B or more";
             if (auto p = human.find(" ("); p != std::string::npos)
                 human = human.substr(p + 2, human.size() - p - 3);  // "-4.08 GiB"
-            fmt::print("| {} | `{}` | `{}` | {} | {} {} | {} | {} | {} |\n",
+            fmt::print("| {}{} | `{}` | `{}` | {} | {} {} | {} | {} | {} |\n",
                        mdCell(mdText(r.op.o.name)),
+                       r.after_fault ? " (logged after the fault)" : "",
                        addr16(r.op.o.ptr),
                        addr16(r.op.o.end),
                        r.op.o.end - r.op.o.ptr,

@@ -39,29 +39,33 @@ void StoreSink::markTruncated(uint64_t line) {
 void StoreSink::evidence(Evidence&& e) {
     if (std::find(truncated_.begin(), truncated_.end(), e.line) != truncated_.end())
         e.setAttr("truncated", "1");
-    flushFor(e.kind, e.pid, e.line);
+    flushFor(e.kind, e.pid, e.rank, e.line);
     auto r = store_.addEvidence(source_, e);
     check(r);
     if (r && store_.db().changes() > 0) ++sum_.evidence[std::string(kindName(e.kind))];
 }
 
 void StoreSink::context(const Evidence& e) {
-    if (!floodFaultKind(e.kind)) flushFor(e.kind, e.pid, e.line);
+    if (!floodFaultKind(e.kind)) flushFor(e.kind, e.pid, e.rank, e.line);
 }
 
-void StoreSink::flushFor(Kind kind, std::optional<int64_t> pid, uint64_t line) {
+void StoreSink::flushFor(Kind kind,
+                         std::optional<int64_t> pid,
+                         std::optional<int64_t> rank,
+                         uint64_t line) {
     if (!opensIncident(kind)) return;
-    // The context of a fault: the dispatch windows of its process (all threads of the stream
-    // when the record names no process); short ones in a flood (FloodRule), which only the
+    // The context of a fault: the dispatch windows of its process and rank (all threads of the
+    // stream when the record names neither); short ones in a flood (FloodRule), which only the
     // memory faults of floodFaultKind() make and take part in.
     const bool floods = floodFaultKind(kind);
     for (auto& [key, w] : windows_) {
-        if (pid && key.first >= 0 && key.first != *pid) continue;
-        std::optional<uint64_t> last = floods ? lastFaultFor(key.first) : std::nullopt;
+        if (pid && key.pid >= 0 && key.pid != *pid) continue;
+        if (rank && key.rank >= 0 && key.rank != *rank) continue;
+        std::optional<uint64_t> last = floods ? lastFaultFor(key.pid, key.rank) : std::nullopt;
         bool flood = last && line < *last + flood_.lines;
         flushWindow(w, line, flood ? flood_.window : window_);
     }
-    if (floods) noteFault(pid, line);
+    if (floods) noteFault(pid, rank, line);
 }
 
 size_t StoreSink::NameHash::operator()(std::string_view s) const {
@@ -85,12 +89,13 @@ size_t StoreSink::NameHash::operator()(std::string_view s) const {
     return static_cast<size_t>(h * 0x94D049BB133111EBull);
 }
 
-StoreSink::Window* StoreSink::windowOf(int64_t pid, std::string_view tid) {
-    RecentWindow& r = recentWindows_[shortKeyHash(pid, tid) >> 58];
-    if (r.window && r.pid == pid && sameBytes(r.tid, tid)) return r.window;
-    auto wit = windows_.find(KeyView{pid, tid});
+StoreSink::Window* StoreSink::windowOf(int64_t pid, int64_t rank, std::string_view tid) {
+    const uint64_t k = static_cast<uint64_t>(pid) ^ (static_cast<uint64_t>(rank) << 32);
+    RecentWindow& r = recentWindows_[shortKeyHash(static_cast<int64_t>(k), tid) >> 58];
+    if (r.window && r.pid == pid && r.rank == rank && sameBytes(r.tid, tid)) return r.window;
+    auto wit = windows_.find(KeyView{pid, rank, tid});
     if (wit == windows_.end()) {
-        wit = windows_.try_emplace({pid, std::string(tid)}).first;
+        wit = windows_.try_emplace(ThreadKey{pid, rank, std::string(tid)}).first;
         if (windows_.size() > kMaxThreads) {  // bound memory: the first key goes
             bool self = windows_.begin() == wit;
             forgetPersisted(windows_.begin()->second);
@@ -100,6 +105,7 @@ StoreSink::Window* StoreSink::windowOf(int64_t pid, std::string_view tid) {
         }
     }
     r.pid = pid;
+    r.rank = rank;
     r.tid.assign(tid);
     r.window = &wit->second;
     return r.window;
@@ -133,7 +139,7 @@ void StoreSink::dispatch(Dispatch&& d) {
         c.last = d.line;
         ++sum_.dispatches;
     }
-    Window* wp = windowOf(pid, d.runtime_tid);
+    Window* wp = windowOf(pid, d.rank.value_or(-1), d.runtime_tid);
     if (!wp) {  // a new window that went at once (more than kMaxThreads held)
         d.args.clear();
         d.pending_args.clear();
@@ -150,6 +156,7 @@ void StoreSink::dispatch(Dispatch&& d) {
     h->d.context_line = d.context_line != 0 ? d.context_line : d.line;
     h->d.time = d.time;
     h->d.pid = d.pid;
+    h->d.rank = d.rank;
     // The slots of a window hold its thread's tid once filled.
     if (!sameBytes(h->d.runtime_tid, d.runtime_tid)) h->d.runtime_tid.assign(d.runtime_tid);
     // Swapped, not copied: the slot's old name and vectors (their capacity) go back to the
@@ -190,7 +197,7 @@ void StoreSink::loadHeld(uint64_t first_line) {
     }
     staleHeldFrom_ = first_line;
     for (HeldDispatch& r : *rows) {
-        Window* w = windowOf(r.d.pid.value_or(-1), r.d.runtime_tid);
+        Window* w = windowOf(r.d.pid.value_or(-1), r.d.rank.value_or(-1), r.d.runtime_tid);
         if (!w) continue;  // as dispatch(): more threads than kMaxThreads
         Held& h = nextSlot(*w);
         const uint64_t line = r.d.line;
@@ -248,30 +255,48 @@ std::optional<uint64_t> StoreSink::oldestHeldLine() const {
     return oldest;
 }
 
-std::optional<uint64_t> StoreSink::lastFaultFor(int64_t pid) const {
-    if (pid < 0) return faults_.any;
-    std::optional<uint64_t> last = faults_.noPid;
-    if (auto it = faults_.byPid.find(pid); it != faults_.byPid.end())
-        last = std::max(last.value_or(0), it->second);
+std::optional<uint64_t> StoreSink::LastFaults::lastFor(int64_t pid) const {
+    if (pid < 0) return any;
+    std::optional<uint64_t> last = noPid;
+    if (auto it = byPid.find(pid); it != byPid.end()) last = std::max(last.value_or(0), it->second);
     return last;
 }
 
-void StoreSink::noteFault(std::optional<int64_t> pid, uint64_t line) {
-    faults_.any = std::max(faults_.any.value_or(0), line);
+void StoreSink::LastFaults::note(std::optional<int64_t> pid, uint64_t line, uint64_t horizon) {
+    any = std::max(any.value_or(0), line);
     if (!pid) {
-        faults_.noPid = std::max(faults_.noPid.value_or(0), line);
+        noPid = std::max(noPid.value_or(0), line);
         return;
     }
-    uint64_t& last = faults_.byPid[*pid];
+    uint64_t& last = byPid[*pid];
     last = std::max(last, line);
-    if (faults_.byPid.size() <= faults_.pruneAt) return;
-    // Bound memory: a pid whose last fault is more than the flood span before any record still
-    // to come (one emitted late included) decides nothing more.
+    if (byPid.size() <= pruneAt) return;
+    if (*any > horizon)
+        std::erase_if(byPid, [&](const auto& kv) { return kv.second < *any - horizon; });
+    pruneAt = std::max<size_t>(1024, 2 * byPid.size());
+}
+
+std::optional<uint64_t> StoreSink::lastFaultFor(int64_t pid, int64_t rank) const {
+    if (rank < 0) return faults_.lastFor(pid);  // every fault flushes a window stating no rank
+    // A window of rank R: the faults stating no rank, and those of R.
+    std::optional<uint64_t> last = noRankFaults_.lastFor(pid);
+    if (auto it = rankFaults_.find(rank); it != rankFaults_.end())
+        if (auto l = it->second.lastFor(pid)) last = std::max(last.value_or(0), *l);
+    return last;
+}
+
+void StoreSink::noteFault(std::optional<int64_t> pid, std::optional<int64_t> rank, uint64_t line) {
+    // Bound memory: a pid or rank whose last fault is more than the flood span before any
+    // record still to come (one emitted late included) decides nothing more.
     const uint64_t horizon = flood_.lines + kLateLines;
+    faults_.note(pid, line, horizon);
+    if (!rank) return noRankFaults_.note(pid, line, horizon);
+    rankFaults_[*rank].note(pid, line, horizon);
+    if (rankFaults_.size() <= rankPruneAt_) return;
     if (*faults_.any > horizon)
-        std::erase_if(faults_.byPid,
-                      [&](const auto& kv) { return kv.second < *faults_.any - horizon; });
-    faults_.pruneAt = std::max<size_t>(1024, 2 * faults_.byPid.size());
+        std::erase_if(rankFaults_,
+                      [&](const auto& kv) { return *kv.second.any < *faults_.any - horizon; });
+    rankPruneAt_ = std::max<size_t>(64, 2 * rankFaults_.size());
 }
 
 void StoreSink::resumeFaults(uint64_t first_line) {
@@ -295,7 +320,7 @@ void StoreSink::resumeFaults(uint64_t first_line) {
         check(rows);
         return;
     }
-    for (const LastFaultLine& r : *rows) noteFault(r.pid, static_cast<uint64_t>(r.line));
+    for (const LastFaultLine& r : *rows) noteFault(r.pid, r.rank, static_cast<uint64_t>(r.line));
 }
 
 void StoreSink::flushWindow(Window& w, uint64_t before, size_t n) {
@@ -318,6 +343,7 @@ void StoreSink::flushWindow(Window& w, uint64_t before, size_t n) {
             o.line = h.d.line;
             o.time = h.d.time;
             o.pid = h.d.pid;
+            o.rank = h.d.rank;
             // The parameter name when HIP logged one: `dst (arg2 of scatter_rows)`.
             std::string where =
                 fmt::format("arg{} of {}", a.index, shortKernelName(h.d.kernel, 48));

@@ -38,9 +38,11 @@ bool floodFaultKind(Kind k);
 
 /// Writes records of one source into the open transaction of `store`. Dispatches are counted
 /// per (process, kernel) in full; dispatch rows (and their argument operands) are kept only in
-/// a window of the last N per (process, runtime thread), written when a fault record arrives
-/// (the N before the fault's line, even when a multi-line record is emitted a few lines late)
-/// and at the end of the stream. Store errors are kept and reported by `error()`.
+/// a window of the last N per (process, rank, runtime thread), written when a fault record
+/// arrives (the N before the fault's line, even when a multi-line record is emitted a few lines
+/// late) and at the end of the stream. A fault flushes the windows of its process and rank: not
+/// those of another stated pid, nor of another stated `[rankN]:` (one stream holds every rank's
+/// output under torchrun). Store errors are kept and reported by `error()`.
 /// dispatch() takes the `kernel`, `args` and `pending_args` of its argument by swapping them with
 /// those of an older held dispatch (`args` and `pending_args` come back empty, `kernel`
 /// unspecified; `runtime_tid` is copied and left as it was), so a producer may reuse one
@@ -50,7 +52,8 @@ bool floodFaultKind(Kind k);
 /// A flood of faults stores short windows (FloodRule): a fault record of a floodFaultKind() kind
 /// that arrives less than `FloodRule::lines` lines after the previous such record of the
 /// stream that flushes the same
-/// window (same pid, or either names none; a window of dispatches naming no pid: any fault)
+/// window (same pid, or either names none; a window of dispatches naming no pid: any fault;
+/// and likewise for the rank)
 /// writes only the last `FloodRule::window` dispatches of that window. "Previous" is by arrival,
 /// and known from the store for the lines a resumed stream does not read again
 /// (resumeFaults()), so a resumed stream decides as one uninterrupted stream does.
@@ -109,7 +112,7 @@ class StoreSink final : public Sink {
         bool stored = false;
         bool persisted = false;  ///< a held_dispatches row holds it (persistHeld())
     };
-    /// The last dispatches of one (process, runtime thread), oldest first: a ring of at most
+    /// The last dispatches of one (process, rank, runtime thread), oldest first: a ring of at most
     /// window_ + kSlack slots, whose strings and vectors are reused by later dispatches.
     struct Window {
         std::vector<Held> slots;
@@ -121,45 +124,60 @@ class StoreSink final : public Sink {
         Held& at(size_t i) { return slots[(head + i) % slots.size()]; }
         const Held& front() const { return slots[head]; }
     };
-    using ThreadKey = std::pair<int64_t, std::string>;  // pid (-1 none), runtime tid
-    /// Orders (pid, text) keys as std::pair does, and finds them by (pid, string_view) without
-    /// building a key string per dispatch.
+    /// A window's key: pid and rank (-1: none stated), runtime tid.
+    struct ThreadKey {
+        int64_t pid = -1;
+        int64_t rank = -1;
+        std::string tid;
+    };
+    /// ThreadKey without the string, to find a window without building a key per dispatch.
+    struct KeyView {
+        int64_t pid = -1;
+        int64_t rank = -1;
+        std::string_view tid;
+    };
+    /// Orders keys by pid, rank, then tid (ThreadKey and KeyView alike).
     struct KeyLess {
         using is_transparent = void;
         template <typename A, typename B>
         bool operator()(const A& a, const B& b) const {
-            return a.first != b.first ? a.first < b.first
-                                      : std::string_view(a.second) < std::string_view(b.second);
+            if (a.pid != b.pid) return a.pid < b.pid;
+            if (a.rank != b.rank) return a.rank < b.rank;
+            return std::string_view(a.tid) < std::string_view(b.tid);
         }
     };
-    using KeyView = std::pair<int64_t, std::string_view>;
     using Windows = std::map<ThreadKey, Window, KeyLess>;
     /// The slot for a new dispatch of `w`: a new one, or its oldest (overwritten; its
     /// held_dispatches row removed).
     Held& nextSlot(Window& w);
     /// Removes the held_dispatches rows of `w`'s slots (the window is dropped).
     void forgetPersisted(Window& w);
-    /// The windows that a record of kind `kind`, `pid` at `line` opens (evidence(), context()):
-    /// flushed, each the last window_ dispatches before `line` (a flood's: FloodRule::window).
-    void flushFor(Kind kind, std::optional<int64_t> pid, uint64_t line);
+    /// The windows that a record of kind `kind`, `pid`, `rank` at `line` opens (evidence(),
+    /// context()): flushed, each the last window_ dispatches before `line` (a flood's:
+    /// FloodRule::window). A window of another stated pid or rank is not the record's.
+    void flushFor(Kind kind,
+                  std::optional<int64_t> pid,
+                  std::optional<int64_t> rank,
+                  uint64_t line);
     /// Stores the last `n` dispatches of `w` that precede line `before`.
     void flushWindow(Window& w, uint64_t before, size_t n);
-    /// The greatest line of the fault records so far that flush the windows of `pid` (-1: a
-    /// window of dispatches naming no pid, flushed by every fault), nullopt when none.
-    std::optional<uint64_t> lastFaultFor(int64_t pid) const;
-    /// Notes a fault record of `pid` (nullopt: names none) at `line`.
-    void noteFault(std::optional<int64_t> pid, uint64_t line);
-    /// The window of (pid, tid), made when new (a direct-mapped cache by shortKeyHash() is tried
-    /// first); nullptr when a new one was dropped at once to keep kMaxThreads (it had the first
-    /// key).
-    Window* windowOf(int64_t pid, std::string_view tid);
+    /// The greatest line of the fault records so far that flush the windows of `pid` and `rank`
+    /// (-1: a window of dispatches naming no pid or rank, flushed by every fault of any pid or
+    /// rank), nullopt when none.
+    std::optional<uint64_t> lastFaultFor(int64_t pid, int64_t rank) const;
+    /// Notes a fault record of `pid` and `rank` (nullopt: names none) at `line`.
+    void noteFault(std::optional<int64_t> pid, std::optional<int64_t> rank, uint64_t line);
+    /// The window of (pid, rank, tid), made when new (a direct-mapped cache by shortKeyHash() is
+    /// tried first); nullptr when a new one was dropped at once to keep kMaxThreads (it had the
+    /// first key).
+    Window* windowOf(int64_t pid, int64_t rank, std::string_view tid);
     template <typename R>
     void check(const R& r) {
         if (!r && !error_) error_ = r.error();
     }
 
     static constexpr size_t kSlack = 64;          ///< dispatches kept beyond the window
-    static constexpr size_t kMaxThreads = 1024;   ///< windows kept (process, runtime thread)
+    static constexpr size_t kMaxThreads = 1024;   ///< windows kept (process, rank, thread)
     static constexpr size_t kMaxKernels = 65536;  ///< kernel names remembered between commits
     /// Lines a record may be emitted after the greatest fault line seen (a block's record comes
     /// when the block ends): a pid's last fault this far beyond the flood span is forgotten.
@@ -170,14 +188,23 @@ class StoreSink final : public Sink {
     uint64_t countAfter_;
     IngestSummary& sum_;
     FloodRule flood_;
-    /// The fault records so far (arrived, or stored before a resume's first line): greatest
-    /// line of any, of those naming no pid, and per pid.
+    /// Fault records (arrived, or stored before a resume's first line): greatest line of any,
+    /// of those naming no pid, and per pid.
     struct LastFaults {
         std::optional<uint64_t> any, noPid;
         std::unordered_map<int64_t, uint64_t> byPid;
-        size_t pruneAt = 1024;  ///< byPid's size that makes noteFault() forget old pids
+        size_t pruneAt = 1024;  ///< byPid's size that makes note() forget old pids
+        /// The greatest line of those that flush a window of `pid` (-1: any).
+        std::optional<uint64_t> lastFor(int64_t pid) const;
+        /// Notes one of `pid` at `line`; pids whose last is more than `horizon` lines before
+        /// the greatest line go when byPid grows past pruneAt.
+        void note(std::optional<int64_t> pid, uint64_t line, uint64_t horizon);
     };
-    LastFaults faults_;
+    LastFaults faults_;        ///< every fault record
+    LastFaults noRankFaults_;  ///< those stating no rank
+    /// those stating a rank, per rank (ranks with nothing within the horizon are forgotten)
+    std::unordered_map<int64_t, LastFaults> rankFaults_;
+    size_t rankPruneAt_ = 64;  ///< rankFaults_'s size that makes noteFault() forget old ranks
     Windows windows_;
     struct Count {
         int64_t pid = -1;
@@ -214,6 +241,7 @@ class StoreSink final : public Sink {
     /// is cleared when a window is erased).
     struct RecentWindow {
         int64_t pid = 0;
+        int64_t rank = 0;
         std::string tid;
         Window* window = nullptr;
     };

@@ -12,15 +12,17 @@
 
 namespace gpufault {
 
-/// The greatest line of a source's fault records of one process.
+/// The greatest line of a source's fault records of one process and rank.
 struct LastFaultLine {
-    std::optional<int64_t> pid;  ///< nullopt: the records that name no process
-    int64_t line = 0;            ///< 1-based line of the stream
+    std::optional<int64_t> pid;   ///< nullopt: the records that name no process
+    std::optional<int64_t> rank;  ///< `[rankN]:`; nullopt: the records that state none
+    int64_t line = 0;             ///< 1-based line of the stream
 };
 
-/// For source `source_id`: per pid, and once for the records that name no pid, the greatest
-/// `line` in (`after`, `through`] of an evidence row whose kind is one of `kinds` (kind names,
-/// `rocr_memory_fault`, ...). Ordered by pid, no-pid first; empty when there is none. Errors:
+/// For source `source_id`: per (pid, rank), a missing pid or rank counting as one value, the
+/// greatest `line` in (`after`, `through`] of an evidence row whose kind is one of `kinds` (kind
+/// names, `rocr_memory_fault`, ...). Ordered by pid then rank, missing first; empty when there
+/// is none. Errors:
 /// SQLite's (the store cannot be read).
 db::Result<std::vector<LastFaultLine>> lastFaultLines(db::Db& d,
                                                       int64_t source_id,

@@ -130,6 +130,7 @@ DispatchRow readDispatch(const db::Stmt& s) {
     r.d.pid = s.optI64(4);
     r.d.runtime_tid = s.str(5);
     r.d.kernel = s.str(6);
+    r.d.rank = s.optI64(7);
     return r;
 }
 
@@ -166,8 +167,8 @@ db::Result<std::vector<OperandRow>> queryOperands(db::Db& d) {
 
 db::Result<std::vector<DispatchRow>> queryDispatches(db::Db& d) {
     auto s = d.prepare(
-        "SELECT d.id, s.path, d.line, d.runtime_us, d.pid, d.runtime_tid, k.name FROM dispatches d "
-        "JOIN sources s ON s.id = d.source_id JOIN kernels k ON k.id = d.kernel_id "
+        "SELECT d.id, s.path, d.line, d.runtime_us, d.pid, d.runtime_tid, k.name, d.rank FROM "
+        "dispatches d JOIN sources s ON s.id = d.source_id JOIN kernels k ON k.id = d.kernel_id "
         "ORDER BY d.source_id, d.line");
     if (!s) return std::unexpected(s.error());
     return collect<DispatchRow>(*s, readDispatch);
@@ -380,19 +381,23 @@ db::Result<std::vector<IncidentMemberRow>> queryIncidentMembers(db::Db& d, int64
 db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t incident) {
     // Operands of the fault's own stream (the view), then operands of the incident's other
     // member streams: a kernel record (Xid 31, amdgpu) joined to a job's output by a process
-    // link has its operands there. Across streams lines do not order: no rank in time.
+    // link has its operands there. Across streams lines do not order: no rank in time, and
+    // none is known to be logged after the fault. Both sides skip an operand of another
+    // stated rank (the view does; the second here).
     auto s = d.prepare(fmt::format(
         "WITH members AS (SELECT evidence_id FROM incident_evidence WHERE incident_id = ?1 AND "
         "role = 'member'), member_sources AS (SELECT DISTINCT e.source_id FROM evidence e "
         "JOIN members m ON m.evidence_id = e.id) "
         "SELECT * FROM (SELECT v.evidence_id, v.address, v.distance AS dist, v.from_ptr, v.inside, "
         "v.same_2mib, "
-        "v.rank_in_time, {0}, o.line AS oline FROM fault_operand_distance v JOIN operands o ON "
-        "o.id = v.operand_id {1} WHERE v.evidence_id IN (SELECT evidence_id FROM members) "
+        "v.rank_in_time, {0}, o.line AS oline, v.operand_line > v.fault_line FROM "
+        "fault_operand_distance v JOIN operands o ON o.id = v.operand_id {1} WHERE v.evidence_id "
+        "IN (SELECT evidence_id FROM members) "
         "UNION ALL "
-        "SELECT e.id, e.address, NULL, NULL, NULL, NULL, NULL, {0}, o.line FROM evidence e JOIN "
-        "operands o ON o.source_id IN "
-        "(SELECT source_id FROM member_sources) AND o.source_id != e.source_id {1} WHERE e.id IN "
+        "SELECT e.id, e.address, NULL, NULL, NULL, NULL, NULL, {0}, o.line, 0 FROM evidence e "
+        "JOIN operands o ON o.source_id IN "
+        "(SELECT source_id FROM member_sources) AND o.source_id != e.source_id AND (o.rank IS "
+        "NULL OR e.rank IS NULL OR o.rank = e.rank) {1} WHERE e.id IN "
         "(SELECT evidence_id FROM members) AND e.address IS NOT NULL)",
         kOperandColumns,
         kOperandJoins));
@@ -410,11 +415,13 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
         r.below = m.below;
         r.inside = m.inside;
         r.same_2mib = m.same_2mib;
+        r.after_fault = st.optI64(23).value_or(0) != 0;
         return r;
     });
     if (rows)
         std::stable_sort(
             rows->begin(), rows->end(), [](const DistanceRow& x, const DistanceRow& y) {
+                if (x.after_fault != y.after_fault) return y.after_fault;
                 auto dx = distanceOrder(x.distance), dy = distanceOrder(y.distance);
                 if (dx != dy) return dx < dy;
                 return x.op.o.line < y.op.o.line;
@@ -426,11 +433,12 @@ db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d,
                                                              int64_t incident,
                                                              int limit) {
     auto s = d.prepare(
-        "SELECT d.id, s.path, d.line, d.runtime_us, d.pid, d.runtime_tid, k.name FROM dispatches d "
-        "JOIN sources s ON s.id = d.source_id JOIN kernels k ON k.id = d.kernel_id WHERE d.id IN "
-        "(SELECT d2.id FROM incident_evidence m JOIN evidence e ON e.id = m.evidence_id JOIN "
-        "dispatches d2 ON d2.source_id = e.source_id AND d2.line < e.line AND (d2.pid IS NULL OR "
-        "e.pid IS NULL OR d2.pid = e.pid) WHERE m.incident_id = ?1 AND m.role = 'member') "
+        "SELECT d.id, s.path, d.line, d.runtime_us, d.pid, d.runtime_tid, k.name, d.rank FROM "
+        "dispatches d JOIN sources s ON s.id = d.source_id JOIN kernels k ON k.id = d.kernel_id "
+        "WHERE d.id IN (SELECT d2.id FROM incident_evidence m JOIN evidence e ON e.id = "
+        "m.evidence_id JOIN dispatches d2 ON d2.source_id = e.source_id AND d2.line < e.line AND "
+        "(d2.pid IS NULL OR e.pid IS NULL OR d2.pid = e.pid) AND (d2.rank IS NULL OR e.rank IS "
+        "NULL OR d2.rank = e.rank) WHERE m.incident_id = ?1 AND m.role = 'member') "
         "ORDER BY d.source_id, d.line DESC LIMIT ?2");
     if (!s) return std::unexpected(s.error());
     s->bind(1, incident).bind(2, static_cast<int64_t>(limit));
@@ -439,14 +447,16 @@ db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d,
 
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
     auto s = d.prepare(fmt::format(
-        "WITH nearest AS (SELECT evidence_id, name, distance, inside FROM (SELECT v.*, "
-        "row_number() OVER (PARTITION BY v.evidence_id ORDER BY v.distance IS NULL, CASE WHEN "
-        "v.distance < 0 THEN -(v.distance + 1) ELSE v.distance - 1 END, v.inside DESC, "
-        "v.operand_line DESC) AS rn FROM fault_operand_distance v) WHERE rn = 1) "
+        "WITH nearest AS (SELECT evidence_id, name, distance, inside, rank_in_time IS NULL AS "
+        "after FROM (SELECT v.*, row_number() OVER (PARTITION BY v.evidence_id ORDER BY "
+        "v.rank_in_time IS NULL, v.distance IS NULL, CASE WHEN v.distance < 0 THEN "
+        "-(v.distance + 1) ELSE v.distance - 1 END, v.inside DESC, v.operand_line DESC) AS rn "
+        "FROM fault_operand_distance v) WHERE rn = 1) "
         "SELECT {}, (SELECT incident_id FROM incident_evidence m WHERE m.evidence_id = e.id AND "
         "m.role = 'member'), n.name, n.distance, n.inside, (SELECT k.name FROM dispatches dd JOIN "
         "kernels k ON k.id = dd.kernel_id WHERE dd.source_id = e.source_id AND dd.line < e.line "
-        "AND (dd.pid IS NULL OR e.pid IS NULL OR dd.pid = e.pid) ORDER BY dd.line DESC LIMIT 1) "
+        "AND (dd.pid IS NULL OR e.pid IS NULL OR dd.pid = e.pid) AND (dd.rank IS NULL OR e.rank "
+        "IS NULL OR dd.rank = e.rank) ORDER BY dd.line DESC LIMIT 1), n.after "
         "FROM evidence e JOIN sources s ON s.id = e.source_id LEFT JOIN nearest n ON "
         "n.evidence_id = e.id WHERE e.kind IN ('amdgpu_page_fault', 'rocr_memory_fault', "
         "'nvidia_xid', 'sanitizer_report', 'cpu_segfault', 'coredump') ORDER BY e.source_id, "
@@ -461,6 +471,7 @@ db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
         r.nearest_distance = st.optI64(kEvidenceCount + 2);
         r.nearest_inside = st.optI64(kEvidenceCount + 3).value_or(0) != 0;
         r.last_kernel = st.optStr(kEvidenceCount + 4);
+        r.nearest_after = st.optI64(kEvidenceCount + 5).value_or(0) != 0;
         return r;
     });
 }

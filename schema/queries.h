@@ -97,16 +97,21 @@ struct DistanceRow {
     std::optional<int64_t> from_ptr;  ///< address - ptr (none when outside int64)
     bool below = false, inside = false, same_2mib = false;
     std::optional<int64_t> rank_in_time;
+    /// the operand was logged after the fault, in the fault's own stream (its line is later)
+    bool after_fault = false;
 };
-/// Distances from the fault records of an incident to every operand of their processes: those
+/// Distances from the fault records of an incident to every operand of their processes and
+/// ranks (an operand and a fault stating different `[rankN]:` ranks are not paired): those
 /// of the fault's own stream, and those of the incident's other member streams (rank_in_time
 /// null: lines of different streams do not order). Distances are computed here from the stored
-/// address, ptr and end in unsigned arithmetic (exact for every 64-bit address), ordered by
-/// |distance| (refused ones last), then by operand line.
+/// address, ptr and end in unsigned arithmetic (exact for every 64-bit address), ordered with
+/// the operands logged after the fault last, then by |distance| (refused ones last), then by
+/// operand line.
 db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t incident);
 
-/// The last `limit` dispatches before each member record of an incident (same stream and
-/// process), newest first.
+/// The last `limit` dispatches before each member record of an incident (same stream, process
+/// and rank: a dispatch and a record stating different pids or ranks do not meet), newest
+/// first.
 db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d,
                                                              int64_t incident,
                                                              int limit);
@@ -115,10 +120,14 @@ db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d,
 struct FaultRow {
     StoredEvidence ev;
     std::optional<int64_t> incident;
-    std::optional<std::string> nearest;       ///< operand name nearest by |distance|
+    /// operand name nearest by |distance| among those of its process and rank logged before
+    /// the fault in its stream; only when there is none, the nearest logged after it
+    std::optional<std::string> nearest;
     std::optional<int64_t> nearest_distance;  ///< bytes (see DistanceRow)
     bool nearest_inside = false;
-    std::optional<std::string> last_kernel;  ///< last ShaderName before it, same stream/process
+    bool nearest_after = false;  ///< `nearest` was logged after the fault
+    /// last ShaderName before it, same stream, process and rank
+    std::optional<std::string> last_kernel;
 };
 /// Fault-kind records (amdgpu, ROCr, Xid, sanitizer, CPU segfault, core) in evidence order.
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d);

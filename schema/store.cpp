@@ -426,7 +426,7 @@ db::Result<void> Store::prepareWriters() {
     if (r)
         r = prep(insDispatch_,
                  "INSERT OR IGNORE INTO dispatches(source_id, line, runtime_us, pid, runtime_tid, "
-                 "kernel_id) VALUES(?1,?2,?3,?4,?5,?6)");
+                 "kernel_id, rank) VALUES(?1,?2,?3,?4,?5,?6,?7)");
     // The id of a row stored before (re-ingest, resume, a window flushed twice).
     if (r) r = prep(selDispatch_, "SELECT id FROM dispatches WHERE source_id=?1 AND line=?2");
     if (r)
@@ -517,7 +517,7 @@ db::Result<int64_t> Store::addDispatch(int64_t source_id, const Dispatch& d) {
     // upsert with RETURNING id cost ~25 k instructions more a row (an ephemeral table a step).
     auto& s = insDispatch_;
     s.bind(1, source_id).bind(2, static_cast<int64_t>(d.line)).bind(3, d.time.runtime_us);
-    s.bind(4, d.pid).bind(5, d.runtime_tid).bind(6, *k);
+    s.bind(4, d.pid).bind(5, d.runtime_tid).bind(6, *k).bind(7, d.rank);
     if (auto r = s.run(); !r) return std::unexpected(r.error());
     if (db_.changes() == 1) return db_.lastInsertId();
     auto& q = selDispatch_;

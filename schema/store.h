@@ -165,7 +165,8 @@ struct PendingCore {
 /// A dispatch a stream's context window holds behind the line its checkpoint re-reads from
 /// (table held_dispatches, schema/sql/018_held_dispatches.sql).
 struct HeldDispatch {
-    Dispatch d;           ///< line, context_line, time.runtime_us, pid, runtime_tid, kernel, args
+    /// line, context_line, time.runtime_us, pid, rank, runtime_tid, kernel, args
+    Dispatch d;
     bool stored = false;  ///< its dispatch row is stored already
 };
 

@@ -75,11 +75,11 @@ bool decodeArgs(std::string_view text, std::vector<DispatchArg>& out) {
 db::Result<void> Store::putHeldDispatch(int64_t source_id, const Dispatch& d, bool stored) {
     auto ins = db_.prepare(
         "INSERT OR REPLACE INTO held_dispatches(source_id, line, context_line, runtime_us, pid, "
-        "runtime_tid, kernel, args, stored) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+        "runtime_tid, kernel, args, stored, rank) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     if (!ins) return std::unexpected(ins.error());
     ins->bind(1, source_id).bind(2, d.line).bind(3, d.context_line).bind(4, d.time.runtime_us);
     ins->bind(5, d.pid).bind(6, d.runtime_tid).bind(7, d.kernel).bind(8, encodeArgs(d.args));
-    ins->bind(9, static_cast<int64_t>(stored));
+    ins->bind(9, static_cast<int64_t>(stored)).bind(10, d.rank);
     return ins->run();
 }
 
@@ -107,7 +107,7 @@ db::Result<void> Store::removeHeldDispatchesFrom(int64_t source_id, uint64_t fro
 db::Result<std::vector<HeldDispatch>> Store::heldDispatches(int64_t source_id,
                                                             uint64_t before_line) {
     auto sel = db_.prepare(
-        "SELECT line, context_line, runtime_us, pid, runtime_tid, kernel, args, stored "
+        "SELECT line, context_line, runtime_us, pid, runtime_tid, kernel, args, stored, rank "
         "FROM held_dispatches WHERE source_id=?1 AND context_line<?2 ORDER BY line");
     if (!sel) return std::unexpected(sel.error());
     sel->bind(1, source_id).bind(2, before_line);
@@ -127,6 +127,7 @@ db::Result<std::vector<HeldDispatch>> Store::heldDispatches(int64_t source_id,
             return std::unexpected(
                 db::Error{fmt::format("held dispatch of line {}: arguments unreadable", h.d.line)});
         h.stored = sel->i64(7) != 0;
+        h.d.rank = sel->optI64(8);
         out.push_back(std::move(h));
     }
     return out;

@@ -91,6 +91,10 @@ db::Result<int64_t> Store::restateWallZones() {
         return std::unexpected(r.error());
     else if (!*r)
         return 0;  // a store made before the table: nothing queued
+    // Ends its read: a snapshot held open makes the BEGIN IMMEDIATE below fail at once
+    // ("database is locked", no busy wait) when another process (a second `gpufault ingest` of
+    // the new store) committed meanwhile.
+    has->reset();
     auto next = db_.prepare("SELECT next_id FROM upgrade_steps WHERE name = 'restate-wall-zones'");
     if (!next) return std::unexpected(next.error());
     auto row = next->step();

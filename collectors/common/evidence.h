@@ -105,7 +105,10 @@ struct Dispatch {
     TimeInfo time;
     std::optional<int64_t> pid;
     std::string runtime_tid;  ///< AMD log tid handle, "" when the layout has none
-    std::string kernel;       ///< ShaderName as printed (mangled)
+    /// distributed rank of the line's `[rankN]:` prefix (torchrun merges every rank's output
+    /// into one stream): a fault of another stated rank never takes this dispatch as context
+    std::optional<int64_t> rank;
+    std::string kernel;  ///< ShaderName as printed (mangled)
     std::vector<DispatchArg> args;
     /// Pointer argument lines not parsed yet, after `args` (the encoding of
     /// collectors/common/dispatch_args.h; resolveArgs() parses them into `args`). Only a sink

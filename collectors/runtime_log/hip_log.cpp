@@ -17,7 +17,7 @@ namespace gpufault {
 
 namespace {
 
-constexpr size_t kMaxThreads = 256;   // (pid, runtime thread) pairs with pending args
+constexpr size_t kMaxThreads = 256;   // (pid, rank, runtime thread) keys with pending args
 constexpr size_t kMaxArgs = 64;       // pointer args kept per thread
 constexpr size_t kMaxListing = 2048;  // bytes kept of a NoBinaryForGpu device/bundle listing
 
@@ -25,6 +25,7 @@ constexpr size_t kMaxListing = 2048;  // bytes kept of a NoBinaryForGpu device/b
 /// `pending` lines (parsed when a sink needs them: dispatch_args.h).
 struct ThreadArgs {
     std::optional<int64_t> pid;
+    std::optional<int64_t> rank;  ///< `[rankN]:` of its lines (one stream holds every rank's)
     std::string tid;
     std::vector<DispatchArg> args;
     std::string pending;
@@ -71,6 +72,7 @@ void appendAttr(Evidence& e, const char* key, std::string_view item) {
 class HipLogMatcher final : public Matcher {
   public:
     void feed(const LogLine& l, Sink& out) override {
+        rank_ = l.rank;
         rt::AmdFields amd = rt::amdFieldsAtStart(l);
         if (listing_) {
             if (amd.present && listingLine(l, amd.message)) return;
@@ -168,18 +170,20 @@ class HipLogMatcher final : public Matcher {
         }
     }
 
-    /// The pending args of (pid, runtime tid), made when new (the least recently used one goes
-    /// beyond kMaxThreads; a launch it was listing is dropped with a warning at `line`). A
-    /// direct-mapped cache of indices is tried first; its entries are checked against the key,
-    /// so one left stale by an eviction is only a miss.
+    /// The pending args of (pid, rank of the line, runtime tid), made when new (the least recently
+    /// used one goes beyond kMaxThreads; a launch it was listing is dropped with a warning at
+    /// `line`). A direct-mapped cache of indices is tried first; its entries are checked against
+    /// the key, so one left stale by an eviction is only a miss.
     [[gnu::always_inline]] ThreadArgs& thread(const rt::AmdFields& amd,
                                               uint64_t line,
                                               Sink& out) {
         ++tick_;
-        uint32_t& cached = cache_[shortKeyHash(amd.pid.value_or(-1), amd.runtime_tid) >> 58];
+        const uint64_t k = static_cast<uint64_t>(amd.pid.value_or(-1)) ^
+                           (static_cast<uint64_t>(rank_.value_or(-1)) << 32);
+        uint32_t& cached = cache_[shortKeyHash(static_cast<int64_t>(k), amd.runtime_tid) >> 58];
         if (cached > 0 && cached <= threads_.size()) {
             ThreadArgs& t = threads_[cached - 1];
-            if (t.pid == amd.pid && sameBytes(t.tid, amd.runtime_tid)) {
+            if (t.pid == amd.pid && t.rank == rank_ && sameBytes(t.tid, amd.runtime_tid)) {
                 t.used = tick_;
                 return t;
             }
@@ -193,7 +197,7 @@ class HipLogMatcher final : public Matcher {
                                                Sink& out) {
         for (size_t i = 0; i < threads_.size(); ++i) {
             ThreadArgs& t = threads_[i];
-            if (t.pid == amd.pid && sameBytes(t.tid, amd.runtime_tid)) {
+            if (t.pid == amd.pid && t.rank == rank_ && sameBytes(t.tid, amd.runtime_tid)) {
                 t.used = tick_;
                 cached = static_cast<uint32_t>(i + 1);
                 return t;
@@ -212,7 +216,7 @@ class HipLogMatcher final : public Matcher {
                                  " runtime threads had Arg lines pending at once"});
             threads_.erase(threads_.begin() + static_cast<long>(lru));
         }
-        threads_.push_back({amd.pid, std::string(amd.runtime_tid), {}, {}, 0, -1, tick_});
+        threads_.push_back({amd.pid, rank_, std::string(amd.runtime_tid), {}, {}, 0, -1, tick_});
         cached = static_cast<uint32_t>(threads_.size());
         return threads_.back();
     }
@@ -308,6 +312,7 @@ class HipLogMatcher final : public Matcher {
         d.time = l.time;
         if (!d.time.runtime_us) d.time.runtime_us = amd.runtime_us;
         d.pid = amd.pid;
+        d.rank = l.rank;
         if (!sameBytes(d.runtime_tid, amd.runtime_tid)) d.runtime_tid.assign(amd.runtime_tid);
         assignBytes(d.kernel, name);
         d.args.swap(t.args);  // the thread's next launch starts empty (with the old capacity)
@@ -452,6 +457,7 @@ class HipLogMatcher final : public Matcher {
     std::array<uint32_t, 64> cache_{};  ///< by key hash: index + 1 into threads_ (0: none)
     Dispatch dispatch_;                 ///< reused for every dispatch (see dispatch())
     uint64_t tick_ = 0;
+    std::optional<int64_t> rank_;  ///< the `[rankN]:` of the line being fed
     rt::Folder folder_;
     Evidence* listing_ = nullptr;  ///< held NoBinaryForGpu record collecting its listing
     int section_ = 0;              ///< 1 Devices, 2 Bundled Code Objects

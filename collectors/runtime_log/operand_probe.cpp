@@ -156,9 +156,27 @@ class OperandProbeMatcher final : public Matcher {
             }
         } else if (bytes || size) {
             uint64_t n = bytes ? *bytes : *size;
-            if (n > UINT64_MAX - *ptr) return;
+            if (n > UINT64_MAX - *ptr) {  // [ptr, ptr + n) would pass the top of the 64-bit space
+                out.warning({l.line,
+                             "operand " + name + ": ptr=" + text::hexAddr(*ptr) + " plus " +
+                                 std::to_string(n) +
+                                 " bytes passes the end of the 64-bit address space; line "
+                                 "ignored"});
+                return;
+            }
             end = *ptr + n;
         } else {
+            for (auto [key, v] : {std::pair{"size", f.size},
+                                  std::pair{"bytes", f.bytes},
+                                  std::pair{"nbytes", f.nbytes}})
+                if (!v.empty()) {  // a size the line gives but no byte count below 2^64
+                    out.warning({l.line,
+                                 "operand " + name + ": " + key + "=" +
+                                     std::string(v.substr(0, std::min(v.size(), size_t{64}))) +
+                                     " is not a byte count (hex or decimal below 2^64); line "
+                                     "ignored"});
+                    return;
+                }
             return;
         }
         Operand o;

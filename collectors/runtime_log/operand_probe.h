@@ -11,7 +11,9 @@ namespace gpufault {
 /// `size=`, `bytes=`, `nbytes=` (bytes; name from `name=`, else the tag; shape/stride/dtype kept,
 /// values may be `(…)`/`[…]` with spaces) → Operand origin "probe"; `gpufault.operand name=…
 /// ptr=… end=…|size=…` → origin "canonical". `end` wins over `bytes` (a mismatch is a warning);
-/// `[access]`, `[check]`, `[param]` lines are never operands. Emits no evidence.
+/// `end` below `ptr`, a size that takes ptr + size past 2^64, or (without `end`) a size that is
+/// no byte count (`1.5GiB`, ≥ 2^64) makes no operand and a warning naming the line. `[access]`, `[check]`, `[param]` lines are never operands. Emits no
+/// evidence.
 std::unique_ptr<Matcher> makeOperandProbeMatcher();
 
 }  // namespace gpufault

@@ -111,7 +111,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     // 012_alloc_processes, 013_pending_cores, 014_lost_bytes, 015_alloc_recordings,
     // 016_fault_utc, 017_alloc_images, 018_held_dispatches).
     const auto versions = static_cast<int64_t>(migrations().size());
-    EXPECT_EQ(versions, 18);  // 001 … 018
+    EXPECT_EQ(versions, 19);  // 001 … 019
     EXPECT_EQ(scalar(*s, "PRAGMA user_version"), versions);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'diagnoses'"), 1);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM pragma_table_info('sources') WHERE name = "

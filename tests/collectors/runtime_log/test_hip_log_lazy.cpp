@@ -183,7 +183,7 @@ TEST(HipLogLazy, PendingEntriesParseAsTheirLines) {
     d.pending_args = pending;
     resolveArgs(d);
     ASSERT_EQ(d.args.size(), 2u);  // `val:` first, and no hex after `ptr:`, give none
-    EXPECT_EQ(dump({d}), dump({Dispatch{0, {}, {}, "", "", direct, ""}}));
+    EXPECT_EQ(dump({d}), dump({Dispatch{0, {}, {}, "", {}, "", direct, ""}}));
     EXPECT_EQ(d.args[0].name, "a");
     EXPECT_EQ(d.args[0].obj_hi, 0x7f0000100000u);
     EXPECT_EQ(d.args[1].index, 1);
