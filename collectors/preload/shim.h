@@ -5,6 +5,8 @@
 // written with one write(2) each to ${GPUFAULT_ALLOC_DIR:-.}/gpufault-alloc.<pid>.log.
 #pragma once
 
+#include <pthread.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -28,13 +30,21 @@ struct Event {
 /// first call; a write error disables recording for this process.
 void emit(const Event& e);
 
-/// The real `name` for our wrapper `self`: dlsym(RTLD_NEXT), else every loaded object by
-/// handle (dlopen(path, RTLD_NOLOAD|RTLD_LAZY)), so a runtime loaded RTLD_LOCAL is found too.
-/// nullptr when no object other than this library defines it.
+/// The real `name` in the process-wide sense: dlsym(RTLD_NEXT) (the global scope), else the
+/// first loaded object that defines it, by handle (dlopen(path, RTLD_NOLOAD|RTLD_LAZY)), so a
+/// runtime loaded RTLD_LOCAL is found too. nullptr when no object other than this library
+/// defines it. The fallback of Real (below).
 void* findReal(const char* name);
 
 /// dlsym that is not our interposed one.
 void* realDlsym(void* handle, const char* name);
+
+/// Our load address; true when `p` lies in this library.
+void* selfBase();
+bool isOurs(const void* p);
+
+/// Held while looking up by handle (and across fork(): pthread_atfork in shim_core.cpp).
+extern pthread_mutex_t g_lookup_mu;
 
 /// True for the outermost hooked call on this thread: calls the runtime makes to hooked
 /// functions from inside a hooked call (cudaMalloc → cuMemAlloc_v2) are not recorded twice.
@@ -50,18 +60,48 @@ class Scope {
     bool outer_;
 };
 
-/// One hooked function: its name and the real function, looked up once.
+/// Real functions handed out through dlsym(handle, …) or cuGetProcAddress per hooked function:
+/// each gets a wrapper of its own (Slots in hook_calls.h); a ninth is handed out unwrapped.
+constexpr int kSlots = 8;
+/// Calling libraries (and runtimes asked for a device) remembered per hooked function; beyond
+/// these, calls take the process-wide function (Real::get).
+constexpr int kScopes = 32;
+
+/// One hooked function: its name and the real functions a call may go to. Two runtimes loaded
+/// RTLD_LOCAL under different names (torch and jax wheels each bundling
+/// `libamdhip64-<hash>.so`) each keep their callers: a call goes where the caller would have
+/// gone without the shim (docs/preload.md "Which runtime a call goes to").
 struct Real {
     const char* name;
-    void* fn = nullptr;
-    /// The real function (cached; nullptr when none is loaded).
+    void* fn = nullptr;  ///< process-wide (get()); set once
+    struct Scoped {
+        const void* key = nullptr;  ///< a link_map; +1: looked up in that object (inObject)
+        void* fn = nullptr;
+    };
+    Scoped scoped[kScopes] = {};  ///< appended under g_lookup_mu, read without it
+    void* slot[kSlots] = {};      ///< real functions of the slot wrappers
+
+    /// The process-wide function: the global scope, else any loaded object (findReal);
+    /// nullptr when none is loaded.
     void* get();
-    /// Sets the real function when it is not set yet (cuGetProcAddress, dlsym by handle).
-    void offer(void* f);
+    /// What a call returning to `ret` would have reached without the shim: the global scope
+    /// (which every object searches first), else the dependencies of the calling object (its
+    /// RTLD_LOCAL runtime), else get().
+    void* forCaller(const void* ret);
+    /// This name as the object defining `served` sees it (its own and its dependencies'
+    /// definitions first): the device query of the runtime that served a call. get() when
+    /// `served` is null or the object has none.
+    void* inObject(const void* served);
+    /// The slot whose wrapper calls `real` (taken now when new); -1 when all are taken.
+    int slotOf(void* real);
+    /// The real function of slot `k`.
+    void* atSlot(int k) const { return __atomic_load_n(&slot[k], __ATOMIC_ACQUIRE); }
 };
 
-/// Our wrapper for a symbol asked for by dlsym(handle, name) or cuGetProcAddress: `real` is
-/// what the runtime returned (recorded as the function the wrapper calls). nullptr: not hooked.
+/// What to hand out for hooked `name` asked of dlsym(handle, name) or cuGetProcAddress:
+/// `real` is what the runtime returned; our wrapper bound to it (a slot of its own, so a
+/// second runtime's function gets another wrapper), or `real` itself when all slots are taken.
+/// nullptr: `name` is not hooked (with `real` null: only that check).
 void* wrapperFor(const char* name, void* real);
 void* hipWrapperFor(const char* name, void* real);
 void* cudaWrapperFor(const char* name, void* real);

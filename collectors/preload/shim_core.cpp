@@ -30,7 +30,6 @@ char g_path[1024];        // its name, for reopening it when the program closed 
 bool g_disabled = false;  // opening or writing failed: stop trying
 int g_frames = 8;         // frames per record (GPUFAULT_ALLOC_FRAMES, 0–16)
 pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
-pthread_mutex_t g_scan_mu = PTHREAD_MUTEX_INITIALIZER;
 using BacktraceFn = int (*)(void**, int);
 BacktraceFn g_backtrace = nullptr;  // libunwind's unw_backtrace, loaded RTLD_LOCAL
 void* g_self_base = nullptr;        // our own load address (frames and lookups skip it)
@@ -86,21 +85,6 @@ uint64_t nowUs(clockid_t c) {
     struct timespec ts {};
     clock_gettime(c, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * 1000000u + static_cast<uint64_t>(ts.tv_nsec) / 1000u;
-}
-
-/// Our load address (set by the constructor, or here when a hook runs before it did).
-void* selfBase() {
-    void* b = __atomic_load_n(&g_self_base, __ATOMIC_ACQUIRE);
-    if (b) return b;
-    Dl_info i{};
-    if (dladdr(reinterpret_cast<void*>(&selfBase), &i)) b = i.dli_fbase;
-    __atomic_store_n(&g_self_base, b, __ATOMIC_RELEASE);
-    return b;
-}
-
-bool isOurs(const void* p) {
-    Dl_info i{};
-    return p && dladdr(p, &i) != 0 && i.dli_fbase == selfBase();
 }
 
 bool disabled() {
@@ -427,10 +411,10 @@ void loadUnwind() {
 
 void atforkPrepare() {
     pthread_mutex_lock(&g_open_mu);
-    pthread_mutex_lock(&g_scan_mu);
+    pthread_mutex_lock(&g_lookup_mu);
 }
 void atforkParent() {
-    pthread_mutex_unlock(&g_scan_mu);
+    pthread_mutex_unlock(&g_lookup_mu);
     pthread_mutex_unlock(&g_open_mu);
 }
 /// The child writes its own file: the parent's descriptor is closed, reopened on first use.
@@ -438,7 +422,7 @@ void atforkChild() {
     if (g_fd >= 0 && stillOurs(g_fd)) ::close(g_fd);  // else the program's own by now
     g_fd = -1;
     g_id_read = false;  // another pid, another start
-    pthread_mutex_unlock(&g_scan_mu);
+    pthread_mutex_unlock(&g_lookup_mu);
     pthread_mutex_unlock(&g_open_mu);
 }
 
@@ -459,62 +443,27 @@ __attribute__((constructor)) void init() {
     pthread_mutex_unlock(&g_open_mu);
 }
 
-/// Object names of every loaded object, collected without allocating (dl_iterate_phdr).
-struct Names {
-    const char* name[1024];
-    int n = 0;
-};
+}  // namespace
 
-Names g_names;  // guarded by g_scan_mu
-
-int collectName(struct dl_phdr_info* info, size_t, void* data) {
-    auto* names = static_cast<Names*>(data);
-    if (info->dlpi_name && *info->dlpi_name && names->n < 1024)
-        names->name[names->n++] = info->dlpi_name;
-    return 0;
+/// Our load address (set by the constructor, or here when a hook runs before it did).
+void* selfBase() {
+    void* b = __atomic_load_n(&g_self_base, __ATOMIC_ACQUIRE);
+    if (b) return b;
+    Dl_info i{};
+    if (dladdr(reinterpret_cast<void*>(&selfBase), &i)) b = i.dli_fbase;
+    __atomic_store_n(&g_self_base, b, __ATOMIC_RELEASE);
+    return b;
 }
 
-}  // namespace
+
+bool isOurs(const void* p) {
+    Dl_info i{};
+    return p && dladdr(p, &i) != 0 && i.dli_fbase == selfBase();
+}
 
 Scope::Scope() : outer_(t_depth++ == 0) {}
 Scope::~Scope() {
     --t_depth;
-}
-
-void* realDlsym(void* handle, const char* name);
-
-void* findReal(const char* name) {
-    void* f = realDlsym(RTLD_NEXT, name);
-    if (f && !isOurs(f)) return f;
-    // RTLD_LOCAL runtimes are not in the global scope: ask each loaded object by handle.
-    pthread_mutex_lock(&g_scan_mu);
-    Names& names = g_names;
-    names.n = 0;
-    dl_iterate_phdr(collectName, &names);
-    f = nullptr;
-    for (int k = 0; k < names.n && !f; ++k) {
-        void* h = dlopen(names.name[k], RTLD_NOLOAD | RTLD_LAZY);
-        if (!h) continue;
-        void* g = realDlsym(h, name);
-        if (g && !isOurs(g)) f = g;
-        dlclose(h);
-    }
-    pthread_mutex_unlock(&g_scan_mu);
-    return f;
-}
-
-void* Real::get() {
-    void* f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
-    if (f) return f;
-    f = findReal(name);
-    if (f) offer(f);
-    return __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
-}
-
-void Real::offer(void* f) {
-    if (!f || isOurs(f)) return;
-    void* expected = nullptr;
-    __atomic_compare_exchange_n(&fn, &expected, f, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 void emit(const Event& e) {
