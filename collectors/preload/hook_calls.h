@@ -150,13 +150,17 @@ int pitchCall(
 template <class P>
 int rangeCall(void* fn, const char* kind, const char* api, P ptr, size_t size) {
     return hooked(
-        fn, [&](int rc) { record(kind, api, nullptr, bits(ptr), size, rc, nullptr, fn); }, ptr, size);
+        fn,
+        [&](int rc) { record(kind, api, nullptr, bits(ptr), size, rc, nullptr, fn); },
+        ptr,
+        size);
 }
 
 /// hipMemCreate/cuMemCreate(handle*, size, prop, flags): the handle made and the device of
 /// the allocation properties (type, handle types, location {type, id}, …: the id at byte 12).
 template <class F>
-int createCall(void* fn, const char* api, uint64_t* handle, size_t size, const void* prop, F flags) {
+int createCall(
+    void* fn, const char* api, uint64_t* handle, size_t size, const void* prop, F flags) {
     return hooked(
         fn,
         [&](int rc) {
@@ -178,7 +182,8 @@ inline int releaseCall(void* fn, const char* api, uint64_t handle) {
 
 /// hipMemMap/cuMemMap(ptr, size, offset, handle, flags).
 template <class P, class F>
-int mapCall(void* fn, const char* api, P ptr, size_t size, size_t offset, uint64_t handle, F flags) {
+int mapCall(
+    void* fn, const char* api, P ptr, size_t size, size_t offset, uint64_t handle, F flags) {
     return hooked(
         fn,
         [&](int rc) { recordHandle("map", api, bits(ptr), size, handle, -1, rc); },
@@ -222,8 +227,10 @@ struct HookEntry {
 };
 
 /// The entry of exported hook `fn`, whose body is `via` and whose real functions are `real`.
+// clang-format off
 #define GPUFAULT_HOOK(fn, via, real) \
-    { #fn, reinterpret_cast < void*>(&fn), &real, &Slots<via, real>::at }
+    { #fn, reinterpret_cast<void*>(&fn), &real, &Slots<via, real>::at }
+// clang-format on
 
 /// The entry named `name` in `entries`; nullptr when none is.
 template <size_t N>

@@ -115,8 +115,7 @@ Err unmapVia(void* fn, DevPtr p, size_t n) {
     return rangeCall(fn, "unmap", "cuMemUnmap", p, n);
 }
 Err reserveVia(void* fn, DevPtr* p, size_t n, size_t align, DevPtr addr, unsigned long long fl) {
-    return allocCall(
-        fn, "reserve", "cuMemAddressReserve", "va", nullptr, n, p, n, align, addr, fl);
+    return allocCall(fn, "reserve", "cuMemAddressReserve", "va", nullptr, n, p, n, align, addr, fl);
 }
 Err addressFreeVia(void* fn, DevPtr p, size_t n) {
     return rangeCall(fn, "unreserve", "cuMemAddressFree", p, n);

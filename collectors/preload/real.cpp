@@ -145,7 +145,8 @@ void* Real::get() {
     if (f) return f;
     f = findReal(name);
     void* expected = nullptr;
-    if (f) __atomic_compare_exchange_n(&fn, &expected, f, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    if (f)
+        __atomic_compare_exchange_n(&fn, &expected, f, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     return __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
 }
 

@@ -23,8 +23,8 @@ namespace gpufault::preload {
 namespace {
 
 constexpr int kMaxFrames = 16;
-int g_fd = -1;            // the record file of this process; -1: not opened yet
-dev_t g_dev = 0;          // its device and inode: the descriptor is ours only while they match
+int g_fd = -1;    // the record file of this process; -1: not opened yet
+dev_t g_dev = 0;  // its device and inode: the descriptor is ours only while they match
 ino_t g_ino = 0;
 char g_path[1024];        // its name, for reopening it when the program closed our descriptor
 bool g_disabled = false;  // opening or writing failed: stop trying
@@ -124,8 +124,8 @@ size_t readSmall(const char* path, char* buf, size_t cap) {
 struct Identity {
     uint64_t pidns = 0, ticks = 0;
 };
-Identity g_id;             // of this process (re-read in a forked child); guarded by g_open_mu
-bool g_id_read = false;    // g_id was read for this process
+Identity g_id;           // of this process (re-read in a forked child); guarded by g_open_mu
+bool g_id_read = false;  // g_id was read for this process
 
 Identity readIdentity() {
     Identity id;
@@ -274,8 +274,8 @@ int openPath(bool create, struct stat& st) {
     // In a shared directory (gpufaultd's, mode 1733) another user may have put a file or a
     // link of that name there first: never follow a link, and never write into a file that is
     // not ours alone.
-    int fd = ::open(g_path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0),
-                    0600);
+    int fd =
+        ::open(g_path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
     if (fd < 0) return -1;
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
         st.st_nlink != 1) {
@@ -454,7 +454,6 @@ void* selfBase() {
     __atomic_store_n(&g_self_base, b, __ATOMIC_RELEASE);
     return b;
 }
-
 
 bool isOurs(const void* p) {
     Dl_info i{};
