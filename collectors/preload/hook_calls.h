@@ -78,23 +78,23 @@ inline void recordHandle(const char* kind,
     emit(e);
 }
 
-/// Calls the real function `fn` with `a…` (its exact parameter types) inside a Scope, then
-/// `after(rc)` when this is the outermost hooked call on the thread. kUnknownError when no real
-/// function is loaded (`fn` null).
+/// Calls the real function `fn.fn` with `a…` (its exact parameter types) inside a Scope, then
+/// `after(rc)` when the Scope says the call is recorded (not the runtime's own nested call).
+/// kUnknownError when no real function is loaded (`fn.fn` null).
 template <class After, class... A>
-int hooked(void* fn, After after, A... a) {
-    auto f = reinterpret_cast<int (*)(A...)>(fn);
+int hooked(Target fn, After after, A... a) {
+    auto f = reinterpret_cast<int (*)(A...)>(fn.fn);
     if (!f) return kUnknownError;
-    Scope s;
+    Scope s(fn);
     int rc = f(a...);
-    if (s.outer()) after(rc);
+    if (s.recorded()) after(rc);
     return rc;
 }
 
 /// An allocation (kind "alloc") or reservation ("reserve") of `size` bytes that returns its
 /// pointer through `out` (void** or CUdeviceptr*), the first argument.
 template <class Out, class... A>
-int allocCall(void* fn,
+int allocCall(Target fn,
               const char* kind,
               const char* api,
               const char* mem,
@@ -107,7 +107,7 @@ int allocCall(void* fn,
         [&](int rc) {
             uint64_t p = 0;
             if (rc == 0 && out) std::memcpy(&p, out, sizeof p);
-            record(kind, api, mem, p, size, rc, device, fn);
+            record(kind, api, mem, p, size, rc, device, fn.fn);
         },
         out,
         a...);
@@ -115,11 +115,11 @@ int allocCall(void* fn,
 
 /// A free taking the pointer first; a null pointer is not recorded.
 template <class P, class... A>
-int freeCall(void* fn, const char* api, P ptr, A... a) {
+int freeCall(Target fn, const char* api, P ptr, A... a) {
     return hooked(
         fn,
         [&](int rc) {
-            if (bits(ptr)) record("free", api, nullptr, bits(ptr), 0, rc, nullptr, fn);
+            if (bits(ptr)) record("free", api, nullptr, bits(ptr), 0, rc, nullptr, fn.fn);
         },
         ptr,
         a...);
@@ -129,14 +129,14 @@ int freeCall(void* fn, const char* api, P ptr, A... a) {
 /// recorded as pitch × height bytes.
 template <class Out, class... A>
 int pitchCall(
-    void* fn, const char* api, Real* device, Out* out, size_t* pitch, size_t w, size_t h, A... a) {
+    Target fn, const char* api, Real* device, Out* out, size_t* pitch, size_t w, size_t h, A... a) {
     return hooked(
         fn,
         [&](int rc) {
             bool ok = rc == 0 && out && pitch;
             uint64_t p = 0;
             if (ok) std::memcpy(&p, out, sizeof p);
-            record("alloc", api, "device", p, ok ? *pitch * h : 0, rc, device, fn);
+            record("alloc", api, "device", p, ok ? *pitch * h : 0, rc, device, fn.fn);
         },
         out,
         pitch,
@@ -148,10 +148,10 @@ int pitchCall(
 /// A call on the range [`ptr`, `ptr` + `size`) known before it: an unmap ("unmap") or the
 /// release of a virtual address range ("unreserve").
 template <class P>
-int rangeCall(void* fn, const char* kind, const char* api, P ptr, size_t size) {
+int rangeCall(Target fn, const char* kind, const char* api, P ptr, size_t size) {
     return hooked(
         fn,
-        [&](int rc) { record(kind, api, nullptr, bits(ptr), size, rc, nullptr, fn); },
+        [&](int rc) { record(kind, api, nullptr, bits(ptr), size, rc, nullptr, fn.fn); },
         ptr,
         size);
 }
@@ -160,7 +160,7 @@ int rangeCall(void* fn, const char* kind, const char* api, P ptr, size_t size) {
 /// the allocation properties (type, handle types, location {type, id}, …: the id at byte 12).
 template <class F>
 int createCall(
-    void* fn, const char* api, uint64_t* handle, size_t size, const void* prop, F flags) {
+    Target fn, const char* api, uint64_t* handle, size_t size, const void* prop, F flags) {
     return hooked(
         fn,
         [&](int rc) {
@@ -175,7 +175,7 @@ int createCall(
 }
 
 /// hipMemRelease/cuMemRelease(handle).
-inline int releaseCall(void* fn, const char* api, uint64_t handle) {
+inline int releaseCall(Target fn, const char* api, uint64_t handle) {
     return hooked(
         fn, [&](int rc) { recordHandle("release", api, 0, 0, handle, -1, rc); }, handle);
 }
@@ -183,7 +183,7 @@ inline int releaseCall(void* fn, const char* api, uint64_t handle) {
 /// hipMemMap/cuMemMap(ptr, size, offset, handle, flags).
 template <class P, class F>
 int mapCall(
-    void* fn, const char* api, P ptr, size_t size, size_t offset, uint64_t handle, F flags) {
+    Target fn, const char* api, P ptr, size_t size, size_t offset, uint64_t handle, F flags) {
     return hooked(
         fn,
         [&](int rc) { recordHandle("map", api, bits(ptr), size, handle, -1, rc); },
@@ -197,16 +197,16 @@ int mapCall(
 /// The return address of the hooked function this appears in: who called it.
 #define GPUFAULT_CALLER __builtin_return_address(0)
 
-/// Slot wrappers of one hook: `Via(fn, a…)` is the hook's body calling real function `fn`;
+/// Slot wrappers of one hook: `Via(t, a…)` is the hook's body calling real function `t.fn`;
 /// wrapper K calls it with slot K of `R` (what dlsym(handle, …) or cuGetProcAddress returned:
 /// Real::slotOf), so each runtime's function handed out keeps its own wrapper.
 template <auto Via, Real& R>
 struct Slots;
-template <class... A, int (*Via)(void*, A...), Real& R>
+template <class... A, int (*Via)(Target, A...), Real& R>
 struct Slots<Via, R> {
     template <int K>
     static int call(A... a) {
-        return Via(R.atSlot(K), a...);
+        return Via(Target{R.atSlot(K), GPUFAULT_CALLER}, a...);
     }
     /// The wrapper of slot `k` (0 ≤ k < kSlots).
     static void* at(int k) {

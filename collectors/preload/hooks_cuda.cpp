@@ -32,13 +32,13 @@ Real r_alloc{"cuMemAlloc_v2"}, r_free{"cuMemFree_v2"}, r_allocAsync{"cuMemAllocA
 
 /// An allocation by the runtime API (its device: cudaGetDevice) returning its pointer in `out`.
 template <class Out, class... A>
-Err runtimeAlloc(void* fn, const char* api, const char* mem, uint64_t size, Out* out, A... a) {
+Err runtimeAlloc(Target fn, const char* api, const char* mem, uint64_t size, Out* out, A... a) {
     return allocCall(fn, "alloc", api, mem, &r_cudaGetDevice, size, out, a...);
 }
 
 /// An allocation by the driver API (its device: cuCtxGetDevice) returning its pointer in `out`.
 template <class Out, class... A>
-Err driverAlloc(void* fn, const char* api, const char* mem, uint64_t size, Out* out, A... a) {
+Err driverAlloc(Target fn, const char* api, const char* mem, uint64_t size, Out* out, A... a) {
     return allocCall(fn, "alloc", api, mem, &r_cuCtxGetDevice, size, out, a...);
 }
 
@@ -46,92 +46,92 @@ void* driverWrapper(const char* sym, int version, uint64_t flags, void* realFn);
 
 // The hooks' bodies, calling the real function `fn` (the caller's runtime, or a slot's).
 // ---- runtime ----
-Err cudaMallocVia(void* fn, void** p, size_t n) {
+Err cudaMallocVia(Target fn, void** p, size_t n) {
     return runtimeAlloc(fn, "cudaMalloc", "device", n, p, n);
 }
-Err cudaFreeVia(void* fn, void* p) {
+Err cudaFreeVia(Target fn, void* p) {
     return freeCall(fn, "cudaFree", p);
 }
-Err cudaMallocAsyncVia(void* fn, void** p, size_t n, void* st) {
+Err cudaMallocAsyncVia(Target fn, void** p, size_t n, void* st) {
     return runtimeAlloc(fn, "cudaMallocAsync", "device", n, p, n, st);
 }
-Err cudaFreeAsyncVia(void* fn, void* p, void* st) {
+Err cudaFreeAsyncVia(Target fn, void* p, void* st) {
     return freeCall(fn, "cudaFreeAsync", p, st);
 }
-Err cudaManagedVia(void* fn, void** p, size_t n, unsigned fl) {
+Err cudaManagedVia(Target fn, void** p, size_t n, unsigned fl) {
     return runtimeAlloc(fn, "cudaMallocManaged", "managed", n, p, n, fl);
 }
-Err cudaMallocHostVia(void* fn, void** p, size_t n) {
+Err cudaMallocHostVia(Target fn, void** p, size_t n) {
     return runtimeAlloc(fn, "cudaMallocHost", "host", n, p, n);
 }
-Err cudaHostAllocVia(void* fn, void** p, size_t n, unsigned fl) {
+Err cudaHostAllocVia(Target fn, void** p, size_t n, unsigned fl) {
     return runtimeAlloc(fn, "cudaHostAlloc", "host", n, p, n, fl);
 }
-Err cudaFreeHostVia(void* fn, void* p) {
+Err cudaFreeHostVia(Target fn, void* p) {
     return freeCall(fn, "cudaFreeHost", p);
 }
 
 // ---- driver ----
-Err allocVia(void* fn, DevPtr* p, size_t n) {
+Err allocVia(Target fn, DevPtr* p, size_t n) {
     return driverAlloc(fn, "cuMemAlloc_v2", "device", n, p, n);
 }
-Err freeVia(void* fn, DevPtr p) {
+Err freeVia(Target fn, DevPtr p) {
     return freeCall(fn, "cuMemFree_v2", p);
 }
-Err allocAsyncVia(void* fn, DevPtr* p, size_t n, void* st) {
+Err allocAsyncVia(Target fn, DevPtr* p, size_t n, void* st) {
     return driverAlloc(fn, "cuMemAllocAsync", "device", n, p, n, st);
 }
-Err freeAsyncVia(void* fn, DevPtr p, void* st) {
+Err freeAsyncVia(Target fn, DevPtr p, void* st) {
     return freeCall(fn, "cuMemFreeAsync", p, st);
 }
-Err poolVia(void* fn, DevPtr* p, size_t n, void* pool, void* st) {
+Err poolVia(Target fn, DevPtr* p, size_t n, void* pool, void* st) {
     return driverAlloc(fn, "cuMemAllocFromPoolAsync", "device", n, p, n, pool, st);
 }
-Err managedVia(void* fn, DevPtr* p, size_t n, unsigned fl) {
+Err managedVia(Target fn, DevPtr* p, size_t n, unsigned fl) {
     return driverAlloc(fn, "cuMemAllocManaged", "managed", n, p, n, fl);
 }
-Err pitchVia(void* fn, DevPtr* p, size_t* pitch, size_t w, size_t h, unsigned elem) {
+Err pitchVia(Target fn, DevPtr* p, size_t* pitch, size_t w, size_t h, unsigned elem) {
     return pitchCall(fn, "cuMemAllocPitch_v2", &r_cuCtxGetDevice, p, pitch, w, h, elem);
 }
-Err allocHostVia(void* fn, void** p, size_t n) {
+Err allocHostVia(Target fn, void** p, size_t n) {
     return driverAlloc(fn, "cuMemAllocHost_v2", "host", n, p, n);
 }
-Err hostAllocVia(void* fn, void** p, size_t n, unsigned fl) {
+Err hostAllocVia(Target fn, void** p, size_t n, unsigned fl) {
     return driverAlloc(fn, "cuMemHostAlloc", "host", n, p, n, fl);
 }
-Err freeHostVia(void* fn, void* p) {
+Err freeHostVia(Target fn, void* p) {
     return freeCall(fn, "cuMemFreeHost", p);
 }
-Err createVia(void* fn, uint64_t* handle, size_t n, const void* prop, unsigned long long fl) {
+Err createVia(Target fn, uint64_t* handle, size_t n, const void* prop, unsigned long long fl) {
     return createCall(fn, "cuMemCreate", handle, n, prop, fl);
 }
-Err releaseVia(void* fn, uint64_t handle) {
+Err releaseVia(Target fn, uint64_t handle) {
     return releaseCall(fn, "cuMemRelease", handle);
 }
-Err mapVia(void* fn, DevPtr p, size_t n, size_t off, uint64_t handle, unsigned long long fl) {
+Err mapVia(Target fn, DevPtr p, size_t n, size_t off, uint64_t handle, unsigned long long fl) {
     return mapCall(fn, "cuMemMap", p, n, off, handle, fl);
 }
-Err unmapVia(void* fn, DevPtr p, size_t n) {
+Err unmapVia(Target fn, DevPtr p, size_t n) {
     return rangeCall(fn, "unmap", "cuMemUnmap", p, n);
 }
-Err reserveVia(void* fn, DevPtr* p, size_t n, size_t align, DevPtr addr, unsigned long long fl) {
+Err reserveVia(Target fn, DevPtr* p, size_t n, size_t align, DevPtr addr, unsigned long long fl) {
     return allocCall(fn, "reserve", "cuMemAddressReserve", "va", nullptr, n, p, n, align, addr, fl);
 }
-Err addressFreeVia(void* fn, DevPtr p, size_t n) {
+Err addressFreeVia(Target fn, DevPtr p, size_t n) {
     return rangeCall(fn, "unreserve", "cuMemAddressFree", p, n);
 }
 
 // ---- cuGetProcAddress: the allocation entry points come back as our wrappers ----
-Err gpaVia(void* fn, const char* sym, void** pfn, int version, uint64_t flags) {
-    auto f = reinterpret_cast<Err (*)(const char*, void**, int, uint64_t)>(fn);
+Err gpaVia(Target fn, const char* sym, void** pfn, int version, uint64_t flags) {
+    auto f = reinterpret_cast<Err (*)(const char*, void**, int, uint64_t)>(fn.fn);
     if (!f) return kUnknownError;
     Err rc = f(sym, pfn, version, flags);
     if (rc == 0 && sym && pfn && *pfn)
         if (void* w = driverWrapper(sym, version, flags, *pfn)) *pfn = w;
     return rc;
 }
-Err gpa2Via(void* fn, const char* sym, void** pfn, int version, uint64_t flags, int* status) {
-    auto f = reinterpret_cast<Err (*)(const char*, void**, int, uint64_t, int*)>(fn);
+Err gpa2Via(Target fn, const char* sym, void** pfn, int version, uint64_t flags, int* status) {
+    auto f = reinterpret_cast<Err (*)(const char*, void**, int, uint64_t, int*)>(fn.fn);
     if (!f) return kUnknownError;
     Err rc = f(sym, pfn, version, flags, status);
     if (rc == 0 && sym && pfn && *pfn)
@@ -145,7 +145,7 @@ Err gpa2Via(void* fn, const char* sym, void** pfn, int version, uint64_t flags, 
 using namespace gpufault::preload;
 
 // The exported hooks: each calls the runtime its caller would have reached (Real::forCaller).
-#define GPUFAULT_VIA(real, via, ...) via(real.forCaller(GPUFAULT_CALLER), __VA_ARGS__)
+#define GPUFAULT_VIA(real, via, ...) via(callerTarget(real, GPUFAULT_CALLER), __VA_ARGS__)
 
 extern "C" {
 

@@ -19,58 +19,58 @@ Real r_malloc{"hipMalloc"}, r_free{"hipFree"}, r_mallocAsync{"hipMallocAsync"},
 
 /// An allocation on the current device (hipGetDevice) by `fn`.
 template <class... A>
-hipError alloc(void* fn, const char* api, const char* mem, void** ptr, size_t size, A... a) {
+hipError alloc(Target fn, const char* api, const char* mem, void** ptr, size_t size, A... a) {
     return allocCall(fn, "alloc", api, mem, &r_getDevice, size, ptr, a...);
 }
 
 // The hooks' bodies, calling the real function `fn` (the caller's runtime, or a slot's).
-hipError mallocVia(void* fn, void** ptr, size_t size) {
+hipError mallocVia(Target fn, void** ptr, size_t size) {
     return alloc(fn, "hipMalloc", "device", ptr, size, size);
 }
-hipError freeVia(void* fn, void* ptr) {
+hipError freeVia(Target fn, void* ptr) {
     return freeCall(fn, "hipFree", ptr);
 }
-hipError mallocAsyncVia(void* fn, void** ptr, size_t size, void* stream) {
+hipError mallocAsyncVia(Target fn, void** ptr, size_t size, void* stream) {
     return alloc(fn, "hipMallocAsync", "device", ptr, size, size, stream);
 }
-hipError freeAsyncVia(void* fn, void* ptr, void* stream) {
+hipError freeAsyncVia(Target fn, void* ptr, void* stream) {
     return freeCall(fn, "hipFreeAsync", ptr, stream);
 }
-hipError managedVia(void* fn, void** ptr, size_t size, unsigned flags) {
+hipError managedVia(Target fn, void** ptr, size_t size, unsigned flags) {
     return alloc(fn, "hipMallocManaged", "managed", ptr, size, size, flags);
 }
-hipError extVia(void* fn, void** ptr, size_t size, unsigned flags) {
+hipError extVia(Target fn, void** ptr, size_t size, unsigned flags) {
     return alloc(fn, "hipExtMallocWithFlags", "device", ptr, size, size, flags);
 }
-hipError pitchVia(void* fn, void** ptr, size_t* pitch, size_t width, size_t height) {
+hipError pitchVia(Target fn, void** ptr, size_t* pitch, size_t width, size_t height) {
     return pitchCall(fn, "hipMallocPitch", &r_getDevice, ptr, pitch, width, height);
 }
-hipError hostMallocVia(void* fn, void** ptr, size_t size, unsigned flags) {
+hipError hostMallocVia(Target fn, void** ptr, size_t size, unsigned flags) {
     return alloc(fn, "hipHostMalloc", "host", ptr, size, size, flags);
 }
-hipError hostFreeVia(void* fn, void* ptr) {
+hipError hostFreeVia(Target fn, void* ptr) {
     return freeCall(fn, "hipHostFree", ptr);
 }
 hipError memCreateVia(
-    void* fn, uint64_t* handle, size_t size, const void* prop, unsigned long long flags) {
+    Target fn, uint64_t* handle, size_t size, const void* prop, unsigned long long flags) {
     return createCall(fn, "hipMemCreate", handle, size, prop, flags);
 }
-hipError memReleaseVia(void* fn, uint64_t handle) {
+hipError memReleaseVia(Target fn, uint64_t handle) {
     return releaseCall(fn, "hipMemRelease", handle);
 }
 hipError memMapVia(
-    void* fn, void* ptr, size_t size, size_t offset, uint64_t handle, unsigned long long fl) {
+    Target fn, void* ptr, size_t size, size_t offset, uint64_t handle, unsigned long long fl) {
     return mapCall(fn, "hipMemMap", ptr, size, offset, handle, fl);
 }
-hipError memUnmapVia(void* fn, void* ptr, size_t size) {
+hipError memUnmapVia(Target fn, void* ptr, size_t size) {
     return rangeCall(fn, "unmap", "hipMemUnmap", ptr, size);
 }
 hipError reserveVia(
-    void* fn, void** ptr, size_t size, size_t align, void* addr, unsigned long long flags) {
+    Target fn, void** ptr, size_t size, size_t align, void* addr, unsigned long long flags) {
     return allocCall(
         fn, "reserve", "hipMemAddressReserve", "va", nullptr, size, ptr, size, align, addr, flags);
 }
-hipError addressFreeVia(void* fn, void* ptr, size_t size) {
+hipError addressFreeVia(Target fn, void* ptr, size_t size) {
     return rangeCall(fn, "unreserve", "hipMemAddressFree", ptr, size);
 }
 
@@ -83,50 +83,50 @@ using namespace gpufault::preload;
 extern "C" {
 
 hipError hipMalloc(void** ptr, size_t size) {
-    return mallocVia(r_malloc.forCaller(GPUFAULT_CALLER), ptr, size);
+    return mallocVia(callerTarget(r_malloc, GPUFAULT_CALLER), ptr, size);
 }
 hipError hipFree(void* ptr) {
-    return freeVia(r_free.forCaller(GPUFAULT_CALLER), ptr);
+    return freeVia(callerTarget(r_free, GPUFAULT_CALLER), ptr);
 }
 hipError hipMallocAsync(void** ptr, size_t size, void* stream) {
-    return mallocAsyncVia(r_mallocAsync.forCaller(GPUFAULT_CALLER), ptr, size, stream);
+    return mallocAsyncVia(callerTarget(r_mallocAsync, GPUFAULT_CALLER), ptr, size, stream);
 }
 hipError hipFreeAsync(void* ptr, void* stream) {
-    return freeAsyncVia(r_freeAsync.forCaller(GPUFAULT_CALLER), ptr, stream);
+    return freeAsyncVia(callerTarget(r_freeAsync, GPUFAULT_CALLER), ptr, stream);
 }
 hipError hipMallocManaged(void** ptr, size_t size, unsigned flags) {
-    return managedVia(r_managed.forCaller(GPUFAULT_CALLER), ptr, size, flags);
+    return managedVia(callerTarget(r_managed, GPUFAULT_CALLER), ptr, size, flags);
 }
 hipError hipExtMallocWithFlags(void** ptr, size_t size, unsigned flags) {
-    return extVia(r_ext.forCaller(GPUFAULT_CALLER), ptr, size, flags);
+    return extVia(callerTarget(r_ext, GPUFAULT_CALLER), ptr, size, flags);
 }
 hipError hipMallocPitch(void** ptr, size_t* pitch, size_t width, size_t height) {
-    return pitchVia(r_pitch.forCaller(GPUFAULT_CALLER), ptr, pitch, width, height);
+    return pitchVia(callerTarget(r_pitch, GPUFAULT_CALLER), ptr, pitch, width, height);
 }
 hipError hipHostMalloc(void** ptr, size_t size, unsigned flags) {
-    return hostMallocVia(r_hostMalloc.forCaller(GPUFAULT_CALLER), ptr, size, flags);
+    return hostMallocVia(callerTarget(r_hostMalloc, GPUFAULT_CALLER), ptr, size, flags);
 }
 hipError hipHostFree(void* ptr) {
-    return hostFreeVia(r_hostFree.forCaller(GPUFAULT_CALLER), ptr);
+    return hostFreeVia(callerTarget(r_hostFree, GPUFAULT_CALLER), ptr);
 }
 hipError hipMemCreate(uint64_t* handle, size_t size, const void* prop, unsigned long long flags) {
-    return memCreateVia(r_memCreate.forCaller(GPUFAULT_CALLER), handle, size, prop, flags);
+    return memCreateVia(callerTarget(r_memCreate, GPUFAULT_CALLER), handle, size, prop, flags);
 }
 hipError hipMemRelease(uint64_t handle) {
-    return memReleaseVia(r_memRelease.forCaller(GPUFAULT_CALLER), handle);
+    return memReleaseVia(callerTarget(r_memRelease, GPUFAULT_CALLER), handle);
 }
 hipError hipMemMap(void* ptr, size_t size, size_t offset, uint64_t handle, unsigned long long fl) {
-    return memMapVia(r_memMap.forCaller(GPUFAULT_CALLER), ptr, size, offset, handle, fl);
+    return memMapVia(callerTarget(r_memMap, GPUFAULT_CALLER), ptr, size, offset, handle, fl);
 }
 hipError hipMemUnmap(void* ptr, size_t size) {
-    return memUnmapVia(r_memUnmap.forCaller(GPUFAULT_CALLER), ptr, size);
+    return memUnmapVia(callerTarget(r_memUnmap, GPUFAULT_CALLER), ptr, size);
 }
 hipError hipMemAddressReserve(
     void** ptr, size_t size, size_t align, void* addr, unsigned long long flags) {
-    return reserveVia(r_reserve.forCaller(GPUFAULT_CALLER), ptr, size, align, addr, flags);
+    return reserveVia(callerTarget(r_reserve, GPUFAULT_CALLER), ptr, size, align, addr, flags);
 }
 hipError hipMemAddressFree(void* ptr, size_t size) {
-    return addressFreeVia(r_addressFree.forCaller(GPUFAULT_CALLER), ptr, size);
+    return addressFreeVia(callerTarget(r_addressFree, GPUFAULT_CALLER), ptr, size);
 }
 
 }  // extern "C"

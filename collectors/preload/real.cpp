@@ -33,7 +33,7 @@ FindObjectFn findObjectFn() {
 }
 
 /// The link_map of the object holding code address `p`; nullptr when none does.
-struct link_map* objectOf(const void* p) {
+struct link_map* mapOf(const void* p) {
     if (!p) return nullptr;
     if (FindObjectFn f = findObjectFn()) {
         struct dl_find_object r {};
@@ -105,12 +105,14 @@ void* scopedLookup(Real& r, struct link_map* lm, bool object) {
         if (f && isOurs(f)) f = nullptr;
     }
     if (!f) {
+        Busy busy;
         pthread_mutex_lock(&g_lookup_mu);
         f = inScopeOf(lm, r.name);
         pthread_mutex_unlock(&g_lookup_mu);
     }
     if (!f) f = r.get();  // the main program (its scope is the global one), or none in scope
     if (f) {
+        Busy busy;
         pthread_mutex_lock(&g_lookup_mu);
         remember(r, key, f);
         pthread_mutex_unlock(&g_lookup_mu);
@@ -124,6 +126,7 @@ void* findReal(const char* name) {
     void* f = realDlsym(RTLD_NEXT, name);
     if (f && !isOurs(f)) return f;
     // RTLD_LOCAL runtimes are not in the global scope: ask each loaded object by handle.
+    Busy busy;
     pthread_mutex_lock(&g_lookup_mu);
     Names& names = g_names;
     names.n = 0;
@@ -150,12 +153,16 @@ void* Real::get() {
     return __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
 }
 
+const void* objectOf(const void* p) {
+    return mapOf(p);
+}
+
 void* Real::forCaller(const void* ret) {
-    return scopedLookup(*this, objectOf(ret), false);
+    return scopedLookup(*this, mapOf(ret), false);
 }
 
 void* Real::inObject(const void* served) {
-    return scopedLookup(*this, objectOf(served), true);
+    return scopedLookup(*this, mapOf(served), true);
 }
 
 int Real::slotOf(void* real) {

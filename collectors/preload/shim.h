@@ -46,20 +46,6 @@ bool isOurs(const void* p);
 /// Held while looking up by handle (and across fork(): pthread_atfork in shim_core.cpp).
 extern pthread_mutex_t g_lookup_mu;
 
-/// True for the outermost hooked call on this thread: calls the runtime makes to hooked
-/// functions from inside a hooked call (cudaMalloc → cuMemAlloc_v2) are not recorded twice.
-class Scope {
-  public:
-    Scope();
-    ~Scope();
-    Scope(const Scope&) = delete;
-    Scope& operator=(const Scope&) = delete;
-    bool outer() const { return outer_; }
-
-  private:
-    bool outer_;
-};
-
 /// Real functions handed out through dlsym(handle, …) or cuGetProcAddress per hooked function:
 /// each gets a wrapper of its own (Slots in hook_calls.h); a ninth is handed out unwrapped.
 constexpr int kSlots = 8;
@@ -96,6 +82,48 @@ struct Real {
     int slotOf(void* real);
     /// The real function of slot `k`.
     void* atSlot(int k) const { return __atomic_load_n(&slot[k], __ATOMIC_ACQUIRE); }
+};
+
+/// A hooked call: the real function it goes to (nullptr: none loaded) and the address it
+/// returns to (its caller).
+struct Target {
+    void* fn;
+    const void* ret;
+};
+
+/// The Target of a call of an exported hook of `r` returning to `ret`.
+inline Target callerTarget(Real& r, const void* ret) {
+    return {r.forCaller(ret), ret};
+}
+
+/// The link_map of the object holding code address `p` (an opaque key); nullptr when none.
+const void* objectOf(const void* p);
+
+/// The nesting of hooked calls on a thread. The outermost call is recorded. A call made while
+/// another runs on the thread is the runtime's own (cudaMalloc → cuMemAlloc_v2: its caller is
+/// the object of the running call's real function) and not recorded again; any other (a signal
+/// handler that allocates) is recorded too, unless the thread holds a lock of the shim then
+/// (Busy): that call is dropped, counted, and a `dropped` record says how many were.
+class Scope {
+  public:
+    explicit Scope(const Target& t);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    bool recorded() const { return recorded_; }
+
+  private:
+    bool recorded_;
+    void* prev_;  ///< the real function of the recorded call around this one
+};
+
+/// Marks this thread as holding a lock of the shim (g_open_mu, g_lookup_mu) while it lives.
+class Busy {
+  public:
+    Busy();
+    ~Busy();
+    Busy(const Busy&) = delete;
+    Busy& operator=(const Busy&) = delete;
 };
 
 /// What to hand out for hooked `name` asked of dlsym(handle, name) or cuGetProcAddress:

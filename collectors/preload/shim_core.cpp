@@ -34,6 +34,11 @@ using BacktraceFn = int (*)(void**, int);
 BacktraceFn g_backtrace = nullptr;  // libunwind's unw_backtrace, loaded RTLD_LOCAL
 void* g_self_base = nullptr;        // our own load address (frames and lookups skip it)
 __thread int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+// the real function of the innermost recorded call running on this thread
+__thread void* t_running __attribute__((tls_model("initial-exec"))) = nullptr;
+// locks of the shim this thread holds (Busy)
+__thread int t_busy __attribute__((tls_model("initial-exec"))) = 0;
+uint64_t g_dropped = 0;  // calls not recorded since the last `dropped` record (Scope)
 
 /// A fixed buffer that a record is formatted into (truncated, never overflowed). The last byte
 /// is kept for the newline (end()), so a record that does not fit still ends its line.
@@ -337,6 +342,7 @@ int logFd() {
     if (disabled()) return -1;
     int fd = __atomic_load_n(&g_fd, __ATOMIC_ACQUIRE);
     if (fd >= 0 && stillOurs(fd)) return fd;
+    Busy busy;
     pthread_mutex_lock(&g_open_mu);
     fd = g_fd;
     if (!disabled()) {
@@ -349,6 +355,36 @@ int logFd() {
     }
     pthread_mutex_unlock(&g_open_mu);
     return fd;
+}
+
+/// `gpufault.alloc 1 dropped count=N …` when calls were dropped since the last such record
+/// (Scope): the recording is incomplete (a free not recorded leaves its block "live").
+void writeDropped(int fd) {
+    uint64_t n = __atomic_exchange_n(&g_dropped, 0, __ATOMIC_ACQ_REL);
+    if (n == 0) return;
+    Line l;
+    l.put("gpufault.alloc 1 dropped");
+    l.key("count");
+    l.dec(n);
+    l.key("wall_us");
+    l.dec(nowUs(CLOCK_REALTIME));
+    l.key("mono_us");
+    l.dec(nowUs(CLOCK_MONOTONIC));
+    l.key("pid");
+    l.dec(static_cast<uint64_t>(::getpid()));
+    l.key("tid");
+    l.dec(static_cast<uint64_t>(::syscall(SYS_gettid)));
+    putImage(l, g_id);
+    l.end();
+    writeAll(fd, l.buf, l.n);
+}
+
+/// At exit: calls dropped since the last record are said.
+__attribute__((destructor)) void fini() {
+    if (__atomic_load_n(&g_dropped, __ATOMIC_ACQUIRE) == 0) return;
+    int saved = errno;
+    if (int fd = logFd(); fd >= 0) writeDropped(fd);
+    errno = saved;
 }
 
 /// ` stack=module+0xoffset;…` (innermost first; `-` when no frame is known). Only whole frames
@@ -410,20 +446,24 @@ void loadUnwind() {
 }
 
 void atforkPrepare() {
+    ++t_busy;  // holds our locks across fork (Busy)
     pthread_mutex_lock(&g_open_mu);
     pthread_mutex_lock(&g_lookup_mu);
 }
 void atforkParent() {
     pthread_mutex_unlock(&g_lookup_mu);
     pthread_mutex_unlock(&g_open_mu);
+    --t_busy;
 }
 /// The child writes its own file: the parent's descriptor is closed, reopened on first use.
 void atforkChild() {
     if (g_fd >= 0 && stillOurs(g_fd)) ::close(g_fd);  // else the program's own by now
     g_fd = -1;
     g_id_read = false;  // another pid, another start
+    g_dropped = 0;      // the parent's, in the parent's file
     pthread_mutex_unlock(&g_lookup_mu);
     pthread_mutex_unlock(&g_open_mu);
+    --t_busy;
 }
 
 __attribute__((constructor)) void init() {
@@ -460,9 +500,26 @@ bool isOurs(const void* p) {
     return p && dladdr(p, &i) != 0 && i.dli_fbase == selfBase();
 }
 
-Scope::Scope() : outer_(t_depth++ == 0) {}
+Scope::Scope(const Target& t) : recorded_(true), prev_(t_running) {
+    if (t_depth > 0 && objectOf(t.ret) == objectOf(prev_)) {
+        recorded_ = false;  // the runtime's own call (cudaMalloc → cuMemAlloc_v2)
+    } else if (t_depth > 0 && t_busy > 0) {
+        recorded_ = false;  // a signal handler while this thread holds our locks
+        __atomic_add_fetch(&g_dropped, 1, __ATOMIC_RELAXED);
+    }
+    if (recorded_) t_running = t.fn;
+    ++t_depth;
+}
 Scope::~Scope() {
     --t_depth;
+    t_running = prev_;
+}
+
+Busy::Busy() {
+    ++t_busy;
+}
+Busy::~Busy() {
+    --t_busy;
 }
 
 void emit(const Event& e) {
@@ -505,6 +562,7 @@ void emit(const Event& e) {
     putStack(l);
     l.end();
     writeAll(fd, l.buf, l.n);
+    writeDropped(fd);
     errno = saved;
 }
 
