@@ -57,7 +57,7 @@ inline void record(const char* kind,
                    const void* fn) {
     Event e = event(kind, api, ptr, size, rc);
     e.mem = mem;
-    e.device = device ? askDevice(*device, fn) : -1;
+    e.device = device && !Scope::nested() ? askDevice(*device, fn) : -1;
     emit(e);
 }
 

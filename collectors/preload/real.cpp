@@ -99,6 +99,10 @@ void* scopedLookup(Real& r, struct link_map* lm, bool object) {
     if (!lm) return r.get();
     const void* key = reinterpret_cast<const char*>(lm) + (object ? 1 : 0);
     if (void* f = cached(r, key)) return f;
+    // A signal handler while this thread holds our lock (or is inside dlopen for it): no
+    // lookup now; the process-wide function when there is one.
+    if (Busy::held())
+        if (void* f = __atomic_load_n(&r.fn, __ATOMIC_ACQUIRE)) return f;
     void* f = nullptr;
     if (!object) {
         f = realDlsym(RTLD_NEXT, r.name);  // the global scope (the shim is preloaded: first)

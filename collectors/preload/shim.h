@@ -102,8 +102,10 @@ const void* objectOf(const void* p);
 /// The nesting of hooked calls on a thread. The outermost call is recorded. A call made while
 /// another runs on the thread is the runtime's own (cudaMalloc → cuMemAlloc_v2: its caller is
 /// the object of the running call's real function) and not recorded again; any other (a signal
-/// handler that allocates) is recorded too, unless the thread holds a lock of the shim then
-/// (Busy): that call is dropped, counted, and a `dropped` record says how many were.
+/// handler that allocates) is recorded as a nested record: no stack and no device asked (the
+/// interrupted thread may hold the loader's or libunwind's locks, or the runtime's), `nested=1`.
+/// One made while the thread holds a lock of the shim (Busy) is dropped, counted, and a
+/// `dropped` record says how many were.
 class Scope {
   public:
     explicit Scope(const Target& t);
@@ -111,9 +113,13 @@ class Scope {
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
     bool recorded() const { return recorded_; }
+    /// True while the innermost recorded call on this thread is a nested one (emit writes a
+    /// nested record).
+    static bool nested();
 
   private:
     bool recorded_;
+    bool prevNested_;
     void* prev_;  ///< the real function of the recorded call around this one
 };
 
@@ -124,6 +130,8 @@ class Busy {
     ~Busy();
     Busy(const Busy&) = delete;
     Busy& operator=(const Busy&) = delete;
+    /// True when this thread holds one.
+    static bool held();
 };
 
 /// What to hand out for hooked `name` asked of dlsym(handle, name) or cuGetProcAddress:

@@ -36,6 +36,8 @@ void* g_self_base = nullptr;        // our own load address (frames and lookups 
 __thread int t_depth __attribute__((tls_model("initial-exec"))) = 0;
 // the real function of the innermost recorded call running on this thread
 __thread void* t_running __attribute__((tls_model("initial-exec"))) = nullptr;
+// the innermost recorded call on this thread is a nested one (Scope::nested)
+__thread bool t_nested __attribute__((tls_model("initial-exec"))) = false;
 // locks of the shim this thread holds (Busy)
 __thread int t_busy __attribute__((tls_model("initial-exec"))) = 0;
 uint64_t g_dropped = 0;  // calls not recorded since the last `dropped` record (Scope)
@@ -500,12 +502,16 @@ bool isOurs(const void* p) {
     return p && dladdr(p, &i) != 0 && i.dli_fbase == selfBase();
 }
 
-Scope::Scope(const Target& t) : recorded_(true), prev_(t_running) {
-    if (t_depth > 0 && objectOf(t.ret) == objectOf(prev_)) {
-        recorded_ = false;  // the runtime's own call (cudaMalloc → cuMemAlloc_v2)
-    } else if (t_depth > 0 && t_busy > 0) {
-        recorded_ = false;  // a signal handler while this thread holds our locks
-        __atomic_add_fetch(&g_dropped, 1, __ATOMIC_RELAXED);
+Scope::Scope(const Target& t) : recorded_(true), prevNested_(t_nested), prev_(t_running) {
+    if (t_depth > 0) {
+        if (objectOf(t.ret) == objectOf(prev_)) {
+            recorded_ = false;  // the runtime's own call (cudaMalloc → cuMemAlloc_v2)
+        } else if (t_busy > 0) {
+            recorded_ = false;  // a signal handler while this thread holds our locks
+            __atomic_add_fetch(&g_dropped, 1, __ATOMIC_RELAXED);
+        } else {
+            t_nested = true;  // a signal handler: recorded without stack or device
+        }
     }
     if (recorded_) t_running = t.fn;
     ++t_depth;
@@ -513,6 +519,10 @@ Scope::Scope(const Target& t) : recorded_(true), prev_(t_running) {
 Scope::~Scope() {
     --t_depth;
     t_running = prev_;
+    t_nested = prevNested_;
+}
+bool Scope::nested() {
+    return t_nested;
 }
 
 Busy::Busy() {
@@ -520,6 +530,9 @@ Busy::Busy() {
 }
 Busy::~Busy() {
     --t_busy;
+}
+bool Busy::held() {
+    return t_busy > 0;
 }
 
 void emit(const Event& e) {
@@ -559,7 +572,10 @@ void emit(const Event& e) {
     l.key("tid");
     l.dec(static_cast<uint64_t>(::syscall(SYS_gettid)));
     putImage(l, g_id);  // read when the file was opened: the record names its process
-    putStack(l);
+    if (Scope::nested())
+        l.put(" nested=1 stack=-");  // no stack walk inside a signal handler (Scope)
+    else
+        putStack(l);
     l.end();
     writeAll(fd, l.buf, l.n);
     writeDropped(fd);
