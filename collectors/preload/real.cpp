@@ -2,7 +2,8 @@
 // from library L binds to the first definition in L's scope: the global scope, then L's own
 // dependencies (an RTLD_LOCAL group). Two runtimes of different names loaded RTLD_LOCAL (torch
 // and jax wheels each bundling libamdhip64-<hash>.so) therefore serve their own callers; so
-// must the shim's wrappers. docs/preload.md "Which runtime a call goes to".
+// must the shim's wrappers. docs/preload.md "Which runtime a call goes to". Also the dlsym
+// interposition (dlsym_hook.S), which hands out wrappers bound to the runtime asked.
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -179,6 +180,46 @@ int Real::slotOf(void* real) {
             return k;
     }
     return -1;
+}
+
+}  // namespace gpufault::preload
+
+// ---- dlsym interposition (dlsym_hook.S jumps here first, then to the real dlsym) ----
+
+extern "C" {
+/// The real dlsym; dlsym_hook.S tail-jumps to it so the caller's return address (which
+/// dlsym uses for RTLD_NEXT and RTLD_DEFAULT scopes) is the original caller's.
+__attribute__((visibility("hidden"))) void* gpufault_real_dlsym = nullptr;
+
+__attribute__((visibility("hidden"))) void gpufault_init_dlsym() {
+    if (__atomic_load_n(&gpufault_real_dlsym, __ATOMIC_ACQUIRE)) return;
+    void* f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!f) f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    __atomic_store_n(&gpufault_real_dlsym, f, __ATOMIC_RELEASE);
+}
+
+/// Our wrapper for `name` asked of `handle`, or nullptr (the real dlsym answers).
+__attribute__((visibility("hidden"))) void* gpufault_dlsym_pick(void* handle, const char* name) {
+    gpufault_init_dlsym();
+    if (!name || handle == RTLD_NEXT || (name[0] != 'h' && name[0] != 'c')) return nullptr;
+    if (std::strncmp(name, "hip", 3) != 0 && std::strncmp(name, "cu", 2) != 0) return nullptr;
+    if (!gpufault::preload::wrapperFor(name, nullptr)) return nullptr;  // not one we hook
+    void* real = gpufault::preload::realDlsym(handle, name);
+    return real ? gpufault::preload::wrapperFor(name, real) : nullptr;
+}
+}
+
+namespace gpufault::preload {
+
+void* realDlsym(void* handle, const char* name) {
+    gpufault_init_dlsym();
+    auto f = reinterpret_cast<void* (*)(void*, const char*)>(gpufault_real_dlsym);
+    return f ? f(handle, name) : nullptr;
+}
+
+void* wrapperFor(const char* name, void* real) {
+    if (void* w = hipWrapperFor(name, real)) return w;
+    return cudaWrapperFor(name, real);
 }
 
 }  // namespace gpufault::preload

@@ -104,8 +104,8 @@ const void* objectOf(const void* p);
 /// the object of the running call's real function) and not recorded again; any other (a signal
 /// handler that allocates) is recorded as a nested record: no stack and no device asked (the
 /// interrupted thread may hold the loader's or libunwind's locks, or the runtime's), `nested=1`.
-/// One made while the thread holds a lock of the shim (Busy) is dropped, counted, and a
-/// `dropped` record says how many were.
+/// One made while the thread holds a lock of the shim (Busy: signals are blocked then, so only
+/// a fault's handler could) is dropped, counted, and a `dropped` record says how many were.
 class Scope {
   public:
     explicit Scope(const Target& t);
@@ -123,7 +123,8 @@ class Scope {
     void* prev_;  ///< the real function of the recorded call around this one
 };
 
-/// Marks this thread as holding a lock of the shim (g_open_mu, g_lookup_mu) while it lives.
+/// Marks this thread as holding a lock of the shim (g_open_mu, g_lookup_mu) while it lives;
+/// asynchronous signals are blocked meanwhile (a handler runs once the lock is released).
 class Busy {
   public:
     Busy();
@@ -132,7 +133,15 @@ class Busy {
     Busy& operator=(const Busy&) = delete;
     /// True when this thread holds one.
     static bool held();
+    /// Without an object (pthread_atfork's prepare, then parent or child).
+    static void enter();
+    static void leave();
 };
+
+/// Calls dropped (Scope) since the last call, which resets the count (a `dropped` record).
+uint64_t takeDropped();
+/// True when calls were dropped since the last takeDropped().
+bool hasDropped();
 
 /// What to hand out for hooked `name` asked of dlsym(handle, name) or cuGetProcAddress:
 /// `real` is what the runtime returned; our wrapper bound to it (a slot of its own, so a

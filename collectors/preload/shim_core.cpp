@@ -1,6 +1,6 @@
 // libgpufault-preload.so: the record writer (one write(2) per record, no allocation on the hot
-// path), the per-process file, fork handling, native stacks (libunwind) and real-function
-// lookup. Format: docs/preload.md.
+// path), the per-process file (checked before each record), fork handling and native stacks
+// (libunwind). Real-function lookup: real.cpp; call nesting: scope.cpp. Format: docs/preload.md.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <libunwind.h>
@@ -33,14 +33,6 @@ pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
 using BacktraceFn = int (*)(void**, int);
 BacktraceFn g_backtrace = nullptr;  // libunwind's unw_backtrace, loaded RTLD_LOCAL
 void* g_self_base = nullptr;        // our own load address (frames and lookups skip it)
-__thread int t_depth __attribute__((tls_model("initial-exec"))) = 0;
-// the real function of the innermost recorded call running on this thread
-__thread void* t_running __attribute__((tls_model("initial-exec"))) = nullptr;
-// the innermost recorded call on this thread is a nested one (Scope::nested)
-__thread bool t_nested __attribute__((tls_model("initial-exec"))) = false;
-// locks of the shim this thread holds (Busy)
-__thread int t_busy __attribute__((tls_model("initial-exec"))) = 0;
-uint64_t g_dropped = 0;  // calls not recorded since the last `dropped` record (Scope)
 
 /// A fixed buffer that a record is formatted into (truncated, never overflowed). The last byte
 /// is kept for the newline (end()), so a record that does not fit still ends its line.
@@ -362,7 +354,7 @@ int logFd() {
 /// `gpufault.alloc 1 dropped count=N …` when calls were dropped since the last such record
 /// (Scope): the recording is incomplete (a free not recorded leaves its block "live").
 void writeDropped(int fd) {
-    uint64_t n = __atomic_exchange_n(&g_dropped, 0, __ATOMIC_ACQ_REL);
+    uint64_t n = takeDropped();
     if (n == 0) return;
     Line l;
     l.put("gpufault.alloc 1 dropped");
@@ -383,7 +375,7 @@ void writeDropped(int fd) {
 
 /// At exit: calls dropped since the last record are said.
 __attribute__((destructor)) void fini() {
-    if (__atomic_load_n(&g_dropped, __ATOMIC_ACQUIRE) == 0) return;
+    if (!hasDropped()) return;
     int saved = errno;
     if (int fd = logFd(); fd >= 0) writeDropped(fd);
     errno = saved;
@@ -448,24 +440,24 @@ void loadUnwind() {
 }
 
 void atforkPrepare() {
-    ++t_busy;  // holds our locks across fork (Busy)
+    Busy::enter();  // holds our locks across fork
     pthread_mutex_lock(&g_open_mu);
     pthread_mutex_lock(&g_lookup_mu);
 }
 void atforkParent() {
     pthread_mutex_unlock(&g_lookup_mu);
     pthread_mutex_unlock(&g_open_mu);
-    --t_busy;
+    Busy::leave();
 }
 /// The child writes its own file: the parent's descriptor is closed, reopened on first use.
 void atforkChild() {
     if (g_fd >= 0 && stillOurs(g_fd)) ::close(g_fd);  // else the program's own by now
     g_fd = -1;
     g_id_read = false;  // another pid, another start
-    g_dropped = 0;      // the parent's, in the parent's file
+    takeDropped();      // the parent's, in the parent's file
     pthread_mutex_unlock(&g_lookup_mu);
     pthread_mutex_unlock(&g_open_mu);
-    --t_busy;
+    Busy::leave();
 }
 
 __attribute__((constructor)) void init() {
@@ -500,39 +492,6 @@ void* selfBase() {
 bool isOurs(const void* p) {
     Dl_info i{};
     return p && dladdr(p, &i) != 0 && i.dli_fbase == selfBase();
-}
-
-Scope::Scope(const Target& t) : recorded_(true), prevNested_(t_nested), prev_(t_running) {
-    if (t_depth > 0) {
-        if (objectOf(t.ret) == objectOf(prev_)) {
-            recorded_ = false;  // the runtime's own call (cudaMalloc → cuMemAlloc_v2)
-        } else if (t_busy > 0) {
-            recorded_ = false;  // a signal handler while this thread holds our locks
-            __atomic_add_fetch(&g_dropped, 1, __ATOMIC_RELAXED);
-        } else {
-            t_nested = true;  // a signal handler: recorded without stack or device
-        }
-    }
-    if (recorded_) t_running = t.fn;
-    ++t_depth;
-}
-Scope::~Scope() {
-    --t_depth;
-    t_running = prev_;
-    t_nested = prevNested_;
-}
-bool Scope::nested() {
-    return t_nested;
-}
-
-Busy::Busy() {
-    ++t_busy;
-}
-Busy::~Busy() {
-    --t_busy;
-}
-bool Busy::held() {
-    return t_busy > 0;
 }
 
 void emit(const Event& e) {
@@ -580,46 +539,6 @@ void emit(const Event& e) {
     writeAll(fd, l.buf, l.n);
     writeDropped(fd);
     errno = saved;
-}
-
-}  // namespace gpufault::preload
-
-// ---- dlsym interposition (dlsym_hook.S jumps here first, then to the real dlsym) ----
-
-extern "C" {
-/// The real dlsym; dlsym_hook.S tail-jumps to it so the caller's return address (which
-/// dlsym uses for RTLD_NEXT and RTLD_DEFAULT scopes) is the original caller's.
-__attribute__((visibility("hidden"))) void* gpufault_real_dlsym = nullptr;
-
-__attribute__((visibility("hidden"))) void gpufault_init_dlsym() {
-    if (__atomic_load_n(&gpufault_real_dlsym, __ATOMIC_ACQUIRE)) return;
-    void* f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!f) f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    __atomic_store_n(&gpufault_real_dlsym, f, __ATOMIC_RELEASE);
-}
-
-/// Our wrapper for `name` asked of `handle`, or nullptr (the real dlsym answers).
-__attribute__((visibility("hidden"))) void* gpufault_dlsym_pick(void* handle, const char* name) {
-    gpufault_init_dlsym();
-    if (!name || handle == RTLD_NEXT || (name[0] != 'h' && name[0] != 'c')) return nullptr;
-    if (std::strncmp(name, "hip", 3) != 0 && std::strncmp(name, "cu", 2) != 0) return nullptr;
-    if (!gpufault::preload::wrapperFor(name, nullptr)) return nullptr;  // not one we hook
-    void* real = gpufault::preload::realDlsym(handle, name);
-    return real ? gpufault::preload::wrapperFor(name, real) : nullptr;
-}
-}
-
-namespace gpufault::preload {
-
-void* realDlsym(void* handle, const char* name) {
-    gpufault_init_dlsym();
-    auto f = reinterpret_cast<void* (*)(void*, const char*)>(gpufault_real_dlsym);
-    return f ? f(handle, name) : nullptr;
-}
-
-void* wrapperFor(const char* name, void* real) {
-    if (void* w = hipWrapperFor(name, real)) return w;
-    return cudaWrapperFor(name, real);
 }
 
 }  // namespace gpufault::preload
