@@ -49,8 +49,8 @@ extern pthread_mutex_t g_lookup_mu;
 /// Real functions handed out through dlsym(handle, …) or cuGetProcAddress per hooked function:
 /// each gets a wrapper of its own (Slots in hook_calls.h); a ninth is handed out unwrapped.
 constexpr int kSlots = 8;
-/// Calling libraries (and runtimes asked for a device) remembered per hooked function; beyond
-/// these, calls take the process-wide function (Real::get).
+/// Calling libraries (and runtimes asked for a device) remembered per hooked function; a call
+/// from a further one looks its function up again each time (correct, some µs slower).
 constexpr int kScopes = 32;
 
 /// One hooked function: its name and the real functions a call may go to. Two runtimes loaded
