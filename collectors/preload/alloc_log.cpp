@@ -26,7 +26,8 @@ bool parseI64(std::string_view v, int64_t& out) {
 
 bool knownKind(std::string_view k) {
     static constexpr std::string_view kKinds[] = {
-        "start", "alloc", "free", "reserve", "unreserve", "create", "release", "map", "unmap"};
+        "start", "alloc", "free", "reserve", "unreserve", "create", "release", "map", "unmap",
+        "dropped"};
     for (auto x : kKinds)
         if (x == k) return true;
     return false;
@@ -142,6 +143,9 @@ std::optional<Event> parseLine(std::string_view line, std::string& error) {
             e.mem = std::string(val);
         } else if (key == "stack") {
             if (val != "-") e.stack = std::string(val);
+        } else if (key == "count") {
+            if (!parseU64(val, u)) return bad();
+            e.count = u;
         } else if (key == "ptr" || key == "size" || key == "handle") {
             if (!parseU64(val, u)) return bad();
             if (key == "ptr")
@@ -172,6 +176,13 @@ std::optional<Event> parseLine(std::string_view line, std::string& error) {
     if (!e.pid) {
         error = "record without pid";
         return std::nullopt;
+    }
+    if (e.kind == "dropped") {
+        if (!e.count) {
+            error = "dropped record without count";
+            return std::nullopt;
+        }
+        return e;
     }
     if (e.kind != "start" && e.kind != "release" && e.kind != "create" && (!havePtr || !haveSize)) {
         error = e.kind + " record without ptr and size";
@@ -214,6 +225,15 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
         std::erase_if(handleDevice_, gone);
         started_[*e->pid] = Started{line_no, e->pidns, e->start_ticks};
         imageStart_[imageKey(*e->pid, e->pidns, e->start_ticks)] = line_no;
+        return;
+    }
+    if (e->kind == "dropped") {  // the shim could not record some calls (docs/preload.md)
+        log_.dropped += *e->count;
+        log_.warnings.push_back(
+            {line_no,
+             std::to_string(*e->count) + " call(s) of pid " + std::to_string(*e->pid) +
+                 " not recorded (made in a signal handler while the shim held a lock): the "
+                 "recording is incomplete, a block whose free was not recorded stays live"});
         return;
     }
     uint64_t start = 0;

@@ -28,8 +28,8 @@ bool looksLikeAllocLog(std::string_view head);
 /// One record as written (fields the record does not carry stay unset).
 struct Event {
     uint64_t line = 0;  ///< 1-based
-    std::string
-        kind;  ///< start | alloc | free | reserve | unreserve | create | release | map | unmap
+    /// start | alloc | free | reserve | unreserve | create | release | map | unmap | dropped
+    std::string kind;
     std::string api;
     std::optional<std::string> mem;  ///< device | host | managed | va
     uint64_t ptr = 0, size = 0;      ///< bytes
@@ -45,6 +45,8 @@ struct Event {
     /// (/proc/self/ns/pid); another namespace than the reader's means `pid` is not the
     /// reader's pid (a container's)
     std::optional<uint64_t> pidns;
+    /// dropped records: how many calls the shim did not record since its last such record
+    std::optional<uint64_t> count;
 };
 
 /// Parses one line (without its newline). An error names what is wrong (no file or line:
@@ -118,6 +120,9 @@ struct Log {
             ///< (each also a warning; frees of ptr=0 are no-ops, not counted)
     uint64_t null_allocations = 0;  ///< alloc/map/reserve records with ptr=0, rc=0 (each warned)
     uint64_t handles = 0;           ///< create/release records (physical memory handles)
+    /// calls the shim did not record (`dropped` records; each also a warning): the recording
+    /// is incomplete
+    uint64_t dropped = 0;
 };
 
 /// Incremental parser: feed lines in order, then take the result (finish), or take what the

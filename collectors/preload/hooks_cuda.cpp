@@ -32,128 +32,212 @@ Real r_alloc{"cuMemAlloc_v2"}, r_free{"cuMemFree_v2"}, r_allocAsync{"cuMemAllocA
 
 /// An allocation by the runtime API (its device: cudaGetDevice) returning its pointer in `out`.
 template <class Out, class... A>
-Err runtimeAlloc(Real& r, const char* api, const char* mem, uint64_t size, Out* out, A... a) {
-    return allocCall(r, "alloc", api, mem, &r_cudaGetDevice, size, out, a...);
+Err runtimeAlloc(Target fn, const char* api, const char* mem, uint64_t size, Out* out, A... a) {
+    return allocCall(fn, "alloc", api, mem, &r_cudaGetDevice, size, out, a...);
 }
 
 /// An allocation by the driver API (its device: cuCtxGetDevice) returning its pointer in `out`.
 template <class Out, class... A>
-Err driverAlloc(Real& r, const char* api, const char* mem, uint64_t size, Out* out, A... a) {
-    return allocCall(r, "alloc", api, mem, &r_cuCtxGetDevice, size, out, a...);
+Err driverAlloc(Target fn, const char* api, const char* mem, uint64_t size, Out* out, A... a) {
+    return allocCall(fn, "alloc", api, mem, &r_cuCtxGetDevice, size, out, a...);
 }
 
 void* driverWrapper(const char* sym, int version, uint64_t flags, void* realFn);
 
-}  // namespace
-}  // namespace gpufault::preload
-
-using namespace gpufault::preload;
-
-extern "C" {
-
+// The hooks' bodies, calling the real function `fn` (the caller's runtime, or a slot's).
 // ---- runtime ----
-Err cudaMalloc(void** p, size_t n) {
-    return runtimeAlloc(r_cudaMalloc, "cudaMalloc", "device", n, p, n);
+Err cudaMallocVia(Target fn, void** p, size_t n) {
+    return runtimeAlloc(fn, "cudaMalloc", "device", n, p, n);
 }
-Err cudaFree(void* p) {
-    return freeCall(r_cudaFree, "cudaFree", p);
+Err cudaFreeVia(Target fn, void* p) {
+    return freeCall(fn, "cudaFree", p);
 }
-Err cudaMallocAsync(void** p, size_t n, void* st) {
-    return runtimeAlloc(r_cudaMallocAsync, "cudaMallocAsync", "device", n, p, n, st);
+Err cudaMallocAsyncVia(Target fn, void** p, size_t n, void* st) {
+    return runtimeAlloc(fn, "cudaMallocAsync", "device", n, p, n, st);
 }
-Err cudaFreeAsync(void* p, void* st) {
-    return freeCall(r_cudaFreeAsync, "cudaFreeAsync", p, st);
+Err cudaFreeAsyncVia(Target fn, void* p, void* st) {
+    return freeCall(fn, "cudaFreeAsync", p, st);
 }
-Err cudaMallocManaged(void** p, size_t n, unsigned fl) {
-    return runtimeAlloc(r_cudaManaged, "cudaMallocManaged", "managed", n, p, n, fl);
+Err cudaManagedVia(Target fn, void** p, size_t n, unsigned fl) {
+    return runtimeAlloc(fn, "cudaMallocManaged", "managed", n, p, n, fl);
 }
-Err cudaMallocHost(void** p, size_t n) {
-    return runtimeAlloc(r_cudaMallocHost, "cudaMallocHost", "host", n, p, n);
+Err cudaMallocHostVia(Target fn, void** p, size_t n) {
+    return runtimeAlloc(fn, "cudaMallocHost", "host", n, p, n);
 }
-Err cudaHostAlloc(void** p, size_t n, unsigned fl) {
-    return runtimeAlloc(r_cudaHostAlloc, "cudaHostAlloc", "host", n, p, n, fl);
+Err cudaHostAllocVia(Target fn, void** p, size_t n, unsigned fl) {
+    return runtimeAlloc(fn, "cudaHostAlloc", "host", n, p, n, fl);
 }
-Err cudaFreeHost(void* p) {
-    return freeCall(r_cudaFreeHost, "cudaFreeHost", p);
+Err cudaFreeHostVia(Target fn, void* p) {
+    return freeCall(fn, "cudaFreeHost", p);
 }
 
 // ---- driver ----
-Err cuMemAlloc_v2(DevPtr* p, size_t n) {
-    return driverAlloc(r_alloc, "cuMemAlloc_v2", "device", n, p, n);
+Err allocVia(Target fn, DevPtr* p, size_t n) {
+    return driverAlloc(fn, "cuMemAlloc_v2", "device", n, p, n);
 }
-Err cuMemFree_v2(DevPtr p) {
-    return freeCall(r_free, "cuMemFree_v2", p);
+Err freeVia(Target fn, DevPtr p) {
+    return freeCall(fn, "cuMemFree_v2", p);
 }
-Err cuMemAllocAsync(DevPtr* p, size_t n, void* st) {
-    return driverAlloc(r_allocAsync, "cuMemAllocAsync", "device", n, p, n, st);
+Err allocAsyncVia(Target fn, DevPtr* p, size_t n, void* st) {
+    return driverAlloc(fn, "cuMemAllocAsync", "device", n, p, n, st);
 }
-Err cuMemAllocAsync_ptsz(DevPtr* p, size_t n, void* st) {
-    return driverAlloc(r_allocAsyncP, "cuMemAllocAsync", "device", n, p, n, st);
+Err freeAsyncVia(Target fn, DevPtr p, void* st) {
+    return freeCall(fn, "cuMemFreeAsync", p, st);
 }
-Err cuMemFreeAsync(DevPtr p, void* st) {
-    return freeCall(r_freeAsync, "cuMemFreeAsync", p, st);
+Err poolVia(Target fn, DevPtr* p, size_t n, void* pool, void* st) {
+    return driverAlloc(fn, "cuMemAllocFromPoolAsync", "device", n, p, n, pool, st);
 }
-Err cuMemFreeAsync_ptsz(DevPtr p, void* st) {
-    return freeCall(r_freeAsyncP, "cuMemFreeAsync", p, st);
+Err managedVia(Target fn, DevPtr* p, size_t n, unsigned fl) {
+    return driverAlloc(fn, "cuMemAllocManaged", "managed", n, p, n, fl);
 }
-Err cuMemAllocFromPoolAsync(DevPtr* p, size_t n, void* pool, void* st) {
-    return driverAlloc(r_pool, "cuMemAllocFromPoolAsync", "device", n, p, n, pool, st);
+Err pitchVia(Target fn, DevPtr* p, size_t* pitch, size_t w, size_t h, unsigned elem) {
+    return pitchCall(fn, "cuMemAllocPitch_v2", &r_cuCtxGetDevice, p, pitch, w, h, elem);
 }
-Err cuMemAllocFromPoolAsync_ptsz(DevPtr* p, size_t n, void* pool, void* st) {
-    return driverAlloc(r_poolP, "cuMemAllocFromPoolAsync", "device", n, p, n, pool, st);
+Err allocHostVia(Target fn, void** p, size_t n) {
+    return driverAlloc(fn, "cuMemAllocHost_v2", "host", n, p, n);
 }
-Err cuMemAllocManaged(DevPtr* p, size_t n, unsigned fl) {
-    return driverAlloc(r_managed, "cuMemAllocManaged", "managed", n, p, n, fl);
+Err hostAllocVia(Target fn, void** p, size_t n, unsigned fl) {
+    return driverAlloc(fn, "cuMemHostAlloc", "host", n, p, n, fl);
 }
-Err cuMemAllocPitch_v2(DevPtr* p, size_t* pitch, size_t w, size_t h, unsigned elem) {
-    return pitchCall(r_pitch, "cuMemAllocPitch_v2", &r_cuCtxGetDevice, p, pitch, w, h, elem);
+Err freeHostVia(Target fn, void* p) {
+    return freeCall(fn, "cuMemFreeHost", p);
 }
-Err cuMemAllocHost_v2(void** p, size_t n) {
-    return driverAlloc(r_allocHost, "cuMemAllocHost_v2", "host", n, p, n);
+Err createVia(Target fn, uint64_t* handle, size_t n, const void* prop, unsigned long long fl) {
+    return createCall(fn, "cuMemCreate", handle, n, prop, fl);
 }
-Err cuMemHostAlloc(void** p, size_t n, unsigned fl) {
-    return driverAlloc(r_hostAlloc, "cuMemHostAlloc", "host", n, p, n, fl);
+Err releaseVia(Target fn, uint64_t handle) {
+    return releaseCall(fn, "cuMemRelease", handle);
 }
-Err cuMemFreeHost(void* p) {
-    return freeCall(r_freeHost, "cuMemFreeHost", p);
+Err mapVia(Target fn, DevPtr p, size_t n, size_t off, uint64_t handle, unsigned long long fl) {
+    return mapCall(fn, "cuMemMap", p, n, off, handle, fl);
 }
-
-Err cuMemCreate(uint64_t* handle, size_t n, const void* prop, unsigned long long fl) {
-    return createCall(r_create, "cuMemCreate", handle, n, prop, fl);
+Err unmapVia(Target fn, DevPtr p, size_t n) {
+    return rangeCall(fn, "unmap", "cuMemUnmap", p, n);
 }
-Err cuMemRelease(uint64_t handle) {
-    return releaseCall(r_release, "cuMemRelease", handle);
+Err reserveVia(Target fn, DevPtr* p, size_t n, size_t align, DevPtr addr, unsigned long long fl) {
+    return allocCall(fn, "reserve", "cuMemAddressReserve", "va", nullptr, n, p, n, align, addr, fl);
 }
-Err cuMemMap(DevPtr p, size_t n, size_t off, uint64_t handle, unsigned long long fl) {
-    return mapCall(r_map, "cuMemMap", p, n, off, handle, fl);
-}
-Err cuMemUnmap(DevPtr p, size_t n) {
-    return rangeCall(r_unmap, "unmap", "cuMemUnmap", p, n);
-}
-Err cuMemAddressReserve(DevPtr* p, size_t n, size_t align, DevPtr addr, unsigned long long fl) {
-    return allocCall(
-        r_reserve, "reserve", "cuMemAddressReserve", "va", nullptr, n, p, n, align, addr, fl);
-}
-Err cuMemAddressFree(DevPtr p, size_t n) {
-    return rangeCall(r_addressFree, "unreserve", "cuMemAddressFree", p, n);
+Err addressFreeVia(Target fn, DevPtr p, size_t n) {
+    return rangeCall(fn, "unreserve", "cuMemAddressFree", p, n);
 }
 
 // ---- cuGetProcAddress: the allocation entry points come back as our wrappers ----
-Err cuGetProcAddress(const char* sym, void** pfn, int version, uint64_t flags) {
-    auto f = reinterpret_cast<Err (*)(const char*, void**, int, uint64_t)>(r_gpa.get());
+Err gpaVia(Target fn, const char* sym, void** pfn, int version, uint64_t flags) {
+    auto f = reinterpret_cast<Err (*)(const char*, void**, int, uint64_t)>(fn.fn);
     if (!f) return kUnknownError;
     Err rc = f(sym, pfn, version, flags);
     if (rc == 0 && sym && pfn && *pfn)
         if (void* w = driverWrapper(sym, version, flags, *pfn)) *pfn = w;
     return rc;
 }
-Err cuGetProcAddress_v2(const char* sym, void** pfn, int version, uint64_t flags, int* status) {
-    auto f = reinterpret_cast<Err (*)(const char*, void**, int, uint64_t, int*)>(r_gpa2.get());
+Err gpa2Via(Target fn, const char* sym, void** pfn, int version, uint64_t flags, int* status) {
+    auto f = reinterpret_cast<Err (*)(const char*, void**, int, uint64_t, int*)>(fn.fn);
     if (!f) return kUnknownError;
     Err rc = f(sym, pfn, version, flags, status);
     if (rc == 0 && sym && pfn && *pfn)
         if (void* w = driverWrapper(sym, version, flags, *pfn)) *pfn = w;
     return rc;
+}
+
+}  // namespace
+}  // namespace gpufault::preload
+
+using namespace gpufault::preload;
+
+// The exported hooks: each calls the runtime its caller would have reached (Real::forCaller).
+#define GPUFAULT_VIA(real, via, ...) via(callerTarget(real, GPUFAULT_CALLER), __VA_ARGS__)
+
+extern "C" {
+
+// ---- runtime ----
+Err cudaMalloc(void** p, size_t n) {
+    return GPUFAULT_VIA(r_cudaMalloc, cudaMallocVia, p, n);
+}
+Err cudaFree(void* p) {
+    return GPUFAULT_VIA(r_cudaFree, cudaFreeVia, p);
+}
+Err cudaMallocAsync(void** p, size_t n, void* st) {
+    return GPUFAULT_VIA(r_cudaMallocAsync, cudaMallocAsyncVia, p, n, st);
+}
+Err cudaFreeAsync(void* p, void* st) {
+    return GPUFAULT_VIA(r_cudaFreeAsync, cudaFreeAsyncVia, p, st);
+}
+Err cudaMallocManaged(void** p, size_t n, unsigned fl) {
+    return GPUFAULT_VIA(r_cudaManaged, cudaManagedVia, p, n, fl);
+}
+Err cudaMallocHost(void** p, size_t n) {
+    return GPUFAULT_VIA(r_cudaMallocHost, cudaMallocHostVia, p, n);
+}
+Err cudaHostAlloc(void** p, size_t n, unsigned fl) {
+    return GPUFAULT_VIA(r_cudaHostAlloc, cudaHostAllocVia, p, n, fl);
+}
+Err cudaFreeHost(void* p) {
+    return GPUFAULT_VIA(r_cudaFreeHost, cudaFreeHostVia, p);
+}
+
+// ---- driver ----
+Err cuMemAlloc_v2(DevPtr* p, size_t n) {
+    return GPUFAULT_VIA(r_alloc, allocVia, p, n);
+}
+Err cuMemFree_v2(DevPtr p) {
+    return GPUFAULT_VIA(r_free, freeVia, p);
+}
+Err cuMemAllocAsync(DevPtr* p, size_t n, void* st) {
+    return GPUFAULT_VIA(r_allocAsync, allocAsyncVia, p, n, st);
+}
+Err cuMemAllocAsync_ptsz(DevPtr* p, size_t n, void* st) {
+    return GPUFAULT_VIA(r_allocAsyncP, allocAsyncVia, p, n, st);
+}
+Err cuMemFreeAsync(DevPtr p, void* st) {
+    return GPUFAULT_VIA(r_freeAsync, freeAsyncVia, p, st);
+}
+Err cuMemFreeAsync_ptsz(DevPtr p, void* st) {
+    return GPUFAULT_VIA(r_freeAsyncP, freeAsyncVia, p, st);
+}
+Err cuMemAllocFromPoolAsync(DevPtr* p, size_t n, void* pool, void* st) {
+    return GPUFAULT_VIA(r_pool, poolVia, p, n, pool, st);
+}
+Err cuMemAllocFromPoolAsync_ptsz(DevPtr* p, size_t n, void* pool, void* st) {
+    return GPUFAULT_VIA(r_poolP, poolVia, p, n, pool, st);
+}
+Err cuMemAllocManaged(DevPtr* p, size_t n, unsigned fl) {
+    return GPUFAULT_VIA(r_managed, managedVia, p, n, fl);
+}
+Err cuMemAllocPitch_v2(DevPtr* p, size_t* pitch, size_t w, size_t h, unsigned elem) {
+    return GPUFAULT_VIA(r_pitch, pitchVia, p, pitch, w, h, elem);
+}
+Err cuMemAllocHost_v2(void** p, size_t n) {
+    return GPUFAULT_VIA(r_allocHost, allocHostVia, p, n);
+}
+Err cuMemHostAlloc(void** p, size_t n, unsigned fl) {
+    return GPUFAULT_VIA(r_hostAlloc, hostAllocVia, p, n, fl);
+}
+Err cuMemFreeHost(void* p) {
+    return GPUFAULT_VIA(r_freeHost, freeHostVia, p);
+}
+Err cuMemCreate(uint64_t* handle, size_t n, const void* prop, unsigned long long fl) {
+    return GPUFAULT_VIA(r_create, createVia, handle, n, prop, fl);
+}
+Err cuMemRelease(uint64_t handle) {
+    return GPUFAULT_VIA(r_release, releaseVia, handle);
+}
+Err cuMemMap(DevPtr p, size_t n, size_t off, uint64_t handle, unsigned long long fl) {
+    return GPUFAULT_VIA(r_map, mapVia, p, n, off, handle, fl);
+}
+Err cuMemUnmap(DevPtr p, size_t n) {
+    return GPUFAULT_VIA(r_unmap, unmapVia, p, n);
+}
+Err cuMemAddressReserve(DevPtr* p, size_t n, size_t align, DevPtr addr, unsigned long long fl) {
+    return GPUFAULT_VIA(r_reserve, reserveVia, p, n, align, addr, fl);
+}
+Err cuMemAddressFree(DevPtr p, size_t n) {
+    return GPUFAULT_VIA(r_addressFree, addressFreeVia, p, n);
+}
+Err cuGetProcAddress(const char* sym, void** pfn, int version, uint64_t flags) {
+    return GPUFAULT_VIA(r_gpa, gpaVia, sym, pfn, version, flags);
+}
+Err cuGetProcAddress_v2(const char* sym, void** pfn, int version, uint64_t flags, int* status) {
+    return GPUFAULT_VIA(r_gpa2, gpa2Via, sym, pfn, version, flags, status);
 }
 
 }  // extern "C"
@@ -162,35 +246,35 @@ namespace gpufault::preload {
 namespace {
 
 constinit const HookEntry kEntries[] = {
-    GPUFAULT_HOOK(cudaMalloc, r_cudaMalloc),
-    GPUFAULT_HOOK(cudaFree, r_cudaFree),
-    GPUFAULT_HOOK(cudaMallocAsync, r_cudaMallocAsync),
-    GPUFAULT_HOOK(cudaFreeAsync, r_cudaFreeAsync),
-    GPUFAULT_HOOK(cudaMallocManaged, r_cudaManaged),
-    GPUFAULT_HOOK(cudaMallocHost, r_cudaMallocHost),
-    GPUFAULT_HOOK(cudaHostAlloc, r_cudaHostAlloc),
-    GPUFAULT_HOOK(cudaFreeHost, r_cudaFreeHost),
-    GPUFAULT_HOOK(cuMemAlloc_v2, r_alloc),
-    GPUFAULT_HOOK(cuMemFree_v2, r_free),
-    GPUFAULT_HOOK(cuMemAllocAsync, r_allocAsync),
-    GPUFAULT_HOOK(cuMemAllocAsync_ptsz, r_allocAsyncP),
-    GPUFAULT_HOOK(cuMemFreeAsync, r_freeAsync),
-    GPUFAULT_HOOK(cuMemFreeAsync_ptsz, r_freeAsyncP),
-    GPUFAULT_HOOK(cuMemAllocFromPoolAsync, r_pool),
-    GPUFAULT_HOOK(cuMemAllocFromPoolAsync_ptsz, r_poolP),
-    GPUFAULT_HOOK(cuMemAllocManaged, r_managed),
-    GPUFAULT_HOOK(cuMemAllocPitch_v2, r_pitch),
-    GPUFAULT_HOOK(cuMemAllocHost_v2, r_allocHost),
-    GPUFAULT_HOOK(cuMemHostAlloc, r_hostAlloc),
-    GPUFAULT_HOOK(cuMemFreeHost, r_freeHost),
-    GPUFAULT_HOOK(cuMemCreate, r_create),
-    GPUFAULT_HOOK(cuMemRelease, r_release),
-    GPUFAULT_HOOK(cuMemMap, r_map),
-    GPUFAULT_HOOK(cuMemUnmap, r_unmap),
-    GPUFAULT_HOOK(cuMemAddressReserve, r_reserve),
-    GPUFAULT_HOOK(cuMemAddressFree, r_addressFree),
-    GPUFAULT_HOOK(cuGetProcAddress, r_gpa),
-    GPUFAULT_HOOK(cuGetProcAddress_v2, r_gpa2),
+    GPUFAULT_HOOK(cudaMalloc, cudaMallocVia, r_cudaMalloc),
+    GPUFAULT_HOOK(cudaFree, cudaFreeVia, r_cudaFree),
+    GPUFAULT_HOOK(cudaMallocAsync, cudaMallocAsyncVia, r_cudaMallocAsync),
+    GPUFAULT_HOOK(cudaFreeAsync, cudaFreeAsyncVia, r_cudaFreeAsync),
+    GPUFAULT_HOOK(cudaMallocManaged, cudaManagedVia, r_cudaManaged),
+    GPUFAULT_HOOK(cudaMallocHost, cudaMallocHostVia, r_cudaMallocHost),
+    GPUFAULT_HOOK(cudaHostAlloc, cudaHostAllocVia, r_cudaHostAlloc),
+    GPUFAULT_HOOK(cudaFreeHost, cudaFreeHostVia, r_cudaFreeHost),
+    GPUFAULT_HOOK(cuMemAlloc_v2, allocVia, r_alloc),
+    GPUFAULT_HOOK(cuMemFree_v2, freeVia, r_free),
+    GPUFAULT_HOOK(cuMemAllocAsync, allocAsyncVia, r_allocAsync),
+    GPUFAULT_HOOK(cuMemAllocAsync_ptsz, allocAsyncVia, r_allocAsyncP),
+    GPUFAULT_HOOK(cuMemFreeAsync, freeAsyncVia, r_freeAsync),
+    GPUFAULT_HOOK(cuMemFreeAsync_ptsz, freeAsyncVia, r_freeAsyncP),
+    GPUFAULT_HOOK(cuMemAllocFromPoolAsync, poolVia, r_pool),
+    GPUFAULT_HOOK(cuMemAllocFromPoolAsync_ptsz, poolVia, r_poolP),
+    GPUFAULT_HOOK(cuMemAllocManaged, managedVia, r_managed),
+    GPUFAULT_HOOK(cuMemAllocPitch_v2, pitchVia, r_pitch),
+    GPUFAULT_HOOK(cuMemAllocHost_v2, allocHostVia, r_allocHost),
+    GPUFAULT_HOOK(cuMemHostAlloc, hostAllocVia, r_hostAlloc),
+    GPUFAULT_HOOK(cuMemFreeHost, freeHostVia, r_freeHost),
+    GPUFAULT_HOOK(cuMemCreate, createVia, r_create),
+    GPUFAULT_HOOK(cuMemRelease, releaseVia, r_release),
+    GPUFAULT_HOOK(cuMemMap, mapVia, r_map),
+    GPUFAULT_HOOK(cuMemUnmap, unmapVia, r_unmap),
+    GPUFAULT_HOOK(cuMemAddressReserve, reserveVia, r_reserve),
+    GPUFAULT_HOOK(cuMemAddressFree, addressFreeVia, r_addressFree),
+    GPUFAULT_HOOK(cuGetProcAddress, gpaVia, r_gpa),
+    GPUFAULT_HOOK(cuGetProcAddress_v2, gpa2Via, r_gpa2),
 };
 
 /// cuGetProcAddress names are the base names ("cuMemAlloc"); the version and the per-thread
@@ -217,13 +301,13 @@ void* driverWrapper(const char* sym, int version, uint64_t flags, void* realFn) 
         std::strcat(name, "_ptsz");
         pick = name;
     }
-    return offerHook(findHook(kEntries, pick), realFn);
+    return wrap(findHook(kEntries, pick), realFn);
 }
 
 }  // namespace
 
 void* cudaWrapperFor(const char* name, void* realFn) {
-    return offerHook(findHook(kEntries, name), realFn);
+    return wrap(findHook(kEntries, name), realFn);
 }
 
 }  // namespace gpufault::preload

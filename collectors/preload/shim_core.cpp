@@ -1,11 +1,12 @@
 // libgpufault-preload.so: the record writer (one write(2) per record, no allocation on the hot
-// path), the per-process file, fork handling, native stacks (libunwind) and real-function
-// lookup. Format: docs/preload.md.
+// path), the per-process file (checked before each record), fork handling and native stacks
+// (libunwind). Real-function lookup: real.cpp; call nesting: scope.cpp. Format: docs/preload.md.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <libunwind.h>
 #include <link.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -22,26 +23,33 @@ namespace gpufault::preload {
 namespace {
 
 constexpr int kMaxFrames = 16;
-int g_fd = -1;            // the record file of this process; -1: not opened yet
+int g_fd = -1;    // the record file of this process; -1: not opened yet
+dev_t g_dev = 0;  // its device and inode: the descriptor is ours only while they match
+ino_t g_ino = 0;
+char g_path[1024];        // its name, for reopening it when the program closed our descriptor
 bool g_disabled = false;  // opening or writing failed: stop trying
 int g_frames = 8;         // frames per record (GPUFAULT_ALLOC_FRAMES, 0–16)
 pthread_mutex_t g_open_mu = PTHREAD_MUTEX_INITIALIZER;
-pthread_mutex_t g_scan_mu = PTHREAD_MUTEX_INITIALIZER;
 using BacktraceFn = int (*)(void**, int);
 BacktraceFn g_backtrace = nullptr;  // libunwind's unw_backtrace, loaded RTLD_LOCAL
 void* g_self_base = nullptr;        // our own load address (frames and lookups skip it)
-__thread int t_depth __attribute__((tls_model("initial-exec"))) = 0;
 
-/// A fixed buffer that a record is formatted into (truncated, never overflowed).
+/// A fixed buffer that a record is formatted into (truncated, never overflowed). The last byte
+/// is kept for the newline (end()), so a record that does not fit still ends its line.
 struct Line {
-    char buf[1536];
+    static constexpr size_t kCap = 1536;
+    char buf[kCap];
     size_t n = 0;
+    /// Bytes that may still be put before the newline.
+    size_t room() const { return kCap - 1 - n; }
     void put(const char* s) {
-        while (*s && n < sizeof buf - 1) buf[n++] = *s++;
+        while (*s && n < kCap - 1) buf[n++] = *s++;
     }
     void putc(char c) {
-        if (n < sizeof buf - 1) buf[n++] = c;
+        if (n < kCap - 1) buf[n++] = c;
     }
+    /// Ends the record: the newline always fits.
+    void end() { buf[n++] = '\n'; }
     void dec(uint64_t v) {
         char t[24];
         int i = 0;
@@ -76,21 +84,6 @@ uint64_t nowUs(clockid_t c) {
     struct timespec ts {};
     clock_gettime(c, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * 1000000u + static_cast<uint64_t>(ts.tv_nsec) / 1000u;
-}
-
-/// Our load address (set by the constructor, or here when a hook runs before it did).
-void* selfBase() {
-    void* b = __atomic_load_n(&g_self_base, __ATOMIC_ACQUIRE);
-    if (b) return b;
-    Dl_info i{};
-    if (dladdr(reinterpret_cast<void*>(&selfBase), &i)) b = i.dli_fbase;
-    __atomic_store_n(&g_self_base, b, __ATOMIC_RELEASE);
-    return b;
-}
-
-bool isOurs(const void* p) {
-    Dl_info i{};
-    return p && dladdr(p, &i) != 0 && i.dli_fbase == selfBase();
 }
 
 bool disabled() {
@@ -130,8 +123,8 @@ size_t readSmall(const char* path, char* buf, size_t cap) {
 struct Identity {
     uint64_t pidns = 0, ticks = 0;
 };
-Identity g_id;             // of this process (re-read in a forked child); guarded by g_open_mu
-bool g_id_read = false;    // g_id was read for this process
+Identity g_id;           // of this process (re-read in a forked child); guarded by g_open_mu
+bool g_id_read = false;  // g_id was read for this process
 
 Identity readIdentity() {
     Identity id;
@@ -221,7 +214,7 @@ void writeStart(int fd) {
         l.key("exe");  // last field: the rest of the line
         l.put(exe);
     }
-    l.putc('\n');
+    l.end();
     writeAll(fd, l.buf, l.n);
 }
 
@@ -245,63 +238,187 @@ void fileName(Line& p) {
     p.buf[p.n] = '\0';
 }
 
+/// The lowest descriptor number the record file is moved to: programs reuse low numbers first
+/// (a program that closes every descriptor and opens a file gets 3), so ours stays out of their
+/// way. Half the descriptor limit, at most 1000.
+int highFd() {
+    struct rlimit rl {};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 1000;
+    rlim_t half = rl.rlim_cur / 2;
+    return half > 1000 ? 1000 : half < 3 ? 3 : static_cast<int>(half);
+}
+
+/// True when `fd` is still the record file (same device and inode as when it was opened):
+/// a program may have closed it and got its number back for a file or socket of its own.
+bool stillOurs(int fd) {
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 && st.st_dev == g_dev && st.st_ino == g_ino;
+}
+
+/// One line on stderr (async-signal-safe: write(2) only).
+void say(const char* what) {
+    Line l;
+    l.put("gpufault-preload: ");
+    l.put(what);
+    l.put(g_path);
+    l.put(": allocation recording stopped for this process");
+    l.end();
+    ssize_t w = ::write(2, l.buf, l.n);
+    (void)w;
+}
+
+/// Opens `g_path` for appending (`create`: made when missing); -1 when missing, or not ours
+/// alone. The descriptor is moved above highFd().
+int openPath(bool create, struct stat& st) {
+    // In a shared directory (gpufaultd's, mode 1733) another user may have put a file or a
+    // link of that name there first: never follow a link, and never write into a file that is
+    // not ours alone.
+    int fd =
+        ::open(g_path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
+    if (fd < 0) return -1;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+        st.st_nlink != 1) {
+        ::close(fd);
+        return -1;
+    }
+    int high = ::fcntl(fd, F_DUPFD_CLOEXEC, highFd());
+    if (high >= 0) {
+        ::close(fd);
+        fd = high;
+    }
+    return fd;
+}
+
 /// Opens the record file (`create`: made when missing) and writes this image's `start`
 /// record; -1 when missing, or not ours alone. Call with g_open_mu held.
 int openLog(bool create) {
     Line p;
     fileName(p);
-    // In a shared directory (gpufaultd's, mode 1733) another user may have put a file or a
-    // link of that name there first: never follow a link, and never write into a file that is
-    // not ours alone.
-    int fd = ::open(p.buf, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0),
-                    0600);
-    if (fd < 0 && !create && errno == ENOENT) return -1;
+    std::memcpy(g_path, p.buf, p.n + 1 < sizeof g_path ? p.n + 1 : sizeof g_path);
+    g_path[sizeof g_path - 1] = '\0';
     struct stat st {};
-    if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
-                    st.st_nlink != 1)) {
-        ::close(fd);
-        fd = -1;
-    }
+    int fd = openPath(create, st);
+    if (fd < 0 && !create && errno == ENOENT) return -1;
     if (fd < 0) {
         disable();
     } else {
+        g_dev = st.st_dev;
+        g_ino = st.st_ino;
         writeStart(fd);
         __atomic_store_n(&g_fd, fd, __ATOMIC_RELEASE);
     }
     return fd;
 }
 
-/// The record file, opened (and its `start` record written) on the first event.
+/// The program closed our descriptor (its number may now be a file of its own: never written,
+/// never closed): the record file is opened again by name, when it is still the same file.
+/// Else recording stops, with one line on stderr. Call with g_open_mu held.
+int reopenLog() {
+    __atomic_store_n(&g_fd, -1, __ATOMIC_RELEASE);
+    struct stat st {};
+    int fd = openPath(false, st);
+    if (fd >= 0 && (st.st_dev != g_dev || st.st_ino != g_ino)) {
+        ::close(fd);
+        fd = -1;
+    }
+    if (fd < 0) {
+        disable();
+        say("the program closed the record file's descriptor and the file is gone or replaced: ");
+        return -1;
+    }
+    __atomic_store_n(&g_fd, fd, __ATOMIC_RELEASE);
+    return fd;
+}
+
+/// The record file, opened (and its `start` record written) on the first event, and checked
+/// before each record (stillOurs).
 int logFd() {
+    if (disabled()) return -1;
     int fd = __atomic_load_n(&g_fd, __ATOMIC_ACQUIRE);
-    if (fd >= 0 || disabled()) return fd;
+    if (fd >= 0 && stillOurs(fd)) return fd;
+    Busy busy;
     pthread_mutex_lock(&g_open_mu);
     fd = g_fd;
-    if (fd < 0 && !disabled()) fd = openLog(true);
+    if (!disabled()) {
+        if (fd < 0)
+            fd = openLog(true);
+        else if (!stillOurs(fd))
+            fd = reopenLog();
+    } else {
+        fd = -1;
+    }
     pthread_mutex_unlock(&g_open_mu);
     return fd;
 }
 
+/// `gpufault.alloc 1 dropped count=N …` when calls were dropped since the last such record
+/// (Scope): the recording is incomplete (a free not recorded leaves its block "live").
+void writeDropped(int fd) {
+    uint64_t n = takeDropped();
+    if (n == 0) return;
+    Line l;
+    l.put("gpufault.alloc 1 dropped");
+    l.key("count");
+    l.dec(n);
+    l.key("wall_us");
+    l.dec(nowUs(CLOCK_REALTIME));
+    l.key("mono_us");
+    l.dec(nowUs(CLOCK_MONOTONIC));
+    l.key("pid");
+    l.dec(static_cast<uint64_t>(::getpid()));
+    l.key("tid");
+    l.dec(static_cast<uint64_t>(::syscall(SYS_gettid)));
+    putImage(l, g_id);
+    l.end();
+    writeAll(fd, l.buf, l.n);
+}
+
+/// At exit: calls dropped since the last record are said.
+__attribute__((destructor)) void fini() {
+    if (!hasDropped()) return;
+    int saved = errno;
+    if (int fd = logFd(); fd >= 0) writeDropped(fd);
+    errno = saved;
+}
+
+/// ` stack=module+0xoffset;…` (innermost first; `-` when no frame is known). Only whole frames
+/// are written: when the next one would not fit in the record (long module names, many
+/// frames), the stack ends there and ` stack_cut=N` says how many frames were left out.
 void putStack(Line& l) {
     if (!g_backtrace || g_frames <= 0) return;
     void* ips[kMaxFrames + 8];
     int n = g_backtrace(ips, kMaxFrames + 8);
-    int shown = 0;
+    int shown = 0, cut = 0;
+    constexpr size_t kCutField = sizeof " stack_cut=16" - 1;  // kept free for the mark
     l.key("stack");
-    for (int i = 0; i < n && shown < g_frames; ++i) {
+    for (int i = 0; i < n && shown + cut < g_frames; ++i) {
         Dl_info info{};
         if (dladdr(ips[i], &info) != 0 && info.dli_fbase == selfBase()) continue;  // our frames
-        if (shown++ > 0) l.putc(';');
+        if (cut > 0) {
+            ++cut;
+            continue;
+        }
         const char* mod = info.dli_fname && *info.dli_fname ? info.dli_fname : "?";
-        const char* base = std::strrchr(mod, '/');
-        for (const char* c = base ? base + 1 : mod; *c; ++c)
-            l.putc(*c == ' ' || *c == ';' || *c == '=' ? '_' : *c);
+        const char* name = std::strrchr(mod, '/') ? std::strrchr(mod, '/') + 1 : mod;
+        uintptr_t at = reinterpret_cast<uintptr_t>(ips[i]);
+        uintptr_t off = info.dli_fbase ? at - reinterpret_cast<uintptr_t>(info.dli_fbase) : at;
+        size_t digits = 1;
+        for (uintptr_t v = off; v >= 16; v >>= 4) ++digits;
+        size_t len = (shown > 0 ? 1 : 0) + std::strlen(name) + 3 + digits;  // [;]name+0x…
+        if (len + kCutField > l.room()) {
+            cut = 1;
+            continue;
+        }
+        if (shown++ > 0) l.putc(';');
+        for (const char* c = name; *c; ++c) l.putc(*c == ' ' || *c == ';' || *c == '=' ? '_' : *c);
         l.putc('+');
-        uintptr_t off =
-            reinterpret_cast<uintptr_t>(ips[i]) - reinterpret_cast<uintptr_t>(info.dli_fbase);
-        l.hex(info.dli_fbase ? off : reinterpret_cast<uintptr_t>(ips[i]));
+        l.hex(off);
     }
     if (shown == 0) l.putc('-');
+    if (cut > 0) {
+        l.key("stack_cut");
+        l.dec(static_cast<uint64_t>(cut));
+    }
 }
 
 /// libunwind, loaded RTLD_LOCAL so its _Unwind_* never join the global scope (Debian ships
@@ -323,20 +440,24 @@ void loadUnwind() {
 }
 
 void atforkPrepare() {
+    Busy::enter();  // holds our locks across fork
     pthread_mutex_lock(&g_open_mu);
-    pthread_mutex_lock(&g_scan_mu);
+    pthread_mutex_lock(&g_lookup_mu);
 }
 void atforkParent() {
-    pthread_mutex_unlock(&g_scan_mu);
+    pthread_mutex_unlock(&g_lookup_mu);
     pthread_mutex_unlock(&g_open_mu);
+    Busy::leave();
 }
 /// The child writes its own file: the parent's descriptor is closed, reopened on first use.
 void atforkChild() {
-    if (g_fd >= 0) ::close(g_fd);
+    if (g_fd >= 0 && stillOurs(g_fd)) ::close(g_fd);  // else the program's own by now
     g_fd = -1;
     g_id_read = false;  // another pid, another start
-    pthread_mutex_unlock(&g_scan_mu);
+    takeDropped();      // the parent's, in the parent's file
+    pthread_mutex_unlock(&g_lookup_mu);
     pthread_mutex_unlock(&g_open_mu);
+    Busy::leave();
 }
 
 __attribute__((constructor)) void init() {
@@ -356,62 +477,21 @@ __attribute__((constructor)) void init() {
     pthread_mutex_unlock(&g_open_mu);
 }
 
-/// Object names of every loaded object, collected without allocating (dl_iterate_phdr).
-struct Names {
-    const char* name[1024];
-    int n = 0;
-};
-
-Names g_names;  // guarded by g_scan_mu
-
-int collectName(struct dl_phdr_info* info, size_t, void* data) {
-    auto* names = static_cast<Names*>(data);
-    if (info->dlpi_name && *info->dlpi_name && names->n < 1024)
-        names->name[names->n++] = info->dlpi_name;
-    return 0;
-}
-
 }  // namespace
 
-Scope::Scope() : outer_(t_depth++ == 0) {}
-Scope::~Scope() {
-    --t_depth;
+/// Our load address (set by the constructor, or here when a hook runs before it did).
+void* selfBase() {
+    void* b = __atomic_load_n(&g_self_base, __ATOMIC_ACQUIRE);
+    if (b) return b;
+    Dl_info i{};
+    if (dladdr(reinterpret_cast<void*>(&selfBase), &i)) b = i.dli_fbase;
+    __atomic_store_n(&g_self_base, b, __ATOMIC_RELEASE);
+    return b;
 }
 
-void* realDlsym(void* handle, const char* name);
-
-void* findReal(const char* name) {
-    void* f = realDlsym(RTLD_NEXT, name);
-    if (f && !isOurs(f)) return f;
-    // RTLD_LOCAL runtimes are not in the global scope: ask each loaded object by handle.
-    pthread_mutex_lock(&g_scan_mu);
-    Names& names = g_names;
-    names.n = 0;
-    dl_iterate_phdr(collectName, &names);
-    f = nullptr;
-    for (int k = 0; k < names.n && !f; ++k) {
-        void* h = dlopen(names.name[k], RTLD_NOLOAD | RTLD_LAZY);
-        if (!h) continue;
-        void* g = realDlsym(h, name);
-        if (g && !isOurs(g)) f = g;
-        dlclose(h);
-    }
-    pthread_mutex_unlock(&g_scan_mu);
-    return f;
-}
-
-void* Real::get() {
-    void* f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
-    if (f) return f;
-    f = findReal(name);
-    if (f) offer(f);
-    return __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
-}
-
-void Real::offer(void* f) {
-    if (!f || isOurs(f)) return;
-    void* expected = nullptr;
-    __atomic_compare_exchange_n(&fn, &expected, f, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+bool isOurs(const void* p) {
+    Dl_info i{};
+    return p && dladdr(p, &i) != 0 && i.dli_fbase == selfBase();
 }
 
 void emit(const Event& e) {
@@ -451,50 +531,14 @@ void emit(const Event& e) {
     l.key("tid");
     l.dec(static_cast<uint64_t>(::syscall(SYS_gettid)));
     putImage(l, g_id);  // read when the file was opened: the record names its process
-    putStack(l);
-    l.putc('\n');
+    if (Scope::nested())
+        l.put(" nested=1 stack=-");  // no stack walk inside a signal handler (Scope)
+    else
+        putStack(l);
+    l.end();
     writeAll(fd, l.buf, l.n);
+    writeDropped(fd);
     errno = saved;
-}
-
-}  // namespace gpufault::preload
-
-// ---- dlsym interposition (dlsym_hook.S jumps here first, then to the real dlsym) ----
-
-extern "C" {
-/// The real dlsym; dlsym_hook.S tail-jumps to it so the caller's return address (which
-/// dlsym uses for RTLD_NEXT and RTLD_DEFAULT scopes) is the original caller's.
-__attribute__((visibility("hidden"))) void* gpufault_real_dlsym = nullptr;
-
-__attribute__((visibility("hidden"))) void gpufault_init_dlsym() {
-    if (__atomic_load_n(&gpufault_real_dlsym, __ATOMIC_ACQUIRE)) return;
-    void* f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!f) f = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    __atomic_store_n(&gpufault_real_dlsym, f, __ATOMIC_RELEASE);
-}
-
-/// Our wrapper for `name` asked of `handle`, or nullptr (the real dlsym answers).
-__attribute__((visibility("hidden"))) void* gpufault_dlsym_pick(void* handle, const char* name) {
-    gpufault_init_dlsym();
-    if (!name || handle == RTLD_NEXT || (name[0] != 'h' && name[0] != 'c')) return nullptr;
-    if (std::strncmp(name, "hip", 3) != 0 && std::strncmp(name, "cu", 2) != 0) return nullptr;
-    if (!gpufault::preload::wrapperFor(name, nullptr)) return nullptr;  // not one we hook
-    void* real = gpufault::preload::realDlsym(handle, name);
-    return real ? gpufault::preload::wrapperFor(name, real) : nullptr;
-}
-}
-
-namespace gpufault::preload {
-
-void* realDlsym(void* handle, const char* name) {
-    gpufault_init_dlsym();
-    auto f = reinterpret_cast<void* (*)(void*, const char*)>(gpufault_real_dlsym);
-    return f ? f(handle, name) : nullptr;
-}
-
-void* wrapperFor(const char* name, void* real) {
-    if (void* w = hipWrapperFor(name, real)) return w;
-    return cudaWrapperFor(name, real);
 }
 
 }  // namespace gpufault::preload

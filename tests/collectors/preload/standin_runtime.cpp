@@ -4,6 +4,7 @@
 // non-overlapping ranges, 2 MiB aligned like a GPU allocator's.
 #include <sys/mman.h>
 
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -11,8 +12,16 @@
 
 namespace {
 
+#ifndef STANDIN_HIP_DEVICE
+#define STANDIN_HIP_DEVICE 3  // what hipGetDevice says (the two-runtime test builds another)
+#endif
+
+/// hipMalloc of this many bytes raises SIGUSR1 inside the call (a signal handler that
+/// allocates while the thread is in a hooked call).
+constexpr size_t kRaiseSize = 0x5151;
+
 std::mutex g_mu;
-uintptr_t g_next = 0, g_end = 0;
+uintptr_t g_base = 0, g_next = 0, g_end = 0;
 
 void* take(size_t n) {
     std::lock_guard<std::mutex> l(g_mu);
@@ -20,7 +29,8 @@ void* take(size_t n) {
         size_t len = size_t{1} << 32;
         void* p = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED) return nullptr;
-        g_next = (reinterpret_cast<uintptr_t>(p) + 0x1fffff) & ~uintptr_t{0x1fffff};
+        g_base = reinterpret_cast<uintptr_t>(p);
+        g_next = (g_base + 0x1fffff) & ~uintptr_t{0x1fffff};
         g_end = reinterpret_cast<uintptr_t>(p) + len;
     }
     uintptr_t p = g_next;
@@ -45,7 +55,8 @@ int driverFree(unsigned long long) {
 extern "C" {
 
 int hipMalloc(void** p, size_t n) {
-    if (n == 0) return 1;  // hipErrorInvalidValue
+    if (n == 0) return 1;                 // hipErrorInvalidValue
+    if (n == kRaiseSize) raise(SIGUSR1);  // a signal while the call runs (fd_host signal)
     *p = take(n);
     return *p ? 0 : 2;  // hipErrorOutOfMemory
 }
@@ -53,8 +64,15 @@ int hipFree(void*) {
     return 0;
 }
 int hipGetDevice(int* d) {
-    *d = 3;
+    *d = STANDIN_HIP_DEVICE;
     return 0;
+}
+
+/// 1 when `p` is memory this runtime handed out (tests tell two runtimes apart by it).
+int standin_owns(const void* p) {
+    std::lock_guard<std::mutex> l(g_mu);
+    auto a = reinterpret_cast<uintptr_t>(p);
+    return g_base != 0 && a >= g_base && a < g_end;
 }
 
 int cudaMalloc(void** p, size_t n) {

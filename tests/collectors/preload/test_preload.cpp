@@ -17,27 +17,13 @@
 #include <sstream>
 
 #include "collectors/preload/alloc_log.h"
+#include "tests/collectors/preload/shim_file.h"
 #include "tests/support/process.h"
 
 using namespace gpufault::testing;
 namespace al = gpufault::alloclog;
 
 namespace {
-
-/// The file the preload shim wrote for `pid` in `dir`: `gpufault-alloc.<pid>.<pidns>.<start
-/// ticks>.log` (the first such name), else `gpufault-alloc.<pid>.log` (older shims, and the
-/// name when there is none yet).
-std::string shimFile(const std::string& dir, long pid) {
-    std::string prefix = "gpufault-alloc." + std::to_string(pid) + ".";
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-        std::string name = e.path().filename().string();
-        if (name.starts_with(prefix) && name.ends_with(".log") && name != prefix + "log")
-            return dir + "/" + name;
-    }
-    return dir + "/" + prefix + "log";
-}
-
 
 /// "KEY ptr=0x… size=N" lines of the host's output: KEY → (ptr, size).
 std::multimap<std::string, std::pair<uint64_t, uint64_t>> printed(const std::string& out) {
