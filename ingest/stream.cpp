@@ -112,6 +112,9 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
                                           bool complete,
                                           int64_t size,
                                           const std::function<void(SourceState&)>& adjust) {
+    // Folds kFoldLines old are closed now, not at the next line matched (the same records:
+    // TextPipeline::closeFolds()), so none holds the resume line below what is remembered.
+    if (!complete && pipe_.decoderQuiet()) pipe_.closeFolds(lineNo_ + 1);
     sink_.flushCounts();
     if (sink_.error()) return std::unexpected(*sink_.error());
     SourceState cp = state_;

@@ -133,6 +133,17 @@ void Folder::flush(Sink& out) {
     held_.clear();
 }
 
+void Folder::closeBefore(uint64_t before, Sink& out) {
+    auto early = std::stable_partition(
+        held_.begin(), held_.end(), [before](const Evidence& e) { return e.line < before; });
+    if (early == held_.begin()) return;
+    std::stable_sort(held_.begin(), early, [](const Evidence& a, const Evidence& b) {
+        return a.line < b.line;
+    });
+    for (auto it = held_.begin(); it != early; ++it) out.evidence(std::move(*it));
+    held_.erase(held_.begin(), early);
+}
+
 std::optional<uint64_t> Folder::firstLine() const {
     std::optional<uint64_t> first;
     for (auto& e : held_)

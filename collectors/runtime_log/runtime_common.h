@@ -43,7 +43,8 @@ void appendRaw(std::string& raw, std::string_view more);
 /// that name different binaries by their `file`/`ptr` attrs; without a
 /// reason also the same `code` and `message` attrs) become one
 /// record with `count` incremented; the first line is kept. At most kMax distinct records are
-/// held; further ones are emitted at once.
+/// held; further ones are emitted at once. closeBefore() emits held records early (a fold
+/// kFoldLines old: Matcher::closeFolded()).
 class Folder {
   public:
     static constexpr size_t kMax = 64;
@@ -52,6 +53,9 @@ class Folder {
     Evidence* add(Evidence&& e, Sink& out);
     /// Emits everything held, in order of first line.
     void flush(Sink& out);
+    /// Emits the records held whose first line is before `before`, in order of first line;
+    /// a later identical record starts a new one. Invalidates the pointers add() returned.
+    void closeBefore(uint64_t before, Sink& out);
     /// The first line of the records held, nullopt when none.
     std::optional<uint64_t> firstLine() const;
 
