@@ -85,6 +85,13 @@ class Matcher {
         (void)before;
         (void)out;
     }
+    /// The first line of a record closeFolded() emitted whose repeats span `line` (its first
+    /// line < `line` <= its last repeat's line), nullopt when none: a stream resumed at `line`
+    /// would count the repeats it reads again into a second record, so it resumes there.
+    virtual std::optional<uint64_t> closedFoldAround(uint64_t line) const {
+        (void)line;
+        return std::nullopt;
+    }
     /// True for parsers of kernel-log records only (amdgpu faults, resets, Xid, CPU faults): a
     /// line with an AMD_LOG_LEVEL prefix (LogLine::amd_level: ROCclr's log_printf printed it)
     /// is never one of their records, so the pipeline skips it for them while they are idle().

@@ -106,6 +106,9 @@ class HipLogMatcher final : public Matcher {
     }
     bool idle() const override { return !listing_; }  // folded records wait for no line
     std::optional<uint64_t> foldedSince() const override { return folder_.firstLine(); }
+    std::optional<uint64_t> closedFoldAround(uint64_t line) const override {
+        return folder_.closedAround(line);
+    }
     /// Deferred while a NoBinaryForGpu listing is appended to a held record (listing_).
     void closeFolded(uint64_t before, Sink& out) override {
         if (!listing_) folder_.closeBefore(before, out);
@@ -177,9 +180,7 @@ class HipLogMatcher final : public Matcher {
     /// beyond kMaxThreads; a launch it was listing is dropped with a warning at `line`). A
     /// direct-mapped cache of indices is tried first; its entries are checked against the key,
     /// so one left stale by an eviction is only a miss.
-    [[gnu::always_inline]] ThreadArgs& thread(const rt::AmdFields& amd,
-                                              uint64_t line,
-                                              Sink& out) {
+    [[gnu::always_inline]] ThreadArgs& thread(const rt::AmdFields& amd, uint64_t line, Sink& out) {
         ++tick_;
         uint32_t& cached = cache_[shortKeyHash(amd.pid.value_or(-1), amd.runtime_tid) >> 58];
         if (cached > 0 && cached <= threads_.size()) {

@@ -56,11 +56,19 @@ class Folder {
     /// Emits the records held whose first line is before `before`, in order of first line;
     /// a later identical record starts a new one. Invalidates the pointers add() returned.
     void closeBefore(uint64_t before, Sink& out);
+    /// The first line of the oldest record closeBefore() emitted whose repeats span `line`
+    /// (its first line < `line` <= its last repeat's line), nullopt when none.
+    std::optional<uint64_t> closedAround(uint64_t line) const;
     /// The first line of the records held, nullopt when none.
     std::optional<uint64_t> firstLine() const;
 
   private:
     std::vector<Evidence> held_;
+    std::vector<uint64_t> last_;  ///< the line of the last repeat of held_[i]
+    struct Closed {
+        uint64_t first, last;
+    };
+    std::vector<Closed> closed_;  ///< folds closeBefore() emitted with repeats (recent ones)
 };
 
 /// Identifier characters `[A-Za-z0-9_]` starting at `i`.
