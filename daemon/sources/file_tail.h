@@ -202,6 +202,11 @@ class FileTail final : public Source {
                                    int64_t self);
     /// The hash of bytes [0, offset) of what `f` read (nullopt: not known).
     static std::optional<uint64_t> hashAt(const Followed& f, int64_t offset);
+    /// hashAt() of an offset behind the marks (a checkpoint held back by an open block or a
+    /// held dispatch): the file's bytes [0, offset) hashed again (`f.prefix`, going forward:
+    /// at most kHashCap bytes in all) through a buffer of its own (buf_ may hold the lines
+    /// being read). nullopt past what `f` read or kHashCap, or when the file is shorter.
+    std::optional<uint64_t> hashBehind(Followed& f, int64_t offset);
     /// `f`'s stream checkpoint with the hash of the bytes before it, into the open transaction.
     db::Result<void> writeCheckpoint(Followed& f, int64_t end, bool complete, int64_t size);
     /// The last of `marks` at or before `offset` (nullptr: none).
