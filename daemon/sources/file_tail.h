@@ -89,6 +89,23 @@ class FileTail final : public Source {
     std::vector<int64_t> sourceIds() const override;
     void carry(const CarriedCounters& before) override;
 
+    /// A deleted file (no link left) held open, handed to the FileTail that replaces this one
+    /// at a reload: its path, device + inode and a descriptor of its own.
+    struct DeletedOpen {
+        std::string path;
+        dev_t dev = 0;
+        ino_t ino = 0;
+        int fd = -1;
+    };
+    /// The deleted files this FileTail holds open, each with a new descriptor (dup; the caller
+    /// hands them to carryDeleted() or closes them).
+    std::vector<DeletedOpen> deletedOpen() const;
+    /// Deleted files the FileTail before a reload held open: the first scan follows them
+    /// through these descriptors (taken), so they are read to their end and finished as that
+    /// one would have, not given up as gone with what it had not read counted lost (a file
+    /// deleted while a reload re-read it from its checkpoint: hostile review 3, HIGH 2).
+    void carryDeleted(std::vector<DeletedOpen> files);
+
   private:
     struct Followed;
     using Key = std::pair<dev_t, ino_t>;
@@ -242,6 +259,7 @@ class FileTail final : public Source {
     bool lostStale_ = true;
     std::chrono::steady_clock::time_point lostAt_{};
     CarriedCounters carried_;                      ///< from before a reload, by key
+    std::vector<DeletedOpen> carriedDeleted_;      ///< from before a reload (carryDeleted())
     std::chrono::steady_clock::time_point pollUntil_{};  ///< the current poll's time budget
 };
 
