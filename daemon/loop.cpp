@@ -126,6 +126,11 @@ class Loop {
         // What is pending is committed; when records arrived since the worker was last asked,
         // it gets one more pass, which the teardown (stopWorkerStep) lets run for
         // kFinalCorrelation.
+        if (s_.store_error.empty() && s_.txn && s_.files)
+            if (auto r = s_.files->finishDeleted(*s_.txn); !r) {
+                logLine(3, fmt::format("stop: {}", r.error().message));
+                s_.txn->rollback();
+            }
         if (s_.store_error.empty() && s_.txn) commit();
         if (incidentsStale_ && s_.worker) s_.worker->request();
         s_.io.stop();

@@ -549,6 +549,32 @@ std::vector<FileTail::DeletedOpen> FileTail::deletedOpen() const {
     return out;
 }
 
+db::Result<void> FileTail::finishDeleted(Txn& txn) {
+    for (auto it = files_.begin(); it != files_.end();) {
+        Followed& f = *it->second;
+        struct stat st {};
+        if (f.fd < 0 || f.ignored || f.copyWait || ::fstat(f.fd, &st) != 0 || st.st_nlink != 0) {
+            ++it;
+            continue;
+        }
+        for (bool more = true; more;) {
+            pollUntil_ = Clock::now() + kPollBudget;
+            auto r = read(txn, f);
+            if (!r) return std::unexpected(r.error());
+            more = *r;
+        }
+        if (!f.stream) {  // never identified (its first line incomplete): as at any stop
+            ++it;
+            continue;
+        }
+        if (auto e = txn.ensure(); !e) return e;
+        if (auto e = retire(f, true); !e) return e;
+        if (f.lostPending > 0) ++vanishedStreams_;
+        it = files_.erase(it);
+    }
+    return {};
+}
+
 void FileTail::carryDeleted(std::vector<DeletedOpen> files) {
     for (const auto& d : carriedDeleted_) ::close(d.fd);
     carriedDeleted_ = std::move(files);

@@ -105,6 +105,10 @@ class FileTail final : public Source {
     /// one would have, not given up as gone with what it had not read counted lost (a file
     /// deleted while a reload re-read it from its checkpoint: hostile review 3, HIGH 2).
     void carryDeleted(std::vector<DeletedOpen> files);
+    /// At a stop: each deleted file held open (nothing can read it after this process) is read
+    /// to its end and finished into `txn`, its held records and last dispatches stored, rather
+    /// than left at a checkpoint no restart can read from. Store errors are returned.
+    db::Result<void> finishDeleted(Txn& txn);
 
   private:
     struct Followed;

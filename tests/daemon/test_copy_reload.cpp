@@ -153,3 +153,20 @@ TEST(DaemonCopyHeldBack, AFileDeletedThenReloadedIsReadToItsEnd) {
     ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
     s.expectSameAsIngest();
 }
+
+TEST(DaemonCopyHeldBack, AFileDeletedThenStoppedIsFinishedAtTheStop) {
+    // Deleted, then SIGTERM before the daemon finished it (6 s after its last change): no
+    // later start can read it again from the checkpoint, so the stop finishes it.
+    HeldBack s(3000);
+    DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] { return storeCount(s.store, "SELECT max_line FROM sources") == 3404; }, 20s))
+        << d.stderrText();
+    ::unlink(s.log.c_str());
+    d.signal(SIGTERM);
+    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    EXPECT_EQ(storeCount(s.store, "SELECT complete FROM sources"), 1);
+    s.expectSameAsIngest();
+}
