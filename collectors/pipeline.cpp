@@ -1,5 +1,6 @@
 #include "collectors/pipeline.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdlib>
@@ -135,6 +136,20 @@ void TextPipeline::feedLine(uint64_t line_no, std::string_view raw, bool mayHave
         [this](const LogLine& l) { match(l); },
         [&](std::string_view r, const FixedLine& fx) { matchFixed(line_no, r, fx); },
         mayHaveCr);
+}
+
+void TextPipeline::closeFolds(uint64_t next) {
+    uint64_t due = next + kFoldCheck;
+    for (auto& m : matchers_) {
+        auto first = m->foldedSince();
+        if (!first) continue;
+        if (*first + kFoldLines <= next) {
+            m->closeFolded(next + 1 - kFoldLines, out_);
+            first = m->foldedSince();
+        }
+        if (first) due = std::min(due, *first + kFoldLines);
+    }
+    foldCheck_ = std::max(due, next + 1);  // a deferred one (Matcher::closeFolded()): next line
 }
 
 void TextPipeline::finish() {

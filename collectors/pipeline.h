@@ -162,6 +162,7 @@ class TextPipeline {
     /// ownsDispatchLines(), idle()). A matcher's idle() changes only when it is fed or
     /// finished, so it is asked then and kept as a bit (`busy_`), not asked for every line.
     void match(const LogLine& l) {
+        if (l.line >= foldCheck_) closeFolds(l.line);
         uint64_t take = all_;
         if (l.amd_level) take = (isDispatchContext(l.text) ? owner_ : ~kernelOnly_ & all_) | busy_;
         for (; take != 0; take &= take - 1) {
@@ -187,6 +188,11 @@ class TextPipeline {
         for (auto& m : matchers_) m->finish(out_);
         refreshBusy();
     }
+    /// Emits the records held for folding kFoldLines or more before line `next`
+    /// (Matcher::closeFolded()), as match() does before it matches a line `next`. A checkpoint
+    /// calls it with the line after the last one fed while decoderQuiet() (no line before
+    /// `next` can still come), so when it is called does not change what is stored.
+    void closeFolds(uint64_t next);
     /// The matchers (to ask where their open blocks start).
     const std::vector<std::unique_ptr<Matcher>>& matchers() const { return matchers_; }
 
@@ -202,6 +208,11 @@ class TextPipeline {
     // Bit i for matcher i (at most 64): all of them, kernelLogOnly(), ownsDispatchLines(),
     // those match() may skip (not an owner, or kernel-log only), and those not idle().
     uint64_t all_ = 0, kernelOnly_ = 0, owner_ = 0, skippable_ = 0, busy_ = 0;
+    /// The line from which match() calls closeFolds(): the first fold due, or a look every
+    /// kFoldCheck lines (a record held since is at most a few lines older than the line matched
+    /// when it was held).
+    static constexpr uint64_t kFoldCheck = 1024;
+    uint64_t foldCheck_ = kFoldCheck;
 };
 
 }  // namespace gpufault

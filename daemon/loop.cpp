@@ -126,6 +126,11 @@ class Loop {
         // What is pending is committed; when records arrived since the worker was last asked,
         // it gets one more pass, which the teardown (stopWorkerStep) lets run for
         // kFinalCorrelation.
+        if (s_.store_error.empty() && s_.txn && s_.files)
+            if (auto r = s_.files->finishDeleted(*s_.txn); !r) {
+                logLine(3, fmt::format("stop: {}", r.error().message));
+                s_.txn->rollback();
+            }
         if (s_.store_error.empty() && s_.txn) commit();
         if (incidentsStale_ && s_.worker) s_.worker->request();
         s_.io.stop();
@@ -430,6 +435,9 @@ class Loop {
             for (const auto& src : s_.sources)
                 for (auto& st : src->status())
                     if (!st.key.empty()) before.emplace(st.key, std::move(st));
+        // Deleted files held open: the new FileTail reads them to their end (same store).
+        std::vector<FileTail::DeletedOpen> deleted;
+        if (s_.files && c->store_path == s_.cfg.store_path) deleted = s_.files->deletedOpen();
         kmsgWait_.close();
         journalWait_.close();
         inotify_.close();
@@ -467,6 +475,10 @@ class Loop {
         }
         (void)openSourcesStep(s);
         for (auto& src : s.sources) src->carry(before);
+        if (s.files)
+            s.files->carryDeleted(std::move(deleted));
+        else
+            for (const auto& d : deleted) ::close(d.fd);
         if (!s.control || s.cfg.socket_path != old.socket_path) {
             // A moved socket: the old server is closed but kept alive (queued handlers of its
             // connections refer to it); an unchanged one keeps its clients across the reload.

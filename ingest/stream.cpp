@@ -112,6 +112,9 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
                                           bool complete,
                                           int64_t size,
                                           const std::function<void(SourceState&)>& adjust) {
+    // Folds kFoldLines old are closed now, not at the next line matched (the same records:
+    // TextPipeline::closeFolds()), so none holds the resume line below what is remembered.
+    if (!complete && pipe_.decoderQuiet()) pipe_.closeFolds(lineNo_ + 1);
     sink_.flushCounts();
     if (sink_.error()) return std::unexpected(*sink_.error());
     SourceState cp = state_;
@@ -135,6 +138,16 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
             if (auto c = m->contextSince(); c && (!held || *c < *held)) held = c;
     if (!complete && held && *held < resumeLine)
         resumeLine = std::max(*held, positions_.oldest().value_or(*held));
+    // Not inside a fold closed already (its repeats read again would make a second record):
+    // at its first line, at most two fold spans back (else the previous checkpoint stays).
+    for (bool moved = !complete; moved;) {
+        moved = false;
+        for (const auto& m : pipe_.matchers())
+            if (auto f = m->closedFoldAround(resumeLine)) {
+                resumeLine = *f;
+                moved = true;
+            }
+    }
     if (resumeLine > lineNo_) {
         cp.offset = end;
         cp.line = static_cast<int64_t>(lineNo_);

@@ -49,6 +49,12 @@ inline void stampFromLine(Evidence& e, const LogLine& l) {
     e.raw = std::string(raw.substr(0, kMaxRaw));
 }
 
+/// Lines after its first line within which identical records fold into one record (`count`):
+/// a record held for folding is emitted, with its count so far, before the line kFoldLines
+/// after its first line is matched (TextPipeline), half the line positions a checkpoint
+/// remembers (StreamIngest), so a fold never holds a stream's resume point further back.
+constexpr uint64_t kFoldLines = 32768;
+
 /// A parser for one producer format. Fed every decoded line of one stream in order; keeps only
 /// bounded state (a block in progress). Pure: no I/O, no globals.
 class Matcher {
@@ -68,6 +74,24 @@ class Matcher {
     /// True when no line can change this matcher's state except by being one of its records
     /// (no block in progress, nothing waiting for a next line). Default: nothing open.
     virtual bool idle() const { return !openSince(); }
+    /// The first line of the records held only so that later identical ones fold into them
+    /// (`count`), nullopt when none (also part of openSince()). A stream closes such a record
+    /// kFoldLines after its first line (closeFolded()), so it never holds a resume longer.
+    virtual std::optional<uint64_t> foldedSince() const { return std::nullopt; }
+    /// Emits the records held for folding whose first line is before `before`, with their
+    /// count so far; a later identical record starts a new one. May defer (a record still being
+    /// completed): foldedSince() then still reports it.
+    virtual void closeFolded(uint64_t before, Sink& out) {
+        (void)before;
+        (void)out;
+    }
+    /// The first line of a record closeFolded() emitted whose repeats span `line` (its first
+    /// line < `line` <= its last repeat's line), nullopt when none: a stream resumed at `line`
+    /// would count the repeats it reads again into a second record, so it resumes there.
+    virtual std::optional<uint64_t> closedFoldAround(uint64_t line) const {
+        (void)line;
+        return std::nullopt;
+    }
     /// True for parsers of kernel-log records only (amdgpu faults, resets, Xid, CPU faults): a
     /// line with an AMD_LOG_LEVEL prefix (LogLine::amd_level: ROCclr's log_printf printed it)
     /// is never one of their records, so the pipeline skips it for them while they are idle().

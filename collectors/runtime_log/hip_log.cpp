@@ -107,6 +107,14 @@ class HipLogMatcher final : public Matcher {
         return first;
     }
     bool idle() const override { return !listing_; }  // folded records wait for no line
+    std::optional<uint64_t> foldedSince() const override { return folder_.firstLine(); }
+    std::optional<uint64_t> closedFoldAround(uint64_t line) const override {
+        return folder_.closedAround(line);
+    }
+    /// Deferred while a NoBinaryForGpu listing is appended to a held record (listing_).
+    void closeFolded(uint64_t before, Sink& out) override {
+        if (!listing_) folder_.closeBefore(before, out);
+    }
     bool ownsDispatchLines() const override { return true; }
 
   private:

@@ -16,7 +16,8 @@ namespace gpufault {
 /// hipSuccess or benign polled statuses); hsa_queue_error for queue aborts and `HW Exception
 /// Error`; missing_code_object for `Cannot find the function:` and `hipErrorNoBinaryForGpu: …`
 /// (+ listing attrs `devices`, `bundles`); alloc_failure (attrs in bytes). runtime_error and
-/// missing_code_object repeats are folded (count) and emitted at finish().
+/// missing_code_object repeats are folded (count) and emitted at finish() or kFoldLines after
+/// their first line (closeFolded()).
 std::unique_ptr<Matcher> makeHipLogMatcher();
 
 }  // namespace gpufault

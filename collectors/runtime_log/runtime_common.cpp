@@ -110,10 +110,11 @@ void appendRaw(std::string& raw, std::string_view more) {
 }
 
 Evidence* Folder::add(Evidence&& e, Sink& out) {
-    for (auto& h : held_) {
-        if (sameKey(h, e)) {
-            ++h.count;
-            return &h;
+    for (size_t i = 0; i < held_.size(); ++i) {
+        if (sameKey(held_[i], e)) {
+            ++held_[i].count;
+            last_[i] = std::max(last_[i], e.line);
+            return &held_[i];
         }
     }
     held_.reserve(kMax);  // pointers handed out stay valid
@@ -121,6 +122,7 @@ Evidence* Folder::add(Evidence&& e, Sink& out) {
         out.evidence(std::move(e));
         return nullptr;
     }
+    last_.push_back(e.line);
     held_.push_back(std::move(e));
     out.context(held_.back());  // its dispatch window: what precedes its line now
     return &held_.back();
@@ -132,6 +134,42 @@ void Folder::flush(Sink& out) {
     });
     for (auto& e : held_) out.evidence(std::move(e));
     held_.clear();
+    last_.clear();
+}
+
+void Folder::closeBefore(uint64_t before, Sink& out) {
+    std::vector<size_t> early;
+    for (size_t i = 0; i < held_.size(); ++i)
+        if (held_[i].line < before) early.push_back(i);
+    if (early.empty()) return;
+    std::stable_sort(early.begin(), early.end(), [this](size_t a, size_t b) {
+        return held_[a].line < held_[b].line;
+    });
+    // Forget closed folds whose repeats are behind every line a stream can resume at (the
+    // 65 536 line positions a checkpoint remembers).
+    std::erase_if(closed_, [before](const Closed& c) { return c.last + 4 * kFoldLines < before; });
+    for (size_t i : early) {
+        if (last_[i] > held_[i].line) closed_.push_back({held_[i].line, last_[i]});
+        out.evidence(std::move(held_[i]));
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < held_.size(); ++i) {
+        if (held_[i].line < before) continue;
+        if (kept != i) {
+            held_[kept] = std::move(held_[i]);
+            last_[kept] = last_[i];
+        }
+        ++kept;
+    }
+    held_.resize(kept);
+    last_.resize(kept);
+}
+
+std::optional<uint64_t> Folder::closedAround(uint64_t line) const {
+    std::optional<uint64_t> first;
+    for (const Closed& c : closed_)
+        if (c.first < line && line <= c.last && (!first || c.first < *first)) first = c.first;
+    return first;
 }
 
 std::optional<uint64_t> Folder::firstLine() const {

@@ -44,7 +44,8 @@ void appendRaw(std::string& raw, std::string_view more);
 /// reason also the same `code` and `message` attrs) become one
 /// record with `count` incremented; the first line is kept. At most kMax distinct records are
 /// held; further ones are emitted at once. A record held is shown to the sink at once
-/// (Sink::context()), so its context does not depend on when it is emitted.
+/// (Sink::context()), so its context does not depend on when it is emitted. closeBefore()
+/// emits held records early (a fold kFoldLines old: Matcher::closeFolded()).
 class Folder {
   public:
     static constexpr size_t kMax = 64;
@@ -53,11 +54,22 @@ class Folder {
     Evidence* add(Evidence&& e, Sink& out);
     /// Emits everything held, in order of first line.
     void flush(Sink& out);
+    /// Emits the records held whose first line is before `before`, in order of first line;
+    /// a later identical record starts a new one. Invalidates the pointers add() returned.
+    void closeBefore(uint64_t before, Sink& out);
+    /// The first line of the oldest record closeBefore() emitted whose repeats span `line`
+    /// (its first line < `line` <= its last repeat's line), nullopt when none.
+    std::optional<uint64_t> closedAround(uint64_t line) const;
     /// The first line of the records held, nullopt when none.
     std::optional<uint64_t> firstLine() const;
 
   private:
     std::vector<Evidence> held_;
+    std::vector<uint64_t> last_;  ///< the line of the last repeat of held_[i]
+    struct Closed {
+        uint64_t first, last;
+    };
+    std::vector<Closed> closed_;  ///< folds closeBefore() emitted with repeats (recent ones)
 };
 
 /// Identifier characters `[A-Za-z0-9_]` starting at `i`.

@@ -91,6 +91,11 @@ class RuntimeErrorMatcher final : public Matcher {
     }
 
     bool idle() const override { return !pending_; }  // folded records wait for no line
+    std::optional<uint64_t> foldedSince() const override { return folder_.firstLine(); }
+    std::optional<uint64_t> closedFoldAround(uint64_t line) const override {
+        return folder_.closedAround(line);
+    }
+    void closeFolded(uint64_t before, Sink& out) override { folder_.closeBefore(before, out); }
     std::optional<uint64_t> openSince() const override {
         auto first = folder_.firstLine();
         if (pending_ && (!first || pending_->line < *first)) first = pending_->line;

@@ -15,7 +15,8 @@ namespace gpufault {
 /// (rank from LogLine.rank or `[rankN]:`) → runtime_error, or missing_code_object for
 /// no-kernel-image / invalid-device-function errors and rocBLAS/hipBLASLt Tensile library
 /// failures (§9.8, attr `target`). Benign polled statuses give nothing; AMD_LOG_LEVEL lines are
-/// hip_log's. Identical records are folded (count) and emitted at finish().
+/// hip_log's. Identical records are folded (count) and emitted at finish() or kFoldLines
+/// after their first line (closeFolded()).
 std::unique_ptr<Matcher> makeRuntimeErrorMatcher();
 
 }  // namespace gpufault

@@ -444,10 +444,31 @@ std::optional<uint64_t> FileTail::hashAt(const Followed& f, int64_t offset) {
     return std::nullopt;
 }
 
+std::optional<uint64_t> FileTail::hashBehind(Followed& f, int64_t offset) {
+    if (!f.hashed || offset <= 0 || offset > f.offset || offset > kHashCap) return std::nullopt;
+    if (offset < f.prefixLen) {
+        f.prefixLen = 0;
+        f.prefix = PrefixHasher{};
+    }
+    std::vector<char> b(static_cast<size_t>(std::min<int64_t>(offset - f.prefixLen, kChunk)));
+    while (f.prefixLen < offset) {
+        size_t want = std::min(static_cast<size_t>(offset - f.prefixLen), b.size());
+        ssize_t n = ::pread(f.fd, b.data(), want, f.prefixLen);
+        if (n <= 0) return std::nullopt;
+        f.prefix.add(b.data(), static_cast<size_t>(n));
+        f.prefixLen += n;
+    }
+    return f.prefix.value();
+}
+
 db::Result<void> FileTail::writeCheckpoint(Followed& f, int64_t end, bool complete, int64_t size) {
     constexpr size_t kEarlier = 4;  // checkpoints kept before the last (sources.earlier)
     return f.stream->checkpoint(end, complete, size, [&](SourceState& cp) {
         cp.prefix_hash = hashAt(f, cp.offset);
+        // Without it the row is no copy's candidate after a restart: a copytruncate while the
+        // daemon was down (or killed, or reloading) made the copy a new stream read from its
+        // start, every record stored twice (hostile review 3, HIGH 1).
+        if (!cp.prefix_hash) cp.prefix_hash = hashBehind(f, cp.offset);
         const SourceState& last = f.stream->state();  // committed
         std::vector<PrefixMark> earlier;
         if (last.prefix_hash && last.offset > 0 && last.offset < cp.offset)

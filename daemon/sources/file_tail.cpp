@@ -35,7 +35,9 @@ FileTail::FileTail(Store& store,
       maxOpen_(max_open),
       followHardlinks_(follow_hardlinks) {}
 
-FileTail::~FileTail() = default;
+FileTail::~FileTail() {
+    for (const auto& d : carriedDeleted_) ::close(d.fd);
+}
 
 std::vector<std::string> FileTail::watchDirs() const {
     std::set<std::string> dirs;
@@ -191,6 +193,28 @@ void FileTail::scan() {
         }
         ::globfree(&g);
     }
+    // Deleted files the FileTail before a reload held open: read to their end, as it would
+    // have (seen: not taken for vanished streams while they are identified).
+    for (const auto& d : carriedDeleted_) {
+        Key key{d.dev, d.ino};
+        if (files_.count(key) || open >= maxOpen_) {
+            ::close(d.fd);
+            continue;
+        }
+        auto f = std::make_unique<Followed>();
+        f->path = d.path;
+        f->key = key;
+        f->fd = d.fd;
+        if (auto c = carried_.find(keyText(key.first, key.second)); c != carried_.end()) {
+            f->carriedLines = c->second.lines;
+            f->carriedEvidence = c->second.evidence;
+            carried_.erase(c);
+        }
+        files_.emplace(key, std::move(f));
+        seen.insert(key);
+        ++open;
+    }
+    carriedDeleted_.clear();
     carried_.clear();  // streams not found again did not stay
     for (auto& [key, f] : files_)
         if (complete || seen.count(key)) f->matched = seen.count(key) > 0;
@@ -551,6 +575,53 @@ std::vector<StreamStatus> FileTail::status() const {
 
 void FileTail::carry(const CarriedCounters& before) {
     carried_ = before;  // applied to the files the first scan finds again (lost: stored)
+}
+
+std::vector<FileTail::DeletedOpen> FileTail::deletedOpen() const {
+    std::vector<DeletedOpen> out;
+    for (const auto& d : carriedDeleted_) {  // a reload again before the first scan
+        int fd = ::fcntl(d.fd, F_DUPFD_CLOEXEC, 0);
+        if (fd >= 0) out.push_back({d.path, d.dev, d.ino, fd});
+    }
+    for (const auto& [k, f] : files_) {
+        struct stat st {};
+        if (f->fd < 0 || f->ignored || ::fstat(f->fd, &st) != 0 || st.st_nlink != 0) continue;
+        int fd = ::fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
+        if (fd >= 0) out.push_back({f->path, k.first, k.second, fd});
+    }
+    return out;
+}
+
+db::Result<void> FileTail::finishDeleted(Txn& txn) {
+    for (auto it = files_.begin(); it != files_.end();) {
+        Followed& f = *it->second;
+        struct stat st {};
+        if (f.fd < 0 || f.ignored || f.copyWait || ::fstat(f.fd, &st) != 0 || st.st_nlink != 0) {
+            ++it;
+            continue;
+        }
+        for (bool more = true; more;) {
+            pollUntil_ = Clock::now() + kPollBudget;
+            auto r = read(txn, f);
+            if (!r) return std::unexpected(r.error());
+            more = *r;
+        }
+        if (!f.stream) {  // never identified (its first line incomplete): as at any stop
+            ++it;
+            continue;
+        }
+        if (auto e = txn.ensure(); !e) return e;
+        if (auto e = retire(f, true); !e) return e;
+        if (f.lostPending > 0) ++vanishedStreams_;
+        it = files_.erase(it);
+    }
+    return {};
+}
+
+void FileTail::carryDeleted(std::vector<DeletedOpen> files) {
+    for (const auto& d : carriedDeleted_) ::close(d.fd);
+    carriedDeleted_ = std::move(files);
+    scanDue_ = true;
 }
 
 std::vector<int64_t> FileTail::sourceIds() const {

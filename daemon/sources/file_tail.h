@@ -96,6 +96,27 @@ class FileTail final : public Source {
     std::vector<int64_t> sourceIds() const override;
     void carry(const CarriedCounters& before) override;
 
+    /// A deleted file (no link left) held open, handed to the FileTail that replaces this one
+    /// at a reload: its path, device + inode and a descriptor of its own.
+    struct DeletedOpen {
+        std::string path;
+        dev_t dev = 0;
+        ino_t ino = 0;
+        int fd = -1;
+    };
+    /// The deleted files this FileTail holds open, each with a new descriptor (dup; the caller
+    /// hands them to carryDeleted() or closes them).
+    std::vector<DeletedOpen> deletedOpen() const;
+    /// Deleted files the FileTail before a reload held open: the first scan follows them
+    /// through these descriptors (taken), so they are read to their end and finished as that
+    /// one would have, not given up as gone with what it had not read counted lost (a file
+    /// deleted while a reload re-read it from its checkpoint: hostile review 3, HIGH 2).
+    void carryDeleted(std::vector<DeletedOpen> files);
+    /// At a stop: each deleted file held open (nothing can read it after this process) is read
+    /// to its end and finished into `txn`, its held records and last dispatches stored, rather
+    /// than left at a checkpoint no restart can read from. Store errors are returned.
+    db::Result<void> finishDeleted(Txn& txn);
+
   private:
     struct Followed;
     using Key = std::pair<dev_t, ino_t>;
@@ -215,6 +236,11 @@ class FileTail final : public Source {
                                    int64_t self);
     /// The hash of bytes [0, offset) of what `f` read (nullopt: not known).
     static std::optional<uint64_t> hashAt(const Followed& f, int64_t offset);
+    /// hashAt() of an offset behind the marks (a checkpoint held back by an open block or a
+    /// held dispatch): the file's bytes [0, offset) hashed again (`f.prefix`, going forward:
+    /// at most kHashCap bytes in all) through a buffer of its own (buf_ may hold the lines
+    /// being read). nullopt past what `f` read or kHashCap, or when the file is shorter.
+    std::optional<uint64_t> hashBehind(Followed& f, int64_t offset);
     /// `f`'s stream checkpoint with the hash of the bytes before it, into the open transaction.
     db::Result<void> writeCheckpoint(Followed& f, int64_t end, bool complete, int64_t size);
     /// The last of `marks` at or before `offset` (nullptr: none).
@@ -254,6 +280,7 @@ class FileTail final : public Source {
     bool lostStale_ = true;
     std::chrono::steady_clock::time_point lostAt_{};
     CarriedCounters carried_;                      ///< from before a reload, by key
+    std::vector<DeletedOpen> carriedDeleted_;      ///< from before a reload (carryDeleted())
     std::chrono::steady_clock::time_point pollUntil_{};  ///< the current poll's time budget
 };
 

@@ -1,0 +1,172 @@
+// Hostile review 3, HIGH 1 and HIGH 2: gpufaultd's checkpoint stays behind what it read (an
+// idle runtime thread's dispatch held for a fault's context, up to 65 536 lines back). A
+// copytruncate while the daemon was stopped made the copy a new stream read from its start
+// (every record stored twice): the checkpoint had no prefix hash to recognise the copy by. A
+// file deleted while the daemon held it open, then a SIGHUP: the reloaded daemon gave it up at
+// the checkpoint (what it had not stored of it counted lost, its last dispatches not stored).
+// Both against one `gpufault ingest` of the same bytes.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "tests/daemon/daemon_harness.h"
+#include "tests/support/process.h"
+
+using namespace gpufault::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string dispatch(int i, const char* tid) {
+    uint64_t us = 1000000000ull + static_cast<uint64_t>(i) * 37;
+    return fmt::format(
+        ":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:{}]  hipLaunchKernel ( "
+        "0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, 0x70536bbc2fa0, 0, stream:<null> ) \n"
+        ":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:{}] Arg0:   = "
+        "ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]\n"
+        ":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:{}] ShaderName : kernel_{}\n",
+        us,
+        tid,
+        us + 1,
+        tid,
+        (i * 16) & 0xfffff,
+        us + 2,
+        tid,
+        i);
+}
+
+/// 100 lines of output, thread B's one dispatch (lines 101..103: its Arg0 line holds the
+/// checkpoint after line 101), 1 000 of thread A, a ROCr fault, 100 more of A: 3 404 lines.
+std::string heldBackLog() {
+    std::string out;
+    for (int n = 1; n <= 100; ++n) out += fmt::format("epoch 1 step {} loss 0.5\n", n);
+    out += dispatch(0, "0x7f0a1b2c4640");
+    for (int i = 1; i <= 1000; ++i) out += dispatch(i, "0x7f0a1b2c3d40");
+    out +=
+        "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address "
+        "0x7f6400200000. Reason: Page not present or supervisor privilege.\n";
+    for (int i = 1001; i <= 1100; ++i) out += dispatch(i, "0x7f0a1b2c3d40");
+    return out;
+}
+
+struct HeldBack {
+    TempDir dir;
+    std::string conf = dir.file("gpufaultd.conf"), store = dir.file("store.db"),
+                logs = dir.file("logs"), log = logs + "/job.log", ref = dir.file("ref.db");
+    /// `poll_ms`: the poll interval (a deleted file is finished 2 × that after its last change).
+    explicit HeldBack(int poll_ms) {
+        ::mkdir(logs.c_str(), 0755);
+        writeFile(conf,
+                  fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs "
+                              "= [\"{}/job.log*\"]\npoll_interval_ms = {}\n[control]\nsocket = "
+                              "\"{}\"\ngroup = \"\"\n[allocations]\ndirectory = \"\"\n",
+                              store,
+                              logs,
+                              poll_ms,
+                              dir.file("ctl.sock")));
+        writeFile(log, heldBackLog());
+        writeFile(dir.file("ref.log"), heldBackLog());
+        auto r = run({GPUFAULT_BIN, "--db", ref, "ingest", dir.file("ref.log")});
+        EXPECT_EQ(r.status, 0) << r.err;
+    }
+    /// The same rows as the reference ingest: records, dispatch rows (none twice), operands.
+    void expectSameAsIngest() {
+        for (const char* sql : {"SELECT count(*) FROM evidence",
+                                "SELECT count(*) FROM dispatches",
+                                "SELECT count(DISTINCT line) FROM dispatches",
+                                "SELECT count(*) FROM operands"})
+            EXPECT_EQ(storeCount(store, sql), storeCount(ref, sql)) << sql;
+        EXPECT_GT(storeCount(ref, "SELECT count(*) FROM dispatches"), 64);
+        EXPECT_EQ(storeCount(store, "SELECT total(lost_bytes) FROM sources"), 0);
+    }
+};
+
+}  // namespace
+
+TEST(DaemonCopyHeldBack, ACopytruncateWhileStoppedContinuesTheStream) {
+    HeldBack s(100);
+    {
+        DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
+        ASSERT_TRUE(d.start());
+        ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+        ASSERT_TRUE(eventually(
+            [&] { return storeCount(s.store, "SELECT max_line FROM sources") == 3404; }, 20s))
+            << d.stderrText();
+        d.signal(SIGTERM);
+        ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    }
+    // Held back by B's dispatch, far behind the line ends the daemon marks for copies.
+    ASSERT_EQ(storeCount(s.store, "SELECT line FROM sources"), 101);
+    // copytruncate while the daemon is stopped.
+    writeFile(s.log + ".1", readFile(s.log));
+    writeFile(s.log, "");
+    DaemonProcess again(GPUFAULTD_BIN, s.conf, s.dir.path());
+    ASSERT_TRUE(again.start());
+    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
+    // The copy continues the stream (its row moves to the copy's path); deleted once read, it
+    // is finished (its last dispatches stored).
+    ASSERT_TRUE(eventually(
+        [&] {
+            return storeCount(s.store,
+                              "SELECT count(*) FROM sources WHERE max_line = 3404 AND path LIKE "
+                              "'%job.log.1'") == 1;
+        },
+        20s))
+        << again.stderrText();
+    ::unlink((s.log + ".1").c_str());
+    ASSERT_TRUE(eventually(
+        [&] {
+            return storeCount(s.store,
+                              "SELECT count(*) FROM sources WHERE complete AND max_line = 3404") ==
+                   1;
+        },
+        20s))
+        << again.stderrText();
+    again.signal(SIGTERM);
+    ASSERT_EQ(again.waitExit(10s), 0) << again.stderrText();
+    EXPECT_EQ(storeCount(s.store, "SELECT count(*) FROM sources WHERE max_line > 0"), 1);
+    s.expectSameAsIngest();
+}
+
+TEST(DaemonCopyHeldBack, AFileDeletedThenReloadedIsReadToItsEnd) {
+    // Polled every 3 s: a deleted file is finished 6 s after its last change, so the reloads
+    // come while the daemon still holds it open.
+    HeldBack s(3000);
+    DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] { return storeCount(s.store, "SELECT max_line FROM sources") == 3404; }, 20s))
+        << d.stderrText();
+    ASSERT_EQ(storeCount(s.store, "SELECT line FROM sources"), 101);
+    ::unlink(s.log.c_str());
+    for (int i = 0; i < 5; ++i) d.signal(SIGHUP);
+    ASSERT_TRUE(
+        eventually([&] { return storeCount(s.store, "SELECT complete FROM sources") == 1; }, 30s))
+        << d.stderrText();
+    d.signal(SIGTERM);
+    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    s.expectSameAsIngest();
+}
+
+TEST(DaemonCopyHeldBack, AFileDeletedThenStoppedIsFinishedAtTheStop) {
+    // Deleted, then SIGTERM before the daemon finished it (6 s after its last change): no
+    // later start can read it again from the checkpoint, so the stop finishes it.
+    HeldBack s(3000);
+    DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] { return storeCount(s.store, "SELECT max_line FROM sources") == 3404; }, 20s))
+        << d.stderrText();
+    ::unlink(s.log.c_str());
+    d.signal(SIGTERM);
+    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    EXPECT_EQ(storeCount(s.store, "SELECT complete FROM sources"), 1);
+    s.expectSameAsIngest();
+}
