@@ -70,6 +70,7 @@ bool traditionalStamp(Cursor& c, KernelPrefix& p) {
     ct.day = static_cast<int>(day);
     ct.month = monthFromName(month);
     p.wall = formatWall(ct);
+    if (!p.wall && ct.month != 0) p.wall_refused = WallRefusal::Date;  // `Feb 30`, `25:00:00`
     c = t;
     return true;
 }
@@ -83,6 +84,7 @@ bool fullStamp(Cursor& c, KernelPrefix& p) {
     t.i += st->len;
     if (!t.eat(' ') || token(t, 32).empty()) return false;
     p.wall = stampWall(*st);
+    p.wall_refused = stampRefusal(*st);
     c = t;
     return true;
 }
@@ -94,6 +96,7 @@ bool numericStamp(Cursor& c, KernelPrefix& p) {
         if (st->sep != 'T' || !st->zone || st->frac_digits > 6 || st->frac_sep == ',') return false;
         p.wall = stampWall(*st);
         p.wall_utc_s = zonedEpoch(*st);
+        p.wall_refused = stampRefusal(*st);
         c.i += st->len;
         return true;
     }
