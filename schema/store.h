@@ -142,6 +142,10 @@ struct CoreRecord {
     std::string origin = "file";         ///< file | systemd-coredump | apport (006)
     std::optional<std::string> note;     ///< why the core is missing or partial
     std::optional<std::string> exe;      ///< the executable's path, when the producer said
+    /// `core-<FNV-1a of the first 4 KiB>-<size>` of the core's uncompressed bytes, whatever
+    /// file it was read from (a `.zst` one: its content): a copy of the core is the same core
+    /// (020); nullopt when not known.
+    std::optional<std::string> content_fingerprint;
     double seconds = 0;
     std::vector<coredump::Thread> threads;
     struct File {
