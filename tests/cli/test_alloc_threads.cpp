@@ -28,8 +28,12 @@ Printed printed(const std::string& out, const std::string& kind) {
     auto at = out.find(kind + " pid=");
     if (at == std::string::npos) return p;
     int size = 0;
-    std::sscanf(out.c_str() + at + kind.size(), " pid=%ld tid=%ld ptr=%llx size=%d", &p.pid,
-                &p.tid, &p.ptr, &size);
+    std::sscanf(out.c_str() + at + kind.size(),
+                " pid=%ld tid=%ld ptr=%llx size=%d",
+                &p.pid,
+                &p.tid,
+                &p.ptr,
+                &size);
     return p;
 }
 
@@ -85,8 +89,7 @@ TEST(AllocThreads, AFaultOfAThreadIdJoinsItsProcesssAllocations) {
     ASSERT_NE(thread.tid, thread.pid);  // a thread: its id is not the process's
     std::string recording;
     for (const auto& f : std::filesystem::directory_iterator(alloc)) recording = f.path();
-    ASSERT_NE(recording.find("gpufault-alloc." + std::to_string(main.pid) + "."),
-              std::string::npos)
+    ASSERT_NE(recording.find("gpufault-alloc." + std::to_string(main.pid) + "."), std::string::npos)
         << recording;
 
     // The thread's fault, 16 bytes past its 2 MiB buffer, after the job; the same task's fault
@@ -116,10 +119,10 @@ TEST(AllocThreads, AFaultOfAThreadIdJoinsItsProcesssAllocations) {
                           "time\n",
                           distance(thread.ptr + (2 << 20) + 16, main.ptr, main.ptr + (1 << 20))));
     // The tid is in the recording's rows: the mapping the join used.
-    EXPECT_EQ(query(db,
-                    "SELECT count(*) AS n FROM alloc_thread WHERE tid = " +
-                        std::to_string(thread.tid)),
-              "n\n1\n");
+    EXPECT_EQ(
+        query(db,
+              "SELECT count(*) AS n FROM alloc_thread WHERE tid = " + std::to_string(thread.tid)),
+        "n\n1\n");
 }
 
 // A recording of the number as a pid that holds it at the fault comes first: the thread mapping

@@ -14,11 +14,15 @@
 namespace gpufault::testing {
 namespace {
 
-const std::string kZstName = "core.crashmain.0.0123456789abcdef0123456789abcdef.14046."
-                             "1764491498000000.zst";
+const std::string kZstName =
+    "core.crashmain.0.0123456789abcdef0123456789abcdef.14046."
+    "1764491498000000.zst";
 
 std::string cores(const std::string& db) {
-    auto q = run({GPUFAULT_BIN, "--db", db, "query",
+    auto q = run({GPUFAULT_BIN,
+                  "--db",
+                  db,
+                  "query",
                   "SELECT c.id, c.content_fingerprint = (SELECT content_fingerprint FROM cores "
                   "WHERE id = 1) AS same_content FROM cores c ORDER BY c.id"});
     EXPECT_EQ(q.status, 0) << q.err;

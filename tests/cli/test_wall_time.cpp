@@ -109,8 +109,9 @@ TEST(WallTime, AStampThatIsNoDateIsRefusedWithAWarningOfItsLine) {
               "5\t-\t-\t-\n"
               "6\t2026-11-30T11:05:00\t1796033100000000\tstated\n");
     // every line is still the kernel's record of pid 4528, its stamp and host stripped
-    EXPECT_EQ(query(db, "SELECT count(*) AS n FROM evidence WHERE pid = 4528 AND process = 'procA'"),
-              "n\n6\n");
+    EXPECT_EQ(
+        query(db, "SELECT count(*) AS n FROM evidence WHERE pid = 4528 AND process = 'procA'"),
+        "n\n6\n");
     const std::string date =
         "timestamp is not a date and time (no such month, day, hour, minute or second): no wall "
         "time stored";
@@ -119,12 +120,19 @@ TEST(WallTime, AStampThatIsNoDateIsRefusedWithAWarningOfItsLine) {
                         "' AS here, w.message FROM warnings w JOIN sources s ON s.id = "
                         "w.source_id ORDER BY w.line"),
               "line\there\tmessage\n"
-              "1\t1\t" + date + "\n"
-              "2\t1\t" + date + "\n"
-              "3\t1\ttimestamp states a zone offset no zone uses (beyond -12:00 to +14:00): no "
-              "wall time stored\n"
-              "4\t1\t" + date + "\n"
-              "5\t1\t" + date + "\n");
+              "1\t1\t" +
+                  date +
+                  "\n"
+                  "2\t1\t" +
+                  date +
+                  "\n"
+                  "3\t1\ttimestamp states a zone offset no zone uses (beyond -12:00 to +14:00): no "
+                  "wall time stored\n"
+                  "4\t1\t" +
+                  date +
+                  "\n"
+                  "5\t1\t" +
+                  date + "\n");
     // ingested again (nothing new): no warning twice
     auto again = inZone("UTC", {"--db", db, "ingest", "-q", log});
     ASSERT_EQ(again.status, 0) << again.err;

@@ -118,8 +118,11 @@ TEST(Timestamp, ZoneSpellingsInvalidDatesAndEndOfDay) {
     EXPECT_EQ(zonedEpoch(*scanIsoStamp("2026-11-30T10:05:00+14:00 x")), 1796033100 - 14 * 3600);
     EXPECT_EQ(zonedEpoch(*scanIsoStamp("2026-11-30T10:05:00-12:00 x")), 1796033100 + 12 * 3600);
     // A date that does not exist: a stamp (its length known) whose time is refused.
-    for (const char* s : {"2026-02-30T10:05:00Z", "2026-02-29T10:05:00Z" /* not a leap year */,
-                          "2026-11-30T25:05:00Z", "2026-11-30T10:60:00Z", "2026-00-10T10:05:00Z"}) {
+    for (const char* s : {"2026-02-30T10:05:00Z",
+                          "2026-02-29T10:05:00Z" /* not a leap year */,
+                          "2026-11-30T25:05:00Z",
+                          "2026-11-30T10:60:00Z",
+                          "2026-00-10T10:05:00Z"}) {
         auto st = scanIsoStamp(s);
         ASSERT_TRUE(st) << s;
         EXPECT_TRUE(st->bad_date) << s;
