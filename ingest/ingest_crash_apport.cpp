@@ -129,7 +129,6 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
         if (m.starts_with(tmp->path() + ": ")) m = m.substr(tmp->path().size() + 2);
         return fail("CoreDump: " + m);
     }
-    if (auto fp = fileCoreFingerprint(tmp->path())) prov.content_fingerprint = std::move(*fp);
     return warned(storeCoreReport(store, id, *report, prov, own_txn));
 }
 
