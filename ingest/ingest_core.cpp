@@ -27,14 +27,26 @@ std::string localWall(int64_t t) {
     return buf;
 }
 
-namespace {
-
-/// FNV-1a of the first 4 KiB (the notes: pid, registers) and the size.
 std::string coreFingerprint(std::string_view head, uint64_t size) {
     uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : head) h = (h ^ c) * 1099511628211ull;
+    for (unsigned char c : head.substr(0, 4096)) h = (h ^ c) * 1099511628211ull;
     return fmt::format("core-{:016x}-{}", h, size);
 }
+
+db::Result<std::string> fileCoreFingerprint(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::unexpected(db::Error{path + ": " + std::strerror(errno)});
+    struct stat st {};
+    std::string head(4096, '\0');
+    ssize_t got = ::fstat(fd, &st) == 0 ? ::pread(fd, head.data(), head.size(), 0) : -1;
+    int e = errno;
+    ::close(fd);
+    if (got < 0) return std::unexpected(db::Error{path + ": " + std::strerror(e)});
+    head.resize(static_cast<size_t>(got));
+    return coreFingerprint(head, static_cast<uint64_t>(st.st_size));
+}
+
+namespace {
 
 const coredump::Frame* firstSpecific(const std::vector<coredump::Frame>& frames) {
     for (const auto& f : frames)
@@ -291,6 +303,9 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     if (prov.uid && !rec.uid) rec.uid = prov.uid;
     if (prov.signal && !rec.signal) rec.signal = *prov.signal;
     rec.origin = prov.origin;
+    rec.content_fingerprint = prov.content_fingerprint;
+    if (!rec.content_fingerprint && id.kind == "core" && id.fingerprint.starts_with("core-"))
+        rec.content_fingerprint = id.fingerprint;  // read from the file the source fingerprints
     std::optional<std::string> note = prov.note;
     if (report.layout.truncated) {  // cut after its notes: pid, signal, threads still known
         std::string cut = "core file " + *report.layout.truncated + " (stored from its notes" +

@@ -14,6 +14,7 @@
 #include "ingest/ingest_crash.h"
 #include "ingest/ingest_crash_parts.h"
 #include "ingest/line_reader.h"
+#include "schema/core_queries.h"
 
 namespace gpufault {
 
@@ -49,12 +50,20 @@ std::string entryKey(const cd::CoredumpEntry& e) {
         "systemd-coredump:{}:{}:{}:{}", e.hostname, e.pid, e.comm, e.timestamp_us.value_or(0));
 }
 
-/// Reads the core at `file` (decompressing a zstd one); `name` is the name it was written
-/// under. `follow_links` false for a path named by untrusted input (a journal entry): a
-/// symbolic link is refused. Anything but a regular file is refused without blocking.
-db::Result<cd::CoreReport> readKeptCore(const std::string& file,
-                                        const CrashOptions& opt,
-                                        bool follow_links = true) {
+/// A core file made readable: the file itself, or its zstd content in a temporary file.
+struct KeptCore {
+    std::optional<TempFile> tmp;  ///< the decompressed content of a zstd file
+    std::string path;             ///< what readCore() reads: `tmp`'s path, or the file
+    std::string fingerprint;      ///< coreFingerprint() of the uncompressed content
+};
+
+/// Opens the core at `file` (decompressing a zstd one) and fingerprints its content; `name` is
+/// the name it was written under. `follow_links` false for a path named by untrusted input (a
+/// journal entry): a symbolic link is refused. Anything but a regular file is refused without
+/// blocking.
+db::Result<KeptCore> openKeptCore(const std::string& file,
+                                  const CrashOptions& opt,
+                                  bool follow_links = true) {
     if (auto fd = cd::openRegular(file, follow_links); !fd)
         return std::unexpected(db::Error{fd.error().message});
     else
@@ -66,29 +75,53 @@ db::Result<cd::CoreReport> readKeptCore(const std::string& file,
             fmt::format("{}: not a zstd frame (the name ends in .zst; the data start {})",
                         file,
                         h.empty() ? std::string("nowhere: the file is empty") : hexHead(h))});
-    auto ro = opt.read;
-    ro.name = baseName(file);
-    if (comp.empty()) {
-        auto r = cd::readCore(file, ro);
-        if (!r) return std::unexpected(db::Error{r.error().message});
-        return std::move(*r);
-    }
-    if (comp != "zstd")
+    KeptCore k;
+    if (!comp.empty() && comp != "zstd")
         return std::unexpected(db::Error{fmt::format(
             "{}: {}-compressed core: not supported (zstd is; decompress it first: {} -d)",
             file,
             comp,
             comp)});
-    auto tmp = unzstdToTemp(file, opt.unpack);
-    if (!tmp) return std::unexpected(tmp.error());
-    auto r = cd::readCore(tmp->path(), ro);
+    if (comp.empty()) {
+        k.path = file;
+    } else {
+        auto tmp = unzstdToTemp(file, opt.unpack);
+        if (!tmp) return std::unexpected(tmp.error());
+        k.tmp.emplace(std::move(*tmp));
+        k.path = k.tmp->path();
+    }
+    auto fp = fileCoreFingerprint(k.path);
+    if (!fp) return std::unexpected(fp.error());
+    k.fingerprint = std::move(*fp);
+    return k;
+}
+
+/// Reads the core `k` opened from `file`.
+db::Result<cd::CoreReport> readOpenedCore(const KeptCore& k,
+                                          const std::string& file,
+                                          const CrashOptions& opt) {
+    auto ro = opt.read;
+    ro.name = baseName(file);
+    auto r = cd::readCore(k.path, ro);
     if (!r) {
         // The message names the temporary copy: name the file instead.
         auto m = r.error().message;
-        if (m.starts_with(tmp->path())) m = file + m.substr(tmp->path().size());
+        if (k.tmp && m.starts_with(k.path)) m = file + m.substr(k.path.size());
         return std::unexpected(db::Error{m});
     }
     return std::move(*r);
+}
+
+/// Reads the core at `file` (openKeptCore(), then readOpenedCore()); `fingerprint` gets its
+/// content's fingerprint.
+db::Result<cd::CoreReport> readKeptCore(const std::string& file,
+                                        const CrashOptions& opt,
+                                        std::string& fingerprint,
+                                        bool follow_links = true) {
+    auto k = openKeptCore(file, opt, follow_links);
+    if (!k) return std::unexpected(k.error());
+    fingerprint = k->fingerprint;
+    return readOpenedCore(*k, file, opt);
 }
 
 int64_t fileSize(const std::string& p) {
@@ -115,9 +148,11 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
     }
     std::optional<std::string> why;
     if (e.filename) {
-        auto report = readKeptCore(*e.filename, opt, false);
+        std::string fingerprint;
+        auto report = readKeptCore(*e.filename, opt, fingerprint, false);
         if (report) {
             auto prov = entryProvenance(e);
+            prov.content_fingerprint = fingerprint;
             prov.path = *e.filename;
             prov.size = fileSize(*e.filename);
             return storeCoreReport(store, id, *report, prov, own_txn);
@@ -137,6 +172,8 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
                 prov.path = where + " (COREDUMP=)";
                 prov.size = static_cast<int64_t>(journal_core->file->size());
                 prov.meta["storage"] = "journal";
+                if (auto fp = fileCoreFingerprint(journal_core->file->path()))
+                    prov.content_fingerprint = std::move(*fp);
                 return storeCoreReport(store, id, *report, prov, own_txn);
             }
             why = "core in the journal not read: " + report.error().message;
@@ -288,14 +325,11 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
         struct stat st {};
         if (::stat(path.c_str(), &st) != 0)
             return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
-        auto h = head(path, 4096);
-        uint64_t fnv = 1469598103934665603ull;
-        for (unsigned char c : h) fnv = (fnv ^ c) * 1099511628211ull;
         id = SourceIdentity{path,
                             "core",
                             static_cast<int64_t>(st.st_dev),
                             static_cast<int64_t>(st.st_ino),
-                            fmt::format("core-{:016x}-{}", fnv, st.st_size)};
+                            coreFingerprint(head(path, 4096), static_cast<uint64_t>(st.st_size))};
     }
     auto done = stored(store, id, own_txn);
     if (!done) return std::unexpected(done.error());
@@ -305,9 +339,25 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
         s.unchanged = true;
         return s;
     }
-    auto report = readKeptCore(path, opt);
+    auto kept = openKeptCore(path, opt);
+    if (!kept) return std::unexpected(kept.error());
+    if (*done == Stored::No) {
+        // The same core already stored from another file (the uncompressed core, another
+        // copy): stored once.
+        auto same = queryCoreByFingerprint(store.db(), kept->fingerprint);
+        if (!same) return std::unexpected(same.error());
+        if (*same) {
+            CoreIngestSummary s;
+            s.path = path;
+            s.unchanged = true;
+            s.same_as = fmt::format("core {} from {}", (*same)->first, (*same)->second);
+            return s;
+        }
+    }
+    auto report = readOpenedCore(*kept, path, opt);
     if (!report) return std::unexpected(report.error());
     CoreProvenance prov;
+    prov.content_fingerprint = kept->fingerprint;
     prov.replace = *done == Stored::WithoutFile;  // the entry's text stack gives way to the core
     prov.path = path;
     prov.size = fileSize(path);

@@ -140,7 +140,22 @@ db::Result<std::vector<AllocationMiss>> queryAllocationMisses(db::Db& d,
     for (const auto& [pid, ms] : byPid) {
         auto recs = recordingsOf(d, pid);
         if (!recs) return std::unexpected(recs.error());
-        if (recs->empty()) continue;
+        if (recs->empty()) {
+            // Joined through a thread id a recording's allocations carry (020): that process.
+            if (!std::ranges::any_of(ms, [](const MemberClock* m) { return m->joined; }))
+                continue;
+            anyRecorded = true;
+            if (met) continue;
+            AllocationMiss miss;
+            miss.pid = pid;
+            miss.recordings = 1;
+            miss.why = fmt::format(
+                "the recording of the process that faulted (pid {} is a thread of it) has no "
+                "allocation made before the fault",
+                pid);
+            out.push_back(std::move(miss));
+            continue;
+        }
         anyRecorded = true;
         std::set<std::string> ids;
         for (const auto& r : *recs) ids.insert(r.identity());

@@ -28,7 +28,8 @@ struct AllocationMiss {
 /// The misses of incident `incident`: for each pid of its member records with recordings of
 /// which none was joined, why (from the rules of view fault_alloc_process: /proc identity, boot,
 /// kernel time, wall time, only recording); when `met` is false (the fault meets no allocation),
-/// also a recording joined whose allocations all came after the fault, or, when no member pid
+/// also a recording joined whose allocations all came after the fault (through a thread id its
+/// allocations carry, too: migration 020), or, when no member pid
 /// has a recording, the recordings of other pids (why: the fault's pid, or that it names none).
 /// Empty when the store holds no recording. Errors are SQLite's.
 db::Result<std::vector<AllocationMiss>> queryAllocationMisses(db::Db& d,

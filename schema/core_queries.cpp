@@ -136,8 +136,9 @@ db::Result<std::map<int64_t, std::string>> queryStackSignatures(db::Db& d) {
 db::Result<std::optional<std::pair<int64_t, std::string>>> queryCoreByFingerprint(
     db::Db& d, const std::string& fingerprint) {
     auto st = d.prepare(
-        "SELECT c.id, c.path FROM sources s JOIN cores c ON c.source_id = s.id WHERE s.kind = "
-        "'core' AND s.fingerprint = ?1 AND s.complete = 1 ORDER BY c.id LIMIT 1");
+        "SELECT c.id, c.path FROM sources s JOIN cores c ON c.source_id = s.id WHERE "
+        "s.complete = 1 AND (c.content_fingerprint = ?1 OR (s.kind = 'core' AND s.fingerprint = "
+        "?1)) ORDER BY c.id LIMIT 1");
     if (!st) return std::unexpected(st.error());
     st->bind(1, fingerprint);
     auto row = st->step();

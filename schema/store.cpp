@@ -492,6 +492,12 @@ db::Result<void> Store::addEvidence(int64_t source_id, const Evidence& e) {
         s.bind(34, nullptr).bind(35, nullptr);
     }
     if (auto r = s.run(); !r) return r;
+    if (refused.empty() && e.time.wall_refused != WallRefusal::None)  // the parser refused it
+        refused = e.time.wall_refused == WallRefusal::Zone
+                      ? "timestamp states a zone offset no zone uses (beyond -12:00 to +14:00): "
+                        "no wall time stored"
+                      : "timestamp is not a date and time (no such month, day, hour, minute or "
+                        "second): no wall time stored";
     if (refused.empty()) return {};
     return addWarning(source_id, Warning{e.line, refused});
 }

@@ -142,6 +142,10 @@ struct CoreRecord {
     std::string origin = "file";         ///< file | systemd-coredump | apport (006)
     std::optional<std::string> note;     ///< why the core is missing or partial
     std::optional<std::string> exe;      ///< the executable's path, when the producer said
+    /// `core-<FNV-1a of the first 4 KiB>-<size>` of the core's uncompressed bytes, whatever
+    /// file it was read from (a `.zst` one: its content): a copy of the core is the same core
+    /// (020); nullopt when not known.
+    std::optional<std::string> content_fingerprint;
     double seconds = 0;
     std::vector<coredump::Thread> threads;
     struct File {
@@ -386,9 +390,18 @@ class Store {
     /// without a full date, or for a date that does not exist (`refused` then says why: a
     /// warning of the record). Parsed by prefix::scanIsoStamp (schema/store_wall.cpp).
     std::optional<WallInstant> wallInstant(const TimeInfo& t, std::string& refused);
-    /// The upgrade step of migration 017 (its `@upgrade restate-wall-zones` line): rows 016
-    /// read as `local` whose raw line states its zone (`+0200`, `Z`) take that zone's instant
-    /// ("stated"). The number of rows corrected.
+    /// The upgrade step migration 017 queues (row 'restate-wall-zones' of upgrade_steps; run
+    /// by migrate() after the SQL migrations): every evidence row with a wall time, or a raw
+    /// line of a file source, gets its wall time as a fresh ingest reads it. A file line is
+    /// decoded again (LineDecoder) and its stamp goes through wallInstant(): a stated zone gives
+    /// "stated", a zone-less full date this process's local zone ("local", "local_ambiguous");
+    /// a stamp refused now (`02-30`, `+0060`, `+1500`) loses its instant and gets a warning of
+    /// its source and line. A time not from the line (a journal field, a core) stays when
+    /// "stated", and a "local" one is read again. Only changed rows are written, in batches of
+    /// 2000 rows, each its own transaction; upgrade_steps.next_id holds the last row id done,
+    /// so an interrupted upgrade goes on there, and the queue row is deleted when all are done.
+    /// The number of rows changed; 0 when nothing is queued (or the store predates the table).
+    /// An error of SQLite; the batch that failed is rolled back.
     db::Result<int64_t> restateWallZones();
     std::string lastWall_;  ///< wallInstant()'s last local date and its result
     std::optional<WallInstant> lastInstant_;

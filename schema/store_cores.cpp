@@ -44,10 +44,10 @@ db::Result<int64_t> Store::addCore(int64_t source_id,
     auto ins = db_.prepare(
         "INSERT INTO cores(source_id, evidence_id, kind, path, size, time, time_from, pid, tid, "
         "process, uid, signal, si_code, si_addr, e_machine, signature, signature_frames, "
-        "threads_truncated, modules_missing, runtimes, meta, seconds, origin, note, exe) "
-        "VALUES(?1, "
+        "threads_truncated, modules_missing, runtimes, meta, seconds, origin, note, exe, "
+        "content_fingerprint) VALUES(?1, "
         "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-        "?21, ?22, ?23, ?24, ?25)");
+        "?21, ?22, ?23, ?24, ?25, ?26)");
     if (!ins) return std::unexpected(ins.error());
     ins->bind(1, source_id).bind(2, evidence_id).bind(3, c.kind).bind(4, c.path).bind(5, c.size);
     ins->bind(6, c.time).bind(7, c.time_from).bind(8, c.pid).bind(9, c.tid).bind(10, c.process);
@@ -55,7 +55,7 @@ db::Result<int64_t> Store::addCore(int64_t source_id,
     ins->bind(15, c.e_machine).bind(16, c.signature).bind(17, c.signature_frames);
     ins->bind(18, static_cast<int64_t>(c.threads_truncated)).bind(19, c.modules_missing);
     ins->bind(20, c.runtimes).bind(21, c.meta).bind(22, c.seconds).bind(23, c.origin);
-    ins->bind(24, c.note).bind(25, c.exe);
+    ins->bind(24, c.note).bind(25, c.exe).bind(26, c.content_fingerprint);
     if (auto r = ins->run(); !r) return std::unexpected(r.error());
     int64_t core = db_.lastInsertId();
 

@@ -87,14 +87,10 @@ db::Result<int64_t> Store::restateWallZones() {
     auto has = db_.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1");
     if (!has) return std::unexpected(has.error());
     has->bind(1, "upgrade_steps");
-    if (auto r = has->step(); !r)
-        return std::unexpected(r.error());
-    else if (!*r)
-        return 0;  // a store made before the table: nothing queued
-    // Ends its read: a snapshot held open makes the BEGIN IMMEDIATE below fail at once
-    // ("database is locked", no busy wait) when another process (a second `gpufault ingest` of
-    // the new store) committed meanwhile.
-    has->reset();
+    auto hasRow = has->step();
+    has->reset();  // no read transaction left open: BEGIN IMMEDIATE below must not be refused
+    if (!hasRow) return std::unexpected(hasRow.error());
+    if (!*hasRow) return 0;  // a store made before the table: nothing queued
     auto next = db_.prepare("SELECT next_id FROM upgrade_steps WHERE name = 'restate-wall-zones'");
     if (!next) return std::unexpected(next.error());
     auto row = next->step();

@@ -33,6 +33,12 @@ std::optional<Kind> kindFromName(std::string_view name);
 /// True for kinds that open incidents (EVIDENCE.md "Which records open incidents").
 bool opensIncident(Kind k);
 
+/// Why a stamp of a known form gave no TimeInfo::wall: its date or time does not exist
+/// (`2026-13-01`, `Feb 30`, `25:00`: Date) or it states a zone offset no zone uses (`+15:00`,
+/// `+0060`: Zone). The store keeps no wall time for such a record and warns, naming its file
+/// and line.
+enum class WallRefusal : uint8_t { None, Date, Zone };
+
 /// What a line says about time. Any subset may be set.
 struct TimeInfo {
     std::optional<double> kernel_s;  ///< seconds since boot: `[ 4778.915423]`, kmsg usec / 1e6
@@ -44,6 +50,8 @@ struct TimeInfo {
     /// full date in the ingesting machine's zone, docs/evidence.md "Wall time").
     std::optional<int64_t> wall_utc_s;
     std::optional<int64_t> runtime_us;  ///< AMD_LOG_LEVEL monotonic stamp, microseconds
+    /// The line's wall-clock stamp was refused (then `wall` is nullopt): why.
+    WallRefusal wall_refused = WallRefusal::None;
 
     bool empty() const { return !kernel_s && !wall && !runtime_us; }
 };

@@ -110,6 +110,7 @@ bool ctimeStamp(std::string_view in, KernelPrefix& p) {
     if (t.month == 0 && static_cast<size_t>(day_at) + 1 < n)
         t.month = monthFromName(tokens[day_at + 1]);
     p.wall = formatWall(t);
+    if (!p.wall && t.month != 0) p.wall_refused = WallRefusal::Date;  // `Feb 30`, `25:00:00`
     return true;
 }
 
@@ -187,6 +188,7 @@ bool isoStamp(Cursor& c, KernelPrefix& p) {
     if (!(t.eat(' ') || t.done())) return false;
     p.wall = stampWall(*st);
     p.wall_utc_s = zonedEpoch(*st);
+    p.wall_refused = stampRefusal(*st);
     c = t;
     return true;
 }

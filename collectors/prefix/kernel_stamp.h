@@ -17,6 +17,8 @@ struct KernelPrefix {
     std::optional<double> kernel_s;
     std::optional<std::string> wall;
     std::optional<int64_t> wall_utc_s;  ///< TimeInfo::wall_utc_s: the stamp stated its zone
+    /// A stamp of this form was read but gave no `wall` (TimeInfo::wall_refused).
+    WallRefusal wall_refused = WallRefusal::None;
     Origin origin = Origin::Unknown;
     std::string_view ident;  ///< view into the parsed line
     std::optional<int64_t> ident_pid;

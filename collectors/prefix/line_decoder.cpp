@@ -79,7 +79,8 @@ void LineDecoder::State::kernelPrefix(std::string_view& t, LogLine& l) {
             // A dmesg excerpt indented as a Markdown code block: `    [ 4778.915423] amdgpu …`.
             size_t b = t.find_first_not_of(" \t");
             if (b != std::string_view::npos && b <= 8 && t[b] == '[' &&
-                parseDmesgPrefix(t.substr(b), kp) && (kp.kernel_s || kp.wall)) {
+                parseDmesgPrefix(t.substr(b), kp) &&
+                (kp.kernel_s || kp.wall || kp.wall_refused != WallRefusal::None)) {
                 kp.consumed += b;
                 kernel = true;
             }
@@ -92,6 +93,8 @@ void LineDecoder::State::kernelPrefix(std::string_view& t, LogLine& l) {
     if (kp.wall) {
         l.time.wall = std::move(kp.wall);
         l.time.wall_utc_s = kp.wall_utc_s;
+    } else if (!l.time.wall) {
+        l.time.wall_refused = kp.wall_refused;  // a stamp was there, its time refused
     }
     if (kp.origin != Origin::Unknown) l.origin = kp.origin;
     if (!kp.ident.empty()) {
@@ -110,6 +113,7 @@ void LineDecoder::State::programPrefix(std::string_view& t, LogLine& l) {
             if (wall && !l.time.wall) {
                 l.time.wall = std::move(wall);
                 l.time.wall_utc_s = utc_s;
+                l.time.wall_refused = WallRefusal::None;
             }
         }
         if (size_t n = loggerStampsLength(t)) {

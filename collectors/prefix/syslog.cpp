@@ -77,6 +77,7 @@ bool traditionalStamp(Cursor& c, KernelPrefix& p) {
     ct.month = monthFromName(month);
     p.wall = formatWall(ct);
     if (p.wall && !frac.empty() && frac.size() <= 9) *p.wall += "." + std::string(frac);
+    if (!p.wall && ct.month != 0) p.wall_refused = WallRefusal::Date;  // `Feb 30`, `25:00:00`
     c = t;
     return true;
 }
@@ -90,6 +91,7 @@ bool fullStamp(Cursor& c, KernelPrefix& p) {
     t.i += st->len;
     if (!t.eat(' ') || token(t, 32).empty()) return false;
     p.wall = stampWall(*st);
+    p.wall_refused = stampRefusal(*st);
     c = t;
     return true;
 }
@@ -101,6 +103,7 @@ bool numericStamp(Cursor& c, KernelPrefix& p) {
         if (st->sep != 'T' || !st->zone || st->frac_digits > 6 || st->frac_sep == ',') return false;
         p.wall = stampWall(*st);
         p.wall_utc_s = zonedEpoch(*st);
+        p.wall_refused = stampRefusal(*st);
         c.i += st->len;
         return true;
     }

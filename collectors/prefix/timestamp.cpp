@@ -152,33 +152,38 @@ std::optional<IsoStamp> scanIsoStamp(std::string_view s, bool allow_space) {
     if (s.size() < 19 || !isDigit(s[0])) return std::nullopt;
     Cursor c{s};
     IsoStamp st;
+    // The shape decides whether this is a stamp; a field out of range only refuses its time.
     st.t.year = c.fixed(4);
     if (st.t.year < 0 || !c.eat('-')) return std::nullopt;
     st.t.month = c.fixed(2);
-    if (st.t.month < 1 || st.t.month > 12 || !c.eat('-')) return std::nullopt;
+    if (st.t.month < 0 || !c.eat('-')) return std::nullopt;
     st.t.day = c.fixed(2);
-    if (st.t.day < 1 || st.t.day > daysInMonth(st.t.year, st.t.month)) return std::nullopt;
+    if (st.t.day < 0) return std::nullopt;
     st.sep = c.peek();
     if (!(c.eat('T') || (allow_space && c.eat(' ')))) return std::nullopt;
     st.t.hour = c.fixed(2);
-    if (st.t.hour < 0 || st.t.hour > 24 || !c.eat(':')) return std::nullopt;
+    if (st.t.hour < 0 || !c.eat(':')) return std::nullopt;
     st.t.minute = c.fixed(2);
-    if (st.t.minute < 0 || st.t.minute > 59 || !c.eat(':')) return std::nullopt;
+    if (st.t.minute < 0 || !c.eat(':')) return std::nullopt;
     st.t.second = c.fixed(2);
-    if (st.t.second < 0 || st.t.second > 60) return std::nullopt;
+    if (st.t.second < 0) return std::nullopt;
+    st.bad_date = st.t.month < 1 || st.t.month > 12 || st.t.day < 1 ||
+                  st.t.day > daysInMonth(st.t.year, st.t.month) || st.t.hour > 24 ||
+                  st.t.minute > 59 || st.t.second > 60;
+    bool zeros = true;
     if ((c.peek() == '.' || c.peek() == ',') && isDigit(c.peek(1))) {
         st.frac_sep = c.peek();
         ++c.i;
-        bool zeros = true;
         while (isDigit(c.peek()) && !c.done())
             zeros = zeros && c.peek() == '0', ++c.i, ++st.frac_digits;
-        if (st.frac_digits > 9 || (st.t.hour == 24 && !zeros)) return std::nullopt;
+        if (st.frac_digits > 9) return std::nullopt;
     }
-    if (st.t.hour == 24) {  // ISO 8601 `24:00:00`: the end of the day, the next day's 00:00:00
-        if (st.t.minute != 0 || st.t.second != 0) return std::nullopt;
+    if (st.t.hour == 24 && !st.bad_date) {  // ISO 8601 `24:00:00`: the next day's 00:00:00
         auto day = epochFromCivil(CivilTime{st.t.year, st.t.month, st.t.day, 0, 0, 0});
-        if (!day) return std::nullopt;
-        st.t = civilFromEpoch(*day + 86400);
+        if (st.t.minute != 0 || st.t.second != 0 || !zeros || !day)
+            st.bad_date = true;
+        else
+            st.t = civilFromEpoch(*day + 86400);
     }
     if (c.peek() == 'Z' || c.peek() == 'z') {
         ++c.i;
@@ -243,12 +248,12 @@ std::optional<int64_t> epochFromCivil(const CivilTime& t) {
 }
 
 std::optional<std::string> stampWall(const IsoStamp& st) {
-    if (st.bad_zone) return std::nullopt;
+    if (st.bad_zone || st.bad_date) return std::nullopt;
     return formatWall(st.t);
 }
 
 std::optional<int64_t> zonedEpoch(const IsoStamp& st) {
-    if (!st.zone || st.bad_zone) return std::nullopt;
+    if (!st.zone || st.bad_zone || st.bad_date) return std::nullopt;
     auto s = epochFromCivil(st.t);
     if (!s) return std::nullopt;
     return *s - st.offset_s;

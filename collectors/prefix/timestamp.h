@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "collectors/common/evidence.h"
+
 namespace gpufault::prefix {
 
 /// A calendar time as printed. `year` 0 = not printed, `month` 0 = not recognised.
@@ -30,8 +32,9 @@ int monthFromName(std::string_view token);
 
 /// An ISO 8601 / RFC 3339 stamp at the start of a line: `YYYY-MM-DD[T ]HH:MM:SS[.,]f…` with an
 /// optional zone `Z` / `±HH:MM` / `±HHMM` / `±HH` (Go RFC3339Nano, rsyslog date-rfc3339,
-/// journald short-iso, util-linux `--time-format iso`). A date that does not exist (`02-30`) is
-/// no stamp; `24:00:00` is the next day's `00:00:00`.
+/// journald short-iso, util-linux `--time-format iso`). A stamp of this shape whose date or time
+/// does not exist (`2026-13-01`, `02-30`, `25:00`) is a stamp with `bad_date` set (its time is
+/// refused, not read as another); `24:00:00` is the next day's `00:00:00`.
 struct IsoStamp {
     CivilTime t;
     size_t len = 0;       ///< bytes of the stamp
@@ -44,13 +47,21 @@ struct IsoStamp {
     /// the zone's offset is out of range (`+2500`, `+01:75`): the stamp's time is refused
     /// (stampWall() and zonedEpoch() give none), not read in another zone
     bool bad_zone = false;
+    /// a field is out of range (month 13, `02-30`, hour 25, minute 60, `24:00:01`): the stamp's
+    /// time is refused (stampWall() and zonedEpoch() give none)
+    bool bad_date = false;
 };
 
 /// Scans an ISO stamp at the start of `s` (`allow_space`: also `YYYY-MM-DD HH:MM:SS`).
 std::optional<IsoStamp> scanIsoStamp(std::string_view s, bool allow_space = false);
 
-/// TimeInfo::wall of a scanned stamp: formatWall(st.t), nullopt when its zone is refused.
+/// TimeInfo::wall of a scanned stamp: formatWall(st.t), nullopt when its date or zone is refused.
 std::optional<std::string> stampWall(const IsoStamp& st);
+
+/// Why stampWall(st) gives no wall: Date (bad_date), Zone (bad_zone), else None.
+inline WallRefusal stampRefusal(const IsoStamp& st) {
+    return st.bad_date ? WallRefusal::Date : st.bad_zone ? WallRefusal::Zone : WallRefusal::None;
+}
 
 /// The UTC calendar time of `secs` seconds since the Unix epoch (journald `short-unix`).
 CivilTime civilFromEpoch(int64_t secs);
@@ -60,7 +71,7 @@ CivilTime civilFromEpoch(int64_t secs);
 std::optional<int64_t> epochFromCivil(const CivilTime& t);
 
 /// The instant of an ISO stamp that states its zone (`t` minus the offset), seconds since the
-/// epoch; nullopt when it states none or a refused one (bad_zone).
+/// epoch; nullopt when it states none or a refused one (bad_zone), or its date is refused.
 std::optional<int64_t> zonedEpoch(const IsoStamp& st);
 
 }  // namespace gpufault::prefix

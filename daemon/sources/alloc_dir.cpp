@@ -34,8 +34,9 @@ bool decimal(std::string_view digits, int64_t& out) {
 }
 
 /// The pid of `gpufault-alloc.<pid>.log` (older shims) or
-/// `gpufault-alloc.<pid>.<pidns>.<start ticks>.log`; 0 for any other name.
-int64_t pidOfName(std::string_view name) {
+/// `gpufault-alloc.<pid>.<pidns>.<start ticks>.log` (`pidns` set then); 0 for any other name.
+int64_t pidOfName(std::string_view name, std::optional<uint64_t>& pidns) {
+    pidns.reset();
     constexpr std::string_view kPre = "gpufault-alloc.", kSuf = ".log";
     if (!name.starts_with(kPre) || !name.ends_with(kSuf)) return 0;
     auto rest = name.substr(kPre.size(), name.size() - kPre.size() - kSuf.size());
@@ -45,10 +46,47 @@ int64_t pidOfName(std::string_view name) {
     if (dot == std::string_view::npos) return pid;
     rest.remove_prefix(dot + 1);
     dot = rest.find('.');
+    int64_t ticks = 0;
     if (dot == std::string_view::npos || !decimal(rest.substr(0, dot), other) ||
-        !decimal(rest.substr(dot + 1), other))
+        !decimal(rest.substr(dot + 1), ticks))
         return 0;
+    pidns = static_cast<uint64_t>(other);
     return pid;
+}
+
+/// The pid in gpufaultd's /proc of the process that is `nspid` in pid namespace `pidns` (its
+/// /proc/N/ns/pid names `pidns` and the last field of its `NSpid:` line is `nspid`); 0 when no
+/// process seen here is (gone, or its namespace is not below ours). Reads every /proc/N/ns/pid
+/// link: done once per file of another namespace.
+int64_t hostPidOf(uint64_t pidns, int64_t nspid) {
+    DIR* d = ::opendir("/proc");
+    if (!d) return 0;
+    const std::string want = fmt::format("pid:[{}]", pidns);
+    int64_t found = 0;
+    char link[64];
+    while (auto* ent = ::readdir(d)) {
+        int64_t n = 0;
+        if (!decimal(ent->d_name, n)) continue;
+        auto dir = fmt::format("/proc/{}", n);
+        ssize_t len = ::readlink((dir + "/ns/pid").c_str(), link, sizeof link);
+        if (len <= 0 || std::string_view(link, static_cast<size_t>(len)) != want) continue;
+        auto status = readSmallFile(dir + "/status", 16384);
+        if (!status) continue;
+        auto at = status->find("\nNSpid:");
+        if (at == std::string::npos) continue;
+        auto end = status->find('\n', at + 1);
+        std::string_view line(*status);
+        line = line.substr(at + 7, end == std::string::npos ? std::string::npos : end - at - 7);
+        auto last = line.find_last_of(" \t");
+        int64_t inner = 0;
+        if (last != std::string_view::npos && decimal(line.substr(last + 1), inner) &&
+            inner == nspid) {
+            found = n;
+            break;
+        }
+    }
+    ::closedir(d);
+    return found;
 }
 
 using ProcNow = AllocDirSource::ProcNow;
@@ -145,8 +183,9 @@ void AllocDirSource::scanDir(const std::string& dir, int depth) {
         std::string name = ent->d_name;
         if (name.empty() || name[0] == '.') continue;
         std::string path = dir + "/" + name;
-        if (int64_t pid = pidOfName(name)) {
-            consider(path, pid);
+        std::optional<uint64_t> pidns;
+        if (int64_t pid = pidOfName(name, pidns)) {
+            consider(path, pid, pidns);
         } else if (depth == 0 && (ent->d_type == DT_DIR || ent->d_type == DT_UNKNOWN)) {
             subdirs.push_back(path);  // a run's own directory (gpufault run)
         }
@@ -158,7 +197,7 @@ void AllocDirSource::scanDir(const std::string& dir, int depth) {
     }
 }
 
-void AllocDirSource::consider(const std::string& path, int64_t pid) {
+void AllocDirSource::consider(const std::string& path, int64_t pid, std::optional<uint64_t> pidns) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) return;
     Key key{st.st_dev, st.st_ino};
@@ -182,12 +221,23 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
         f.path = path;
         f.pid = pid;
         f.uid = st.st_uid;
+        // A file named for another pid namespace (a container's job) names the pid the process
+        // has there: the host's /proc/PID is another process. Its pid here is looked up (the
+        // process whose ns/pid is that namespace and whose innermost NSpid is PID).
+        bool foreign = pidns && ownPidns_ && *pidns != *ownPidns_;
+        f.proc_pid = foreign ? hostPidOf(*pidns, pid) : pid;
         // Trusted: root's file, or a file of the user the process runs as. /proc/PID belongs
         // to the process's effective uid (root for a process that is not dumpable).
-        auto proc = st.st_uid == 0 ? std::nullopt : procNow(pid);
+        auto proc = st.st_uid == 0 ? std::nullopt : procNow(f.proc_pid);
         std::string why;
         if (st.st_uid == 0) {
             f.trusted = true;
+        } else if (!proc && foreign && f.proc_pid == 0) {
+            why = fmt::format(
+                "pid {} of pid namespace {}: no process here has it (gone, or its namespace is "
+                "not below gpufaultd's), so its owner cannot be checked",
+                pid,
+                *pidns);
         } else if (!proc) {
             // Gone: trusted only when this very file (device, inode, `start` line) was trusted
             // and stored before (a daemon restarted after its job ended).
@@ -198,8 +248,18 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
             else
                 why = fmt::format("process {} gone before its owner could be checked", pid);
         } else if (proc->uid != st.st_uid) {
-            why = fmt::format(
-                "owned by uid {}, but pid {} runs as uid {}", st.st_uid, pid, proc->uid);
+            why =
+                foreign
+                    ? fmt::format(
+                          "owned by uid {}, but pid {} of pid namespace {} (pid {} "
+                          "here) runs as uid {}",
+                          st.st_uid,
+                          pid,
+                          *pidns,
+                          f.proc_pid,
+                          proc->uid)
+                    : fmt::format(
+                          "owned by uid {}, but pid {} runs as uid {}", st.st_uid, pid, proc->uid);
         } else {
             f.trusted = true;
             f.start = proc->start;
@@ -224,11 +284,11 @@ void AllocDirSource::consider(const std::string& path, int64_t pid) {
     f.seen = true;
     bool same = f.size == st.st_size && f.mtime == mtimeNs(st);
     if (f.trusted && !f.closed && f.uid != 0 && same && (f.ended || f.source_id == 0) &&
-        !otherPidNamespace(key) && ::access(fmt::format("/proc/{}", f.pid).c_str(), F_OK) != 0)
+        !otherPidNamespace(key) && ::access(fmt::format("/proc/{}", f.proc_pid).c_str(), F_OK) != 0)
         f.closed = true;  // ended after its last records were read (and its end stored)
     if (f.trusted && !f.closed && !same && std::chrono::steady_clock::now() >= f.not_before)
         queue_.insert(key);
-    else if (f.trusted && !f.ended && f.source_id > 0 && recorderGone(f, key, procNow(f.pid)))
+    else if (f.trusted && !f.ended && f.source_id > 0 && recorderGone(f, key, procNow(f.proc_pid)))
         queue_.insert(key);  // its end is stored with the next read
 }
 
@@ -258,7 +318,7 @@ bool AllocDirSource::recorderGone(const File& f,
 
 bool AllocDirSource::stillItsProcess(File& f) {
     if (f.uid == 0) return true;  // root may record for any pid
-    auto now = procNow(f.pid);
+    auto now = procNow(f.proc_pid);
     if (!now) return true;  // ended: its last records are read (then closed)
     std::string why;
     if (now->uid != f.uid)
@@ -306,7 +366,7 @@ db::Result<bool> AllocDirSource::poll(Txn& txn) {
         }
         // Looked at before the read, so that the read has every record the process wrote
         // (records appended after its end is stored are refused: docs/preload.md).
-        auto before = procNow(f.pid);
+        auto before = procNow(f.proc_pid);
         bool ended = f.uid != 0 && !before && !otherPidNamespace(key);
         bool gone = !f.ended && (ended || recorderGone(f, key, before));
         std::optional<int64_t> running;  // the start ticks of the pid's process now

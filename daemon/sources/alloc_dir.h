@@ -61,7 +61,10 @@ class AllocDirSource final : public Source {
     using Key = std::pair<dev_t, ino_t>;
     struct File {
         std::string path;
-        int64_t pid = 0;
+        int64_t pid = 0;  ///< the pid its name gives (a container's pid: in its namespace)
+        /// The pid to look at in gpufaultd's /proc: `pid`, or for a file named for another pid
+        /// namespace the pid that process has here (0: not found, /proc cannot tell).
+        int64_t proc_pid = 0;
         uid_t uid = 0;
         bool trusted = false;
         off_t size = -1;     ///< as last stored (-1: not yet)
@@ -81,7 +84,8 @@ class AllocDirSource final : public Source {
     };
     void scan();
     void scanDir(const std::string& dir, int depth);
-    void consider(const std::string& path, int64_t pid);
+    /// `pidns`: the pid namespace inode the file's name gives (nullopt: none, an older shim).
+    void consider(const std::string& path, int64_t pid, std::optional<uint64_t> pidns);
     /// False (and the file refused from now on) when its pid now runs as another process.
     bool stillItsProcess(File& f);
     /// True when the process that wrote the file's last `start` record surely no longer runs:

@@ -83,3 +83,58 @@ TEST(WallTime, ALocalTimeInADstGapOrOverlapIsMarkedAndNotJoinedOn) {
                     "evidence e ON e.id = c.evidence_id ORDER BY e.line"),
               "line\twall_us\n1\t-\n2\t-\n3\t1796061900000000\n");
 }
+
+// A stamp of a known form whose date, time or zone does not exist is refused at a fresh ingest
+// with a warning of its file and line (the 017 upgrade gives the same for stored rows): month
+// 13, Feb 30 (RFC 3339, dmesg -T, RFC 3164), an offset no zone uses. The line is still read as
+// the kernel's (its prefix stripped, its pid kept); only its wall time is left out.
+TEST(WallTime, AStampThatIsNoDateIsRefusedWithAWarningOfItsLine) {
+    TempDir dir;
+    std::string db = dir.file("g.db"), log = dir.file("bad-stamps.log");
+    writeFile(log,
+              segfault("2026-13-01T10:05:00+00:00 host kernel: ") +
+                  segfault("2026-02-30T10:05:00Z host kernel: ") +
+                  segfault("2026-11-30T10:05:00+15:00 host kernel: ") +
+                  segfault("[Mon Feb 30 10:05:00 2026] ") +
+                  segfault("Feb 30 10:05:00 host kernel: ") +
+                  segfault("2026-11-30T11:05:00+01:00 host kernel: "));
+    auto in = inZone("UTC", {"--db", db, "ingest", "-q", log});
+    ASSERT_EQ(in.status, 0) << in.err;
+    EXPECT_EQ(query(db, kSql),
+              "line\twall\tutc\tzone\n"
+              "1\t-\t-\t-\n"
+              "2\t-\t-\t-\n"
+              "3\t-\t-\t-\n"
+              "4\t-\t-\t-\n"
+              "5\t-\t-\t-\n"
+              "6\t2026-11-30T11:05:00\t1796033100000000\tstated\n");
+    // every line is still the kernel's record of pid 4528, its stamp and host stripped
+    EXPECT_EQ(
+        query(db, "SELECT count(*) AS n FROM evidence WHERE pid = 4528 AND process = 'procA'"),
+        "n\n6\n");
+    const std::string date =
+        "timestamp is not a date and time (no such month, day, hour, minute or second): no wall "
+        "time stored";
+    EXPECT_EQ(query(db,
+                    "SELECT w.line, s.path = '" + log +
+                        "' AS here, w.message FROM warnings w JOIN sources s ON s.id = "
+                        "w.source_id ORDER BY w.line"),
+              "line\there\tmessage\n"
+              "1\t1\t" +
+                  date +
+                  "\n"
+                  "2\t1\t" +
+                  date +
+                  "\n"
+                  "3\t1\ttimestamp states a zone offset no zone uses (beyond -12:00 to +14:00): no "
+                  "wall time stored\n"
+                  "4\t1\t" +
+                  date +
+                  "\n"
+                  "5\t1\t" +
+                  date + "\n");
+    // ingested again (nothing new): no warning twice
+    auto again = inZone("UTC", {"--db", db, "ingest", "-q", log});
+    ASSERT_EQ(again.status, 0) << again.err;
+    EXPECT_EQ(query(db, "SELECT count(*) AS n FROM warnings"), "n\n5\n");
+}

@@ -16,6 +16,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "tests/daemon/daemon_harness.h"
 #include "tests/support/process.h"
@@ -79,21 +80,21 @@ struct HeldJob {
     int in = -1;
     std::string line;  ///< what it printed: "pid=P hipMalloc ptr=0x… size=1048576 rc=0"
 
-    explicit HeldJob(const std::string& alloc_dir) {
+    /// `wrapper`: a command that runs the job (`unshare --pid --fork`, `setpriv …`), or none.
+    explicit HeldJob(const std::string& alloc_dir, std::vector<std::string> wrapper = {}) {
         int toChild[2], fromChild[2];
         if (::pipe2(toChild, O_CLOEXEC) != 0 || ::pipe2(fromChild, O_CLOEXEC) != 0) return;
+        for (const char* a : {PRELOAD_HOST, STANDIN_FW, STANDIN_RT, "hold"}) wrapper.push_back(a);
+        std::vector<char*> argv;
+        for (auto& a : wrapper) argv.push_back(a.data());
+        argv.push_back(nullptr);
         pid = ::fork();
         if (pid == 0) {
             ::dup2(toChild[0], 0);
             ::dup2(fromChild[1], 1);
             ::setenv("LD_PRELOAD", PRELOAD_SHIM, 1);
             ::setenv("GPUFAULT_ALLOC_DIR", alloc_dir.c_str(), 1);
-            ::execl(PRELOAD_HOST,
-                    PRELOAD_HOST,
-                    STANDIN_FW,
-                    STANDIN_RT,
-                    "hold",
-                    static_cast<char*>(nullptr));
+            ::execv(argv[0], argv.data());
             ::_exit(127);
         }
         ::close(toChild[0]);

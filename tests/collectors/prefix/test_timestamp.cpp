@@ -49,7 +49,12 @@ TEST(Timestamp, IsoScanner) {
     EXPECT_FALSE(c->zone);
     EXPECT_FALSE(scanIsoStamp("2025-09-09 02:30:28"));
     EXPECT_TRUE(scanIsoStamp("2025-09-09 02:30:28", true));
-    EXPECT_FALSE(scanIsoStamp("2025-13-09T02:30:28"));
+    auto month13 = scanIsoStamp("2025-13-09T02:30:28");  // the shape of a stamp, no time
+    ASSERT_TRUE(month13);
+    EXPECT_TRUE(month13->bad_date);
+    EXPECT_EQ(month13->len, 19u);
+    EXPECT_FALSE(stampWall(*month13));
+    EXPECT_EQ(stampRefusal(*month13), WallRefusal::Date);
     EXPECT_FALSE(scanIsoStamp("2025-09-09T02:30"));
 }
 
@@ -112,15 +117,29 @@ TEST(Timestamp, ZoneSpellingsInvalidDatesAndEndOfDay) {
     EXPECT_TRUE(scanIsoStamp("2026-11-30T10:05:00+0060 x")->bad_zone);
     EXPECT_EQ(zonedEpoch(*scanIsoStamp("2026-11-30T10:05:00+14:00 x")), 1796033100 - 14 * 3600);
     EXPECT_EQ(zonedEpoch(*scanIsoStamp("2026-11-30T10:05:00-12:00 x")), 1796033100 + 12 * 3600);
-    EXPECT_FALSE(scanIsoStamp("2026-02-30T10:05:00Z"));
-    EXPECT_FALSE(scanIsoStamp("2026-02-29T10:05:00Z"));  // 2026 is not a leap year
-    EXPECT_TRUE(scanIsoStamp("2028-02-29T10:05:00Z"));
+    // A date that does not exist: a stamp (its length known) whose time is refused.
+    for (const char* s : {"2026-02-30T10:05:00Z",
+                          "2026-02-29T10:05:00Z" /* not a leap year */,
+                          "2026-11-30T25:05:00Z",
+                          "2026-11-30T10:60:00Z",
+                          "2026-00-10T10:05:00Z"}) {
+        auto st = scanIsoStamp(s);
+        ASSERT_TRUE(st) << s;
+        EXPECT_TRUE(st->bad_date) << s;
+        EXPECT_EQ(st->len, 20u) << s;
+        EXPECT_FALSE(stampWall(*st)) << s;
+        EXPECT_FALSE(zonedEpoch(*st)) << s;
+    }
+    EXPECT_FALSE(scanIsoStamp("2028-02-29T10:05:00Z")->bad_date);
+    EXPECT_EQ(stampRefusal(*scanIsoStamp("2026-11-30T10:05:00+1500 x")), WallRefusal::Zone);
+    EXPECT_EQ(stampRefusal(*scanIsoStamp("2026-11-30T10:05:00+1400 x")), WallRefusal::None);
     EXPECT_FALSE(formatWall({2026, 4, 31, 0, 0, 0}));
     EXPECT_EQ(formatWall({0, 2, 29, 0, 0, 0}), "02-29T00:00:00");  // no year: may be a leap day
     auto eod = scanIsoStamp("2026-12-31T24:00:00Z x");
     ASSERT_TRUE(eod);
     EXPECT_EQ(stampWall(*eod), "2027-01-01T00:00:00");
-    EXPECT_FALSE(scanIsoStamp("2026-12-31T24:00:01Z"));
+    EXPECT_TRUE(scanIsoStamp("2026-12-31T24:00:01Z")->bad_date);
+    EXPECT_FALSE(stampWall(*scanIsoStamp("2026-12-31T24:00:01Z")));
 }
 
 }  // namespace

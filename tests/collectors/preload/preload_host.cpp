@@ -16,7 +16,10 @@
 //   preload_host FRAMEWORK.so RUNTIME.so exec-sh  (allocates 1 MiB, then exec()s /bin/sh, which
 //                                                  allocates nothing and prints a ROCr fault
 //                                                  inside that buffer)
+//   preload_host FRAMEWORK.so RUNTIME.so thread   (allocates 1 MiB, then a second thread
+//                                                  allocates 2 MiB; prints pid, tid, pointers)
 #include <dlfcn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -180,6 +183,29 @@ int execShell() {
     return 4;
 }
 
+/// One allocation by the main thread, one by another thread (its kernel tid printed: what a
+/// kernel record of a fault in that thread names as the pid).
+int threads() {
+    int rc = 0;
+    void* a = hipAlloc(1 << 20, &rc);
+    std::printf("main pid=%d tid=%ld ptr=%p size=%d\n",
+                getpid(),
+                static_cast<long>(::syscall(SYS_gettid)),
+                a,
+                1 << 20);
+    std::thread t([] {
+        int r = 0;
+        void* b = hipAlloc(2 << 20, &r);
+        std::printf("thread pid=%d tid=%ld ptr=%p size=%d\n",
+                    getpid(),
+                    static_cast<long>(::syscall(SYS_gettid)),
+                    b,
+                    2 << 20);
+    });
+    t.join();
+    return 0;
+}
+
 int afterExec() {
     int rc = 0;
     void* a = hipAlloc(2 << 20, &rc);
@@ -221,5 +247,6 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[3], "exec") == 0) return execSelf(argv);
     if (std::strcmp(argv[3], "exec-sh") == 0) return execShell();
     if (std::strcmp(argv[3], "after-exec") == 0) return afterExec();
+    if (std::strcmp(argv[3], "thread") == 0) return threads();
     return std::strcmp(argv[3], "fault") == 0 ? fault() : records(rt);
 }

@@ -1,0 +1,73 @@
+// A zstd-compressed copy of a core (`core.X.zst`, systemd-coredump's form) is the core already
+// stored from the uncompressed file, and the other way round: one core, recognised by the
+// fingerprint of the uncompressed content (cores.content_fingerprint, migration 020). The real
+// fixture core (tests/data/cores), compressed here by libzstd, through the built binary.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/core_ingest.h"
+#include "tests/support/crash_files.h"
+#include "tests/support/fixture_check.h"
+#include "tests/support/process.h"
+
+namespace gpufault::testing {
+namespace {
+
+const std::string kZstName =
+    "core.crashmain.0.0123456789abcdef0123456789abcdef.14046."
+    "1764491498000000.zst";
+
+std::string cores(const std::string& db) {
+    auto q = run({GPUFAULT_BIN,
+                  "--db",
+                  db,
+                  "query",
+                  "SELECT c.id, c.content_fingerprint = (SELECT content_fingerprint FROM cores "
+                  "WHERE id = 1) AS same_content FROM cores c ORDER BY c.id"});
+    EXPECT_EQ(q.status, 0) << q.err;
+    return q.out;
+}
+
+TEST(CoreCopies, AZstCopyOfAStoredCoreIsThatCore) {
+    TempDir t;
+    std::string raw = t.file("core"), zst = t.file(kZstName), plain = t.file("copy.zst");
+    writeFile(raw, readFile(kCoreDir + "core"));
+    writeFile(zst, zstdCompress(readFile(kCoreDir + "core")));
+    writeFile(plain, readFile(zst));
+    std::string db = t.file("db");
+    auto first = run(coreIngestArgs(db, {raw}));
+    ASSERT_EQ(first.status, 0) << first.err;
+    EXPECT_NE(first.out.find(raw + ": core 1, 1 thread"), std::string::npos) << first.out;
+    // systemd-coredump's name, and a copy of it under another name: both the stored core
+    auto second = run(coreIngestArgs(db, {zst, plain}));
+    ASSERT_EQ(second.status, 0) << second.err;
+    EXPECT_NE(second.out.find(zst + ": core already stored as core 1 from " + raw),
+              std::string::npos)
+        << second.out;
+    EXPECT_NE(second.out.find(plain + ": core already stored as core 1 from " + raw),
+              std::string::npos)
+        << second.out;
+    EXPECT_EQ(cores(db), "id\tsame_content\n1\t1\n");
+}
+
+TEST(CoreCopies, TheUncompressedCoreOfAStoredZstIsThatCore) {
+    TempDir t;
+    std::string raw = t.file("core"), zst = t.file(kZstName);
+    writeFile(raw, readFile(kCoreDir + "core"));
+    writeFile(zst, zstdCompress(readFile(kCoreDir + "core")));
+    std::string db = t.file("db");
+    // Both in one command, the compressed one first.
+    auto r = run(coreIngestArgs(db, {zst, raw}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find(zst + ": core 1, 1 thread"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(raw + ": core already stored as core 1 from " + zst), std::string::npos)
+        << r.out;
+    EXPECT_EQ(cores(db), "id\tsame_content\n1\t1\n");
+    auto c = parseJsonLines(run({GPUFAULT_BIN, "--db", db, "cores", "--json"}).out);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["origin"], "systemd-coredump");
+}
+
+}  // namespace
+}  // namespace gpufault::testing
