@@ -1,5 +1,6 @@
 #include "collectors/common/redact.h"
 
+#include <algorithm>
 #include <cctype>
 #include <utility>
 
@@ -99,24 +100,51 @@ public:
             ++trail;
         auto core = w.substr(lead, w.size() - lead - trail);
         std::string out(w.substr(0, lead));
-        out += redactCore(core, first);
+        // A quoted phrase (`"Authorization: Bearer X"` inside a script): its own words.
+        if (!first && lead > 0 && core.find_first_of(" \t\n") != std::string_view::npos &&
+            assignmentName(core).empty())
+            out += text(core);
+        else
+            out += redactCore(core, first);
+        // `TOKEN="a b"`: the value's quotes go with it; quotes around the whole word stay.
+        if (redactedAssignment_) trail = std::min(lead, trail);
+        redactedAssignment_ = false;
         out.append(w.substr(w.size() - trail));
         return out;
     }
 
-    /// An argument holding blanks (`sh -c '…'`, `-H "Authorization: Bearer X"`): each word.
+    /// A shell script (`sh -c '…'`, `-H "Authorization: Bearer X"`): each word, as the shell
+    /// splits them (quotes keep blanks in a word; unquoted blanks and `;&|()<>` end it and are
+    /// kept as they are).
     std::string text(std::string_view a) {
+        auto separator = [](char c) {
+            return c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|' ||
+                   c == '(' || c == ')' || c == '<' || c == '>';
+        };
         std::string out;
         size_t i = 0;
         while (i < a.size()) {
-            size_t blank = a.find_first_of(" \t\n", i);
-            if (blank == i) {
+            if (separator(a[i])) {
                 out += a[i++];
                 continue;
             }
-            if (blank == std::string_view::npos) blank = a.size();
-            out += word(a.substr(i, blank - i), false);
-            i = blank;
+            size_t start = i;
+            char quote = 0;
+            while (i < a.size()) {
+                char c = a[i];
+                if (quote == 0 && separator(c)) break;
+                if (c == '\\' && quote != '\'') {  // an escaped character stays in the word
+                    i += 2;
+                    continue;
+                }
+                if (quote == 0 && (c == '\'' || c == '"'))
+                    quote = c;
+                else if (c == quote)
+                    quote = 0;
+                ++i;
+            }
+            i = std::min(i, a.size());
+            out += word(a.substr(start, i - start), false);
         }
         return out;
     }
@@ -124,6 +152,7 @@ public:
 private:
     enum class Next { Plain, Secret, UserPass };
     Next next_ = Next::Plain;
+    bool redactedAssignment_ = false;  ///< redactCore() replaced an assignment's value
 
     static bool isScheme(std::string_view w) {
         return iequals(w, "Bearer") || iequals(w, "Basic") || iequals(w, "Token") ||
@@ -169,7 +198,10 @@ private:
         }
         if (auto name = assignmentName(w); !name.empty()) {
             auto value = w.substr(name.size() + 1);
-            if (looksSecret(name, value)) return std::string(name) + "=<redacted>";
+            if (looksSecret(name, value)) {
+                redactedAssignment_ = true;
+                return std::string(name) + "=<redacted>";
+            }
         }
         // `Authorization:` or `X-Api-Key:` header names: the rest of the header is secret.
         if (w.size() > 1 && w.back() == ':' && looksSecret(w.substr(0, w.size() - 1), "")) {
@@ -188,7 +220,13 @@ std::vector<std::string> redactArgs(const std::vector<std::string>& argv) {
     for (size_t i = 0; i < argv.size(); ++i) {
         const std::string& a = argv[i];
         bool blanks = a.find_first_of(" \t\n") != std::string::npos;
-        out.push_back(i > 0 && blanks ? r.text(a) : r.word(a, i == 0));
+        // After `-c` an argument is a script; elsewhere one word, even with blanks in it
+        // (`env 'TOKEN=a b' cmd`: the whole value is the variable's).
+        bool script = i > 0 && argv[i - 1] == "-c";
+        if (i > 0 && blanks && (script || assignmentName(a).empty()))
+            out.push_back(r.text(a));
+        else
+            out.push_back(r.word(a, i == 0));
     }
     return out;
 }

@@ -125,3 +125,18 @@ TEST(Redact, AssignmentsShellStringsAndHttpCredentials) {
     EXPECT_EQ(redactArgs({"env", "PWD=/x", "N=3", "run"}),
               (std::vector<std::string>{"env", "PWD=/x", "N=3", "run"}));
 }
+
+// hostile9a F5: the stored script is the script that ran, minus the secrets: separators stay,
+// a quoted value goes whole, a one-word assignment with blanks goes whole.
+TEST(Redact, ScriptsKeepTheirSeparatorsAndQuotedValuesGoWhole) {
+    EXPECT_EQ(redactArgs({"sh", "-c", "A=1; TOKEN=s; echo $A"}),
+              (std::vector<std::string>{"sh", "-c", "A=1; TOKEN=<redacted>; echo $A"}));
+    EXPECT_EQ(redactArgs({"sh", "-c", "TOKEN=\"sek ret25\" true&&HF_TOKEN='a b'|cat"}),
+              (std::vector<std::string>{"sh", "-c",
+                                        "TOKEN=<redacted> true&&HF_TOKEN=<redacted>|cat"}));
+    EXPECT_EQ(redactArgs({"env", "TOKEN=sek ret24", "MSG=hello world", "x"}),
+              (std::vector<std::string>{"env", "TOKEN=<redacted>", "MSG=hello world", "x"}));
+    EXPECT_EQ(redactArgs({"sh", "-c", "echo 'a;b' \"TOKEN=x y\" (PW=z)"}),
+              (std::vector<std::string>{"sh", "-c",
+                                        "echo 'a;b' \"TOKEN=<redacted>\" (PW=<redacted>)"}));
+}
