@@ -122,7 +122,7 @@ std::string distanceText(const DistanceRow& r) {
 }
 
 TextTable operandTable(const std::vector<DistanceRow>& rows) {
-    TextTable t{{"OPERAND", "PTR", "END", "SIZE", "DISTANCE", "SAME 2MiB", "RANK", "WHERE"}, {}};
+    TextTable t{{"OPERAND", "PTR", "END", "SIZE", "DISTANCE", "SAME 2MiB", "ORDER", "WHERE"}, {}};
     for (const auto& r : rows)
         t.rows.push_back({r.op.o.name,
                           addr16(r.op.o.ptr),
