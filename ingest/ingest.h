@@ -42,7 +42,7 @@ struct IngestSummary {
     uint64_t dispatch_rows = 0;  ///< dispatch rows kept (windows)
     uint64_t operands = 0;
     uint64_t warnings = 0;
-    uint64_t truncated_lines = 0;  ///< lines over 1 MiB, stored truncated
+    uint64_t truncated_lines = 0;  ///< lines over 1 MiB, parsed and stored cut to 1 MiB
     /// Batches of lines classified by the reading thread and by the matching thread (each
     /// classifies what the other has not claimed when it would otherwise wait).
     uint64_t classified_by_reader = 0, classified_by_matcher = 0;

@@ -32,6 +32,17 @@ StreamIngest::StreamIngest(Store& store,
     sink_.loadHeld(lineNo_ + 1);
 }
 
+namespace {
+/// The warning of a line cut at LineDecoder::kMaxLine: what was read and what was not.
+std::string longLineWarning() {
+    return fmt::format(
+        "line longer than {} bytes: parsed and stored cut to {} bytes; a record past them is "
+        "not read",
+        LineDecoder::kMaxLine,
+        LineDecoder::kMaxLine);
+}
+}  // namespace
+
 void StreamIngest::feed(std::string_view line, int64_t position, bool truncated) {
     ++lineNo_;
     ++uncommitted_;
@@ -40,9 +51,7 @@ void StreamIngest::feed(std::string_view line, int64_t position, bool truncated)
     if (truncated) {
         ++sum_.truncated_lines;
         sink_.markTruncated(lineNo_);
-        sink_.warning(Warning{
-            lineNo_,
-            fmt::format("line longer than {} bytes: stored truncated", LineDecoder::kMaxLine)});
+        sink_.warning(Warning{lineNo_, longLineWarning()});
     }
     pipe_.feedLine(lineNo_, line);
 }
@@ -75,9 +84,7 @@ void StreamIngest::matchBatch(const LineBatch& b) {
         if (k.truncated) {
             ++sum_.truncated_lines;
             sink_.markTruncated(first + k.index);
-            sink_.warning(Warning{
-                first + k.index,
-                fmt::format("line longer than {} bytes: stored truncated", LineDecoder::kMaxLine)});
+            sink_.warning(Warning{first + k.index, longLineWarning()});
         }
         if (k.cls == LineDecoder::Class::Fixed && pipe_.decoderQuiet()) {
             if (k.index != 0)
