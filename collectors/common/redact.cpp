@@ -208,6 +208,22 @@ private:
             next_ = Next::Secret;
             return std::string(w);
         }
+        // `authorization:bearer X` / `X-Api-Key:v` glued: the value after the colon is secret
+        // (a URL's `scheme:` is not a header name: looksSecret() judges the name).
+        if (size_t colon = w.find(':'); colon != std::string_view::npos && colon > 0 &&
+                                        w.find("://") == std::string_view::npos &&
+                                        looksSecret(w.substr(0, colon), "")) {
+            auto value = w.substr(colon + 1);
+            if (iequals(value, "Bearer") || iequals(value, "Basic") || iequals(value, "Token")) {
+                next_ = Next::Secret;
+                return std::string(w);
+            }
+            for (std::string_view scheme : {"Bearer", "Basic", "Token"})
+                if (value.size() > scheme.size() && iequals(value.substr(0, scheme.size()), scheme) &&
+                    (value[scheme.size()] == ' ' || value[scheme.size()] == '_'))
+                    return std::string(w.substr(0, colon + 1 + scheme.size() + 1)) + "<redacted>";
+            return std::string(w.substr(0, colon + 1)) + "<redacted>";
+        }
         return redactUrlCredentials(w);
     }
 };

@@ -140,3 +140,13 @@ TEST(Redact, ScriptsKeepTheirSeparatorsAndQuotedValuesGoWhole) {
               (std::vector<std::string>{"sh", "-c",
                                         "echo 'a;b' \"TOKEN=<redacted>\" (PW=<redacted>)"}));
 }
+
+// hostile9c 7: a header glued to its value; hostile9a F5: `--header=Authorization:Basic_x`.
+TEST(Redact, HeaderNamesGluedToTheirValues) {
+    EXPECT_EQ(redactArgs({"curl", "-H", "authorization:bearer hunter2_I", "-H", "X-Api-Key:k3y",
+                          "--header=Authorization:Basic_x", "-H", "Accept:text/html"}),
+              (std::vector<std::string>{"curl", "-H", "authorization:bearer <redacted>", "-H",
+                                        "X-Api-Key:<redacted>",
+                                        "--header=Authorization:Basic_<redacted>", "-H",
+                                        "Accept:text/html"}));
+}
