@@ -182,6 +182,12 @@ std::optional<Event> parseLine(std::string_view line, std::string& error) {
             error = "dropped record without count";
             return std::nullopt;
         }
+        // The shim writes one after it missed at least one call; more than 2^48 calls cannot
+        // have been made (a forged or damaged record).
+        if (*e.count == 0 || *e.count > (uint64_t{1} << 48)) {
+            error = "dropped record with count " + std::to_string(*e.count) + ": refused";
+            return std::nullopt;
+        }
         return e;
     }
     if (e.kind != "start" && e.kind != "release" && e.kind != "create" && (!havePtr || !haveSize)) {
@@ -228,7 +234,7 @@ void Parser::feed(uint64_t line_no, std::string_view line) {
         return;
     }
     if (e->kind == "dropped") {  // the shim could not record some calls (docs/preload.md)
-        log_.dropped += *e->count;
+        log_.dropped = log_.dropped > UINT64_MAX - *e->count ? UINT64_MAX : log_.dropped + *e->count;
         log_.warnings.push_back(
             {line_no,
              std::to_string(*e->count) + " call(s) of pid " + std::to_string(*e->pid) +

@@ -242,11 +242,17 @@ TEST(PreloadHostile, ADroppedRecordMakesTheRecordingIncomplete) {
         "wall_us=2 mono_us=2 pid=7 tid=7 pidns=5 start_ticks=9 stack=-\n"
         "gpufault.alloc 1 dropped count=3 wall_us=3 mono_us=3 pid=7 tid=8 pidns=5 "
         "start_ticks=9\n"
-        "gpufault.alloc 1 dropped wall_us=4 mono_us=4 pid=7 tid=8\n";
+        "gpufault.alloc 1 dropped wall_us=4 mono_us=4 pid=7 tid=8\n"
+        // hostile9c 6: forged counts are refused, not summed
+        "gpufault.alloc 1 dropped count=0 wall_us=5 mono_us=5 pid=7 tid=8\n"
+        "gpufault.alloc 1 dropped count=18446744073709551615 wall_us=6 mono_us=6 pid=7 tid=8\n";
     auto log = al::parse(text);
     EXPECT_EQ(log.dropped, 3u);
     EXPECT_EQ(log.allocations.size(), 1u);
-    ASSERT_EQ(log.warnings.size(), 2u);
+    ASSERT_EQ(log.warnings.size(), 4u);
+    EXPECT_EQ(log.warnings[2].message, "dropped record with count 0: refused");
+    EXPECT_EQ(log.warnings[3].message,
+              "dropped record with count 18446744073709551615: refused");
     EXPECT_EQ(log.warnings[0].line, 3u);
     EXPECT_EQ(log.warnings[0].message,
               "3 call(s) of pid 7 not recorded (made in a signal handler while the shim held a "
