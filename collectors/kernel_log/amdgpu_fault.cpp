@@ -87,7 +87,7 @@ class AmdgpuFaultMatcher final : public Matcher {
                                              // line may come next
     std::optional<Warning> held_warning_;    // its cut-block warning, emitted with it
     uint64_t seq_ = 0;
-    uint64_t last_block_seq_ = 0;                // feed counter at the last block line stepped
+    uint64_t last_block_seq_ = 0;                 // feed counter at the last block line stepped
     std::optional<amdgpu::HeldLine> last_block_;  // that line, when it began a block alone
 };
 
@@ -309,7 +309,8 @@ std::optional<amdgpu::HeldLine> AmdgpuFaultMatcher::takeBack() {
     std::optional<amdgpu::HeldLine> h = std::move(last_block_);
     last_block_.reset();
     for (size_t i = 0; i < blocks_.size(); ++i) {
-        if (blocks_[i].lines == 1 && blocks_[i].first_line == h->line && blocks_[i].touched == h->seq) {
+        if (blocks_[i].lines == 1 && blocks_[i].first_line == h->line &&
+            blocks_[i].touched == h->seq) {
             blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
             return h;
         }
