@@ -76,6 +76,7 @@ class AmdgpuFaultMatcher final : public Matcher {
     void add(Block& b, FaultStage s, std::string_view body, const LogLine& line);
     void close(size_t i, Sink& out);
     void flushHeld(Sink& out);
+    std::optional<amdgpu::HeldLine> takeBack();
     size_t find(std::string_view key) const;
 
     std::vector<Block> blocks_;
@@ -84,7 +85,10 @@ class AmdgpuFaultMatcher final : public Matcher {
     std::optional<std::string> suppressed_;  // count waiting for the next record
     std::optional<Evidence> held_;           // newest-first input: a record whose suppression
                                              // line may come next
+    std::optional<Warning> held_warning_;    // its cut-block warning, emitted with it
     uint64_t seq_ = 0;
+    uint64_t last_block_seq_ = 0;                 // feed counter at the last block line stepped
+    std::optional<amdgpu::HeldLine> last_block_;  // that line, when it began a block alone
 };
 
 size_t AmdgpuFaultMatcher::find(std::string_view key) const {
@@ -123,6 +127,8 @@ void AmdgpuFaultMatcher::add(Block& b, FaultStage s, std::string_view body, cons
 
 void AmdgpuFaultMatcher::flushHeld(Sink& out) {
     if (!held_) return;
+    if (held_warning_) out.warning(std::move(*held_warning_));
+    held_warning_.reset();
     out.evidence(std::move(*held_));
     held_.reset();
 }
@@ -132,21 +138,54 @@ void AmdgpuFaultMatcher::close(size_t i, Sink& out) {
     blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
     if (!b.header && !b.fault_field) return;  // a lone task line (e.g. after a ring timeout)
     // A cut block is still a record (missing fields null) and a counted warning.
+    std::optional<Warning> cut;
     if (!b.header)
-        out.warning({b.ev.line, "amdgpu page-fault block without its header line (cut?)"});
+        cut = Warning{b.ev.line, "amdgpu page-fault block without its header line (cut?)"};
     else if (!(b.seen & (1u << stageIndex(FaultStage::Address))))
-        out.warning({b.ev.line, "amdgpu page-fault block without its address line (cut?)"});
+        cut = Warning{b.ev.line, "amdgpu page-fault block without its address line (cut?)"};
     if (dir_ == Direction::Reverse && b.header) {
         flushHeld(out);
         held_ = std::move(b.ev);
+        held_warning_ = std::move(cut);
         return;
     }
+    if (cut) out.warning(std::move(*cut));
     out.evidence(std::move(b.ev));
 }
 
 void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
     ++seq_;
-    if (dir_ != Direction::Unknown) return step(line, out);
+    if (dir_ != Direction::Unknown) {
+        // The direction holds for one run of blocks: after a gap without block lines, or at a
+        // block line whose kernel stamp runs against it (`dmesg` pasted after `journalctl -r`),
+        // the blocks in progress end and the order is learned again.
+        bool again = seq_ - last_block_seq_ > kMaxGap;
+        std::optional<amdgpu::HeldLine> redo;
+        if (!again && line.time.kernel_s && last_block_ && last_block_->time.kernel_s &&
+            amdgpu::mentionsAmdgpu(line.text)) {
+            auto d = amdgpu::splitDeviceLine(line.text);
+            if (d && amdgpu::classifyFaultLine(d->body) != FaultStage::None) {
+                TimeInfo prev;
+                prev.kernel_s = last_block_->time.kernel_s;
+                Direction seen = amdgpu::stampOrder(prev, line.time);
+                again = seen != Direction::Unknown && seen != dir_;
+                // The previous block line began a block alone: it is the first line of the
+                // new run (its stamp already ran against the order); taken back, read again.
+                if (again) redo = takeBack();
+            }
+        }
+        if (!again) return step(line, out);
+        closeAll(out);
+        dir_ = Direction::Unknown;
+        last_block_.reset();
+        if (redo) {
+            uint64_t now = seq_;
+            if (Direction d = probe_.offer(redo->view(), redo->seq); d != Direction::Unknown)
+                decide(d, out);
+            seq_ = now;
+            if (dir_ != Direction::Unknown) return step(line, out);
+        }
+    }
     if (probe_.stale(seq_)) settle(out);
     // Lines the probe does not hold change nothing before the first block line.
     if (Direction d = probe_.offer(line, seq_); d != Direction::Unknown) {
@@ -221,6 +260,8 @@ void AmdgpuFaultMatcher::step(const LogLine& line, Sink& out) {
         if (i != npos && amdgpu::endsBlock(*d)) close(i, out);
         return;
     }
+    last_block_seq_ = seq_;
+    last_block_.reset();
     if (i != npos && !joins(blocks_[i], s)) {
         close(i, out);
         i = npos;
@@ -248,7 +289,38 @@ void AmdgpuFaultMatcher::step(const LogLine& line, Sink& out) {
         i = blocks_.size() - 1;
     }
     add(blocks_[i], s, d->body, line);
+    if (blocks_[i].lines == 1) {
+        amdgpu::HeldLine h;
+        h.seq = seq_;
+        h.line = line.line;
+        h.raw = std::string(line.raw);
+        h.text = std::string(text);
+        h.time = line.time;
+        h.rank = line.rank;
+        last_block_ = std::move(h);
+    }
     if (dir_ == Direction::Reverse && s == FaultStage::Header) close(i, out);
+}
+
+// Takes the last block line back when it began a block alone that is still in progress (or is
+// the held record, newest first): nullopt when it joined a block or its record is out.
+std::optional<amdgpu::HeldLine> AmdgpuFaultMatcher::takeBack() {
+    if (!last_block_) return std::nullopt;
+    std::optional<amdgpu::HeldLine> h = std::move(last_block_);
+    last_block_.reset();
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+        if (blocks_[i].lines == 1 && blocks_[i].first_line == h->line &&
+            blocks_[i].touched == h->seq) {
+            blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+            return h;
+        }
+    }
+    if (held_ && held_->line == h->line) {
+        held_.reset();
+        held_warning_.reset();
+        return h;
+    }
+    return std::nullopt;
 }
 
 void AmdgpuFaultMatcher::finish(Sink& out) {

@@ -6,8 +6,6 @@
 
 namespace gpufault::amdgpu {
 
-namespace {
-
 // The order two stamps of one device show: Forward when `later` (in reading order) is the later
 // instant, Reverse when it is the earlier one, Unknown when they are equal or not comparable.
 // Wall stamps compare as text when they have one form (same length): `MM-DDTHH:MM:SS[.ffffff]`
@@ -25,8 +23,6 @@ Direction stampOrder(const TimeInfo& earlier, const TimeInfo& later) {
     }
     return Direction::Unknown;
 }
-
-}  // namespace
 
 bool endsBlock(const DeviceLine& d) {
     if (d.tagged) return true;
@@ -98,8 +94,8 @@ Direction DirectionProbe::offer(const LogLine& line, uint64_t seq) {
 }
 
 Direction DirectionProbe::guess() const {
-    if (first_stage_ && *first_stage_ != FaultStage::Header && last_stage_ == FaultStage::Header)
-        return Direction::Reverse;
+    // The shape of the held lines (`address, header, …, header`) tells nothing: a forward
+    // `grep` cut at both ends has it too. Forward output is the common case.
     return Direction::Forward;
 }
 

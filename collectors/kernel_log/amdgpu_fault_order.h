@@ -17,6 +17,11 @@ namespace gpufault::amdgpu {
 /// The order in which the input prints the lines of a block.
 enum class Direction { Unknown, Forward, Reverse };
 
+/// The order two stamps show: Forward when `later` (in reading order) is the later instant,
+/// Reverse when it is the earlier one, Unknown when they are equal or not comparable (kernel
+/// stamps, else wall stamps of one form compared as text).
+Direction stampOrder(const TimeInfo& earlier, const TimeInfo& later);
+
 /// True when a device line that is not a block line ends that device's block in progress (the
 /// IOMMU's `AMD-Vi: Event logged …` and RAS CPER `{1}[Hardware Error]: …` lines interleave with
 /// a block without ending it).
@@ -56,9 +61,11 @@ class DirectionProbe {
     /// be replayed, see take()); Unknown while it is not decided.
     Direction offer(const LogLine& line, uint64_t seq);
 
-    /// The likelier direction when the held lines show no telling pair: newest first when the
-    /// first held block line is not a header and the last one is (`address, header` pairs),
-    /// else oldest first.
+    /// The direction when the held lines show no telling pair: oldest first (reversed reading
+    /// rests on evidence only; the shape `address, header, …, header` is also that of a forward
+    /// `grep` cut at both ends). Newest-first input whose stamps are equal (journalctl short, to
+    /// the second) and that keeps only header and task lines cannot be told from forward input
+    /// and is read forward.
     Direction guess() const;
 
     /// The held lines, in reading order; the probe is empty afterwards.

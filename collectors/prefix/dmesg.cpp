@@ -140,7 +140,11 @@ bool timeBreak(std::string_view in, KernelPrefix& p) {
     if (!d.number(v, 1, 2) || v < 1 || v > 31 || !d.done()) return false;
     t.month = monthFromName(month);
     t.day = static_cast<int>(v);
-    if (auto wall = formatWall(t)) p.wall = wall->substr(0, wall->size() - 3);  // no `:SS`
+    if (auto wall = formatWall(t)) {
+        p.wall = wall->substr(0, wall->size() - 3);  // no `:SS`
+    } else if (t.month != 0) {
+        p.wall_refused = WallRefusal::Date;  // `Feb30 01:03`, `Feb 30 01:03`
+    }
     return true;
 }
 

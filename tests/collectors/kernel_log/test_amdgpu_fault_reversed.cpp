@@ -190,19 +190,24 @@ TEST(AmdgpuFaultReversed, RunCutByOtherLines) {
     EXPECT_TRUE(p.warnings.empty());
 }
 
-// `address, header` pairs (a header-only retry fault and its address line) tell no order by
-// their stages and carry equal stamps; ending on a header reads as newest first.
-TEST(AmdgpuFaultReversed, AddressHeaderPairsEndingOnAHeader) {
-    auto p = parse({j(19, "  in page starting at address 0x0000000000002000 from client 10"),
+// `address, header` pairs with equal stamps tell no order (their shape is also that of a
+// forward `grep "page fault|in page"` cut at both ends): read forward, the common case.
+TEST(AmdgpuFaultReversed, AddressHeaderPairsWithoutEvidenceReadForward) {
+    auto p = parse({j(19, "  in page starting at address 0x0000000000001000 from client 10"),
                     j(19, "[gfxhub] page fault (src_id:0 ring:40 vmid:8 pasid:2)"),
-                    j(19, "  in page starting at address 0x0000000000001000 from client 10"),
-                    j(19, "[gfxhub] page fault (src_id:0 ring:40 vmid:8 pasid:1)")});
-    ASSERT_EQ(p.faults.size(), 2u);
-    EXPECT_EQ(p.faults[0].pasid, 2);
-    EXPECT_EQ(p.faults[0].address, 0x2000u);
-    EXPECT_EQ(p.faults[1].pasid, 1);
-    EXPECT_EQ(p.faults[1].address, 0x1000u);
-    EXPECT_TRUE(p.warnings.empty());
+                    j(19, "  in page starting at address 0x0000000000002000 from client 10"),
+                    j(19, "[gfxhub] page fault (src_id:0 ring:40 vmid:8 pasid:3)")});
+    ASSERT_EQ(p.faults.size(), 3u);
+    EXPECT_EQ(p.faults[0].line, 1u);
+    EXPECT_FALSE(p.faults[0].pasid);
+    EXPECT_EQ(p.faults[0].address, 0x1000u);
+    EXPECT_EQ(p.faults[1].line, 2u);
+    EXPECT_EQ(p.faults[1].pasid, 2);
+    EXPECT_EQ(p.faults[1].address, 0x2000u);
+    EXPECT_EQ(p.faults[2].line, 4u);
+    EXPECT_EQ(p.faults[2].pasid, 3);
+    EXPECT_FALSE(p.faults[2].address);
+    EXPECT_EQ(p.warnings.size(), 2u);  // the cut ends: no header, no address
 }
 
 // Newest-first wall stamps (one second apart) decide the order of two header-and-address blocks.
@@ -235,19 +240,22 @@ TEST(AmdgpuFaultReversed, HeldLinesHoldTheCheckpointUntilAGapSettlesThem) {
     EXPECT_EQ(m->openSince(), 2u);
     EXPECT_TRUE(sink.evidences.empty());
     for (uint64_t n = 4; n < 70; ++n) testing::feedLine(*m, sink, n, "unrelated");
-    ASSERT_EQ(sink.evidences.size(), 1u);
+    // Nothing told the order: read forward, a cut block on each side of the header.
+    ASSERT_EQ(sink.evidences.size(), 2u);
     EXPECT_EQ(sink.evidences[0].address, 0x2000u);
-    EXPECT_EQ(sink.evidences[0].pasid, 2);
+    EXPECT_FALSE(sink.evidences[0].pasid);
+    EXPECT_EQ(sink.evidences[1].pasid, 2);
+    EXPECT_FALSE(sink.evidences[1].address);
     EXPECT_EQ(m->openSince(), std::nullopt);
     // The settled pair taught no order: a forward block after it is still read forward.
     testing::feedLine(*m, sink, 70, d + "[gfxhub] page fault (src_id:0 ring:40 vmid:8 pasid:5)");
     testing::feedLine(*m, sink, 71, d + "  in page starting at address 0x0000000000005000 from 10");
     testing::feedLine(*m, sink, 72, d + "GCVM_L2_PROTECTION_FAULT_STATUS:0x00301031");
     m->finish(sink);
-    ASSERT_EQ(sink.evidences.size(), 2u);
-    EXPECT_EQ(sink.evidences[1].pasid, 5);
-    EXPECT_EQ(sink.evidences[1].address, 0x5000u);
-    EXPECT_EQ(sink.evidences[1].status, 0x00301031);
+    ASSERT_EQ(sink.evidences.size(), 3u);
+    EXPECT_EQ(sink.evidences[2].pasid, 5);
+    EXPECT_EQ(sink.evidences[2].address, 0x5000u);
+    EXPECT_EQ(sink.evidences[2].status, 0x00301031);
 }
 
 // A held `header, address` pair is emitted as soon as a line of its device ends the block (here
