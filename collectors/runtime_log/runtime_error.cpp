@@ -96,6 +96,14 @@ class RuntimeErrorMatcher final : public Matcher {
         return folder_.closedAround(line);
     }
     void closeFolded(uint64_t before, Sink& out) override { folder_.closeBefore(before, out); }
+    /// A record still pending_ (waiting for its next line) folds no repeat after `at` either
+    /// (rt::Folder remembers `at`).
+    void closeProcess(uint64_t at,
+                      std::optional<int64_t> pid,
+                      std::optional<int64_t> rank,
+                      Sink& out) override {
+        folder_.closeProcess(at, pid, rank, out);
+    }
     std::optional<uint64_t> openSince() const override {
         auto first = folder_.firstLine();
         if (pending_ && (!first || pending_->line < *first)) first = pending_->line;
