@@ -178,7 +178,8 @@ void Folder::closeWhere(uint64_t now, Close&& close, Sink& out) {
 }
 
 void Folder::closeBefore(uint64_t before, Sink& out) {
-    closeWhere(before, [&](size_t i) { return held_[i].line < before; }, out);
+    closeWhere(
+        before, [&](size_t i) { return held_[i].line < before; }, out);
 }
 
 void Folder::closeProcess(uint64_t at,

@@ -64,7 +64,9 @@ class Folder {
     /// `at` and whose process it may be (same pid or either pid-less, same rank or either
     /// rank-less), in order of first line; no record before `at` folds a repeat after it.
     /// Invalidates the pointers add() returned.
-    void closeProcess(uint64_t at, std::optional<int64_t> pid, std::optional<int64_t> rank,
+    void closeProcess(uint64_t at,
+                      std::optional<int64_t> pid,
+                      std::optional<int64_t> rank,
                       Sink& out);
     /// The first line of the oldest record closeBefore() emitted whose repeats span `line`
     /// (its first line < `line` <= its last repeat's line), nullopt when none.

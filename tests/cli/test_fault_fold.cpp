@@ -53,8 +53,9 @@ class Ingest {
 };
 
 std::string rocr(const char* addr) {
-    return std::string("Memory access fault by GPU node-2 (Agent handle: 0x55d5b2d4a780) on "
-                       "address ") +
+    return std::string(
+               "Memory access fault by GPU node-2 (Agent handle: 0x55d5b2d4a780) on "
+               "address ") +
            addr + ". Reason: Page not present or supervisor privilege.\n";
 }
 const std::string kErr = "RuntimeError: HIP error: an illegal memory access was encountered\n";
@@ -71,8 +72,7 @@ const char* kRuntimeRows =
 TEST(FaultFold, ARunsRepeatedErrorIsNotFoldedIntoThePreviousRunsRecord) {
     // /tmp/hostile9a/fold1.log: two runs appended, 22 lines apart.
     Ingest in(rocr("0x7f6459a01000") + kErr + steps(20) + rocr("0x7e0000a01000") + kErr);
-    EXPECT_EQ(in.rows(kRuntimeRows, {"line", "count"}),
-              (std::vector<std::string>{"2|1", "24|1"}));
+    EXPECT_EQ(in.rows(kRuntimeRows, {"line", "count"}), (std::vector<std::string>{"2|1", "24|1"}));
     // Each run's error is in its own incident.
     EXPECT_EQ(in.rows("SELECT COUNT(DISTINCT i.incident_id) AS n FROM incident_evidence i JOIN "
                       "evidence e ON e.id = i.evidence_id WHERE e.kind = 'runtime_error'",
@@ -82,16 +82,14 @@ TEST(FaultFold, ARunsRepeatedErrorIsNotFoldedIntoThePreviousRunsRecord) {
 
 TEST(FaultFold, RepeatsWithinOneRunStillFold) {
     Ingest in(kErr + steps(5) + kErr + rocr("0x7f6459a01000") + steps(3) + kErr);
-    EXPECT_EQ(in.rows(kRuntimeRows, {"line", "count"}),
-              (std::vector<std::string>{"1|2", "11|1"}));
+    EXPECT_EQ(in.rows(kRuntimeRows, {"line", "count"}), (std::vector<std::string>{"1|2", "11|1"}));
 }
 
 TEST(FaultFold, AnErrorOnTheLineBeforeTheFaultFoldsNoRepeatAfterIt) {
     // The error's line waits for the next one (PyTorch may name the error there): it is held
     // back when the fault comes, and still folds nothing after the fault.
     Ingest in(kErr + rocr("0x7f6459a01000") + steps(2) + kErr + kErr);
-    EXPECT_EQ(in.rows(kRuntimeRows, {"line", "count"}),
-              (std::vector<std::string>{"1|1", "5|2"}));
+    EXPECT_EQ(in.rows(kRuntimeRows, {"line", "count"}), (std::vector<std::string>{"1|1", "5|2"}));
 }
 
 TEST(FaultFold, AFaultOfOneRankClosesOnlyThatRanksFolds) {
@@ -122,27 +120,30 @@ TEST(FaultFold, AFaultOfAnotherPidLeavesAFoldOpen) {
 
 TEST(FaultFold, WrappedInvertedAndWideObjRangesWarnAndKeepTheDispatch) {
     // /tmp/hostile9a/op2.log and op1.log in one stream.
-    const std::string p = ":3:rocvirtual.cpp           :723 : 0000000105 us: [pid:500  "
-                          "tid:0x7f0a00000001] ";
+    const std::string p =
+        ":3:rocvirtual.cpp           :723 : 0000000105 us: [pid:500  "
+        "tid:0x7f0a00000001] ";
     const std::string launch =
         ":3:hip_module.cpp           :669 : 0000000100 us: [pid:500  tid:0x7f0a00000001]  "
         "hipLaunchKernel ( 0x1, {1,1,1}, {1,1,1}, 0x2, 0, stream:<null> ) \n";
-    const std::string shader = ":3:rocvirtual.cpp           :3016: 0000000110 us: [pid:500  "
-                               "tid:0x7f0a00000001] ShaderName : _Z4kernv\n";
-    Ingest in(launch +                                                                   // 1
-              p + "Arg0: float* w = ptr:0xfffffffffffff000 obj:[0xfffffffffffff000-0x1000]\n" +
-              p + "Arg1: float* z = ptr:0x7f0000002000 obj:[0x7f0000003000-0x7f0000001000]\n" +
-              p + "Arg2: float* ov = ptr:0xfffffffffffff000 "
-                  "obj:[0xfffffffffffff000-0x10000000000001000]\n" +
+    const std::string shader =
+        ":3:rocvirtual.cpp           :3016: 0000000110 us: [pid:500  "
+        "tid:0x7f0a00000001] ShaderName : _Z4kernv\n";
+    Ingest in(launch +  // 1
+              p + "Arg0: float* w = ptr:0xfffffffffffff000 obj:[0xfffffffffffff000-0x1000]\n" + p +
+              "Arg1: float* z = ptr:0x7f0000002000 obj:[0x7f0000003000-0x7f0000001000]\n" + p +
+              "Arg2: float* ov = ptr:0xfffffffffffff000 "
+              "obj:[0xfffffffffffff000-0x10000000000001000]\n" +
               p + "Arg3: float* a = ptr:0x7f0000000000 obj:[0x7f0000000000-0x7f0000001000]\n" +
-              shader +                                                                   // 6
+              shader +  // 6
               rocr("0x0000000000000800"));
     EXPECT_EQ(in.rows("SELECT line, kernel FROM dispatches", {"line", "kernel"}),
               (std::vector<std::string>{"6|_Z4kernv"}));
     EXPECT_EQ(in.rows("SELECT name, ptr FROM operands ORDER BY name", {"name", "ptr"}).size(), 1u);
-    auto w = in.rows("SELECT line, message FROM warnings WHERE message LIKE '%obj:[lo-hi]%' "
-                     "ORDER BY message",
-                     {"line", "message"});
+    auto w = in.rows(
+        "SELECT line, message FROM warnings WHERE message LIKE '%obj:[lo-hi]%' "
+        "ORDER BY message",
+        {"line", "message"});
     ASSERT_EQ(w.size(), 3u);
     EXPECT_NE(w[0].find("6|Arg0 of"), std::string::npos) << w[0];
     EXPECT_NE(w[0].find("wraps around 2^64"), std::string::npos) << w[0];

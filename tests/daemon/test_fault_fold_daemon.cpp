@@ -76,12 +76,8 @@ TEST(DaemonFaultFold, FoldsClosedByAFaultAcrossAKill9StoreTheRowsOfOneIngest) {
     const std::vector<std::string> expected = records(ref);
     // No fold spans a fault: 10 and 5 000 fold; 6 010 and 9 000; 19 999 alone; 20 005, 21 000.
     ASSERT_EQ(expected,
-              (std::vector<std::string>{"10|1|2",
-                                        "6000|0|1",
-                                        "6010|1|2",
-                                        "19999|1|1",
-                                        "20000|0|1",
-                                        "20005|1|2"}));
+              (std::vector<std::string>{
+                  "10|1|2", "6000|0|1", "6010|1|2", "19999|1|1", "20000|0|1", "20005|1|2"}));
 
     DaemonProcess d(GPUFAULTD_BIN, conf, dir.path());
     ASSERT_TRUE(d.start());
