@@ -82,7 +82,7 @@ TEST(FaultFold, ARunsRepeatedErrorIsNotFoldedIntoThePreviousRunsRecord) {
 
 TEST(FaultFold, RepeatsWithinOneRunStillFold) {
     Ingest in(kErr + steps(5) + kErr + rocr("0x7f6459a01000") + steps(3) + kErr);
-    EXPECT_EQ(in.rows(kRuntimeRows, {"line", "count"}), (std::vector<std::string>{"1|2", "11|1"}));
+    EXPECT_EQ(in.rows(kRuntimeRows, {"line", "count"}), (std::vector<std::string>{"1|2", "12|1"}));
 }
 
 TEST(FaultFold, AnErrorOnTheLineBeforeTheFaultFoldsNoRepeatAfterIt) {
@@ -137,7 +137,9 @@ TEST(FaultFold, WrappedInvertedAndWideObjRangesWarnAndKeepTheDispatch) {
               p + "Arg3: float* a = ptr:0x7f0000000000 obj:[0x7f0000000000-0x7f0000001000]\n" +
               shader +  // 6
               rocr("0x0000000000000800"));
-    EXPECT_EQ(in.rows("SELECT line, kernel FROM dispatches", {"line", "kernel"}),
+    EXPECT_EQ(in.rows("SELECT d.line AS line, k.name AS kernel FROM dispatches d JOIN kernels k ON "
+                      "k.id = d.kernel_id",
+                      {"line", "kernel"}),
               (std::vector<std::string>{"6|_Z4kernv"}));
     EXPECT_EQ(in.rows("SELECT name, ptr FROM operands ORDER BY name", {"name", "ptr"}).size(), 1u);
     auto w = in.rows(
