@@ -152,6 +152,15 @@ void TextPipeline::closeFolds(uint64_t next) {
     foldCheck_ = std::max(due, next + 1);  // a deferred one (Matcher::closeFolded()): next line
 }
 
+void TextPipeline::closeProcesses() {
+    for (size_t k = 0; k < out_.ends.size(); ++k) {
+        const Watch::End end = out_.ends[k];
+        for (auto& m : matchers_) m->closeProcess(end.line, end.pid, end.rank, out_);
+    }
+    out_.ends.clear();
+    out_.ended = false;
+}
+
 void TextPipeline::finish() {
     decodeFinish([this](const LogLine& l) { match(l); });
     matchFinish();

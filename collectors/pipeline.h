@@ -169,6 +169,7 @@ class TextPipeline {
             const auto i = static_cast<size_t>(std::countr_zero(take));
             Matcher& m = *matchers_[i];
             m.feed(l, out_);
+            if (out_.ended) closeProcesses();
             if (skippable_ >> i & 1)
                 busy_ = (busy_ & ~(uint64_t{1} << i)) | uint64_t{!m.idle()} << i;
         }
@@ -185,7 +186,10 @@ class TextPipeline {
     bool decoderQuiet() const { return decoder_.quiet(); }
     /// Matcher half of finish().
     void matchFinish() {
-        for (auto& m : matchers_) m->finish(out_);
+        for (auto& m : matchers_) {
+            m->finish(out_);
+            if (out_.ended) closeProcesses();
+        }
         refreshBusy();
     }
     /// Emits the records held for folding kFoldLines or more before line `next`
@@ -197,7 +201,35 @@ class TextPipeline {
     const std::vector<std::unique_ptr<Matcher>>& matchers() const { return matchers_; }
 
   private:
-    Sink& out_;
+    /// Passes everything to the caller's sink and notes the records that end a process
+    /// (endsProcess()), for closeProcesses().
+    struct Watch final : Sink {
+        explicit Watch(Sink& s) : to(s) {}
+        void evidence(Evidence&& e) override {
+            if (endsProcess(e)) {
+                ended = true;
+                ends.push_back({e.line, e.pid, e.rank});
+            }
+            to.evidence(std::move(e));
+        }
+        void dispatch(Dispatch&& d) override { to.dispatch(std::move(d)); }
+        void operand(Operand&& o) override { to.operand(std::move(o)); }
+        void warning(Warning&& w) override { to.warning(std::move(w)); }
+        void context(const Evidence& e) override { to.context(e); }
+        bool takesPendingArgs() const override { return to.takesPendingArgs(); }
+        struct End {
+            uint64_t line;
+            std::optional<int64_t> pid, rank;
+        };
+        Sink& to;
+        bool ended = false;
+        std::vector<End> ends;
+    };
+    /// Matcher::closeProcess() on every matcher for each record noted by `out_`: right after
+    /// the matcher that emitted it, so before any later line is matched (a fault's block ends
+    /// at a line before the matchers that fold see that line): a fixed input position.
+    void closeProcesses();
+    Watch out_;
     LineDecoder decoder_;
     LogLine bare_;     ///< reused by feedBareAmd(), which sets the same fields each time
     FixedLine fixed_;  ///< decoder half: the last Bare::Fixed line's shape

@@ -338,7 +338,20 @@ void StoreSink::flushWindow(Window& w, uint64_t before, size_t n) {
         ++sum_.dispatch_rows;
         resolveArgs(h.d);
         for (const auto& a : h.d.args) {
-            if (!a.obj_lo || !a.obj_hi || *a.obj_hi <= *a.obj_lo) continue;
+            const ObjRange range = objRange(a);
+            if (range == ObjRange::Inverted || range == ObjRange::Wide) {
+                warning({h.d.line,
+                         fmt::format("Arg{} of {} (dispatch at line {}): its obj:[lo-hi] {}: "
+                                     "no operand stored",
+                                     a.index,
+                                     shortKernelName(h.d.kernel, 48),
+                                     h.d.line,
+                                     range == ObjRange::Wide
+                                         ? "has a bound wider than 64 bits"
+                                         : "ends below its start (wraps around 2^64)")});
+                continue;
+            }
+            if (range != ObjRange::Ok) continue;
             Operand o;
             o.line = h.d.line;
             o.time = h.d.time;

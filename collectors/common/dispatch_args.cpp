@@ -1,6 +1,7 @@
 #include "collectors/common/dispatch_args.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -20,13 +21,54 @@ std::optional<uint64_t> hexOrNil(std::string_view s, size_t* n) {
     return std::nullopt;
 }
 
-/// `lo-hi]` of `obj:[lo-hi]` into the arg's allocation range (left unset unless complete).
+/// True when `s` starts with `0x` and more hex digits than a 64-bit value holds (leading
+/// zeros aside).
+bool wideHex(std::string_view s) {
+    if (s.size() < 3 || s[0] != '0' || s[1] != 'x') return false;
+    size_t i = 2;
+    while (i < s.size() && s[i] == '0') ++i;
+    size_t d = 0;
+    while (i + d < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + d]))) ++d;
+    return d > 16;
+}
+
+/// A complete range with a bound wider than 64 bits: obj_hi set, obj_lo unset (objRange()).
+void markWide(DispatchArg& a) {
+    a.obj_lo.reset();
+    a.obj_hi = 0;
+}
+
+/// Length of the `0x…` hex value at the start of `s` (0 when none).
+size_t hexLength(std::string_view s) {
+    if (s.size() < 3 || s[0] != '0' || s[1] != 'x') return 0;
+    size_t i = 2;
+    while (i < s.size() && std::isxdigit(static_cast<unsigned char>(s[i]))) ++i;
+    return i;
+}
+
+/// `lo-hi]` of `obj:[lo-hi]` into the arg's allocation range (left unset unless complete; one
+/// wider than 64 bits is marked: markWide(); an inverted one is kept as printed).
 void parseRange(std::string_view r, DispatchArg& a) {
     size_t n1 = 0, n2 = 0;
     auto lo = hexOrNil(r, &n1);
-    if (!lo || r.substr(n1, 1) != "-") return;
+    if (!lo) {
+        // `0x<more than 16 digits>-…]`: a range, but not of 64-bit addresses.
+        size_t l = hexLength(r);
+        if (l && wideHex(r) && r.substr(l, 1) == "-") {
+            size_t h = hexLength(r.substr(l + 1));
+            if (h && r.substr(l + 1 + h, 1) == "]") markWide(a);
+        }
+        return;
+    }
+    if (r.substr(n1, 1) != "-") return;
     auto hi = hexOrNil(r.substr(n1 + 1), &n2);
-    if (!hi || r.substr(n1 + 1 + n2, 1) != "]") return;
+    if (!hi) {
+        std::string_view h = r.substr(n1 + 1);
+        size_t l = hexLength(h);
+        if (l && wideHex(h) && h.substr(l, 1) == "]") markWide(a);
+        return;
+    }
+    if (r.substr(n1 + 1 + n2, 1) != "]") return;
     a.obj_lo = lo;
     a.obj_hi = hi;
 }
@@ -66,6 +108,14 @@ void parsePendingArgs(std::string_view pending, std::vector<DispatchArg>& out) {
         if (!parseDispatchArg(head.index, text.substr(0, head.eq), text.substr(head.eq + 3), a))
             out.pop_back();
     }
+}
+
+ObjRange objRange(const DispatchArg& a) {
+    if (!a.obj_lo && !a.obj_hi) return ObjRange::None;
+    if (!a.obj_lo) return ObjRange::Wide;
+    if (*a.obj_hi < *a.obj_lo) return ObjRange::Inverted;
+    if (*a.obj_hi == *a.obj_lo) return ObjRange::Empty;
+    return ObjRange::Ok;
 }
 
 void resolveArgs(Dispatch& d) {

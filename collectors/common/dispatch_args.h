@@ -29,6 +29,13 @@ inline constexpr size_t kMaxArgName = 256;
 /// False when the value holds no pointer (then `a` is unspecified).
 bool parseDispatchArg(int index, std::string_view decl, std::string_view value, DispatchArg& a);
 
+/// What a parsed argument's `obj:[lo-hi]` gives: no range (none, or not complete), a range
+/// [obj_lo, obj_hi), an empty one (lo == hi), one that ends below its start (wraps around 2^64:
+/// obj_hi < obj_lo), one with a bound wider than 64 bits (obj_hi set, obj_lo not). Only Ok
+/// makes an operand; the store warns for Inverted and Wide, naming the dispatch's line.
+enum class ObjRange { None, Ok, Empty, Inverted, Wide };
+ObjRange objRange(const DispatchArg& a);
+
 /// A pending entry's head, followed by its text: the argument index, the offset of ` = ` in the
 /// text, the text's length.
 struct PendingArgHead {

@@ -55,6 +55,15 @@ inline void stampFromLine(Evidence& e, const LogLine& l) {
 /// remembers (StreamIngest), so a fold never holds a stream's resume point further back.
 constexpr uint64_t kFoldLines = 32768;
 
+/// True for a record that a process prints once, because it dies of the fault
+/// (docs/correlation.md "Contradictions"): `rocr_memory_fault` (ROCr aborts after printing one),
+/// `nvidia_xid` and `cpu_segfault` with an address. A fold of identical runtime errors
+/// (kFoldLines) never spans one of these of its process.
+inline bool endsProcess(const Evidence& e) {
+    return e.kind == Kind::RocrMemoryFault ||
+           ((e.kind == Kind::NvidiaXid || e.kind == Kind::CpuSegfault) && e.address);
+}
+
 /// A parser for one producer format. Fed every decoded line of one stream in order; keeps only
 /// bounded state (a block in progress). Pure: no I/O, no globals.
 class Matcher {
@@ -83,6 +92,20 @@ class Matcher {
     /// completed): foldedSince() then still reports it.
     virtual void closeFolded(uint64_t before, Sink& out) {
         (void)before;
+        (void)out;
+    }
+    /// A record that ends a process (Matcher::endsProcess()) at line `at`, with its pid and rank
+    /// (nullopt: none stated), was emitted: emits the records held for folding that it may
+    /// concern (first line before `at`; same pid or either pid-less, same rank or either
+    /// rank-less), so a repeat after it starts a new record. Called by TextPipeline right after
+    /// the matcher that emitted it was fed (or finished), before any later line reaches this one.
+    virtual void closeProcess(uint64_t at,
+                              std::optional<int64_t> pid,
+                              std::optional<int64_t> rank,
+                              Sink& out) {
+        (void)at;
+        (void)pid;
+        (void)rank;
         (void)out;
     }
     /// The first line of a record closeFolded() emitted whose repeats span `line` (its first

@@ -115,6 +115,15 @@ class HipLogMatcher final : public Matcher {
     void closeFolded(uint64_t before, Sink& out) override {
         if (!listing_) folder_.closeBefore(before, out);
     }
+    /// A NoBinaryForGpu listing still appended to (listing_) ends here: the line that ended the
+    /// fault's block is none of its lines.
+    void closeProcess(uint64_t at,
+                      std::optional<int64_t> pid,
+                      std::optional<int64_t> rank,
+                      Sink& out) override {
+        listing_ = nullptr;
+        folder_.closeProcess(at, pid, rank, out);
+    }
     bool ownsDispatchLines() const override { return true; }
 
   private:

@@ -111,7 +111,7 @@ void appendRaw(std::string& raw, std::string_view more) {
 
 Evidence* Folder::add(Evidence&& e, Sink& out) {
     for (size_t i = 0; i < held_.size(); ++i) {
-        if (sameKey(held_[i], e)) {
+        if (sameKey(held_[i], e) && !barrierBetween(held_[i], e.line)) {
             ++held_[i].count;
             last_[i] = std::max(last_[i], e.line);
             return &held_[i];
@@ -137,24 +137,36 @@ void Folder::flush(Sink& out) {
     last_.clear();
 }
 
-void Folder::closeBefore(uint64_t before, Sink& out) {
+namespace {
+
+/// Same value, or either side states none.
+bool mayBeSame(const std::optional<int64_t>& a, const std::optional<int64_t>& b) {
+    return !a || !b || *a == *b;
+}
+
+}  // namespace
+
+template <typename Close>
+void Folder::closeWhere(uint64_t now, Close&& close, Sink& out) {
     std::vector<size_t> early;
     for (size_t i = 0; i < held_.size(); ++i)
-        if (held_[i].line < before) early.push_back(i);
+        if (close(i)) early.push_back(i);
     if (early.empty()) return;
     std::stable_sort(early.begin(), early.end(), [this](size_t a, size_t b) {
         return held_[a].line < held_[b].line;
     });
     // Forget closed folds whose repeats are behind every line a stream can resume at (the
     // 65 536 line positions a checkpoint remembers).
-    std::erase_if(closed_, [before](const Closed& c) { return c.last + 4 * kFoldLines < before; });
+    std::erase_if(closed_, [now](const Closed& c) { return c.last + 4 * kFoldLines < now; });
+    std::vector<bool> gone(held_.size());
     for (size_t i : early) {
         if (last_[i] > held_[i].line) closed_.push_back({held_[i].line, last_[i]});
         out.evidence(std::move(held_[i]));
+        gone[i] = true;
     }
     size_t kept = 0;
     for (size_t i = 0; i < held_.size(); ++i) {
-        if (held_[i].line < before) continue;
+        if (gone[i]) continue;
         if (kept != i) {
             held_[kept] = std::move(held_[i]);
             last_[kept] = last_[i];
@@ -163,6 +175,37 @@ void Folder::closeBefore(uint64_t before, Sink& out) {
     }
     held_.resize(kept);
     last_.resize(kept);
+}
+
+void Folder::closeBefore(uint64_t before, Sink& out) {
+    closeWhere(
+        before, [&](size_t i) { return held_[i].line < before; }, out);
+}
+
+void Folder::closeProcess(uint64_t at,
+                          std::optional<int64_t> pid,
+                          std::optional<int64_t> rank,
+                          Sink& out) {
+    closeWhere(
+        at,
+        [&](size_t i) {
+            const Evidence& h = held_[i];
+            return h.line < at && mayBeSame(h.pid, pid) && mayBeSame(h.rank, rank);
+        },
+        out);
+    // A record held back by its matcher (a line waiting for the next one) is at most a few
+    // lines before `at`; a held one at most kFoldLines.
+    std::erase_if(barriers_, [at](const Barrier& b) { return b.line + 2 * kFoldLines < at; });
+    if (barriers_.size() >= kMaxBarriers) barriers_.erase(barriers_.begin());
+    barriers_.push_back({at, pid, rank});
+}
+
+bool Folder::barrierBetween(const Evidence& h, uint64_t line) const {
+    for (const Barrier& b : barriers_)
+        if (h.line < b.line && b.line < line && mayBeSame(h.pid, b.pid) &&
+            mayBeSame(h.rank, b.rank))
+            return true;
+    return false;
 }
 
 std::optional<uint64_t> Folder::closedAround(uint64_t line) const {

@@ -49,6 +49,8 @@ void appendRaw(std::string& raw, std::string_view more);
 class Folder {
   public:
     static constexpr size_t kMax = 64;
+    /// closeProcess() lines remembered (the oldest is forgotten first).
+    static constexpr size_t kMaxBarriers = 256;
     /// Folds or keeps `e`; returns the held record it went into (valid until flush), nullptr
     /// when it was emitted directly.
     Evidence* add(Evidence&& e, Sink& out);
@@ -57,6 +59,15 @@ class Folder {
     /// Emits the records held whose first line is before `before`, in order of first line;
     /// a later identical record starts a new one. Invalidates the pointers add() returned.
     void closeBefore(uint64_t before, Sink& out);
+    /// A record that ends a process (a fault: Matcher::closeProcess()) at line `at`, with its
+    /// pid and rank (nullopt: none stated): emits the records held whose first line is before
+    /// `at` and whose process it may be (same pid or either pid-less, same rank or either
+    /// rank-less), in order of first line; no record before `at` folds a repeat after it.
+    /// Invalidates the pointers add() returned.
+    void closeProcess(uint64_t at,
+                      std::optional<int64_t> pid,
+                      std::optional<int64_t> rank,
+                      Sink& out);
     /// The first line of the oldest record closeBefore() emitted whose repeats span `line`
     /// (its first line < `line` <= its last repeat's line), nullopt when none.
     std::optional<uint64_t> closedAround(uint64_t line) const;
@@ -70,6 +81,19 @@ class Folder {
         uint64_t first, last;
     };
     std::vector<Closed> closed_;  ///< folds closeBefore() emitted with repeats (recent ones)
+    struct Barrier {
+        uint64_t line;
+        std::optional<int64_t> pid, rank;
+    };
+    /// Recent closeProcess() lines: a record added later with an earlier line (one a matcher
+    /// still held back) folds no repeat after them.
+    std::vector<Barrier> barriers_;
+    /// True when a barrier of `h`'s process lies after h's line and before `line`.
+    bool barrierBetween(const Evidence& h, uint64_t line) const;
+    /// Emits the held records for which `close(i)` is true, in order of first line; `now`
+    /// ages closed_.
+    template <typename Close>
+    void closeWhere(uint64_t now, Close&& close, Sink& out);
 };
 
 /// Identifier characters `[A-Za-z0-9_]` starting at `i`.

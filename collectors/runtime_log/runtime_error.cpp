@@ -96,6 +96,17 @@ class RuntimeErrorMatcher final : public Matcher {
         return folder_.closedAround(line);
     }
     void closeFolded(uint64_t before, Sink& out) override { folder_.closeBefore(before, out); }
+    /// A record still pending_ (waiting for its next line) before `at` is complete: its next
+    /// line is the fault's (`at`, or a line before it this matcher has seen), never the
+    /// `Search for` line that would name it, so it goes into the folder first, as feeding that
+    /// line would do (rt::Folder also remembers `at`: no record before it folds a later repeat).
+    void closeProcess(uint64_t at,
+                      std::optional<int64_t> pid,
+                      std::optional<int64_t> rank,
+                      Sink& out) override {
+        if (pending_ && pending_->line < at) flushPending(out);
+        folder_.closeProcess(at, pid, rank, out);
+    }
     std::optional<uint64_t> openSince() const override {
         auto first = folder_.firstLine();
         if (pending_ && (!first || pending_->line < *first)) first = pending_->line;

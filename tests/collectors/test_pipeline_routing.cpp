@@ -23,7 +23,7 @@ namespace {
 /// matcher that cannot be skipped, or whose idle() says no, gets the line.
 class ReferenceRouting {
   public:
-    explicit ReferenceRouting(Sink& out) : out_(out), decoder_(unused_), m_(makeTextMatchers()) {}
+    explicit ReferenceRouting(Sink& out) : outer_(out), decoder_(unused_), m_(makeTextMatchers()) {}
     void feedLine(uint64_t n, std::string_view raw) {
         decoder_.decode(
             n,
@@ -37,22 +37,58 @@ class ReferenceRouting {
     }
     void finish() {
         decoder_.decodeFinish([this](const LogLine& l) { match(l); });
-        for (auto& m : m_) m->finish(out_);
+        for (auto& m : m_) {
+            m->finish(out_);
+            closeProcesses();
+        }
     }
 
   private:
     void match(const LogLine& l) {
         if (!l.amd_level) {
-            for (auto& m : m_) m->feed(l, out_);
+            for (auto& m : m_) {
+                m->feed(l, out_);
+                closeProcesses();
+            }
             return;
         }
         const bool dispatchLine = isDispatchContext(l.text);
         for (auto& m : m_) {
             const bool skippable = dispatchLine ? !m->ownsDispatchLines() : m->kernelLogOnly();
             if (!skippable || !m->idle()) m->feed(l, out_);
+            closeProcesses();
         }
     }
-    Sink& out_;
+    /// Matcher::closeProcess() for each record that ends a process emitted since the last call.
+    void closeProcesses() {
+        for (; seen_ < sink_.evidences.size(); ++seen_) {
+            const Evidence& e = sink_.evidences[seen_];
+            if (!endsProcess(e)) continue;
+            const uint64_t at = e.line;
+            const auto pid = e.pid, rank = e.rank;
+            for (auto& m : m_) m->closeProcess(at, pid, rank, out_);
+        }
+    }
+    /// Sees every record before `out_`.
+    struct Tee final : Sink {
+        Tee(Sink& to, CollectSink& seen) : to(to), seen(seen) {}
+        void evidence(Evidence&& e) override {
+            seen.evidences.push_back(e);
+            to.evidence(std::move(e));
+        }
+        void dispatch(Dispatch&& d) override { to.dispatch(std::move(d)); }
+        void operand(Operand&& o) override { to.operand(std::move(o)); }
+        void warning(Warning&& w) override { to.warning(std::move(w)); }
+        void context(const Evidence& e) override { to.context(e); }
+        bool takesPendingArgs() const override { return to.takesPendingArgs(); }
+        Sink& to;
+        CollectSink& seen;
+    };
+    CollectSink sink_;
+    size_t seen_ = 0;
+    Sink& outer_;
+    Tee tee_{outer_, sink_};
+    Sink& out_ = tee_;
     CollectSink unused_;
     TextPipeline decoder_;  ///< its decoder half only
     LogLine filled_;
