@@ -8,6 +8,8 @@
 #include <link.h>
 #include <pthread.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include "collectors/preload/shim.h"
@@ -48,7 +50,9 @@ struct link_map* mapOf(const void* p) {
 
 /// `name` in the scope of object `lm` (itself, then its dependencies, breadth first): what
 /// dlsym(handle of lm, name) answers; nullptr for the main program (its scope is the global
-/// one), for this library, and when the scope has none but ours. Call with g_lookup_mu held.
+/// one), for this library, and when the scope has none but ours. Holds no lock of the shim:
+/// dlopen/dlsym wait for the loader's lock, which a thread running a constructor holds while
+/// it calls a hook.
 void* inScopeOf(struct link_map* lm, const char* name) {
     if (!lm || !lm->l_name || !*lm->l_name) return nullptr;
     void* h = dlopen(lm->l_name, RTLD_NOLOAD | RTLD_LAZY);
@@ -58,70 +62,121 @@ void* inScopeOf(struct link_map* lm, const char* name) {
     return f && !isOurs(f) ? f : nullptr;
 }
 
-/// The function remembered for `key` in `r`; nullptr when none is.
-void* cached(const Real& r, const void* key) {
-    for (const auto& s : r.scoped) {
-        const void* k = __atomic_load_n(&s.key, __ATOMIC_ACQUIRE);
-        if (!k) return nullptr;
-        if (k == key) return s.fn;
-    }
-    return nullptr;
+/// The loader's generation: the objects it has added plus those it has removed
+/// (dl_iterate_phdr's dlpi_adds + dlpi_subs, read from the first object only). Any dlopen that
+/// maps an object or dlclose that unmaps one changes it. kNoGeneration when this glibc does not
+/// say (nothing is remembered then).
+constexpr uint64_t kNoGeneration = ~uint64_t{0};
+
+int firstGeneration(struct dl_phdr_info* info, size_t size, void* data) {
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        *static_cast<uint64_t*>(data) = info->dlpi_adds + info->dlpi_subs;
+    return 1;  // the first object tells
 }
 
-/// Remembers `f` for `key` (first free entry; nothing when all are taken). g_lookup_mu held.
-void remember(Real& r, const void* key, void* f) {
-    for (auto& s : r.scoped) {
-        if (s.key == key) return;
-        if (s.key) continue;
-        s.fn = f;
-        __atomic_store_n(&s.key, key, __ATOMIC_RELEASE);
-        return;
-    }
+uint64_t loaderGeneration() {
+    uint64_t g = kNoGeneration;
+    dl_iterate_phdr(firstGeneration, &g);
+    return g;
 }
 
-/// Object names of every loaded object, collected without allocating (dl_iterate_phdr).
+/// The function remembered for `key` in `r` in loader generation `gen`, in *f (nullptr: none
+/// is loaded); false when nothing is remembered for it (or a writer is busy). Lock-free: the
+/// entries are read between two reads of r.seq, and used only when it did not change.
+bool cached(const Real& r, const void* key, uint64_t gen, void** f) {
+    unsigned s = __atomic_load_n(&r.seq, __ATOMIC_ACQUIRE);
+    if (s & 1) return false;
+    bool found = false;
+    void* fn = nullptr;
+    if (__atomic_load_n(&r.gen, __ATOMIC_RELAXED) == gen) {
+        for (const auto& e : r.scoped) {
+            const void* k = __atomic_load_n(&e.key, __ATOMIC_RELAXED);
+            if (!k) break;
+            if (k == key) {
+                fn = __atomic_load_n(&e.fn, __ATOMIC_RELAXED);
+                found = true;
+                break;
+            }
+        }
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&r.seq, __ATOMIC_RELAXED) != s) return false;
+    *f = fn;
+    return found;
+}
+
+/// Remembers `f` for `key`, looked up in loader generation `gen` (read before the lookup, so a
+/// dlopen or dlclose during it makes the entry stale at once). A newer generation empties the
+/// cache first; an older one is not remembered, nor anything when all entries are taken or
+/// another thread is writing (no wait: the answer is still used, only not remembered). The
+/// only thing done under g_lookup_mu: no call into the loader, no wait.
+void remember(Real& r, const void* key, void* f, uint64_t gen) {
+    if (gen == kNoGeneration) return;
+    if (pthread_mutex_trylock(&g_lookup_mu) != 0) return;
+    if (gen >= r.gen) {
+        unsigned s = r.seq;
+        __atomic_store_n(&r.seq, s + 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        if (gen != r.gen) {
+            for (auto& e : r.scoped) {
+                __atomic_store_n(&e.key, nullptr, __ATOMIC_RELAXED);
+                __atomic_store_n(&e.fn, nullptr, __ATOMIC_RELAXED);
+            }
+            __atomic_store_n(&r.gen, gen, __ATOMIC_RELAXED);
+        }
+        for (auto& e : r.scoped) {
+            if (e.key == key) break;
+            if (e.key) continue;
+            __atomic_store_n(&e.fn, f, __ATOMIC_RELAXED);
+            __atomic_store_n(&e.key, key, __ATOMIC_RELAXED);
+            break;
+        }
+        __atomic_store_n(&r.seq, s + 2, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&g_lookup_mu);
+}
+
+/// Object names of loaded objects, a chunk at a time (dl_iterate_phdr; no allocation, a
+/// bounded stack): the `skip` first named objects are passed over.
 struct Names {
-    const char* name[1024];
-    int n = 0;
+    static constexpr int kChunk = 64;
+    const char* name[kChunk];
+    int skip = 0, seen = 0, n = 0;
 };
-
-Names g_names;  // guarded by g_lookup_mu
 
 int collectName(struct dl_phdr_info* info, size_t, void* data) {
     auto* names = static_cast<Names*>(data);
-    if (info->dlpi_name && *info->dlpi_name && names->n < 1024)
-        names->name[names->n++] = info->dlpi_name;
-    return 0;
+    if (!info->dlpi_name || !*info->dlpi_name) return 0;
+    if (names->seen++ < names->skip) return 0;
+    names->name[names->n++] = info->dlpi_name;
+    return names->n == Names::kChunk ? 1 : 0;
 }
 
-/// The scoped lookup of `r` for `key` (a link_map, tagged +1 for `object`): remembered, else
-/// looked up once (`global` first when asked) and remembered; get() when neither finds one.
-void* scopedLookup(Real& r, struct link_map* lm, bool object) {
-    if (!lm) return r.get();
-    const void* key = reinterpret_cast<const char*>(lm) + (object ? 1 : 0);
-    if (void* f = cached(r, key)) return f;
-    // A signal handler while this thread holds our lock (or is inside dlopen for it): no
-    // lookup now; the process-wide function when there is one.
-    if (Busy::held())
-        if (void* f = __atomic_load_n(&r.fn, __ATOMIC_ACQUIRE)) return f;
+/// The process-wide function of `r` (findReal) in loader generation `gen`: remembered under
+/// the key `&r` (no link_map has that address), nullptr remembered too.
+void* processWide(Real& r, uint64_t gen) {
     void* f = nullptr;
+    if (cached(r, &r, gen, &f)) return f;
+    f = findReal(r.name);
+    remember(r, &r, f, gen);
+    return f;
+}
+
+/// The scoped lookup of `r` for `key` (a link_map, tagged +1 for `object`): remembered for the
+/// loader's current generation, else looked up (`global` first when asked; then the object's
+/// scope, then processWide) and remembered. No lock of the shim is held while looking up.
+void* scopedLookup(Real& r, struct link_map* lm, uint64_t gen, bool object) {
+    if (!lm) return processWide(r, gen);
+    const void* key = reinterpret_cast<const char*>(lm) + (object ? 1 : 0);
+    void* f = nullptr;
+    if (cached(r, key, gen, &f)) return f;
     if (!object) {
         f = realDlsym(RTLD_NEXT, r.name);  // the global scope (the shim is preloaded: first)
         if (f && isOurs(f)) f = nullptr;
     }
-    if (!f) {
-        Busy busy;
-        pthread_mutex_lock(&g_lookup_mu);
-        f = inScopeOf(lm, r.name);
-        pthread_mutex_unlock(&g_lookup_mu);
-    }
-    if (!f) f = r.get();  // the main program (its scope is the global one), or none in scope
-    if (f) {
-        Busy busy;
-        pthread_mutex_lock(&g_lookup_mu);
-        remember(r, key, f);
-        pthread_mutex_unlock(&g_lookup_mu);
-    }
+    if (!f) f = inScopeOf(lm, r.name);
+    if (!f) f = processWide(r, gen);  // the main program's scope is the global one, or none
+    remember(r, key, f, gen);
     return f;
 }
 
@@ -131,31 +186,24 @@ void* findReal(const char* name) {
     void* f = realDlsym(RTLD_NEXT, name);
     if (f && !isOurs(f)) return f;
     // RTLD_LOCAL runtimes are not in the global scope: ask each loaded object by handle.
-    Busy busy;
-    pthread_mutex_lock(&g_lookup_mu);
-    Names& names = g_names;
-    names.n = 0;
-    dl_iterate_phdr(collectName, &names);
-    f = nullptr;
-    for (int k = 0; k < names.n && !f; ++k) {
-        void* h = dlopen(names.name[k], RTLD_NOLOAD | RTLD_LAZY);
-        if (!h) continue;
-        void* g = realDlsym(h, name);
-        if (g && !isOurs(g)) f = g;
-        dlclose(h);
+    Names names;
+    for (;;) {
+        names.seen = names.n = 0;
+        dl_iterate_phdr(collectName, &names);
+        for (int k = 0; k < names.n; ++k) {
+            void* h = dlopen(names.name[k], RTLD_NOLOAD | RTLD_LAZY);
+            if (!h) continue;
+            void* g = realDlsym(h, name);
+            dlclose(h);
+            if (g && !isOurs(g)) return g;
+        }
+        if (names.n < Names::kChunk) return nullptr;
+        names.skip += names.n;
     }
-    pthread_mutex_unlock(&g_lookup_mu);
-    return f;
 }
 
 void* Real::get() {
-    void* f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
-    if (f) return f;
-    f = findReal(name);
-    void* expected = nullptr;
-    if (f)
-        __atomic_compare_exchange_n(&fn, &expected, f, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    return __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
+    return processWide(*this, loaderGeneration());
 }
 
 const void* objectOf(const void* p) {
@@ -163,11 +211,13 @@ const void* objectOf(const void* p) {
 }
 
 void* Real::forCaller(const void* ret) {
-    return scopedLookup(*this, mapOf(ret), false);
+    uint64_t gen = loaderGeneration();  // first: a change during the lookup is seen next time
+    return scopedLookup(*this, mapOf(ret), gen, false);
 }
 
 void* Real::inObject(const void* served) {
-    return scopedLookup(*this, mapOf(served), true);
+    uint64_t gen = loaderGeneration();
+    return scopedLookup(*this, mapOf(served), gen, true);
 }
 
 int Real::slotOf(void* real) {

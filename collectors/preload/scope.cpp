@@ -2,7 +2,9 @@
 // recorded, which are the runtime's own, which a signal handler's) and the count of calls
 // dropped while the thread held the shim's locks (Busy). docs/preload.md "How the calls are
 // reached".
+#include <sched.h>
 #include <signal.h>
+#include <time.h>
 
 #include <cstdint>
 
@@ -72,6 +74,29 @@ void Busy::leave() {
 }
 bool Busy::held() {
     return t_busy > 0;
+}
+
+void lockShim(pthread_mutex_t* a, pthread_mutex_t* b) {
+    for (unsigned tries = 0;; ++tries) {
+        Busy::enter();
+        if (pthread_mutex_trylock(a) == 0) {
+            if (!b || pthread_mutex_trylock(b) == 0) return;
+            pthread_mutex_unlock(a);
+        }
+        Busy::leave();  // a pending signal is taken here, between tries
+        if (tries < 64) {
+            sched_yield();
+        } else {
+            struct timespec ts {0, 200 * 1000};  // 0.2 ms: the holder is descheduled
+            nanosleep(&ts, nullptr);
+        }
+    }
+}
+
+void unlockShim(pthread_mutex_t* a, pthread_mutex_t* b) {
+    if (b) pthread_mutex_unlock(b);
+    pthread_mutex_unlock(a);
+    Busy::leave();
 }
 
 uint64_t takeDropped() {

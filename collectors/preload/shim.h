@@ -43,32 +43,47 @@ void* realDlsym(void* handle, const char* name);
 void* selfBase();
 bool isOurs(const void* p);
 
-/// Held while looking up by handle (and across fork(): pthread_atfork in shim_core.cpp).
+/// Taken only to publish a looked-up function into a Real's cache (never waited for there:
+/// pthread_mutex_trylock) and across fork(): never held while calling into the loader.
 extern pthread_mutex_t g_lookup_mu;
+
+/// Takes the shim's lock `a` (and `b`): asynchronous signals are blocked while it is held (Busy)
+/// but never while waiting for it (tries, yielding between tries with the signals unblocked),
+/// so a thread waiting for it still takes SIGTERM. unlockShim releases in reverse.
+void lockShim(pthread_mutex_t* a, pthread_mutex_t* b = nullptr);
+void unlockShim(pthread_mutex_t* a, pthread_mutex_t* b = nullptr);
 
 /// Real functions handed out through dlsym(handle, …) or cuGetProcAddress per hooked function:
 /// each gets a wrapper of its own (Slots in hook_calls.h); a ninth is handed out unwrapped.
 constexpr int kSlots = 8;
-/// Calling libraries (and runtimes asked for a device) remembered per hooked function; a call
-/// from a further one looks its function up again each time (correct, some µs slower).
+/// Calling libraries (and runtimes asked for a device) remembered per hooked function and
+/// loader generation; a call from a further one looks its function up again each time
+/// (correct, some µs slower).
 constexpr int kScopes = 32;
 
 /// One hooked function: its name and the real functions a call may go to. Two runtimes loaded
 /// RTLD_LOCAL under different names (torch and jax wheels each bundling
 /// `libamdhip64-<hash>.so`) each keep their callers: a call goes where the caller would have
 /// gone without the shim (docs/preload.md "Which runtime a call goes to").
+///
+/// What was looked up is remembered per calling object (its link_map) for the loader's
+/// generation it was looked up in (dl_iterate_phdr's adds + subs): after any dlopen that maps
+/// or dlclose that unmaps an object every entry is stale, so a link_map address reused by
+/// another library never reaches an unmapped function.
 struct Real {
     const char* name;
-    void* fn = nullptr;  ///< process-wide (get()); set once
+    unsigned seq = 0;  ///< odd while the entries are written (a seqlock; writers: g_lookup_mu)
+    uint64_t gen = 0;  ///< the loader generation the entries belong to
     struct Scoped {
-        const void* key = nullptr;  ///< a link_map; +1: looked up in that object (inObject)
-        void* fn = nullptr;
+        const void* key = nullptr;  ///< a link_map; +1: looked up in that object (inObject);
+                                    ///< the Real itself: the process-wide function (get())
+        void* fn = nullptr;         ///< nullptr: none loaded
     };
     Scoped scoped[kScopes] = {};  ///< appended under g_lookup_mu, read without it
     void* slot[kSlots] = {};      ///< real functions of the slot wrappers
 
     /// The process-wide function: the global scope, else any loaded object (findReal);
-    /// nullptr when none is loaded.
+    /// nullptr when none is loaded (remembered like the others, per loader generation).
     void* get();
     /// What a call returning to `ret` would have reached without the shim: the global scope
     /// (which every object searches first), else the dependencies of the calling object (its
@@ -123,8 +138,9 @@ class Scope {
     void* prev_;  ///< the real function of the recorded call around this one
 };
 
-/// Marks this thread as holding a lock of the shim (g_open_mu, g_lookup_mu) while it lives;
-/// asynchronous signals are blocked meanwhile (a handler runs once the lock is released).
+/// Marks this thread as holding a lock of the shim (g_open_mu; g_lookup_mu across fork) while
+/// it lives; asynchronous signals are blocked meanwhile (a handler runs once the lock is
+/// released). Never held while waiting for a lock (lockShim).
 class Busy {
   public:
     Busy();

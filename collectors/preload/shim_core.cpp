@@ -336,8 +336,7 @@ int logFd() {
     if (disabled()) return -1;
     int fd = __atomic_load_n(&g_fd, __ATOMIC_ACQUIRE);
     if (fd >= 0 && stillOurs(fd)) return fd;
-    Busy busy;
-    pthread_mutex_lock(&g_open_mu);
+    lockShim(&g_open_mu);
     fd = g_fd;
     if (!disabled()) {
         if (fd < 0)
@@ -347,7 +346,7 @@ int logFd() {
     } else {
         fd = -1;
     }
-    pthread_mutex_unlock(&g_open_mu);
+    unlockShim(&g_open_mu);
     return fd;
 }
 
@@ -440,14 +439,10 @@ void loadUnwind() {
 }
 
 void atforkPrepare() {
-    Busy::enter();  // holds our locks across fork
-    pthread_mutex_lock(&g_open_mu);
-    pthread_mutex_lock(&g_lookup_mu);
+    lockShim(&g_open_mu, &g_lookup_mu);  // holds our locks across fork
 }
 void atforkParent() {
-    pthread_mutex_unlock(&g_lookup_mu);
-    pthread_mutex_unlock(&g_open_mu);
-    Busy::leave();
+    unlockShim(&g_open_mu, &g_lookup_mu);
 }
 /// The child writes its own file: the parent's descriptor is closed, reopened on first use.
 void atforkChild() {
@@ -455,9 +450,7 @@ void atforkChild() {
     g_fd = -1;
     g_id_read = false;  // another pid, another start
     takeDropped();      // the parent's, in the parent's file
-    pthread_mutex_unlock(&g_lookup_mu);
-    pthread_mutex_unlock(&g_open_mu);
-    Busy::leave();
+    unlockShim(&g_open_mu, &g_lookup_mu);
 }
 
 __attribute__((constructor)) void init() {
@@ -472,9 +465,9 @@ __attribute__((constructor)) void init() {
     // start exists), so its `start` record is written now, allocations or not: the old image's
     // buffers end here (docs/preload.md "Exec"). A process without a file gets one at its
     // first record, as before.
-    pthread_mutex_lock(&g_open_mu);
+    lockShim(&g_open_mu);
     if (g_fd < 0 && !disabled()) openLog(false);
-    pthread_mutex_unlock(&g_open_mu);
+    unlockShim(&g_open_mu);
 }
 
 }  // namespace

@@ -10,6 +10,14 @@
 #include <cstring>
 #include <mutex>
 
+#ifdef STANDIN_PAD
+// 8 KiB of int3 ahead of every function (.text.unlikely is laid out before .text): this
+// runtime's functions are not where the other build's are, at the same load address.
+asm(".pushsection .text.unlikely.standin_pad,\"ax\",@progbits\n"
+    ".fill 8192,1,0xcc\n"
+    ".popsection\n");
+#endif
+
 namespace {
 
 #ifndef STANDIN_HIP_DEVICE

@@ -260,3 +260,54 @@ TEST(PreloadHostile, ADroppedRecordMakesTheRecordingIncomplete) {
               "live");
     EXPECT_EQ(log.warnings[1].message, "dropped record without count");
 }
+
+// Review 9c, finding 1: the per-caller cache was keyed by link_map address; after dlclose of
+// one framework (and its runtime) and dlopen of another that got the same link_map, a call
+// went to the first runtime's unmapped hipMalloc (SIGSEGV). Entries now belong to the loader
+// generation they were looked up in.
+TEST(PreloadHostile, AFrameworkLoadedAfterAnotherWasClosedReachesItsOwnRuntime) {
+    std::vector<std::string> argv = {
+        RELOAD_HOST, "reload", STANDIN_FW_A, STANDIN_FW_B, STANDIN_RT_A, STANDIN_RT_B};
+    auto plain = run(argv);
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    TempDir dir;
+    auto r = runShim(dir.path(), argv);
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    for (const auto* out : {&plain.out, &r.out}) {
+        EXPECT_NE(out->find("unloaded-a yes\n"), std::string::npos) << *out;
+        auto p = printed(*out);
+        ASSERT_EQ(p.count("alloc-a"), 1u) << *out;
+        ASSERT_EQ(p.count("alloc-b"), 1u) << *out;
+        EXPECT_EQ(p.find("alloc-a")->second.owner, "a") << *out;
+        EXPECT_EQ(p.find("alloc-b")->second.owner, "b") << *out;
+    }
+    // Both recorded, each with its own runtime's device (a's hipGetDevice says 3, b's 5).
+    auto log = al::parse(readFile(onlyFile(dir.path())));
+    EXPECT_TRUE(log.warnings.empty()) << log.warnings.front().message;
+    auto p = printed(r.out);
+    const auto* a = find(log, p.find("alloc-a")->second.ptr);
+    const auto* b = find(log, p.find("alloc-b")->second.ptr);
+    ASSERT_TRUE(a && b) << r.out;
+    EXPECT_EQ(a->device, 3);
+    EXPECT_EQ(b->device, 5) << r.out;  // "same-link-map yes": the case the review hit
+    EXPECT_EQ(b->end - b->ptr, 2u << 20);
+}
+
+// Review 9c, finding 2: a thread calling hipMalloc from 40 calling objects (more than the
+// cache holds) looked up by handle while holding the shim's lock and waited for the loader's;
+// the main thread, in dlopen of a library whose constructor calls hipMalloc, held the
+// loader's lock and waited for the shim's: both hung (and SIGTERM stayed blocked). The shim
+// now never calls into the loader while holding a lock of its own. A hang is caught by the
+// child's timeout (SIGKILL: status 137).
+TEST(PreloadHostile, ConstructorsCallingHooksWhileAnotherThreadLooksUpDoNotDeadlock) {
+    TempDir dir;
+    for (int i = 1; i <= 41; ++i) {
+        std::string name = i <= 40 ? "caller" + std::to_string(i) + ".so" : "ctor.so";
+        std::filesystem::copy_file(CALLER_LIB, dir.file(name));
+    }
+    auto r = runShim(dir.path(),
+                     {RELOAD_HOST, "ctor-loop", dir.path(), "1000"},
+                     {"GPUFAULT_ALLOC_DIR=" + dir.file("none")});  // not recording: hooks only
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_EQ(r.out, "done\n");
+}
