@@ -200,10 +200,11 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
         f.size = 0;  // `size` may be the old content's: nothing is known of the new one yet
         return true;
     }
-    // Only a partial line held (no newline, not over-long): nothing to store, no transaction
-    // (one opened at each poll while a line waits for its end held SQLite's write lock with
-    // nothing to commit: hostile review 9, MEDIUM 3).
-    if (!f.skipping && static_cast<size_t>(n) <= kMaxLine &&
+    // Only a partial line held (no newline, not over-long) whose size is recorded: nothing to
+    // store, no transaction (one opened at each poll while a line waits for its end held
+    // SQLite's write lock with nothing to commit: hostile review 9, MEDIUM 3). A size not
+    // recorded yet is stored (the checkpoint keeps what was seen).
+    if (!f.skipping && static_cast<size_t>(n) <= kMaxLine && size == f.checkpointedSize &&
         !std::memchr(buf_.data(), '\n', static_cast<size_t>(n)))
         return false;
     if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
