@@ -224,7 +224,9 @@ class Loop {
         for (auto& src : s_.sources) pending += src->uncommittedLines();
         if (pending > linesAtLastPump_) armIdle();
         linesAtLastPump_ = pending;
-        if (pending >= s_.cfg.batch_lines) {
+        if (pending >= s_.cfg.batch_lines || (pending == 0 && s_.txn->open())) {
+            // (nothing pending in an open transaction: committed at once, so that SQLite's
+            // write lock is never held with nothing to store: hostile review 9, MEDIUM 3)
             commit();
         } else if (pending > 0 && !commitArmed_) {
             commitArmed_ = true;
@@ -435,9 +437,10 @@ class Loop {
             for (const auto& src : s_.sources)
                 for (auto& st : src->status())
                     if (!st.key.empty()) before.emplace(st.key, std::move(st));
-        // Deleted files held open: the new FileTail reads them to their end (same store).
-        std::vector<FileTail::DeletedOpen> deleted;
-        if (s_.files && c->store_path == s_.cfg.store_path) deleted = s_.files->deletedOpen();
+        // Files held open: the new FileTail reads those it does not find again (deleted or
+        // renamed away, even after this instant) to their end (same store).
+        std::vector<FileTail::OpenFile> deleted;
+        if (s_.files && c->store_path == s_.cfg.store_path) deleted = s_.files->openFiles();
         kmsgWait_.close();
         journalWait_.close();
         inotify_.close();
@@ -476,7 +479,7 @@ class Loop {
         (void)openSourcesStep(s);
         for (auto& src : s.sources) src->carry(before);
         if (s.files)
-            s.files->carryDeleted(std::move(deleted));
+            s.files->carryOpen(std::move(deleted));
         else
             for (const auto& d : deleted) ::close(d.fd);
         if (!s.control || s.cfg.socket_path != old.socket_path) {

@@ -36,7 +36,7 @@ FileTail::FileTail(Store& store,
       followHardlinks_(follow_hardlinks) {}
 
 FileTail::~FileTail() {
-    for (const auto& d : carriedDeleted_) ::close(d.fd);
+    for (const auto& d : carriedOpen_) ::close(d.fd);
 }
 
 std::vector<std::string> FileTail::watchDirs() const {
@@ -109,9 +109,22 @@ bool FileTail::isOwn(const std::string& path) const {
     return false;
 }
 
+std::set<FileTail::Key> FileTail::ownKeys() const {
+    std::set<Key> keys;
+    for (const auto& o : own_)
+        for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+            struct stat st {};
+            if (::stat((o + suffix).c_str(), &st) == 0) keys.insert({st.st_dev, st.st_ino});
+        }
+    return keys;
+}
+
 void FileTail::scan() {
     scanDue_ = false;
     std::set<Key> seen;
+    // The own files by device + inode too: a hard link to the store's WAL under a followed
+    // name is the WAL (hostile review 9, LOW 4).
+    const std::set<Key> own = ownKeys();
     problems_.clear();
     problemsUnkept_ = 0;
     bool complete = true;  // false: a directory could not be read, files may be missing
@@ -147,7 +160,7 @@ void FileTail::scan() {
                     }
                     continue;
                 }
-                if (isOwn(path)) {
+                if (own.count(key) || isOwn(path)) {
                     problem(path, "not followed: gpufaultd's own store or metrics file");
                     continue;
                 }
@@ -193,31 +206,12 @@ void FileTail::scan() {
         }
         ::globfree(&g);
     }
-    // Deleted files the FileTail before a reload held open: read to their end, as it would
-    // have (seen: not taken for vanished streams while they are identified).
-    for (const auto& d : carriedDeleted_) {
-        Key key{d.dev, d.ino};
-        if (files_.count(key) || open >= maxOpen_) {
-            ::close(d.fd);
-            continue;
-        }
-        auto f = std::make_unique<Followed>();
-        f->path = d.path;
-        f->key = key;
-        f->fd = d.fd;
-        if (auto c = carried_.find(keyText(key.first, key.second)); c != carried_.end()) {
-            f->carriedLines = c->second.lines;
-            f->carriedEvidence = c->second.evidence;
-            carried_.erase(c);
-        }
-        files_.emplace(key, std::move(f));
-        seen.insert(key);
-        ++open;
-    }
-    carriedDeleted_.clear();
     carried_.clear();  // streams not found again did not stay
     for (auto& [key, f] : files_)
         if (complete || seen.count(key)) f->matched = seen.count(key) > 0;
+    // Files the FileTail before a reload held open and this scan did not find: read to their
+    // end, as it would have (seen: not taken for vanished streams while they are identified).
+    adoptCarried(&seen);
     seenComplete_ = complete;
     if (checkVanished_)
         seen_ = std::move(seen);
@@ -577,22 +571,56 @@ void FileTail::carry(const CarriedCounters& before) {
     carried_ = before;  // applied to the files the first scan finds again (lost: stored)
 }
 
-std::vector<FileTail::DeletedOpen> FileTail::deletedOpen() const {
-    std::vector<DeletedOpen> out;
-    for (const auto& d : carriedDeleted_) {  // a reload again before the first scan
+std::vector<FileTail::OpenFile> FileTail::openFiles() const {
+    std::vector<OpenFile> out;
+    for (const auto& d : carriedOpen_) {  // a reload again before the first scan
         int fd = ::fcntl(d.fd, F_DUPFD_CLOEXEC, 0);
         if (fd >= 0) out.push_back({d.path, d.dev, d.ino, fd});
     }
     for (const auto& [k, f] : files_) {
-        struct stat st {};
-        if (f->fd < 0 || f->ignored || ::fstat(f->fd, &st) != 0 || st.st_nlink != 0) continue;
+        if (f->fd < 0 || f->ignored) continue;
         int fd = ::fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
         if (fd >= 0) out.push_back({f->path, k.first, k.second, fd});
     }
     return out;
 }
 
+void FileTail::adoptCarried(std::set<Key>* seen) {
+    size_t open = 0;
+    for (const auto& [k, f] : files_) open += f->fd >= 0 ? 1 : 0;
+    for (const auto& d : carriedOpen_) {
+        Key key{d.dev, d.ino};
+        // Found again by the scan, over the cap, or still at its path (out of the patterns
+        // now: left at its checkpoint, as before the reload).
+        struct stat fst {}, pst {};
+        bool there = ::fstat(d.fd, &fst) == 0 && fst.st_nlink > 0 &&
+                     ::lstat(d.path.c_str(), &pst) == 0 && pst.st_dev == d.dev &&
+                     pst.st_ino == d.ino;
+        if (files_.count(key) || open >= maxOpen_ || there) {
+            ::close(d.fd);
+            continue;
+        }
+        auto f = std::make_unique<Followed>();
+        f->path = d.path;
+        f->key = key;
+        f->fd = d.fd;
+        f->matched = false;  // deleted or out of the patterns: finished once read and idle
+        if (auto c = carried_.find(keyText(key.first, key.second)); c != carried_.end()) {
+            f->carriedLines = c->second.lines;
+            f->carriedEvidence = c->second.evidence;
+            carried_.erase(c);
+        }
+        files_.emplace(key, std::move(f));
+        if (seen) seen->insert(key);
+        ++open;
+    }
+    carriedOpen_.clear();
+}
+
 db::Result<void> FileTail::finishDeleted(Txn& txn) {
+    // Carried across a reload and no scan since: a stop right after a SIGHUP (hostile review
+    // 9, HIGH 1). Those still linked stay at their checkpoints, for a restart to find.
+    adoptCarried(nullptr);
     for (auto it = files_.begin(); it != files_.end();) {
         Followed& f = *it->second;
         struct stat st {};
@@ -618,9 +646,9 @@ db::Result<void> FileTail::finishDeleted(Txn& txn) {
     return {};
 }
 
-void FileTail::carryDeleted(std::vector<DeletedOpen> files) {
-    for (const auto& d : carriedDeleted_) ::close(d.fd);
-    carriedDeleted_ = std::move(files);
+void FileTail::carryOpen(std::vector<OpenFile> files) {
+    for (const auto& d : carriedOpen_) ::close(d.fd);
+    carriedOpen_ = std::move(files);
     scanDue_ = true;
 }
 

@@ -96,24 +96,27 @@ class FileTail final : public Source {
     std::vector<int64_t> sourceIds() const override;
     void carry(const CarriedCounters& before) override;
 
-    /// A deleted file (no link left) held open, handed to the FileTail that replaces this one
-    /// at a reload: its path, device + inode and a descriptor of its own.
-    struct DeletedOpen {
+    /// A file held open, handed to the FileTail that replaces this one at a reload: its path,
+    /// device + inode and a descriptor of its own.
+    struct OpenFile {
         std::string path;
         dev_t dev = 0;
         ino_t ino = 0;
         int fd = -1;
     };
-    /// The deleted files this FileTail holds open, each with a new descriptor (dup; the caller
-    /// hands them to carryDeleted() or closes them).
-    std::vector<DeletedOpen> deletedOpen() const;
-    /// Deleted files the FileTail before a reload held open: the first scan follows them
-    /// through these descriptors (taken), so they are read to their end and finished as that
-    /// one would have, not given up as gone with what it had not read counted lost (a file
-    /// deleted while a reload re-read it from its checkpoint: hostile review 3, HIGH 2).
-    void carryDeleted(std::vector<DeletedOpen> files);
-    /// At a stop: each deleted file held open (nothing can read it after this process) is read
-    /// to its end and finished into `txn`, its held records and last dispatches stored, rather
+    /// Every file this FileTail holds open (compressed ones excepted), each with a new
+    /// descriptor (dup; the caller hands them to carryOpen() or closes them): deleted or not at
+    /// this instant, since one may be deleted or renamed away before the next FileTail's first
+    /// scan (hostile review 9, HIGH 2).
+    std::vector<OpenFile> openFiles() const;
+    /// The files the FileTail before a reload held open: the first scan (or a stop before it)
+    /// follows, through these descriptors (taken), those it does not find by their device +
+    /// inode under the patterns (deleted, renamed away, or no longer matched by them), so they
+    /// are read to their end and finished as that one would have, not given up as gone with
+    /// what it had not read counted lost (hostile review 3, HIGH 2). The others are closed.
+    void carryOpen(std::vector<OpenFile> files);
+    /// At a stop: each deleted file held open (nothing can read it after this process),
+    /// carried ones not yet taken by a scan included (hostile review 9, HIGH 1), is read to its end and finished into `txn`, its held records and last dispatches stored, rather
     /// than left at a checkpoint no restart can read from. Store errors are returned.
     db::Result<void> finishDeleted(Txn& txn);
 
@@ -280,7 +283,12 @@ class FileTail final : public Source {
     bool lostStale_ = true;
     std::chrono::steady_clock::time_point lostAt_{};
     CarriedCounters carried_;                      ///< from before a reload, by key
-    std::vector<DeletedOpen> carriedDeleted_;      ///< from before a reload (carryDeleted())
+    std::vector<OpenFile> carriedOpen_;            ///< from before a reload (carryOpen())
+    /// carriedOpen_ not found under the patterns become followed files (`seen`: their keys
+    /// are added); the rest are closed.
+    void adoptCarried(std::set<Key>* seen);
+    /// Device + inode of the excludeOwn() files (and companions) that exist now.
+    std::set<Key> ownKeys() const;
     std::chrono::steady_clock::time_point pollUntil_{};  ///< the current poll's time budget
 };
 

@@ -10,8 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <string>
 
 #include "tests/daemon/daemon_harness.h"
@@ -169,4 +174,109 @@ TEST(DaemonCopyHeldBack, AFileDeletedThenStoppedIsFinishedAtTheStop) {
     ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
     EXPECT_EQ(storeCount(s.store, "SELECT complete FROM sources"), 1);
     s.expectSameAsIngest();
+}
+
+// Hostile review 9, HIGH 1: a deleted file carried across a reload waited for the new
+// FileTail's first scan; a SIGTERM before it left the file unread (the stop finishes only the
+// files followed). Sent together, the SIGTERM is taken before the next poll.
+TEST(DaemonCopyHeldBack, AFileDeletedThenReloadedThenStoppedIsFinishedAtTheStop) {
+    HeldBack s(3000);
+    DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] { return storeCount(s.store, "SELECT max_line FROM sources") == 3404; }, 20s))
+        << d.stderrText();
+    ::unlink(s.log.c_str());
+    d.signal(SIGHUP);
+    d.signal(SIGTERM);
+    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    EXPECT_EQ(storeCount(s.store, "SELECT complete FROM sources"), 1);
+    s.expectSameAsIngest();
+}
+
+// Hostile review 9, HIGH 2: only the files deleted at the reload's snapshot were handed over;
+// one deleted or renamed away after it, before the new FileTail's first scan, was not found
+// and given up at its checkpoint (what it had not stored counted lost). Every open file is
+// handed over now: here one renamed out of the patterns before the SIGHUP, which the old
+// FileTail still held (it finishes such a file only once idle).
+TEST(DaemonCopyHeldBack, AFileRenamedAwayThenReloadedIsReadToItsEnd) {
+    HeldBack s(3000);
+    DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] { return storeCount(s.store, "SELECT max_line FROM sources") == 3404; }, 20s))
+        << d.stderrText();
+    ASSERT_EQ(::rename(s.log.c_str(), s.dir.file("moved.log").c_str()), 0);
+    d.signal(SIGHUP);
+    ASSERT_TRUE(
+        eventually([&] { return storeCount(s.store, "SELECT complete FROM sources") == 1; }, 30s))
+        << d.stderrText();
+    d.signal(SIGTERM);
+    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    s.expectSameAsIngest();
+}
+
+// Hostile review 9, MEDIUM 3: while a partial last line waited for its newline, each poll
+// opened the write transaction and nothing committed it: `gpufault ingest` into the daemon's
+// store failed on the lock. Once the daemon has recorded what it saw, another writer gets it.
+TEST(DaemonCopyHeldBack, APartialLastLineDoesNotHoldTheWriteLock) {
+    HeldBack s(100);
+    std::ofstream(s.log, std::ios::app) << "epoch 2 step 1 loss" << std::flush;
+    const int64_t size = static_cast<int64_t>(heldBackLog().size() + 19);
+    writeFile(s.dir.file("other.log"), "epoch 9 step 1 loss 0.1\n");
+    DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] {
+            return storeCount(s.store, "SELECT max_line FROM sources") == 3404 &&
+                   storeCount(s.store, "SELECT size FROM sources") == size;
+        },
+        20s))
+        << d.stderrText();
+    auto r = run({GPUFAULT_BIN, "--db", s.store, "ingest", s.dir.file("other.log")});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(storeCount(s.store, "SELECT count(*) FROM sources"), 2);
+    d.signal(SIGTERM);
+    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+}
+
+// Hostile review 9, LOW 4: with files.follow_hardlinks = true, a hard link to the store's WAL
+// under a followed name was followed (the own files were excluded by path only).
+TEST(DaemonCopyHeldBack, AHardLinkToTheStoresWalIsNotFollowed) {
+    HeldBack s(100);
+    std::string sock = s.dir.file("ctl.sock");
+    writeFile(s.conf,
+              fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs "
+                          "= [\"{}/job.log*\"]\npoll_interval_ms = 100\nfollow_hardlinks = "
+                          "true\n[control]\nsocket = \"{}\"\ngroup = \"\"\n[allocations]\n"
+                          "directory = \"\"\n",
+                          s.store,
+                          s.logs,
+                          sock));
+    DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] { return storeCount(s.store, "SELECT max_line FROM sources") == 3404; }, 20s))
+        << d.stderrText();
+    std::string wal = s.store + "-wal", link = s.logs + "/job.log.wal";
+    struct stat st {};
+    ASSERT_EQ(::stat(wal.c_str(), &st), 0);
+    ASSERT_EQ(::link(wal.c_str(), link.c_str()), 0) << std::strerror(errno);
+    auto why = [&] {
+        auto j = nlohmann::json::parse(controlRequest(sock, "status"), nullptr, false);
+        if (j.is_object())
+            for (const auto& r : j["streams"])
+                if (r.value("name", "") == link) return r.value("error", std::string("-"));
+        return std::string();
+    };
+    EXPECT_TRUE(eventually(
+        [&] { return why() == "not followed: gpufaultd's own store or metrics file"; }, 10s))
+        << why();
+    EXPECT_EQ(storeCount(s.store, "SELECT count(*) FROM sources WHERE path LIKE '%.wal'"), 0);
+    d.signal(SIGTERM);
+    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
 }
