@@ -73,6 +73,7 @@ class AmdgpuFaultMatcher final : public Matcher {
     void closeAll(Sink& out);
     void settle(Sink& out);
     bool joins(const Block& b, FaultStage s) const;
+    bool runsAgainst(const LogLine& line) const;
     void add(Block& b, FaultStage s, std::string_view body, const LogLine& line);
     void close(size_t i, Sink& out);
     void flushHeld(Sink& out);
@@ -161,18 +162,11 @@ void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
         // the blocks in progress end and the order is learned again.
         bool again = seq_ - last_block_seq_ > kMaxGap;
         std::optional<amdgpu::HeldLine> redo;
-        if (!again && line.time.kernel_s && last_block_ && last_block_->time.kernel_s &&
-            amdgpu::mentionsAmdgpu(line.text)) {
-            auto d = amdgpu::splitDeviceLine(line.text);
-            if (d && amdgpu::classifyFaultLine(d->body) != FaultStage::None) {
-                TimeInfo prev;
-                prev.kernel_s = last_block_->time.kernel_s;
-                Direction seen = amdgpu::stampOrder(prev, line.time);
-                again = seen != Direction::Unknown && seen != dir_;
-                // The previous block line began a block alone: it is the first line of the
-                // new run (its stamp already ran against the order); taken back, read again.
-                if (again) redo = takeBack();
-            }
+        if (!again && runsAgainst(line)) {
+            again = true;
+            // The previous block line began a block alone: it is the first line of the new run
+            // (its stamp already ran against the order); taken back, read again.
+            redo = takeBack();
         }
         if (!again) return step(line, out);
         closeAll(out);
@@ -193,6 +187,28 @@ void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
     } else if (probe_.over()) {
         settle(out);  // emitted now, in step with the other matchers' records of these lines
     }
+}
+
+// Whether block line `line` shows that the learned order has ended: its kernel stamp runs against
+// it compared with the previous block line, when that line began a block alone, is of the same
+// device (stamps of interleaved GPUs step back by a microsecond: they are not compared) and
+// `line` does not continue its block in the learned order (a clock step inside a block changes
+// nothing).
+bool AmdgpuFaultMatcher::runsAgainst(const LogLine& line) const {
+    if (!line.time.kernel_s || !last_block_ || !last_block_->time.kernel_s) return false;
+    if (!amdgpu::mentionsAmdgpu(line.text)) return false;
+    auto d = amdgpu::splitDeviceLine(line.text);
+    if (!d) return false;
+    FaultStage s = amdgpu::classifyFaultLine(d->body);
+    if (s == FaultStage::None) return false;
+    auto prev_dev = amdgpu::splitDeviceLine(last_block_->text);
+    if (!prev_dev || prev_dev->key != d->key) return false;
+    TimeInfo prev;
+    prev.kernel_s = last_block_->time.kernel_s;
+    Direction seen = amdgpu::stampOrder(prev, line.time);
+    if (seen == Direction::Unknown || seen == dir_) return false;
+    size_t i = find(d->key);
+    return i == npos || !joins(blocks_[i], s);
 }
 
 // The held blocks are over (a gap, or a line that ends each): emits them read as their shape

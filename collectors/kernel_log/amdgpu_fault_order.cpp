@@ -71,10 +71,17 @@ Direction DirectionProbe::offer(const LogLine& line, uint64_t seq) {
         for (auto& d : devices_)
             if (d.key == dev->key) seen = &d;
         if (seen) {
-            found = stampOrder(seen->time, line.time);
-            if (found == Direction::Unknown && stage != FaultStage::Header &&
-                seen->stage != FaultStage::Header && stage != seen->stage)
-                found = stage > seen->stage ? Direction::Forward : Direction::Reverse;
+            Direction by_stamp = stampOrder(seen->time, line.time);
+            Direction by_stage = Direction::Unknown;
+            if (stage != FaultStage::Header && seen->stage != FaultStage::Header &&
+                stage != seen->stage)
+                by_stage = stage > seen->stage ? Direction::Forward : Direction::Reverse;
+            // Stamps and stages that disagree (a clock step within one device) tell nothing.
+            if (by_stamp == Direction::Unknown) {
+                found = by_stage;
+            } else if (by_stage == Direction::Unknown || by_stage == by_stamp) {
+                found = by_stamp;
+            }
         } else if (devices_.size() < 16) {
             devices_.push_back({dev->key, stage, {}});
             seen = &devices_.back();
@@ -88,15 +95,20 @@ Direction DirectionProbe::offer(const LogLine& line, uint64_t seq) {
         for (auto& d : devices_)
             if (d.key == dev->key) d.open = false;
     }
-    if (found != Direction::Unknown) return found;
+    if (found != Direction::Unknown) {
+        learned_ = found;
+        return found;
+    }
     if (held_.size() >= kMaxHeldLines || bytes_ >= kMaxHeldBytes) return guess();
     return Direction::Unknown;
 }
 
 Direction DirectionProbe::guess() const {
     // The shape of the held lines (`address, header, …, header`) tells nothing: a forward
-    // `grep` cut at both ends has it too. Forward output is the common case.
-    return Direction::Forward;
+    // `grep` cut at both ends has it too. The order the input showed before goes on (one
+    // journal keeps its order: `journalctl -r` after a quiet hour is still newest first), else
+    // forward output, the common case.
+    return learned_ != Direction::Unknown ? learned_ : Direction::Forward;
 }
 
 std::vector<HeldLine> DirectionProbe::take() {

@@ -45,10 +45,15 @@ struct HeldLine {
 /// the wrong block while it is not. The order is decided by the first two lines of one device
 /// (in reading order) that show it: different kernel stamps (or wall stamps of one form), else
 /// two lines other than the header with different stages (a header sits at the boundary of two
-/// blocks either way, so a pair with a header tells nothing by itself). Bounded: at most
-/// kMaxHeldLines lines and kMaxHeldBytes bytes of text are held, then guess() decides; after a
-/// gap of kMaxGapLines lines without a block line (stale()) the held blocks are over whatever
-/// the order, and the caller settles them with guess() without learning an order.
+/// blocks either way, so a pair with a header tells nothing by itself); a pair whose stamps and
+/// stages disagree tells nothing. Stamps of different devices are never compared (interleaved
+/// GPUs print from different CPUs: their stamps may step back by a microsecond). Bounded: at
+/// most kMaxHeldLines lines and kMaxHeldBytes bytes of text are held, then guess() decides;
+/// after a gap of kMaxGapLines lines without a block line (stale()) the held blocks are over
+/// whatever the order, and the caller settles them with guess() without learning an order.
+/// The last order shown by such evidence outlives take(): it is guess()'s answer for the later
+/// runs of blocks that show none (a newest-first journal whose later blocks are header and
+/// address lines only, gmc_v10–v12 with status 0).
 class DirectionProbe {
   public:
     static constexpr size_t kMaxHeldLines = 256;
@@ -61,12 +66,16 @@ class DirectionProbe {
     /// be replayed, see take()); Unknown while it is not decided.
     Direction offer(const LogLine& line, uint64_t seq);
 
-    /// The direction when the held lines show no telling pair: oldest first (reversed reading
-    /// rests on evidence only; the shape `address, header, …, header` is also that of a forward
-    /// `grep` cut at both ends). Newest-first input whose stamps are equal (journalctl short, to
-    /// the second) and that keeps only header and task lines cannot be told from forward input
-    /// and is read forward.
+    /// The direction when the held lines show no telling pair: the last direction evidence
+    /// showed earlier in this input (learned()), else oldest first (reversed reading rests on
+    /// evidence only; the shape `address, header, …, header` is also that of a forward `grep`
+    /// cut at both ends). Newest-first input whose stamps are equal (journalctl short, to the
+    /// second) and that keeps only header and task, or header and address lines, cannot be
+    /// told from forward input when nothing before it showed the order, and is read forward.
     Direction guess() const;
+
+    /// The direction the last telling pair showed (offer() returned it), Unknown before any.
+    Direction learned() const { return learned_; }
 
     /// The held lines, in reading order; the probe is empty afterwards.
     std::vector<HeldLine> take();
@@ -96,6 +105,7 @@ class DirectionProbe {
     size_t bytes_ = 0;
     uint64_t last_block_seq_ = 0;
     std::optional<FaultStage> first_stage_, last_stage_;
+    Direction learned_ = Direction::Unknown;  // kept by take()
 };
 
 }  // namespace gpufault::amdgpu
