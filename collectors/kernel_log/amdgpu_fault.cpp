@@ -120,8 +120,11 @@ void AmdgpuFaultMatcher::add(Block& b, FaultStage s, std::string_view body, cons
         b.ev.line = line.line;
         b.ev.time = line.time;
         if (line.rank) b.ev.rank = line.rank;
-    } else if (stated && s != FaultStage::Task) {
-        b.fault_field = true;
+    } else {
+        if (stated && s != FaultStage::Task) b.fault_field = true;
+        // Newest first, a block without its header takes the time of its oldest line, as it
+        // does read forward.
+        if (dir_ == Direction::Reverse && !b.header && !line.time.empty()) b.ev.time = line.time;
     }
     amdgpu::appendRaw(b.ev.raw, line.raw);
 }
