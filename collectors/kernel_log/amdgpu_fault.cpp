@@ -192,11 +192,11 @@ void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
     }
 }
 
-// Whether block line `line` shows that the learned order has ended: its kernel stamp runs against
-// it compared with the previous block line, when that line began a block alone, is of the same
-// device (stamps of interleaved GPUs step back by a microsecond: they are not compared) and
-// `line` does not continue its block in the learned order (a clock step inside a block changes
-// nothing).
+// Whether block line `line` ends the run of the learned order: the previous block line began a
+// block alone and is of the same device (stamps of interleaved GPUs step back by a microsecond
+// between devices: they are never compared), the two kernel stamps show the other order, and
+// `line` does not continue that device's block in the learned order (a clock step inside a
+// block changes nothing).
 bool AmdgpuFaultMatcher::runsAgainst(const LogLine& line) const {
     if (!line.time.kernel_s || !last_block_ || !last_block_->time.kernel_s) return false;
     if (!amdgpu::mentionsAmdgpu(line.text)) return false;
@@ -214,8 +214,8 @@ bool AmdgpuFaultMatcher::runsAgainst(const LogLine& line) const {
     return i == npos || !joins(blocks_[i], s);
 }
 
-// The held blocks are over (a gap, or a line that ends each): emits them read as their shape
-// suggests, without learning an order for the blocks after them.
+// The held blocks are over (a gap, or a line that ends each): emits them read in guess()'s order
+// (the last order evidence showed, else forward), without learning an order from them.
 void AmdgpuFaultMatcher::settle(Sink& out) {
     decide(probe_.guess(), out);
     closeAll(out);
