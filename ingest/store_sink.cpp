@@ -339,15 +339,18 @@ void StoreSink::flushWindow(Window& w, uint64_t before, size_t n) {
         resolveArgs(h.d);
         for (const auto& a : h.d.args) {
             const ObjRange range = objRange(a);
-            if (range == ObjRange::Inverted || range == ObjRange::Wide) {
+            if (range == ObjRange::Inverted || range == ObjRange::Wide ||
+                range == ObjRange::Huge) {
                 warning({h.d.line,
                          fmt::format("Arg{} of {} (dispatch at line {}): its obj:[lo-hi] {}: "
                                      "no operand stored",
                                      a.index,
                                      shortKernelName(h.d.kernel, 48),
                                      h.d.line,
-                                     range == ObjRange::Wide
-                                         ? "has a bound wider than 64 bits"
+                                     range == ObjRange::Wide ? "has a bound wider than 64 bits"
+                                     : range == ObjRange::Huge
+                                         ? "spans more than 2^48 bytes (no allocation is that "
+                                           "large)"
                                          : "ends below its start (wraps around 2^64)")});
                 continue;
             }

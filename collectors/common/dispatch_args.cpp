@@ -115,6 +115,7 @@ ObjRange objRange(const DispatchArg& a) {
     if (!a.obj_lo) return ObjRange::Wide;
     if (*a.obj_hi < *a.obj_lo) return ObjRange::Inverted;
     if (*a.obj_hi == *a.obj_lo) return ObjRange::Empty;
+    if (*a.obj_hi - *a.obj_lo > kMaxObjBytes) return ObjRange::Huge;
     return ObjRange::Ok;
 }
 

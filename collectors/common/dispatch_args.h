@@ -31,9 +31,14 @@ bool parseDispatchArg(int index, std::string_view decl, std::string_view value, 
 
 /// What a parsed argument's `obj:[lo-hi]` gives: no range (none, or not complete), a range
 /// [obj_lo, obj_hi), an empty one (lo == hi), one that ends below its start (wraps around 2^64:
-/// obj_hi < obj_lo), one with a bound wider than 64 bits (obj_hi set, obj_lo not). Only Ok
-/// makes an operand; the store warns for Inverted and Wide, naming the dispatch's line.
-enum class ObjRange { None, Ok, Empty, Inverted, Wide };
+/// obj_hi < obj_lo), one with a bound wider than 64 bits (obj_hi set, obj_lo not), one larger
+/// than any GPU or CPU address space (more than kMaxObjBytes: a sentinel such as `-0xffff…`,
+/// not an allocation). Only Ok makes an operand; the store warns for Inverted, Wide and Huge,
+/// naming the dispatch's line.
+enum class ObjRange { None, Ok, Empty, Inverted, Wide, Huge };
+/// 2^48 bytes: the 48-bit virtual address space of gfx9+ GPUs (and more than x86-64's 47-bit
+/// user space), so no allocation is larger.
+inline constexpr uint64_t kMaxObjBytes = uint64_t{1} << 48;
 ObjRange objRange(const DispatchArg& a);
 
 /// A pending entry's head, followed by its text: the argument index, the offset of ` = ` in the

@@ -345,6 +345,26 @@ TEST(CliCores, ATruncatedCoreIsStoredFromItsNotes) {
     EXPECT_NE(w.out.find("\n1\n"), std::string::npos) << w.out;
 }
 
+// Issue 4's test: a core cut inside its notes (here at 4 KiB; the fixture's PT_NOTE runs from
+// 0x6d0 to 0x1ba0) has no pid, signal or si_addr to keep: a clear error naming the file, exit
+// status 2, nothing stored, and what the store already held stays.
+TEST(CliCores, ACoreCutInsideItsNotesIsAnErrorAndStoresNothing) {
+    TempDir t;
+    auto whole = readFile(kCore);
+    writeFile(t.file("core.cut"), whole.substr(0, 4096));
+    ASSERT_EQ(run(ingestArgs(t, {kCore})).status, 0);
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("core.cut")});
+    EXPECT_EQ(r.status, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find(t.file("core.cut")), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("truncated: PT_NOTE segment"), std::string::npos) << r.err;
+    auto c = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"}).out);
+    ASSERT_EQ(c.size(), 1u);  // the whole core ingested first, nothing from the cut one
+    EXPECT_EQ(c[0]["pid"], 14046);
+    EXPECT_TRUE(c[0]["note"].is_null()) << c[0].dump();
+    auto e = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
+    EXPECT_EQ(e.size(), 1u);
+}
+
 TEST(CliCores, RocrGpuCoreIsStoredAsMetadata) {
     TempDir t;
     CoreBuilder b;

@@ -118,7 +118,7 @@ TEST(FaultFold, AFaultOfAnotherPidLeavesAFoldOpen) {
               (std::vector<std::string>{"1|2", "5|1"}));
 }
 
-TEST(FaultFold, WrappedInvertedAndWideObjRangesWarnAndKeepTheDispatch) {
+TEST(FaultFold, WrappedInvertedWideAndHugeObjRangesWarnAndKeepTheDispatch) {
     // /tmp/hostile9a/op2.log and op1.log in one stream.
     const std::string p =
         ":3:rocvirtual.cpp           :723 : 0000000105 us: [pid:500  "
@@ -135,23 +135,27 @@ TEST(FaultFold, WrappedInvertedAndWideObjRangesWarnAndKeepTheDispatch) {
               "Arg2: float* ov = ptr:0xfffffffffffff000 "
               "obj:[0xfffffffffffff000-0x10000000000001000]\n" +
               p + "Arg3: float* a = ptr:0x7f0000000000 obj:[0x7f0000000000-0x7f0000001000]\n" +
-              shader +  // 6
+              p + "Arg4: float* s = ptr:0x7f0000004000 obj:[0x7f0000004000-0xffffffffffffffff]\n" +
+              shader +  // 7
               rocr("0x0000000000000800"));
     EXPECT_EQ(in.rows("SELECT d.line AS line, k.name AS kernel FROM dispatches d JOIN kernels k ON "
                       "k.id = d.kernel_id",
                       {"line", "kernel"}),
-              (std::vector<std::string>{"6|_Z4kernv"}));
+              (std::vector<std::string>{"7|_Z4kernv"}));
     EXPECT_EQ(in.rows("SELECT name, ptr FROM operands ORDER BY name", {"name", "ptr"}).size(), 1u);
     auto w = in.rows(
         "SELECT line, message FROM warnings WHERE message LIKE '%obj:[lo-hi]%' "
         "ORDER BY message",
         {"line", "message"});
-    ASSERT_EQ(w.size(), 3u);
-    EXPECT_NE(w[0].find("6|Arg0 of"), std::string::npos) << w[0];
+    ASSERT_EQ(w.size(), 4u);
+    EXPECT_NE(w[0].find("7|Arg0 of"), std::string::npos) << w[0];
     EXPECT_NE(w[0].find("wraps around 2^64"), std::string::npos) << w[0];
-    EXPECT_NE(w[1].find("6|Arg1 of"), std::string::npos) << w[1];
-    EXPECT_NE(w[2].find("6|Arg2 of"), std::string::npos) << w[2];
+    EXPECT_NE(w[1].find("7|Arg1 of"), std::string::npos) << w[1];
+    EXPECT_NE(w[2].find("7|Arg2 of"), std::string::npos) << w[2];
     EXPECT_NE(w[2].find("wider than 64 bits"), std::string::npos) << w[2];
+    // hostile11a argn.txt: a range to 0xffff…ffff (16 EiB) is no allocation.
+    EXPECT_NE(w[3].find("7|Arg4 of"), std::string::npos) << w[3];
+    EXPECT_NE(w[3].find("spans more than 2^48 bytes"), std::string::npos) << w[3];
 }
 
 }  // namespace
