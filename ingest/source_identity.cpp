@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <string_view>
+
 namespace gpufault {
 
 std::string headCursor(uint64_t hash) {
@@ -12,18 +15,21 @@ PrefixCheck checkPrefix(const SourceState& st,
                         int64_t size,
                         const std::function<std::optional<uint64_t>(int64_t)>& hashOf) {
     if (st.offset > size) return PrefixCheck::Differs;
-    std::optional<std::string> want;
+    std::optional<uint64_t> want;
     int64_t len = st.offset;
     if (st.prefix_hash && st.offset > 0 && st.offset <= kPrefixHashCap) {
-        want = headCursor(*st.prefix_hash);
+        want = st.prefix_hash;
     } else if (st.offset > kPrefixHashCap && st.cursor && st.cursor->starts_with("head:")) {
-        want = *st.cursor;
+        std::string_view hex = std::string_view(*st.cursor).substr(5);
+        uint64_t h = 0;
+        auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), h, 16);
+        if (ec == std::errc() && end == hex.data() + hex.size()) want = h;
         len = kPrefixHashCap;
     }
     if (!want) return PrefixCheck::Same;
     auto h = hashOf(len);
     if (!h) return PrefixCheck::Unreadable;
-    return headCursor(*h) == *want ? PrefixCheck::Same : PrefixCheck::Differs;
+    return *h == *want ? PrefixCheck::Same : PrefixCheck::Differs;
 }
 
 void hashCheckpoint(FilePrefix& prefix, SourceState& cp) {

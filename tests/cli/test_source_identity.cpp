@@ -119,6 +119,26 @@ TEST(SourceIdentity, RewrittenWithTheSameSizeIsNotUnchanged) {
     rewriteCase(first, second);
 }
 
+TEST(SourceIdentity, BigFileRewrittenInItsFirst64MiBIsNewContent) {
+    // Past 64 MiB the checkpoint keeps the hash of the first 64 MiB only (the cost of a
+    // re-ingest stays bounded): a file written again whose head differs is still new content.
+    auto filler = [](const std::string& tag) {
+        std::string s;
+        s.reserve((66u << 20) + 4096);
+        for (int i = 0; s.size() < (66u << 20); ++i)
+            s += tag + " step " + std::to_string(i) + " loss 2.0 " + std::string(60, '.') + "\n";
+        return s;
+    };
+    std::string fault = real("019-miopen-info-prefixed-rocr-fault-node7.txt");
+    std::string first = kBoot + filler("train") + real("001-amdgpu-gfxhub0-noretry-tcp.txt");
+    // Longer than the first (else its size alone tells): another fault after the same filler.
+    std::string second = kBoot + filler("tune") + fault +
+                         real("014-two-gpus-dmesg-plus-amdlog-pid-in-container.txt") +
+                         real("001-amdgpu-gfxhub0-noretry-tcp.txt");
+    ASSERT_GT(second.size(), first.size());
+    rewriteCase(first, second);
+}
+
 TEST(SourceIdentity, AppendedFileResumesAfterWhatWasRead) {
     TempDir t;
     std::string log = t.file("grow.log"), db = t.file("db");
