@@ -287,6 +287,13 @@ int cmdIngest(const Global& g,
             fmt::print("{}: already ingested, unchanged\n", f);
             continue;
         }
+        if (r->replaced_source != 0)
+            fmt::print(
+                "{}: written again since it was ingested (the {} read then are not its first bytes "
+                "now): a new source, read from its start; the earlier content's records are "
+                "kept\n",
+                f,
+                counted(static_cast<int64_t>(r->replaced_bytes), "byte"));
         uint64_t n = 0;
         std::string kinds;
         for (auto& [k, c] : r->evidence) {
@@ -294,7 +301,7 @@ int cmdIngest(const Global& g,
             kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", c, k);
         }
         fmt::print("{}: {}{}, {} evidence{}{}, {} ({} kept), {}, {}, {:.2f} s\n",
-                   f,
+                   r->name,
                    counted(static_cast<int64_t>(r->lines), "line"),
                    r->resumed ? " (resumed)" : "",
                    n,

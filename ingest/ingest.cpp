@@ -20,8 +20,10 @@
 #include "correlate/correlate.h"
 #include "ingest/line_batches.h"
 #include "ingest/line_reader.h"
+#include "ingest/source_identity.h"
 #include "ingest/stream.h"
 #include "schema/queries.h"
+#include "schema/streams.h"
 
 namespace gpufault {
 
@@ -149,30 +151,37 @@ db::Result<IngestSummary> ingestFile(Store& store,
     id.fingerprint = sourceFingerprint(*head);
     uint64_t total = S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
 
-    auto src = store.source(id);
-    if (!src) return std::unexpected(src.error());
-    SourceState state = *src;
-    sum.source_id = state.id;
-    if (state.complete && id.kind == "file" && total == static_cast<uint64_t>(state.offset)) {
-        sum.unchanged = true;
-        return sum;
-    }
-    if (state.offset > 0 && id.kind == "file" && static_cast<uint64_t>(state.offset) <= total) {
-        // Resume: reposition the file at the checkpoint.
-        if (::lseek(fd.fd, state.offset, SEEK_SET) < 0)
-            return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
-        reader = LineReader(fd.fd, kMaxLine, {}, opt.read_chunk_bytes);
-        reader.setBase(static_cast<uint64_t>(state.offset));
-        sum.resumed = !state.complete;
-    } else if (id.kind == "file" && static_cast<uint64_t>(state.offset) > total) {
-        // Truncated and written again under the same first line: new content, numbered after
-        // the lines already stored so that none of it is taken for a duplicate.
-        state.offset = 0;
-        state.line = state.max_line;
+    // A file is resumed only while its bytes before the checkpoint are those read (else it is
+    // new content: a new source, read from its start); each `ingest -` is a stream of its own.
+    FilePrefix prefix(fd.fd);
+    SourceState state;
+    if (id.kind == "file") {
+        auto src = fileSource(store, id, static_cast<int64_t>(total), prefix);
+        if (!src) return std::unexpected(src.error());
+        state = src->state;
+        sum.source_id = state.id;
+        sum.resumed = src->resumed;
+        sum.replaced_source = src->replaced;
+        sum.replaced_bytes = static_cast<uint64_t>(src->replaced_offset);
+        if (src->unchanged) {
+            sum.unchanged = true;
+            return sum;
+        }
+        if (state.offset > 0) {
+            // Resume: reposition the file at the checkpoint.
+            if (::lseek(fd.fd, state.offset, SEEK_SET) < 0)
+                return std::unexpected(
+                    db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
+            reader = LineReader(fd.fd, kMaxLine, {}, opt.read_chunk_bytes);
+            reader.setBase(static_cast<uint64_t>(state.offset));
+        }
     } else {
-        state.offset = state.line = 0;  // stdin again: the same lines are not duplicated
+        auto src = newStream(store.db(), id);
+        if (!src) return std::unexpected(src.error());
+        state = *src;
+        sum.source_id = state.id;
     }
-
+    sum.name = id.path;
     if (auto r = store.begin(); !r) return std::unexpected(r.error());
     StreamIngest stream(store, state, opt.dispatch_window, sum);
     uint64_t consumedAt = reader.consumed();
@@ -188,7 +197,11 @@ db::Result<IngestSummary> ingestFile(Store& store,
     };
     auto checkpoint = [&](bool complete) -> db::Result<void> {
         auto end = static_cast<int64_t>(consumedAt);
-        if (auto r = stream.checkpoint(end, complete, static_cast<int64_t>(total)); !r) return r;
+        auto hash = [&](SourceState& cp) {
+            if (id.kind == "file") hashCheckpoint(prefix, cp);
+        };
+        if (auto r = stream.checkpoint(end, complete, static_cast<int64_t>(total), hash); !r)
+            return r;
         if (auto r = store.commit(); !r) return r;
         stream.committed();
         if (!complete)

@@ -28,6 +28,9 @@ struct IngestOptions {
 /// What one ingest did.
 struct IngestSummary {
     std::string path;
+    /// The source's stored path, as `events` prints it in WHERE: `path`, or for stdin the
+    /// stream's own name `-#N` (each `ingest -` is a new stream, N counting them in the store).
+    std::string name;
     int64_t source_id = 0;  ///< the source row in the store
     uint64_t lines = 0;     ///< lines read in this run
     uint64_t bytes = 0;
@@ -48,12 +51,19 @@ struct IngestSummary {
     uint64_t classified_by_reader = 0, classified_by_matcher = 0;
     bool resumed = false;          ///< started from an earlier, interrupted run's checkpoint
     bool unchanged = false;        ///< already ingested completely; nothing read
+    /// The file's stored source was written for other bytes (rewritten in place under the same
+    /// first line, or cut short): it was retired with its records, and the file read from its
+    /// start as a new source. Its id (0: none) and the bytes it had read.
+    int64_t replaced_source = 0;
+    uint64_t replaced_bytes = 0;
     double seconds = 0;
 };
 
-/// Ingests a file (or "-" for stdin). Resumes from the source's checkpoint; a file ingested
-/// completely and unchanged is skipped. Errors (unreadable file, store failure) name the file;
-/// what was committed before an error stays in the store.
+/// Ingests a file (or "-" for stdin). Resumes from the source's checkpoint while the file's
+/// bytes before it are those read (fileSource(): else a new source read from the start); a file
+/// ingested completely and unchanged is skipped; stdin is a new stream each time. Errors
+/// (unreadable file, store failure) name the file; what was committed before an error stays in
+/// the store.
 db::Result<IngestSummary> ingestFile(Store& store,
                                      const std::string& path,
                                      const IngestOptions& opt = {});

@@ -144,7 +144,7 @@ db::Result<std::vector<StoredEvidence>> queryEvidence(db::Db& d, const EvidenceF
     std::string sql = fmt::format(
         "SELECT {} FROM evidence e {} JOIN sources s ON s.id = e.source_id WHERE (?1 IS NULL OR "
         "e.kind = ?1) AND (?2 IS NULL OR s.path = ?2 OR substr(s.path, -length(?2) - 1) = '/' || "
-        "?2) AND (?3 IS NULL OR e.id IN (SELECT "
+        "?2 OR (?2 = '-' AND s.kind = 'stdin')) AND (?3 IS NULL OR e.id IN (SELECT "
         "evidence_id FROM incident_evidence WHERE incident_id = ?3)) AND {} "
         "ORDER BY e.source_id, e.line, e.id",
         f.with_text ? std::string(kEvidenceColumns) : kEvidenceColumnsNoText,

@@ -27,7 +27,8 @@ struct StoredEvidence {
 /// Filters for `events` (all optional).
 struct EvidenceFilter {
     std::optional<std::string> kind;
-    std::optional<std::string> source;  ///< path as given to ingest, or a trailing part of it
+    /// path as given to ingest, or a trailing part of it; "-": every stdin stream (`-#N`)
+    std::optional<std::string> source;
     std::optional<int64_t> incident;    ///< members and context of one incident
     std::optional<int64_t> after_id;    ///< only records stored after this id (`watch`)
     bool with_text = true;              ///< false: attrs and raw are left empty

@@ -44,7 +44,9 @@ struct SourceState {
     int64_t line = 0;       ///< lines before `offset`
     int64_t max_line = 0;   ///< highest line whose context (dispatch counts) is stored
     bool complete = false;  ///< the whole stream was ingested
-    /// journal sources: the entry `offset` stands for; alloc sources: a hash of bytes [0, offset)
+    /// journal sources: the entry `offset` stands for; alloc sources: a hash of bytes [0, offset);
+    /// file sources `gpufault ingest` read past 64 MiB: "head:" + the prefix hash of that much
+    /// (ingest/source_identity.h, hashCheckpoint)
     std::optional<std::string> cursor;
     int64_t size = 0;  ///< the stream's size (bytes) when the checkpoint was written, 0 unknown
     /// file sources: a hash of the file's bytes [0, offset) (copytruncate; nullopt: not known)

@@ -13,6 +13,7 @@
 #include "daemon/sources/file_tail.h"
 #include "daemon/sources/file_tail_parts.h"
 #include "daemon/test_pause.h"
+#include "ingest/source_identity.h"
 
 namespace gpufault::daemon {
 
@@ -65,16 +66,14 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     // stored value. Not so when it was truncated (and maybe written again under the same first
     // line) while the daemon was down, or when its inode was reused by a file of that first
     // line.
-    bool same = st.offset <= size;
-    if (same && st.prefix_hash && st.offset > 0 && st.offset <= kHashCap) {
-        auto h = prefixHash(f, st.offset);
-        // Shorter than a moment ago: truncated while it was being identified (its first line
-        // was still the stream's). Not "rewritten under the same first line": the next poll
-        // sees the truncation and the new first line, and the stream stays in the store for a
-        // copy to continue (a copy cannot continue a stream finished here at offset 0).
-        if (!h) return false;
-        same = *h == *st.prefix_hash;
-    }
+    // (The check `gpufault ingest` makes too: checkPrefix, ingest/source_identity.h.)
+    auto check = checkPrefix(st, size, [&](int64_t n) { return prefixHash(f, n); });
+    // Shorter than a moment ago: truncated while it was being identified (its first line
+    // was still the stream's). Not "rewritten under the same first line": the next poll
+    // sees the truncation and the new first line, and the stream stays in the store for a
+    // copy to continue (a copy cannot continue a stream finished here at offset 0).
+    if (check == PrefixCheck::Unreadable) return false;
+    bool same = check == PrefixCheck::Same;
     std::optional<Resume> resume;
     bool adopted = false;
     f.origin = f.path;
@@ -464,6 +463,7 @@ std::optional<uint64_t> FileTail::hashBehind(Followed& f, int64_t offset) {
 db::Result<void> FileTail::writeCheckpoint(Followed& f, int64_t end, bool complete, int64_t size) {
     constexpr size_t kEarlier = 4;  // checkpoints kept before the last (sources.earlier)
     return f.stream->checkpoint(end, complete, size, [&](SourceState& cp) {
+        cp.cursor.reset();  // `gpufault ingest`'s hash of a big file's head (hashCheckpoint)
         cp.prefix_hash = hashAt(f, cp.offset);
         // Without it the row is no copy's candidate after a restart: a copytruncate while the
         // daemon was down (or killed, or reloading) made the copy a new stream read from its

@@ -15,6 +15,7 @@
 #include "collectors/prefix/line_decoder.h"
 #include "daemon/sources/file_tail.h"
 #include "ingest/long_line.h"
+#include "ingest/prefix_hash.h"
 
 namespace gpufault::daemon::file_tail {
 
@@ -31,46 +32,11 @@ inline constexpr size_t kTail = 128;
 inline constexpr size_t kFinished = 32;  ///< finished streams remembered (copytruncate)
 inline constexpr auto kFinishedFor = std::chrono::seconds(60);
 /// A resumed stream's prefix is hashed up to this many bytes (and checkpoints beyond it have no
-/// prefix hash).
-inline constexpr int64_t kHashCap = int64_t{64} << 20;
+/// prefix hash): the same cap as `gpufault ingest`'s (ingest/prefix_hash.h).
+inline constexpr int64_t kHashCap = kPrefixHashCap;
 
-/// A hash of a file's bytes from offset 0, extended as they are read: 8-byte words, a
-/// multiply-xorshift step each (fast enough to run over everything read). Values are only
-/// compared with values of the same kind, on the same machine.
-class PrefixHasher {
-  public:
-    void add(const char* p, size_t len) {
-        for (; len > 0 && n_ > 0; ++p, --len) push(static_cast<unsigned char>(*p));
-        for (; len >= 8; p += 8, len -= 8) {
-            uint64_t w = 0;  // little-endian, as push() builds it (one load on x86 and arm64)
-            for (int i = 0; i < 8; ++i) w |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
-            mix(w);
-        }
-        for (; len > 0; ++p, --len) push(static_cast<unsigned char>(*p));
-    }
-    /// The hash of the bytes added so far (a partial last word and its length included).
-    uint64_t value() const {
-        PrefixHasher c = *this;
-        c.mix(word_ ^ (uint64_t{n_} << 59));
-        return c.h_;
-    }
-
-  private:
-    void push(unsigned char c) {
-        word_ |= uint64_t{c} << (8 * n_);
-        if (++n_ == 8) {
-            mix(word_);
-            word_ = 0;
-            n_ = 0;
-        }
-    }
-    void mix(uint64_t w) {
-        h_ = (h_ ^ w) * 0x9e3779b97f4a7c15ull;
-        h_ ^= h_ >> 29;
-    }
-    uint64_t h_ = 1469598103934665603ull, word_ = 0;
-    unsigned n_ = 0;  ///< bytes in word_
-};
+/// The prefix hash both readers store with a file's checkpoint (ingest/prefix_hash.h).
+using gpufault::PrefixHasher;
 
 using Clock = std::chrono::steady_clock;
 

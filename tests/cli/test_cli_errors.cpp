@@ -145,7 +145,7 @@ TEST(CliIngest, StdinAndSourceFilter) {
     ASSERT_EQ(fromStdin.size(), 2u);
     ASSERT_EQ(fromFile.size(), 2u);
     EXPECT_EQ(fromStdin[0]["address"], fromFile[0]["address"]);
-    EXPECT_EQ(fromStdin[0]["source"], "-");
+    EXPECT_EQ(fromStdin[0]["source"], "-#1");  // each `ingest -` a stream of its own
 }
 
 }  // namespace

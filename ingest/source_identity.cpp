@@ -1,0 +1,87 @@
+#include "ingest/source_identity.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <string_view>
+
+namespace gpufault {
+
+std::string headCursor(uint64_t hash) {
+    return fmt::format("head:{:016x}", hash);
+}
+
+PrefixCheck checkPrefix(const SourceState& st,
+                        int64_t size,
+                        const std::function<std::optional<uint64_t>(int64_t)>& hashOf) {
+    if (st.offset > size) return PrefixCheck::Differs;
+    std::optional<uint64_t> want;
+    int64_t len = st.offset;
+    if (st.prefix_hash && st.offset > 0 && st.offset <= kPrefixHashCap) {
+        want = st.prefix_hash;
+    } else if (st.offset > kPrefixHashCap && st.cursor && st.cursor->starts_with("head:")) {
+        std::string_view hex = std::string_view(*st.cursor).substr(5);
+        uint64_t h = 0;
+        auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), h, 16);
+        if (ec == std::errc() && end == hex.data() + hex.size()) want = h;
+        len = kPrefixHashCap;
+    }
+    if (!want) return PrefixCheck::Same;
+    auto h = hashOf(len);
+    if (!h) return PrefixCheck::Unreadable;
+    return *h == *want ? PrefixCheck::Same : PrefixCheck::Differs;
+}
+
+void hashCheckpoint(FilePrefix& prefix, SourceState& cp) {
+    cp.prefix_hash.reset();
+    cp.cursor.reset();
+    if (cp.offset < 0) return;
+    if (cp.offset <= kPrefixHashCap) {
+        cp.prefix_hash = prefix.at(cp.offset);
+    } else if (auto h = prefix.at(kPrefixHashCap)) {
+        cp.cursor = headCursor(*h);
+    }
+}
+
+db::Result<FileSource> fileSource(Store& store,
+                                  const SourceIdentity& id,
+                                  int64_t size,
+                                  FilePrefix& prefix) {
+    auto src = store.source(id);
+    if (!src) return std::unexpected(src.error());
+    FileSource out{*src};
+    SourceState& st = out.state;
+    bool read = st.offset > 0 || st.max_line > 0;
+    // Unreadable (cut short while being hashed): not the bytes read before either.
+    if (read &&
+        checkPrefix(st, size, [&](int64_t n) { return prefix.at(n); }) != PrefixCheck::Same) {
+        // Written again in place (`dmesg > crash.txt` after a reboot starts with the same
+        // first line), or cut short: new content. The stored source keeps its records under
+        // their numbers; the file is a new source, read from its start.
+        if (auto r = store.begin(); !r) return std::unexpected(r.error());
+        auto fail = [&](const db::Error& e) -> db::Result<FileSource> {
+            (void)store.rollback();
+            return std::unexpected(e);
+        };
+        if (auto r = store.retireSource(st.id); !r) return fail(r.error());
+        auto fresh = store.source(id);
+        if (!fresh) return fail(fresh.error());
+        if (auto r = store.commit(); !r) return fail(r.error());
+        out.replaced = st.id;
+        out.replaced_offset = st.offset;
+        st = *fresh;
+        return out;
+    }
+    if (st.complete && st.offset == size) {
+        out.unchanged = true;
+        return out;
+    }
+    if (st.offset > 0) {
+        out.resumed = !st.complete;
+    } else {
+        st.line = 0;  // nothing read before its offset 0 (a new generation's numbering aside)
+    }
+    return out;
+}
+
+}  // namespace gpufault

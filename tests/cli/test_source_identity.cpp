@@ -1,0 +1,210 @@
+// Issue 2 §3, source identity (hostile review 11): `gpufault ingest` of a file found again by
+// device + inode + first line resumes only while its bytes before the checkpoint are those it
+// read; a file written again in place (same inode, same first line: `dmesg > crash.txt` after
+// a reboot) is new content, read from its start as a new source. Each `ingest -` is a stream
+// of its own, named `-#N`.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "tests/support/fixture_check.h"
+#include "tests/support/process.h"
+
+namespace gpufault::testing {
+namespace {
+
+const std::string kReal = GPUFAULT_SOURCE_DIR "/tests/data/real/";
+/// The first line of every `dmesg` since boot, whatever came after it.
+const std::string kBoot =
+    "[    0.000000] Linux version 6.8.0-45-generic (buildd@lcy02-amd64-075) "
+    "(x86_64-linux-gnu-gcc-13) #45-Ubuntu SMP PREEMPT_DYNAMIC\n";
+
+std::string real(const std::string& name) {
+    std::string s = readFile(kReal + name);
+    EXPECT_FALSE(s.empty()) << name;
+    return s;
+}
+
+int64_t inode(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+    return static_cast<int64_t>(st.st_ino);
+}
+
+/// `events --json` of `db` without the store's ids and the source's path: what the records
+/// say (kind, line, address, …), in the store's order (source, then line).
+std::vector<nlohmann::json> records(const std::string& db) {
+    auto r = run({GPUFAULT_BIN, "--db", db, "events", "--json"});
+    EXPECT_EQ(r.status == 0 || r.status == 1, true) << r.err;
+    auto rows = parseJsonLines(r.out);
+    for (auto& j : rows) {
+        j.erase("id");
+        j.erase("source");
+    }
+    return rows;
+}
+
+/// How many incidents `db` holds.
+size_t incidents(const std::string& db) {
+    return parseJsonLines(run({GPUFAULT_BIN, "--db", db, "incidents", "--json"}).out).size();
+}
+
+/// The records of `content` ingested alone into a fresh store.
+std::vector<nlohmann::json> alone(const TempDir& t,
+                                  const std::string& name,
+                                  const std::string& content) {
+    std::string log = t.file(name + ".log"), db = t.file(name + ".db");
+    writeFile(log, content);
+    auto r = run({GPUFAULT_BIN, "--db", db, "ingest", log});
+    EXPECT_EQ(r.status, 0) << r.err;
+    return records(db);
+}
+
+std::vector<nlohmann::json> concat(std::vector<nlohmann::json> a,
+                                   const std::vector<nlohmann::json>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+/// Ingests `first` as `log`, writes `second` over it in place (same inode), ingests again:
+/// the store must hold what ingesting each alone holds, the second under its own lines.
+void rewriteCase(const std::string& first, const std::string& second) {
+    TempDir t;
+    std::string log = t.file("crash.txt"), db = t.file("db");
+    writeFile(log, first);
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db, "ingest", log}).status, 0);
+    int64_t ino = inode(log);
+    writeFile(log, second);
+    ASSERT_EQ(inode(log), ino) << "not written in place";
+    auto again = run({GPUFAULT_BIN, "--db", db, "ingest", log});
+    ASSERT_EQ(again.status, 0) << again.err;
+    EXPECT_NE(again.out.find("crash.txt: written again since it was ingested"), std::string::npos)
+        << again.out;
+    EXPECT_EQ(again.out.find("unchanged"), std::string::npos) << again.out;
+    auto want = concat(alone(t, "first", first), alone(t, "second", second));
+    ASSERT_FALSE(want.empty());
+    EXPECT_EQ(records(db), want);
+    // A third ingest finds the new source complete and unchanged.
+    auto third = run({GPUFAULT_BIN, "--db", db, "ingest", log});
+    ASSERT_EQ(third.status, 0) << third.err;
+    EXPECT_NE(third.out.find("already ingested, unchanged"), std::string::npos) << third.out;
+    EXPECT_EQ(records(db), want);
+}
+
+TEST(SourceIdentity, RewrittenLongerUnderTheSameFirstLineIsReadFromItsStart) {
+    // The repro's case: the new crash is past the old end of file, the first line the same.
+    rewriteCase(kBoot + real("001-amdgpu-gfxhub0-noretry-tcp.txt"),
+                kBoot + real("014-two-gpus-dmesg-plus-amdlog-pid-in-container.txt"));
+}
+
+TEST(SourceIdentity, RewrittenShorterKeepsTheFilesOwnLineNumbers) {
+    // Was: the new lines numbered after the old ones (`run.log:59` for the file's line 7).
+    rewriteCase(kBoot + real("001-amdgpu-gfxhub0-noretry-tcp.txt"),
+                kBoot + real("019-miopen-info-prefixed-rocr-fault-node7.txt"));
+}
+
+TEST(SourceIdentity, RewrittenWithTheSameSizeIsNotUnchanged) {
+    std::string first = kBoot + real("001-amdgpu-gfxhub0-noretry-tcp.txt");
+    std::string second = first;
+    // Another fault address, byte for byte as long: the page address line's last hex digit.
+    auto at = second.find("page starting at address 0x");
+    ASSERT_NE(at, std::string::npos);
+    auto digit = second.find_first_of(" \n", at + 27) - 4;
+    second[digit] = second[digit] == '1' ? '2' : '1';
+    ASSERT_EQ(first.size(), second.size());
+    ASSERT_NE(first, second);
+    rewriteCase(first, second);
+}
+
+TEST(SourceIdentity, BigFileRewrittenInItsFirst64MiBIsNewContent) {
+    // Past 64 MiB the checkpoint keeps the hash of the first 64 MiB only (the cost of a
+    // re-ingest stays bounded): a file written again whose head differs is still new content.
+    auto filler = [](const std::string& tag) {
+        std::string s;
+        s.reserve((66u << 20) + 4096);
+        for (int i = 0; s.size() < (66u << 20); ++i)
+            s += tag + " step " + std::to_string(i) + " loss 2.0 " + std::string(60, '.') + "\n";
+        return s;
+    };
+    std::string fault = real("019-miopen-info-prefixed-rocr-fault-node7.txt");
+    std::string first = kBoot + filler("train") + real("001-amdgpu-gfxhub0-noretry-tcp.txt");
+    // Longer than the first (else its size alone tells): another fault after the same filler.
+    std::string second = kBoot + filler("tune") + fault +
+                         real("014-two-gpus-dmesg-plus-amdlog-pid-in-container.txt") +
+                         real("001-amdgpu-gfxhub0-noretry-tcp.txt");
+    ASSERT_GT(second.size(), first.size());
+    rewriteCase(first, second);
+}
+
+TEST(SourceIdentity, AppendedFileResumesAfterWhatWasRead) {
+    TempDir t;
+    std::string log = t.file("grow.log"), db = t.file("db");
+    std::string first = kBoot + real("001-amdgpu-gfxhub0-noretry-tcp.txt");
+    std::string more = real("014-two-gpus-dmesg-plus-amdlog-pid-in-container.txt");
+    writeFile(log, first);
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db, "ingest", log}).status, 0);
+    writeFile(log, first + more);
+    auto again = run({GPUFAULT_BIN, "--db", db, "ingest", log});
+    ASSERT_EQ(again.status, 0) << again.err;
+    EXPECT_EQ(again.out.find("written again"), std::string::npos) << again.out;
+    // Only the appended lines were read.
+    size_t appended = static_cast<size_t>(std::count(more.begin(), more.end(), '\n'));
+    EXPECT_NE(again.out.find("grow.log: " + std::to_string(appended) + " lines"), std::string::npos)
+        << again.out;
+    EXPECT_EQ(records(db), alone(t, "whole", first + more));
+}
+
+TEST(SourceIdentity, EachStdinIngestIsAStreamOfItsOwn) {
+    TempDir t;
+    std::string db = t.file("db");
+    // Three unrelated runs whose output starts with the same line.
+    const std::vector<std::string> logs = {
+        "012-llamabench-rocr-fault-plus-journalctl.txt",
+        "019-miopen-info-prefixed-rocr-fault-node7.txt",
+        "065-rocm-build-says-cuda-error-hipErrorIllegalAddress.txt"};
+    std::vector<nlohmann::json> want;
+    size_t apart = 0;  // incidents of the runs ingested each into a store of its own
+    for (size_t i = 0; i < logs.size(); ++i) {
+        std::string sh = "{ echo 'Loading model'; cat '" + kReal + logs[i] + "'; } | exec " +
+                         GPUFAULT_BIN + " --db " + db + " ingest -";
+        auto r = run({"/bin/sh", "-c", sh});
+        ASSERT_EQ(r.status, 0) << r.err;
+        std::string name = "-#" + std::to_string(i + 1);
+        EXPECT_EQ(r.out.rfind(name + ": ", 0), 0u) << r.out;
+        auto one = alone(t, std::to_string(i), "Loading model\n" + real(logs[i]));
+        ASSERT_FALSE(one.empty()) << logs[i];
+        apart += incidents(t.file(std::to_string(i) + ".db"));
+        for (auto& j : one) j["source"] = name;
+        want.insert(want.end(), one.begin(), one.end());
+    }
+    // Each stream's records under its own name and its own line numbers.
+    auto got = parseJsonLines(run({GPUFAULT_BIN, "--db", db, "events", "--json"}).out);
+    for (auto& j : got) j.erase("id");
+    EXPECT_EQ(got, want);
+    // No incident joins records of two streams (was: run 3's error joined run 2's fault).
+    EXPECT_EQ(incidents(db), apart);
+    auto mixed = run({GPUFAULT_BIN,
+                      "--db",
+                      db,
+                      "query",
+                      "SELECT count(*) FROM (SELECT ie.incident_id FROM incident_evidence ie JOIN "
+                      "evidence e ON e.id = ie.evidence_id GROUP BY ie.incident_id HAVING "
+                      "count(DISTINCT e.source_id) > 1)"});
+    ASSERT_EQ(mixed.status, 0) << mixed.err;
+    EXPECT_NE(mixed.out.find('0'), std::string::npos) << mixed.out;
+    EXPECT_EQ(mixed.out.find_first_of("123456789"), std::string::npos) << mixed.out;
+    // `--source -` selects every stdin stream, `--source -#2` one.
+    auto all =
+        parseJsonLines(run({GPUFAULT_BIN, "--db", db, "events", "--json", "--source", "-"}).out);
+    EXPECT_EQ(all.size(), want.size());
+    auto second =
+        parseJsonLines(run({GPUFAULT_BIN, "--db", db, "events", "--json", "--source", "-#2"}).out);
+    ASSERT_FALSE(second.empty());
+    for (const auto& j : second) EXPECT_EQ(j["source"], "-#2");
+}
+
+}  // namespace
+}  // namespace gpufault::testing
