@@ -351,7 +351,10 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
     for (auto [a, b] : ambiguous)
         for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
             size_t inc = incidentOf[x];
-            if (inc == incidentOf[y] || noted.contains({inc, faults[y]->id})) continue;
+            // a core is never a candidate: its rows are looked up by incident without a role
+            if (inc == incidentOf[y] || noted.contains({inc, faults[y]->id}) ||
+                faults[y]->e.kind == Kind::Coredump)
+                continue;
             if (std::count_if(out[inc].members.begin(), out[inc].members.end(), [](auto& m) {
                     return m.role == "candidate";
                 }) >= 8)
