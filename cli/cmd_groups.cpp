@@ -67,6 +67,7 @@ nlohmann::json groupJson(const IncidentGroup& g) {
             {"last_seen", iso(g.last_us)},
             {"first_seen_utc_us", us(g.first_us)},
             {"last_seen_utc_us", us(g.last_us)},
+            {"timed_incidents", g.timed},
             {"example_incidents", g.examples}};
 }
 
@@ -92,8 +93,9 @@ int cmdGroups(const Global& g, bool json) {
                  "INPUTS",
                  "RUNS",
                  "HOSTS",
-                 "FIRST SEEN",
-                 "LAST SEEN",
+                 "FIRST SEEN (UTC)",
+                 "LAST SEEN (UTC)",
+                 "TIMED",
                  "INCIDENT IDS"},
                 {}};
     for (const auto& x : *groups) {
@@ -109,6 +111,7 @@ int cmdGroups(const Global& g, bool json) {
                           hosts.empty() ? "unknown" : hosts,
                           timeCell(x.first_us),
                           timeCell(x.last_us),
+                          fmt::format("{}/{}", x.timed, x.incidents),
                           idsCell(x)});
     }
     t.print(stdout);

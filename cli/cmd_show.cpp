@@ -80,6 +80,7 @@ std::string facts(const Evidence& e) {
     if (e.pci) f.push_back(*e.pci);
     if (e.gpu_node) f.push_back(fmt::format("node-{}", *e.gpu_node));
     if (e.pid) f.push_back(fmt::format("pid {}{}", *e.pid, e.process ? " " + *e.process : ""));
+    if (e.rank) f.push_back(fmt::format("rank {}", *e.rank));
     if (e.vmid) f.push_back(fmt::format("vmid {}", *e.vmid));
     if (e.pasid) f.push_back(fmt::format("pasid {}", *e.pasid));
     if (e.client) f.push_back("client " + *e.client);
@@ -98,6 +99,29 @@ std::string facts(const Evidence& e) {
     std::string s;
     for (auto& x : f) s += (s.empty() ? "" : ", ") + x;
     return s;
+}
+
+/// The records a region link could not choose between (role "candidate"), as "pid 100 python3
+/// (#1) or rank 1 (#4)": each by its pid, else its rank, else where it is; "" when none.
+std::string candidatesText(const IncidentView& v) {
+    std::string s;
+    for (const auto& m : v.members) {
+        if (m.role != "candidate") continue;
+        const auto& e = m.ev.e;
+        std::string who = e.pid ? fmt::format("pid {}{}", *e.pid, e.process ? " " + *e.process : "")
+                          : e.rank ? fmt::format("rank {}", *e.rank)
+                                   : fmt::format("{}:{}", m.ev.source, e.line);
+        s += fmt::format("{}{} (#{})", s.empty() ? "" : " or ", who, m.ev.id);
+    }
+    return s;
+}
+
+/// The rank (`[rankN]:`, NCCL's `[Rank N]`) its member records state (one at most: two ranks
+/// never join); nullopt when none states one.
+std::optional<int64_t> incidentRank(const IncidentView& v) {
+    for (const auto& m : v.members)
+        if (m.role == "member" && m.ev.e.rank) return m.ev.e.rank;
+    return std::nullopt;
 }
 
 /// "inside, N from ptr", "N below ptr", "N above end"; a distance of 2^63 B or more is refused
@@ -302,6 +326,10 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
             "  process    pid {}{}\n", orDash(i.pid), i.process ? " " + printable(*i.process) : "");
     if (auto procs = queryProcesses(store->db(), id); procs)
         for (const auto& r : *procs) fmt::print("{}", processText(r));
+    if (auto r = incidentRank(*v)) fmt::print("  rank       {}\n", *r);
+    if (auto c = candidatesText(*v); !c.empty())
+        fmt::print("  could be   {}: same 2 MiB region, nothing tells which, none joined\n",
+                   printable(c));
     if (i.reason) fmt::print("  reason     {}\n", printable(*i.reason));
     if (i.kernel) fmt::print("  kernel     {}\n", printable(demangle(*i.kernel)));
     if (!v->dispatches.empty()) {
@@ -365,6 +393,19 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                               orDash(d.d.time.runtime_us),
                               shortKernelName(d.d.kernel, 100)});
         t.print(stdout);
+    }
+    bool cand = false;
+    for (const auto& m : v->members) {
+        if (m.role != "candidate") continue;
+        if (!cand) fmt::print("\nCould be its (records of other incidents; none joined)\n");
+        cand = true;
+        fmt::print("  #{} {} {}:{}  [{}]\n",
+                   m.ev.id,
+                   kindName(m.ev.e.kind),
+                   printable(m.ev.source),
+                   m.ev.e.line,
+                   m.link);
+        if (auto f = facts(m.ev.e); !f.empty()) fmt::print("      {}\n", printable(f));
     }
     bool ctx = false;
     for (const auto& m : v->members) {
@@ -466,6 +507,10 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         fmt::print("- Fault address: `{}`; {}\n", addr16(*i.address), alignmentText(*i.address));
     if (i.pid || i.process)
         fmt::print("- Process: {} (pid {})\n", mdText(i.process.value_or("?")), orDash(i.pid));
+    if (auto r = incidentRank(*v)) fmt::print("- Rank: {}\n", *r);
+    if (auto c = candidatesText(*v); !c.empty())
+        fmt::print("- Could be: {} (same 2 MiB region, nothing tells which; not joined)\n",
+                   mdText(c));
     if (i.reason) fmt::print("- Reason: {}\n", mdText(*i.reason));
     for (const auto& m : v->members)  // compute-sanitizer measures the access itself
         if (auto a = m.ev.e.attr("nearest_alloc"))
@@ -509,10 +554,13 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     printCoresMarkdown(store->db(), id);
     fmt::print("### Evidence\n\n");
     for (const auto& m : v->members) {
-        fmt::print("{} ({}{})\n\n{}\n",
+        fmt::print("{} ({}{}{})\n\n{}\n",
                    mdCode(fmt::format("{}:{}", m.ev.source, m.ev.e.line)),
                    kindName(m.ev.e.kind),
-                   m.role == "context" ? ", context" : "",
+                   m.ev.e.rank ? fmt::format(", rank {}", *m.ev.e.rank) : "",
+                   m.role == "member"    ? ""
+                   : m.role == "context" ? ", context"
+                                         : ", could be this incident's, not joined",
                    mdFence(printableLines(m.ev.e.raw)));
     }
     fmt::print(

@@ -7,6 +7,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "correlate/links.h"
@@ -171,20 +172,25 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
                 uf.join(j, i, std::move(w));
         }
     }
-    // Across streams: records naming addresses in one 2 MiB region.
+    // Across streams: records naming addresses in one 2 MiB region, unless a set has two or
+    // more candidates there that exclude each other (ranks, pids): then nothing tells which is
+    // its, and none is joined (the candidates are noted for `show`).
     std::map<uint64_t, std::vector<size_t>> byRegion;
     for (size_t i = 0; i < faults.size(); ++i)
         if (faults[i]->e.address && (*faults[i]->e.address >> 21) != 0)
             byRegion[*faults[i]->e.address >> 21].push_back(i);
-    for (auto& [region, idx] : byRegion)
-        for (size_t a = 0; a < idx.size(); ++a) {
-            if (stopped()) return std::nullopt;
-            for (size_t b = a + 1; b < idx.size() && b < a + 64; ++b)
-                if (faults[idx[a]]->source_id != faults[idx[b]]->source_id &&
-                    uf.find(idx[a]) != uf.find(idx[b]))
-                    if (auto w = linker.why(*faults[idx[a]], *faults[idx[b]]); !w.why.empty())
-                        uf.join(idx[a], idx[b], std::move(w));
+    std::vector<std::pair<size_t, size_t>> ambiguous;  // (record, a candidate not joined)
+    for (auto& [region, idx] : byRegion) {
+        if (stopped()) return std::nullopt;
+        auto edges = regionEdges(uf, linker, faults, idx);
+        for (auto& e : edges) {
+            if (e.ambiguous) {
+                ambiguous.emplace_back(e.a, e.b);
+                continue;
+            }
+            uf.join(e.a, e.b, std::move(e.link));
         }
+    }
     // Kernel and runtime records of one process whose pids differ because the runtime ran in
     // a container: /proc/PID/status NSpid, read while it lived, says so.
     std::map<int64_t, std::pair<std::vector<size_t>, std::vector<size_t>>> byProcess;
@@ -338,6 +344,29 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
         inc.signature = signatureOf(members);
         out.push_back(std::move(inc));
     }
+
+    // Records a region link could not choose between: each is noted in the other's incident
+    // (`show`: "could be pid A or pid B"), at most 8 per incident.
+    std::set<std::pair<size_t, int64_t>> noted;
+    for (auto [a, b] : ambiguous)
+        for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
+            size_t inc = incidentOf[x];
+            // a core is never a candidate: its rows are looked up by incident without a role
+            if (inc == incidentOf[y] || noted.contains({inc, faults[y]->id}) ||
+                faults[y]->e.kind == Kind::Coredump)
+                continue;
+            if (std::count_if(out[inc].members.begin(), out[inc].members.end(), [](auto& m) {
+                    return m.role == "candidate";
+                }) >= 8)
+                continue;
+            noted.insert({inc, faults[y]->id});
+            out[inc].members.push_back(
+                {faults[y]->id,
+                 "candidate",
+                 fmt::format("same 2 MiB region 0x{:x}, not joined: another record there could "
+                             "be this one's too",
+                             (*faults[y]->e.address >> 21) << 21)});
+        }
 
     // Context: a GPU reset joins the incident of the same device that precedes it closely (the
     // last such fault in stream order); an allocation failure joins the next incident of its

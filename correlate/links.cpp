@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 namespace gpufault::links {
@@ -184,6 +185,46 @@ bool UnionFind::join(size_t a, size_t b, Link link) {
     traits_[ra].merge(std::move(traits_[rb]));
     traits_[rb] = Traits{};
     return true;
+}
+
+bool UnionFind::conflicts(size_t a, size_t b) {
+    size_t ra = find(a), rb = find(b);
+    return ra != rb && traits_[ra].conflicts(traits_[rb], maxGap_);
+}
+
+std::vector<RegionEdge> regionEdges(UnionFind& uf,
+                                    const Linker& linker,
+                                    const std::vector<const StoredEvidence*>& recs,
+                                    const std::vector<size_t>& idx) {
+    std::vector<RegionEdge> edges;
+    for (size_t a = 0; a < idx.size(); ++a)
+        for (size_t b = a + 1; b < idx.size() && b < a + 64; ++b) {
+            size_t x = idx[a], y = idx[b];
+            if (recs[x]->source_id == recs[y]->source_id || uf.find(x) == uf.find(y) ||
+                uf.conflicts(x, y))
+                continue;
+            if (auto w = linker.why(*recs[x], *recs[y]); !w.why.empty())
+                edges.push_back({x, y, std::move(w), false});
+        }
+    // The candidate sets of each set; two of them that exclude each other make it ambiguous.
+    std::map<size_t, std::vector<size_t>> partners;
+    for (const auto& e : edges) {
+        partners[uf.find(e.a)].push_back(uf.find(e.b));
+        partners[uf.find(e.b)].push_back(uf.find(e.a));
+    }
+    std::set<size_t> torn;
+    for (auto& [root, p] : partners) {
+        std::sort(p.begin(), p.end());
+        p.erase(std::unique(p.begin(), p.end()), p.end());
+        for (size_t i = 0; i < p.size() && !torn.contains(root); ++i)
+            for (size_t j = i + 1; j < p.size(); ++j)
+                if (uf.conflicts(p[i], p[j])) {
+                    torn.insert(root);
+                    break;
+                }
+    }
+    for (auto& e : edges) e.ambiguous = torn.contains(uf.find(e.a)) || torn.contains(uf.find(e.b));
+    return edges;
 }
 
 bool Linker::contradicts(const StoredEvidence& a, const StoredEvidence& b) const {

@@ -80,6 +80,8 @@ class UnionFind {
     /// Joins b's set into a's (the earlier record stays the root) unless they conflict, or the
     /// link is not one of a process and would bring a second region. False: not joined.
     bool join(size_t a, size_t b, Link link);
+    /// True when the sets of a and b contradict each other (Traits::conflicts).
+    bool conflicts(size_t a, size_t b);
     /// Why the set rooted at x joined its parent ("" for a root).
     const std::string& linkOf(size_t x) const { return link_[x]; }
 
@@ -99,5 +101,22 @@ struct Linker {
     /// Why a and b are one incident; an empty Link when they are not.
     Link why(const StoredEvidence& a, const StoredEvidence& b) const;
 };
+
+/// A link by 2 MiB region between records of two streams (docs/correlation.md, link 1).
+struct RegionEdge {
+    size_t a = 0, b = 0;  ///< indexes into the records
+    Link link;
+    /// a's set or b's has another candidate in the region that excludes this one (two ranks,
+    /// two pids): nothing tells which is its, so the edge is not joined.
+    bool ambiguous = false;
+};
+
+/// The region links among `idx` (records of one 2 MiB region in stream order, each compared
+/// with its next 64) between sets that are not one and do not conflict. Edges are computed on
+/// the sets as they are before any of them is joined.
+std::vector<RegionEdge> regionEdges(UnionFind& uf,
+                                    const Linker& linker,
+                                    const std::vector<const StoredEvidence*>& recs,
+                                    const std::vector<size_t>& idx);
 
 }  // namespace gpufault::links

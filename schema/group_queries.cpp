@@ -43,6 +43,7 @@ struct Sets {
     int64_t first = 0;  ///< the group's first incident: what makes the signature
     std::set<std::pair<int64_t, std::string>> processes;
     std::set<std::string> runs, hosts, sources;
+    std::set<int64_t> timed;  ///< incidents with a member instant
 };
 
 }  // namespace
@@ -94,6 +95,7 @@ db::Result<std::vector<IncidentGroup>> queryIncidentGroups(db::Db& d, size_t exa
         if (auto t = m->optI64(2)) {
             if (!g.first_us || *t < *g.first_us) g.first_us = t;
             if (!g.last_us || *t > *g.last_us) g.last_us = t;
+            set.timed.insert(id);
         }
         if (first && !g.frame) g.frame = m->optStr(3);
         if (first && !g.client) g.client = m->optStr(4);
@@ -111,6 +113,7 @@ db::Result<std::vector<IncidentGroup>> queryIncidentGroups(db::Db& d, size_t exa
         groups[k].processes = static_cast<int64_t>(sets[k].processes.size());
         groups[k].runs = static_cast<int64_t>(sets[k].runs.size());
         groups[k].sources = static_cast<int64_t>(sets[k].sources.size());
+        groups[k].timed = static_cast<int64_t>(sets[k].timed.size());
         groups[k].hosts.assign(sets[k].hosts.begin(), sets[k].hosts.end());
     }
     // Stable: groups are in order of their first incident, which breaks ties.

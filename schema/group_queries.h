@@ -30,6 +30,10 @@ struct IncidentGroup {
     /// Earliest and latest instant of a member record (µs since the epoch, UTC): the record's
     /// wall time as stored (wall_utc_us), or its core's time; unset when no record has one.
     std::optional<int64_t> first_us, last_us;
+    /// Incidents of the group with such an instant: first_us/last_us count only these (a record
+    /// timed by `kernel_s` or `runtime_us` alone, seconds since a boot or a process start, has
+    /// none).
+    int64_t timed = 0;
     std::vector<int64_t> examples;  ///< the first incident ids, ascending (at most `examples`)
 };
 

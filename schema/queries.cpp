@@ -1,11 +1,11 @@
 #include "schema/queries.h"
 
 #include <fmt/format.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
-#include <sqlite3.h>
 
 #include "schema/distance.h"
 
@@ -145,7 +145,8 @@ db::Result<std::vector<StoredEvidence>> queryEvidence(db::Db& d, const EvidenceF
         "SELECT {} FROM evidence e {} JOIN sources s ON s.id = e.source_id WHERE (?1 IS NULL OR "
         "e.kind = ?1) AND (?2 IS NULL OR s.path = ?2 OR substr(s.path, -length(?2) - 1) = '/' || "
         "?2 OR (?2 = '-' AND s.kind = 'stdin')) AND (?3 IS NULL OR e.id IN (SELECT "
-        "evidence_id FROM incident_evidence WHERE incident_id = ?3)) AND {} "
+        "evidence_id FROM incident_evidence WHERE incident_id = ?3 AND role != 'candidate')) AND "
+        "{} "
         "ORDER BY e.source_id, e.line, e.id",
         f.with_text ? std::string(kEvidenceColumns) : kEvidenceColumnsNoText,
         f.after_id ? "NOT INDEXED" : "",

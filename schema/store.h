@@ -76,7 +76,9 @@ struct UnfinishedFile {
 /// One correlated incident, as written by correlate/ (ids are assigned by the store).
 struct IncidentMember {
     int64_t evidence_id = 0;
-    std::string role;  ///< "member" | "context"
+    /// "member" | "context" | "candidate" (a record of another incident, in the same 2 MiB
+    /// region, that could be this one's as much as another: not joined)
+    std::string role;
     std::string link;  ///< why it joined ("first", "same 2 MiB region 0x...", ...)
 };
 struct IncidentRecord {

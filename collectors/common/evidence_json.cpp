@@ -1,5 +1,7 @@
 #include "collectors/common/evidence_json.h"
 
+#include <cmath>
+
 #include "collectors/common/text.h"
 
 namespace gpufault {
@@ -14,7 +16,12 @@ nlohmann::json opt(const std::optional<T>& v) {
 nlohmann::json toJson(const TimeInfo& t) {
     if (t.empty()) return nullptr;
     nlohmann::json j = nlohmann::json::object();
-    if (t.kernel_s) j["kernel_s"] = *t.kernel_s;
+    if (t.kernel_s) {
+        // to the nanosecond (stamps print µs): a value stored by an older parse as
+        // 41.257554999999996 is written 41.257555; beyond 2^53 ns it is written as stored
+        double k = *t.kernel_s;
+        j["kernel_s"] = std::fabs(k) < 9e6 ? std::round(k * 1e9) / 1e9 : k;
+    }
     if (t.wall) j["wall"] = *t.wall;
     if (t.runtime_us) j["runtime_us"] = *t.runtime_us;
     return j;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/kernel_log/amdgpu_fault_order.h"
 #include "collectors/kernel_log/amdgpu_line.h"
 #include "collectors/kernel_log/amdgpu_reset_lines.h"
 
@@ -11,6 +12,7 @@ namespace gpufault {
 
 namespace {
 
+using amdgpu::Direction;
 using amdgpu::ResetEvent;
 constexpr auto npos = std::string_view::npos;
 
@@ -36,16 +38,16 @@ void copyTask(const Evidence& from, Evidence& to) {
     to.thread = from.thread;
 }
 
-class GpuResetMatcher final : public Matcher {
+// Assembles episodes from lines in time order (oldest first); `seq` numbers the input's lines.
+class Episodes {
   public:
-    void feed(const LogLine& line, Sink& out) override;
-    void finish(Sink& out) override;
-    bool kernelLogOnly() const override { return true; }
-    bool idle() const override { return episodes_.empty() && !task_; }
-    /// The first line of the oldest episode in progress or of the pending task line.
-    std::optional<uint64_t> openSince() const override {
+    void step(const LogLine& line, uint64_t seq, Sink& out);
+    void finish(Sink& out);
+    uint64_t seq() const { return seq_; }
+    bool idle() const { return episodes_.empty(); }
+    /// The first line of the oldest episode in progress.
+    std::optional<uint64_t> openSince() const {
         std::optional<uint64_t> first;
-        if (task_) first = task_->line;
         for (const auto& e : episodes_)
             if (!first || e.ev.line < *first) first = e.ev.line;
         return first;
@@ -60,38 +62,27 @@ class GpuResetMatcher final : public Matcher {
                 Sink& out);
     void close(size_t i, Sink& out);
 
-    // A task line that followed no ring timeout: in newest-first input (journalctl -r) it
-    // belongs to the ring timeout on the next line.
-    struct PendingTask {
-        std::string key;
-        uint64_t seq = 0;
-        uint64_t line = 0;
-        Evidence said;
-        std::string raw;
-    };
-
     std::vector<Episode> episodes_;
-    std::optional<PendingTask> task_;
     uint64_t seq_ = 0;
 };
 
-size_t GpuResetMatcher::find(std::string_view key) const {
+size_t Episodes::find(std::string_view key) const {
     for (size_t i = 0; i < episodes_.size(); ++i)
         if (episodes_[i].key == key) return i;
     return npos;
 }
 
-void GpuResetMatcher::close(size_t i, Sink& out) {
+void Episodes::close(size_t i, Sink& out) {
     Episode e = std::move(episodes_[i]);
     episodes_.erase(episodes_.begin() + static_cast<std::ptrdiff_t>(i));
     if (e.confirmed) out.evidence(std::move(e.ev));
 }
 
-size_t GpuResetMatcher::open(const LogLine& line,
-                             std::string key,
-                             std::optional<std::string> pci,
-                             ResetEvent ev,
-                             Sink& out) {
+size_t Episodes::open(const LogLine& line,
+                      std::string key,
+                      std::optional<std::string> pci,
+                      ResetEvent ev,
+                      Sink& out) {
     if (!key.empty()) {  // a device line takes over the device-less episode before it
         // (not a timeout of its own: `ring X timeout, but soft recovered` is one as well)
         size_t anon = find("");
@@ -121,9 +112,8 @@ size_t GpuResetMatcher::open(const LogLine& line,
     return episodes_.size() - 1;
 }
 
-void GpuResetMatcher::feed(const LogLine& line, Sink& out) {
-    ++seq_;
-    if (task_ && task_->seq + 1 < seq_) task_.reset();  // only the very next line may use it
+void Episodes::step(const LogLine& line, uint64_t seq, Sink& out) {
+    seq_ = seq;
     for (size_t i = 0; i < episodes_.size();) {
         if (seq_ - episodes_[i].touched > kMaxGap) {
             close(i, out);
@@ -152,10 +142,7 @@ void GpuResetMatcher::feed(const LogLine& line, Sink& out) {
         return;
     }
     if (ev == ResetEvent::Task) {  // only right after a ring timeout of the same device
-        if (i == npos || !episodes_[i].await_task) {  // or right before it, newest first
-            task_ = PendingTask{key, seq_, line.line, std::move(said), std::string(line.raw)};
-            return;
-        }
+        if (i == npos || !episodes_[i].await_task) return;
         Episode& e = episodes_[i];
         copyTask(said, e.ev);
         e.await_task = false;
@@ -168,28 +155,177 @@ void GpuResetMatcher::feed(const LogLine& line, Sink& out) {
         close(i, out);
         i = npos;
     }
-    bool reversed_task =
-        ev == ResetEvent::RingTimeout && task_ && task_->seq + 1 == seq_ && task_->key == key;
     if (i == npos) i = open(line, std::move(key), std::move(pci), ev, out);
     Episode& e = episodes_[i];
-    if (reversed_task) {
-        copyTask(task_->said, e.ev);
-        amdgpu::appendRaw(e.ev.raw, task_->raw);
-    }
     for (auto& [k, v] : said.attrs) e.ev.setAttr(k, v);
     e.confirmed |= ev != ResetEvent::RasUncorrectable;
     e.timeout |= starts_own;
     e.begun |= ev == ResetEvent::ResetBegin;
-    e.await_task = ev == ResetEvent::RingTimeout && !reversed_task;
+    e.await_task = ev == ResetEvent::RingTimeout;
     e.touched = seq_;
     amdgpu::appendRaw(e.ev.raw, line.raw);
     if (amdgpu::endsEpisode(ev)) close(i, out);
 }
 
-void GpuResetMatcher::finish(Sink& out) {
+void Episodes::finish(Sink& out) {
     std::stable_sort(
         episodes_.begin(), episodes_.end(), [](auto& a, auto& b) { return a.ev.line < b.ev.line; });
     while (!episodes_.empty()) close(0, out);
+}
+
+// The event a line states (amdgpu lines only), and its device key ("" without a device).
+ResetEvent eventOf(std::string_view text, std::string& key) {
+    Evidence said;
+    if (auto d = amdgpu::splitDeviceLine(text)) {
+        key = std::move(d->key);
+        return amdgpu::classifyResetLine(d->body, said);
+    }
+    key.clear();
+    return amdgpu::classifyDrmErrorLine(text, said);
+}
+
+// Where an event stands in the middle of an episode (`GPU reset begin!` → `MODE2 reset` →
+// `GPU reset succeeded, trying to resume`); 0 for the others, whose order tells nothing (a new
+// episode may follow the end of the last one).
+int middleRank(ResetEvent ev) {
+    switch (ev) {
+        case ResetEvent::ResetBegin:
+            return 1;
+        case ResetEvent::ResetMethod:
+            return 2;
+        case ResetEvent::ResetResume:
+            return 3;
+        default:
+            return 0;
+    }
+}
+
+// Reads reset episodes in either order (dmesg and journalctl oldest first; journalctl -r and
+// `tac` newest first): from its first reset line the input's lines are held until two lines
+// of one device show the order — different stamps, a task line right before (newest first)
+// or after (oldest first) its ring timeout, an uncorrectable RAS error and the `GPU reset
+// begin!` it causes next, or two middle events (middleRank) — then replayed
+// oldest first into Episodes. Newest-first input is held until a gap of kMaxGap lines without
+// a reset line (or kMaxHeld lines) and replayed in reverse. No order shown within kMaxGap
+// lines: oldest first.
+class GpuResetMatcher final : public Matcher {
+  public:
+    void feed(const LogLine& line, Sink& out) override;
+    void finish(Sink& out) override;
+    bool kernelLogOnly() const override { return true; }
+    bool idle() const override { return held_.empty() && episodes_.idle(); }
+    /// The first line held, else the first line of the oldest episode in progress.
+    std::optional<uint64_t> openSince() const override {
+        auto first = episodes_.openSince();
+        if (!held_.empty() && (!first || held_.front().line < *first)) return held_.front().line;
+        return first;
+    }
+
+  private:
+    static constexpr size_t kMaxHeld = 1024;
+    static constexpr size_t kMaxHeldBytes = 256 * 1024;
+
+    struct Seen {
+        std::string key;
+        ResetEvent ev = ResetEvent::None;
+        TimeInfo time;
+        uint64_t seq = 0;
+    };
+    Direction learn(const std::string& key, ResetEvent ev, const LogLine& line);
+    void replay(Sink& out);
+
+    Episodes episodes_;
+    Direction dir_ = Direction::Unknown;
+    std::vector<amdgpu::HeldLine> held_;  // in reading order
+    std::vector<Seen> seen_;              // the last reset line of each device held
+    size_t bytes_ = 0;
+    uint64_t seq_ = 0, last_ = 0;  // lines fed; the last reset line held
+};
+
+Direction GpuResetMatcher::learn(const std::string& key, ResetEvent ev, const LogLine& line) {
+    auto it = std::find_if(seen_.begin(), seen_.end(), [&](auto& s) { return s.key == key; });
+    Direction d = Direction::Unknown;
+    if (it != seen_.end()) {
+        d = amdgpu::stampOrder(it->time, line.time);
+        bool next = it->seq + 1 == seq_;
+        if (d == Direction::Unknown && next && it->ev == ResetEvent::Task &&
+            ev == ResetEvent::RingTimeout)
+            d = Direction::Reverse;
+        if (d == Direction::Unknown && next && it->ev == ResetEvent::RingTimeout &&
+            ev == ResetEvent::Task)
+            d = Direction::Forward;
+        // amdgpu_ras.c reports the uncorrectable error, then the reset begins
+        if (d == Direction::Unknown && it->ev == ResetEvent::RasUncorrectable &&
+            ev == ResetEvent::ResetBegin)
+            d = Direction::Forward;
+        if (d == Direction::Unknown && it->ev == ResetEvent::ResetBegin &&
+            ev == ResetEvent::RasUncorrectable)
+            d = Direction::Reverse;
+        int a = middleRank(it->ev), b = middleRank(ev);
+        if (d == Direction::Unknown && a && b && a != b)
+            d = b > a ? Direction::Forward : Direction::Reverse;
+    } else if (seen_.size() < kMaxDevices) {
+        it = seen_.insert(seen_.end(), Seen{key, ResetEvent::None, {}, 0});
+    }
+    if (it != seen_.end()) *it = Seen{key, ev, line.time, seq_};
+    return d;
+}
+
+void GpuResetMatcher::replay(Sink& out) {
+    if (dir_ == Direction::Reverse) {
+        // newest first: replayed last line first, the gaps between lines kept
+        uint64_t base = episodes_.seq() + 1, top = held_.back().seq;
+        for (auto h = held_.rbegin(); h != held_.rend(); ++h)
+            episodes_.step(h->view(), base + (top - h->seq), out);
+        episodes_.finish(out);  // a gap (or the bound) ended every episode held
+    } else {
+        for (const auto& h : held_) episodes_.step(h.view(), h.seq, out);
+    }
+    held_.clear();
+    seen_.clear();
+    bytes_ = 0;
+}
+
+void GpuResetMatcher::feed(const LogLine& line, Sink& out) {
+    ++seq_;
+    if (dir_ == Direction::Forward) return episodes_.step(line, seq_, out);
+    if (!held_.empty() && seq_ - last_ > kMaxGap) replay(out);  // every held episode is over
+    std::string_view text = line.text;
+    bool amd = amdgpu::mentionsAmdgpu(text);
+    std::string key;
+    ResetEvent ev = amd ? eventOf(text, key) : ResetEvent::None;
+    // Hold from a reset line on, while no episode read oldest first is in progress.
+    if (held_.empty() && (ev == ResetEvent::None || !episodes_.idle())) {
+        if (dir_ == Direction::Unknown) episodes_.step(line, seq_, out);
+        return;
+    }
+    if (!amd) return;  // only its place counts (seq)
+    amdgpu::HeldLine h;
+    h.seq = seq_;
+    h.line = line.line;
+    h.raw = std::string(line.raw);
+    h.text = std::string(text);
+    h.time = line.time;
+    h.rank = line.rank;
+    bytes_ += h.raw.size() + h.text.size();
+    held_.push_back(std::move(h));
+    if (ev == ResetEvent::None) return;
+    last_ = seq_;
+    if (dir_ == Direction::Unknown) {
+        Direction d = learn(key, ev, line);
+        if (d == Direction::Forward) {
+            replay(out);
+            dir_ = Direction::Forward;
+            return;
+        }
+        if (d == Direction::Reverse) dir_ = Direction::Reverse;
+    }
+    if (held_.size() >= kMaxHeld || bytes_ >= kMaxHeldBytes) replay(out);
+}
+
+void GpuResetMatcher::finish(Sink& out) {
+    if (!held_.empty()) replay(out);
+    episodes_.finish(out);
 }
 
 }  // namespace

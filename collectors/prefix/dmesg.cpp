@@ -58,10 +58,14 @@ std::optional<double> decimal(Cursor& c, char sep, size_t min_frac) {
     if (!t.number(sec, 1, 10) || !t.eat(sep)) return std::nullopt;
     size_t n = t.number(frac, min_frac, 9);
     if (n == 0) return std::nullopt;
-    double div = 1;
+    int64_t div = 1;
     for (size_t k = 0; k < n; ++k) div *= 10;
     c = t;
-    return static_cast<double>(sec) + static_cast<double>(frac) / div;
+    // One division of the exact integer is the double nearest the printed decimal (a sum of
+    // the two parts is not: 41 + 0.257555 = 41.257554999999996).
+    if (sec < (int64_t{1} << 53) / div)
+        return static_cast<double>(sec * div + frac) / static_cast<double>(div);
+    return static_cast<double>(sec) + static_cast<double>(frac) / static_cast<double>(div);
 }
 
 /// ` <    0.000042>` (`-d` delta) or journalctl short-delta ` <    0.000035 >` / `*>`.

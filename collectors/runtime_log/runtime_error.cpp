@@ -138,16 +138,17 @@ class RuntimeErrorMatcher final : public Matcher {
 
     /// "Search for `NAME' in https://… for more information." (get_cuda_error_help): the name
     /// is exact and overrides the one mapped from the previous line's text (a ROCm build says
-    /// "CUDA error" but names hipErrorX: vendor amd).
+    /// "CUDA error" but names hipErrorX: vendor amd). It is PyTorch's hint after that line, not
+    /// an error of its own: without the error line right before it (a log cut there), no record.
     void searchLine(const LogLine& l, std::string_view rest, Sink& out) {
         std::string_view name = rt::identAt(rest, 0);
         if (name.empty() || rest.substr(name.size(), 1) != "'") return flushPending(out);
+        if (!pending_) return;
         if (errnames::isBenign(name)) {
             pending_.reset();
             return;
         }
-        Evidence e =
-            pending_ ? std::move(*pending_) : rt::baseEvidence(kindOf(name), l, {}, nullptr);
+        Evidence e = std::move(*pending_);
         pending_.reset();
         if (e.line != l.line) rt::appendRaw(e.raw, l.raw);
         e.kind = kindOf(name);

@@ -53,6 +53,7 @@ TEST(CliGroups, IncidentsWithOneSignatureAreOneRowMostFrequentFirst) {
     EXPECT_EQ(g[0]["first_seen"], "2026-08-31T17:43:36Z");
     EXPECT_EQ(g[0]["last_seen"], "2026-08-31T17:43:36Z");
     EXPECT_EQ(g[0]["first_seen_utc_us"], 1788198216000000);
+    EXPECT_EQ(g[0]["timed_incidents"], 8);
     // 003 and 004: one signature, two processes, two inputs; no full date.
     EXPECT_EQ(g[1]["incidents"], 2);
     EXPECT_EQ(g[1]["kind"], "amdgpu_page_fault");
@@ -60,6 +61,7 @@ TEST(CliGroups, IncidentsWithOneSignatureAreOneRowMostFrequentFirst) {
     EXPECT_EQ(g[1]["processes"], 2);
     EXPECT_EQ(g[1]["sources"], 2);
     EXPECT_TRUE(g[1]["first_seen"].is_null());
+    EXPECT_EQ(g[1]["timed_incidents"], 0);  // journald `short`: no year, no instant
     // 012 through `gpufault run`: the run and its host.
     EXPECT_EQ(g[2]["incidents"], 1);
     EXPECT_EQ(g[2]["kinds"], "amdgpu_page_fault,rocr_memory_fault");
@@ -89,17 +91,17 @@ TEST(CliGroups, IncidentsWithOneSignatureAreOneRowMostFrequentFirst) {
     ASSERT_EQ(text.status, 0) << text.err;
     EXPECT_EQ(text.out,
               "INCIDENTS\tSIGNATURE\tKIND\tWHAT\tPROCESSES\tINPUTS\tRUNS\tHOSTS\tFIRST "
-              "SEEN\tLAST SEEN\tINCIDENT IDS\n8\t" +
+              "SEEN (UTC)\tLAST SEEN (UTC)\tTIMED\tINCIDENT IDS\n8\t" +
                   g[0]["signature"].get<std::string>() +
                   "\trocr_memory_fault\tamd; Unknown\t0\t1\t0\tunknown\t2026-08-31T17:43:36Z\t"
-                  "2026-08-31T17:43:36Z\t" +
+                  "2026-08-31T17:43:36Z\t8/8\t" +
                   idText[0] + "\n2\t" + g[1]["signature"].get<std::string>() +
                   "\tamdgpu_page_fault\tamd; client " + g[1]["client"].get<std::string>() +
-                  "\t2\t2\t0\tunknown\t-\t-\t" + idText[1] + "\n1\t" +
+                  "\t2\t2\t0\tunknown\t-\t-\t0/2\t" + idText[1] + "\n1\t" +
                   g[2]["signature"].get<std::string>() +
                   "\trocr_memory_fault\tamd; Page not present or supervisor privilege; client "
                   "TCP\t1\t1\t1\t" +
-                  hostName() + "\t-\t-\t" + idText[2] + "\n");
+                  hostName() + "\t-\t-\t0/1\t" + idText[2] + "\n");
 }
 
 TEST(CliGroups, AStoreWithoutIncidentsPrintsTheHeaderOnly) {
@@ -115,8 +117,8 @@ TEST(CliGroups, AStoreWithoutIncidentsPrintsTheHeaderOnly) {
     auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "groups"});
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(r.out,
-              "INCIDENTS\tSIGNATURE\tKIND\tWHAT\tPROCESSES\tINPUTS\tRUNS\tHOSTS\tFIRST SEEN\tLAST "
-              "SEEN\tINCIDENT IDS\n");
+              "INCIDENTS\tSIGNATURE\tKIND\tWHAT\tPROCESSES\tINPUTS\tRUNS\tHOSTS\tFIRST SEEN "
+              "(UTC)\tLAST SEEN (UTC)\tTIMED\tINCIDENT IDS\n");
 }
 
 }  // namespace

@@ -29,6 +29,16 @@ TEST(Dmesg, RawStamp) {
     expectKernelS(big, 101431.765755);
 }
 
+TEST(Dmesg, RawStampIsTheDoubleNearestThePrintedDecimal) {
+    // Fixture 067's Xid 43 stamp: 41 + 0.257555 was 41.257554999999996; one division is exact.
+    auto d = decodeOne(cfmt("[%5ld.%06ld] ", 41L, 257555L) + kFault);
+    ASSERT_TRUE(d.time.kernel_s);
+    EXPECT_EQ(*d.time.kernel_s, 41.257555);
+    auto big = decodeOne(cfmt("[%5ld.%06ld] ", 101431L, 765755L) + kFault);
+    ASSERT_TRUE(big.time.kernel_s);
+    EXPECT_EQ(*big.time.kernel_s, 101431.765755);
+}
+
 TEST(Dmesg, RawStampOnSegfaultLineKeepsTheTask) {
     auto d = decodeOne(
         "[  231.101010] python3[4242]: segfault at 0 ip 0000000000000000 sp "

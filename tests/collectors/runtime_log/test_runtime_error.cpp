@@ -73,14 +73,26 @@ TEST(RuntimeError, RocmBuildSayingCudaErrorIsAmd) {
     EXPECT_EQ(ev[0].line, 2u);
 }
 
-TEST(RuntimeError, SearchLineAloneAndWithRank) {
-    auto ev =
+TEST(RuntimeError, SearchLineAloneIsAHintNotARecord) {
+    // Fixture 066 starts at PyTorch's hint line (the error line before it was cut): the hint
+    // names an error but is not one; after its error line it names that record exactly.
+    auto alone =
         run({{"[rank3]: Search for `hipErrorLaunchFailure' in https://rocm.docs.amd.com/x for "
-              "more information."}});
-    ASSERT_EQ(ev.size(), 1u);
-    EXPECT_EQ(ev[0].reason, "hipErrorLaunchFailure");
-    EXPECT_EQ(ev[0].vendor, "amd");
-    EXPECT_EQ(ev[0].rank, 3);
+              "more information.",
+              3},
+             {"[rank3]: HIP kernel errors might be asynchronously reported at some other API "
+              "call, so the stacktrace below might be incorrect.",
+              3}});
+    EXPECT_TRUE(alone.empty());
+    auto after = run({{"RuntimeError: HIP error: unspecified launch failure", 3},
+                      {"Search for `hipErrorLaunchFailure' in https://rocm.docs.amd.com/x for "
+                       "more information.",
+                       3}});
+    ASSERT_EQ(after.size(), 1u);
+    EXPECT_EQ(after[0].reason, "hipErrorLaunchFailure");
+    EXPECT_EQ(after[0].vendor, "amd");
+    EXPECT_EQ(after[0].rank, 3);
+    EXPECT_EQ(after[0].line, 1u);
 }
 
 TEST(RuntimeError, MissingCodeObjectTexts) {
