@@ -5,15 +5,13 @@
 // emits late: at the end in `ingest`, when the stream goes quiet in the daemon).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "tests/daemon/daemon_harness.h"
-#include "tests/support/process.h"
+#include "tests/daemon/followed_log.h"
 
 using namespace gpufault::testing;
 using namespace std::chrono_literals;
@@ -21,20 +19,7 @@ using namespace std::chrono_literals;
 namespace {
 
 /// A daemon following `<dir>/logs/*.log` into `<dir>/store.db`.
-struct Followed {
-    TempDir dir;
-    std::string conf = dir.file("gpufaultd.conf"), store = dir.file("store.db"),
-                logs = dir.file("logs");
-    Followed() {
-        ::mkdir(logs.c_str(), 0755);
-        writeFile(conf,
-                  fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs = "
-                              "[\"{}/*.log\"]\npoll_interval_ms = 100\n[control]\nsocket = "
-                              "\"{}\"\ngroup = \"\"\n[allocations]\ndirectory = \"\"\n",
-                              store,
-                              logs,
-                              dir.file("ctl.sock")));
-    }
+struct Followed : FollowedLog {
     /// `gpufault ingest` of `files` into a store of its own; its path.
     std::string ingest(const std::vector<std::string>& files) {
         std::string other = dir.file("ingest.db");
@@ -111,26 +96,17 @@ TEST(DaemonSameAsIngest, AFaultAfterACrProgressBarOverAMiB) {
     ASSERT_GT(bar.size(), 2u << 20);
     writeFile(log, "before\n" + bar);
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     const auto size = static_cast<int64_t>(7 + bar.size());
-    ASSERT_TRUE(eventually([&] { return storeCount(s.store, "SELECT size FROM sources") == size; },
-                           20s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(d, s.store, "SELECT size FROM sources", size, 20s));
     // Read to its end, not fed: a restart would read the bar again from its start.
     EXPECT_EQ(storeCount(s.store, "SELECT offset FROM sources"), 7);
     EXPECT_EQ(storeCount(s.store, "SELECT line FROM sources"), 1);
     append(log, rocrFault(1));
     append(log, "\nafter\n");
     writeFile(whole, "x\n" + progressBar(30000) + rocrFault(2) + "\n");
-    ASSERT_TRUE(eventually(
-        [&] {
-            return storeCount(s.store,
-                              "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'") ==
-                   2;
-        },
-        20s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(
+        d, s.store, "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'", 2, 20s));
     d.signal(SIGTERM);
     ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
 
@@ -160,33 +136,23 @@ TEST(DaemonSameAsIngest, ALateRecordsDispatchWindowIsTheSame) {
               dispatchRange(1, 80) + "RuntimeError: HIP error: an illegal memory access was "
                                      "encountered\n" + dispatchRange(81, 100));
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     // Line 241: the runtime error; emitted once the file went quiet.
-    ASSERT_TRUE(eventually(
-        [&] {
-            return storeCount(s.store, "SELECT count(*) FROM evidence WHERE kind = "
-                                       "'runtime_error' AND line = 241") == 1;
-        },
-        20s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(
+        d,
+        s.store,
+        "SELECT count(*) FROM evidence WHERE kind = 'runtime_error' AND line = 241",
+        1,
+        20s));
     int lines = 301;
     for (auto [from, to] : {std::pair{101, 250}, std::pair{251, 400}}) {
         append(log, dispatchRange(from, to));
         lines += 3 * (to - from + 1);
-        ASSERT_TRUE(eventually(
-            [&] { return storeCount(s.store, "SELECT max_line FROM sources") == lines; }, 20s))
-            << d.stderrText();
+        ASSERT_TRUE(storeReaches(d, s.store, "SELECT max_line FROM sources", lines, 20s));
     }
     append(log, rocrFault(1) + "\n");
-    ASSERT_TRUE(eventually(
-        [&] {
-            return storeCount(s.store,
-                              "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'") ==
-                   1;
-        },
-        20s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(
+        d, s.store, "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'", 1, 20s));
     d.signal(SIGTERM);
     ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
 

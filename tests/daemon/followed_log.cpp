@@ -1,0 +1,92 @@
+#include "tests/daemon/followed_log.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <csignal>
+
+namespace gpufault::testing {
+
+using namespace std::chrono_literals;
+
+FollowedLog::FollowedLog() {
+    ::mkdir(logs.c_str(), 0755);
+    writeConfig("*.log", 100);
+}
+
+void FollowedLog::writeConfig(const std::string& glob, int poll_ms,
+                              const std::string& files_extra) {
+    writeFile(conf,
+              fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs = "
+                          "[\"{}/{}\"]\npoll_interval_ms = {}\n{}[control]\nsocket = \"{}\"\n"
+                          "group = \"\"\n[allocations]\ndirectory = \"\"\n",
+                          store,
+                          logs,
+                          glob,
+                          poll_ms,
+                          files_extra,
+                          sock));
+}
+
+::testing::AssertionResult startedReady(DaemonProcess& d, std::chrono::milliseconds timeout) {
+    if (!d.start()) return ::testing::AssertionFailure() << "gpufaultd did not start";
+    if (!d.waitNotify("READY=1", timeout))
+        return ::testing::AssertionFailure() << "no READY=1; stderr:\n" << d.stderrText();
+    return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult storeReaches(DaemonProcess& d, const std::string& store,
+                                        const std::string& sql, int64_t want,
+                                        std::chrono::milliseconds timeout) {
+    int64_t last = -1;
+    if (eventually([&] { return (last = storeCount(store, sql)) == want; }, timeout))
+        return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << sql << " gave " << last << ", not " << want
+                                         << "; stderr:\n"
+                                         << d.stderrText();
+}
+
+std::vector<std::string> foldRecords(const std::string& store) {
+    std::vector<std::string> out;
+    for (int i = 0; i < 16; ++i) {
+        const std::string nth =
+            fmt::format(" FROM evidence ORDER BY line, kind LIMIT 1 OFFSET {}", i);
+        int64_t line = storeCount(store, "SELECT line" + nth);
+        if (line < 0) break;
+        out.push_back(fmt::format("{}|{}|{}",
+                                  line,
+                                  storeCount(store, "SELECT kind = 'runtime_error'" + nth),
+                                  storeCount(store, "SELECT count" + nth)));
+    }
+    return out;
+}
+
+void expectFoldAcrossKill9(const std::string& gpufaultd_bin, const std::string& gpufault_bin,
+                           const std::string& text, const std::vector<std::string>& expected,
+                           const std::function<void(const std::string& store)>& after_kill) {
+    FollowedLog f;
+    writeFile(f.log, text);
+    const std::string ref = f.dir.file("ref.db");
+    auto ing = run({gpufault_bin, "--db", ref, "ingest", f.log});
+    ASSERT_EQ(ing.status, 0) << ing.err;
+    ASSERT_EQ(foldRecords(ref), expected);
+    const auto lines = static_cast<int64_t>(std::count(text.begin(), text.end(), '\n'));
+
+    DaemonProcess d(gpufaultd_bin, f.conf, f.dir.path());
+    ASSERT_TRUE(startedReady(d));
+    ASSERT_TRUE(storeReaches(d, f.store, "SELECT max_line FROM sources", lines, 30s));
+    d.kill9();
+    if (after_kill) after_kill(f.store);
+
+    DaemonProcess again(gpufaultd_bin, f.conf, f.dir.path());
+    ASSERT_TRUE(startedReady(again));
+    ASSERT_TRUE(eventually([&] { return foldRecords(f.store).size() == expected.size(); }, 30s))
+        << again.stderrText();
+    EXPECT_EQ(foldRecords(f.store), expected);
+    again.signal(SIGTERM);
+    EXPECT_EQ(again.waitExit(10s), 0) << again.stderrText();
+    EXPECT_EQ(foldRecords(f.store), expected);
+}
+
+}  // namespace gpufault::testing

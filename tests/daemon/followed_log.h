@@ -1,0 +1,57 @@
+// A gpufaultd configuration following a directory of logs, and the scenarios that several
+// daemon tests run over it: start and READY, a store count reached, a kill -9 and a restart.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/daemon/daemon_harness.h"
+#include "tests/support/process.h"
+
+namespace gpufault::testing {
+
+/// A test directory with logs/ and a gpufaultd configuration (gpufaultd.conf) that follows
+/// logs/*.log into store.db: kmsg and allocations off, polled every 100 ms, control socket
+/// ctl.sock (group ""). `log` is logs/job.log (not written).
+struct FollowedLog {
+    TempDir dir;
+    std::string conf = dir.file("gpufaultd.conf"), store = dir.file("store.db"),
+                logs = dir.file("logs"), log = logs + "/job.log", sock = dir.file("ctl.sock");
+    FollowedLog();
+    /// Writes the configuration again: [files] globs = ["<logs>/<glob>"], poll_interval_ms =
+    /// `poll_ms` (milliseconds), then `files_extra` (whole lines, each ending in '\n') in
+    /// [files].
+    void writeConfig(const std::string& glob, int poll_ms, const std::string& files_extra = "");
+};
+
+/// Starts `d` and waits up to `timeout` for its READY=1; a failure says which step failed
+/// and holds the daemon's stderr.
+::testing::AssertionResult startedReady(
+    DaemonProcess& d, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+/// Waits up to `timeout` until storeCount(`store`, `sql`) is `want`; a failure holds the last
+/// value and `d`'s stderr.
+::testing::AssertionResult storeReaches(DaemonProcess& d, const std::string& store,
+                                        const std::string& sql, int64_t want,
+                                        std::chrono::milliseconds timeout);
+
+/// "line|kind|count" of each record of the store at `store`, by line then kind (at most 16):
+/// kind is 1 for a runtime_error record, else 0; count is its fold count.
+std::vector<std::string> foldRecords(const std::string& store);
+
+/// The kill -9 fold scenario (hostile reviews 3 and 9): `text` (whole lines) written to
+/// logs/job.log; `gpufault ingest` of it (`gpufault_bin`) must store `expected`
+/// (foldRecords). A daemon (`gpufaultd_bin`) reads it to its last line and is killed with
+/// SIGKILL; `after_kill` (when set) checks the store at that point; a second daemon must then
+/// store `expected`, and still `expected` after its SIGTERM (exit 0). Reports gtest failures:
+/// call it under ASSERT_NO_FATAL_FAILURE.
+void expectFoldAcrossKill9(const std::string& gpufaultd_bin, const std::string& gpufault_bin,
+                           const std::string& text, const std::vector<std::string>& expected,
+                           const std::function<void(const std::string& store)>& after_kill = {});
+
+}  // namespace gpufault::testing
