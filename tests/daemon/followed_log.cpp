@@ -47,6 +47,17 @@ void FollowedLog::writeConfig(const std::string& glob, int poll_ms,
                                          << d.stderrText();
 }
 
+::testing::AssertionResult stoppedCleanly(DaemonProcess& d, std::chrono::milliseconds timeout) {
+    d.signal(SIGTERM);
+    auto status = d.waitExit(timeout);
+    if (status == 0) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << "gpufaultd "
+           << (status ? "exited with " + std::to_string(*status) : std::string("did not exit"))
+           << " after SIGTERM; stderr:\n"
+           << d.stderrText();
+}
+
 std::vector<std::string> foldRecords(const std::string& store) {
     std::vector<std::string> out;
     for (int i = 0; i < 16; ++i) {

@@ -40,6 +40,11 @@ struct FollowedLog {
                                         const std::string& sql, int64_t want,
                                         std::chrono::milliseconds timeout);
 
+/// Sends SIGTERM to `d` and waits up to `timeout` for its exit; a failure (no exit, or a status
+/// other than 0) holds the status and the daemon's stderr.
+::testing::AssertionResult stoppedCleanly(
+    DaemonProcess& d, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
 /// "line|kind|count" of each record of the store at `store`, by line then kind (at most 16):
 /// kind is 1 for a runtime_error record, else 0; count is its fold count.
 std::vector<std::string> foldRecords(const std::string& store);

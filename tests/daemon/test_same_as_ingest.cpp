@@ -107,8 +107,7 @@ TEST(DaemonSameAsIngest, AFaultAfterACrProgressBarOverAMiB) {
     writeFile(whole, "x\n" + progressBar(30000) + rocrFault(2) + "\n");
     ASSERT_TRUE(storeReaches(
         d, s.store, "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'", 2, 20s));
-    d.signal(SIGTERM);
-    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    ASSERT_TRUE(stoppedCleanly(d));
 
     auto daemon = evidenceRows(s.store);
     ASSERT_EQ(daemon.size(), 2u);
@@ -153,8 +152,7 @@ TEST(DaemonSameAsIngest, ALateRecordsDispatchWindowIsTheSame) {
     append(log, rocrFault(1) + "\n");
     ASSERT_TRUE(storeReaches(
         d, s.store, "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'", 1, 20s));
-    d.signal(SIGTERM);
-    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    ASSERT_TRUE(stoppedCleanly(d));
 
     const std::string other = s.ingest({log});
     const std::string dispatches =
