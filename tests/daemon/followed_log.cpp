@@ -15,7 +15,8 @@ FollowedLog::FollowedLog() {
     writeConfig("*.log", 100);
 }
 
-void FollowedLog::writeConfig(const std::string& glob, int poll_ms,
+void FollowedLog::writeConfig(const std::string& glob,
+                              int poll_ms,
                               const std::string& files_extra) {
     writeFile(conf,
               fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs = "
@@ -29,6 +30,33 @@ void FollowedLog::writeConfig(const std::string& glob, int poll_ms,
                           sock));
 }
 
+std::string hipDispatchLines(int i, std::string_view tid) {
+    uint64_t us = 1000000000ull + static_cast<uint64_t>(i) * 37;
+    return fmt::format(
+        ":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:{}]  "
+        "hipLaunchKernel ( 0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, 0x70536bbc2fa0, 0, "
+        "stream:<null> ) \n"
+        ":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:{}] Arg0:   "
+        "= ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]\n"
+        ":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:{}] "
+        "ShaderName : kernel_{}\n",
+        us,
+        tid,
+        us + 1,
+        tid,
+        (i * 16) & 0xfffff,
+        us + 2,
+        tid,
+        i);
+}
+
+std::string rocrFaultText(int n) {
+    return fmt::format(
+        "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address "
+        "0x7f64{:08x}. Reason: Page not present or supervisor privilege.",
+        n * 0x200000);
+}
+
 ::testing::AssertionResult startedReady(DaemonProcess& d, std::chrono::milliseconds timeout) {
     if (!d.start()) return ::testing::AssertionFailure() << "gpufaultd did not start";
     if (!d.waitNotify("READY=1", timeout))
@@ -36,15 +64,17 @@ void FollowedLog::writeConfig(const std::string& glob, int poll_ms,
     return ::testing::AssertionSuccess();
 }
 
-::testing::AssertionResult storeReaches(DaemonProcess& d, const std::string& store,
-                                        const std::string& sql, int64_t want,
+::testing::AssertionResult storeReaches(DaemonProcess& d,
+                                        const std::string& store,
+                                        const std::string& sql,
+                                        int64_t want,
                                         std::chrono::milliseconds timeout) {
     int64_t last = -1;
     if (eventually([&] { return (last = storeCount(store, sql)) == want; }, timeout))
         return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << sql << " gave " << last << ", not " << want
-                                         << "; stderr:\n"
-                                         << d.stderrText();
+    return ::testing::AssertionFailure()
+           << sql << " gave " << last << ", not " << want << "; stderr:\n"
+           << d.stderrText();
 }
 
 ::testing::AssertionResult stoppedCleanly(DaemonProcess& d, std::chrono::milliseconds timeout) {
@@ -73,8 +103,10 @@ std::vector<std::string> foldRecords(const std::string& store) {
     return out;
 }
 
-void expectFoldAcrossKill9(const std::string& gpufaultd_bin, const std::string& gpufault_bin,
-                           const std::string& text, const std::vector<std::string>& expected,
+void expectFoldAcrossKill9(const std::string& gpufaultd_bin,
+                           const std::string& gpufault_bin,
+                           const std::string& text,
+                           const std::vector<std::string>& expected,
                            const std::function<void(const std::string& store)>& after_kill) {
     FollowedLog f;
     writeFile(f.log, text);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tests/daemon/daemon_harness.h"
@@ -29,6 +30,15 @@ struct FollowedLog {
     void writeConfig(const std::string& glob, int poll_ms, const std::string& files_extra = "");
 };
 
+/// Dispatch `i` of pid 4242's HIP thread `tid` as AMD_LOG_LEVEL=3 logs it: its hipLaunchKernel,
+/// Arg0 and ShaderName (kernel_<i>) lines, each with its newline, at 1 000 000 000 + 37·i µs;
+/// Arg0 points at 0x7051e5a00000 + (16·i mod 2^20).
+std::string hipDispatchLines(int i, std::string_view tid = "0x7f0a1b2c3d40");
+
+/// ROCr's fault line on GPU node 1 (FORMATS.md §2.1) at address 0x7f6400000000 + n·0x200000,
+/// without its newline.
+std::string rocrFaultText(int n);
+
 /// Starts `d` and waits up to `timeout` for its READY=1; a failure says which step failed
 /// and holds the daemon's stderr.
 ::testing::AssertionResult startedReady(
@@ -36,8 +46,10 @@ struct FollowedLog {
 
 /// Waits up to `timeout` until storeCount(`store`, `sql`) is `want`; a failure holds the last
 /// value and `d`'s stderr.
-::testing::AssertionResult storeReaches(DaemonProcess& d, const std::string& store,
-                                        const std::string& sql, int64_t want,
+::testing::AssertionResult storeReaches(DaemonProcess& d,
+                                        const std::string& store,
+                                        const std::string& sql,
+                                        int64_t want,
                                         std::chrono::milliseconds timeout);
 
 /// Sends SIGTERM to `d` and waits up to `timeout` for its exit; a failure (no exit, or a status
@@ -55,8 +67,10 @@ std::vector<std::string> foldRecords(const std::string& store);
 /// SIGKILL; `after_kill` (when set) checks the store at that point; a second daemon must then
 /// store `expected`, and still `expected` after its SIGTERM (exit 0). Reports gtest failures:
 /// call it under ASSERT_NO_FATAL_FAILURE.
-void expectFoldAcrossKill9(const std::string& gpufaultd_bin, const std::string& gpufault_bin,
-                           const std::string& text, const std::vector<std::string>& expected,
+void expectFoldAcrossKill9(const std::string& gpufaultd_bin,
+                           const std::string& gpufault_bin,
+                           const std::string& text,
+                           const std::vector<std::string>& expected,
                            const std::function<void(const std::string& store)>& after_kill = {});
 
 }  // namespace gpufault::testing

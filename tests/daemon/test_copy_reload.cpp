@@ -26,35 +26,17 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string dispatch(int i, const char* tid) {
-    uint64_t us = 1000000000ull + static_cast<uint64_t>(i) * 37;
-    return fmt::format(
-        ":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:{}]  hipLaunchKernel ( "
-        "0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, 0x70536bbc2fa0, 0, stream:<null> ) \n"
-        ":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:{}] Arg0:   = "
-        "ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]\n"
-        ":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:{}] ShaderName : kernel_{}\n",
-        us,
-        tid,
-        us + 1,
-        tid,
-        (i * 16) & 0xfffff,
-        us + 2,
-        tid,
-        i);
-}
-
 /// 100 lines of output, thread B's one dispatch (lines 101..103: its Arg0 line holds the
 /// checkpoint after line 101), 1 000 of thread A, a ROCr fault, 100 more of A: 3 404 lines.
 std::string heldBackLog() {
     std::string out;
     for (int n = 1; n <= 100; ++n) out += fmt::format("epoch 1 step {} loss 0.5\n", n);
-    out += dispatch(0, "0x7f0a1b2c4640");
-    for (int i = 1; i <= 1000; ++i) out += dispatch(i, "0x7f0a1b2c3d40");
+    out += hipDispatchLines(0, "0x7f0a1b2c4640");
+    for (int i = 1; i <= 1000; ++i) out += hipDispatchLines(i);
     out +=
         "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address "
         "0x7f6400200000. Reason: Page not present or supervisor privilege.\n";
-    for (int i = 1001; i <= 1100; ++i) out += dispatch(i, "0x7f0a1b2c3d40");
+    for (int i = 1001; i <= 1100; ++i) out += hipDispatchLines(i);
     return out;
 }
 

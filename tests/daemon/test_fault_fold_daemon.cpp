@@ -39,9 +39,9 @@ std::string foldLog() {
 TEST(DaemonFaultFold, FoldsClosedByAFaultAcrossAKill9StoreTheRowsOfOneIngest) {
     // No fold spans a fault: 10 and 5 000 fold; 6 010, 9 000 and 19 999 (the line before the
     // second fault, held back for its next line); 20 005 and 21 000.
-    ASSERT_NO_FATAL_FAILURE(expectFoldAcrossKill9(
-        GPUFAULTD_BIN,
-        GPUFAULT_BIN,
-        foldLog(),
-        {"10|1|2", "6000|0|1", "6010|1|3", "20000|0|1", "20005|1|2"}));
+    ASSERT_NO_FATAL_FAILURE(
+        expectFoldAcrossKill9(GPUFAULTD_BIN,
+                              GPUFAULT_BIN,
+                              foldLog(),
+                              {"10|1|2", "6000|0|1", "6010|1|3", "20000|0|1", "20005|1|2"}));
 }

@@ -15,47 +15,14 @@
 using namespace gpufault::testing;
 using namespace std::chrono_literals;
 
-namespace {
-
-/// Dispatch `i` of pid 4242's HIP thread `tid` (by default its one thread): launch, Arg0 and
-/// ShaderName lines.
-std::string dispatchLines(int i, std::string_view tid = "0x7f0a1b2c3d40") {
-    uint64_t us = 1000000000ull + static_cast<uint64_t>(i) * 37;
-    return fmt::format(
-        ":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:{}]  "
-        "hipLaunchKernel ( 0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, 0x70536bbc2fa0, 0, "
-        "stream:<null> ) \n"
-        ":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:{}] Arg0:   "
-        "= ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]\n"
-        ":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:{}] "
-        "ShaderName : kernel_{}\n",
-        us,
-        tid,
-        us + 1,
-        tid,
-        (i * 16) & 0xfffff,
-        us + 2,
-        tid,
-        i);
-}
-
-std::string faultLine(int n) {
-    return fmt::format(
-        "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address "
-        "0x7f64{:08x}. Reason: Page not present or supervisor privilege.\n",
-        n * 0x200000);
-}
-
-}  // namespace
-
 TEST(DaemonFlood, AFaultAfterAKill9IsStillAFloodsFault) {
     FollowedLog f;
     const std::string &conf = f.conf, &store = f.store, &log = f.log;
     // Lines 1..150: dispatches 1..50; 151: the first fault; 152..901: dispatches 51..300.
     std::string part1;
-    for (int i = 1; i <= 50; ++i) part1 += dispatchLines(i);
-    part1 += faultLine(1);
-    for (int i = 51; i <= 300; ++i) part1 += dispatchLines(i);
+    for (int i = 1; i <= 50; ++i) part1 += hipDispatchLines(i);
+    part1 += rocrFaultText(1) + "\n";
+    for (int i = 51; i <= 300; ++i) part1 += hipDispatchLines(i);
     writeFile(log, part1);
 
     DaemonProcess d(GPUFAULTD_BIN, conf, f.dir.path());
@@ -70,8 +37,8 @@ TEST(DaemonFlood, AFaultAfterAKill9IsStillAFloodsFault) {
 
     // Lines 902..961: dispatches 301..320; 962: the second fault, 811 lines after the first.
     std::string part2;
-    for (int i = 301; i <= 320; ++i) part2 += dispatchLines(i);
-    part2 += faultLine(2);
+    for (int i = 301; i <= 320; ++i) part2 += hipDispatchLines(i);
+    part2 += rocrFaultText(2) + "\n";
     std::ofstream(log, std::ios::app) << part2 << std::flush;
 
     DaemonProcess again(GPUFAULTD_BIN, conf, f.dir.path());
@@ -96,8 +63,8 @@ TEST(DaemonHeld, AnIdleThreadsLastDispatchesSurviveAKill9) {
     // Lines 1..1200: A and B in turn, 200 dispatches each (B's last, kernel 400, at line 1200);
     // 1201..76200: A alone.
     std::string part1;
-    for (int i = 1; i <= 400; ++i) part1 += i % 2 ? dispatchLines(i) : dispatchLines(i, kB);
-    for (int i = 401; i <= 25400; ++i) part1 += dispatchLines(i);
+    for (int i = 1; i <= 400; ++i) part1 += i % 2 ? hipDispatchLines(i) : hipDispatchLines(i, kB);
+    for (int i = 401; i <= 25400; ++i) part1 += hipDispatchLines(i);
     writeFile(log, part1);
 
     DaemonProcess d(GPUFAULTD_BIN, conf, f.dir.path());
@@ -114,7 +81,7 @@ TEST(DaemonHeld, AnIdleThreadsLastDispatchesSurviveAKill9) {
     EXPECT_EQ(storeCount(store, "SELECT count(*) FROM dispatches"), 0);
 
     // A fault naming no pid: the last 64 of each thread.
-    std::ofstream(log, std::ios::app) << faultLine(1) << std::flush;
+    std::ofstream(log, std::ios::app) << rocrFaultText(1) + "\n" << std::flush;
     DaemonProcess again(GPUFAULTD_BIN, conf, f.dir.path());
     ASSERT_TRUE(startedReady(again));
     ASSERT_TRUE(storeReaches(

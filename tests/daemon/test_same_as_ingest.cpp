@@ -43,14 +43,6 @@ std::string progressBar(int n) {
     return s;
 }
 
-/// ROCr's fault line (FORMATS.md §2.1), without its newline.
-std::string rocrFault(int n) {
-    return fmt::format(
-        "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address "
-        "0x7f64{:08x}. Reason: Page not present or supervisor privilege.",
-        n * 0x200000);
-}
-
 /// The evidence rows of a store, by file name and line (what identifies them in both stores).
 std::vector<std::string> evidenceRows(const std::string& store) {
     return storeRows(store,
@@ -60,27 +52,9 @@ std::vector<std::string> evidenceRows(const std::string& store) {
                      9);
 }
 
-/// Dispatch `i` of pid 4242's HIP thread: launch, Arg0 and ShaderName lines.
-std::string dispatchLines(int i) {
-    uint64_t us = 1000000000ull + static_cast<uint64_t>(i) * 37;
-    return fmt::format(
-        ":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40]  "
-        "hipLaunchKernel ( 0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, 0x70536bbc2fa0, 0, "
-        "stream:<null> ) \n"
-        ":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] Arg0:   "
-        "= ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]\n"
-        ":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] "
-        "ShaderName : kernel_{}\n",
-        us,
-        us + 1,
-        (i * 16) & 0xfffff,
-        us + 2,
-        i);
-}
-
 std::string dispatchRange(int from, int to) {
     std::string s;
-    for (int i = from; i <= to; ++i) s += dispatchLines(i);
+    for (int i = from; i <= to; ++i) s += hipDispatchLines(i);
     return s;
 }
 
@@ -102,9 +76,9 @@ TEST(DaemonSameAsIngest, AFaultAfterACrProgressBarOverAMiB) {
     // Read to its end, not fed: a restart would read the bar again from its start.
     EXPECT_EQ(storeCount(s.store, "SELECT offset FROM sources"), 7);
     EXPECT_EQ(storeCount(s.store, "SELECT line FROM sources"), 1);
-    append(log, rocrFault(1));
+    append(log, rocrFaultText(1));
     append(log, "\nafter\n");
-    writeFile(whole, "x\n" + progressBar(30000) + rocrFault(2) + "\n");
+    writeFile(whole, "x\n" + progressBar(30000) + rocrFaultText(2) + "\n");
     ASSERT_TRUE(storeReaches(
         d, s.store, "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'", 2, 20s));
     ASSERT_TRUE(stoppedCleanly(d));
@@ -137,19 +111,19 @@ TEST(DaemonSameAsIngest, ALateRecordsDispatchWindowIsTheSame) {
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
     ASSERT_TRUE(startedReady(d));
     // Line 241: the runtime error; emitted once the file went quiet.
-    ASSERT_TRUE(storeReaches(
-        d,
-        s.store,
-        "SELECT count(*) FROM evidence WHERE kind = 'runtime_error' AND line = 241",
-        1,
-        20s));
+    ASSERT_TRUE(
+        storeReaches(d,
+                     s.store,
+                     "SELECT count(*) FROM evidence WHERE kind = 'runtime_error' AND line = 241",
+                     1,
+                     20s));
     int lines = 301;
     for (auto [from, to] : {std::pair{101, 250}, std::pair{251, 400}}) {
         append(log, dispatchRange(from, to));
         lines += 3 * (to - from + 1);
         ASSERT_TRUE(storeReaches(d, s.store, "SELECT max_line FROM sources", lines, 20s));
     }
-    append(log, rocrFault(1) + "\n");
+    append(log, rocrFaultText(1) + "\n");
     ASSERT_TRUE(storeReaches(
         d, s.store, "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'", 1, 20s));
     ASSERT_TRUE(stoppedCleanly(d));
