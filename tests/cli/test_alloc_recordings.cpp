@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/cli/alloc_cli.h"
 #include "tests/support/process.h"
 
 using namespace gpufault::testing;
@@ -44,12 +45,6 @@ std::string segfault(std::time_t t, uint64_t address) {
         "00007ffd12345678 error 4 in libfoo.so[7f1234500000+100000]\n",
         when,
         address);
-}
-
-std::string query(const std::string& db, const std::string& sql) {
-    auto q = run({GPUFAULT_BIN, "--db", db, "query", sql});
-    EXPECT_EQ(q.status, 0) << q.err;
-    return q.out;
 }
 
 /// The lines of `show`'s allocation table (they start with the API's name; tab-separated when
@@ -218,20 +213,7 @@ TEST(AllocRecordings, AFreeAfterTheFileWasCutShortAndContinuedFreesTheEarlierRow
 TEST(AllocRecordings, AnExecStartsANewRecordingAndEndsTheImageBefore) {
     TempDir dir;
     std::string db = dir.file("g.db"), spool = dir.file("spool");
-    auto r = run({GPUFAULT_BIN,
-                  "--db",
-                  db,
-                  "run",
-                  "--spool",
-                  spool,
-                  "--record-allocations",
-                  "--preload",
-                  PRELOAD_SHIM,
-                  "--",
-                  PRELOAD_HOST,
-                  STANDIN_FW,
-                  STANDIN_RT,
-                  "exec"});
+    auto r = runUnderShim(db, spool, "exec");
     EXPECT_EQ(r.status, 1) << r.out << r.err;
     std::smatch m;
     ASSERT_TRUE(std::regex_search(
@@ -271,12 +253,7 @@ TEST(AllocRecordings, AnExecStartsANewRecordingAndEndsTheImageBefore) {
     // is not "live", its image was gone at the exec.
     auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
     ASSERT_EQ(show.status, 0) << show.err;
-    std::string row;
-    std::istringstream in(show.out);
-    for (std::string l; std::getline(in, l);)
-        if (l.find(fmt::format("0x{:016x}", before)) != std::string::npos &&
-            l.starts_with("hipMalloc"))
-            row = l;
+    const std::string row = hipMallocRow(show.out, before);
     ASSERT_FALSE(row.empty()) << show.out;
     EXPECT_NE(row.find("gone at exec, order unknown"), std::string::npos) << row;
     EXPECT_EQ(row.find("live"), std::string::npos) << row;
@@ -303,20 +280,7 @@ TEST(AllocRecordings, AnExecStartsANewRecordingAndEndsTheImageBefore) {
 TEST(AllocRecordings, AnExecIntoAProgramThatAllocatesNothingStillEndsTheImageBefore) {
     TempDir dir;
     std::string db = dir.file("g.db"), spool = dir.file("spool");
-    auto r = run({GPUFAULT_BIN,
-                  "--db",
-                  db,
-                  "run",
-                  "--spool",
-                  spool,
-                  "--record-allocations",
-                  "--preload",
-                  PRELOAD_SHIM,
-                  "--",
-                  PRELOAD_HOST,
-                  STANDIN_FW,
-                  STANDIN_RT,
-                  "exec-sh"});
+    auto r = runUnderShim(db, spool, "exec-sh");
     EXPECT_EQ(r.status, 1) << r.out << r.err;
     std::smatch m;
     ASSERT_TRUE(std::regex_search(
@@ -336,12 +300,7 @@ TEST(AllocRecordings, AnExecIntoAProgramThatAllocatesNothingStillEndsTheImageBef
               "n\n1\n");
     auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
     ASSERT_EQ(show.status, 0) << show.err;
-    std::string row;
-    std::istringstream in(show.out);
-    for (std::string l; std::getline(in, l);)
-        if (l.find(fmt::format("0x{:016x}", before)) != std::string::npos &&
-            l.starts_with("hipMalloc"))
-            row = l;
+    const std::string row = hipMallocRow(show.out, before);
     ASSERT_FALSE(row.empty()) << show.out;
     EXPECT_NE(row.find("gone at exec"), std::string::npos) << row;
     EXPECT_EQ(row.find("live"), std::string::npos) << row;
