@@ -26,6 +26,18 @@ void copyTruncate(Quiet& q, const std::string& to, bool truncate = true) {
     }
 }
 
+/// L10's first 20 bytes written and seen (app.log lags by them); then, with the daemon frozen,
+/// the rest of L10 and L11 written. Call under ASSERT_NO_FATAL_FAILURE.
+void partLineSeenThenCompletedFrozen(Quiet& q) {
+    std::string l10 = ledgerLine(10, 8);
+    ASSERT_TRUE(writeAll(q.fd, l10.substr(0, 20)));
+    ASSERT_TRUE(q.lagShows(q.s.app, 20));
+    ASSERT_TRUE(freeze(q.d.pid()));
+    ASSERT_TRUE(writeAll(q.fd, l10.substr(20)));
+    q.next = 11;
+    q.lines(q.fd, 1);  // L11
+}
+
 /// The size recorded with the committed checkpoint of the unfinished stream at `path` (-1:
 /// none).
 int64_t checkpointSize(const std::string& store, const std::string& path) {
@@ -50,9 +62,7 @@ int64_t checkpointSize(const std::string& store, const std::string& path) {
 // The daemon had read app.log to its end; the copy appears with the truncation.
 TEST(DaemonKill9, CopyTruncateContinuesWhereTheOriginalWasRead) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9, read from app.log
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9, read from app.log
     copyTruncate(q, q.s.app + ".1");
     q.lines(q.fd, 5);  // L10-14
     ASSERT_TRUE(q.caughtUp());
@@ -64,9 +74,7 @@ TEST(DaemonKill9, CopyTruncateContinuesWhereTheOriginalWasRead) {
 // the copy resumes where app.log ended.
 TEST(DaemonKill9, CopySeenBeforeTheTruncationWaitsForTheOriginal) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     ASSERT_TRUE(freeze(q.d.pid()));
     q.lines(q.fd, 10);  // L10-19, unread
     std::string copy = q.s.app + ".1";
@@ -84,9 +92,7 @@ TEST(DaemonKill9, CopySeenBeforeTheTruncationWaitsForTheOriginal) {
 // from the copy, after what app.log gave.
 TEST(DaemonKill9, CopyHoldsWhatTheOriginalHadNotGiven) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     ASSERT_TRUE(freeze(q.d.pid()));
     q.lines(q.fd, 10);  // L10-19, unread, then copied
     copyTruncate(q, q.s.app + ".1");
@@ -103,33 +109,15 @@ TEST(DaemonKill9, CopyHoldsWhatTheOriginalHadNotGiven) {
 // (completed) after all, so the count is taken back: lost_bytes is exact again.
 TEST(DaemonKill9, CopyGivesBackWhatTheTruncationCountedLost) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
-    std::string l10 = ledgerLine(10, 8);
-    ASSERT_TRUE(writeAll(q.fd, l10.substr(0, 20)));
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto st = q.stream(q.s.app);
-            return st && st->lag == 20;
-        },
-        30s));
-    ASSERT_TRUE(freeze(q.d.pid()));
-    ASSERT_TRUE(writeAll(q.fd, l10.substr(20)));
-    q.next = 11;
-    q.lines(q.fd, 1);  // L11
+    ASSERT_TRUE(q.startWith(10));  // L0-9
+    ASSERT_NO_FATAL_FAILURE(partLineSeenThenCompletedFrozen(q));
     // The truncation is seen first (the copy is made after the daemon thaws).
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 2);   // L12-13
     std::string saved;  // app.log as it was before the truncation
     for (uint64_t n = 0; n < 12; ++n) saved += ledgerLine(n, 8);
     thaw(q.d.pid());
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto st = q.stream(q.s.app);
-            return st && st->lost == 20;
-        },
-        30s));
+    ASSERT_TRUE(q.lostShows(q.s.app, 20));
     gpufault::testing::writeFile(q.s.app + ".1", saved);
     ASSERT_TRUE(q.caughtUp());
     auto st = q.stream(q.s.app);
@@ -171,9 +159,7 @@ TEST(DaemonKill9, ASameFirstLineIsNoCopy) {
 // continues app.log's stream at its checkpoint (nothing stored twice), app.log starts anew.
 TEST(DaemonKill9, CopyTruncateWhileStoppedContinuesAtTheCheckpoint) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     EXPECT_EQ(storedNames(q.stop()), every(0, 10));
     copyTruncate(q, q.s.app + ".1");
     q.lines(q.fd, 5);  // L10-14
@@ -189,9 +175,7 @@ TEST(DaemonKill9, CopyTruncateWhileStoppedContinuesAtTheCheckpoint) {
 // dead: the copy gives the lines after the checkpoint, once.
 TEST(DaemonKill9, CopyTruncateWhileKilledGivesWhatWasNotCommitted) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     ASSERT_TRUE(freeze(q.d.pid()));
     q.lines(q.fd, 10);  // L10-19, unread
     q.d.kill9();
@@ -206,9 +190,7 @@ TEST(DaemonKill9, CopyTruncateWhileKilledGivesWhatWasNotCommitted) {
 // still holds the stream; after the truncation it resumes where app.log ended.
 TEST(DaemonKill9, CopyMadeWhileStoppedWaitsForTheOriginal) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     EXPECT_EQ(storedNames(q.stop()), every(0, 10));
     std::string copy = q.s.app + ".1";
     copyTruncate(q, copy, false);
@@ -225,9 +207,7 @@ TEST(DaemonKill9, CopyMadeWhileStoppedWaitsForTheOriginal) {
 // app.log.2, the copy of what app.log held since. Each continues its own stream.
 TEST(DaemonKill9, TwoGenerationsOfCopiesEachContinueTheirStream) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     EXPECT_EQ(storedNames(q.stop()), every(0, 10));
     copyTruncate(q, q.s.app + ".1");
     q.lines(q.fd, 5);  // L10-14
@@ -267,9 +247,7 @@ TEST(DaemonKill9, RegrownUnderTheSameFirstLineWhileStoppedIsReadFromTheStart) {
 // the copy is smaller than the last checkpoint and matches the one committed before it.
 TEST(DaemonKill9, CopySmallerThanTheCheckpointMatchesAnEarlierOne) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     std::string copy = q.s.app + ".1";
     ASSERT_TRUE(freeze(q.d.pid()));
     copyTruncate(q, copy, false);
@@ -308,9 +286,7 @@ TEST(DaemonKill9, TruncatedWhileIdentifiedAfterARestartLeavesTheStreamToTheCopy)
     ASSERT_EQ(::rename((sa.st_ino < sb.st_ino ? b : a).c_str(), q.s.app.c_str()), 0);
     q.fd = ::open(q.s.app.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     ASSERT_GE(q.fd, 0);
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     q.d.kill9();
     gpufault::testing::writeFile(spare, gpufault::testing::readFile(q.s.app));  // copied ...
     ASSERT_EQ(::rename(spare.c_str(), (q.s.app + ".1").c_str()), 0);  // ... as app.log.1
@@ -341,9 +317,7 @@ TEST(DaemonKill9, TruncatedWhileIdentifiedAfterARestartLeavesTheStreamToTheCopy)
 // committed before the last one (sources.earlier) now places it.
 TEST(DaemonKill9, CopyWaitingAfterARestartPastItsEndContinuesAnEarlierCheckpoint) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     std::string copy = q.s.app + ".1";
     ASSERT_TRUE(freeze(q.d.pid()));
     copyTruncate(q, copy, false);
@@ -415,9 +389,7 @@ TEST(DaemonKill9, CopyTruncatedWhileKilledIsPlacedByALineEndBeforeTheCheckpoint)
 // read from its start. Now the stream is only marked complete; the copy continues it.
 TEST(DaemonKill9, CopyCompletedAfterItsStreamWasFinishedAtARestartContinuesIt) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     q.d.kill9();
     q.lines(q.fd, 5);  // L10-14, unread
     std::string copy = q.s.app + ".1", content = gpufault::testing::readFile(q.s.app);
@@ -429,15 +401,7 @@ TEST(DaemonKill9, CopyCompletedAfterItsStreamWasFinishedAtARestartContinuesIt) {
     ASSERT_TRUE(q.start());
     // The first scan has seen both: app.log's new stream is committed to its end (with the old
     // stream finished in the same transaction), the copy waits for its first line.
-    std::string app = fmt::format("offset {}", ::lseek(q.fd, 0, SEEK_END));
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto a = q.stream(q.s.app);
-            auto c = q.stream(copy);
-            return a && a->position == app && c && c->position == "waiting for a first line";
-        },
-        30s))
-        << q.d.stderrText();
+    ASSERT_TRUE(q.copyWaitsForAFirstLine(copy)) << q.d.stderrText();
     ASSERT_TRUE(writeAll(out, content.substr(20)));  // the copy is complete
     ::close(out);
     ASSERT_TRUE(q.caughtUp());
@@ -458,31 +422,13 @@ TEST(DaemonKill9, CopyCompletedAfterItsStreamWasFinishedAtARestartContinuesIt) {
 // store: it holds those bytes, so they are given back there. Nothing was removed unread.
 TEST(DaemonKill9, ACopyFoundAfterAKillGivesBackWhatTheTruncationCountedLost) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
-    std::string l10 = ledgerLine(10, 8);
-    ASSERT_TRUE(writeAll(q.fd, l10.substr(0, 20)));
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto st = q.stream(q.s.app);
-            return st && st->lag == 20;
-        },
-        30s));
-    ASSERT_TRUE(freeze(q.d.pid()));
-    ASSERT_TRUE(writeAll(q.fd, l10.substr(20)));
-    q.next = 11;
-    q.lines(q.fd, 1);  // L11
+    ASSERT_TRUE(q.startWith(10));  // L0-9
+    ASSERT_NO_FATAL_FAILURE(partLineSeenThenCompletedFrozen(q));
     std::string saved = gpufault::testing::readFile(q.s.app);  // copied (made visible later)
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 2);  // L12-13
     thaw(q.d.pid());
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto st = q.stream(q.s.app);
-            return st && st->lost == 20;  // shown once committed
-        },
-        30s));
+    ASSERT_TRUE(q.lostShows(q.s.app, 20));  // shown once committed
     q.d.kill9();
     gpufault::testing::writeFile(q.s.app + ".1", saved);
     ASSERT_TRUE(q.start());
@@ -498,9 +444,7 @@ TEST(DaemonKill9, ACopyFoundAfterAKillGivesBackWhatTheTruncationCountedLost) {
 // gives them back.
 TEST(DaemonKill9, AStreamFinishedAtARestartGivesItsCountBackToALaterCopy) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     std::string l10 = ledgerLine(10, 8);
     ASSERT_TRUE(writeAll(q.fd, l10.substr(0, 20)));
     int64_t seen = ::lseek(q.fd, 0, SEEK_END);
@@ -516,15 +460,7 @@ TEST(DaemonKill9, AStreamFinishedAtARestartGivesItsCountBackToALaterCopy) {
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 3);  // L12-14
     ASSERT_TRUE(q.start());
-    std::string app = fmt::format("offset {}", ::lseek(q.fd, 0, SEEK_END));
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto a = q.stream(q.s.app);
-            auto c = q.stream(copy);
-            return a && a->position == app && c && c->position == "waiting for a first line";
-        },
-        30s))
-        << q.d.stderrText();
+    ASSERT_TRUE(q.copyWaitsForAFirstLine(copy)) << q.d.stderrText();
     EXPECT_EQ(q.lostInStore(), 20u);  // counted when the stream was finished
     ASSERT_TRUE(writeAll(out, content.substr(20)));
     ::close(out);
