@@ -38,6 +38,18 @@ void partLineSeenThenCompletedFrozen(Quiet& q) {
     q.lines(q.fd, 1);  // L11
 }
 
+/// With the daemon frozen: `before` more lines written, app.log copied to `copy` (not
+/// truncated), 5 more lines written (in app.log only); thawed, until the copy waits for app.log,
+/// read to its end. Call under ASSERT_NO_FATAL_FAILURE.
+void copyMadeWhileFrozen(Quiet& q, const std::string& copy, int before) {
+    ASSERT_TRUE(freeze(q.d.pid()));
+    q.lines(q.fd, before);
+    copyTruncate(q, copy, false);
+    q.lines(q.fd, 5);
+    thaw(q.d.pid());
+    ASSERT_TRUE(q.copyWaits(copy, true));
+}
+
 /// The size recorded with the committed checkpoint of the unfinished stream at `path` (-1:
 /// none).
 int64_t checkpointSize(const std::string& store, const std::string& path) {
@@ -248,12 +260,8 @@ TEST(DaemonKill9, RegrownUnderTheSameFirstLineWhileStoppedIsReadFromTheStart) {
 TEST(DaemonKill9, CopySmallerThanTheCheckpointMatchesAnEarlierOne) {
     Quiet q;
     ASSERT_TRUE(q.startWith(10));  // L0-9
-    std::string copy = q.s.app + ".1";
-    ASSERT_TRUE(freeze(q.d.pid()));
-    copyTruncate(q, copy, false);
-    q.lines(q.fd, 5);  // L10-14: in app.log only
-    thaw(q.d.pid());
-    ASSERT_TRUE(q.copyWaits(copy, true));
+    const std::string copy = q.s.app + ".1";
+    ASSERT_NO_FATAL_FAILURE(copyMadeWhileFrozen(q, copy, 0));  // L10-14: in app.log only
     q.d.kill9();
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 2);  // L15-16
@@ -318,12 +326,9 @@ TEST(DaemonKill9, TruncatedWhileIdentifiedAfterARestartLeavesTheStreamToTheCopy)
 TEST(DaemonKill9, CopyWaitingAfterARestartPastItsEndContinuesAnEarlierCheckpoint) {
     Quiet q;
     ASSERT_TRUE(q.startWith(10));  // L0-9
-    std::string copy = q.s.app + ".1";
-    ASSERT_TRUE(freeze(q.d.pid()));
-    copyTruncate(q, copy, false);
-    q.lines(q.fd, 5);  // L10-14: in app.log only
-    thaw(q.d.pid());
-    ASSERT_TRUE(q.copyWaits(copy, true));  // app.log committed past the copy's end
+    const std::string copy = q.s.app + ".1";
+    // L10-14 in app.log only; app.log committed past the copy's end.
+    ASSERT_NO_FATAL_FAILURE(copyMadeWhileFrozen(q, copy, 0));
     q.d.kill9();
     ASSERT_TRUE(q.start());
     ASSERT_TRUE(q.copyWaits(copy, true));  // read from that checkpoint on; the copy waits
@@ -341,13 +346,9 @@ TEST(DaemonKill9, CopyWaitingAfterARestartPastItsEndContinuesAnEarlierCheckpoint
 TEST(DaemonKill9, CopyOfWhatWasNeverCheckpointedIsPlacedAfterARestart) {
     Quiet q;
     ASSERT_TRUE(q.start());
-    ASSERT_TRUE(freeze(q.d.pid()));
-    q.lines(q.fd, 10);  // L0-9, then copied
-    std::string copy = q.s.app + ".1";
-    copyTruncate(q, copy, false);
-    q.lines(q.fd, 5);  // L10-14: in app.log only
-    thaw(q.d.pid());
-    ASSERT_TRUE(q.copyWaits(copy, true));  // one checkpoint: after L14
+    const std::string copy = q.s.app + ".1";
+    // L0-9 copied, L10-14 in app.log only; one checkpoint: after L14.
+    ASSERT_NO_FATAL_FAILURE(copyMadeWhileFrozen(q, copy, 10));
     q.d.kill9();
     ASSERT_TRUE(q.start());
     ASSERT_TRUE(q.copyWaits(copy, true));
@@ -365,13 +366,9 @@ TEST(DaemonKill9, CopyOfWhatWasNeverCheckpointedIsPlacedAfterARestart) {
 TEST(DaemonKill9, CopyTruncatedWhileKilledIsPlacedByALineEndBeforeTheCheckpoint) {
     Quiet q;
     ASSERT_TRUE(q.start());
-    ASSERT_TRUE(freeze(q.d.pid()));
-    q.lines(q.fd, 10);  // L0-9, then copied
-    std::string copy = q.s.app + ".1";
-    copyTruncate(q, copy, false);
-    q.lines(q.fd, 5);  // L10-14: in app.log only
-    thaw(q.d.pid());
-    ASSERT_TRUE(q.copyWaits(copy, true));  // one checkpoint: after L14
+    const std::string copy = q.s.app + ".1";
+    // L0-9 copied, L10-14 in app.log only; one checkpoint: after L14.
+    ASSERT_NO_FATAL_FAILURE(copyMadeWhileFrozen(q, copy, 10));
     q.d.kill9();
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 2);  // L15-16
