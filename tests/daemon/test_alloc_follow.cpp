@@ -83,8 +83,7 @@ TEST(DaemonAllocations, ShimFileOfARunningJobMeetsItsFaultInShow) {
 
     // The job frees nothing and ends; the daemon restarts: nothing is stored twice.
     job.release();
-    d.signal(SIGTERM);
-    ASSERT_EQ(d.waitExit(10s), 0);
+    ASSERT_TRUE(stoppedCleanly(d));
     DaemonProcess again(GPUFAULTD_BIN, f.conf, f.dir.path());
     ASSERT_TRUE(again.start());
     ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
@@ -106,8 +105,7 @@ TEST(DaemonAllocations, ShimFileOfARunningJobMeetsItsFaultInShow) {
         10s));
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
     EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE kind='alloc'"), 1);
-    again.signal(SIGTERM);
-    EXPECT_EQ(again.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(again));
 }
 
 TEST(DaemonAllocations, GrowingFileIsStoredAsItGrowsWithItsFrees) {
@@ -125,8 +123,7 @@ TEST(DaemonAllocations, GrowingFileIsStoredAsItGrowsWithItsFrees) {
                        pid,
                        pid,
                        pid));
-    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM allocations") == 1; }, 10s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(d, f.store, "SELECT count(*) FROM allocations", 1, 10s));
     // A record being written (no newline yet) is not read; once whole, the free pairs.
     append(file,
            fmt::format("gpufault.alloc 1 free api=hipFree ptr=0x7f0000000000 size=0 "
@@ -134,18 +131,15 @@ TEST(DaemonAllocations, GrowingFileIsStoredAsItGrowsWithItsFrees) {
                        pid,
                        pid));
     append(file, " stack=-\n");
-    ASSERT_TRUE(eventually(
-        [&] {
-            return f.count(
-                       "SELECT count(*) FROM allocations WHERE free_api='hipFree' AND "
-                       "free_line=3") == 1;
-        },
-        10s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(d,
+                             f.store,
+                             "SELECT count(*) FROM allocations WHERE free_api='hipFree' AND "
+                             "free_line=3",
+                             1,
+                             10s));
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
     EXPECT_EQ(f.count("SELECT count(*) FROM warnings"), 0);
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
 }
 
 TEST(DaemonAllocations, AUserCannotRecordAllocationsForAnotherUsersProcess) {
@@ -230,8 +224,7 @@ TEST(DaemonAllocations, AUserCannotRecordAllocationsForAnotherUsersProcess) {
         << d.stderrText();
     ::close(gate[1]);
     ::waitpid(child, nullptr, 0);
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
     // Restarted after the child ended: its file, stored before (same device, inode and start
     // line), is still followed; the forged one is still refused; nothing is stored twice.
     DaemonProcess again(GPUFAULTD_BIN, f.conf, f.dir.path());
@@ -250,8 +243,7 @@ TEST(DaemonAllocations, AUserCannotRecordAllocationsForAnotherUsersProcess) {
         << position << "\n"
         << again.stderrText();
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
-    again.signal(SIGTERM);
-    EXPECT_EQ(again.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(again));
 }
 
 TEST(DaemonAllocations, ADirectoryOthersMayWriteWithoutTheStickyBitIsRefused) {
@@ -277,8 +269,7 @@ TEST(DaemonAllocations, ADirectoryOthersMayWriteWithoutTheStickyBitIsRefused) {
         10s))
         << controlRequest(f.sock, "status");
     EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE kind='alloc'"), 0);
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
 }
 
 TEST(DaemonAllocations, RunRecordAllocationsWritesIntoTheFollowedDirectory) {
@@ -330,8 +321,7 @@ TEST(DaemonAllocations, RunRecordAllocationsWritesIntoTheFollowedDirectory) {
         },
         10s))
         << d.stderrText();
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
 }
 
 namespace {
@@ -429,7 +419,7 @@ TEST(DaemonAllocations, AFileIsRefusedOnceItsPidRunsAsAnotherUser) {
     ASSERT_GT(job.pid, 0);
     ASSERT_TRUE(job.tell('a'));
     auto ofJob = fmt::format("SELECT count(*) FROM allocations WHERE pid={}", job.pid);
-    ASSERT_TRUE(eventually([&] { return f.count(ofJob) == 1; }, 10s)) << d.stderrText();
+    ASSERT_TRUE(storeReaches(d, f.store, ofJob, 1, 10s));
     // The pid now belongs to root (a reused pid looks the same): what the user appends from
     // now on must not count as that process's allocations.
     ASSERT_TRUE(job.tell('r'));
@@ -449,8 +439,7 @@ TEST(DaemonAllocations, AFileIsRefusedOnceItsPidRunsAsAnotherUser) {
               std::string::npos)
         << d.stderrText();
     job.end();
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
 }
 
 TEST(DaemonAllocations, AFileIsReadOnceMoreAfterItsProcessEndedThenClosed) {
@@ -467,7 +456,7 @@ TEST(DaemonAllocations, AFileIsReadOnceMoreAfterItsProcessEndedThenClosed) {
     pid_t pid = job.pid;
     ASSERT_TRUE(job.tell('a'));
     auto ofJob = fmt::format("SELECT count(*) FROM allocations WHERE pid={}", pid);
-    ASSERT_TRUE(eventually([&] { return f.count(ofJob) == 1; }, 10s)) << d.stderrText();
+    ASSERT_TRUE(storeReaches(d, f.store, ofJob, 1, 10s));
     // Its last record, written just before it ended, is stored.
     ASSERT_TRUE(job.tell('a'));
     std::string file = job.file;
@@ -505,15 +494,10 @@ TEST(DaemonAllocations, AFileIsReadOnceMoreAfterItsProcessEndedThenClosed) {
                        me,
                        me,
                        me));
-    ASSERT_TRUE(eventually(
-        [&] {
-            return f.count(fmt::format("SELECT count(*) FROM allocations WHERE pid={}", me)) == 1;
-        },
-        10s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(
+        d, f.store, fmt::format("SELECT count(*) FROM allocations WHERE pid={}", me), 1, 10s));
     EXPECT_EQ(f.count(ofJob), 2);
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
 }
 
 TEST(DaemonAllocations, AUserFillingTheDirectoryDoesNotStopOtherUsersFiles) {
@@ -582,6 +566,5 @@ TEST(DaemonAllocations, AUserFillingTheDirectoryDoesNotStopOtherUsersFiles) {
         << err.substr(0, 2000);
     EXPECT_NE(allocPosition(f.sock).find("followed, 4096 refused"), std::string::npos)
         << allocPosition(f.sock);
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
 }
