@@ -466,19 +466,11 @@ bool Quiet::startWith(int count) {
     lines(fd, count);
     return caughtUp();
 }
-bool Quiet::lagShows(const std::string& path, uint64_t bytes) {
+bool Quiet::shows(const std::string& path, uint64_t StreamView::*field, uint64_t bytes) {
     return eventually(
         [&] {
             auto st = stream(path);
-            return st && st->lag == bytes;
-        },
-        30s);
-}
-bool Quiet::lostShows(const std::string& path, uint64_t bytes) {
-    return eventually(
-        [&] {
-            auto st = stream(path);
-            return st && st->lost == bytes;
+            return st && (*st).*field == bytes;
         },
         30s);
 }

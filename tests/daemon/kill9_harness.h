@@ -153,11 +153,17 @@ struct Quiet {
     /// Waits until the daemon has read and committed every file to its end.
     bool caughtUp();
     std::optional<StreamView> stream(const std::string& path);
-    /// Waits up to 30 s until `status` shows the stream at `path` lagging by `bytes` (seen, not
-    /// read).
-    bool lagShows(const std::string& path, uint64_t bytes);
-    /// Waits up to 30 s until `status` shows the stream at `path` with `bytes` counted lost.
-    bool lostShows(const std::string& path, uint64_t bytes);
+    /// Waits up to 30 s until `status` shows the stream at `path` with `field` (lag: bytes seen,
+    /// not read; lost: bytes counted lost) at `bytes`.
+    bool shows(const std::string& path, uint64_t StreamView::*field, uint64_t bytes);
+    /// shows(path, &StreamView::lag, bytes).
+    bool lagShows(const std::string& path, uint64_t bytes) {
+        return shows(path, &StreamView::lag, bytes);
+    }
+    /// shows(path, &StreamView::lost, bytes).
+    bool lostShows(const std::string& path, uint64_t bytes) {
+        return shows(path, &StreamView::lost, bytes);
+    }
     /// Waits up to 30 s until app.log is committed to its current end and `copy` waits for its
     /// first line (its first line has no newline yet).
     bool copyWaitsForAFirstLine(const std::string& copy);

@@ -58,6 +58,13 @@ struct HeldBack : FollowedLog {
         if (!started) return started;
         return storeReaches(d, store, "SELECT max_line FROM sources", 3404, 20s);
     }
+    /// SIGTERM to `d` (exit 0), job.log's stream then complete, and the rows of the reference
+    /// ingest (expectSameAsIngest()). Call under ASSERT_NO_FATAL_FAILURE.
+    void expectFinishedAtTheStop(DaemonProcess& d) {
+        ASSERT_TRUE(stoppedCleanly(d));
+        EXPECT_EQ(storeCount(store, "SELECT complete FROM sources"), 1);
+        expectSameAsIngest();
+    }
     /// The same rows as the reference ingest: records, dispatch rows (none twice), operands.
     void expectSameAsIngest() {
         for (const char* sql : {"SELECT count(*) FROM evidence",
@@ -123,9 +130,7 @@ TEST(DaemonCopyHeldBack, AFileDeletedThenStoppedIsFinishedAtTheStop) {
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
     ASSERT_TRUE(s.readToTheEnd(d));
     ::unlink(s.log.c_str());
-    ASSERT_TRUE(stoppedCleanly(d));
-    EXPECT_EQ(storeCount(s.store, "SELECT complete FROM sources"), 1);
-    s.expectSameAsIngest();
+    ASSERT_NO_FATAL_FAILURE(s.expectFinishedAtTheStop(d));
 }
 
 // Hostile review 9, HIGH 1: a deleted file carried across a reload waited for the new
@@ -137,9 +142,7 @@ TEST(DaemonCopyHeldBack, AFileDeletedThenReloadedThenStoppedIsFinishedAtTheStop)
     ASSERT_TRUE(s.readToTheEnd(d));
     ::unlink(s.log.c_str());
     d.signal(SIGHUP);
-    ASSERT_TRUE(stoppedCleanly(d));
-    EXPECT_EQ(storeCount(s.store, "SELECT complete FROM sources"), 1);
-    s.expectSameAsIngest();
+    ASSERT_NO_FATAL_FAILURE(s.expectFinishedAtTheStop(d));
 }
 
 // Hostile review 9, HIGH 2: only the files deleted at the reload's snapshot were handed over;
