@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/daemon/daemon_harness.h"
+#include "tests/support/module_crash.h"
 #include "tests/support/process.h"
 
 using namespace gpufault::testing;
@@ -74,20 +75,7 @@ std::string fakeSysfs(const TempDir& t, const std::string& version) {
 /// Runs gpu_module_crash on `module` in `dir` with cores enabled (a SIGSEGV at 0x8a in
 /// amd::Symbol::getDeviceKernel); true when the kernel wrote `dir`/core or core.PID.
 bool makeCore(const std::string& dir, const std::string& module) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        struct rlimit rl {
-            RLIM_INFINITY, RLIM_INFINITY
-        };
-        ::setrlimit(RLIMIT_CORE, &rl);
-        if (::chdir(dir.c_str()) != 0) ::_exit(3);
-        ::execl(GPU_MODULE_CRASH, GPU_MODULE_CRASH, module.c_str(), static_cast<char*>(nullptr));
-        ::_exit(4);
-    }
-    int st = 0;
-    ::waitpid(pid, &st, 0);
-    EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV) << st;
-    return fs::exists(dir + "/core") || fs::exists(fmt::format("{}/core.{}", dir, pid));
+    return !crashModuleForCore(dir, module).empty();
 }
 
 void stop(DaemonProcess& d) {
