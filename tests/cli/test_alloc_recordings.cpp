@@ -81,6 +81,18 @@ std::string freeAt(uint64_t ptr, int sec) {
 }
 constexpr uint64_t kA = 0x7f0000000000, kB = 0x7f0000200000, kC = 0x7f0000400000;
 
+/// `show 1` of `db` lists `rows` allocations, the first A (0x7f0000000000) "FREED before
+/// fault" by the hipFree at `where` (FILE:LINE). Call under ASSERT_NO_FATAL_FAILURE.
+void expectAFreedAt(const std::string& db, size_t rows, const std::string& where) {
+    auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    auto listed = allocationRows(show.out);
+    ASSERT_EQ(listed.size(), rows) << show.out;
+    EXPECT_NE(listed[0].find("0x00007f0000000000"), std::string::npos) << listed[0];
+    EXPECT_NE(listed[0].find("FREED before fault (hipFree at " + where + ")"), std::string::npos)
+        << listed[0];
+}
+
 }  // namespace
 
 TEST(AllocRecordings, OneRecordingThroughTwoPathsIsStoredAndListedOnce) {
@@ -163,14 +175,8 @@ TEST(AllocRecordings, AFreeInARewrittenGenerationFreesTheRowTheEarlierOneHolds) 
                     "ORDER BY ptr"),
               "line\tptr\tfree_line\tfree_"
               "api\n2\t7f0000000000\t3\thipFree\n3\t7f0000200000\tNULL\tNULL\n");
-    auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
-    ASSERT_EQ(show.status, 0) << show.err;
-    auto rows = allocationRows(show.out);
-    ASSERT_EQ(rows.size(), 2u) << show.out;
-    EXPECT_NE(rows[0].find("0x00007f0000000000"), std::string::npos) << rows[0];
     // the free came through the file's later generation: named by its file and line
-    EXPECT_NE(rows[0].find("FREED before fault (hipFree at " + f + ":3)"), std::string::npos)
-        << rows[0];
+    ASSERT_NO_FATAL_FAILURE(expectAFreedAt(db, 2, f + ":3"));
 }
 
 TEST(AllocRecordings, AFreeAfterTheFileWasCutShortAndContinuedFreesTheEarlierRow) {
@@ -197,13 +203,7 @@ TEST(AllocRecordings, AFreeAfterTheFileWasCutShortAndContinuedFreesTheEarlierRow
         "line\telsewhere\n7f0000000000\t1\t1\n7f0000200000\tNULL\t0\n7f0000400000\tNULL\t0\n");
     // The records after the cut continue the recording: one process, three allocations.
     EXPECT_EQ(query(db, "SELECT count(DISTINCT recording) AS r FROM alloc_processes"), "r\n1\n");
-    auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
-    ASSERT_EQ(show.status, 0) << show.err;
-    auto rows = allocationRows(show.out);
-    ASSERT_EQ(rows.size(), 3u) << show.out;
-    EXPECT_NE(rows[0].find("0x00007f0000000000"), std::string::npos) << rows[0];
-    EXPECT_NE(rows[0].find("FREED before fault (hipFree at " + f + ":1)"), std::string::npos)
-        << rows[0];
+    ASSERT_NO_FATAL_FAILURE(expectAFreedAt(db, 3, f + ":1"));
 }
 
 // Hostile review of issue 4, finding 1: a process that exec()s with the shim preloaded keeps
