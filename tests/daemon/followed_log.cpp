@@ -17,17 +17,19 @@ FollowedLog::FollowedLog() {
 
 void FollowedLog::writeConfig(const std::string& glob,
                               int poll_ms,
-                              const std::string& files_extra) {
+                              const std::string& files_extra,
+                              const std::string& tables) {
     writeFile(conf,
               fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs = "
                           "[\"{}/{}\"]\npoll_interval_ms = {}\n{}[control]\nsocket = \"{}\"\n"
-                          "group = \"\"\n[allocations]\ndirectory = \"\"\n",
+                          "group = \"\"\n{}[allocations]\ndirectory = \"\"\n",
                           store,
                           logs,
                           glob,
                           poll_ms,
                           files_extra,
-                          sock));
+                          sock,
+                          tables));
 }
 
 std::string hipDispatchLines(int i, std::string_view tid) {
@@ -55,6 +57,14 @@ std::string rocrFaultText(int n) {
         "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address "
         "0x7f64{:08x}. Reason: Page not present or supervisor privilege.",
         n * 0x200000);
+}
+
+::testing::AssertionResult isWatching(Watcher& w) {
+    if (!w.ok()) return ::testing::AssertionFailure() << "the watch request failed";
+    auto first = w.next(5s);
+    if (!first.is_object() || first.value("type", "") != "watching")
+        return ::testing::AssertionFailure() << "first line " << first.dump();
+    return ::testing::AssertionSuccess();
 }
 
 ::testing::AssertionResult startedReady(DaemonProcess& d, std::chrono::milliseconds timeout) {

@@ -26,8 +26,11 @@ struct FollowedLog {
     FollowedLog();
     /// Writes the configuration again: [files] globs = ["<logs>/<glob>"], poll_interval_ms =
     /// `poll_ms` (milliseconds), then `files_extra` (whole lines, each ending in '\n') in
-    /// [files].
-    void writeConfig(const std::string& glob, int poll_ms, const std::string& files_extra = "");
+    /// [files]; `tables` (whole tables, e.g. "[commit]\ncorrelate_ms = 50\n") after [control].
+    void writeConfig(const std::string& glob,
+                     int poll_ms,
+                     const std::string& files_extra = "",
+                     const std::string& tables = "");
 };
 
 /// Dispatch `i` of pid 4242's HIP thread `tid` as AMD_LOG_LEVEL=3 logs it: its hipLaunchKernel,
@@ -38,6 +41,9 @@ std::string hipDispatchLines(int i, std::string_view tid = "0x7f0a1b2c3d40");
 /// ROCr's fault line on GPU node 1 (FORMATS.md §2.1) at address 0x7f6400000000 + n·0x200000,
 /// without its newline.
 std::string rocrFaultText(int n);
+
+/// `w` is connected and its first line, within 5 s, is {"type": "watching"}.
+::testing::AssertionResult isWatching(Watcher& w);
 
 /// Starts `d` and waits up to `timeout` for its READY=1; a failure says which step failed
 /// and holds the daemon's stderr.
