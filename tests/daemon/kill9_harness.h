@@ -148,6 +148,8 @@ struct Quiet {
     bool start() { return d.start() && d.waitNotify("READY=1", 30s); }
     /// start(), then lines(fd, count) and caughtUp(): the daemon has committed them.
     bool startWith(int count);
+    /// start(), then caughtUp(): the daemon has committed every file to its end.
+    bool startAndCatchUp() { return start() && caughtUp(); }
     /// Appends lines next … next+count-1 to `f`.
     void lines(int f, int count);
     /// Waits until the daemon has read and committed every file to its end.

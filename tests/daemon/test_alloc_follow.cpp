@@ -21,11 +21,18 @@
 using namespace gpufault::testing;
 using namespace std::chrono_literals;
 
+/// Skips the test unless it runs as root (it writes files as uid 65534), printing so: ctest
+/// shows a skipped test as passed.
+#define SKIP_UNLESS_ROOT()                                                         \
+    if (::geteuid() != 0) {                                                        \
+        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n"); \
+        GTEST_SKIP() << "needs root (files written as uid 65534)";                 \
+    }
+
 TEST(DaemonAllocations, ShimFileOfARunningJobMeetsItsFaultInShow) {
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
 
     HeldJob job(f.alloc);
     ASSERT_GT(job.pid, 0);
@@ -85,8 +92,7 @@ TEST(DaemonAllocations, ShimFileOfARunningJobMeetsItsFaultInShow) {
     job.release();
     ASSERT_TRUE(stoppedCleanly(d));
     DaemonProcess again(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(again.start());
-    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
+    ASSERT_TRUE(startedReady(again));
     // Let it scan the directory a few times (poll_interval_ms = 100).
     ASSERT_TRUE(eventually(
         [&] {
@@ -111,8 +117,7 @@ TEST(DaemonAllocations, ShimFileOfARunningJobMeetsItsFaultInShow) {
 TEST(DaemonAllocations, GrowingFileIsStoredAsItGrowsWithItsFrees) {
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     // Written by root (as a root job's shim would): trusted without a live process.
     pid_t pid = ::getpid();
     std::string file = f.alloc + fmt::format("/gpufault-alloc.{}.log", pid);
@@ -143,14 +148,10 @@ TEST(DaemonAllocations, GrowingFileIsStoredAsItGrowsWithItsFrees) {
 }
 
 TEST(DaemonAllocations, AUserCannotRecordAllocationsForAnotherUsersProcess) {
-    if (::geteuid() != 0) {
-        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
-        GTEST_SKIP() << "needs root (files written as uid 65534)";
-    }
+    SKIP_UNLESS_ROOT();
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     pid_t victim = ::getpid();  // a root process
     // A process of uid 65534 writes (1) a file named for the root process and (2) its own
     // file, holding a record of its own pid and one claiming the root process, then waits.
@@ -228,8 +229,7 @@ TEST(DaemonAllocations, AUserCannotRecordAllocationsForAnotherUsersProcess) {
     // Restarted after the child ended: its file, stored before (same device, inode and start
     // line), is still followed; the forged one is still refused; nothing is stored twice.
     DaemonProcess again(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(again.start());
-    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
+    ASSERT_TRUE(startedReady(again));
     std::string position;
     EXPECT_TRUE(eventually(
         [&] {
@@ -250,8 +250,7 @@ TEST(DaemonAllocations, ADirectoryOthersMayWriteWithoutTheStickyBitIsRefused) {
     Fixture f;
     ::chmod(f.alloc.c_str(), 0777);
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     pid_t pid = ::getpid();
     append(f.alloc + fmt::format("/gpufault-alloc.{}.log", pid),
            fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/x\n", pid));
@@ -277,8 +276,7 @@ TEST(DaemonAllocations, RunRecordAllocationsWritesIntoTheFollowedDirectory) {
     // directory: its own store gets the run's allocations, the daemon's store gets them too.
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     std::string db = f.dir.file("run.db");
     auto r = run({GPUFAULT_BIN,
                   "--db",
@@ -323,6 +321,7 @@ TEST(DaemonAllocations, RunRecordAllocationsWritesIntoTheFollowedDirectory) {
         << d.stderrText();
     EXPECT_TRUE(stoppedCleanly(d));
 }
+
 
 namespace {
 
@@ -407,14 +406,10 @@ std::string allocPosition(const std::string& sock) {
 }  // namespace
 
 TEST(DaemonAllocations, AFileIsRefusedOnceItsPidRunsAsAnotherUser) {
-    if (::geteuid() != 0) {
-        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
-        GTEST_SKIP() << "needs root (files written as uid 65534)";
-    }
+    SKIP_UNLESS_ROOT();
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     UserJob job(f.alloc);
     ASSERT_GT(job.pid, 0);
     ASSERT_TRUE(job.tell('a'));
@@ -443,14 +438,10 @@ TEST(DaemonAllocations, AFileIsRefusedOnceItsPidRunsAsAnotherUser) {
 }
 
 TEST(DaemonAllocations, AFileIsReadOnceMoreAfterItsProcessEndedThenClosed) {
-    if (::geteuid() != 0) {
-        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
-        GTEST_SKIP() << "needs root (files written as uid 65534)";
-    }
+    SKIP_UNLESS_ROOT();
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     UserJob job(f.alloc);
     ASSERT_GT(job.pid, 0);
     pid_t pid = job.pid;
@@ -501,14 +492,10 @@ TEST(DaemonAllocations, AFileIsReadOnceMoreAfterItsProcessEndedThenClosed) {
 }
 
 TEST(DaemonAllocations, AUserFillingTheDirectoryDoesNotStopOtherUsersFiles) {
-    if (::geteuid() != 0) {
-        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
-        GTEST_SKIP() << "needs root (files written as uid 65534)";
-    }
+    SKIP_UNLESS_ROOT();
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     // uid 65534 makes 65,600 empty files named for pids that are not its own (more than the
     // daemon remembers at once, 65,536): each is refused.
     constexpr int kJunk = 65600;

@@ -201,8 +201,7 @@ TEST(DaemonAllocIncremental, GrowingFileIsReadFromItsCheckpointCutShortAndReplac
 TEST(DaemonAllocIncremental, AJobsEndIsStoredAndALaterFaultOfItsPidMeetsNone) {
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     HeldJob job(f.alloc);
     ASSERT_GT(job.pid, 0);
     uint64_t ptr = job.ptr();

@@ -175,8 +175,7 @@ TEST(DaemonKill9, CopyTruncateWhileStoppedContinuesAtTheCheckpoint) {
     EXPECT_EQ(storedNames(q.stop()), every(0, 10));
     copyTruncate(q, q.s.app + ".1");
     q.lines(q.fd, 5);  // L10-14
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     auto st = q.stream(q.s.app);
     ASSERT_TRUE(st);
     EXPECT_EQ(st->lost, 0u);
@@ -193,8 +192,7 @@ TEST(DaemonKill9, CopyTruncateWhileKilledGivesWhatWasNotCommitted) {
     q.d.kill9();
     copyTruncate(q, q.s.app + ".1");
     q.lines(q.fd, 3);  // L20-22
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 23));
 }
 
@@ -223,15 +221,13 @@ TEST(DaemonKill9, TwoGenerationsOfCopiesEachContinueTheirStream) {
     EXPECT_EQ(storedNames(q.stop()), every(0, 10));
     copyTruncate(q, q.s.app + ".1");
     q.lines(q.fd, 5);  // L10-14
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 15));
     ASSERT_EQ(::rename((q.s.app + ".1").c_str(), (q.s.app + ".2").c_str()), 0);
     q.lines(q.fd, 5);  // L15-19, unread
     copyTruncate(q, q.s.app + ".1");
     q.lines(q.fd, 2);  // L20-21
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 22));
 }
 
@@ -249,8 +245,7 @@ TEST(DaemonKill9, RegrownUnderTheSameFirstLineWhileStoppedIsReadFromTheStart) {
     ASSERT_TRUE(writeAll(q.fd, "=== job started ===\n"));
     q.next = 100;
     q.lines(q.fd, 20);  // L100-119: twice the old checkpoint
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 120));
 }
 
@@ -265,8 +260,7 @@ TEST(DaemonKill9, CopySmallerThanTheCheckpointMatchesAnEarlierOne) {
     q.d.kill9();
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 2);  // L15-16
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 17));
 }
 
@@ -372,8 +366,7 @@ TEST(DaemonKill9, CopyTruncatedWhileKilledIsPlacedByALineEndBeforeTheCheckpoint)
     q.d.kill9();
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 2);  // L15-16
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 17));
 }
 
@@ -428,8 +421,7 @@ TEST(DaemonKill9, ACopyFoundAfterAKillGivesBackWhatTheTruncationCountedLost) {
     ASSERT_TRUE(q.lostShows(q.s.app, 20));  // shown once committed
     q.d.kill9();
     gpufault::testing::writeFile(q.s.app + ".1", saved);
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 14));
     EXPECT_EQ(q.lostInStore(), 0u);
 }
@@ -487,7 +479,6 @@ TEST(DaemonKill9, CopyOfAStreamItsTruncatedFileStillUsesGetsARowOfItsOwn) {
     thaw(q.d.pid());
     ASSERT_TRUE(q.caughtUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 105));
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 105));
 }

@@ -72,8 +72,7 @@ TEST(DaemonKill9, RenamedAwayWithAnUnendedLastLineStoresItOnce) {
     ASSERT_TRUE(q.caughtUp());
     EXPECT_EQ(noNewlineWarnings(q.s.store), 1);
     EXPECT_EQ(storedNames(q.stop()), every(0, 13));
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 13));
     EXPECT_EQ(q.lostInStore(), 0u);
 }

@@ -66,8 +66,7 @@ TEST(DaemonKill9, TruncatedToAPrefixWhileStoppedIsNotReadAgain) {
     ASSERT_EQ(::ftruncate(q.fd, static_cast<off_t>(kept.size())), 0);
     q.next = 100;
     q.lines(q.fd, 5);  // L100-104
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 20) + every(100, 105));
     EXPECT_EQ(q.lostInStore(), 0u);
 }
@@ -81,8 +80,7 @@ TEST(DaemonKill9, RewrittenWhileStoppedAndSeenHalfWrittenStoresEachOnce) {
     std::string half = firstLines(all, 10);
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     ASSERT_TRUE(writeAll(q.fd, half));
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     ASSERT_TRUE(writeAll(q.fd, all.substr(half.size())));
     q.lines(q.fd, 5);  // L20-24
     ASSERT_TRUE(q.caughtUp());

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/daemon/daemon_harness.h"
+#include "tests/daemon/followed_log.h"
 #include "tests/support/module_crash.h"
 #include "tests/support/process.h"
 
@@ -104,8 +105,7 @@ TEST(DaemonWorker, StatusAnswersAndRecordsCommitWhileTheWorkerCorrelates) {
     ASSERT_EQ(f.count("SELECT count(*) FROM evidence"), kRecords);
     f.configure("[commit]\ncorrelate_ms = 0\n");
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
 
     // Each committed line asks for a new pass: try a few times to land one inside a pass.
     bool committedDuringPass = false;
@@ -176,8 +176,7 @@ TEST(DaemonWorker, DiagnosesAMissingCodeObjectWithoutTheCli) {
     f.configure(fmt::format(
         "[diagnose]\nsysfs_root = \"{}\"\nproc_root = \"{}\"\n", sys, f.dir.file("proc")));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     // hip_code_object.cpp's message names the binary it could not use.
     f.append("run.log",
              ":1:hip_code_object.cpp      :507 : 0635372365 us: 16170: [tid:0x7fe0e2402880] "
@@ -231,8 +230,7 @@ TEST(DaemonWorker, CoreInACoreDirectoryGetsItsDiagnosis) {
                     sys,
                     f.dir.file("proc")));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually(
         [&] {
             return f.count(
@@ -262,8 +260,7 @@ TEST(DaemonWorker, DiagnosesCanBeTurnedOff) {
     Fixture f;
     f.configure("[diagnose]\nenabled = false\n");
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     f.append("run.log",
              ":1:hip_code_object.cpp      :507 : 0635372365 us: 16170: [tid:0x7fe0e2402880] "
              "hipErrorNoBinaryForGpu: Couldn't find binary for file: /nonexistent/app\n");
