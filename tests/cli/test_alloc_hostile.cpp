@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "tests/cli/alloc_cli.h"
 #include "tests/support/process.h"
 
 using namespace gpufault::testing;
@@ -21,12 +22,6 @@ std::string alloc(uint64_t ptr, uint64_t size, int wall = 2) {
         ptr,
         size,
         wall);
-}
-
-std::string query(const std::string& db, const std::string& sql) {
-    auto q = run({GPUFAULT_BIN, "--db", db, "query", sql});
-    EXPECT_EQ(q.status, 0) << q.err;
-    return q.out;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/cli/alloc_cli.h"
 #include "tests/support/process.h"
 
 using namespace gpufault::testing;
@@ -60,12 +61,6 @@ std::string segfault(int hour, int min, uint64_t address) {
         hour,
         min,
         address);
-}
-
-std::string query(const std::string& db, const std::string& sql) {
-    auto q = run({GPUFAULT_BIN, "--db", db, "query", sql});
-    EXPECT_EQ(q.status, 0) << q.err;
-    return q.out;
 }
 
 // Two processes of pid 4528: the first ran 10:00–(unknown), the second started at 12:00.

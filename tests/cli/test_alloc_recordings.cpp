@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/cli/alloc_cli.h"
 #include "tests/support/process.h"
 
 using namespace gpufault::testing;
@@ -44,12 +45,6 @@ std::string segfault(std::time_t t, uint64_t address) {
         "00007ffd12345678 error 4 in libfoo.so[7f1234500000+100000]\n",
         when,
         address);
-}
-
-std::string query(const std::string& db, const std::string& sql) {
-    auto q = run({GPUFAULT_BIN, "--db", db, "query", sql});
-    EXPECT_EQ(q.status, 0) << q.err;
-    return q.out;
 }
 
 /// The lines of `show`'s allocation table (they start with the API's name; tab-separated when
@@ -85,6 +80,18 @@ std::string freeAt(uint64_t ptr, int sec) {
         (1 + sec) * 1000000);
 }
 constexpr uint64_t kA = 0x7f0000000000, kB = 0x7f0000200000, kC = 0x7f0000400000;
+
+/// `show 1` of `db` lists `rows` allocations, the first A (0x7f0000000000) "FREED before
+/// fault" by the hipFree at `where` (FILE:LINE). Call under ASSERT_NO_FATAL_FAILURE.
+void expectAFreedAt(const std::string& db, size_t rows, const std::string& where) {
+    auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    auto listed = allocationRows(show.out);
+    ASSERT_EQ(listed.size(), rows) << show.out;
+    EXPECT_NE(listed[0].find("0x00007f0000000000"), std::string::npos) << listed[0];
+    EXPECT_NE(listed[0].find("FREED before fault (hipFree at " + where + ")"), std::string::npos)
+        << listed[0];
+}
 
 }  // namespace
 
@@ -168,14 +175,8 @@ TEST(AllocRecordings, AFreeInARewrittenGenerationFreesTheRowTheEarlierOneHolds) 
                     "ORDER BY ptr"),
               "line\tptr\tfree_line\tfree_"
               "api\n2\t7f0000000000\t3\thipFree\n3\t7f0000200000\tNULL\tNULL\n");
-    auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
-    ASSERT_EQ(show.status, 0) << show.err;
-    auto rows = allocationRows(show.out);
-    ASSERT_EQ(rows.size(), 2u) << show.out;
-    EXPECT_NE(rows[0].find("0x00007f0000000000"), std::string::npos) << rows[0];
     // the free came through the file's later generation: named by its file and line
-    EXPECT_NE(rows[0].find("FREED before fault (hipFree at " + f + ":3)"), std::string::npos)
-        << rows[0];
+    ASSERT_NO_FATAL_FAILURE(expectAFreedAt(db, 2, f + ":3"));
 }
 
 TEST(AllocRecordings, AFreeAfterTheFileWasCutShortAndContinuedFreesTheEarlierRow) {
@@ -202,13 +203,7 @@ TEST(AllocRecordings, AFreeAfterTheFileWasCutShortAndContinuedFreesTheEarlierRow
         "line\telsewhere\n7f0000000000\t1\t1\n7f0000200000\tNULL\t0\n7f0000400000\tNULL\t0\n");
     // The records after the cut continue the recording: one process, three allocations.
     EXPECT_EQ(query(db, "SELECT count(DISTINCT recording) AS r FROM alloc_processes"), "r\n1\n");
-    auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
-    ASSERT_EQ(show.status, 0) << show.err;
-    auto rows = allocationRows(show.out);
-    ASSERT_EQ(rows.size(), 3u) << show.out;
-    EXPECT_NE(rows[0].find("0x00007f0000000000"), std::string::npos) << rows[0];
-    EXPECT_NE(rows[0].find("FREED before fault (hipFree at " + f + ":1)"), std::string::npos)
-        << rows[0];
+    ASSERT_NO_FATAL_FAILURE(expectAFreedAt(db, 3, f + ":1"));
 }
 
 // Hostile review of issue 4, finding 1: a process that exec()s with the shim preloaded keeps
@@ -218,20 +213,7 @@ TEST(AllocRecordings, AFreeAfterTheFileWasCutShortAndContinuedFreesTheEarlierRow
 TEST(AllocRecordings, AnExecStartsANewRecordingAndEndsTheImageBefore) {
     TempDir dir;
     std::string db = dir.file("g.db"), spool = dir.file("spool");
-    auto r = run({GPUFAULT_BIN,
-                  "--db",
-                  db,
-                  "run",
-                  "--spool",
-                  spool,
-                  "--record-allocations",
-                  "--preload",
-                  PRELOAD_SHIM,
-                  "--",
-                  PRELOAD_HOST,
-                  STANDIN_FW,
-                  STANDIN_RT,
-                  "exec"});
+    auto r = runUnderShim(db, spool, "exec");
     EXPECT_EQ(r.status, 1) << r.out << r.err;
     std::smatch m;
     ASSERT_TRUE(std::regex_search(
@@ -271,12 +253,7 @@ TEST(AllocRecordings, AnExecStartsANewRecordingAndEndsTheImageBefore) {
     // is not "live", its image was gone at the exec.
     auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
     ASSERT_EQ(show.status, 0) << show.err;
-    std::string row;
-    std::istringstream in(show.out);
-    for (std::string l; std::getline(in, l);)
-        if (l.find(fmt::format("0x{:016x}", before)) != std::string::npos &&
-            l.starts_with("hipMalloc"))
-            row = l;
+    const std::string row = hipMallocRow(show.out, before);
     ASSERT_FALSE(row.empty()) << show.out;
     EXPECT_NE(row.find("gone at exec, order unknown"), std::string::npos) << row;
     EXPECT_EQ(row.find("live"), std::string::npos) << row;
@@ -303,20 +280,7 @@ TEST(AllocRecordings, AnExecStartsANewRecordingAndEndsTheImageBefore) {
 TEST(AllocRecordings, AnExecIntoAProgramThatAllocatesNothingStillEndsTheImageBefore) {
     TempDir dir;
     std::string db = dir.file("g.db"), spool = dir.file("spool");
-    auto r = run({GPUFAULT_BIN,
-                  "--db",
-                  db,
-                  "run",
-                  "--spool",
-                  spool,
-                  "--record-allocations",
-                  "--preload",
-                  PRELOAD_SHIM,
-                  "--",
-                  PRELOAD_HOST,
-                  STANDIN_FW,
-                  STANDIN_RT,
-                  "exec-sh"});
+    auto r = runUnderShim(db, spool, "exec-sh");
     EXPECT_EQ(r.status, 1) << r.out << r.err;
     std::smatch m;
     ASSERT_TRUE(std::regex_search(
@@ -336,12 +300,7 @@ TEST(AllocRecordings, AnExecIntoAProgramThatAllocatesNothingStillEndsTheImageBef
               "n\n1\n");
     auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
     ASSERT_EQ(show.status, 0) << show.err;
-    std::string row;
-    std::istringstream in(show.out);
-    for (std::string l; std::getline(in, l);)
-        if (l.find(fmt::format("0x{:016x}", before)) != std::string::npos &&
-            l.starts_with("hipMalloc"))
-            row = l;
+    const std::string row = hipMallocRow(show.out, before);
     ASSERT_FALSE(row.empty()) << show.out;
     EXPECT_NE(row.find("gone at exec"), std::string::npos) << row;
     EXPECT_EQ(row.find("live"), std::string::npos) << row;

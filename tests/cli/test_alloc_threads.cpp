@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/cli/alloc_cli.h"
 #include "tests/support/process.h"
 
 using namespace gpufault::testing;
@@ -57,12 +58,6 @@ long long distance(unsigned long long address, unsigned long long ptr, unsigned 
     if (address < ptr) return -static_cast<long long>(ptr - address);
     if (address >= end) return static_cast<long long>(address - end);
     return 0;
-}
-
-std::string query(const std::string& db, const std::string& sql) {
-    auto q = run({GPUFAULT_BIN, "--db", db, "query", sql});
-    EXPECT_EQ(q.status, 0) << q.err;
-    return q.out;
 }
 
 }  // namespace

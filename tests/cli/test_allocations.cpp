@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "tests/cli/alloc_cli.h"
 #include "tests/support/process.h"
 
 using namespace gpufault::testing;
@@ -25,20 +26,7 @@ uint64_t printedPtr(const std::string& out) {
 TEST(RunRecordAllocations, ShowMeasuresTheFaultFromTheRecordedAllocation) {
     TempDir dir;
     std::string db = dir.file("g.db"), spool = dir.file("spool");
-    auto r = run({GPUFAULT_BIN,
-                  "--db",
-                  db,
-                  "run",
-                  "--spool",
-                  spool,
-                  "--record-allocations",
-                  "--preload",
-                  PRELOAD_SHIM,
-                  "--",
-                  PRELOAD_HOST,
-                  STANDIN_FW,
-                  STANDIN_RT,
-                  "fault"});
+    auto r = runUnderShim(db, spool, "fault");
     EXPECT_EQ(r.status, 1) << r.out << r.err;  // the host's own status, passed through
     uint64_t ptr = printedPtr(r.out);
     ASSERT_NE(ptr, 0u) << r.out;

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/module_crash.h"
 #include "tests/support/process.h"
 
 namespace gpufault::testing {
@@ -37,22 +38,7 @@ std::string fakeSysfs(const TempDir& t, const std::string& name, const std::stri
 /// Runs gpu_module_crash on `module` in `dir` with cores enabled; the core's path, "" when the
 /// kernel wrote none there (core_pattern is not a plain file name on this machine).
 std::string makeCore(const std::string& dir, const std::string& module) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        struct rlimit rl {
-            RLIM_INFINITY, RLIM_INFINITY
-        };
-        ::setrlimit(RLIMIT_CORE, &rl);
-        if (::chdir(dir.c_str()) != 0) ::_exit(3);
-        ::execl(GPU_MODULE_CRASH, GPU_MODULE_CRASH, module.c_str(), static_cast<char*>(nullptr));
-        ::_exit(4);
-    }
-    int st = 0;
-    ::waitpid(pid, &st, 0);
-    EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV) << st;
-    for (const auto& name : {std::string("core"), fmt::format("core.{}", pid)})
-        if (fs::exists(dir + "/" + name)) return dir + "/" + name;
-    return "";
+    return crashModuleForCore(dir, module);
 }
 
 /// Each test's directory `t` (its store t/db), the seed-case binary copied there, and

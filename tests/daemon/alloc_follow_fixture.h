@@ -1,6 +1,7 @@
 // Shared by the tests of gpufaultd following the preload shim's directory
-// (test_alloc_follow.cpp, test_alloc_incremental.cpp): a daemon configuration with an
-// allocation directory (mode 1733) and a log directory, a job under the real shim, a fault log.
+// (test_alloc_follow.cpp, test_alloc_incremental.cpp, test_alloc_recordings.cpp,
+// test_alloc_container.cpp): a daemon configuration with an allocation directory (mode 1733)
+// and a log directory, a job under the real shim, a fault log.
 #pragma once
 
 #include <fcntl.h>
@@ -18,24 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/collectors/preload/shim_file.h"
 #include "tests/daemon/daemon_harness.h"
+#include "tests/daemon/followed_log.h"
 #include "tests/support/process.h"
 
 namespace gpufault::testing {
-
-/// The file the preload shim wrote for `pid` in `dir`: `gpufault-alloc.<pid>.<pidns>.<start
-/// ticks>.log` (the first such name), else `gpufault-alloc.<pid>.log` (older shims, and the
-/// name when there is none yet).
-inline std::string shimFile(const std::string& dir, long pid) {
-    std::string prefix = "gpufault-alloc." + std::to_string(pid) + ".";
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-        std::string name = e.path().filename().string();
-        if (name.starts_with(prefix) && name.ends_with(".log") && name != prefix + "log")
-            return dir + "/" + name;
-    }
-    return dir + "/" + prefix + "log";
-}
 
 struct Fixture {
     TempDir dir;

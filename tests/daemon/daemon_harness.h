@@ -1,4 +1,6 @@
 // Runs a real gpufaultd in tests, playing the service manager (NOTIFY_SOCKET, WATCHDOG_USEC).
+// A followed log directory and the scenarios run over it (start and READY, a store count
+// reached, a clean stop, a kill -9 and a restart): followed_log.h.
 #pragma once
 
 #include <sys/types.h>

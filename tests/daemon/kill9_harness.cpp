@@ -461,6 +461,29 @@ std::optional<StreamView> Quiet::stream(const std::string& path) {
             if (v.name == path) return v;
     return std::nullopt;
 }
+bool Quiet::startWith(int count) {
+    if (!start()) return false;
+    lines(fd, count);
+    return caughtUp();
+}
+bool Quiet::shows(const std::string& path, uint64_t StreamView::*field, uint64_t bytes) {
+    return eventually(
+        [&] {
+            auto st = stream(path);
+            return st && (*st).*field == bytes;
+        },
+        30s);
+}
+bool Quiet::copyWaitsForAFirstLine(const std::string& copy) {
+    const std::string app = fmt::format("offset {}", ::lseek(fd, 0, SEEK_END));
+    return eventually(
+        [&] {
+            auto a = stream(s.app);
+            auto c = stream(copy);
+            return a && a->position == app && c && c->position == "waiting for a first line";
+        },
+        30s);
+}
 bool Quiet::copyWaits(const std::string& copy, bool at_end) {
     return eventually(
         [&] {

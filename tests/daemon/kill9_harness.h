@@ -146,11 +146,29 @@ struct Quiet {
     Quiet();
     ~Quiet();
     bool start() { return d.start() && d.waitNotify("READY=1", 30s); }
+    /// start(), then lines(fd, count) and caughtUp(): the daemon has committed them.
+    bool startWith(int count);
+    /// start(), then caughtUp(): the daemon has committed every file to its end.
+    bool startAndCatchUp() { return start() && caughtUp(); }
     /// Appends lines next … next+count-1 to `f`.
     void lines(int f, int count);
     /// Waits until the daemon has read and committed every file to its end.
     bool caughtUp();
     std::optional<StreamView> stream(const std::string& path);
+    /// Waits up to 30 s until `status` shows the stream at `path` with `field` (lag: bytes seen,
+    /// not read; lost: bytes counted lost) at `bytes`.
+    bool shows(const std::string& path, uint64_t StreamView::*field, uint64_t bytes);
+    /// shows(path, &StreamView::lag, bytes).
+    bool lagShows(const std::string& path, uint64_t bytes) {
+        return shows(path, &StreamView::lag, bytes);
+    }
+    /// shows(path, &StreamView::lost, bytes).
+    bool lostShows(const std::string& path, uint64_t bytes) {
+        return shows(path, &StreamView::lost, bytes);
+    }
+    /// Waits up to 30 s until app.log is committed to its current end and `copy` waits for its
+    /// first line (its first line has no newline yet).
+    bool copyWaitsForAFirstLine(const std::string& copy);
     /// Waits until `copy` waits for app.log ("waiting: a copy of a file still being read")
     /// while app.log has no lag; `at_end`: and app.log is read to its current end.
     bool copyWaits(const std::string& copy, bool at_end = false);

@@ -91,6 +91,5 @@ TEST(DaemonAllocContainer, AUsersFileOfAContainersPidIsCheckedAgainstThatProcess
         << d->stderrText();
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations WHERE ptr = 139844135157760"), 0);
     job.release();
-    d->signal(SIGTERM);
-    EXPECT_EQ(d->waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(*d));
 }

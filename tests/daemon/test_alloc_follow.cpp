@@ -21,11 +21,18 @@
 using namespace gpufault::testing;
 using namespace std::chrono_literals;
 
+/// Skips the test unless it runs as root (it writes files as uid 65534), printing so: ctest
+/// shows a skipped test as passed.
+#define SKIP_UNLESS_ROOT()                                                         \
+    if (::geteuid() != 0) {                                                        \
+        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n"); \
+        GTEST_SKIP() << "needs root (files written as uid 65534)";                 \
+    }
+
 TEST(DaemonAllocations, ShimFileOfARunningJobMeetsItsFaultInShow) {
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
 
     HeldJob job(f.alloc);
     ASSERT_GT(job.pid, 0);
@@ -83,11 +90,9 @@ TEST(DaemonAllocations, ShimFileOfARunningJobMeetsItsFaultInShow) {
 
     // The job frees nothing and ends; the daemon restarts: nothing is stored twice.
     job.release();
-    d.signal(SIGTERM);
-    ASSERT_EQ(d.waitExit(10s), 0);
+    ASSERT_TRUE(stoppedCleanly(d));
     DaemonProcess again(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(again.start());
-    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
+    ASSERT_TRUE(startedReady(again));
     // Let it scan the directory a few times (poll_interval_ms = 100).
     ASSERT_TRUE(eventually(
         [&] {
@@ -106,15 +111,13 @@ TEST(DaemonAllocations, ShimFileOfARunningJobMeetsItsFaultInShow) {
         10s));
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
     EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE kind='alloc'"), 1);
-    again.signal(SIGTERM);
-    EXPECT_EQ(again.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(again));
 }
 
 TEST(DaemonAllocations, GrowingFileIsStoredAsItGrowsWithItsFrees) {
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     // Written by root (as a root job's shim would): trusted without a live process.
     pid_t pid = ::getpid();
     std::string file = f.alloc + fmt::format("/gpufault-alloc.{}.log", pid);
@@ -125,8 +128,7 @@ TEST(DaemonAllocations, GrowingFileIsStoredAsItGrowsWithItsFrees) {
                        pid,
                        pid,
                        pid));
-    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM allocations") == 1; }, 10s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(d, f.store, "SELECT count(*) FROM allocations", 1, 10s));
     // A record being written (no newline yet) is not read; once whole, the free pairs.
     append(file,
            fmt::format("gpufault.alloc 1 free api=hipFree ptr=0x7f0000000000 size=0 "
@@ -134,29 +136,22 @@ TEST(DaemonAllocations, GrowingFileIsStoredAsItGrowsWithItsFrees) {
                        pid,
                        pid));
     append(file, " stack=-\n");
-    ASSERT_TRUE(eventually(
-        [&] {
-            return f.count(
-                       "SELECT count(*) FROM allocations WHERE free_api='hipFree' AND "
-                       "free_line=3") == 1;
-        },
-        10s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(d,
+                             f.store,
+                             "SELECT count(*) FROM allocations WHERE free_api='hipFree' AND "
+                             "free_line=3",
+                             1,
+                             10s));
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
     EXPECT_EQ(f.count("SELECT count(*) FROM warnings"), 0);
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
 }
 
 TEST(DaemonAllocations, AUserCannotRecordAllocationsForAnotherUsersProcess) {
-    if (::geteuid() != 0) {
-        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
-        GTEST_SKIP() << "needs root (files written as uid 65534)";
-    }
+    SKIP_UNLESS_ROOT();
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     pid_t victim = ::getpid();  // a root process
     // A process of uid 65534 writes (1) a file named for the root process and (2) its own
     // file, holding a record of its own pid and one claiming the root process, then waits.
@@ -230,13 +225,11 @@ TEST(DaemonAllocations, AUserCannotRecordAllocationsForAnotherUsersProcess) {
         << d.stderrText();
     ::close(gate[1]);
     ::waitpid(child, nullptr, 0);
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
     // Restarted after the child ended: its file, stored before (same device, inode and start
     // line), is still followed; the forged one is still refused; nothing is stored twice.
     DaemonProcess again(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(again.start());
-    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
+    ASSERT_TRUE(startedReady(again));
     std::string position;
     EXPECT_TRUE(eventually(
         [&] {
@@ -250,16 +243,14 @@ TEST(DaemonAllocations, AUserCannotRecordAllocationsForAnotherUsersProcess) {
         << position << "\n"
         << again.stderrText();
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
-    again.signal(SIGTERM);
-    EXPECT_EQ(again.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(again));
 }
 
 TEST(DaemonAllocations, ADirectoryOthersMayWriteWithoutTheStickyBitIsRefused) {
     Fixture f;
     ::chmod(f.alloc.c_str(), 0777);
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     pid_t pid = ::getpid();
     append(f.alloc + fmt::format("/gpufault-alloc.{}.log", pid),
            fmt::format("gpufault.alloc 1 start pid={} ppid=1 wall_us=1 mono_us=1 exe=/x\n", pid));
@@ -277,8 +268,7 @@ TEST(DaemonAllocations, ADirectoryOthersMayWriteWithoutTheStickyBitIsRefused) {
         10s))
         << controlRequest(f.sock, "status");
     EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE kind='alloc'"), 0);
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
 }
 
 TEST(DaemonAllocations, RunRecordAllocationsWritesIntoTheFollowedDirectory) {
@@ -286,8 +276,7 @@ TEST(DaemonAllocations, RunRecordAllocationsWritesIntoTheFollowedDirectory) {
     // directory: its own store gets the run's allocations, the daemon's store gets them too.
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     std::string db = f.dir.file("run.db");
     auto r = run({GPUFAULT_BIN,
                   "--db",
@@ -330,9 +319,9 @@ TEST(DaemonAllocations, RunRecordAllocationsWritesIntoTheFollowedDirectory) {
         },
         10s))
         << d.stderrText();
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
 }
+
 
 namespace {
 
@@ -417,19 +406,15 @@ std::string allocPosition(const std::string& sock) {
 }  // namespace
 
 TEST(DaemonAllocations, AFileIsRefusedOnceItsPidRunsAsAnotherUser) {
-    if (::geteuid() != 0) {
-        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
-        GTEST_SKIP() << "needs root (files written as uid 65534)";
-    }
+    SKIP_UNLESS_ROOT();
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     UserJob job(f.alloc);
     ASSERT_GT(job.pid, 0);
     ASSERT_TRUE(job.tell('a'));
     auto ofJob = fmt::format("SELECT count(*) FROM allocations WHERE pid={}", job.pid);
-    ASSERT_TRUE(eventually([&] { return f.count(ofJob) == 1; }, 10s)) << d.stderrText();
+    ASSERT_TRUE(storeReaches(d, f.store, ofJob, 1, 10s));
     // The pid now belongs to root (a reused pid looks the same): what the user appends from
     // now on must not count as that process's allocations.
     ASSERT_TRUE(job.tell('r'));
@@ -449,25 +434,20 @@ TEST(DaemonAllocations, AFileIsRefusedOnceItsPidRunsAsAnotherUser) {
               std::string::npos)
         << d.stderrText();
     job.end();
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
 }
 
 TEST(DaemonAllocations, AFileIsReadOnceMoreAfterItsProcessEndedThenClosed) {
-    if (::geteuid() != 0) {
-        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
-        GTEST_SKIP() << "needs root (files written as uid 65534)";
-    }
+    SKIP_UNLESS_ROOT();
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     UserJob job(f.alloc);
     ASSERT_GT(job.pid, 0);
     pid_t pid = job.pid;
     ASSERT_TRUE(job.tell('a'));
     auto ofJob = fmt::format("SELECT count(*) FROM allocations WHERE pid={}", pid);
-    ASSERT_TRUE(eventually([&] { return f.count(ofJob) == 1; }, 10s)) << d.stderrText();
+    ASSERT_TRUE(storeReaches(d, f.store, ofJob, 1, 10s));
     // Its last record, written just before it ended, is stored.
     ASSERT_TRUE(job.tell('a'));
     std::string file = job.file;
@@ -505,26 +485,17 @@ TEST(DaemonAllocations, AFileIsReadOnceMoreAfterItsProcessEndedThenClosed) {
                        me,
                        me,
                        me));
-    ASSERT_TRUE(eventually(
-        [&] {
-            return f.count(fmt::format("SELECT count(*) FROM allocations WHERE pid={}", me)) == 1;
-        },
-        10s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(
+        d, f.store, fmt::format("SELECT count(*) FROM allocations WHERE pid={}", me), 1, 10s));
     EXPECT_EQ(f.count(ofJob), 2);
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
 }
 
 TEST(DaemonAllocations, AUserFillingTheDirectoryDoesNotStopOtherUsersFiles) {
-    if (::geteuid() != 0) {
-        std::printf("[  SKIPPED ] 1 test: needs root to write as another user\n");
-        GTEST_SKIP() << "needs root (files written as uid 65534)";
-    }
+    SKIP_UNLESS_ROOT();
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     // uid 65534 makes 65,600 empty files named for pids that are not its own (more than the
     // daemon remembers at once, 65,536): each is refused.
     constexpr int kJunk = 65600;
@@ -582,6 +553,5 @@ TEST(DaemonAllocations, AUserFillingTheDirectoryDoesNotStopOtherUsersFiles) {
         << err.substr(0, 2000);
     EXPECT_NE(allocPosition(f.sock).find("followed, 4096 refused"), std::string::npos)
         << allocPosition(f.sock);
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
 }

@@ -148,19 +148,14 @@ TEST(DaemonAllocIncremental, GrowingFileIsReadFromItsCheckpointCutShortAndReplac
 
     // Restarted, the daemon rebuilds its parser from the stored part (its checkpoint's hash
     // still matches): frees of allocations stored before the restart pair with them.
-    d->signal(SIGTERM);
-    ASSERT_EQ(d->waitExit(10s), 0);
+    ASSERT_TRUE(stoppedCleanly(*d));
     d = startedDaemon(f);
     ASSERT_TRUE(d);
     std::string frees;
     for (int i = 500; i < 600; ++i) frees += freeLine(pid, i);
     append(file, frees);
-    ASSERT_TRUE(eventually(
-        [&] {
-            return f.count("SELECT count(*) FROM allocations WHERE free_line IS NOT NULL") == 600;
-        },
-        20s))
-        << d->stderrText();
+    ASSERT_TRUE(storeReaches(
+        *d, f.store, "SELECT count(*) FROM allocations WHERE free_line IS NOT NULL", 600, 20s));
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1500);
     EXPECT_EQ(f.count("SELECT count(*) FROM warnings"), 0);
     EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE kind = 'alloc'"), 1);
@@ -200,15 +195,13 @@ TEST(DaemonAllocIncremental, GrowingFileIsReadFromItsCheckpointCutShortAndReplac
         << d->stderrText();
     EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE kind = 'alloc'"), 3);
     EXPECT_EQ(f.count("SELECT count(*) FROM alloc_processes WHERE wall_us = 99"), 1);
-    d->signal(SIGTERM);
-    EXPECT_EQ(d->waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(*d));
 }
 
 TEST(DaemonAllocIncremental, AJobsEndIsStoredAndALaterFaultOfItsPidMeetsNone) {
     Fixture f;
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     HeldJob job(f.alloc);
     ASSERT_GT(job.pid, 0);
     uint64_t ptr = job.ptr();
@@ -225,45 +218,40 @@ TEST(DaemonAllocIncremental, AJobsEndIsStoredAndALaterFaultOfItsPidMeetsNone) {
     auto head = firstLine(file);
     EXPECT_NE(head.find(" boot=" + boot + " "), std::string::npos) << head;
     EXPECT_NE(head.find(" start_ticks=" + field + " "), std::string::npos) << head << " " << field;
-    ASSERT_TRUE(eventually(
-        [&] {
-            return f.count(fmt::format(
-                       "SELECT count(*) FROM alloc_processes WHERE pid = {} AND boot_id = '{}' "
-                       "AND start_ticks = {} AND ended_wall_us IS NULL",
-                       job.pid,
-                       boot,
-                       field)) == 1;
-        },
-        10s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(
+        d,
+        f.store,
+        fmt::format("SELECT count(*) FROM alloc_processes WHERE pid = {} AND boot_id = '{}' "
+                    "AND start_ticks = {} AND ended_wall_us IS NULL",
+                    job.pid,
+                    boot,
+                    field),
+        1,
+        10s));
 
     // A fault of its pid while it runs: measured against its allocation.
     std::time_t now = std::time(nullptr);
     append(f.logs + "/kern.log", segfaultAt(now, job.pid, ptr + (1 << 20) + 0x1000));
-    ASSERT_TRUE(eventually(
-        [&] {
-            return f.count(
-                       "SELECT count(*) FROM fault_allocation_distance WHERE distance = 4096 "
-                       "AND how = 'wall time'") == 1;
-        },
-        10s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(d,
+                             f.store,
+                             "SELECT count(*) FROM fault_allocation_distance WHERE distance = 4096 "
+                             "AND how = 'wall time'",
+                             1,
+                             10s));
 
     // It ends: the daemon stores an upper bound of its end; a fault of the same pid two
     // minutes later is another process's (a reused pid): no allocation is joined to it.
     pid_t pid = job.pid;
     job.release();
-    ASSERT_TRUE(eventually(
-        [&] {
-            return f.count(fmt::format("SELECT count(*) FROM alloc_processes WHERE pid = {} AND "
-                                       "ended_wall_us IS NOT NULL AND ended_mono_us IS NOT NULL",
-                                       pid)) == 1;
-        },
-        10s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(d,
+                             f.store,
+                             fmt::format("SELECT count(*) FROM alloc_processes WHERE pid = {} AND "
+                                         "ended_wall_us IS NOT NULL AND ended_mono_us IS NOT NULL",
+                                         pid),
+                             1,
+                             10s));
     append(f.logs + "/kern.log", segfaultAt(now + 120, pid, ptr + 0x40000000));
-    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 2; }, 10s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(d, f.store, "SELECT count(*) FROM evidence", 2, 10s));
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM incidents") == 2; }, 10s));
     EXPECT_EQ(f.count("SELECT count(*) FROM fault_allocation_distance"), 1);
     auto show = run({GPUFAULT_BIN, "--db", f.store, "show", "2"});
@@ -273,6 +261,5 @@ TEST(DaemonAllocIncremental, AJobsEndIsStoredAndALaterFaultOfItsPidMeetsNone) {
                                         pid)),
               std::string::npos)
         << show.out;
-    d.signal(SIGTERM);
-    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(d));
 }

@@ -115,29 +115,26 @@ TEST(DaemonAllocRecordings, AFreeAfterTheFileWasCutShortFreesTheRowOfTheEarlierG
     std::string file = f.alloc + fmt::format("/gpufault-alloc.{}.log", job.pid);
     append(file,
            startRec(job.pid, startTicks(job.pid)) + allocRec(job.pid, 0) + allocRec(job.pid, 1));
-    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM allocations") == 2; }, 20s))
-        << d->stderrText();
+    ASSERT_TRUE(storeReaches(*d, f.store, "SELECT count(*) FROM allocations", 2, 20s));
     // Truncated while the process goes on appending (O_APPEND: at the new end): the free of
     // allocation 0 and one more allocation, with no start record before them.
     rewrite(file, "");
     append(file, freeRec(job.pid, 0) + allocRec(job.pid, 2));
-    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM allocations") == 3; }, 20s))
-        << d->stderrText();
-    EXPECT_TRUE(eventually(
-        [&] {
-            return f.count(fmt::format("SELECT count(*) FROM allocations WHERE ptr = {} AND "
-                                       "free_line = 1 AND free_api = 'hipFree' AND "
-                                       "free_source_id IS NOT NULL AND free_source_id <> source_id",
-                                       ptrOf(0))) == 1;
-        },
-        10s))
-        << d->stderrText();
+    ASSERT_TRUE(storeReaches(*d, f.store, "SELECT count(*) FROM allocations", 3, 20s));
+    EXPECT_TRUE(
+        storeReaches(*d,
+                     f.store,
+                     fmt::format("SELECT count(*) FROM allocations WHERE ptr = {} AND "
+                                 "free_line = 1 AND free_api = 'hipFree' AND "
+                                 "free_source_id IS NOT NULL AND free_source_id <> source_id",
+                                 ptrOf(0)),
+                     1,
+                     10s));
     EXPECT_EQ(f.count("SELECT count(*) FROM warnings"), 0);
     // The records after the cut continue the same recording (its identity, one key).
     EXPECT_EQ(f.count("SELECT count(DISTINCT recording) FROM alloc_processes"), 1);
     EXPECT_EQ(f.count("SELECT count(*) FROM alloc_processes"), 2);
-    d->signal(SIGTERM);
-    EXPECT_EQ(d->waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(*d));
 }
 
 TEST(DaemonAllocRecordings, AFileDeletedAndRecreatedWithTheSameRecordingIsStoredOnce) {
@@ -149,8 +146,7 @@ TEST(DaemonAllocRecordings, AFileDeletedAndRecreatedWithTheSameRecordingIsStored
     std::string text = startRec(job.pid, startTicks(job.pid));
     for (int i = 0; i < 3; ++i) text += allocRec(job.pid, i);
     append(file, text);
-    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM allocations") == 3; }, 20s))
-        << d->stderrText();
+    ASSERT_TRUE(storeReaches(*d, f.store, "SELECT count(*) FROM allocations", 3, 20s));
     // Deleted, and created again (written beside it first, so that it surely gets another
     // inode: another source) with the same start record, one more allocation and a free.
     std::string again = f.alloc + "/recreated.tmp";
@@ -158,11 +154,9 @@ TEST(DaemonAllocRecordings, AFileDeletedAndRecreatedWithTheSameRecordingIsStored
     ASSERT_EQ(::unlink(file.c_str()), 0);
     std::this_thread::sleep_for(500ms);  // a poll or two without the file: it is forgotten
     ASSERT_EQ(::rename(again.c_str(), file.c_str()), 0);
-    ASSERT_TRUE(eventually(
-        [&] { return f.count("SELECT count(*) FROM sources WHERE kind = 'alloc'") == 2; }, 20s))
-        << d->stderrText();
-    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM allocations") == 4; }, 20s))
-        << d->stderrText();
+    ASSERT_TRUE(
+        storeReaches(*d, f.store, "SELECT count(*) FROM sources WHERE kind = 'alloc'", 2, 20s));
+    ASSERT_TRUE(storeReaches(*d, f.store, "SELECT count(*) FROM allocations", 4, 20s));
     std::this_thread::sleep_for(500ms);
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 4);
     EXPECT_EQ(f.count("SELECT count(DISTINCT ptr) FROM allocations"), 4);
@@ -184,8 +178,7 @@ TEST(DaemonAllocRecordings, AFileDeletedAndRecreatedWithTheSameRecordingIsStored
          at = show.out.find("\nhipMalloc", at + 1))
         ++rows;
     EXPECT_EQ(rows, 4u) << show.out;
-    d->signal(SIGTERM);
-    EXPECT_EQ(d->waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(*d));
 }
 
 TEST(DaemonAllocRecordings, RecordsAppendedAfterTheProcessEndedAreRefused) {
@@ -196,21 +189,16 @@ TEST(DaemonAllocRecordings, RecordsAppendedAfterTheProcessEndedAreRefused) {
     pid_t pid = job.pid;
     std::string file = f.alloc + fmt::format("/gpufault-alloc.{}.log", pid);
     append(file, startRec(pid, startTicks(pid)) + allocRec(pid, 0));
-    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM allocations") == 1; }, 20s))
-        << d->stderrText();
+    ASSERT_TRUE(storeReaches(*d, f.store, "SELECT count(*) FROM allocations", 1, 20s));
     job.stop();
-    ASSERT_TRUE(eventually(
-        [&] {
-            return f.count(
-                       "SELECT count(*) FROM alloc_processes WHERE ended_wall_us IS NOT "
-                       "NULL") == 1;
-        },
-        10s))
-        << d->stderrText();
+    ASSERT_TRUE(storeReaches(*d,
+                             f.store,
+                             "SELECT count(*) FROM alloc_processes WHERE ended_wall_us IS NOT NULL",
+                             1,
+                             10s));
     // Appended by anyone afterwards (the file is root's: still followed): not the process's.
     append(file, allocRec(pid, 1) + freeRec(pid, 0));
-    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM warnings") == 2; }, 10s))
-        << d->stderrText();
+    ASSERT_TRUE(storeReaches(*d, f.store, "SELECT count(*) FROM warnings", 2, 10s));
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations"), 1);
     EXPECT_EQ(f.count("SELECT count(*) FROM allocations WHERE free_line IS NOT NULL"), 0);
     EXPECT_EQ(f.count("SELECT count(*) FROM warnings WHERE line IN (3, 4) AND message LIKE "
@@ -224,8 +212,7 @@ TEST(DaemonAllocRecordings, RecordsAppendedAfterTheProcessEndedAreRefused) {
         },
         5s))
         << d->stderrText();
-    d->signal(SIGTERM);
-    EXPECT_EQ(d->waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(*d));
 }
 
 TEST(DaemonAllocRecordings, AnEarlierProcessesFileThenTheLiveProcessesStartAreTwoRecordings) {
@@ -246,19 +233,16 @@ TEST(DaemonAllocRecordings, AnEarlierProcessesFileThenTheLiveProcessesStartAreTw
                        bootId(),
                        pid,
                        pid));
-    ASSERT_TRUE(eventually(
-        [&] {
-            return f.count(
-                       "SELECT count(*) FROM alloc_processes WHERE start_ticks = 1 AND "
-                       "ended_wall_us IS NOT NULL") == 1;
-        },
-        20s))
-        << d->stderrText();
+    ASSERT_TRUE(storeReaches(*d,
+                             f.store,
+                             "SELECT count(*) FROM alloc_processes WHERE start_ticks = 1 AND "
+                             "ended_wall_us IS NOT NULL",
+                             1,
+                             20s));
     // The live process appends its own start record and two allocations: a second recording,
     // not ended, with its own records.
     append(file, startRec(pid, startTicks(pid)) + allocRec(pid, 0) + allocRec(pid, 1));
-    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM allocations") == 3; }, 20s))
-        << d->stderrText();
+    ASSERT_TRUE(storeReaches(*d, f.store, "SELECT count(*) FROM allocations", 3, 20s));
     std::this_thread::sleep_for(500ms);
     EXPECT_EQ(f.count(fmt::format("SELECT count(*) FROM alloc_processes WHERE start_ticks = {} "
                                   "AND line = 3 AND ended_wall_us IS NULL",
@@ -277,14 +261,13 @@ TEST(DaemonAllocRecordings, AnEarlierProcessesFileThenTheLiveProcessesStartAreTw
                        job2.pid,
                        bootId()) +
                startRec(job2.pid, startTicks(job2.pid)) + allocRec(job2.pid, 5));
-    ASSERT_TRUE(eventually(
-        [&] {
-            return f.count(fmt::format("SELECT count(*) FROM alloc_processes WHERE pid = {} AND "
-                                       "start_ticks = 1 AND ended_wall_us IS NOT NULL",
-                                       job2.pid)) == 1;
-        },
-        20s))
-        << d->stderrText();
+    ASSERT_TRUE(storeReaches(*d,
+                             f.store,
+                             fmt::format("SELECT count(*) FROM alloc_processes WHERE pid = {} AND "
+                                         "start_ticks = 1 AND ended_wall_us IS NOT NULL",
+                                         job2.pid),
+                             1,
+                             20s));
     EXPECT_EQ(f.count(fmt::format("SELECT count(*) FROM alloc_processes WHERE pid = {} AND "
                                   "start_ticks = {} AND ended_wall_us IS NULL",
                                   job2.pid,
@@ -293,16 +276,12 @@ TEST(DaemonAllocRecordings, AnEarlierProcessesFileThenTheLiveProcessesStartAreTw
     job2.stop();
     // It ends: its end is stored too.
     job.stop();
-    EXPECT_TRUE(eventually(
-        [&] {
-            return f.count(
-                       "SELECT count(*) FROM alloc_processes WHERE ended_wall_us IS NOT "
-                       "NULL") == 2;
-        },
-        10s))
-        << d->stderrText();
-    d->signal(SIGTERM);
-    EXPECT_EQ(d->waitExit(10s), 0);
+    EXPECT_TRUE(storeReaches(*d,
+                             f.store,
+                             "SELECT count(*) FROM alloc_processes WHERE ended_wall_us IS NOT NULL",
+                             2,
+                             10s));
+    EXPECT_TRUE(stoppedCleanly(*d));
 }
 
 TEST(DaemonAllocRecordings, KilledAtAnyMomentWhileRecordsAreAppendedNothingIsLostOrDoubled) {
@@ -341,8 +320,7 @@ TEST(DaemonAllocRecordings, KilledAtAnyMomentWhileRecordsAreAppendedNothingIsLos
         << f.count("SELECT count(*) FROM allocations WHERE free_line IS NOT NULL");
     EXPECT_EQ(f.count("SELECT count(DISTINCT ptr) FROM allocations"), kBatches * kPer);
     EXPECT_EQ(f.count("SELECT count(*) FROM warnings"), 0);
-    d->signal(SIGTERM);
-    EXPECT_EQ(d->waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(*d));
 }
 
 // Hostile review of issue 4, finding 2: a job in a container (its own pid namespace) records
@@ -398,6 +376,5 @@ TEST(DaemonAllocRecordings, AContainersPidOneIsNotEndedByTheHostsProcOne) {
               4);
     EXPECT_EQ(f.count("SELECT count(*) FROM alloc_processes WHERE ended_wall_us IS NULL"), 2);
     EXPECT_EQ(f.count("SELECT count(*) FROM alloc_processes WHERE pidns = 4026599999"), 1);
-    d->signal(SIGTERM);
-    EXPECT_EQ(d->waitExit(10s), 0);
+    EXPECT_TRUE(stoppedCleanly(*d));
 }

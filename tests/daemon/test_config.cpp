@@ -11,6 +11,7 @@
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "tests/daemon/daemon_harness.h"
+#include "tests/daemon/followed_log.h"
 #include "tests/support/process.h"
 
 using gpufault::daemon::loadConfig;
@@ -292,8 +293,7 @@ TEST(DaemonConfig, AReloadRefusesAFifoAndALongSocketAndKeepsRunning) {
                        "[control]\nsocket = \"" + sock + "\"\ngroup = \"\"\n";
     writeFile(conf, good);
     DaemonProcess daemon(GPUFAULTD_BIN, conf, d.path());
-    ASSERT_TRUE(daemon.start());
-    ASSERT_TRUE(daemon.waitNotify("READY=1", 10s)) << daemon.stderrText();
+    ASSERT_TRUE(startedReady(daemon));
 
     ASSERT_EQ(::unlink(conf.c_str()), 0);
     ASSERT_EQ(::mkfifo(conf.c_str(), 0600), 0);

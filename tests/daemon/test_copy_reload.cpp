@@ -19,65 +19,51 @@
 #include <fstream>
 #include <string>
 
-#include "tests/daemon/daemon_harness.h"
-#include "tests/support/process.h"
+#include "tests/daemon/followed_log.h"
 
 using namespace gpufault::testing;
 using namespace std::chrono_literals;
 
 namespace {
 
-std::string dispatch(int i, const char* tid) {
-    uint64_t us = 1000000000ull + static_cast<uint64_t>(i) * 37;
-    return fmt::format(
-        ":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:{}]  hipLaunchKernel ( "
-        "0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, 0x70536bbc2fa0, 0, stream:<null> ) \n"
-        ":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:{}] Arg0:   = "
-        "ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]\n"
-        ":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:{}] ShaderName : kernel_{}\n",
-        us,
-        tid,
-        us + 1,
-        tid,
-        (i * 16) & 0xfffff,
-        us + 2,
-        tid,
-        i);
-}
-
 /// 100 lines of output, thread B's one dispatch (lines 101..103: its Arg0 line holds the
 /// checkpoint after line 101), 1 000 of thread A, a ROCr fault, 100 more of A: 3 404 lines.
 std::string heldBackLog() {
     std::string out;
     for (int n = 1; n <= 100; ++n) out += fmt::format("epoch 1 step {} loss 0.5\n", n);
-    out += dispatch(0, "0x7f0a1b2c4640");
-    for (int i = 1; i <= 1000; ++i) out += dispatch(i, "0x7f0a1b2c3d40");
+    out += hipDispatchLines(0, "0x7f0a1b2c4640");
+    for (int i = 1; i <= 1000; ++i) out += hipDispatchLines(i);
     out +=
         "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address "
         "0x7f6400200000. Reason: Page not present or supervisor privilege.\n";
-    for (int i = 1001; i <= 1100; ++i) out += dispatch(i, "0x7f0a1b2c3d40");
+    for (int i = 1001; i <= 1100; ++i) out += hipDispatchLines(i);
     return out;
 }
 
-struct HeldBack {
-    TempDir dir;
-    std::string conf = dir.file("gpufaultd.conf"), store = dir.file("store.db"),
-                logs = dir.file("logs"), log = logs + "/job.log", ref = dir.file("ref.db");
+/// A followed logs/job.log* holding heldBackLog(), and `gpufault ingest` of the same bytes.
+struct HeldBack : FollowedLog {
+    std::string ref = dir.file("ref.db");
     /// `poll_ms`: the poll interval (a deleted file is finished 2 × that after its last change).
     explicit HeldBack(int poll_ms) {
-        ::mkdir(logs.c_str(), 0755);
-        writeFile(conf,
-                  fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs "
-                              "= [\"{}/job.log*\"]\npoll_interval_ms = {}\n[control]\nsocket = "
-                              "\"{}\"\ngroup = \"\"\n[allocations]\ndirectory = \"\"\n",
-                              store,
-                              logs,
-                              poll_ms,
-                              dir.file("ctl.sock")));
+        writeConfig("job.log*", poll_ms);
         writeFile(log, heldBackLog());
         writeFile(dir.file("ref.log"), heldBackLog());
         auto r = run({GPUFAULT_BIN, "--db", ref, "ingest", dir.file("ref.log")});
         EXPECT_EQ(r.status, 0) << r.err;
+    }
+    /// Starts `d` (READY=1 within 10 s) and waits up to 20 s until it has read job.log's 3 404
+    /// lines.
+    ::testing::AssertionResult readToTheEnd(DaemonProcess& d) {
+        auto started = startedReady(d);
+        if (!started) return started;
+        return storeReaches(d, store, "SELECT max_line FROM sources", 3404, 20s);
+    }
+    /// SIGTERM to `d` (exit 0), job.log's stream then complete, and the rows of the reference
+    /// ingest (expectSameAsIngest()). Call under ASSERT_NO_FATAL_FAILURE.
+    void expectFinishedAtTheStop(DaemonProcess& d) {
+        ASSERT_TRUE(stoppedCleanly(d));
+        EXPECT_EQ(storeCount(store, "SELECT complete FROM sources"), 1);
+        expectSameAsIngest();
     }
     /// The same rows as the reference ingest: records, dispatch rows (none twice), operands.
     void expectSameAsIngest() {
@@ -97,13 +83,8 @@ TEST(DaemonCopyHeldBack, ACopytruncateWhileStoppedContinuesTheStream) {
     HeldBack s(100);
     {
         DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-        ASSERT_TRUE(d.start());
-        ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-        ASSERT_TRUE(eventually(
-            [&] { return storeCount(s.store, "SELECT max_line FROM sources") == 3404; }, 20s))
-            << d.stderrText();
-        d.signal(SIGTERM);
-        ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+        ASSERT_TRUE(s.readToTheEnd(d));
+        ASSERT_TRUE(stoppedCleanly(d));
     }
     // Held back by B's dispatch, far behind the line ends the daemon marks for copies.
     ASSERT_EQ(storeCount(s.store, "SELECT line FROM sources"), 101);
@@ -111,29 +92,19 @@ TEST(DaemonCopyHeldBack, ACopytruncateWhileStoppedContinuesTheStream) {
     writeFile(s.log + ".1", readFile(s.log));
     writeFile(s.log, "");
     DaemonProcess again(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(again.start());
-    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
+    ASSERT_TRUE(startedReady(again));
     // The copy continues the stream (its row moves to the copy's path); deleted once read, it
     // is finished (its last dispatches stored).
-    ASSERT_TRUE(eventually(
-        [&] {
-            return storeCount(s.store,
-                              "SELECT count(*) FROM sources WHERE max_line = 3404 AND path LIKE "
-                              "'%job.log.1'") == 1;
-        },
-        20s))
-        << again.stderrText();
+    ASSERT_TRUE(storeReaches(
+        again,
+        s.store,
+        "SELECT count(*) FROM sources WHERE max_line = 3404 AND path LIKE '%job.log.1'",
+        1,
+        20s));
     ::unlink((s.log + ".1").c_str());
-    ASSERT_TRUE(eventually(
-        [&] {
-            return storeCount(s.store,
-                              "SELECT count(*) FROM sources WHERE complete AND max_line = 3404") ==
-                   1;
-        },
-        20s))
-        << again.stderrText();
-    again.signal(SIGTERM);
-    ASSERT_EQ(again.waitExit(10s), 0) << again.stderrText();
+    ASSERT_TRUE(storeReaches(
+        again, s.store, "SELECT count(*) FROM sources WHERE complete AND max_line = 3404", 1, 20s));
+    ASSERT_TRUE(stoppedCleanly(again));
     EXPECT_EQ(storeCount(s.store, "SELECT count(*) FROM sources WHERE max_line > 0"), 1);
     s.expectSameAsIngest();
 }
@@ -143,19 +114,12 @@ TEST(DaemonCopyHeldBack, AFileDeletedThenReloadedIsReadToItsEnd) {
     // come while the daemon still holds it open.
     HeldBack s(3000);
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-    ASSERT_TRUE(eventually(
-        [&] { return storeCount(s.store, "SELECT max_line FROM sources") == 3404; }, 20s))
-        << d.stderrText();
+    ASSERT_TRUE(s.readToTheEnd(d));
     ASSERT_EQ(storeCount(s.store, "SELECT line FROM sources"), 101);
     ::unlink(s.log.c_str());
     for (int i = 0; i < 5; ++i) d.signal(SIGHUP);
-    ASSERT_TRUE(
-        eventually([&] { return storeCount(s.store, "SELECT complete FROM sources") == 1; }, 30s))
-        << d.stderrText();
-    d.signal(SIGTERM);
-    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    ASSERT_TRUE(storeReaches(d, s.store, "SELECT complete FROM sources", 1, 30s));
+    ASSERT_TRUE(stoppedCleanly(d));
     s.expectSameAsIngest();
 }
 
@@ -164,16 +128,9 @@ TEST(DaemonCopyHeldBack, AFileDeletedThenStoppedIsFinishedAtTheStop) {
     // later start can read it again from the checkpoint, so the stop finishes it.
     HeldBack s(3000);
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-    ASSERT_TRUE(eventually(
-        [&] { return storeCount(s.store, "SELECT max_line FROM sources") == 3404; }, 20s))
-        << d.stderrText();
+    ASSERT_TRUE(s.readToTheEnd(d));
     ::unlink(s.log.c_str());
-    d.signal(SIGTERM);
-    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
-    EXPECT_EQ(storeCount(s.store, "SELECT complete FROM sources"), 1);
-    s.expectSameAsIngest();
+    ASSERT_NO_FATAL_FAILURE(s.expectFinishedAtTheStop(d));
 }
 
 // Hostile review 9, HIGH 1: a deleted file carried across a reload waited for the new
@@ -182,17 +139,10 @@ TEST(DaemonCopyHeldBack, AFileDeletedThenStoppedIsFinishedAtTheStop) {
 TEST(DaemonCopyHeldBack, AFileDeletedThenReloadedThenStoppedIsFinishedAtTheStop) {
     HeldBack s(3000);
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-    ASSERT_TRUE(eventually(
-        [&] { return storeCount(s.store, "SELECT max_line FROM sources") == 3404; }, 20s))
-        << d.stderrText();
+    ASSERT_TRUE(s.readToTheEnd(d));
     ::unlink(s.log.c_str());
     d.signal(SIGHUP);
-    d.signal(SIGTERM);
-    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
-    EXPECT_EQ(storeCount(s.store, "SELECT complete FROM sources"), 1);
-    s.expectSameAsIngest();
+    ASSERT_NO_FATAL_FAILURE(s.expectFinishedAtTheStop(d));
 }
 
 // Hostile review 9, HIGH 2: only the files deleted at the reload's snapshot were handed over;
@@ -203,18 +153,11 @@ TEST(DaemonCopyHeldBack, AFileDeletedThenReloadedThenStoppedIsFinishedAtTheStop)
 TEST(DaemonCopyHeldBack, AFileRenamedAwayThenReloadedIsReadToItsEnd) {
     HeldBack s(3000);
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-    ASSERT_TRUE(eventually(
-        [&] { return storeCount(s.store, "SELECT max_line FROM sources") == 3404; }, 20s))
-        << d.stderrText();
+    ASSERT_TRUE(s.readToTheEnd(d));
     ASSERT_EQ(::rename(s.log.c_str(), s.dir.file("moved.log").c_str()), 0);
     d.signal(SIGHUP);
-    ASSERT_TRUE(
-        eventually([&] { return storeCount(s.store, "SELECT complete FROM sources") == 1; }, 30s))
-        << d.stderrText();
-    d.signal(SIGTERM);
-    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    ASSERT_TRUE(storeReaches(d, s.store, "SELECT complete FROM sources", 1, 30s));
+    ASSERT_TRUE(stoppedCleanly(d));
     s.expectSameAsIngest();
 }
 
@@ -227,8 +170,7 @@ TEST(DaemonCopyHeldBack, APartialLastLineDoesNotHoldTheWriteLock) {
     const int64_t size = static_cast<int64_t>(heldBackLog().size() + 19);
     writeFile(s.dir.file("other.log"), "epoch 9 step 1 loss 0.1\n");
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually(
         [&] {
             return storeCount(s.store, "SELECT max_line FROM sources") == 3404 &&
@@ -239,29 +181,17 @@ TEST(DaemonCopyHeldBack, APartialLastLineDoesNotHoldTheWriteLock) {
     auto r = run({GPUFAULT_BIN, "--db", s.store, "ingest", s.dir.file("other.log")});
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(storeCount(s.store, "SELECT count(*) FROM sources"), 2);
-    d.signal(SIGTERM);
-    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    ASSERT_TRUE(stoppedCleanly(d));
 }
 
 // Hostile review 9, LOW 4: with files.follow_hardlinks = true, a hard link to the store's WAL
 // under a followed name was followed (the own files were excluded by path only).
 TEST(DaemonCopyHeldBack, AHardLinkToTheStoresWalIsNotFollowed) {
     HeldBack s(100);
-    std::string sock = s.dir.file("ctl.sock");
-    writeFile(s.conf,
-              fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs "
-                          "= [\"{}/job.log*\"]\npoll_interval_ms = 100\nfollow_hardlinks = "
-                          "true\n[control]\nsocket = \"{}\"\ngroup = \"\"\n[allocations]\n"
-                          "directory = \"\"\n",
-                          s.store,
-                          s.logs,
-                          sock));
+    const std::string& sock = s.sock;
+    s.writeConfig("job.log*", 100, "follow_hardlinks = true\n");
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-    ASSERT_TRUE(eventually(
-        [&] { return storeCount(s.store, "SELECT max_line FROM sources") == 3404; }, 20s))
-        << d.stderrText();
+    ASSERT_TRUE(s.readToTheEnd(d));
     std::string wal = s.store + "-wal", link = s.logs + "/job.log.wal";
     struct stat st {};
     ASSERT_EQ(::stat(wal.c_str(), &st), 0);
@@ -277,6 +207,5 @@ TEST(DaemonCopyHeldBack, AHardLinkToTheStoresWalIsNotFollowed) {
         [&] { return why() == "not followed: gpufaultd's own store or metrics file"; }, 10s))
         << why();
     EXPECT_EQ(storeCount(s.store, "SELECT count(*) FROM sources WHERE path LIKE '%.wal'"), 0);
-    d.signal(SIGTERM);
-    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    ASSERT_TRUE(stoppedCleanly(d));
 }

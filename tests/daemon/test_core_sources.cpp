@@ -12,6 +12,7 @@
 
 #include "schema/sqlite.h"
 #include "tests/daemon/daemon_harness.h"
+#include "tests/daemon/followed_log.h"
 #include "tests/support/crash_files.h"
 #include "tests/support/process.h"
 
@@ -101,8 +102,7 @@ TEST(DaemonCores, JournalCoredumpEntriesKeptAndNotKept) {
                        "#1  0x00007f3a61f3b2c5 n/a (libhsa-runtime64.so.1 + 0x3b2c5)\n"),
          kept}));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM cores") == 2; }, 20s))
         << d.stderrText() << controlRequest(f.sock, "status");
     EXPECT_EQ(f.count("SELECT count(*) FROM cores WHERE pid=51234 AND tid=51240 AND "
@@ -145,8 +145,7 @@ TEST(DaemonCores, CoreStoredInTheJournalIsReadAndUnwound) {
     entry["COREDUMP"] = core;  // binary (it holds newlines): written in the export's binary form
     ASSERT_TRUE(f.journalConfig({entry}));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM cores") == 1; }, 20s))
         << d.stderrText() << controlRequest(f.sock, "status");
     EXPECT_EQ(
@@ -202,8 +201,7 @@ TEST(DaemonCores, JournalCoreIsUnwoundOffTheLoopAndSurvivesAKill) {
     EXPECT_EQ(f.count("SELECT count(*) FROM cores"), 0);
     d.kill9();
     ASSERT_EQ(::unlink((pause + "/core-unwind.paused").c_str()), 0);
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM pending_cores") == 0; }, 20s))
         << d.stderrText() << controlRequest(f.sock, "status");
     EXPECT_EQ(f.count("SELECT count(*) FROM cores WHERE pid=14046 AND si_addr=0x8a AND note IS "
@@ -218,8 +216,7 @@ TEST(DaemonCores, JournalCoreIsUnwoundOffTheLoopAndSurvivesAKill) {
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(5s), 0);
     // Started again: nothing queued, nothing stored twice.
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ::usleep(500000);
     EXPECT_EQ(f.count("SELECT count(*) FROM cores"), 1);
     EXPECT_EQ(f.count("SELECT count(*) FROM pending_cores"), 0);
@@ -244,8 +241,7 @@ TEST(DaemonCores, ForgedEntryIgnoredAndFifoCoreNeverBlocks) {
     onFifo["COREDUMP_FILENAME"] = fifo;
     ASSERT_TRUE(f.journalConfig({forged, onFifo}));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM cores") == 1; }, 20s))
         << d.stderrText() << controlRequest(f.sock, "status");
     EXPECT_EQ(f.count("SELECT count(*) FROM cores WHERE pid=51234 AND note='core file not read: " +
@@ -269,8 +265,7 @@ TEST(DaemonCores, FollowsACoreDirectory) {
     ::mkdir(cdir.c_str(), 0755);
     writeFile(f.conf, f.config(fmt::format("[cores]\ndirectories = [\"{}\"]\n", cdir)));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     auto core = readFile(kCore);
     writeFile(cdir + "/core.crashmain.0." + kBoot + ".14046.1764480100000000.zst",
               zstdCompress(core));

@@ -21,6 +21,7 @@
 
 #include "schema/sqlite.h"
 #include "tests/daemon/daemon_harness.h"
+#include "tests/daemon/followed_log.h"
 #include "tests/support/process.h"
 
 using namespace gpufault::testing;
@@ -79,8 +80,7 @@ TEST(Daemon, NotifiesReadyPingsTheWatchdogAndStopsCleanlyOnSigterm) {
     Fixture f;
     writeFile(f.conf, f.config());
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path(), 200000);
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     // WATCHDOG_USEC=200 ms: pings every 100 ms.
     ASSERT_TRUE(d.waitNotify("WATCHDOG=1", 1s));
     auto t0 = std::chrono::steady_clock::now();
@@ -111,8 +111,7 @@ TEST(Daemon, TailsAFileIntoTheStoreAndTellsWatchStatusAndMetrics) {
     Fixture f;
     writeFile(f.conf, f.config());
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     Watcher w(f.sock);
     ASSERT_TRUE(w.ok());
     EXPECT_EQ(w.next(2s).value("type", ""), "watching");
@@ -256,8 +255,7 @@ TEST(Daemon, ReadsInjectedKernelRecordsOnceAcrossRestarts) {
             pid, tag));
     };
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     inject(101);
     ASSERT_TRUE(eventually([&] { return stored(101) == 1; }, 5s)) << d.stderrText();
     d.kill9();
@@ -344,8 +342,7 @@ TEST(Daemon, RetentionDropsTheOldestSourcesAboveTheSizeLimitButNotAFollowedOne) 
     conf.replace(conf.find("[store]\n"), 8, "[store]\nmax_size_mib = 1\n");
     writeFile(f.conf, conf);
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually(
         [&] { return f.count("SELECT count(*) FROM sources WHERE path LIKE '%old.log'") == 0; },
         5s))
@@ -372,8 +369,7 @@ TEST(Daemon, SnapshotsTheProcessAKernelFaultRecordNamesWhileItLives) {
         ::_exit(127);
     }
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     // Tagged as a test record: it lands in the machine's real kernel log.
     std::mt19937_64 rng(std::random_device{}());
     auto rec = fmt::format(
@@ -431,8 +427,7 @@ TEST(Daemon, ReadsTheJournalsKernelAndUnitEntriesOnceAcrossKill9) {
     conf += fmt::format("[journal]\nenabled = true\ndirectory = \"{}\"\nunits = [\"train.service\"]\n", jdir);
     writeFile(f.conf, conf);
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 2; }, 5s))
         << d.stderrText() << controlRequest(f.sock, "status");
     EXPECT_EQ(f.count("SELECT count(*) FROM evidence WHERE kind='amdgpu_page_fault' AND "
@@ -536,8 +531,7 @@ TEST(Daemon, ControlSocketChecksThePeersUserAndGroups) {
     conf.replace(conf.find("group = \"\""), 10, "group = \"nogroup\"");
     writeFile(f.conf, conf);
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ::chmod(f.dir.path().c_str(), 0755);
     ::chmod(f.sock.c_str(), 0666);  // let the file mode pass: the daemon's own check decides
     // Not root, not the daemon's user, not in the group: refused.

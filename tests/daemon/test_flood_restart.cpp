@@ -4,77 +4,30 @@
 // store knows it, and the fault written after the restart must still store the short window.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "tests/daemon/daemon_harness.h"
-#include "tests/support/process.h"
+#include "tests/daemon/followed_log.h"
 
 using namespace gpufault::testing;
 using namespace std::chrono_literals;
 
-namespace {
-
-/// Dispatch `i` of pid 4242's HIP thread `tid` (by default its one thread): launch, Arg0 and
-/// ShaderName lines.
-std::string dispatchLines(int i, std::string_view tid = "0x7f0a1b2c3d40") {
-    uint64_t us = 1000000000ull + static_cast<uint64_t>(i) * 37;
-    return fmt::format(
-        ":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:{}]  "
-        "hipLaunchKernel ( 0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, 0x70536bbc2fa0, 0, "
-        "stream:<null> ) \n"
-        ":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:{}] Arg0:   "
-        "= ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]\n"
-        ":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:{}] "
-        "ShaderName : kernel_{}\n",
-        us,
-        tid,
-        us + 1,
-        tid,
-        (i * 16) & 0xfffff,
-        us + 2,
-        tid,
-        i);
-}
-
-std::string faultLine(int n) {
-    return fmt::format(
-        "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address "
-        "0x7f64{:08x}. Reason: Page not present or supervisor privilege.\n",
-        n * 0x200000);
-}
-
-}  // namespace
-
 TEST(DaemonFlood, AFaultAfterAKill9IsStillAFloodsFault) {
-    TempDir dir;
-    const std::string conf = dir.file("gpufaultd.conf"), store = dir.file("store.db"),
-                      logs = dir.file("logs"), log = logs + "/job.log";
-    ::mkdir(logs.c_str(), 0755);
-    writeFile(conf,
-              fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs = "
-                          "[\"{}/*.log\"]\npoll_interval_ms = 100\n[control]\nsocket = \"{}\"\n"
-                          "group = \"\"\n[allocations]\ndirectory = \"\"\n",
-                          store,
-                          logs,
-                          dir.file("ctl.sock")));
+    FollowedLog f;
+    const std::string &conf = f.conf, &store = f.store, &log = f.log;
     // Lines 1..150: dispatches 1..50; 151: the first fault; 152..901: dispatches 51..300.
     std::string part1;
-    for (int i = 1; i <= 50; ++i) part1 += dispatchLines(i);
-    part1 += faultLine(1);
-    for (int i = 51; i <= 300; ++i) part1 += dispatchLines(i);
+    for (int i = 1; i <= 50; ++i) part1 += hipDispatchLines(i);
+    part1 += rocrFaultText(1) + "\n";
+    for (int i = 51; i <= 300; ++i) part1 += hipDispatchLines(i);
     writeFile(log, part1);
 
-    DaemonProcess d(GPUFAULTD_BIN, conf, dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-    ASSERT_TRUE(
-        eventually([&] { return storeCount(store, "SELECT max_line FROM sources") == 901; }, 10s))
-        << d.stderrText();
+    DaemonProcess d(GPUFAULTD_BIN, conf, f.dir.path());
+    ASSERT_TRUE(startedReady(d));
+    ASSERT_TRUE(storeReaches(d, store, "SELECT max_line FROM sources", 901, 10s));
     // The first fault's window: dispatches 1..50 (fewer than 64), rows at their ShaderName lines.
     EXPECT_EQ(storeCount(store, "SELECT count(*) FROM dispatches WHERE line < 151"), 50);
     d.kill9();
@@ -84,21 +37,14 @@ TEST(DaemonFlood, AFaultAfterAKill9IsStillAFloodsFault) {
 
     // Lines 902..961: dispatches 301..320; 962: the second fault, 811 lines after the first.
     std::string part2;
-    for (int i = 301; i <= 320; ++i) part2 += dispatchLines(i);
-    part2 += faultLine(2);
+    for (int i = 301; i <= 320; ++i) part2 += hipDispatchLines(i);
+    part2 += rocrFaultText(2) + "\n";
     std::ofstream(log, std::ios::app) << part2 << std::flush;
 
-    DaemonProcess again(GPUFAULTD_BIN, conf, dir.path());
-    ASSERT_TRUE(again.start());
-    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
-    ASSERT_TRUE(eventually(
-        [&] {
-            return storeCount(store,
-                              "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'") ==
-                   2;
-        },
-        10s))
-        << again.stderrText();
+    DaemonProcess again(GPUFAULTD_BIN, conf, f.dir.path());
+    ASSERT_TRUE(startedReady(again));
+    ASSERT_TRUE(storeReaches(
+        again, store, "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'", 2, 10s));
     // A flood's fault: the last 8 dispatches (313..320, ShaderName lines 940..961), committed
     // with its record; 64 (257..320) had the restart forgotten the first fault.
     EXPECT_EQ(storeCount(store, "SELECT count(*) FROM dispatches WHERE line > 151"), 8);
@@ -111,31 +57,19 @@ TEST(DaemonHeld, AnIdleThreadsLastDispatchesSurviveAKill9) {
     // Issue 3 "no loss, no duplicates": thread B goes idle while thread A dispatches 75 000
     // lines, past the 65 536 line positions a checkpoint can resume at; B's held dispatches
     // (its last kernel among them) are kept in the store, not read again, after a SIGKILL.
-    TempDir dir;
-    const std::string conf = dir.file("gpufaultd.conf"), store = dir.file("store.db"),
-                      logs = dir.file("logs"), log = logs + "/job.log";
-    ::mkdir(logs.c_str(), 0755);
-    writeFile(conf,
-              fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs = "
-                          "[\"{}/*.log\"]\npoll_interval_ms = 100\n[control]\nsocket = \"{}\"\n"
-                          "group = \"\"\n[allocations]\ndirectory = \"\"\n",
-                          store,
-                          logs,
-                          dir.file("ctl.sock")));
+    FollowedLog f;
+    const std::string &conf = f.conf, &store = f.store, &log = f.log;
     constexpr std::string_view kB = "0x7f0a1b2c4640";
     // Lines 1..1200: A and B in turn, 200 dispatches each (B's last, kernel 400, at line 1200);
     // 1201..76200: A alone.
     std::string part1;
-    for (int i = 1; i <= 400; ++i) part1 += i % 2 ? dispatchLines(i) : dispatchLines(i, kB);
-    for (int i = 401; i <= 25400; ++i) part1 += dispatchLines(i);
+    for (int i = 1; i <= 400; ++i) part1 += i % 2 ? hipDispatchLines(i) : hipDispatchLines(i, kB);
+    for (int i = 401; i <= 25400; ++i) part1 += hipDispatchLines(i);
     writeFile(log, part1);
 
-    DaemonProcess d(GPUFAULTD_BIN, conf, dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-    ASSERT_TRUE(
-        eventually([&] { return storeCount(store, "SELECT max_line FROM sources") == 76200; }, 20s))
-        << d.stderrText();
+    DaemonProcess d(GPUFAULTD_BIN, conf, f.dir.path());
+    ASSERT_TRUE(startedReady(d));
+    ASSERT_TRUE(storeReaches(d, store, "SELECT max_line FROM sources", 76200, 20s));
     d.kill9();
     // The checkpoint resumes past B's dispatches; the store holds B's 128 slots instead.
     EXPECT_GT(storeCount(store, "SELECT line FROM sources"), 1200);
@@ -147,18 +81,11 @@ TEST(DaemonHeld, AnIdleThreadsLastDispatchesSurviveAKill9) {
     EXPECT_EQ(storeCount(store, "SELECT count(*) FROM dispatches"), 0);
 
     // A fault naming no pid: the last 64 of each thread.
-    std::ofstream(log, std::ios::app) << faultLine(1) << std::flush;
-    DaemonProcess again(GPUFAULTD_BIN, conf, dir.path());
-    ASSERT_TRUE(again.start());
-    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
-    ASSERT_TRUE(eventually(
-        [&] {
-            return storeCount(store,
-                              "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'") ==
-                   1;
-        },
-        10s))
-        << again.stderrText();
+    std::ofstream(log, std::ios::app) << rocrFaultText(1) + "\n" << std::flush;
+    DaemonProcess again(GPUFAULTD_BIN, conf, f.dir.path());
+    ASSERT_TRUE(startedReady(again));
+    ASSERT_TRUE(storeReaches(
+        again, store, "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'", 1, 10s));
     const std::string ofB = fmt::format(" WHERE runtime_tid = '{}'", kB);
     EXPECT_EQ(storeCount(store, "SELECT count(*) FROM dispatches" + ofB), 64);
     EXPECT_EQ(storeCount(store, "SELECT max(line) FROM dispatches" + ofB), 1200);

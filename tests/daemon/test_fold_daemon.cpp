@@ -5,17 +5,12 @@
 // `gpufault ingest` of the same file stores.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
-#include <csignal>
 #include <string>
-#include <vector>
 
-#include "tests/daemon/daemon_harness.h"
-#include "tests/support/process.h"
+#include "tests/daemon/followed_log.h"
 
 using namespace gpufault::testing;
-using namespace std::chrono_literals;
 
 namespace {
 
@@ -37,65 +32,19 @@ std::string foldLog() {
     return out;
 }
 
-/// "line|kind|count" of every record of the store, by line (at most 16).
-std::vector<std::string> records(const std::string& store) {
-    std::vector<std::string> out;
-    for (int i = 0; i < 16; ++i) {
-        const std::string nth =
-            fmt::format(" FROM evidence ORDER BY line, kind LIMIT 1 OFFSET {}", i);
-        int64_t line = storeCount(store, "SELECT line" + nth);
-        if (line < 0) break;
-        out.push_back(fmt::format("{}|{}|{}",
-                                  line,
-                                  storeCount(store, "SELECT kind = 'runtime_error'" + nth),
-                                  storeCount(store, "SELECT count" + nth)));
-    }
-    return out;
-}
-
 }  // namespace
 
 TEST(DaemonFold, AFoldAcrossAKill9StoresTheRecordsAndCountsOfOneIngest) {
-    TempDir dir;
-    const std::string conf = dir.file("gpufaultd.conf"), store = dir.file("store.db"),
-                      logs = dir.file("logs"), log = logs + "/job.log";
-    ::mkdir(logs.c_str(), 0755);
-    writeFile(conf,
-              fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs = "
-                          "[\"{}/*.log\"]\npoll_interval_ms = 100\n[control]\nsocket = \"{}\"\n"
-                          "group = \"\"\n[allocations]\ndirectory = \"\"\n",
-                          store,
-                          logs,
-                          dir.file("ctl.sock")));
-    writeFile(log, foldLog());
-    const std::string ref = dir.file("ref.db");
-    auto ing = run({GPUFAULT_BIN, "--db", ref, "ingest", log});
-    ASSERT_EQ(ing.status, 0) << ing.err;
-    const std::vector<std::string> expected = records(ref);
     // 1 and 20 000 fold (count 2); that fold closes before line 32 769, so 50 000 starts
     // another, which 60 000 joins; 95 000 is 45 000 lines after 50 000: a third.
-    ASSERT_EQ(
-        expected,
-        (std::vector<std::string>{"1|1|2", "10000|1|1", "45000|1|1", "50000|1|2", "95000|1|1"}));
-
-    DaemonProcess d(GPUFAULTD_BIN, conf, dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-    ASSERT_TRUE(eventually(
-        [&] { return storeCount(store, "SELECT max_line FROM sources") == 100000; }, 30s))
-        << d.stderrText();
-    d.kill9();
-    // Whatever the kill left (the last fold open or stored): no fold older than two spans
-    // holds the checkpoint (the fold of line 1 held it at 0 before).
-    EXPECT_GE(storeCount(store, "SELECT line FROM sources"), 100000 - 2 * 32768);
-
-    DaemonProcess again(GPUFAULTD_BIN, conf, dir.path());
-    ASSERT_TRUE(again.start());
-    ASSERT_TRUE(again.waitNotify("READY=1", 10s)) << again.stderrText();
-    ASSERT_TRUE(eventually([&] { return records(store).size() == expected.size(); }, 30s))
-        << again.stderrText();
-    EXPECT_EQ(records(store), expected);
-    again.signal(SIGTERM);
-    EXPECT_EQ(again.waitExit(10s), 0) << again.stderrText();
-    EXPECT_EQ(records(store), expected);
+    ASSERT_NO_FATAL_FAILURE(expectFoldAcrossKill9(
+        GPUFAULTD_BIN,
+        GPUFAULT_BIN,
+        foldLog(),
+        {"1|1|2", "10000|1|1", "45000|1|1", "50000|1|2", "95000|1|1"},
+        [](const std::string& store) {
+            // Whatever the kill left (the last fold open or stored): no fold older than two
+            // spans holds the checkpoint (the fold of line 1 held it at 0 before).
+            EXPECT_GE(storeCount(store, "SELECT line FROM sources"), 100000 - 2 * 32768);
+        }));
 }

@@ -19,6 +19,7 @@
 
 #include "schema/sqlite.h"
 #include "tests/daemon/daemon_harness.h"
+#include "tests/daemon/followed_log.h"
 #include "tests/support/process.h"
 
 using namespace gpufault::testing;
@@ -146,8 +147,7 @@ TEST(DaemonHostile, OnlyKernelRecordsMakeTheDaemonReadProc) {
                             "units = [\"train.service\"]\n",
                             jdir));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     auto pidCount = [&](const char* table, pid_t pid) {
         return f.count(fmt::format("SELECT count(*) FROM {} WHERE pid = {}", table, pid));
     };
@@ -174,8 +174,7 @@ TEST(DaemonHostile, ControlConnectionsAreCappedAndSilentOnesClosed) {
     Fixture f;
     f.configure("", "max_clients = 3\nidle_timeout_ms = 1000\n");
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     std::vector<std::unique_ptr<Watcher>> silent;
     for (int i = 0; i < 3; ++i) {
         silent.push_back(std::make_unique<Watcher>(f.sock, ""));
@@ -204,8 +203,7 @@ TEST(DaemonHostile, AcceptBacksOffWhenOutOfDescriptors) {
     Fixture f;
     f.configure();
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(f.status().is_object());
     struct rlimit back = exhaustDescriptors(d.pid());
     ASSERT_GT(back.rlim_cur, 0u) << std::strerror(errno);
@@ -239,8 +237,7 @@ TEST(DaemonHostile, FollowedFilesAreCappedAndFailuresReportedOnce) {
     for (const char* n : {"a.log", "b.log", "c.log"})  // distinct first lines: no copies
         f.append(n, fmt::format("{} started\n{}\n", n, kRocrFault));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 2; }, 10s));
     // Which one is left out depends on the directory order: the one without a source.
     std::string left;
@@ -288,8 +285,7 @@ TEST(DaemonHostile, AFileThatCannotBeOpenedIsReportedOnceThenFollowed) {
     f.configure();
     f.append("a.log", fmt::format("a.log started\n{}\n", kRocrFault));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 10s));
     struct rlimit back = exhaustDescriptors(d.pid());
     ASSERT_GT(back.rlim_cur, 0u) << std::strerror(errno);
@@ -325,8 +321,7 @@ TEST(DaemonHostile, WatchQueuesAreCappedInBytesAndWatchersInNumber) {
     // No correlation during the test: only evidence lines are sent.
     f.configure("", "max_watchers = 2\nwatch_queue_kib = 64\n[commit]\ncorrelate_ms = 86400000\n");
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     Watcher slow(f.sock), other(f.sock);
     ASSERT_EQ(slow.next(5s).value("type", ""), "watching");
     ASSERT_EQ(other.next(5s).value("type", ""), "watching");
@@ -369,8 +364,7 @@ TEST(DaemonHostile, HardLinksAreNotFollowedUnlessConfigured) {
     f.append("job.log", std::string(kRocrFault) + "\n");
     f.configure();
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 10s));
     auto row = f.stream(f.logs + "/leak.log");
     ASSERT_TRUE(row.is_object()) << f.status().dump();
@@ -397,8 +391,7 @@ TEST(DaemonHostile, CountersSurviveAReload) {
     Fixture f;
     f.configure();
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     std::string job = f.logs + "/job.log";
     f.append("job.log", "starting\n" + std::string(kRocrFault) + "\nx");  // a partial line
     ASSERT_TRUE(eventually(
@@ -446,8 +439,7 @@ TEST(DaemonHostile, LostBytesTheDaemonSawAreCountedAlsoAcrossARestart) {
     Fixture f;
     f.configure();
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     const std::string partial = "Memory access fault by";  // 22 bytes, no newline yet
     for (const char* n : {"a.log", "b.log", "c.log"})
         f.append(n, fmt::format("{} started\n{}\n{}\n{}", n, kRocrFault, kRocrFault, partial));
@@ -486,8 +478,7 @@ TEST(DaemonHostile, LostBytesTheDaemonSawAreCountedAlsoAcrossARestart) {
     f.append("b.log", "b.log again\n");
     ASSERT_EQ(::truncate((f.logs + "/c.log").c_str(), 0), 0);
     f.append("c.log", "c.log started\n");  // the same first line, below the old offset
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     // status shows the store's totals per file (device + inode): b.log's old stream (its
     // inode holds b.log's new one) and c.log's; a.log's and d.log's (first life) as finished
     // files. (Before, this daemon's own counts: 44 finished, b.log 0.)
@@ -505,8 +496,7 @@ TEST(DaemonHostile, LostBytesTheDaemonSawAreCountedAlsoAcrossARestart) {
 
     // Once: a third life finds nothing more to count, and shows the same stored totals
     // (before: 0 everywhere).
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     EXPECT_TRUE(eventually([&] { return shows(22 + 14, 22, 22); }, 10s)) << f.status().dump();
     stop(d);
     EXPECT_EQ(f.count("SELECT sum(lost_bytes) FROM sources"), 3 * 22 + 14);
@@ -532,16 +522,14 @@ TEST(DaemonHostile, SigtermDuringALongCorrelationExitsPromptly) {
         f.append("job.log", lines);
     }
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually(
         [&] { return f.count("SELECT count(*) FROM evidence") == kRecords; }, 60s))
         << f.count("SELECT count(*) FROM evidence") << d.stderrText();
     stop(d);
     ASSERT_LT(f.count("SELECT max(evidence_id) FROM incident_evidence"), kRecords);
 
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     // The worker re-correlates on start (the incidents are older than the records); `status`
     // answers meanwhile and says so.
     bool busy = eventually(
@@ -562,8 +550,7 @@ TEST(DaemonHostile, SigtermDuringALongCorrelationExitsPromptly) {
     std::printf("exit %.2f s after SIGTERM during a correlation of %d records\n", took, kRecords);
     EXPECT_EQ(f.count("SELECT count(*) FROM evidence"), kRecords);
     // Within its second the exit may have completed the incidents; if not, the next start does.
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     EXPECT_TRUE(eventually(
         [&] {
             return f.count("SELECT max(evidence_id) FROM incident_evidence") ==
@@ -587,8 +574,7 @@ TEST(DaemonHostile, ManyFilesNotFollowedAreBoundedInStatusAndLog) {
     std::string metrics = f.dir.file("gpufault.prom");
     f.configure("", fmt::format("[metrics]\npath = \"{}\"\ninterval_ms = 100\n", metrics));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 10s));
     EXPECT_TRUE(eventually(
         [&] {
@@ -635,8 +621,7 @@ TEST(DaemonHostile, ItsOwnStoreAndMetricsFilesAreNeverFollowed) {
     f.append("job.log", std::string(kRocrFault) + "\n");
     f.configure("", fmt::format("[metrics]\npath = \"{}\"\ninterval_ms = 100\n", metrics));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 10s));
     ASSERT_TRUE(eventually([&] { return ::access(metrics.c_str(), R_OK) == 0; }, 10s));
     for (int i = 0; i < 3; ++i) {  // more faults, commits and metrics rewrites, more scans

@@ -42,9 +42,7 @@ TEST(DaemonKill9, CopyTruncateRotationUnderRandomKills) {
 // alone does not show the truncation; the changed first line does. Every line is read once.
 TEST(DaemonKill9, TruncatedAndRegrownBetweenTwoLooksIsReadFromTheStart) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));
     ASSERT_TRUE(freeze(q.d.pid()));
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 30);  // three times the old offset
@@ -64,18 +62,11 @@ TEST(DaemonKill9, TruncatedAndRegrownBetweenTwoLooksIsReadFromTheStart) {
 // partial line's bytes only: lost_bytes equals them exactly; the rest is unknowable to it.
 TEST(DaemonKill9, PartialLineSeenThenTruncatedIsReportedLostExactly) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));
     std::string l10 = ledgerLine(10, 8), l11 = ledgerLine(11, 8);
     const size_t part = 20;
     ASSERT_TRUE(writeAll(q.fd, l10.substr(0, part)));
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto st = q.stream(q.s.app);
-            return st && st->lag == part;
-        },
-        30s));
+    ASSERT_TRUE(q.lagShows(q.s.app, part));
     ASSERT_TRUE(freeze(q.d.pid()));
     ASSERT_TRUE(writeAll(q.fd, l10.substr(part) + l11));
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);

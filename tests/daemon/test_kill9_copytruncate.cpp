@@ -26,6 +26,30 @@ void copyTruncate(Quiet& q, const std::string& to, bool truncate = true) {
     }
 }
 
+/// L10's first 20 bytes written and seen (app.log lags by them); then, with the daemon frozen,
+/// the rest of L10 and L11 written. Call under ASSERT_NO_FATAL_FAILURE.
+void partLineSeenThenCompletedFrozen(Quiet& q) {
+    std::string l10 = ledgerLine(10, 8);
+    ASSERT_TRUE(writeAll(q.fd, l10.substr(0, 20)));
+    ASSERT_TRUE(q.lagShows(q.s.app, 20));
+    ASSERT_TRUE(freeze(q.d.pid()));
+    ASSERT_TRUE(writeAll(q.fd, l10.substr(20)));
+    q.next = 11;
+    q.lines(q.fd, 1);  // L11
+}
+
+/// With the daemon frozen: `before` more lines written, app.log copied to `copy` (not
+/// truncated), 5 more lines written (in app.log only); thawed, until the copy waits for app.log,
+/// read to its end. Call under ASSERT_NO_FATAL_FAILURE.
+void copyMadeWhileFrozen(Quiet& q, const std::string& copy, int before) {
+    ASSERT_TRUE(freeze(q.d.pid()));
+    q.lines(q.fd, before);
+    copyTruncate(q, copy, false);
+    q.lines(q.fd, 5);
+    thaw(q.d.pid());
+    ASSERT_TRUE(q.copyWaits(copy, true));
+}
+
 /// The size recorded with the committed checkpoint of the unfinished stream at `path` (-1:
 /// none).
 int64_t checkpointSize(const std::string& store, const std::string& path) {
@@ -50,9 +74,7 @@ int64_t checkpointSize(const std::string& store, const std::string& path) {
 // The daemon had read app.log to its end; the copy appears with the truncation.
 TEST(DaemonKill9, CopyTruncateContinuesWhereTheOriginalWasRead) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9, read from app.log
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9, read from app.log
     copyTruncate(q, q.s.app + ".1");
     q.lines(q.fd, 5);  // L10-14
     ASSERT_TRUE(q.caughtUp());
@@ -64,9 +86,7 @@ TEST(DaemonKill9, CopyTruncateContinuesWhereTheOriginalWasRead) {
 // the copy resumes where app.log ended.
 TEST(DaemonKill9, CopySeenBeforeTheTruncationWaitsForTheOriginal) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     ASSERT_TRUE(freeze(q.d.pid()));
     q.lines(q.fd, 10);  // L10-19, unread
     std::string copy = q.s.app + ".1";
@@ -84,9 +104,7 @@ TEST(DaemonKill9, CopySeenBeforeTheTruncationWaitsForTheOriginal) {
 // from the copy, after what app.log gave.
 TEST(DaemonKill9, CopyHoldsWhatTheOriginalHadNotGiven) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     ASSERT_TRUE(freeze(q.d.pid()));
     q.lines(q.fd, 10);  // L10-19, unread, then copied
     copyTruncate(q, q.s.app + ".1");
@@ -103,33 +121,15 @@ TEST(DaemonKill9, CopyHoldsWhatTheOriginalHadNotGiven) {
 // (completed) after all, so the count is taken back: lost_bytes is exact again.
 TEST(DaemonKill9, CopyGivesBackWhatTheTruncationCountedLost) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
-    std::string l10 = ledgerLine(10, 8);
-    ASSERT_TRUE(writeAll(q.fd, l10.substr(0, 20)));
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto st = q.stream(q.s.app);
-            return st && st->lag == 20;
-        },
-        30s));
-    ASSERT_TRUE(freeze(q.d.pid()));
-    ASSERT_TRUE(writeAll(q.fd, l10.substr(20)));
-    q.next = 11;
-    q.lines(q.fd, 1);  // L11
+    ASSERT_TRUE(q.startWith(10));  // L0-9
+    ASSERT_NO_FATAL_FAILURE(partLineSeenThenCompletedFrozen(q));
     // The truncation is seen first (the copy is made after the daemon thaws).
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 2);   // L12-13
     std::string saved;  // app.log as it was before the truncation
     for (uint64_t n = 0; n < 12; ++n) saved += ledgerLine(n, 8);
     thaw(q.d.pid());
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto st = q.stream(q.s.app);
-            return st && st->lost == 20;
-        },
-        30s));
+    ASSERT_TRUE(q.lostShows(q.s.app, 20));
     gpufault::testing::writeFile(q.s.app + ".1", saved);
     ASSERT_TRUE(q.caughtUp());
     auto st = q.stream(q.s.app);
@@ -171,14 +171,11 @@ TEST(DaemonKill9, ASameFirstLineIsNoCopy) {
 // continues app.log's stream at its checkpoint (nothing stored twice), app.log starts anew.
 TEST(DaemonKill9, CopyTruncateWhileStoppedContinuesAtTheCheckpoint) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     EXPECT_EQ(storedNames(q.stop()), every(0, 10));
     copyTruncate(q, q.s.app + ".1");
     q.lines(q.fd, 5);  // L10-14
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     auto st = q.stream(q.s.app);
     ASSERT_TRUE(st);
     EXPECT_EQ(st->lost, 0u);
@@ -189,16 +186,13 @@ TEST(DaemonKill9, CopyTruncateWhileStoppedContinuesAtTheCheckpoint) {
 // dead: the copy gives the lines after the checkpoint, once.
 TEST(DaemonKill9, CopyTruncateWhileKilledGivesWhatWasNotCommitted) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     ASSERT_TRUE(freeze(q.d.pid()));
     q.lines(q.fd, 10);  // L10-19, unread
     q.d.kill9();
     copyTruncate(q, q.s.app + ".1");
     q.lines(q.fd, 3);  // L20-22
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 23));
 }
 
@@ -206,9 +200,7 @@ TEST(DaemonKill9, CopyTruncateWhileKilledGivesWhatWasNotCommitted) {
 // still holds the stream; after the truncation it resumes where app.log ended.
 TEST(DaemonKill9, CopyMadeWhileStoppedWaitsForTheOriginal) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     EXPECT_EQ(storedNames(q.stop()), every(0, 10));
     std::string copy = q.s.app + ".1";
     copyTruncate(q, copy, false);
@@ -225,21 +217,17 @@ TEST(DaemonKill9, CopyMadeWhileStoppedWaitsForTheOriginal) {
 // app.log.2, the copy of what app.log held since. Each continues its own stream.
 TEST(DaemonKill9, TwoGenerationsOfCopiesEachContinueTheirStream) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     EXPECT_EQ(storedNames(q.stop()), every(0, 10));
     copyTruncate(q, q.s.app + ".1");
     q.lines(q.fd, 5);  // L10-14
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 15));
     ASSERT_EQ(::rename((q.s.app + ".1").c_str(), (q.s.app + ".2").c_str()), 0);
     q.lines(q.fd, 5);  // L15-19, unread
     copyTruncate(q, q.s.app + ".1");
     q.lines(q.fd, 2);  // L20-21
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 22));
 }
 
@@ -257,8 +245,7 @@ TEST(DaemonKill9, RegrownUnderTheSameFirstLineWhileStoppedIsReadFromTheStart) {
     ASSERT_TRUE(writeAll(q.fd, "=== job started ===\n"));
     q.next = 100;
     q.lines(q.fd, 20);  // L100-119: twice the old checkpoint
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 120));
 }
 
@@ -267,20 +254,13 @@ TEST(DaemonKill9, RegrownUnderTheSameFirstLineWhileStoppedIsReadFromTheStart) {
 // the copy is smaller than the last checkpoint and matches the one committed before it.
 TEST(DaemonKill9, CopySmallerThanTheCheckpointMatchesAnEarlierOne) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
-    std::string copy = q.s.app + ".1";
-    ASSERT_TRUE(freeze(q.d.pid()));
-    copyTruncate(q, copy, false);
-    q.lines(q.fd, 5);  // L10-14: in app.log only
-    thaw(q.d.pid());
-    ASSERT_TRUE(q.copyWaits(copy, true));
+    ASSERT_TRUE(q.startWith(10));  // L0-9
+    const std::string copy = q.s.app + ".1";
+    ASSERT_NO_FATAL_FAILURE(copyMadeWhileFrozen(q, copy, 0));  // L10-14: in app.log only
     q.d.kill9();
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 2);  // L15-16
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 17));
 }
 
@@ -308,9 +288,7 @@ TEST(DaemonKill9, TruncatedWhileIdentifiedAfterARestartLeavesTheStreamToTheCopy)
     ASSERT_EQ(::rename((sa.st_ino < sb.st_ino ? b : a).c_str(), q.s.app.c_str()), 0);
     q.fd = ::open(q.s.app.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     ASSERT_GE(q.fd, 0);
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     q.d.kill9();
     gpufault::testing::writeFile(spare, gpufault::testing::readFile(q.s.app));  // copied ...
     ASSERT_EQ(::rename(spare.c_str(), (q.s.app + ".1").c_str()), 0);  // ... as app.log.1
@@ -341,15 +319,10 @@ TEST(DaemonKill9, TruncatedWhileIdentifiedAfterARestartLeavesTheStreamToTheCopy)
 // committed before the last one (sources.earlier) now places it.
 TEST(DaemonKill9, CopyWaitingAfterARestartPastItsEndContinuesAnEarlierCheckpoint) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
-    std::string copy = q.s.app + ".1";
-    ASSERT_TRUE(freeze(q.d.pid()));
-    copyTruncate(q, copy, false);
-    q.lines(q.fd, 5);  // L10-14: in app.log only
-    thaw(q.d.pid());
-    ASSERT_TRUE(q.copyWaits(copy, true));  // app.log committed past the copy's end
+    ASSERT_TRUE(q.startWith(10));  // L0-9
+    const std::string copy = q.s.app + ".1";
+    // L10-14 in app.log only; app.log committed past the copy's end.
+    ASSERT_NO_FATAL_FAILURE(copyMadeWhileFrozen(q, copy, 0));
     q.d.kill9();
     ASSERT_TRUE(q.start());
     ASSERT_TRUE(q.copyWaits(copy, true));  // read from that checkpoint on; the copy waits
@@ -367,13 +340,9 @@ TEST(DaemonKill9, CopyWaitingAfterARestartPastItsEndContinuesAnEarlierCheckpoint
 TEST(DaemonKill9, CopyOfWhatWasNeverCheckpointedIsPlacedAfterARestart) {
     Quiet q;
     ASSERT_TRUE(q.start());
-    ASSERT_TRUE(freeze(q.d.pid()));
-    q.lines(q.fd, 10);  // L0-9, then copied
-    std::string copy = q.s.app + ".1";
-    copyTruncate(q, copy, false);
-    q.lines(q.fd, 5);  // L10-14: in app.log only
-    thaw(q.d.pid());
-    ASSERT_TRUE(q.copyWaits(copy, true));  // one checkpoint: after L14
+    const std::string copy = q.s.app + ".1";
+    // L0-9 copied, L10-14 in app.log only; one checkpoint: after L14.
+    ASSERT_NO_FATAL_FAILURE(copyMadeWhileFrozen(q, copy, 10));
     q.d.kill9();
     ASSERT_TRUE(q.start());
     ASSERT_TRUE(q.copyWaits(copy, true));
@@ -391,18 +360,13 @@ TEST(DaemonKill9, CopyOfWhatWasNeverCheckpointedIsPlacedAfterARestart) {
 TEST(DaemonKill9, CopyTruncatedWhileKilledIsPlacedByALineEndBeforeTheCheckpoint) {
     Quiet q;
     ASSERT_TRUE(q.start());
-    ASSERT_TRUE(freeze(q.d.pid()));
-    q.lines(q.fd, 10);  // L0-9, then copied
-    std::string copy = q.s.app + ".1";
-    copyTruncate(q, copy, false);
-    q.lines(q.fd, 5);  // L10-14: in app.log only
-    thaw(q.d.pid());
-    ASSERT_TRUE(q.copyWaits(copy, true));  // one checkpoint: after L14
+    const std::string copy = q.s.app + ".1";
+    // L0-9 copied, L10-14 in app.log only; one checkpoint: after L14.
+    ASSERT_NO_FATAL_FAILURE(copyMadeWhileFrozen(q, copy, 10));
     q.d.kill9();
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 2);  // L15-16
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 17));
 }
 
@@ -415,9 +379,7 @@ TEST(DaemonKill9, CopyTruncatedWhileKilledIsPlacedByALineEndBeforeTheCheckpoint)
 // read from its start. Now the stream is only marked complete; the copy continues it.
 TEST(DaemonKill9, CopyCompletedAfterItsStreamWasFinishedAtARestartContinuesIt) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     q.d.kill9();
     q.lines(q.fd, 5);  // L10-14, unread
     std::string copy = q.s.app + ".1", content = gpufault::testing::readFile(q.s.app);
@@ -429,15 +391,7 @@ TEST(DaemonKill9, CopyCompletedAfterItsStreamWasFinishedAtARestartContinuesIt) {
     ASSERT_TRUE(q.start());
     // The first scan has seen both: app.log's new stream is committed to its end (with the old
     // stream finished in the same transaction), the copy waits for its first line.
-    std::string app = fmt::format("offset {}", ::lseek(q.fd, 0, SEEK_END));
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto a = q.stream(q.s.app);
-            auto c = q.stream(copy);
-            return a && a->position == app && c && c->position == "waiting for a first line";
-        },
-        30s))
-        << q.d.stderrText();
+    ASSERT_TRUE(q.copyWaitsForAFirstLine(copy)) << q.d.stderrText();
     ASSERT_TRUE(writeAll(out, content.substr(20)));  // the copy is complete
     ::close(out);
     ASSERT_TRUE(q.caughtUp());
@@ -458,35 +412,16 @@ TEST(DaemonKill9, CopyCompletedAfterItsStreamWasFinishedAtARestartContinuesIt) {
 // store: it holds those bytes, so they are given back there. Nothing was removed unread.
 TEST(DaemonKill9, ACopyFoundAfterAKillGivesBackWhatTheTruncationCountedLost) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
-    std::string l10 = ledgerLine(10, 8);
-    ASSERT_TRUE(writeAll(q.fd, l10.substr(0, 20)));
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto st = q.stream(q.s.app);
-            return st && st->lag == 20;
-        },
-        30s));
-    ASSERT_TRUE(freeze(q.d.pid()));
-    ASSERT_TRUE(writeAll(q.fd, l10.substr(20)));
-    q.next = 11;
-    q.lines(q.fd, 1);  // L11
+    ASSERT_TRUE(q.startWith(10));  // L0-9
+    ASSERT_NO_FATAL_FAILURE(partLineSeenThenCompletedFrozen(q));
     std::string saved = gpufault::testing::readFile(q.s.app);  // copied (made visible later)
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 2);  // L12-13
     thaw(q.d.pid());
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto st = q.stream(q.s.app);
-            return st && st->lost == 20;  // shown once committed
-        },
-        30s));
+    ASSERT_TRUE(q.lostShows(q.s.app, 20));  // shown once committed
     q.d.kill9();
     gpufault::testing::writeFile(q.s.app + ".1", saved);
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 14));
     EXPECT_EQ(q.lostInStore(), 0u);
 }
@@ -498,9 +433,7 @@ TEST(DaemonKill9, ACopyFoundAfterAKillGivesBackWhatTheTruncationCountedLost) {
 // gives them back.
 TEST(DaemonKill9, AStreamFinishedAtARestartGivesItsCountBackToALaterCopy) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     std::string l10 = ledgerLine(10, 8);
     ASSERT_TRUE(writeAll(q.fd, l10.substr(0, 20)));
     int64_t seen = ::lseek(q.fd, 0, SEEK_END);
@@ -516,15 +449,7 @@ TEST(DaemonKill9, AStreamFinishedAtARestartGivesItsCountBackToALaterCopy) {
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.lines(q.fd, 3);  // L12-14
     ASSERT_TRUE(q.start());
-    std::string app = fmt::format("offset {}", ::lseek(q.fd, 0, SEEK_END));
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto a = q.stream(q.s.app);
-            auto c = q.stream(copy);
-            return a && a->position == app && c && c->position == "waiting for a first line";
-        },
-        30s))
-        << q.d.stderrText();
+    ASSERT_TRUE(q.copyWaitsForAFirstLine(copy)) << q.d.stderrText();
     EXPECT_EQ(q.lostInStore(), 20u);  // counted when the stream was finished
     ASSERT_TRUE(writeAll(out, content.substr(20)));
     ::close(out);
@@ -554,7 +479,6 @@ TEST(DaemonKill9, CopyOfAStreamItsTruncatedFileStillUsesGetsARowOfItsOwn) {
     thaw(q.d.pid());
     ASSERT_TRUE(q.caughtUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 105));
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 105));
 }

@@ -14,7 +14,6 @@
 #include "tests/support/process.h"
 
 using namespace gpufault::testing::kill9;
-using gpufault::testing::eventually;
 
 namespace {
 
@@ -38,17 +37,10 @@ int64_t noNewlineWarnings(const std::string& store) {
 // was counted lost, and app.log.1 lagged by L10's bytes for ever.
 TEST(DaemonKill9, CopyTruncatedWithAnUnendedLastLineStoresItOnce) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     std::string l10 = unended(10);
     ASSERT_TRUE(writeAll(q.fd, l10));
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto st = q.stream(q.s.app);
-            return st && st->lag == l10.size();
-        },
-        30s));
+    ASSERT_TRUE(q.lagShows(q.s.app, l10.size()));
     gpufault::testing::writeFile(q.s.app + ".1", gpufault::testing::readFile(q.s.app));
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     q.next = 11;
@@ -68,20 +60,10 @@ TEST(DaemonKill9, RenamedAwayWithAnUnendedLastLineStoresItOnce) {
     q.lines(q.fd, 10);  // L0-9
     std::string l10 = unended(10);
     ASSERT_TRUE(writeAll(q.fd, l10));
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto st = q.stream(q.s.app);
-            return st && st->lag == l10.size();
-        },
-        30s));
+    ASSERT_TRUE(q.lagShows(q.s.app, l10.size()));
     ASSERT_EQ(std::rename(q.s.app.c_str(), (q.s.app + ".1").c_str()), 0);
     // Not settled while nothing is at app.log: the line is held (the job may write on).
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto st = q.stream(q.s.app + ".1");
-            return st && st->lag == l10.size();
-        },
-        30s));
+    ASSERT_TRUE(q.lagShows(q.s.app + ".1", l10.size()));
     ::close(q.fd);
     q.fd = ::open(q.s.app.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     ASSERT_GE(q.fd, 0);
@@ -90,8 +72,7 @@ TEST(DaemonKill9, RenamedAwayWithAnUnendedLastLineStoresItOnce) {
     ASSERT_TRUE(q.caughtUp());
     EXPECT_EQ(noNewlineWarnings(q.s.store), 1);
     EXPECT_EQ(storedNames(q.stop()), every(0, 13));
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 13));
     EXPECT_EQ(q.lostInStore(), 0u);
 }
@@ -104,12 +85,7 @@ TEST(DaemonKill9, AnUnendedLineOfTheLiveLogIsHeld) {
     q.lines(q.fd, 3);  // L0-2
     std::string l3 = unended(3);
     ASSERT_TRUE(writeAll(q.fd, l3));
-    ASSERT_TRUE(eventually(
-        [&] {
-            auto st = q.stream(q.s.app);
-            return st && st->lag == l3.size();
-        },
-        30s));
+    ASSERT_TRUE(q.lagShows(q.s.app, l3.size()));
     sleepFor(3s);  // beyond the idle time (2 s) after which a rotated file's line is taken
     auto st = q.stream(q.s.app);
     ASSERT_TRUE(st);

@@ -28,9 +28,7 @@ std::string firstLines(const std::string& text, int n) {
 // not stored again, L100-104 are stored.
 TEST(DaemonKill9, TruncatedToAPrefixAndAppendedIsNotReadAgain) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 20);  // L0-19
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(20));  // L0-19
     std::string kept = firstLines(gpufault::testing::readFile(q.s.app), 10);
     ASSERT_EQ(::ftruncate(q.fd, static_cast<off_t>(kept.size())), 0);
     q.next = 100;
@@ -44,9 +42,7 @@ TEST(DaemonKill9, TruncatedToAPrefixAndAppendedIsNotReadAgain) {
 // only half of them are there: each line stored once.
 TEST(DaemonKill9, RewrittenWithTheSameLinesAndMoreStoresEachOnce) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 20);  // L0-19
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(20));  // L0-19
     std::string all = gpufault::testing::readFile(q.s.app);
     std::string half = firstLines(all, 10);
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
@@ -64,16 +60,13 @@ TEST(DaemonKill9, RewrittenWithTheSameLinesAndMoreStoresEachOnce) {
 // it is read under the numbers it had.
 TEST(DaemonKill9, TruncatedToAPrefixWhileStoppedIsNotReadAgain) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 20);  // L0-19
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(20));  // L0-19
     EXPECT_EQ(storedNames(q.stop()), every(0, 20));
     std::string kept = firstLines(gpufault::testing::readFile(q.s.app), 10);
     ASSERT_EQ(::ftruncate(q.fd, static_cast<off_t>(kept.size())), 0);
     q.next = 100;
     q.lines(q.fd, 5);  // L100-104
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 20) + every(100, 105));
     EXPECT_EQ(q.lostInStore(), 0u);
 }
@@ -81,16 +74,13 @@ TEST(DaemonKill9, TruncatedToAPrefixWhileStoppedIsNotReadAgain) {
 // The same rewrite while the daemon was down, seen half written after the restart.
 TEST(DaemonKill9, RewrittenWhileStoppedAndSeenHalfWrittenStoresEachOnce) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 20);  // L0-19
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(20));  // L0-19
     EXPECT_EQ(storedNames(q.stop()), every(0, 20));
     std::string all = gpufault::testing::readFile(q.s.app);
     std::string half = firstLines(all, 10);
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
     ASSERT_TRUE(writeAll(q.fd, half));
-    ASSERT_TRUE(q.start());
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startAndCatchUp());
     ASSERT_TRUE(writeAll(q.fd, all.substr(half.size())));
     q.lines(q.fd, 5);  // L20-24
     ASSERT_TRUE(q.caughtUp());
@@ -124,9 +114,7 @@ TEST(DaemonKill9, RewrittenPastTheOffsetUnderTheSameFirstLineIsSeenAsATruncation
 // offset. L0-4 are matched by the line ends read before (stored once), L100-119 read.
 TEST(DaemonKill9, RewrittenPastTheOffsetKeepingTheFirstLinesStoresEachOnce) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 10);  // L0-9
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(10));  // L0-9
     std::string kept = firstLines(gpufault::testing::readFile(q.s.app), 5);
     ASSERT_TRUE(freeze(q.d.pid()));
     ASSERT_EQ(::ftruncate(q.fd, 0), 0);
@@ -147,9 +135,7 @@ TEST(DaemonKill9, RewrittenPastTheOffsetKeepingTheFirstLinesStoresEachOnce) {
 // restart store nothing twice.
 TEST(DaemonKill9, ANewLineAtAStoredLinesNumberAfterATruncationIsStored) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 20);  // L0-19
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(20));  // L0-19
     std::string kept = firstLines(gpufault::testing::readFile(q.s.app), 10);
     ASSERT_EQ(::ftruncate(q.fd, static_cast<off_t>(kept.size())), 0);
     ASSERT_TRUE(writeAll(q.fd, ledgerLine(10, 30) + ledgerLine(11, 30)));
@@ -169,9 +155,7 @@ TEST(DaemonKill9, ANewLineAtAStoredLinesNumberAfterATruncationIsStored) {
 // checked line by line, none is stored twice, also when the rewrite goes past the old end.
 TEST(DaemonKill9, TheSameLinesWrittenAgainAfterATruncationAreCheckedAndStoredOnce) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 20);  // L0-19
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(20));  // L0-19
     std::string all = gpufault::testing::readFile(q.s.app);
     std::string kept = firstLines(all, 5);
     ASSERT_EQ(::ftruncate(q.fd, static_cast<off_t>(kept.size())), 0);
@@ -194,9 +178,7 @@ TEST(DaemonKill9, TheSameLinesWrittenAgainAfterATruncationAreCheckedAndStoredOnc
 // holds again after where it resumed are stored once, as for a copy found after a restart.
 TEST(DaemonKill9, RemovedAndWrittenAgainAsANewFileStoresEachLineOnce) {
     Quiet q;
-    ASSERT_TRUE(q.start());
-    q.lines(q.fd, 20);  // L0-19
-    ASSERT_TRUE(q.caughtUp());
+    ASSERT_TRUE(q.startWith(20));  // L0-19
     std::string all = gpufault::testing::readFile(q.s.app);
     // q.fd stays open: the deleted file keeps its inode, the new one gets another (a reused
     // inode with the same first line is the same file truncated, another case).

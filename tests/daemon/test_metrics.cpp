@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tests/daemon/daemon_harness.h"
+#include "tests/daemon/followed_log.h"
 #include "tests/support/process.h"
 
 using namespace gpufault::testing;
@@ -48,8 +49,7 @@ TEST(DaemonMetrics, EveryFamilyHasHelpWithItsUnitAndType) {
                           dir.file("ctl.sock"),
                           metrics));
     DaemonProcess d(GPUFAULTD_BIN, dir.file("gpufaultd.conf"), dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     const std::string fault = "gpufault_evidence{kind=\"rocr_memory_fault\",gpu=\"node-1\"} 1\n";
     ASSERT_TRUE(eventually([&] { return readFile(metrics).find(fault) != std::string::npos; }, 5s))
         << readFile(metrics) << d.stderrText();

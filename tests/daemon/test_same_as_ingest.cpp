@@ -5,15 +5,13 @@
 // emits late: at the end in `ingest`, when the stream goes quiet in the daemon).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "tests/daemon/daemon_harness.h"
-#include "tests/support/process.h"
+#include "tests/daemon/followed_log.h"
 
 using namespace gpufault::testing;
 using namespace std::chrono_literals;
@@ -21,20 +19,7 @@ using namespace std::chrono_literals;
 namespace {
 
 /// A daemon following `<dir>/logs/*.log` into `<dir>/store.db`.
-struct Followed {
-    TempDir dir;
-    std::string conf = dir.file("gpufaultd.conf"), store = dir.file("store.db"),
-                logs = dir.file("logs");
-    Followed() {
-        ::mkdir(logs.c_str(), 0755);
-        writeFile(conf,
-                  fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs = "
-                              "[\"{}/*.log\"]\npoll_interval_ms = 100\n[control]\nsocket = "
-                              "\"{}\"\ngroup = \"\"\n[allocations]\ndirectory = \"\"\n",
-                              store,
-                              logs,
-                              dir.file("ctl.sock")));
-    }
+struct Followed : FollowedLog {
     /// `gpufault ingest` of `files` into a store of its own; its path.
     std::string ingest(const std::vector<std::string>& files) {
         std::string other = dir.file("ingest.db");
@@ -58,14 +43,6 @@ std::string progressBar(int n) {
     return s;
 }
 
-/// ROCr's fault line (FORMATS.md §2.1), without its newline.
-std::string rocrFault(int n) {
-    return fmt::format(
-        "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address "
-        "0x7f64{:08x}. Reason: Page not present or supervisor privilege.",
-        n * 0x200000);
-}
-
 /// The evidence rows of a store, by file name and line (what identifies them in both stores).
 std::vector<std::string> evidenceRows(const std::string& store) {
     return storeRows(store,
@@ -75,27 +52,9 @@ std::vector<std::string> evidenceRows(const std::string& store) {
                      9);
 }
 
-/// Dispatch `i` of pid 4242's HIP thread: launch, Arg0 and ShaderName lines.
-std::string dispatchLines(int i) {
-    uint64_t us = 1000000000ull + static_cast<uint64_t>(i) * 37;
-    return fmt::format(
-        ":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40]  "
-        "hipLaunchKernel ( 0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, 0x70536bbc2fa0, 0, "
-        "stream:<null> ) \n"
-        ":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] Arg0:   "
-        "= ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]\n"
-        ":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] "
-        "ShaderName : kernel_{}\n",
-        us,
-        us + 1,
-        (i * 16) & 0xfffff,
-        us + 2,
-        i);
-}
-
 std::string dispatchRange(int from, int to) {
     std::string s;
-    for (int i = from; i <= to; ++i) s += dispatchLines(i);
+    for (int i = from; i <= to; ++i) s += hipDispatchLines(i);
     return s;
 }
 
@@ -111,28 +70,18 @@ TEST(DaemonSameAsIngest, AFaultAfterACrProgressBarOverAMiB) {
     ASSERT_GT(bar.size(), 2u << 20);
     writeFile(log, "before\n" + bar);
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     const auto size = static_cast<int64_t>(7 + bar.size());
-    ASSERT_TRUE(eventually([&] { return storeCount(s.store, "SELECT size FROM sources") == size; },
-                           20s))
-        << d.stderrText();
+    ASSERT_TRUE(storeReaches(d, s.store, "SELECT size FROM sources", size, 20s));
     // Read to its end, not fed: a restart would read the bar again from its start.
     EXPECT_EQ(storeCount(s.store, "SELECT offset FROM sources"), 7);
     EXPECT_EQ(storeCount(s.store, "SELECT line FROM sources"), 1);
-    append(log, rocrFault(1));
+    append(log, rocrFaultText(1));
     append(log, "\nafter\n");
-    writeFile(whole, "x\n" + progressBar(30000) + rocrFault(2) + "\n");
-    ASSERT_TRUE(eventually(
-        [&] {
-            return storeCount(s.store,
-                              "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'") ==
-                   2;
-        },
-        20s))
-        << d.stderrText();
-    d.signal(SIGTERM);
-    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    writeFile(whole, "x\n" + progressBar(30000) + rocrFaultText(2) + "\n");
+    ASSERT_TRUE(storeReaches(
+        d, s.store, "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'", 2, 20s));
+    ASSERT_TRUE(stoppedCleanly(d));
 
     auto daemon = evidenceRows(s.store);
     ASSERT_EQ(daemon.size(), 2u);
@@ -160,35 +109,24 @@ TEST(DaemonSameAsIngest, ALateRecordsDispatchWindowIsTheSame) {
               dispatchRange(1, 80) + "RuntimeError: HIP error: an illegal memory access was "
                                      "encountered\n" + dispatchRange(81, 100));
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     // Line 241: the runtime error; emitted once the file went quiet.
-    ASSERT_TRUE(eventually(
-        [&] {
-            return storeCount(s.store, "SELECT count(*) FROM evidence WHERE kind = "
-                                       "'runtime_error' AND line = 241") == 1;
-        },
-        20s))
-        << d.stderrText();
+    ASSERT_TRUE(
+        storeReaches(d,
+                     s.store,
+                     "SELECT count(*) FROM evidence WHERE kind = 'runtime_error' AND line = 241",
+                     1,
+                     20s));
     int lines = 301;
     for (auto [from, to] : {std::pair{101, 250}, std::pair{251, 400}}) {
         append(log, dispatchRange(from, to));
         lines += 3 * (to - from + 1);
-        ASSERT_TRUE(eventually(
-            [&] { return storeCount(s.store, "SELECT max_line FROM sources") == lines; }, 20s))
-            << d.stderrText();
+        ASSERT_TRUE(storeReaches(d, s.store, "SELECT max_line FROM sources", lines, 20s));
     }
-    append(log, rocrFault(1) + "\n");
-    ASSERT_TRUE(eventually(
-        [&] {
-            return storeCount(s.store,
-                              "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'") ==
-                   1;
-        },
-        20s))
-        << d.stderrText();
-    d.signal(SIGTERM);
-    ASSERT_EQ(d.waitExit(10s), 0) << d.stderrText();
+    append(log, rocrFaultText(1) + "\n");
+    ASSERT_TRUE(storeReaches(
+        d, s.store, "SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'", 1, 20s));
+    ASSERT_TRUE(stoppedCleanly(d));
 
     const std::string other = s.ingest({log});
     const std::string dispatches =

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "tests/daemon/daemon_harness.h"
+#include "tests/daemon/followed_log.h"
 #include "tests/support/process.h"
 
 using namespace gpufault::testing;
@@ -84,8 +85,7 @@ std::string launches(int n, int pid) {
 TEST(DaemonSecondWriter, ASecondDaemonLeavesTheFirstsControlSocket) {
     Daemon2 s;
     DaemonProcess first(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(first.start());
-    ASSERT_TRUE(first.waitNotify("READY=1", 10s)) << first.stderrText();
+    ASSERT_TRUE(startedReady(first));
     ASSERT_TRUE(s.status().is_object());
     struct stat before {};
     ASSERT_EQ(::lstat(s.sock.c_str(), &before), 0);
@@ -107,13 +107,11 @@ TEST(DaemonSecondWriter, ASecondDaemonLeavesTheFirstsControlSocket) {
 
     // A daemon killed leaves its file behind: the next one replaces it.
     DaemonProcess killed(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(killed.start());
-    ASSERT_TRUE(killed.waitNotify("READY=1", 10s)) << killed.stderrText();
+    ASSERT_TRUE(startedReady(killed));
     killed.kill9();
     ASSERT_TRUE(std::filesystem::exists(s.sock));
     DaemonProcess next(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(next.start());
-    ASSERT_TRUE(next.waitNotify("READY=1", 10s)) << next.stderrText();
+    ASSERT_TRUE(startedReady(next));
     EXPECT_TRUE(s.status().is_object());
     stop(next);
 }
@@ -125,8 +123,7 @@ TEST(DaemonSecondWriter, ASecondDaemonLeavesTheFirstsControlSocket) {
 TEST(DaemonSecondWriter, CliIngestBesideTheDaemonCountsEveryDispatchOnce) {
     Daemon2 s;
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     constexpr int kLaunches = 100000;
     int refusedCli = 0;
     for (int round = 0; round < 4; ++round) {
@@ -194,8 +191,7 @@ TEST(DaemonSecondWriter, CliIngestBesideTheDaemonCountsEveryDispatchOnce) {
 TEST(DaemonSecondWriter, TheDaemonRefusedAfterTheCliMovedItsCheckpointResumesFromTheStore) {
     Daemon2 s;
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     const std::string log = s.logs + "/job.log";
     const std::string all = launches(20000, 4242);
     const size_t half = all.find('\n', all.size() / 2) + 1;
@@ -237,8 +233,7 @@ TEST(DaemonSecondWriter, TheDaemonRefusedAfterTheCliMovedItsCheckpointResumesFro
 TEST(DaemonSecondWriter, ARenamedFileIsStoredUnderItsNewName) {
     Daemon2 s;
     DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     const std::string job = s.logs + "/job.log", rotated = s.logs + "/job.log.1";
     std::ofstream(job) << "starting\n" << kRocrFault << "\n" << std::flush;
     auto byPath = [&](const std::string& p) {

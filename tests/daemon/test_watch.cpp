@@ -13,8 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "tests/daemon/daemon_harness.h"
-#include "tests/support/process.h"
+#include "tests/daemon/followed_log.h"
 
 using namespace gpufault::testing;
 using namespace std::chrono_literals;
@@ -25,25 +24,10 @@ constexpr const char* kRocrFault =
     "Memory access fault by GPU node-1 (Agent handle: 0x55d4c0a1b2c0) on address 0x7f6459a00000. "
     "Reason: Page not present or supervisor privilege.";
 
-struct WatchFixture {
-    TempDir dir;
-    std::string conf = dir.file("gpufaultd.conf");
-    std::string store = dir.file("store.db");
-    std::string sock = dir.file("ctl.sock");
-    std::string logs = dir.file("logs");
-    WatchFixture() { ::mkdir(logs.c_str(), 0755); }
-
+struct WatchFixture : FollowedLog {
     /// A daemon following logs/*.log; `commit` is the [commit] table's extra keys.
-    void configure(const std::string& commit) const {
-        writeFile(conf,
-                  fmt::format("[store]\npath = \"{}\"\n[kmsg]\nenabled = false\n[files]\nglobs = "
-                              "[\"{}/*.log\"]\npoll_interval_ms = 100\n[control]\nsocket = "
-                              "\"{}\"\ngroup = \"\"\n[commit]\ncorrelate_ms = 50\n{}"
-                              "[allocations]\ndirectory = \"\"\n",
-                              store,
-                              logs,
-                              sock,
-                              commit));
+    void configure(const std::string& commit) {
+        writeConfig("*.log", 100, "", "[commit]\ncorrelate_ms = 50\n" + commit);
     }
     void append(const std::string& name, const std::string& text) const {
         std::ofstream(logs + "/" + name, std::ios::app) << text << std::flush;
@@ -84,8 +68,7 @@ TEST(Watch, ARecordReadBeforeTheWatcherConnectedIsToldWhenCommitted) {
     WatchFixture f;
     f.configure("batch_ms = 60000\nbatch_lines = 10000000\n");
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     bool exercised = false;
     for (int round = 0; round < 5 && !exercised; ++round) {
         std::string name = fmt::format("job{}.log", round);
@@ -105,8 +88,7 @@ TEST(Watch, ARecordReadBeforeTheWatcherConnectedIsToldWhenCommitted) {
             continue;
         }
         Watcher w(f.sock);
-        ASSERT_TRUE(w.ok());
-        ASSERT_EQ(w.next(5s).value("type", ""), "watching");
+        ASSERT_TRUE(isWatching(w));
         bool uncommitted = f.committedFaults() == before;  // still: the commit comes after
         stop = true;
         writer.join();
@@ -129,11 +111,9 @@ TEST(Watch, AnIncidentThatGainsARecordIsToldAsAnUpdate) {
     WatchFixture f;
     f.configure("");
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     Watcher w(f.sock);
-    ASSERT_TRUE(w.ok());
-    ASSERT_EQ(w.next(5s).value("type", ""), "watching");
+    ASSERT_TRUE(isWatching(w));
     ProcessResult cli;
     std::thread cliWatch([&] { cli = run({GPUFAULT_BIN, "watch", "--socket", f.sock}, 60); });
     ASSERT_TRUE(eventually(
@@ -195,11 +175,9 @@ TEST(Watch, RecordsWithoutAnAddressAreShown) {
     WatchFixture f;
     f.configure("");
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     Watcher w(f.sock);
-    ASSERT_TRUE(w.ok());
-    ASSERT_EQ(w.next(5s).value("type", ""), "watching");
+    ASSERT_TRUE(isWatching(w));
     ProcessResult text, json;
     std::thread textWatch([&] { text = run({GPUFAULT_BIN, "watch", "--socket", f.sock}, 60); });
     std::thread jsonWatch([&] {

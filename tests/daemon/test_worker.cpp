@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/daemon/daemon_harness.h"
+#include "tests/daemon/followed_log.h"
+#include "tests/support/module_crash.h"
 #include "tests/support/process.h"
 
 using namespace gpufault::testing;
@@ -74,20 +76,7 @@ std::string fakeSysfs(const TempDir& t, const std::string& version) {
 /// Runs gpu_module_crash on `module` in `dir` with cores enabled (a SIGSEGV at 0x8a in
 /// amd::Symbol::getDeviceKernel); true when the kernel wrote `dir`/core or core.PID.
 bool makeCore(const std::string& dir, const std::string& module) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        struct rlimit rl {
-            RLIM_INFINITY, RLIM_INFINITY
-        };
-        ::setrlimit(RLIMIT_CORE, &rl);
-        if (::chdir(dir.c_str()) != 0) ::_exit(3);
-        ::execl(GPU_MODULE_CRASH, GPU_MODULE_CRASH, module.c_str(), static_cast<char*>(nullptr));
-        ::_exit(4);
-    }
-    int st = 0;
-    ::waitpid(pid, &st, 0);
-    EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV) << st;
-    return fs::exists(dir + "/core") || fs::exists(fmt::format("{}/core.{}", dir, pid));
+    return !crashModuleForCore(dir, module).empty();
 }
 
 void stop(DaemonProcess& d) {
@@ -116,8 +105,7 @@ TEST(DaemonWorker, StatusAnswersAndRecordsCommitWhileTheWorkerCorrelates) {
     ASSERT_EQ(f.count("SELECT count(*) FROM evidence"), kRecords);
     f.configure("[commit]\ncorrelate_ms = 0\n");
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
 
     // Each committed line asks for a new pass: try a few times to land one inside a pass.
     bool committedDuringPass = false;
@@ -188,8 +176,7 @@ TEST(DaemonWorker, DiagnosesAMissingCodeObjectWithoutTheCli) {
     f.configure(fmt::format(
         "[diagnose]\nsysfs_root = \"{}\"\nproc_root = \"{}\"\n", sys, f.dir.file("proc")));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     // hip_code_object.cpp's message names the binary it could not use.
     f.append("run.log",
              ":1:hip_code_object.cpp      :507 : 0635372365 us: 16170: [tid:0x7fe0e2402880] "
@@ -243,8 +230,7 @@ TEST(DaemonWorker, CoreInACoreDirectoryGetsItsDiagnosis) {
                     sys,
                     f.dir.file("proc")));
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     ASSERT_TRUE(eventually(
         [&] {
             return f.count(
@@ -274,8 +260,7 @@ TEST(DaemonWorker, DiagnosesCanBeTurnedOff) {
     Fixture f;
     f.configure("[diagnose]\nenabled = false\n");
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    ASSERT_TRUE(d.start());
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    ASSERT_TRUE(startedReady(d));
     f.append("run.log",
              ":1:hip_code_object.cpp      :507 : 0635372365 us: 16170: [tid:0x7fe0e2402880] "
              "hipErrorNoBinaryForGpu: Couldn't find binary for file: /nonexistent/app\n");

@@ -9,9 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ingest/stream.h"
-#include "schema/store.h"
-#include "tests/support/process.h"
+#include "tests/ingest/resumed_ingest.h"
 
 namespace gpufault::testing {
 namespace {
@@ -20,39 +18,15 @@ constexpr int kWindow = 32;  // dispatches per thread; a flood's faults store th
 
 /// A log of one HIP thread (pid 4242): `dispatches` launches of 3 lines each (launch, Arg0,
 /// ShaderName), with a ROCr fault line (no pid) after the dispatches numbered in `faultsAfter`.
-struct Log {
-    std::vector<std::string> lines;
-    std::vector<int64_t> offsets;  ///< byte offset of each line
+struct Log : LineLog {
     std::vector<uint64_t> faultLines;
     std::vector<uint64_t> shaderLines;  ///< line of each dispatch's ShaderName (its row's line)
-    int64_t bytes = 0;
-
-    void add(std::string s) {
-        offsets.push_back(bytes);
-        bytes += static_cast<int64_t>(s.size() + 1);
-        lines.push_back(std::move(s));
-    }
 };
 
 Log makeLog(int dispatches, const std::vector<int>& faultsAfter) {
     Log log;
     for (int i = 1; i <= dispatches; ++i) {
-        uint64_t us = 1000000000ull + static_cast<uint64_t>(i) * 37;
-        log.add(fmt::format(
-            ":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40]  "
-            "hipLaunchKernel ( 0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, 0x70536bbc2fa0, 0, "
-            "stream:<null> ) ",
-            us));
-        log.add(fmt::format(
-            ":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] Arg0:   "
-            "= ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]",
-            us + 1,
-            i * 16));
-        log.add(fmt::format(
-            ":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:0x7f0a1b2c3d40] "
-            "ShaderName : kernel_{}",
-            us + 2,
-            i));
+        log.addDispatch(1000000000ull + static_cast<uint64_t>(i) * 37, "0x7f0a1b2c3d40", i);
         log.shaderLines.push_back(log.lines.size());
         for (int f : faultsAfter)
             if (f == i) {
@@ -66,60 +40,17 @@ Log makeLog(int dispatches, const std::vector<int>& faultsAfter) {
     return log;
 }
 
-struct Opened {
-    TempDir dir;
-    std::optional<Store> store;
-    const SourceIdentity id{"flood.log", "file", 1, 2, "ab-1"};
-    Opened() {
-        auto s = Store::open(dir.file("store.db"), Store::Mode::ReadWrite);
-        EXPECT_TRUE(s) << s.error().message;
-        store.emplace(std::move(*s));
-    }
-    SourceState state() {
-        auto src = store->source(id);
-        EXPECT_TRUE(src) << src.error().message;
-        return src ? *src : SourceState{};
-    }
+/// flood.log's store, fed from its checkpoint.
+struct Opened : ResumedStore {
+    Opened() : ResumedStore("flood.log", kWindow) {}
     /// Lines [state().line, stop) of `log` (0-based indexes), from the committed checkpoint,
     /// committed with a checkpoint every `every` lines; the stream finished (complete) when
     /// `stop` is its end. Returns the line the ingest began after (the checkpoint's).
     int64_t ingest(const Log& log, size_t stop, size_t every) {
-        SourceState st = state();
-        EXPECT_EQ(st.offset, st.line == 0 ? 0 : log.offsets[static_cast<size_t>(st.line)]);
-        EXPECT_TRUE(store->begin());
-        IngestSummary sum;
-        StreamIngest stream(*store, st, kWindow, sum);
-        for (size_t i = static_cast<size_t>(st.line); i < stop; ++i) {
-            stream.feed(log.lines[i], log.offsets[i], false);
-            const bool end = i + 1 == log.lines.size();
-            if (end) stream.finish();
-            if (end || (i + 1) % every == 0 || i + 1 == stop) {
-                int64_t after = i + 1 < log.lines.size() ? log.offsets[i + 1] : log.bytes;
-                auto r = stream.checkpoint(after, end, log.bytes);
-                EXPECT_TRUE(r) << (r ? "" : r.error().message);
-                EXPECT_TRUE(store->commit());
-                stream.committed();
-                if (!end) {
-                    EXPECT_TRUE(store->begin());
-                }
-            }
-        }
-        (void)store->rollback();
-        return st.line;
+        return ResumedStore::ingest(log, stop, every).began;
     }
     std::vector<int64_t> dispatchLines() {
         return ints("SELECT line FROM dispatches ORDER BY line");
-    }
-    std::vector<int64_t> ints(const char* sql) {
-        std::vector<int64_t> out;
-        auto s = store->db().prepare(sql);
-        EXPECT_TRUE(s);
-        while (s) {
-            auto row = s->step();
-            if (!row || !*row) break;
-            out.push_back(s->i64(0));
-        }
-        return out;
     }
 };
 

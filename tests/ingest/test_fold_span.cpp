@@ -11,9 +11,7 @@
 #include <vector>
 
 #include "collectors/common/log_line.h"
-#include "ingest/stream.h"
-#include "schema/store.h"
-#include "tests/support/process.h"
+#include "tests/ingest/resumed_ingest.h"
 
 namespace gpufault::testing {
 namespace {
@@ -21,10 +19,7 @@ namespace {
 /// 100 000 lines: a HIP API error (hip_log) at lines 1, 20 000, 50 000, 60 000 and 95 000, a
 /// PyTorch `HIP error:` line (runtime_error's matcher) at 10 000 and 45 000; the others are
 /// program output.
-struct Log {
-    std::vector<std::string> lines;
-    std::vector<int64_t> offsets;
-    int64_t bytes = 0;
+struct Log : LineLog {
     Log() {
         for (uint64_t n = 1; n <= 100000; ++n) {
             std::string s;
@@ -37,56 +32,19 @@ struct Log {
                 s = "RuntimeError: HIP error: an illegal memory access was encountered";
             else
                 s = fmt::format("step {} loss {:.3f}", n, 1.0 / static_cast<double>(n));
-            offsets.push_back(bytes);
-            bytes += static_cast<int64_t>(s.size() + 1);
-            lines.push_back(std::move(s));
+            add(std::move(s));
         }
     }
 };
 
-struct Opened {
-    TempDir dir;
-    std::optional<Store> store;
-    const SourceIdentity id{"fold.log", "file", 1, 2, "ab-1"};
-    /// The committed checkpoint's line after each commit.
-    std::vector<int64_t> checkpointLines;
-    Opened() {
-        auto s = Store::open(dir.file("store.db"), Store::Mode::ReadWrite);
-        EXPECT_TRUE(s) << s.error().message;
-        store.emplace(std::move(*s));
-    }
-    SourceState state() {
-        auto src = store->source(id);
-        EXPECT_TRUE(src) << src.error().message;
-        return src ? *src : SourceState{};
-    }
+/// fold.log's store, fed from its checkpoint (window 64).
+struct Opened : ResumedStore {
+    Opened() : ResumedStore("fold.log", 64) {}
     /// Lines from the committed checkpoint up to line index `stop` (exclusive), committed every
     /// `every` lines and at `stop`; finished (complete) at the log's end. Returns the line the
     /// ingest began after.
     int64_t ingest(const Log& log, size_t stop, size_t every) {
-        SourceState st = state();
-        EXPECT_EQ(st.offset, st.line == 0 ? 0 : log.offsets[static_cast<size_t>(st.line)]);
-        EXPECT_TRUE(store->begin());
-        IngestSummary sum;
-        StreamIngest stream(*store, st, 64, sum);
-        for (size_t i = static_cast<size_t>(st.line); i < stop; ++i) {
-            stream.feed(log.lines[i], log.offsets[i], false);
-            const bool end = i + 1 == log.lines.size();
-            if (end) stream.finish();
-            if (end || (i + 1) % every == 0 || i + 1 == stop) {
-                int64_t after = i + 1 < log.lines.size() ? log.offsets[i + 1] : log.bytes;
-                auto r = stream.checkpoint(after, end, log.bytes);
-                EXPECT_TRUE(r) << (r ? "" : r.error().message);
-                EXPECT_TRUE(store->commit());
-                stream.committed();
-                checkpointLines.push_back(stream.state().line);
-                if (!end) {
-                    EXPECT_TRUE(store->begin());
-                }
-            }
-        }
-        (void)store->rollback();
-        return st.line;
+        return ResumedStore::ingest(log, stop, every).began;
     }
     /// line|kind|count|reason of every record, by line.
     std::vector<std::string> evidence() {

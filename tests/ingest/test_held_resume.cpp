@@ -10,9 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ingest/stream.h"
-#include "schema/store.h"
-#include "tests/support/process.h"
+#include "tests/ingest/resumed_ingest.h"
 
 namespace gpufault::testing {
 namespace {
@@ -21,40 +19,15 @@ constexpr int kWindow = 32;  // dispatches per thread (96 held with the slack)
 constexpr const char* kA = "0x7f0a1b2c3d40";
 constexpr const char* kB = "0x7f0a1b2c4640";
 
-struct Log {
-    std::vector<std::string> lines;
-    std::vector<int64_t> offsets;  ///< byte offset of each line
-    int64_t bytes = 0;
+struct Log : LineLog {
     uint64_t us = 1000000000;
     int kernel = 0;
 
-    void add(std::string s) {
-        offsets.push_back(bytes);
-        bytes += static_cast<int64_t>(s.size() + 1);
-        lines.push_back(std::move(s));
-    }
     /// One launch of thread `tid` (pid 4242): launch, Arg0 and ShaderName lines.
     void dispatch(const char* tid) {
         us += 37;
         ++kernel;
-        add(
-            fmt::format(":3:hip_module.cpp           :669 : {:010} us: [pid:4242  tid:{}]  "
-                        "hipLaunchKernel ( 0x7056a988e9d0, {{1048576,1,1}}, {{256,1,1}}, "
-                        "0x70536bbc2fa0, 0, stream:<null> ) ",
-                        us,
-                        tid));
-        add(
-            fmt::format(":3:rocvirtual.cpp           :723 : {:010} us: [pid:4242  tid:{}] Arg0:   "
-                        "= ptr:0x7051e5a{:05x} obj:[0x7051e5a00000-0x705365a00000]",
-                        us + 1,
-                        tid,
-                        (kernel * 16) & 0xfffff));
-        add(
-            fmt::format(":3:rocvirtual.cpp           :3016: {:010} us: [pid:4242  tid:{}] "
-                        "ShaderName : kernel_{}",
-                        us + 2,
-                        tid,
-                        kernel));
+        addDispatch(us, tid, kernel);
     }
     /// A HIP API error (a runtime_error record, folded with its repeats).
     void error() {
@@ -92,65 +65,10 @@ Log idleThreadLog(int alone) {
     return log;
 }
 
-struct Opened {
-    TempDir dir;
-    std::optional<Store> store;
-    const SourceIdentity id{"idle.log", "file", 1, 2, "ab-1"};
-    Opened() {
-        auto s = Store::open(dir.file("store.db"), Store::Mode::ReadWrite);
-        EXPECT_TRUE(s) << s.error().message;
-        store.emplace(std::move(*s));
-    }
-    SourceState state() {
-        auto src = store->source(id);
-        EXPECT_TRUE(src) << src.error().message;
-        return src ? *src : SourceState{};
-    }
-    /// Lines from the committed checkpoint up to `stop` (0-based index, exclusive), committed
-    /// every `every` lines and at `stop`; finished (complete) at the log's end. Returns the
-    /// line the ingest began after and the held_dispatches rows its checkpoints wrote.
-    /// `quietAfter`: the stream goes quiet (gpufaultd's flushIdle()) after that line index.
-    std::pair<int64_t, uint64_t> ingest(const Log& log,
-                                        size_t stop,
-                                        size_t every,
-                                        std::optional<size_t> quietAfter = std::nullopt) {
-        SourceState st = state();
-        EXPECT_EQ(st.offset, st.line == 0 ? 0 : log.offsets[static_cast<size_t>(st.line)]);
-        EXPECT_TRUE(store->begin());
-        IngestSummary sum;
-        StreamIngest stream(*store, st, kWindow, sum);
-        for (size_t i = static_cast<size_t>(st.line); i < stop; ++i) {
-            stream.feed(log.lines[i], log.offsets[i], false);
-            if (quietAfter == i) stream.flushIdle();
-            const bool end = i + 1 == log.lines.size();
-            if (end) stream.finish();
-            if (end || (i + 1) % every == 0 || i + 1 == stop) {
-                int64_t after = i + 1 < log.lines.size() ? log.offsets[i + 1] : log.bytes;
-                auto r = stream.checkpoint(after, end, log.bytes);
-                EXPECT_TRUE(r) << (r ? "" : r.error().message);
-                EXPECT_TRUE(store->commit());
-                stream.committed();
-                if (!end) {
-                    EXPECT_TRUE(store->begin());
-                }
-            }
-        }
-        (void)store->rollback();
-        return {st.line, stream.heldRowsWritten()};
-    }
-    std::vector<std::string> rows(const char* sql) {
-        std::vector<std::string> out;
-        auto s = store->db().prepare(sql);
-        EXPECT_TRUE(s);
-        while (s) {
-            auto row = s->step();
-            if (!row || !*row) break;
-            std::string r;
-            for (int c = 0; c < s->columns(); ++c) r += s->str(c) + "|";
-            out.push_back(std::move(r));
-        }
-        return out;
-    }
+/// idle.log's store, fed from its checkpoint (ingest() returns the line it began after and
+/// the held_dispatches rows it wrote).
+struct Opened : ResumedStore {
+    Opened() : ResumedStore("idle.log", kWindow) {}
     std::vector<std::string> dispatches() {
         return rows(
             "SELECT d.line, d.runtime_us, d.pid, d.runtime_tid, k.name FROM dispatches "

@@ -31,6 +31,8 @@
 #include <thread>
 #include <vector>
 
+#include "host_dl.h"
+
 namespace {
 
 using Alloc = void* (*)(size_t, int*);
@@ -40,15 +42,7 @@ Alloc hipAlloc, cudaAlloc;
 Free hipFreeFn;
 Call fwCall;
 
-template <class F>
-F sym(void* h, const char* name) {
-    void* p = dlsym(h, name);
-    if (!p) {
-        std::fprintf(stderr, "dlsym %s: %s\n", name, dlerror());
-        std::exit(2);
-    }
-    return reinterpret_cast<F>(p);
-}
+using gpufault::testing::host::sym;
 
 void thrower(int i) {
     int rc = 0;

@@ -18,26 +18,12 @@
 #include <cstring>
 #include <string>
 
+#include "host_dl.h"
+
 namespace {
 
-void* open(const char* path, int extra) {
-    void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL | extra);
-    if (!h) {
-        std::fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
-        std::exit(2);
-    }
-    return h;
-}
-
-template <class F>
-F sym(void* h, const char* name) {
-    void* p = dlsym(h, name);
-    if (!p) {
-        std::fprintf(stderr, "dlsym %s: %s\n", name, dlerror());
-        std::exit(2);
-    }
-    return reinterpret_cast<F>(p);
-}
+using gpufault::testing::host::open;
+using gpufault::testing::host::sym;
 
 using Owns = int (*)(const void*);
 using Alloc = void* (*)(size_t, int*);
