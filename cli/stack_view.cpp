@@ -66,7 +66,18 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
                                   c.time_from,
                                   c.origin == "file" ? "" : ", from " + c.origin);
     if (c.note) out += fmt::format("{}note       {}\n", indent, printable(*c.note));
-    if (c.exe) out += fmt::format("{}exe        {}\n", indent, printable(*c.exe));
+    if (c.exe) {
+        std::string caveat;
+        auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+        if (m.is_object() && m.contains("exe_unverified")) {
+            auto named = m.find("exe_named");
+            caveat = named != m.end() && named->is_string()
+                         ? " (unverified: the core keeps no build-id; it names " +
+                               printable(named->get<std::string>()) + ")"
+                         : " (unverified: the core keeps no build-id and names no executable)";
+        }
+        out += fmt::format("{}exe        {}{}\n", indent, printable(*c.exe), caveat);
+    }
     if (c.signature)
         out += fmt::format("{}stack sig  {} (the core's: top frames of the crashing thread)\n",
                            indent,

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "collectors/common/demangle.h"
 #include "schema/core_queries.h"
@@ -33,7 +34,68 @@ std::string coreFingerprint(std::string_view head, uint64_t size) {
     return fmt::format("core-{:016x}-{}", h, size);
 }
 
+namespace {
+
+uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+constexpr uint64_t kP1 = 0x9E3779B185EBCA87ull, kP2 = 0xC2B2AE3D27D4EB4Full,
+                   kP3 = 0x165667B19E3779F9ull;
+
+uint64_t lane(uint64_t acc, uint64_t v) { return rotl64(acc + v * kP2, 31) * kP1; }
+
+}  // namespace
+
 db::Result<std::string> fileCoreFingerprint(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::unexpected(db::Error{path + ": " + std::strerror(errno)});
+    // Every byte (two crashes of one program share their first pages: with many program
+    // headers the first 4 KiB are headers only). Four lanes of 8 bytes, xxHash64's round.
+    uint64_t a[4] = {kP1 + kP2, kP2, 0, 0 - kP1};
+    uint64_t tail = 1469598103934665603ull;  // FNV-1a of the bytes after the last 32-byte block
+    uint64_t total = 0;
+    std::vector<char> buf(1 << 20);
+    size_t have = 0;
+    for (;;) {
+        ssize_t got = ::read(fd, buf.data() + have, buf.size() - have);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            int e = errno;
+            ::close(fd);
+            return std::unexpected(db::Error{path + ": " + std::strerror(e)});
+        }
+        have += static_cast<size_t>(got);
+        total += static_cast<uint64_t>(got);
+        size_t blocks = have / 32;
+        for (size_t b = 0; b < blocks; ++b)
+            for (int i = 0; i < 4; ++i) {
+                uint64_t v;
+                std::memcpy(&v, buf.data() + b * 32 + i * 8, 8);
+                a[i] = lane(a[i], v);
+            }
+        size_t rest = have - blocks * 32;
+        std::memmove(buf.data(), buf.data() + blocks * 32, rest);
+        have = rest;
+        if (got == 0) break;
+    }
+    ::close(fd);
+    for (size_t i = 0; i < have; ++i)
+        tail = (tail ^ static_cast<unsigned char>(buf[i])) * 1099511628211ull;
+    uint64_t h = rotl64(a[0], 1) + rotl64(a[1], 7) + rotl64(a[2], 12) + rotl64(a[3], 18);
+    h = (h ^ tail) * kP1 + total * kP3;
+    h ^= h >> 33;
+    h *= kP2;
+    h ^= h >> 29;
+    return fmt::format("core2-{:016x}-{}", h, total);
+}
+
+db::Result<std::optional<std::pair<int64_t, std::string>>> sameStoredCore(
+    db::Db& d, const std::string& path, const std::string& content) {
+    using Found = std::optional<std::pair<int64_t, std::string>>;
+    auto same = queryCoreByFingerprint(d, content);
+    if (!same || *same) return same;
+    // Cores stored before `core2-` (a fingerprint of the first 4 KiB and the size): one whose
+    // first 4 KiB and size match is the same core only when its file, read again, has this
+    // content; one whose file is gone or unreadable (or compressed) is not taken as the same.
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return std::unexpected(db::Error{path + ": " + std::strerror(errno)});
     struct stat st {};
@@ -43,7 +105,13 @@ db::Result<std::string> fileCoreFingerprint(const std::string& path) {
     ::close(fd);
     if (got < 0) return std::unexpected(db::Error{path + ": " + std::strerror(e)});
     head.resize(static_cast<size_t>(got));
-    return coreFingerprint(head, static_cast<uint64_t>(st.st_size));
+    auto older = queryCoresByHeadFingerprint(d, coreFingerprint(head, static_cast<uint64_t>(st.st_size)));
+    if (!older) return std::unexpected(older.error());
+    for (auto& [cid, cpath] : *older) {
+        auto fp = fileCoreFingerprint(cpath);
+        if (fp && *fp == content) return Found{std::pair{cid, cpath}};
+    }
+    return Found{};
 }
 
 namespace {
@@ -138,6 +206,15 @@ CoreRecord coreRecord(const coredump::CoreReport& r) {
     // A partial stack says why in meta (`stack_partial`), beside threads_truncated.
     if (r.stack && r.stack->partial)
         c.meta = nlohmann::json{{"stack_partial", *r.stack->partial}}.dump();
+    // An --exe used without proof says so in meta (`exe_unverified`, `exe_named`: the path the
+    // core names), for `stack` and `show` to print beside the exe.
+    if (r.stack && r.stack->exe_unverified) {
+        auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+        if (!m.is_object()) m = nlohmann::json::object();
+        m["exe_unverified"] = *r.stack->exe_unverified;
+        if (r.stack->exe_named) m["exe_named"] = *r.stack->exe_named;
+        c.meta = m.dump();
+    }
     std::map<std::string, CoreRecord::File> files;
     for (const auto& f : n.files) {
         auto [it, fresh] = files.try_emplace(f.path, CoreRecord::File{f.path, f.start, f.end});
@@ -182,7 +259,9 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
         return sum;
     }
     // The same content under another path or name (a copy, `gpucore.N`): stored once.
-    auto same = queryCoreByFingerprint(store.db(), id.fingerprint);
+    auto content = fileCoreFingerprint(path);
+    if (!content) return std::unexpected(content.error());
+    auto same = sameStoredCore(store.db(), path, *content);
     if (!same) return std::unexpected(same.error());
     if (*same) {
         sum.unchanged = true;
@@ -193,6 +272,7 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
     auto report = coredump::readCore(path, opt);
     if (!report) return std::unexpected(db::Error{report.error().message});
     CoreProvenance prov;
+    prov.content_fingerprint = *content;
     if (opt.unwind.exe)  // --exe: stored (cores.exe) and inventoried by diagnoses
         prov.exe = std::filesystem::absolute(*opt.unwind.exe).lexically_normal().string();
     auto r = storeCoreReport(store, id, *report, prov, own_txn);
@@ -304,8 +384,6 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     if (prov.signal && !rec.signal) rec.signal = *prov.signal;
     rec.origin = prov.origin;
     rec.content_fingerprint = prov.content_fingerprint;
-    if (!rec.content_fingerprint && id.kind == "core" && id.fingerprint.starts_with("core-"))
-        rec.content_fingerprint = id.fingerprint;  // read from the file the source fingerprints
     std::optional<std::string> note = prov.note;
     if (report.layout.truncated) {  // cut after its notes: pid, signal, threads still known
         std::string cut = "core file " + *report.layout.truncated + " (stored from its notes" +

@@ -50,8 +50,7 @@ struct CoreProvenance {
     std::optional<int64_t> uid;
     std::optional<std::string> path;  ///< where the core is kept (the compressed file)
     std::optional<int64_t> size;      ///< its size in bytes
-    /// coreFingerprint() of the uncompressed core (CoreRecord::content_fingerprint); nullopt:
-    /// the source's fingerprint when it is a `core` source (an uncompressed file), else none.
+    /// fileCoreFingerprint() of the uncompressed core (CoreRecord::content_fingerprint).
     std::optional<std::string> content_fingerprint;
     bool replace = false;             ///< drop the core the source holds first (Store::dropCoreOf)
     nlohmann::json meta = nlohmann::json::object();  ///< merged into cores.meta
@@ -81,9 +80,18 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
 /// pid and registers) and its size in bytes. Pure.
 std::string coreFingerprint(std::string_view head, uint64_t size);
 
-/// coreFingerprint() of the file at `path` (its first 4 KiB and size). Errors: the file cannot
-/// be opened or read (the message names it).
+/// `core2-<hash of every byte>-<size>`: the content fingerprint of the (uncompressed) core at
+/// `path` (cores.content_fingerprint): two crashes differ in it even where their first pages
+/// are the same (forked siblings). One read of the file (about 1 s a few GB, cached). Errors:
+/// the file cannot be opened or read (the message names it).
 db::Result<std::string> fileCoreFingerprint(const std::string& path);
+
+/// The core already stored with the content `content` (fileCoreFingerprint() of the
+/// uncompressed core at `path`): a copy, a `.zst` copy, the file a `.zst` one came from. Rows
+/// stored before `core2-` fingerprints are matched by coreFingerprint() of `path` and then
+/// confirmed by reading their file again. nullopt when none.
+db::Result<std::optional<std::pair<int64_t, std::string>>> sameStoredCore(
+    db::Db& d, const std::string& path, const std::string& content);
 
 /// Local `YYYY-MM-DDTHH:MM:SS` of UTC seconds `t` (the wall time records carry).
 std::string localWall(int64_t t);

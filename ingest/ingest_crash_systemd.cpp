@@ -54,7 +54,7 @@ std::string entryKey(const cd::CoredumpEntry& e) {
 struct KeptCore {
     std::optional<TempFile> tmp;  ///< the decompressed content of a zstd file
     std::string path;             ///< what readCore() reads: `tmp`'s path, or the file
-    std::string fingerprint;      ///< coreFingerprint() of the uncompressed content
+    std::string fingerprint;      ///< fileCoreFingerprint() of the uncompressed content
 };
 
 /// Opens the core at `file` (decompressing a zstd one) and fingerprints its content; `name` is
@@ -344,7 +344,7 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
     if (*done == Stored::No) {
         // The same core already stored from another file (the uncompressed core, another
         // copy): stored once.
-        auto same = queryCoreByFingerprint(store.db(), kept->fingerprint);
+        auto same = sameStoredCore(store.db(), kept->path, kept->fingerprint);
         if (!same) return std::unexpected(same.error());
         if (*same) {
             CoreIngestSummary s;

@@ -266,6 +266,7 @@ Result<CoreStack> unwindInProcess(const std::string& path,
     c.opt = &opt;
     c.stack.exe_refused = exe_check.refused;
     c.stack.exe_unverified = exe_check.unverified;
+    c.stack.exe_named = exe_check.core_exe;
     c.crashing = crashing_tid;
     if (opt.seconds)
         c.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
