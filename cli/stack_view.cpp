@@ -56,6 +56,19 @@ std::optional<std::string> stackPartial(const CoreRecord& c) {
     return it->get<std::string>();
 }
 
+namespace {
+
+/// The core's threads by its notes when the thread cap was hit (meta `threads_total`).
+std::optional<int64_t> threadsTotal(const CoreRecord& c) {
+    auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+    if (!m.is_object()) return std::nullopt;
+    auto it = m.find("threads_total");
+    if (it == m.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int64_t>();
+}
+
+}  // namespace
+
 std::string coreFacts(const CoreRow& r, const std::string& indent) {
     const auto& c = r.core;
     std::string out = fmt::format("{}core       {}, {}, written {} ({}){}\n",
@@ -106,8 +119,10 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
             indent,
             printable(*why));
     else if (c.threads_truncated)
-        out += fmt::format(
-            "{}threads    {} stored: the thread limit was reached\n", indent, r.threads);
+        out += fmt::format("{}threads    {}{} stored: the thread limit was reached\n",
+                           indent,
+                           r.threads,
+                           threadsTotal(c) ? fmt::format(" of {}", *threadsTotal(c)) : "");
     return out;
 }
 

@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <vector>
 
 #include "collectors/common/demangle.h"
+#include "ingest/core_fingerprint.h"
 #include "schema/core_queries.h"
 
 namespace gpufault {
@@ -26,92 +26,6 @@ std::string localWall(int64_t t) {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
     return buf;
-}
-
-std::string coreFingerprint(std::string_view head, uint64_t size) {
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : head.substr(0, 4096)) h = (h ^ c) * 1099511628211ull;
-    return fmt::format("core-{:016x}-{}", h, size);
-}
-
-namespace {
-
-uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-
-constexpr uint64_t kP1 = 0x9E3779B185EBCA87ull, kP2 = 0xC2B2AE3D27D4EB4Full,
-                   kP3 = 0x165667B19E3779F9ull;
-
-uint64_t lane(uint64_t acc, uint64_t v) { return rotl64(acc + v * kP2, 31) * kP1; }
-
-}  // namespace
-
-db::Result<std::string> fileCoreFingerprint(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::unexpected(db::Error{path + ": " + std::strerror(errno)});
-    // Every byte (two crashes of one program share their first pages: with many program
-    // headers the first 4 KiB are headers only). Four lanes of 8 bytes, xxHash64's round.
-    uint64_t a[4] = {kP1 + kP2, kP2, 0, 0 - kP1};
-    uint64_t tail = 1469598103934665603ull;  // FNV-1a of the bytes after the last 32-byte block
-    uint64_t total = 0;
-    std::vector<char> buf(1 << 20);
-    size_t have = 0;
-    for (;;) {
-        ssize_t got = ::read(fd, buf.data() + have, buf.size() - have);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) {
-            int e = errno;
-            ::close(fd);
-            return std::unexpected(db::Error{path + ": " + std::strerror(e)});
-        }
-        have += static_cast<size_t>(got);
-        total += static_cast<uint64_t>(got);
-        size_t blocks = have / 32;
-        for (size_t b = 0; b < blocks; ++b)
-            for (int i = 0; i < 4; ++i) {
-                uint64_t v;
-                std::memcpy(&v, buf.data() + b * 32 + i * 8, 8);
-                a[i] = lane(a[i], v);
-            }
-        size_t rest = have - blocks * 32;
-        std::memmove(buf.data(), buf.data() + blocks * 32, rest);
-        have = rest;
-        if (got == 0) break;
-    }
-    ::close(fd);
-    for (size_t i = 0; i < have; ++i)
-        tail = (tail ^ static_cast<unsigned char>(buf[i])) * 1099511628211ull;
-    uint64_t h = rotl64(a[0], 1) + rotl64(a[1], 7) + rotl64(a[2], 12) + rotl64(a[3], 18);
-    h = (h ^ tail) * kP1 + total * kP3;
-    h ^= h >> 33;
-    h *= kP2;
-    h ^= h >> 29;
-    return fmt::format("core2-{:016x}-{}", h, total);
-}
-
-db::Result<std::optional<std::pair<int64_t, std::string>>> sameStoredCore(
-    db::Db& d, const std::string& path, const std::string& content) {
-    using Found = std::optional<std::pair<int64_t, std::string>>;
-    auto same = queryCoreByFingerprint(d, content);
-    if (!same || *same) return same;
-    // Cores stored before `core2-` (a fingerprint of the first 4 KiB and the size): one whose
-    // first 4 KiB and size match is the same core only when its file, read again, has this
-    // content; one whose file is gone or unreadable (or compressed) is not taken as the same.
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::unexpected(db::Error{path + ": " + std::strerror(errno)});
-    struct stat st {};
-    std::string head(4096, '\0');
-    ssize_t got = ::fstat(fd, &st) == 0 ? ::pread(fd, head.data(), head.size(), 0) : -1;
-    int e = errno;
-    ::close(fd);
-    if (got < 0) return std::unexpected(db::Error{path + ": " + std::strerror(e)});
-    head.resize(static_cast<size_t>(got));
-    auto older = queryCoresByHeadFingerprint(d, coreFingerprint(head, static_cast<uint64_t>(st.st_size)));
-    if (!older) return std::unexpected(older.error());
-    for (auto& [cid, cpath] : *older) {
-        auto fp = fileCoreFingerprint(cpath);
-        if (fp && *fp == content) return Found{std::pair{cid, cpath}};
-    }
-    return Found{};
 }
 
 namespace {
@@ -203,9 +117,12 @@ CoreRecord coreRecord(const coredump::CoreReport& r) {
         c.meta = coredump::toJson(*r.gpu).dump();
         if (!c.pid) c.pid = r.gpu->pid;
     }
-    // A partial stack says why in meta (`stack_partial`), beside threads_truncated.
+    // A partial stack says why in meta (`stack_partial`), beside threads_truncated; the thread
+    // cap (UnwindOptions::max_threads) the total the core's notes hold (`threads_total`).
     if (r.stack && r.stack->partial)
         c.meta = nlohmann::json{{"stack_partial", *r.stack->partial}}.dump();
+    else if (r.stack && r.stack->threads_truncated)
+        c.meta = nlohmann::json{{"threads_total", n.tids.size()}}.dump();
     // An --exe used without proof says so in meta (`exe_unverified`, `exe_named`: the path the
     // core names), for `stack` and `show` to print beside the exe.
     if (r.stack && r.stack->exe_unverified) {
@@ -359,6 +276,10 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     if (report.stack) {
         sum.threads = report.stack->threads.size();
         sum.partial = report.stack->partial;
+        if (!sum.partial && report.stack->threads_truncated)
+            sum.partial = fmt::format("thread limit reached: {} of {} threads unwound",
+                                      sum.threads,
+                                      report.layout.notes.tids.size());
         if (report.stack->exe_refused) sum.warnings.push_back(*report.stack->exe_refused);
         if (report.stack->exe_unverified) sum.warnings.push_back(*report.stack->exe_unverified);
         if (const auto* t = coredump::crashingThread(*report.stack)) {

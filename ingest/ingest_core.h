@@ -10,6 +10,7 @@
 
 #include "collectors/common/evidence.h"
 #include "collectors/coredump/core_reader.h"
+#include "ingest/core_fingerprint.h"
 #include "schema/store.h"
 
 namespace gpufault {
@@ -75,23 +76,6 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
                                               const coredump::CoreReport& report,
                                               const CoreProvenance& prov,
                                               bool own_txn);
-
-/// `core-<FNV-1a of head>-<size>`: a core's fingerprint from its first 4 KiB (`head`: the notes,
-/// pid and registers) and its size in bytes. Pure.
-std::string coreFingerprint(std::string_view head, uint64_t size);
-
-/// `core2-<hash of every byte>-<size>`: the content fingerprint of the (uncompressed) core at
-/// `path` (cores.content_fingerprint): two crashes differ in it even where their first pages
-/// are the same (forked siblings). One read of the file (about 1 s a few GB, cached). Errors:
-/// the file cannot be opened or read (the message names it).
-db::Result<std::string> fileCoreFingerprint(const std::string& path);
-
-/// The core already stored with the content `content` (fileCoreFingerprint() of the
-/// uncompressed core at `path`): a copy, a `.zst` copy, the file a `.zst` one came from. Rows
-/// stored before `core2-` fingerprints are matched by coreFingerprint() of `path` and then
-/// confirmed by reading their file again. nullopt when none.
-db::Result<std::optional<std::pair<int64_t, std::string>>> sameStoredCore(
-    db::Db& d, const std::string& path, const std::string& content);
 
 /// Local `YYYY-MM-DDTHH:MM:SS` of UTC seconds `t` (the wall time records carry).
 std::string localWall(int64_t t);

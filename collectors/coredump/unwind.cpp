@@ -175,9 +175,9 @@ int onThread(Dwfl_Thread* t, void* arg) {
     ++c.total;
     // Past the deadline the rest are only counted (reading their notes costs next to nothing).
     if (c.late || pastDeadline(c)) return DWARF_CB_OK;
-    if (c.stack.threads.size() >= c.opt->max_threads) {
+    if (c.stack.threads.size() >= c.opt->max_threads) {  // the rest are only counted
         c.stack.threads_truncated = true;
-        return DWARF_CB_ABORT;
+        return DWARF_CB_OK;
     }
     Thread th;
     th.tid = tid;

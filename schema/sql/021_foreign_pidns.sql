@@ -7,6 +7,14 @@
 -- process: it joins no kernel record by pid or thread id (a container's `cron[57]` fault is not
 -- its thread 57). Runtime records (ROCr, HIP logs written inside the container) state the
 -- container's numbers and still join. A recording without `pidns` (older shims) is unchanged.
+--
+-- F5 (an exec the shim did not see): a process that exec()s into an image without the shim
+-- (LD_PRELOAD dropped, a set-uid program) keeps its pid and start ticks and writes no `start`
+-- record, so its recording would stay the process's image. gpufaultd's /proc snapshot of a
+-- fault's process lists the files it maps executable: when the recording names its executable
+-- (`exe=`) and none of those files has that base name (" (deleted)" aside; base names, as a
+-- container's paths differ from the host's), the process runs another image than the one
+-- recorded, and rule 1 (`process`) does not join them: its buffers went with the exec.
 DROP VIEW fault_alloc_process;
 DROP VIEW fault_alloc_process_tid;
 DROP VIEW fault_alloc_process_pid;
@@ -27,6 +35,24 @@ FROM (
            WHEN c.proc_start_ticks IS NOT NULL AND c.proc_boot_id IS NOT NULL
                 AND r.start_ticks IS NOT NULL AND r.boot_id IS NOT NULL
              THEN CASE WHEN c.proc_boot_id = r.boot_id AND c.proc_start_ticks = r.start_ticks
+                            AND NOT EXISTS (
+                                SELECT 1 FROM processes p
+                                WHERE p.id = (SELECT min(p0.id) FROM processes p0
+                                              WHERE p0.evidence_id = c.evidence_id)
+                                  AND r.exe IS NOT NULL AND r.exe <> ''
+                                  AND EXISTS (SELECT 1 FROM process_modules m
+                                              WHERE m.process_id = p.id AND m.executable)
+                                  AND NOT EXISTS (
+                                      SELECT 1 FROM process_modules m
+                                      WHERE m.process_id = p.id AND m.executable
+                                        AND replace(replace(m.path, ' (deleted)', ''),
+                                                    rtrim(replace(m.path, ' (deleted)', ''),
+                                                          replace(replace(m.path, ' (deleted)', ''),
+                                                                  '/', '')), '')
+                                          = replace(replace(r.exe, ' (deleted)', ''),
+                                                    rtrim(replace(r.exe, ' (deleted)', ''),
+                                                          replace(replace(r.exe, ' (deleted)', ''),
+                                                                  '/', '')), '')))
                             AND (CASE WHEN c.mono_us IS NOT NULL AND r.mono_us IS NOT NULL
                                            AND r.boot_id = c.boot_id
                                         THEN r.mono_us <= c.mono_us
