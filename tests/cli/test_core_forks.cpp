@@ -78,5 +78,33 @@ TEST(CoreForks, TwoSiblingsWithTheSameFirstPagesAreTwoCores) {
     }
 }
 
+
+// A `.zst` core larger than the cap once decompressed keeps what fits (systemd-coredump's way):
+// the sibling's 1.1 MiB core under a cap of 1 MiB is cut after its notes, so it is stored from
+// them (pid, signal, si_addr) with the cap and the cut named in its note and the warnings.
+TEST(CoreForks, AZstCoreOverTheCapIsStoredFromWhatFits) {
+    TempDir t;
+    if (!forkCrashCores(t)) GTEST_SKIP() << "1 test skipped: no core written (kernel.core_pattern is not 'core')";
+    const std::string core = readFile(t.file("w1/core"));
+    ASSERT_GT(core.size(), 1u << 20);
+    std::string zst = t.file("w1.core.zst"), db = t.file("db");
+    writeFile(zst, zstdCompress(core));
+    auto r = run({GPUFAULT_BIN, "--db", db, "ingest", "--max-unpacked-mib", "1", zst});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string kept =
+        "core larger than the cap of 1 MiB once decompressed (--max-unpacked-mib, "
+        "cores.max_unpacked_mib): its first 1 MiB kept";
+    EXPECT_NE(r.err.find("gpufault: warning: " + zst + ": " + kept + "\n"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("gpufault: warning: " + zst + ": core file truncated"),
+              std::string::npos)
+        << r.err;
+    auto q = run({GPUFAULT_BIN, "--db", db, "query",
+                  "SELECT signal, printf('0x%x', si_addr) AS addr, note LIKE '" + kept +
+                      "; core file truncated%' AS note FROM cores"});
+    ASSERT_EQ(q.status, 0) << q.err;
+    EXPECT_EQ(q.out, "signal\taddr\tnote\n11\t0xe000\t1\n");
+}
+
 }  // namespace
 }  // namespace gpufault::testing
