@@ -187,8 +187,9 @@ TEST(AllocThreads, AContainersThreadIdJoinsNoKernelRecord) {
         writeFile(log, kern);
         auto in = run({GPUFAULT_BIN, "--db", db, "ingest", "-q", rec, log});
         ASSERT_EQ(in.status, 0) << in.err;
-        EXPECT_EQ(query(db, "SELECT count(*) AS n, ifnull(max(thread), '-') AS thread FROM "
-                            "fault_alloc_process"),
+        EXPECT_EQ(query(db,
+                        "SELECT count(*) AS n, ifnull(max(thread), '-') AS thread FROM "
+                        "fault_alloc_process"),
                   pidns == "4026532999" ? "n\tthread\n0\t-\n" : "n\tthread\n1\t1\n")
             << pidns;
         auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});

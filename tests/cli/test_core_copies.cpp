@@ -70,7 +70,6 @@ TEST(CoreCopies, TheUncompressedCoreOfAStoredZstIsThatCore) {
     EXPECT_EQ(c[0]["origin"], "systemd-coredump");
 }
 
-
 // Hostile review of 020, finding 1: two crashes whose first 4 KiB and size are the same (forked
 // siblings with many program headers; here the fixture core with bytes 0x2000..0x2100 flipped,
 // past its headers and notes) are two cores, raw or compressed; the content fingerprint covers
@@ -95,7 +94,10 @@ TEST(CoreCopies, AnotherCrashWithTheSameFirstPagesIsStored) {
     ASSERT_EQ(z.status, 0) << z.err;
     EXPECT_NE(z.out.find(bz + ": core already stored as core 2 from " + b), std::string::npos)
         << z.out;
-    auto fp = run({GPUFAULT_BIN, "--db", db, "query",
+    auto fp = run({GPUFAULT_BIN,
+                   "--db",
+                   db,
+                   "query",
                    "SELECT count(*) FROM cores WHERE content_fingerprint LIKE 'core2-%-" +
                        std::to_string(bytes.size()) + "'"});
     EXPECT_EQ(fp.out, "count(*)\n2\n");

@@ -41,7 +41,8 @@ bool forkCrashCores(const TempDir& t) {
 
 TEST(CoreForks, TwoSiblingsWithTheSameFirstPagesAreTwoCores) {
     TempDir t;
-    if (!forkCrashCores(t)) GTEST_SKIP() << "1 test skipped: no core written (kernel.core_pattern is not 'core')";
+    if (!forkCrashCores(t))
+        GTEST_SKIP() << "1 test skipped: no core written (kernel.core_pattern is not 'core')";
     std::string a = t.file("w0/core"), b = t.file("w1/core"), db = t.file("db");
     // What makes them hard: the same size and the same first 4 KiB, other bytes past it.
     const std::string ca = readFile(a), cb = readFile(b);
@@ -59,10 +60,13 @@ TEST(CoreForks, TwoSiblingsWithTheSameFirstPagesAreTwoCores) {
     auto cores = parseJsonLines(js.out);
     ASSERT_EQ(cores.size(), 2u) << js.out;
     EXPECT_NE(cores[0]["pid"], cores[1]["pid"]);
-    auto q = run({GPUFAULT_BIN, "--db", db, "query",
+    auto q = run({GPUFAULT_BIN,
+                  "--db",
+                  db,
+                  "query",
                   "SELECT id, signal, printf('0x%x', si_addr) AS addr, "
-                  "content_fingerprint LIKE 'core2-%-" + std::to_string(ca.size()) +
-                      "' AS fp FROM cores ORDER BY id"});
+                  "content_fingerprint LIKE 'core2-%-" +
+                      std::to_string(ca.size()) + "' AS fp FROM cores ORDER BY id"});
     ASSERT_EQ(q.status, 0) << q.err;
     EXPECT_EQ(q.out, "id\tsignal\taddr\tfp\n1\t11\t0x7000\t1\n2\t11\t0xe000\t1\n");
     // A copy and a zstd copy of the second are the second.
@@ -78,13 +82,13 @@ TEST(CoreForks, TwoSiblingsWithTheSameFirstPagesAreTwoCores) {
     }
 }
 
-
 // A `.zst` core larger than the cap once decompressed keeps what fits (systemd-coredump's way):
 // the sibling's 1.1 MiB core under a cap of 1 MiB is cut after its notes, so it is stored from
 // them (pid, signal, si_addr) with the cap and the cut named in its note and the warnings.
 TEST(CoreForks, AZstCoreOverTheCapIsStoredFromWhatFits) {
     TempDir t;
-    if (!forkCrashCores(t)) GTEST_SKIP() << "1 test skipped: no core written (kernel.core_pattern is not 'core')";
+    if (!forkCrashCores(t))
+        GTEST_SKIP() << "1 test skipped: no core written (kernel.core_pattern is not 'core')";
     const std::string core = readFile(t.file("w1/core"));
     ASSERT_GT(core.size(), 1u << 20);
     std::string zst = t.file("w1.core.zst"), db = t.file("db");
@@ -96,10 +100,12 @@ TEST(CoreForks, AZstCoreOverTheCapIsStoredFromWhatFits) {
         "cores.max_unpacked_mib): its first 1 MiB kept";
     EXPECT_NE(r.err.find("gpufault: warning: " + zst + ": " + kept + "\n"), std::string::npos)
         << r.err;
-    EXPECT_NE(r.err.find("gpufault: warning: " + zst + ": core file truncated"),
-              std::string::npos)
+    EXPECT_NE(r.err.find("gpufault: warning: " + zst + ": core file truncated"), std::string::npos)
         << r.err;
-    auto q = run({GPUFAULT_BIN, "--db", db, "query",
+    auto q = run({GPUFAULT_BIN,
+                  "--db",
+                  db,
+                  "query",
                   "SELECT signal, printf('0x%x', si_addr) AS addr, note LIKE '" + kept +
                       "; core file truncated%' AS note FROM cores"});
     ASSERT_EQ(q.status, 0) << q.err;

@@ -17,7 +17,8 @@ namespace {
 TEST(ThreadCap, TheThreadsOfTheNotesAreCountedPastTheCap) {
     TempDir t;
     auto core = rocrAbortCore(t);
-    if (core.empty()) GTEST_SKIP() << "1 test skipped: no core written (kernel.core_pattern is not 'core')";
+    if (core.empty())
+        GTEST_SKIP() << "1 test skipped: no core written (kernel.core_pattern is not 'core')";
     const std::string db = t.file("db");
     {
         auto s = Store::open(db, Store::Mode::ReadWrite);
