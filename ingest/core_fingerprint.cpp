@@ -21,6 +21,10 @@ std::string coreFingerprint(std::string_view head, uint64_t size) {
     return fmt::format("core-{:016x}-{}", h, size);
 }
 
+std::string coreSourceFingerprint(std::string_view head, uint64_t size, int64_t mtime_ns) {
+    return fmt::format("{}-m{}", coreFingerprint(head, size), mtime_ns);
+}
+
 namespace {
 
 constexpr off_t kBlock = 4096;

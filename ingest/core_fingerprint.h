@@ -18,6 +18,13 @@ namespace gpufault {
 /// inode) and, before `core2-`, its content fingerprint. Pure.
 std::string coreFingerprint(std::string_view head, uint64_t size);
 
+/// The identity of a `core` source (sources.fingerprint, beside device and inode):
+/// coreFingerprint() and the file's mtime in ns, `core-<FNV-1a of head>-<size>-m<mtime>`. A new
+/// crash written over the same path (the kernel unlinks the old core, and the file system may
+/// give the new one its inode number) is another source even with the same first 4 KiB and
+/// size; a file touched but not changed is then found by its content (sameStoredCore). Pure.
+std::string coreSourceFingerprint(std::string_view head, uint64_t size, int64_t mtime_ns);
+
 /// `core2-<XXH3-64>-<size>`: the content fingerprint of the (uncompressed) core at `path`
 /// (cores.content_fingerprint). Every byte counts: the hash covers each 4 KiB block that holds a
 /// byte other than zero, with its offset, so two crashes differ even where their first pages

@@ -162,7 +162,10 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
                       "core",
                       static_cast<int64_t>(st.st_dev),
                       static_cast<int64_t>(st.st_ino),
-                      coreFingerprint(head, static_cast<uint64_t>(st.st_size))};
+                      coreSourceFingerprint(head,
+                                            static_cast<uint64_t>(st.st_size),
+                                            int64_t{st.st_mtim.tv_sec} * 1000000000 +
+                                                st.st_mtim.tv_nsec)};
     CoreIngestSummary sum;
     sum.path = path;
     if (own_txn)

@@ -350,7 +350,10 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
                             "core",
                             static_cast<int64_t>(st.st_dev),
                             static_cast<int64_t>(st.st_ino),
-                            coreFingerprint(head(path, 4096), static_cast<uint64_t>(st.st_size))};
+                            coreSourceFingerprint(head(path, 4096),
+                                                  static_cast<uint64_t>(st.st_size),
+                                                  int64_t{st.st_mtim.tv_sec} * 1000000000 +
+                                                      st.st_mtim.tv_nsec)};
     }
     auto done = stored(store, id, own_txn);
     if (!done) return std::unexpected(done.error());

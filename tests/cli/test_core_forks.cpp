@@ -2,9 +2,11 @@
 // first 4 KiB are the same program headers, which differ past it (pid, si_addr 0x7000 and
 // 0xe000). Both are stored; a copy or a `.zst` copy of the second is the second
 // (cores.content_fingerprint `core2-`, ingest/core_fingerprint.h). Through the built binary.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,6 +112,34 @@ TEST(CoreForks, AZstCoreOverTheCapIsStoredFromWhatFits) {
                       "; core file truncated%' AS note FROM cores"});
     ASSERT_EQ(q.status, 0) << q.err;
     EXPECT_EQ(q.out, "signal\taddr\tnote\n11\t0xe000\t1\n");
+}
+
+// A new crash written over the path of a stored core (same inode: the file system may give the
+// new core the old one's number) with the same size and first 4 KiB is another core; the same
+// file read again is unchanged, and touched only, the same core.
+TEST(CoreForks, ACrashWrittenOverAStoredCoresPathIsAnotherCore) {
+    TempDir t;
+    if (!forkCrashCores(t))
+        GTEST_SKIP() << "1 test skipped: no core written (kernel.core_pattern is not 'core')";
+    std::string path = t.file("w0/core"), db = t.file("db");
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db, "ingest", path}).status, 0);
+    auto same = run({GPUFAULT_BIN, "--db", db, "ingest", path});
+    EXPECT_NE(same.out.find(path + ": core already ingested, unchanged"), std::string::npos)
+        << same.out;
+    struct stat before {};
+    ASSERT_EQ(::stat(path.c_str(), &before), 0);
+    writeFile(path, readFile(t.file("w1/core")));  // in place: the same inode
+    struct stat after {};
+    ASSERT_EQ(::stat(path.c_str(), &after), 0);
+    ASSERT_EQ(before.st_ino, after.st_ino);
+    auto r = run({GPUFAULT_BIN, "--db", db, "ingest", path});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find(path + ": core 2, 1 thread"), std::string::npos) << r.out;
+    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), nullptr, 0), 0);  // touched: now
+    auto touched = run({GPUFAULT_BIN, "--db", db, "ingest", path});
+    EXPECT_NE(touched.out.find(path + ": core already stored as core 2 from " + path),
+              std::string::npos)
+        << touched.out;
 }
 
 }  // namespace
