@@ -56,6 +56,19 @@ std::optional<std::string> stackPartial(const CoreRecord& c) {
     return it->get<std::string>();
 }
 
+namespace {
+
+/// The core's threads by its notes when the thread cap was hit (meta `threads_total`).
+std::optional<int64_t> threadsTotal(const CoreRecord& c) {
+    auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+    if (!m.is_object()) return std::nullopt;
+    auto it = m.find("threads_total");
+    if (it == m.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int64_t>();
+}
+
+}  // namespace
+
 std::string coreFacts(const CoreRow& r, const std::string& indent) {
     const auto& c = r.core;
     std::string out = fmt::format("{}core       {}, {}, written {} ({}){}\n",
@@ -66,7 +79,18 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
                                   c.time_from,
                                   c.origin == "file" ? "" : ", from " + c.origin);
     if (c.note) out += fmt::format("{}note       {}\n", indent, printable(*c.note));
-    if (c.exe) out += fmt::format("{}exe        {}\n", indent, printable(*c.exe));
+    if (c.exe) {
+        std::string caveat;
+        auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+        if (m.is_object() && m.contains("exe_unverified")) {
+            auto named = m.find("exe_named");
+            caveat = named != m.end() && named->is_string()
+                         ? " (unverified: the core keeps no build-id; it names " +
+                               printable(named->get<std::string>()) + ")"
+                         : " (unverified: the core keeps no build-id and names no executable)";
+        }
+        out += fmt::format("{}exe        {}{}\n", indent, printable(*c.exe), caveat);
+    }
     if (c.signature)
         out += fmt::format("{}stack sig  {} (the core's: top frames of the crashing thread)\n",
                            indent,
@@ -95,8 +119,10 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
             indent,
             printable(*why));
     else if (c.threads_truncated)
-        out += fmt::format(
-            "{}threads    {} stored: the thread limit was reached\n", indent, r.threads);
+        out += fmt::format("{}threads    {}{} stored: the thread limit was reached\n",
+                           indent,
+                           r.threads,
+                           threadsTotal(c) ? fmt::format(" of {}", *threadsTotal(c)) : "");
     return out;
 }
 

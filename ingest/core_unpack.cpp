@@ -7,6 +7,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -49,7 +50,8 @@ TempFile::TempFile(TempFile&& o) noexcept
       cap_(o.cap_),
       size_(o.size_),
       head_(std::move(o.head_)),
-      checked_(o.checked_) {
+      checked_(o.checked_),
+      cut_(o.cut_) {
     o.fd_ = -1;
     o.path_.clear();
 }
@@ -176,8 +178,14 @@ db::Result<TempFile> unzstdToTemp(const std::string& path, const UnpackLimits& l
     auto t = TempFile::create(lim, "core");
     if (!t) return std::unexpected(t.error());
     auto r = unzstd(path, [&](std::string_view b) -> db::Result<bool> {
-        if (auto w = t->write(b); !w) return std::unexpected(w.error());
-        return true;
+        uint64_t room = t->cap_ - std::min(t->cap_, t->size_);
+        if (b.size() > room) {  // what fits is kept; the rest is not decompressed
+            b = b.substr(0, static_cast<size_t>(room));
+            t->cut_ = true;
+        }
+        if (!b.empty())
+            if (auto w = t->write(b); !w) return std::unexpected(w.error());
+        return !t->cut_;
     });
     if (!r) return std::unexpected(r.error());
     return std::move(*t);

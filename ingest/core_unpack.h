@@ -35,6 +35,10 @@ class TempFile {
     db::Result<void> write(std::string_view data);
     const std::string& path() const { return path_; }
     uint64_t size() const { return size_; }
+    /// The cap on its size in bytes (UnpackLimits::max_bytes).
+    uint64_t cap() const { return cap_; }
+    /// True when the content went on past the cap and only the first cap() bytes were kept.
+    bool cut() const { return cut_; }
 
   private:
     TempFile(std::string path, int fd, uint64_t cap) : path_(std::move(path)), fd_(fd), cap_(cap) {}
@@ -43,6 +47,8 @@ class TempFile {
     uint64_t cap_ = 0, size_ = 0;
     std::string head_;  ///< the first 64 bytes, until they are checked
     bool checked_ = false;
+    bool cut_ = false;
+    friend db::Result<TempFile> unzstdToTemp(const std::string&, const UnpackLimits&);
 };
 
 /// The compression a file's first bytes show: "zstd", "gzip", "xz", "lz4", "bzip2", or "".
@@ -51,8 +57,10 @@ std::string_view compressionOf(std::string_view head);
 /// True when `path` is a zstd file whose content starts like an ELF core.
 bool isZstdCore(const std::string& path);
 
-/// Decompresses the zstd file at `path` into a temporary file. Errors name the file: not zstd,
-/// corrupt or cut data, larger than the cap.
+/// Decompresses the zstd file at `path` into a temporary file. A core larger than the cap keeps
+/// its first `lim.max_bytes` bytes (TempFile::cut(); systemd-coredump too keeps what fits): read
+/// as a truncated core, stored from its notes when they fit. Errors name the file: not zstd,
+/// corrupt or cut data.
 db::Result<TempFile> unzstdToTemp(const std::string& path, const UnpackLimits& lim);
 
 /// Inflates a gzip or zlib stream given in pieces into a temporary file (apport's CoreDump).

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collectors/common/demangle.h"
+#include "ingest/core_fingerprint.h"
 #include "schema/core_queries.h"
 
 namespace gpufault {
@@ -25,25 +26,6 @@ std::string localWall(int64_t t) {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
     return buf;
-}
-
-std::string coreFingerprint(std::string_view head, uint64_t size) {
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : head.substr(0, 4096)) h = (h ^ c) * 1099511628211ull;
-    return fmt::format("core-{:016x}-{}", h, size);
-}
-
-db::Result<std::string> fileCoreFingerprint(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::unexpected(db::Error{path + ": " + std::strerror(errno)});
-    struct stat st {};
-    std::string head(4096, '\0');
-    ssize_t got = ::fstat(fd, &st) == 0 ? ::pread(fd, head.data(), head.size(), 0) : -1;
-    int e = errno;
-    ::close(fd);
-    if (got < 0) return std::unexpected(db::Error{path + ": " + std::strerror(e)});
-    head.resize(static_cast<size_t>(got));
-    return coreFingerprint(head, static_cast<uint64_t>(st.st_size));
 }
 
 namespace {
@@ -135,9 +117,21 @@ CoreRecord coreRecord(const coredump::CoreReport& r) {
         c.meta = coredump::toJson(*r.gpu).dump();
         if (!c.pid) c.pid = r.gpu->pid;
     }
-    // A partial stack says why in meta (`stack_partial`), beside threads_truncated.
+    // A partial stack says why in meta (`stack_partial`), beside threads_truncated; the thread
+    // cap (UnwindOptions::max_threads) the total the core's notes hold (`threads_total`).
     if (r.stack && r.stack->partial)
         c.meta = nlohmann::json{{"stack_partial", *r.stack->partial}}.dump();
+    else if (r.stack && r.stack->threads_truncated)
+        c.meta = nlohmann::json{{"threads_total", n.tids.size()}}.dump();
+    // An --exe used without proof says so in meta (`exe_unverified`, `exe_named`: the path the
+    // core names), for `stack` and `show` to print beside the exe.
+    if (r.stack && r.stack->exe_unverified) {
+        auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+        if (!m.is_object()) m = nlohmann::json::object();
+        m["exe_unverified"] = *r.stack->exe_unverified;
+        if (r.stack->exe_named) m["exe_named"] = *r.stack->exe_named;
+        c.meta = m.dump();
+    }
     std::map<std::string, CoreRecord::File> files;
     for (const auto& f : n.files) {
         auto [it, fresh] = files.try_emplace(f.path, CoreRecord::File{f.path, f.start, f.end});
@@ -168,7 +162,10 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
                       "core",
                       static_cast<int64_t>(st.st_dev),
                       static_cast<int64_t>(st.st_ino),
-                      coreFingerprint(head, static_cast<uint64_t>(st.st_size))};
+                      coreSourceFingerprint(head,
+                                            static_cast<uint64_t>(st.st_size),
+                                            int64_t{st.st_mtim.tv_sec} * 1000000000 +
+                                                st.st_mtim.tv_nsec)};
     CoreIngestSummary sum;
     sum.path = path;
     if (own_txn)
@@ -182,7 +179,9 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
         return sum;
     }
     // The same content under another path or name (a copy, `gpucore.N`): stored once.
-    auto same = queryCoreByFingerprint(store.db(), id.fingerprint);
+    auto content = fileCoreFingerprint(path);
+    if (!content) return std::unexpected(content.error());
+    auto same = sameStoredCore(store.db(), path, *content);
     if (!same) return std::unexpected(same.error());
     if (*same) {
         sum.unchanged = true;
@@ -193,6 +192,7 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
     auto report = coredump::readCore(path, opt);
     if (!report) return std::unexpected(db::Error{report.error().message});
     CoreProvenance prov;
+    prov.content_fingerprint = *content;
     if (opt.unwind.exe)  // --exe: stored (cores.exe) and inventoried by diagnoses
         prov.exe = std::filesystem::absolute(*opt.unwind.exe).lexically_normal().string();
     auto r = storeCoreReport(store, id, *report, prov, own_txn);
@@ -279,6 +279,10 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     if (report.stack) {
         sum.threads = report.stack->threads.size();
         sum.partial = report.stack->partial;
+        if (!sum.partial && report.stack->threads_truncated)
+            sum.partial = fmt::format("thread limit reached: {} of {} threads unwound",
+                                      sum.threads,
+                                      report.layout.notes.tids.size());
         if (report.stack->exe_refused) sum.warnings.push_back(*report.stack->exe_refused);
         if (report.stack->exe_unverified) sum.warnings.push_back(*report.stack->exe_unverified);
         if (const auto* t = coredump::crashingThread(*report.stack)) {
@@ -304,8 +308,6 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     if (prov.signal && !rec.signal) rec.signal = *prov.signal;
     rec.origin = prov.origin;
     rec.content_fingerprint = prov.content_fingerprint;
-    if (!rec.content_fingerprint && id.kind == "core" && id.fingerprint.starts_with("core-"))
-        rec.content_fingerprint = id.fingerprint;  // read from the file the source fingerprints
     std::optional<std::string> note = prov.note;
     if (report.layout.truncated) {  // cut after its notes: pid, signal, threads still known
         std::string cut = "core file " + *report.layout.truncated + " (stored from its notes" +

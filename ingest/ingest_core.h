@@ -10,6 +10,7 @@
 
 #include "collectors/common/evidence.h"
 #include "collectors/coredump/core_reader.h"
+#include "ingest/core_fingerprint.h"
 #include "schema/store.h"
 
 namespace gpufault {
@@ -50,8 +51,7 @@ struct CoreProvenance {
     std::optional<int64_t> uid;
     std::optional<std::string> path;  ///< where the core is kept (the compressed file)
     std::optional<int64_t> size;      ///< its size in bytes
-    /// coreFingerprint() of the uncompressed core (CoreRecord::content_fingerprint); nullopt:
-    /// the source's fingerprint when it is a `core` source (an uncompressed file), else none.
+    /// fileCoreFingerprint() of the uncompressed core (CoreRecord::content_fingerprint).
     std::optional<std::string> content_fingerprint;
     bool replace = false;             ///< drop the core the source holds first (Store::dropCoreOf)
     nlohmann::json meta = nlohmann::json::object();  ///< merged into cores.meta
@@ -76,14 +76,6 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
                                               const coredump::CoreReport& report,
                                               const CoreProvenance& prov,
                                               bool own_txn);
-
-/// `core-<FNV-1a of head>-<size>`: a core's fingerprint from its first 4 KiB (`head`: the notes,
-/// pid and registers) and its size in bytes. Pure.
-std::string coreFingerprint(std::string_view head, uint64_t size);
-
-/// coreFingerprint() of the file at `path` (its first 4 KiB and size). Errors: the file cannot
-/// be opened or read (the message names it).
-db::Result<std::string> fileCoreFingerprint(const std::string& path);
 
 /// Local `YYYY-MM-DDTHH:MM:SS` of UTC seconds `t` (the wall time records carry).
 std::string localWall(int64_t t);

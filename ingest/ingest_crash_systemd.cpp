@@ -54,7 +54,10 @@ std::string entryKey(const cd::CoredumpEntry& e) {
 struct KeptCore {
     std::optional<TempFile> tmp;  ///< the decompressed content of a zstd file
     std::string path;             ///< what readCore() reads: `tmp`'s path, or the file
-    std::string fingerprint;      ///< coreFingerprint() of the uncompressed content
+    std::string fingerprint;      ///< fileCoreFingerprint() of the uncompressed content
+    /// Set when the decompressed core passed the cap and only what fits was kept: says so,
+    /// naming the cap (a note of the core and a warning).
+    std::optional<std::string> cut;
 };
 
 /// Opens the core at `file` (decompressing a zstd one) and fingerprints its content; `name` is
@@ -89,6 +92,12 @@ db::Result<KeptCore> openKeptCore(const std::string& file,
         if (!tmp) return std::unexpected(tmp.error());
         k.tmp.emplace(std::move(*tmp));
         k.path = k.tmp->path();
+        if (k.tmp->cut())
+            k.cut = fmt::format(
+                "core larger than the cap of {} MiB once decompressed (--max-unpacked-mib, "
+                "cores.max_unpacked_mib): its first {} MiB kept",
+                k.tmp->cap() >> 20,
+                k.tmp->cap() >> 20);
     }
     auto fp = fileCoreFingerprint(k.path);
     if (!fp) return std::unexpected(fp.error());
@@ -107,21 +116,31 @@ db::Result<cd::CoreReport> readOpenedCore(const KeptCore& k,
         // The message names the temporary copy: name the file instead.
         auto m = r.error().message;
         if (k.tmp && m.starts_with(k.path)) m = file + m.substr(k.path.size());
+        if (k.cut) m += " (" + *k.cut + ")";
         return std::unexpected(db::Error{m});
     }
     return std::move(*r);
 }
 
 /// Reads the core at `file` (openKeptCore(), then readOpenedCore()); `fingerprint` gets its
-/// content's fingerprint.
+/// content's fingerprint, `cut` KeptCore::cut.
 db::Result<cd::CoreReport> readKeptCore(const std::string& file,
                                         const CrashOptions& opt,
                                         std::string& fingerprint,
+                                        std::optional<std::string>& cut,
                                         bool follow_links = true) {
     auto k = openKeptCore(file, opt, follow_links);
     if (!k) return std::unexpected(k.error());
     fingerprint = k->fingerprint;
+    cut = k->cut;
     return readOpenedCore(*k, file, opt);
+}
+
+/// `r` with the warning `cut` (KeptCore::cut) first, when set.
+db::Result<CoreIngestSummary> withCut(db::Result<CoreIngestSummary> r,
+                                      const std::optional<std::string>& cut) {
+    if (r && cut) r->warnings.insert(r->warnings.begin(), *cut);
+    return r;
 }
 
 int64_t fileSize(const std::string& p) {
@@ -149,13 +168,15 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
     std::optional<std::string> why;
     if (e.filename) {
         std::string fingerprint;
-        auto report = readKeptCore(*e.filename, opt, fingerprint, false);
+        std::optional<std::string> cut;
+        auto report = readKeptCore(*e.filename, opt, fingerprint, cut, false);
         if (report) {
             auto prov = entryProvenance(e);
             prov.content_fingerprint = fingerprint;
             prov.path = *e.filename;
             prov.size = fileSize(*e.filename);
-            return storeCoreReport(store, id, *report, prov, own_txn);
+            if (cut) prov.note = prov.note ? *prov.note + "; " + *cut : *cut;
+            return withCut(storeCoreReport(store, id, *report, prov, own_txn), cut);
         }
         why = std::string(kNotRead) + report.error().message;
     }
@@ -329,7 +350,10 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
                             "core",
                             static_cast<int64_t>(st.st_dev),
                             static_cast<int64_t>(st.st_ino),
-                            coreFingerprint(head(path, 4096), static_cast<uint64_t>(st.st_size))};
+                            coreSourceFingerprint(head(path, 4096),
+                                                  static_cast<uint64_t>(st.st_size),
+                                                  int64_t{st.st_mtim.tv_sec} * 1000000000 +
+                                                      st.st_mtim.tv_nsec)};
     }
     auto done = stored(store, id, own_txn);
     if (!done) return std::unexpected(done.error());
@@ -344,7 +368,7 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
     if (*done == Stored::No) {
         // The same core already stored from another file (the uncompressed core, another
         // copy): stored once.
-        auto same = queryCoreByFingerprint(store.db(), kept->fingerprint);
+        auto same = sameStoredCore(store.db(), kept->path, kept->fingerprint);
         if (!same) return std::unexpected(same.error());
         if (*same) {
             CoreIngestSummary s;
@@ -358,6 +382,7 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
     if (!report) return std::unexpected(report.error());
     CoreProvenance prov;
     prov.content_fingerprint = kept->fingerprint;
+    prov.note = kept->cut;
     prov.replace = *done == Stored::WithoutFile;  // the entry's text stack gives way to the core
     prov.path = path;
     prov.size = fileSize(path);
@@ -370,7 +395,7 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
         prov.uid = name->uid;
         prov.meta["boot_id"] = name->boot_id;
     }
-    return storeCoreReport(store, id, *report, prov, own_txn);
+    return withCut(storeCoreReport(store, id, *report, prov, own_txn), kept->cut);
 }
 
 }  // namespace gpufault

@@ -137,14 +137,32 @@ db::Result<std::optional<std::pair<int64_t, std::string>>> queryCoreByFingerprin
     db::Db& d, const std::string& fingerprint) {
     auto st = d.prepare(
         "SELECT c.id, c.path FROM sources s JOIN cores c ON c.source_id = s.id WHERE "
-        "s.complete = 1 AND (c.content_fingerprint = ?1 OR (s.kind = 'core' AND s.fingerprint = "
-        "?1)) ORDER BY c.id LIMIT 1");
+        "s.complete = 1 AND c.content_fingerprint = ?1 ORDER BY c.id LIMIT 1");
     if (!st) return std::unexpected(st.error());
     st->bind(1, fingerprint);
     auto row = st->step();
     if (!row) return std::unexpected(row.error());
     if (!*row) return std::optional<std::pair<int64_t, std::string>>{};
     return std::optional<std::pair<int64_t, std::string>>{std::pair{st->i64(0), st->str(1)}};
+}
+
+db::Result<std::vector<std::pair<int64_t, std::string>>> queryCoresByHeadFingerprint(
+    db::Db& d, const std::string& head) {
+    auto st = d.prepare(
+        "SELECT c.id, c.path FROM sources s JOIN cores c ON c.source_id = s.id WHERE "
+        "s.complete = 1 AND (c.content_fingerprint IS NULL OR c.content_fingerprint NOT LIKE "
+        "'core2-%') AND (c.content_fingerprint = ?1 OR (s.kind = 'core' AND s.fingerprint = ?1)) "
+        "ORDER BY c.id");
+    if (!st) return std::unexpected(st.error());
+    st->bind(1, head);
+    std::vector<std::pair<int64_t, std::string>> out;
+    for (;;) {
+        auto row = st->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        out.emplace_back(st->i64(0), st->str(1));
+    }
+    return out;
 }
 
 }  // namespace gpufault

@@ -34,11 +34,18 @@ db::Result<std::vector<coredump::Thread>> queryCoreThreads(db::Db& d, int64_t co
 /// For `faults`/`events`: evidence id → the stack signature of the core in its incident.
 db::Result<std::map<int64_t, std::string>> queryStackSignatures(db::Db& d);
 
-/// The core already stored from a file of the same content as a core whose fingerprint
-/// (`core-<FNV-1a of the first 4 KiB>-<size>` of its uncompressed bytes) is `fingerprint`: a
+/// The core already stored from a file of the same content as a core whose content fingerprint
+/// (`core2-<hash of every byte>-<size>` of its uncompressed bytes) is `fingerprint`: a
 /// copy, a `gpucore.N`-named link or copy, a `.zst` copy or the file a `.zst` one was
 /// decompressed from (cores.content_fingerprint, 020): its id and path; nullopt when none.
 db::Result<std::optional<std::pair<int64_t, std::string>>> queryCoreByFingerprint(
     db::Db& d, const std::string& fingerprint);
+
+/// Cores stored before content fingerprints were `core2-` (cores.content_fingerprint NULL or
+/// `core-<FNV-1a of the first 4 KiB>-<size>`) whose stored head fingerprint is `head`
+/// (theirs or their `core` source's): id and path, oldest first. Candidates only: two crashes
+/// may share their first 4 KiB.
+db::Result<std::vector<std::pair<int64_t, std::string>>> queryCoresByHeadFingerprint(
+    db::Db& d, const std::string& head);
 
 }  // namespace gpufault

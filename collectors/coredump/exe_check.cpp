@@ -199,6 +199,7 @@ ExeCheck checkExe(Elf* core, const Dwfl_Callbacks& cb, const std::string& exe) {
                                   *why);
         return out;
     }
+    out.core_exe = maps.front().path;
     out.unverified = fmt::format(
         "--exe {} used unverified: the core keeps no build-id of its executable {} (its {} "
         "file mappings fit the file's segments)",

@@ -19,6 +19,8 @@ struct ExeCheck {
     /// Set when it is used without proof: the core keeps no build-id of its executable (a
     /// `coredump_filter` without bit 4, or headers not dumped) and its mappings fit PATH.
     std::optional<std::string> unverified;
+    /// With `unverified`: the path of the executable the core names (its NT_FILE mapping).
+    std::optional<std::string> core_exe;
 };
 
 /// Checks `exe` against the open core `core` (ELF_C_READ). `cb` gives libdwfl's lookup

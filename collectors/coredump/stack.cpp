@@ -55,6 +55,7 @@ nlohmann::json toJson(const CoreStack& s) {
     put(out, "partial", s.partial);
     put(out, "exe_refused", s.exe_refused);
     put(out, "exe_unverified", s.exe_unverified);
+    put(out, "exe_named", s.exe_named);
     return out;
 }
 
@@ -66,6 +67,7 @@ std::optional<CoreStack> stackFromJson(const nlohmann::json& j) {
         s.partial = get<std::string>(j, "partial");
         s.exe_refused = get<std::string>(j, "exe_refused");
         s.exe_unverified = get<std::string>(j, "exe_unverified");
+        s.exe_named = get<std::string>(j, "exe_named");
         for (const auto& tj : j.at("threads")) {
             Thread t;
             t.tid = tj.at("tid").get<int64_t>();

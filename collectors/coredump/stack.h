@@ -49,6 +49,8 @@ struct CoreStack {
     /// Why UnwindOptions::exe was used without proof (exe_check.h: the core keeps no build-id
     /// of its executable; its mappings fit the file).
     std::optional<std::string> exe_unverified;
+    /// With exe_unverified: the executable's path the core names (ExeCheck::core_exe).
+    std::optional<std::string> exe_named;
 };
 
 nlohmann::json toJson(const CoreStack& s);

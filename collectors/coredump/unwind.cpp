@@ -175,9 +175,9 @@ int onThread(Dwfl_Thread* t, void* arg) {
     ++c.total;
     // Past the deadline the rest are only counted (reading their notes costs next to nothing).
     if (c.late || pastDeadline(c)) return DWARF_CB_OK;
-    if (c.stack.threads.size() >= c.opt->max_threads) {
+    if (c.stack.threads.size() >= c.opt->max_threads) {  // the rest are only counted
         c.stack.threads_truncated = true;
-        return DWARF_CB_ABORT;
+        return DWARF_CB_OK;
     }
     Thread th;
     th.tid = tid;
@@ -266,6 +266,7 @@ Result<CoreStack> unwindInProcess(const std::string& path,
     c.opt = &opt;
     c.stack.exe_refused = exe_check.refused;
     c.stack.exe_unverified = exe_check.unverified;
+    c.stack.exe_named = exe_check.core_exe;
     c.crashing = crashing_tid;
     if (opt.seconds)
         c.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(

@@ -157,3 +157,39 @@ TEST(AllocThreads, ARecordingOfThePidItselfComesFirst) {
                     "p.id = f.alloc_process_id ORDER BY e.line, p.pid"),
               "line\tpid\thow\tthread\n1\t4600\twall time\t1\n2\t4601\twall time\t0\n");
 }
+
+// Hostile review of 020, finding 2: a recording of another pid namespace (a container's pid 1,
+// its thread 57) joins no kernel record by thread id or pid: the kernel's `cron[57]` is the
+// host's task 57 (migration 021). The same recording in the initial namespace joins.
+TEST(AllocThreads, AContainersThreadIdJoinsNoKernelRecord) {
+    auto recording = [](const std::string& pidns) {
+        return "gpufault.alloc 1 start pid=1 ppid=0 wall_us=1796032800000000 mono_us=5000000 "
+               "boot=5c040de4-3e9d-429a-9ca3-d2c93965225b pidns=" +
+               pidns +
+               " start_ticks=100 exe=/usr/bin/python3\n"
+               "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000000000 size=1048576 mem=device "
+               "device=0 rc=0 wall_us=1796032801000000 mono_us=6000000 pid=1 tid=57 pidns=" +
+               pidns + " start_ticks=100 stack=-\n";
+    };
+    const std::string kern =
+        "2026-12-01T00:00:00+00:00 node7 kernel: cron[57]: segfault at 7f0000100010 ip "
+        "00007f5eb547916e sp 00007fff363a9000 error 4 in libfoo.so[116e,7f5eb5479000+1000]\n";
+    for (const std::string pidns : {"4026532999", "4026531836"}) {
+        TempDir dir;
+        std::string rec = dir.file("gpufault-alloc.1." + pidns + ".100.log");
+        std::string log = dir.file("kern.log"), db = dir.file("t.db");
+        writeFile(rec, recording(pidns));
+        writeFile(log, kern);
+        auto in = run({GPUFAULT_BIN, "--db", db, "ingest", "-q", rec, log});
+        ASSERT_EQ(in.status, 0) << in.err;
+        EXPECT_EQ(query(db,
+                        "SELECT count(*) AS n, ifnull(max(thread), '-') AS thread FROM "
+                        "fault_alloc_process"),
+                  pidns == "4026532999" ? "n\tthread\n0\t-\n" : "n\tthread\n1\t1\n")
+            << pidns;
+        auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
+        ASSERT_EQ(show.status, 0) << show.err;
+        EXPECT_EQ(show.out.find("hipMalloc") != std::string::npos, pidns == "4026531836")
+            << show.out;
+    }
+}

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "schema/store.h"
 #include "tests/cli/core_ingest.h"
 #include "tests/support/crash_files.h"
 #include "tests/support/fixture_check.h"
@@ -67,6 +68,73 @@ TEST(CoreCopies, TheUncompressedCoreOfAStoredZstIsThatCore) {
     auto c = parseJsonLines(run({GPUFAULT_BIN, "--db", db, "cores", "--json"}).out);
     ASSERT_EQ(c.size(), 1u);
     EXPECT_EQ(c[0]["origin"], "systemd-coredump");
+}
+
+// Hostile review of 020, finding 1: two crashes whose first 4 KiB and size are the same (forked
+// siblings with many program headers; here the fixture core with bytes 0x2000..0x2100 flipped,
+// past its headers and notes) are two cores, raw or compressed; the content fingerprint covers
+// every byte.
+TEST(CoreCopies, AnotherCrashWithTheSameFirstPagesIsStored) {
+    TempDir t;
+    std::string bytes = readFile(kCoreDir + "core");
+    ASSERT_GT(bytes.size(), 0x2100u);
+    std::string other = bytes;
+    for (size_t i = 0x2000; i < 0x2100; ++i) other[i] = static_cast<char>(~other[i]);
+    std::string raw = t.file("core"), b = t.file("coreB"), bz = t.file("coreB.zst");
+    writeFile(raw, bytes);
+    writeFile(b, other);
+    writeFile(bz, zstdCompress(other));
+    std::string db = t.file("db");
+    auto r = run(coreIngestArgs(db, {raw, b}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find(b + ": core 2, 1 thread"), std::string::npos) << r.out;
+    EXPECT_EQ(cores(db), "id\tsame_content\n1\t1\n2\t0\n");
+    // The compressed copy of the second is the second.
+    auto z = run(coreIngestArgs(db, {bz}));
+    ASSERT_EQ(z.status, 0) << z.err;
+    EXPECT_NE(z.out.find(bz + ": core already stored as core 2 from " + b), std::string::npos)
+        << z.out;
+    auto fp = run({GPUFAULT_BIN,
+                   "--db",
+                   db,
+                   "query",
+                   "SELECT count(*) FROM cores WHERE content_fingerprint LIKE 'core2-%-" +
+                       std::to_string(bytes.size()) + "'"});
+    EXPECT_EQ(fp.out, "count(*)\n2\n");
+}
+
+// A store written before `core2-` fingerprints (cores.content_fingerprint the head's): a copy of
+// its core is still that core (its file read again), another crash with the same head is not.
+TEST(CoreCopies, AnOldStoresCoreIsComparedByItsFileReadAgain) {
+    TempDir t;
+    std::string bytes = readFile(kCoreDir + "core");
+    std::string other = bytes;
+    for (size_t i = 0x2000; i < 0x2100; ++i) other[i] = static_cast<char>(~other[i]);
+    std::string raw = t.file("core"), copy = t.file("copy"), b = t.file("coreB");
+    writeFile(raw, bytes);
+    writeFile(copy, bytes);
+    writeFile(b, other);
+    std::string db = t.file("db");
+    ASSERT_EQ(run(coreIngestArgs(db, {raw})).status, 0);
+    // As 020 stored it: the source's fingerprint and the content's are the first 4 KiB and the
+    // size (`core-H-S`, no `-m<mtime>`).
+    {
+        auto s = Store::open(db, Store::Mode::ReadWrite);
+        ASSERT_TRUE(s) << s.error().message;
+        ASSERT_TRUE(s->db().exec(
+            "UPDATE sources SET fingerprint = substr(fingerprint, 1, instr(fingerprint, '-m') - 1) "
+            "WHERE kind = 'core' AND instr(fingerprint, '-m') > 0; "
+            "UPDATE cores SET content_fingerprint = (SELECT fingerprint FROM sources WHERE "
+            "sources.id = cores.source_id)"));
+    }
+    auto r = run(coreIngestArgs(db, {copy, b, raw}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find(copy + ": core already stored as core 1 from " + raw), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find(b + ": core 2, 1 thread"), std::string::npos) << r.out;
+    // The old store's own file, its source no longer found by its identity: read again, the same.
+    EXPECT_NE(r.out.find(raw + ": core already stored as core 1 from " + raw), std::string::npos)
+        << r.out;
 }
 
 }  // namespace

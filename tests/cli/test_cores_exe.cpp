@@ -55,6 +55,15 @@ TEST(CliCoresExe, AnotherBuildOfTheSameLayoutIsOnlyMarkedUnverified) {
     auto r = ingestWithExe(t, kDir + "nbmain.other");
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.err.find("nbmain.other used unverified"), std::string::npos) << r.err;
+    // `stack` and `show` say so beside the exe, with the path the core names (hostile9c F3).
+    const std::string line = "exe        " + kDir +
+                             "nbmain.other (unverified: the core keeps no build-id; it names "
+                             "/tmp/nbfixture/nbmain)";
+    for (const char* cmd : {"stack", "show"}) {
+        auto s = run({GPUFAULT_BIN, "--db", t.file("db"), cmd, "1"});
+        ASSERT_EQ(s.status, 0) << s.err;
+        EXPECT_NE(s.out.find(line), std::string::npos) << cmd << "\n" << s.out;
+    }
 }
 
 TEST(CliCoresExe, ANonElfExeIsRefused) {

@@ -324,10 +324,12 @@ TEST(CrashSources, CudaGpuCoreKernelPointersBecomeOperands) {
 namespace gpufault::testing {
 namespace {
 
-TEST(CrashSources, ZstdCapAndCutFileAreErrorsLeavingNothing) {
+TEST(CrashSources, ZstdOverTheCapKeepsWhatFitsACutFileIsAnError) {
     TempDir t;
     ::mkdir(t.file("tmp").c_str(), 0700);
-    // The real core followed by 2 MiB: more than a cap of 1 MiB once decompressed.
+    // The real core followed by 2 MiB: more than a cap of 1 MiB once decompressed. Its first
+    // 1 MiB are kept (systemd-coredump keeps what fits), which hold the whole core: stored, with
+    // a warning and a note naming the cap.
     auto big = t.file(kZstName);
     writeFile(big, zstdCompress(readFile(kDir + "core") + std::string(2 << 20, '\0')));
     auto r = run({"/usr/bin/env",
@@ -339,10 +341,14 @@ TEST(CrashSources, ZstdCapAndCutFileAreErrorsLeavingNothing) {
                   "--max-unpacked-mib",
                   "1",
                   big});
-    EXPECT_EQ(r.status, 2);
-    EXPECT_NE(r.err.find(big + ": decompressed core larger than the cap of 1 MiB"),
-              std::string::npos)
-        << r.err;
+    EXPECT_EQ(r.status, 0) << r.err;
+    const std::string kept =
+        "core larger than the cap of 1 MiB once decompressed (--max-unpacked-mib, "
+        "cores.max_unpacked_mib): its first 1 MiB kept";
+    EXPECT_NE(r.err.find("gpufault: warning: " + big + ": " + kept), std::string::npos) << r.err;
+    auto stored = jsonLines(t, "cores");
+    ASSERT_EQ(stored.size(), 1u);
+    EXPECT_EQ(stored[0]["note"], kept) << stored[0].dump();
     EXPECT_EQ(run({"/bin/sh", "-c", "ls -A '" + t.file("tmp") + "' | wc -l"}).out, "0\n");
     // A cut zstd file: the frame does not end.
     auto z = zstdCompress(readFile(kDir + "core"));
@@ -352,7 +358,7 @@ TEST(CrashSources, ZstdCapAndCutFileAreErrorsLeavingNothing) {
     EXPECT_EQ(c.status, 2);
     EXPECT_NE(c.err.find(cut + ": zstd: the data end in mid-frame (cut file)"), std::string::npos)
         << c.err;
-    EXPECT_TRUE(jsonLines(t, "cores").empty());
+    EXPECT_EQ(jsonLines(t, "cores").size(), 1u);  // the cut file stored nothing
 }
 
 }  // namespace

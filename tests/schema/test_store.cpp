@@ -109,10 +109,10 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     // One version per schema/sql file (001 … 005_cores, 006_core_origins, 007_allocations,
     // 008_diagnoses_devices, 009_unsigned_distances, 010_allocation_distance, 011_prefix_hash,
     // 012_alloc_processes, 013_pending_cores, 014_lost_bytes, 015_alloc_recordings,
-    // 016_fault_utc, 017_alloc_images, 018_held_dispatches, 020_alloc_threads_core_content;
-    // 019 is another branch's: at least these, however the numbers are merged).
+    // 016_fault_utc, 017_alloc_images, 018_held_dispatches, 019_rank_context,
+    // 020_alloc_threads_core_content, 021_foreign_pidns).
     const auto versions = static_cast<int64_t>(migrations().size());
-    EXPECT_EQ(versions, 20);  // 001 … 020
+    EXPECT_EQ(versions, 21);  // 001 … 021
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM pragma_table_info('cores') WHERE name = "
                          "'content_fingerprint'"),
               1);
