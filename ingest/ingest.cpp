@@ -44,8 +44,9 @@ struct Fd {
 /// last batch says so or carries the read error. While the channel is full, or before the
 /// reader overwrites a buffer (it waits until the batches pointing into it are done), it
 /// classifies batches that the matching thread has not claimed (stage 2). Returns early when
-/// the channel is closed.
-void readLines(LineReader& reader, BatchChannel& channel, uint64_t lineNo, size_t batchLines) {
+/// the channel is closed. `file`: a last line without '\n' is marked LineBatch::unended.
+void readLines(
+    LineReader& reader, BatchChannel& channel, uint64_t lineNo, size_t batchLines, bool file) {
     struct Unhook {
         LineReader& r;
         ~Unhook() { r.setReuse({}); }
@@ -83,6 +84,7 @@ void readLines(LineReader& reader, BatchChannel& channel, uint64_t lineNo, size_
         ++lineNo;
         b.first_offset = off;
         b.cut = truncated;
+        b.unended = file && reader.lastUnended();
         if (reader.inBuffer(**l)) {
             b.base = (*l)->data();
         } else {
@@ -153,7 +155,10 @@ db::Result<IngestSummary> ingestFile(Store& store,
     if (!src) return std::unexpected(src.error());
     SourceState state = *src;
     sum.source_id = state.id;
-    if (state.complete && id.kind == "file" && total == static_cast<uint64_t>(state.offset)) {
+    // Unchanged: read to its end before (a last line without '\n' stored, the checkpoint at
+    // its start: the size tells).
+    if (state.complete && id.kind == "file" &&
+        total == static_cast<uint64_t>(state.unended ? state.size : state.offset)) {
         sum.unchanged = true;
         return sum;
     }
@@ -171,6 +176,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
         state.line = state.max_line;
     } else {
         state.offset = state.line = 0;  // stdin again: the same lines are not duplicated
+        state.unended = false;
     }
 
     if (auto r = store.begin(); !r) return std::unexpected(r.error());
@@ -204,7 +210,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
     const size_t batchLines =
         static_cast<size_t>(std::clamp<uint64_t>(opt.batch_lines, 1, kBatchLines));
     std::thread front([&, lineNo = static_cast<uint64_t>(state.line)] {
-        readLines(reader, channel, lineNo, batchLines);
+        readLines(reader, channel, lineNo, batchLines, id.kind == "file");
     });
     struct Join {
         BatchChannel& channel;
