@@ -718,7 +718,7 @@ db::Result<void> Store::raiseCount(int64_t source_id, const Evidence& e) {
         "ifnull(address,-1)=ifnull(?4,-1) AND ifnull(pci,'')=ifnull(?5,'') AND "
         "ifnull(gpu_node,-1)=ifnull(?6,-1) AND count<?7");
     if (!s) return std::unexpected(s.error());
-    s->bind(1, source_id).bind(2, static_cast<int64_t>(e.line)).bind(3, kindName(e.kind));
+    s->bind(1, source_id).bind(2, kindName(e.kind)).bind(3, static_cast<int64_t>(e.line));
     s->bind(4, e.address).bind(5, e.pci).bind(6, e.gpu_node);
     s->bind(7, static_cast<int64_t>(e.count));
     return s->run();
