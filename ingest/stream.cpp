@@ -51,8 +51,12 @@ std::string longLineWarning() {
 }
 }  // namespace
 
-void StreamIngest::feed(std::string_view line, int64_t position, bool truncated) {
+void StreamIngest::feed(std::string_view line, int64_t position, bool truncated, bool unended) {
     replaceUnended();
+    if (unended) {
+        unended_ = {lineNo_ + 1, position};
+        sink_.uncountedFrom(lineNo_ + 1);
+    }
     ++lineNo_;
     ++uncommitted_;
     ++sum_.lines;

@@ -40,8 +40,9 @@ class StreamIngest {
     StreamIngest& operator=(const StreamIngest&) = delete;
 
     /// One line (without '\n') that starts at `position`; `truncated` when it was cut at
-    /// LineDecoder::kMaxLine bytes.
-    void feed(std::string_view line, int64_t position, bool truncated);
+    /// LineDecoder::kMaxLine bytes; `unended`: it has no newline and ends a file that may
+    /// still grow (stored as matchBatch() stores a LineBatch::unended line).
+    void feed(std::string_view line, int64_t position, bool truncated, bool unended = false);
     /// A warning about the line fed last (stored with the source's records, e.g. "the last
     /// line of a rotated file had no newline").
     void warnLast(std::string message);
