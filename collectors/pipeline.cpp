@@ -166,4 +166,13 @@ void TextPipeline::finish() {
     matchFinish();
 }
 
+void TextPipeline::quiet() {
+    decodeFinish([this](const LogLine& l) { match(l); });
+    for (auto& m : matchers_) {
+        m->quiet(out_);
+        if (out_.ended) closeProcesses();
+    }
+    refreshBusy();
+}
+
 }  // namespace gpufault

@@ -119,6 +119,10 @@ class TextPipeline {
     void feedLine(uint64_t line_no, std::string_view raw, bool mayHaveCr = true);
     /// End of stream: flush blocks in progress.
     void finish();
+    /// The stream went quiet, more may come (gpufaultd): as finish(), but the records held
+    /// for folding are published and stay held (Matcher::quiet()): folds close at the same
+    /// lines as in a reader that never waited (`gpufault ingest`, gpufaultd after a restart).
+    void quiet();
 
     // feedLine() and finish() in two halves, which may run on two threads (one each): the
     // decoder half calls `keep` for each line the matchers must see (API trace lines are

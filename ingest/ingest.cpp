@@ -46,8 +46,9 @@ struct Fd {
 /// last batch says so or carries the read error. While the channel is full, or before the
 /// reader overwrites a buffer (it waits until the batches pointing into it are done), it
 /// classifies batches that the matching thread has not claimed (stage 2). Returns early when
-/// the channel is closed.
-void readLines(LineReader& reader, BatchChannel& channel, uint64_t lineNo, size_t batchLines) {
+/// the channel is closed. `file`: a last line without '\n' is marked LineBatch::unended.
+void readLines(
+    LineReader& reader, BatchChannel& channel, uint64_t lineNo, size_t batchLines, bool file) {
     struct Unhook {
         LineReader& r;
         ~Unhook() { r.setReuse({}); }
@@ -85,6 +86,7 @@ void readLines(LineReader& reader, BatchChannel& channel, uint64_t lineNo, size_
         ++lineNo;
         b.first_offset = off;
         b.cut = truncated;
+        b.unended = file && reader.lastUnended();
         if (reader.inBuffer(**l)) {
             b.base = (*l)->data();
         } else {
@@ -217,7 +219,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
     const size_t batchLines =
         static_cast<size_t>(std::clamp<uint64_t>(opt.batch_lines, 1, kBatchLines));
     std::thread front([&, lineNo = static_cast<uint64_t>(state.line)] {
-        readLines(reader, channel, lineNo, batchLines);
+        readLines(reader, channel, lineNo, batchLines, id.kind == "file");
     });
     struct Join {
         BatchChannel& channel;

@@ -31,6 +31,9 @@ struct LineBatch {
     std::string owned;        ///< the text of a one-line batch from outside the read buffer
     bool owns = false;        ///< the text is `owned` (then the batch has one line)
     bool cut = false;         ///< the one line was cut at LineDecoder::kMaxLine by the reader
+    /// the one line has no '\n' and ends a file (StreamIngest::matchBatch: stored, but the
+    /// checkpoint stays at its start)
+    bool unended = false;
     uint64_t end_offset = 0;  ///< bytes consumed after the last line
     bool last = false;        ///< end of stream
     std::optional<db::Error> error;  ///< read error: the stream stops here

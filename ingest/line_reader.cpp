@@ -149,11 +149,13 @@ db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offs
                 skipping_ = false;
                 truncated = true;
                 lastCr_ = true;
+                unended_ = true;
                 line_offset = longOffset_;
                 return std::optional<std::string_view>(long_.text());
             }
             if (end_ > pos_) {  // last line without '\n'
                 lastCr_ = true;
+                unended_ = true;
                 line_offset = base_ + pos_;
                 std::string_view v(bufs_[cur_].data() + pos_, end_ - pos_);
                 pos_ = end_;

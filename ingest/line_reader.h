@@ -130,6 +130,9 @@ class LineReader {
     /// Whether the last line handed out may contain a '\r' (false: it certainly does not). A
     /// file without carriage returns is searched for them once per buffer, not once per line.
     bool lastLineMayHaveCr() { return lastCr_; }
+    /// The last line handed out by next() had no '\n': it ends the stream (a file whose last
+    /// line is still being written).
+    bool lastUnended() const { return unended_; }
     /// Bytes consumed: the offset after the last line handed out.
     uint64_t consumed() const { return base_ + pos_; }
     /// Whether `s` lies in the buffer that the current line is in.
@@ -165,6 +168,7 @@ class LineReader {
     uint64_t base_ = 0;
     bool skipping_ = false;
     bool lastCr_ = true;
+    bool unended_ = false;  ///< lastUnended()
     static constexpr size_t kNone = static_cast<size_t>(-1);
     /// Bytes hasCr() searches past the line it is asked about (at least).
     static constexpr size_t kCrAhead = 64 << 10;

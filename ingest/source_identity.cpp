@@ -72,7 +72,9 @@ db::Result<FileSource> fileSource(Store& store,
         st = *fresh;
         return out;
     }
-    if (st.complete && st.offset == size) {
+    // Unchanged: read to its end before (a last line without '\n' stored, the checkpoint at
+    // its start: the size tells).
+    if (st.complete && size == (st.unended ? st.size : st.offset)) {
         out.unchanged = true;
         return out;
     }

@@ -42,7 +42,10 @@ void StoreSink::evidence(Evidence&& e) {
     flushFor(e.kind, e.pid, e.rank, e.line);
     auto r = store_.addEvidence(source_, e);
     check(r);
-    if (r && store_.db().changes() > 0) ++sum_.evidence[std::string(kindName(e.kind))];
+    if (r && store_.db().changes() > 0)
+        ++sum_.evidence[std::string(kindName(e.kind))];
+    else if (r && e.count > 1)
+        check(store_.raiseCount(source_, e));  // a fold published before (Folder::publish())
 }
 
 void StoreSink::context(const Evidence& e) {
@@ -125,7 +128,7 @@ StoreSink::RecentKernel StoreSink::countsOf(std::string_view kernel) {
 
 void StoreSink::dispatch(Dispatch&& d) {
     const int64_t pid = d.pid.value_or(-1);
-    if (d.line > countAfter_) {
+    if (d.line > countAfter_ && d.line < countBefore_) {
         const RecentKernel k = countsOf(d.kernel);
         std::vector<Count>& per = *k.per;
         size_t i = 0;

@@ -1,6 +1,7 @@
 // The Sink that writes parser output to the store, keeping dispatch context windows.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -81,6 +82,9 @@ class StoreSink final : public Sink {
     /// `truncated=1` (the last 64 such lines are remembered).
     void markTruncated(uint64_t line);
 
+    /// Dispatches at line `line` and after are not counted (a last line without its newline:
+    /// its reader counts it once it is whole, SourceState::unended); their rows are kept.
+    void uncountedFrom(uint64_t line) { countBefore_ = std::min(countBefore_, line); }
     /// Writes pending dispatch counts (call before each commit).
     void flushCounts();
     /// Writes every window (end of stream).
@@ -186,6 +190,7 @@ class StoreSink final : public Sink {
     int64_t source_;
     size_t window_;
     uint64_t countAfter_;
+    uint64_t countBefore_ = UINT64_MAX;  ///< uncountedFrom()
     IngestSummary& sum_;
     FloodRule flood_;
     /// Fault records (arrived, or stored before a resume's first line): greatest line of any,

@@ -30,6 +30,14 @@ StreamIngest::StreamIngest(Store& store,
     sink_.resumeFaults(lineNo_ + 1);
     // The dispatches held from before those lines (a thread gone idle before the re-read line).
     sink_.loadHeld(lineNo_ + 1);
+    if (state.unended) replaceFrom_ = lineNo_ + 1;
+}
+
+void StreamIngest::replaceUnended() {
+    if (!replaceFrom_) return;
+    if (auto r = store_.dropLinesFrom(state_.id, static_cast<int64_t>(*replaceFrom_)); !r)
+        error_ = r.error();
+    replaceFrom_.reset();
 }
 
 namespace {
@@ -43,7 +51,12 @@ std::string longLineWarning() {
 }
 }  // namespace
 
-void StreamIngest::feed(std::string_view line, int64_t position, bool truncated) {
+void StreamIngest::feed(std::string_view line, int64_t position, bool truncated, bool unended) {
+    replaceUnended();
+    if (unended) {
+        unended_ = {lineNo_ + 1, position};
+        sink_.uncountedFrom(lineNo_ + 1);
+    }
     ++lineNo_;
     ++uncommitted_;
     ++sum_.lines;
@@ -63,6 +76,11 @@ void StreamIngest::warnLast(std::string message) {
 void StreamIngest::matchBatch(const LineBatch& b) {
     const uint64_t first = b.first_line;
     const size_t n = b.lines();
+    if (n) replaceUnended();
+    if (b.unended && n) {
+        unended_ = {first, static_cast<int64_t>(b.offsetOf(0))};
+        sink_.uncountedFrom(first);
+    }
     // Positions of the lines a matcher or a dispatch window can name (every line the decoder
     // sees) and of the batch's first line: all a checkpoint asks for.
     std::vector<std::pair<uint64_t, int64_t>> pos;
@@ -112,7 +130,7 @@ void StreamIngest::finish() {
 }
 
 void StreamIngest::flushIdle() {
-    pipe_.finish();
+    pipe_.quiet();
 }
 
 db::Result<void> StreamIngest::checkpoint(int64_t end,
@@ -123,7 +141,7 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
     // TextPipeline::closeFolds()), so none holds the resume line below what is remembered.
     if (!complete && pipe_.decoderQuiet()) pipe_.closeFolds(lineNo_ + 1);
     sink_.flushCounts();
-    if (sink_.error()) return std::unexpected(*sink_.error());
+    if (error()) return std::unexpected(*error());
     SourceState cp = state_;
     // The last line stored: never lowered by a stream resumed before it (a copy continuing an
     // earlier checkpoint; a block held open), so re-read dispatches are not counted again.
@@ -155,7 +173,20 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
                 moved = true;
             }
     }
-    if (resumeLine > lineNo_) {
+    // Rows stored from a line read before and not yet again stay replaceable.
+    cp.unended = replaceFrom_.has_value();
+    if (unended_) {
+        // A last line without its newline: stored, but read again (from its start, or from an
+        // open block's before it) by the next reader (gpufaultd, another ingest once the file
+        // grew), which replaces its rows. Its dispatches were not counted
+        // (StoreSink::uncountedFrom): they are counted when it is whole.
+        cp.max_line = std::max(state_.max_line, static_cast<int64_t>(unended_->first - 1));
+        cp.unended = true;
+    }
+    if (unended_ && resumeLine >= unended_->first) {
+        cp.offset = unended_->second;
+        cp.line = static_cast<int64_t>(unended_->first - 1);
+    } else if (resumeLine > lineNo_) {
         cp.offset = end;
         cp.line = static_cast<int64_t>(lineNo_);
     } else if (auto pos = positions_.at(resumeLine)) {

@@ -33,13 +33,16 @@ std::string sourceFingerprint(std::string_view head);
 class StreamIngest {
   public:
     /// `state` is the source's committed checkpoint; lines are numbered from state.line + 1.
+    /// When state.unended, what the source stored from line state.line + 1 on (a last line
+    /// without its newline) is deleted before the first line is stored (the line read again).
     StreamIngest(Store& store, const SourceState& state, int window, IngestSummary& summary);
     StreamIngest(const StreamIngest&) = delete;
     StreamIngest& operator=(const StreamIngest&) = delete;
 
     /// One line (without '\n') that starts at `position`; `truncated` when it was cut at
-    /// LineDecoder::kMaxLine bytes.
-    void feed(std::string_view line, int64_t position, bool truncated);
+    /// LineDecoder::kMaxLine bytes; `unended`: it has no newline and ends a file that may
+    /// still grow (stored as matchBatch() stores a LineBatch::unended line).
+    void feed(std::string_view line, int64_t position, bool truncated, bool unended = false);
     /// A warning about the line fed last (stored with the source's records, e.g. "the last
     /// line of a rotated file had no newline").
     void warnLast(std::string message);
@@ -48,7 +51,10 @@ class StreamIngest {
 
     // The same for `gpufault ingest`, whose reading thread splits the lines into batches that
     // either thread classifies (LineBatch, BatchChannel); these two take them in order.
-    /// One classified batch: its lines through the decoder (those classified Drop only while
+    /// One classified batch (LineBatch::unended: its line has no newline and ends the file;
+    /// its records are stored, its dispatches not counted, and checkpoints stay at its start,
+    /// with SourceState::unended: the reader of the whole line replaces its rows). Its lines
+    /// through the decoder (those classified Drop only while
     /// the decoder is not quiet), the matchers and the store, with the truncation warnings
     /// where feed() has them, positions and counts; the same records as feed() of each line.
     void matchBatch(const LineBatch& b);
@@ -56,7 +62,8 @@ class StreamIngest {
     /// dispatch window (finish()).
     void finishBatched();
     /// The stream went quiet: completes open blocks (a fault line at the end of a live log
-    /// must not wait for the next line to be stored); the dispatch windows stay held.
+    /// must not wait for the next line to be stored) and publishes folded records with their
+    /// count so far, which stay open (TextPipeline::quiet()); the dispatch windows stay held.
     void flushIdle();
     /// Writes pending dispatch counts and the checkpoint into the open transaction.
     /// `end` is the position just after the last fed line; `complete` marks the stream done;
@@ -97,10 +104,18 @@ class StreamIngest {
         return written_ ? pending_.stored : state_.stored;
     }
     /// The first store error a record met (the transaction must then be rolled back).
-    const std::optional<db::Error>& error() const { return sink_.error(); }
+    const std::optional<db::Error>& error() const { return error_ ? error_ : sink_.error(); }
 
   private:
     static constexpr size_t kRemembered = 65536;  ///< line positions kept for checkpoints
+    /// Before the first line is stored: the rows of a line stored without its newline, read
+    /// again now, are deleted (SourceState::unended).
+    void replaceUnended();
+    /// The line the rows of a stored unended line start at, until replaceUnended() ran.
+    std::optional<uint64_t> replaceFrom_;
+    /// This stream's last line has no newline: its number and where it starts.
+    std::optional<std::pair<uint64_t, int64_t>> unended_;
+    std::optional<db::Error> error_;  ///< replaceUnended()'s
     Store& store_;
     SourceState state_, pending_;
     IngestSummary& sum_;

@@ -171,8 +171,8 @@ std::vector<PrefixMark> parseEarlier(const std::optional<std::string>& text) {
 
 db::Result<SourceState> Store::source(const SourceIdentity& id) {
     auto sel = db_.prepare(
-        "SELECT id, offset, line, max_line, complete, cursor, size, prefix_hash, earlier FROM "
-        "sources WHERE kind=?1 AND "
+        "SELECT id, offset, line, max_line, complete, cursor, size, prefix_hash, earlier, "
+        "unended FROM sources WHERE kind=?1 AND "
         "ifnull(device,-1)=ifnull(?2,-1) AND ifnull(inode,-1)=ifnull(?3,-1) AND "
         "ifnull(fingerprint,'')=?4");
     if (!sel) return std::unexpected(sel.error());
@@ -191,6 +191,7 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
                       {}};
         if (auto h = sel->optI64(7)) s.prefix_hash = static_cast<uint64_t>(*h);
         s.earlier = parseEarlier(sel->optStr(8));
+        s.unended = sel->i64(9) != 0;
         s.stored = StoredPosition{s.offset, s.line, s.max_line};
         sel->reset();
         auto upd = db_.prepare("UPDATE sources SET path=?2 WHERE id=?1");
@@ -451,12 +452,12 @@ db::Result<void> Store::prepareWriters() {
     if (r)
         r = prep(updPosition_,
                  "UPDATE sources SET offset=?2, line=?3, max_line=?4, complete=?5, size=?6, "
-                 "cursor=?7, prefix_hash=?8, earlier=?9, "
+                 "cursor=?7, prefix_hash=?8, earlier=?9, unended=?13, "
                  "ingested_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?1");
     if (r)
         r = prep(casPosition_,
                  "UPDATE sources SET offset=?2, line=?3, max_line=?4, complete=?5, size=?6, "
-                 "cursor=?7, prefix_hash=?8, earlier=?9, "
+                 "cursor=?7, prefix_hash=?8, earlier=?9, unended=?13, "
                  "ingested_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?1 AND "
                  "offset=?10 AND line=?11 AND max_line=?12");
     return r;
@@ -666,6 +667,7 @@ db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, in
     std::optional<int64_t> hash;
     if (st.prefix_hash) hash = static_cast<int64_t>(*st.prefix_hash);
     s.bind(8, hash).bind(9, earlierText(st.earlier));
+    s.bind(13, static_cast<int64_t>(st.unended));
     auto r = s.run();
     if (r && inTxn_) written_[source_id] = StoredPosition{st.offset, st.line, st.max_line};
     return r;
@@ -689,6 +691,7 @@ db::Result<bool> Store::movePosition(int64_t source_id, const SourceState& st, i
     std::optional<int64_t> hash;
     if (st.prefix_hash) hash = static_cast<int64_t>(*st.prefix_hash);
     s.bind(8, hash).bind(9, earlierText(st.earlier));
+    s.bind(13, static_cast<int64_t>(st.unended));
     // What this Store wrote to the row in the open transaction, else what the caller read.
     auto ours = written_.find(source_id);
     const StoredPosition& expect = ours != written_.end() ? ours->second : *st.stored;
@@ -706,6 +709,48 @@ db::Result<void> Store::finishSource(int64_t source_id) {
     if (!s) return std::unexpected(s.error());
     s->bind(1, source_id);
     return s->run();
+}
+
+db::Result<void> Store::raiseCount(int64_t source_id, const Evidence& e) {
+    // The identity of evidence_identity (schema/sql/001_init.sql).
+    auto s = db_.prepare(
+        "UPDATE evidence SET count=?7 WHERE source_id=?1 AND kind=?2 AND line=?3 AND "
+        "ifnull(address,-1)=ifnull(?4,-1) AND ifnull(pci,'')=ifnull(?5,'') AND "
+        "ifnull(gpu_node,-1)=ifnull(?6,-1) AND count<?7");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, source_id).bind(2, kindName(e.kind)).bind(3, static_cast<int64_t>(e.line));
+    s->bind(4, e.address).bind(5, e.pci).bind(6, e.gpu_node);
+    s->bind(7, static_cast<int64_t>(e.count));
+    return s->run();
+}
+
+db::Result<void> Store::dropLinesFrom(int64_t source_id, int64_t line) {
+    // In dependency order, as dropSourceRows() (incidents are recomputed after the commit).
+    static constexpr const char* kRows[] = {
+        "DELETE FROM incident_evidence WHERE incident_id IN (SELECT id FROM incidents WHERE "
+        "first_evidence IN (SELECT id FROM evidence WHERE source_id=?1 AND line>=?2))",
+        "DELETE FROM incident_evidence WHERE evidence_id IN (SELECT id FROM evidence WHERE "
+        "source_id=?1 AND line>=?2)",
+        "DELETE FROM incidents WHERE first_evidence IN (SELECT id FROM evidence WHERE "
+        "source_id=?1 AND line>=?2)",
+        "UPDATE processes SET evidence_id=NULL WHERE evidence_id IN (SELECT id FROM evidence "
+        "WHERE source_id=?1 AND line>=?2)",
+        "DELETE FROM diagnoses WHERE evidence_id IN (SELECT id FROM evidence WHERE "
+        "source_id=?1 AND line>=?2)",
+        "DELETE FROM evidence WHERE source_id=?1 AND line>=?2",
+        "DELETE FROM operands WHERE source_id=?1 AND (line>=?2 OR dispatch_id IN (SELECT id "
+        "FROM dispatches WHERE source_id=?1 AND line>=?2))",
+        "DELETE FROM dispatches WHERE source_id=?1 AND line>=?2",
+        "DELETE FROM held_dispatches WHERE source_id=?1 AND line>=?2",
+        "DELETE FROM warnings WHERE source_id=?1 AND line>=?2",
+    };
+    for (const char* sql : kRows) {
+        auto st = db_.prepare(sql);
+        if (!st) return std::unexpected(st.error());
+        st->bind(1, source_id).bind(2, line);
+        if (auto r = st->run(); !r) return r;
+    }
+    return {};
 }
 
 db::Result<void> Store::addLostBytes(int64_t source_id, int64_t delta) {

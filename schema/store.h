@@ -58,6 +58,10 @@ struct SourceState {
     /// movePosition (callers that start elsewhere change offset and line, never this);
     /// nullopt: not read from the store (movePosition then writes unconditionally).
     std::optional<StoredPosition> stored = std::nullopt;
+    /// The lines after `line` were stored from a last line without its newline (`gpufault
+    /// ingest` at a file's end): the reader that reads line `line` + 1 again replaces their
+    /// rows (Store::dropLinesFrom; migration 022).
+    bool unended = false;
 };
 
 /// The bytes the file sources of one file (device + inode) counted lost (sources.lost_bytes).
@@ -223,6 +227,10 @@ class Store {
     /// Inserts evidence; a record already stored (same source, kind, line, address, pci, node)
     /// is ignored, so a resumed ingest never duplicates.
     db::Result<void> addEvidence(int64_t source_id, const Evidence& e);
+    /// The stored record of `e`'s identity gets `e.count` when that is larger (a folded record
+    /// published with a smaller count: rt::Folder::publish(); a fold read again). Call inside
+    /// the open transaction.
+    db::Result<void> raiseCount(int64_t source_id, const Evidence& e);
     /// Inserts a dispatch row (kept only in the window before faults); returns its id.
     db::Result<int64_t> addDispatch(int64_t source_id, const Dispatch& d);
     db::Result<void> addOperand(int64_t source_id,
@@ -267,6 +275,11 @@ class Store {
     /// and `earlier` stay, so a copy of its file (copytruncate) found later still continues it.
     /// Call inside the open transaction.
     db::Result<void> finishSource(int64_t source_id);
+    /// Deletes what source `source_id` stored from line `line` on: its records (with their
+    /// incident memberships, diagnoses and process links), dispatch rows, operands, warnings
+    /// and held dispatches; dispatch counts stay. For a line stored without its newline
+    /// (SourceState::unended) that is read again whole. Call inside the open transaction.
+    db::Result<void> dropLinesFrom(int64_t source_id, int64_t line);
     /// Adds `delta` bytes to source `source_id`'s lost_bytes: bytes it saw and had not read when
     /// they were removed; negative when a copy gave back bytes counted before. Call inside the
     /// transaction that finishes (or resumes) the stream.

@@ -73,6 +73,12 @@ class Matcher {
     virtual void feed(const LogLine& line, Sink& out) = 0;
     /// End of stream: emit any block in progress (cut blocks keep what they have).
     virtual void finish(Sink& out) { (void)out; }
+    /// The stream went quiet (gpufaultd: no line for 200 ms; more may come): emits what
+    /// finish() emits, except that the records held for folding are only published (a copy
+    /// with the count so far) and stay held, so later repeats still fold into them. Folds
+    /// close at the same lines in every reader, whatever the timing: kFoldLines after their
+    /// first line, at a process-ending fault (closeProcess()), at the stream's end.
+    virtual void quiet(Sink& out) { finish(out); }
     /// The line where the oldest block still in progress started, nullopt when none is open.
     /// An interrupted ingest resumes there, so no block loses its header.
     virtual std::optional<uint64_t> openSince() const { return std::nullopt; }

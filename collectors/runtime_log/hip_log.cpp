@@ -88,6 +88,16 @@ class HipLogMatcher final : public Matcher {
     void finish(Sink& out) override {
         listing_ = nullptr;
         folder_.flush(out);
+        warnUnlisted(out);
+    }
+    /// As finish(), the folds published, not closed (Matcher::quiet()).
+    void quiet(Sink& out) override {
+        listing_ = nullptr;
+        folder_.publish(out);
+        warnUnlisted(out);
+    }
+    /// finish()'s warnings about Arg lines still waiting for their ShaderName.
+    void warnUnlisted(Sink& out) {
         for (ThreadArgs& t : threads_) {
             if (t.first_line == 0 || t.end_warned == t.first_line) continue;
             t.end_warned = t.first_line;

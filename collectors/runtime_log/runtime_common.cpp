@@ -137,6 +137,15 @@ void Folder::flush(Sink& out) {
     last_.clear();
 }
 
+void Folder::publish(Sink& out) const {
+    std::vector<const Evidence*> order;
+    for (const auto& e : held_) order.push_back(&e);
+    std::stable_sort(order.begin(), order.end(), [](const Evidence* a, const Evidence* b) {
+        return a->line < b->line;
+    });
+    for (const Evidence* e : order) out.evidence(Evidence(*e));
+}
+
 namespace {
 
 /// Same value, or either side states none.

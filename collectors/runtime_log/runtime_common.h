@@ -56,6 +56,10 @@ class Folder {
     Evidence* add(Evidence&& e, Sink& out);
     /// Emits everything held, in order of first line.
     void flush(Sink& out);
+    /// Emits a copy of everything held (count so far), in order of first line, and keeps
+    /// holding it: a later emission of the same record carries the grown count (the store
+    /// keeps the larger: Store::raiseCount()).
+    void publish(Sink& out) const;
     /// Emits the records held whose first line is before `before`, in order of first line;
     /// a later identical record starts a new one. Invalidates the pointers add() returned.
     void closeBefore(uint64_t before, Sink& out);

@@ -89,6 +89,10 @@ class RuntimeErrorMatcher final : public Matcher {
         flushPending(out);
         folder_.flush(out);
     }
+    void quiet(Sink& out) override {
+        flushPending(out);
+        folder_.publish(out);
+    }
 
     bool idle() const override { return !pending_; }  // folded records wait for no line
     std::optional<uint64_t> foldedSince() const override { return folder_.firstLine(); }

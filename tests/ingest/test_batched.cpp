@@ -250,7 +250,7 @@ std::string feedPath(const std::string& db, const std::string& path, bool withId
             auto l = reader.next(off, truncated);
             EXPECT_TRUE(l);
             if (!l || !*l) break;
-            stream.feed(**l, static_cast<int64_t>(off), truncated);
+            stream.feed(**l, static_cast<int64_t>(off), truncated, reader.lastUnended());
         }
         stream.finish();
         EXPECT_TRUE(stream.checkpoint(st.st_size, true, st.st_size));

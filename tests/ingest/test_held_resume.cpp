@@ -147,15 +147,16 @@ TEST(HeldResume, StoppedBetweenTheFaultsAfterTheIdleThreadResumed) {
 }
 
 TEST(FloodKinds, AnErrorRecordDoesNotShrinkALaterFaultsWindow) {
-    // The hostile review's case: a runtime_error 30 000 lines before a ROCr fault. The error
+    // The hostile review's case: a runtime_error 40 000 lines before a ROCr fault. The error
     // record opens an incident but is no memory fault; the fault stores its full window
-    // whether the error record came at once (gpufaultd: the stream went quiet after it), at
-    // the end (gpufault ingest: folded records wait) or from the store (a resumed stream).
+    // whether the error record came at once (gpufaultd: the stream went quiet after it and
+    // published it), at the end (gpufault ingest: folded records wait) or from the store (a
+    // resumed stream; its fold closed kFoldLines after it, so it is not read again).
     Log log;
     for (int i = 0; i < 200; ++i) log.dispatch(kA);
     log.error();
     const size_t errorAt = log.lines.size() - 1;
-    for (int i = 0; i < 10000; ++i) log.dispatch(kA);
+    for (int i = 0; i < 40000; ++i) log.dispatch(kA);
     log.fault(1);
     const int64_t faultLine = static_cast<int64_t>(log.lines.size());
     for (int i = 0; i < 100; ++i) log.dispatch(kA);
@@ -163,7 +164,7 @@ TEST(FloodKinds, AnErrorRecordDoesNotShrinkALaterFaultsWindow) {
     Opened ingestLike, daemonLike, resumed;
     ingestLike.ingest(log, log.lines.size(), 10000);
     daemonLike.ingest(log, log.lines.size(), 10000, errorAt);
-    resumed.ingest(log, errorAt + 20000, 10000, errorAt);
+    resumed.ingest(log, errorAt + 36000, 10000, errorAt);
     auto [readAgainAfter, w] = resumed.ingest(log, log.lines.size(), 10000);
     EXPECT_GT(readAgainAfter, static_cast<int64_t>(errorAt) + 1)
         << "the error line is read again: the test proves nothing";
