@@ -222,7 +222,7 @@ int cmdFaults(const Global& g, bool json) {
         if (r.nearest_distance)
             dist = r.nearest_inside          ? std::string("inside")
                    : *r.nearest_distance < 0 ? humanBytes(*r.nearest_distance) + " below ptr"
-                                             : humanBytes(*r.nearest_distance) + " above end";
+                                             : aboveEndText(*r.nearest_distance);
         // INCIDENT is what `show` and `report` take; RECORD the evidence id `events` prints.
         t.rows.push_back({orDash(r.incident),
                           std::to_string(r.ev.id),

@@ -133,7 +133,7 @@ std::string spanText(bool inside,
     if (inside) return fmt::format("inside, {} from ptr", humanBytes(from_ptr.value_or(0)));
     if (!distance) return below ? "2^63 B or more below ptr" : "2^63 B or more above end";
     if (below) return fmt::format("{} below ptr", humanBytes(*distance));
-    return fmt::format("{} above end", humanBytes(*distance));
+    return aboveEndText(*distance);
 }
 
 /// A JSON number, or null when the value was refused.
@@ -531,6 +531,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         for (const auto& r : prim) {
             std::string where = r.inside ? "from ptr" : r.below ? "below ptr" : "above end";
             auto od = r.inside ? r.from_ptr : r.distance;
+            if (!r.inside && !r.below && od && *od == 0) where = "above end (the first byte past it)";
             std::string d = od ? signedExact(*od) : "n/a";
             std::string human = od ? humanBytes(*od) : "2^63 B or more";
             if (auto p = human.find(" ("); p != std::string::npos)

@@ -101,6 +101,11 @@ std::string humanBytes(int64_t b) {
     return bytesText(mag, b < 0 ? "-" : b > 0 ? "+" : "");
 }
 
+std::string aboveEndText(int64_t d) {
+    if (d == 0) return "+0 B above end (the first byte past it)";
+    return humanBytes(d) + " above end";
+}
+
 std::string printableLines(std::string_view s) {
     std::string out;
     size_t start = 0;

@@ -47,6 +47,10 @@ void printJsonLine(std::FILE* out, const nlohmann::json& j);
 std::string addr16(uint64_t a);
 /// Bytes with sign and digit grouping, plus GiB/MiB/KiB: `-4,381,900,800 B (-4.08 GiB)`.
 std::string humanBytes(int64_t b);
+/// `humanBytes(d) + " above end"` for a distance d ≥ 0 above an operand's end (exclusive: `address
+/// − end`); 0, the first byte past the buffer, says so ("+0 B above end (the first byte past
+/// it)"), since compute-sanitizer counts the same byte as "1 bytes after".
+std::string aboveEndText(int64_t d);
 /// A size without sign: `231,211,008 B (220.50 MiB)`.
 std::string sizeText(uint64_t b);
 /// `2024-05-01T12:00:00Z` for UTC seconds since the epoch.

@@ -95,7 +95,8 @@ bool isFaultFamilyError(const Evidence& e) {
 }
 
 std::string signatureOf(const std::vector<const StoredEvidence*>& members) {
-    // vendor, kind set, reasons and clients: what makes two incidents the same bug (v1).
+    // vendor, kind set, reasons and clients: what makes two incidents the same bug (v1); for an
+    // Xid also its number (a GPU fallen off the bus, Xid 79, is not an application's Xid 13).
     std::vector<std::string> parts;
     for (auto* m : members) {
         parts.push_back(fmt::format("{}|{}|{}|{}|{}",
@@ -104,6 +105,7 @@ std::string signatureOf(const std::vector<const StoredEvidence*>& members) {
                                     m->e.reason.value_or(""),
                                     m->e.client.value_or(""),
                                     m->e.kernel.value_or("")));
+        if (m->e.xid) parts.back() += fmt::format("|xid {}", *m->e.xid);
         if (auto stack = m->e.attr("stack")) parts.back() += fmt::format("|stack {}", *stack);
     }
     std::sort(parts.begin(), parts.end());

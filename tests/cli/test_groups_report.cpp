@@ -121,5 +121,34 @@ TEST(CliGroups, AStoreWithoutIncidentsPrintsTheHeaderOnly) {
               "(UTC)\tLAST SEEN (UTC)\tTIMED\tINCIDENT IDS\n");
 }
 
+// newuser11: Xids of different numbers (a GPU fallen off the bus, an application's warp
+// exception) are not "the same fault": the Xid number is part of the signature. Lines from the
+// format `NVRM: Xid (PCI:%s): %d, pid=%s, name=%s, %s`.
+TEST(CliGroups, XidsOfDifferentNumbersAreDifferentGroups) {
+    TempDir t;
+    const std::string off = "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
+                            "GPU has fallen off the bus.\n";
+    const std::string sm = "NVRM: Xid (PCI:0000:5e:00): 13, pid=4242, name=python, Graphics SM "
+                           "Warp Exception on (GPC 1, TPC 4, SM 0): Misaligned Address\n";
+    writeFile(t.file("a.log"), "[  100.000000] " + sm);
+    writeFile(t.file("b.log"), "[  300.000000] " + off);
+    writeFile(t.file("c.log"), "[  500.000000] " + sm);
+    writeFile(t.file("d.log"), "[  700.000000] " + off);
+    writeFile(t.file("e.log"), "[  900.000000] " + sm);
+    auto in = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("a.log"), t.file("b.log"),
+                   t.file("c.log"), t.file("d.log"), t.file("e.log")});
+    ASSERT_EQ(in.status, 0) << in.err;
+    EXPECT_NE(in.out.find("\n5 incidents in "), std::string::npos) << in.out;
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "groups", "--json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto g = parseJsonLines(r.out);
+    ASSERT_EQ(g.size(), 2u) << r.out;
+    EXPECT_EQ(g[0]["incidents"], 3) << r.out;  // the Xid 13 of pid 4242
+    EXPECT_EQ(g[0]["processes"], 1) << r.out;
+    EXPECT_EQ(g[1]["incidents"], 2) << r.out;  // the two Xid 79, no pid
+    EXPECT_EQ(g[1]["processes"], 0) << r.out;
+    EXPECT_NE(g[0]["signature"], g[1]["signature"]);
+}
+
 }  // namespace
 }  // namespace gpufault::testing
