@@ -12,12 +12,19 @@ std::optional<WallClock> wallClock(const StoredEvidence& r) {
     if (r.wall_utc_us) {
         if (r.wall_zone == "local_ambiguous") return std::nullopt;
         int64_t us = *r.wall_utc_us;
-        return WallClock{us >= 0 ? us / 1000000 : -((-us + 999999) / 1000000), true};
+        return WallClock{us >= 0 ? us / 1000000 : -((-us + 999999) / 1000000),
+                         true,
+                         r.wall_zone == "stated",
+                         r.source_id};
     }
-    if (r.e.time.wall_utc_s) return WallClock{*r.e.time.wall_utc_s, true};
+    if (r.e.time.wall_utc_s) return WallClock{*r.e.time.wall_utc_s, true, true, r.source_id};
     if (r.e.time.wall && r.e.time.wall->size() == 19)
-        if (auto w = wallSeconds(*r.e.time.wall)) return WallClock{*w, false};
+        if (auto w = wallSeconds(*r.e.time.wall)) return WallClock{*w, false, false, r.source_id};
     return std::nullopt;
+}
+
+bool oneBasis(const WallClock& a, const WallClock& b) {
+    return a.zoned == b.zoned && (a.zoned || (a.source == b.source && a.utc == b.utc));
 }
 
 namespace {
@@ -52,6 +59,14 @@ bool samePidSpace(const StoredEvidence& a, const StoredEvidence& b) {
     return !ka && !kb && a.source_id == b.source_id;
 }
 
+/// Wall times on two bases (docs/correlation.md "Zone-less wall times") further apart than any
+/// two zone offsets explain, plus `gap` and the second the stamps are read to.
+bool wallsFarApart(const std::optional<WallClock>& a, const std::optional<WallClock>& b,
+                   double gap) {
+    return a && b && !oneBasis(*a, *b) &&
+           static_cast<double>(std::llabs(a->s - b->s)) > static_cast<double>(kZoneSlack_s) + gap + 1;
+}
+
 long long linesApart(const StoredEvidence& a, const StoredEvidence& b) {
     return std::llabs(static_cast<long long>(a.e.line) - static_cast<long long>(b.e.line));
 }
@@ -64,8 +79,8 @@ std::optional<double> clockGap(const StoredEvidence& ra, const StoredEvidence& r
     if (a.time.runtime_us && b.time.runtime_us)
         return std::fabs(static_cast<double>(*a.time.runtime_us - *b.time.runtime_us)) / 1e6;
     auto wa = wallOf(ra), wb = wallOf(rb);
-    if (wa && wb && wa->utc == wb->utc)
-        return *wa == *wb ? 0.0 : 1e9;  // to the second; different = unknown gap
+    if (wa && wb && oneBasis(*wa, *wb))
+        return wa->s == wb->s ? 0.0 : 1e9;  // to the second; different = unknown gap
     return std::nullopt;
 }
 
@@ -76,8 +91,9 @@ bool apartOnAClock(const StoredEvidence& ra, const StoredEvidence& rb, double ga
     if (a.time.runtime_us && b.time.runtime_us)
         return std::fabs(static_cast<double>(*a.time.runtime_us - *b.time.runtime_us)) / 1e6 > gap;
     auto wa = wallOf(ra), wb = wallOf(rb);
-    return wa && wb && wa->utc == wb->utc &&
-           static_cast<double>(std::llabs(wa->s - wb->s)) > gap + 1;
+    return (wa && wb && oneBasis(*wa, *wb) &&
+            static_cast<double>(std::llabs(wa->s - wb->s)) > gap + 1) ||
+           wallsFarApart(wa, wb, gap);
 }
 
 std::optional<uint64_t> faultRegion(const Evidence& e) {
@@ -100,7 +116,13 @@ Traits Traits::of(const StoredEvidence& s) {
     }
     if (e.time.kernel_s) t.kMin = t.kMax = *e.time.kernel_s;
     if (e.time.runtime_us) t.rMin = t.rMax = static_cast<double>(*e.time.runtime_us) / 1e6;
-    t.wall = wallOf(s);
+    if (auto w = wallOf(s)) {
+        if (w->zoned)
+            t.zonedWall = w->s;
+        else
+            t.localWalls.push_back({w->source, w->s});
+        t.wMin = t.wMax = w->s;
+    }
     if (auto slot = oneFaultSlot(e)) t.oneFault[*slot] = *e.address >> 21;
     if (auto r = faultRegion(e)) t.regions.insert(*r);
     return t;
@@ -109,9 +131,11 @@ Traits Traits::of(const StoredEvidence& s) {
 bool Traits::conflicts(const Traits& o, double maxGap) const {
     auto differ = [](const auto& a, const auto& b) { return a && b && *a != *b; };
     if (differ(node, o.node) || differ(pci, o.pci) || differ(vendor, o.vendor) ||
-        differ(rank, o.rank) ||
-        (wall && o.wall && wall->utc == o.wall->utc && wall->s != o.wall->s))
+        differ(rank, o.rank) || differ(zonedWall, o.zonedWall))
         return true;
+    for (auto& [s1, w1] : localWalls)
+        for (auto& [s2, w2] : o.localWalls)
+            if (s1 == s2 && w1 != w2) return true;
     for (size_t k = 0; k < std::size(oneFault); ++k)
         if (differ(oneFault[k], o.oneFault[k])) return true;
     for (auto& [p1, t1] : kernelPids)
@@ -124,6 +148,10 @@ bool Traits::conflicts(const Traits& o, double maxGap) const {
         if (!lo1 || !lo2) return false;
         return std::max(*hi1, *hi2) - std::min(*lo1, *lo2) > maxGap;
     };
+    if (wMin && o.wMin &&
+        static_cast<double>(std::max(*wMax, *o.wMax) - std::min(*wMin, *o.wMin)) >
+            static_cast<double>(kZoneSlack_s) + maxGap + 1)
+        return true;  // no zone offset explains it (zone-less times: to the second)
     return span(kMin, kMax, o.kMin, o.kMax) || span(rMin, rMax, o.rMin, o.rMax);
 }
 
@@ -139,7 +167,7 @@ void Traits::merge(Traits&& o) {
     if (!pci) pci = std::move(o.pci);
     if (!vendor) vendor = std::move(o.vendor);
     if (!rank) rank = o.rank;
-    if (!wall) wall = o.wall;
+    if (!zonedWall) zonedWall = o.zonedWall;
     for (size_t k = 0; k < std::size(oneFault); ++k)
         if (!oneFault[k]) oneFault[k] = o.oneFault[k];
     auto add = [](auto& into, const auto& from) {
@@ -149,6 +177,7 @@ void Traits::merge(Traits&& o) {
     };
     add(kernelPids, o.kernelPids);
     add(streamPids, o.streamPids);
+    add(localWalls, o.localWalls);
     auto widen = [](auto& lo, auto& hi, const auto& olo, const auto& ohi) {
         if (!olo) return;
         lo = lo ? std::min(*lo, *olo) : *olo;
@@ -156,6 +185,7 @@ void Traits::merge(Traits&& o) {
     };
     widen(kMin, kMax, o.kMin, o.kMax);
     widen(rMin, rMax, o.rMin, o.rMax);
+    widen(wMin, wMax, o.wMin, o.wMax);
     // the smaller set into the larger: each region is moved O(log n) times in all
     if (regions.size() < o.regions.size()) regions.swap(o.regions);
     regions.insert(o.regions.begin(), o.regions.end());
@@ -203,7 +233,7 @@ bool Linker::contradicts(const StoredEvidence& a, const StoredEvidence& b) const
         sx && sx == oneFaultSlot(y) && (*x.address >> 21) != (*y.address >> 21))
         return true;
     if (auto gap = clockGap(a, b); gap && *gap > rules.max_gap_s) return true;
-    return false;
+    return wallsFarApart(wallOf(a), wallOf(b), rules.max_gap_s);
 }
 
 Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
