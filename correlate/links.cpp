@@ -67,6 +67,19 @@ bool wallsFarApart(const std::optional<WallClock>& a, const std::optional<WallCl
            static_cast<double>(std::llabs(a->s - b->s)) > static_cast<double>(kZoneSlack_s) + gap + 1;
 }
 
+/// The pid a journal stated for a runtime record's line (`ident[PID]:`, `_PID`): a pid of the
+/// journal's host, the kernel's namespace.
+std::optional<int64_t> journalPid(const Evidence& e) {
+    auto v = e.attr("journal_pid");
+    if (!v) return std::nullopt;
+    int64_t pid = 0;
+    for (char c : *v) {
+        if (c < '0' || c > '9') return std::nullopt;
+        pid = pid * 10 + (c - '0');
+    }
+    return pid;
+}
+
 long long linesApart(const StoredEvidence& a, const StoredEvidence& b) {
     return std::llabs(static_cast<long long>(a.e.line) - static_cast<long long>(b.e.line));
 }
@@ -243,11 +256,22 @@ Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
     if (x.address && y.address && (*x.address >> 21) == (*y.address >> 21) &&
         (*x.address >> 21) != 0)
         return {fmt::format("same 2 MiB region 0x{:x}", (*x.address >> 21) << 21), false};
-    bool sameSide = isKernelSide(x.kind) == isKernelSide(y.kind);
-    if (!sameSide) return {};  // a pid or proximity alone never joins kernel and runtime records
     auto gap = clockGap(a, b);
     bool close = gap ? *gap <= rules.max_gap_s
                      : a.source_id == b.source_id && linesApart(a, b) <= rules.same_stream_lines;
+    bool sameSide = isKernelSide(x.kind) == isKernelSide(y.kind);
+    if (!sameSide) {
+        // A pid or proximity alone never joins kernel and runtime records; a kernel record and a
+        // program line of one journal that states the same host pid for it, close, do.
+        const Evidence& k = isKernelSide(x.kind) ? x : y;
+        const Evidence& r = isKernelSide(x.kind) ? y : x;
+        auto jp = journalPid(r);
+        if (!close || a.source_id != b.source_id || !k.pid || !jp || *jp != *k.pid) return {};
+        return {gap ? fmt::format("same pid {} in one journal, within {:.3f} s", *jp, *gap)
+                    : fmt::format(
+                          "same pid {} in one journal, {} lines apart", *jp, linesApart(a, b)),
+                true};
+    }
     if (!close) return {};
     if (x.pid && y.pid && samePidSpace(a, b))
         return {gap ? fmt::format("same pid {} within {:.3f} s", *x.pid, *gap)

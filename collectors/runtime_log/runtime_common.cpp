@@ -100,6 +100,12 @@ Evidence baseEvidence(Kind kind, const LogLine& l, const AmdFields& amd, const c
         e.pid = amd.pid;
         if (!amd.runtime_tid.empty()) e.runtime_tid = std::string(amd.runtime_tid);
     }
+    // A journald/syslog `ident[PID]:` (or an entry's _PID) of a program line: the process's pid
+    // on the journal's host, for a line whose own text states none (docs/evidence.md).
+    if (l.ident_pid && l.origin == Origin::Other) {
+        if (!e.pid) e.pid = l.ident_pid;
+        e.setAttr("journal_pid", std::to_string(*l.ident_pid));
+    }
     return e;
 }
 
