@@ -80,6 +80,16 @@ std::optional<int64_t> journalPid(const Evidence& e) {
     return pid;
 }
 
+/// A record's pid as its own line stated it (a kernel record's; a runtime record's AMD log
+/// prefix, …): nullopt for a runtime record whose pid is only its journal's. A journal states
+/// the pid that opened the stream, so its children's lines (a launcher's workers) share it
+/// while their AMD log prefixes state their own.
+std::optional<int64_t> ownPid(const Evidence& e) {
+    if (!e.pid || isKernelSide(e.kind)) return e.pid;
+    auto j = journalPid(e);
+    return j && *j == *e.pid ? std::nullopt : e.pid;
+}
+
 long long linesApart(const StoredEvidence& a, const StoredEvidence& b) {
     return std::llabs(static_cast<long long>(a.e.line) - static_cast<long long>(b.e.line));
 }
@@ -124,9 +134,11 @@ Traits Traits::of(const StoredEvidence& s) {
     if (e.pid) {
         if (isKernelSide(e.kind))
             t.kernelPids.push_back({*e.pid, e.tid});
-        else
-            t.streamPids.push_back({s.source_id, *e.pid});
+        else if (auto own = ownPid(e))
+            t.streamPids.push_back({s.source_id, *own});
     }
+    if (auto j = isKernelSide(e.kind) ? std::nullopt : journalPid(e))
+        t.journalPids.push_back({s.source_id, *j});
     if (e.time.kernel_s) t.kMin = t.kMax = *e.time.kernel_s;
     if (e.time.runtime_us) t.rMin = t.rMax = static_cast<double>(*e.time.runtime_us) / 1e6;
     if (auto w = wallOf(s)) {
@@ -156,6 +168,9 @@ bool Traits::conflicts(const Traits& o, double maxGap) const {
             if (p1 != p2 && !(t1 && *t1 == p2) && !(t2 && *t2 == p1)) return true;
     for (auto& [s1, p1] : streamPids)
         for (auto& [s2, p2] : o.streamPids)
+            if (s1 == s2 && p1 != p2) return true;
+    for (auto& [s1, p1] : journalPids)
+        for (auto& [s2, p2] : o.journalPids)
             if (s1 == s2 && p1 != p2) return true;
     auto span = [&](const auto& lo1, const auto& hi1, const auto& lo2, const auto& hi2) {
         if (!lo1 || !lo2) return false;
@@ -190,6 +205,7 @@ void Traits::merge(Traits&& o) {
     };
     add(kernelPids, o.kernelPids);
     add(streamPids, o.streamPids);
+    add(journalPids, o.journalPids);
     add(localWalls, o.localWalls);
     auto widen = [](auto& lo, auto& hi, const auto& olo, const auto& ohi) {
         if (!olo) return;
@@ -236,10 +252,15 @@ bool Linker::contradicts(const StoredEvidence& a, const StoredEvidence& b) const
     if (x.vendor && y.vendor && *x.vendor != *y.vendor) return true;
     // ranks of one job are processes of their own, whichever stream printed them
     if (x.rank && y.rank && *x.rank != *y.rank) return true;
-    if (x.pid && y.pid && *x.pid != *y.pid && samePidSpace(a, b)) {
+    if (samePidSpace(a, b)) {
+        // runtime lines of one journal: the journal's pids (stream openers), and the pids the
+        // lines state themselves, each compared with their own kind
+        auto jx = journalPid(x), jy = journalPid(y);
+        if (!isKernelSide(x.kind) && jx && jy && *jx != *jy) return true;
+        auto px = ownPid(x), py = ownPid(y);
         // the kernel prints a thread id in segfault lines: tid of one may be the other's
-        bool tidMatch = (x.tid && *x.tid == *y.pid) || (y.tid && *y.tid == *x.pid);
-        if (!tidMatch) return true;
+        if (px && py && *px != *py && !(x.tid && *x.tid == *py) && !(y.tid && *y.tid == *px))
+            return true;
     }
     // two faults that each end their process, at addresses in different regions
     if (auto sx = oneFaultSlot(x);
@@ -266,14 +287,18 @@ Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
         const Evidence& k = isKernelSide(x.kind) ? x : y;
         const Evidence& r = isKernelSide(x.kind) ? y : x;
         auto jp = journalPid(r);
-        if (!close || a.source_id != b.source_id || !k.pid || !jp || *jp != *k.pid) return {};
+        if (!close || a.source_id != b.source_id || !k.pid || !jp ||
+            (*jp != *k.pid && !(k.tid && *k.tid == *jp)))
+            return {};
         return {gap ? fmt::format("same pid {} in one journal, within {:.3f} s", *jp, *gap)
                     : fmt::format(
                           "same pid {} in one journal, {} lines apart", *jp, linesApart(a, b)),
                 true};
     }
     if (!close) return {};
-    if (x.pid && y.pid && samePidSpace(a, b))
+    // (kernel records: pids that contradicts() let through are one, or a tid is the other's
+    // pid; runtime records of one journal may state another pid than the journal's)
+    if (x.pid && y.pid && (isKernelSide(x.kind) || *x.pid == *y.pid) && samePidSpace(a, b))
         return {gap ? fmt::format("same pid {} within {:.3f} s", *x.pid, *gap)
                     : fmt::format("same pid {} in one stream", *x.pid),
                 true};
@@ -292,7 +317,7 @@ Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
                        y.xid && *y.xid == 43 && x.line < y.line;
     if (x.pci && y.pci && (!xidWithoutPid || (!x.pid && !y.pid) || chain13to43))
         return {fmt::format("same device {} in one stream", *x.pci), false};
-    if (!isKernelSide(x.kind) && (!x.pid || !y.pid))
+    if (!isKernelSide(x.kind) && (!ownPid(x) || !ownPid(y)))
         return {gap ? fmt::format("same stream, {:.3f} s apart", *gap)
                     : fmt::format("same stream, {} lines apart", linesApart(a, b)),
                 false};

@@ -61,7 +61,8 @@ struct Link {
 };
 
 /// What a set of records states that another set could contradict: one GPU node, device,
-/// vendor and rank at most, the kernel (pid, tid) pairs, one pid per runtime stream, the span
+/// vendor and rank at most, the kernel (pid, tid) pairs, one pid per runtime stream (and one
+/// journal pid: docs/correlation.md "Contradictions"), the span
 /// of each clock, the region of each one-fault kind, and the 2 MiB regions of all fault
 /// addresses. O(1) per join but for the regions (merged smaller into larger).
 struct Traits {
@@ -72,7 +73,8 @@ struct Traits {
     std::vector<std::pair<int64_t, int64_t>> localWalls;                  // (source, seconds)
     std::optional<int64_t> wMin, wMax;  // every wall time, any basis: seconds
     std::vector<std::pair<int64_t, std::optional<int64_t>>> kernelPids;  // (pid, tid)
-    std::vector<std::pair<int64_t, int64_t>> streamPids;                 // (source, pid)
+    std::vector<std::pair<int64_t, int64_t>> streamPids;  // (source, pid its line states)
+    std::vector<std::pair<int64_t, int64_t>> journalPids;  // (source, journal_pid)
     std::optional<double> kMin, kMax, rMin, rMax;                        // seconds
     /// the region of the set's ROCr fault, addressed Xid, segfault (kinds a process reports
     /// once: it dies of the fault)
