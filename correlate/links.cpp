@@ -27,6 +27,23 @@ bool oneBasis(const WallClock& a, const WallClock& b) {
     return a.zoned == b.zoned && (a.zoned || (a.source == b.source && a.utc == b.utc));
 }
 
+std::optional<int64_t> journalPid(const Evidence& e) {
+    auto v = e.attr("journal_pid");
+    if (!v || v->empty() || v->size() > 18) return std::nullopt;
+    int64_t pid = 0;
+    for (char c : *v) {
+        if (c < '0' || c > '9') return std::nullopt;
+        pid = pid * 10 + (c - '0');
+    }
+    return pid;
+}
+
+std::optional<int64_t> ownPid(const Evidence& e) {
+    if (!e.pid || isKernelSide(e.kind)) return e.pid;
+    auto j = journalPid(e);
+    return j && *j == *e.pid ? std::nullopt : e.pid;
+}
+
 namespace {
 
 /// A core's time (the file's modification) is not the instant of the fault: it is compared
@@ -65,29 +82,6 @@ bool wallsFarApart(const std::optional<WallClock>& a, const std::optional<WallCl
                    double gap) {
     return a && b && !oneBasis(*a, *b) &&
            static_cast<double>(std::llabs(a->s - b->s)) > static_cast<double>(kZoneSlack_s) + gap + 1;
-}
-
-/// The pid a journal stated for a runtime record's line (`ident[PID]:`, `_PID`): a pid of the
-/// journal's host, the kernel's namespace.
-std::optional<int64_t> journalPid(const Evidence& e) {
-    auto v = e.attr("journal_pid");
-    if (!v) return std::nullopt;
-    int64_t pid = 0;
-    for (char c : *v) {
-        if (c < '0' || c > '9') return std::nullopt;
-        pid = pid * 10 + (c - '0');
-    }
-    return pid;
-}
-
-/// A record's pid as its own line stated it (a kernel record's; a runtime record's AMD log
-/// prefix, …): nullopt for a runtime record whose pid is only its journal's. A journal states
-/// the pid that opened the stream, so its children's lines (a launcher's workers) share it
-/// while their AMD log prefixes state their own.
-std::optional<int64_t> ownPid(const Evidence& e) {
-    if (!e.pid || isKernelSide(e.kind)) return e.pid;
-    auto j = journalPid(e);
-    return j && *j == *e.pid ? std::nullopt : e.pid;
 }
 
 long long linesApart(const StoredEvidence& a, const StoredEvidence& b) {

@@ -47,6 +47,16 @@ std::optional<double> clockGap(const StoredEvidence& a, const StoredEvidence& b)
 /// kZoneSlack_s + gap + 1 s).
 bool apartOnAClock(const StoredEvidence& a, const StoredEvidence& b, double gap);
 
+/// The pid a journal stated for a runtime record's line (attr `journal_pid`: `ident[PID]:`,
+/// `_PID`): a pid of the journal's host, the kernel's namespace; nullopt without one.
+std::optional<int64_t> journalPid(const Evidence& e);
+
+/// A record's pid as its own line stated it (a kernel record's; a runtime record's AMD log
+/// prefix, …): nullopt for a runtime record whose pid is only its journal's. A journal states
+/// the pid that opened the stream, so its children's lines (a launcher's workers) share it
+/// while their AMD log prefixes state their own.
+std::optional<int64_t> ownPid(const Evidence& e);
+
 /// The 2 MiB region (`address >> 21`) of a record's fault address; nullopt without one and for
 /// a core (its `si_addr` is a CPU address that only its process link compares).
 std::optional<uint64_t> faultRegion(const Evidence& e);
