@@ -78,10 +78,12 @@ bool samePidSpace(const StoredEvidence& a, const StoredEvidence& b) {
 
 /// Wall times on two bases (docs/correlation.md "Zone-less wall times") further apart than any
 /// two zone offsets explain, plus `gap` and the second the stamps are read to.
-bool wallsFarApart(const std::optional<WallClock>& a, const std::optional<WallClock>& b,
+bool wallsFarApart(const std::optional<WallClock>& a,
+                   const std::optional<WallClock>& b,
                    double gap) {
     return a && b && !oneBasis(*a, *b) &&
-           static_cast<double>(std::llabs(a->s - b->s)) > static_cast<double>(kZoneSlack_s) + gap + 1;
+           static_cast<double>(std::llabs(a->s - b->s)) >
+               static_cast<double>(kZoneSlack_s) + gap + 1;
 }
 
 long long linesApart(const StoredEvidence& a, const StoredEvidence& b) {
@@ -284,10 +286,10 @@ Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
         if (!close || a.source_id != b.source_id || !k.pid || !jp ||
             (*jp != *k.pid && !(k.tid && *k.tid == *jp)))
             return {};
-        return {gap ? fmt::format("same pid {} in one journal, within {:.3f} s", *jp, *gap)
-                    : fmt::format(
-                          "same pid {} in one journal, {} lines apart", *jp, linesApart(a, b)),
-                true};
+        return {
+            gap ? fmt::format("same pid {} in one journal, within {:.3f} s", *jp, *gap)
+                : fmt::format("same pid {} in one journal, {} lines apart", *jp, linesApart(a, b)),
+            true};
     }
     if (!close) return {};
     // (kernel records: pids that contradicts() let through are one, or a tid is the other's

@@ -79,13 +79,13 @@ struct Traits {
     std::optional<int64_t> node;
     std::optional<std::string> pci, vendor;
     std::optional<int64_t> rank;
-    std::optional<int64_t> zonedWall;                                     // seconds
-    std::vector<std::pair<int64_t, int64_t>> localWalls;                  // (source, seconds)
-    std::optional<int64_t> wMin, wMax;  // every wall time, any basis: seconds
+    std::optional<int64_t> zonedWall;                     // seconds
+    std::vector<std::pair<int64_t, int64_t>> localWalls;  // (source, seconds)
+    std::optional<int64_t> wMin, wMax;                    // every wall time, any basis: seconds
     std::vector<std::pair<int64_t, std::optional<int64_t>>> kernelPids;  // (pid, tid)
-    std::vector<std::pair<int64_t, int64_t>> streamPids;  // (source, pid its line states)
+    std::vector<std::pair<int64_t, int64_t>> streamPids;   // (source, pid its line states)
     std::vector<std::pair<int64_t, int64_t>> journalPids;  // (source, journal_pid)
-    std::optional<double> kMin, kMax, rMin, rMax;                        // seconds
+    std::optional<double> kMin, kMax, rMin, rMax;          // seconds
     /// the region of the set's ROCr fault, addressed Xid, segfault (kinds a process reports
     /// once: it dies of the fault)
     std::optional<uint64_t> oneFault[3];

@@ -1,11 +1,11 @@
 #include "schema/queries.h"
 
 #include <fmt/format.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
-#include <sqlite3.h>
 
 #include "schema/distance.h"
 

@@ -30,7 +30,7 @@ struct EvidenceFilter {
     std::optional<std::string> source;  ///< path as given to ingest, or a trailing part of it
     std::optional<int64_t> incident;    ///< members and context of one incident
     std::optional<int64_t> after_id;    ///< only records stored after this id (`watch`)
-    bool with_text = true;  ///< false: raw is left empty, attrs hold only `journal_pid`
+    bool with_text = true;              ///< false: raw is left empty, attrs hold only `journal_pid`
 };
 
 /// Evidence ordered by source (first ingest first) then line.

@@ -37,9 +37,9 @@ TEST(CorrelateJournal, CudaErrorKeepsTheJournalPidAndJoinsThatPidsXid) {
     EXPECT_FALSE(ev[0]["attrs"].contains("journal_pid"));  // `kernel:` states no pid
 
     auto inc = ingestBothOrders({"journal-xid-cuda.log"});
-    EXPECT_EQ(inc.groups,
-              (Groups{{"journal-xid-cuda.log:1"},
-                      {"journal-xid-cuda.log:2", "journal-xid-cuda.log:3"}}));
+    EXPECT_EQ(
+        inc.groups,
+        (Groups{{"journal-xid-cuda.log:1"}, {"journal-xid-cuda.log:2", "journal-xid-cuda.log:3"}}));
     EXPECT_EQ(inc.link["journal-xid-cuda.log:3"], "same pid 5353 in one journal, 1 lines apart");
     auto list = testing::run({GPUFAULT_BIN, "--db", t.file("db"), "incidents", "--json"});
     auto rows = testing::parseJsonLines(list.out);

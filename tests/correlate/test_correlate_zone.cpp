@@ -77,8 +77,8 @@ TEST(CorrelateZone, DmesgTAndCriStampOfOneFaultAreOneIncidentInEveryZone) {
         EXPECT_EQ(ev[0]["z"], "local");
         EXPECT_EQ(ev[1]["z"], "stated");
         EXPECT_EQ(ev[1]["us"], 1749127208000000);  // 12:40:08Z, whatever the zone
-        int64_t local = std::string(tz) == "UTC"             ? 1749134408000000  // 14:40:08Z
-                        : std::string(tz) == "Europe/Berlin" ? 1749127208000000  // 12:40:08Z
+        int64_t local = std::string(tz) == "UTC"             ? 1749134408000000   // 14:40:08Z
+                        : std::string(tz) == "Europe/Berlin" ? 1749127208000000   // 12:40:08Z
                                                              : 1749159608000000;  // 21:40:08Z
         EXPECT_EQ(ev[0]["us"], local) << tz;
     }
@@ -100,8 +100,7 @@ TEST(CorrelateZone, BeyondAnyZoneOffsetAZoneLessTimeStillContradicts) {
     for (const char* tz : kZones) {
         ZoneScope zone(tz);
         auto inc = ingestBothOrders({"zone-dmesg-T.log", "zone-cri-two-days-later.log"});
-        EXPECT_EQ(inc.groups,
-                  (Groups{{"zone-dmesg-T.log:1"}, {"zone-cri-two-days-later.log:1"}}))
+        EXPECT_EQ(inc.groups, (Groups{{"zone-dmesg-T.log:1"}, {"zone-cri-two-days-later.log:1"}}))
             << tz;
     }
 }
