@@ -447,6 +447,24 @@ db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d,
     return collect<DispatchRow>(*s, readDispatch);
 }
 
+std::optional<LastKernel> lastKernelOf(const std::vector<DispatchRow>& newestFirst) {
+    if (newestFirst.empty()) return std::nullopt;
+    const DispatchRow& top = newestFirst.front();
+    LastKernel k{top.d.kernel, {}};
+    for (const auto& r : newestFirst) {
+        if (r.source != top.source || !r.d.pid) continue;
+        bool close = r.d.time.runtime_us && top.d.time.runtime_us
+                         ? *top.d.time.runtime_us - *r.d.time.runtime_us <= 2000000
+                         : top.d.line - r.d.line <= 50;
+        if (!close) continue;
+        auto seen = std::find_if(k.by_process.begin(), k.by_process.end(), [&](const auto& p) {
+            return p.first == *r.d.pid;
+        });
+        if (seen == k.by_process.end()) k.by_process.emplace_back(*r.d.pid, r.d.kernel);
+    }
+    return k;
+}
+
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
     auto s = d.prepare(fmt::format(
         "WITH nearest AS (SELECT evidence_id, name, distance, inside, rank_in_time IS NULL AS "
