@@ -332,8 +332,13 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                    printable(c));
     if (i.reason) fmt::print("  reason     {}\n", printable(*i.reason));
     if (i.kernel) fmt::print("  kernel     {}\n", printable(demangle(*i.kernel)));
-    if (!v->dispatches.empty()) {
-        const std::string& k = v->dispatches.front().d.kernel;
+    if (auto last = lastKernelOf(v->dispatches); last && last->ambiguous()) {
+        fmt::print("  last ShaderName  ambiguous: {} processes dispatched just before the fault\n",
+                   last->by_process.size());
+        for (const auto& [pid, k] : last->by_process)
+            fmt::print("                   pid {}: {}\n", pid, printable(demangle(k)));
+    } else if (last) {
+        const std::string& k = last->kernel;
         std::string d = demangle(k);
         fmt::print(
             "  last ShaderName  {}{}\n", d, d != k ? "\n                   (" + k + ")" : "");
@@ -432,8 +437,14 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     const auto& i = v->incident;
     auto prim = primaryDistances(*v);
     std::optional<std::string> lastKernel = i.kernel;
-    bool dispatched = !v->dispatches.empty();  // else the kernel is the one a record names
-    if (dispatched) lastKernel = v->dispatches.front().d.kernel;
+    auto last = lastKernelOf(v->dispatches);
+    bool dispatched = last.has_value();  // else the kernel is the one a record names
+    if (dispatched) lastKernel = last->kernel;
+    std::vector<std::pair<int64_t, std::string>> ambiguous;  // two processes dispatched
+    if (last && last->ambiguous()) {
+        ambiguous = last->by_process;
+        lastKernel.reset();
+    }
     auto env = incidentEnvironment(store->db(), *v);
     if (format == "json") {
         nlohmann::json j;
@@ -447,6 +458,11 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
             i.address ? nlohmann::json(*i.address % 0x200000 == 0) : nlohmann::json(nullptr);
         j["reason"] = i.reason ? nlohmann::json(*i.reason) : nlohmann::json(nullptr);
         j["kernel"] = lastKernel ? nlohmann::json(*lastKernel) : nlohmann::json(nullptr);
+        if (!ambiguous.empty()) {
+            j["kernel_candidates"] = nlohmann::json::array();
+            for (const auto& [pid, k] : ambiguous)
+                j["kernel_candidates"].push_back({{"pid", pid}, {"kernel", k}});
+        }
         j["signature"] = i.signature;
         j["environment"] = environmentJson(env);
         j["diagnosis"] = diagnosisJson(store->db(), id);
@@ -521,7 +537,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                        mdText(m.ev.e.attr("nearest_alloc_size").value_or("?")));
     fmt::print("- Signature: {}\n\n", mdCode(i.signature));
     fmt::print("{}", environmentMarkdown(env, vendor));
-    fmt::print("{}", kernelMarkdown(i, lastKernel, dispatched));
+    fmt::print("{}", kernelMarkdown(i, lastKernel, dispatched, ambiguous));
     if (!prim.empty()) {
         fmt::print("### Fault address vs. recorded operands\n\n");
         fmt::print(

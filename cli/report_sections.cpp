@@ -131,8 +131,21 @@ std::string reportTitle(const IncidentRow& i) {
 
 std::string kernelMarkdown(const IncidentRow& i,
                            const std::optional<std::string>& kernel,
-                           bool dispatched) {
+                           bool dispatched,
+                           const std::vector<std::pair<int64_t, std::string>>& ambiguous) {
     std::string out = "### Faulting kernel\n\n";
+    if (ambiguous.size() > 1) {
+        out += fmt::format(
+            "Ambiguous: {} processes dispatched in the fault's stream just before it, and the "
+            "fault states no pid. The last kernel of each:\n\n",
+            ambiguous.size());
+        for (const auto& [pid, k] : ambiguous) {
+            std::string name = demangle(k);
+            out += fmt::format(
+                "- pid {}: {}{}\n", pid, mdCode(name), name != k ? " (" + mdCode(k) + ")" : "");
+        }
+        return out + "\n";
+    }
     if (kernel) {
         std::string name = demangle(*kernel);
         std::string what = dispatched ? "Last dispatched kernel before the fault"

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/incident_view.h"
@@ -26,10 +27,12 @@ void printCoresMarkdown(db::Db& d, int64_t incident);
 std::string reportTitle(const IncidentRow& i);
 /// `### Faulting kernel`: the last kernel dispatched before the fault (`dispatched`), else the
 /// kernel a record names (compute-sanitizer: the kernel it caught the access in), else what
-/// would name it for the incident's vendor.
+/// would name it for the incident's vendor. `ambiguous` (pid, kernel), two or more: processes
+/// that dispatched in the fault's stream just before it (lastKernelOf()); none is named.
 std::string kernelMarkdown(const IncidentRow& i,
                            const std::optional<std::string>& kernel,
-                           bool dispatched);
+                           bool dispatched,
+                           const std::vector<std::pair<int64_t, std::string>>& ambiguous = {});
 
 /// One fact the store knows, and where it comes from.
 struct Known {

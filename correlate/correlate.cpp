@@ -337,6 +337,9 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
                 exact = e;
             }
         }
+        // a pid a record states itself before one only its journal states (a launcher's)
+        for (auto* m : members)
+            if (!inc.pid) inc.pid = links::ownPid(m->e);
         for (auto* m : members) {
             if (!inc.pid && m->e.pid) inc.pid = m->e.pid;
             if (!inc.process && m->e.process) inc.process = m->e.process;

@@ -13,12 +13,36 @@ std::optional<WallClock> wallClock(const StoredEvidence& r) {
     if (r.wall_utc_us) {
         if (r.wall_zone == "local_ambiguous") return std::nullopt;
         int64_t us = *r.wall_utc_us;
-        return WallClock{us >= 0 ? us / 1000000 : -((-us + 999999) / 1000000), true};
+        return WallClock{us >= 0 ? us / 1000000 : -((-us + 999999) / 1000000),
+                         true,
+                         r.wall_zone == "stated",
+                         r.source_id};
     }
-    if (r.e.time.wall_utc_s) return WallClock{*r.e.time.wall_utc_s, true};
+    if (r.e.time.wall_utc_s) return WallClock{*r.e.time.wall_utc_s, true, true, r.source_id};
     if (r.e.time.wall && r.e.time.wall->size() == 19)
-        if (auto w = wallSeconds(*r.e.time.wall)) return WallClock{*w, false};
+        if (auto w = wallSeconds(*r.e.time.wall)) return WallClock{*w, false, false, r.source_id};
     return std::nullopt;
+}
+
+bool oneBasis(const WallClock& a, const WallClock& b) {
+    return a.zoned == b.zoned && (a.zoned || (a.source == b.source && a.utc == b.utc));
+}
+
+std::optional<int64_t> journalPid(const Evidence& e) {
+    auto v = e.attr("journal_pid");
+    if (!v || v->empty() || v->size() > 18) return std::nullopt;
+    int64_t pid = 0;
+    for (char c : *v) {
+        if (c < '0' || c > '9') return std::nullopt;
+        pid = pid * 10 + (c - '0');
+    }
+    return pid;
+}
+
+std::optional<int64_t> ownPid(const Evidence& e) {
+    if (!e.pid || isKernelSide(e.kind)) return e.pid;
+    auto j = journalPid(e);
+    return j && *j == *e.pid ? std::nullopt : e.pid;
 }
 
 namespace {
@@ -53,6 +77,16 @@ bool samePidSpace(const StoredEvidence& a, const StoredEvidence& b) {
     return !ka && !kb && a.source_id == b.source_id;
 }
 
+/// Wall times on two bases (docs/correlation.md "Zone-less wall times") further apart than any
+/// two zone offsets explain, plus `gap` and the second the stamps are read to.
+bool wallsFarApart(const std::optional<WallClock>& a,
+                   const std::optional<WallClock>& b,
+                   double gap) {
+    return a && b && !oneBasis(*a, *b) &&
+           static_cast<double>(std::llabs(a->s - b->s)) >
+               static_cast<double>(kZoneSlack_s) + gap + 1;
+}
+
 long long linesApart(const StoredEvidence& a, const StoredEvidence& b) {
     return std::llabs(static_cast<long long>(a.e.line) - static_cast<long long>(b.e.line));
 }
@@ -65,8 +99,8 @@ std::optional<double> clockGap(const StoredEvidence& ra, const StoredEvidence& r
     if (a.time.runtime_us && b.time.runtime_us)
         return std::fabs(static_cast<double>(*a.time.runtime_us - *b.time.runtime_us)) / 1e6;
     auto wa = wallOf(ra), wb = wallOf(rb);
-    if (wa && wb && wa->utc == wb->utc)
-        return *wa == *wb ? 0.0 : 1e9;  // to the second; different = unknown gap
+    if (wa && wb && oneBasis(*wa, *wb))
+        return wa->s == wb->s ? 0.0 : 1e9;  // to the second; different = unknown gap
     return std::nullopt;
 }
 
@@ -77,8 +111,9 @@ bool apartOnAClock(const StoredEvidence& ra, const StoredEvidence& rb, double ga
     if (a.time.runtime_us && b.time.runtime_us)
         return std::fabs(static_cast<double>(*a.time.runtime_us - *b.time.runtime_us)) / 1e6 > gap;
     auto wa = wallOf(ra), wb = wallOf(rb);
-    return wa && wb && wa->utc == wb->utc &&
-           static_cast<double>(std::llabs(wa->s - wb->s)) > gap + 1;
+    return (wa && wb && oneBasis(*wa, *wb) &&
+            static_cast<double>(std::llabs(wa->s - wb->s)) > gap + 1) ||
+           wallsFarApart(wa, wb, gap);
 }
 
 std::optional<uint64_t> faultRegion(const Evidence& e) {
@@ -96,12 +131,20 @@ Traits Traits::of(const StoredEvidence& s) {
     if (e.pid) {
         if (isKernelSide(e.kind))
             t.kernelPids.push_back({*e.pid, e.tid});
-        else
-            t.streamPids.push_back({s.source_id, *e.pid});
+        else if (auto own = ownPid(e))
+            t.streamPids.push_back({s.source_id, *own});
     }
+    if (auto j = isKernelSide(e.kind) ? std::nullopt : journalPid(e))
+        t.journalPids.push_back({s.source_id, *j});
     if (e.time.kernel_s) t.kMin = t.kMax = *e.time.kernel_s;
     if (e.time.runtime_us) t.rMin = t.rMax = static_cast<double>(*e.time.runtime_us) / 1e6;
-    t.wall = wallOf(s);
+    if (auto w = wallOf(s)) {
+        if (w->zoned)
+            t.zonedWall = w->s;
+        else
+            t.localWalls.push_back({w->source, w->s});
+        t.wMin = t.wMax = w->s;
+    }
     if (auto slot = oneFaultSlot(e)) t.oneFault[*slot] = *e.address >> 21;
     if (auto r = faultRegion(e)) t.regions.insert(*r);
     return t;
@@ -110,9 +153,11 @@ Traits Traits::of(const StoredEvidence& s) {
 bool Traits::conflicts(const Traits& o, double maxGap) const {
     auto differ = [](const auto& a, const auto& b) { return a && b && *a != *b; };
     if (differ(node, o.node) || differ(pci, o.pci) || differ(vendor, o.vendor) ||
-        differ(rank, o.rank) ||
-        (wall && o.wall && wall->utc == o.wall->utc && wall->s != o.wall->s))
+        differ(rank, o.rank) || differ(zonedWall, o.zonedWall))
         return true;
+    for (auto& [s1, w1] : localWalls)
+        for (auto& [s2, w2] : o.localWalls)
+            if (s1 == s2 && w1 != w2) return true;
     for (size_t k = 0; k < std::size(oneFault); ++k)
         if (differ(oneFault[k], o.oneFault[k])) return true;
     for (auto& [p1, t1] : kernelPids)
@@ -121,10 +166,17 @@ bool Traits::conflicts(const Traits& o, double maxGap) const {
     for (auto& [s1, p1] : streamPids)
         for (auto& [s2, p2] : o.streamPids)
             if (s1 == s2 && p1 != p2) return true;
+    for (auto& [s1, p1] : journalPids)
+        for (auto& [s2, p2] : o.journalPids)
+            if (s1 == s2 && p1 != p2) return true;
     auto span = [&](const auto& lo1, const auto& hi1, const auto& lo2, const auto& hi2) {
         if (!lo1 || !lo2) return false;
         return std::max(*hi1, *hi2) - std::min(*lo1, *lo2) > maxGap;
     };
+    if (wMin && o.wMin &&
+        static_cast<double>(std::max(*wMax, *o.wMax) - std::min(*wMin, *o.wMin)) >
+            static_cast<double>(kZoneSlack_s) + maxGap + 1)
+        return true;  // no zone offset explains it (zone-less times: to the second)
     return span(kMin, kMax, o.kMin, o.kMax) || span(rMin, rMax, o.rMin, o.rMax);
 }
 
@@ -140,7 +192,7 @@ void Traits::merge(Traits&& o) {
     if (!pci) pci = std::move(o.pci);
     if (!vendor) vendor = std::move(o.vendor);
     if (!rank) rank = o.rank;
-    if (!wall) wall = o.wall;
+    if (!zonedWall) zonedWall = o.zonedWall;
     for (size_t k = 0; k < std::size(oneFault); ++k)
         if (!oneFault[k]) oneFault[k] = o.oneFault[k];
     auto add = [](auto& into, const auto& from) {
@@ -150,6 +202,8 @@ void Traits::merge(Traits&& o) {
     };
     add(kernelPids, o.kernelPids);
     add(streamPids, o.streamPids);
+    add(journalPids, o.journalPids);
+    add(localWalls, o.localWalls);
     auto widen = [](auto& lo, auto& hi, const auto& olo, const auto& ohi) {
         if (!olo) return;
         lo = lo ? std::min(*lo, *olo) : *olo;
@@ -157,6 +211,7 @@ void Traits::merge(Traits&& o) {
     };
     widen(kMin, kMax, o.kMin, o.kMax);
     widen(rMin, rMax, o.rMin, o.rMax);
+    widen(wMin, wMax, o.wMin, o.wMax);
     // the smaller set into the larger: each region is moved O(log n) times in all
     if (regions.size() < o.regions.size()) regions.swap(o.regions);
     regions.insert(o.regions.begin(), o.regions.end());
@@ -234,17 +289,22 @@ bool Linker::contradicts(const StoredEvidence& a, const StoredEvidence& b) const
     if (x.vendor && y.vendor && *x.vendor != *y.vendor) return true;
     // ranks of one job are processes of their own, whichever stream printed them
     if (x.rank && y.rank && *x.rank != *y.rank) return true;
-    if (x.pid && y.pid && *x.pid != *y.pid && samePidSpace(a, b)) {
+    if (samePidSpace(a, b)) {
+        // runtime lines of one journal: the journal's pids (stream openers), and the pids the
+        // lines state themselves, each compared with their own kind
+        auto jx = journalPid(x), jy = journalPid(y);
+        if (!isKernelSide(x.kind) && jx && jy && *jx != *jy) return true;
+        auto px = ownPid(x), py = ownPid(y);
         // the kernel prints a thread id in segfault lines: tid of one may be the other's
-        bool tidMatch = (x.tid && *x.tid == *y.pid) || (y.tid && *y.tid == *x.pid);
-        if (!tidMatch) return true;
+        if (px && py && *px != *py && !(x.tid && *x.tid == *py) && !(y.tid && *y.tid == *px))
+            return true;
     }
     // two faults that each end their process, at addresses in different regions
     if (auto sx = oneFaultSlot(x);
         sx && sx == oneFaultSlot(y) && (*x.address >> 21) != (*y.address >> 21))
         return true;
     if (auto gap = clockGap(a, b); gap && *gap > rules.max_gap_s) return true;
-    return false;
+    return wallsFarApart(wallOf(a), wallOf(b), rules.max_gap_s);
 }
 
 Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
@@ -254,13 +314,28 @@ Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
     if (x.address && y.address && (*x.address >> 21) == (*y.address >> 21) &&
         (*x.address >> 21) != 0)
         return {fmt::format("same 2 MiB region 0x{:x}", (*x.address >> 21) << 21), false};
-    bool sameSide = isKernelSide(x.kind) == isKernelSide(y.kind);
-    if (!sameSide) return {};  // a pid or proximity alone never joins kernel and runtime records
     auto gap = clockGap(a, b);
     bool close = gap ? *gap <= rules.max_gap_s
                      : a.source_id == b.source_id && linesApart(a, b) <= rules.same_stream_lines;
+    bool sameSide = isKernelSide(x.kind) == isKernelSide(y.kind);
+    if (!sameSide) {
+        // A pid or proximity alone never joins kernel and runtime records; a kernel record and a
+        // program line of one journal that states the same host pid for it, close, do.
+        const Evidence& k = isKernelSide(x.kind) ? x : y;
+        const Evidence& r = isKernelSide(x.kind) ? y : x;
+        auto jp = journalPid(r);
+        if (!close || a.source_id != b.source_id || !k.pid || !jp ||
+            (*jp != *k.pid && !(k.tid && *k.tid == *jp)))
+            return {};
+        return {
+            gap ? fmt::format("same pid {} in one journal, within {:.3f} s", *jp, *gap)
+                : fmt::format("same pid {} in one journal, {} lines apart", *jp, linesApart(a, b)),
+            true};
+    }
     if (!close) return {};
-    if (x.pid && y.pid && samePidSpace(a, b))
+    // (kernel records: pids that contradicts() let through are one, or a tid is the other's
+    // pid; runtime records of one journal may state another pid than the journal's)
+    if (x.pid && y.pid && (isKernelSide(x.kind) || *x.pid == *y.pid) && samePidSpace(a, b))
         return {gap ? fmt::format("same pid {} within {:.3f} s", *x.pid, *gap)
                     : fmt::format("same pid {} in one stream", *x.pid),
                 true};
@@ -279,7 +354,7 @@ Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
                        y.xid && *y.xid == 43 && x.line < y.line;
     if (x.pci && y.pci && (!xidWithoutPid || (!x.pid && !y.pid) || chain13to43))
         return {fmt::format("same device {} in one stream", *x.pci), false};
-    if (!isKernelSide(x.kind) && (!x.pid || !y.pid))
+    if (!isKernelSide(x.kind) && (!ownPid(x) || !ownPid(y)))
         return {gap ? fmt::format("same stream, {:.3f} s apart", *gap)
                     : fmt::format("same stream, {} lines apart", linesApart(a, b)),
                 false};

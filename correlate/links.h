@@ -17,21 +17,45 @@ namespace gpufault::links {
 /// A record's wall clock for comparisons, seconds: the instant the store derived (the zone the
 /// record stated, else the ingesting zone; not a DST-ambiguous reading), or the stamp's stated
 /// instant; for a record not read from a store without one, the printed date counted on its own
-/// unstated zone (`utc` false). Two clocks compare only when both are instants or both are not.
+/// unstated zone (`utc` false). `zoned`: the record stated its zone (or an epoch); a zone-less
+/// time (`dmesg -T`, journald `short-full`) is right only in the zone it was written in, which
+/// the line does not say (docs/correlation.md "Zone-less wall times").
 struct WallClock {
     int64_t s = 0;
     bool utc = false;
+    bool zoned = false;
+    int64_t source = 0;  ///< the record's stream: zone-less times of one stream share a zone
     bool operator==(const WallClock&) const = default;
 };
 std::optional<WallClock> wallClock(const StoredEvidence& r);
 
+/// How far a zone-less wall time may lie from the instant it means, seconds: the widest two
+/// zone offsets differ by 26 h (-12:00 to +14:00).
+inline constexpr int64_t kZoneSlack_s = 26 * 3600;
+
+/// True when two wall clocks read on one basis, so that their difference is a gap: both
+/// stated their zone, or both are zone-less times of one stream (read in one zone).
+bool oneBasis(const WallClock& a, const WallClock& b);
+
 /// Seconds between two records on a clock both carry (a core's file time is none); nullopt
-/// when they share none; 1e9 for two different wall seconds (to the second: gap unknown).
+/// when they share none (a zone-less wall time and a zoned one, or zone-less times of two
+/// streams); 1e9 for two different wall seconds (to the second: gap unknown).
 std::optional<double> clockGap(const StoredEvidence& a, const StoredEvidence& b);
 
 /// True when a clock both records carry puts them surely more than `gap` seconds apart (wall
-/// stamps, read to the second, by more than gap + 1 s).
+/// stamps, read to the second, by more than gap + 1 s; wall times on two bases by more than
+/// kZoneSlack_s + gap + 1 s).
 bool apartOnAClock(const StoredEvidence& a, const StoredEvidence& b, double gap);
+
+/// The pid a journal stated for a runtime record's line (attr `journal_pid`: `ident[PID]:`,
+/// `_PID`): a pid of the journal's host, the kernel's namespace; nullopt without one.
+std::optional<int64_t> journalPid(const Evidence& e);
+
+/// A record's pid as its own line stated it (a kernel record's; a runtime record's AMD log
+/// prefix, …): nullopt for a runtime record whose pid is only its journal's. A journal states
+/// the pid that opened the stream, so its children's lines (a launcher's workers) share it
+/// while their AMD log prefixes state their own.
+std::optional<int64_t> ownPid(const Evidence& e);
 
 /// The 2 MiB region (`address >> 21`) of a record's fault address; nullopt without one and for
 /// a core (its `si_addr` is a CPU address that only its process link compares).
@@ -47,17 +71,21 @@ struct Link {
 };
 
 /// What a set of records states that another set could contradict: one GPU node, device,
-/// vendor and rank at most, the kernel (pid, tid) pairs, one pid per runtime stream, the span
+/// vendor and rank at most, the kernel (pid, tid) pairs, one pid per runtime stream (and one
+/// journal pid: docs/correlation.md "Contradictions"), the span
 /// of each clock, the region of each one-fault kind, and the 2 MiB regions of all fault
 /// addresses. O(1) per join but for the regions (merged smaller into larger).
 struct Traits {
     std::optional<int64_t> node;
     std::optional<std::string> pci, vendor;
     std::optional<int64_t> rank;
-    std::optional<WallClock> wall;
+    std::optional<int64_t> zonedWall;                     // seconds
+    std::vector<std::pair<int64_t, int64_t>> localWalls;  // (source, seconds)
+    std::optional<int64_t> wMin, wMax;                    // every wall time, any basis: seconds
     std::vector<std::pair<int64_t, std::optional<int64_t>>> kernelPids;  // (pid, tid)
-    std::vector<std::pair<int64_t, int64_t>> streamPids;                 // (source, pid)
-    std::optional<double> kMin, kMax, rMin, rMax;                        // seconds
+    std::vector<std::pair<int64_t, int64_t>> streamPids;   // (source, pid its line states)
+    std::vector<std::pair<int64_t, int64_t>> journalPids;  // (source, journal_pid)
+    std::optional<double> kMin, kMax, rMin, rMax;          // seconds
     /// the region of the set's ROCr fault, addressed Xid, segfault (kinds a process reports
     /// once: it dies of the fault)
     std::optional<uint64_t> oneFault[3];

@@ -19,12 +19,14 @@ constexpr const char* kEvidenceColumns =
     "e.runtime_tid, e.vmid, e.pasid, e.hub, e.retry, e.client, e.status, e.access, e.reason, "
     "e.xid, e.kernel, e.module, e.module_offset, e.rank, e.count, e.wall_utc_us, e.wall_zone, "
     "e.attrs, e.raw";
-/// The same columns with attrs and raw left empty (what correlation needs, a tenth of the memory).
-/// Columns of kEvidenceColumns: what a query selects after them starts here.
+/// The same columns with raw left empty and of attrs only `journal_pid` (what correlation needs,
+/// a tenth of the memory). Columns of kEvidenceColumns: what a query selects after them starts
+/// here.
 constexpr int kEvidenceCount = 36;
 const std::string kEvidenceColumnsNoText =
     std::string(kEvidenceColumns).substr(0, std::string_view(kEvidenceColumns).find("e.attrs")) +
-    "NULL, ''";
+    "CASE WHEN instr(e.attrs, '\"journal_pid\"') > 0 THEN json_object('journal_pid', "
+    "json_extract(e.attrs, '$.journal_pid')) END, ''";
 
 std::optional<bool> optBool(const db::Stmt& s, int c) {
     return s.isNull(c) ? std::nullopt : std::optional<bool>(s.i64(c) != 0);
@@ -444,6 +446,24 @@ db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d,
     if (!s) return std::unexpected(s.error());
     s->bind(1, incident).bind(2, static_cast<int64_t>(limit));
     return collect<DispatchRow>(*s, readDispatch);
+}
+
+std::optional<LastKernel> lastKernelOf(const std::vector<DispatchRow>& newestFirst) {
+    if (newestFirst.empty()) return std::nullopt;
+    const DispatchRow& top = newestFirst.front();
+    LastKernel k{top.d.kernel, {}};
+    for (const auto& r : newestFirst) {
+        if (r.source != top.source || !r.d.pid) continue;
+        bool close = r.d.time.runtime_us && top.d.time.runtime_us
+                         ? *top.d.time.runtime_us - *r.d.time.runtime_us <= 2000000
+                         : top.d.line - r.d.line <= 50;
+        if (!close) continue;
+        auto seen = std::find_if(k.by_process.begin(), k.by_process.end(), [&](const auto& p) {
+            return p.first == *r.d.pid;
+        });
+        if (seen == k.by_process.end()) k.by_process.emplace_back(*r.d.pid, r.d.kernel);
+    }
+    return k;
 }
 
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectors/common/evidence.h"
@@ -31,7 +32,7 @@ struct EvidenceFilter {
     std::optional<std::string> source;
     std::optional<int64_t> incident;    ///< members and context of one incident
     std::optional<int64_t> after_id;    ///< only records stored after this id (`watch`)
-    bool with_text = true;              ///< false: attrs and raw are left empty
+    bool with_text = true;              ///< false: raw is left empty, attrs hold only `journal_pid`
 };
 
 /// Evidence ordered by source (first ingest first) then line.
@@ -131,6 +132,18 @@ struct FaultRow {
     std::optional<std::string> last_kernel;
 };
 /// Fault-kind records (amdgpu, ROCr, Xid, sanitizer, CPU segfault, core) in evidence order.
+/// The last kernel dispatched before a fault, from an incident's dispatches (newest first, as
+/// queryIncidentDispatches() returns them): the newest dispatch's kernel, and `by_process`, the
+/// last kernel of each pid that dispatched in that stream close to it (runtime clocks within
+/// 2 s, else within 50 lines), newest first. Two or more: ambiguous — the fault states no pid,
+/// so any of those processes may have run the faulting kernel (docs/correlation.md).
+struct LastKernel {
+    std::string kernel;
+    std::vector<std::pair<int64_t, std::string>> by_process;  ///< (pid, kernel), newest first
+    bool ambiguous() const { return by_process.size() > 1; }
+};
+std::optional<LastKernel> lastKernelOf(const std::vector<DispatchRow>& newestFirst);
+
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d);
 
 /// Record counts for metrics: evidence by (kind, GPU) and incidents by (kind, signature).

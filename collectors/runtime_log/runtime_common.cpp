@@ -100,6 +100,13 @@ Evidence baseEvidence(Kind kind, const LogLine& l, const AmdFields& amd, const c
         e.pid = amd.pid;
         if (!amd.runtime_tid.empty()) e.runtime_tid = std::string(amd.runtime_tid);
     }
+    // A journald/syslog `ident[PID]:` (or an entry's _PID) of a program line: the pid of the
+    // process that opened the journal stream on the journal's host, kept as the `journal_pid`
+    // attr for joins (correlate/links.h), never as the record's `pid`: the producer did not blame
+    // it, and under a launcher (torchrun, a service's workers) it is the launcher's, which would
+    // keep the fault from its worker's operands and dispatches (docs/evidence.md).
+    if (l.ident_pid && l.origin == Origin::Other)
+        e.setAttr("journal_pid", std::to_string(*l.ident_pid));
     return e;
 }
 

@@ -32,7 +32,8 @@ AmdFields amdFieldsAnywhere(const LogLine& l);
 std::optional<int64_t> rankOf(const LogLine& l);
 
 /// An Evidence with kind, line, time (plus the AMD stamp), rank, raw (≤ 4 KiB), vendor and,
-/// for AMD log lines, pid and runtime_tid.
+/// for AMD log lines, pid and runtime_tid. A line a journal stated the pid of (`ident[PID]:`,
+/// `_PID`; not `kernel:`) gets the `journal_pid` attr (not `pid`).
 Evidence baseEvidence(Kind kind, const LogLine& l, const AmdFields& amd, const char* vendor);
 
 /// Appends `more` to `raw` on a new line, keeping at most 4 KiB.

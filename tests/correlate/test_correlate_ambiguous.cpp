@@ -8,7 +8,8 @@
 #include <set>
 #include <string>
 
-#include "tests/correlate/correlate_cli.h"
+#include "tests/correlate/incidents_cli.h"
+#include "tests/support/fixture_check.h"
 #include "tests/support/process.h"
 
 namespace gpufault {

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "correlate/correlate.h"
-#include "tests/correlate/correlate_cli.h"
+#include "tests/correlate/incidents_cli.h"
 #include "tests/support/fixture_check.h"
 #include "tests/support/process.h"
 
@@ -18,6 +18,8 @@ namespace {
 using testing::Incidents;
 using testing::incidentsOf;
 using testing::ingestBothOrders;
+using testing::kCorrelateData;
+const std::string& kData = kCorrelateData;
 
 using Groups = std::set<std::set<std::string>>;
 

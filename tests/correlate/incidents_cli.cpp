@@ -1,31 +1,13 @@
-// Incidents of a real store as sets of `file:line` members, and ingesting a set of files in
-// two orders (docs/correlation.md: the order of ingest never changes the result). For the tests
-// in tests/correlate that run the built binary.
-#pragma once
+#include "tests/correlate/incidents_cli.h"
 
 #include <gtest/gtest.h>
-
-#include <map>
-#include <set>
-#include <string>
-#include <vector>
 
 #include "tests/support/fixture_check.h"
 #include "tests/support/process.h"
 
 namespace gpufault::testing {
 
-inline const std::string kCorrelateData = GPUFAULT_SOURCE_DIR "/tests/data/correlate/";
-
-/// What a store's incidents hold: members (`file:line`, file without directory) per incident,
-/// and each member's link.
-struct Incidents {
-    std::set<std::set<std::string>> groups;
-    std::map<std::string, std::string> link;
-    bool operator==(const Incidents&) const = default;
-};
-
-inline Incidents incidentsOf(const std::string& db) {
+Incidents incidentsOf(const std::string& db) {
     auto q = run(
         {GPUFAULT_BIN,
          "--db",
@@ -48,9 +30,7 @@ inline Incidents incidentsOf(const std::string& db) {
     return out;
 }
 
-/// Ingests `files` (names in tests/data/correlate/ or paths) into a fresh store in the order
-/// given, then in the reverse order into another; expects the same incidents and returns them.
-inline Incidents ingestBothOrders(const std::vector<std::string>& files) {
+Incidents ingestBothOrders(const std::vector<std::string>& files) {
     TempDir t;
     std::vector<std::string> a = {GPUFAULT_BIN, "--db", t.file("a"), "ingest"},
                              b = {GPUFAULT_BIN, "--db", t.file("b"), "ingest"};
