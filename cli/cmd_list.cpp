@@ -142,7 +142,7 @@ int cmdIncidents(const Global& g, bool json) {
     auto rows = queryIncidents(store->db());
     if (failed(rows)) return 2;
     TextTable t{
-        {"ID", "KIND", "RECORDS", "ADDRESS", "PID", "PROCESS", "REASON", "FIRST SEEN", "KINDS"},
+        {"ID", "KIND", "RECORDS", "ADDRESS", "PID", "PROCESS", "REASON", "FIRST RECORD", "KINDS"},
         {}};
     for (auto& r : *rows) {
         if (json) {
@@ -232,7 +232,10 @@ int cmdFaults(const Global& g, bool json) {
                           r.nearest && r.nearest_after ? *r.nearest + " (logged after the fault)"
                                                        : orDash(r.nearest),
                           dist,
-                          r.last_kernel ? kernelCell(*r.last_kernel) : "-"});
+                          // No dispatch logged: the kernel the record names (a sanitizer report's).
+                          r.last_kernel ? kernelCell(*r.last_kernel)
+                          : e.kernel    ? kernelCell(*e.kernel)
+                                        : "-"});
         stackCol.push_back(stackOf(*stacks, r.ev.id));
     }
     addStackColumn(t, stackCol);

@@ -282,24 +282,29 @@ db::Result<DeviceHistory> queryDeviceHistory(db::Db& d, const std::string& pci) 
     reset->bind(1, pci);
     auto r = reset->step();
     if (!r) return std::unexpected(r.error());
+    // After the baseline: a later line of its own log (a parser may store a held reset after
+    // the records of later lines), or a record stored after it from another log.
     int64_t after = 0;
+    std::optional<int64_t> afterSource, afterLine;
     if (*r) {
         h.last_good_reset = readEvidence(*reset);
         after = h.last_good_reset->id;
+        afterSource = h.last_good_reset->source_id;
+        afterLine = static_cast<int64_t>(h.last_good_reset->e.line);
     }
     auto faults = d.prepare(fmt::format(
-        "SELECT {}, (SELECT count(*) FROM evidence x WHERE x.pci = ?1 AND x.id > ?2 AND (x.kind "
+        "SELECT {}, (SELECT count(*) FROM evidence x WHERE x.pci = ?1 AND (CASE WHEN x.source_id = ?3 THEN x.line > ?4 ELSE x.id > ?2 END) AND (x.kind "
         "IN ('amdgpu_page_fault', 'nvidia_xid') OR (x.kind = 'gpu_reset' AND "
         "ifnull(json_extract(x.attrs, '$.result'), '') != 'succeeded' AND "
         "ifnull(json_extract(x.attrs, '$.trigger'), '') != 'reset_begin'))) FROM evidence e JOIN "
-        "sources s ON s.id = e.source_id WHERE e.pci = ?1 AND e.id > ?2 AND (e.kind IN "
+        "sources s ON s.id = e.source_id WHERE e.pci = ?1 AND (CASE WHEN e.source_id = ?3 THEN e.line > ?4 ELSE e.id > ?2 END) AND (e.kind IN "
         "('amdgpu_page_fault', 'nvidia_xid') OR (e.kind = 'gpu_reset' AND "
         "ifnull(json_extract(e.attrs, '$.result'), '') != 'succeeded' AND "
         "ifnull(json_extract(e.attrs, '$.trigger'), '') != 'reset_begin')) ORDER BY e.id DESC "
         "LIMIT 1",
         cols));
     if (!faults) return std::unexpected(faults.error());
-    faults->bind(1, pci).bind(2, after);
+    faults->bind(1, pci).bind(2, after).bind(3, afterSource).bind(4, afterLine);
     auto f = faults->step();
     if (!f) return std::unexpected(f.error());
     if (*f) {

@@ -185,7 +185,8 @@ struct DeviceHistory {
     std::optional<StoredEvidence> last_fault;
     std::optional<StoredEvidence> last_good_reset;  ///< the baseline, when there is one
 };
-/// Records naming PCI device `pci` after its last successful GPU reset (in store order).
+/// Records naming PCI device `pci` after its last successful GPU reset (the last stored): in
+/// the reset's own log, those of later lines; in other logs, those stored after it.
 db::Result<DeviceHistory> queryDeviceHistory(db::Db& d, const std::string& pci);
 
 /// A generic table for `gpufault query`: column names and rows of printable values.

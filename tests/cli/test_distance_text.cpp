@@ -21,6 +21,12 @@ TEST(DistanceText, TheFirstBytePastABufferIsNamedSoInFaultsShowAndReport) {
     auto f = run({GPUFAULT_BIN, "--db", db, "faults"});
     EXPECT_NE(f.out.find("\tB\t+0 B above end (the first byte past it)\t"), std::string::npos)
         << f.out;
+    // No dispatch was logged: LAST KERNEL is the kernel the sanitizer names.
+    EXPECT_NE(f.out.find("\tforensics::off_by_one_write_kernel\n"), std::string::npos) << f.out;
+    auto i = run({GPUFAULT_BIN, "--db", db, "incidents"});  // a file:line, not a time
+    EXPECT_NE(i.out.find("\tFIRST RECORD\t"), std::string::npos) << i.out;
+    EXPECT_NE(i.out.find("071-nvidia-h200-sanitizer-off-by-one-write.txt:6\t"), std::string::npos)
+        << i.out;
     auto s = run({GPUFAULT_BIN, "--db", db, "show", "1"});
     EXPECT_NE(s.out.find("4,000 B (3.91 KiB)\t+0 B above end (the first byte past it)\tyes"),
               std::string::npos)

@@ -125,6 +125,7 @@ class ReferenceSink final : public Sink {
             ASSERT_TRUE(id);
             for (const auto& a : h.d.args) {
                 if (!a.obj_lo || !a.obj_hi || *a.obj_hi <= *a.obj_lo) continue;
+                if (*a.obj_hi - *a.obj_lo > (uint64_t{1} << 48)) continue;  // no allocation
                 Operand o;
                 o.line = h.d.line;
                 o.time = h.d.time;
