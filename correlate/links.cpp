@@ -87,6 +87,21 @@ bool wallsFarApart(const std::optional<WallClock>& a,
                static_cast<double>(kZoneSlack_s) + gap + 1;
 }
 
+/// Seconds between two year-less wall times (`MM-DDTHH:MM:SS`: journald `short`, syslog),
+/// modulo a year (Dec 31 → Jan 1 is a second); nullopt unless both are year-less.
+std::optional<int64_t> yearlessApart(const Evidence& a, const Evidence& b) {
+    auto secs = [](const Evidence& e) -> std::optional<int64_t> {
+        if (!e.time.wall || e.time.wall->size() != 14 || (*e.time.wall)[2] != '-')
+            return std::nullopt;
+        return wallSeconds("2001-" + *e.time.wall);
+    };
+    auto sa = secs(a), sb = secs(b);
+    if (!sa || !sb) return std::nullopt;
+    constexpr int64_t kYear_s = 365 * 86400;
+    int64_t d = std::llabs(*sa - *sb);
+    return std::min(d, kYear_s - d);
+}
+
 long long linesApart(const StoredEvidence& a, const StoredEvidence& b) {
     return std::llabs(static_cast<long long>(a.e.line) - static_cast<long long>(b.e.line));
 }
@@ -326,6 +341,11 @@ Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
         auto jp = journalPid(r);
         if (!close || a.source_id != b.source_id || !k.pid || !jp ||
             (*jp != *k.pid && !(k.tid && *k.tid == *jp)))
+            return {};
+        // Lines of one journal days (or boots) apart are not close, whatever lies between
+        // them: a service often gets the same pid again (hostile12a HIGH-3). To the second:
+        // stamps 1 s apart may be 2 s apart.
+        if (auto d = yearlessApart(x, y); d && static_cast<double>(*d) > rules.max_gap_s + 1)
             return {};
         return {
             gap ? fmt::format("same pid {} in one journal, within {:.3f} s", *jp, *gap)

@@ -48,6 +48,15 @@ TEST(CorrelateJournal, CudaErrorJoinsTheXidOfItsJournalPid) {
     EXPECT_EQ(rows[1]["kind"], "nvidia_xid");
 }
 
+TEST(CorrelateJournal, AJournalPidDaysApartJoinsNothingAcrossTheNewYearItDoes) {
+    // hostile12a HIGH-3: a service gets pid 4242 again days later (journald `short`: no year);
+    // a stamp of Dec 31 23:59:59 and one of Jan 01 00:00:00 are a second apart.
+    auto inc = ingestBothOrders({"journal-pid-days-apart.log"});
+    const std::string f = "journal-pid-days-apart.log:";
+    EXPECT_EQ(inc.groups, (Groups{{f + "1"}, {f + "2"}, {f + "3", f + "4"}}));
+    EXPECT_EQ(inc.link[f + "4"], "same pid 5151 in one journal, 1 lines apart");
+}
+
 TEST(CorrelateJournal, AJournalPidNeverContradictsAPidTheLineStates) {
     // A launcher's stream (torchrun[4242]): ROCr's line states no pid of its own, the worker's
     // AMD log line states 4250, the kernel's fault is 4250's. One fault, one incident.
