@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "collectors/coredump/core_reader.h"
 #include "schema/core_queries.h"
 
 namespace gpufault {
@@ -58,8 +59,9 @@ std::pair<off_t, off_t> dataAfter(int fd, off_t pos, off_t size) {
 
 db::Result<std::string> fileCoreFingerprint(const std::string& path) {
     auto fail = [&](int e) { return std::unexpected(db::Error{path + ": " + std::strerror(e)}); };
-    Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (f.fd < 0) return fail(errno);
+    auto opened = coredump::openRegular(path);  // never blocks on a FIFO
+    if (!opened) return std::unexpected(db::Error{opened.error().message});
+    Fd f{*opened};
     struct stat st {};
     if (::fstat(f.fd, &st) != 0) return fail(errno);
     const off_t size = st.st_size;
@@ -104,8 +106,9 @@ db::Result<std::optional<std::pair<int64_t, std::string>>> sameStoredCore(
     // Cores stored before `core2-` (a fingerprint of the first 4 KiB and the size): one whose
     // first 4 KiB and size match is the same core only when its file, read again, has this
     // content; one whose file is gone or unreadable (or compressed) is not taken as the same.
-    Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (f.fd < 0) return std::unexpected(db::Error{path + ": " + std::strerror(errno)});
+    auto opened = coredump::openRegular(path);  // never blocks on a FIFO
+    if (!opened) return std::unexpected(db::Error{opened.error().message});
+    Fd f{*opened};
     struct stat st {};
     std::string head(4096, '\0');
     ssize_t got = ::fstat(f.fd, &st) == 0 ? ::pread(f.fd, head.data(), head.size(), 0) : -1;

@@ -149,8 +149,10 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
                                          const coredump::ReadOptions& opt,
                                          bool own_txn) {
     auto fail = [&](const std::string& m) { return std::unexpected(db::Error{path + ": " + m}); };
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(std::strerror(errno));
+    // Never blocks: a FIFO, a device or a directory is "not a regular file" (hostile12c).
+    auto opened = coredump::openRegular(path);
+    if (!opened) return std::unexpected(db::Error{opened.error().message});
+    int fd = *opened;
     struct stat st {};
     std::string head(4096, '\0');
     ssize_t got = ::fstat(fd, &st) == 0 ? ::pread(fd, head.data(), head.size(), 0) : -1;

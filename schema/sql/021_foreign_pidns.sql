@@ -7,6 +7,8 @@
 -- process: it joins no kernel record by pid or thread id (a container's `cron[57]` fault is not
 -- its thread 57). Runtime records (ROCr, HIP logs written inside the container) state the
 -- container's numbers and still join. A recording without `pidns` (older shims) is unchanged.
+-- A core counts as a kernel record (hostile12c): systemd-coredump's COREDUMP_PID is the host's
+-- pid; a container's own raw core then misses its recording, which is safer than a wrong join.
 --
 -- F5 (an exec the shim did not see): a process that exec()s into an image without the shim
 -- (LD_PRELOAD dropped, a set-uid program) keeps its pid and start ticks and writes no `start`
@@ -29,7 +31,7 @@ FROM (
          r.wall_us AS r_wall,
          c.mono_us IS NOT NULL AND r.mono_us IS NOT NULL AND r.boot_id = c.boot_id AS mono_ok,
          (SELECT ek.kind FROM evidence ek WHERE ek.id = c.evidence_id)
-             IN ('cpu_segfault', 'amdgpu_page_fault', 'nvidia_xid', 'gpu_reset')
+             IN ('cpu_segfault', 'amdgpu_page_fault', 'nvidia_xid', 'gpu_reset', 'coredump')
            AND r.pidns IS NOT NULL AND r.pidns <> 4026531836 AS foreign_ns,
          CASE
            WHEN c.proc_start_ticks IS NOT NULL AND c.proc_boot_id IS NOT NULL
@@ -109,7 +111,7 @@ FROM (
          r.wall_us AS r_wall,
          c.mono_us IS NOT NULL AND r.mono_us IS NOT NULL AND r.boot_id = c.boot_id AS mono_ok,
          (SELECT ek.kind FROM evidence ek WHERE ek.id = c.evidence_id)
-             IN ('cpu_segfault', 'amdgpu_page_fault', 'nvidia_xid', 'gpu_reset')
+             IN ('cpu_segfault', 'amdgpu_page_fault', 'nvidia_xid', 'gpu_reset', 'coredump')
            AND r.pidns IS NOT NULL AND r.pidns <> 4026531836 AS foreign_ns,
          CASE
            WHEN 0 AND c.proc_start_ticks IS NOT NULL AND c.proc_boot_id IS NOT NULL

@@ -3,12 +3,15 @@
 // first pages makes another.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <set>
 #include <string>
 
 #include "ingest/core_fingerprint.h"
+#include "ingest/ingest_core.h"
+#include "schema/store.h"
 #include "tests/support/process.h"
 
 namespace gpufault::testing {
@@ -81,6 +84,23 @@ TEST(CoreFingerprint, AMissingFileIsAnErrorNamingIt) {
     auto r = fileCoreFingerprint(t.file("nothing"));
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().message, t.file("nothing") + ": No such file or directory");
+}
+
+// hostile12c HIGH 1: gpufaultd's core worker calls ingestCore on a path a user can swap for a
+// FIFO after the scan saw a core: neither it nor the fingerprint blocks on the open (a FIFO
+// without a writer would block a plain open() for ever); both say "not a regular file".
+TEST(CoreFingerprint, AFifoIsRefusedWithoutBlocking) {
+    TempDir t;
+    const std::string fifo = t.file("core.7");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    auto f = fileCoreFingerprint(fifo);
+    ASSERT_FALSE(f);
+    EXPECT_EQ(f.error().message, fifo + ": not a regular file");
+    auto s = Store::open(t.file("db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(s) << s.error().message;
+    auto r = ingestCore(*s, fifo, {}, true);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().message, fifo + ": not a regular file");
 }
 
 }  // namespace
