@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "schema/migrations.h"
 
@@ -78,11 +80,18 @@ db::Result<Store> Store::open(const std::string& path, Mode mode) {
     if (auto st = s.db_.prepare("PRAGMA page_count"); st && st->step().value_or(false))
         fresh = st->i64(0) == 0;
     // auto_vacuum takes effect only before the first table exists, and must precede WAL.
-    if (auto r = s.db_.exec(fmt::format("PRAGMA synchronous={}; PRAGMA auto_vacuum=INCREMENTAL; "
+    // Switching a new file to WAL while another process creates the same store (two `ingest`
+    // runs at once) can answer SQLITE_BUSY at once, without the busy handler: tried again for
+    // up to 5 s, as the busy timeout would have waited.
+    for (int attempt = 0;; ++attempt) {
+        auto r = s.db_.exec(fmt::format("PRAGMA synchronous={}; PRAGMA auto_vacuum=INCREMENTAL; "
                                         "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON;",
                                         fresh ? "OFF" : "NORMAL"));
-        !r)
-        return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
+        if (r) break;
+        if (attempt >= 100 || !r.error().message.ends_with("database is locked"))
+            return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
     auto migrated = s.migrate();
     if (migrated && fresh) migrated = s.db_.exec("PRAGMA synchronous=NORMAL");
     if (!migrated)
