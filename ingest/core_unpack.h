@@ -21,6 +21,9 @@ struct UnpackLimits {
     std::string dir;                   ///< "" = $TMPDIR, else /var/tmp
 };
 
+/// Bytes of a block that TempFile::write() leaves as a hole when all are zero.
+inline constexpr size_t kHoleBlock = 4096;
+
 /// A temporary file in `dir`, mode 0600, unlinked as soon as it is created (nothing is left
 /// behind, even by kill -9) and read through `/proc/self/fd/N`; closed on destruction.
 class TempFile {
@@ -29,7 +32,8 @@ class TempFile {
     TempFile(TempFile&& o) noexcept;
     TempFile& operator=(TempFile&&) = delete;
     ~TempFile();
-    /// Appends bytes; an error when the cap would be passed, the disk is full, or the first 64
+    /// Appends bytes (whole aligned 4 KiB blocks of zeros as holes: the file is as sparse as the
+    /// core it unpacks); an error when the cap would be passed, the disk is full, or the first 64
     /// bytes are not the ELF header of a core (magic, ELFCLASS64, a byte order, EV_CURRENT,
     /// ET_CORE): a bomb or a non-core payload stops at its first block, not after the cap.
     db::Result<void> write(std::string_view data);
