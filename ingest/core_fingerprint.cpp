@@ -117,9 +117,27 @@ db::Result<std::optional<std::pair<int64_t, std::string>>> sameStoredCore(
     auto older =
         queryCoresByHeadFingerprint(d, coreFingerprint(head, static_cast<uint64_t>(st.st_size)));
     if (!older) return std::unexpected(older.error());
-    for (auto& [id, stored] : *older) {
-        auto fp = fileCoreFingerprint(stored);
-        if (fp && *fp == content) return Found{std::pair{id, stored}};
+    if (older->empty()) return Found{};
+    // The stored file may itself be this new core (a crash written over a stored core's path):
+    // reading it again proves nothing then. The notes do: another pid or crashing thread is
+    // another crash (hostile12c HIGH 3).
+    int fd = f.fd;
+    auto layout = coredump::readCoreLayout(
+        [fd](uint64_t off, size_t n) {
+            std::string b(n, '\0');
+            ssize_t got = ::pread(fd, b.data(), n, static_cast<off_t>(off));
+            b.resize(got > 0 ? static_cast<size_t>(got) : 0);
+            return b;
+        },
+        static_cast<uint64_t>(st.st_size));
+    for (const auto& c : *older) {
+        if (layout) {
+            const auto& notes = layout->notes;
+            if (c.pid && notes.pid && *c.pid != *notes.pid) continue;
+            if (c.tid && !notes.tids.empty() && *c.tid != notes.tids.front()) continue;
+        }
+        auto fp = fileCoreFingerprint(c.path);
+        if (fp && *fp == content) return Found{std::pair{c.id, c.path}};
     }
     return Found{};
 }

@@ -146,21 +146,24 @@ db::Result<std::optional<std::pair<int64_t, std::string>>> queryCoreByFingerprin
     return std::optional<std::pair<int64_t, std::string>>{std::pair{st->i64(0), st->str(1)}};
 }
 
-db::Result<std::vector<std::pair<int64_t, std::string>>> queryCoresByHeadFingerprint(
-    db::Db& d, const std::string& head) {
+db::Result<std::vector<CoreCandidate>> queryCoresByHeadFingerprint(db::Db& d,
+                                                                   const std::string& head) {
     auto st = d.prepare(
-        "SELECT c.id, c.path FROM sources s JOIN cores c ON c.source_id = s.id WHERE "
+        "SELECT c.id, c.path, c.pid, c.tid FROM sources s JOIN cores c ON c.source_id = s.id WHERE "
         "s.complete = 1 AND (c.content_fingerprint IS NULL OR c.content_fingerprint NOT LIKE "
         "'core2-%') AND (c.content_fingerprint = ?1 OR (s.kind = 'core' AND s.fingerprint = ?1)) "
         "ORDER BY c.id");
     if (!st) return std::unexpected(st.error());
     st->bind(1, head);
-    std::vector<std::pair<int64_t, std::string>> out;
+    std::vector<CoreCandidate> out;
     for (;;) {
         auto row = st->step();
         if (!row) return std::unexpected(row.error());
         if (!*row) break;
-        out.emplace_back(st->i64(0), st->str(1));
+        CoreCandidate c{st->i64(0), st->str(1), {}, {}};
+        if (!st->isNull(2)) c.pid = st->i64(2);
+        if (!st->isNull(3)) c.tid = st->i64(3);
+        out.push_back(std::move(c));
     }
     return out;
 }

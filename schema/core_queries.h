@@ -41,11 +41,18 @@ db::Result<std::map<int64_t, std::string>> queryStackSignatures(db::Db& d);
 db::Result<std::optional<std::pair<int64_t, std::string>>> queryCoreByFingerprint(
     db::Db& d, const std::string& fingerprint);
 
+/// A stored core that may be the same as a new one: id, path, and the pid and crashing thread
+/// its notes named (NULL when unknown).
+struct CoreCandidate {
+    int64_t id = 0;
+    std::string path;
+    std::optional<int64_t> pid, tid;
+};
 /// Cores stored before content fingerprints were `core2-` (cores.content_fingerprint NULL or
 /// `core-<FNV-1a of the first 4 KiB>-<size>`) whose stored head fingerprint is `head`
-/// (theirs or their `core` source's): id and path, oldest first. Candidates only: two crashes
-/// may share their first 4 KiB.
-db::Result<std::vector<std::pair<int64_t, std::string>>> queryCoresByHeadFingerprint(
-    db::Db& d, const std::string& head);
+/// (theirs or their `core` source's), oldest first. Candidates only: two crashes may share
+/// their first 4 KiB.
+db::Result<std::vector<CoreCandidate>> queryCoresByHeadFingerprint(db::Db& d,
+                                                                   const std::string& head);
 
 }  // namespace gpufault

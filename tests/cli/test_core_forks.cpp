@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "schema/store.h"
 #include "tests/support/crash_files.h"
 #include "tests/support/fixture_check.h"
 #include "tests/support/process.h"
@@ -140,6 +141,33 @@ TEST(CoreForks, ACrashWrittenOverAStoredCoresPathIsAnotherCore) {
     EXPECT_NE(touched.out.find(path + ": core already stored as core 2 from " + path),
               std::string::npos)
         << touched.out;
+}
+
+// hostile12c HIGH 3: in a store from before content fingerprints (020), a core is known by its
+// first 4 KiB and size; forked siblings share both. The stored core's file, overwritten by the
+// sibling's crash, would read as "the same" again: the notes' pid and crashing thread tell.
+TEST(CoreForks, AnOldStoresCoreOverwrittenByASiblingsCrashIsAnotherCore) {
+    TempDir t;
+    if (!forkCrashCores(t))
+        GTEST_SKIP() << "1 test skipped: no core written (kernel.core_pattern is not 'core')";
+    std::string path = t.file("w0/core"), db = t.file("db");
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db, "ingest", path}).status, 0);
+    {  // as 020 stored it: `core-H-S` for the source and the content, no mtime
+        auto s = Store::open(db, Store::Mode::ReadWrite);
+        ASSERT_TRUE(s) << s.error().message;
+        ASSERT_TRUE(s->db().exec(
+            "UPDATE sources SET fingerprint = substr(fingerprint, 1, instr(fingerprint, '-m') - 1) "
+            "WHERE kind = 'core' AND instr(fingerprint, '-m') > 0; "
+            "UPDATE cores SET content_fingerprint = (SELECT fingerprint FROM sources WHERE "
+            "sources.id = cores.source_id)"));
+    }
+    writeFile(path, readFile(t.file("w1/core")));  // the sibling's crash, in place
+    auto r = run({GPUFAULT_BIN, "--db", db, "ingest", path});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find(path + ": core 2, 1 thread"), std::string::npos) << r.out;
+    auto c = parseJsonLines(run({GPUFAULT_BIN, "--db", db, "cores", "--json"}).out);
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_NE(c[0]["pid"], c[1]["pid"]);
 }
 
 }  // namespace
