@@ -9,27 +9,15 @@
 
 #include "collectors/common/evidence.h"
 #include "collectors/pipeline.h"
+#include "tests/collectors/kernel_log/amdgpu_pipeline.h"
 #include "tests/support/matcher_feed.h"
 
 namespace gpufault {
 namespace {
 
-struct Parsed {
-    std::vector<Evidence> faults;
-    std::vector<Warning> warnings;
-};
-
+using Parsed = testing::AmdgpuParsed;
 Parsed parse(const std::vector<std::string>& lines) {
-    CollectSink sink;
-    TextPipeline pipe(sink);
-    uint64_t n = 0;
-    for (const auto& l : lines) pipe.feedLine(++n, l);
-    pipe.finish();
-    Parsed p;
-    for (auto& e : sink.evidences)
-        if (e.kind == Kind::AmdgpuPageFault) p.faults.push_back(std::move(e));
-    p.warnings = std::move(sink.warnings);
-    return p;
+    return testing::parseAmdgpu(lines);
 }
 
 const std::string kDev = "amdgpu 0000:c6:00.0: amdgpu: ";
