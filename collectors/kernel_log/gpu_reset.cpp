@@ -249,11 +249,8 @@ class GpuResetMatcher final : public Matcher {
         uint64_t seq = 0;
         size_t at = 0;  // its index in held_
     };
-    Direction learn(const std::string& key,
-                    ResetEvent ev,
-                    const LogLine& line,
-                    size_t& prev,
-                    bool& by_task);
+    Direction learn(
+        const std::string& key, ResetEvent ev, const LogLine& line, size_t& prev, bool& by_task);
     void replay(Sink& out);
     void split(size_t prev, Sink& out);
 
@@ -261,9 +258,13 @@ class GpuResetMatcher final : public Matcher {
     Direction dir_ = Direction::Unknown;
     Direction learned_ = Direction::Unknown;  // the order the last telling pair showed
     std::vector<amdgpu::HeldLine> held_;      // in reading order
-    // per held line: its event (None for the others) and the order its pair showed
-    std::vector<std::pair<ResetEvent, Direction>> shown_;
-    std::vector<Seen> seen_;              // the last reset line of each device held
+    struct Shown {
+        ResetEvent ev = ResetEvent::None;  // None for the other amdgpu lines
+        Direction d = Direction::Unknown;  // the order its pair showed
+        std::string key;                   // its device
+    };
+    std::vector<Shown> shown_;  // per held line
+    std::vector<Seen> seen_;    // the last reset line of each device held
     size_t bytes_ = 0;
     uint64_t seq_ = 0, last_ = 0;  // lines fed; the last reset line held
 };
@@ -272,11 +273,8 @@ class GpuResetMatcher final : public Matcher {
 // `prev` is set to that line's index in held_ (npos when the device has none), `by_task` to
 // whether only a task line next to a ring timeout showed it (two timeouts in a row, each with
 // its task line, read newest first give `timeout, task` too: it never ends a newest-first run).
-Direction GpuResetMatcher::learn(const std::string& key,
-                                 ResetEvent ev,
-                                 const LogLine& line,
-                                 size_t& prev,
-                                 bool& by_task) {
+Direction GpuResetMatcher::learn(
+    const std::string& key, ResetEvent ev, const LogLine& line, size_t& prev, bool& by_task) {
     auto it = std::find_if(seen_.begin(), seen_.end(), [&](auto& s) { return s.key == key; });
     Direction d = Direction::Unknown;
     if (it != seen_.end()) {
@@ -326,21 +324,23 @@ void GpuResetMatcher::replay(Sink& out) {
 // The held lines are a newest-first run, then, from the pair `prev` → the last held line that
 // showed oldest first, a run read oldest first (`journalctl -r` and `journalctl` excerpts in one
 // file). The oldest-first run begins right after `prev` when the last line opens an episode of
-// its own (a ring timeout, a soft recovery, an uncorrectable RAS error); else it begins at `prev`
-// and at the reset lines before it whose stamps do not fall towards it (the newest-first run's
-// last line is later than the first of the other run, or a second apart: `journalctl` short
-// stamps tie within a second, and lines that tie with the other run go with it). The first run
-// is read last line first, the second as it comes.
+// its own (a ring timeout, a soft recovery, an uncorrectable RAS error) or `prev`'s own pair
+// showed newest first (`prev` ends the newest-first run); else it begins at `prev` and takes the
+// reset lines of its device right before it while their stamps do not fall towards it (`journalctl`
+// short stamps tie within a second: lines that tie go with the oldest-first run; the newest-first
+// run's last line is later than the first of an older excerpt after it). The first run is read last
+// line first, the second as it comes.
 void GpuResetMatcher::split(size_t prev, Sink& out) {
     size_t cur = held_.size() - 1;
-    ResetEvent ce = shown_[cur].first;
+    ResetEvent ce = shown_[cur].ev;
     bool opens = ce == ResetEvent::RingTimeout || ce == ResetEvent::SoftRecovered ||
                  ce == ResetEvent::RasUncorrectable;
     size_t k = prev + 1;
-    if (!opens) {
+    if (!opens && shown_[prev].d != Direction::Reverse) {
         k = prev;
         for (size_t i = prev; i-- > 0;) {
-            if (shown_[i].first == ResetEvent::None) continue;
+            if (shown_[i].ev == ResetEvent::None) continue;
+            if (shown_[i].key != shown_[prev].key) break;
             const TimeInfo &a = held_[i].time, &b = held_[k].time;
             bool tie = a.kernel_s ? a.kernel_s == b.kernel_s : a.wall && a.wall == b.wall;
             if (!tie && amdgpu::stampOrder(a, b) != Direction::Forward) break;
@@ -404,13 +404,13 @@ void GpuResetMatcher::feed(const LogLine& line, Sink& out) {
     h.rank = line.rank;
     bytes_ += h.raw.size() + h.text.size();
     held_.push_back(std::move(h));
-    shown_.emplace_back(ev, Direction::Unknown);
+    shown_.push_back({ev, Direction::Unknown, key});
     if (ev == ResetEvent::None) return;
     last_ = seq_;
     size_t prev = npos;
     bool by_task = false;
     Direction d = learn(key, ev, line, prev, by_task);
-    shown_.back().second = d;
+    shown_.back().d = d;
     if (d != Direction::Unknown) learned_ = d;
     if (dir_ == Direction::Unknown && d == Direction::Forward) {
         dir_ = Direction::Forward;
