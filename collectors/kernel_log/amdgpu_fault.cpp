@@ -225,7 +225,9 @@ void AmdgpuFaultMatcher::closeAll(Sink& out) {
 void AmdgpuFaultMatcher::decide(Direction d, Sink& out) {
     if (dir_ != Direction::Unknown && d != dir_) {
         closeAll(out);
-        suppressed_.reset();  // it was waiting for a block of the run that ended
+        // A count read oldest first waited for a block of the run that ended; one read newest
+        // first with no record before it is the first line of the oldest-first run.
+        if (d == Direction::Reverse) suppressed_.reset();
     }
     dir_ = d;
     uint64_t now = seq_;
@@ -259,8 +261,8 @@ void AmdgpuFaultMatcher::step(const LogLine& line, Sink& out) {
     if (auto n = suppressedCount(text)) {
         if (held_) {
             held_->setAttr("callbacks_suppressed", std::string(*n));
-        } else if (dir_ != Direction::Reverse) {
-            suppressed_ = std::string(*n);
+        } else {
+            suppressed_ = std::string(*n);  // newest first: kept only until a block line
         }
         flushHeld(out);
         return;
@@ -275,6 +277,7 @@ void AmdgpuFaultMatcher::step(const LogLine& line, Sink& out) {
         return;
     }
     last_block_seq_ = seq_;
+    if (dir_ == Direction::Reverse) suppressed_.reset();  // a stray count, newest first
     if (i != npos && !joins(blocks_[i], s)) {
         close(i, out);
         i = npos;
@@ -294,7 +297,7 @@ void AmdgpuFaultMatcher::step(const LogLine& line, Sink& out) {
         b.ev.line = line.line;
         b.ev.time = line.time;
         b.ev.rank = line.rank;
-        if (suppressed_ && s != FaultStage::Task) {
+        if (suppressed_ && s != FaultStage::Task && dir_ != Direction::Reverse) {
             b.ev.setAttr("callbacks_suppressed", *suppressed_);
             suppressed_.reset();
         }
