@@ -126,6 +126,12 @@ db::Result<IngestSummary> ingestFile(Store& store,
             return std::unexpected(db::Error{fmt::format("{}: {}", path, std::strerror(errno))});
         if (S_ISDIR(st.st_mode))
             return std::unexpected(db::Error{fmt::format("{}: is a directory", path)});
+        // A device never ends (/dev/kmsg blocks at the ring's end): nothing would be stored.
+        if (S_ISCHR(st.st_mode) && !::isatty(fd.fd))
+            return std::unexpected(db::Error{fmt::format(
+                "{}: a character device, which never ends: ingest reads files and pipes to their "
+                "end (the kernel log: `dmesg | gpufault ingest -`, or gpufaultd's [kmsg] source)",
+                path)});
         id.device = static_cast<int64_t>(st.st_dev);
         id.inode = static_cast<int64_t>(st.st_ino);
     }

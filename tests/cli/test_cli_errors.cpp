@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -26,6 +27,18 @@ TEST(CliErrors, MissingFileExits2AndLeavesStoreUntouched) {
     EXPECT_EQ(r.status, 2);
     EXPECT_NE(r.err.find("nope.log: No such file or directory"), std::string::npos) << r.err;
     EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out, before);
+}
+
+TEST(CliErrors, ACharacterDeviceIsRefusedNotReadForever) {
+    TempDir t;
+    // /dev/null everywhere; /dev/kmsg (root) would block at the end of the ring buffer.
+    for (std::string dev : {"/dev/null", "/dev/kmsg"}) {
+        if (::access(dev.c_str(), R_OK) != 0) continue;
+        auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", dev});
+        EXPECT_EQ(r.status, 2) << dev;
+        EXPECT_NE(r.err.find(dev + ": a character device, which never ends"), std::string::npos)
+            << r.err;
+    }
 }
 
 TEST(CliErrors, CompressedInputIsNamedNotReadAsText) {
