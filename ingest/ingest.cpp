@@ -156,6 +156,12 @@ db::Result<IngestSummary> ingestFile(Store& store,
                 name,
                 tool,
                 tool)});
+    // UTF-16 text (Windows PowerShell's `>`): every other byte NUL, no line would match.
+    if (head->starts_with("\xFF\xFE") || head->starts_with("\xFE\xFF"))
+        return std::unexpected(db::Error{fmt::format(
+            "{}: UTF-16 text: convert it first (iconv -f UTF-16 -t UTF-8 {} | gpufault ingest -)",
+            path,
+            path)});
     id.fingerprint = sourceFingerprint(*head);
     uint64_t total = S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
 

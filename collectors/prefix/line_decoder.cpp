@@ -184,6 +184,9 @@ LineDecoder::~LineDecoder() {
 void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit) {
     State& st = *state_;
     quiet_ = false;
+    // A UTF-8 byte order mark (Windows editors, PowerShell's Out-File) starts a file, or a
+    // file concatenated into the stream: never text of the line.
+    if (raw.starts_with("\xEF\xBB\xBF")) raw.remove_prefix(3);
     std::string_view s = stripReplyQuotes(trimLineEnd(raw));
     if (st.after_kmsg) {
         if (isKmsgContinuation(s)) return;

@@ -41,6 +41,27 @@ TEST(CliErrors, ACharacterDeviceIsRefusedNotReadForever) {
     }
 }
 
+TEST(CliErrors, AUtf8ByteOrderMarkCostsNoLineAndUtf16IsNamed) {
+    TempDir t;
+    const std::string lines =
+        "[probe] name=X ptr=0x7a5895000000 end=0x7a5895227000\n"
+        "Memory access fault by GPU node-1 (Agent handle: 0x59aef28eb440) on address "
+        "0x7a5895227000. Reason: Page not present or supervisor privilege.\n";
+    writeFile(t.file("bom.log"), "\xEF\xBB\xBF" + lines);
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("bom.log")}).status, 0);
+    auto ops = run({GPUFAULT_BIN, "--db", t.file("db"), "query",
+                    "SELECT name, ptr FROM operands", "--csv"});
+    EXPECT_NE(ops.out.find("X,134520875515904"), std::string::npos) << ops.out;  // 0x7a5895000000
+    // The same text as UTF-16 (PowerShell's `>`): every other byte NUL; named, nothing stored.
+    std::string u16 = "\xFF\xFE";
+    for (char c : lines) u16 += std::string{c, '\0'};
+    writeFile(t.file("u16.log"), u16);
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db2"), "ingest", t.file("u16.log")});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find(t.file("u16.log") + ": UTF-16 text: convert it first"), std::string::npos)
+        << r.err;
+}
+
 TEST(CliErrors, CompressedInputIsNamedNotReadAsText) {
     TempDir t;
     std::string gz = std::string(GPUFAULT_SOURCE_DIR) +

@@ -37,6 +37,16 @@ TEST(LineDecoder, LineEndings) {
     EXPECT_EQ(d.raw, "[ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: [gfxhub0] no-retry page fault^M");
 }
 
+TEST(LineDecoder, AByteOrderMarkIsNotPartOfTheLine) {
+    // A file saved by a Windows editor: the UTF-8 BOM before the dmesg stamp.
+    auto d = decodeOne(
+        "\xEF\xBB\xBF[ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: [gfxhub0] no-retry page fault");
+    EXPECT_EQ(d.text, "amdgpu 0000:c6:00.0: amdgpu: [gfxhub0] no-retry page fault");
+    ASSERT_TRUE(d.time.kernel_s);
+    EXPECT_NEAR(*d.time.kernel_s, 4778.915423, 5e-7);
+    EXPECT_EQ(decodeOne("\xEF\xBB\xBF" + kRocr).text, kRocr);
+}
+
 TEST(LineDecoder, CarriageReturnProgressBar) {
     auto d = decodeOne(
         "Loading:  50%|#####     | 1/2 [00:01<00:01]\rLoading: 100%|##########| 2/2 "
