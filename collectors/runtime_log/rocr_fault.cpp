@@ -120,6 +120,13 @@ std::string escaped(std::string_view s) {
     return out;
 }
 
+/// The `%p` of `(Agent handle: %p)` in `s`; a null handle prints `(nil)`, whose own `)` is not
+/// the closing one.
+std::optional<std::string_view> agentHandle(std::string_view s) {
+    if (s.find("(Agent handle: (nil))") != std::string_view::npos) return "(nil)";
+    return text::after(s, "(Agent handle: ", ")");
+}
+
 /// Lines from the last stopped wave to the ROCr line it belongs to: one wave's dump is its
 /// registers (a few hundred lines: 512 VGPRs/AGPRs one a line), LDS (up to 160 KiB, 32 bytes a
 /// line: 5120 lines), kernargs and disassembly (tens of lines).
@@ -252,8 +259,7 @@ class RocrFaultMatcher final : public Matcher {
         Evidence e = rt::baseEvidence(Kind::RocrMemoryFault, l, {}, "amd");
         attachWaves(e, l, out);
         e.gpu_node = text::parseDec(s.substr(5));
-        if (auto h = text::after(s, "(Agent handle: ", ")"))
-            e.setAttr("agent_handle", std::string(*h));
+        if (auto h = agentHandle(s)) e.setAttr("agent_handle", std::string(*h));
         address(l, s, e, out);
         size_t r = s.find("Reason: ");
         if (r == std::string_view::npos) return out.evidence(std::move(e));
@@ -447,8 +453,7 @@ class RocrFaultMatcher final : public Matcher {
     void hwException(const LogLine& l, std::string_view s, Sink& out) {
         Evidence e = rt::baseEvidence(Kind::HsaQueueError, l, {}, "amd");
         e.gpu_node = text::parseDec(s.substr(5));
-        if (auto h = text::after(s, "(Agent handle: ", ")"))
-            e.setAttr("agent_handle", std::string(*h));
+        if (auto h = agentHandle(s)) e.setAttr("agent_handle", std::string(*h));
         if (size_t r = s.find("reason :"); r != std::string_view::npos) {
             std::string_view reason = text::trim(s.substr(r + 8));
             if (!reason.empty()) e.reason = std::string(reason);

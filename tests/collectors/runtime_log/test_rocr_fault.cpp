@@ -63,6 +63,15 @@ TEST(RocrFault, AGarbledOrCutAddressIsNotStoredAndIsWarned) {
               std::string::npos);
 }
 
+TEST(RocrFault, ANullAgentHandleIsNil) {
+    auto ev = run({"Memory access fault by GPU node-1 (Agent handle: (nil)) on address "
+                   "0x7f1a2b3c4000. Reason: Unknown."});
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].attr("agent_handle"), "(nil)");
+    EXPECT_EQ(ev[0].gpu_node, 1);
+    EXPECT_EQ(ev[0].address, 0x7f1a2b3c4000u);
+}
+
 TEST(RocrFault, MayNotBeExactAddress) {
     auto ev =
         run({"Memory access fault by GPU node-2 (Agent handle: 0x5604e1a0c1d0) on address "
