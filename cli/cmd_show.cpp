@@ -303,44 +303,52 @@ std::string firstLines(const std::string& raw, size_t n) {
     return out;
 }
 
-
-/// When one record happened, on the best clock it states: the UTC instant the store derived from
-/// its wall time (`2025-06-05T12:40:08Z`), else its wall time as printed (zone unknown), else
-/// seconds since the boot its log covers, else the runtime's clock (AMD_LOG_LEVEL µs); "" when
-/// it states no time.
-std::string recordTimeText(const StoredEvidence& r) {
+/// When one record happened, on the best clock it states: `at` the reading, `clock` what it is
+/// read on. The UTC instant the store derived from its wall time (`2025-06-05T12:40:08Z`, "UTC"),
+/// else seconds since the boot its log covers, else its wall time as printed (zone or year
+/// unknown), else the runtime's clock (AMD_LOG_LEVEL µs). Unset when it states no time.
+struct RecordTime {
+    std::string at, clock;
+};
+std::optional<RecordTime> recordTime(const StoredEvidence& r) {
     const auto& t = r.e.time;
     if (r.wall_utc_us) {
         int64_t us = *r.wall_utc_us;
-        return utcText(us / 1000000 - (us % 1000000 < 0 ? 1 : 0));
+        return RecordTime{utcText(us / 1000000 - (us % 1000000 < 0 ? 1 : 0)), "(UTC)"};
     }
-    if (t.wall) return printable(*t.wall) + " (zone unknown)";
     if (t.kernel_s)
-        return fmt::format("{:.6f} s since boot (the boot of {})", *t.kernel_s, printable(r.source));
+        return RecordTime{fmt::format("{:.6f} s", *t.kernel_s),
+                          "since boot (the boot " + printable(r.source) + " covers)"};
+    if (t.wall) return RecordTime{printable(*t.wall), "(wall clock as printed, zone unknown)"};
     if (t.runtime_us)
-        return fmt::format("runtime clock {} µs (process of {})", *t.runtime_us, printable(r.source));
-    return "";
+        return RecordTime{fmt::format("{} µs", *t.runtime_us),
+                          "on the runtime's clock (" + printable(r.source) + ")"};
+    return std::nullopt;
 }
 
-/// The first and last member records' times ("first …, last …"; one time when they are the
-/// same): by UTC instant when records have one (those without are left out), else the first
-/// and last member in stream order with a time. "" when no member states a time.
+/// The first and last member records' times: `first A, last B CLOCK` (`A CLOCK` when they
+/// read the same). By UTC instant when records have one (those without are left out), else
+/// the first and last member in stream order with a time. "" when no member states a time.
 std::string incidentTimeText(const IncidentView& v) {
-    const StoredEvidence *first = nullptr, *last = nullptr;
+    std::optional<RecordTime> first, last;
+    std::optional<int64_t> lo, hi;
     for (const auto& m : v.members) {
         if (m.role != "member" || !m.ev.wall_utc_us) continue;
-        if (!first || *m.ev.wall_utc_us < *first->wall_utc_us) first = &m.ev;
-        if (!last || *m.ev.wall_utc_us > *last->wall_utc_us) last = &m.ev;
+        if (!lo || *m.ev.wall_utc_us < *lo) lo = m.ev.wall_utc_us, first = recordTime(m.ev);
+        if (!hi || *m.ev.wall_utc_us > *hi) hi = m.ev.wall_utc_us, last = recordTime(m.ev);
     }
     if (!first)
         for (const auto& m : v.members) {
-            if (m.role != "member" || recordTimeText(m.ev).empty()) continue;
-            if (!first) first = &m.ev;
-            last = &m.ev;
+            auto t = m.role == "member" ? recordTime(m.ev) : std::nullopt;
+            if (!t) continue;
+            if (!first) first = t;
+            last = t;
         }
     if (!first) return "";
-    std::string a = recordTimeText(*first), b = recordTimeText(*last);
-    return a == b ? a : fmt::format("first {}, last {}", a, b);
+    if (first->at == last->at && first->clock == last->clock) return first->at + " " + first->clock;
+    if (first->clock == last->clock)
+        return fmt::format("first {}, last {} {}", first->at, last->at, first->clock);
+    return fmt::format("first {} {}, last {} {}", first->at, first->clock, last->at, last->clock);
 }
 
 /// Records of other roles than "member" (`show`'s sections after the tables), one table row per
@@ -348,8 +356,8 @@ std::string incidentTimeText(const IncidentView& v) {
 struct RolePrinter {
     const char* role;
     const char* heading;
-    bool facts;      ///< the record's facts line (facts())
-    size_t lines;    ///< raw lines shown (0: none)
+    bool facts;    ///< the record's facts line (facts())
+    size_t lines;  ///< raw lines shown (0: none)
 };
 constexpr RolePrinter kRolePrinters[] = {
     {"candidate", "Could be its (records of other incidents; none joined)", true, 0},
@@ -484,7 +492,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     const auto& i = v->incident;
     auto prim = primaryDistances(*v);
     std::optional<std::string> lastKernel = i.kernel;
-    const auto& last = v->last;  // decided as `faults` and `show` decide it
+    const auto& last = v->last;          // decided as `faults` and `show` decide it
     bool dispatched = last.has_value();  // else the kernel is the one a record names
     if (dispatched) lastKernel = last->kernel;
     std::vector<std::pair<int64_t, std::string>> ambiguous;  // two processes dispatched

@@ -17,8 +17,8 @@ constexpr const char* kIncidents =
 
 /// Their member records, by incident then id: kind, time (the record's instant, else its core's),
 /// crash frame, client, input, the runs (id TAB host) and device hosts of the record, joined
-/// by newlines, and its Xid. One pass with index lookups (a subquery per incident over all members was
-/// quadratic: 190 s for the 112 incidents of the real fixtures).
+/// by newlines, and its Xid. One pass with index lookups (a subquery per incident over all members
+/// was quadratic: 190 s for the 112 incidents of the real fixtures).
 constexpr const char* kMembers =
     "SELECT m.incident_id, e.kind, ifnull(e.wall_utc_us, (SELECT c.time * 1000000 FROM cores c "
     "WHERE c.evidence_id = e.id)), json_extract(e.attrs, '$.frame'), e.client, e.source_id, "
