@@ -70,6 +70,17 @@ std::string detail(const Evidence& e) {
     return s.empty() ? "-" : s;
 }
 
+/// LAST KERNEL of `faults`: the last dispatched kernel; `? (N candidates)` when N processes
+/// dispatched just before a fault that states no pid (as `show` says); with no dispatch logged,
+/// the kernel the record names (a sanitizer report's); `-` when none.
+std::string lastKernelCell(const FaultRow& r) {
+    if (!r.kernel_candidates.empty())
+        return fmt::format("? ({} candidates)", r.kernel_candidates.size());
+    if (r.last_kernel) return kernelCell(*r.last_kernel);
+    if (r.ev.e.kernel) return kernelCell(*r.ev.e.kernel);
+    return "-";
+}
+
 nlohmann::json operandJson(const OperandRow& r) {
     return {{"id", r.id},
             {"source", r.source},
@@ -214,6 +225,11 @@ int cmdFaults(const Global& g, bool json) {
                 r.last_kernel ? nlohmann::json(*r.last_kernel) : nlohmann::json(nullptr);
             j["last_kernel_demangled"] =
                 r.last_kernel ? nlohmann::json(demangle(*r.last_kernel)) : nlohmann::json(nullptr);
+            if (!r.kernel_candidates.empty()) {  // ambiguous: as `report --format json` says it
+                j["kernel_candidates"] = nlohmann::json::array();
+                for (const auto& [pid, k] : r.kernel_candidates)
+                    j["kernel_candidates"].push_back({{"pid", pid}, {"kernel", k}});
+            }
             j["stack"] = optJson(stackOf(*stacks, r.ev.id));
             printJsonLine(stdout, j);
             continue;
@@ -232,10 +248,7 @@ int cmdFaults(const Global& g, bool json) {
                           r.nearest && r.nearest_after ? *r.nearest + " (logged after the fault)"
                                                        : orDash(r.nearest),
                           dist,
-                          // No dispatch logged: the kernel the record names (a sanitizer report's).
-                          r.last_kernel ? kernelCell(*r.last_kernel)
-                          : e.kernel    ? kernelCell(*e.kernel)
-                                        : "-"});
+                          lastKernelCell(r)});
         stackCol.push_back(stackOf(*stacks, r.ev.id));
     }
     addStackColumn(t, stackCol);

@@ -303,6 +303,85 @@ std::string firstLines(const std::string& raw, size_t n) {
     return out;
 }
 
+/// When one record happened, on the best clock it states: `at` the reading, `clock` what it is
+/// read on. The UTC instant the store derived from its wall time (`2025-06-05T12:40:08Z`, "UTC"),
+/// else seconds since the boot its log covers, else its wall time as printed (zone or year
+/// unknown), else the runtime's clock (AMD_LOG_LEVEL µs). Unset when it states no time.
+struct RecordTime {
+    std::string at, clock;
+};
+std::optional<RecordTime> recordTime(const StoredEvidence& r) {
+    const auto& t = r.e.time;
+    if (r.wall_utc_us) {
+        int64_t us = *r.wall_utc_us;
+        return RecordTime{utcText(us / 1000000 - (us % 1000000 < 0 ? 1 : 0)), "(UTC)"};
+    }
+    if (t.kernel_s)
+        return RecordTime{fmt::format("{:.6f} s", *t.kernel_s),
+                          "since boot (the boot " + printable(r.source) + " covers)"};
+    if (t.wall) return RecordTime{printable(*t.wall), "(wall clock as printed, zone unknown)"};
+    if (t.runtime_us)
+        return RecordTime{fmt::format("{} µs", *t.runtime_us),
+                          "on the runtime's clock (" + printable(r.source) + ")"};
+    return std::nullopt;
+}
+
+/// The first and last member records' times: `first A, last B CLOCK` (`A CLOCK` when they
+/// read the same). By UTC instant when records have one (those without are left out), else
+/// the first and last member in stream order with a time. "" when no member states a time.
+std::string incidentTimeText(const IncidentView& v) {
+    std::optional<RecordTime> first, last;
+    std::optional<int64_t> lo, hi;
+    for (const auto& m : v.members) {
+        if (m.role != "member" || !m.ev.wall_utc_us) continue;
+        if (!lo || *m.ev.wall_utc_us < *lo) lo = m.ev.wall_utc_us, first = recordTime(m.ev);
+        if (!hi || *m.ev.wall_utc_us > *hi) hi = m.ev.wall_utc_us, last = recordTime(m.ev);
+    }
+    if (!first)
+        for (const auto& m : v.members) {
+            auto t = m.role == "member" ? recordTime(m.ev) : std::nullopt;
+            if (!t) continue;
+            if (!first) first = t;
+            last = t;
+        }
+    if (!first) return "";
+    if (first->at == last->at && first->clock == last->clock) return first->at + " " + first->clock;
+    if (first->clock == last->clock)
+        return fmt::format("first {}, last {} {}", first->at, last->at, first->clock);
+    return fmt::format("first {} {}, last {} {}", first->at, first->clock, last->at, last->clock);
+}
+
+/// Records of other roles than "member" (`show`'s sections after the tables), one table row per
+/// role: its heading, what it prints of each record.
+struct RolePrinter {
+    const char* role;
+    const char* heading;
+    bool facts;    ///< the record's facts line (facts())
+    size_t lines;  ///< raw lines shown (0: none)
+};
+constexpr RolePrinter kRolePrinters[] = {
+    {"candidate", "Could be its (records of other incidents; none joined)", true, 0},
+    {"context", "Context (resets, allocation failures, probe results)", false, 3},
+};
+
+/// Prints the section of `p.role`'s records, nothing when there is none.
+void printRole(const IncidentView& v, const RolePrinter& p) {
+    bool any = false;
+    for (const auto& m : v.members) {
+        if (m.role != p.role) continue;
+        if (!any) fmt::print("\n{}\n", p.heading);
+        any = true;
+        fmt::print("  #{} {} {}:{}  [{}]\n",
+                   m.ev.id,
+                   kindName(m.ev.e.kind),
+                   printable(m.ev.source),
+                   m.ev.e.line,
+                   m.link);
+        if (auto f = facts(m.ev.e); p.facts && !f.empty()) fmt::print("      {}\n", printable(f));
+        if (p.lines) fmt::print("{}", firstLines(m.ev.e.raw, p.lines));
+    }
+}
+
 }  // namespace
 
 int cmdShow(const Global& g, int64_t id, int dispatches) {
@@ -319,6 +398,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                i.members == 1 ? "" : "s",
                i.kinds);
     fmt::print("{}", diagnosisText(store->db(), id));
+    if (auto t = incidentTimeText(*v); !t.empty()) fmt::print("  time       {}\n", t);
     if (i.address)
         fmt::print("  address    {}  {}\n", addr16(*i.address), alignmentText(*i.address));
     if (i.pid || i.process)
@@ -332,7 +412,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                    printable(c));
     if (i.reason) fmt::print("  reason     {}\n", printable(*i.reason));
     if (i.kernel) fmt::print("  kernel     {}\n", printable(demangle(*i.kernel)));
-    if (auto last = lastKernelOf(v->dispatches); last && last->ambiguous()) {
+    if (const auto& last = v->last; last && last->ambiguous()) {
         fmt::print("  last ShaderName  ambiguous: {} processes dispatched just before the fault\n",
                    last->by_process.size());
         for (const auto& [pid, k] : last->by_process)
@@ -399,32 +479,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                               shortKernelName(d.d.kernel, 100)});
         t.print(stdout);
     }
-    bool cand = false;
-    for (const auto& m : v->members) {
-        if (m.role != "candidate") continue;
-        if (!cand) fmt::print("\nCould be its (records of other incidents; none joined)\n");
-        cand = true;
-        fmt::print("  #{} {} {}:{}  [{}]\n",
-                   m.ev.id,
-                   kindName(m.ev.e.kind),
-                   printable(m.ev.source),
-                   m.ev.e.line,
-                   m.link);
-        if (auto f = facts(m.ev.e); !f.empty()) fmt::print("      {}\n", printable(f));
-    }
-    bool ctx = false;
-    for (const auto& m : v->members) {
-        if (m.role != "context") continue;
-        if (!ctx) fmt::print("\nContext (resets, allocation failures)\n");
-        ctx = true;
-        fmt::print("  #{} {} {}:{}  [{}]\n",
-                   m.ev.id,
-                   kindName(m.ev.e.kind),
-                   printable(m.ev.source),
-                   m.ev.e.line,
-                   m.link);
-        fmt::print("{}", firstLines(m.ev.e.raw, 3));
-    }
+    for (const auto& p : kRolePrinters) printRole(*v, p);
     return 0;
 }
 
@@ -437,7 +492,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     const auto& i = v->incident;
     auto prim = primaryDistances(*v);
     std::optional<std::string> lastKernel = i.kernel;
-    auto last = lastKernelOf(v->dispatches);
+    const auto& last = v->last;          // decided as `faults` and `show` decide it
     bool dispatched = last.has_value();  // else the kernel is the one a record names
     if (dispatched) lastKernel = last->kernel;
     std::vector<std::pair<int64_t, std::string>> ambiguous;  // two processes dispatched
@@ -464,6 +519,8 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                 j["kernel_candidates"].push_back({{"pid", pid}, {"kernel", k}});
         }
         j["signature"] = i.signature;
+        j["time"] = incidentTimeText(*v).empty() ? nlohmann::json(nullptr)
+                                                 : nlohmann::json(incidentTimeText(*v));
         j["environment"] = environmentJson(env);
         j["diagnosis"] = diagnosisJson(store->db(), id);
         j["evidence"] = nlohmann::json::array();
@@ -519,6 +576,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     fmt::print("{}", diagnosisMarkdown(store->db(), id));
     fmt::print("### Summary\n\n");
     fmt::print("- Evidence: {}: {}\n", counted(i.members, "record"), i.kinds);
+    if (auto t = incidentTimeText(*v); !t.empty()) fmt::print("- Time: {}\n", mdText(t));
     if (i.address)
         fmt::print("- Fault address: `{}`; {}\n", addr16(*i.address), alignmentText(*i.address));
     if (i.pid || i.process)

@@ -41,6 +41,9 @@ std::optional<IncidentView> loadIncident(db::Db& d, int64_t id, int dispatches, 
     auto disp = queryIncidentDispatches(d, id, dispatches);
     if (!disp) return fail(disp.error());
     v.dispatches = std::move(*disp);
+    auto window = queryIncidentDispatches(d, id, kLastKernelWindow);
+    if (!window) return fail(window.error());
+    v.last = lastKernelOf(*window);
     auto al = queryIncidentAllocations(d, id);
     if (!al) return fail(al.error());
     v.allocations = std::move(*al);

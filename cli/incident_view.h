@@ -17,6 +17,9 @@ struct IncidentView {
     std::vector<IncidentMemberRow> members;          ///< fault records, then context records
     std::vector<DistanceRow> distances;              ///< sorted by |distance|
     std::vector<DispatchRow> dispatches;             ///< newest first
+    /// the last kernel before the fault (lastKernelOf() over the incident's last
+    /// kLastKernelWindow dispatches, whatever `dispatches` keeps): what `faults` decides too
+    std::optional<LastKernel> last;
     std::vector<AllocationDistanceRow> allocations;  ///< preload shim, by |distance|
     /// recordings in the store the fault did not meet, and why (one line each in `show` and
     /// `report`)

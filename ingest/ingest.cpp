@@ -305,6 +305,15 @@ db::Result<std::vector<IncidentRecord>> correlateStored(Store& store,
             if (p.is_number_integer())
                 links.run_sources[p.get<int64_t>()].emplace_back(*r.run.source_id, r.id);
     }
+    // The kernel dispatched last before each runtime record that names none (the signature's).
+    std::vector<int64_t> undispatched;
+    for (const auto& r : *ev)
+        if (opensIncident(r.e.kind) && !r.e.kernel && !isKernelSide(r.e.kind))
+            undispatched.push_back(r.id);
+    auto last = queryLastKernels(store.db(), undispatched);
+    if (!last) return std::unexpected(stop && stop() ? interrupted : last.error());
+    for (auto& [id, k] : *last)
+        if (!k.ambiguous()) links.last_kernels.emplace(id, std::move(k.kernel));
     auto incidents = correlateUnless(stop, *ev, {}, links);
     if (!incidents) return std::unexpected(interrupted);
     return std::move(*incidents);

@@ -432,6 +432,10 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
                 if (x.after_fault != y.after_fault) return y.after_fault;
                 auto dx = distanceOrder(x.distance), dy = distanceOrder(y.distance);
                 if (dx != dy) return dx < dy;
+                // ties: by ORDER (rank in time before the fault; other streams' have none)
+                if (x.rank_in_time.has_value() != y.rank_in_time.has_value())
+                    return x.rank_in_time.has_value();
+                if (x.rank_in_time != y.rank_in_time) return *x.rank_in_time < *y.rank_in_time;
                 return x.op.o.line < y.op.o.line;
             });
     return rows;
@@ -471,6 +475,29 @@ std::optional<LastKernel> lastKernelOf(const std::vector<DispatchRow>& newestFir
     return k;
 }
 
+db::Result<std::map<int64_t, LastKernel>> queryLastKernels(db::Db& d,
+                                                           const std::vector<int64_t>& evidence) {
+    // The pairing of queryIncidentDispatches(), for one record: its stream's dispatches before
+    // its line, of its pid and rank where both state one (newest first, via the index on
+    // (source_id, line)).
+    auto s = d.prepare(
+        "SELECT d.id, s.path, d.line, d.runtime_us, d.pid, d.runtime_tid, k.name, d.rank FROM "
+        "evidence e JOIN dispatches d ON d.source_id = e.source_id AND d.line < e.line AND "
+        "(d.pid IS NULL OR e.pid IS NULL OR d.pid = e.pid) AND (d.rank IS NULL OR e.rank IS "
+        "NULL OR d.rank = e.rank) JOIN sources s ON s.id = d.source_id JOIN kernels k ON k.id = "
+        "d.kernel_id WHERE e.id = ?1 ORDER BY d.line DESC LIMIT ?2");
+    if (!s) return std::unexpected(s.error());
+    std::map<int64_t, LastKernel> out;
+    for (int64_t id : evidence) {
+        s->reset();
+        s->bind(1, id).bind(2, static_cast<int64_t>(kLastKernelWindow));
+        auto rows = collect<DispatchRow>(*s, readDispatch);
+        if (!rows) return std::unexpected(rows.error());
+        if (auto k = lastKernelOf(*rows)) out.emplace(id, std::move(*k));
+    }
+    return out;
+}
+
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
     auto s = d.prepare(fmt::format(
         "WITH nearest AS (SELECT evidence_id, name, distance, inside, rank_in_time IS NULL AS "
@@ -479,27 +506,37 @@ db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
         "-(v.distance + 1) ELSE v.distance - 1 END, v.inside DESC, v.operand_line DESC) AS rn "
         "FROM fault_operand_distance v) WHERE rn = 1) "
         "SELECT {}, (SELECT incident_id FROM incident_evidence m WHERE m.evidence_id = e.id AND "
-        "m.role = 'member'), n.name, n.distance, n.inside, (SELECT k.name FROM dispatches dd JOIN "
-        "kernels k ON k.id = dd.kernel_id WHERE dd.source_id = e.source_id AND dd.line < e.line "
-        "AND (dd.pid IS NULL OR e.pid IS NULL OR dd.pid = e.pid) AND (dd.rank IS NULL OR e.rank "
-        "IS NULL OR dd.rank = e.rank) ORDER BY dd.line DESC LIMIT 1), n.after "
+        "m.role = 'member'), n.name, n.distance, n.inside, n.after "
         "FROM evidence e JOIN sources s ON s.id = e.source_id LEFT JOIN nearest n ON "
         "n.evidence_id = e.id WHERE e.kind IN ('amdgpu_page_fault', 'rocr_memory_fault', "
         "'nvidia_xid', 'sanitizer_report', 'cpu_segfault', 'coredump') ORDER BY e.source_id, "
         "e.line, e.id",
         kEvidenceColumns));
     if (!s) return std::unexpected(s.error());
-    return collect<FaultRow>(*s, [](const db::Stmt& st) {
+    auto rows = collect<FaultRow>(*s, [](const db::Stmt& st) {
         FaultRow r;
         r.ev = readEvidence(st);
         r.incident = st.optI64(kEvidenceCount);
         r.nearest = st.optStr(kEvidenceCount + 1);
         r.nearest_distance = st.optI64(kEvidenceCount + 2);
         r.nearest_inside = st.optI64(kEvidenceCount + 3).value_or(0) != 0;
-        r.last_kernel = st.optStr(kEvidenceCount + 4);
-        r.nearest_after = st.optI64(kEvidenceCount + 5).value_or(0) != 0;
+        r.nearest_after = st.optI64(kEvidenceCount + 4).value_or(0) != 0;
         return r;
     });
+    if (!rows) return rows;
+    std::vector<int64_t> ids;
+    for (const auto& r : *rows) ids.push_back(r.ev.id);
+    auto last = queryLastKernels(d, ids);
+    if (!last) return std::unexpected(last.error());
+    for (auto& r : *rows) {
+        auto k = last->find(r.ev.id);
+        if (k == last->end()) continue;
+        if (k->second.ambiguous())
+            r.kernel_candidates = k->second.by_process;
+        else
+            r.last_kernel = k->second.kernel;
+    }
+    return rows;
 }
 
 namespace {

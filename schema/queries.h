@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -108,7 +109,7 @@ struct DistanceRow {
 /// null: lines of different streams do not order). Distances are computed here from the stored
 /// address, ptr and end in unsigned arithmetic (exact for every 64-bit address), ordered with
 /// the operands logged after the fault last, then by |distance| (refused ones last), then by
-/// operand line.
+/// rank in time (those without one last), then by operand line.
 db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t incident);
 
 /// The last `limit` dispatches before each member record of an incident (same stream, process
@@ -128,8 +129,12 @@ struct FaultRow {
     std::optional<int64_t> nearest_distance;  ///< bytes (see DistanceRow)
     bool nearest_inside = false;
     bool nearest_after = false;  ///< `nearest` was logged after the fault
-    /// last ShaderName before it, same stream, process and rank
+    /// last ShaderName before it, same stream, process and rank (lastKernelOf() over
+    /// queryLastKernels()); unset when none was dispatched or when it is ambiguous
     std::optional<std::string> last_kernel;
+    /// ambiguous last kernel: (pid, kernel) of each process that dispatched just before the
+    /// fault, newest first (LastKernel::by_process); empty otherwise
+    std::vector<std::pair<int64_t, std::string>> kernel_candidates;
 };
 /// Fault-kind records (amdgpu, ROCr, Xid, sanitizer, CPU segfault, core) in evidence order.
 /// The last kernel dispatched before a fault, from an incident's dispatches (newest first, as
@@ -143,6 +148,18 @@ struct LastKernel {
     bool ambiguous() const { return by_process.size() > 1; }
 };
 std::optional<LastKernel> lastKernelOf(const std::vector<DispatchRow>& newestFirst);
+
+/// Dispatch rows lastKernelOf() is given, whatever `show --dispatches` displays: the kept
+/// window per thread (docs/correlation.md), so `faults`, `show`, `report` and the signature
+/// decide from the same rows.
+constexpr int kLastKernelWindow = 64;
+
+/// lastKernelOf() for each record in `evidence` (ids): the last kLastKernelWindow dispatches
+/// before it in its stream, of its process and rank (as queryIncidentDispatches() pairs them).
+/// Records with no dispatch before them are absent from the map. One prepared statement,
+/// an index range per record.
+db::Result<std::map<int64_t, LastKernel>> queryLastKernels(db::Db& d,
+                                                           const std::vector<int64_t>& evidence);
 
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d);
 
