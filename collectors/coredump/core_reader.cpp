@@ -53,7 +53,7 @@ bool isCoreFile(const std::string& path) {
 Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt) {
     auto t0 = std::chrono::steady_clock::now();
     auto fail = [&](const std::string& m) { return std::unexpected(Error{path + ": " + m}); };
-    auto opened = openRegular(path);
+    auto opened = openRegular(path, opt.follow_links);
     if (!opened) return std::unexpected(opened.error());
     int fd = *opened;
     struct stat st {};
@@ -76,7 +76,7 @@ Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt) {
         auto s = unwindCore(path, opt.unwind, r.layout.notes.tids.front(), opt.limits);
         if (!s && !r.layout.truncated) return fail("unwinding failed: " + s.error().message);
         if (s) r.stack = std::move(*s);  // a truncated core: what its notes say stays
-        if (auto* t = crashingThread(*r.stack))
+        if (auto* t = r.stack ? crashingThread(*r.stack) : nullptr)
             r.signature = stackSignature(t->frames, opt.signature_depth);
     } else {
         r.gpu = gpuCoreMeta(

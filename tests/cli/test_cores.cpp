@@ -120,6 +120,16 @@ TEST(CliCores, AnExeOfAnotherBuildIsRefusedWithAWarning) {
                          "f3fd0fa19b387315a62730e7781520419a4ece0f"),
               std::string::npos)
         << s.out;
+    // Not stored as the executable (hostile review of issue 4, MEDIUM 3): cores.exe NULL.
+    auto q = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "query",
+                  "select count(*) from cores where exe is null"});
+    EXPECT_NE(q.out.find("\n1\n"), std::string::npos) << q.out;
+    EXPECT_NE(s.out.find("exe        refused: --exe " + kDir + "libcrashlib.so has build-id"),
+              std::string::npos)
+        << s.out;
     TempDir right;  // the right one: used, no warning
     auto ok = run(ingestArgs(right, {kCore}));
     ASSERT_EQ(ok.status, 0) << ok.err;
