@@ -120,6 +120,9 @@ db::Result<cd::CoreReport> readOpenedCore(const KeptCore& k,
                                           const CrashOptions& opt) {
     auto ro = opt.read;
     ro.name = baseName(file);
+    // A decompressed copy is our temporary file, read through /proc/self/fd/N (a link); the
+    // file itself was opened as openKeptCore() was told.
+    if (k.tmp) ro.follow_links = true;
     auto r = cd::readCore(k.path, ro);
     if (!r) {
         // The message names the temporary copy: name the file instead.
@@ -196,6 +199,7 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
         } else {
             auto ro = opt.read;
             ro.name = "COREDUMP";
+            ro.follow_links = true;  // our temporary file, read through /proc/self/fd/N
             auto report = cd::readCore(journal_core->file->path(), ro);
             if (report) {
                 auto prov = entryProvenance(e);

@@ -135,5 +135,23 @@ TEST(CoreCutZst, ACutCoreWhoseBytesDifferIsAnotherCore) {
     EXPECT_EQ(coresOf(db).size(), 2u);
 }
 
+// A zstd file may start with a skippable frame (magic 0x184D2A50..5F, a 32-bit size, data):
+// libzstd skips it; the core after it is read (it was refused as "not a zstd frame").
+TEST(CoreCutZst, ASkippableFrameFirstIsSkipped) {
+    TempDir t;
+    std::string skip(
+        "\x50\x2a\x4d\x18\x08\x00\x00\x00"
+        "12345678",
+        16);
+    std::string zst = t.file(kZstName);
+    writeFile(zst, skip + zstdCompress(readFile(kCoreDir + "core")));
+    auto r = run(coreIngestArgs(t.file("db"), {zst}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find(zst + ": core 1, 1 thread, 8 frames"), std::string::npos) << r.out;
+    auto c = coresOf(t.file("db"));
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["si_addr"], "0x8a");
+}
+
 }  // namespace
 }  // namespace gpufault::testing

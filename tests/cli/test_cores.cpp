@@ -136,6 +136,30 @@ TEST(CliCores, AnExeOfAnotherBuildIsRefusedWithAWarning) {
     EXPECT_EQ(ok.err.find("not used"), std::string::npos) << ok.err;
 }
 
+// Hostile review of issue 4 (LOW): the stack signature names the executable as the core's
+// notes do, not by the name of the --exe file: a renamed copy of crashmain gives the signature
+// of the core read without --exe (its frames, symbolized, still name the file given).
+TEST(CliCores, TheStackSignatureDoesNotDependOnTheExeFileName) {
+    TempDir t;
+    writeFile(t.file("renamed-app"), readFile(kDir + "crashmain"));
+    auto with = run({GPUFAULT_BIN,
+                     "--db",
+                     t.file("db"),
+                     "ingest",
+                     "--exe",
+                     t.file("renamed-app"),
+                     "--debuginfo-path",
+                     kDir + "buildid",
+                     kCore});
+    ASSERT_EQ(with.status, 0) << with.err;
+    auto without = run({GPUFAULT_BIN, "--db", t.file("db2"), "ingest", kCore});
+    ASSERT_EQ(without.status, 0) << without.err;
+    for (const auto& r : {with, without})
+        EXPECT_NE(r.out.find(", stack 517ce8f7350f0719, "), std::string::npos) << r.out;
+    auto s = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1"});
+    EXPECT_NE(s.out.find("main + 0x37 (renamed-app + 0x11b1)"), std::string::npos) << s.out;
+}
+
 TEST(CliCores, StackPrintsTheSymbolizedFrames) {
     TempDir t;
     ASSERT_EQ(run(ingestArgs(t, {kCore})).status, 0);
