@@ -91,6 +91,16 @@ db::Result<KeptCore> openKeptCore(const std::string& file,
     } else {
         auto tmp = unzstdToTemp(file, opt.unpack);
         if (!tmp) return std::unexpected(tmp.error());
+        if (tmp->size() == 0)  // nothing decompressed: no core to read, cut or not
+            return std::unexpected(db::Error{
+                tmp->endedAt()
+                    ? fmt::format("{}: zstd: the data end in mid-frame at compressed offset {} "
+                                  "(cut file) before any data decompressed",
+                                  file,
+                                  *tmp->endedAt())
+                    : fmt::format("{}: not a zstd frame with data (skippable frames only: "
+                                  "nothing to decompress)",
+                                  file)});
         k.tmp.emplace(std::move(*tmp));
         k.path = k.tmp->path();
         if (k.tmp->cut())
