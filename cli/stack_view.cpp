@@ -79,6 +79,12 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
                                   c.time_from,
                                   c.origin == "file" ? "" : ", from " + c.origin);
     if (c.note) out += fmt::format("{}note       {}\n", indent, printable(*c.note));
+    // An --exe refused at ingest (another build-id, not an ELF): never the exe, frames without it.
+    if (auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+        m.is_object() && m.contains("exe_refused") && m["exe_refused"].is_string())
+        out += fmt::format("{}exe        refused: {} (the frames did not use it)\n",
+                           indent,
+                           printable(m["exe_refused"].get<std::string>()));
     if (c.exe) {
         std::string caveat;
         auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);

@@ -123,6 +123,7 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
                                 n));
     auto ro = opt.read;
     ro.name = "core";
+    ro.follow_links = true;  // our temporary file, read through /proc/self/fd/N (a link)
     auto report = cd::readCore(tmp->path(), ro);
     if (!report) {
         auto m = report.error().message;

@@ -120,10 +120,44 @@ TEST(CliCores, AnExeOfAnotherBuildIsRefusedWithAWarning) {
                          "f3fd0fa19b387315a62730e7781520419a4ece0f"),
               std::string::npos)
         << s.out;
+    // Not stored as the executable (hostile review of issue 4, MEDIUM 3): cores.exe NULL.
+    auto q = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "query",
+                  "select count(*) from cores where exe is null"});
+    EXPECT_NE(q.out.find("\n1\n"), std::string::npos) << q.out;
+    EXPECT_NE(s.out.find("exe        refused: --exe " + kDir + "libcrashlib.so has build-id"),
+              std::string::npos)
+        << s.out;
     TempDir right;  // the right one: used, no warning
     auto ok = run(ingestArgs(right, {kCore}));
     ASSERT_EQ(ok.status, 0) << ok.err;
     EXPECT_EQ(ok.err.find("not used"), std::string::npos) << ok.err;
+}
+
+// Hostile review of issue 4 (LOW): the stack signature names the executable as the core's
+// notes do, not by the name of the --exe file: a renamed copy of crashmain gives the signature
+// of the core read without --exe (its frames, symbolized, still name the file given).
+TEST(CliCores, TheStackSignatureDoesNotDependOnTheExeFileName) {
+    TempDir t;
+    writeFile(t.file("renamed-app"), readFile(kDir + "crashmain"));
+    auto with = run({GPUFAULT_BIN,
+                     "--db",
+                     t.file("db"),
+                     "ingest",
+                     "--exe",
+                     t.file("renamed-app"),
+                     "--debuginfo-path",
+                     kDir + "buildid",
+                     kCore});
+    ASSERT_EQ(with.status, 0) << with.err;
+    auto without = run({GPUFAULT_BIN, "--db", t.file("db2"), "ingest", kCore});
+    ASSERT_EQ(without.status, 0) << without.err;
+    for (const auto& r : {with, without})
+        EXPECT_NE(r.out.find(", stack 517ce8f7350f0719, "), std::string::npos) << r.out;
+    auto s = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1"});
+    EXPECT_NE(s.out.find("main + 0x37 (renamed-app + 0x11b1)"), std::string::npos) << s.out;
 }
 
 TEST(CliCores, StackPrintsTheSymbolizedFrames) {

@@ -324,7 +324,7 @@ TEST(CrashSources, CudaGpuCoreKernelPointersBecomeOperands) {
 namespace gpufault::testing {
 namespace {
 
-TEST(CrashSources, ZstdOverTheCapKeepsWhatFitsACutFileIsAnError) {
+TEST(CrashSources, ZstdOverTheCapKeepsWhatFits) {
     TempDir t;
     ::mkdir(t.file("tmp").c_str(), 0700);
     // The real core followed by 2 MiB: more than a cap of 1 MiB once decompressed. Its first
@@ -350,15 +350,6 @@ TEST(CrashSources, ZstdOverTheCapKeepsWhatFitsACutFileIsAnError) {
     ASSERT_EQ(stored.size(), 1u);
     EXPECT_EQ(stored[0]["note"], kept) << stored[0].dump();
     EXPECT_EQ(run({"/bin/sh", "-c", "ls -A '" + t.file("tmp") + "' | wc -l"}).out, "0\n");
-    // A cut zstd file: the frame does not end.
-    auto z = zstdCompress(readFile(kDir + "core"));
-    auto cut = t.file("core.crashmain.0." + kBoot + ".14046.1764491499000000.zst");
-    writeFile(cut, z.substr(0, z.size() / 2));
-    auto c = run(ingest(t, {cut}));
-    EXPECT_EQ(c.status, 2);
-    EXPECT_NE(c.err.find(cut + ": zstd: the data end in mid-frame (cut file)"), std::string::npos)
-        << c.err;
-    EXPECT_EQ(jsonLines(t, "cores").size(), 1u);  // the cut file stored nothing
 }
 
 }  // namespace
