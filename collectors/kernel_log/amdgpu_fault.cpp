@@ -71,13 +71,12 @@ class AmdgpuFaultMatcher final : public Matcher {
     void step(const LogLine& line, Sink& out);
     void decide(Direction d, Sink& out);
     void closeAll(Sink& out);
-    void settle(Sink& out);
+    void settle(bool gap, Sink& out);
     bool joins(const Block& b, FaultStage s) const;
-    bool runsAgainst(const LogLine& line) const;
+    bool startsRun(const LogLine& line) const;
     void add(Block& b, FaultStage s, std::string_view body, const LogLine& line);
     void close(size_t i, Sink& out);
     void flushHeld(Sink& out);
-    std::optional<amdgpu::HeldLine> takeBack();
     size_t find(std::string_view key) const;
 
     std::vector<Block> blocks_;
@@ -88,8 +87,7 @@ class AmdgpuFaultMatcher final : public Matcher {
                                              // line may come next
     std::optional<Warning> held_warning_;    // its cut-block warning, emitted with it
     uint64_t seq_ = 0;
-    uint64_t last_block_seq_ = 0;                 // feed counter at the last block line stepped
-    std::optional<amdgpu::HeldLine> last_block_;  // that line, when it began a block alone
+    uint64_t last_block_seq_ = 0;  // feed counter at the last block line stepped
 };
 
 size_t AmdgpuFaultMatcher::find(std::string_view key) const {
@@ -159,67 +157,59 @@ void AmdgpuFaultMatcher::close(size_t i, Sink& out) {
 
 void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
     ++seq_;
-    if (dir_ != Direction::Unknown) {
-        // The direction holds for one run of blocks: after a gap without block lines, or at a
-        // block line whose kernel stamp runs against it (`dmesg` pasted after `journalctl -r`),
-        // the blocks in progress end and the order is learned again.
-        bool again = seq_ - last_block_seq_ > kMaxGap;
-        std::optional<amdgpu::HeldLine> redo;
-        if (!again && runsAgainst(line)) {
-            again = true;
-            // The previous block line began a block alone: it is the first line of the new run
-            // (its stamp already ran against the order); taken back, read again.
-            redo = takeBack();
-        }
-        if (!again) return step(line, out);
+    if (amdgpu::isBootMarker(line.text)) {
+        // journalctl's `-- Boot ID --` / `-- Reboot --`: the blocks before it are over, and the
+        // order (and kernel clock) of the next boot is learned again from its own lines.
+        if (!probe_.empty()) decide(probe_.guess(), out);
         closeAll(out);
         dir_ = Direction::Unknown;
-        last_block_.reset();
-        if (redo) {
-            uint64_t now = seq_;
-            if (Direction d = probe_.offer(redo->view(), redo->seq); d != Direction::Unknown)
-                decide(d, out);
-            seq_ = now;
-            if (dir_ != Direction::Unknown) return step(line, out);
-        }
+        suppressed_.reset();
+        probe_.forget();
+        return;
     }
-    if (probe_.stale(seq_)) settle(out);
+    if (probe_.empty() && dir_ != Direction::Unknown) {
+        if (seq_ - last_block_seq_ > kMaxGap) {
+            closeAll(out);  // a gap: the blocks in progress are over
+        } else if (!startsRun(line)) {
+            return step(line, out);
+        }
+        // A block that starts against the order may begin a run of the other order (one file
+        // may hold a `journalctl -r` excerpt and a `journalctl` one): the order is learned
+        // again from its lines, held until they show it.
+    }
+    if (probe_.stale(seq_)) settle(true, out);
     // Lines the probe does not hold change nothing before the first block line.
     if (Direction d = probe_.offer(line, seq_); d != Direction::Unknown) {
         decide(d, out);
     } else if (probe_.over()) {
-        settle(out);  // emitted now, in step with the other matchers' records of these lines
+        settle(false, out);  // emitted now, in step with the other matchers' records of these lines
     }
 }
 
-// Whether block line `line` ends the run of the learned order: the previous block line began a
-// block alone and is of the same device (stamps of interleaved GPUs step back by a microsecond
-// between devices: they are never compared), the two kernel stamps show the other order, and
-// `line` does not continue that device's block in the learned order (a clock step inside a
-// block changes nothing).
-bool AmdgpuFaultMatcher::runsAgainst(const LogLine& line) const {
-    if (!line.time.kernel_s || !last_block_ || !last_block_->time.kernel_s) return false;
+// Whether block line `line` starts a block in a way the order in effect does not explain, so
+// that a run of the other order may begin there: oldest first, a block that starts with a line
+// other than its header; newest first, a block that starts with its header (its last line), or
+// that starts while the device's block before it (which ends at its header) is still open.
+// Blocks that start as the order expects are read on (a clock step inside a block, a run of
+// headers alone, changes nothing).
+bool AmdgpuFaultMatcher::startsRun(const LogLine& line) const {
     if (!amdgpu::mentionsAmdgpu(line.text)) return false;
     auto d = amdgpu::splitDeviceLine(line.text);
     if (!d) return false;
     FaultStage s = amdgpu::classifyFaultLine(d->body);
     if (s == FaultStage::None) return false;
-    auto prev_dev = amdgpu::splitDeviceLine(last_block_->text);
-    if (!prev_dev || prev_dev->key != d->key) return false;
-    TimeInfo prev;
-    prev.kernel_s = last_block_->time.kernel_s;
-    Direction seen = amdgpu::stampOrder(prev, line.time);
-    if (seen == Direction::Unknown || seen == dir_) return false;
     size_t i = find(d->key);
-    return i == npos || !joins(blocks_[i], s);
+    if (i != npos && joins(blocks_[i], s)) return false;
+    if (dir_ == Direction::Reverse) return s == FaultStage::Header || i != npos;
+    return s != FaultStage::Header;
 }
 
-// The held blocks are over (a gap, or a line that ends each): emits them read in guess()'s order
-// (the last order evidence showed, else forward), without learning an order from them.
-void AmdgpuFaultMatcher::settle(Sink& out) {
+// The held blocks are over (`gap`: 64 lines without a block line; else each held device printed
+// a line that ends its block): reads them in guess()'s order (the last order evidence showed,
+// else forward), without learning an order from them. After a gap every block in progress ends.
+void AmdgpuFaultMatcher::settle(bool gap, Sink& out) {
     decide(probe_.guess(), out);
-    closeAll(out);
-    dir_ = Direction::Unknown;
+    if (gap) closeAll(out);
 }
 
 // Emits every block in progress (in the order of their first lines) and the held record.
@@ -231,7 +221,14 @@ void AmdgpuFaultMatcher::closeAll(Sink& out) {
 }
 
 // Sets the direction and feeds the lines held until now, each at its own place in the stream.
+// Blocks in progress read in another order end first (a run of the other order begins).
 void AmdgpuFaultMatcher::decide(Direction d, Sink& out) {
+    if (dir_ != Direction::Unknown && d != dir_) {
+        closeAll(out);
+        // A count read oldest first waited for a block of the run that ended; one read newest
+        // first with no record before it is the first line of the oldest-first run.
+        if (d == Direction::Reverse) suppressed_.reset();
+    }
     dir_ = d;
     uint64_t now = seq_;
     for (const auto& h : probe_.take()) {
@@ -264,8 +261,8 @@ void AmdgpuFaultMatcher::step(const LogLine& line, Sink& out) {
     if (auto n = suppressedCount(text)) {
         if (held_) {
             held_->setAttr("callbacks_suppressed", std::string(*n));
-        } else if (dir_ != Direction::Reverse) {
-            suppressed_ = std::string(*n);
+        } else {
+            suppressed_ = std::string(*n);  // newest first: kept only until a block line
         }
         flushHeld(out);
         return;
@@ -280,7 +277,7 @@ void AmdgpuFaultMatcher::step(const LogLine& line, Sink& out) {
         return;
     }
     last_block_seq_ = seq_;
-    last_block_.reset();
+    if (dir_ == Direction::Reverse) suppressed_.reset();  // a stray count, newest first
     if (i != npos && !joins(blocks_[i], s)) {
         close(i, out);
         i = npos;
@@ -300,7 +297,7 @@ void AmdgpuFaultMatcher::step(const LogLine& line, Sink& out) {
         b.ev.line = line.line;
         b.ev.time = line.time;
         b.ev.rank = line.rank;
-        if (suppressed_ && s != FaultStage::Task) {
+        if (suppressed_ && s != FaultStage::Task && dir_ != Direction::Reverse) {
             b.ev.setAttr("callbacks_suppressed", *suppressed_);
             suppressed_.reset();
         }
@@ -308,42 +305,11 @@ void AmdgpuFaultMatcher::step(const LogLine& line, Sink& out) {
         i = blocks_.size() - 1;
     }
     add(blocks_[i], s, d->body, line);
-    if (blocks_[i].lines == 1) {
-        amdgpu::HeldLine h;
-        h.seq = seq_;
-        h.line = line.line;
-        h.raw = std::string(line.raw);
-        h.text = std::string(text);
-        h.time = line.time;
-        h.rank = line.rank;
-        last_block_ = std::move(h);
-    }
     if (dir_ == Direction::Reverse && s == FaultStage::Header) close(i, out);
 }
 
-// Takes the last block line back when it began a block alone that is still in progress (or is
-// the held record, newest first): nullopt when it joined a block or its record is out.
-std::optional<amdgpu::HeldLine> AmdgpuFaultMatcher::takeBack() {
-    if (!last_block_) return std::nullopt;
-    std::optional<amdgpu::HeldLine> h = std::move(last_block_);
-    last_block_.reset();
-    for (size_t i = 0; i < blocks_.size(); ++i) {
-        if (blocks_[i].lines == 1 && blocks_[i].first_line == h->line &&
-            blocks_[i].touched == h->seq) {
-            blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
-            return h;
-        }
-    }
-    if (held_ && held_->line == h->line) {
-        held_.reset();
-        held_warning_.reset();
-        return h;
-    }
-    return std::nullopt;
-}
-
 void AmdgpuFaultMatcher::finish(Sink& out) {
-    if (dir_ == Direction::Unknown && !probe_.empty()) decide(probe_.guess(), out);
+    if (!probe_.empty()) decide(probe_.guess(), out);
     closeAll(out);
 }
 

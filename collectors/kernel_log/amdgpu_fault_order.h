@@ -80,6 +80,13 @@ class DirectionProbe {
     /// The held lines, in reading order; the probe is empty afterwards.
     std::vector<HeldLine> take();
 
+    /// Drops the held lines and the learned order (a boot marker: the next boot's lines show
+    /// their own order, and its kernel stamps restart).
+    void forget() {
+        take();
+        learned_ = Direction::Unknown;
+    }
+
     /// True when lines are held and none of the last kMaxGapLines lines (up to `seq`) was a
     /// block line: every held block has ended.
     bool stale(uint64_t seq) const;

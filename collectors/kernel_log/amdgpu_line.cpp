@@ -163,4 +163,10 @@ void appendRaw(std::string& raw, std::string_view line) {
     raw.append(line.substr(0, kMaxRaw - std::min(raw.size(), kMaxRaw)));
 }
 
+bool isBootMarker(std::string_view text) {
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\r')) text.remove_suffix(1);
+    if (text == "-- Reboot --") return true;
+    return text.size() > 11 && text.starts_with("-- Boot ") && text.ends_with(" --");
+}
+
 }  // namespace gpufault::amdgpu

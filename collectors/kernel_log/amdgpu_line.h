@@ -33,6 +33,10 @@ std::optional<DeviceLine> splitDeviceLine(std::string_view text);
 /// `s` without leading spaces, TABs and literal `\x09` (kmsg-escaped TAB) sequences.
 std::string_view skipBlanks(std::string_view s);
 
+/// True for journalctl's boot separator line: `-- Boot <id> --` (`%s-- Boot %s --`, systemd's
+/// journalctl.c) or the older `-- Reboot --`. Blocks, read order and kernel stamps end there.
+bool isBootMarker(std::string_view text);
+
 /// What a task part names. Empty names stay nullopt.
 struct TaskInfo {
     std::optional<std::string> process;

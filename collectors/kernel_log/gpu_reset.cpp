@@ -28,6 +28,7 @@ struct Episode {
     bool confirmed = false;   // a reset/timeout/MES line, not only a RAS error
     bool timeout = false;     // has its ring timeout
     bool begun = false;       // has `GPU reset begin!`
+    bool resumed = false;     // has `GPU reset succeeded, trying to resume`
     bool await_task = false;  // the previous line was the ring timeout: its task line may follow
 };
 
@@ -45,6 +46,17 @@ class Episodes {
     void finish(Sink& out);
     uint64_t seq() const { return seq_; }
     bool idle() const { return episodes_.empty(); }
+    /// True when reset line `ev` of device `key` starts a new run of episodes: no episode is
+    /// in progress but, perhaps, that device's when it has resumed and `ev` does not end it
+    /// (`GPU reset(N) succeeded!` follows the resume).
+    bool between(std::string_view key, ResetEvent ev) const {
+        if (amdgpu::endsEpisode(ev) && !episodes_.empty()) return false;
+        for (const auto& e : episodes_)
+            if (e.key != key || !e.resumed) return false;
+        return true;
+    }
+    /// Ends every episode in progress.
+    void closeAll(Sink& out) { finish(out); }
     /// The first line of the oldest episode in progress.
     std::optional<uint64_t> openSince() const {
         std::optional<uint64_t> first;
@@ -151,7 +163,11 @@ void Episodes::step(const LogLine& line, uint64_t seq, Sink& out) {
         return;
     }
     bool starts_own = ev == ResetEvent::RingTimeout || ev == ResetEvent::SoftRecovered;
-    if (i != npos && starts_own && (episodes_[i].timeout || episodes_[i].begun)) {
+    // A reset that resumed is over: a later reset step belongs to another episode.
+    bool again = ev == ResetEvent::ResetBegin || ev == ResetEvent::ResetMethod ||
+                 ev == ResetEvent::ResetResume;
+    if (i != npos && ((starts_own && (episodes_[i].timeout || episodes_[i].begun)) ||
+                      (again && episodes_[i].resumed))) {
         close(i, out);
         i = npos;
     }
@@ -161,6 +177,7 @@ void Episodes::step(const LogLine& line, uint64_t seq, Sink& out) {
     e.confirmed |= ev != ResetEvent::RasUncorrectable;
     e.timeout |= starts_own;
     e.begun |= ev == ResetEvent::ResetBegin;
+    e.resumed |= ev == ResetEvent::ResetResume;
     e.await_task = ev == ResetEvent::RingTimeout;
     e.touched = seq_;
     amdgpu::appendRaw(e.ev.raw, line.raw);
@@ -230,22 +247,38 @@ class GpuResetMatcher final : public Matcher {
         ResetEvent ev = ResetEvent::None;
         TimeInfo time;
         uint64_t seq = 0;
+        size_t at = 0;  // its index in held_
     };
-    Direction learn(const std::string& key, ResetEvent ev, const LogLine& line);
+    Direction learn(
+        const std::string& key, ResetEvent ev, const LogLine& line, size_t& prev, bool& by_task);
     void replay(Sink& out);
+    void split(size_t prev, Sink& out);
 
     Episodes episodes_;
     Direction dir_ = Direction::Unknown;
-    std::vector<amdgpu::HeldLine> held_;  // in reading order
-    std::vector<Seen> seen_;              // the last reset line of each device held
+    Direction learned_ = Direction::Unknown;  // the order the last telling pair showed
+    std::vector<amdgpu::HeldLine> held_;      // in reading order
+    struct Shown {
+        ResetEvent ev = ResetEvent::None;  // None for the other amdgpu lines
+        Direction d = Direction::Unknown;  // the order its pair showed
+        std::string key;                   // its device
+    };
+    std::vector<Shown> shown_;  // per held line
+    std::vector<Seen> seen_;    // the last reset line of each device held
     size_t bytes_ = 0;
     uint64_t seq_ = 0, last_ = 0;  // lines fed; the last reset line held
 };
 
-Direction GpuResetMatcher::learn(const std::string& key, ResetEvent ev, const LogLine& line) {
+// The order the last held line (of `key`, event `ev`) and the device's reset line before it show;
+// `prev` is set to that line's index in held_ (npos when the device has none), `by_task` to
+// whether only a task line next to a ring timeout showed it (two timeouts in a row, each with
+// its task line, read newest first give `timeout, task` too: it never ends a newest-first run).
+Direction GpuResetMatcher::learn(
+    const std::string& key, ResetEvent ev, const LogLine& line, size_t& prev, bool& by_task) {
     auto it = std::find_if(seen_.begin(), seen_.end(), [&](auto& s) { return s.key == key; });
     Direction d = Direction::Unknown;
     if (it != seen_.end()) {
+        prev = it->at;
         d = amdgpu::stampOrder(it->time, line.time);
         bool next = it->seq + 1 == seq_;
         if (d == Direction::Unknown && next && it->ev == ResetEvent::Task &&
@@ -254,6 +287,7 @@ Direction GpuResetMatcher::learn(const std::string& key, ResetEvent ev, const Lo
         if (d == Direction::Unknown && next && it->ev == ResetEvent::RingTimeout &&
             ev == ResetEvent::Task)
             d = Direction::Forward;
+        by_task = d != Direction::Unknown && (ev == ResetEvent::Task || it->ev == ResetEvent::Task);
         // amdgpu_ras.c reports the uncorrectable error, then the reset begins
         if (d == Direction::Unknown && it->ev == ResetEvent::RasUncorrectable &&
             ev == ResetEvent::ResetBegin)
@@ -265,9 +299,9 @@ Direction GpuResetMatcher::learn(const std::string& key, ResetEvent ev, const Lo
         if (d == Direction::Unknown && a && b && a != b)
             d = b > a ? Direction::Forward : Direction::Reverse;
     } else if (seen_.size() < kMaxDevices) {
-        it = seen_.insert(seen_.end(), Seen{key, ResetEvent::None, {}, 0});
+        it = seen_.insert(seen_.end(), Seen{key, ResetEvent::None, {}, 0, 0});
     }
-    if (it != seen_.end()) *it = Seen{key, ev, line.time, seq_};
+    if (it != seen_.end()) *it = Seen{key, ev, line.time, seq_, held_.size() - 1};
     return d;
 }
 
@@ -282,22 +316,83 @@ void GpuResetMatcher::replay(Sink& out) {
         for (const auto& h : held_) episodes_.step(h.view(), h.seq, out);
     }
     held_.clear();
+    shown_.clear();
+    seen_.clear();
+    bytes_ = 0;
+}
+
+// The held lines are a newest-first run, then, from the pair `prev` → the last held line that
+// showed oldest first, a run read oldest first (`journalctl -r` and `journalctl` excerpts in one
+// file). The oldest-first run begins right after `prev` when the last line opens an episode of
+// its own (a ring timeout, a soft recovery, an uncorrectable RAS error) or `prev`'s own pair
+// showed newest first (`prev` ends the newest-first run); else it begins at `prev` and takes the
+// reset lines of its device right before it while their stamps do not fall towards it (`journalctl`
+// short stamps tie within a second: lines that tie go with the oldest-first run; the newest-first
+// run's last line is later than the first of an older excerpt after it). The first run is read last
+// line first, the second as it comes.
+void GpuResetMatcher::split(size_t prev, Sink& out) {
+    size_t cur = held_.size() - 1;
+    ResetEvent ce = shown_[cur].ev;
+    bool opens = ce == ResetEvent::RingTimeout || ce == ResetEvent::SoftRecovered ||
+                 ce == ResetEvent::RasUncorrectable;
+    size_t k = prev + 1;
+    if (!opens && shown_[prev].d != Direction::Reverse) {
+        k = prev;
+        for (size_t i = prev; i-- > 0;) {
+            if (shown_[i].ev == ResetEvent::None) continue;
+            if (shown_[i].key != shown_[prev].key) break;
+            const TimeInfo &a = held_[i].time, &b = held_[k].time;
+            bool tie = a.kernel_s ? a.kernel_s == b.kernel_s : a.wall && a.wall == b.wall;
+            if (!tie && amdgpu::stampOrder(a, b) != Direction::Forward) break;
+            k = i;
+        }
+    }
+    std::vector<amdgpu::HeldLine> rest(std::make_move_iterator(held_.begin() + k),
+                                       std::make_move_iterator(held_.end()));
+    held_.resize(k);
+    shown_.resize(k);
+    dir_ = Direction::Reverse;
+    if (!held_.empty()) replay(out);
+    dir_ = Direction::Forward;
+    for (const auto& h : rest) episodes_.step(h.view(), h.seq, out);
+    held_.clear();
+    shown_.clear();
     seen_.clear();
     bytes_ = 0;
 }
 
 void GpuResetMatcher::feed(const LogLine& line, Sink& out) {
     ++seq_;
-    if (dir_ == Direction::Forward) return episodes_.step(line, seq_, out);
-    if (!held_.empty() && seq_ - last_ > kMaxGap) replay(out);  // every held episode is over
     std::string_view text = line.text;
+    if (amdgpu::isBootMarker(text)) {
+        // journalctl's `-- Boot ID --`: the episodes before it are over, the next boot's lines
+        // show their own order (and their kernel stamps restart)
+        finish(out);
+        dir_ = learned_ = Direction::Unknown;
+        return;
+    }
     bool amd = amdgpu::mentionsAmdgpu(text);
     std::string key;
     ResetEvent ev = amd ? eventOf(text, key) : ResetEvent::None;
+    if (dir_ == Direction::Forward) {
+        if (ev == ResetEvent::None || ev == ResetEvent::Task || !episodes_.between(key, ev))
+            return episodes_.step(line, seq_, out);
+        // A reset line after the episodes (a reset that resumed is over): a new run, whose
+        // order is learned again (a newest-first excerpt may follow).
+        episodes_.closeAll(out);
+        dir_ = Direction::Unknown;
+    }
+    if (!held_.empty() && seq_ - last_ > kMaxGap) {  // every held episode is over
+        if (dir_ == Direction::Unknown) dir_ = learned_;
+        replay(out);
+    }
     // Hold from a reset line on, while no episode read oldest first is in progress.
-    if (held_.empty() && (ev == ResetEvent::None || !episodes_.idle())) {
-        if (dir_ == Direction::Unknown) episodes_.step(line, seq_, out);
-        return;
+    if (held_.empty()) {
+        if (ev == ResetEvent::None || !episodes_.idle()) {
+            if (dir_ != Direction::Reverse) episodes_.step(line, seq_, out);
+            return;
+        }
+        dir_ = Direction::Unknown;  // a new run: its lines show its order
     }
     if (!amd) return;  // only its place counts (seq)
     amdgpu::HeldLine h;
@@ -309,22 +404,32 @@ void GpuResetMatcher::feed(const LogLine& line, Sink& out) {
     h.rank = line.rank;
     bytes_ += h.raw.size() + h.text.size();
     held_.push_back(std::move(h));
+    shown_.push_back({ev, Direction::Unknown, key});
     if (ev == ResetEvent::None) return;
     last_ = seq_;
-    if (dir_ == Direction::Unknown) {
-        Direction d = learn(key, ev, line);
-        if (d == Direction::Forward) {
-            replay(out);
-            dir_ = Direction::Forward;
-            return;
-        }
-        if (d == Direction::Reverse) dir_ = Direction::Reverse;
+    size_t prev = npos;
+    bool by_task = false;
+    Direction d = learn(key, ev, line, prev, by_task);
+    shown_.back().d = d;
+    if (d != Direction::Unknown) learned_ = d;
+    if (dir_ == Direction::Unknown && d == Direction::Forward) {
+        dir_ = Direction::Forward;
+        replay(out);
+        return;
     }
-    if (held_.size() >= kMaxHeld || bytes_ >= kMaxHeldBytes) replay(out);
+    if (dir_ == Direction::Reverse && d == Direction::Forward && !by_task) return split(prev, out);
+    if (dir_ == Direction::Unknown && d == Direction::Reverse) dir_ = Direction::Reverse;
+    if (held_.size() >= kMaxHeld || bytes_ >= kMaxHeldBytes) {
+        if (dir_ == Direction::Unknown) dir_ = learned_;
+        replay(out);
+    }
 }
 
 void GpuResetMatcher::finish(Sink& out) {
-    if (!held_.empty()) replay(out);
+    if (!held_.empty()) {
+        if (dir_ == Direction::Unknown) dir_ = learned_;
+        replay(out);
+    }
     episodes_.finish(out);
 }
 

@@ -1,7 +1,8 @@
 // Every real fixture with amdgpu page faults (tests/data/real), newest line first as
-// `journalctl -r` or `tac` print it, through the built binary: the same amdgpu_page_fault records
-// as the fixture read forward (all fields but the record's line, raw text and ids, which depend on
-// the reading order). docs/formats.md, Kernel log, says how the order is told.
+// `journalctl -r` or `tac` print it (alone, and before a forward copy of itself), through the
+// built binary: the same amdgpu_page_fault records as the fixture read forward (all fields but
+// the record's line, raw text and ids, which depend on the reading order). docs/formats.md,
+// Kernel log, says how the order is told.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -79,6 +80,21 @@ TEST_P(RealFixtureReversed, AmdgpuFaultsMatchForward) {
     ASSERT_FALSE(forward.empty());
     auto reversed = amdgpuRecords(tmp, "rev.db", tmp.file("reversed.txt"));
     EXPECT_EQ(reversed, forward);
+}
+
+// The fixture newest first, then the fixture again oldest first, in one file (`journalctl -r`
+// pasted before `journalctl`): every forward record twice, none cut or merged at the seam.
+TEST_P(RealFixtureReversed, NewestFirstThenForwardCopyGivesEveryRecordTwice) {
+    const std::string txt = kData + "/" + GetParam() + ".txt";
+    std::string text = readFile(txt);
+    if (!text.empty() && !text.ends_with('\n')) text += '\n';
+    TempDir tmp;
+    writeFile(tmp.file("mixed.txt"), reversedLines(text) + text);
+    auto forward = amdgpuRecords(tmp, "fwd.db", txt);
+    ASSERT_FALSE(forward.empty());
+    std::vector<std::string> twice;
+    for (const auto& r : forward) twice.insert(twice.end(), 2, r);
+    EXPECT_EQ(amdgpuRecords(tmp, "mixed.db", tmp.file("mixed.txt")), twice);
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus,
