@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 
+#include "schema/sqlite.h"
 #include "tests/support/fixture_check.h"
 #include "tests/support/process.h"
 
@@ -90,6 +91,18 @@ std::string dump(const std::string& db) {
     return out;
 }
 
+/// The committed offset of the one file source of `db` (-1: no store or no source yet), read
+/// beside a running ingest (WAL).
+int64_t checkpointOf(const std::string& db) {
+    if (::access(db.c_str(), F_OK) != 0) return -1;
+    auto d = db::Db::open(db, true, false);
+    if (!d) return -1;
+    auto q = d->prepare("SELECT max(offset) FROM sources WHERE kind='file'");
+    if (!q) return -1;
+    auto r = q->step();
+    return r && *r && !q->isNull(0) ? q->i64(0) : -1;
+}
+
 TEST(Resume, KilledIngestsResumeToTheSameStore) {
     TempDir t;
     std::string log = t.file("amd.log");
@@ -99,8 +112,11 @@ TEST(Resume, KilledIngestsResumeToTheSameStore) {
     ASSERT_NE(clean.find("rocr_memory_fault"), std::string::npos);
     ASSERT_NE(clean.find("amdgpu_page_fault"), std::string::npos);
 
+    // Each run is killed once the store shows it past the previous run's checkpoint (so every
+    // kill lands mid-ingest, however loaded the machine), a few milliseconds into its next batch.
     int killed = 0, midway = 0;
-    for (int delayMs : {20, 40, 60, 80, 100, 120}) {
+    int64_t reached = -1;
+    for (int extraMs : {0, 3, 6, 9, 12, 15}) {
         pid_t pid = ::fork();
         ASSERT_GE(pid, 0);
         if (pid == 0) {
@@ -116,11 +132,23 @@ TEST(Resume, KilledIngestsResumeToTheSameStore) {
                     static_cast<char*>(nullptr));
             ::_exit(127);
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
-        ::kill(pid, SIGKILL);
         int st = 0;
-        ::waitpid(pid, &st, 0);
+        bool exited = false;
+        for (;;) {
+            if (::waitpid(pid, &st, WNOHANG) == pid) {
+                exited = true;
+                break;
+            }
+            if (checkpointOf(t.file("killed.db")) > reached) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        if (!exited) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(extraMs));
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &st, 0);
+        }
         killed += WIFSIGNALED(st) ? 1 : 0;
+        reached = checkpointOf(t.file("killed.db"));
         auto c = run({GPUFAULT_BIN, "--db", t.file("killed.db"), "query", "--csv",
                       "SELECT complete FROM sources"});
         midway += c.out.find("\n0") != std::string::npos ? 1 : 0;
