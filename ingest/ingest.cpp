@@ -248,7 +248,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
             if (opt.progress) opt.progress(consumedAt, total);
         }
     }
-    stream.finishBatched();
+    stream.finishBatched(id.kind == "file");  // a file may still grow: resumed at what is unfinished
     sum.classified_by_reader = channel.classifiedBy().first;
     sum.classified_by_matcher = channel.classifiedBy().second;
     if (stream.error()) return fail(*stream.error());
