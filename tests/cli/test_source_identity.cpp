@@ -159,8 +159,8 @@ TEST(SourceIdentity, AppendedFileResumesAfterWhatWasRead) {
     ASSERT_EQ(again.status, 0) << again.err;
     EXPECT_EQ(again.out.find("written again"), std::string::npos) << again.out;
     // Only the lines from the checkpoint on were read.
-    size_t appended = static_cast<size_t>(std::count(more.begin(), more.end(), '\n')) +
-                      firstLines - checkpoint;
+    size_t appended =
+        static_cast<size_t>(std::count(more.begin(), more.end(), '\n')) + firstLines - checkpoint;
     EXPECT_NE(again.out.find("grow.log: " + std::to_string(appended) + " lines"), std::string::npos)
         << again.out;
     EXPECT_EQ(records(db), alone(t, "whole", first + more));
