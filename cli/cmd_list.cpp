@@ -65,6 +65,7 @@ std::string detail(const Evidence& e) {
     if (e.pci) p.push_back(*e.pci);
     if (e.kernel) p.push_back(*e.kernel);
     if (e.module) p.push_back(fmt::format("{}+0x{:x}", *e.module, e.module_offset.value_or(0)));
+    if (e.attr("unended")) p.push_back(kUnendedNote);
     std::string s;
     for (auto& x : p) s += (s.empty() ? "" : ", ") + x;
     return s.empty() ? "-" : s;

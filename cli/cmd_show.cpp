@@ -96,6 +96,7 @@ std::string facts(const Evidence& e) {
                                 e.attr("nearest_side").value_or("after"),
                                 *a,
                                 e.attr("nearest_alloc_size").value_or("?")));
+    if (e.attr("unended")) f.push_back(kUnendedNote);
     std::string s;
     for (auto& x : f) s += (s.empty() ? "" : ", ") + x;
     return s;

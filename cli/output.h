@@ -11,6 +11,11 @@
 
 namespace gpufault::cli {
 
+/// What `events` and `show` say of a record with attr `unended` (made from a file's last line
+/// before its newline was written: `gpufault ingest` of a file still being written).
+inline constexpr const char* kUnendedNote =
+    "from a last line without its newline: a value may be cut";
+
 /// A table printed aligned when stdout is a terminal, tab-separated otherwise.
 struct TextTable {
     std::vector<std::string> header;

@@ -260,7 +260,8 @@ db::Result<IngestSummary> ingestFile(Store& store,
             if (opt.progress) opt.progress(consumedAt, total);
         }
     }
-    stream.finishBatched();
+    // A file may still grow: what is unfinished at its end is read again (finish(true)).
+    stream.finishBatched(id.kind == "file");
     sum.classified_by_reader = channel.classifiedBy().first;
     sum.classified_by_matcher = channel.classifiedBy().second;
     if (stream.error()) return fail(*stream.error());
