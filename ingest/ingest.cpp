@@ -46,7 +46,8 @@ struct Fd {
 /// last batch says so or carries the read error. While the channel is full, or before the
 /// reader overwrites a buffer (it waits until the batches pointing into it are done), it
 /// classifies batches that the matching thread has not claimed (stage 2). Returns early when
-/// the channel is closed. `file`: a last line without '\n' is marked LineBatch::unended.
+/// the channel is closed. `file`: a last line without '\n' is marked LineBatch::unended and
+/// ends the stream (what was appended after it is left to the next reader).
 void readLines(
     LineReader& reader, BatchChannel& channel, uint64_t lineNo, size_t batchLines, bool file) {
     struct Unhook {
@@ -94,7 +95,12 @@ void readLines(
             b.owns = true;
         }
         b.ends.assign(1, static_cast<uint32_t>((*l)->size()));
+        const bool unended = b.unended;
         push(std::move(b));
+        // A line without its newline ends what is read: the file may have grown since the
+        // reader found its end, and a next read would take the rest of that line for a line of
+        // its own, every later line numbered one too high (issue 3: ingest beside gpufaultd).
+        if (unended) break;
     }
     if (!open) return;
     LineBatch end;
@@ -161,6 +167,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
         auto src = fileSource(store, id, static_cast<int64_t>(total), prefix);
         if (!src) return std::unexpected(src.error());
         state = src->state;
+        total = static_cast<uint64_t>(src->size);
         sum.source_id = state.id;
         sum.resumed = src->resumed;
         sum.replaced_source = src->replaced;
