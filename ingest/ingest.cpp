@@ -46,8 +46,7 @@ struct Fd {
 /// last batch says so or carries the read error. While the channel is full, or before the
 /// reader overwrites a buffer (it waits until the batches pointing into it are done), it
 /// classifies batches that the matching thread has not claimed (stage 2). Returns early when
-/// the channel is closed. `file`: a last line without '\n' is marked LineBatch::unended and
-/// ends the stream (what was appended after it is left to the next reader).
+/// the channel is closed. `file`: a last line without '\n' is marked LineBatch::unended.
 void readLines(
     LineReader& reader, BatchChannel& channel, uint64_t lineNo, size_t batchLines, bool file) {
     struct Unhook {
@@ -95,12 +94,7 @@ void readLines(
             b.owns = true;
         }
         b.ends.assign(1, static_cast<uint32_t>((*l)->size()));
-        const bool unended = b.unended;
         push(std::move(b));
-        // A line without its newline ends what is read: the file may have grown since the
-        // reader found its end, and a next read would take the rest of that line for a line of
-        // its own, every later line numbered one too high (issue 3: ingest beside gpufaultd).
-        if (unended) break;
     }
     if (!open) return;
     LineBatch end;
