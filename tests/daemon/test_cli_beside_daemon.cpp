@@ -27,9 +27,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// Appends lines to `path` in random bursts (one in three cut in two writes with a pause
-/// between), pausing at times so that a CLI ingest can commit; `ledger` gets each line's text
-/// (line N at index N - 1). Runs until `stop`.
+/// Appends lines to `path` in random bursts (half of them longer and written in small pieces),
+/// pausing at times so that a CLI ingest can commit; `ledger` gets each line's text (line N at
+/// index N - 1). Runs until `stop`.
 void writeLog(const std::string& path,
               uint64_t seed,
               const std::atomic<bool>& stop,
@@ -51,7 +51,8 @@ void writeLog(const std::string& path,
     };
     while (!stop) {
         std::string buf;
-        for (uint64_t i = rand(1, 30); i > 0; --i) {
+        const bool pieces = rand(0, 1) == 0;
+        for (uint64_t i = pieces ? rand(50, 400) : rand(1, 30); i > 0; --i) {
             us += 37;
             const size_t n = ledger.size() + 1;  // the number of the next line
             const uint64_t r = rand(0, 999);
@@ -82,18 +83,21 @@ void writeLog(const std::string& path,
                 add(buf, fmt::format("step {} loss {:.3f}", n, 1.0 / static_cast<double>(n)));
             }
         }
-        size_t cut = rand(0, 2) == 0 ? rand(1, buf.size() - 1) : buf.size();
-        bool ok = kill9::writeAll(fd, std::string_view(buf).substr(0, cut));
-        if (cut < buf.size()) {
-            kill9::sleepFor(std::chrono::microseconds(rand(0, 2000)));
-            ok = ok && kill9::writeAll(fd, std::string_view(buf).substr(cut));
+        // Half the bursts in pieces of 1-64 bytes back to back (unbuffered stderr writes): a
+        // reader at the end of the file finds a line without its newline, and its end comes
+        // microseconds later (the ingest read on, HIGH 1).
+        bool ok = true;
+        for (size_t at = 0; ok && at < buf.size();) {
+            size_t len = pieces ? std::min<size_t>(rand(1, 64), buf.size() - at) : buf.size();
+            ok = kill9::writeAll(fd, std::string_view(buf).substr(at, len));
+            at += len;
         }
         if (!ok) {
             error = "write " + path;
             break;
         }
-        kill9::sleepFor(std::chrono::microseconds(rand(0, 9) == 0 ? rand(0, 300000)
-                                                                   : rand(0, 10000)));
+        kill9::sleepFor(
+            std::chrono::microseconds(rand(0, 9) == 0 ? rand(0, 300000) : rand(0, 10000)));
     }
     ::close(fd);
 }
@@ -132,16 +136,17 @@ TEST(DaemonCliBeside, EveryRowNamesItsLineWhileCliIngestsRunBesideTheDaemon) {
     EXPECT_GT(stored, 0) << ingests << " ingests, none stored anything";
     struct stat st {};
     ASSERT_EQ(::stat(f.log.c_str(), &st), 0);
-    ASSERT_TRUE(storeReaches(d,
-                             f.store,
-                             "SELECT count(*) FROM sources WHERE offset = " +
-                                 std::to_string(st.st_size) + " AND line = " +
-                                 std::to_string(ledger.size()),
-                             1,
-                             60s));
+    ASSERT_TRUE(
+        storeReaches(d,
+                     f.store,
+                     "SELECT count(*) FROM sources WHERE offset = " + std::to_string(st.st_size),
+                     1,
+                     60s));
     ASSERT_TRUE(stoppedCleanly(d));
 
     EXPECT_EQ(storeCount(f.store, "SELECT count(*) FROM sources"), 1);
+    // The checkpoint at the file's end counts its lines.
+    EXPECT_EQ(storeCount(f.store, "SELECT line FROM sources"), static_cast<int64_t>(ledger.size()));
     // Every record names the line its text is on.
     auto records = storeRows(f.store, "SELECT line, raw FROM evidence ORDER BY line", 2);
     ASSERT_FALSE(records.empty());
@@ -153,11 +158,11 @@ TEST(DaemonCliBeside, EveryRowNamesItsLineWhileCliIngestsRunBesideTheDaemon) {
         std::string raw = row.substr(bar + 1);
         if (line < 1 || line > ledger.size() || ledger[line - 1] != raw) {
             if (wrong++ == 0)
-                first = fmt::format(
-                    "line {}: stored \"{}\", the ledger has \"{}\"",
-                    line,
-                    raw,
-                    line >= 1 && line <= ledger.size() ? ledger[line - 1] : "(none)");
+                first =
+                    fmt::format("line {}: stored \"{}\", the ledger has \"{}\"",
+                                line,
+                                raw,
+                                line >= 1 && line <= ledger.size() ? ledger[line - 1] : "(none)");
         }
     }
     EXPECT_EQ(wrong, 0) << wrong << " of " << records.size() << " records; first " << first;
