@@ -19,8 +19,9 @@ constexpr const char* kDefaultConfig = "/etc/gpufault/gpufaultd.conf";
 
 int main(int argc, char** argv) {
     // First thing: the signals the loop handles are blocked until its handlers are installed
-    // (runLoop); one during start-up (a SIGHUP in the first milliseconds after exec, while the
-    // command line is parsed: issue 3, hostile review LOW 4) stays pending and is handled then.
+    // (runLoop); one during start-up (a SIGHUP while the command line is parsed: issue 3,
+    // hostile review LOW 4) stays pending and is handled then. One before main() (the dynamic
+    // loader's time after exec) still has its default action: no code of ours runs earlier.
     sigset_t set;
     sigemptyset(&set);
     for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&set, sig);
