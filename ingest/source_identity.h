@@ -47,10 +47,9 @@ struct FileSource {
 };
 
 /// Finds (or creates) the source of file `id` (kind "file", device and inode set) of `size`
-/// bytes (taken again after the row is read: the file may have grown) and decides where to read it
-/// from, checking the stored checkpoint's prefix hash with `prefix` (the file's; at most
-/// kPrefixHashCap bytes hashed). Retiring a replaced source is its own transaction (no transaction
-/// may be open). Errors: the store's.
+/// bytes (taken again after the row is read: the file may have grown) and decides where to read it from, checking the stored checkpoint's prefix hash with
+/// `prefix` (the file's; at most kPrefixHashCap bytes hashed). Retiring a replaced source is
+/// its own transaction (no transaction may be open). Errors: the store's.
 db::Result<FileSource> fileSource(Store& store,
                                   const SourceIdentity& id,
                                   int64_t size,

@@ -114,14 +114,8 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
             st.offset = kept->offset;
             st.line = kept->line;
         } else {
-            // Written again under the same first line: a new stream read from its start, its
-            // lines numbered as the file's (numbered after the stored lines, each row named a
-            // line the file does not have there: issue 3); the stored one keeps its records
-            // under a fingerprint no file matches, as `gpufault ingest` does (fileSource).
-            if (auto r = store_.retireSource(st.id); !r) return std::unexpected(r.error());
-            auto fresh = store_.source(id);
-            if (!fresh) return std::unexpected(fresh.error());
-            st = *fresh;
+            st.offset = 0;
+            st.line = st.max_line;
         }
     }
     if (resume && resume->row > 0) {

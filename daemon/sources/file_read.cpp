@@ -98,29 +98,20 @@ db::Result<void> FileTail::checkGeneration(Followed& f, const char* p, size_t n,
         }
     }
     // Another line than the one stored under this number (or past a line end it had without
-    // ending there): from here the file holds new lines. Their records must not be taken for
-    // stored ones of the same identity (hostile review 2a), and each must name the line its
-    // text is on (issue 3, `truncate -s` in the middle: numbered after the stored lines, every
-    // later row named a line the file does not have there). The stream is finished at `at`
-    // and its row retired (Store::retireSource: its records stay, under a fingerprint no file
-    // matches); a new row of the file's identity goes on from `at`, its lines numbered as the
-    // file's.
+    // ending there): from here the file holds new lines. Numbered after the stored ones, so
+    // that none is taken for a stored record of the same identity (hostile review 2a).
     f.verify.clear();
     f.stream->finish();
     if (f.stream->error()) return std::unexpected(*f.stream->error());
-    if (auto r = writeCheckpoint(f, at, true, f.size); !r) return r;
-    if (auto r = store_.retireSource(f.stream->state().id); !r) return std::unexpected(r.error());
-    SourceIdentity id;
-    id.path = f.path;
-    id.device = static_cast<int64_t>(f.key.first);
-    id.inode = static_cast<int64_t>(f.key.second);
-    id.fingerprint = f.fingerprint;
-    auto fresh = store_.source(id);
-    if (!fresh) return std::unexpected(fresh.error());
-    SourceState st = *fresh;  // created in this transaction: its stored position is its own
+    if (auto r = writeCheckpoint(f, at, false, f.size); !r) return r;
+    SourceState st = f.stream->state();
     st.offset = at;
-    st.line = st.max_line = static_cast<int64_t>(f.stream->lineNo());
+    st.line = st.max_line = std::max<int64_t>(f.high, static_cast<int64_t>(f.stream->lineNo()));
+    st.complete = false;
     st.prefix_hash = f.hash.value();
+    // The row holds the checkpoint just written: the new stream expects it (not the committed
+    // one that state() holds).
+    st.stored = f.stream->expectedPosition();
     f.stream = std::make_unique<StreamIngest>(store_, st, window_, f.sum);
     f.resumed = true;  // its checkpoint is written with the next commit
     return {};

@@ -29,9 +29,8 @@ namespace gpufault::daemon {
 /// line stored as it is, with a warning, once idle. Truncation is seen by the size, or by the
 /// first line or the last kTail bytes read when the file grew past the read offset again
 /// between two looks; after one, each line read again under a stored line's number is checked
-/// against that line's end (checkGeneration): at the first that differs the stream's row is
-/// retired (its records kept) and a new row goes on from there, numbered as the file's lines.
-/// Compressed files (gzip, zstd, xz, bzip2 magic) are skipped.
+/// against that line's end (checkGeneration): the first that differs starts a new numbering
+/// after the stored lines. Compressed files (gzip, zstd, xz, bzip2 magic) are skipped.
 /// Limits: at most `max_open` files are followed at once (one descriptor each; compressed
 /// files are skipped and hold none); a regular file with more than one hard link is not
 /// followed unless `follow_hardlinks` (a user could link a file they may read into a followed
@@ -174,9 +173,8 @@ class FileTail final : public Source {
     void refreshLost();
     /// Before line [p, p + n) (through its newline, at `at`) is fed: in a file resumed after a
     /// truncation (`f.verify`), a line that is not the one its stream read under that number
-    /// (its line end and the hash before it differ) finishes that stream at `at` and retires
-    /// its row (Store::retireSource); a new row of the file goes on from `at` under the file's
-    /// line numbers (both in the open transaction).
+    /// (its line end and the hash before it differ) finishes that numbering: the stream goes
+    /// on from `at` numbered after the lines stored (its checkpoint in the open transaction).
     db::Result<void> checkGeneration(Followed& f, const char* p, size_t n, int64_t at);
     /// The file still starts with its stream's first line.
     static bool headIntact(const Followed& f);

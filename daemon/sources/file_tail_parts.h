@@ -77,7 +77,7 @@ struct FileTail::Followed {
     bool copyWait = false;     ///< a copy of a file still being read: waits for its end
     /// Truncated and resumed at a line end its stream had read (keptPrefix): that stream's
     /// later line ends (ascending), each line read again checked against them; at the first
-    /// that differs the stream goes on in a new row, numbered as the file (checkGeneration).
+    /// that differs the lines are numbered after `high` (a new generation).
     std::vector<Mark> verify;
     int64_t high = 0;          ///< the last line number the stream used before
     bool busy = false;         ///< being identified (copyWaits does not recurse into it)

@@ -2,13 +2,10 @@
 // its kept prefix still holds were stored, and are not stored again; only what follows it is
 // read (live, and when it was truncated while the daemon was down).
 #include <fcntl.h>
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <string>
-#include <vector>
 
 #include "tests/daemon/kill9_harness.h"
 #include "tests/support/process.h"
@@ -203,39 +200,4 @@ TEST(DaemonKill9, RemovedAndWrittenAgainAsANewFileStoresEachLineOnce) {
               1);
     EXPECT_EQ(storedNames(q.stop()), every(0, 23));
     EXPECT_EQ(q.lostInStore(), 0u);
-}
-
-// Issue 3 (ing3b, MEDIUM 2): `truncate -s` in the middle of a line of a followed file, then
-// more lines. The lines after the kept prefix were numbered after the stored ones (L100 stored
-// as line 22 of a file that has it at line 12): each row now names the line its text is on
-// (the stream goes on in a new row; the old one keeps its records), and the bytes cut, all
-// read, are not counted lost.
-TEST(DaemonKill9, TruncatedInTheMiddleOfALineNumbersTheLinesAfterAsTheFileDoes) {
-    Quiet q;
-    ASSERT_TRUE(q.startWith(20));  // L0-19 on lines 1-20
-    std::string kept = firstLines(gpufault::testing::readFile(q.s.app), 10);
-    ASSERT_EQ(::ftruncate(q.fd, static_cast<off_t>(kept.size() + 7)), 0);  // "[ledger" of L10
-    ASSERT_TRUE(writeAll(q.fd, "\n"));                                     // line 11: that piece
-    q.next = 100;
-    q.lines(q.fd, 3);  // L100-102 on lines 12-14
-    ASSERT_TRUE(q.caughtUp());
-    EXPECT_EQ(storedNames(q.stop()), every(0, 20) + every(100, 103));
-    EXPECT_EQ(q.lostInStore(), 0u);
-    auto lines = gpufault::testing::storeRows(
-        q.s.store,
-        "SELECT o.name, o.line FROM operands o JOIN sources s ON s.id = o.source_id WHERE "
-        "s.fingerprint NOT LIKE '%#%' ORDER BY o.line",
-        2);
-    std::vector<std::string> want;
-    for (int i = 0; i < 10; ++i) want.push_back(fmt::format("L{}|{}", i, i + 1));
-    for (int i = 0; i < 3; ++i) want.push_back(fmt::format("L{}|{}", 100 + i, 12 + i));
-    // The lines before the cut are the retired row's when the stream went on in a new one.
-    auto named = [&](const std::string& row) {
-        return std::find(lines.begin(), lines.end(), row) != lines.end();
-    };
-    for (int i = 0; i < 3; ++i) EXPECT_TRUE(named(want[10 + i])) << want[10 + i];
-    auto all = gpufault::testing::storeRows(
-        q.s.store, "SELECT name, line FROM operands ORDER BY line, name", 2);
-    for (const auto& w : want) EXPECT_TRUE(std::find(all.begin(), all.end(), w) != all.end()) << w;
-    EXPECT_EQ(all.size(), 23u);
 }
