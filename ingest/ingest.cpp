@@ -173,6 +173,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
         auto src = fileSource(store, id, static_cast<int64_t>(total), prefix);
         if (!src) return std::unexpected(src.error());
         state = src->state;
+        total = static_cast<uint64_t>(src->size);
         sum.source_id = state.id;
         sum.resumed = src->resumed;
         sum.replaced_source = src->replaced;
