@@ -298,7 +298,7 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
                 f.process->substr(0, 15) != core.process->substr(0, 15))
                 continue;
             auto ft = wallClock(*faults[i]);
-            if (!ft || ft->utc != ct->utc) continue;
+            if (!ft || ft->utc != ct->utc || ft->yearless) continue;  // no instant to compare
             int64_t gap = ct->s - ft->s;
             if (gap < -rules.core_before_s || gap > rules.core_after_s) continue;
             if (!best || std::llabs(gap) < std::llabs(bestGap)) {
@@ -409,7 +409,8 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
                 const auto* f = faults[*i];
                 auto gap = clockGap(*f, *c);
                 bool after = f->source_id == c->source_id ? f->e.line <= c->e.line : true;
-                if (gap ? *gap <= rules.reset_after_s : f->source_id == c->source_id && after) {
+                if (gap ? !gap->exceeds(rules.reset_after_s)
+                        : f->source_id == c->source_id && after) {
                     best = incidentOf[*i];
                     why = fmt::format("reset of {} after the fault", *c->e.pci);
                     break;

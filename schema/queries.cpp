@@ -273,10 +273,15 @@ db::Result<std::vector<ProcessRow>> queryProcesses(db::Db& d, std::optional<int6
 db::Result<DeviceHistory> queryDeviceHistory(db::Db& d, const std::string& pci) {
     DeviceHistory h;
     std::string cols = kEvidenceColumnsNoText;
+    // "Last": in the log stored last (the source of the newest row), its last line. A parser
+    // may store a held record after the records of later lines, so within one log the id is
+    // not line order; across logs it is the only order the store knows.
     auto reset = d.prepare(fmt::format(
         "SELECT {} FROM evidence e JOIN sources s ON s.id = e.source_id WHERE e.pci = ?1 AND "
-        "e.kind = 'gpu_reset' AND json_extract(e.attrs, '$.result') = 'succeeded' ORDER BY e.id "
-        "DESC LIMIT 1",
+        "e.kind = 'gpu_reset' AND json_extract(e.attrs, '$.result') = 'succeeded' ORDER BY "
+        "e.source_id = (SELECT x.source_id FROM evidence x WHERE x.pci = ?1 AND x.kind = "
+        "'gpu_reset' AND json_extract(x.attrs, '$.result') = 'succeeded' ORDER BY x.id DESC "
+        "LIMIT 1) DESC, e.line DESC, e.id DESC LIMIT 1",
         cols));
     if (!reset) return std::unexpected(reset.error());
     reset->bind(1, pci);
@@ -292,16 +297,17 @@ db::Result<DeviceHistory> queryDeviceHistory(db::Db& d, const std::string& pci) 
         afterSource = h.last_good_reset->source_id;
         afterLine = static_cast<int64_t>(h.last_good_reset->e.line);
     }
+    // The fault records after the baseline (same "last" as above), counted and the last one.
     auto faults = d.prepare(fmt::format(
-        "SELECT {}, (SELECT count(*) FROM evidence x WHERE x.pci = ?1 AND (CASE WHEN x.source_id = ?3 THEN x.line > ?4 ELSE x.id > ?2 END) AND (x.kind "
-        "IN ('amdgpu_page_fault', 'nvidia_xid') OR (x.kind = 'gpu_reset' AND "
+        "WITH f AS (SELECT x.id, x.source_id, x.line FROM evidence x WHERE x.pci = ?1 AND (CASE "
+        "WHEN x.source_id = ?3 THEN x.line > ?4 ELSE x.id > ?2 END) AND (x.kind IN "
+        "('amdgpu_page_fault', 'nvidia_xid') OR (x.kind = 'gpu_reset' AND "
         "ifnull(json_extract(x.attrs, '$.result'), '') != 'succeeded' AND "
-        "ifnull(json_extract(x.attrs, '$.trigger'), '') != 'reset_begin'))) FROM evidence e JOIN "
-        "sources s ON s.id = e.source_id WHERE e.pci = ?1 AND (CASE WHEN e.source_id = ?3 THEN e.line > ?4 ELSE e.id > ?2 END) AND (e.kind IN "
-        "('amdgpu_page_fault', 'nvidia_xid') OR (e.kind = 'gpu_reset' AND "
-        "ifnull(json_extract(e.attrs, '$.result'), '') != 'succeeded' AND "
-        "ifnull(json_extract(e.attrs, '$.trigger'), '') != 'reset_begin')) ORDER BY e.id DESC "
-        "LIMIT 1",
+        "ifnull(json_extract(x.attrs, '$.trigger'), '') != 'reset_begin'))), "
+        "last AS (SELECT f.id FROM f ORDER BY f.source_id = (SELECT source_id FROM f ORDER BY id "
+        "DESC LIMIT 1) DESC, f.line DESC, f.id DESC LIMIT 1) "
+        "SELECT {}, (SELECT count(*) FROM f) FROM evidence e JOIN sources s ON s.id = "
+        "e.source_id WHERE e.id = (SELECT id FROM last)",
         cols));
     if (!faults) return std::unexpected(faults.error());
     faults->bind(1, pci).bind(2, after).bind(3, afterSource).bind(4, afterLine);

@@ -202,8 +202,10 @@ struct DeviceHistory {
     std::optional<StoredEvidence> last_fault;
     std::optional<StoredEvidence> last_good_reset;  ///< the baseline, when there is one
 };
-/// Records naming PCI device `pci` after its last successful GPU reset (the last stored): in
-/// the reset's own log, those of later lines; in other logs, those stored after it.
+/// Records naming PCI device `pci` after its last successful GPU reset: in the reset's own log,
+/// those of later lines; in other logs, those stored after it. "Last" (the reset, `last_fault`)
+/// is the last line of the log stored last: within one log the id is not line order (a held
+/// record is stored after the records of later lines).
 db::Result<DeviceHistory> queryDeviceHistory(db::Db& d, const std::string& pci);
 
 /// A generic table for `gpufault query`: column names and rows of printable values.
