@@ -289,6 +289,13 @@ void printAllocationsMarkdown(const std::vector<AllocationDistanceRow>& rows) {
     fmt::print("\n");
 }
 
+/// A record's raw text for printing: a core's (one line written by ingest) with any line break
+/// escaped, so a symbol name holding one cannot print a forged line; a log record's as stored,
+/// its lines kept.
+std::string rawText(const Evidence& e) {
+    return e.kind == Kind::Coredump ? printable(e.raw, true) : e.raw;
+}
+
 std::string firstLines(const std::string& raw, size_t n) {
     std::string out;
     size_t start = 0;
@@ -379,7 +386,7 @@ void printRole(const IncidentView& v, const RolePrinter& p) {
                    m.ev.e.line,
                    m.link);
         if (auto f = facts(m.ev.e); p.facts && !f.empty()) fmt::print("      {}\n", printable(f));
-        if (p.lines) fmt::print("{}", firstLines(m.ev.e.raw, p.lines));
+        if (p.lines) fmt::print("{}", firstLines(rawText(m.ev.e), p.lines));
     }
 }
 
@@ -439,7 +446,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                    e.address ? "  " + addr16(*e.address) : "",
                    m.link);
         if (auto f = facts(e); !f.empty()) fmt::print("      {}\n", printable(f));
-        fmt::print("{}", firstLines(e.raw, 12));
+        fmt::print("{}", firstLines(rawText(e), 12));
     }
     if (auto cores = queryIncidentCores(store->db(), id); cores)
         for (const auto& c : *cores) {
@@ -637,7 +644,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                    m.role == "member"    ? ""
                    : m.role == "context" ? ", context"
                                          : ", could be this incident's, not joined",
-                   mdFence(printableLines(m.ev.e.raw)));
+                   mdFence(printableLines(rawText(m.ev.e))));
     }
     fmt::print(
         "_Drafted by gpufault from the records above; please add the versions marked unknown "

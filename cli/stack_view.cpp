@@ -97,6 +97,11 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
         }
         out += fmt::format("{}exe        {}{}\n", indent, printable(*c.exe), caveat);
     }
+    if (auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+        m.is_object() && m.contains("modules_refused") && m["modules_refused"].is_array())
+        for (const auto& w : m["modules_refused"])
+            if (w.is_string())
+                out += fmt::format("{}refused    {}\n", indent, printable(w.get<std::string>()));
     if (c.signature)
         out += fmt::format("{}stack sig  {} (the core's: top frames of the crashing thread)\n",
                            indent,

@@ -131,6 +131,14 @@ CoreRecord coreRecord(const coredump::CoreReport& r) {
         m["exe_refused"] = *r.stack->exe_refused;
         c.meta = m.dump();
     }
+    // Module files not used because they do not fit the core (`modules_refused`): `stack` and
+    // `show` say so beside the frames.
+    if (r.stack && !r.stack->modules_refused.empty()) {
+        auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+        if (!m.is_object()) m = nlohmann::json::object();
+        m["modules_refused"] = r.stack->modules_refused;
+        c.meta = m.dump();
+    }
     if (r.stack && r.stack->exe_unverified) {
         auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
         if (!m.is_object()) m = nlohmann::json::object();
@@ -308,6 +316,7 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
                                       report.layout.notes.tids.size());
         if (report.stack->exe_refused) sum.warnings.push_back(*report.stack->exe_refused);
         if (report.stack->exe_unverified) sum.warnings.push_back(*report.stack->exe_unverified);
+        for (const auto& w : report.stack->modules_refused) sum.warnings.push_back(w);
         if (const auto* t = coredump::crashingThread(*report.stack)) {
             sum.frames = t->frames.size();
             if (const auto* f = firstSpecific(t->frames)) sum.top = coredump::describeFrame(*f);
@@ -393,9 +402,11 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         auto core = store.addCore(s->id, rec, evidence);
         if (!core) return std::unexpected(core.error());
         std::vector<std::string> warnings;
-        if (report.stack)
+        if (report.stack) {
             for (const auto& w : {report.stack->exe_refused, report.stack->exe_unverified})
                 if (w) warnings.push_back(*w);
+            for (const auto& w : report.stack->modules_refused) warnings.push_back(w);
+        }
         if (report.layout.truncated && note) warnings.push_back(*note);
         for (const auto& w : warnings)
             if (auto r = store.addWarning(s->id, Warning{0, w}); !r)

@@ -19,14 +19,16 @@ constexpr const char* kEvidenceColumns =
     "e.runtime_tid, e.vmid, e.pasid, e.hub, e.retry, e.client, e.status, e.access, e.reason, "
     "e.xid, e.kernel, e.module, e.module_offset, e.rank, e.count, e.wall_utc_us, e.wall_zone, "
     "e.attrs, e.raw";
-/// The same columns with raw left empty and of attrs only `journal_pid` (what correlation needs,
-/// a tenth of the memory). Columns of kEvidenceColumns: what a query selects after them starts
+/// The same columns with raw left empty and of attrs only `journal_pid` and `stack` (what
+/// correlation needs: the join, and a core's stack signature in the incident's signature; a
+/// tenth of the memory). Columns of kEvidenceColumns: what a query selects after them starts
 /// here.
 constexpr int kEvidenceCount = 36;
 const std::string kEvidenceColumnsNoText =
     std::string(kEvidenceColumns).substr(0, std::string_view(kEvidenceColumns).find("e.attrs")) +
-    "CASE WHEN instr(e.attrs, '\"journal_pid\"') > 0 THEN json_object('journal_pid', "
-    "json_extract(e.attrs, '$.journal_pid')) END, ''";
+    "CASE WHEN instr(e.attrs, '\"journal_pid\"') > 0 OR instr(e.attrs, '\"stack\"') > 0 THEN "
+    "json_object('journal_pid', json_extract(e.attrs, '$.journal_pid'), 'stack', "
+    "json_extract(e.attrs, '$.stack')) END, ''";
 
 std::optional<bool> optBool(const db::Stmt& s, int c) {
     return s.isNull(c) ? std::nullopt : std::optional<bool>(s.i64(c) != 0);
@@ -78,7 +80,8 @@ StoredEvidence readEvidence(const db::Stmt& s, int c0 = 0) {
         auto j = nlohmann::json::parse(*a, nullptr, false);
         if (j.is_object())
             for (auto& [k, v] : j.items())
-                e.attrs.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+                if (!v.is_null())  // a key the lean columns ask for that this row lacks
+                    e.attrs.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
     }
     e.raw = s.str(c++);
     return r;
