@@ -7,6 +7,8 @@
 #include <map>
 #include <numeric>
 
+#include "collectors/common/log_line.h"
+
 namespace gpufault::links {
 
 std::optional<WallClock> wallClock(const StoredEvidence& r) {
@@ -184,6 +186,9 @@ bool Traits::conflicts(const Traits& o, double maxGap) const {
     for (auto& [s1, p1] : journalPids)
         for (auto& [s2, p2] : o.journalPids)
             if (s1 == s2 && p1 != p2) return true;
+    for (auto& [s1, r1] : streamRuns)
+        for (auto& [s2, r2] : o.streamRuns)
+            if (s1 == s2 && r1 != r2) return true;
     auto span = [&](const auto& lo1, const auto& hi1, const auto& lo2, const auto& hi2) {
         if (!lo1 || !lo2) return false;
         return std::max(*hi1, *hi2) - std::min(*lo1, *lo2) > maxGap;
@@ -218,6 +223,7 @@ void Traits::merge(Traits&& o) {
     add(kernelPids, o.kernelPids);
     add(streamPids, o.streamPids);
     add(journalPids, o.journalPids);
+    add(streamRuns, o.streamRuns);
     add(localWalls, o.localWalls);
     auto widen = [](auto& lo, auto& hi, const auto& olo, const auto& ohi) {
         if (!olo) return;
@@ -232,11 +238,30 @@ void Traits::merge(Traits&& o) {
     regions.insert(o.regions.begin(), o.regions.end());
 }
 
-UnionFind::UnionFind(const std::vector<const StoredEvidence*>& recs, double maxGap)
+UnionFind::UnionFind(const std::vector<const StoredEvidence*>& recs,
+                     double maxGap,
+                     const std::vector<std::optional<int64_t>>& runs)
     : parent_(recs.size()), link_(recs.size()), maxGap_(maxGap) {
     std::iota(parent_.begin(), parent_.end(), 0);
     traits_.reserve(recs.size());
-    for (auto* r : recs) traits_.push_back(Traits::of(*r));
+    for (size_t i = 0; i < recs.size(); ++i) {
+        traits_.push_back(Traits::of(*recs[i]));
+        if (i < runs.size() && runs[i])
+            traits_.back().streamRuns.push_back({recs[i]->source_id, *runs[i]});
+    }
+}
+
+std::vector<std::optional<int64_t>> processRuns(const std::vector<const StoredEvidence*>& recs) {
+    std::vector<std::optional<int64_t>> runs(recs.size());
+    std::map<std::pair<int64_t, std::optional<int64_t>>, int64_t> ended;  // (source, rank) → ends
+    for (size_t i = 0; i < recs.size(); ++i) {
+        const Evidence& e = recs[i]->e;
+        if (e.pid || isKernelSide(e.kind)) continue;
+        int64_t& n = ended[{recs[i]->source_id, e.rank}];
+        runs[i] = n;
+        if (endsProcess(e)) ++n;
+    }
+    return runs;
 }
 
 size_t UnionFind::find(size_t x) {
