@@ -171,7 +171,7 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
     std::sort(context.begin(), context.end(), order);
     if (stopped()) return std::nullopt;
 
-    links::UnionFind uf(faults, rules.max_gap_s);
+    links::UnionFind uf(faults, rules.max_gap_s, links::processRuns(faults));
     links::Linker linker{rules};
     // Same stream: each record against its recent predecessors.
     for (size_t i = 0; i < faults.size(); ++i) {

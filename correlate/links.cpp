@@ -7,6 +7,8 @@
 #include <map>
 #include <numeric>
 
+#include "collectors/common/log_line.h"
+
 namespace gpufault::links {
 
 namespace {
@@ -202,6 +204,9 @@ bool Traits::conflicts(const Traits& o, double maxGap) const {
     for (auto& [s1, p1] : journalPids)
         for (auto& [s2, p2] : o.journalPids)
             if (s1 == s2 && p1 != p2) return true;
+    for (auto& [s1, lo1, hi1] : streamRuns)
+        for (auto& [s2, lo2, hi2] : o.streamRuns)
+            if (s1 == s2 && (hi1 < lo2 || hi2 < lo1)) return true;
     auto span = [&](const auto& lo1, const auto& hi1, const auto& lo2, const auto& hi2) {
         if (!lo1 || !lo2) return false;
         return std::max(*hi1, *hi2) - std::min(*lo1, *lo2) > maxGap;
@@ -235,6 +240,17 @@ void Traits::merge(Traits&& o) {
     add(kernelPids, o.kernelPids);
     add(streamPids, o.streamPids);
     add(journalPids, o.journalPids);
+    for (const auto& [src, lo, hi] : o.streamRuns) {  // the processes both sets may be of
+        auto same = std::find_if(streamRuns.begin(), streamRuns.end(), [&](const auto& r) {
+            return std::get<0>(r) == src;
+        });
+        if (same == streamRuns.end()) {
+            if (streamRuns.size() < 16) streamRuns.emplace_back(src, lo, hi);
+        } else {
+            std::get<1>(*same) = std::max(std::get<1>(*same), lo);
+            std::get<2>(*same) = std::min(std::get<2>(*same), hi);
+        }
+    }
     add(localWalls, o.localWalls);
     auto widen = [](auto& lo, auto& hi, const auto& olo, const auto& ohi) {
         if (!olo) return;
@@ -250,11 +266,36 @@ void Traits::merge(Traits&& o) {
     regions.insert(o.regions.begin(), o.regions.end());
 }
 
-UnionFind::UnionFind(const std::vector<const StoredEvidence*>& recs, double maxGap)
+UnionFind::UnionFind(const std::vector<const StoredEvidence*>& recs,
+                     double maxGap,
+                     const std::vector<std::optional<std::pair<int64_t, int64_t>>>& runs)
     : parent_(recs.size()), link_(recs.size()), maxGap_(maxGap) {
     std::iota(parent_.begin(), parent_.end(), 0);
     traits_.reserve(recs.size());
-    for (auto* r : recs) traits_.push_back(Traits::of(*r));
+    for (size_t i = 0; i < recs.size(); ++i) {
+        traits_.push_back(Traits::of(*recs[i]));
+        if (i < runs.size() && runs[i])
+            traits_.back().streamRuns.emplace_back(
+                recs[i]->source_id, runs[i]->first, runs[i]->second);
+    }
+}
+
+std::vector<std::optional<std::pair<int64_t, int64_t>>> processRuns(
+    const std::vector<const StoredEvidence*>& recs) {
+    std::vector<std::optional<std::pair<int64_t, int64_t>>> runs(recs.size());
+    std::map<std::pair<int64_t, std::optional<int64_t>>, int64_t> ended;  // (source, rank) → ends
+    for (size_t i = 0; i < recs.size(); ++i) {
+        const Evidence& e = recs[i]->e;
+        if (e.pid || isKernelSide(e.kind)) continue;
+        int64_t& n = ended[{recs[i]->source_id, e.rank}];
+        if (endsProcess(e)) {
+            runs[i] = {n, n};
+            ++n;
+        } else {
+            runs[i] = {n > 0 ? n - 1 : 0, n};
+        }
+    }
+    return runs;
 }
 
 size_t UnionFind::find(size_t x) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -111,7 +112,11 @@ struct Traits {
     std::vector<std::pair<int64_t, std::optional<int64_t>>> kernelPids;  // (pid, tid)
     std::vector<std::pair<int64_t, int64_t>> streamPids;   // (source, pid its line states)
     std::vector<std::pair<int64_t, int64_t>> journalPids;  // (source, journal_pid)
-    std::optional<double> kMin, kMax, rMin, rMax;          // seconds
+    /// (source, first, last): the processes a pid-less runtime record may be of, numbered by
+    /// the process-ending records before it in its stream and rank (processRuns()); a set
+    /// holds the intersection of its members'
+    std::vector<std::tuple<int64_t, int64_t, int64_t>> streamRuns;
+    std::optional<double> kMin, kMax, rMin, rMax;  // seconds
     /// the region of the set's ROCr fault, addressed Xid, segfault (kinds a process reports
     /// once: it dies of the fault)
     std::optional<uint64_t> oneFault[3];
@@ -129,7 +134,10 @@ struct Traits {
 /// Disjoint sets of records, joined only when their Traits allow it.
 class UnionFind {
   public:
-    UnionFind(const std::vector<const StoredEvidence*>& recs, double maxGap);
+    /// `runs`: processRuns() of `recs` (empty: none known).
+    UnionFind(const std::vector<const StoredEvidence*>& recs,
+              double maxGap,
+              const std::vector<std::optional<std::pair<int64_t, int64_t>>>& runs = {});
     size_t find(size_t x);
     /// Joins b's set into a's (the earlier record stays the root) unless they conflict, or the
     /// link is not one of a process and would bring a second region. False: not joined.
@@ -155,6 +163,17 @@ struct Linker {
     /// Why a and b are one incident; an empty Link when they are not.
     Link why(const StoredEvidence& a, const StoredEvidence& b) const;
 };
+
+/// The processes each pid-less runtime record (no pid stated) of `recs` (sorted by source,
+/// line, id) may be of within its stream and rank, as (first, last): N, the number of pid-less
+/// process-ending records (endsProcess(): ROCr's fault, after which the runtime aborts) before
+/// it there. Such a record ends process N (N, N); another one is of process N, or of N - 1
+/// (an error other threads printed while the runtime aborted): (N - 1, N). A stream that states
+/// no pid (a CI log, a terminal transcript) holds the runs of one program one after another
+/// (docs/correlation.md "Contradictions"). nullopt for a record that states a pid, and for
+/// kernel-side records.
+std::vector<std::optional<std::pair<int64_t, int64_t>>> processRuns(
+    const std::vector<const StoredEvidence*>& recs);
 
 /// A link by 2 MiB region between records of two streams (docs/correlation.md, link 1).
 struct RegionEdge {

@@ -24,6 +24,18 @@ constexpr const char* kEvidenceColumns =
 /// tenth of the memory). Columns of kEvidenceColumns: what a query selects after them starts
 /// here.
 constexpr int kEvidenceCount = 36;
+
+/// SQL: the line of the last process-ending record (ROCr's fault: the runtime aborts) before
+/// the record `e` (an alias) in its stream and rank, when neither states a pid; 0 when none.
+/// A stream that states no pid holds one program's runs one after another: the operands and
+/// dispatches before that line are an earlier process's (docs/correlation.md "Contradictions").
+std::string processStartSql(std::string_view e) {
+    return fmt::format(
+        "ifnull((SELECT max(px.line) FROM evidence px WHERE px.source_id = {0}.source_id AND "
+        "px.kind = 'rocr_memory_fault' AND px.pid IS NULL AND px.rank IS {0}.rank AND px.line < "
+        "{0}.line AND {0}.pid IS NULL), 0)",
+        e);
+}
 const std::string kEvidenceColumnsNoText =
     std::string(kEvidenceColumns).substr(0, std::string_view(kEvidenceColumns).find("e.attrs")) +
     "CASE WHEN instr(e.attrs, '\"journal_pid\"') > 0 OR instr(e.attrs, '\"stack\"') > 0 THEN "
@@ -408,8 +420,9 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
         "SELECT * FROM (SELECT v.evidence_id, v.address, v.distance AS dist, v.from_ptr, v.inside, "
         "v.same_2mib, "
         "v.rank_in_time, {0}, o.line AS oline, v.operand_line > v.fault_line FROM "
-        "fault_operand_distance v JOIN operands o ON o.id = v.operand_id {1} WHERE v.evidence_id "
-        "IN (SELECT evidence_id FROM members) "
+        "fault_operand_distance v JOIN operands o ON o.id = v.operand_id {1} JOIN evidence fe ON "
+        "fe.id = v.evidence_id WHERE v.evidence_id IN (SELECT evidence_id FROM members) AND "
+        "v.operand_line > {2} "
         "UNION ALL "
         "SELECT e.id, e.address, NULL, NULL, NULL, NULL, NULL, {0}, o.line, 0 FROM evidence e "
         "JOIN operands o ON o.source_id IN "
@@ -417,7 +430,8 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
         "NULL OR e.rank IS NULL OR o.rank = e.rank) {1} WHERE e.id IN "
         "(SELECT evidence_id FROM members) AND e.address IS NOT NULL)",
         kOperandColumns,
-        kOperandJoins));
+        kOperandJoins,
+        processStartSql("fe")));
     if (!s) return std::unexpected(s.error());
     s->bind(1, incident);
     auto rows = collect<DistanceRow>(*s, [](const db::Stmt& st) {
@@ -453,14 +467,20 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
 db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d,
                                                              int64_t incident,
                                                              int limit) {
-    auto s = d.prepare(
+    // Only before the incident's first record of each stream (a dispatch logged after the
+    // fault is no candidate for its kernel) and after the end of an earlier process there.
+    auto s = d.prepare(fmt::format(
         "SELECT d.id, s.path, d.line, d.runtime_us, d.pid, d.runtime_tid, k.name, d.rank FROM "
         "dispatches d JOIN sources s ON s.id = d.source_id JOIN kernels k ON k.id = d.kernel_id "
         "WHERE d.id IN (SELECT d2.id FROM incident_evidence m JOIN evidence e ON e.id = "
         "m.evidence_id JOIN dispatches d2 ON d2.source_id = e.source_id AND d2.line < e.line AND "
+        "d2.line > {} AND "
         "(d2.pid IS NULL OR e.pid IS NULL OR d2.pid = e.pid) AND (d2.rank IS NULL OR e.rank IS "
-        "NULL OR d2.rank = e.rank) WHERE m.incident_id = ?1 AND m.role = 'member') "
-        "ORDER BY d.source_id, d.line DESC LIMIT ?2");
+        "NULL OR d2.rank = e.rank) WHERE m.incident_id = ?1 AND m.role = 'member' AND NOT EXISTS "
+        "(SELECT 1 FROM incident_evidence m3 JOIN evidence e3 ON e3.id = m3.evidence_id WHERE "
+        "m3.incident_id = ?1 AND m3.role = 'member' AND e3.source_id = e.source_id AND e3.line < "
+        "e.line)) ORDER BY d.source_id, d.line DESC LIMIT ?2",
+        processStartSql("e")));
     if (!s) return std::unexpected(s.error());
     s->bind(1, incident).bind(2, static_cast<int64_t>(limit));
     return collect<DispatchRow>(*s, readDispatch);
@@ -513,14 +533,16 @@ db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
         "after FROM (SELECT v.*, row_number() OVER (PARTITION BY v.evidence_id ORDER BY "
         "v.rank_in_time IS NULL, v.distance IS NULL, CASE WHEN v.distance < 0 THEN "
         "-(v.distance + 1) ELSE v.distance - 1 END, v.inside DESC, v.operand_line DESC) AS rn "
-        "FROM fault_operand_distance v) WHERE rn = 1) "
-        "SELECT {}, (SELECT incident_id FROM incident_evidence m WHERE m.evidence_id = e.id AND "
+        "FROM fault_operand_distance v JOIN evidence fe ON fe.id = v.evidence_id WHERE "
+        "v.operand_line > {1}) WHERE rn = 1) "
+        "SELECT {0}, (SELECT incident_id FROM incident_evidence m WHERE m.evidence_id = e.id AND "
         "m.role = 'member'), n.name, n.distance, n.inside, n.after "
         "FROM evidence e JOIN sources s ON s.id = e.source_id LEFT JOIN nearest n ON "
         "n.evidence_id = e.id WHERE e.kind IN ('amdgpu_page_fault', 'rocr_memory_fault', "
         "'nvidia_xid', 'sanitizer_report', 'cpu_segfault', 'coredump') ORDER BY e.source_id, "
         "e.line, e.id",
-        kEvidenceColumns));
+        kEvidenceColumns,
+        processStartSql("fe")));
     if (!s) return std::unexpected(s.error());
     auto rows = collect<FaultRow>(*s, [](const db::Stmt& st) {
         FaultRow r;
