@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -154,6 +155,16 @@ TextTable operandTable(const std::vector<DistanceRow>& rows, bool exact) {
 }
 
 constexpr size_t kAllocationRows = 10;
+
+/// The "… N more operands" line (text), "" when all were printed.
+std::string moreOperandsText(int64_t total, size_t shown, int64_t evidence, bool md) {
+    if (total <= static_cast<int64_t>(shown)) return "";
+    std::string q = fmt::format(
+        "gpufault query \"SELECT * FROM fault_operand_distance WHERE evidence_id = {} ORDER BY "
+        "abs(distance)\"",
+        evidence);
+    return fmt::format("… {} more operands: {}\n", total - static_cast<int64_t>(shown), md ? "`" + q + "`" : q);
+}
 
 std::string allocationDistanceText(const AllocationDistanceRow& r) {
     return spanText(r.inside, r.below, r.distance, r.from_ptr);
@@ -452,13 +463,17 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         fmt::print("\nOperands by |distance| from {}{}\n",
                    exact ? "" : "the page start ",
                    addr16(prim.front().address));
-        operandTable(prim, exact).print(stdout);
+        std::vector<DistanceRow> nearest(
+            prim.begin(), prim.begin() + static_cast<long>(std::min(prim.size(), kNearestOperands)));
+        operandTable(nearest, exact).print(stdout);
+        fmt::print("{}", moreOperandsText(v->operand_totals[prim.front().evidence_id], nearest.size(), prim.front().evidence_id, false));
         auto byTime = prim;
         std::stable_sort(
             byTime.begin(), byTime.end(), [](const DistanceRow& a, const DistanceRow& b) {
                 return a.rank_in_time.value_or(INT64_MAX) < b.rank_in_time.value_or(INT64_MAX);
             });
-        fmt::print("\nOperands by time (last logged before the fault first)\n");
+        if (byTime.size() > kLatestOperands) byTime.resize(kLatestOperands);
+        fmt::print("\nOperands by time (the {} last logged before the fault first)\n", byTime.size());
         operandTable(byTime, exact).print(stdout);
     } else if (v->allocations.empty()) {
         fmt::print("\nNo operands recorded near this fault (README: \"Operand lines\").\n");
@@ -540,6 +555,8 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                                      {"same_2mib", r.same_2mib},
                                      {"approximate", !exact},
                                      {"logged_after_fault", r.after_fault}});
+        // the nearest and latest rows only (kNearestOperands, kLatestOperands); all of them: total
+        j["operands_total"] = prim.empty() ? 0 : v->operand_totals[prim.front().evidence_id];
         j["allocations"] = nlohmann::json::array();
         for (const auto& r : primaryAllocations(*v))
             j["allocations"].push_back(
@@ -612,7 +629,8 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
             "| operand | ptr | end | size (bytes) | distance (bytes) | distance | inside | same 2 "
             "MiB |\n");
         fmt::print("|---|---|---|---:|---:|---:|---|---|\n");
-        for (const auto& r : prim) {
+        size_t shown = std::min(prim.size(), kNearestOperands);
+        for (const auto& r : std::span(prim).first(shown)) {
             std::string where = r.inside ? "from ptr" : r.below ? "below ptr" : "above end";
             auto od = r.inside ? r.from_ptr : r.distance;
             if (exact && !r.inside && !r.below && od && *od == 0)
@@ -634,7 +652,8 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                        r.inside ? (exact ? "yes" : "page start") : "no",
                        r.same_2mib ? "yes" : "no");
         }
-        fmt::print("\n");
+        fmt::print("\n{}", moreOperandsText(v->operand_totals[prim.front().evidence_id], shown, prim.front().evidence_id, true));
+        if (v->operand_totals[prim.front().evidence_id] > static_cast<int64_t>(shown)) fmt::print("\n");
     }
     if (auto al = primaryAllocations(*v); !al.empty()) printAllocationsMarkdown(al);
     for (const auto& m : v->misses) fmt::print("{}\n\n", missText(m));  // gpufault's own text

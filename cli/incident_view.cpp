@@ -36,7 +36,7 @@ std::optional<IncidentView> loadIncident(db::Db& d, int64_t id, int dispatches, 
     auto m = queryIncidentMembers(d, id);
     if (!m) return fail(m.error());
     v.members = std::move(*m);
-    auto dist = queryIncidentDistances(d, id);
+    auto dist = queryIncidentDistances(d, id, kNearestOperands, kLatestOperands, &v.operand_totals);
     if (!dist) return fail(dist.error());
     v.distances = std::move(*dist);
     auto disp = queryIncidentDispatches(d, id, dispatches);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,10 +13,17 @@
 
 namespace gpufault::cli {
 
+/// Operand rows `show` and `report` print per fault record: the nearest by |distance|, and the
+/// latest logged before the fault (a probe logging every call leaves millions; the rest is one
+/// query away).
+constexpr size_t kNearestOperands = 20, kLatestOperands = 10;
+
 struct IncidentView {
     IncidentRow incident;
     std::vector<IncidentMemberRow> members;  ///< fault records, then context records
-    std::vector<DistanceRow> distances;      ///< sorted by |distance|
+    /// sorted by |distance|: per record the kNearestOperands nearest and kLatestOperands latest
+    std::vector<DistanceRow> distances;
+    std::map<int64_t, int64_t> operand_totals;  ///< evidence id → all its operand rows
     std::vector<DispatchRow> dispatches;     ///< newest first
     /// the last kernel before the fault (lastKernelOf() over the incident's last
     /// kLastKernelWindow dispatches, whatever `dispatches` keeps): what `faults` decides too
