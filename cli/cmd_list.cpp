@@ -209,8 +209,9 @@ int cmdFaults(const Global& g, bool json) {
     std::vector<std::optional<std::string>> stackCol;
     for (auto& r : *rows) {
         const auto& e = r.ev.e;
+        bool exact = e.address_exact.value_or(true);  // a page or masked address: no verdicts
         std::optional<bool> aligned;
-        if (e.address) aligned = *e.address % 0x200000 == 0;
+        if (e.address && exact) aligned = *e.address % 0x200000 == 0;
         if (json) {
             nlohmann::json j = evidenceJson(r.ev);
             j.erase("raw");
@@ -237,14 +238,18 @@ int cmdFaults(const Global& g, bool json) {
         }
         std::string dist = r.nearest ? "2^63 B or more away" : "-";  // NULL: not exact in 64 bits
         if (r.nearest_distance)
-            dist = r.nearest_inside          ? std::string("inside")
+            dist = !exact ? approxSpanText(r.nearest_inside,
+                                           *r.nearest_distance < 0,
+                                           r.nearest_distance,
+                                           std::nullopt)
+                   : r.nearest_inside        ? std::string("inside")
                    : *r.nearest_distance < 0 ? humanBytes(*r.nearest_distance) + " below ptr"
                                              : aboveEndText(*r.nearest_distance);
         // INCIDENT is what `show` and `report` take; RECORD the evidence id `events` prints.
         t.rows.push_back({orDash(r.incident),
                           std::to_string(r.ev.id),
                           std::string(kindName(e.kind)),
-                          optAddr(e.address),
+                          e.address && !exact ? "page " + addr16(*e.address) : optAddr(e.address),
                           aligned ? (*aligned ? "yes" : "no") : "-",
                           r.nearest && r.nearest_after ? *r.nearest + " (logged after the fault)"
                                                        : orDash(r.nearest),

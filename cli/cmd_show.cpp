@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -64,15 +65,6 @@ std::string processText(const ProcessRow& r) {
     return out;
 }
 
-std::string alignmentText(uint64_t a) {
-    if (a == 0) return "NULL pointer";
-    std::string near = a < 0x200000 ? " — near NULL (first 2 MiB)" : "";
-    return fmt::format("2 MiB aligned: {} (low {} bits zero){}",
-                       a % 0x200000 == 0 ? "yes" : "no",
-                       __builtin_ctzll(a),
-                       near);
-}
-
 /// What the record states beyond kind and address, on one line.
 std::string facts(const Evidence& e) {
     std::vector<std::string> f;
@@ -130,7 +122,9 @@ std::optional<int64_t> incidentRank(const IncidentView& v) {
 std::string spanText(bool inside,
                      bool below,
                      const std::optional<int64_t>& distance,
-                     const std::optional<int64_t>& from_ptr) {
+                     const std::optional<int64_t>& from_ptr,
+                     bool exact = true) {
+    if (!exact) return approxSpanText(inside, below, distance, from_ptr);
     if (inside) return fmt::format("inside, {} from ptr", humanBytes(from_ptr.value_or(0)));
     if (!distance) return below ? "2^63 B or more below ptr" : "2^63 B or more above end";
     if (below) return fmt::format("{} below ptr", humanBytes(*distance));
@@ -142,18 +136,19 @@ nlohmann::json optJson(const std::optional<int64_t>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-std::string distanceText(const DistanceRow& r) {
-    return spanText(r.inside, r.below, r.distance, r.from_ptr);
+std::string distanceText(const DistanceRow& r, bool exact) {
+    return spanText(r.inside, r.below, r.distance, r.from_ptr, exact);
 }
 
-TextTable operandTable(const std::vector<DistanceRow>& rows) {
+/// `exact` false: the fault address is a page start or masked, distances are to it (approxSpanText).
+TextTable operandTable(const std::vector<DistanceRow>& rows, bool exact) {
     TextTable t{{"OPERAND", "PTR", "END", "SIZE", "DISTANCE", "SAME 2MiB", "ORDER", "WHERE"}, {}};
     for (const auto& r : rows)
         t.rows.push_back({r.op.o.name,
                           addr16(r.op.o.ptr),
                           addr16(r.op.o.end),
                           sizeText(r.op.o.end - r.op.o.ptr),
-                          distanceText(r),
+                          distanceText(r, exact),
                           r.same_2mib ? "yes" : "no",
                           r.after_fault ? std::string("after fault") : orDash(r.rank_in_time),
                           fmt::format("{}:{}", r.op.source, r.op.o.line)});
@@ -161,6 +156,16 @@ TextTable operandTable(const std::vector<DistanceRow>& rows) {
 }
 
 constexpr size_t kAllocationRows = 10;
+
+/// The "… N more operands" line (text), "" when all were printed.
+std::string moreOperandsText(int64_t total, size_t shown, int64_t evidence, bool md) {
+    if (total <= static_cast<int64_t>(shown)) return "";
+    std::string q = fmt::format(
+        "gpufault query \"SELECT * FROM fault_operand_distance WHERE evidence_id = {} ORDER BY "
+        "abs(distance)\"",
+        evidence);
+    return fmt::format("… {} more operands: {}\n", total - static_cast<int64_t>(shown), md ? "`" + q + "`" : q);
+}
 
 std::string allocationDistanceText(const AllocationDistanceRow& r) {
     return spanText(r.inside, r.below, r.distance, r.from_ptr);
@@ -407,8 +412,8 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                i.kinds);
     fmt::print("{}", diagnosisText(store->db(), id));
     if (auto t = incidentTimeText(*v); !t.empty()) fmt::print("  time       {}\n", t);
-    if (i.address)
-        fmt::print("  address    {}  {}\n", addr16(*i.address), alignmentText(*i.address));
+    auto fa = faultAddress(*v);
+    if (fa) fmt::print("  address    {}\n", faultAddressText(*fa));
     if (i.pid || i.process)
         fmt::print(
             "  process    pid {}{}\n", orDash(i.pid), i.process ? " " + printable(*i.process) : "");
@@ -462,15 +467,22 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         }
     auto prim = primaryDistances(*v);
     if (!prim.empty()) {
-        fmt::print("\nOperands by |distance| from {}\n", addr16(prim.front().address));
-        operandTable(prim).print(stdout);
+        bool exact = !fa || fa->exact;
+        fmt::print("\nOperands by |distance| from {}{}\n",
+                   exact ? "" : "the page start ",
+                   addr16(prim.front().address));
+        std::vector<DistanceRow> nearest(
+            prim.begin(), prim.begin() + static_cast<long>(std::min(prim.size(), kNearestOperands)));
+        operandTable(nearest, exact).print(stdout);
+        fmt::print("{}", moreOperandsText(v->operand_totals[prim.front().evidence_id], nearest.size(), prim.front().evidence_id, false));
         auto byTime = prim;
         std::stable_sort(
             byTime.begin(), byTime.end(), [](const DistanceRow& a, const DistanceRow& b) {
                 return a.rank_in_time.value_or(INT64_MAX) < b.rank_in_time.value_or(INT64_MAX);
             });
-        fmt::print("\nOperands by time (last logged before the fault first)\n");
-        operandTable(byTime).print(stdout);
+        if (byTime.size() > kLatestOperands) byTime.resize(kLatestOperands);
+        fmt::print("\nOperands by time (the {} last logged before the fault first)\n", byTime.size());
+        operandTable(byTime, exact).print(stdout);
     } else if (v->allocations.empty()) {
         fmt::print("\nNo operands recorded near this fault (README: \"Operand lines\").\n");
     }
@@ -499,6 +511,8 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     if (!v) return missing ? 1 : 2;
     const auto& i = v->incident;
     auto prim = primaryDistances(*v);
+    auto fa = faultAddress(*v);
+    bool exact = !fa || fa->exact;
     std::optional<std::string> lastKernel = i.kernel;
     const auto& last = v->last;          // decided as `faults` and `show` decide it
     bool dispatched = last.has_value();  // else the kernel is the one a record names
@@ -515,10 +529,10 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         j["kind"] = i.kind;
         j["kinds"] = i.kinds;
         j["vendor"] = i.vendor ? nlohmann::json(*i.vendor) : nlohmann::json(nullptr);
-        j["address"] =
-            i.address ? nlohmann::json(text::hexAddr(*i.address)) : nlohmann::json(nullptr);
-        j["align_2mib"] =
-            i.address ? nlohmann::json(*i.address % 0x200000 == 0) : nlohmann::json(nullptr);
+        j["address"] = fa ? nlohmann::json(text::hexAddr(fa->address)) : nlohmann::json(nullptr);
+        j["address_exact"] = fa ? nlohmann::json(fa->exact) : nlohmann::json(nullptr);
+        j["align_2mib"] =  // unknown for a page or masked address
+            fa && fa->exact ? nlohmann::json(fa->address % 0x200000 == 0) : nlohmann::json(nullptr);
         j["reason"] = i.reason ? nlohmann::json(*i.reason) : nlohmann::json(nullptr);
         j["kernel"] = lastKernel ? nlohmann::json(*lastKernel) : nlohmann::json(nullptr);
         if (!ambiguous.empty()) {
@@ -547,7 +561,10 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                                      {"from_ptr", optJson(r.from_ptr)},
                                      {"inside", r.inside},
                                      {"same_2mib", r.same_2mib},
+                                     {"approximate", !exact},
                                      {"logged_after_fault", r.after_fault}});
+        // the nearest and latest rows only (kNearestOperands, kLatestOperands); all of them: total
+        j["operands_total"] = prim.empty() ? 0 : v->operand_totals[prim.front().evidence_id];
         j["allocations"] = nlohmann::json::array();
         for (const auto& r : primaryAllocations(*v))
             j["allocations"].push_back(
@@ -585,8 +602,13 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     fmt::print("### Summary\n\n");
     fmt::print("- Evidence: {}: {}\n", counted(i.members, "record"), i.kinds);
     if (auto t = incidentTimeText(*v); !t.empty()) fmt::print("- Time: {}\n", mdText(t));
-    if (i.address)
-        fmt::print("- Fault address: `{}`; {}\n", addr16(*i.address), alignmentText(*i.address));
+    if (fa && fa->exact)
+        fmt::print("- Fault address: `{}`; {}\n", addr16(fa->address), alignmentText(fa->address));
+    else if (fa)
+        fmt::print(
+            "- Fault address: page `{}` (exact byte unknown: the record states a page or masked "
+            "address; no alignment or off-by-one can be told from it)\n",
+            addr16(fa->address));
     if (i.pid || i.process)
         fmt::print("- Process: {} (pid {})\n", mdText(i.process.value_or("?")), orDash(i.pid));
     if (auto r = incidentRank(*v)) fmt::print("- Rank: {}\n", *r);
@@ -606,14 +628,22 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     fmt::print("{}", kernelMarkdown(i, lastKernel, dispatched, ambiguous));
     if (!prim.empty()) {
         fmt::print("### Fault address vs. recorded operands\n\n");
+        if (!exact)
+            fmt::print(
+                "Distances are from the page start `{}`, not the faulting byte (unknown): "
+                "approximate.\n\n",
+                addr16(fa->address));
         fmt::print(
             "| operand | ptr | end | size (bytes) | distance (bytes) | distance | inside | same 2 "
             "MiB |\n");
         fmt::print("|---|---|---|---:|---:|---:|---|---|\n");
-        for (const auto& r : prim) {
+        size_t shown = std::min(prim.size(), kNearestOperands);
+        for (const auto& r : std::span(prim).first(shown)) {
             std::string where = r.inside ? "from ptr" : r.below ? "below ptr" : "above end";
             auto od = r.inside ? r.from_ptr : r.distance;
-            if (!r.inside && !r.below && od && *od == 0) where = "above end (the first byte past it)";
+            if (exact && !r.inside && !r.below && od && *od == 0)
+                where = "above end (the first byte past it)";
+            if (!exact) where = "≈ page start " + where;
             std::string d = od ? signedExact(*od) : "n/a";
             std::string human = od ? humanBytes(*od) : "2^63 B or more";
             if (auto p = human.find(" ("); p != std::string::npos)
@@ -627,10 +657,11 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                        d,
                        where,
                        human,
-                       r.inside ? "yes" : "no",
+                       r.inside ? (exact ? "yes" : "page start") : "no",
                        r.same_2mib ? "yes" : "no");
         }
-        fmt::print("\n");
+        fmt::print("\n{}", moreOperandsText(v->operand_totals[prim.front().evidence_id], shown, prim.front().evidence_id, true));
+        if (v->operand_totals[prim.front().evidence_id] > static_cast<int64_t>(shown)) fmt::print("\n");
     }
     if (auto al = primaryAllocations(*v); !al.empty()) printAllocationsMarkdown(al);
     for (const auto& m : v->misses) fmt::print("{}\n\n", missText(m));  // gpufault's own text

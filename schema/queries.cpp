@@ -407,7 +407,11 @@ db::Result<std::vector<IncidentMemberRow>> queryIncidentMembers(db::Db& d, int64
     });
 }
 
-db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t incident) {
+db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d,
+                                                            int64_t incident,
+                                                            size_t nearest,
+                                                            size_t latest,
+                                                            std::map<int64_t, int64_t>* totals) {
     // Operands of the fault's own stream (the view), then operands of the incident's other
     // member streams: a kernel record (Xid 31, amdgpu) joined to a job's output by a process
     // link has its operands there. Across streams lines do not order: no rank in time, and
@@ -434,7 +438,7 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
         processStartSql("fe")));
     if (!s) return std::unexpected(s.error());
     s->bind(1, incident);
-    auto rows = collect<DistanceRow>(*s, [](const db::Stmt& st) {
+    auto read = [](const db::Stmt& st) {
         DistanceRow r;
         r.evidence_id = st.i64(0);
         r.address = static_cast<uint64_t>(st.i64(1));
@@ -448,20 +452,55 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
         r.same_2mib = m.same_2mib;
         r.after_fault = st.optI64(23).value_or(0) != 0;
         return r;
-    });
-    if (rows)
-        std::stable_sort(
-            rows->begin(), rows->end(), [](const DistanceRow& x, const DistanceRow& y) {
-                if (x.after_fault != y.after_fault) return y.after_fault;
-                auto dx = distanceOrder(x.distance), dy = distanceOrder(y.distance);
-                if (dx != dy) return dx < dy;
-                // ties: by ORDER (rank in time before the fault; other streams' have none)
-                if (x.rank_in_time.has_value() != y.rank_in_time.has_value())
-                    return x.rank_in_time.has_value();
-                if (x.rank_in_time != y.rank_in_time) return *x.rank_in_time < *y.rank_in_time;
-                return x.op.o.line < y.op.o.line;
-            });
-    return rows;
+    };
+    auto byDistance = [](const DistanceRow& x, const DistanceRow& y) {
+        if (x.after_fault != y.after_fault) return y.after_fault;
+        auto dx = distanceOrder(x.distance), dy = distanceOrder(y.distance);
+        if (dx != dy) return dx < dy;
+        // ties: by ORDER (rank in time before the fault; other streams' have none)
+        if (x.rank_in_time.has_value() != y.rank_in_time.has_value())
+            return x.rank_in_time.has_value();
+        if (x.rank_in_time != y.rank_in_time) return *x.rank_in_time < *y.rank_in_time;
+        return x.op.o.line < y.op.o.line;
+    };
+    auto byTime = [](const DistanceRow& x, const DistanceRow& y) {
+        return x.rank_in_time.value_or(INT64_MAX) < y.rank_in_time.value_or(INT64_MAX);
+    };
+    // Keeps, per record, the `nearest` first by distance and the `latest` first by time.
+    auto trim = [&](std::vector<DistanceRow>& rows) {
+        std::stable_sort(rows.begin(), rows.end(), byDistance);
+        if (rows.size() <= nearest) return;
+        std::vector<DistanceRow> rest(std::make_move_iterator(rows.begin() + nearest),
+                                      std::make_move_iterator(rows.end()));
+        rows.resize(nearest);
+        size_t k = std::min(latest, rest.size());
+        std::partial_sort(rest.begin(), rest.begin() + static_cast<long>(k), rest.end(), byTime);
+        rows.insert(rows.end(),
+                    std::make_move_iterator(rest.begin()),
+                    std::make_move_iterator(rest.begin() + static_cast<long>(k)));
+        std::stable_sort(rows.begin(), rows.end(), byDistance);
+    };
+    std::map<int64_t, std::vector<DistanceRow>> per;
+    std::map<int64_t, int64_t> counts;
+    size_t cap = nearest == SIZE_MAX ? SIZE_MAX : 2 * (nearest + latest) + 64;
+    for (;;) {
+        auto row = s->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        auto r = read(*s);
+        ++counts[r.evidence_id];
+        auto& bucket = per[r.evidence_id];
+        bucket.push_back(std::move(r));
+        if (bucket.size() > cap) trim(bucket);
+    }
+    std::vector<DistanceRow> out;
+    for (auto& [id, rows] : per) {
+        trim(rows);
+        out.insert(out.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+    }
+    std::stable_sort(out.begin(), out.end(), byDistance);
+    if (totals) *totals = std::move(counts);
+    return out;
 }
 
 db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d,

@@ -109,8 +109,16 @@ struct DistanceRow {
 /// null: lines of different streams do not order). Distances are computed here from the stored
 /// address, ptr and end in unsigned arithmetic (exact for every 64-bit address), ordered with
 /// the operands logged after the fault last, then by |distance| (refused ones last), then by
-/// rank in time (those without one last), then by operand line.
-db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t incident);
+/// rank in time (those without one last), then by operand line. Per fault record only the
+/// `nearest` first in that order and the `latest` with the highest rank in time (1, the last
+/// logged before the fault, first) are kept while the rows stream (memory flat in the operand
+/// count); `totals`, when given, receives each record's full row count.
+db::Result<std::vector<DistanceRow>> queryIncidentDistances(
+    db::Db& d,
+    int64_t incident,
+    size_t nearest = SIZE_MAX,
+    size_t latest = 0,
+    std::map<int64_t, int64_t>* totals = nullptr);
 
 /// The last `limit` dispatches before each member record of an incident (same stream, process
 /// and rank: a dispatch and a record stating different pids or ranks do not meet), newest
