@@ -171,14 +171,14 @@ db::Result<std::vector<CoreCandidate>> queryCoresByHeadFingerprint(db::Db& d,
 db::Result<std::vector<CrashCandidate>> queryCoresOfCrash(db::Db& d,
                                                           int64_t tid,
                                                           std::optional<int64_t> signal,
-                                                          std::optional<int64_t> si_addr,
+                                                          std::optional<int64_t> fault_address,
                                                           const std::string& process) {
     auto st = d.prepare(
         "SELECT c.id, c.source_id, c.path, c.content_fingerprint FROM sources s JOIN cores c ON "
         "c.source_id = s.id WHERE s.complete = 1 AND c.content_fingerprint LIKE 'core2-%' AND "
         "c.tid = ?1 AND c.signal IS ?2 AND c.si_addr IS ?3 AND c.process = ?4 ORDER BY c.id");
     if (!st) return std::unexpected(st.error());
-    st->bind(1, tid).bind(2, signal).bind(3, si_addr).bind(4, process);
+    st->bind(1, tid).bind(2, signal).bind(3, fault_address).bind(4, process);
     std::vector<CrashCandidate> out;
     for (;;) {
         auto row = st->step();

@@ -62,13 +62,13 @@ struct CrashCandidate {
     std::string path, content_fingerprint;
 };
 /// Cores with a `core2-` content fingerprint whose notes named the crashing thread `tid`, the
-/// signal `signal`, the fault address `si_addr` (both NULL when unknown) and the command
+/// signal `signal`, the fault address `fault_address` (siginfo si_addr) (both NULL when unknown) and the command
 /// `process`, oldest first. Candidates only: the caller proves one's bytes a prefix of the
 /// other's.
 db::Result<std::vector<CrashCandidate>> queryCoresOfCrash(db::Db& d,
                                                           int64_t tid,
                                                           std::optional<int64_t> signal,
-                                                          std::optional<int64_t> si_addr,
+                                                          std::optional<int64_t> fault_address,
                                                           const std::string& process);
 
 }  // namespace gpufault
