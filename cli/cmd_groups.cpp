@@ -29,11 +29,18 @@ std::string whatCell(const IncidentGroup& g) {
     std::string s;
     auto add = [&](const std::string& x) { s += (s.empty() ? "" : "; ") + x; };
     if (g.vendor) add(*g.vendor);
+    if (g.xid && g.kind != "nvidia_xid") add(fmt::format("Xid {}", *g.xid));  // else in KIND
     if (g.reason) add(*g.reason);
     if (g.client) add("client " + *g.client);
     if (g.kernel) add("kernel " + shortKernelName(*g.kernel, 60));
     if (g.frame) add("at " + *g.frame);
     return s.empty() ? "-" : s;
+}
+
+/// The incident kind, with its Xid number for an Xid incident (`nvidia_xid 79`): the number is
+/// part of the signature, so two Xid groups differ by it.
+std::string kindCell(const IncidentGroup& g) {
+    return g.xid && g.kind == "nvidia_xid" ? fmt::format("{} {}", g.kind, *g.xid) : g.kind;
 }
 
 std::string idsCell(const IncidentGroup& g) {
@@ -58,6 +65,7 @@ nlohmann::json groupJson(const IncidentGroup& g) {
             {"reason", optJson(g.reason)},
             {"kernel", optJson(g.kernel)},
             {"client", optJson(g.client)},
+            {"xid", g.xid ? nlohmann::json(*g.xid) : nlohmann::json(nullptr)},
             {"frame", optJson(g.frame)},
             {"processes", g.processes},
             {"runs", g.runs},
@@ -103,7 +111,7 @@ int cmdGroups(const Global& g, bool json) {
         for (const auto& h : x.hosts) hosts += (hosts.empty() ? "" : ",") + h;
         t.rows.push_back({std::to_string(x.incidents),
                           x.signature.empty() ? "-" : x.signature,
-                          x.kind,
+                          kindCell(x),
                           whatCell(x),
                           std::to_string(x.processes),
                           std::to_string(x.sources),

@@ -97,7 +97,7 @@ void printCore(const std::string& f, const CoreIngestSummary& r) {
         r.threads,
         r.threads == 1 ? "" : "s",
         r.frames,
-        r.top.empty() ? "-" : r.top,
+        r.top.empty() ? "-" : printable(r.top),  // a symbol may hold any byte
         r.signature.empty() ? "-" : r.signature,
         r.seconds);
     if (r.partial) fmt::print("{}: the stack is partial: {}\n", f, *r.partial);

@@ -65,9 +65,21 @@ std::string detail(const Evidence& e) {
     if (e.pci) p.push_back(*e.pci);
     if (e.kernel) p.push_back(*e.kernel);
     if (e.module) p.push_back(fmt::format("{}+0x{:x}", *e.module, e.module_offset.value_or(0)));
+    if (e.attr("unended")) p.push_back(kUnendedNote);
     std::string s;
     for (auto& x : p) s += (s.empty() ? "" : ", ") + x;
     return s.empty() ? "-" : s;
+}
+
+/// LAST KERNEL of `faults`: the last dispatched kernel; `? (N candidates)` when N processes
+/// dispatched just before a fault that states no pid (as `show` says); with no dispatch logged,
+/// the kernel the record names (a sanitizer report's); `-` when none.
+std::string lastKernelCell(const FaultRow& r) {
+    if (!r.kernel_candidates.empty())
+        return fmt::format("? ({} candidates)", r.kernel_candidates.size());
+    if (r.last_kernel) return kernelCell(*r.last_kernel);
+    if (r.ev.e.kernel) return kernelCell(*r.ev.e.kernel);
+    return "-";
 }
 
 nlohmann::json operandJson(const OperandRow& r) {
@@ -197,8 +209,9 @@ int cmdFaults(const Global& g, bool json) {
     std::vector<std::optional<std::string>> stackCol;
     for (auto& r : *rows) {
         const auto& e = r.ev.e;
+        bool exact = e.address_exact.value_or(true);  // a page or masked address: no verdicts
         std::optional<bool> aligned;
-        if (e.address) aligned = *e.address % 0x200000 == 0;
+        if (e.address && exact) aligned = *e.address % 0x200000 == 0;
         if (json) {
             nlohmann::json j = evidenceJson(r.ev);
             j.erase("raw");
@@ -214,28 +227,34 @@ int cmdFaults(const Global& g, bool json) {
                 r.last_kernel ? nlohmann::json(*r.last_kernel) : nlohmann::json(nullptr);
             j["last_kernel_demangled"] =
                 r.last_kernel ? nlohmann::json(demangle(*r.last_kernel)) : nlohmann::json(nullptr);
+            if (!r.kernel_candidates.empty()) {  // ambiguous: as `report --format json` says it
+                j["kernel_candidates"] = nlohmann::json::array();
+                for (const auto& [pid, k] : r.kernel_candidates)
+                    j["kernel_candidates"].push_back({{"pid", pid}, {"kernel", k}});
+            }
             j["stack"] = optJson(stackOf(*stacks, r.ev.id));
             printJsonLine(stdout, j);
             continue;
         }
         std::string dist = r.nearest ? "2^63 B or more away" : "-";  // NULL: not exact in 64 bits
         if (r.nearest_distance)
-            dist = r.nearest_inside          ? std::string("inside")
+            dist = !exact ? approxSpanText(r.nearest_inside,
+                                           *r.nearest_distance < 0,
+                                           r.nearest_distance,
+                                           std::nullopt)
+                   : r.nearest_inside        ? std::string("inside")
                    : *r.nearest_distance < 0 ? humanBytes(*r.nearest_distance) + " below ptr"
                                              : aboveEndText(*r.nearest_distance);
         // INCIDENT is what `show` and `report` take; RECORD the evidence id `events` prints.
         t.rows.push_back({orDash(r.incident),
                           std::to_string(r.ev.id),
                           std::string(kindName(e.kind)),
-                          optAddr(e.address),
+                          e.address && !exact ? "page " + addr16(*e.address) : optAddr(e.address),
                           aligned ? (*aligned ? "yes" : "no") : "-",
                           r.nearest && r.nearest_after ? *r.nearest + " (logged after the fault)"
                                                        : orDash(r.nearest),
                           dist,
-                          // No dispatch logged: the kernel the record names (a sanitizer report's).
-                          r.last_kernel ? kernelCell(*r.last_kernel)
-                          : e.kernel    ? kernelCell(*e.kernel)
-                                        : "-"});
+                          lastKernelCell(r)});
         stackCol.push_back(stackOf(*stacks, r.ev.id));
     }
     addStackColumn(t, stackCol);

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -64,15 +65,6 @@ std::string processText(const ProcessRow& r) {
     return out;
 }
 
-std::string alignmentText(uint64_t a) {
-    if (a == 0) return "NULL pointer";
-    std::string near = a < 0x200000 ? " — near NULL (first 2 MiB)" : "";
-    return fmt::format("2 MiB aligned: {} (low {} bits zero){}",
-                       a % 0x200000 == 0 ? "yes" : "no",
-                       __builtin_ctzll(a),
-                       near);
-}
-
 /// What the record states beyond kind and address, on one line.
 std::string facts(const Evidence& e) {
     std::vector<std::string> f;
@@ -96,6 +88,7 @@ std::string facts(const Evidence& e) {
                                 e.attr("nearest_side").value_or("after"),
                                 *a,
                                 e.attr("nearest_alloc_size").value_or("?")));
+    if (e.attr("unended")) f.push_back(kUnendedNote);
     std::string s;
     for (auto& x : f) s += (s.empty() ? "" : ", ") + x;
     return s;
@@ -129,7 +122,9 @@ std::optional<int64_t> incidentRank(const IncidentView& v) {
 std::string spanText(bool inside,
                      bool below,
                      const std::optional<int64_t>& distance,
-                     const std::optional<int64_t>& from_ptr) {
+                     const std::optional<int64_t>& from_ptr,
+                     bool exact = true) {
+    if (!exact) return approxSpanText(inside, below, distance, from_ptr);
     if (inside) return fmt::format("inside, {} from ptr", humanBytes(from_ptr.value_or(0)));
     if (!distance) return below ? "2^63 B or more below ptr" : "2^63 B or more above end";
     if (below) return fmt::format("{} below ptr", humanBytes(*distance));
@@ -141,18 +136,19 @@ nlohmann::json optJson(const std::optional<int64_t>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-std::string distanceText(const DistanceRow& r) {
-    return spanText(r.inside, r.below, r.distance, r.from_ptr);
+std::string distanceText(const DistanceRow& r, bool exact) {
+    return spanText(r.inside, r.below, r.distance, r.from_ptr, exact);
 }
 
-TextTable operandTable(const std::vector<DistanceRow>& rows) {
+/// `exact` false: the fault address is a page start or masked, distances are to it (approxSpanText).
+TextTable operandTable(const std::vector<DistanceRow>& rows, bool exact) {
     TextTable t{{"OPERAND", "PTR", "END", "SIZE", "DISTANCE", "SAME 2MiB", "ORDER", "WHERE"}, {}};
     for (const auto& r : rows)
         t.rows.push_back({r.op.o.name,
                           addr16(r.op.o.ptr),
                           addr16(r.op.o.end),
                           sizeText(r.op.o.end - r.op.o.ptr),
-                          distanceText(r),
+                          distanceText(r, exact),
                           r.same_2mib ? "yes" : "no",
                           r.after_fault ? std::string("after fault") : orDash(r.rank_in_time),
                           fmt::format("{}:{}", r.op.source, r.op.o.line)});
@@ -160,6 +156,16 @@ TextTable operandTable(const std::vector<DistanceRow>& rows) {
 }
 
 constexpr size_t kAllocationRows = 10;
+
+/// The "… N more operands" line (text), "" when all were printed.
+std::string moreOperandsText(int64_t total, size_t shown, int64_t evidence, bool md) {
+    if (total <= static_cast<int64_t>(shown)) return "";
+    std::string q = fmt::format(
+        "gpufault query \"SELECT * FROM fault_operand_distance WHERE evidence_id = {} ORDER BY "
+        "abs(distance)\"",
+        evidence);
+    return fmt::format("… {} more operands: {}\n", total - static_cast<int64_t>(shown), md ? "`" + q + "`" : q);
+}
 
 std::string allocationDistanceText(const AllocationDistanceRow& r) {
     return spanText(r.inside, r.below, r.distance, r.from_ptr);
@@ -288,6 +294,13 @@ void printAllocationsMarkdown(const std::vector<AllocationDistanceRow>& rows) {
     fmt::print("\n");
 }
 
+/// A record's raw text for printing: a core's (one line written by ingest) with any line break
+/// escaped, so a symbol name holding one cannot print a forged line; a log record's as stored,
+/// its lines kept.
+std::string rawText(const Evidence& e) {
+    return e.kind == Kind::Coredump ? printable(e.raw, true) : e.raw;
+}
+
 std::string firstLines(const std::string& raw, size_t n) {
     std::string out;
     size_t start = 0;
@@ -301,6 +314,85 @@ std::string firstLines(const std::string& raw, size_t n) {
         start = e + 1;
     }
     return out;
+}
+
+/// When one record happened, on the best clock it states: `at` the reading, `clock` what it is
+/// read on. The UTC instant the store derived from its wall time (`2025-06-05T12:40:08Z`, "UTC"),
+/// else seconds since the boot its log covers, else its wall time as printed (zone or year
+/// unknown), else the runtime's clock (AMD_LOG_LEVEL µs). Unset when it states no time.
+struct RecordTime {
+    std::string at, clock;
+};
+std::optional<RecordTime> recordTime(const StoredEvidence& r) {
+    const auto& t = r.e.time;
+    if (r.wall_utc_us) {
+        int64_t us = *r.wall_utc_us;
+        return RecordTime{utcText(us / 1000000 - (us % 1000000 < 0 ? 1 : 0)), "(UTC)"};
+    }
+    if (t.kernel_s)
+        return RecordTime{fmt::format("{:.6f} s", *t.kernel_s),
+                          "since boot (the boot " + printable(r.source) + " covers)"};
+    if (t.wall) return RecordTime{printable(*t.wall), "(wall clock as printed, zone unknown)"};
+    if (t.runtime_us)
+        return RecordTime{fmt::format("{} µs", *t.runtime_us),
+                          "on the runtime's clock (" + printable(r.source) + ")"};
+    return std::nullopt;
+}
+
+/// The first and last member records' times: `first A, last B CLOCK` (`A CLOCK` when they
+/// read the same). By UTC instant when records have one (those without are left out), else
+/// the first and last member in stream order with a time. "" when no member states a time.
+std::string incidentTimeText(const IncidentView& v) {
+    std::optional<RecordTime> first, last;
+    std::optional<int64_t> lo, hi;
+    for (const auto& m : v.members) {
+        if (m.role != "member" || !m.ev.wall_utc_us) continue;
+        if (!lo || *m.ev.wall_utc_us < *lo) lo = m.ev.wall_utc_us, first = recordTime(m.ev);
+        if (!hi || *m.ev.wall_utc_us > *hi) hi = m.ev.wall_utc_us, last = recordTime(m.ev);
+    }
+    if (!first)
+        for (const auto& m : v.members) {
+            auto t = m.role == "member" ? recordTime(m.ev) : std::nullopt;
+            if (!t) continue;
+            if (!first) first = t;
+            last = t;
+        }
+    if (!first) return "";
+    if (first->at == last->at && first->clock == last->clock) return first->at + " " + first->clock;
+    if (first->clock == last->clock)
+        return fmt::format("first {}, last {} {}", first->at, last->at, first->clock);
+    return fmt::format("first {} {}, last {} {}", first->at, first->clock, last->at, last->clock);
+}
+
+/// Records of other roles than "member" (`show`'s sections after the tables), one table row per
+/// role: its heading, what it prints of each record.
+struct RolePrinter {
+    const char* role;
+    const char* heading;
+    bool facts;    ///< the record's facts line (facts())
+    size_t lines;  ///< raw lines shown (0: none)
+};
+constexpr RolePrinter kRolePrinters[] = {
+    {"candidate", "Could be its (records of other incidents; none joined)", true, 0},
+    {"context", "Context (resets, allocation failures, probe results)", false, 3},
+};
+
+/// Prints the section of `p.role`'s records, nothing when there is none.
+void printRole(const IncidentView& v, const RolePrinter& p) {
+    bool any = false;
+    for (const auto& m : v.members) {
+        if (m.role != p.role) continue;
+        if (!any) fmt::print("\n{}\n", p.heading);
+        any = true;
+        fmt::print("  #{} {} {}:{}  [{}]\n",
+                   m.ev.id,
+                   kindName(m.ev.e.kind),
+                   printable(m.ev.source),
+                   m.ev.e.line,
+                   m.link);
+        if (auto f = facts(m.ev.e); p.facts && !f.empty()) fmt::print("      {}\n", printable(f));
+        if (p.lines) fmt::print("{}", firstLines(rawText(m.ev.e), p.lines));
+    }
 }
 
 }  // namespace
@@ -319,8 +411,9 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                i.members == 1 ? "" : "s",
                i.kinds);
     fmt::print("{}", diagnosisText(store->db(), id));
-    if (i.address)
-        fmt::print("  address    {}  {}\n", addr16(*i.address), alignmentText(*i.address));
+    if (auto t = incidentTimeText(*v); !t.empty()) fmt::print("  time       {}\n", t);
+    auto fa = faultAddress(*v);
+    if (fa) fmt::print("  address    {}\n", faultAddressText(*fa));
     if (i.pid || i.process)
         fmt::print(
             "  process    pid {}{}\n", orDash(i.pid), i.process ? " " + printable(*i.process) : "");
@@ -332,7 +425,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                    printable(c));
     if (i.reason) fmt::print("  reason     {}\n", printable(*i.reason));
     if (i.kernel) fmt::print("  kernel     {}\n", printable(demangle(*i.kernel)));
-    if (auto last = lastKernelOf(v->dispatches); last && last->ambiguous()) {
+    if (const auto& last = v->last; last && last->ambiguous()) {
         fmt::print("  last ShaderName  ambiguous: {} processes dispatched just before the fault\n",
                    last->by_process.size());
         for (const auto& [pid, k] : last->by_process)
@@ -358,7 +451,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                    e.address ? "  " + addr16(*e.address) : "",
                    m.link);
         if (auto f = facts(e); !f.empty()) fmt::print("      {}\n", printable(f));
-        fmt::print("{}", firstLines(e.raw, 12));
+        fmt::print("{}", firstLines(rawText(e), 12));
     }
     if (auto cores = queryIncidentCores(store->db(), id); cores)
         for (const auto& c : *cores) {
@@ -374,15 +467,22 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         }
     auto prim = primaryDistances(*v);
     if (!prim.empty()) {
-        fmt::print("\nOperands by |distance| from {}\n", addr16(prim.front().address));
-        operandTable(prim).print(stdout);
+        bool exact = !fa || fa->exact;
+        fmt::print("\nOperands by |distance| from {}{}\n",
+                   exact ? "" : "the page start ",
+                   addr16(prim.front().address));
+        std::vector<DistanceRow> nearest(
+            prim.begin(), prim.begin() + static_cast<long>(std::min(prim.size(), kNearestOperands)));
+        operandTable(nearest, exact).print(stdout);
+        fmt::print("{}", moreOperandsText(v->operand_totals[prim.front().evidence_id], nearest.size(), prim.front().evidence_id, false));
         auto byTime = prim;
         std::stable_sort(
             byTime.begin(), byTime.end(), [](const DistanceRow& a, const DistanceRow& b) {
                 return a.rank_in_time.value_or(INT64_MAX) < b.rank_in_time.value_or(INT64_MAX);
             });
-        fmt::print("\nOperands by time (last logged before the fault first)\n");
-        operandTable(byTime).print(stdout);
+        if (byTime.size() > kLatestOperands) byTime.resize(kLatestOperands);
+        fmt::print("\nOperands by time (the {} last logged before the fault first)\n", byTime.size());
+        operandTable(byTime, exact).print(stdout);
     } else if (v->allocations.empty()) {
         fmt::print("\nNo operands recorded near this fault (README: \"Operand lines\").\n");
     }
@@ -399,32 +499,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                               shortKernelName(d.d.kernel, 100)});
         t.print(stdout);
     }
-    bool cand = false;
-    for (const auto& m : v->members) {
-        if (m.role != "candidate") continue;
-        if (!cand) fmt::print("\nCould be its (records of other incidents; none joined)\n");
-        cand = true;
-        fmt::print("  #{} {} {}:{}  [{}]\n",
-                   m.ev.id,
-                   kindName(m.ev.e.kind),
-                   printable(m.ev.source),
-                   m.ev.e.line,
-                   m.link);
-        if (auto f = facts(m.ev.e); !f.empty()) fmt::print("      {}\n", printable(f));
-    }
-    bool ctx = false;
-    for (const auto& m : v->members) {
-        if (m.role != "context") continue;
-        if (!ctx) fmt::print("\nContext (resets, allocation failures)\n");
-        ctx = true;
-        fmt::print("  #{} {} {}:{}  [{}]\n",
-                   m.ev.id,
-                   kindName(m.ev.e.kind),
-                   printable(m.ev.source),
-                   m.ev.e.line,
-                   m.link);
-        fmt::print("{}", firstLines(m.ev.e.raw, 3));
-    }
+    for (const auto& p : kRolePrinters) printRole(*v, p);
     return 0;
 }
 
@@ -436,8 +511,10 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     if (!v) return missing ? 1 : 2;
     const auto& i = v->incident;
     auto prim = primaryDistances(*v);
+    auto fa = faultAddress(*v);
+    bool exact = !fa || fa->exact;
     std::optional<std::string> lastKernel = i.kernel;
-    auto last = lastKernelOf(v->dispatches);
+    const auto& last = v->last;          // decided as `faults` and `show` decide it
     bool dispatched = last.has_value();  // else the kernel is the one a record names
     if (dispatched) lastKernel = last->kernel;
     std::vector<std::pair<int64_t, std::string>> ambiguous;  // two processes dispatched
@@ -452,10 +529,10 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         j["kind"] = i.kind;
         j["kinds"] = i.kinds;
         j["vendor"] = i.vendor ? nlohmann::json(*i.vendor) : nlohmann::json(nullptr);
-        j["address"] =
-            i.address ? nlohmann::json(text::hexAddr(*i.address)) : nlohmann::json(nullptr);
-        j["align_2mib"] =
-            i.address ? nlohmann::json(*i.address % 0x200000 == 0) : nlohmann::json(nullptr);
+        j["address"] = fa ? nlohmann::json(text::hexAddr(fa->address)) : nlohmann::json(nullptr);
+        j["address_exact"] = fa ? nlohmann::json(fa->exact) : nlohmann::json(nullptr);
+        j["align_2mib"] =  // unknown for a page or masked address
+            fa && fa->exact ? nlohmann::json(fa->address % 0x200000 == 0) : nlohmann::json(nullptr);
         j["reason"] = i.reason ? nlohmann::json(*i.reason) : nlohmann::json(nullptr);
         j["kernel"] = lastKernel ? nlohmann::json(*lastKernel) : nlohmann::json(nullptr);
         if (!ambiguous.empty()) {
@@ -464,6 +541,8 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                 j["kernel_candidates"].push_back({{"pid", pid}, {"kernel", k}});
         }
         j["signature"] = i.signature;
+        j["time"] = incidentTimeText(*v).empty() ? nlohmann::json(nullptr)
+                                                 : nlohmann::json(incidentTimeText(*v));
         j["environment"] = environmentJson(env);
         j["diagnosis"] = diagnosisJson(store->db(), id);
         j["evidence"] = nlohmann::json::array();
@@ -482,7 +561,10 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                                      {"from_ptr", optJson(r.from_ptr)},
                                      {"inside", r.inside},
                                      {"same_2mib", r.same_2mib},
+                                     {"approximate", !exact},
                                      {"logged_after_fault", r.after_fault}});
+        // the nearest and latest rows only (kNearestOperands, kLatestOperands); all of them: total
+        j["operands_total"] = prim.empty() ? 0 : v->operand_totals[prim.front().evidence_id];
         j["allocations"] = nlohmann::json::array();
         for (const auto& r : primaryAllocations(*v))
             j["allocations"].push_back(
@@ -519,8 +601,14 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     fmt::print("{}", diagnosisMarkdown(store->db(), id));
     fmt::print("### Summary\n\n");
     fmt::print("- Evidence: {}: {}\n", counted(i.members, "record"), i.kinds);
-    if (i.address)
-        fmt::print("- Fault address: `{}`; {}\n", addr16(*i.address), alignmentText(*i.address));
+    if (auto t = incidentTimeText(*v); !t.empty()) fmt::print("- Time: {}\n", mdText(t));
+    if (fa && fa->exact)
+        fmt::print("- Fault address: `{}`; {}\n", addr16(fa->address), alignmentText(fa->address));
+    else if (fa)
+        fmt::print(
+            "- Fault address: page `{}` (exact byte unknown: the record states a page or masked "
+            "address; no alignment or off-by-one can be told from it)\n",
+            addr16(fa->address));
     if (i.pid || i.process)
         fmt::print("- Process: {} (pid {})\n", mdText(i.process.value_or("?")), orDash(i.pid));
     if (auto r = incidentRank(*v)) fmt::print("- Rank: {}\n", *r);
@@ -540,14 +628,22 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     fmt::print("{}", kernelMarkdown(i, lastKernel, dispatched, ambiguous));
     if (!prim.empty()) {
         fmt::print("### Fault address vs. recorded operands\n\n");
+        if (!exact)
+            fmt::print(
+                "Distances are from the page start `{}`, not the faulting byte (unknown): "
+                "approximate.\n\n",
+                addr16(fa->address));
         fmt::print(
             "| operand | ptr | end | size (bytes) | distance (bytes) | distance | inside | same 2 "
             "MiB |\n");
         fmt::print("|---|---|---|---:|---:|---:|---|---|\n");
-        for (const auto& r : prim) {
+        size_t shown = std::min(prim.size(), kNearestOperands);
+        for (const auto& r : std::span(prim).first(shown)) {
             std::string where = r.inside ? "from ptr" : r.below ? "below ptr" : "above end";
             auto od = r.inside ? r.from_ptr : r.distance;
-            if (!r.inside && !r.below && od && *od == 0) where = "above end (the first byte past it)";
+            if (exact && !r.inside && !r.below && od && *od == 0)
+                where = "above end (the first byte past it)";
+            if (!exact) where = "≈ page start " + where;
             std::string d = od ? signedExact(*od) : "n/a";
             std::string human = od ? humanBytes(*od) : "2^63 B or more";
             if (auto p = human.find(" ("); p != std::string::npos)
@@ -561,10 +657,11 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                        d,
                        where,
                        human,
-                       r.inside ? "yes" : "no",
+                       r.inside ? (exact ? "yes" : "page start") : "no",
                        r.same_2mib ? "yes" : "no");
         }
-        fmt::print("\n");
+        fmt::print("\n{}", moreOperandsText(v->operand_totals[prim.front().evidence_id], shown, prim.front().evidence_id, true));
+        if (v->operand_totals[prim.front().evidence_id] > static_cast<int64_t>(shown)) fmt::print("\n");
     }
     if (auto al = primaryAllocations(*v); !al.empty()) printAllocationsMarkdown(al);
     for (const auto& m : v->misses) fmt::print("{}\n\n", missText(m));  // gpufault's own text
@@ -578,7 +675,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
                    m.role == "member"    ? ""
                    : m.role == "context" ? ", context"
                                          : ", could be this incident's, not joined",
-                   mdFence(printableLines(m.ev.e.raw)));
+                   mdFence(printableLines(rawText(m.ev.e))));
     }
     fmt::print(
         "_Drafted by gpufault from the records above; please add the versions marked unknown "

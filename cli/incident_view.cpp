@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/output.h"
 #include "collectors/common/evidence_json.h"
 
 namespace gpufault::cli {
@@ -35,12 +36,15 @@ std::optional<IncidentView> loadIncident(db::Db& d, int64_t id, int dispatches, 
     auto m = queryIncidentMembers(d, id);
     if (!m) return fail(m.error());
     v.members = std::move(*m);
-    auto dist = queryIncidentDistances(d, id);
+    auto dist = queryIncidentDistances(d, id, kNearestOperands, kLatestOperands, &v.operand_totals);
     if (!dist) return fail(dist.error());
     v.distances = std::move(*dist);
     auto disp = queryIncidentDispatches(d, id, dispatches);
     if (!disp) return fail(disp.error());
     v.dispatches = std::move(*disp);
+    auto window = queryIncidentDispatches(d, id, kLastKernelWindow);
+    if (!window) return fail(window.error());
+    v.last = lastKernelOf(*window);
     auto al = queryIncidentAllocations(d, id);
     if (!al) return fail(al.error());
     v.allocations = std::move(*al);
@@ -75,19 +79,38 @@ std::vector<AllocationDistanceRow> primaryAllocations(const IncidentView& v) {
     return out;
 }
 
-std::vector<DistanceRow> primaryDistances(const IncidentView& v) {
-    // The member whose address is the incident's address, preferring exact records.
-    std::optional<int64_t> primary;
+std::optional<FaultAddress> faultAddress(const IncidentView& v) {
+    std::optional<FaultAddress> best;
     for (const auto& m : v.members) {
-        if (m.role != "member" || !m.ev.e.address) continue;
-        if (v.incident.address && *m.ev.e.address == *v.incident.address) {
-            primary = m.ev.id;
-            break;
-        }
+        const auto& e = m.ev.e;
+        if (m.role != "member" || !e.address) continue;
+        FaultAddress a{*e.address, e.address_exact.value_or(true), m.ev.id};
+        bool own = v.incident.address && *e.address == *v.incident.address;
+        // an exact record beats an inexact one; among equals the incident's own address first
+        int rank = (a.exact ? 2 : 0) + (own ? 1 : 0);
+        int bestRank =
+            best ? (best->exact ? 2 : 0) +
+                       (v.incident.address && best->address == *v.incident.address ? 1 : 0)
+                 : -1;
+        if (rank > bestRank) best = a;
     }
+    return best;
+}
+
+std::string faultAddressText(const FaultAddress& a) {
+    if (!a.exact)
+        return fmt::format(
+            "page {} (exact byte unknown: the record states a page or masked "
+            "address)",
+            addr16(a.address));
+    return fmt::format("{}  {}", addr16(a.address), alignmentText(a.address));
+}
+
+std::vector<DistanceRow> primaryDistances(const IncidentView& v) {
+    auto fa = faultAddress(v);
     std::vector<DistanceRow> out;
     for (const auto& r : v.distances)
-        if (!primary || r.evidence_id == *primary) out.push_back(r);
+        if (!fa || r.evidence_id == fa->evidence_id) out.push_back(r);
     return out;
 }
 

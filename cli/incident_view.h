@@ -2,6 +2,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,11 +13,21 @@
 
 namespace gpufault::cli {
 
+/// Operand rows `show` and `report` print per fault record: the nearest by |distance|, and the
+/// latest logged before the fault (a probe logging every call leaves millions; the rest is one
+/// query away).
+constexpr size_t kNearestOperands = 20, kLatestOperands = 10;
+
 struct IncidentView {
     IncidentRow incident;
-    std::vector<IncidentMemberRow> members;          ///< fault records, then context records
-    std::vector<DistanceRow> distances;              ///< sorted by |distance|
-    std::vector<DispatchRow> dispatches;             ///< newest first
+    std::vector<IncidentMemberRow> members;  ///< fault records, then context records
+    /// sorted by |distance|: per record the kNearestOperands nearest and kLatestOperands latest
+    std::vector<DistanceRow> distances;
+    std::map<int64_t, int64_t> operand_totals;  ///< evidence id → all its operand rows
+    std::vector<DispatchRow> dispatches;     ///< newest first
+    /// the last kernel before the fault (lastKernelOf() over the incident's last
+    /// kLastKernelWindow dispatches, whatever `dispatches` keeps): what `faults` decides too
+    std::optional<LastKernel> last;
     std::vector<AllocationDistanceRow> allocations;  ///< preload shim, by |distance|
     /// recordings in the store the fault did not meet, and why (one line each in `show` and
     /// `report`)
@@ -30,7 +41,22 @@ std::optional<IncidentView> loadIncident(db::Db& d, int64_t id, int dispatches, 
 /// The evidence record as `events --json` prints it (id, source, contract fields).
 nlohmann::json evidenceJson(const StoredEvidence& s);
 
-/// Distances of the incident's most exact fault record only (one row per operand).
+/// The fault address `show`, `report` present: an exact address a member record states (the
+/// incident's own first, else another's: ROCr's byte beside the kernel's page), else the
+/// incident's address as approximate (`address_exact` false: amdgpu's page, ROCr's "(may not be
+/// exact address)", the debug agent's masked `0x…xxx`). nullopt when no record states one.
+struct FaultAddress {
+    uint64_t address = 0;
+    bool exact = true;        ///< false: a page or masked address, the byte itself unknown
+    int64_t evidence_id = 0;  ///< the record stating it
+};
+std::optional<FaultAddress> faultAddress(const IncidentView& v);
+
+/// "0x…  2 MiB aligned: …" for an exact address; "page 0x… (exact byte unknown)" otherwise (no
+/// alignment claim: the low bits are not known).
+std::string faultAddressText(const FaultAddress& a);
+
+/// Distances of the record faultAddress() names only (one row per operand).
 std::vector<DistanceRow> primaryDistances(const IncidentView& v);
 /// The shim's allocations measured from that same record, nearest first.
 std::vector<AllocationDistanceRow> primaryAllocations(const IncidentView& v);

@@ -106,6 +106,30 @@ std::string aboveEndText(int64_t d) {
     return humanBytes(d) + " above end";
 }
 
+std::string alignmentText(uint64_t a) {
+    if (a == 0) return "NULL pointer";
+    std::string near = a < 0x200000 ? " — near NULL (first 2 MiB)" : "";
+    return fmt::format("2 MiB aligned: {} (low {} bits zero){}",
+                       a % 0x200000 == 0 ? "yes" : "no",
+                       __builtin_ctzll(a),
+                       near);
+}
+
+std::string approxSpanText(bool inside,
+                           bool below,
+                           const std::optional<int64_t>& distance,
+                           const std::optional<int64_t>& from_ptr) {
+    if (inside && !from_ptr) return "page start inside (exact byte unknown)";
+    if (inside)
+        return fmt::format("page start inside, {} from ptr (exact byte unknown)",
+                           humanBytes(*from_ptr));
+    if (!distance)
+        return below ? "page start 2^63 B or more below ptr" : "page start 2^63 B or more above end";
+    return fmt::format("page start {} {} (exact byte unknown)",
+                       humanBytes(*distance),
+                       below ? "below ptr" : "above end");
+}
+
 std::string printableLines(std::string_view s) {
     std::string out;
     size_t start = 0;

@@ -11,6 +11,11 @@
 
 namespace gpufault::cli {
 
+/// What `events` and `show` say of a record with attr `unended` (made from a file's last line
+/// before its newline was written: `gpufault ingest` of a file still being written).
+inline constexpr const char* kUnendedNote =
+    "from a last line without its newline: a value may be cut";
+
 /// A table printed aligned when stdout is a terminal, tab-separated otherwise.
 struct TextTable {
     std::vector<std::string> header;
@@ -51,6 +56,16 @@ std::string humanBytes(int64_t b);
 /// − end`); 0, the first byte past the buffer, says so ("+0 B above end (the first byte past
 /// it)"), since compute-sanitizer counts the same byte as "1 bytes after".
 std::string aboveEndText(int64_t d);
+/// "2 MiB aligned: yes (low 21 bits zero)" (and "near NULL" in the first 2 MiB); "NULL pointer"
+/// for 0. Only for an exact address: an inexact one's low bits are not known.
+std::string alignmentText(uint64_t a);
+/// The span of an inexact fault address (a page start or masked address, the byte itself
+/// unknown) to [ptr, end): "page start inside, …", "page start N below ptr", "page start N above
+/// end", each "(exact byte unknown)"; never the off-by-one verdict aboveEndText() gives.
+std::string approxSpanText(bool inside,
+                           bool below,
+                           const std::optional<int64_t>& distance,
+                           const std::optional<int64_t>& from_ptr);
 /// A size without sign: `231,211,008 B (220.50 MiB)`.
 std::string sizeText(uint64_t b);
 /// `2024-05-01T12:00:00Z` for UTC seconds since the epoch.

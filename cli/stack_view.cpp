@@ -79,6 +79,12 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
                                   c.time_from,
                                   c.origin == "file" ? "" : ", from " + c.origin);
     if (c.note) out += fmt::format("{}note       {}\n", indent, printable(*c.note));
+    // An --exe refused at ingest (another build-id, not an ELF): never the exe, frames without it.
+    if (auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+        m.is_object() && m.contains("exe_refused") && m["exe_refused"].is_string())
+        out += fmt::format("{}exe        refused: {} (the frames did not use it)\n",
+                           indent,
+                           printable(m["exe_refused"].get<std::string>()));
     if (c.exe) {
         std::string caveat;
         auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
@@ -91,6 +97,11 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
         }
         out += fmt::format("{}exe        {}{}\n", indent, printable(*c.exe), caveat);
     }
+    if (auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+        m.is_object() && m.contains("modules_refused") && m["modules_refused"].is_array())
+        for (const auto& w : m["modules_refused"])
+            if (w.is_string())
+                out += fmt::format("{}refused    {}\n", indent, printable(w.get<std::string>()));
     if (c.signature)
         out += fmt::format("{}stack sig  {} (the core's: top frames of the crashing thread)\n",
                            indent,

@@ -10,6 +10,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "collectors/runtime_log/error_names.h"
 #include "correlate/links.h"
 
 namespace gpufault {
@@ -94,9 +95,20 @@ bool isFaultFamilyError(const Evidence& e) {
     return false;
 }
 
-std::string signatureOf(const std::vector<const StoredEvidence*>& members) {
+/// A record that opens (or joins) an incident: a fault kind (opensIncident()), but not a runtime
+/// error of a code programs probe for (errnames::isProbeResult(): `CUDA_ERROR_NOT_FOUND` of a
+/// cuGetProcAddress): that is context of the next fault of its stream, like an allocation failure.
+bool opensIncidentHere(const Evidence& e) {
+    if (!opensIncident(e.kind)) return false;
+    return !(e.kind == Kind::RuntimeError && e.reason && errnames::isProbeResult(*e.reason));
+}
+
+std::string signatureOf(const std::vector<const StoredEvidence*>& members,
+                        const std::map<int64_t, std::string>& lastKernels) {
     // vendor, kind set, reasons and clients: what makes two incidents the same bug (v1); for an
     // Xid also its number (a GPU fallen off the bus, Xid 79, is not an application's Xid 13).
+    // A record that names no kernel itself but had one kernel dispatched just before it (a ROCr
+    // line after ShaderName lines) adds that kernel; records without one keep their old part.
     std::vector<std::string> parts;
     for (auto* m : members) {
         parts.push_back(fmt::format("{}|{}|{}|{}|{}",
@@ -106,6 +118,8 @@ std::string signatureOf(const std::vector<const StoredEvidence*>& members) {
                                     m->e.client.value_or(""),
                                     m->e.kernel.value_or("")));
         if (m->e.xid) parts.back() += fmt::format("|xid {}", *m->e.xid);
+        if (auto k = lastKernels.find(m->id); !m->e.kernel && k != lastKernels.end())
+            parts.back() += fmt::format("|dispatched {}", k->second);
         if (auto stack = m->e.attr("stack")) parts.back() += fmt::format("|stack {}", *stack);
     }
     std::sort(parts.begin(), parts.end());
@@ -147,7 +161,7 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
     const ProcessLinks& links) {
     Interrupt stopped(stop);
     std::vector<const StoredEvidence*> faults, context;
-    for (auto& s : evidence) (opensIncident(s.e.kind) ? faults : context).push_back(&s);
+    for (auto& s : evidence) (opensIncidentHere(s.e) ? faults : context).push_back(&s);
     auto order = [](const StoredEvidence* a, const StoredEvidence* b) {
         if (a->source != b->source) return a->source < b->source;
         if (a->e.line != b->e.line) return a->e.line < b->e.line;
@@ -157,7 +171,7 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
     std::sort(context.begin(), context.end(), order);
     if (stopped()) return std::nullopt;
 
-    links::UnionFind uf(faults, rules.max_gap_s);
+    links::UnionFind uf(faults, rules.max_gap_s, links::processRuns(faults));
     links::Linker linker{rules};
     // Same stream: each record against its recent predecessors.
     for (size_t i = 0; i < faults.size(); ++i) {
@@ -284,7 +298,7 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
                 f.process->substr(0, 15) != core.process->substr(0, 15))
                 continue;
             auto ft = wallClock(*faults[i]);
-            if (!ft || ft->utc != ct->utc) continue;
+            if (!ft || ft->utc != ct->utc || ft->yearless) continue;  // no instant to compare
             int64_t gap = ct->s - ft->s;
             if (gap < -rules.core_before_s || gap > rules.core_after_s) continue;
             if (!best || std::llabs(gap) < std::llabs(bestGap)) {
@@ -346,7 +360,7 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
             if (!inc.reason && m->e.reason) inc.reason = m->e.reason;
             if (!inc.kernel && m->e.kernel) inc.kernel = m->e.kernel;
         }
-        inc.signature = signatureOf(members);
+        inc.signature = signatureOf(members, links.last_kernels);
         out.push_back(std::move(inc));
     }
 
@@ -395,7 +409,8 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
                 const auto* f = faults[*i];
                 auto gap = clockGap(*f, *c);
                 bool after = f->source_id == c->source_id ? f->e.line <= c->e.line : true;
-                if (gap ? *gap <= rules.reset_after_s : f->source_id == c->source_id && after) {
+                if (gap ? !gap->exceeds(rules.reset_after_s)
+                        : f->source_id == c->source_id && after) {
                     best = incidentOf[*i];
                     why = fmt::format("reset of {} after the fault", *c->e.pci);
                     break;
@@ -411,13 +426,17 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
                 if (f->e.pid && c->e.pid && *f->e.pid != *c->e.pid) continue;
                 if (f->e.rank && c->e.rank && *f->e.rank != *c->e.rank) continue;
                 best = incidentOf[*from];
+                std::string what = c->e.kind == Kind::AllocFailure
+                                       ? std::string("allocation failure")
+                                       : "probe result " + c->e.reason.value_or("");
                 if (f->e.time.runtime_us && c->e.time.runtime_us)
                     why = fmt::format(
-                        "allocation failure {:.3f} s ({} lines) before",
+                        "{} {:.3f} s ({} lines) before",
+                        what,
                         static_cast<double>(*f->e.time.runtime_us - *c->e.time.runtime_us) / 1e6,
                         f->e.line - c->e.line);
                 else
-                    why = fmt::format("allocation failure {} lines before", f->e.line - c->e.line);
+                    why = fmt::format("{} {} lines before", what, f->e.line - c->e.line);
                 break;
             }
         }

@@ -24,7 +24,8 @@ struct CorrelationRules {
     int64_t core_before_s = 2;    ///< … or this long before it (clocks to the second)
 };
 
-/// What tells a host pid (as the kernel prints it) to the runtime's streams, beyond addresses.
+/// What the store knows beyond the records themselves: what tells a host pid (as the kernel
+/// prints it) to the runtime's streams, and the kernels dispatched before records.
 struct ProcessLinks {
     /// host pid → the pid the same process had in its innermost pid namespace (NSpid of a
     /// /proc snapshot gpufaultd took): kernel records of the host pid join runtime records
@@ -33,6 +34,9 @@ struct ProcessLinks {
     /// host pid → (source id, run id) of `gpufault run` jobs that spawned it: kernel records of
     /// the pid join the fault records of the run's captured output.
     std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> run_sources;
+    /// evidence id → the kernel dispatched last before that record (lastKernelOf(), only when
+    /// it is not ambiguous): part of the incident's signature for a record that names no kernel.
+    std::map<int64_t, std::string> last_kernels;
 };
 
 /// Groups incident-opening evidence into incidents and attaches context records (GPU resets,

@@ -7,7 +7,16 @@
 #include <map>
 #include <numeric>
 
+#include "collectors/common/log_line.h"
+
 namespace gpufault::links {
+
+namespace {
+
+/// 2000-01-01T00:00:00 as wallSeconds() counts it: year-less stamps count from there.
+constexpr int64_t kYear2000_s = 946684800;
+
+}  // namespace
 
 std::optional<WallClock> wallClock(const StoredEvidence& r) {
     if (r.wall_utc_us) {
@@ -21,11 +30,31 @@ std::optional<WallClock> wallClock(const StoredEvidence& r) {
     if (r.e.time.wall_utc_s) return WallClock{*r.e.time.wall_utc_s, true, true, r.source_id};
     if (r.e.time.wall && r.e.time.wall->size() == 19)
         if (auto w = wallSeconds(*r.e.time.wall)) return WallClock{*w, false, false, r.source_id};
+    // `MM-DDTHH:MM:SS` (journald `short`, syslog): its second of a leap year (2000), so that
+    // Feb 29 is one; wallApart() compares two modulo a year
+    if (r.e.time.wall && r.e.time.wall->size() == 14 && (*r.e.time.wall)[2] == '-')
+        if (auto w = wallSeconds("2000-" + *r.e.time.wall))
+            return WallClock{*w - kYear2000_s, false, false, r.source_id, true};
     return std::nullopt;
 }
 
 bool oneBasis(const WallClock& a, const WallClock& b) {
-    return a.zoned == b.zoned && (a.zoned || (a.source == b.source && a.utc == b.utc));
+    return a.zoned == b.zoned && a.yearless == b.yearless &&
+           (a.zoned || (a.source == b.source && a.utc == b.utc));
+}
+
+int64_t wallApart(const WallClock& a, const WallClock& b) {
+    if (!a.yearless || !b.yearless) return std::llabs(a.s - b.s);
+    constexpr int64_t kDay = 86400, kFeb29 = 59 * kDay, kMar1 = 60 * kDay;
+    auto fold = [](int64_t d, int64_t year) {
+        d = std::llabs(d) % year;
+        return std::min(d, year - d);
+    };
+    int64_t d = fold(a.s - b.s, 366 * kDay);  // a leap year
+    auto common = [&](int64_t s) { return s >= kMar1 ? s - kDay : s; };
+    bool feb29 = (a.s >= kFeb29 && a.s < kMar1) || (b.s >= kFeb29 && b.s < kMar1);
+    if (!feb29) d = std::min(d, fold(common(a.s) - common(b.s), 365 * kDay));  // a common one
+    return d;
 }
 
 std::optional<int64_t> journalPid(const Evidence& e) {
@@ -82,24 +111,10 @@ bool samePidSpace(const StoredEvidence& a, const StoredEvidence& b) {
 bool wallsFarApart(const std::optional<WallClock>& a,
                    const std::optional<WallClock>& b,
                    double gap) {
-    return a && b && !oneBasis(*a, *b) &&
+    // a year-less stamp has no instant to compare with another basis
+    return a && b && !oneBasis(*a, *b) && !a->yearless && !b->yearless &&
            static_cast<double>(std::llabs(a->s - b->s)) >
-               static_cast<double>(kZoneSlack_s) + gap + 1;
-}
-
-/// Seconds between two year-less wall times (`MM-DDTHH:MM:SS`: journald `short`, syslog),
-/// modulo a year (Dec 31 → Jan 1 is a second); nullopt unless both are year-less.
-std::optional<int64_t> yearlessApart(const Evidence& a, const Evidence& b) {
-    auto secs = [](const Evidence& e) -> std::optional<int64_t> {
-        if (!e.time.wall || e.time.wall->size() != 14 || (*e.time.wall)[2] != '-')
-            return std::nullopt;
-        return wallSeconds("2001-" + *e.time.wall);
-    };
-    auto sa = secs(a), sb = secs(b);
-    if (!sa || !sb) return std::nullopt;
-    constexpr int64_t kYear_s = 365 * 86400;
-    int64_t d = std::llabs(*sa - *sb);
-    return std::min(d, kYear_s - d);
+               static_cast<double>(kZoneSlack_s) + gap + kWallResolution_s;
 }
 
 long long linesApart(const StoredEvidence& a, const StoredEvidence& b) {
@@ -108,27 +123,27 @@ long long linesApart(const StoredEvidence& a, const StoredEvidence& b) {
 
 }  // namespace
 
-std::optional<double> clockGap(const StoredEvidence& ra, const StoredEvidence& rb) {
+std::optional<Gap> clockGap(const StoredEvidence& ra, const StoredEvidence& rb) {
     const Evidence &a = ra.e, &b = rb.e;
-    if (a.time.kernel_s && b.time.kernel_s) return std::fabs(*a.time.kernel_s - *b.time.kernel_s);
+    if (a.time.kernel_s && b.time.kernel_s)
+        return Gap{std::fabs(*a.time.kernel_s - *b.time.kernel_s), 0};
     if (a.time.runtime_us && b.time.runtime_us)
-        return std::fabs(static_cast<double>(*a.time.runtime_us - *b.time.runtime_us)) / 1e6;
+        return Gap{std::fabs(static_cast<double>(*a.time.runtime_us - *b.time.runtime_us)) / 1e6,
+                   0};
     auto wa = wallOf(ra), wb = wallOf(rb);
     if (wa && wb && oneBasis(*wa, *wb))
-        return wa->s == wb->s ? 0.0 : 1e9;  // to the second; different = unknown gap
+        return Gap{static_cast<double>(wallApart(*wa, *wb)), kWallResolution_s};
     return std::nullopt;
 }
 
+std::string gapText(const Gap& g) {
+    return g.tolerance > 0 ? fmt::format("within {:.0f} s (wall clock)", g.s)
+                           : fmt::format("within {:.3f} s", g.s);
+}
+
 bool apartOnAClock(const StoredEvidence& ra, const StoredEvidence& rb, double gap) {
-    const Evidence &a = ra.e, &b = rb.e;
-    if (a.time.kernel_s && b.time.kernel_s)
-        return std::fabs(*a.time.kernel_s - *b.time.kernel_s) > gap;
-    if (a.time.runtime_us && b.time.runtime_us)
-        return std::fabs(static_cast<double>(*a.time.runtime_us - *b.time.runtime_us)) / 1e6 > gap;
-    auto wa = wallOf(ra), wb = wallOf(rb);
-    return (wa && wb && oneBasis(*wa, *wb) &&
-            static_cast<double>(std::llabs(wa->s - wb->s)) > gap + 1) ||
-           wallsFarApart(wa, wb, gap);
+    if (auto g = clockGap(ra, rb)) return g->exceeds(gap);
+    return wallsFarApart(wallOf(ra), wallOf(rb), gap);
 }
 
 std::optional<uint64_t> faultRegion(const Evidence& e) {
@@ -155,10 +170,10 @@ Traits Traits::of(const StoredEvidence& s) {
     if (e.time.runtime_us) t.rMin = t.rMax = static_cast<double>(*e.time.runtime_us) / 1e6;
     if (auto w = wallOf(s)) {
         if (w->zoned)
-            t.zonedWall = w->s;
+            t.zMin = t.zMax = w->s;
         else
-            t.localWalls.push_back({w->source, w->s});
-        t.wMin = t.wMax = w->s;
+            t.localWalls.push_back(*w);
+        if (!w->yearless) t.wMin = t.wMax = w->s;
     }
     if (auto slot = oneFaultSlot(e)) t.oneFault[*slot] = *e.address >> 21;
     if (auto r = faultRegion(e)) t.regions.insert(*r);
@@ -168,11 +183,16 @@ Traits Traits::of(const StoredEvidence& s) {
 bool Traits::conflicts(const Traits& o, double maxGap) const {
     auto differ = [](const auto& a, const auto& b) { return a && b && *a != *b; };
     if (differ(node, o.node) || differ(pci, o.pci) || differ(vendor, o.vendor) ||
-        differ(rank, o.rank) || differ(zonedWall, o.zonedWall))
+        differ(rank, o.rank))
         return true;
-    for (auto& [s1, w1] : localWalls)
-        for (auto& [s2, w2] : o.localWalls)
-            if (s1 == s2 && w1 != w2) return true;
+    // wall clocks of one basis, read to the second
+    double wallLimit = maxGap + kWallResolution_s;
+    if (zMin && o.zMin &&
+        static_cast<double>(std::max(*zMax, *o.zMax) - std::min(*zMin, *o.zMin)) > wallLimit)
+        return true;
+    for (auto& w1 : localWalls)
+        for (auto& w2 : o.localWalls)
+            if (oneBasis(w1, w2) && static_cast<double>(wallApart(w1, w2)) > wallLimit) return true;
     for (size_t k = 0; k < std::size(oneFault); ++k)
         if (differ(oneFault[k], o.oneFault[k])) return true;
     for (auto& [p1, t1] : kernelPids)
@@ -184,13 +204,16 @@ bool Traits::conflicts(const Traits& o, double maxGap) const {
     for (auto& [s1, p1] : journalPids)
         for (auto& [s2, p2] : o.journalPids)
             if (s1 == s2 && p1 != p2) return true;
+    for (auto& [s1, lo1, hi1] : streamRuns)
+        for (auto& [s2, lo2, hi2] : o.streamRuns)
+            if (s1 == s2 && (hi1 < lo2 || hi2 < lo1)) return true;
     auto span = [&](const auto& lo1, const auto& hi1, const auto& lo2, const auto& hi2) {
         if (!lo1 || !lo2) return false;
         return std::max(*hi1, *hi2) - std::min(*lo1, *lo2) > maxGap;
     };
     if (wMin && o.wMin &&
         static_cast<double>(std::max(*wMax, *o.wMax) - std::min(*wMin, *o.wMin)) >
-            static_cast<double>(kZoneSlack_s) + maxGap + 1)
+            static_cast<double>(kZoneSlack_s) + wallLimit)
         return true;  // no zone offset explains it (zone-less times: to the second)
     return span(kMin, kMax, o.kMin, o.kMax) || span(rMin, rMax, o.rMin, o.rMax);
 }
@@ -207,7 +230,6 @@ void Traits::merge(Traits&& o) {
     if (!pci) pci = std::move(o.pci);
     if (!vendor) vendor = std::move(o.vendor);
     if (!rank) rank = o.rank;
-    if (!zonedWall) zonedWall = o.zonedWall;
     for (size_t k = 0; k < std::size(oneFault); ++k)
         if (!oneFault[k]) oneFault[k] = o.oneFault[k];
     auto add = [](auto& into, const auto& from) {
@@ -218,6 +240,17 @@ void Traits::merge(Traits&& o) {
     add(kernelPids, o.kernelPids);
     add(streamPids, o.streamPids);
     add(journalPids, o.journalPids);
+    for (const auto& [src, lo, hi] : o.streamRuns) {  // the processes both sets may be of
+        auto same = std::find_if(streamRuns.begin(), streamRuns.end(), [&](const auto& r) {
+            return std::get<0>(r) == src;
+        });
+        if (same == streamRuns.end()) {
+            if (streamRuns.size() < 16) streamRuns.emplace_back(src, lo, hi);
+        } else {
+            std::get<1>(*same) = std::max(std::get<1>(*same), lo);
+            std::get<2>(*same) = std::min(std::get<2>(*same), hi);
+        }
+    }
     add(localWalls, o.localWalls);
     auto widen = [](auto& lo, auto& hi, const auto& olo, const auto& ohi) {
         if (!olo) return;
@@ -227,16 +260,42 @@ void Traits::merge(Traits&& o) {
     widen(kMin, kMax, o.kMin, o.kMax);
     widen(rMin, rMax, o.rMin, o.rMax);
     widen(wMin, wMax, o.wMin, o.wMax);
+    widen(zMin, zMax, o.zMin, o.zMax);
     // the smaller set into the larger: each region is moved O(log n) times in all
     if (regions.size() < o.regions.size()) regions.swap(o.regions);
     regions.insert(o.regions.begin(), o.regions.end());
 }
 
-UnionFind::UnionFind(const std::vector<const StoredEvidence*>& recs, double maxGap)
+UnionFind::UnionFind(const std::vector<const StoredEvidence*>& recs,
+                     double maxGap,
+                     const std::vector<std::optional<std::pair<int64_t, int64_t>>>& runs)
     : parent_(recs.size()), link_(recs.size()), maxGap_(maxGap) {
     std::iota(parent_.begin(), parent_.end(), 0);
     traits_.reserve(recs.size());
-    for (auto* r : recs) traits_.push_back(Traits::of(*r));
+    for (size_t i = 0; i < recs.size(); ++i) {
+        traits_.push_back(Traits::of(*recs[i]));
+        if (i < runs.size() && runs[i])
+            traits_.back().streamRuns.emplace_back(
+                recs[i]->source_id, runs[i]->first, runs[i]->second);
+    }
+}
+
+std::vector<std::optional<std::pair<int64_t, int64_t>>> processRuns(
+    const std::vector<const StoredEvidence*>& recs) {
+    std::vector<std::optional<std::pair<int64_t, int64_t>>> runs(recs.size());
+    std::map<std::pair<int64_t, std::optional<int64_t>>, int64_t> ended;  // (source, rank) → ends
+    for (size_t i = 0; i < recs.size(); ++i) {
+        const Evidence& e = recs[i]->e;
+        if (e.pid || isKernelSide(e.kind)) continue;
+        int64_t& n = ended[{recs[i]->source_id, e.rank}];
+        if (endsProcess(e)) {
+            runs[i] = {n, n};
+            ++n;
+        } else {
+            runs[i] = {n > 0 ? n - 1 : 0, n};
+        }
+    }
+    return runs;
 }
 
 size_t UnionFind::find(size_t x) {
@@ -318,7 +377,7 @@ bool Linker::contradicts(const StoredEvidence& a, const StoredEvidence& b) const
     if (auto sx = oneFaultSlot(x);
         sx && sx == oneFaultSlot(y) && (*x.address >> 21) != (*y.address >> 21))
         return true;
-    if (auto gap = clockGap(a, b); gap && *gap > rules.max_gap_s) return true;
+    if (auto gap = clockGap(a, b); gap && gap->exceeds(rules.max_gap_s)) return true;
     return wallsFarApart(wallOf(a), wallOf(b), rules.max_gap_s);
 }
 
@@ -330,7 +389,7 @@ Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
         (*x.address >> 21) != 0)
         return {fmt::format("same 2 MiB region 0x{:x}", (*x.address >> 21) << 21), false};
     auto gap = clockGap(a, b);
-    bool close = gap ? *gap <= rules.max_gap_s
+    bool close = gap ? !gap->exceeds(rules.max_gap_s)
                      : a.source_id == b.source_id && linesApart(a, b) <= rules.same_stream_lines;
     bool sameSide = isKernelSide(x.kind) == isKernelSide(y.kind);
     if (!sameSide) {
@@ -342,13 +401,8 @@ Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
         if (!close || a.source_id != b.source_id || !k.pid || !jp ||
             (*jp != *k.pid && !(k.tid && *k.tid == *jp)))
             return {};
-        // Lines of one journal days (or boots) apart are not close, whatever lies between
-        // them: a service often gets the same pid again (hostile12a HIGH-3). To the second:
-        // stamps 1 s apart may be 2 s apart.
-        if (auto d = yearlessApart(x, y); d && static_cast<double>(*d) > rules.max_gap_s + 1)
-            return {};
         return {
-            gap ? fmt::format("same pid {} in one journal, within {:.3f} s", *jp, *gap)
+            gap ? fmt::format("same pid {} in one journal, {}", *jp, gapText(*gap))
                 : fmt::format("same pid {} in one journal, {} lines apart", *jp, linesApart(a, b)),
             true};
     }
@@ -356,13 +410,13 @@ Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
     // (kernel records: pids that contradicts() let through are one, or a tid is the other's
     // pid; runtime records of one journal may state another pid than the journal's)
     if (x.pid && y.pid && (isKernelSide(x.kind) || *x.pid == *y.pid) && samePidSpace(a, b))
-        return {gap ? fmt::format("same pid {} within {:.3f} s", *x.pid, *gap)
+        return {gap ? fmt::format("same pid {} {}", *x.pid, gapText(*gap))
                     : fmt::format("same pid {} in one stream", *x.pid),
                 true};
     if (a.source_id != b.source_id) return {};
     // Both state a rank (one, or contradicts() refused): one process of the job, as a pid.
     if (x.rank && y.rank)
-        return {gap ? fmt::format("same rank {} within {:.3f} s", *x.rank, *gap)
+        return {gap ? fmt::format("same rank {} {}", *x.rank, gapText(*gap))
                     : fmt::format(
                           "same rank {} in one stream, {} lines apart", *x.rank, linesApart(a, b)),
                 true};
@@ -375,7 +429,9 @@ Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
     if (x.pci && y.pci && (!xidWithoutPid || (!x.pid && !y.pid) || chain13to43))
         return {fmt::format("same device {} in one stream", *x.pci), false};
     if (!isKernelSide(x.kind) && (!ownPid(x) || !ownPid(y)))
-        return {gap ? fmt::format("same stream, {:.3f} s apart", *gap)
+        return {gap ? (gap->tolerance > 0
+                           ? fmt::format("same stream, {:.0f} s apart (wall clock)", gap->s)
+                           : fmt::format("same stream, {:.3f} s apart", gap->s))
                     : fmt::format("same stream, {} lines apart", linesApart(a, b)),
                 false};
     return {};

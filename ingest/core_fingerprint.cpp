@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectors/coredump/core_reader.h"
+#include "ingest/core_unpack.h"
 #include "schema/core_queries.h"
 
 namespace gpufault {
@@ -57,14 +58,15 @@ std::pair<off_t, off_t> dataAfter(int fd, off_t pos, off_t size) {
 
 }  // namespace
 
-db::Result<std::string> fileCoreFingerprint(const std::string& path) {
+db::Result<std::string> fileCoreFingerprint(const std::string& path,
+                                            std::optional<uint64_t> limit) {
     auto fail = [&](int e) { return std::unexpected(db::Error{path + ": " + std::strerror(e)}); };
     auto opened = coredump::openRegular(path);  // never blocks on a FIFO
     if (!opened) return std::unexpected(db::Error{opened.error().message});
     Fd f{*opened};
     struct stat st {};
     if (::fstat(f.fd, &st) != 0) return fail(errno);
-    const off_t size = st.st_size;
+    const off_t size = limit ? std::min<off_t>(st.st_size, static_cast<off_t>(*limit)) : st.st_size;
     std::unique_ptr<XXH3_state_t, StateFree> h(XXH3_createState());
     if (!h || XXH3_64bits_reset(h.get()) != XXH_OK) return fail(ENOMEM);
     static const char kZero[kBlock] = {};
@@ -140,6 +142,86 @@ db::Result<std::optional<std::pair<int64_t, std::string>>> sameStoredCore(
         if (fp && *fp == content) return Found{std::pair{c.id, c.path}};
     }
     return Found{};
+}
+
+namespace {
+
+/// The size in bytes a `core2-<hash>-<size>` fingerprint states; nullopt for another form.
+std::optional<uint64_t> fingerprintSize(const std::string& fp) {
+    auto dash = fp.rfind('-');
+    if (!fp.starts_with("core2-") || dash == std::string::npos) return std::nullopt;
+    try {
+        return std::stoull(fp.substr(dash + 1));
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
+/// fileCoreFingerprint() of the first `limit` bytes of the stored core at `path`, decompressed
+/// first when it is a zstd file; nullopt when it cannot be read.
+std::optional<std::string> storedPrefix(const std::string& path, uint64_t limit) {
+    auto fd = coredump::openRegular(path);
+    if (!fd) return std::nullopt;
+    char magic[4] = {};
+    ssize_t n = ::pread(*fd, magic, 4, 0);
+    ::close(*fd);
+    if (n == 4 && compressionOf(std::string_view(magic, 4)) == "zstd") {
+        auto t = unzstdToTemp(path, UnpackLimits{});
+        if (!t) return std::nullopt;
+        auto fp = fileCoreFingerprint(t->path(), limit);
+        return fp ? std::optional(*fp) : std::nullopt;
+    }
+    auto fp = fileCoreFingerprint(path, limit);
+    return fp ? std::optional(*fp) : std::nullopt;
+}
+
+}  // namespace
+
+db::Result<std::optional<PrefixCore>> prefixStoredCore(db::Db& d,
+                                                       const std::string& path,
+                                                       const std::string& content) {
+    auto size = fingerprintSize(content);
+    if (!size) return std::optional<PrefixCore>{};
+    auto opened = coredump::openRegular(path);
+    if (!opened) return std::unexpected(db::Error{opened.error().message});
+    Fd f{*opened};
+    int fd = f.fd;
+    auto layout = coredump::readCoreLayout(
+        [fd](uint64_t off, size_t n) {
+            std::string b(n, '\0');
+            ssize_t got = ::pread(fd, b.data(), n, static_cast<off_t>(off));
+            b.resize(got > 0 ? static_cast<size_t>(got) : 0);
+            return b;
+        },
+        *size);
+    // Notes cut or without a crashing thread and command: nothing to match on.
+    if (!layout || layout->notes.tids.empty() || layout->notes.comm.empty())
+        return std::optional<PrefixCore>{};
+    const auto& n = layout->notes;
+    std::optional<int64_t> signal, addr;
+    if (n.siginfo) {
+        signal = n.siginfo->signo;
+        if (n.siginfo->addr) addr = static_cast<int64_t>(*n.siginfo->addr);
+    } else if (n.cursig) {
+        signal = *n.cursig;
+    }
+    auto cands = queryCoresOfCrash(d, n.tids.front(), signal, addr, n.comm);
+    if (!cands) return std::unexpected(cands.error());
+    for (const auto& c : *cands) {
+        auto theirs = fingerprintSize(c.content_fingerprint);
+        if (!theirs || *theirs == *size) continue;  // the same size: equal fingerprints or not
+        if (*theirs > *size) {  // this core is the cut one: a prefix of the stored core?
+            auto fp = storedPrefix(c.path, *size);
+            if (fp && *fp == content)
+                return std::optional(PrefixCore{c.id, c.source_id, c.path, true});
+        } else {  // the stored core is the cut one: a prefix of this core?
+            auto fp = fileCoreFingerprint(path, *theirs);
+            if (!fp) return std::unexpected(fp.error());
+            if (*fp == c.content_fingerprint)
+                return std::optional(PrefixCore{c.id, c.source_id, c.path, false});
+        }
+    }
+    return std::optional<PrefixCore>{};
 }
 
 }  // namespace gpufault

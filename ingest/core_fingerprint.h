@@ -31,7 +31,10 @@ std::string coreSourceFingerprint(std::string_view head, uint64_t size, int64_t 
 /// are the same (forked siblings), and a sparse file and its dense copy are the same. Holes
 /// (SEEK_DATA) are not read: a 1 GiB core with 4 MiB of data costs a read of 4 MiB. Errors:
 /// the file cannot be opened or read, or it shrank while read (the message names it).
-db::Result<std::string> fileCoreFingerprint(const std::string& path);
+/// `limit`: only the first `limit` bytes count (the size stated is then at most `limit`): the
+/// fingerprint the file cut there would have.
+db::Result<std::string> fileCoreFingerprint(const std::string& path,
+                                            std::optional<uint64_t> limit = std::nullopt);
 
 /// The core already stored with the content `content` (fileCoreFingerprint() of the
 /// uncompressed core at `path`): a copy, a `.zst` copy, the file a `.zst` one came from: its id
@@ -40,5 +43,22 @@ db::Result<std::string> fileCoreFingerprint(const std::string& path);
 /// or compressed: not the same). nullopt when none. Errors: `path` cannot be read; the store.
 db::Result<std::optional<std::pair<int64_t, std::string>>> sameStoredCore(
     db::Db& d, const std::string& path, const std::string& content);
+
+/// A stored core of the same crash as a new one whose bytes are a prefix of the other's.
+struct PrefixCore {
+    int64_t id = 0, source_id = 0;
+    std::string path;
+    bool stored_longer = false;  ///< the stored core is the more complete one
+};
+
+/// The stored core of the same crash as the (uncompressed) core at `path` whose content
+/// fingerprint is `content` when one is cut: the same notes (crashing thread, signal, si_addr,
+/// command) and the shorter one's bytes a prefix of the longer one's (fileCoreFingerprint()
+/// with a limit; a stored `.zst` is decompressed to check). A cut `.zst` and the raw core of
+/// the same crash are one core. nullopt when none, or when `path`'s notes are not whole.
+/// Errors: `path` cannot be read; the store.
+db::Result<std::optional<PrefixCore>> prefixStoredCore(db::Db& d,
+                                                       const std::string& path,
+                                                       const std::string& content);
 
 }  // namespace gpufault

@@ -51,7 +51,8 @@ TempFile::TempFile(TempFile&& o) noexcept
       size_(o.size_),
       head_(std::move(o.head_)),
       checked_(o.checked_),
-      cut_(o.cut_) {
+      cut_(o.cut_),
+      ended_at_(o.ended_at_) {
     o.fd_ = -1;
     o.path_.clear();
 }
@@ -125,6 +126,10 @@ db::Result<void> TempFile::write(std::string_view data) {
 
 std::string_view compressionOf(std::string_view h) {
     if (h.starts_with("\x28\xb5\x2f\xfd")) return "zstd";
+    // A skippable frame (magic 0x184D2A50..5F, little-endian) may come first: libzstd skips it.
+    if (h.size() >= 4 && (static_cast<unsigned char>(h[0]) & 0xf0) == 0x50 &&
+        h.substr(1, 3) == "\x2a\x4d\x18")
+        return "zstd";
     if (h.starts_with("\x1f\x8b")) return "gzip";
     if (h.starts_with("\xfd"
                       "7zXZ"))
@@ -136,9 +141,12 @@ std::string_view compressionOf(std::string_view h) {
 
 namespace {
 
-/// Streams the zstd file at `path` through `out` until it returns false or the data end.
-db::Result<void> unzstd(const std::string& path,
-                        const std::function<db::Result<bool>(std::string_view)>& out) {
+/// Streams the zstd file at `path` through `out` until it returns false or the data end. The
+/// result: nullopt when the stream ended whole (or `out` stopped it), else the file's size in
+/// bytes, the compressed offset where the data end in mid-frame (a cut file: what decompressed
+/// was given to `out`). Skippable frames (at the start too) are skipped by libzstd.
+db::Result<std::optional<uint64_t>> unzstd(
+    const std::string& path, const std::function<db::Result<bool>(std::string_view)>& out) {
     auto opened = coredump::openRegular(path);
     if (!opened) return std::unexpected(err(opened.error().message));
     int fd = *opened;
@@ -171,14 +179,12 @@ db::Result<void> unzstd(const std::string& path,
             auto more = out(std::string_view(buf.data(), ob.pos));
             if (!more)
                 return std::unexpected(err(fmt::format("{}: {}", path, more.error().message)));
-            if (!*more) return {};
+            if (!*more) return std::nullopt;
         }
         offset += static_cast<uint64_t>(n);
     }
-    if (last != 0)
-        return std::unexpected(
-            err(fmt::format("{}: zstd: the data end in mid-frame (cut file)", path)));
-    return {};
+    if (last != 0) return offset;
+    return std::nullopt;
 }
 
 }  // namespace
@@ -212,6 +218,7 @@ db::Result<TempFile> unzstdToTemp(const std::string& path, const UnpackLimits& l
         return !t->cut_;
     });
     if (!r) return std::unexpected(r.error());
+    t->ended_at_ = *r;
     return std::move(*t);
 }
 

@@ -43,6 +43,9 @@ class TempFile {
     uint64_t cap() const { return cap_; }
     /// True when the content went on past the cap and only the first cap() bytes were kept.
     bool cut() const { return cut_; }
+    /// For a cut zstd file (unzstdToTemp()): the compressed offset where its data end in
+    /// mid-frame, which is the file's size; what decompressed before it is the content.
+    std::optional<uint64_t> endedAt() const { return ended_at_; }
 
   private:
     TempFile(std::string path, int fd, uint64_t cap) : path_(std::move(path)), fd_(fd), cap_(cap) {}
@@ -52,6 +55,7 @@ class TempFile {
     std::string head_;  ///< the first 64 bytes, until they are checked
     bool checked_ = false;
     bool cut_ = false;
+    std::optional<uint64_t> ended_at_;
     friend db::Result<TempFile> unzstdToTemp(const std::string&, const UnpackLimits&);
 };
 
@@ -63,8 +67,9 @@ bool isZstdCore(const std::string& path);
 
 /// Decompresses the zstd file at `path` into a temporary file. A core larger than the cap keeps
 /// its first `lim.max_bytes` bytes (TempFile::cut(); systemd-coredump too keeps what fits): read
-/// as a truncated core, stored from its notes when they fit. Errors name the file: not zstd,
-/// corrupt or cut data.
+/// as a truncated core, stored from its notes when they fit. A cut file (its data end in
+/// mid-frame) keeps what decompressed, TempFile::endedAt() saying where the data end: read as a
+/// truncated core too. Errors name the file: not zstd, corrupt data.
 db::Result<TempFile> unzstdToTemp(const std::string& path, const UnpackLimits& lim);
 
 /// Inflates a gzip or zlib stream given in pieces into a temporary file (apport's CoreDump).

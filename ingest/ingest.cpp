@@ -173,6 +173,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
         auto src = fileSource(store, id, static_cast<int64_t>(total), prefix);
         if (!src) return std::unexpected(src.error());
         state = src->state;
+        total = static_cast<uint64_t>(src->size);
         sum.source_id = state.id;
         sum.resumed = src->resumed;
         sum.replaced_source = src->replaced;
@@ -260,7 +261,8 @@ db::Result<IngestSummary> ingestFile(Store& store,
             if (opt.progress) opt.progress(consumedAt, total);
         }
     }
-    stream.finishBatched();
+    // A file may still grow: what is unfinished at its end is read again (finish(true)).
+    stream.finishBatched(id.kind == "file");
     sum.classified_by_reader = channel.classifiedBy().first;
     sum.classified_by_matcher = channel.classifiedBy().second;
     if (stream.error()) return fail(*stream.error());
@@ -305,6 +307,15 @@ db::Result<std::vector<IncidentRecord>> correlateStored(Store& store,
             if (p.is_number_integer())
                 links.run_sources[p.get<int64_t>()].emplace_back(*r.run.source_id, r.id);
     }
+    // The kernel dispatched last before each runtime record that names none (the signature's).
+    std::vector<int64_t> undispatched;
+    for (const auto& r : *ev)
+        if (opensIncident(r.e.kind) && !r.e.kernel && !isKernelSide(r.e.kind))
+            undispatched.push_back(r.id);
+    auto last = queryLastKernels(store.db(), undispatched);
+    if (!last) return std::unexpected(stop && stop() ? interrupted : last.error());
+    for (auto& [id, k] : *last)
+        if (!k.ambiguous()) links.last_kernels.emplace(id, std::move(k.kernel));
     auto incidents = correlateUnless(stop, *ev, {}, links);
     if (!incidents) return std::unexpected(interrupted);
     return std::move(*incidents);

@@ -125,6 +125,20 @@ CoreRecord coreRecord(const coredump::CoreReport& r) {
         c.meta = nlohmann::json{{"threads_total", n.tids.size()}}.dump();
     // An --exe used without proof says so in meta (`exe_unverified`, `exe_named`: the path the
     // core names), for `stack` and `show` to print beside the exe.
+    if (r.stack && r.stack->exe_refused) {  // never stored as the exe (cores.exe stays NULL)
+        auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+        if (!m.is_object()) m = nlohmann::json::object();
+        m["exe_refused"] = *r.stack->exe_refused;
+        c.meta = m.dump();
+    }
+    // Module files not used because they do not fit the core (`modules_refused`): `stack` and
+    // `show` say so beside the frames.
+    if (r.stack && !r.stack->modules_refused.empty()) {
+        auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+        if (!m.is_object()) m = nlohmann::json::object();
+        m["modules_refused"] = r.stack->modules_refused;
+        c.meta = m.dump();
+    }
     if (r.stack && r.stack->exe_unverified) {
         auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
         if (!m.is_object()) m = nlohmann::json::object();
@@ -150,7 +164,7 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
                                          bool own_txn) {
     auto fail = [&](const std::string& m) { return std::unexpected(db::Error{path + ": " + m}); };
     // Never blocks: a FIFO, a device or a directory is "not a regular file" (hostile12c).
-    auto opened = coredump::openRegular(path);
+    auto opened = coredump::openRegular(path, opt.follow_links);
     if (!opened) return std::unexpected(db::Error{opened.error().message});
     int fd = *opened;
     struct stat st {};
@@ -191,11 +205,26 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
         return sum;
     }
 
+    // The same crash, one of the two cut (a cut `.zst` and its raw core): one core, the more
+    // complete one's.
+    auto prefix = prefixStoredCore(store.db(), path, *content);
+    if (!prefix) return std::unexpected(prefix.error());
+    if (*prefix && (*prefix)->stored_longer) {
+        sum.unchanged = true;
+        sum.same_as = fmt::format(
+            "core {} from {}, of which this cut core is a prefix", (*prefix)->id, (*prefix)->path);
+        return sum;
+    }
+
     auto report = coredump::readCore(path, opt);
     if (!report) return std::unexpected(db::Error{report.error().message});
     CoreProvenance prov;
+    prov.supersedes = *prefix;
     prov.content_fingerprint = *content;
-    if (opt.unwind.exe)  // --exe: stored (cores.exe) and inventoried by diagnoses
+    // --exe: stored (cores.exe) and inventoried by diagnoses, unless refused (another
+    // build-id, not an ELF file): then only meta `exe_refused` says why, and the frames did not
+    // use it.
+    if (opt.unwind.exe && !(report->stack && report->stack->exe_refused))
         prov.exe = std::filesystem::absolute(*opt.unwind.exe).lexically_normal().string();
     auto r = storeCoreReport(store, id, *report, prov, own_txn);
     if (!r) return fail(r.error().message);
@@ -287,6 +316,7 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
                                       report.layout.notes.tids.size());
         if (report.stack->exe_refused) sum.warnings.push_back(*report.stack->exe_refused);
         if (report.stack->exe_unverified) sum.warnings.push_back(*report.stack->exe_unverified);
+        for (const auto& w : report.stack->modules_refused) sum.warnings.push_back(w);
         if (const auto* t = coredump::crashingThread(*report.stack)) {
             sum.frames = t->frames.size();
             if (const auto* f = firstSpecific(t->frames)) sum.top = coredump::describeFrame(*f);
@@ -316,6 +346,15 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
                           (report.stack ? ", frames as far as its memory goes)" : ", no stack)");
         note = note ? *note + "; " + cut : cut;
         sum.warnings.push_back(cut);
+    }
+    if (prov.supersedes) {
+        std::string same = fmt::format(
+            "the same crash as core {} from {}, which was cut (its bytes a prefix of this "
+            "core's): replaced by this one",
+            prov.supersedes->id,
+            prov.supersedes->path);
+        note = note ? *note + "; " + same : same;
+        sum.warnings.push_back(same);
     }
     rec.note = note;
     rec.exe = prov.exe;
@@ -350,6 +389,9 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         if (!s) return std::unexpected(s.error());
         if (prov.replace)
             if (auto r = store.dropCoreOf(s->id); !r) return std::unexpected(r.error());
+        if (prov.supersedes)
+            if (auto r = store.dropCoreOf(prov.supersedes->source_id); !r)
+                return std::unexpected(r.error());
         std::optional<int64_t> evidence;
         if (ev) {
             if (auto r = store.addEvidence(s->id, *ev); !r) return std::unexpected(r.error());
@@ -360,9 +402,11 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         auto core = store.addCore(s->id, rec, evidence);
         if (!core) return std::unexpected(core.error());
         std::vector<std::string> warnings;
-        if (report.stack)
+        if (report.stack) {
             for (const auto& w : {report.stack->exe_refused, report.stack->exe_unverified})
                 if (w) warnings.push_back(*w);
+            for (const auto& w : report.stack->modules_refused) warnings.push_back(w);
+        }
         if (report.layout.truncated && note) warnings.push_back(*note);
         for (const auto& w : warnings)
             if (auto r = store.addWarning(s->id, Warning{0, w}); !r)

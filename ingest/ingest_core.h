@@ -54,6 +54,9 @@ struct CoreProvenance {
     /// fileCoreFingerprint() of the uncompressed core (CoreRecord::content_fingerprint).
     std::optional<std::string> content_fingerprint;
     bool replace = false;             ///< drop the core the source holds first (Store::dropCoreOf)
+    /// A stored core of the same crash, cut (prefixStoredCore()): its source's rows are dropped
+    /// in the same transaction, this more complete core's frames win.
+    std::optional<PrefixCore> supersedes;
     nlohmann::json meta = nlohmann::json::object();  ///< merged into cores.meta
 };
 

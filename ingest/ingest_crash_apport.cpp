@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "collectors/coredump/apport.h"
+#include "ingest/core_fingerprint.h"
 #include "ingest/ingest_crash.h"
 #include "ingest/ingest_crash_parts.h"
 #include "ingest/line_reader.h"
@@ -121,8 +122,23 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
                                 coreFirst,
                                 coreLast,
                                 n));
+    // The same core already stored from another file (the core file apport or the kernel also
+    // wrote, another copy of this report): stored once, known by its uncompressed content.
+    auto content = fileCoreFingerprint(tmp->path());
+    if (!content) return fail("CoreDump: " + content.error().message);
+    auto same = sameStoredCore(store.db(), tmp->path(), *content);
+    if (!same) return std::unexpected(same.error());
+    if (*same) {
+        CoreIngestSummary s;
+        s.path = path;
+        s.unchanged = true;
+        s.same_as = fmt::format("core {} from {}", (*same)->first, (*same)->second);
+        return warned(std::move(s));
+    }
+    prov.content_fingerprint = *content;
     auto ro = opt.read;
     ro.name = "core";
+    ro.follow_links = true;  // our temporary file, read through /proc/self/fd/N (a link)
     auto report = cd::readCore(tmp->path(), ro);
     if (!report) {
         auto m = report.error().message;

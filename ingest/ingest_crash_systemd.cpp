@@ -55,8 +55,9 @@ struct KeptCore {
     std::optional<TempFile> tmp;  ///< the decompressed content of a zstd file
     std::string path;             ///< what readCore() reads: `tmp`'s path, or the file
     std::string fingerprint;      ///< fileCoreFingerprint() of the uncompressed content
-    /// Set when the decompressed core passed the cap and only what fits was kept: says so,
-    /// naming the cap (a note of the core and a warning).
+    /// Set when the decompressed core passed the cap and only what fits was kept, or when the
+    /// zstd data end in mid-frame (a cut file): says so, naming the cap or the compressed offset
+    /// (a note of the core and a warning).
     std::optional<std::string> cut;
 };
 
@@ -90,6 +91,16 @@ db::Result<KeptCore> openKeptCore(const std::string& file,
     } else {
         auto tmp = unzstdToTemp(file, opt.unpack);
         if (!tmp) return std::unexpected(tmp.error());
+        if (tmp->size() == 0)  // nothing decompressed: no core to read, cut or not
+            return std::unexpected(db::Error{
+                tmp->endedAt()
+                    ? fmt::format("{}: zstd: the data end in mid-frame at compressed offset {} "
+                                  "(cut file) before any data decompressed",
+                                  file,
+                                  *tmp->endedAt())
+                    : fmt::format("{}: not a zstd frame with data (skippable frames only: "
+                                  "nothing to decompress)",
+                                  file)});
         k.tmp.emplace(std::move(*tmp));
         k.path = k.tmp->path();
         if (k.tmp->cut())
@@ -98,6 +109,14 @@ db::Result<KeptCore> openKeptCore(const std::string& file,
                 "cores.max_unpacked_mib): its first {} MiB kept",
                 k.tmp->cap() >> 20,
                 k.tmp->cap() >> 20);
+        else if (auto at = k.tmp->endedAt())
+            // A cut file: what decompressed is read like a raw core cut there (stored from its
+            // notes when they are whole).
+            k.cut = fmt::format(
+                "zstd: the data end in mid-frame at compressed offset {} (cut file): the {} "
+                "bytes decompressed before it kept",
+                *at,
+                k.tmp->size());
     }
     auto fp = fileCoreFingerprint(k.path);
     if (!fp) return std::unexpected(fp.error());
@@ -111,6 +130,9 @@ db::Result<cd::CoreReport> readOpenedCore(const KeptCore& k,
                                           const CrashOptions& opt) {
     auto ro = opt.read;
     ro.name = baseName(file);
+    // A decompressed copy is our temporary file, read through /proc/self/fd/N (a link); the
+    // file itself was opened as openKeptCore() was told.
+    if (k.tmp) ro.follow_links = true;
     auto r = cd::readCore(k.path, ro);
     if (!r) {
         // The message names the temporary copy: name the file instead.
@@ -187,6 +209,7 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
         } else {
             auto ro = opt.read;
             ro.name = "COREDUMP";
+            ro.follow_links = true;  // our temporary file, read through /proc/self/fd/N
             auto report = cd::readCore(journal_core->file->path(), ro);
             if (report) {
                 auto prov = entryProvenance(e);
@@ -363,7 +386,7 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
         s.unchanged = true;
         return s;
     }
-    auto kept = openKeptCore(path, opt);
+    auto kept = openKeptCore(path, opt, opt.read.follow_links);
     if (!kept) return std::unexpected(kept.error());
     if (*done == Stored::No) {
         // The same core already stored from another file (the uncompressed core, another
@@ -378,9 +401,26 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
             return s;
         }
     }
+    // The same crash, one of the two cut (this `.zst` and its raw core): one core, the more
+    // complete one's.
+    std::optional<PrefixCore> prefix;
+    if (*done == Stored::No) {
+        auto p = prefixStoredCore(store.db(), kept->path, kept->fingerprint);
+        if (!p) return std::unexpected(p.error());
+        if (*p && (*p)->stored_longer) {
+            CoreIngestSummary s;
+            s.path = path;
+            s.unchanged = true;
+            s.same_as = fmt::format(
+                "core {} from {}, of which this cut core is a prefix", (*p)->id, (*p)->path);
+            return s;
+        }
+        prefix = *p;
+    }
     auto report = readOpenedCore(*kept, path, opt);
     if (!report) return std::unexpected(report.error());
     CoreProvenance prov;
+    prov.supersedes = prefix;
     prov.content_fingerprint = kept->fingerprint;
     prov.note = kept->cut;
     prov.replace = *done == Stored::WithoutFile;  // the entry's text stack gives way to the core

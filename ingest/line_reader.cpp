@@ -102,6 +102,10 @@ db::Result<std::string_view> LineReader::peek(size_t n) {
 db::Result<std::optional<std::string_view>> LineReader::next(uint64_t& line_offset,
                                                              bool& truncated) {
     truncated = false;
+    // After a last line without '\n' the stream has ended: the file may have grown since its
+    // end was read, and the next read would hand out the rest of that line as a line of its
+    // own, every later line numbered one too high (issue 3: `ingest` beside gpufaultd).
+    if (unended_) return std::optional<std::string_view>();
     for (;;) {
         const char* s = bufs_[cur_].data() + pos_;
         if (auto* nl = findNewline(s, s + (end_ - pos_))) {

@@ -1,5 +1,6 @@
 #include "ingest/prefix_hash.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,12 @@ std::optional<uint64_t> FilePrefix::at(int64_t len) {
         len_ += n;
     }
     return hash_.value();
+}
+
+std::optional<int64_t> FilePrefix::size() const {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) return std::nullopt;
+    return static_cast<int64_t>(st.st_size);
 }
 
 }  // namespace gpufault

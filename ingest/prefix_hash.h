@@ -67,6 +67,8 @@ class FilePrefix {
     /// The hash of bytes [0, len): continues from the last call when `len` is not below it,
     /// else starts again from 0. nullopt when the file has fewer bytes or cannot be read.
     std::optional<uint64_t> at(int64_t len);
+    /// The file's size now (bytes, fstat); nullopt when it cannot be read.
+    std::optional<int64_t> size() const;
 
   private:
     int fd_;

@@ -51,6 +51,12 @@ db::Result<FileSource> fileSource(Store& store,
     if (!src) return std::unexpected(src.error());
     FileSource out{*src};
     SourceState& st = out.state;
+    // `size` was taken before the row was read: another reader of the growing file (gpufaultd,
+    // a second ingest) may have committed a checkpoint past it since. Compared with that size,
+    // the file looked cut short and its stream was retired, every line stored again in a new
+    // source (issue 3: an ingest beside the daemon). The file's size now, after the read.
+    if (auto now = prefix.size(); now && *now > size) size = *now;
+    out.size = size;
     bool read = st.offset > 0 || st.max_line > 0;
     // Unreadable (cut short while being hashed): not the bytes read before either.
     if (read &&

@@ -41,10 +41,13 @@ struct FileSource {
     /// records kept) and `state` is a new source read from the start. Its id; 0: none.
     int64_t replaced = 0;
     int64_t replaced_offset = 0;  ///< bytes the replaced source had read
+    /// The file's size (bytes) as the decision saw it: the size given, or the size after the
+    /// source's row was read when the file had grown since.
+    int64_t size = 0;
 };
 
 /// Finds (or creates) the source of file `id` (kind "file", device and inode set) of `size`
-/// bytes and decides where to read it from, checking the stored checkpoint's prefix hash with
+/// bytes (taken again after the row is read: the file may have grown) and decides where to read it from, checking the stored checkpoint's prefix hash with
 /// `prefix` (the file's; at most kPrefixHashCap bytes hashed). Retiring a replaced source is
 /// its own transaction (no transaction may be open). Errors: the store's.
 db::Result<FileSource> fileSource(Store& store,

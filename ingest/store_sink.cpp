@@ -39,6 +39,8 @@ void StoreSink::markTruncated(uint64_t line) {
 void StoreSink::evidence(Evidence&& e) {
     if (std::find(truncated_.begin(), truncated_.end(), e.line) != truncated_.end())
         e.setAttr("truncated", "1");
+    if (std::find(unended_.begin(), unended_.end(), e.line) != unended_.end())
+        e.setAttr("unended", "1");
     flushFor(e.kind, e.pid, e.rank, e.line);
     auto r = store_.addEvidence(source_, e);
     check(r);

@@ -82,6 +82,13 @@ class StoreSink final : public Sink {
     /// `truncated=1` (the last 64 such lines are remembered).
     void markTruncated(uint64_t line);
 
+    /// Records starting at line `line` get attr `unended=1`: they hold what a last line without
+    /// its newline said so far, and a value in it (an address) may be cut (the last 8 such
+    /// lines are remembered).
+    void markUnended(uint64_t line) {
+        unended_.push_back(line);
+        if (unended_.size() > 8) unended_.pop_front();
+    }
     /// Dispatches at line `line` and after are not counted (a last line without its newline:
     /// its reader counts it once it is whole, SourceState::unended); their rows are kept.
     void uncountedFrom(uint64_t line) { countBefore_ = std::min(countBefore_, line); }
@@ -253,6 +260,7 @@ class StoreSink final : public Sink {
     std::array<RecentWindow, 64> recentWindows_{};
     std::optional<db::Error> error_;
     std::deque<uint64_t> truncated_;
+    std::deque<uint64_t> unended_;  ///< markUnended()
     /// loadHeld()'s first line: held_dispatches rows from it on go at the next persistHeld().
     std::optional<uint64_t> staleHeldFrom_;
 };

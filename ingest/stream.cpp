@@ -51,11 +51,29 @@ std::string longLineWarning() {
 }
 }  // namespace
 
+std::vector<uint64_t> StreamIngest::unendedBefore(uint64_t line) {
+    sink_.markUnended(line);
+    std::vector<uint64_t> open;
+    open.reserve(pipe_.matchers().size());
+    for (const auto& m : pipe_.matchers()) {
+        auto o = m->openSince();
+        open.push_back(o && o != m->foldedSince() ? *o : 0);  // a fold holds its first line
+    }
+    return open;
+}
+
+void StreamIngest::unendedAfter(const std::vector<uint64_t>& open) {
+    for (size_t i = 0; i < open.size() && i < pipe_.matchers().size(); ++i)
+        if (open[i] && pipe_.matchers()[i]->openSince() == open[i]) sink_.markUnended(open[i]);
+}
+
 void StreamIngest::feed(std::string_view line, int64_t position, bool truncated, bool unended) {
     replaceUnended();
+    std::vector<uint64_t> open;
     if (unended) {
         unended_ = {lineNo_ + 1, position};
         sink_.uncountedFrom(lineNo_ + 1);
+        open = unendedBefore(lineNo_ + 1);
     }
     ++lineNo_;
     ++uncommitted_;
@@ -67,6 +85,7 @@ void StreamIngest::feed(std::string_view line, int64_t position, bool truncated,
         sink_.warning(Warning{lineNo_, longLineWarning()});
     }
     pipe_.feedLine(lineNo_, line);
+    if (unended) unendedAfter(open);
 }
 
 void StreamIngest::warnLast(std::string message) {
@@ -77,9 +96,11 @@ void StreamIngest::matchBatch(const LineBatch& b) {
     const uint64_t first = b.first_line;
     const size_t n = b.lines();
     if (n) replaceUnended();
+    std::vector<uint64_t> open;
     if (b.unended && n) {
         unended_ = {first, static_cast<int64_t>(b.offsetOf(0))};
         sink_.uncountedFrom(first);
+        open = unendedBefore(first);
     }
     // Positions of the lines a matcher or a dispatch window can name (every line the decoder
     // sees) and of the batch's first line: all a checkpoint asks for.
@@ -114,19 +135,42 @@ void StreamIngest::matchBatch(const LineBatch& b) {
         next = k.index + 1;
     }
     walk(n);
+    if (b.unended && n) unendedAfter(open);
     positions_.addRun(first, n, std::move(pos));
     lineNo_ += n;
     sum_.lines += n;
     uncommitted_ += n;
 }
 
-void StreamIngest::finishBatched() {
-    finish();
+void StreamIngest::finishBatched(bool mayGrow) {
+    finish(mayGrow);
 }
 
-void StreamIngest::finish() {
+void StreamIngest::finish(bool mayGrow) {
+    if (mayGrow) {
+        // As checkpoint() of a stream that goes on: old folds close first (the same records).
+        if (pipe_.decoderQuiet()) pipe_.closeFolds(lineNo_ + 1);
+        endResume_ = openResumeLine();
+    }
     pipe_.finish();
     sink_.flushWindows();
+}
+
+uint64_t StreamIngest::openResumeLine() const {
+    // Resume where the oldest unfinished block starts (it must be among the remembered line
+    // positions, else the previous checkpoint stays), or earlier where a held dispatch of the
+    // context window starts — its first ArgN line — or a launch still listing its ArgN lines
+    // starts (both clamped to what is remembered).
+    std::optional<uint64_t> open;
+    for (const auto& m : pipe_.matchers())
+        if (auto o = m->openSince(); o && (!open || *o < *open)) open = o;
+    uint64_t resumeLine = open ? *open : lineNo_ + 1;
+    std::optional<uint64_t> held = sink_.oldestHeldLine();
+    for (const auto& m : pipe_.matchers())
+        if (auto c = m->contextSince(); c && (!held || *c < *held)) held = c;
+    if (held && *held < resumeLine)
+        resumeLine = std::max(*held, positions_.oldest().value_or(*held));
+    return resumeLine;
 }
 
 void StreamIngest::flushIdle() {
@@ -148,24 +192,13 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
     cp.max_line = std::max(state_.max_line, static_cast<int64_t>(lineNo_));
     cp.complete = complete;
     cp.prefix_hash.reset();  // for the new offset: only `adjust` knows it (file sources)
-    // Resume where the oldest unfinished block starts (it must be among the remembered line
-    // positions, else the previous checkpoint stays), or earlier where a held dispatch of the
-    // context window starts — its first ArgN line — or a launch still listing its ArgN lines
-    // starts (both clamped to what is remembered).
-    std::optional<uint64_t> open;
-    if (!complete)
-        for (const auto& m : pipe_.matchers())
-            if (auto o = m->openSince(); o && (!open || *o < *open)) open = o;
-    uint64_t resumeLine = open ? *open : lineNo_ + 1;
-    std::optional<uint64_t> held = sink_.oldestHeldLine();
-    if (!complete)
-        for (const auto& m : pipe_.matchers())
-            if (auto c = m->contextSince(); c && (!held || *c < *held)) held = c;
-    if (!complete && held && *held < resumeLine)
-        resumeLine = std::max(*held, positions_.oldest().value_or(*held));
+    // A stream that goes on (or ended only for now: finish(true)) resumes at its oldest
+    // unfinished block or held context (openResumeLine()).
+    const bool reread = !complete || endResume_;
+    uint64_t resumeLine = !complete ? openResumeLine() : endResume_.value_or(lineNo_ + 1);
     // Not inside a fold closed already (its repeats read again would make a second record):
     // at its first line, at most two fold spans back (else the previous checkpoint stays).
-    for (bool moved = !complete; moved;) {
+    for (bool moved = reread; moved;) {
         moved = false;
         for (const auto& m : pipe_.matchers())
             if (auto f = m->closedFoldAround(resumeLine)) {
@@ -183,6 +216,9 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
         cp.max_line = std::max(state_.max_line, static_cast<int64_t>(unended_->first - 1));
         cp.unended = true;
     }
+    // What a stream that ended only for now stored from the resume line on is stored again
+    // by the next reader (finish(true)): a fold's count, a completed block, a dispatch window.
+    if (endResume_ && resumeLine <= lineNo_) cp.unended = true;
     if (unended_ && resumeLine >= unended_->first) {
         cp.offset = unended_->second;
         cp.line = static_cast<int64_t>(unended_->first - 1);
@@ -194,7 +230,7 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
         cp.line = static_cast<int64_t>(resumeLine - 1);
     }
     // Held dispatches before the resume line are not read again: the store keeps them.
-    if (complete)
+    if (!reread)
         sink_.clearHeld();
     else
         heldRows_ += sink_.persistHeld(static_cast<uint64_t>(cp.line) + 1);

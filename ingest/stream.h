@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "collectors/pipeline.h"
 #include "ingest/ingest.h"
@@ -46,8 +47,13 @@ class StreamIngest {
     /// A warning about the line fed last (stored with the source's records, e.g. "the last
     /// line of a rotated file had no newline").
     void warnLast(std::string message);
-    /// End of stream: completes open blocks and writes every dispatch window.
-    void finish();
+    /// End of stream: completes open blocks and writes every dispatch window. `mayGrow`: the
+    /// stream ends only for now (`gpufault ingest` of a file: a job may still write to it). Its
+    /// unfinished blocks, folds and dispatch windows are stored as at an end, but the next
+    /// checkpoint() goes where a reader that went on would resume (the start of the oldest of
+    /// them, as for a stream not complete) with SourceState::unended: the next reader replaces
+    /// the rows stored from there on (a fold's count, a block's record) instead of adding to them.
+    void finish(bool mayGrow = false);
 
     // The same for `gpufault ingest`, whose reading thread splits the lines into batches that
     // either thread classifies (LineBatch, BatchChannel); these two take them in order.
@@ -59,8 +65,8 @@ class StreamIngest {
     /// where feed() has them, positions and counts; the same records as feed() of each line.
     void matchBatch(const LineBatch& b);
     /// End of a batched stream: the decoder's held lines, the matchers' open blocks and every
-    /// dispatch window (finish()).
-    void finishBatched();
+    /// dispatch window (finish(), with `mayGrow` as there).
+    void finishBatched(bool mayGrow = false);
     /// The stream went quiet: completes open blocks (a fault line at the end of a live log
     /// must not wait for the next line to be stored) and publishes folded records with their
     /// count so far, which stay open (TextPipeline::quiet()); the dispatch windows stay held.
@@ -108,6 +114,19 @@ class StreamIngest {
 
   private:
     static constexpr size_t kRemembered = 65536;  ///< line positions kept for checkpoints
+    /// Where a stream that goes on resumes: the first line of the oldest open block (folds
+    /// included), or earlier that of the oldest held dispatch or pending context, clamped to the
+    /// remembered positions; lineNo() + 1 when nothing is open or held.
+    uint64_t openResumeLine() const;
+    /// Before the last line without its newline (`line`) is matched: its records get attr
+    /// `unended=1` (StoreSink::markUnended), and so do the blocks open now that it continues
+    /// (their records are completed at the end with what it said so far). Returns those
+    /// blocks' first lines per matcher (0: none), for unendedAfter().
+    std::vector<uint64_t> unendedBefore(uint64_t line);
+    /// After that line was matched: the blocks it continued (still open since the same line).
+    void unendedAfter(const std::vector<uint64_t>& open);
+    /// finish(true)'s openResumeLine(), taken before the open blocks were completed.
+    std::optional<uint64_t> endResume_;
     /// Before the first line is stored: the rows of a line stored without its newline, read
     /// again now, are deleted (SourceState::unended).
     void replaceUnended();

@@ -168,4 +168,25 @@ db::Result<std::vector<CoreCandidate>> queryCoresByHeadFingerprint(db::Db& d,
     return out;
 }
 
+db::Result<std::vector<CrashCandidate>> queryCoresOfCrash(db::Db& d,
+                                                          int64_t tid,
+                                                          std::optional<int64_t> signal,
+                                                          std::optional<int64_t> fault_address,
+                                                          const std::string& process) {
+    auto st = d.prepare(
+        "SELECT c.id, c.source_id, c.path, c.content_fingerprint FROM sources s JOIN cores c ON "
+        "c.source_id = s.id WHERE s.complete = 1 AND c.content_fingerprint LIKE 'core2-%' AND "
+        "c.tid = ?1 AND c.signal IS ?2 AND c.si_addr IS ?3 AND c.process = ?4 ORDER BY c.id");
+    if (!st) return std::unexpected(st.error());
+    st->bind(1, tid).bind(2, signal).bind(3, fault_address).bind(4, process);
+    std::vector<CrashCandidate> out;
+    for (;;) {
+        auto row = st->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        out.push_back(CrashCandidate{st->i64(0), st->i64(1), st->str(2), st->str(3)});
+    }
+    return out;
+}
+
 }  // namespace gpufault

@@ -55,4 +55,20 @@ struct CoreCandidate {
 db::Result<std::vector<CoreCandidate>> queryCoresByHeadFingerprint(db::Db& d,
                                                                    const std::string& head);
 
+/// A stored core of the same crash as a new one, by its notes: id, source, path and content
+/// fingerprint (`core2-<hash>-<size>`).
+struct CrashCandidate {
+    int64_t id = 0, source_id = 0;
+    std::string path, content_fingerprint;
+};
+/// Cores with a `core2-` content fingerprint whose notes named the crashing thread `tid`, the
+/// signal `signal`, the fault address `fault_address` (siginfo si_addr) (both NULL when unknown) and the command
+/// `process`, oldest first. Candidates only: the caller proves one's bytes a prefix of the
+/// other's.
+db::Result<std::vector<CrashCandidate>> queryCoresOfCrash(db::Db& d,
+                                                          int64_t tid,
+                                                          std::optional<int64_t> signal,
+                                                          std::optional<int64_t> fault_address,
+                                                          const std::string& process);
+
 }  // namespace gpufault

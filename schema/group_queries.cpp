@@ -16,16 +16,16 @@ constexpr const char* kIncidents =
     "ORDER BY id";
 
 /// Their member records, by incident then id: kind, time (the record's instant, else its core's),
-/// crash frame, client, input, and the runs (id TAB host) and device hosts of the record, joined
-/// by newlines. One pass with index lookups (a subquery per incident over all members was
-/// quadratic: 190 s for the 112 incidents of the real fixtures).
+/// crash frame, client, input, the runs (id TAB host) and device hosts of the record, joined
+/// by newlines, and its Xid. One pass with index lookups (a subquery per incident over all members
+/// was quadratic: 190 s for the 112 incidents of the real fixtures).
 constexpr const char* kMembers =
     "SELECT m.incident_id, e.kind, ifnull(e.wall_utc_us, (SELECT c.time * 1000000 FROM cores c "
     "WHERE c.evidence_id = e.id)), json_extract(e.attrs, '$.frame'), e.client, e.source_id, "
     "(SELECT group_concat(r.id || char(9) || ifnull(r.host, ''), char(10)) FROM runs r WHERE "
     "r.source_id = e.source_id), "
     "(SELECT group_concat(dv.host, char(10)) FROM evidence_device ed JOIN devices dv ON dv.id = "
-    "ed.device_id WHERE ed.evidence_id = e.id AND dv.host != '') "
+    "ed.device_id WHERE ed.evidence_id = e.id AND dv.host != ''), e.xid "
     "FROM incident_evidence m JOIN evidence e ON e.id = m.evidence_id WHERE m.role = 'member' "
     "ORDER BY m.incident_id, e.id";
 
@@ -99,6 +99,7 @@ db::Result<std::vector<IncidentGroup>> queryIncidentGroups(db::Db& d, size_t exa
         }
         if (first && !g.frame) g.frame = m->optStr(3);
         if (first && !g.client) g.client = m->optStr(4);
+        if (first && !g.xid) g.xid = m->optI64(8);
         set.sources.insert(std::to_string(m->i64(5)));
         for (auto& r : lines(m->optStr(6))) {
             auto tab = r.find('\t');

@@ -20,6 +20,9 @@ struct IncidentGroup {
     /// thread (`symbol (module + 0xoff)`), each unset when none says it.
     std::string kind, kinds;
     std::optional<std::string> vendor, reason, kernel, client, frame;
+    /// the NVIDIA Xid number a member record of the first incident states (part of the signature:
+    /// correlate/ signatureOf()); unset when none states one
+    std::optional<int64_t> xid;
     int64_t incidents = 0;
     int64_t processes = 0;  ///< distinct (pid, process name) pairs among the incidents with a pid
     int64_t runs = 0;       ///< distinct `gpufault run` jobs whose output holds a member record

@@ -19,14 +19,28 @@ constexpr const char* kEvidenceColumns =
     "e.runtime_tid, e.vmid, e.pasid, e.hub, e.retry, e.client, e.status, e.access, e.reason, "
     "e.xid, e.kernel, e.module, e.module_offset, e.rank, e.count, e.wall_utc_us, e.wall_zone, "
     "e.attrs, e.raw";
-/// The same columns with raw left empty and of attrs only `journal_pid` (what correlation needs,
-/// a tenth of the memory). Columns of kEvidenceColumns: what a query selects after them starts
+/// The same columns with raw left empty and of attrs only `journal_pid` and `stack` (what
+/// correlation needs: the join, and a core's stack signature in the incident's signature; a
+/// tenth of the memory). Columns of kEvidenceColumns: what a query selects after them starts
 /// here.
 constexpr int kEvidenceCount = 36;
+
+/// SQL: the line of the last process-ending record (ROCr's fault: the runtime aborts) before
+/// the record `e` (an alias) in its stream and rank, when neither states a pid; 0 when none.
+/// A stream that states no pid holds one program's runs one after another: the operands and
+/// dispatches before that line are an earlier process's (docs/correlation.md "Contradictions").
+std::string processStartSql(std::string_view e) {
+    return fmt::format(
+        "ifnull((SELECT max(px.line) FROM evidence px WHERE px.source_id = {0}.source_id AND "
+        "px.kind = 'rocr_memory_fault' AND px.pid IS NULL AND px.rank IS {0}.rank AND px.line < "
+        "{0}.line AND {0}.pid IS NULL), 0)",
+        e);
+}
 const std::string kEvidenceColumnsNoText =
     std::string(kEvidenceColumns).substr(0, std::string_view(kEvidenceColumns).find("e.attrs")) +
-    "CASE WHEN instr(e.attrs, '\"journal_pid\"') > 0 THEN json_object('journal_pid', "
-    "json_extract(e.attrs, '$.journal_pid')) END, ''";
+    "CASE WHEN instr(e.attrs, '\"journal_pid\"') > 0 OR instr(e.attrs, '\"stack\"') > 0 THEN "
+    "json_object('journal_pid', json_extract(e.attrs, '$.journal_pid'), 'stack', "
+    "json_extract(e.attrs, '$.stack')) END, ''";
 
 std::optional<bool> optBool(const db::Stmt& s, int c) {
     return s.isNull(c) ? std::nullopt : std::optional<bool>(s.i64(c) != 0);
@@ -78,7 +92,8 @@ StoredEvidence readEvidence(const db::Stmt& s, int c0 = 0) {
         auto j = nlohmann::json::parse(*a, nullptr, false);
         if (j.is_object())
             for (auto& [k, v] : j.items())
-                e.attrs.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+                if (!v.is_null())  // a key the lean columns ask for that this row lacks
+                    e.attrs.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
     }
     e.raw = s.str(c++);
     return r;
@@ -273,10 +288,15 @@ db::Result<std::vector<ProcessRow>> queryProcesses(db::Db& d, std::optional<int6
 db::Result<DeviceHistory> queryDeviceHistory(db::Db& d, const std::string& pci) {
     DeviceHistory h;
     std::string cols = kEvidenceColumnsNoText;
+    // "Last": in the log stored last (the source of the newest row), its last line. A parser
+    // may store a held record after the records of later lines, so within one log the id is
+    // not line order; across logs it is the only order the store knows.
     auto reset = d.prepare(fmt::format(
         "SELECT {} FROM evidence e JOIN sources s ON s.id = e.source_id WHERE e.pci = ?1 AND "
-        "e.kind = 'gpu_reset' AND json_extract(e.attrs, '$.result') = 'succeeded' ORDER BY e.id "
-        "DESC LIMIT 1",
+        "e.kind = 'gpu_reset' AND json_extract(e.attrs, '$.result') = 'succeeded' ORDER BY "
+        "e.source_id = (SELECT x.source_id FROM evidence x WHERE x.pci = ?1 AND x.kind = "
+        "'gpu_reset' AND json_extract(x.attrs, '$.result') = 'succeeded' ORDER BY x.id DESC "
+        "LIMIT 1) DESC, e.line DESC, e.id DESC LIMIT 1",
         cols));
     if (!reset) return std::unexpected(reset.error());
     reset->bind(1, pci);
@@ -292,16 +312,17 @@ db::Result<DeviceHistory> queryDeviceHistory(db::Db& d, const std::string& pci) 
         afterSource = h.last_good_reset->source_id;
         afterLine = static_cast<int64_t>(h.last_good_reset->e.line);
     }
+    // The fault records after the baseline (same "last" as above), counted and the last one.
     auto faults = d.prepare(fmt::format(
-        "SELECT {}, (SELECT count(*) FROM evidence x WHERE x.pci = ?1 AND (CASE WHEN x.source_id = ?3 THEN x.line > ?4 ELSE x.id > ?2 END) AND (x.kind "
-        "IN ('amdgpu_page_fault', 'nvidia_xid') OR (x.kind = 'gpu_reset' AND "
+        "WITH f AS (SELECT x.id, x.source_id, x.line FROM evidence x WHERE x.pci = ?1 AND (CASE "
+        "WHEN x.source_id = ?3 THEN x.line > ?4 ELSE x.id > ?2 END) AND (x.kind IN "
+        "('amdgpu_page_fault', 'nvidia_xid') OR (x.kind = 'gpu_reset' AND "
         "ifnull(json_extract(x.attrs, '$.result'), '') != 'succeeded' AND "
-        "ifnull(json_extract(x.attrs, '$.trigger'), '') != 'reset_begin'))) FROM evidence e JOIN "
-        "sources s ON s.id = e.source_id WHERE e.pci = ?1 AND (CASE WHEN e.source_id = ?3 THEN e.line > ?4 ELSE e.id > ?2 END) AND (e.kind IN "
-        "('amdgpu_page_fault', 'nvidia_xid') OR (e.kind = 'gpu_reset' AND "
-        "ifnull(json_extract(e.attrs, '$.result'), '') != 'succeeded' AND "
-        "ifnull(json_extract(e.attrs, '$.trigger'), '') != 'reset_begin')) ORDER BY e.id DESC "
-        "LIMIT 1",
+        "ifnull(json_extract(x.attrs, '$.trigger'), '') != 'reset_begin'))), "
+        "last AS (SELECT f.id FROM f ORDER BY f.source_id = (SELECT source_id FROM f ORDER BY id "
+        "DESC LIMIT 1) DESC, f.line DESC, f.id DESC LIMIT 1) "
+        "SELECT {}, (SELECT count(*) FROM f) FROM evidence e JOIN sources s ON s.id = "
+        "e.source_id WHERE e.id = (SELECT id FROM last)",
         cols));
     if (!faults) return std::unexpected(faults.error());
     faults->bind(1, pci).bind(2, after).bind(3, afterSource).bind(4, afterLine);
@@ -386,7 +407,11 @@ db::Result<std::vector<IncidentMemberRow>> queryIncidentMembers(db::Db& d, int64
     });
 }
 
-db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t incident) {
+db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d,
+                                                            int64_t incident,
+                                                            size_t nearest,
+                                                            size_t latest,
+                                                            std::map<int64_t, int64_t>* totals) {
     // Operands of the fault's own stream (the view), then operands of the incident's other
     // member streams: a kernel record (Xid 31, amdgpu) joined to a job's output by a process
     // link has its operands there. Across streams lines do not order: no rank in time, and
@@ -399,8 +424,9 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
         "SELECT * FROM (SELECT v.evidence_id, v.address, v.distance AS dist, v.from_ptr, v.inside, "
         "v.same_2mib, "
         "v.rank_in_time, {0}, o.line AS oline, v.operand_line > v.fault_line FROM "
-        "fault_operand_distance v JOIN operands o ON o.id = v.operand_id {1} WHERE v.evidence_id "
-        "IN (SELECT evidence_id FROM members) "
+        "fault_operand_distance v JOIN operands o ON o.id = v.operand_id {1} JOIN evidence fe ON "
+        "fe.id = v.evidence_id WHERE v.evidence_id IN (SELECT evidence_id FROM members) AND "
+        "v.operand_line > {2} "
         "UNION ALL "
         "SELECT e.id, e.address, NULL, NULL, NULL, NULL, NULL, {0}, o.line, 0 FROM evidence e "
         "JOIN operands o ON o.source_id IN "
@@ -408,10 +434,11 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
         "NULL OR e.rank IS NULL OR o.rank = e.rank) {1} WHERE e.id IN "
         "(SELECT evidence_id FROM members) AND e.address IS NOT NULL)",
         kOperandColumns,
-        kOperandJoins));
+        kOperandJoins,
+        processStartSql("fe")));
     if (!s) return std::unexpected(s.error());
     s->bind(1, incident);
-    auto rows = collect<DistanceRow>(*s, [](const db::Stmt& st) {
+    auto read = [](const db::Stmt& st) {
         DistanceRow r;
         r.evidence_id = st.i64(0);
         r.address = static_cast<uint64_t>(st.i64(1));
@@ -425,29 +452,74 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t i
         r.same_2mib = m.same_2mib;
         r.after_fault = st.optI64(23).value_or(0) != 0;
         return r;
-    });
-    if (rows)
-        std::stable_sort(
-            rows->begin(), rows->end(), [](const DistanceRow& x, const DistanceRow& y) {
-                if (x.after_fault != y.after_fault) return y.after_fault;
-                auto dx = distanceOrder(x.distance), dy = distanceOrder(y.distance);
-                if (dx != dy) return dx < dy;
-                return x.op.o.line < y.op.o.line;
-            });
-    return rows;
+    };
+    auto byDistance = [](const DistanceRow& x, const DistanceRow& y) {
+        if (x.after_fault != y.after_fault) return y.after_fault;
+        auto dx = distanceOrder(x.distance), dy = distanceOrder(y.distance);
+        if (dx != dy) return dx < dy;
+        // ties: by ORDER (rank in time before the fault; other streams' have none)
+        if (x.rank_in_time.has_value() != y.rank_in_time.has_value())
+            return x.rank_in_time.has_value();
+        if (x.rank_in_time != y.rank_in_time) return *x.rank_in_time < *y.rank_in_time;
+        return x.op.o.line < y.op.o.line;
+    };
+    auto byTime = [](const DistanceRow& x, const DistanceRow& y) {
+        return x.rank_in_time.value_or(INT64_MAX) < y.rank_in_time.value_or(INT64_MAX);
+    };
+    // Keeps, per record, the `nearest` first by distance and the `latest` first by time.
+    auto trim = [&](std::vector<DistanceRow>& rows) {
+        std::stable_sort(rows.begin(), rows.end(), byDistance);
+        if (rows.size() <= nearest) return;
+        std::vector<DistanceRow> rest(std::make_move_iterator(rows.begin() + nearest),
+                                      std::make_move_iterator(rows.end()));
+        rows.resize(nearest);
+        size_t k = std::min(latest, rest.size());
+        std::partial_sort(rest.begin(), rest.begin() + static_cast<long>(k), rest.end(), byTime);
+        rows.insert(rows.end(),
+                    std::make_move_iterator(rest.begin()),
+                    std::make_move_iterator(rest.begin() + static_cast<long>(k)));
+        std::stable_sort(rows.begin(), rows.end(), byDistance);
+    };
+    std::map<int64_t, std::vector<DistanceRow>> per;
+    std::map<int64_t, int64_t> counts;
+    size_t cap = nearest == SIZE_MAX ? SIZE_MAX : 2 * (nearest + latest) + 64;
+    for (;;) {
+        auto row = s->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        auto r = read(*s);
+        ++counts[r.evidence_id];
+        auto& bucket = per[r.evidence_id];
+        bucket.push_back(std::move(r));
+        if (bucket.size() > cap) trim(bucket);
+    }
+    std::vector<DistanceRow> out;
+    for (auto& [id, rows] : per) {
+        trim(rows);
+        out.insert(out.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+    }
+    std::stable_sort(out.begin(), out.end(), byDistance);
+    if (totals) *totals = std::move(counts);
+    return out;
 }
 
 db::Result<std::vector<DispatchRow>> queryIncidentDispatches(db::Db& d,
                                                              int64_t incident,
                                                              int limit) {
-    auto s = d.prepare(
+    // Only before the incident's first record of each stream (a dispatch logged after the
+    // fault is no candidate for its kernel) and after the end of an earlier process there.
+    auto s = d.prepare(fmt::format(
         "SELECT d.id, s.path, d.line, d.runtime_us, d.pid, d.runtime_tid, k.name, d.rank FROM "
         "dispatches d JOIN sources s ON s.id = d.source_id JOIN kernels k ON k.id = d.kernel_id "
         "WHERE d.id IN (SELECT d2.id FROM incident_evidence m JOIN evidence e ON e.id = "
         "m.evidence_id JOIN dispatches d2 ON d2.source_id = e.source_id AND d2.line < e.line AND "
+        "d2.line > {} AND "
         "(d2.pid IS NULL OR e.pid IS NULL OR d2.pid = e.pid) AND (d2.rank IS NULL OR e.rank IS "
-        "NULL OR d2.rank = e.rank) WHERE m.incident_id = ?1 AND m.role = 'member') "
-        "ORDER BY d.source_id, d.line DESC LIMIT ?2");
+        "NULL OR d2.rank = e.rank) WHERE m.incident_id = ?1 AND m.role = 'member' AND NOT EXISTS "
+        "(SELECT 1 FROM incident_evidence m3 JOIN evidence e3 ON e3.id = m3.evidence_id WHERE "
+        "m3.incident_id = ?1 AND m3.role = 'member' AND e3.source_id = e.source_id AND e3.line < "
+        "e.line)) ORDER BY d.source_id, d.line DESC LIMIT ?2",
+        processStartSql("e")));
     if (!s) return std::unexpected(s.error());
     s->bind(1, incident).bind(2, static_cast<int64_t>(limit));
     return collect<DispatchRow>(*s, readDispatch);
@@ -471,35 +543,70 @@ std::optional<LastKernel> lastKernelOf(const std::vector<DispatchRow>& newestFir
     return k;
 }
 
+db::Result<std::map<int64_t, LastKernel>> queryLastKernels(db::Db& d,
+                                                           const std::vector<int64_t>& evidence) {
+    // The pairing of queryIncidentDispatches(), for one record: its stream's dispatches before
+    // its line, of its pid and rank where both state one (newest first, via the index on
+    // (source_id, line)).
+    auto s = d.prepare(
+        "SELECT d.id, s.path, d.line, d.runtime_us, d.pid, d.runtime_tid, k.name, d.rank FROM "
+        "evidence e JOIN dispatches d ON d.source_id = e.source_id AND d.line < e.line AND "
+        "(d.pid IS NULL OR e.pid IS NULL OR d.pid = e.pid) AND (d.rank IS NULL OR e.rank IS "
+        "NULL OR d.rank = e.rank) JOIN sources s ON s.id = d.source_id JOIN kernels k ON k.id = "
+        "d.kernel_id WHERE e.id = ?1 ORDER BY d.line DESC LIMIT ?2");
+    if (!s) return std::unexpected(s.error());
+    std::map<int64_t, LastKernel> out;
+    for (int64_t id : evidence) {
+        s->reset();
+        s->bind(1, id).bind(2, static_cast<int64_t>(kLastKernelWindow));
+        auto rows = collect<DispatchRow>(*s, readDispatch);
+        if (!rows) return std::unexpected(rows.error());
+        if (auto k = lastKernelOf(*rows)) out.emplace(id, std::move(*k));
+    }
+    return out;
+}
+
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
     auto s = d.prepare(fmt::format(
         "WITH nearest AS (SELECT evidence_id, name, distance, inside, rank_in_time IS NULL AS "
         "after FROM (SELECT v.*, row_number() OVER (PARTITION BY v.evidence_id ORDER BY "
         "v.rank_in_time IS NULL, v.distance IS NULL, CASE WHEN v.distance < 0 THEN "
         "-(v.distance + 1) ELSE v.distance - 1 END, v.inside DESC, v.operand_line DESC) AS rn "
-        "FROM fault_operand_distance v) WHERE rn = 1) "
-        "SELECT {}, (SELECT incident_id FROM incident_evidence m WHERE m.evidence_id = e.id AND "
-        "m.role = 'member'), n.name, n.distance, n.inside, (SELECT k.name FROM dispatches dd JOIN "
-        "kernels k ON k.id = dd.kernel_id WHERE dd.source_id = e.source_id AND dd.line < e.line "
-        "AND (dd.pid IS NULL OR e.pid IS NULL OR dd.pid = e.pid) AND (dd.rank IS NULL OR e.rank "
-        "IS NULL OR dd.rank = e.rank) ORDER BY dd.line DESC LIMIT 1), n.after "
+        "FROM fault_operand_distance v JOIN evidence fe ON fe.id = v.evidence_id WHERE "
+        "v.operand_line > {1}) WHERE rn = 1) "
+        "SELECT {0}, (SELECT incident_id FROM incident_evidence m WHERE m.evidence_id = e.id AND "
+        "m.role = 'member'), n.name, n.distance, n.inside, n.after "
         "FROM evidence e JOIN sources s ON s.id = e.source_id LEFT JOIN nearest n ON "
         "n.evidence_id = e.id WHERE e.kind IN ('amdgpu_page_fault', 'rocr_memory_fault', "
         "'nvidia_xid', 'sanitizer_report', 'cpu_segfault', 'coredump') ORDER BY e.source_id, "
         "e.line, e.id",
-        kEvidenceColumns));
+        kEvidenceColumns,
+        processStartSql("fe")));
     if (!s) return std::unexpected(s.error());
-    return collect<FaultRow>(*s, [](const db::Stmt& st) {
+    auto rows = collect<FaultRow>(*s, [](const db::Stmt& st) {
         FaultRow r;
         r.ev = readEvidence(st);
         r.incident = st.optI64(kEvidenceCount);
         r.nearest = st.optStr(kEvidenceCount + 1);
         r.nearest_distance = st.optI64(kEvidenceCount + 2);
         r.nearest_inside = st.optI64(kEvidenceCount + 3).value_or(0) != 0;
-        r.last_kernel = st.optStr(kEvidenceCount + 4);
-        r.nearest_after = st.optI64(kEvidenceCount + 5).value_or(0) != 0;
+        r.nearest_after = st.optI64(kEvidenceCount + 4).value_or(0) != 0;
         return r;
     });
+    if (!rows) return rows;
+    std::vector<int64_t> ids;
+    for (const auto& r : *rows) ids.push_back(r.ev.id);
+    auto last = queryLastKernels(d, ids);
+    if (!last) return std::unexpected(last.error());
+    for (auto& r : *rows) {
+        auto k = last->find(r.ev.id);
+        if (k == last->end()) continue;
+        if (k->second.ambiguous())
+            r.kernel_candidates = k->second.by_process;
+        else
+            r.last_kernel = k->second.kernel;
+    }
+    return rows;
 }
 
 namespace {

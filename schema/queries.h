@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -108,8 +109,16 @@ struct DistanceRow {
 /// null: lines of different streams do not order). Distances are computed here from the stored
 /// address, ptr and end in unsigned arithmetic (exact for every 64-bit address), ordered with
 /// the operands logged after the fault last, then by |distance| (refused ones last), then by
-/// operand line.
-db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d, int64_t incident);
+/// rank in time (those without one last), then by operand line. Per fault record only the
+/// `nearest` first in that order and the `latest` with the highest rank in time (1, the last
+/// logged before the fault, first) are kept while the rows stream (memory flat in the operand
+/// count); `totals`, when given, receives each record's full row count.
+db::Result<std::vector<DistanceRow>> queryIncidentDistances(
+    db::Db& d,
+    int64_t incident,
+    size_t nearest = SIZE_MAX,
+    size_t latest = 0,
+    std::map<int64_t, int64_t>* totals = nullptr);
 
 /// The last `limit` dispatches before each member record of an incident (same stream, process
 /// and rank: a dispatch and a record stating different pids or ranks do not meet), newest
@@ -128,8 +137,12 @@ struct FaultRow {
     std::optional<int64_t> nearest_distance;  ///< bytes (see DistanceRow)
     bool nearest_inside = false;
     bool nearest_after = false;  ///< `nearest` was logged after the fault
-    /// last ShaderName before it, same stream, process and rank
+    /// last ShaderName before it, same stream, process and rank (lastKernelOf() over
+    /// queryLastKernels()); unset when none was dispatched or when it is ambiguous
     std::optional<std::string> last_kernel;
+    /// ambiguous last kernel: (pid, kernel) of each process that dispatched just before the
+    /// fault, newest first (LastKernel::by_process); empty otherwise
+    std::vector<std::pair<int64_t, std::string>> kernel_candidates;
 };
 /// Fault-kind records (amdgpu, ROCr, Xid, sanitizer, CPU segfault, core) in evidence order.
 /// The last kernel dispatched before a fault, from an incident's dispatches (newest first, as
@@ -143,6 +156,18 @@ struct LastKernel {
     bool ambiguous() const { return by_process.size() > 1; }
 };
 std::optional<LastKernel> lastKernelOf(const std::vector<DispatchRow>& newestFirst);
+
+/// Dispatch rows lastKernelOf() is given, whatever `show --dispatches` displays: the kept
+/// window per thread (docs/correlation.md), so `faults`, `show`, `report` and the signature
+/// decide from the same rows.
+constexpr int kLastKernelWindow = 64;
+
+/// lastKernelOf() for each record in `evidence` (ids): the last kLastKernelWindow dispatches
+/// before it in its stream, of its process and rank (as queryIncidentDispatches() pairs them).
+/// Records with no dispatch before them are absent from the map. One prepared statement,
+/// an index range per record.
+db::Result<std::map<int64_t, LastKernel>> queryLastKernels(db::Db& d,
+                                                           const std::vector<int64_t>& evidence);
 
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d);
 
@@ -185,8 +210,10 @@ struct DeviceHistory {
     std::optional<StoredEvidence> last_fault;
     std::optional<StoredEvidence> last_good_reset;  ///< the baseline, when there is one
 };
-/// Records naming PCI device `pci` after its last successful GPU reset (the last stored): in
-/// the reset's own log, those of later lines; in other logs, those stored after it.
+/// Records naming PCI device `pci` after its last successful GPU reset: in the reset's own log,
+/// those of later lines; in other logs, those stored after it. "Last" (the reset, `last_fault`)
+/// is the last line of the log stored last: within one log the id is not line order (a held
+/// record is stored after the records of later lines).
 db::Result<DeviceHistory> queryDeviceHistory(db::Db& d, const std::string& pci);
 
 /// A generic table for `gpufault query`: column names and rows of printable values.

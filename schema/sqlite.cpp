@@ -39,7 +39,8 @@ Result<bool> Stmt::step() {
     int rc = sqlite3_step(s_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    return std::unexpected(Error{fmt::format("sqlite: {}", sqlite3_errmsg(db_))});
+    return std::unexpected(
+        Error{fmt::format("sqlite: {}", sqlite3_errmsg(db_)), sqlite3_extended_errcode(db_)});
 }
 
 Result<void> Stmt::run() {
@@ -87,8 +88,9 @@ Result<Db> Db::open(const std::string& path, bool readonly, bool create) {
     int rc = sqlite3_open_v2(path.c_str(), &h, flags, nullptr);
     if (rc != SQLITE_OK) {
         std::string msg = h ? sqlite3_errmsg(h) : sqlite3_errstr(rc);
+        int code = h ? sqlite3_extended_errcode(h) : rc;
         if (h) sqlite3_close_v2(h);
-        return std::unexpected(Error{fmt::format("{}: cannot open store: {}", path, msg)});
+        return std::unexpected(Error{fmt::format("{}: cannot open store: {}", path, msg), code});
     }
     sqlite3_busy_timeout(h, 5000);
     sqlite3_extended_result_codes(h, 1);
@@ -133,9 +135,11 @@ Result<Db> Db::openImmutable(const std::string& path) {
     int rc = sqlite3_open_v2(uri.c_str(), &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
     if (rc != SQLITE_OK) {
         std::string msg = h ? sqlite3_errmsg(h) : sqlite3_errstr(rc);
+        int code = h ? sqlite3_extended_errcode(h) : rc;
         if (h) sqlite3_close_v2(h);
-        return std::unexpected(Error{fmt::format("{}: cannot open store: {}", path, msg)});
+        return std::unexpected(Error{fmt::format("{}: cannot open store: {}", path, msg), code});
     }
+    sqlite3_extended_result_codes(h, 1);
     return Db(h);
 }
 
@@ -143,7 +147,8 @@ Result<Stmt> Db::prepare(std::string_view sql) {
     sqlite3_stmt* s = nullptr;
     int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &s, nullptr);
     if (rc != SQLITE_OK)
-        return std::unexpected(Error{fmt::format("sqlite: {}", sqlite3_errmsg(db_))});
+        return std::unexpected(
+            Error{fmt::format("sqlite: {}", sqlite3_errmsg(db_)), sqlite3_extended_errcode(db_)});
     return Stmt(db_, s);
 }
 
@@ -152,7 +157,8 @@ Result<Stmt> Db::prepareOne(std::string_view sql) {
     const char* tail = nullptr;
     int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &s, &tail);
     if (rc != SQLITE_OK)
-        return std::unexpected(Error{fmt::format("sqlite: {}", sqlite3_errmsg(db_))});
+        return std::unexpected(
+            Error{fmt::format("sqlite: {}", sqlite3_errmsg(db_)), sqlite3_extended_errcode(db_)});
     Stmt st(db_, s);
     if (!s) return std::unexpected(Error{"no SQL statement"});
     for (const char* p = tail; p && p < sql.data() + sql.size(); ++p) {
@@ -166,10 +172,11 @@ Result<Stmt> Db::prepareOne(std::string_view sql) {
 Result<void> Db::exec(std::string_view sql) {
     std::string s(sql);
     char* err = nullptr;
-    if (sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    if (int rc = sqlite3_exec(db_, s.c_str(), nullptr, nullptr, &err); rc != SQLITE_OK) {
         std::string msg = err ? err : "unknown error";
         sqlite3_free(err);
-        return std::unexpected(Error{fmt::format("sqlite: {}", msg)});
+        return std::unexpected(
+            Error{fmt::format("sqlite: {}", msg), sqlite3_extended_errcode(db_)});
     }
     return {};
 }

@@ -14,9 +14,17 @@
 
 namespace gpufault::db {
 
-/// An error from SQLite or from the store, with a message fit for a user.
+/// An error from SQLite or from the store, with a message fit for a user. `code`: SQLite's
+/// extended result code (sqlite3_extended_errcode: SQLITE_BUSY_SNAPSHOT, SQLITE_IOERR_WRITE, …)
+/// when SQLite reported the error, else 0 (an error of the store's own). Decide on the code,
+/// never on the message text.
 struct Error {
     std::string message;
+    int code = 0;
+    /// SQLite's primary result code (SQLITE_BUSY, SQLITE_FULL, SQLITE_IOERR, …); 0 when none.
+    int primary() const { return code & 0xff; }
+    /// Another connection held the lock the statement needed (SQLITE_BUSY).
+    bool busy() const { return primary() == SQLITE_BUSY; }
 };
 
 template <typename T>

@@ -88,16 +88,19 @@ db::Result<Store> Store::open(const std::string& path, Mode mode) {
                                         "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON;",
                                         fresh ? "OFF" : "NORMAL"));
         if (r) break;
-        if (attempt >= 100 || !r.error().message.ends_with("database is locked"))
-            return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
+        if (attempt >= 100 || !r.error().busy())
+            return std::unexpected(
+                db::Error{fmt::format("{}: {}", path, r.error().message), r.error().code});
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     auto migrated = s.migrate();
     if (migrated && fresh) migrated = s.db_.exec("PRAGMA synchronous=NORMAL");
     if (!migrated)
-        return std::unexpected(db::Error{fmt::format("{}: {}", path, migrated.error().message)});
+        return std::unexpected(db::Error{fmt::format("{}: {}", path, migrated.error().message),
+                                         migrated.error().code});
     if (auto r = s.prepareWriters(); !r)
-        return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
+        return std::unexpected(
+            db::Error{fmt::format("{}: {}", path, r.error().message), r.error().code});
     return s;
 }
 

@@ -58,9 +58,11 @@ struct SourceState {
     /// movePosition (callers that start elsewhere change offset and line, never this);
     /// nullopt: not read from the store (movePosition then writes unconditionally).
     std::optional<StoredPosition> stored = std::nullopt;
-    /// The lines after `line` were stored from a last line without its newline (`gpufault
-    /// ingest` at a file's end): the reader that reads line `line` + 1 again replaces their
-    /// rows (Store::dropLinesFrom; migration 022).
+    /// The lines after `line` were stored by a stream that read past its checkpoint and ended
+    /// there only for now (`gpufault ingest` at a file's end: a last line without its newline,
+    /// a fold, block or dispatch window still open: StreamIngest::finish(true)): the reader
+    /// that reads line `line` + 1 again replaces their rows (Store::dropLinesFrom; migration
+    /// 022).
     bool unended = false;
 };
 

@@ -27,8 +27,10 @@ struct LogLine {
     std::string_view raw;   ///< the physical line as read (without newline)
     TimeInfo time;          ///< kernel_s / wall / runtime_us from the prefixes
     Origin origin = Origin::Unknown;
-    std::optional<int64_t> rank;  ///< from `[rankN]:`
-    std::string_view ident;       ///< journald/syslog identifier (`kernel`, `python3`), "" if none
+    /// the process of the line within its stream: `[rankN]:`, torchrun's `[defaultN]:`, vLLM's
+    /// `(VllmWorker rank=N pid=P)`, or a compose service's serviceRank() (prefix/program_prefix.h)
+    std::optional<int64_t> rank;
+    std::string_view ident;  ///< journald/syslog identifier (`kernel`, `python3`), "" if none
     std::optional<int64_t> ident_pid;  ///< journald/syslog `ident[PID]`
     // AMD_LOG_LEVEL prefix (`:3:rocvirtual.cpp :3190: 0043127734 us: [pid:42 tid:0x..] msg`).
     std::optional<int> amd_level;    ///< the `:N:` level, set iff the AMD log prefix was present

@@ -53,7 +53,7 @@ bool isCoreFile(const std::string& path) {
 Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt) {
     auto t0 = std::chrono::steady_clock::now();
     auto fail = [&](const std::string& m) { return std::unexpected(Error{path + ": " + m}); };
-    auto opened = openRegular(path);
+    auto opened = openRegular(path, opt.follow_links);
     if (!opened) return std::unexpected(opened.error());
     int fd = *opened;
     struct stat st {};
@@ -76,8 +76,23 @@ Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt) {
         auto s = unwindCore(path, opt.unwind, r.layout.notes.tids.front(), opt.limits);
         if (!s && !r.layout.truncated) return fail("unwinding failed: " + s.error().message);
         if (s) r.stack = std::move(*s);  // a truncated core: what its notes say stays
-        if (auto* t = crashingThread(*r.stack))
-            r.signature = stackSignature(t->frames, opt.signature_depth);
+        if (auto* t = r.stack ? crashingThread(*r.stack) : nullptr) {
+            // The signature names the executable as the core does (NT_FILE), not by the name
+            // of the file given with --exe: the same crash has one signature with or without it.
+            auto frames = t->frames;
+            if (opt.unwind.exe && !r.stack->exe_refused) {
+                auto given = std::filesystem::path(*opt.unwind.exe).filename();
+                for (auto& f : frames) {
+                    if (!f.module || std::filesystem::path(*f.module).filename() != given) continue;
+                    for (const auto& m : r.layout.notes.files)
+                        if (f.pc >= m.start && f.pc < m.end) {
+                            f.module = m.path;
+                            break;
+                        }
+                }
+            }
+            r.signature = stackSignature(frames, opt.signature_depth);
+        }
     } else {
         r.gpu = gpuCoreMeta(
             r.layout, std::filesystem::path(opt.name.value_or(path)).filename().string(), &read);

@@ -23,6 +23,9 @@ struct ReadOptions {
     /// The name the core was written under, when `path` is a decompressed copy (the pid and
     /// time of GPU cores come from it).
     std::optional<std::string> name;
+    /// false: a symbolic link at `path` is refused (O_NOFOLLOW), as for a file in a directory
+    /// others may write (gpufaultd's core directories).
+    bool follow_links = true;
 };
 
 struct CoreReport {

@@ -209,4 +209,15 @@ ExeCheck checkExe(Elf* core, const Dwfl_Callbacks& cb, const std::string& exe) {
     return out;
 }
 
+std::vector<MappedFile> coreFileMappings(Elf* core) {
+    return viewOf(core).files;
+}
+
+std::optional<std::string> fileLayoutMismatch(const std::string& path,
+                                              const std::vector<MappedFile>& maps) {
+    auto file = readExe(path, static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)));
+    if (!file) return "not an ELF file";
+    return layoutMismatch(*file, maps);
+}
+
 }  // namespace gpufault::coredump

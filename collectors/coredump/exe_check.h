@@ -8,6 +8,9 @@
 
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "collectors/coredump/core_elf.h"
 
 namespace gpufault::coredump {
 
@@ -28,5 +31,15 @@ struct ExeCheck {
 /// A core whose executable cannot be told (no NT_AUXV AT_ENTRY, no NT_FILE mapping holding it)
 /// gives `unverified`.
 ExeCheck checkExe(Elf* core, const Dwfl_Callbacks& cb, const std::string& exe);
+
+/// The core's file mappings (its NT_FILE note), in note order; empty when it has none.
+std::vector<MappedFile> coreFileMappings(Elf* core);
+
+/// Why the ELF file at `path` is not the file the core mapped as `maps` (the mappings of one
+/// path): "not an ELF file", or a mapping none of its PT_LOAD segments holds (address and file
+/// offset in step); nullopt when every mapping fits. The check the executable gets without a
+/// build-id, for any module whose build-id the core does not keep.
+std::optional<std::string> fileLayoutMismatch(const std::string& path,
+                                              const std::vector<MappedFile>& maps);
 
 }  // namespace gpufault::coredump

@@ -277,9 +277,13 @@ GpuCoreMeta gpuCoreMeta(const CoreLayout& c, std::string_view file_name, const R
     if (auto cuda = parseCudaCoreName(file_name)) {
         m.pid = cuda->pid;
         m.time = cuda->time;
-    } else if (auto dot = file_name.rfind('.');
-               dot != std::string_view::npos && file_name.substr(0, dot).ends_with("core")) {
-        auto pid = digits(file_name.substr(dot + 1));
+    } else if (auto n = file_name.ends_with(".gpu") ? file_name.substr(0, file_name.size() - 4)
+                                                    : file_name;
+               n.rfind('.') != std::string_view::npos &&
+               n.substr(0, n.rfind('.')).ends_with("core")) {
+        // `gpucore.<pid>`, `core.<pid>`, and ROCr's `gpucore.<pid>.gpu` / `core.<pid>.gpu`
+        // (FORMATS.md §2.3: the kernel's core_pattern name with `.gpu` appended)
+        auto pid = digits(n.substr(n.rfind('.') + 1));
         if (pid && *pid > 0) m.pid = pid;
     }
     if (c.kind == CoreKind::RocrGpu) {

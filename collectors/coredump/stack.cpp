@@ -52,6 +52,7 @@ nlohmann::json toJson(const CoreStack& s) {
     nlohmann::json out{{"threads", std::move(threads)},
                        {"threads_truncated", s.threads_truncated},
                        {"modules_without_file", s.modules_without_file}};
+    if (!s.modules_refused.empty()) out["modules_refused"] = s.modules_refused;
     put(out, "partial", s.partial);
     put(out, "exe_refused", s.exe_refused);
     put(out, "exe_unverified", s.exe_unverified);
@@ -64,6 +65,8 @@ std::optional<CoreStack> stackFromJson(const nlohmann::json& j) {
         CoreStack s;
         s.threads_truncated = j.at("threads_truncated").get<bool>();
         s.modules_without_file = j.at("modules_without_file").get<std::vector<std::string>>();
+        if (j.contains("modules_refused"))
+            s.modules_refused = j.at("modules_refused").get<std::vector<std::string>>();
         s.partial = get<std::string>(j, "partial");
         s.exe_refused = get<std::string>(j, "exe_refused");
         s.exe_unverified = get<std::string>(j, "exe_unverified");

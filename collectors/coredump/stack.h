@@ -43,6 +43,10 @@ struct CoreStack {
     /// limit reached after N of M threads (S s)"; the threads it has are kept, crashing first.
     std::optional<std::string> partial;
     std::vector<std::string> modules_without_file;  ///< modules reported by build-id + offset only
+    /// Files found at a module's recorded path that the core keeps no build-id for and whose
+    /// segments do not fit the core's mappings of it (replaced since the crash): not used, as
+    /// "MODULE: the file at PATH does not fit the core's mappings: WHY: not used".
+    std::vector<std::string> modules_refused;
     /// Why UnwindOptions::exe was not used: "--exe PATH has build-id X, the core's executable
     /// Y: not used" (the executable is then looked up as without --exe).
     std::optional<std::string> exe_refused;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -186,6 +187,50 @@ int onThread(Dwfl_Thread* t, void* arg) {
     return DWARF_CB_OK;
 }
 
+/// What findCheckedElf checks against (one unwind on this thread at a time).
+struct LayoutCheck {
+    std::vector<MappedFile> maps;      ///< the core's NT_FILE mappings
+    std::vector<std::string> refused;  ///< CoreStack::modules_refused
+};
+thread_local LayoutCheck* t_layout = nullptr;
+
+/// libdwfl's find_elf: dwfl_build_id_find_elf, then, for a module whose build-id the core does
+/// not keep (libdwfl cannot tell a replaced file then), the check the executable gets: the
+/// file's segments against the core's mappings of its path. A file that does not fit is not
+/// used (the module is reported by offset, or from the core's memory).
+int findCheckedElf(Dwfl_Module* mod,
+                   void** userdata,
+                   const char* modname,
+                   Dwarf_Addr base,
+                   char** file_name,
+                   Elf** elfp) {
+    int fd = dwfl_build_id_find_elf(mod, userdata, modname, base, file_name, elfp);
+    if (fd < 0 || !t_layout || !modname || !file_name || !*file_name) return fd;
+    const unsigned char* bits = nullptr;
+    GElf_Addr vaddr = 0;
+    if (dwfl_module_build_id(mod, &bits, &vaddr) > 0) return fd;  // matched by build-id
+    std::vector<MappedFile> maps;
+    for (const auto& m : t_layout->maps)
+        if (m.path == modname) maps.push_back(m);
+    if (maps.empty()) return fd;
+    auto why = fileLayoutMismatch(*file_name, maps);
+    if (!why) return fd;
+    t_layout->refused.push_back(
+        fmt::format("{}: the file at {} does not fit the core's mappings (no build-id to compare): "
+                    "{}: not used",
+                    modname,
+                    *file_name,
+                    *why));
+    ::close(fd);
+    std::free(*file_name);
+    *file_name = nullptr;
+    if (elfp && *elfp) {
+        elf_end(*elfp);
+        *elfp = nullptr;
+    }
+    return -1;
+}
+
 Error dwflError(std::string_view what) {
     return Error{fmt::format("{}: {}", what, dwfl_errmsg(-1))};
 }
@@ -222,7 +267,7 @@ Result<CoreStack> unwindInProcess(const std::string& path,
     std::string search = debuginfoSearchPath(opt.debuginfo_path);
     char* searchPtr = search.data();
     Dwfl_Callbacks cb{};
-    cb.find_elf = dwfl_build_id_find_elf;
+    cb.find_elf = findCheckedElf;
     cb.find_debuginfo = dwfl_standard_find_debuginfo;
     cb.debuginfo_path = &searchPtr;
     elf_version(EV_CURRENT);
@@ -249,6 +294,12 @@ Result<CoreStack> unwindInProcess(const std::string& path,
         exe_check = checkExe(elf, cb, *exe);
         if (exe_check.refused) exe.reset();
     }
+    // Module files are opened lazily (symbols, CFI): the check stays on until the end.
+    LayoutCheck layout{coreFileMappings(elf), {}};
+    t_layout = &layout;
+    struct Off {
+        ~Off() { t_layout = nullptr; }
+    } off;
     dwfl_report_begin(dwfl);
     if (dwfl_core_file_report(dwfl, elf, exe ? exe->c_str() : nullptr) < 0) {
         auto e = dwflError("dwfl_core_file_report");
@@ -288,6 +339,7 @@ Result<CoreStack> unwindInProcess(const std::string& path,
         return std::unexpected(e);
     }
     cleanup();
+    c.stack.modules_refused = std::move(layout.refused);
     if (c.late) {
         c.stack.threads_truncated = true;
         c.stack.partial = fmt::format("unwind limit reached after {} of {} threads ({:g} s)",

@@ -55,6 +55,8 @@ struct LineDecoder::State {
     PendingCri cri[2];        ///< stdout, stderr
     JsonPayload json;
     std::string unescaped, unglued;
+    /// serviceRank() of the compose prefix of the line being fed, nullopt without one
+    std::optional<int64_t> service;
 
     void logical(uint64_t line_no,
                  std::string_view raw,
@@ -103,7 +105,8 @@ void LineDecoder::State::kernelPrefix(std::string_view& t, LogLine& l) {
     }
 }
 
-/// Program-side prefixes of `t`: container/logger stamps, `[rankN]:`, the AMD_LOG_LEVEL prefix.
+/// Program-side prefixes of `t`: container/logger stamps, vLLM's `(… pid=N) `, `[rankN]:` /
+/// `[defaultN]:`, the AMD_LOG_LEVEL prefix.
 void LineDecoder::State::programPrefix(std::string_view& t, LogLine& l) {
     if (!t.empty() && isDigit(t[0])) {
         std::optional<std::string> wall;
@@ -119,6 +122,13 @@ void LineDecoder::State::programPrefix(std::string_view& t, LogLine& l) {
         if (size_t n = loggerStampsLength(t)) {
             t.remove_prefix(n);
             if (removeGluedLoggerStamps(t, unglued)) t = unglued;
+        }
+    }
+    if (!t.empty() && (t[0] == '(' || t[0] == '\x1b')) {
+        if (auto w = parseWorkerPrefix(t)) {  // vLLM: one worker process per prefix
+            l.log_pid = w->pid;
+            l.rank = w->rank ? *w->rank : serviceRank(w->label);
+            t.remove_prefix(w->len);
         }
     }
     size_t rank_len = 0;
@@ -156,6 +166,7 @@ void LineDecoder::State::logical(uint64_t line_no,
     }
     std::string_view t = afterCarriageReturn(trimLineEnd(content));
     if (t.size() > kMaxLine) t = t.substr(0, kMaxLine);
+    l.rank = service;
     kernelPrefix(t, l);
     programPrefix(t, l);
     l.text = t;
@@ -192,7 +203,13 @@ void LineDecoder::feed(uint64_t line_no, std::string_view raw, const Emit& emit)
         if (isKmsgContinuation(s)) return;
         st.after_kmsg = false;
     }
-    if (size_t n = st.compose.strip(s)) s.remove_prefix(n);
+    st.service.reset();
+    if (size_t n = st.compose.strip(s)) {
+        // `svc-1  | `: the name before the padding names the container (the process stream)
+        std::string_view name = s.substr(0, s.find_first_of(" |"));
+        st.service = serviceRank(name);
+        s.remove_prefix(n);
+    }
 
     if (auto h = s.empty() || !isDigit(s[0]) ? std::nullopt : parseCriHeader(s)) {
         PendingCri& p = st.cri[h->is_stderr ? 1 : 0];

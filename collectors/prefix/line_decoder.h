@@ -28,21 +28,23 @@ struct FixedLine {
 ///
 /// Prefixes recognised, outermost first, in any sensible combination (FORMATS.md §1.9, §9.2–9.4):
 /// line ends (CR, CRLF, literal `^M`, trailing blanks); `> ` / `>`+TAB quotes; compose `svc-1  | `
-/// (only in a detected compose capture); CRI (`2025-06-05T12:40:08.1Z stderr F ...`, P pieces
-/// joined per stream, the joined line numbered by its first piece); JSON-wrapped lines (any object whose
-/// string field `log`/`MESSAGE`/`message`/`msg`/`data` holds the text, possibly several lines,
-/// all numbered by the physical line); carriage-return progress bars (the text after the last
+/// (only in a detected compose capture; the service is the line's rank, serviceRank()); CRI
+/// (`2025-06-05T12:40:08.1Z stderr F ...`, P pieces joined per stream, the joined line numbered by
+/// its first piece); JSON-wrapped lines (any object whose string field
+/// `log`/`MESSAGE`/`message`/`msg`/`data` holds the text, possibly several lines, all numbered by
+/// the physical line); carriage-return progress bars (the text after the last
 /// `\r`); kmsg records (`6,1234,5678901,-;text`, `\xHH` unescaped, ` KEY=value` continuation
 /// lines dropped); journald short/short-precise/short-iso[-precise]/short-full/short-unix/
 /// short-monotonic/short-delta and rsyslog traditional/RFC 3339/forwarded (`host ident[pid]: `,
 /// then an optional printk stamp after `kernel: `); dmesg raw `[ 4778.915423]`, `-d`, `-T`,
 /// `-H`/`-e` (localized months, comma decimals), `-x`, `-r`, iso, caller id; `docker logs -t`
-/// and ComfyUI logger stamps; `[rankN]:`; finally the AMD_LOG_LEVEL prefix (parseAmdLogPrefix(),
-/// FORMATS.md §3.1). Origin is Kernel only for kernel-log evidence (dmesg stamp, kmsg/`-x`/`-r`
-/// facility 0, `kernel` identifier), Other for another identifier or facility, else Unknown.
-/// `wall` is `YYYY-MM-DDTHH:MM:SS` to the second as printed, or `MM-DDTHH:MM:SS` for stamps
-/// without a year (journald `short`, RFC 3164); `-H` stamps give no time. A stamp that states its
-/// zone (or an epoch stamp) also gives `wall_utc_s`, its instant.
+/// and ComfyUI logger stamps; vLLM's `(… pid=N) `; `[rankN]:`/`[defaultN]:`; finally the
+/// AMD_LOG_LEVEL prefix (parseAmdLogPrefix(), FORMATS.md §3.1). Origin is Kernel only for
+/// kernel-log evidence (dmesg stamp, kmsg/`-x`/`-r` facility 0, `kernel` identifier), Other for
+/// another identifier or facility, else Unknown. `wall` is `YYYY-MM-DDTHH:MM:SS` to the second as
+/// printed, or `MM-DDTHH:MM:SS` for stamps without a year (journald `short`, RFC 3164); `-H` stamps
+/// give no time. A stamp that states its zone (or an epoch stamp) also gives `wall_utc_s`, its
+/// instant.
 class LineDecoder {
   public:
     static constexpr size_t kMaxLine = 1 << 20;  ///< bytes kept of one logical line

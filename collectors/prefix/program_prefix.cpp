@@ -88,12 +88,60 @@ size_t containerStampLength(std::string_view s,
 }
 
 std::optional<int64_t> parseRankPrefix(std::string_view s, size_t* len) {
+    if (s.empty() || s[0] != '[') return std::nullopt;
+    size_t i = 1;
+    auto roleChar = [](char ch) {
+        return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_' || ch == '-';
+    };
+    while (i < s.size() && i <= 32 && roleChar(s[i])) ++i;
+    if (i == 1 || i > 32) return std::nullopt;
     Cursor c{s};
+    c.i = i;
     int64_t rank = 0;
-    if (!c.eat("[rank") || !c.number(rank, 1, 7) || !c.eat("]:")) return std::nullopt;
+    if (!c.number(rank, 1, 7) || !c.eat("]:")) return std::nullopt;
     c.eat(' ');
     if (len) *len = c.i;
     return rank;
+}
+
+std::optional<WorkerPrefix> parseWorkerPrefix(std::string_view s) {
+    auto sgr = [&](size_t at) -> size_t {  // an `ESC[…m` colour code at `at`: its length
+        if (s.substr(at, 2) != "\x1b[") return 0;
+        size_t j = at + 2;
+        while (j < s.size() && j < at + 12 && (isDigit(s[j]) || s[j] == ';')) ++j;
+        return j < s.size() && s[j] == 'm' ? j + 1 - at : 0;
+    };
+    size_t i = sgr(0);
+    if (i >= s.size() || s[i] != '(') return std::nullopt;
+    size_t close = s.find(')', i);
+    if (close == std::string_view::npos || close - i > 96) return std::nullopt;
+    std::string_view inner = s.substr(i + 1, close - i - 1);
+    size_t at = inner.rfind(" pid=");
+    if (at == std::string_view::npos || at == 0) return std::nullopt;
+    WorkerPrefix w;
+    w.label = inner;
+    Cursor c{inner};
+    c.i = at + 5;
+    if (!c.number(w.pid, 1, 10) || c.i != inner.size()) return std::nullopt;
+    std::string_view name = inner.substr(0, at);
+    if (name.find('(') != std::string_view::npos) return std::nullopt;
+    if (size_t r = name.find(" rank="); r != std::string_view::npos) {
+        Cursor rc{name};
+        rc.i = r + 6;
+        int64_t rank = 0;
+        if (rc.number(rank, 1, 7) && rc.i == name.size()) w.rank = rank;
+    }
+    i = close + 1;
+    i += sgr(i);
+    if (i >= s.size() || s[i] != ' ') return std::nullopt;
+    w.len = i + 1;
+    return w;
+}
+
+int64_t serviceRank(std::string_view name) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
+    return kServiceRankBase + static_cast<int64_t>(h & ((uint64_t{1} << 40) - 1));
 }
 
 }  // namespace gpufault::prefix

@@ -36,9 +36,31 @@ size_t containerStampLength(std::string_view s,
                             std::optional<std::string>& wall,
                             std::optional<int64_t>& utc_s);
 
-/// `[rankN]:` (PyTorch distributed, torchrun `--tee`/`--redirects` and c10d log prefixes,
-/// optionally followed by a glog `[E610 …]` block that stays in the text). Returns N and sets
-/// `*len` to the prefix length with one following space.
+/// `[rankN]:` (PyTorch c10d's log prefix) and torchrun's `--tee`/`--redirects` prefix
+/// `[{role}{local_rank}]:` (torch/distributed/elastic/agent/server/local_elastic_agent.py:
+/// `[default0]:` for the default role), optionally followed by a glog `[E610 …]` block that
+/// stays in the text. `role` is 1–32 letters, `_` or `-`. Returns N (a global rank for `rank`,
+/// else the local rank: both name one process of the stream) and sets `*len` to the prefix
+/// length with one following space.
 std::optional<int64_t> parseRankPrefix(std::string_view s, size_t* len);
+
+/// vLLM's worker prefix `({name} pid={pid}) ` (vllm/utils `_add_prefix()`, cyan when a terminal:
+/// `ESC[1;36m(…)ESC[0;0m `), `name` e.g. `VllmWorker rank=1`, `VllmWorkerProcess`,
+/// `EngineCore_DP0`: the pid, the `rank=N` its name states, and the prefix length. The line
+/// decoder keeps the rank, else serviceRank(label), as the line's process.
+struct WorkerPrefix {
+    int64_t pid = 0;
+    std::optional<int64_t> rank;
+    std::string_view label;  ///< `{name} pid={pid}`, the text inside the parentheses
+    size_t len = 0;
+};
+std::optional<WorkerPrefix> parseWorkerPrefix(std::string_view s);
+
+/// The process identity of a vLLM worker without a rank (WorkerPrefix::label) or of a docker
+/// compose service replica `name` (`evaluator-1`, the text
+/// before the `|` without its padding): a distinct container. Kept as LogLine::rank, in a
+/// range no `[rankN]:` reaches (kServiceRankBase and up), so lines of two services never pair.
+constexpr int64_t kServiceRankBase = int64_t{1} << 40;
+int64_t serviceRank(std::string_view name);
 
 }  // namespace gpufault::prefix

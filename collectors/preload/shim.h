@@ -10,6 +10,13 @@
 #include <cstddef>
 #include <cstdint>
 
+// The hooks are built with -fexceptions so that a C++ exception thrown by the runtime through a
+// hook runs the Scope's destructor (the thread is not left marked inside a hooked call). The
+// two symbols the unwinding tables need are weak: they bind to the host's libstdc++ and
+// libgcc_s when those are in the global scope (a C++ host), and the shim still needs only libc
+// (where they are not, no exception can pass the hooks with a C++ personality, and none runs).
+asm(".weak __gxx_personality_v0\n.weak _Unwind_Resume");
+
 namespace gpufault::preload {
 
 /// One allocation-API event. Sizes in bytes; `ptr`/`handle` as the API returned them.

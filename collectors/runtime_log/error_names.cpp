@@ -129,6 +129,12 @@ bool isBenign(std::string_view n) {
            n == "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED";
 }
 
+bool isProbeResult(std::string_view n) {
+    return endsWith(n, "ErrorNotFound") || endsWith(n, "ErrorSymbolNotFound") ||
+           endsWith(n, "ErrorNotSupported") || n == "CUDA_ERROR_NOT_FOUND" ||
+           n == "CUDA_ERROR_NOT_SUPPORTED";
+}
+
 bool isMissingCodeObject(std::string_view n) {
     return n == "hipErrorNoBinaryForGpu" || n == "cudaErrorNoKernelImageForDevice" ||
            n == "CUDA_ERROR_NO_BINARY_FOR_GPU" || n == "hipErrorInvalidDeviceFunction" ||

@@ -18,6 +18,13 @@ std::optional<std::string_view> nameForCode(long code, bool hip);
 /// `…HostMemoryAlreadyRegistered`/`NotRegistered`, `hipSuccess`/`cudaSuccess`, and CUDA_ERROR_
 /// forms.
 bool isBenign(std::string_view name);
+/// Results that programs probe for and that are routine, not faults (FORMATS.md §9.5/§9.6 tables):
+/// 500 "named symbol not found" (`hipErrorNotFound`, `cudaErrorSymbolNotFound`,
+/// `CUDA_ERROR_NOT_FOUND`: cuGetProcAddress, cuModuleGetFunction, cuMemGetAddressRange of a
+/// pointer the driver does not own) and 801 "operation not supported" (`…ErrorNotSupported`,
+/// `CUDA_ERROR_NOT_SUPPORTED`: attribute and feature queries). They are records, but context of a
+/// later fault of their stream, never an incident of their own (docs/correlation.md).
+bool isProbeResult(std::string_view name);
 /// Names that mean "no code object for this GPU": hipErrorNoBinaryForGpu,
 /// cudaErrorNoKernelImageForDevice, CUDA_ERROR_NO_BINARY_FOR_GPU, …InvalidDeviceFunction.
 bool isMissingCodeObject(std::string_view name);

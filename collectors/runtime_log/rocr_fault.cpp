@@ -23,6 +23,7 @@
 // address). HIP's own `HW Exception Error` log line (hip_log.cpp) gets the same kind.
 #include "collectors/runtime_log/rocr_fault.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <optional>
@@ -101,6 +102,29 @@ std::optional<uint64_t> parseAddress(std::string_view s, bool* masked, size_t* u
     }
     *used = n;
     return v;
+}
+
+/// `s` with bytes outside printable ASCII as `\xHH` (for a warning that quotes junk).
+std::string escaped(std::string_view s) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : s) {
+        if (c >= 0x20 && c < 0x7f) {
+            out += static_cast<char>(c);
+        } else {
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+        }
+    }
+    return out;
+}
+
+/// The `%p` of `(Agent handle: %p)` in `s`; a null handle prints `(nil)`, whose own `)` is not
+/// the closing one.
+std::optional<std::string_view> agentHandle(std::string_view s) {
+    if (s.find("(Agent handle: (nil))") != std::string_view::npos) return "(nil)";
+    return text::after(s, "(Agent handle: ", ")");
 }
 
 /// Lines from the last stopped wave to the ROCr line it belongs to: one wave's dump is its
@@ -235,18 +259,8 @@ class RocrFaultMatcher final : public Matcher {
         Evidence e = rt::baseEvidence(Kind::RocrMemoryFault, l, {}, "amd");
         attachWaves(e, l, out);
         e.gpu_node = text::parseDec(s.substr(5));
-        if (auto h = text::after(s, "(Agent handle: ", ")"))
-            e.setAttr("agent_handle", std::string(*h));
-        if (size_t a = s.find(" on address "); a != std::string_view::npos) {
-            std::string_view rest = s.substr(a + 12);
-            bool masked = false;
-            size_t used = 0;
-            if (auto v = parseAddress(rest, &masked, &used)) {
-                e.address = v;
-                e.address_exact =
-                    !masked && !rest.substr(used).starts_with("(may not be exact address)");
-            }
-        }
+        if (auto h = agentHandle(s)) e.setAttr("agent_handle", std::string(*h));
+        address(l, s, e, out);
         size_t r = s.find("Reason: ");
         if (r == std::string_view::npos) return out.evidence(std::move(e));
         std::string_view reason = text::trim(s.substr(r + 8));
@@ -261,6 +275,43 @@ class RocrFaultMatcher final : public Matcher {
         }
         if (!reason.empty()) e.reason = std::string(reason);
         out.evidence(std::move(e));
+    }
+
+    /// The `on address %p%s.` of a ROCr line (`%s`: "" or "(may not be exact address)") into
+    /// `e`. An address followed by anything else (a NUL, junk, a line cut inside it) is not
+    /// stored, and a line cut before it gets no address: both with a warning naming the line.
+    void address(const LogLine& l, std::string_view s, Evidence& e, Sink& out) {
+        size_t a = s.find(" on address ");
+        if (a == std::string_view::npos) {
+            out.warning({l.line,
+                         "ROCr `Memory access fault` line without ` on address `: cut or "
+                         "garbled, stored without an address"});
+            return;
+        }
+        std::string_view rest = s.substr(a + 12);
+        bool masked = false;
+        size_t used = 0;
+        auto v = parseAddress(rest, &masked, &used);
+        std::string_view tail = rest.substr(v ? used : 0);
+        constexpr std::string_view kInexact = "(may not be exact address)";
+        if (v && (tail.starts_with('.') || tail.starts_with(kInexact))) {
+            e.address = v;
+            e.address_exact = !masked && !tail.starts_with(kInexact);
+            return;
+        }
+        if (v && text::trim(tail).empty()) {  // the line ends in or right after the address
+            e.address = v;
+            e.address_exact = !masked;
+            out.warning({l.line,
+                         "ROCr `Memory access fault` line ends right after its address " +
+                             std::string(rest.substr(0, used)) + ": it may be cut"});
+            return;
+        }
+        out.warning({l.line,
+                     "ROCr `Memory access fault` line: the address `" +
+                         escaped(rest.substr(0, std::min<size_t>(rest.size(), 40))) +
+                         "` is not `%p.` or `%p(may not be exact address).`: garbled, stored "
+                         "without an address"});
     }
 
     /// Completes a split reason from the table only; true when `l` was its continuation.
@@ -402,8 +453,7 @@ class RocrFaultMatcher final : public Matcher {
     void hwException(const LogLine& l, std::string_view s, Sink& out) {
         Evidence e = rt::baseEvidence(Kind::HsaQueueError, l, {}, "amd");
         e.gpu_node = text::parseDec(s.substr(5));
-        if (auto h = text::after(s, "(Agent handle: ", ")"))
-            e.setAttr("agent_handle", std::string(*h));
+        if (auto h = agentHandle(s)) e.setAttr("agent_handle", std::string(*h));
         if (size_t r = s.find("reason :"); r != std::string_view::npos) {
             std::string_view reason = text::trim(s.substr(r + 8));
             if (!reason.empty()) e.reason = std::string(reason);

@@ -53,7 +53,21 @@ void CoreDirSource::scan() {
             if (classify(name) == What::Skip) continue;
             std::string path = d + "/" + name;
             struct stat st {};
-            if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+            // lstat: a symbolic link is not followed (whoever may write here could point it at
+            // /etc/shadow or a FIFO); skipped with a warning, counted in `status`.
+            if (::lstat(path.c_str(), &st) != 0) continue;
+            if (S_ISLNK(st.st_mode)) {
+                auto key = std::pair{path, FileState{st.st_dev, st.st_ino, 0, 0}};
+                if (seen_.insert(key).second) {
+                    logLine(
+                        4,
+                        fmt::format("core not stored: {}: a symbolic link (not followed)", path));
+                    std::lock_guard lk(counters_->mu);
+                    ++counters_->symlinks;
+                }
+                continue;
+            }
+            if (!S_ISREG(st.st_mode)) continue;
             FileState fs{st.st_dev,
                          st.st_ino,
                          st.st_size,
@@ -84,8 +98,10 @@ void CoreDirSource::scan() {
         }
         // Runs on the worker's thread, with its own store connection and transactions (the
         // unwinding holds no lock on the store).
-        submit_([path, what, dir, opt = opt_, counters = counters_](
-                    Store& store, const std::function<bool()>&) -> bool {
+        auto opt = opt_;
+        opt.read.follow_links = false;  // a file swapped for a link since the scan: refused
+        submit_([path, what, dir, opt, counters = counters_](Store& store,
+                                                             const std::function<bool()>&) -> bool {
             db::Result<CoreIngestSummary> r = std::unexpected(db::Error{"not a core"});
             switch (what) {
                 case What::Apport:
@@ -143,8 +159,10 @@ std::vector<StreamStatus> CoreDirSource::status() const {
         StreamStatus s;
         s.source = "cores";
         s.name = dirs_[d];
-        s.position = fmt::format(
-            "{} cores stored, {} not readable", counters_->perDir[d], counters_->errors);
+        s.position = fmt::format("{} cores stored, {} not readable, {} symbolic links skipped",
+                                 counters_->perDir[d],
+                                 counters_->errors,
+                                 counters_->symlinks);
         s.evidence = counters_->perDir[d];
         s.lag = counters_->queued;
         out.push_back(std::move(s));

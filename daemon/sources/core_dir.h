@@ -26,8 +26,10 @@ namespace gpufault::daemon {
 /// A directory scanner (readdir on each poll, at most once per `interval`). A file is taken
 /// once its size and mtime stayed the same for one scan and it is older than 2 s (systemd
 /// renames a finished core into place; apport writes its report in place), and handed to
-/// `submit` (the worker's queue). A file that cannot be read is logged and skipped until it
-/// changes; one still queued when the daemon exits is found again by the next start.
+/// `submit` (the worker's queue). A symbolic link is never followed: skipped with a warning and
+/// counted in status(); files are opened with O_NOFOLLOW. A file that cannot be read is logged and
+/// skipped until it changes; one still queued when the daemon exits is found again by the next
+/// start.
 class CoreDirSource final : public Source {
   public:
     CoreDirSource(std::vector<std::string> dirs,
@@ -54,6 +56,7 @@ class CoreDirSource final : public Source {
         mutable std::mutex mu;
         std::vector<uint64_t> perDir;  ///< cores stored per directory
         uint64_t errors = 0, queued = 0;
+        uint64_t symlinks = 0;  ///< symbolic links skipped (never followed)
     };
     void scan();
 

@@ -1,6 +1,7 @@
 // Cores through the built binary: ingest (once), cores, stack, show, the join with the kernel's
 // segfault line of the same process, a truncated core, a GPU core.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -12,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/cli/core_ingest.h"
 #include "tests/collectors/coredump/core_builder.h"
@@ -101,6 +103,73 @@ TEST(CliCores, ACopyOfAStoredCoreIsRecognisedNotStoredAgain) {
     EXPECT_NE(q.out.find("\n1 1\n"), std::string::npos) << q.out;
 }
 
+// Two programs crashing in different functions (the fixture core and nobuildid/core) are two
+// bugs: each incident's signature holds its core's stack signature (docs/correlation.md), as
+// the record's vendor|kind|reason|client|kernel|stack part, so `groups` keeps them apart.
+TEST(CliCores, TheIncidentSignatureHoldsTheCoresStackSignature) {
+    TempDir t;
+    ASSERT_EQ(run(ingestArgs(t, {kCore})).status, 0);
+    auto other = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kDir + "nobuildid/core"});
+    ASSERT_EQ(other.status, 0) << other.err;
+    auto q = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "query",
+                  "SELECT i.signature || ' ' || c.signature FROM cores c JOIN incident_evidence m "
+                  "ON m.evidence_id = c.evidence_id JOIN incidents i ON i.id = m.incident_id "
+                  "ORDER BY c.id"});
+    ASSERT_EQ(q.status, 0) << q.err;
+    std::vector<std::pair<std::string, std::string>> rows;  // incident's, core's
+    std::istringstream in(q.out);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line))
+        rows.emplace_back(line.substr(0, line.find(' ')), line.substr(line.find(' ') + 1));
+    ASSERT_EQ(rows.size(), 2u) << q.out;
+    EXPECT_NE(rows[0].second, rows[1].second);
+    EXPECT_NE(rows[0].first, rows[1].first) << q.out;
+    for (const auto& [incident, core] : rows) {
+        uint64_t h = 1469598103934665603ull;  // FNV-1a, as correlate's signatureOf
+        for (unsigned char c : "|coredump|SIGSEGV|||stack " + core + ";")
+            h = (h ^ c) * 1099511628211ull;
+        EXPECT_EQ(incident, fmt::format("{:016x}", h)) << core;
+    }
+}
+
+// A symbol name is bytes of an ELF file: one holding a newline and ESC (here the fixture's
+// debug file with getDeviceKernel renamed) is escaped wherever a frame is printed: `ingest`'s
+// summary, `show`'s and `report`'s evidence line, `stack`; it never prints a line of its own.
+TEST(CliCores, ASymbolNameCannotPrintALineOrDriveTheTerminal) {
+    TempDir t;
+    const std::string debug = ".build-id/3d/7e219e203cde2a23bc8764309cc2c58c95316f";
+    auto bytes = readFile(kDir + "buildid/" + debug);
+    const std::string from = "getDeviceKernel", to = "get\n#9 fake\x1b[31";
+    ASSERT_EQ(from.size(), to.size());
+    size_t renamed = 0;
+    for (size_t at; (at = bytes.find(from)) != std::string::npos; ++renamed)
+        bytes.replace(at, from.size(), to);
+    ASSERT_GT(renamed, 0u);
+    std::filesystem::create_directories(t.file("dbg/.build-id/3d"));
+    writeFile(t.file("dbg/" + debug), bytes);
+    auto r = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "ingest",
+                  "--exe",
+                  kDir + "crashmain",
+                  "--debuginfo-path",
+                  t.file("dbg"),
+                  kCore});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string escaped = "get\\x0a#9 fake\\x1b[31";
+    for (const char* cmd : {"", "show", "report", "stack"}) {
+        auto out = *cmd ? run({GPUFAULT_BIN, "--db", t.file("db"), cmd, "1"}).out : r.out;
+        EXPECT_NE(out.find(escaped), std::string::npos) << cmd << "\n" << out;
+        EXPECT_EQ(out.find("\n#9 fake"), std::string::npos) << cmd << "\n" << out;
+        EXPECT_EQ(out.find('\x1b'), std::string::npos) << cmd << "\n" << out;
+    }
+}
+
 // Finding 2: `--exe` with another program's executable is checked against the build-id the
 // core shows for its executable (as a file found at the recorded path is): not used, with a
 // warning naming both build-ids; the main module gets build-id + offset, not wrong symbols.
@@ -120,10 +189,44 @@ TEST(CliCores, AnExeOfAnotherBuildIsRefusedWithAWarning) {
                          "f3fd0fa19b387315a62730e7781520419a4ece0f"),
               std::string::npos)
         << s.out;
+    // Not stored as the executable (hostile review of issue 4, MEDIUM 3): cores.exe NULL.
+    auto q = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "query",
+                  "select count(*) from cores where exe is null"});
+    EXPECT_NE(q.out.find("\n1\n"), std::string::npos) << q.out;
+    EXPECT_NE(s.out.find("exe        refused: --exe " + kDir + "libcrashlib.so has build-id"),
+              std::string::npos)
+        << s.out;
     TempDir right;  // the right one: used, no warning
     auto ok = run(ingestArgs(right, {kCore}));
     ASSERT_EQ(ok.status, 0) << ok.err;
     EXPECT_EQ(ok.err.find("not used"), std::string::npos) << ok.err;
+}
+
+// Hostile review of issue 4 (LOW): the stack signature names the executable as the core's
+// notes do, not by the name of the --exe file: a renamed copy of crashmain gives the signature
+// of the core read without --exe (its frames, symbolized, still name the file given).
+TEST(CliCores, TheStackSignatureDoesNotDependOnTheExeFileName) {
+    TempDir t;
+    writeFile(t.file("renamed-app"), readFile(kDir + "crashmain"));
+    auto with = run({GPUFAULT_BIN,
+                     "--db",
+                     t.file("db"),
+                     "ingest",
+                     "--exe",
+                     t.file("renamed-app"),
+                     "--debuginfo-path",
+                     kDir + "buildid",
+                     kCore});
+    ASSERT_EQ(with.status, 0) << with.err;
+    auto without = run({GPUFAULT_BIN, "--db", t.file("db2"), "ingest", kCore});
+    ASSERT_EQ(without.status, 0) << without.err;
+    for (const auto& r : {with, without})
+        EXPECT_NE(r.out.find(", stack 517ce8f7350f0719, "), std::string::npos) << r.out;
+    auto s = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1"});
+    EXPECT_NE(s.out.find("main + 0x37 (renamed-app + 0x11b1)"), std::string::npos) << s.out;
 }
 
 TEST(CliCores, StackPrintsTheSymbolizedFrames) {

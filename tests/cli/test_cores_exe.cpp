@@ -3,9 +3,11 @@
 // warning when they fit, refused when they do not (hostile4b F4).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "tests/cli/core_ingest.h"
+#include "tests/support/fixture_check.h"
 #include "tests/support/process.h"
 
 namespace gpufault::testing {
@@ -73,6 +75,20 @@ TEST(CliCoresExe, ANonElfExeIsRefused) {
     EXPECT_NE(r.err.find("--exe " + kDir + "nbmain.c: not an ELF file: not used"),
               std::string::npos)
         << r.err;
+    // Hostile review of issue 4 (MEDIUM 3): a refused --exe is not stored as the executable
+    // (cores.exe NULL, so diagnoses do not inventory it); `stack` and `show` say it was refused
+    // and the frames did not use it.
+    auto c = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"}).out);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_TRUE(c[0]["exe"].is_null()) << c[0].dump();
+    const std::string line = "exe        refused: --exe " + kDir +
+                             "nbmain.c: not an ELF file: not used (the frames did not use it)";
+    for (const char* cmd : {"stack", "show"}) {
+        auto s = run({GPUFAULT_BIN, "--db", t.file("db"), cmd, "1"});
+        ASSERT_EQ(s.status, 0) << s.err;
+        EXPECT_NE(s.out.find(line), std::string::npos) << cmd << "\n" << s.out;
+        EXPECT_EQ(s.out.find("exe        " + kDir + "nbmain.c"), std::string::npos) << s.out;
+    }
 }
 
 }  // namespace

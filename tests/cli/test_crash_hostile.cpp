@@ -58,7 +58,8 @@ TEST(CrashHostile, ZstNamedCoreThatIsNotZstdIsAnError) {
     };
     writeFile(name(104), "garbage, not compressed at all\n");
     writeFile(name(105), "");
-    // Only a skippable frame (magic 0x184d2a50, 4 bytes of payload): no zstd data frame.
+    // Only a skippable frame (magic 0x184d2a50, 4 bytes of payload): no zstd data frame
+    // ("not a zstd frame with data"; a skippable frame before a core's frame is skipped).
     writeFile(name(106),
               std::string("\x50\x2a\x4d\x18\x04\x00\x00\x00"
                           "abcd",

@@ -167,6 +167,40 @@ TEST(Preflight, FaultsSinceTheLastGoodResetVramAndProcessesMakeADeviceDirty) {
               2);
 }
 
+// The store keeps a held reset record (the ring timeout of line 3) after the page fault of
+// line 4. The last fault is still line 4's (line order within a log, not the order the
+// records were stored; it said `last: gpu_reset …:3`).
+TEST(Preflight, TheLastFaultOfALogIsItsLastLineNotTheLastStored) {
+    TempDir t;
+    std::string sys = t.file("sys"), db = t.file("g.db");
+    put(sys + "/class/kfd/kfd/topology/nodes/1/properties",
+        "simd_count 416\ngfx_target_version 90010\nlocation_id 50688\ndomain 0\n");
+    put(sys + "/class/kfd/kfd/topology/nodes/1/gpu_id", "17183\n");
+    put(sys + "/bus/pci/devices/0000:c6:00.0/mem_info_vram_used", "1048576\n");
+    const std::string c6 = "amdgpu 0000:c6:00.0: amdgpu: ";
+    writeFile(t.file("dmesg.log"),
+              "[  70.0] " + c6 + "GPU reset begin!\n"
+              "[  71.0] " + c6 + "GPU reset(1) succeeded!\n"
+              "[  80.0] " + c6 + "ring gfx timeout\n"
+              "[ 100.0] " + c6 + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 pasid:32769)\n"
+              "[ 100.1] " + c6 + "  in page starting at address 0x00007f6459a00000 from IH client 0x1b (UTCL2)\n");
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db, "ingest", "-q", t.file("dmesg.log")}).status, 0);
+    // the premise: the ring timeout (line 3) was stored after the fault (line 4)
+    auto q = run({GPUFAULT_BIN, "--db", db, "query", "--csv",
+                  "SELECT line FROM evidence WHERE kind != 'gpu_reset' OR json_extract(attrs, "
+                  "'$.trigger') = 'ring_timeout' ORDER BY id"});
+    ASSERT_EQ(q.status, 0) << q.err;
+    EXPECT_EQ(q.out, "line\n4\n3\n");
+
+    auto r = run({GPUFAULT_BIN, "--db", db, "preflight", "--sysfs-root", sys, "--proc-root",
+                  t.file("proc")});
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    EXPECT_EQ(r.out,
+              "0000:c6:00.0 gfx90a (node 1) DIRTY\n"
+              "  - 2 fault records since its last successful GPU reset (last: amdgpu_page_fault " +
+                  t.file("dmesg.log") + ":4)\n");
+}
+
 // A machine without a GPU: --json still prints one object saying so (exit 2, cannot tell).
 TEST(Devices, PreflightJsonWithoutAGpuSaysSo) {
     TempDir t;

@@ -129,8 +129,12 @@ TEST(CorrelateApart, RuntimeErrorJoinsTheFaultItFollows) {
     auto eb = rec(4, Kind::RuntimeError, 32);
     eb.e.reason = "hipErrorIllegalAddress";
     EXPECT_EQ(groupsOf(correlate({a, ea, b, eb})), (std::set<std::set<int64_t>>{{1, 2}, {3, 4}}));
-    // The same region: one fault printed twice (or one bug twice); no contradiction.
+    // The same region: still two processes, the stream states no pid and ROCr aborted the first
+    // after its line (processRuns()); each error joins the fault it follows.
     b.e.address = 0x7f6459a1f000;
+    EXPECT_EQ(groupsOf(correlate({a, ea, b, eb})), (std::set<std::set<int64_t>>{{1, 2}, {3, 4}}));
+    // The same with pids stated: one pid is one process, whatever it printed.
+    for (auto* r : {&a, &ea, &b, &eb}) r->e.pid = 42;
     EXPECT_EQ(groupsOf(correlate({a, ea, b, eb})), (std::set<std::set<int64_t>>{{1, 2, 3, 4}}));
 }
 

@@ -1,8 +1,9 @@
 // The pid a journal states for a program's line (`python[5353]:`): kept as the runtime record's
 // attr `journal_pid`, never as its `pid` (the producer did not blame it; under a launcher it is
 // the launcher's), joining the kernel's record of that pid in the same journal
-// (docs/correlation.md link 3), and never contradicting the pids the AMD log prefix states. Real-shaped journald lines (tests/data/correlate/journal-*.log)
-// through the built binary into a real store, ingested in two orders where there are two files.
+// (docs/correlation.md link 3), and never contradicting the pids the AMD log prefix states.
+// Real-shaped journald lines (tests/data/correlate/journal-*.log) through the built binary into a
+// real store, ingested in two orders where there are two files.
 #include <gtest/gtest.h>
 
 #include "tests/correlate/incidents_cli.h"
@@ -40,7 +41,8 @@ TEST(CorrelateJournal, CudaErrorJoinsTheXidOfItsJournalPid) {
     EXPECT_EQ(
         inc.groups,
         (Groups{{"journal-xid-cuda.log:1"}, {"journal-xid-cuda.log:2", "journal-xid-cuda.log:3"}}));
-    EXPECT_EQ(inc.link["journal-xid-cuda.log:3"], "same pid 5353 in one journal, 1 lines apart");
+    EXPECT_EQ(inc.link["journal-xid-cuda.log:3"],
+              "same pid 5353 in one journal, within 1 s (wall clock)");
     auto list = testing::run({GPUFAULT_BIN, "--db", t.file("db"), "incidents", "--json"});
     auto rows = testing::parseJsonLines(list.out);
     ASSERT_EQ(rows.size(), 2u) << list.out;
@@ -54,7 +56,7 @@ TEST(CorrelateJournal, AJournalPidDaysApartJoinsNothingAcrossTheNewYearItDoes) {
     auto inc = ingestBothOrders({"journal-pid-days-apart.log"});
     const std::string f = "journal-pid-days-apart.log:";
     EXPECT_EQ(inc.groups, (Groups{{f + "1"}, {f + "2"}, {f + "3", f + "4"}}));
-    EXPECT_EQ(inc.link[f + "4"], "same pid 5151 in one journal, 1 lines apart");
+    EXPECT_EQ(inc.link[f + "4"], "same pid 5151 in one journal, within 1 s (wall clock)");
 }
 
 TEST(CorrelateJournal, AJournalPidNeverContradictsAPidTheLineStates) {
@@ -73,7 +75,7 @@ TEST(CorrelateJournal, AJournalPidNeverContradictsAPidTheLineStates) {
     auto inc = ingestBothOrders({"journal-stream-of-launcher.log"});
     const std::string f = "journal-stream-of-launcher.log:";
     EXPECT_EQ(inc.groups, (Groups{{f + "1", f + "4", f + "5"}}));
-    EXPECT_EQ(inc.link[f + "5"], "same stream, 1 lines apart");
+    EXPECT_EQ(inc.link[f + "5"], "same stream, 0 s apart (wall clock)");
     // The incident names the pid a line stated (the kernel's, the worker's), not the launcher's.
     auto list = testing::run({GPUFAULT_BIN, "--db", t.file("db"), "incidents", "--json"});
     auto rows = testing::parseJsonLines(list.out);

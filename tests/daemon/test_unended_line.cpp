@@ -92,14 +92,14 @@ TEST(DaemonUnendedLine, TheCliStoresAnUnendedFaultLineAndTheDaemonReplacesItWhol
     const std::string fault(kFault);
     const std::string head = "starting\n" + shader("K_a", 0) + "\n";
     writeFile(s.log, head + fault.substr(0, kCut));
-    const int64_t lineStart = static_cast<int64_t>(head.size());
 
     auto cli = s.ingest();
     ASSERT_EQ(cli.status, 0) << cli.err;
     // The user asked for the finished job's log: its last line is there, as it was.
     EXPECT_EQ(s.faults(), std::vector<std::string>{"3|0x7f6459"});
-    // Checkpointed at that line's start, its rows marked replaceable.
-    EXPECT_EQ(s.position(), fmt::format("{}|2|2|1|1", lineStart));
+    // Checkpointed where the file's unfinished part starts (the dispatch of line 2, held for
+    // the window of a fault still to come; the unended line after it), its rows replaceable.
+    EXPECT_EQ(s.position(), "9|1|2|1|1");
     // Again on the unchanged file: nothing read, nothing added.
     cli = s.ingest();
     ASSERT_EQ(cli.status, 0) << cli.err;
@@ -164,4 +164,56 @@ TEST(DaemonUnendedLine, TheCliAgainReplacesTheLineItStoredUnended) {
     EXPECT_EQ(s.faults(), (std::vector<std::string>{"2|0x7f6459a00000", "3|0x7f6459a00000"}));
     EXPECT_EQ(storeCount(s.store, "SELECT unended FROM sources"), 0);
     EXPECT_EQ(storeCount(s.store, "SELECT line FROM sources"), 3);
+}
+
+// Findings 1 and 2 of the review after ingest11, with gpufaultd as the next reader: the CLI
+// stored a fold of repeated HIP errors still open at the file's end (its last repeat without
+// its newline) and an amdgpu block whose status lines were not written yet. The daemon,
+// following the file as it grows, replaces those rows: one fold of count 4 (before: "2|3" and
+// "7|2"), one block record with its client (before: two half-records).
+TEST(DaemonUnendedLine, TheDaemonCompletesTheFoldAndBlockTheCliStoredAtTheEnd) {
+    Job s;
+    const std::string err =
+        ":3:hip_module.cpp           :85  : 1000000001 us: [pid:4242  tid:0x7f0a1b2c3d40]  "
+        "hipModuleGetFunction: Returned hipErrorNotFound : ";
+    const std::string kern = "Nov 30 10:24:16 node7 kernel: amdgpu 0000:0a:00.0: amdgpu: ";
+    writeFile(s.log,
+              "start\n" + err + "\n" + err + "\nstep 4\n" + kern +
+                  "[gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32772, for process "
+                  "python3 pid 4242 thread python3 pid 4242)\n" +
+                  kern +
+                  "  in page starting at address 0x00007f6459a00000 from client 0x1b "
+                  "(UTCL2)\n" +
+                  err);
+    auto folds = [&] {
+        return storeRows(s.store,
+                         "SELECT line, count FROM evidence WHERE kind = 'runtime_error' "
+                         "ORDER BY line",
+                         2);
+    };
+    auto blocks = [&] {
+        return storeRows(s.store,
+                         "SELECT line, ifnull(json_extract(attrs, '$.client_id'), '-') FROM "
+                         "evidence WHERE kind = 'amdgpu_page_fault' ORDER BY line",
+                         2);
+    };
+    auto cli = s.ingest();
+    ASSERT_EQ(cli.status, 0) << cli.err;
+    EXPECT_EQ(folds(), std::vector<std::string>{"2|3"});
+    EXPECT_EQ(blocks(), std::vector<std::string>{"5|-"});
+    EXPECT_EQ(s.position(), "6|1|6|1|1");  // the fold's first line
+
+    DaemonProcess d(GPUFAULTD_BIN, s.conf, s.dir.path());
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
+    s.append("\n" + kern + "GCVM_L2_PROTECTION_FAULT_STATUS:0x00801031\n" + kern +
+             "         Faulty UTCL2 client ID: TCP (0x8)\n" + err + "\n");
+    const std::vector<std::string> wantFolds{"2|4"}, wantBlocks{"5|0x8"};
+    EXPECT_TRUE(eventually([&] { return folds() == wantFolds && blocks() == wantBlocks; }, 10s))
+        << ::testing::PrintToString(folds()) << ::testing::PrintToString(blocks()) << "\n"
+        << d.stderrText();
+    stop(d);
+    EXPECT_EQ(folds(), wantFolds);
+    EXPECT_EQ(blocks(), wantBlocks);
+    EXPECT_EQ(storeCount(s.store, "SELECT count(*) FROM evidence"), 2);
 }

@@ -203,6 +203,41 @@ TEST(LineReader, LongLineKeepsTheTextAfterItsLastCarriageReturn) {
     ::unlink(path);
 }
 
+// Issue 3 (ing3b, HIGH 1): a file's last line without '\n' ends the stream. A file that grew
+// after that line was handed out (a job writing its log beside `gpufault ingest`) gave the rest
+// of that line as a line of its own: every later line was numbered one too high.
+TEST(LineReader, ALastLineWithoutItsNewlineEndsTheStreamWhenTheFileGrowsAfterIt) {
+    char path[] = "/tmp/gpufault-lr-XXXXXX";
+    int w = ::mkstemp(path);
+    ASSERT_GE(w, 0);
+    const std::string first = "step 1\n:3:hip_";
+    ASSERT_EQ(::write(w, first.data(), first.size()), static_cast<ssize_t>(first.size()));
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    LineReader r(fd, 4096);
+    uint64_t off = 0;
+    bool truncated = false;
+    auto l = r.next(off, truncated);
+    ASSERT_TRUE(l && *l);
+    EXPECT_EQ(**l, "step 1");
+    EXPECT_FALSE(r.lastUnended());
+    l = r.next(off, truncated);
+    ASSERT_TRUE(l && *l);
+    EXPECT_EQ(**l, ":3:hip_");
+    EXPECT_EQ(off, 7u);
+    EXPECT_TRUE(r.lastUnended());
+    // The writer ends that line and writes another.
+    const std::string rest = "module.cpp :85 : hipErrorNotFound\nstep 3\n";
+    ASSERT_EQ(::write(w, rest.data(), rest.size()), static_cast<ssize_t>(rest.size()));
+    l = r.next(off, truncated);
+    ASSERT_TRUE(l);
+    EXPECT_FALSE(*l) << "read on after the unended line: \"" << std::string(**l) << "\"";
+    EXPECT_EQ(r.consumed(), first.size());
+    ::close(w);
+    ::close(fd);
+    ::unlink(path);
+}
+
 TEST(LineReader, NewlineSearchesAgreeWithMemchr) {
     const bool avx2 = __builtin_cpu_supports("avx2");
     std::string buf(600, 'x');

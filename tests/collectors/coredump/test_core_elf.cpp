@@ -138,6 +138,12 @@ TEST(GpuCore, RocrGpuCoreMetadata) {
     EXPECT_EQ(m.sections, 4u);
     EXPECT_TRUE(m.cudbg_sections.empty());
     EXPECT_EQ(coreKindName(c->kind), "rocr_gpu");
+    // ROCr's other names (FORMATS.md §2.3): the kernel's core_pattern with `.gpu` appended, and
+    // `gpucore.<pid>.gpu` in containers; a `.gpu` name without a pid gives none.
+    EXPECT_EQ(gpuCoreMeta(*c, "gpucore.31337.gpu").pid, 31337);
+    EXPECT_EQ(gpuCoreMeta(*c, "core.4321.gpu").pid, 4321);
+    EXPECT_EQ(gpuCoreMeta(*c, "core.gpu").pid, std::nullopt);
+    EXPECT_EQ(gpuCoreMeta(*c, "gpucore.12x.gpu").pid, std::nullopt);
 }
 
 TEST(GpuCore, CudaGpuCoreSections) {

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "collectors/prefix/program_prefix.h"
 #include "tests/collectors/prefix/decode_helper.h"
 
 namespace gpufault::testing {
@@ -89,6 +90,61 @@ TEST(LineDecoder, RankPrefix) {
     EXPECT_TRUE(g.text.starts_with("[E610 07:42:53.345100746 ProcessGroupNCCL.cpp:1595] [PG ID 2"));
     EXPECT_EQ(g.origin, Origin::Unknown);
     EXPECT_FALSE(decodeOne("[ranks]: x").rank);
+}
+
+TEST(LineDecoder, TorchrunRolePrefixKeepsTheLocalRank) {
+    // torchrun --tee: f"[{role}{local_rank}]:" (local_elastic_agent.py), role "default" unless set
+    std::string rocr =
+        "Memory access fault by GPU node-2 (Agent handle: 0x55d5b2d4a780) on address "
+        "0x7f0000100000. Reason: Page not present or supervisor privilege.";
+    auto d = decodeOne("[default1]:" + rocr);
+    EXPECT_EQ(d.rank, 1);
+    EXPECT_EQ(d.text, rocr);
+    auto t = decodeOne("[trainer12]: x");
+    EXPECT_EQ(t.rank, 12);
+    EXPECT_EQ(t.text, "x");
+    auto a =
+        decodeOne("[default0]::3:rocvirtual.cpp           :3190: 0000100000 us:  ShaderName : k0");
+    EXPECT_EQ(a.rank, 0);
+    EXPECT_EQ(a.amd_level, 3);
+    EXPECT_EQ(a.text, "ShaderName : k0");
+    EXPECT_FALSE(decodeOne("[default]: x").rank);
+    EXPECT_FALSE(decodeOne("[gfxhub0] retry page fault").rank);
+    EXPECT_FALSE(decodeOne("[E610 07:42:53.345100746 ProcessGroupNCCL.cpp:1595] x").rank);
+}
+
+TEST(LineDecoder, VllmWorkerPrefixKeepsRankAndPid) {
+    // vllm _add_prefix(): f"{CYAN}({worker_name} pid={pid}){RESET} ", worker "VllmWorker rank=N"
+    auto d = decodeOne("(VllmWorker rank=1 pid=101) [probe] name=A ptr=0x10 end=0x20");
+    EXPECT_EQ(d.rank, 1);
+    EXPECT_EQ(d.log_pid, 101);
+    EXPECT_EQ(d.text, "[probe] name=A ptr=0x10 end=0x20");
+    auto c = decodeOne(
+        "\x1b[1;36m(VllmWorker rank=3 pid=4242)\x1b[0;0m :3:rocvirtual.cpp           "
+        ":3190: 0000100000 us:  ShaderName : k3");
+    EXPECT_EQ(c.rank, 3);
+    EXPECT_EQ(c.amd_level, 3);
+    EXPECT_EQ(c.text, "ShaderName : k3");
+    // no rank in the name: the worker itself is the line's process, one per name and pid
+    auto p1 = decodeOne("(VllmWorkerProcess pid=100) x");
+    auto p2 = decodeOne("(VllmWorkerProcess pid=101) x");
+    ASSERT_TRUE(p1.rank && p2.rank);
+    EXPECT_NE(*p1.rank, *p2.rank);
+    EXPECT_GE(*p1.rank, prefix::kServiceRankBase);
+    EXPECT_EQ(p1.log_pid, 100);
+    EXPECT_EQ(p1.text, "x");
+    EXPECT_FALSE(decodeOne("(see pid=12 above) x").rank);
+    EXPECT_EQ(decodeOne("(pid=12) x").text, "(pid=12) x");
+}
+
+TEST(LineDecoder, ComposeServiceIsTheLinesProcess) {
+    auto v = decodeAll({"trainer-1    | a", "evaluator-1  | b", "trainer-1    | c"});
+    ASSERT_EQ(v.size(), 3u);
+    ASSERT_TRUE(v[0].rank && v[1].rank);
+    EXPECT_NE(*v[0].rank, *v[1].rank);
+    EXPECT_EQ(v[0].rank, v[2].rank);
+    EXPECT_GE(*v[0].rank, prefix::kServiceRankBase);
+    EXPECT_EQ(v[1].text, "b");
 }
 
 TEST(LineDecoder, AmdLogPrefix) {

@@ -76,6 +76,16 @@ int records(void* rt) {
     }
     std::printf("caught %d\n", caught);
 
+    // The runtime's hipMalloc throws through the shim's hook; the next call on this thread is
+    // recorded as any other (not as a nested one).
+    try {
+        hipAlloc(0x7707, &rc);  // the stand-in runtime's kThrowSize
+    } catch (const std::runtime_error& e) {
+        std::printf("%s\n", e.what());
+    }
+    void* afterThrow = hipAlloc(6 << 20, &rc);
+    std::printf("after-throw ptr=%p size=%d rc=%d\n", afterThrow, 6 << 20, rc);
+
     // The driver: cuGetProcAddress_v2 found by handle, then the entry point it hands out.
     using Gpa = int (*)(const char*, void**, int, uint64_t, int*);
     auto gpa = sym<Gpa>(rt, "cuGetProcAddress_v2");

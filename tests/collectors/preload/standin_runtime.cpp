@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 
 #ifdef STANDIN_PAD
 // 8 KiB of int3 ahead of every function (.text.unlikely is laid out before .text): this
@@ -27,6 +28,9 @@ namespace {
 /// hipMalloc of this many bytes raises SIGUSR1 inside the call (a signal handler that
 /// allocates while the thread is in a hooked call).
 constexpr size_t kRaiseSize = 0x5151;
+/// hipMalloc of this many bytes throws a C++ exception through the shim's hook (preload_host
+/// records catches it).
+constexpr size_t kThrowSize = 0x7707;
 
 std::mutex g_mu;
 uintptr_t g_base = 0, g_next = 0, g_end = 0;
@@ -65,6 +69,7 @@ extern "C" {
 int hipMalloc(void** p, size_t n) {
     if (n == 0) return 1;                 // hipErrorInvalidValue
     if (n == kRaiseSize) raise(SIGUSR1);  // a signal while the call runs (fd_host signal)
+    if (n == kThrowSize) throw std::runtime_error("runtime threw");
     *p = take(n);
     return *p ? 0 : 2;  // hipErrorOutOfMemory
 }

@@ -118,10 +118,21 @@ TEST(PreloadShim, RecordsWhatTheHostAllocatedAndExceptionsStillWork) {
     EXPECT_EQ(find(log, "cuMemAlloc_v2", drv.first)->end - drv.first, drv.second);
     auto viaDlsym = p.find("dlsym-hipMalloc")->second;
     ASSERT_TRUE(find(log, "hipMalloc", viaDlsym.first)) << text;
-    // 1 + 10 (during the exceptions) + 1 + 200 from threads; the failed call is counted apart.
+    // After the runtime's hipMalloc threw through the hook, the thread's next call is recorded
+    // with its stack and device, not as a nested call (a signal handler's).
+    EXPECT_NE(r.out.find("runtime threw\n"), std::string::npos) << r.out;
+    auto after = p.find("after-throw")->second;
+    const auto* t = find(log, "hipMalloc", after.first);
+    ASSERT_TRUE(t) << text;
+    EXPECT_EQ(t->end - t->ptr, after.second);
+    EXPECT_EQ(t->device, 3);
+    EXPECT_TRUE(t->stack.starts_with("libgpufault_standin_fw.so+0x")) << t->stack;
+    EXPECT_EQ(text.find("nested=1"), std::string::npos) << text;
+    // 1 + 10 (during the exceptions) + 1 + 1 after the throw + 200 from threads; the failed
+    // call is counted apart, the one that threw is not recorded.
     size_t hipCount = 0;
     for (const auto& x : log.allocations) hipCount += x.api == "hipMalloc";
-    EXPECT_EQ(hipCount, 1u + 10u + 1u + 200u);
+    EXPECT_EQ(hipCount, 1u + 10u + 1u + 1u + 200u);
     EXPECT_EQ(log.allocations.size(), hipCount + 2u);
     EXPECT_EQ(log.failed, 1u);
     std::map<int64_t, int> tids;

@@ -34,6 +34,44 @@ TEST(RocrFault, CurrentFormat) {
     EXPECT_FALSE(ev[0].pid);
 }
 
+TEST(RocrFault, AGarbledOrCutAddressIsNotStoredAndIsWarned) {
+    auto m = makeRocrFaultMatcher();
+    auto out = testing::feedMatcher(
+        *m,
+        {// a NUL inside the address: `0x7a58` is all that parses, `%s.` does not follow
+         std::string("Memory access fault by GPU node-1 (Agent handle: 0x59aef28eb440) on address "
+                     "0x7a58\0""095227000. Reason: Unknown.",
+                     110),
+         // the line cut before the address (and its newline written later)
+         "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on addr",
+         // the line ends right after the address: stored, said to be maybe cut
+         "Memory access fault by GPU node-1 (Agent handle: 0x55d5b2d4a780) on address 0x7f00"});
+    ASSERT_EQ(out.evidences.size(), 3u);
+    EXPECT_FALSE(out.evidences[0].address);
+    EXPECT_EQ(out.evidences[0].reason, "Unknown");
+    EXPECT_FALSE(out.evidences[1].address);
+    EXPECT_EQ(out.evidences[2].address, 0x7f00u);
+    ASSERT_EQ(out.warnings.size(), 3u);
+    EXPECT_EQ(out.warnings[0].line, 1u);
+    EXPECT_NE(out.warnings[0].message.find("`0x7a58\\x00095227000. Reason: Unknown.` is not"),
+              std::string::npos)
+        << out.warnings[0].message;
+    EXPECT_EQ(out.warnings[1].line, 2u);
+    EXPECT_NE(out.warnings[1].message.find("without ` on address `"), std::string::npos);
+    EXPECT_EQ(out.warnings[2].line, 3u);
+    EXPECT_NE(out.warnings[2].message.find("ends right after its address 0x7f00: it may be cut"),
+              std::string::npos);
+}
+
+TEST(RocrFault, ANullAgentHandleIsNil) {
+    auto ev = run({"Memory access fault by GPU node-1 (Agent handle: (nil)) on address "
+                   "0x7f1a2b3c4000. Reason: Unknown."});
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].attr("agent_handle"), "(nil)");
+    EXPECT_EQ(ev[0].gpu_node, 1);
+    EXPECT_EQ(ev[0].address, 0x7f1a2b3c4000u);
+}
+
 TEST(RocrFault, MayNotBeExactAddress) {
     auto ev =
         run({"Memory access fault by GPU node-2 (Agent handle: 0x5604e1a0c1d0) on address "
