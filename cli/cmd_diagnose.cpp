@@ -1,5 +1,5 @@
-// Diagnoses of missing code objects (analysis/diagnose.h): after `ingest`, and `gpufault
-// diagnose` for a store written by gpufaultd.
+// Diagnoses (a missing code object, a stack through a kernel launch …; analysis/diagnose.h): after
+// `ingest`, and `gpufault diagnose` for a store written by gpufaultd.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -27,7 +27,7 @@ int runDiagnoses(db::Db& d,
         return 2;
     }
     if (!quiet && r->diagnosed)
-        fmt::print("{} diagnos{} of a missing code object (gpufault show INCIDENT)\n",
+        fmt::print("{} diagnos{} (gpufault show INCIDENT)\n",
                    r->diagnosed,
                    r->diagnosed == 1 ? "is" : "es");
     return 0;

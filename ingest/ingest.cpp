@@ -322,9 +322,15 @@ db::Result<std::vector<IncidentRecord>> correlateStored(Store& store,
 }
 
 db::Result<size_t> recorrelate(Store& store, const std::function<bool()>& stop) {
-    auto incidents = correlateStored(store, stop);
-    if (!incidents) return std::unexpected(incidents.error());
+    // Read and written in one write transaction: evidence read outside it may be gone by the
+    // write (gpufaultd replaces the rows of a line read again), and the incidents written would
+    // name rows that are not there (FOREIGN KEY constraint failed beside the daemon).
     if (auto r = store.begin(); !r) return std::unexpected(r.error());
+    auto incidents = correlateStored(store, stop);
+    if (!incidents) {
+        (void)store.rollback();
+        return std::unexpected(incidents.error());
+    }
     {
         StoreInterrupt guard(store.db(), stop);
         if (auto r = store.replaceIncidents(*incidents, stop); !r) {

@@ -83,7 +83,7 @@ TEST_F(CliDiagnosis, CoreOfACrashInTheHipRuntimeNamesTheBundleWithoutCode) {
     std::string sys = fakeSysfs(t, "sys", "100300");  // gfx1030
     auto r = ingest(sys, core);
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_NE(r.out.find("1 diagnosis of a missing code object"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("1 diagnosis (gpufault show INCIDENT)"), std::string::npos) << r.out;
     std::string out = show(1);
     // The diagnosis comes first, right after the title.
     std::string first = out.substr(out.find('\n') + 1);
@@ -169,10 +169,14 @@ TEST_F(CliDiagnosis, FixtureCoreThroughAKernelLaunchWithItsModulesGone) {
 // `ingest CORE --exe PATH`: the executable is stored (cores --json `exe`) and inventoried for the
 // diagnosis in place of the path the core recorded (gone): here a copy of the seed-case binary
 // named as the core's executable, whose bundle #4 has no code for the machine's gfx1030.
+// The core records /tmp/crashfixture/crashmain, gone since. `--exe` with a copy of that binary
+// (same build-id, another path) stands for it: stored, read and named in show. `--exe` with
+// another program of the same name (the seed-case binary, another build-id) is refused: not
+// stored, not inventoried, and show says why.
 TEST_F(CliDiagnosis, TheExecutableGivenWithExeIsStoredAndInventoried) {
     std::string sys = fakeSysfs(t, "sys", "100300");  // gfx1030
     std::string exe = t.file("crashmain");
-    writeFile(exe, readFile(kData + "binaries/seedcase/multi_plus_one"));
+    writeFile(exe, readFile(kData + "cores/crashmain"));
     auto r = ingest(
         t, sys, kData + "cores/core", {"--exe", exe, "--debuginfo-path", kData + "cores/buildid"});
     ASSERT_EQ(r.status, 0) << r.err;
@@ -180,24 +184,43 @@ TEST_F(CliDiagnosis, TheExecutableGivenWithExeIsStoredAndInventoried) {
     ASSERT_EQ(cores.status, 0) << cores.err;
     EXPECT_EQ(nlohmann::json::parse(cores.out)["exe"], exe);
     std::string out = show(1);
-    EXPECT_NE(out.find("  NO CODE    " + exe +
-                       ": bundle #4 at 0x12000: no code for gfx1030 (has gfx906); kernels: "
-                       "gpu_bench_kernel(float*, int)\n"),
-              std::string::npos)
-        << out;
-    EXPECT_NE(out.find("  modules    4 modules named, 3 read, 1 with GPU code; 1 not read here "
-                       "(/tmp/crashfixture/libcrashlib.so"),
+    EXPECT_NE(out.find("  modules    4 modules named, 3 read, 0 with GPU code; 1 not read here "
+                       "(/tmp/crashfixture/libcrashlib.so: No such file or directory)\n"),
               std::string::npos)
         << out;
     EXPECT_NE(out.find("\n  exe        " + exe + "\n"), std::string::npos) << out;
+    EXPECT_NE(
+        out.find("#4  0x00005628408d51b1 main + 0x37 (crashmain + 0x11b1) ./crashmain.cpp:12"),
+        std::string::npos)
+        << out;
 
-    // Without --exe nothing stands for the recorded path: no code object is found.
-    TempDir plain;
-    r = ingest(plain, sys, kData + "cores/core", {"--debuginfo-path", kData + "cores/buildid"});
+    TempDir other;
+    std::string wrong = other.file("crashmain");
+    writeFile(wrong, readFile(kData + "binaries/seedcase/multi_plus_one"));
+    r = ingest(other,
+               sys,
+               kData + "cores/core",
+               {"--exe", wrong, "--debuginfo-path", kData + "cores/buildid"});
     ASSERT_EQ(r.status, 0) << r.err;
-    auto none = run({GPUFAULT_BIN, "--db", plain.file("db"), "cores", "--json"});
+    EXPECT_NE(r.err.find("has build-id d9d8733e8fdd3686e469ec324fcb82c44548f48d, the core's "
+                         "executable f3fd0fa19b387315a62730e7781520419a4ece0f: not used"),
+              std::string::npos)
+        << r.err;
+    auto none = run({GPUFAULT_BIN, "--db", other.file("db"), "cores", "--json"});
     EXPECT_TRUE(nlohmann::json::parse(none.out)["exe"].is_null()) << none.out;
-    EXPECT_EQ(show(plain, 1).find("NO CODE"), std::string::npos);
+    out = show(other, 1);
+    EXPECT_EQ(out.find("NO CODE"), std::string::npos) << out;
+    EXPECT_NE(out.find("  modules    4 modules named, 2 read, 0 with GPU code; 2 not read here "
+                       "(/tmp/crashfixture/crashmain: No such file or directory, "),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("\n  exe        refused: --exe " + wrong + " has build-id d9d8733e"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("#4  0x00005628408d51b1 n/a (crashmain + 0x11b1) "
+                       "f3fd0fa19b387315a62730e7781520419a4ece0f"),
+              std::string::npos)
+        << out;
 }
 
 TEST_F(CliDiagnosis, RuntimeListingOfARealNoBinaryForGpuAbort) {
