@@ -88,6 +88,13 @@ std::string facts(const Evidence& e) {
                                 e.attr("nearest_side").value_or("after"),
                                 *a,
                                 e.attr("nearest_alloc_size").value_or("?")));
+    if (e.count > 1)
+        f.push_back(fmt::format("×{} (identical lines folded into this record)", e.count));
+    if (auto n = e.attr("callbacks_suppressed"))
+        f.push_back(
+            fmt::format("the kernel's rate limit dropped {} messages before it (fault "
+                        "counts are lower bounds)",
+                        *n));
     if (e.attr("unended")) f.push_back(kUnendedNote);
     std::string s;
     for (auto& x : f) s += (s.empty() ? "" : ", ") + x;
@@ -668,10 +675,15 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
     printCoresMarkdown(store->db(), id);
     fmt::print("### Evidence\n\n");
     for (const auto& m : v->members) {
-        fmt::print("{} ({}{}{})\n\n{}\n",
+        const auto suppressed = m.ev.e.attr("callbacks_suppressed");
+        fmt::print("{} ({}{}{}{}{})\n\n{}\n",
                    mdCode(fmt::format("{}:{}", m.ev.source, m.ev.e.line)),
                    kindName(m.ev.e.kind),
                    m.ev.e.rank ? fmt::format(", rank {}", *m.ev.e.rank) : "",
+                   m.ev.e.count > 1 ? fmt::format(", ×{} identical lines", m.ev.e.count) : "",
+                   suppressed ? fmt::format(", after {} messages the kernel's rate limit dropped",
+                                            mdText(*suppressed))
+                              : "",
                    m.role == "member"    ? ""
                    : m.role == "context" ? ", context"
                                          : ", could be this incident's, not joined",
