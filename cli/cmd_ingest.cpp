@@ -29,26 +29,26 @@ bool checkInputs(const std::vector<std::string>& files) {
         if (f == "-") continue;
         struct stat st {};
         if (::stat(f.c_str(), &st) != 0) {
-            fmt::print(stderr, "gpufault: {}: {}\n", f, std::strerror(errno));
+            printText(stderr, "gpufault: {}: {}\n", f, std::strerror(errno));
             ok = false;
             continue;
         }
         if (S_ISDIR(st.st_mode)) {
-            fmt::print(stderr, "gpufault: {}: is a directory\n", f);
+            printText(stderr, "gpufault: {}: is a directory\n", f);
             ok = false;
             continue;
         }
         // A FIFO or device is checked without opening it: an open would block or consume data.
         if (!S_ISREG(st.st_mode)) {
             if (::access(f.c_str(), R_OK) != 0) {
-                fmt::print(stderr, "gpufault: {}: {}\n", f, std::strerror(errno));
+                printText(stderr, "gpufault: {}: {}\n", f, std::strerror(errno));
                 ok = false;
             }
             continue;
         }
         int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
-            fmt::print(stderr, "gpufault: {}: {}\n", f, std::strerror(errno));
+            printText(stderr, "gpufault: {}: {}\n", f, std::strerror(errno));
             ok = false;
             continue;
         }
@@ -70,37 +70,66 @@ void progressBar(uint64_t done, uint64_t total) {
     if (done >= total) fmt::print(stderr, "\n");
 }
 
+/// Why `f` is an ELF file that `ingest` cannot take (an executable, a library, an object, a cut
+/// header); nullopt for anything else (cores are recognised before this is asked). Regular
+/// files only: a FIFO is never opened here.
+std::optional<std::string> elfNotACore(const std::string& f) {
+    struct stat st {};
+    if (::stat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return std::nullopt;
+    unsigned char h[20] = {};
+    ssize_t n = ::pread(fd, h, sizeof h, 0);
+    ::close(fd);
+    if (n < 4 || std::memcmp(h,
+                             "\x7f"
+                             "ELF",
+                             4) != 0)
+        return std::nullopt;
+    if (n < 20)
+        return std::string("a cut ELF header (") + std::to_string(n) + " bytes): not a core";
+    unsigned type = h[5] == 2 ? (h[16] << 8 | h[17]) : (h[16] | h[17] << 8);
+    const char* what = type == 1   ? "a relocatable object"
+                       : type == 2 ? "an executable"
+                       : type == 3 ? "a shared object or PIE executable"
+                                   : "an ELF file";
+    return std::string(what) + " (ELF e_type " + std::to_string(type) +
+           "), not a core: give its core (and this file as --exe), or `gpufault codeobj` for GPU "
+           "code objects";
+}
+
 /// Prints one stored core's summary line.
 void printCore(const std::string& f, const CoreIngestSummary& r) {
-    for (const auto& w : r.warnings) fmt::print(stderr, "gpufault: warning: {}: {}\n", f, w);
+    for (const auto& w : r.warnings) printText(stderr, "gpufault: warning: {}: {}\n", f, w);
     if (r.unchanged) {
         if (r.same_as)
-            fmt::print("{}: core already stored as {}\n", f, *r.same_as);
+            printText(stdout, "{}: core already stored as {}\n", f, *r.same_as);
         else
-            fmt::print("{}: core already ingested, unchanged\n", f);
+            printText(stdout, "{}: core already ingested, unchanged\n", f);
         return;
     }
     if (r.kind != "cpu") {
-        fmt::print("{}: {} core {} (metadata only, not unwound){}, {:.2f} s\n",
-                   f,
-                   r.kind,
-                   r.core_id,
-                   r.operands ? fmt::format(", {} pointer arguments", r.operands) : "",
-                   r.seconds);
+        printText(stdout,
+                  "{}: {} core {} (metadata only, not unwound){}, {:.2f} s\n",
+                  f,
+                  r.kind,
+                  r.core_id,
+                  r.operands ? fmt::format(", {} pointer arguments", r.operands) : "",
+                  r.seconds);
         return;
     }
-    fmt::print(
-        "{}: core {}, {} thread{}, {} frames in the crashing thread, top {}, stack {}, "
-        "{:.2f} s\n",
-        f,
-        r.core_id,
-        r.threads,
-        r.threads == 1 ? "" : "s",
-        r.frames,
-        r.top.empty() ? "-" : printable(r.top),  // a symbol may hold any byte
-        r.signature.empty() ? "-" : r.signature,
-        r.seconds);
-    if (r.partial) fmt::print("{}: the stack is partial: {}\n", f, *r.partial);
+    printText(stdout,
+              "{}: core {}, {} thread{}, {} frames in the crashing thread, top {}, stack {}, "
+              "{:.2f} s\n",
+              f,
+              r.core_id,
+              r.threads,
+              r.threads == 1 ? "" : "s",
+              r.frames,
+              r.top.empty() ? "-" : printable(r.top),  // a symbol may hold any byte
+              r.signature.empty() ? "-" : r.signature,
+              r.seconds);
+    if (r.partial) printText(stdout, "{}: the stack is partial: {}\n", f, *r.partial);
 }
 
 /// Reads one core; prints its summary unless quiet. False on error (printed).
@@ -111,7 +140,7 @@ bool ingestOneCore(Store& store, const std::string& f, const CoreOptions& o, boo
     ro.limits.seconds = static_cast<double>(o.unwind_seconds);
     auto r = ingestCore(store, f, ro);
     if (!r) {
-        fmt::print(stderr, "gpufault: {}\n", r.error().message);
+        printText(stderr, "gpufault: {}\n", r.error().message);
         return false;
     }
     if (!quiet) printCore(f, *r);
@@ -131,22 +160,25 @@ int ingestCrashInput(Store& store, const std::string& f, const CoreOptions& o, b
     if (kind == CrashInput::JournalExport || kind == CrashInput::JournalJson) {
         auto r = ingestJournalCores(store, f, kind, co);
         if (!r) {
-            fmt::print(stderr, "gpufault: {}\n", r.error().message);
+            printText(stderr, "gpufault: {}\n", r.error().message);
             return -1;
         }
         if (!quiet) {
-            fmt::print(
-                "{}: {} journal entries, {} systemd-coredump\n", f, r->entries, r->cores.size());
+            printText(stdout,
+                      "{}: {} journal entries, {} systemd-coredump\n",
+                      f,
+                      r->entries,
+                      r->cores.size());
             for (const auto& c : r->cores) printCore(f, c);
         }
-        for (const auto& w : r->warnings) fmt::print(stderr, "gpufault: warning: {}\n", w);
+        for (const auto& w : r->warnings) printText(stderr, "gpufault: warning: {}\n", w);
         // JSON lines are also log lines: the text ingest reads their MESSAGE fields next.
         return kind == CrashInput::JournalJson ? 0 : 1;
     }
     auto r = kind == CrashInput::Apport ? ingestApportReport(store, f, co, true)
                                         : ingestSystemdCoreFile(store, f, co, true);
     if (!r) {
-        fmt::print(stderr, "gpufault: {}\n", r.error().message);
+        printText(stderr, "gpufault: {}\n", r.error().message);
         return -1;
     }
     if (!quiet) printCore(f, *r);
@@ -180,13 +212,13 @@ void printNoEvidenceHint(const std::string& path) {
     if (path == "-") return;
     auto what = crashTextLike(path);
     if (what.empty()) return;
-    fmt::print(stderr,
-               "gpufault: {}: this looks like {}; gpufault does not read that text. Give it the "
-               "crash itself: the core (`coredumpctl dump PID -o core.PID`, or the file under "
-               "/var/lib/systemd/coredump), or the journal entry in export format (`journalctl "
-               "-o export COREDUMP_PID=PID > crash.export`), then `gpufault ingest FILE`\n",
-               path,
-               what);
+    printText(stderr,
+              "gpufault: {}: this looks like {}; gpufault does not read that text. Give it the "
+              "crash itself: the core (`coredumpctl dump PID -o core.PID`, or the file under "
+              "/var/lib/systemd/coredump), or the journal entry in export format (`journalctl "
+              "-o export COREDUMP_PID=PID > crash.export`), then `gpufault ingest FILE`\n",
+              path,
+              what);
 }
 
 }  // namespace
@@ -194,13 +226,13 @@ void printNoEvidenceHint(const std::string& path) {
 bool ingestOneAllocLog(Store& store, const std::string& f, std::optional<int64_t> run, bool quiet) {
     auto r = ingestAllocLog(store, f, run);
     if (!r) {
-        fmt::print(stderr, "gpufault: {}\n", r.error().message);
+        printText(stderr, "gpufault: {}\n", r.error().message);
         return false;
     }
-    for (const auto& w : r->warning_texts) fmt::print(stderr, "gpufault: {}\n", w);
+    for (const auto& w : r->warning_texts) printText(stderr, "gpufault: {}\n", w);
     if (quiet) return true;
     if (r->unchanged) {
-        fmt::print("{}: allocation records already ingested, unchanged\n", f);
+        printText(stdout, "{}: allocation records already ingested, unchanged\n", f);
         return true;
     }
     std::string pids;
@@ -214,18 +246,19 @@ bool ingestOneAllocLog(Store& store, const std::string& f, std::optional<int64_t
                         r->duplicates);
     if (r->after_end > 0)
         extra += fmt::format(", {} after the end of their process (not stored)", r->after_end);
-    fmt::print("{}: allocation records of pid {}: {}, {} ({} freed{}), {}, {}, {:.2f} s\n",
-               f,
-               pids.empty()            ? "-"
-               : r->pids_without_start ? pids + " (no start record stored)"
-                                       : pids,
-               counted(static_cast<int64_t>(r->lines), "line"),
-               counted(static_cast<int64_t>(r->allocations), "allocation"),
-               r->freed,
-               extra,
-               counted(static_cast<int64_t>(r->failed), "failed call"),
-               counted(static_cast<int64_t>(r->warnings), "warning"),
-               r->seconds);
+    printText(stdout,
+              "{}: allocation records of pid {}: {}, {} ({} freed{}), {}, {}, {:.2f} s\n",
+              f,
+              pids.empty()            ? "-"
+              : r->pids_without_start ? pids + " (no start record stored)"
+                                      : pids,
+              counted(static_cast<int64_t>(r->lines), "line"),
+              counted(static_cast<int64_t>(r->allocations), "allocation"),
+              r->freed,
+              extra,
+              counted(static_cast<int64_t>(r->failed), "failed call"),
+              counted(static_cast<int64_t>(r->warnings), "warning"),
+              r->seconds);
     return true;
 }
 
@@ -235,13 +268,24 @@ int cmdIngest(const Global& g,
               bool quiet,
               const CoreOptions& cores) {
     if (!checkInputs(files)) return 2;
+    if (cores.exe) {  // named by the user: a missing or unreadable one is a usage error
+        struct stat st {};
+        if (::stat(cores.exe->c_str(), &st) != 0 || ::access(cores.exe->c_str(), R_OK) != 0) {
+            printText(stderr, "gpufault: --exe {}: {}\n", *cores.exe, std::strerror(errno));
+            return 2;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            printText(stderr, "gpufault: --exe {}: not a regular file\n", *cores.exe);
+            return 2;
+        }
+    }
     std::error_code ec;
     auto dir = std::filesystem::path(g.db).parent_path();
     if (!dir.empty()) std::filesystem::create_directories(dir, ec);
     auto store = Store::open(g.db, Store::Mode::ReadWrite);
     if (!store) {
-        fmt::print(stderr, "gpufault: {}\n", store.error().message);
-        fmt::print(
+        printText(stderr, "gpufault: {}\n", store.error().message);
+        printText(
             stderr, "gpufault: cannot write the store {}; choose another with --db PATH\n", g.db);
         return 2;
     }
@@ -265,6 +309,11 @@ int cmdIngest(const Global& g,
             continue;
         }
         if (f != "-") {
+            if (auto why = elfNotACore(f)) {
+                printText(stderr, "gpufault: {}: {}\n", f, *why);
+                rc = 2;
+                break;
+            }
             int c = ingestCrashInput(*store, f, cores, quiet);
             if (c < 0) {
                 rc = 2;
@@ -278,17 +327,18 @@ int cmdIngest(const Global& g,
             (tty && big && !quiet) ? progressBar : std::function<void(uint64_t, uint64_t)>();
         auto r = ingestFile(*store, f, opt);
         if (!r) {
-            fmt::print(stderr, "gpufault: {}\n", r.error().message);
+            printText(stderr, "gpufault: {}\n", r.error().message);
             rc = 2;
             break;
         }
         if (quiet) continue;
         if (r->unchanged) {
-            fmt::print("{}: already ingested, unchanged\n", f);
+            printText(stdout, "{}: already ingested, unchanged\n", f);
             continue;
         }
         if (r->replaced_source != 0)
-            fmt::print(
+            printText(
+                stdout,
                 "{}: written again since it was ingested (the {} read then are not its first bytes "
                 "now): a new source, read from its start; the earlier content's records are "
                 "kept\n",
@@ -300,26 +350,28 @@ int cmdIngest(const Global& g,
             n += c;
             kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", c, k);
         }
-        fmt::print("{}: {}{}, {} evidence{}{}, {} ({} kept), {}, {}, {:.2f} s\n",
-                   r->name,
-                   counted(static_cast<int64_t>(r->lines), "line"),
-                   r->resumed ? " (resumed)" : "",
-                   n,
-                   kinds.empty() ? "" : " (",
-                   kinds.empty() ? "" : kinds + ")",
-                   counted(static_cast<int64_t>(r->dispatches), "dispatch", "dispatches"),
-                   r->dispatch_rows,
-                   counted(static_cast<int64_t>(r->operands), "operand"),
-                   counted(static_cast<int64_t>(r->warnings), "warning"),
-                   r->seconds);
+        printText(stdout,
+                  "{}: {}{}, {} evidence{}{}, {} ({} kept), {}, {}, {:.2f} s\n",
+                  r->name,
+                  counted(static_cast<int64_t>(r->lines), "line"),
+                  r->resumed ? " (resumed)" : "",
+                  n,
+                  kinds.empty() ? "" : " (",
+                  kinds.empty() ? "" : kinds + ")",
+                  counted(static_cast<int64_t>(r->dispatches), "dispatch", "dispatches"),
+                  r->dispatch_rows,
+                  counted(static_cast<int64_t>(r->operands), "operand"),
+                  counted(static_cast<int64_t>(r->warnings), "warning"),
+                  r->seconds);
         if (n == 0) printNoEvidenceHint(f);
     }
     auto inc = recorrelate(*store);
     if (!inc) {
-        fmt::print(stderr, "gpufault: correlation: {}\n", inc.error().message);
+        printText(stderr, "gpufault: correlation: {}\n", inc.error().message);
         return 2;
     }
-    if (!quiet) fmt::print("{} in {}\n", counted(static_cast<int64_t>(*inc), "incident"), g.db);
+    if (!quiet)
+        printText(stdout, "{} in {}\n", counted(static_cast<int64_t>(*inc), "incident"), g.db);
     if (int d = runDiagnoses(store->db(), cores.sysfs_root, cores.proc_root, quiet); d != 0)
         return d;
     return rc;

@@ -1,12 +1,15 @@
 // Output helpers for the CLI: aligned tables on a TTY, tab-separated otherwise, JSON Lines.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gpufault::cli {
@@ -31,6 +34,14 @@ struct TextTable {
 std::string printable(std::string_view s, bool keep_tab = false);
 /// printable() per line of a multi-line text, keeping the line breaks and TABs.
 std::string printableLines(std::string_view s);
+
+/// fmt::print of text whose values come from inputs (file names, names and values read from
+/// logs, cores and crash reports): printableLines() of the formatted text, so no input byte can
+/// drive the terminal; the format's own line breaks stay.
+template <typename... A>
+void printText(std::FILE* out, fmt::format_string<A...> f, A&&... a) {
+    fmt::print(out, "{}", printableLines(fmt::format(f, std::forward<A>(a)...)));
+}
 
 /// Markdown (CommonMark/GFM) for `report --format md`: log text must not open HTML, break a code
 /// span, a table row or a fence.

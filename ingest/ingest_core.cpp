@@ -341,6 +341,11 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     rec.origin = prov.origin;
     rec.content_fingerprint = prov.content_fingerprint;
     std::optional<std::string> note = prov.note;
+    if (report.unwind_error) {  // pid, signal and si_addr from the notes; no frames
+        std::string why = *report.unwind_error + " (stored from its notes, no stack)";
+        note = note ? *note + "; " + why : why;
+        sum.warnings.push_back(why);
+    }
     if (report.layout.truncated) {  // cut after its notes: pid, signal, threads still known
         std::string cut = "core file " + *report.layout.truncated + " (stored from its notes" +
                           (report.stack ? ", frames as far as its memory goes)" : ", no stack)");
@@ -407,7 +412,7 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
                 if (w) warnings.push_back(*w);
             for (const auto& w : report.stack->modules_refused) warnings.push_back(w);
         }
-        if (report.layout.truncated && note) warnings.push_back(*note);
+        if ((report.layout.truncated || report.unwind_error) && note) warnings.push_back(*note);
         for (const auto& w : warnings)
             if (auto r = store.addWarning(s->id, Warning{0, w}); !r)
                 return std::unexpected(r.error());

@@ -74,8 +74,9 @@ Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt) {
     if (r.layout.kind == CoreKind::Cpu) {
         if (r.layout.notes.tids.empty()) return fail("no NT_PRSTATUS note: no thread to unwind");
         auto s = unwindCore(path, opt.unwind, r.layout.notes.tids.front(), opt.limits);
-        if (!s && !r.layout.truncated) return fail("unwinding failed: " + s.error().message);
-        if (s) r.stack = std::move(*s);  // a truncated core: what its notes say stays
+        // Without a stack the notes still say who crashed, with which signal and where.
+        if (!s && !r.layout.truncated) r.unwind_error = "unwinding failed: " + s.error().message;
+        if (s) r.stack = std::move(*s);
         if (auto* t = r.stack ? crashingThread(*r.stack) : nullptr) {
             // The signature names the executable as the core does (NT_FILE), not by the name
             // of the file given with --exe: the same crash has one signature with or without it.

@@ -37,6 +37,9 @@ struct CoreReport {
     StackSignature signature;
     std::map<std::string, std::string> runtimes;  ///< runtimeVersions() of the mapped files
     std::optional<GpuCoreMeta> gpu;               ///< GPU cores
+    /// Why a CPU core has no stack although its notes were read (the unwinding child failed:
+    /// its time or memory limit, a crash in libdw); the core is still stored from its notes.
+    std::optional<std::string> unwind_error;
     double seconds = 0;                           ///< reading and unwinding, wall clock
 };
 
@@ -51,9 +54,10 @@ Result<int> openRegular(const std::string& path, bool follow_links = true);
 /// True when the file at `path` starts like a core (sniffCore); false when it cannot be read.
 bool isCoreFile(const std::string& path);
 
-/// Reads the core at `path`. Errors name the file: unreadable, not a core, notes cut, or
-/// unwinding failed (the limited child timed out, died or ran out of memory). A core cut after
-/// its notes (layout.truncated) is read: the frames its memory still holds, or none.
+/// Reads the core at `path`. Errors name the file: unreadable, not a core, notes cut. A core
+/// cut after its notes (layout.truncated) is read: the frames its memory still holds, or none;
+/// a core whose unwinding failed (the limited child timed out, died or ran out of memory) is
+/// read without a stack, the reason in `unwind_error`.
 Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt = {});
 
 }  // namespace gpufault::coredump

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gelf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -89,8 +90,14 @@ struct ExeFile {
 };
 
 std::optional<ExeFile> readExe(const std::string& path, uint64_t page) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Non-blocking, regular files only: a FIFO at the path must not hang the check.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return std::nullopt;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return std::nullopt;
+    }
     std::optional<ExeFile> out;
     if (Elf* e = elf_begin(fd, ELF_C_READ, nullptr)) {
         GElf_Ehdr eh;

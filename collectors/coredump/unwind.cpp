@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gelf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 
 #include "collectors/common/demangle.h"
 #include "collectors/coredump/exe_check.h"
+#include "collectors/coredump/open_guard.h"
 #include "collectors/coredump/signature.h"
 
 namespace gpufault::coredump {
@@ -204,6 +206,15 @@ int findCheckedElf(Dwfl_Module* mod,
                    Dwarf_Addr base,
                    char** file_name,
                    Elf** elfp) {
+    // libdwfl opens the recorded path blocking: a FIFO or device planted there would hold the
+    // unwind until its time limit and cost the whole core. Only regular files are read.
+    struct stat st {};
+    if (modname && *modname && ::stat(modname, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (t_layout)
+            t_layout->refused.push_back(
+                fmt::format("{}: not a regular file (mode {:o}): not used", modname, st.st_mode));
+        return -1;
+    }
     int fd = dwfl_build_id_find_elf(mod, userdata, modname, base, file_name, elfp);
     if (fd < 0 || !t_layout || !modname || !file_name || !*file_name) return fd;
     const unsigned char* bits = nullptr;
@@ -300,6 +311,7 @@ Result<CoreStack> unwindInProcess(const std::string& path,
     struct Off {
         ~Off() { t_layout = nullptr; }
     } off;
+    RegularOpensOnly regular_only;  // libdwfl opens the core's file names blocking
     dwfl_report_begin(dwfl);
     if (dwfl_core_file_report(dwfl, elf, exe ? exe->c_str() : nullptr) < 0) {
         auto e = dwflError("dwfl_core_file_report");

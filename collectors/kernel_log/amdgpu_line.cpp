@@ -101,31 +101,22 @@ std::optional<int64_t> decFollowedBy(std::string_view s, std::string_view ends, 
     return ends.find(s[used]) != std::string_view::npos ? v : std::nullopt;
 }
 
-TaskInfo parseTaskInfo(std::string_view s) {
+namespace {
+
+/// Bytes of a task name the kernel can print: TASK_COMM_LEN (16) less its NUL
+/// (amdgpu_task_info's process_name and task_name).
+constexpr size_t kCommMax = 15;
+
+/// The task part split at the ` pid N` that starts at `q`: the process name before it, the
+/// thread part after ` thread ` up to the line's last ` pid M`. `fits` when both names are
+/// within kCommMax bytes (or the line is cut before the thread part).
+TaskInfo splitTask(std::string_view s, size_t q, std::string_view after_pid, bool& fits) {
     TaskInfo t;
-    s = text::trimRight(s);
-    // The process part: NAME, then the first ` pid N` that is followed by ` thread ` (or a cut).
-    size_t q = std::string_view::npos;
-    std::string_view after_pid;
-    for (size_t i = s.find("pid "); i != std::string_view::npos; i = s.find("pid ", i + 1)) {
-        if (i > 0 && s[i - 1] != ' ') continue;
-        std::string_view num = s.substr(i + 4);
-        size_t used = 0;
-        if (!text::parseDec(num, &used) || num[0] == '-') continue;
-        std::string_view rest = num.substr(used);
-        if (rest.empty() || text::startsWith(rest, " thread ") ||
-            (text::startsWith(" thread ", rest) && rest.size() < 8)) {
-            q = i;
-            after_pid = rest;
-            break;
-        }
-    }
-    if (q == std::string_view::npos) return t;
     std::string_view pname = s.substr(0, q > 0 ? q - 1 : 0);
     if (!pname.empty()) t.process = std::string(pname);
     t.pid = decFollowedBy(s.substr(q + 4), " ", false);
+    fits = pname.size() <= kCommMax;
     if (!text::startsWith(after_pid, " thread ")) return t;
-    // The thread part: NAME, then the last ` pid M` of the line, an optional `)` after it.
     std::string_view r = after_pid.substr(8);
     size_t last = std::string_view::npos;
     for (size_t i = r.find("pid "); i != std::string_view::npos; i = r.find("pid ", i + 1))
@@ -134,9 +125,35 @@ TaskInfo parseTaskInfo(std::string_view s) {
     auto tid = decFollowedBy(r.substr(last + 4), ") ", true);
     if (!tid) return t;
     std::string_view tname = r.substr(0, last > 0 ? last - 1 : 0);
+    fits = fits && tname.size() <= kCommMax;
     if (!tname.empty()) t.thread = std::string(tname);
     t.tid = tid;
     return t;
+}
+
+}  // namespace
+
+TaskInfo parseTaskInfo(std::string_view s) {
+    s = text::trimRight(s);
+    // The process part ends at a ` pid N` followed by ` thread ` (or a cut); names may contain
+    // ` pid N thread ` themselves (`x pid 1 thread` is a valid comm), so the first split whose
+    // two names fit the kernel's 15 bytes wins, else the first split.
+    std::optional<TaskInfo> first;
+    for (size_t i = s.find("pid "); i != std::string_view::npos; i = s.find("pid ", i + 1)) {
+        if (i > 0 && s[i - 1] != ' ') continue;
+        std::string_view num = s.substr(i + 4);
+        size_t used = 0;
+        if (!text::parseDec(num, &used) || num[0] == '-') continue;
+        std::string_view rest = num.substr(used);
+        if (rest.empty() || text::startsWith(rest, " thread ") ||
+            (text::startsWith(" thread ", rest) && rest.size() < 8)) {
+            bool fits = false;
+            TaskInfo t = splitTask(s, i, rest, fits);
+            if (fits) return t;
+            if (!first) first = std::move(t);
+        }
+    }
+    return first ? *first : TaskInfo{};
 }
 
 std::optional<std::string_view> taskLineText(std::string_view body) {

@@ -548,5 +548,48 @@ TEST(CliCores, CoreJoinsASegfaultLineThatStatesAnotherZone) {
     EXPECT_EQ(events[1]["time"]["wall_utc_us"], 1749127210000000);
 }
 
+// A FIFO planted at the path of a library the crashed process had loaded (anyone can do that to
+// their own files before the core is read): libdwfl opens the names a core records blocking,
+// so the unwind waited for a writer until its limit and the core was lost (hostile review 16,
+// H1). The fixture's crashmain, run again from a copy beside its library ($ORIGIN runpath).
+TEST(CliCores, AFifoPlantedAtALibrarysPathIsNotOpenedAndTheCoreIsStored) {
+    TempDir t;
+    for (const char* f : {"crashmain", "libcrashlib.so"})
+        std::filesystem::copy_file(kCoreDir + f, t.file(f));
+    std::filesystem::permissions(t.file("crashmain"), std::filesystem::perms::owner_all);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        struct rlimit rl {
+            RLIM_INFINITY, RLIM_INFINITY
+        };
+        ::setrlimit(RLIMIT_CORE, &rl);
+        if (::chdir(t.path().c_str()) != 0) ::_exit(3);
+        char* env[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+        ::execle("./crashmain", "./crashmain", static_cast<char*>(nullptr), env);
+        ::_exit(4);
+    }
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV) << st;
+    std::string core = t.file("core");
+    if (!std::filesystem::exists(core)) core = t.file(fmt::format("core.{}", pid));
+    if (!std::filesystem::exists(core))
+        GTEST_SKIP() << "no core written (kernel.core_pattern is not 'core')";
+    std::string lib = t.file("libcrashlib.so");
+    std::filesystem::remove(lib);
+    ASSERT_EQ(::mkfifo(lib.c_str(), 0644), 0);
+
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", "--unwind-seconds", "3", core});
+    ASSERT_EQ(r.status, 0) << r.err << r.out;
+    EXPECT_EQ(r.err.find("unwinding failed"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(lib + ": not a regular file"), std::string::npos) << r.err;
+    auto c = run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"});
+    ASSERT_EQ(c.status, 0) << c.err;
+    auto j = nlohmann::json::parse(c.out.substr(0, c.out.find('\n')));
+    EXPECT_EQ(j["signal"], 11);
+    EXPECT_EQ(j["si_addr"], "0x8a");
+    EXPECT_EQ(j["signature_frames"][0], "libcrashlib.so+0x116e") << c.out;
+}
+
 }  // namespace
 }  // namespace gpufault::testing

@@ -368,5 +368,49 @@ TEST(CrashHostile, CudaSectionsPastTheFileOrWrappingAreErrors) {
     EXPECT_EQ(ops.out, "");
 }
 
+// `ingest`'s own lines carry file names and values read from inputs anyone may write
+// (/var/crash is 1777): none of their bytes reaches the terminal raw (hostile review 16, H2).
+TEST(CliCrashHostile, IngestPrintsFileNamesWithoutTheirControlBytes) {
+    TempDir t;
+    std::string name = t.file("job\x1b]0;PWNED\a\x1b[2J.log");
+    writeFile(name,
+              "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x7f0000001000. "
+              "Reason: Page not present or supervisor privilege.\n");
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", name});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find('\a'), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("job\\x1b]0;PWNED\\x07\\x1b[2J.log: 1 line, 1 evidence"),
+              std::string::npos)
+        << r.out;
+}
+
+// An executable or library given where a core was meant is said to be one (exit 2), not read
+// as a log of 0 records; a missing `--exe` is a usage error naming it (hostile review 16, M3 M4).
+TEST(CliCrashHostile, AnElfThatIsNotACoreAndAMissingExeAreRefused) {
+    TempDir t;
+    auto exe = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kCoreDir + "crashmain"});
+    EXPECT_EQ(exe.status, 2);
+    EXPECT_NE(exe.err.find("crashmain: a shared object or PIE executable (ELF e_type 3), not a "
+                           "core"),
+              std::string::npos)
+        << exe.err;
+    writeFile(t.file("cut"),
+              std::string("\x7f"
+                          "ELF\x02\x01",
+                          6));
+    auto cut = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("cut")});
+    EXPECT_EQ(cut.status, 2);
+    EXPECT_NE(cut.err.find("a cut ELF header (6 bytes): not a core"), std::string::npos) << cut.err;
+    auto missing = run(
+        {GPUFAULT_BIN, "--db", t.file("db"), "ingest", "--exe", t.file("nope"), kCoreDir + "core"});
+    EXPECT_EQ(missing.status, 2);
+    EXPECT_NE(missing.err.find("--exe " + t.file("nope") + ": No such file or directory"),
+              std::string::npos)
+        << missing.err;
+    auto q = run({GPUFAULT_BIN, "--db", t.file("db"), "query", "select count(*) from sources"});
+    EXPECT_NE(q.out.find("\n0\n"), std::string::npos) << q.out;
+}
+
 }  // namespace
 }  // namespace gpufault::testing

@@ -187,6 +187,27 @@ TEST(AmdgpuFault, TaskLineVariantsWithSpacesColonsAndEmptyNames) {
     EXPECT_FALSE(d[0].pci);  // FreeBSD prints no BDF
 }
 
+// A comm may itself read `x pid 1 thread` (14 bytes, within TASK_COMM_LEN): the split is the
+// one whose two names fit the kernel's 15 bytes, never the first ` pid N thread ` it meets.
+TEST(AmdgpuFault, TaskNamesThatLookLikeThePidPartSplitWhereBothNamesFit) {
+    auto a = run({D + "[gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32772, for process x pid "
+                      "1 thread pid 4528 thread x pid 1 thread pid 4529)",
+                  D + "  in page starting at address 0x00007a5895200000 from client 0x1b (UTCL2)"});
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].process, "x pid 1 thread");
+    EXPECT_EQ(a[0].pid, 4528);
+    EXPECT_EQ(a[0].thread, "x pid 1 thread");
+    EXPECT_EQ(a[0].tid, 4529);
+
+    auto b = run({D + "[gfxhub] page fault (src_id:0 ring:88 vmid:8 pasid:32787)",
+                  D + " Process python3 pid 900 thread pid 7 thread z pid 901"});
+    ASSERT_EQ(b.size(), 1u);
+    EXPECT_EQ(b[0].process, "python3");
+    EXPECT_EQ(b[0].pid, 900);
+    EXPECT_EQ(b[0].thread, "pid 7 thread z");
+    EXPECT_EQ(b[0].tid, 901);
+}
+
 TEST(AmdgpuFault, TaskLineCutAfterProcessPidKeepsWhatItShows) {
     auto r = run({D + "[gfxhub] page fault (src_id:0 ring:24 vmid:3 pasid:32770)",
                   D + " Process python3 pid 4242 thread pyth"});
