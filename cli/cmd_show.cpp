@@ -440,8 +440,9 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
     } else if (last) {
         const std::string& k = last->kernel;
         std::string d = demangle(k);
-        fmt::print(
-            "  last ShaderName  {}{}\n", d, d != k ? "\n                   (" + k + ")" : "");
+        fmt::print("  last ShaderName  {}{}\n",
+                   printable(d),
+                   d != k ? "\n                   (" + printable(k) + ")" : "");
     }
     fmt::print(
         "  signature  {} (the incident's: vendor, kinds, reason, client, kernel, core stack)\n"

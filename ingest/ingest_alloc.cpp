@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 
 #include "collectors/common/small_file.h"
 #include "collectors/preload/alloc_log.h"
@@ -155,6 +156,25 @@ void summarise(AllocIngestSummary& sum, const alloclog::Log& log, size_t size) {
             fmt::format("{}:{}: {}", sum.path, log.warnings[i].line, log.warnings[i].message));
 }
 
+/// Drops the records of other pids than `pid` (warned), as the daemon stores a user's file.
+void onlyPid(alloclog::Log& log, int64_t pid) {
+    auto other = [&](int64_t p) { return p != pid; };
+    auto warn = [&](uint64_t line, int64_t p) {
+        log.warnings.push_back(
+            {line, fmt::format("record of pid {} in the file of pid {}: refused", p, pid)});
+    };
+    for (const auto& a : log.allocations)
+        if (other(a.pid)) warn(a.line, a.pid);
+    for (const auto& p : log.processes)
+        if (other(p.pid)) warn(p.line, p.pid);
+    std::erase_if(log.allocations, [&](const auto& a) { return other(a.pid); });
+    std::erase_if(log.processes, [&](const auto& p) { return other(p.pid); });
+    std::erase_if(log.late_frees, [&](const auto& f) { return other(f.pid); });
+    std::stable_sort(log.warnings.begin(), log.warnings.end(), [](const auto& a, const auto& b) {
+        return a.line < b.line;
+    });
+}
+
 SourceIdentity identityOf(const std::string& path, const FileText& f) {
     return SourceIdentity{path,
                           "alloc",
@@ -174,6 +194,12 @@ db::Result<AllocIngestSummary> ingestAllocLog(Store& store,
     AllocIngestSummary sum;
     sum.path = path;
     auto log = alloclog::parse(f->text);
+    // A file named by the shim counts only for the pid its name gives, as gpufaultd stores it:
+    // a record claiming another process is refused with a warning (hostile review 16, H3).
+    std::optional<uint64_t> pidns;
+    if (int64_t pid =
+            alloclog::pidOfFileName(std::filesystem::path(path).filename().string(), pidns))
+        onlyPid(log, pid);
     auto stored = [&]() -> db::Result<void> {
         if (auto r = store.begin(); !r) return r;
         if (auto r = storeAllocText(
@@ -207,25 +233,6 @@ namespace {
 
 constexpr size_t kBlock = size_t{1} << 20;  ///< bytes read at once by the daemon
 using alloclog::kMaxLine;                   ///< a longer line is skipped with a warning
-
-/// Drops the records of other pids than `pid` (warned), as the daemon stores a user's file.
-void onlyPid(alloclog::Log& log, int64_t pid) {
-    auto other = [&](int64_t p) { return p != pid; };
-    auto warn = [&](uint64_t line, int64_t p) {
-        log.warnings.push_back(
-            {line, fmt::format("record of pid {} in the file of pid {}: refused", p, pid)});
-    };
-    for (const auto& a : log.allocations)
-        if (other(a.pid)) warn(a.line, a.pid);
-    for (const auto& p : log.processes)
-        if (other(p.pid)) warn(p.line, p.pid);
-    std::erase_if(log.allocations, [&](const auto& a) { return other(a.pid); });
-    std::erase_if(log.processes, [&](const auto& p) { return other(p.pid); });
-    std::erase_if(log.late_frees, [&](const auto& f) { return other(f.pid); });
-    std::stable_sort(log.warnings.begin(), log.warnings.end(), [](const auto& a, const auto& b) {
-        return a.line < b.line;
-    });
-}
 
 /// Feeds the whole lines of `fd` from `state.offset` up to `end` to the parser, calling
 /// `chunk(log)` with what each block made; stops at the last newline before `end`. A line

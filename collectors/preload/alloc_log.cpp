@@ -66,6 +66,33 @@ std::string unmatchedText(std::string_view kind, uint64_t ptr) {
 
 }  // namespace
 
+int64_t pidOfFileName(std::string_view name, std::optional<uint64_t>& pidns) {
+    constexpr int64_t kPidMax = 1 << 22;  // PID_MAX_LIMIT
+    auto decimal = [](std::string_view digits, int64_t& out) {
+        auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+        return ec == std::errc() && p == digits.data() + digits.size() && !digits.empty() &&
+               digits[0] != '0';
+    };
+    pidns.reset();
+    constexpr std::string_view kPre = "gpufault-alloc.", kSuf = ".log";
+    if (!name.starts_with(kPre) || !name.ends_with(kSuf) ||
+        name.size() < kPre.size() + kSuf.size())
+        return 0;
+    auto rest = name.substr(kPre.size(), name.size() - kPre.size() - kSuf.size());
+    auto dot = rest.find('.');
+    int64_t pid = 0, other = 0;
+    if (!decimal(rest.substr(0, dot), pid) || pid < 1 || pid > kPidMax) return 0;
+    if (dot == std::string_view::npos) return pid;
+    rest.remove_prefix(dot + 1);
+    dot = rest.find('.');
+    int64_t ticks = 0;
+    if (dot == std::string_view::npos || !decimal(rest.substr(0, dot), other) ||
+        !decimal(rest.substr(dot + 1), ticks))
+        return 0;
+    pidns = static_cast<uint64_t>(other);
+    return pid;
+}
+
 bool looksLikeAllocLog(std::string_view head) {
     return head.starts_with(kPrefix);
 }

@@ -25,6 +25,12 @@ inline constexpr std::string_view kLongLine = "line longer than 1 MiB: not read"
 /// True when `head` (the first bytes of a file) starts with a record line.
 bool looksLikeAllocLog(std::string_view head);
 
+/// The pid a shim's file name gives: `gpufault-alloc.<pid>.log` (older shims) or
+/// `gpufault-alloc.<pid>.<pidns>.<start ticks>.log` (`pidns` set then); 0 for any other name
+/// (a file name, not a path). The pid is as the process saw it (its own pid namespace), as
+/// the file's records carry it: a file counts only for that pid.
+int64_t pidOfFileName(std::string_view name, std::optional<uint64_t>& pidns);
+
 /// One record as written (fields the record does not carry stay unset).
 struct Event {
     uint64_t line = 0;  ///< 1-based

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "collectors/common/small_file.h"
+#include "collectors/preload/alloc_log.h"
 #include "collectors/process/proc.h"
 #include "daemon/daemon.h"
 
@@ -31,27 +32,6 @@ bool decimal(std::string_view digits, int64_t& out) {
     auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
     return ec == std::errc() && p == digits.data() + digits.size() && !digits.empty() &&
            digits[0] != '0';
-}
-
-/// The pid of `gpufault-alloc.<pid>.log` (older shims) or
-/// `gpufault-alloc.<pid>.<pidns>.<start ticks>.log` (`pidns` set then); 0 for any other name.
-int64_t pidOfName(std::string_view name, std::optional<uint64_t>& pidns) {
-    pidns.reset();
-    constexpr std::string_view kPre = "gpufault-alloc.", kSuf = ".log";
-    if (!name.starts_with(kPre) || !name.ends_with(kSuf)) return 0;
-    auto rest = name.substr(kPre.size(), name.size() - kPre.size() - kSuf.size());
-    auto dot = rest.find('.');
-    int64_t pid = 0, other = 0;
-    if (!decimal(rest.substr(0, dot), pid) || pid < 1 || pid > kPidMax) return 0;
-    if (dot == std::string_view::npos) return pid;
-    rest.remove_prefix(dot + 1);
-    dot = rest.find('.');
-    int64_t ticks = 0;
-    if (dot == std::string_view::npos || !decimal(rest.substr(0, dot), other) ||
-        !decimal(rest.substr(dot + 1), ticks))
-        return 0;
-    pidns = static_cast<uint64_t>(other);
-    return pid;
 }
 
 /// The pid in gpufaultd's /proc of the process that is `nspid` in pid namespace `pidns` (its
@@ -184,7 +164,7 @@ void AllocDirSource::scanDir(const std::string& dir, int depth) {
         if (name.empty() || name[0] == '.') continue;
         std::string path = dir + "/" + name;
         std::optional<uint64_t> pidns;
-        if (int64_t pid = pidOfName(name, pidns)) {
+        if (int64_t pid = alloclog::pidOfFileName(name, pidns)) {
             consider(path, pid, pidns);
         } else if (depth == 0 && (ent->d_type == DT_DIR || ent->d_type == DT_UNKNOWN)) {
             subdirs.push_back(path);  // a run's own directory (gpufault run)

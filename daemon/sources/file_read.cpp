@@ -179,12 +179,25 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
     int64_t seen = f.size;  // the size at our last look
     if (size != f.size) f.changed = Clock::now();
     f.size = size;
+    const bool modified =
+        st.st_mtim.tv_sec != f.mtime.tv_sec || st.st_mtim.tv_nsec != f.mtime.tv_nsec;
+    f.mtime = st.st_mtim;
     if (f.ignored) return false;
     if (!f.stream) {
         auto ok = identify(txn, f, size);
         if (!ok || !*ok) return ok;
     }
-    if (size <= f.offset) return false;
+    if (size <= f.offset) {
+        // Written in place to no more than what was read (`dmesg | tail -1 > last.log` of
+        // the same length): the size cannot tell, the bytes before the offset can.
+        if (modified && f.offset > 0 && (!headIntact(f) || !tailIntact(f))) {
+            f.size = seen;
+            if (auto r = truncated(txn, f); !r) return std::unexpected(r.error());
+            f.size = 0;
+            return true;
+        }
+        return false;
+    }
     size_t want = static_cast<size_t>(std::min<int64_t>(size - f.offset, kChunk));
     ssize_t n = ::pread(f.fd, buf_.data(), want, f.offset);
     if (n <= 0) return false;

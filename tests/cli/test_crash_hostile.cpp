@@ -412,5 +412,37 @@ TEST(CliCrashHostile, AnElfThatIsNotACoreAndAMissingExeAreRefused) {
     EXPECT_NE(q.out.find("\n0\n"), std::string::npos) << q.out;
 }
 
+// A ShaderName, an operand name and a comm holding ESC sequences (clear screen, an OSC 8 link):
+// `show` prints none of their bytes raw, the last ShaderName included (hostile review 16, i2 H1).
+TEST(CliCrashHostile, ShowPrintsNoControlByteOfTheNamesALogGives) {
+    TempDir t;
+    auto in = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", "-q",
+                   GPUFAULT_SOURCE_DIR "/tests/data/hostile/escapes-in-names.log"});
+    ASSERT_EQ(in.status, 0) << in.err;
+    auto show = run({GPUFAULT_BIN, "--db", t.file("db"), "show", "1"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    EXPECT_EQ(show.out.find('\x1b'), std::string::npos) << show.out;
+    EXPECT_NE(show.out.find("last ShaderName  _Z3foo\\x1b[2J\\x1b]8;;http://evil/"),
+              std::string::npos)
+        << show.out;
+}
+
+// A shim's file named for pid 5000 whose records claim pid 6666: refused, as gpufaultd refuses
+// them (a file counts only for the pid its name gives; hostile review 16, i4 H3).
+TEST(CliCrashHostile, AllocationRecordsOfAnotherPidThanTheFileNameAreRefused) {
+    TempDir t;
+    auto in = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest",
+                   GPUFAULT_SOURCE_DIR
+                   "/tests/data/hostile/gpufault-alloc.5000.4026531836.100.log"});
+    ASSERT_EQ(in.status, 0) << in.err;
+    EXPECT_NE(in.err.find(".100.log:2: record of pid 6666 in the file of pid 5000: refused"),
+              std::string::npos)
+        << in.err;
+    auto q = run({GPUFAULT_BIN, "--db", t.file("db"), "query",
+                  "select count(*) from allocations"});
+    ASSERT_EQ(q.status, 0) << q.err;
+    EXPECT_NE(q.out.find("\n0\n"), std::string::npos) << q.out;
+}
+
 }  // namespace
 }  // namespace gpufault::testing

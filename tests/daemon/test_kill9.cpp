@@ -57,6 +57,32 @@ TEST(DaemonKill9, TruncatedAndRegrownBetweenTwoLooksIsReadFromTheStart) {
     EXPECT_EQ(storedNames(stored), want);
 }
 
+// Truncated and written again to exactly the length read (`dmesg | tail -1 > last.log` of the
+// same width) while the daemon was frozen: neither the size nor the offset changed, the bytes
+// before the offset did; the new lines are read once, nothing is lost (hostile review 16, i3 H1).
+TEST(DaemonKill9, RewrittenInPlaceToTheSameLengthIsReadAgain) {
+    Quiet q;
+    ASSERT_TRUE(q.startWith(10));
+    ASSERT_TRUE(q.caughtUp());
+    std::string old, fresh;
+    for (uint64_t n = 0; n < 10; ++n) old += ledgerLine(n, 8);
+    for (uint64_t n = 10; n < 20; ++n) fresh += ledgerLine(n, 7);  // one more digit, one less pad
+    ASSERT_EQ(fresh.size(), old.size());
+    ASSERT_TRUE(freeze(q.d.pid()));
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    ASSERT_TRUE(writeAll(q.fd, fresh));
+    thaw(q.d.pid());
+    std::string want;
+    for (uint64_t n = 0; n < 20; ++n) want += fmt::format(" L{}x1", n);
+    std::string err;  // read beside the running daemon (WAL): what it has committed so far
+    ASSERT_TRUE(eventually([&] { return storedNames(storedLedger(q.s.store, &err)) == want; }, 30s))
+        << storedNames(storedLedger(q.s.store, &err)) << err;
+    auto st = q.stream(q.s.app);
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->lost, 0u);
+    EXPECT_EQ(storedNames(q.stop()), want);
+}
+
 // The daemon sees a partial line (it holds it until its newline), then the file is truncated
 // while it is frozen, after the writer completed that line and wrote another. It can know the
 // partial line's bytes only: lost_bytes equals them exactly; the rest is unknowable to it.
