@@ -55,9 +55,11 @@ std::vector<uint64_t> StreamIngest::unendedBefore(uint64_t line) {
     sink_.markUnended(line);
     std::vector<uint64_t> open;
     open.reserve(pipe_.matchers().size());
+    unendedOpen_.reset();
     for (const auto& m : pipe_.matchers()) {
         auto o = m->openSince();
         open.push_back(o && o != m->foldedSince() ? *o : 0);  // a fold holds its first line
+        if (open.back() && (!unendedOpen_ || open.back() < *unendedOpen_)) unendedOpen_ = o;
     }
     return open;
 }
@@ -196,6 +198,11 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
     // unfinished block or held context (openResumeLine()).
     const bool reread = !complete || endResume_;
     uint64_t resumeLine = !complete ? openResumeLine() : endResume_.value_or(lineNo_ + 1);
+    // A block the cut last line may belong to is read again from its start (its record is
+    // replaced then): resumed at the cut line, a continuation made a second, header-less record.
+    if (reread && unended_ && unendedOpen_ && *unendedOpen_ < resumeLine &&
+        positions_.at(*unendedOpen_))
+        resumeLine = *unendedOpen_;
     // Not inside a fold closed already (its repeats read again would make a second record):
     // at its first line, at most two fold spans back (else the previous checkpoint stays).
     for (bool moved = reread; moved;) {

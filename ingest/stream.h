@@ -134,6 +134,10 @@ class StreamIngest {
     std::optional<uint64_t> replaceFrom_;
     /// This stream's last line has no newline: its number and where it starts.
     std::optional<std::pair<uint64_t, int64_t>> unended_;
+    /// The first line of the oldest block that was open when the unended line came: that line
+    /// may have ended it only because it was cut (a continuation read as something else), so a
+    /// resume starts there and the block is read again whole.
+    std::optional<uint64_t> unendedOpen_;
     std::optional<db::Error> error_;  ///< replaceUnended()'s
     Store& store_;
     SourceState state_, pending_;

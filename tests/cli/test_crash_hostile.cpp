@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/cli/core_ingest.h"
 #include "tests/support/crash_files.h"
@@ -442,6 +443,51 @@ TEST(CliCrashHostile, AllocationRecordsOfAnotherPidThanTheFileNameAreRefused) {
                   "select count(*) from allocations"});
     ASSERT_EQ(q.status, 0) << q.err;
     EXPECT_NE(q.out.find("\n0\n"), std::string::npos) << q.out;
+}
+
+// A log ingested while it was written, cut inside a line of an amdgpu block, then ingested
+// again whole: the block is read again from its header and stays one record (the cut line
+// ended it, so the resume began at the cut line and its rest made a second, header-less
+// record; hostile review 16, i2 H2). Cuts inside the address, status and client lines.
+TEST(CliCrashHostile, ABlockCutInsideALineIsOneRecordOnceTheFileIsWhole) {
+    const std::string src =
+        readFile(GPUFAULT_SOURCE_DIR "/tests/data/hostile/amdgpu-block-then-rocr.log");
+    auto events = [](const std::string& db) {
+        auto r = run({GPUFAULT_BIN, "--db", db, "events", "--json"});
+        EXPECT_EQ(r.status, 0) << r.err;
+        std::vector<std::string> out;
+        std::istringstream in(r.out);
+        for (std::string l; std::getline(in, l);) {
+            auto j = nlohmann::json::parse(l);
+            j.erase("id");
+            j.erase("source");  // each store its own directory
+            out.push_back(j.dump());
+        }
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    TempDir ref;
+    writeFile(ref.file("job.log"), src);
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", ref.file("db"), "ingest", "-q", ref.file("job.log")})
+                  .status,
+              0);
+    const auto want = events(ref.file("db"));
+    ASSERT_EQ(want.size(), 3u);
+    for (const char* inside : {"address 0x00007f00", "STATUS:0x008", "client ID: TC"}) {
+        size_t cut = src.find(inside);
+        ASSERT_NE(cut, std::string::npos) << inside;
+        cut += std::strlen(inside);
+        TempDir t;
+        writeFile(t.file("job.log"), src.substr(0, cut));
+        ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", "-q", t.file("job.log")})
+                      .status,
+                  0);
+        writeFile(t.file("job.log"), src);
+        ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", "-q", t.file("job.log")})
+                      .status,
+                  0);
+        EXPECT_EQ(events(t.file("db")), want) << "cut after '" << inside << "'";
+    }
 }
 
 }  // namespace
