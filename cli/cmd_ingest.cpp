@@ -6,8 +6,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/output.h"
@@ -185,25 +186,81 @@ int ingestCrashInput(Store& store, const std::string& f, const CoreOptions& o, b
     return 1;
 }
 
+/// What crashTextLike() found in the lines it read.
+struct CrashTextSigns {
+    bool stack = false;   ///< `Stack trace of thread `
+    bool gdb = false;     ///< a line `#…` (leading blanks aside) holding ` 0x` and ` in `
+    bool dumped = false;  ///< ` dumped core.`
+};
+
+/// Notes the signs in `r`, whole lines from a line's start: memmem over all of them, not a
+/// search per line (none of the texts holds a newline).
+void scanCrashText(std::string_view r, CrashTextSigns& s) {
+    const char* b = r.data();
+    const char* e = b + r.size();
+    constexpr std::string_view kStack = "Stack trace of thread ", kDumped = " dumped core.";
+    if (!s.stack && ::memmem(b, r.size(), kStack.data(), kStack.size())) s.stack = true;
+    if (!s.dumped && ::memmem(b, r.size(), kDumped.data(), kDumped.size())) s.dumped = true;
+    for (const char* h = b; !s.gdb && h < e;) {
+        h = static_cast<const char*>(std::memchr(h, '#', static_cast<size_t>(e - h)));
+        if (!h) break;
+        const char* q = h;
+        while (q > b && (q[-1] == ' ' || q[-1] == '\t')) --q;
+        const void* nl = std::memchr(h, '\n', static_cast<size_t>(e - h));
+        const char* le = nl ? static_cast<const char*>(nl) : e;
+        if (q == b || q[-1] == '\n') {
+            const std::string_view l(h, static_cast<size_t>(le - h));
+            s.gdb =
+                l.find(" 0x") != std::string_view::npos && l.find(" in ") != std::string_view::npos;
+        }
+        h = le;
+    }
+}
+
 /// What pasted crash text a file with no evidence looks like ("" when none): `coredumpctl
 /// info` or systemd-coredump's journal message (`Stack trace of thread N:`), gdb's backtrace
-/// (`coredumpctl gdb`: `#0  0x… in f ()`), `journalctl`'s `… dumped core.` line.
+/// (`coredumpctl gdb`: `#0  0x… in f ()`), `journalctl`'s `… dumped core.` line. Reads the
+/// first kLines lines.
 std::string crashTextLike(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::string line, what;
-    for (int n = 0; n < 20000 && std::getline(in, line); ++n) {
-        std::string_view l = line;
-        while (!l.empty() && (l.front() == ' ' || l.front() == '\t')) l.remove_prefix(1);
-        if (l.find("Stack trace of thread ") != std::string_view::npos)
-            return "`coredumpctl info` output or systemd-coredump's message as `journalctl` "
-                   "prints it";
-        if (l.starts_with("#") && l.find(" 0x") != std::string_view::npos &&
-            l.find(" in ") != std::string_view::npos)
-            what = "a gdb backtrace (`coredumpctl gdb`, `bt`)";
-        if (what.empty() && l.find(" dumped core.") != std::string_view::npos)
-            what = "`journalctl` text of a crash (`… dumped core.`)";
+    constexpr int kLines = 20000;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "";
+    CrashTextSigns s;
+    std::vector<char> buf(size_t{1} << 16);  // read into; doubled for a longer line
+    size_t have = 0;                         // bytes in `buf` from a line's start, not scanned
+    int lines = 0;
+    for (bool eof = false; lines < kLines && !eof && !s.stack;) {
+        if (have == buf.size()) buf.resize(buf.size() * 2);
+        const ssize_t got = ::read(fd, buf.data() + have, buf.size() - have);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0)
+            eof = true;
+        else
+            have += static_cast<size_t>(got);
+        // Whole lines, at most the ones still to read (at the end, the last one too).
+        size_t end = 0;
+        while (lines < kLines) {
+            const void* nl = std::memchr(buf.data() + end, '\n', have - end);
+            if (!nl) {
+                if (eof && end < have) {
+                    end = have;
+                    ++lines;
+                }
+                break;
+            }
+            end = static_cast<size_t>(static_cast<const char*>(nl) - buf.data()) + 1;
+            ++lines;
+        }
+        scanCrashText(std::string_view(buf.data(), end), s);
+        std::memmove(buf.data(), buf.data() + end, have - end);
+        have -= end;
     }
-    return what;
+    ::close(fd);
+    if (s.stack)
+        return "`coredumpctl info` output or systemd-coredump's message as `journalctl` prints it";
+    if (s.gdb) return "a gdb backtrace (`coredumpctl gdb`, `bt`)";
+    if (s.dumped) return "`journalctl` text of a crash (`… dumped core.`)";
+    return "";
 }
 
 /// Says what to give ingest instead when a file that yielded no evidence looks like pasted

@@ -105,9 +105,7 @@ std::vector<std::unique_ptr<Matcher>> makeTextMatchers() {
     return m;
 }
 
-bool isDispatchContext(std::string_view m) {
-    if (m.size() > 4 && m[0] == 'A' && m[1] == 'r' && m[2] == 'g')
-        return m[3] >= '0' && m[3] <= '9';
+bool isNamedDispatchContext(std::string_view m) {
     return m.starts_with("ShaderName : ") || m.starts_with("Graph shader name : ");
 }
 

@@ -81,9 +81,15 @@ inline bool isIdentByte(char c) {
     return isApiTraceMessage(text);
 }
 
+/// isDispatchContext() for a message that is no `Arg%d`.
+bool isNamedDispatchContext(std::string_view message);
 /// True for the messages of HIP's dispatch context after an AMD_LOG_LEVEL prefix (`Arg%d: `,
 /// `ShaderName : `, `Graph shader name : `; rocvirtual.cpp, FORMATS.md §3.3).
-bool isDispatchContext(std::string_view message);
+inline bool isDispatchContext(std::string_view m) {
+    if (m.size() > 4 && m[0] == 'A' && m[1] == 'r' && m[2] == 'g')
+        return m[3] >= '0' && m[3] <= '9';
+    return isNamedDispatchContext(m);
+}
 
 /// All text matchers, in a fixed order (kernel log first, then runtime log).
 std::vector<std::unique_ptr<Matcher>> makeTextMatchers();

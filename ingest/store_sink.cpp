@@ -328,6 +328,13 @@ void StoreSink::resumeFaults(uint64_t first_line) {
     for (const LastFaultLine& r : *rows) noteFault(r.pid, r.rank, static_cast<uint64_t>(r.line));
 }
 
+const std::string& StoreSink::shortName(const std::string& kernel) {
+    if (kernel.size() > kMaxShortNameKey) return shortScratch_ = shortKernelName(kernel, 48);
+    if (auto it = shortNames_.find(kernel); it != shortNames_.end()) return it->second;
+    if (shortNames_.size() >= kMaxShortNames) shortNames_.clear();
+    return shortNames_.emplace(kernel, shortKernelName(kernel, 48)).first->second;
+}
+
 void StoreSink::flushWindow(Window& w, uint64_t before, size_t n) {
     size_t end = 0;
     while (end < w.size() && w.at(end).d.line < before) ++end;
@@ -350,7 +357,7 @@ void StoreSink::flushWindow(Window& w, uint64_t before, size_t n) {
                          fmt::format("Arg{} of {} (dispatch at line {}): its obj:[lo-hi] {}: "
                                      "no operand stored",
                                      a.index,
-                                     shortKernelName(h.d.kernel, 48),
+                                     shortName(h.d.kernel),
                                      h.d.line,
                                      range == ObjRange::Wide ? "has a bound wider than 64 bits"
                                      : range == ObjRange::Huge
@@ -366,8 +373,7 @@ void StoreSink::flushWindow(Window& w, uint64_t before, size_t n) {
             o.pid = h.d.pid;
             o.rank = h.d.rank;
             // The parameter name when HIP logged one: `dst (arg2 of scatter_rows)`.
-            std::string where =
-                fmt::format("arg{} of {}", a.index, shortKernelName(h.d.kernel, 48));
+            std::string where = fmt::format("arg{} of {}", a.index, shortName(h.d.kernel));
             o.name = a.name.empty() ? where : fmt::format("{} ({})", a.name, where);
             o.ptr = *a.obj_lo;
             o.end = *a.obj_hi;

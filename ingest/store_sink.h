@@ -249,6 +249,15 @@ class StoreSink final : public Sink {
     RecentKernel countsOf(std::string_view kernel);
     std::array<RecentKernel, 8> recentKernels_{};
     size_t nextRecentKernel_ = 0;
+    /// shortKernelName(kernel, 48) of the operand names and warnings of flushWindow(), kept
+    /// per kernel name (demangling is ≈ 4 400 instructions a name; a window repeats few names).
+    /// Valid until the next call.
+    const std::string& shortName(const std::string& kernel);
+    /// shortName()'s entries (cleared when it holds kMaxShortNames; names longer than
+    /// kMaxShortNameKey bytes are not kept: at most ≈ 1 MiB).
+    std::unordered_map<std::string, std::string, NameHash, std::equal_to<>> shortNames_;
+    std::string shortScratch_;  ///< shortName() of a name too long to keep
+    static constexpr size_t kMaxShortNames = 1024, kMaxShortNameKey = 1024;
     /// A window of windows_ found lately, at the high bits of its key's hash (every `window`
     /// is cleared when a window is erased).
     struct RecentWindow {

@@ -305,20 +305,4 @@ AmdFixedShape amdFixedShapeScalar(std::string_view line) {
     return r;
 }
 
-void amdFixedValues(std::string_view line,
-                    const AmdFixedShape& sh,
-                    int64_t& runtime_us,
-                    int64_t& pid,
-                    std::string_view& runtime_tid) {
-    const char* b = line.data();
-    int64_t stamp = static_cast<int64_t>(eightDigits(load8(b + 35)));
-    for (const char* d = b + 43; d < b + 35 + sh.stamp_len; ++d) stamp = stamp * 10 + (*d - '0');
-    int64_t p = 0;
-    for (const char* d = b + sh.pid_at; d < b + sh.pid_at + sh.pid_len; ++d)
-        p = p * 10 + (*d - '0');
-    runtime_us = stamp;
-    pid = p;
-    runtime_tid = std::string_view(b + sh.tid_at, sh.tid_len);
-}
-
 }  // namespace gpufault

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string_view>
 
+#include "collectors/common/swar.h"
+
 namespace gpufault {
 
 /// The fields of one AMD_LOG_LEVEL prefix. Views point into the parsed line.
@@ -45,11 +47,22 @@ AmdFixedShape amdFixedShape(std::string_view line);
 /// The same without SIMD (tests compare the two).
 AmdFixedShape amdFixedShapeScalar(std::string_view line);
 /// The level-independent values of a line `amdFixedShape()` accepted: stamp (µs), pid, tid.
-void amdFixedValues(std::string_view line,
-                    const AmdFixedShape& sh,
-                    int64_t& runtime_us,
-                    int64_t& pid,
-                    std::string_view& runtime_tid);
+/// Inline: once per kept line, its five out-parameters went through memory.
+inline void amdFixedValues(std::string_view line,
+                           const AmdFixedShape& sh,
+                           int64_t& runtime_us,
+                           int64_t& pid,
+                           std::string_view& runtime_tid) {
+    const char* b = line.data();
+    int64_t stamp = static_cast<int64_t>(swar::eightDigits(swar::load8(b + 35)));
+    for (const char* d = b + 43; d < b + 35 + sh.stamp_len; ++d) stamp = stamp * 10 + (*d - '0');
+    int64_t p = 0;
+    for (const char* d = b + sh.pid_at; d < b + sh.pid_at + sh.pid_len; ++d)
+        p = p * 10 + (*d - '0');
+    runtime_us = stamp;
+    pid = p;
+    runtime_tid = std::string_view(b + sh.tid_at, sh.tid_len);
+}
 
 /// The same parse without the fixed-column path (tests compare the two).
 std::optional<AmdLogPrefix> parseAmdLogPrefixGeneral(std::string_view line);

@@ -60,6 +60,15 @@ void resolve(ThreadArgs& t) {
     t.npending = 0;
 }
 
+/// text::trim(s), called only when an end of `s` is blank (a kernel name seldom is).
+std::string_view trimmed(std::string_view s) {
+    auto blank = [](char c) {
+        return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+    };
+    if (!s.empty() && !blank(s.front()) && !blank(s.back())) return s;
+    return text::trim(s);
+}
+
 /// Appends `item` to the attr `key` (`; `-separated), bounded.
 void appendAttr(Evidence& e, const char* key, std::string_view item) {
     std::string v(e.attr(key).value_or(""));
@@ -320,7 +329,7 @@ class HipLogMatcher final : public Matcher {
 
     /// `ShaderName : %s` (rocvirtual.cpp, LOG_KERN) and `Graph shader name : %s`.
     void dispatch(const LogLine& l, const rt::AmdFields& amd, std::string_view name, Sink& out) {
-        name = text::trim(name);
+        name = trimmed(name);
         if (name.empty()) return;
         ThreadArgs& t = thread(amd, l.line, out);
         if (t.over > 0)  // the cap stays (memory), but not silently

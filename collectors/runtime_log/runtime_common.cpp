@@ -40,16 +40,7 @@ bool sameKey(const Evidence& a, const Evidence& b) {
 
 }  // namespace
 
-AmdFields amdFieldsAtStart(const LogLine& l) {
-    if (l.amd_level) {
-        AmdFields f;
-        f.present = true;
-        f.pid = l.log_pid;
-        f.runtime_tid = l.runtime_tid;
-        f.runtime_us = l.time.runtime_us;
-        f.message = l.text;
-        return f;
-    }
+AmdFields amdFieldsParsed(const LogLine& l) {
     // Only a line that starts like `:N:` (or `N:` with the colon lost) can carry the prefix.
     std::string_view t = text::trimLeft(l.text);
     if (t.size() > 2 && (t[0] == ':' || (t[0] >= '0' && t[0] <= '9' && t[1] == ':'))) {

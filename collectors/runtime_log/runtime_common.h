@@ -22,8 +22,20 @@ struct AmdFields {
     std::string_view message;           ///< text after the prefix (all of `text` when absent)
 };
 
-/// AMD fields when the prefix is at the start of `text` (or the decoder removed it). Cheap.
-AmdFields amdFieldsAtStart(const LogLine& l);
+/// amdFieldsAtStart() of a line the decoder set no amd_level for: `text` parsed.
+AmdFields amdFieldsParsed(const LogLine& l);
+/// AMD fields when the prefix is at the start of `text` (or the decoder removed it). Cheap:
+/// inline when the decoder set them (every kept line of a level-3 log).
+inline AmdFields amdFieldsAtStart(const LogLine& l) {
+    if (!l.amd_level) return amdFieldsParsed(l);
+    AmdFields f;
+    f.present = true;
+    f.pid = l.log_pid;
+    f.runtime_tid = l.runtime_tid;
+    f.runtime_us = l.time.runtime_us;
+    f.message = l.text;
+    return f;
+}
 /// Like amdFieldsAtStart, but also finds a prefix behind other text (`> `, a JSON wrapper,
 /// `[rank3]: `) in the first 512 bytes. For lines that already matched an anchor.
 AmdFields amdFieldsAnywhere(const LogLine& l);

@@ -169,6 +169,35 @@ TEST(CliHints, PastedCoredumpctlTextGetsAHint) {
     EXPECT_EQ(r.err, "");
 }
 
+// crashTextLike() reads the first 20 000 lines in 64 KiB reads, not line by line: a text on line
+// 20 000 counts, one on line 20 001 does not; lines longer than the buffer, a last line without
+// its newline and a '#' that does not start its line are read as getline() read them.
+TEST(CliHints, CrashTextHintReadsTheFirst20000LinesAcrossBuffers) {
+    TempDir t;
+    std::string lines;
+    for (int i = 0; i < 19999; ++i) lines += "line " + std::to_string(i) + " of plain text\n";
+    auto hint = [&](const std::string& name, const std::string& text) {
+        writeFile(t.file(name), text);
+        auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file(name)});
+        EXPECT_EQ(r.status, 0) << r.err;
+        return r.err;
+    };
+    EXPECT_NE(hint("at20000.txt", lines + "Stack trace of thread 7:\n").find("coredumpctl info"),
+              std::string::npos);
+    EXPECT_EQ(hint("at20001.txt", lines + "one more\nStack trace of thread 7:\n"), "");
+    EXPECT_NE(
+        hint("long.txt",
+             std::string(200000, 'x') + " dumped core." + std::string(100000, 'y') + "\nplain\n")
+            .find("`journalctl` text of a crash"),
+        std::string::npos);
+    EXPECT_NE(hint("noeol.txt", "plain\n \t#3 0x5 in f").find("a gdb backtrace"),
+              std::string::npos);
+    EXPECT_EQ(hint("midline.txt", "x #0 0x5 in f\nplain\n"), "");
+    // A gdb line wins over ` dumped core.` wherever either stands.
+    EXPECT_NE(hint("both.txt", "a dumped core.\n#0 0x1 in f\n").find("a gdb backtrace"),
+              std::string::npos);
+}
+
 TEST(CliHints, StackOfAPathSaysItTakesACoreId) {
     TempDir t;
     auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", kCoreDir + "core"});
