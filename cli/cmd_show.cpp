@@ -1,5 +1,6 @@
 // `show` (everything about one incident) and `report` (an upstream bug-report draft).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <span>
@@ -223,18 +224,31 @@ std::string missText(const AllocationMiss& m) {
         printable(m.why));
 }
 
+/// The processes `rows` come from, for a heading: `pid 21039`, `pids 21039, 21040` (a run's
+/// recordings join every process of the run: a PID column then tells the rows apart).
+std::string allocationPids(const std::vector<AllocationDistanceRow>& rows) {
+    std::vector<int64_t> pids;
+    for (const auto& r : rows)
+        if (std::find(pids.begin(), pids.end(), r.pid) == pids.end()) pids.push_back(r.pid);
+    std::sort(pids.begin(), pids.end());
+    return fmt::format("pid{} {}", pids.size() == 1 ? "" : "s", fmt::join(pids, ", "));
+}
+
 /// The shim's allocations nearest the fault, with the caching-allocator caveat.
 void printAllocations(const std::vector<AllocationDistanceRow>& rows) {
-    fmt::print("\nAllocations recorded by the preload shim, by |distance| from {} ({} of pid {})\n",
+    const std::string pids = allocationPids(rows);
+    const bool several = pids.starts_with("pids");
+    fmt::print("\nAllocations recorded by the preload shim, by |distance| from {} ({} of {})\n",
                addr16(rows.front().address),
                rows.size(),
-               rows.front().pid);
+               pids);
     fmt::print(
         "  Under PyTorch's caching allocator these are segments (the allocator's "
         "cudaMalloc/hipMalloc blocks), not tensors.\n");
     TextTable t{
         {"API", "PTR", "END", "SIZE", "DISTANCE", "SAME 2MiB", "DEVICE", "STATE", "STACK", "WHERE"},
         {}};
+    if (several) t.header.insert(t.header.begin(), "PID");
     for (size_t i = 0; i < rows.size() && i < kAllocationRows; ++i) {
         const auto& r = rows[i];
         std::string stack = r.stack ? r.stack->substr(0, r.stack->find(';')) : "-";
@@ -248,6 +262,7 @@ void printAllocations(const std::vector<AllocationDistanceRow>& rows) {
                           allocationState(r),
                           printable(stack),
                           fmt::format("{}:{}", printable(r.source), r.line)});
+        if (several) t.rows.back().insert(t.rows.back().begin(), std::to_string(r.pid));
     }
     t.print(stdout);
     if (rows.size() > kAllocationRows)
@@ -268,18 +283,21 @@ std::string signedExact(int64_t b) {
 void printAllocationsMarkdown(const std::vector<AllocationDistanceRow>& rows) {
     fmt::print("### Fault address vs. recorded allocations\n\n");
     fmt::print(
-        "Allocations recorded by the preload shim, by |distance| from `{}` ({} of pid {}). Under "
+        "Allocations recorded by the preload shim, by |distance| from `{}` ({} of {}). Under "
         "PyTorch's caching allocator these are segments (the allocator's cudaMalloc/hipMalloc "
         "blocks), not tensors.\n\n",
         addr16(rows.front().address),
         rows.size(),
-        rows.front().pid);
-    fmt::print(
-        "| api | ptr | end | size | distance | same 2 MiB | device | state | stack | where |\n");
-    fmt::print("|---|---|---|---:|---:|---|---:|---|---|---|\n");
+        allocationPids(rows));
+    const bool several = allocationPids(rows).starts_with("pids");
+    fmt::print("{}| api | ptr | end | size | distance | same 2 MiB | device | state | stack | "
+               "where |\n",
+               several ? "| pid " : "");
+    fmt::print("{}|---|---|---|---:|---:|---|---:|---|---|---|\n", several ? "|---:" : "");
     for (size_t i = 0; i < rows.size() && i < kAllocationRows; ++i) {
         const auto& r = rows[i];
         std::string stack = r.stack ? r.stack->substr(0, r.stack->find(';')) : "-";
+        if (several) fmt::print("| {} ", r.pid);
         fmt::print("| {} | `{}` | `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
                    mdCell(mdText(r.api)),
                    addr16(r.ptr),

@@ -93,6 +93,29 @@ TEST(RunRecordAllocations, MissingShimIsAUsageError) {
         << r.err;
 }
 
+// Two processes of one run, each printing a ROCr fault that names no pid: each fault joins the
+// run's allocations of both, and `show`/`report` say whose each row is (a PID column) instead of
+// naming the first row's pid for all (hostile review 16, i4 H4).
+TEST(RunRecordAllocations, AllocationsOfSeveralProcessesOfARunSayWhoseEachIs) {
+    TempDir dir;
+    std::string db = dir.file("g.db"), spool = dir.file("spool");
+    const std::string host = fmt::format("{} {} {} fault", PRELOAD_HOST, STANDIN_FW, STANDIN_RT);
+    auto r = run({GPUFAULT_BIN, "--db", db, "run", "--spool", spool, "--record-allocations",
+                  "--", "/bin/sh", "-c", host + "; " + host});
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("2 allocations recorded by 2 processes"), std::string::npos) << r.err;
+    std::string pids = query(db, "SELECT group_concat(pid, ', ') AS p FROM (SELECT DISTINCT pid "
+                                 "FROM allocations ORDER BY pid)");
+    pids = pids.substr(pids.find('\n') + 1);  // below the header
+    pids.erase(pids.find_last_not_of('\n') + 1);
+    auto show = run({GPUFAULT_BIN, "--db", db, "show", "1"});
+    ASSERT_EQ(show.status, 0) << show.err;
+    EXPECT_NE(show.out.find("(2 of pids " + pids + ")"), std::string::npos) << pids << show.out;
+    EXPECT_NE(show.out.find("PID\tAPI\tPTR"), std::string::npos) << show.out;
+    auto md = run({GPUFAULT_BIN, "--db", db, "report", "1", "--format", "md"});
+    EXPECT_NE(md.out.find("| pid | api | ptr |"), std::string::npos) << md.out;
+}
+
 TEST(IngestAllocations, RealH200FileIsRecognisedAndStored) {
     TempDir dir;
     std::string db = dir.file("g.db");
