@@ -1,5 +1,7 @@
 // gpufault: triage GPU memory-access faults from kernel logs, runtime logs and cores.
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdlib>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -32,6 +34,17 @@ const CLI::Validator kCoreId(
     },
     "CORE_ID");
 
+}  // namespace
+
+namespace {
+/// A number that is not NaN or infinite (CLI::Range lets NaN through: no comparison fails).
+const CLI::Validator kFiniteNumber(
+    [](std::string& v) -> std::string {
+        char* end = nullptr;
+        double d = std::strtod(v.c_str(), &end);
+        return end != v.c_str() && std::isfinite(d) ? "" : "not a finite number: " + v;
+    },
+    "FINITE");
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,7 +154,7 @@ int main(int argc, char** argv) {
     query->add_flag("--csv", csv, "CSV");
     double timeout = 60;
     query->add_option("--timeout", timeout, "seconds before the query is interrupted")
-        ->check(CLI::Range(0.001, 86400.0))
+        ->check(kFiniteNumber & CLI::Range(0.001, 86400.0))
         ->capture_default_str();
 
     RunOptions runOpt;
@@ -259,7 +272,7 @@ int main(int argc, char** argv) {
     status
         ->add_option(
             "--timeout", daemonTimeout, "seconds to connect and get the answer (then exit 2)")
-        ->check(CLI::Range(0.001, 86400.0))
+        ->check(kFiniteNumber & CLI::Range(0.001, 86400.0))
         ->capture_default_str();
     auto* watch = app.add_subcommand("watch", "records and incidents as gpufaultd stores them");
     watch->add_flag("--json", json, "JSON Lines");
@@ -269,7 +282,7 @@ int main(int argc, char** argv) {
                      daemonTimeout,
                      "seconds to connect and be acknowledged (then exit 2); records may take "
                      "any time")
-        ->check(CLI::Range(0.001, 86400.0))
+        ->check(kFiniteNumber & CLI::Range(0.001, 86400.0))
         ->capture_default_str();
 
     // The first word that is not an option (or --db's value) must be a subcommand.

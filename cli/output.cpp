@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "collectors/common/text.h"
+
 namespace gpufault::cli {
 
 namespace {
@@ -21,11 +23,36 @@ size_t displayWidth(const std::string& s) {
 std::string printable(std::string_view s, bool keep_tab) {
     std::string out;
     out.reserve(s.size());
-    for (unsigned char c : s) {
-        if ((c < 0x20 && !(keep_tab && c == '\t')) || c == 0x7f)
+    for (size_t i = 0; i < s.size();) {
+        auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x80) {
+            if ((c < 0x20 && !(keep_tab && c == '\t')) || c == 0x7f)
+                out += fmt::format("\\x{:02x}", c);
+            else
+                out += static_cast<char>(c);
+            ++i;
+            continue;
+        }
+        size_t n = text::utf8Length(s.substr(i));
+        if (n == 0) {  // not UTF-8: a raw 0x9b is CSI to an 8-bit terminal
             out += fmt::format("\\x{:02x}", c);
+            ++i;
+            continue;
+        }
+        auto b1 = static_cast<unsigned char>(s[i + 1]);
+        auto b2 = n > 2 ? static_cast<unsigned char>(s[i + 2]) : 0;
+        // C1 controls (U+0080–U+009F: CSI, OSC to a UTF-8 terminal) and the bidirectional
+        // overrides and isolates (U+202A–U+202E, U+2066–U+2069), which reorder what is shown.
+        bool c1 = c == 0xC2 && b1 <= 0x9F;
+        bool bidi = c == 0xE2 && ((b1 == 0x80 && b2 >= 0xAA && b2 <= 0xAE) ||
+                                  (b1 == 0x81 && b2 >= 0xA6 && b2 <= 0xA9));
+        if (c1)
+            out += fmt::format("\\u{:04x}", b1);
+        else if (bidi)
+            out += fmt::format("\\u{:04x}", ((c & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F));
         else
-            out += static_cast<char>(c);
+            out.append(s.substr(i, n));
+        i += n;
     }
     return out;
 }

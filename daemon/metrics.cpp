@@ -11,18 +11,26 @@
 
 #include "daemon/daemon.h"
 #include "schema/queries.h"
+#include "collectors/common/text.h"
 
 namespace gpufault::daemon {
 
 std::string promLabel(std::string_view v) {
     std::string out;
-    for (char c : v) {
-        if (c == '\\' || c == '"') out += '\\';
-        if (c == '\n') {
-            out += "\\n";
+    for (size_t i = 0; i < v.size();) {
+        char c = v[i];
+        size_t n = text::utf8Length(v.substr(i));
+        if (n == 0) {  // a label value must be UTF-8 (else node_exporter drops the whole file)
+            out += fmt::format("\\\\x{:02x}", static_cast<unsigned char>(c));
+            ++i;
             continue;
         }
-        out += c;
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n')
+            out += "\\n";
+        else
+            out.append(v.substr(i, n));
+        i += n;
     }
     return out;
 }

@@ -220,4 +220,20 @@ std::string utcNowIso() {
                        static_cast<long>(tv.tv_usec));
 }
 
+size_t utf8Length(std::string_view s) {
+    if (s.empty()) return 0;
+    auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+    unsigned char c = b(0);
+    if (c < 0x80) return 1;
+    size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (n == 0 || s.size() < n) return 0;
+    for (size_t i = 1; i < n; ++i)
+        if ((b(i) & 0xC0) != 0x80) return 0;
+    if (c == 0xE0 && b(1) < 0xA0) return 0;  // overlong
+    if (c == 0xED && b(1) > 0x9F) return 0;  // surrogates
+    if (c == 0xF0 && b(1) < 0x90) return 0;  // overlong
+    if (c == 0xF4 && b(1) > 0x8F) return 0;  // above U+10FFFF
+    return n;
+}
+
 }  // namespace gpufault::text

@@ -44,6 +44,11 @@ std::optional<std::string_view> after(std::string_view s,
 /// `0x` + lowercase hex, no padding.
 std::string hexAddr(uint64_t v);
 
+/// The length in bytes (1–4) of the well-formed UTF-8 sequence that starts `s` (RFC 3629: no
+/// overlong forms, no surrogates, at most U+10FFFF); 0 when `s` is empty or starts with a byte
+/// that begins none (a stray continuation byte, a cut sequence, 0xC0, 0xF5…).
+size_t utf8Length(std::string_view s);
+
 /// Calls `f(line)` for each '\n'-separated line of `text` (without the '\n'; a last line
 /// without one included).
 template <typename F>

@@ -16,6 +16,7 @@
 #include "schema/store.h"
 #include "tests/support/crash_files.h"
 #include "tests/support/fixture_check.h"
+#include "tests/support/core_run.h"
 #include "tests/support/process.h"
 
 namespace gpufault::testing {
@@ -26,19 +27,8 @@ namespace {
 bool forkCrashCores(const TempDir& t) {
     std::filesystem::create_directories(t.file("w0"));
     std::filesystem::create_directories(t.file("w1"));
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        struct rlimit rl {
-            RLIM_INFINITY, RLIM_INFINITY
-        };
-        ::setrlimit(RLIMIT_CORE, &rl);
-        if (::chdir(t.path().c_str()) != 0) ::_exit(3);
-        ::execl(FORK_CRASH, FORK_CRASH, "w0", "w1", static_cast<char*>(nullptr));
-        ::_exit(4);
-    }
-    int st = 0;
-    ::waitpid(pid, &st, 0);
-    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+    auto r = runWithCores(t.path(), {FORK_CRASH, "w0", "w1"});
+    EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.status;
     return std::filesystem::exists(t.file("w0/core")) && std::filesystem::exists(t.file("w1/core"));
 }
 

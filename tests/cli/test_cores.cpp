@@ -17,6 +17,7 @@
 
 #include "tests/cli/core_ingest.h"
 #include "tests/collectors/coredump/core_builder.h"
+#include "tests/support/core_run.h"
 #include "tests/support/fixture_check.h"
 #include "tests/support/process.h"
 #include "tests/support/rocr_abort_core.h"
@@ -557,24 +558,11 @@ TEST(CliCores, AFifoPlantedAtALibrarysPathIsNotOpenedAndTheCoreIsStored) {
     for (const char* f : {"crashmain", "libcrashlib.so"})
         std::filesystem::copy_file(kCoreDir + f, t.file(f));
     std::filesystem::permissions(t.file("crashmain"), std::filesystem::perms::owner_all);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        struct rlimit rl {
-            RLIM_INFINITY, RLIM_INFINITY
-        };
-        ::setrlimit(RLIMIT_CORE, &rl);
-        if (::chdir(t.path().c_str()) != 0) ::_exit(3);
-        char* env[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
-        ::execle("./crashmain", "./crashmain", static_cast<char*>(nullptr), env);
-        ::_exit(4);
-    }
-    int st = 0;
-    ::waitpid(pid, &st, 0);
-    ASSERT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV) << st;
-    std::string core = t.file("core");
-    if (!std::filesystem::exists(core)) core = t.file(fmt::format("core.{}", pid));
-    if (!std::filesystem::exists(core))
-        GTEST_SKIP() << "no core written (kernel.core_pattern is not 'core')";
+    auto crashed = runWithCores(t.path(), {"./crashmain"}, {"PATH=/usr/bin:/bin"});
+    ASSERT_TRUE(WIFSIGNALED(crashed.status) && WTERMSIG(crashed.status) == SIGSEGV)
+        << crashed.status;
+    std::string core = crashed.coreIn(t.path());
+    if (core.empty()) GTEST_SKIP() << "no core written (kernel.core_pattern is not 'core')";
     std::string lib = t.file("libcrashlib.so");
     std::filesystem::remove(lib);
     ASSERT_EQ(::mkfifo(lib.c_str(), 0644), 0);

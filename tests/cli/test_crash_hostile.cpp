@@ -490,5 +490,21 @@ TEST(CliCrashHostile, ABlockCutInsideALineIsOneRecordOnceTheFileIsWhole) {
     }
 }
 
+// Text a log or a store gives: C1 controls (U+009B is CSI to a UTF-8 terminal), bidirectional
+// overrides and bytes that are not UTF-8 are escaped; other UTF-8 passes (hostile review 16,
+// i2 M1); a timeout of NaN is refused, not taken as no timeout (i3 M5).
+TEST(CliCrashHostile, TablesEscapeC1ControlsBidiOverridesAndNonUtf8Bytes) {
+    TempDir t;
+    writeFile(t.file("x.log"), "nothing\n");
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", "-q", t.file("x.log")}).status, 0);
+    auto q = run({GPUFAULT_BIN, "--db", t.file("db"), "query",
+                  "select cast(x'61c29b5b324a62e280ae6576696cff20c3a9' as text) as v"});
+    ASSERT_EQ(q.status, 0) << q.err;
+    EXPECT_EQ(q.out, "v\na\\u009b[2Jb\\u202eevil\\xff \xc3\xa9\n");
+    auto nan = run({GPUFAULT_BIN, "--db", t.file("db"), "query", "--timeout", "nan", "select 1"});
+    EXPECT_EQ(nan.status, 2);
+    EXPECT_NE(nan.err.find("--timeout: not a finite number: nan"), std::string::npos) << nan.err;
+}
+
 }  // namespace
 }  // namespace gpufault::testing

@@ -85,6 +85,23 @@ TEST(Text, ParseHexAgreesWithReference) {
     EXPECT_EQ(n, 16u);
 }
 
+// RFC 3629's table: the well-formed sequences and the bytes that begin none.
+TEST(Text, Utf8LengthOfWellFormedAndIllFormedSequences) {
+    EXPECT_EQ(utf8Length("a"), 1u);
+    EXPECT_EQ(utf8Length("\xc3\xa9"), 2u);          // é
+    EXPECT_EQ(utf8Length("\xc2\x9b"), 2u);          // U+009B, a C1 control, is well-formed
+    EXPECT_EQ(utf8Length("\xe2\x80\xae"), 3u);      // U+202E
+    EXPECT_EQ(utf8Length("\xf0\x9f\x98\x80"), 4u);  // U+1F600
+    EXPECT_EQ(utf8Length(""), 0u);
+    EXPECT_EQ(utf8Length("\x9b"), 0u);              // a stray continuation byte
+    EXPECT_EQ(utf8Length("\xc0\xaf"), 0u);          // overlong '/'
+    EXPECT_EQ(utf8Length("\xe0\x80\xaf"), 0u);      // overlong
+    EXPECT_EQ(utf8Length("\xed\xa0\x80"), 0u);      // a surrogate
+    EXPECT_EQ(utf8Length("\xf4\x90\x80\x80"), 0u);  // above U+10FFFF
+    EXPECT_EQ(utf8Length("\xe2\x80"), 0u);          // cut
+    EXPECT_EQ(utf8Length("\xff"), 0u);
+}
+
 TEST(Text, ParseHexAcceptsNvidiaUnderscoreForm) {
     size_t used = 0;
     auto v = parseHex("0x17_00592000. Fault", &used, true);
