@@ -445,13 +445,8 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d,
         "ORDER BY evidence_id");
     if (!m) return std::unexpected(m.error());
     m->bind(1, incident);
-    std::vector<int64_t> member_ids;
-    for (;;) {
-        auto row = m->step();
-        if (!row) return std::unexpected(row.error());
-        if (!*row) break;
-        member_ids.push_back(m->i64(0));
-    }
+    auto member_ids = collect<int64_t>(*m, [](const db::Stmt& st) { return st.i64(0); });
+    if (!member_ids) return std::unexpected(member_ids.error());
     auto read = [](const db::Stmt& st) {
         DistanceRow r;
         r.evidence_id = st.i64(0);
@@ -497,7 +492,7 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d,
     std::map<int64_t, std::vector<DistanceRow>> per;
     std::map<int64_t, int64_t> counts;
     size_t cap = nearest == SIZE_MAX ? SIZE_MAX : 2 * (nearest + latest) + 64;
-    for (int64_t member : member_ids) {
+    for (int64_t member : *member_ids) {
         s->reset();
         s->bind(1, incident).bind(2, member);
         for (;;) {
