@@ -179,9 +179,10 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
     int64_t seen = f.size;  // the size at our last look
     if (size != f.size) f.changed = Clock::now();
     f.size = size;
+    // The change time, not the modification time: `touch -r` can put an old mtime back.
     const bool modified =
-        st.st_mtim.tv_sec != f.mtime.tv_sec || st.st_mtim.tv_nsec != f.mtime.tv_nsec;
-    f.mtime = st.st_mtim;
+        st.st_ctim.tv_sec != f.ctime.tv_sec || st.st_ctim.tv_nsec != f.ctime.tv_nsec;
+    f.ctime = st.st_ctim;
     if (f.ignored) return false;
     if (!f.stream) {
         auto ok = identify(txn, f, size);

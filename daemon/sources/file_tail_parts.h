@@ -62,7 +62,7 @@ struct FileTail::Followed {
     std::string origin;
     int64_t offset = 0;  ///< next byte to read: the start of a held partial line
     int64_t size = 0;    ///< size at the last poll
-    struct timespec mtime {};  ///< modification time at the last poll
+    struct timespec ctime {};  ///< status change time at the last poll (any write moves it)
     /// A line over kMaxLine is being read (its bytes up to `offset`), fed at its newline as
     /// `gpufault ingest` takes it (LongLine: after a '\r', the text after the last one).
     bool skipping = false;
