@@ -71,32 +71,20 @@ void progressBar(uint64_t done, uint64_t total) {
     if (done >= total) fmt::print(stderr, "\n");
 }
 
-/// Why `f` is an ELF file that `ingest` cannot take (an executable, a library, an object, a cut
-/// header); nullopt for anything else (cores are recognised before this is asked). Regular
-/// files only: a FIFO is never opened here.
+/// Why `f` is an ELF file that `ingest` cannot take (coredump::notACore of its first bytes);
+/// nullopt for anything else. Regular files only, opened non-blocking (openRegular).
 std::optional<std::string> elfNotACore(const std::string& f) {
-    struct stat st {};
-    if (::stat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-    int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return std::nullopt;
-    unsigned char h[20] = {};
-    ssize_t n = ::pread(fd, h, sizeof h, 0);
-    ::close(fd);
-    if (n < 4 || std::memcmp(h,
-                             "\x7f"
-                             "ELF",
-                             4) != 0)
-        return std::nullopt;
-    if (n < 20)
-        return std::string("a cut ELF header (") + std::to_string(n) + " bytes): not a core";
-    unsigned type = h[5] == 2 ? (h[16] << 8 | h[17]) : (h[16] | h[17] << 8);
-    const char* what = type == 1   ? "a relocatable object"
-                       : type == 2 ? "an executable"
-                       : type == 3 ? "a shared object or PIE executable"
-                                   : "an ELF file";
-    return std::string(what) + " (ELF e_type " + std::to_string(type) +
-           "), not a core: give its core (and this file as --exe), or `gpufault codeobj` for GPU "
-           "code objects";
+    auto fd = coredump::openRegular(f);
+    if (!fd) return std::nullopt;
+    char h[64];
+    ssize_t n = ::pread(*fd, h, sizeof h, 0);
+    ::close(*fd);
+    if (n <= 0) return std::nullopt;
+    auto why = coredump::notACore(std::string_view(h, static_cast<size_t>(n)));
+    if (why)
+        *why += ": give its core (and this file as --exe), or `gpufault codeobj` for GPU code "
+                "objects";
+    return why;
 }
 
 /// Prints one stored core's summary line.
@@ -127,7 +115,7 @@ void printCore(const std::string& f, const CoreIngestSummary& r) {
               r.threads,
               r.threads == 1 ? "" : "s",
               r.frames,
-              r.top.empty() ? "-" : printable(r.top),  // a symbol may hold any byte
+              r.top.empty() ? "-" : printable(r.top),  // a symbol may hold a newline too
               r.signature.empty() ? "-" : r.signature,
               r.seconds);
     if (r.partial) printText(stdout, "{}: the stack is partial: {}\n", f, *r.partial);

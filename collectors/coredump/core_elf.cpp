@@ -137,18 +137,35 @@ std::string_view coreKindName(CoreKind k) {
     return "cpu";
 }
 
+namespace {
+/// A 16-bit field of an ELF header (head holds at least 20 bytes), in the file's byte order.
+uint16_t elfHalf(std::string_view head, size_t off) {
+    auto a = static_cast<unsigned char>(head[off]), b = static_cast<unsigned char>(head[off + 1]);
+    return static_cast<uint16_t>(head[5] == 1 ? a | (b << 8) : (a << 8) | b);
+}
+bool elfMagic(std::string_view head) {
+    return head.size() >= 4 && head.substr(0, 4) ==
+                                   "\x7f"
+                                   "ELF";
+}
+}  // namespace
+
+std::optional<std::string> notACore(std::string_view head) {
+    if (!elfMagic(head)) return std::nullopt;
+    if (head.size() < 20)
+        return fmt::format("a cut ELF header ({} bytes): not a core", head.size());
+    uint16_t type = elfHalf(head, 16);
+    if (type == kEtCore) return std::nullopt;
+    const char* what = type == 1   ? "a relocatable object"
+                       : type == 2 ? "an executable"
+                       : type == 3 ? "a shared object or PIE executable"
+                                   : "an ELF file";
+    return fmt::format("{} (ELF e_type {}), not a core", what, type);
+}
+
 std::optional<CoreKind> sniffCore(std::string_view head) {
-    if (head.size() < 20 || head.substr(0, 4) !=
-                                "\x7f"
-                                "ELF")
-        return std::nullopt;
-    bool little = head[5] == 1;
-    auto half = [&](size_t off) {
-        auto a = static_cast<unsigned char>(head[off]),
-             b = static_cast<unsigned char>(head[off + 1]);
-        return static_cast<uint16_t>(little ? a | (b << 8) : (a << 8) | b);
-    };
-    uint16_t type = half(16), machine = half(18);
+    if (head.size() < 20 || !elfMagic(head)) return std::nullopt;
+    uint16_t type = elfHalf(head, 16), machine = elfHalf(head, 18);
     if (machine == kEmAmdgpu && type == kEtCore) return CoreKind::RocrGpu;
     if (machine == kEmCuda && type == kEtCore) return CoreKind::CudaGpu;
     if (type == kEtCore) return CoreKind::Cpu;

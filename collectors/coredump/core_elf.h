@@ -37,6 +37,11 @@ std::string_view coreKindName(CoreKind k);  ///< "cpu", "rocr_gpu", "cuda_gpu"
 /// or e_machine EM_AMDGPU / EM_CUDA; nullopt for anything else (a log, an executable).
 std::optional<CoreKind> sniffCore(std::string_view head);
 
+/// For the first bytes of a file (at least 20, or the whole file) that start with the ELF magic
+/// but are no core: what it is (`an executable (ELF e_type 2), not a core`, `a cut ELF header
+/// (6 bytes): not a core`); nullopt for a core or anything that is not ELF.
+std::optional<std::string> notACore(std::string_view head);
+
 /// One file mapping from NT_FILE: [start, end) in the process, file offset in bytes.
 struct MappedFile {
     uint64_t start = 0, end = 0, file_offset = 0;
