@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schema/distance.h"
+#include "schema/fault_nearest.h"
 
 namespace gpufault {
 
@@ -581,32 +582,41 @@ db::Result<std::map<int64_t, LastKernel>> queryLastKernels(db::Db& d,
 
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
     auto s = d.prepare(fmt::format(
-        "WITH nearest AS (SELECT evidence_id, name, distance, inside, rank_in_time IS NULL AS "
-        "after FROM (SELECT v.*, row_number() OVER (PARTITION BY v.evidence_id ORDER BY "
-        "v.rank_in_time IS NULL, v.distance IS NULL, CASE WHEN v.distance < 0 THEN "
-        "-(v.distance + 1) ELSE v.distance - 1 END, v.inside DESC, v.operand_line DESC) AS rn "
-        "FROM fault_operand_distance v JOIN evidence fe ON fe.id = v.evidence_id WHERE "
-        "v.operand_line > {1}) WHERE rn = 1) "
         "SELECT {0}, (SELECT incident_id FROM incident_evidence m WHERE m.evidence_id = e.id AND "
-        "m.role = 'member'), n.name, n.distance, n.inside, n.after "
-        "FROM evidence e JOIN sources s ON s.id = e.source_id LEFT JOIN nearest n ON "
-        "n.evidence_id = e.id WHERE e.kind IN ('amdgpu_page_fault', 'rocr_memory_fault', "
-        "'nvidia_xid', 'sanitizer_report', 'cpu_segfault', 'coredump') ORDER BY e.source_id, "
-        "e.line, e.id",
+        "m.role = 'member'), {1} FROM evidence e JOIN sources s ON s.id = e.source_id WHERE "
+        "e.kind IN ('amdgpu_page_fault', 'rocr_memory_fault', 'nvidia_xid', 'sanitizer_report', "
+        "'cpu_segfault', 'coredump') ORDER BY e.source_id, e.line, e.id",
         kEvidenceColumns,
-        processStartSql("fe")));
+        processStartSql("e")));
     if (!s) return std::unexpected(s.error());
-    auto rows = collect<FaultRow>(*s, [](const db::Stmt& st) {
+    std::vector<NearestProbe> probes;
+    auto rows = collect<FaultRow>(*s, [&probes](const db::Stmt& st) {
         FaultRow r;
         r.ev = readEvidence(st);
         r.incident = st.optI64(kEvidenceCount);
-        r.nearest = st.optStr(kEvidenceCount + 1);
-        r.nearest_distance = st.optI64(kEvidenceCount + 2);
-        r.nearest_inside = st.optI64(kEvidenceCount + 3).value_or(0) != 0;
-        r.nearest_after = st.optI64(kEvidenceCount + 4).value_or(0) != 0;
+        if (r.ev.e.address)
+            probes.push_back(NearestProbe{r.ev.id,
+                                          r.ev.source_id,
+                                          r.ev.e.line,
+                                          *r.ev.e.address,
+                                          r.ev.e.pid,
+                                          r.ev.e.rank,
+                                          static_cast<uint64_t>(st.i64(kEvidenceCount + 1))});
         return r;
     });
     if (!rows) return rows;
+    // The nearest operand in C++, one pass over each stream's operands: the view's fault ×
+    // operand join with its window took 4.7 s for 100 faults × 10 000 operands.
+    auto nearest = nearestOperands(d, probes);
+    if (!nearest) return std::unexpected(nearest.error());
+    for (auto& r : *rows) {
+        auto n = nearest->find(r.ev.id);
+        if (n == nearest->end()) continue;
+        r.nearest = n->second.name;
+        r.nearest_distance = n->second.distance;
+        r.nearest_inside = n->second.inside;
+        r.nearest_after = n->second.after;
+    }
     std::vector<int64_t> ids;
     for (const auto& r : *rows) ids.push_back(r.ev.id);
     auto last = queryLastKernels(d, ids);
