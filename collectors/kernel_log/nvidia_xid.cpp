@@ -63,8 +63,18 @@ void parseFault(string_view body, Evidence& e) {
     string_view addr = body.substr(at + 11);
     size_t used = 0;
     if (text::startsWith(addr, "0x")) {
-        if (auto v = text::parseHex(addr, &used, /*allow_underscore=*/true)) {
-            e.address = *v;
+        // `0x%x_%08x`: the high 32 bits, then the low 32 (zero-padded, so a low part of fewer
+        // than 8 digits is still its own 32-bit value: `0x7f_1234800` is 0x7f01234800)
+        auto hi = text::parseHex(addr, &used);
+        if (hi && used < addr.size() && addr[used] == '_') {
+            size_t lo_used = 0;
+            auto lo = text::parseHex(addr.substr(used + 1), &lo_used);
+            if (lo && lo_used <= 8 && *hi <= 0xffffffffULL) {
+                e.address = (*hi << 32) | *lo;
+                e.address_exact = false;
+            }
+        } else if (hi) {
+            e.address = *hi;
             e.address_exact = false;
         }
     }
@@ -133,7 +143,8 @@ class NvidiaXidMatcher final : public Matcher {
         if (auto pid = takeField(&body, "pid=")) {  // '<unknown>' (no channel) stays null
             size_t n = 0;
             auto v = text::parseDec(*pid, &n);
-            if (v && *v >= 0 && n == pid->size()) e.pid = *v;
+            // pid 0 as amdgpu's `pid 0` (no process); above PID_MAX_LIMIT no pid at all
+            if (v && *v >= 0 && *v <= (int64_t{1} << 22) && n == pid->size()) e.pid = *v;
         }
         if (auto name = takeField(&body, "name=")) {
             if (!name->empty() && *name != "<unknown>") e.process = std::string(*name);

@@ -64,6 +64,26 @@ TEST(NvidiaXid, GpuInstanceOnlyPrefix) {
     EXPECT_FALSE(e.address);
 }
 
+// `0x%x_%08x` is two 32-bit halves: a low half printed with fewer digits than the padding
+// (a hand-edited or other-driver line) is still the low 32 bits, never glued onto the high
+// half; a low half wider than 32 bits is no address of this format. Hostile review 16, i2 M3.
+TEST(NvidiaXid, HiLoHalvesAreCombinedNotGlued) {
+    const std::string head =
+        "NVRM: Xid (PCI:0000:01:00): 31, pid=99999999999, name=a, channel 0x0000000c, intr "
+        "00000000. MMU Fault: ENGINE GRAPHICS GPC2 GPCCLIENT_PROP_0 faulted @ ";
+    auto e = one(head + "0x7f_1234800. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ");
+    EXPECT_EQ(e.address, 0x7f01234800ull);
+    EXPECT_FALSE(e.pid);  // above PID_MAX_LIMIT (2^22): no pid
+    auto wide = one(head + "0x7f_123456789. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ");
+    EXPECT_FALSE(wide.address);
+    auto zero = one(
+        "NVRM: Xid (PCI:0000:01:00): 31, pid=0, name=a, channel 0x0000000c, intr 00000000. MMU "
+        "Fault: ENGINE GRAPHICS GPC2 GPCCLIENT_PROP_0 faulted @ 0x0_00001000. Fault is of type "
+        "FAULT_PDE ACCESS_TYPE_VIRT_READ");
+    EXPECT_EQ(zero.pid, 0);  // as amdgpu's `pid 0`: stated, no process
+    EXPECT_EQ(zero.address, 0x1000ull);
+}
+
 TEST(NvidiaXid, LegacyChNoPidHiLoAddress) {
     auto e = one(
         "NVRM: Xid (PCI:0000:01:00): 31, Ch 0000003a, intr 10000000. MMU Fault: ENGINE GRAPHICS "
