@@ -26,12 +26,29 @@ bool isTagChar(char c) {
     return rt::isIdentChar(c) || c == '.' || c == '-';
 }
 
+/// Length of the ANSI CSI sequence (`ESC [ params final`) at `i`, 0 when none starts there:
+/// coloured output ends a value with `ESC[0m` (`size=4096\x1b[0m`).
+size_t csiLength(std::string_view s, size_t i) {
+    if (i + 1 >= s.size() || s[i] != '\x1b' || s[i + 1] != '[') return 0;
+    size_t k = i + 2;
+    while (k < s.size() && s[k] >= 0x20 && s[k] <= 0x3f) ++k;  // parameter/intermediate bytes
+    return k < s.size() && s[k] >= 0x40 && s[k] <= 0x7e ? k + 1 - i : 0;
+}
+
 /// Splits `key=value` tokens; a value may be `(…)`/`[…]` (with spaces and commas) or `"…"`.
+/// Colour sequences separate tokens as blanks do.
 Fields parseFields(std::string_view s) {
     Fields f;
     size_t i = 0;
     while (i < s.size()) {
-        while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+        for (size_t c; i < s.size();) {
+            if (s[i] == ' ' || s[i] == '\t')
+                ++i;
+            else if ((c = csiLength(s, i)) > 0)
+                i += c;
+            else
+                break;
+        }
         size_t k = i;
         while (k < s.size() && isKeyChar(s[k])) ++k;
         if (k == i || k >= s.size() || s[k] != '=') {  // not a key=value token: skip it
@@ -39,7 +56,9 @@ Fields parseFields(std::string_view s) {
             continue;
         }
         std::string_view key = s.substr(i, k - i);
-        size_t v = k + 1, e = v;
+        size_t v = k + 1;
+        while (size_t c = csiLength(s, v)) v += c;  // `name=\x1b[32mW`
+        size_t e = v;
         if (e < s.size() && (s[e] == '(' || s[e] == '[')) {
             int depth = 0;
             for (; e < s.size(); ++e) {
@@ -53,7 +72,7 @@ Fields parseFields(std::string_view s) {
             size_t q = s.find('"', e + 1);
             e = q == std::string_view::npos ? s.size() : q + 1;
         } else {
-            while (e < s.size() && s[e] != ' ' && s[e] != '\t') ++e;
+            while (e < s.size() && s[e] != ' ' && s[e] != '\t' && csiLength(s, e) == 0) ++e;
         }
         std::string_view val = s.substr(v, e - v);
         if (key == "name")
@@ -130,18 +149,38 @@ class OperandProbeMatcher final : public Matcher {
     }
 
   private:
+    static std::string cut(std::string_view v) {
+        return std::string(v.substr(0, std::min(v.size(), size_t{64})));
+    }
+    /// A value the line gives that is not what its key needs: the line makes no operand.
+    static void refused(const LogLine& l,
+                        const std::string& name,
+                        std::string_view key,
+                        std::string_view v,
+                        std::string_view what,
+                        Sink& out) {
+        out.warning({l.line,
+                     "operand " + name + ": " + std::string(key) + "=" + cut(v) + " is not " +
+                         std::string(what) + " (hex or decimal below 2^64); line ignored"});
+    }
+
     void operand(const LogLine& l,
                  const Fields& f,
                  const char* origin,
                  std::string_view fallback,
                  Sink& out) {
+        std::string name(f.name.empty() ? fallback : f.name);
+        bool sized = !f.end.empty() || !f.size.empty() || !f.bytes.empty() || !f.nbytes.empty();
         auto ptr = number(f.ptr);
-        if (!ptr) return;
+        if (!ptr) {  // a line with a size says it is an operand: its bad ptr is worth a word
+            if (sized) refused(l, name, "ptr", f.ptr, "an address", out);
+            return;
+        }
+        if (!f.end.empty() && !number(f.end)) return refused(l, name, "end", f.end, "an address", out);
         std::optional<uint64_t> bytes;
         for (auto v : {f.bytes, f.nbytes})
             if (!bytes && !v.empty()) bytes = number(v);
         std::optional<uint64_t> size = f.size.empty() ? std::nullopt : number(f.size);
-        std::string name(f.name.empty() ? fallback : f.name);
         uint64_t end = 0;
         if (auto e = f.end.empty() ? std::nullopt : number(f.end)) {
             end = *e;
@@ -169,22 +208,19 @@ class OperandProbeMatcher final : public Matcher {
             for (auto [key, v] : {std::pair{"size", f.size},
                                   std::pair{"bytes", f.bytes},
                                   std::pair{"nbytes", f.nbytes}})
-                if (!v.empty()) {  // a size the line gives but no byte count below 2^64
-                    out.warning({l.line,
-                                 "operand " + name + ": " + key + "=" +
-                                     std::string(v.substr(0, std::min(v.size(), size_t{64}))) +
-                                     " is not a byte count (hex or decimal below 2^64); line "
-                                     "ignored"});
-                    return;
-                }
+                if (!v.empty()) return refused(l, name, key, v, "a byte count", out);
             return;
         }
         Operand o;
         o.line = l.line;
         o.time = l.time;
         if (!f.pid.empty()) {
-            if (auto v = number(f.pid); v && *v <= static_cast<uint64_t>(INT64_MAX))
+            if (auto v = number(f.pid); v && *v <= (uint64_t{1} << 22))
                 o.pid = static_cast<int64_t>(*v);  // never a wrapped, negative pid
+            else
+                out.warning({l.line,
+                             "operand " + name + ": pid=" + cut(f.pid) +
+                                 " is not a pid (0..2^22); stored without a pid"});
         }
         o.name = name.substr(0, std::min(name.size(), kMaxValue));
         o.ptr = *ptr;

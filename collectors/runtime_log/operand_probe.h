@@ -12,8 +12,10 @@ namespace gpufault {
 /// values may be `(…)`/`[…]` with spaces) → Operand origin "probe"; `gpufault.operand name=…
 /// ptr=… end=…|size=…` → origin "canonical". `end` wins over `bytes` (a mismatch is a warning);
 /// `end` below `ptr`, a size that takes ptr + size past 2^64, or (without `end`) a size that is
-/// no byte count (`1.5GiB`, ≥ 2^64) makes no operand and a warning naming the line. `[access]`, `[check]`, `[param]` lines are never operands. Emits no
-/// evidence.
+/// no byte count (`1.5GiB`, ≥ 2^64), and on a line with a size or end a `ptr`/`end` that is no
+/// number, makes no operand and a warning naming the line; a `pid=` that is no pid (0..2^22) is
+/// a warning and the operand is kept without one. ANSI colour sequences separate tokens.
+/// `[access]`, `[check]`, `[param]` lines are never operands. Emits no evidence.
 std::unique_ptr<Matcher> makeOperandProbeMatcher();
 
 }  // namespace gpufault

@@ -114,6 +114,42 @@ TEST(OperandProbe, HostileNumbersAreRejectedNotWrapped) {
     EXPECT_EQ(s.operands[0].name, "A");
     EXPECT_EQ(s.operands[0].end, 0x1010u);
     EXPECT_FALSE(s.operands[0].pid);  // not -1
+    // every refusal is a warning naming the line (hostile review 16, i2 M2)
+    ASSERT_EQ(s.warnings.size(), 4u);
+    EXPECT_EQ(s.warnings[0].line, 1u);
+    EXPECT_NE(s.warnings[0].message.find("pid=18446744073709551615 is not a pid"),
+              std::string::npos);
+    EXPECT_EQ(s.warnings[1].line, 2u);
+    EXPECT_NE(s.warnings[1].message.find("operand B: ptr=0xffff"), std::string::npos);
+    EXPECT_NE(s.warnings[1].message.find("is not an address"), std::string::npos);
+    EXPECT_EQ(s.warnings[2].line, 3u);
+    EXPECT_EQ(s.warnings[3].line, 4u);
+}
+
+// A sized line whose ptr or end is no number says it meant to be an operand: a warning, not
+// silence; a line with ptr= and no size is no operand and no warning.
+TEST(OperandProbe, UnreadablePtrOrEndOfASizedLineIsAWarning) {
+    auto s = run({"[probe] name=X ptr=nil size=16",
+                  "[probe] name=Y ptr=0x1000 end=0x20zz size=16",
+                  "[probe] name=Z ptr=nil shape=(2,)"});
+    EXPECT_TRUE(s.operands.empty());
+    ASSERT_EQ(s.warnings.size(), 2u);
+    EXPECT_EQ(s.warnings[0].message,
+              "operand X: ptr=nil is not an address (hex or decimal below 2^64); line ignored");
+    EXPECT_EQ(s.warnings[1].message,
+              "operand Y: end=0x20zz is not an address (hex or decimal below 2^64); line "
+              "ignored");
+}
+
+// Coloured probe output: `ESC[…m` around values separates tokens as a blank does.
+TEST(OperandProbe, ColourSequencesEndValues) {
+    auto s = run({"[probe] name=\x1b[32mW\x1b[0m ptr=0x1000 size=4096\x1b[0m "
+                  "dtype=\x1b[33mfloat\x1b[0m"});
+    ASSERT_EQ(s.operands.size(), 1u) << (s.warnings.empty() ? "" : s.warnings[0].message);
+    EXPECT_EQ(s.operands[0].name, "W");
+    EXPECT_EQ(s.operands[0].end, 0x2000u);
+    EXPECT_EQ(s.operands[0].dtype, "float");
+    EXPECT_TRUE(s.warnings.empty());
 }
 
 }  // namespace
