@@ -1,6 +1,10 @@
 // `query`: one read-only SQL statement over the store.
 #include <fmt/format.h>
 
+#include <set>
+#include <string>
+#include <vector>
+
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "cli/store_open.h"
@@ -16,6 +20,30 @@ std::string csvCell(const std::optional<std::string>& v) {
     for (char c : *v) s += c == '"' ? std::string("\"\"") : std::string(1, c);
     return s + "\"";
 }
+
+/// JSON object keys for the result's columns: a name that repeats (`SELECT e.id, o.id`) keeps
+/// every value, the second as `id:2`, the third `id:3` (skipping names the query already has);
+/// one line on stderr says so.
+std::vector<std::string> jsonKeys(const std::vector<std::string>& columns) {
+    std::set<std::string> used(columns.begin(), columns.end()), seen;
+    std::vector<std::string> keys;
+    for (const auto& c : columns) {
+        if (seen.insert(c).second) {
+            keys.push_back(c);
+            continue;
+        }
+        std::string k;
+        for (int n = 2; used.count(k = fmt::format("{}:{}", c, n)); ++n) {
+        }
+        used.insert(k);
+        fmt::print(stderr,
+                   "gpufault: query: column name {} repeats: its value is under \"{}\"\n",
+                   printable(c),
+                   printable(k));
+        keys.push_back(std::move(k));
+    }
+    return keys;
+}
 }  // namespace
 
 int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv, double timeout_s) {
@@ -27,19 +55,20 @@ int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv, doubl
         return 2;
     }
     if (json) {
+        auto keys = jsonKeys(t->columns);
         for (size_t r = 0; r < t->rows.size(); ++r) {
             nlohmann::json j = nlohmann::json::object();
             for (size_t c = 0; c < t->columns.size(); ++c) {
                 const auto& v = t->rows[r][c];
                 int type = t->types[r][c];
                 if (!v)
-                    j[t->columns[c]] = nullptr;
+                    j[keys[c]] = nullptr;
                 else if (type == 1)
-                    j[t->columns[c]] = std::stoll(*v);
+                    j[keys[c]] = std::stoll(*v);
                 else if (type == 2)
-                    j[t->columns[c]] = std::stod(*v);
+                    j[keys[c]] = std::stod(*v);
                 else
-                    j[t->columns[c]] = *v;
+                    j[keys[c]] = *v;
             }
             printJsonLine(stdout, j);
         }

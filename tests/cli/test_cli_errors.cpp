@@ -217,6 +217,24 @@ TEST(CliHostile, QueryRefusesWritesAndRunaways) {
     EXPECT_NE(slow.err.find("interrupted"), std::string::npos) << slow.err;
 }
 
+// A join's repeated column names (`e.id, o.id`) keep every value in --json: the later ones
+// under `name:2` … (hostile review 16, i2 M5); the table and CSV keep the names as given.
+TEST(CliQuery, JsonKeepsRepeatedColumnNames) {
+    TempDir t;
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", "-q", kCase013}).status, 0);
+    auto q = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "query",
+                  "--json",
+                  "SELECT 1 AS id, 2 AS id, 3 AS \"id:2\", 4 AS id"});
+    ASSERT_EQ(q.status, 0) << q.err;
+    EXPECT_EQ(q.out, "{\"id\":1,\"id:2\":3,\"id:3\":2,\"id:4\":4}\n");
+    EXPECT_NE(q.err.find("column name id repeats: its value is under \"id:3\""),
+              std::string::npos)
+        << q.err;
+}
+
 TEST(CliHostile, TerminalEscapesInLogsAreNeutralised) {
     TempDir t;
     writeFile(t.file("esc.log"),
