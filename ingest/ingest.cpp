@@ -114,6 +114,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
     Fd fd;
     SourceIdentity id;
     id.path = path;
+    id.rename = false;  // decided below, once the row is found
     struct stat st {};
     if (path == "-") {
         fd.fd = 0;
@@ -175,6 +176,17 @@ db::Result<IngestSummary> ingestFile(Store& store,
         state = src->state;
         total = static_cast<uint64_t>(src->size);
         sum.source_id = state.id;
+        // Read before under another name (a hard link, a relative path beside gpufaultd's
+        // absolute one): the row keeps the name it has while that still names this file;
+        // a renamed or rotated file's row takes the new name.
+        if (!state.path.empty() && state.path != id.path) {
+            struct stat old {};
+            if (::stat(state.path.c_str(), &old) != 0 || old.st_dev != st.st_dev ||
+                old.st_ino != st.st_ino) {
+                if (auto r = store.setSourcePath(state.id, id.path); !r)
+                    return std::unexpected(r.error());
+            }
+        }
         sum.resumed = src->resumed;
         sum.replaced_source = src->replaced;
         sum.replaced_bytes = static_cast<uint64_t>(src->replaced_offset);

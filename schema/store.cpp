@@ -184,7 +184,7 @@ std::vector<PrefixMark> parseEarlier(const std::optional<std::string>& text) {
 db::Result<SourceState> Store::source(const SourceIdentity& id) {
     auto sel = db_.prepare(
         "SELECT id, offset, line, max_line, complete, cursor, size, prefix_hash, earlier, "
-        "unended FROM sources WHERE kind=?1 AND "
+        "unended, path FROM sources WHERE kind=?1 AND "
         "ifnull(device,-1)=ifnull(?2,-1) AND ifnull(inode,-1)=ifnull(?3,-1) AND "
         "ifnull(fingerprint,'')=?4");
     if (!sel) return std::unexpected(sel.error());
@@ -205,7 +205,9 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
         s.earlier = parseEarlier(sel->optStr(8));
         s.unended = sel->i64(9) != 0;
         s.stored = StoredPosition{s.offset, s.line, s.max_line};
+        s.path = sel->str(10);
         sel->reset();
+        if (!id.rename || s.path == id.path) return s;
         auto upd = db_.prepare("UPDATE sources SET path=?2 WHERE id=?1");
         if (!upd) return std::unexpected(upd.error());
         upd->bind(1, s.id).bind(2, id.path);

@@ -23,6 +23,9 @@ struct SourceIdentity {
     std::optional<int64_t> device;
     std::optional<int64_t> inode;
     std::string fingerprint;  ///< hex hash of the first bytes (up to 4 KiB)
+    /// Store::source() sets a found row's path to `path`; false: the row keeps its path (the
+    /// caller checks whether it still names the file: Store::setSourcePath)
+    bool rename = true;
 };
 
 /// A place in a file stream: `offset` bytes and `line` lines before it, `hash` of its bytes
@@ -64,6 +67,8 @@ struct SourceState {
     /// that reads line `line` + 1 again replaces their rows (Store::dropLinesFrom; migration
     /// 022).
     bool unended = false;
+    /// the row's path as read by Store::source() (before any rename); "" for a new row
+    std::string path = "";
 };
 
 /// The bytes the file sources of one file (device + inode) counted lost (sources.lost_bytes).

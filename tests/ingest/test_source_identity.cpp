@@ -64,5 +64,40 @@ TEST(FileSource, ACheckpointCommittedPastTheSizeTakenBeforeIsTheSameFile) {
     EXPECT_TRUE(src->unchanged);
 }
 
+/// The path the store keeps for the source `id`.
+std::string storedPath(Store& store, int64_t id) {
+    auto s = store.db().prepare("SELECT path FROM sources WHERE id = ?1");
+    EXPECT_TRUE(s);
+    s->bind(1, id);
+    auto row = s->step();
+    return row && *row ? s->str(0) : std::string("(none)");
+}
+
+// A file read again under another name keeps the name it was stored under while that name
+// still is the file (a hard link; a relative path beside gpufaultd's absolute one: hostile
+// reviews 16, i2 M7 and i3 M3); a file renamed away from it takes the new name.
+TEST(FileSource, AnotherNameOfTheSameFileKeepsTheStoredPathARenameTakesTheNew) {
+    TempDir dir;
+    const std::string a = dir.file("a.log"), b = dir.file("b.log"), c = dir.file("c.log");
+    writeFile(a, stepLines(1, 10));
+    auto store = Store::open(dir.file("store.db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(store) << store.error().message;
+    auto first = ingestFile(*store, a, {});
+    ASSERT_TRUE(first) << first.error().message;
+    ASSERT_EQ(::link(a.c_str(), b.c_str()), 0);
+    writeFile(b, stepLines(1, 20));  // the same inode, grown
+    auto linked = ingestFile(*store, b, {});
+    ASSERT_TRUE(linked) << linked.error().message;
+    EXPECT_EQ(linked->source_id, first->source_id);
+    EXPECT_EQ(storedPath(*store, first->source_id), a);
+    ASSERT_EQ(::unlink(a.c_str()), 0);
+    ASSERT_EQ(::rename(b.c_str(), c.c_str()), 0);
+    writeFile(c, stepLines(1, 30));
+    auto moved = ingestFile(*store, c, {});
+    ASSERT_TRUE(moved) << moved.error().message;
+    EXPECT_EQ(moved->source_id, first->source_id);
+    EXPECT_EQ(storedPath(*store, first->source_id), c);
+}
+
 }  // namespace
 }  // namespace gpufault::testing
