@@ -89,6 +89,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
         if (!a) return std::unexpected(a.error());
         if (a->wait) {
             f.copyWait = true;
+            f.copyOf = a->origin;
             return false;
         }
         if (a->state) {
@@ -287,7 +288,10 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
             if (!o->stream && size <= o->size && sameHead(*o, fingerprint)) {
                 auto hc = prefixHash(c, size);
                 auto ho = prefixHash(*o, size);
-                if (hc && ho && *hc == *ho) return true;
+                if (hc && ho && *hc == *ho) {
+                    c.copyOf = o->path;
+                    return true;
+                }
             }
             continue;
         }
@@ -301,7 +305,10 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
         if (!o->stream || o->fingerprint != fingerprint || size > o->size) continue;
         auto hc = prefixHash(c, size);
         auto ho = prefixHash(*o, size);
-        if (hc && ho && *hc == *ho) return true;
+        if (hc && ho && *hc == *ho) {
+            c.copyOf = o->path;
+            return true;
+        }
         // Unless the original was truncated just now: then it is finished by this read.
         if (!headIntact(*o))
             if (auto r = read(txn, *o); !r) return std::unexpected(r.error());
@@ -403,7 +410,7 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
             if (o->second->fd < 0) continue;
             if (sameHead(*o->second, id.fingerprint) &&
                 prefixHash(*o->second, (*m)->at.offset) == (*m)->at.hash)
-                return Adoption{std::nullopt, true, {}};
+                return Adoption{std::nullopt, true, o->second->path};
             best = *m;
             continue;
         }

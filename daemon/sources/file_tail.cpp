@@ -54,6 +54,17 @@ constexpr size_t kProblemsLogged = 20;  ///< problems logged per scan (then a co
 constexpr size_t kProblemsShown = 100;  ///< problem rows in status()
 constexpr size_t kProblemsKept = 1000;  ///< problems remembered (a directory may hold millions)
 
+/// Why a matched name that is no regular file (nor a directory) is not followed.
+std::string notRegular(mode_t mode) {
+    if (S_ISLNK(mode))
+        return "not followed: a symbolic link (links are not followed: name the file it points "
+               "to in a pattern)";
+    const char* what = S_ISFIFO(mode)  ? "a FIFO"
+                       : S_ISSOCK(mode) ? "a socket"
+                                        : "a device";
+    return fmt::format("not followed: {} (gpufaultd follows regular files)", what);
+}
+
 std::string keyText(dev_t dev, ino_t ino) {
     return fmt::format("file {}:{}", static_cast<uint64_t>(dev), static_cast<uint64_t>(ino));
 }
@@ -150,7 +161,11 @@ void FileTail::scan() {
             for (size_t i = 0; i < g.gl_pathc; ++i) {
                 std::string path = g.gl_pathv[i];
                 struct stat st {};
-                if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+                if (::lstat(path.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
+                if (!S_ISREG(st.st_mode)) {  // said in status and the log, never silent
+                    problem(path, notRegular(st.st_mode));
+                    continue;
+                }
                 Key key{st.st_dev, st.st_ino};
                 seen.insert(key);
                 if (auto it = files_.find(key); it != files_.end()) {
@@ -522,7 +537,10 @@ std::vector<StreamStatus> FileTail::status() const {
         s.name = f->path;
         s.position = f->stream ? fmt::format("offset {}", f->stream->state().offset)
                    : f->ignored  ? "skipped (compressed)"
-                   : f->copyWait ? "waiting: a copy of a file still being read"
+                   : f->copyWait ? fmt::format("waiting: a copy of {} (its bytes are read there; "
+                                               "this file only if that one is truncated, "
+                                               "renamed or deleted)",
+                                               f->copyOf.empty() ? "a followed file" : f->copyOf)
                                  : "waiting for a first line";
         s.lines = f->carriedLines + f->sum.lines;
         s.evidence = f->carriedEvidence + f->sum.evidenceTotal();

@@ -226,7 +226,7 @@ class FileTail final : public Source {
     struct Adoption {
         std::optional<SourceState> state;
         bool wait = false;  ///< that stream's own file is still there and holds it
-        std::string origin;  ///< the path that stream was written under
+        std::string origin;  ///< the path that stream was written under (wait: the file's)
     };
     /// After a restart (or a kill that undid its in-memory resume): the stream of the store
     /// that `c`, never read before, is a copy of (its first line; its bytes before that

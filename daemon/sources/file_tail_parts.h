@@ -78,6 +78,7 @@ struct FileTail::Followed {
     int64_t prefixLen = 0;     ///< prefixHash()'s cache: `prefix` has bytes [0, prefixLen)
     file_tail::PrefixHasher prefix;
     bool copyWait = false;     ///< a copy of a file still being read: waits for its end
+    std::string copyOf;        ///< while copyWait: the path of that file (for status)
     /// Truncated and resumed at a line end its stream had read (keptPrefix): that stream's
     /// later line ends (ascending), each line read again checked against them; at the first
     /// that differs the lines are numbered after `high` (a new generation).

@@ -489,7 +489,8 @@ bool Quiet::copyWaits(const std::string& copy, bool at_end) {
         [&] {
             auto c = stream(copy);
             auto a = stream(s.app);
-            if (!c || !a || c->position != "waiting: a copy of a file still being read" ||
+            // status names the original the copy's bytes are read from
+            if (!c || !a || !c->position.starts_with("waiting: a copy of " + s.app + " (") ||
                 a->lag != 0)
                 return false;
             return !at_end || a->position == fmt::format("offset {}", ::lseek(fd, 0, SEEK_END));

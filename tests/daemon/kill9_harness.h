@@ -169,7 +169,7 @@ struct Quiet {
     /// Waits up to 30 s until app.log is committed to its current end and `copy` waits for its
     /// first line (its first line has no newline yet).
     bool copyWaitsForAFirstLine(const std::string& copy);
-    /// Waits until `copy` waits for app.log ("waiting: a copy of a file still being read")
+    /// Waits until `copy` waits for app.log ("waiting: a copy of …app.log (…")
     /// while app.log has no lag; `at_end`: and app.log is read to its current end.
     bool copyWaits(const std::string& copy, bool at_end = false);
     /// SIGTERM (exit 0 expected), then the stored ledger lines.

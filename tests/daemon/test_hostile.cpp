@@ -386,6 +386,32 @@ TEST(DaemonHostile, HardLinksAreNotFollowedUnlessConfigured) {
     stop(d);
 }
 
+// A symbolic link or a FIFO a pattern matches is not followed, and status says so with why
+// (before, it was skipped without a trace: hostile review 16, i3 M2); a directory is passed by.
+TEST(DaemonHostile, LinksAndFifosThePatternsMatchAreNamedInStatus) {
+    Fixture f;
+    std::string target = f.dir.file("target.txt");
+    writeFile(target, std::string(kRocrFault) + "\n");
+    ASSERT_EQ(::symlink(target.c_str(), (f.logs + "/link.log").c_str()), 0);
+    ASSERT_EQ(::mkfifo((f.logs + "/pipe.log").c_str(), 0600), 0);
+    ASSERT_EQ(::mkdir((f.logs + "/dir.log").c_str(), 0755), 0);
+    f.append("job.log", std::string(kRocrFault) + "\n");
+    f.configure();
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(startedReady(d));
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM evidence") == 1; }, 10s));
+    auto link = f.stream(f.logs + "/link.log"), pipe = f.stream(f.logs + "/pipe.log");
+    ASSERT_TRUE(link.is_object() && pipe.is_object()) << f.status().dump();
+    EXPECT_EQ(link["error"],
+              "not followed: a symbolic link (links are not followed: name the file it points to "
+              "in a pattern)");
+    EXPECT_EQ(pipe["error"], "not followed: a FIFO (gpufaultd follows regular files)");
+    EXPECT_TRUE(f.stream(f.logs + "/dir.log").is_null()) << f.status().dump();
+    EXPECT_EQ(occurrences(d.stderrText(), "pipe.log: not followed: a FIFO"), 1u) << d.stderrText();
+    EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE path LIKE '%link.log'"), 0);
+    stop(d);
+}
+
 // (m) lines, evidence and lost bytes of a file that stays followed go on across a reload.
 TEST(DaemonHostile, CountersSurviveAReload) {
     Fixture f;
