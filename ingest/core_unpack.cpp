@@ -253,8 +253,15 @@ db::Result<void> InflateToTemp::feed(std::string_view c) {
         if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR)
             return std::unexpected(
                 err(fmt::format("CoreDump: zlib: {}", z_->msg ? z_->msg : "error")));
-        if (auto w = file_->write(std::string_view(buf.data(), buf.size() - z_->avail_out)); !w)
-            return w;
+        std::string_view out(buf.data(), buf.size() - z_->avail_out);
+        uint64_t room = file_->cap_ - std::min(file_->cap_, file_->size_);
+        if (out.size() > room) {  // what fits is kept, the rest not inflated (as unzstdToTemp)
+            out = out.substr(0, static_cast<size_t>(room));
+            file_->cut_ = true;
+            ended_ = true;
+        }
+        if (!out.empty())
+            if (auto w = file_->write(out); !w) return w;
         if (r == Z_STREAM_END) ended_ = true;
         if (r == Z_BUF_ERROR) break;
     }

@@ -57,6 +57,7 @@ class TempFile {
     bool cut_ = false;
     std::optional<uint64_t> ended_at_;
     friend db::Result<TempFile> unzstdToTemp(const std::string&, const UnpackLimits&);
+    friend class InflateToTemp;
 };
 
 /// The compression a file's first bytes show: "zstd", "gzip", "xz", "lz4", "bzip2", or "".
@@ -73,6 +74,8 @@ bool isZstdCore(const std::string& path);
 db::Result<TempFile> unzstdToTemp(const std::string& path, const UnpackLimits& lim);
 
 /// Inflates a gzip or zlib stream given in pieces into a temporary file (apport's CoreDump).
+/// Content beyond the cap is not inflated: the file keeps the first `max_bytes` bytes and is
+/// TempFile::cut() (read as a truncated core, as unzstdToTemp() does).
 class InflateToTemp {
   public:
     static db::Result<InflateToTemp> create(const UnpackLimits& lim);

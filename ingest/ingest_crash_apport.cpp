@@ -136,6 +136,14 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
         return warned(std::move(s));
     }
     prov.content_fingerprint = *content;
+    std::optional<std::string> cut;
+    if (tmp->cut())
+        cut = fmt::format(
+            "CoreDump larger than the cap of {} MiB once decompressed (--max-unpacked-mib, "
+            "cores.max_unpacked_mib): its first {} MiB kept",
+            tmp->cap() >> 20,
+            tmp->cap() >> 20);
+    prov.note = cut;
     auto ro = opt.read;
     ro.name = "core";
     ro.follow_links = true;  // our temporary file, read through /proc/self/fd/N (a link)
@@ -143,9 +151,11 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
     if (!report) {
         auto m = report.error().message;
         if (m.starts_with(tmp->path() + ": ")) m = m.substr(tmp->path().size() + 2);
-        return fail("CoreDump: " + m);
+        return fail("CoreDump: " + m + (cut ? " (" + *cut + ")" : ""));
     }
-    return warned(storeCoreReport(store, id, *report, prov, own_txn));
+    auto r = warned(storeCoreReport(store, id, *report, prov, own_txn));
+    if (r && cut) r->warnings.insert(r->warnings.begin(), *cut);
+    return r;
 }
 
 }  // namespace gpufault

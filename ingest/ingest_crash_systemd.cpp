@@ -260,6 +260,7 @@ db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
         if (!spilled || !spillError.empty()) return;
         if (auto r = spilled->write(chunk); !r) spillError = r.error().message;
     };
+    bool finishing = false;  // set while reader.finish() delivers an unended last entry
     auto onEntry = [&](cd::FieldMap&& f, uint64_t offset) {
         ++sum.entries;
         JournalCore jc;  // this entry's COREDUMP= core, if it had one
@@ -279,6 +280,17 @@ db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
             return;
         }
         for (const auto& w : e->warnings) sum.warnings.push_back(fmt::format("{}: {}", at, w));
+        if (finishing) {
+            // Delivered by finish(): the export ends inside it (export ends every entry with a
+            // blank line). Fields after the cut are missing: without COREDUMP_FILENAME it is not
+            // known whether a core was kept, so no size limit is claimed.
+            sum.warnings.push_back(fmt::format(
+                "{}: the export ends inside this entry (no blank line after it): fields after "
+                "the cut are missing",
+                at));
+            if (!e->filename && !e->in_journal)
+                e->not_kept = "not known whether a core was kept: the export ends inside the entry";
+        }
         if (!e->attested) {
             auto field = [&](const char* n) {
                 auto v = f.find(n);
@@ -349,6 +361,7 @@ db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
             if (auto r = reader.feed(std::string_view(buf.data(), static_cast<size_t>(got))); !r)
                 return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
         }
+        finishing = true;
         if (!failed)
             if (auto r = reader.finish(); !r)
                 return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});

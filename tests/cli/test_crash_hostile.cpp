@@ -116,6 +116,30 @@ TEST(CrashHostile, BombsThatAreNotElfCoresStopAtTheFirstBlock) {
     EXPECT_TRUE(cores(t).empty());
 }
 
+// An export cut inside an entry (no blank line after it, as journalctl ends every entry):
+// the entry is stored, but without COREDUMP_FILENAME it is not known whether a core was kept:
+// no "size limit" is claimed (hostile review 16, i4 M2), and a warning says where it ends.
+TEST(CrashHostile, AnExportCutInsideAnEntryClaimsNoSizeLimit) {
+    TempDir t;
+    std::string whole = exportEntry(entry("4242"), "whole");
+    std::string cut;
+    for (const auto& [k, v] : entry("4243")) cut += k + "=" + v + "\n";
+    writeFile(t.file("cut.export"), whole + cut);
+    auto r = run(coreIngestArgs(t.file("db"), {t.file("cut.export")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find(fmt::format("{}: entry 2 (byte offset {}): the export ends inside this "
+                                     "entry (no blank line after it)",
+                                     t.file("cut.export"),
+                                     whole.size())),
+              std::string::npos)
+        << r.err;
+    auto c = cores(t);
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0]["note"], "core not kept: size limit");  // a whole entry without a file
+    EXPECT_EQ(c[1]["pid"], 4243);
+    EXPECT_EQ(c[1]["note"], "not known whether a core was kept: the export ends inside the entry");
+}
+
 TEST(CrashHostile, ForgedNumbersAreUnknownWithAWarningAndDropsSayWhy) {
     TempDir t;
     auto sig = entry("4242");

@@ -385,6 +385,37 @@ TEST(CrashSources, ZstdOverTheCapKeepsWhatFits) {
 namespace gpufault::testing {
 namespace {
 
+// An apport report whose CoreDump inflates past the cap kept nothing of the report before
+// (hostile review 16, i4 M1): its first cap bytes are kept, as for a .zst core, and read as a
+// truncated core: here they hold the whole core, stored with its stack, a warning and a note.
+TEST(CrashSources, ApportCoreDumpOverTheCapKeepsWhatFits) {
+    TempDir t;
+    ::mkdir(t.file("tmp").c_str(), 0700);
+    auto crash = t.file("_tmp_crashfixture_crashmain.0.crash");
+    writeFile(crash,
+              apportReport(readFile(kDir + "core") + std::string(2 << 20, '\x01'),
+                           "ProblemType: Crash\nDate: Sun Nov 30 08:31:38 2025\n"
+                           "ExecutablePath: /tmp/crashfixture/crashmain\n"
+                           "ProcStatus:\n Name:\tcrashmain\n Pid:\t14046\nSignal: 11\n"));
+    auto args = ingest(t, {"--max-unpacked-mib", "1", crash});
+    args.insert(args.begin(), {"/usr/bin/env", "TMPDIR=" + t.file("tmp")});
+    auto r = run(args);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string kept =
+        "CoreDump larger than the cap of 1 MiB once decompressed (--max-unpacked-mib, "
+        "cores.max_unpacked_mib): its first 1 MiB kept";
+    EXPECT_NE(r.err.find("gpufault: warning: " + crash + ": " + kept), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("top fakeamd::Symbol::getDeviceKernel(int) const (libcrashlib.so + "
+                         "0x116e)"),
+              std::string::npos)
+        << r.out;
+    auto stored = jsonLines(t, "cores");
+    ASSERT_EQ(stored.size(), 1u);
+    EXPECT_EQ(stored[0]["pid"], 14046);
+    EXPECT_EQ(stored[0]["note"], kept) << stored[0].dump();
+    EXPECT_EQ(run({"/bin/sh", "-c", "ls -A '" + t.file("tmp") + "' | wc -l"}).out, "0\n");
+}
+
 TEST(CrashSources, EntryStoredWithoutItsFileIsReplacedWhenTheFileIsRead) {
     // An export from another host: its COREDUMP_FILENAME is not here. Later the file is.
     TempDir t;
