@@ -59,7 +59,8 @@ constexpr auto kNum = &json::is_number;
 constexpr auto kBool = &json::is_boolean;
 constexpr auto kObj = &json::is_object;
 
-/// Why a status reply cannot be shown, or nullopt when its shape is the daemon's.
+/// Why a status reply cannot be shown, or nullopt when its shape is the daemon's: a field of
+/// another type, or one of version, pid and streams absent.
 std::optional<std::string> statusShapeError(const json& j) {
     if (auto e = badField(j,
                           {{"version", kStr, "a string"},
@@ -108,6 +109,10 @@ std::optional<std::string> statusShapeError(const json& j) {
                                    {"active", &json::is_boolean, "true or false"}},
                                   fmt::format("streams[{}]", i)))
                 return e;
+    // Every status reply of gpufaultd states these (daemon/control.cpp statusJson): another
+    // program's JSON object at the socket is not shown as a daemon with nothing to report.
+    for (const char* key : {"version", "pid", "streams"})
+        if (!j.contains(key)) return fmt::format("{}: missing (not a status reply)", key);
     return std::nullopt;
 }
 

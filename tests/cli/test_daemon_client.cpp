@@ -186,6 +186,12 @@ TEST(DaemonClient, MalformedStatusRepliesExit2NamingTheFault) {
         {R"({"streams":[{"active":"yes"}]})"
          "\n",
          "streams[0].active: expected true or false"},
+        {R"({"ok":true,"id":3})"
+         "\n",
+         "version: missing (not a status reply)"},
+        {R"({"version":"1","pid":2})"
+         "\n",
+         "streams: missing (not a status reply)"},
         {deep + "\n", "nested deeper than 64"},
         {std::string(17 << 20, 'x'), "a line longer than 16777216 bytes"},
     };
