@@ -194,7 +194,7 @@ FileResult codeobjFile(const std::string& path,
         inv = inventory(bytes, again);
     }
     if (!inv) {
-        fmt::print(stderr,
+        printText(stderr,
                    "gpufault codeobj: {}: offset 0x{:x}: {}\n",
                    printable(path),
                    inv.error().offset,
@@ -207,7 +207,7 @@ FileResult codeobjFile(const std::string& path,
         return {true, false};
     }
     for (const auto& e : inv->errors)
-        fmt::print(stderr,
+        printText(stderr,
                    "gpufault codeobj: {}: offset 0x{:x}: {}\n",
                    printable(path),
                    e.offset,
@@ -354,7 +354,7 @@ std::vector<Target> localTargets(const CodeobjOptions& o) {
     std::string seen;
     for (const auto& d : devs) {
         if (d.target.empty()) {
-            fmt::print(stderr,
+            printText(stderr,
                        "gpufault codeobj: {} GPU {} ({}): its target is not known from {}; give "
                        "--device\n",
                        d.vendor,
@@ -366,14 +366,14 @@ std::vector<Target> localTargets(const CodeobjOptions& o) {
         auto t = parseTarget(d.target);
         if (!t || std::ranges::any_of(out, [&](const Target& x) { return x.text() == t->text(); }))
             continue;
-        fmt::print(stderr,
+        printText(stderr,
                    "gpufault codeobj: checking for this machine's GPU {} ({})\n",
                    t->text(),
                    d.pci);
         out.push_back(std::move(*t));
     }
     if (devs.empty())
-        fmt::print(stderr,
+        printText(stderr,
                    "gpufault codeobj: no GPU found on this machine (no KFD topology under {}, no "
                    "NVIDIA GPU under {}/driver/nvidia): give --device TARGET, --require, or "
                    "--list\n",
@@ -399,7 +399,7 @@ int cmdCodeobj(const CodeobjOptions& o) {
     for (const auto& w : wanted) {
         auto t = parseTarget(w);
         if (!t) {
-            fmt::print(stderr, "gpufault codeobj: {}\n", printable(t.error().message));
+            printText(stderr, "gpufault codeobj: {}\n", printable(t.error().message));
             return 2;
         }
         check.targets.push_back(std::move(*t));
@@ -418,7 +418,7 @@ int cmdCodeobj(const CodeobjOptions& o) {
     auto one = [&](const std::string& path, bool fromDir) {
         MappedFile m;
         if (auto err = m.open(path); !err.empty()) {
-            fmt::print(stderr, "gpufault codeobj: {}: {}\n", printable(path), err);
+            printText(stderr, "gpufault codeobj: {}: {}\n", printable(path), err);
             inputError = true;
             return;
         }
@@ -447,7 +447,7 @@ int cmdCodeobj(const CodeobjOptions& o) {
             if (it->is_regular_file(e2)) files.push_back(it->path().string());
         }
         if (ec) {
-            fmt::print(stderr, "gpufault codeobj: {}: {}\n", printable(p), ec.message());
+            printText(stderr, "gpufault codeobj: {}: {}\n", printable(p), ec.message());
             inputError = true;
         }
         std::ranges::sort(files);

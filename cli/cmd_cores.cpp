@@ -90,7 +90,7 @@ int cmdCores(const Global& g, bool json) {
     if (!store) return 2;
     auto rows = queryCores(store->db());
     if (!rows) {
-        fmt::print(stderr, "gpufault: {}\n", rows.error().message);
+        printText(stderr, "gpufault: {}\n", rows.error().message);
         return 2;
     }
     TextTable t{{"ID",
@@ -134,17 +134,17 @@ int cmdStack(const Global& g, int64_t id, bool all, bool json) {
     if (!store) return 2;
     auto rows = queryCores(store->db(), id);
     if (!rows) {
-        fmt::print(stderr, "gpufault: {}\n", rows.error().message);
+        printText(stderr, "gpufault: {}\n", rows.error().message);
         return 2;
     }
     if (rows->empty()) {
-        fmt::print(stderr, "gpufault: no core {} (see gpufault cores)\n", id);
+        printText(stderr, "gpufault: no core {} (see gpufault cores)\n", id);
         return 1;
     }
     const auto& r = rows->front();
     auto threads = queryCoreThreads(store->db(), id, all);
     if (!threads) {
-        fmt::print(stderr, "gpufault: {}\n", threads.error().message);
+        printText(stderr, "gpufault: {}\n", threads.error().message);
         return 2;
     }
     if (json) {

@@ -188,12 +188,12 @@ std::string textOr(const json& j, const char* key, const char* absent) {
 
 /// Prints "gpufault: SOCKET: malformed gpufaultd reply (WHY): LINE…" and returns 2.
 int malformed(const std::string& path, const std::string& why, const std::string& line) {
-    std::fprintf(stderr,
-                 "gpufault: %s: malformed gpufaultd reply (%s): %s%s\n",
-                 path.c_str(),
-                 why.c_str(),
-                 printable(line.substr(0, 120)).c_str(),
-                 line.size() > 120 ? "…" : "");
+    printText(stderr,
+              "gpufault: {}: malformed gpufaultd reply ({}): {}{}\n",
+              path,
+              why,
+              printable(line.substr(0, 120)),
+              line.size() > 120 ? "…" : "");
     return 2;
 }
 
@@ -210,22 +210,22 @@ ReplyReader::Result nextLine(ReplyReader& r,
         case ReplyReader::Result::Line:
             break;
         case ReplyReader::Result::End:
-            std::fprintf(stderr, "gpufault: %s: gpufaultd closed the connection\n", path.c_str());
+            printText(stderr, "gpufault: {}: gpufaultd closed the connection\n", path);
             break;
         case ReplyReader::Result::Timeout:
-            std::fprintf(stderr,
-                         "gpufault: gpufaultd at %s did not answer within %g s (--timeout)\n",
-                         path.c_str(),
-                         timeout_s);
+            printText(stderr,
+                      "gpufault: gpufaultd at {} did not answer within {:g} s (--timeout)\n",
+                      path,
+                      timeout_s);
             break;
         case ReplyReader::Result::TooLong:
-            std::fprintf(stderr,
-                         "gpufault: %s: malformed gpufaultd reply (a line longer than %zu bytes)\n",
-                         path.c_str(),
-                         kMaxReplyLine);
+            printText(stderr,
+                      "gpufault: {}: malformed gpufaultd reply (a line longer than {} bytes)\n",
+                      path,
+                      kMaxReplyLine);
             break;
         case ReplyReader::Result::Error:
-            std::fprintf(stderr, "gpufault: %s: %s\n", path.c_str(), std::strerror(errno));
+            printText(stderr, "gpufault: {}: {}\n", path, std::strerror(errno));
             break;
     }
     return res;
@@ -262,11 +262,11 @@ json parseReply(const std::string& line, const std::string& path) {
         return malformed(path, *e, line), nullptr;
     if (j->contains("error")) {
         std::string err = (*j)["error"];
-        std::fprintf(stderr,
-                     "gpufault: gpufaultd at %s: %s%s\n",
-                     path.c_str(),
-                     printable(err).c_str(),
-                     err == "permission denied" ? " (join the gpufault group, or use sudo)" : "");
+        printText(stderr,
+                  "gpufault: gpufaultd at {}: {}{}\n",
+                  path,
+                  printable(err),
+                  err == "permission denied" ? " (join the gpufault group, or use sudo)" : "");
         return nullptr;
     }
     return *j;
@@ -307,7 +307,7 @@ int cmdStatus(const std::string& socket, bool json, double timeout_s) {
     auto deadline = after(timeout_s);
     auto fd = connectDaemon(socket, "status", deadline);
     if (!fd) {
-        std::fprintf(stderr, "gpufault: %s\n", fd.error().c_str());
+        printText(stderr, "gpufault: {}\n", fd.error());
         return 2;
     }
     ReplyReader reader(*fd);
@@ -376,7 +376,7 @@ int cmdWatch(const std::string& socket, bool json, double timeout_s) {
     auto deadline = after(timeout_s);
     auto fd = connectDaemon(socket, "watch", deadline);
     if (!fd) {
-        std::fprintf(stderr, "gpufault: %s\n", fd.error().c_str());
+        printText(stderr, "gpufault: {}\n", fd.error());
         return 2;
     }
     ReplyReader reader(*fd);
@@ -386,7 +386,7 @@ int cmdWatch(const std::string& socket, bool json, double timeout_s) {
         ::close(*fd);
         return 2;
     }
-    std::fprintf(stderr, "watching %s (Ctrl-C to stop)\n", socket.c_str());
+    printText(stderr, "watching {} (Ctrl-C to stop)\n", socket);
     // Lines come when faults happen: no deadline from here on.
     for (;;) {
         auto got = nextLine(reader, line, std::nullopt, 0, socket);

@@ -41,7 +41,7 @@ int storeDevices(const Global& g, const std::vector<Device>& devs, const std::st
     if (auto dir = fs::path(g.db).parent_path(); !dir.empty()) fs::create_directories(dir, ec);
     auto store = Store::open(g.db, Store::Mode::ReadWrite);
     if (!store) {
-        fmt::print(stderr, "gpufault devices: {}\n", store.error().message);
+        printText(stderr, "gpufault devices: {}\n", store.error().message);
         return 2;
     }
     char host[256] = {};
@@ -68,7 +68,7 @@ int storeDevices(const Global& g, const std::vector<Device>& devs, const std::st
     }
     auto n = gpufault::recordDevices(store->db(), rows);
     if (!n) {
-        fmt::print(stderr, "gpufault devices: {}: {}\n", g.db, n.error().message);
+        printText(stderr, "gpufault devices: {}: {}\n", g.db, n.error().message);
         return 2;
     }
     fmt::print(
@@ -84,7 +84,7 @@ int cmdDevices(const Global* g,
                bool json) {
     auto devs = listDevices(sysfs_root, proc_root);
     if (devs.empty()) {
-        fmt::print(stderr,
+        printText(stderr,
                    "gpufault devices: no GPU found (no KFD topology under {}, no NVIDIA "
                    "GPU under {}/driver/nvidia)\n",
                    sysfs_root,

@@ -6,6 +6,7 @@
 
 #include "analysis/diagnose.h"
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "schema/store.h"
 
 namespace gpufault::cli {
@@ -23,7 +24,7 @@ int runDiagnoses(db::Db& d,
     };
     auto r = diagnosis::diagnoseIncidents(d, opt);
     if (!r) {
-        fmt::print(stderr, "gpufault: diagnosis: {}\n", r.error().message);
+        printText(stderr, "gpufault: diagnosis: {}\n", r.error().message);
         return 2;
     }
     if (!quiet && r->diagnosed)
@@ -35,12 +36,12 @@ int runDiagnoses(db::Db& d,
 
 int cmdDiagnose(const Global& g, const std::string& sysfs_root, const std::string& proc_root) {
     if (std::error_code ec; !std::filesystem::exists(g.db, ec)) {
-        fmt::print(stderr, "gpufault diagnose: no store at {}\n", g.db);
+        printText(stderr, "gpufault diagnose: no store at {}\n", g.db);
         return 2;
     }
     auto store = Store::open(g.db, Store::Mode::ReadWrite);
     if (!store) {
-        fmt::print(stderr, "gpufault diagnose: {}\n", store.error().message);
+        printText(stderr, "gpufault diagnose: {}\n", store.error().message);
         return 2;
     }
     if (int rc = runDiagnoses(store->db(), sysfs_root, proc_root, true); rc != 0) return rc;

@@ -86,7 +86,7 @@ int cmdGroups(const Global& g, bool json) {
     if (!store) return 2;
     auto groups = queryIncidentGroups(store->db(), kExamples);
     if (!groups) {
-        fmt::print(stderr, "gpufault: {}\n", groups.error().message);
+        printText(stderr, "gpufault: {}\n", groups.error().message);
         return 2;
     }
     if (json) {

@@ -18,7 +18,7 @@ namespace {
 template <typename T>
 bool failed(const db::Result<T>& r) {
     if (r) return false;
-    fmt::print(stderr, "gpufault: {}\n", r.error().message);
+    printText(stderr, "gpufault: {}\n", r.error().message);
     return true;
 }
 
@@ -112,7 +112,7 @@ int cmdEvents(const Global& g,
         std::string known;
         for (int k = 0; k <= static_cast<int>(Kind::Coredump); ++k)
             known += fmt::format("{}{}", k ? ", " : "", kindName(static_cast<Kind>(k)));
-        fmt::print(stderr, "gpufault: unknown kind '{}' (kinds: {})\n", *kind, known);
+        printText(stderr, "gpufault: unknown kind '{}' (kinds: {})\n", *kind, known);
         return 2;
     }
     auto store = openForQuery(g);

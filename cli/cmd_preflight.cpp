@@ -42,7 +42,7 @@ std::vector<std::pair<int64_t, std::string>> kfdProcesses(const PreflightOptions
 int cmdPreflight(const Global& g, const PreflightOptions& o) {
     auto devices = listDevices(o.sysfs_root, o.proc_root);
     if (devices.empty()) {
-        fmt::print(stderr, "gpufault preflight: no GPU found: cannot tell\n");
+        printText(stderr, "gpufault preflight: no GPU found: cannot tell\n");
         if (o.json)  // one object all the same: a script reading stdout learns why
             printJsonLine(stdout,
                           {{"pci", nullptr},

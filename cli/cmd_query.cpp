@@ -36,7 +36,7 @@ std::vector<std::string> jsonKeys(const std::vector<std::string>& columns) {
         for (int n = 2; used.count(k = fmt::format("{}:{}", c, n)); ++n) {
         }
         used.insert(k);
-        fmt::print(stderr,
+        printText(stderr,
                    "gpufault: query: column name {} repeats: its value is under \"{}\"\n",
                    printable(c),
                    printable(k));
@@ -51,7 +51,7 @@ int cmdQuery(const Global& g, const std::string& sql, bool json, bool csv, doubl
     if (!store) return 2;
     auto t = runQuery(store->db(), sql, timeout_s);
     if (!t) {
-        fmt::print(stderr, "gpufault: query: {}\n", t.error().message);
+        printText(stderr, "gpufault: query: {}\n", t.error().message);
         return 2;
     }
     if (json) {

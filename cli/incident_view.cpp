@@ -21,14 +21,14 @@ nlohmann::json evidenceJson(const StoredEvidence& s) {
 std::optional<IncidentView> loadIncident(db::Db& d, int64_t id, int dispatches, bool& missing) {
     missing = false;
     auto fail = [](const db::Error& e) {
-        fmt::print(stderr, "gpufault: {}\n", e.message);
+        printText(stderr, "gpufault: {}\n", e.message);
         return std::nullopt;
     };
     auto inc = queryIncidents(d, id);
     if (!inc) return fail(inc.error());
     if (inc->empty()) {
         missing = true;
-        fmt::print(stderr, "gpufault: no incident {} (see `gpufault incidents`)\n", id);
+        printText(stderr, "gpufault: no incident {} (see `gpufault incidents`)\n", id);
         return std::nullopt;
     }
     IncidentView v;

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/output.h"
 
 namespace {
 
@@ -311,7 +312,7 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        std::fprintf(stderr, "gpufault: %s (see gpufault --help)\n", e.what());
+        printText(stderr, "gpufault: {} (see gpufault --help)\n", e.what());
         return 2;
     }
     if (*codeobj) return cmdCodeobj(co);

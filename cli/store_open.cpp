@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 
+#include "cli/output.h"
+
 namespace gpufault::cli {
 
 std::string resolveDbPath(const std::string& flag) {
@@ -26,14 +28,14 @@ std::string resolveDbPath(const std::string& flag) {
 std::optional<Store> openForQuery(const Global& g) {
     struct stat st {};
     if (::stat(g.db.c_str(), &st) != 0) {
-        fmt::print(stderr,
+        printText(stderr,
                    "gpufault: no store at {} (run `gpufault ingest FILE` first, or pass --db)\n",
                    g.db);
         return std::nullopt;
     }
     auto s = Store::open(g.db, Store::Mode::ReadOnly);
     if (!s) {
-        fmt::print(stderr, "gpufault: {}\n", s.error().message);
+        printText(stderr, "gpufault: {}\n", s.error().message);
         return std::nullopt;
     }
     return std::move(*s);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "tests/support/fixture_check.h"
 #include "tests/support/process.h"
@@ -248,6 +249,31 @@ TEST(CliHostile, TerminalEscapesInLogsAreNeutralised) {
     }
     auto ev = run({GPUFAULT_BIN, "--db", t.file("db"), "events"});
     EXPECT_EQ(ev.out.find('\x1b'), std::string::npos);
+}
+
+// Error messages quoted the user's arguments raw (hostile review 16, i2): an id, a store path or
+// a query holding ESC drove the terminal of whoever read the error.
+TEST(CliHostile, ArgumentsQuotedInErrorsAreNeutralised) {
+    TempDir t;
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", "-q", kCase013}).status, 0);
+    struct Case {
+        std::vector<std::string> args;
+        std::string shown;
+    };
+    const Case cases[] = {
+        {{"--db", t.file("db"), "show", "1\x1b[31mX"}, "id 1\\x1b[31mX"},
+        {{"--db", t.file("nope") + "/\x1b[2J.db", "events"}, "/\\x1b[2J.db"},
+        {{"--db", t.file("db"), "query", "select \x1b[2J"}, "\"\\x1b\""},
+        {{"--db", t.file("db"), "ingest", t.file("\x1b]0;t\x07.log")}, "\\x1b]0;t\\x07.log"},
+    };
+    for (const auto& c : cases) {
+        std::vector<std::string> argv{GPUFAULT_BIN};
+        argv.insert(argv.end(), c.args.begin(), c.args.end());
+        auto r = run(argv);
+        EXPECT_NE(r.status, 0) << c.args.back();
+        EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find(c.shown), std::string::npos) << r.err;
+    }
 }
 
 TEST(CliHostile, FifoIsReadNotProbed) {
