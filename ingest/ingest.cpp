@@ -225,7 +225,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
     auto checkpoint = [&](bool complete) -> db::Result<void> {
         auto end = static_cast<int64_t>(consumedAt);
         auto hash = [&](SourceState& cp) {
-            if (id.kind == "file") hashCheckpoint(prefix, cp);
+            if (id.kind == "file") hashCheckpoint(prefix, cp, static_cast<int64_t>(total));
         };
         if (auto r = stream.checkpoint(end, complete, static_cast<int64_t>(total), hash); !r)
             return r;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <string_view>
 
@@ -15,6 +16,17 @@ PrefixCheck checkPrefix(const SourceState& st,
                         int64_t size,
                         const std::function<std::optional<uint64_t>(int64_t)>& hashOf) {
     if (st.offset > size) return PrefixCheck::Differs;
+    if (st.unended) {
+        // Rows after the checkpoint were stored from bytes up to st.size (hostile review 17,
+        // i2 H1): a file cut short of them, or holding other bytes there, is not the one read;
+        // replacing those rows with what it holds now would delete records of the old content.
+        if (st.size > 0 && size < st.size) return PrefixCheck::Differs;
+        if (st.read_hash && st.size > 0 && st.size <= kPrefixHashCap) {
+            auto h = hashOf(st.size);
+            if (!h) return PrefixCheck::Unreadable;
+            if (*h != *st.read_hash) return PrefixCheck::Differs;
+        }
+    }
     std::optional<uint64_t> want;
     int64_t len = st.offset;
     if (st.prefix_hash && st.offset > 0 && st.offset <= kPrefixHashCap) {
@@ -32,9 +44,11 @@ PrefixCheck checkPrefix(const SourceState& st,
     return *h == *want ? PrefixCheck::Same : PrefixCheck::Differs;
 }
 
-void hashCheckpoint(FilePrefix& prefix, SourceState& cp) {
+void hashCheckpoint(FilePrefix& prefix, SourceState& cp, int64_t size) {
     cp.prefix_hash.reset();
     cp.cursor.reset();
+    cp.read_hash.reset();
+    if (cp.unended && size > cp.offset && size <= kPrefixHashCap) cp.read_hash = prefix.at(size);
     if (cp.offset < 0) return;
     if (cp.offset <= kPrefixHashCap) {
         cp.prefix_hash = prefix.at(cp.offset);
@@ -74,7 +88,8 @@ db::Result<FileSource> fileSource(Store& store,
         if (!fresh) return fail(fresh.error());
         if (auto r = store.commit(); !r) return fail(r.error());
         out.replaced = st.id;
-        out.replaced_offset = st.offset;
+        // What it had read: past the checkpoint to its size where rows were stored from there.
+        out.replaced_offset = st.unended ? std::max(st.offset, st.size) : st.offset;
         st = *fresh;
         return out;
     }

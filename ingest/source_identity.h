@@ -22,7 +22,8 @@ enum class PrefixCheck {
 };
 
 /// Whether a file of `size` bytes still holds what checkpoint `st` was written after: not
-/// shorter than st.offset and, when the checkpoint has a prefix hash (offsets up to
+/// shorter than st.offset; for a checkpoint with rows stored past it (st.unended), not shorter
+/// than st.size and its bytes [0, st.size) hashing to st.read_hash where that is known; and, when the checkpoint has a prefix hash (offsets up to
 /// kPrefixHashCap; 0 < offset), its bytes [0, st.offset) hash to it; beyond kPrefixHashCap,
 /// when `gpufault ingest` wrote it (st.cursor holds headCursor()), its first kPrefixHashCap
 /// bytes hash to that. `hashOf(len)` is the file's PrefixHasher value of bytes [0, len),
@@ -58,9 +59,10 @@ db::Result<FileSource> fileSource(Store& store,
 /// Sets what `gpufault ingest` stores with a file checkpoint `cp` to recognise its bytes:
 /// cp.prefix_hash, the hash of bytes [0, cp.offset), up to kPrefixHashCap; beyond it,
 /// cp.cursor = headCursor() of the first kPrefixHashCap bytes (a file source has no other
-/// cursor; gpufaultd's checkpoints drop it). Either stays unset when the file cannot be read
+/// cursor; gpufaultd's checkpoints drop it); for an unended checkpoint, cp.read_hash of the
+/// `size` bytes read (up to kPrefixHashCap). Each stays unset when the file cannot be read
 /// that far (a pipe).
-void hashCheckpoint(FilePrefix& prefix, SourceState& cp);
+void hashCheckpoint(FilePrefix& prefix, SourceState& cp, int64_t size);
 
 /// A file source's cursor holding the hash of its first kPrefixHashCap bytes ("head:" and
 /// 16 hex digits).

@@ -194,6 +194,7 @@ db::Result<void> StreamIngest::checkpoint(int64_t end,
     cp.max_line = std::max(state_.max_line, static_cast<int64_t>(lineNo_));
     cp.complete = complete;
     cp.prefix_hash.reset();  // for the new offset: only `adjust` knows it (file sources)
+    cp.read_hash.reset();    // for the bytes read now: likewise
     // A stream that goes on (or ended only for now: finish(true)) resumes at its oldest
     // unfinished block or held context (openResumeLine()).
     const bool reread = !complete || endResume_;

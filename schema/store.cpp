@@ -184,7 +184,7 @@ std::vector<PrefixMark> parseEarlier(const std::optional<std::string>& text) {
 db::Result<SourceState> Store::source(const SourceIdentity& id) {
     auto sel = db_.prepare(
         "SELECT id, offset, line, max_line, complete, cursor, size, prefix_hash, earlier, "
-        "unended, path FROM sources WHERE kind=?1 AND "
+        "unended, path, read_hash FROM sources WHERE kind=?1 AND "
         "ifnull(device,-1)=ifnull(?2,-1) AND ifnull(inode,-1)=ifnull(?3,-1) AND "
         "ifnull(fingerprint,'')=?4");
     if (!sel) return std::unexpected(sel.error());
@@ -206,6 +206,7 @@ db::Result<SourceState> Store::source(const SourceIdentity& id) {
         s.unended = sel->i64(9) != 0;
         s.stored = StoredPosition{s.offset, s.line, s.max_line};
         s.path = sel->str(10);
+        if (auto h = sel->optI64(11)) s.read_hash = static_cast<uint64_t>(*h);
         sel->reset();
         if (!id.rename || s.path == id.path) return s;
         auto upd = db_.prepare("UPDATE sources SET path=?2 WHERE id=?1");
@@ -466,12 +467,12 @@ db::Result<void> Store::prepareWriters() {
     if (r)
         r = prep(updPosition_,
                  "UPDATE sources SET offset=?2, line=?3, max_line=?4, complete=?5, size=?6, "
-                 "cursor=?7, prefix_hash=?8, earlier=?9, unended=?13, "
+                 "cursor=?7, prefix_hash=?8, earlier=?9, unended=?13, read_hash=?14, "
                  "ingested_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?1");
     if (r)
         r = prep(casPosition_,
                  "UPDATE sources SET offset=?2, line=?3, max_line=?4, complete=?5, size=?6, "
-                 "cursor=?7, prefix_hash=?8, earlier=?9, unended=?13, "
+                 "cursor=?7, prefix_hash=?8, earlier=?9, unended=?13, read_hash=?14, "
                  "ingested_at=strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id=?1 AND "
                  "offset=?10 AND line=?11 AND max_line=?12");
     return r;
@@ -682,6 +683,9 @@ db::Result<void> Store::setPosition(int64_t source_id, const SourceState& st, in
     if (st.prefix_hash) hash = static_cast<int64_t>(*st.prefix_hash);
     s.bind(8, hash).bind(9, earlierText(st.earlier));
     s.bind(13, static_cast<int64_t>(st.unended));
+    std::optional<int64_t> read;
+    if (st.unended && st.read_hash) read = static_cast<int64_t>(*st.read_hash);
+    s.bind(14, read);
     auto r = s.run();
     if (r && inTxn_) written_[source_id] = StoredPosition{st.offset, st.line, st.max_line};
     return r;
@@ -706,6 +710,9 @@ db::Result<bool> Store::movePosition(int64_t source_id, const SourceState& st, i
     if (st.prefix_hash) hash = static_cast<int64_t>(*st.prefix_hash);
     s.bind(8, hash).bind(9, earlierText(st.earlier));
     s.bind(13, static_cast<int64_t>(st.unended));
+    std::optional<int64_t> read;
+    if (st.unended && st.read_hash) read = static_cast<int64_t>(*st.read_hash);
+    s.bind(14, read);
     // What this Store wrote to the row in the open transaction, else what the caller read.
     auto ours = written_.find(source_id);
     const StoredPosition& expect = ours != written_.end() ? ours->second : *st.stored;

@@ -67,6 +67,10 @@ struct SourceState {
     /// that reads line `line` + 1 again replaces their rows (Store::dropLinesFrom; migration
     /// 022).
     bool unended = false;
+    /// file sources with `unended`: a hash of the bytes [0, size) the rows after `line` were
+    /// read from (size up to kPrefixHashCap; nullopt: not known): a later reader replaces those
+    /// rows only if the file still holds those bytes (checkPrefix, migration 023)
+    std::optional<uint64_t> read_hash = std::nullopt;
     /// the row's path as read by Store::source() (before any rename); "" for a new row
     std::string path = "";
 };

@@ -101,6 +101,10 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     if (!same) {
         // Truncated while the daemon was down: what its checkpoint had seen and not read is
         // gone (a stream finished here is complete, its loss counted at the truncation).
+        // Rows stored past its checkpoint from bytes now gone (an ingest's unended end) are
+        // kept, not replaced by what it holds there now: lines read again are checked and
+        // numbered after them (verify).
+        st.unended = false;
         if (!st.complete) {
             int64_t lost = std::max<int64_t>(st.size - st.offset, 0);
             if (auto r = addLost(st.id, lost); !r) return std::unexpected(r.error());

@@ -119,6 +119,47 @@ TEST(SourceIdentity, RewrittenWithTheSameSizeIsNotUnchanged) {
     rewriteCase(first, second);
 }
 
+/// An amdgpu block at the end of a log: held open there (its checkpoint before it; the rows
+/// after it stored, to be replaced by the next reader once the file grows).
+std::string blockAtEnd(const std::string& pid, const std::string& page) {
+    return "[ 4778.915423] amdgpu 0000:0a:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 "
+           "vmid:8 pasid:32772, for process python3 pid " +
+           pid + " thread python3 pid " + pid +
+           ")\n[ 4778.915430] amdgpu 0000:0a:00.0: amdgpu:   in page starting at address "
+           "0x0000" +
+           page +
+           " from client 0x1b (UTCL2)\n[ 4778.915433] amdgpu 0000:0a:00.0: amdgpu: "
+           "GCVM_L2_PROTECTION_FAULT_STATUS:0x00801031\n";
+}
+
+const std::string kCmdline =
+    "[    0.000000] Command line: BOOT_IMAGE=/vmlinuz root=UUID=1234 ro\n";
+
+// Hostile review 17, i2 H1: a re-ingest resumed at the checkpoint before a block held open at
+// the end and replaced the rows stored past it with what the file held there now: `dmesg >
+// crash.txt` after a reboot deleted the stored fault of pid 4528 without a word.
+TEST(SourceIdentity, CutPastTheCheckpointOfABlockHeldOpenKeepsItsRecords) {
+    rewriteCase(kBoot + kCmdline + blockAtEnd("4528", "7a5895200000"),
+                kBoot + kCmdline + "[    0.000001] x86/fpu: Supporting XSAVE feature 0x001\n");
+}
+
+TEST(SourceIdentity, RewrittenLongerPastTheCheckpointOfABlockHeldOpenIsNewContent) {
+    std::string other;
+    for (int i = 0; i < 20; ++i)
+        other += "[    1.00000" + std::to_string(i % 10) + "] pci 0000:00:01." +
+                 std::to_string(i) + ": [1022:1483] type 01 class 0x060400 PCIe Root Port\n";
+    rewriteCase(kBoot + kCmdline + blockAtEnd("4528", "7a5895200000"),
+                kBoot + kCmdline + other + blockAtEnd("777", "7a5895400000"));
+}
+
+TEST(SourceIdentity, RealLogCutInsideItsLastBlockKeepsTheWholeRecord) {
+    std::string whole = real("012-llamabench-rocr-fault-plus-journalctl.txt");
+    size_t at = 0;
+    for (int i = 0; i < 12; ++i) at = whole.find('\n', at) + 1;
+    ASSERT_LT(at, whole.size());
+    rewriteCase(whole, whole.substr(0, at));
+}
+
 TEST(SourceIdentity, BigFileRewrittenInItsFirst64MiBIsNewContent) {
     // Past 64 MiB the checkpoint keeps the hash of the first 64 MiB only (the cost of a
     // re-ingest stays bounded): a file written again whose head differs is still new content.
