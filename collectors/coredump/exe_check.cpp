@@ -165,7 +165,11 @@ std::optional<std::string> layoutMismatch(const ExeFile& f, const std::vector<Ma
 
 }  // namespace
 
-ExeCheck checkExe(Elf* core, const Dwfl_Callbacks& cb, const std::string& exe) {
+ExeCheck checkExe(Elf* core,
+                  const Dwfl_Callbacks& cb,
+                  const std::string& exe,
+                  const std::string& named_as) {
+    const std::string named = named_as.empty() ? "--exe " + exe : named_as;
     ExeCheck out;
     const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
     auto file = readExe(exe, page);
@@ -175,8 +179,8 @@ ExeCheck checkExe(Elf* core, const Dwfl_Callbacks& cb, const std::string& exe) {
     if (want) {
         std::optional<std::string> have = file ? file->build_id : std::nullopt;
         if (have != want)
-            out.refused = fmt::format("--exe {} has build-id {}, the core's executable {}: not used",
-                                      exe,
+            out.refused = fmt::format("{} has build-id {}, the core's executable {}: not used",
+                                      named,
                                       have.value_or("(none)"),
                                       *want);
         return out;
@@ -189,31 +193,44 @@ ExeCheck checkExe(Elf* core, const Dwfl_Callbacks& cb, const std::string& exe) {
                 for (const auto& n : view.files)
                     if (n.path == m.path) maps.push_back(n);
     if (!file) {
-        out.refused = fmt::format("--exe {}: not an ELF file: not used", exe);
+        out.refused = fmt::format("{}: not an ELF file: not used", named);
         return out;
     }
     if (maps.empty()) {
         out.unverified = fmt::format(
-            "--exe {} used unverified: the core shows neither its executable's build-id nor "
+            "{} used unverified: the core shows neither its executable's build-id nor "
             "its mappings",
-            exe);
+            named);
         return out;
     }
     if (auto why = layoutMismatch(*file, maps)) {
-        out.refused = fmt::format("--exe {} does not fit the core's executable {}: {}: not used",
-                                  exe,
+        out.refused = fmt::format("{} does not fit the core's executable {}: {}: not used",
+                                  named,
                                   maps.front().path,
                                   *why);
         return out;
     }
     out.core_exe = maps.front().path;
     out.unverified = fmt::format(
-        "--exe {} used unverified: the core keeps no build-id of its executable {} (its {} "
+        "{} used unverified: the core keeps no build-id of its executable {} (its {} "
         "file mappings fit the file's segments)",
-        exe,
+        named,
         maps.front().path,
         maps.size());
     return out;
+}
+
+std::optional<std::string> coreExePath(Elf* core) {
+    CoreView view = viewOf(core);
+    if (!view.entry) return std::nullopt;
+    for (const auto& m : view.files)
+        if (m.start <= *view.entry && *view.entry < m.end) return m.path;
+    return std::nullopt;
+}
+
+bool coreKeepsExeBuildId(Elf* core, const Dwfl_Callbacks& cb) {
+    CoreView view = viewOf(core);
+    return view.entry && memoryBuildId(core, cb, *view.entry).has_value();
 }
 
 std::vector<MappedFile> coreFileMappings(Elf* core) {

@@ -29,8 +29,19 @@ struct ExeCheck {
 /// Checks `exe` against the open core `core` (ELF_C_READ). `cb` gives libdwfl's lookup
 /// callbacks for a probe session that reads the core's executable's build-id from its memory.
 /// A core whose executable cannot be told (no NT_AUXV AT_ENTRY, no NT_FILE mapping holding it)
-/// gives `unverified`.
-ExeCheck checkExe(Elf* core, const Dwfl_Callbacks& cb, const std::string& exe);
+/// gives `unverified`. `named` begins the messages: how the file was chosen ("--exe PATH").
+ExeCheck checkExe(Elf* core,
+                  const Dwfl_Callbacks& cb,
+                  const std::string& exe,
+                  const std::string& named = "");
+
+/// The path of the core's executable: its NT_FILE mapping that holds AT_ENTRY (NT_AUXV);
+/// nullopt when the core does not tell.
+std::optional<std::string> coreExePath(Elf* core);
+
+/// Whether the core keeps its executable's build-id (its ELF headers were dumped: libdwfl then
+/// finds and checks the file itself).
+bool coreKeepsExeBuildId(Elf* core, const Dwfl_Callbacks& cb);
 
 /// The core's file mappings (its NT_FILE note), in note order; empty when it has none.
 std::vector<MappedFile> coreFileMappings(Elf* core);

@@ -297,6 +297,8 @@ Result<CoreStack> unwindInProcess(const std::string& path,
         cleanup();
         return std::unexpected(Error{fmt::format("libelf: {}", elf_errmsg(-1))});
     }
+    // libdwfl opens the core's file names blocking (also in checkExe's probe of the core).
+    RegularOpensOnly regular_only;
     // --exe is checked as a file found at the core's recorded path is (by build-id): the wrong
     // executable would give another program's symbols.
     std::optional<std::string> exe = opt.exe;
@@ -304,6 +306,20 @@ Result<CoreStack> unwindInProcess(const std::string& path,
     if (exe) {
         exe_check = checkExe(elf, cb, *exe);
         if (exe_check.refused) exe.reset();
+    } else if (auto named = coreExePath(elf); named && !coreKeepsExeBuildId(elf, cb)) {
+        // A core without its executable's ELF headers (coredump_filter without bit 4): libdwfl
+        // finds no module of it alone, and every frame would be a bare address (hostile 17, i4
+        // H1). The file at the path the core names is used as --exe would be, when its
+        // segments fit the core's mappings; a regular file only (a FIFO there would block).
+        struct stat st {};
+        if (::stat(named->c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+            auto check =
+                checkExe(elf, cb, *named, "the file at the core's executable path " + *named);
+            if (!check.refused) {
+                exe = *named;
+                exe_check = check;
+            }
+        }
     }
     // Module files are opened lazily (symbols, CFI): the check stays on until the end.
     LayoutCheck layout{coreFileMappings(elf), {}};
@@ -311,7 +327,6 @@ Result<CoreStack> unwindInProcess(const std::string& path,
     struct Off {
         ~Off() { t_layout = nullptr; }
     } off;
-    RegularOpensOnly regular_only;  // libdwfl opens the core's file names blocking
     dwfl_report_begin(dwfl);
     if (dwfl_core_file_report(dwfl, elf, exe ? exe->c_str() : nullptr) < 0) {
         auto e = dwflError("dwfl_core_file_report");

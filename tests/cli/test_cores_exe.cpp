@@ -2,6 +2,8 @@
 // tests/data/cores/nobuildid): the file is checked against the core's file mappings, used with a
 // warning when they fit, refused when they do not (hostile4b F4).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -66,6 +68,31 @@ TEST(CliCoresExe, AnotherBuildOfTheSameLayoutIsOnlyMarkedUnverified) {
         ASSERT_EQ(s.status, 0) << s.err;
         EXPECT_NE(s.out.find(line), std::string::npos) << cmd << "\n" << s.out;
     }
+}
+
+// Hostile review 17, i4 H1: without --exe, a core that keeps no build-id of its executable had
+// every frame a bare address (`n/a (n/a)`) and a signature of raw addresses (two runs of one
+// crash: two signatures under ASLR), though the file sat at the path the core names. That file is
+// now checked and used as --exe is.
+TEST(CliCoresExe, TheFileAtTheCoresExecutablePathIsUsedWithoutExe) {
+    const std::string dir = "/tmp/nbfixture", at = dir + "/nbmain";  // the path the core names
+    bool made_dir = ::mkdir(dir.c_str(), 0755) == 0;
+    struct stat st {};
+    bool made_file = ::stat(at.c_str(), &st) != 0;
+    if (made_file) writeFile(at, readFile(kDir + "nbmain"));
+    TempDir t;
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", kDir + "core"});
+    if (made_file) ::unlink(at.c_str());
+    if (made_dir) ::rmdir(dir.c_str());
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("top read_handle (nbmain + 0x1135), stack 10d161d2ea244a4d"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.err.find("the file at the core's executable path /tmp/nbfixture/nbmain used "
+                         "unverified: the core keeps no build-id of its executable "
+                         "/tmp/nbfixture/nbmain (its 5 file mappings fit the file's segments)"),
+              std::string::npos)
+        << r.err;
 }
 
 TEST(CliCoresExe, ANonElfExeIsRefused) {
