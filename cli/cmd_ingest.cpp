@@ -338,31 +338,34 @@ int cmdIngest(const Global& g,
     opt.dispatch_window = window;
     bool tty = ::isatty(STDERR_FILENO);
     int rc = 0;
+    // A file that cannot be read as what it is (a cut core, an lz4 core, a malformed report)
+    // is named and skipped, as cp and gzip do: `ingest /var/lib/systemd/coredump/*` stores
+    // every other core, and exits 2 (hostile review 17, i4 H2).
     for (const auto& f : files) {
         if (f != "-" && isAllocLogFile(f)) {
             if (!ingestOneAllocLog(*store, f, std::nullopt, quiet)) {
-                rc = 2;
-                break;
+                rc = 2;  // the rest are read: one bad file costs none of them
+                continue;
             }
             continue;
         }
         if (f != "-" && coredump::isCoreFile(f)) {
             if (!ingestOneCore(*store, f, cores, quiet)) {
-                rc = 2;
-                break;
+                rc = 2;  // the rest are read: one bad file costs none of them
+                continue;
             }
             continue;
         }
         if (f != "-") {
             if (auto why = elfNotACore(f)) {
                 printText(stderr, "gpufault: {}: {}\n", f, *why);
-                rc = 2;
-                break;
+                rc = 2;  // the rest are read: one bad file costs none of them
+                continue;
             }
             int c = ingestCrashInput(*store, f, cores, quiet);
             if (c < 0) {
-                rc = 2;
-                break;
+                rc = 2;  // the rest are read: one bad file costs none of them
+                continue;
             }
             if (c > 0) continue;
         }
@@ -374,7 +377,7 @@ int cmdIngest(const Global& g,
         if (!r) {
             printText(stderr, "gpufault: {}\n", r.error().message);
             rc = 2;
-            break;
+            continue;
         }
         if (quiet) continue;
         if (r->unchanged) {

@@ -416,6 +416,28 @@ TEST(CrashSources, ApportCoreDumpOverTheCapKeepsWhatFits) {
     EXPECT_EQ(run({"/bin/sh", "-c", "ls -A '" + t.file("tmp") + "' | wc -l"}).out, "0\n");
 }
 
+// Hostile review 17, i4 H2: `ingest core.*` over an lz4 core (older systemd) and a zstd one
+// stopped at the first and stored nothing; a core cut inside its notes before a good one did
+// the same. Each bad file is named and skipped, the others stored, exit 2.
+TEST(CrashSources, ABadCoreInABatchCostsOnlyItself) {
+    TempDir t;
+    const std::string id = "0123456789abcdef0123456789abcdef";
+    auto lz4 = t.file("core.a.0." + id + ".1.1764491498000000.lz4");
+    writeFile(lz4, std::string("\x04\x22\x4d\x18", 4) + std::string(60, '\0'));
+    auto cut = t.file("core.100");
+    writeFile(cut, readFile(kDir + "core").substr(0, 3000));
+    auto good = zstCore(t);
+    auto r = run(ingest(t, {lz4, cut, good}));
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find(lz4), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("lz4-compressed core: not supported"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(cut), std::string::npos) << r.err;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u) << r.err;
+    EXPECT_EQ(c[0]["path"], good);
+    EXPECT_EQ(c[0]["pid"], 14046);
+}
+
 TEST(CrashSources, EntryStoredWithoutItsFileIsReplacedWhenTheFileIsRead) {
     // An export from another host: its COREDUMP_FILENAME is not here. Later the file is.
     TempDir t;
