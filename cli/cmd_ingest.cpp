@@ -398,20 +398,25 @@ int cmdIngest(const Global& g,
             n += c;
             kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", c, k);
         }
+        std::string repeated =
+            r->repeated ? fmt::format(" ({} already stored from its earlier content)",
+                                      counted(static_cast<int64_t>(r->repeated), "kernel record"))
+                        : "";
         printText(stdout,
-                  "{}: {}{}, {} evidence{}{}, {} ({} kept), {}, {}, {:.2f} s\n",
+                  "{}: {}{}, {} evidence{}{}{}, {} ({} kept), {}, {}, {:.2f} s\n",
                   r->name,
                   counted(static_cast<int64_t>(r->lines), "line"),
                   r->resumed ? " (resumed)" : "",
                   n,
                   kinds.empty() ? "" : " (",
                   kinds.empty() ? "" : kinds + ")",
+                  repeated,
                   counted(static_cast<int64_t>(r->dispatches), "dispatch", "dispatches"),
                   r->dispatch_rows,
                   counted(static_cast<int64_t>(r->operands), "operand"),
                   counted(static_cast<int64_t>(r->warnings), "warning"),
                   r->seconds);
-        if (n == 0) printNoEvidenceHint(f);
+        if (n == 0 && r->repeated == 0) printNoEvidenceHint(f);
     }
     auto inc = recorrelate(*store);
     if (!inc) {

@@ -46,6 +46,9 @@ struct IngestSummary {
     uint64_t operands = 0;
     uint64_t warnings = 0;
     uint64_t truncated_lines = 0;  ///< lines over 1 MiB, parsed and stored cut to 1 MiB
+    /// Kernel-log records (a kernel_s or wall time) the file's earlier content held, stored then
+    /// and not again (StoreSink: a file written again, `dmesg > gpu.log` after a wrap).
+    uint64_t repeated = 0;
     /// Batches of lines classified by the reading thread and by the matching thread (each
     /// classifies what the other has not claimed when it would otherwise wait).
     uint64_t classified_by_reader = 0, classified_by_matcher = 0;

@@ -42,12 +42,51 @@ void StoreSink::evidence(Evidence&& e) {
     if (std::find(unended_.begin(), unended_.end(), e.line) != unended_.end())
         e.setAttr("unended", "1");
     flushFor(e.kind, e.pid, e.rank, e.line);
+    if (heldBefore(e)) {  // stored from the file's earlier content (hostile 17, i3 H1)
+        ++sum_.repeated;
+        return;
+    }
     auto r = store_.addEvidence(source_, e);
     check(r);
     if (r && store_.db().changes() > 0)
         ++sum_.evidence[std::string(kindName(e.kind))];
     else if (r && e.count > 1)
         check(store_.raiseCount(source_, e));  // a fold published before (Folder::publish())
+}
+
+namespace {
+/// FNV-1a of a record's kind and its raw text as stored (the first 4 KiB).
+uint64_t contentKey(std::string_view kind, std::string_view raw) {
+    uint64_t h = 1469598103934665603ull;
+    auto add = [&](std::string_view s) {
+        for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+        h = (h ^ 0xff) * 1099511628211ull;
+    };
+    add(kind);
+    add(raw.substr(0, 4096));
+    return h;
+}
+}  // namespace
+
+bool StoreSink::heldBefore(const Evidence& e) {
+    // A kernel message's text carries its time (`[ 4778.915423]`, a journal stamp): the same
+    // text in the same file's earlier content is the same message, dumped again. Runtime lines
+    // carry no such time: the same line in a job's log written again is a new fault.
+    if (!e.time.kernel_s && !e.time.wall) return false;
+    if (!earlier_) {
+        earlier_.emplace();
+        auto rows = store_.earlierContentRecords(source_);
+        if (!rows) {
+            check(db::Result<void>(std::unexpected(rows.error())));
+            return false;
+        }
+        for (const auto& [kind, raw] : *rows) ++(*earlier_)[contentKey(kind, raw)];
+    }
+    if (earlier_->empty()) return false;
+    auto it = earlier_->find(contentKey(kindName(e.kind), e.raw));
+    if (it == earlier_->end() || it->second == 0) return false;
+    --it->second;
+    return true;
 }
 
 void StoreSink::context(const Evidence& e) {

@@ -268,6 +268,12 @@ class StoreSink final : public Sink {
     };
     std::array<RecentWindow, 64> recentWindows_{};
     std::optional<db::Error> error_;
+    /// Whether `e` is a kernel-log record the file's earlier content held (a source of the same
+    /// file before this one: Store::earlierContentRecords()), each stored one matched once.
+    bool heldBefore(const Evidence& e);
+    /// Key (kind, raw) → how many of the earlier content's records are not matched yet; loaded
+    /// at the first kernel-log record.
+    std::optional<std::unordered_map<uint64_t, uint32_t>> earlier_;
     std::deque<uint64_t> truncated_;
     std::deque<uint64_t> unended_;  ///< markUnended()
     /// loadHeld()'s first line: held_dispatches rows from it on go at the next persistHeld().

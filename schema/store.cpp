@@ -774,6 +774,24 @@ db::Result<void> Store::dropLinesFrom(int64_t source_id, int64_t line) {
     return {};
 }
 
+db::Result<std::vector<std::pair<std::string, std::string>>> Store::earlierContentRecords(
+    int64_t source_id) {
+    auto s = db_.prepare(
+        "SELECT e.kind, e.raw FROM sources s JOIN sources p ON p.kind = s.kind AND p.device = "
+        "s.device AND p.inode = s.inode AND p.id < s.id JOIN evidence e ON e.source_id = p.id "
+        "WHERE s.id = ?1 AND (e.kernel_s IS NOT NULL OR e.wall IS NOT NULL)");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, source_id);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (;;) {
+        auto row = s->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        out.emplace_back(s->str(0), s->str(1));
+    }
+    return out;
+}
+
 db::Result<void> Store::addLostBytes(int64_t source_id, int64_t delta) {
     if (delta == 0) return {};
     auto s = db_.prepare("UPDATE sources SET lost_bytes = lost_bytes + ?2 WHERE id=?1");
