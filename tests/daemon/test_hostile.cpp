@@ -412,6 +412,36 @@ TEST(DaemonHostile, LinksAndFifosThePatternsMatchAreNamedInStatus) {
     stop(d);
 }
 
+// Hostile review 17, i3 H1: `dmesg > gpu.log` again after the ring buffer wrapped (another
+// first line: a new source) stored every kernel message still in the ring a second time.
+TEST(DaemonHostile, ADmesgDumpedAgainAfterTheRingWrappedStoresEachMessageOnce) {
+    Fixture f;
+    std::string whole = readFile(std::string(GPUFAULT_SOURCE_DIR) +
+                                 "/tests/data/real/001-amdgpu-gfxhub0-noretry-tcp.txt");
+    ASSERT_FALSE(whole.empty());
+    f.append("gpu.log", whole);
+    f.configure();
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(startedReady(d));
+    const std::string faults = "SELECT count(*) FROM evidence WHERE kind = 'amdgpu_page_fault'";
+    ASSERT_TRUE(eventually([&] { return f.count(faults) == 2; }, 10s));
+    size_t at = 0;
+    for (int i = 0; i < 10; ++i) at = whole.find('\n', at) + 1;  // from the second block on
+    std::string path = f.logs + "/gpu.log";
+    struct stat before {};
+    ASSERT_EQ(::stat(path.c_str(), &before), 0);
+    writeFile(path, whole.substr(at) + std::string(kRocrFault) + "\n");  // in place: `>`
+    struct stat after {};
+    ASSERT_EQ(::stat(path.c_str(), &after), 0);
+    ASSERT_EQ(before.st_ino, after.st_ino);
+    ASSERT_TRUE(eventually(
+        [&] { return f.count("SELECT count(*) FROM evidence WHERE kind = 'rocr_memory_fault'") == 1; },
+        10s));
+    EXPECT_EQ(f.count(faults), 2);
+    EXPECT_EQ(f.count("SELECT count(*) FROM sources WHERE path LIKE '%gpu.log'"), 2);
+    stop(d);
+}
+
 // (m) lines, evidence and lost bytes of a file that stays followed go on across a reload.
 TEST(DaemonHostile, CountersSurviveAReload) {
     Fixture f;
