@@ -72,7 +72,11 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     // was still the stream's). Not "rewritten under the same first line": the next poll
     // sees the truncation and the new first line, and the stream stays in the store for a
     // copy to continue (a copy cannot continue a stream finished here at offset 0).
-    if (check == PrefixCheck::Unreadable) return false;
+    if (check == PrefixCheck::Unreadable) {
+        f.storedStream = st.max_line > 0 || st.offset > 0;
+        return false;
+    }
+    f.storedStream = false;
     bool same = check == PrefixCheck::Same;
     std::optional<Resume> resume;
     bool adopted = false;

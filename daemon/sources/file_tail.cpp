@@ -296,8 +296,13 @@ db::Result<void> FileTail::retire(Followed& f, bool feed_partial) {
 db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
     // What was written after our last look is gone unseen: only what we saw (f.size) and had
     // not read is counted (none for a waiting copy: its bytes are its original's).
-    uint64_t lost =
-        f.copyWait ? 0 : static_cast<uint64_t>(std::max<int64_t>(f.size - f.offset, 0));
+    // Nor for a file whose stored stream it had not taken up yet (cut short while being
+    // identified): that stream's copy continues it, or the next reader counts what it had not
+    // read (hostile review 17, i3 H2: a copytruncate then counted the whole file lost).
+    uint64_t lost = f.copyWait || (!f.stream && f.storedStream)
+                        ? 0
+                        : static_cast<uint64_t>(std::max<int64_t>(f.size - f.offset, 0));
+    f.storedStream = false;
     if (auto r = countLost(txn, f, lost); !r) return r;
     if (auto r = txn.ensure(); !r) return r;
     size_t finished = finished_.size();

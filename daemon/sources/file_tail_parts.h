@@ -79,6 +79,11 @@ struct FileTail::Followed {
     file_tail::PrefixHasher prefix;
     bool copyWait = false;     ///< a copy of a file still being read: waits for its end
     std::string copyOf;        ///< while copyWait: the path of that file (for status)
+    /// Its first line named a stream the store holds, but it was cut short while being
+    /// identified (no stream yet): a truncation now loses nothing of it that is counted here;
+    /// what that stream had not read is counted (or continued by a copy) by whoever reads the
+    /// stored stream next.
+    bool storedStream = false;
     /// Truncated and resumed at a line end its stream had read (keptPrefix): that stream's
     /// later line ends (ascending), each line read again checked against them; at the first
     /// that differs the lines are numbered after `high` (a new generation).

@@ -310,6 +310,35 @@ TEST(DaemonKill9, TruncatedWhileIdentifiedAfterARestartLeavesTheStreamToTheCopy)
     EXPECT_EQ(storedNames(q.stop()), every(0, 13));
 }
 
+// Hostile review 17, i3 H2: killed with lines unread; at the restart app.log is copied and
+// truncated while the daemon identifies it (its first line read, the bytes before its
+// checkpoint not yet hashed). The copy continues the stream and every line is stored, yet the
+// truncation counted the whole file lost (and a row "(removed before its first line)"): the
+// file had no stream of this run yet, only the stored one the copy continues.
+TEST(DaemonKill9, CopytruncateWhileIdentifiedAfterARestartCountsNothingLost) {
+    Quiet q;
+    ASSERT_TRUE(q.startWith(10));  // L0-9
+    q.d.kill9();
+    q.lines(q.fd, 5);  // L10-14: not read before the kill
+    std::string pause = q.s.dir.file("pause");
+    ASSERT_TRUE(std::filesystem::create_directory(pause));
+    gpufault::testing::writeFile(pause + "/file-identify", "");  // armed
+    ASSERT_EQ(::setenv("GPUFAULTD_TEST_PAUSE_DIR", pause.c_str(), 1), 0);
+    bool started = q.d.start();
+    ::unsetenv("GPUFAULTD_TEST_PAUSE_DIR");
+    ASSERT_TRUE(started);
+    ASSERT_TRUE(eventually(
+        [&] { return std::filesystem::exists(pause + "/file-identify.paused"); }, 30s))
+        << q.d.stderrText();
+    gpufault::testing::writeFile(q.s.app + ".1", gpufault::testing::readFile(q.s.app));
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    std::filesystem::remove(pause + "/file-identify.paused");
+    ASSERT_TRUE(q.d.waitNotify("READY=1", 30s)) << q.d.stderrText();
+    ASSERT_TRUE(q.caughtUp());
+    EXPECT_EQ(storedNames(q.stop()), every(0, 15));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
+
 // The copy was made, app.log read past it and committed, then the daemon killed; after the
 // restart app.log is read from that checkpoint on (beyond the copy's end) while the copy waits,
 // and app.log is truncated while the daemon runs (found by seed 282139457 of the random test,
