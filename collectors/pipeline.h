@@ -226,6 +226,10 @@ class TextPipeline {
         void operand(Operand&& o) override { to.operand(std::move(o)); }
         void warning(Warning&& w) override { to.warning(std::move(w)); }
         void context(const Evidence& e) override { to.context(e); }
+        void runBoundary(uint64_t line, std::optional<int64_t> rank) override {
+            ended = true;
+            ends.push_back({line, std::nullopt, rank});
+        }
         bool takesPendingArgs() const override { return to.takesPendingArgs(); }
         struct End {
             uint64_t line;

@@ -162,6 +162,15 @@ class Sink {
     /// of `e` would, so that what it keeps does not depend on when `e` is emitted. The default
     /// does nothing.
     virtual void context(const Evidence& e) { (void)e; }
+    /// The output says one run of a program ended or another began at line `line` (with the
+    /// line's rank; compute-sanitizer's `========= ERROR SUMMARY:` and its
+    /// `========= COMPUTE-SANITIZER` banner): records held for folding before it are closed
+    /// there (Matcher::closeProcess()), so one run's repeats never count into another's. The
+    /// default does nothing.
+    virtual void runBoundary(uint64_t line, std::optional<int64_t> rank) {
+        (void)line;
+        (void)rank;
+    }
     /// True when dispatch() takes Dispatch::pending_args unparsed (the sink parses them when it
     /// needs the values); false (the default): producers parse them into `args` first.
     virtual bool takesPendingArgs() const { return false; }

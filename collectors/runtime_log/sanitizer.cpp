@@ -134,6 +134,11 @@ void parseDetail(string_view d, Evidence& e) {
 class SanitizerMatcher final : public Matcher {
   public:
     void feed(const LogLine& line, Sink& out) override {
+        if (!line.text.empty() && line.text[0] == '=' && runBoundary(line.text)) {
+            flush(out);  // a run's last (or a new run's first) line ends the report
+            out.runBoundary(line.line, line.rank);
+            return;
+        }
         if (startReport(line, out)) return;
         if (!cur_) return;
         auto body = content(line.text);
@@ -157,6 +162,14 @@ class SanitizerMatcher final : public Matcher {
     }
 
   private:
+    /// compute-sanitizer's `========= COMPUTE-SANITIZER` (a run starts) and
+    /// `========= ERROR SUMMARY: N errors` (it ended) lines, with the default prefix.
+    static bool runBoundary(string_view t) {
+        if (!text::startsWith(t, kDefaultPrefix)) return false;
+        t = text::trim(t.substr(kDefaultPrefix.size()));
+        return t == "COMPUTE-SANITIZER" || text::startsWith(t, "ERROR SUMMARY:");
+    }
+
     std::optional<Evidence> cur_;  ///< the report in progress
     std::string prefix_;           ///< its line prefix ("" when it had none)
     int foreign_ = 0;

@@ -335,5 +335,31 @@ TEST(Pipeline, AmdLinesReachABlockInProgress) {
     }
 }
 
+// Hostile review 17, i2 H2: two compute-sanitizer runs in one log (a CI job's) folded the
+// second run's repeated API errors into the first run's records (count 2 for one each): its
+// incident lost its reason and `groups` split one crash into two signatures. A run's
+// `ERROR SUMMARY` (and the next banner) closes the folds.
+TEST(Pipeline, ComputeSanitizerRunsDoNotFoldIntoEachOther) {
+    CountingSink sink;
+    TextPipeline p(sink);
+    uint64_t n = 0;
+    auto feed = [&](std::string_view s) { p.feedLine(++n, s); };
+    for (int run = 0; run < 2; ++run) {
+        feed("========= COMPUTE-SANITIZER");
+        for (int i = 0; i < 3; ++i)
+            feed(
+                "========= Program hit cudaErrorLaunchFailure (error 719) due to \"unspecified "
+                "launch failure\" on CUDA API call to cudaDeviceSynchronize.");
+        feed("========= Target application returned an error");
+        feed("========= ERROR SUMMARY: 3 errors");
+    }
+    p.finish();
+    ASSERT_EQ(sink.ev.size(), 2u);
+    EXPECT_EQ(sink.ev[0].line, 2u);
+    EXPECT_EQ(sink.ev[0].count, 3u);
+    EXPECT_EQ(sink.ev[1].line, 8u);
+    EXPECT_EQ(sink.ev[1].count, 3u);
+}
+
 }  // namespace
 }  // namespace gpufault

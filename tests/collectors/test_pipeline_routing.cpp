@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -59,22 +60,27 @@ class ReferenceRouting {
             closeProcesses();
         }
     }
-    /// Matcher::closeProcess() for each record that ends a process emitted since the last call.
+    /// Matcher::closeProcess() for each record that ends a process, and each run boundary,
+    /// emitted since the last call, in their order.
     void closeProcesses() {
-        for (; seen_ < sink_.evidences.size(); ++seen_) {
-            const Evidence& e = sink_.evidences[seen_];
-            if (!endsProcess(e)) continue;
-            const uint64_t at = e.line;
-            const auto pid = e.pid, rank = e.rank;
-            for (auto& m : m_) m->closeProcess(at, pid, rank, out_);
+        for (; seen_ < ends_.size(); ++seen_) {
+            const End end = ends_[seen_];
+            for (auto& m : m_) m->closeProcess(end.line, end.pid, end.rank, out_);
         }
     }
+    struct End {
+        uint64_t line;
+        std::optional<int64_t> pid, rank;
+    };
     /// Sees every record before `out_`.
     struct Tee final : Sink {
-        Tee(Sink& to, CollectSink& seen) : to(to), seen(seen) {}
+        Tee(Sink& to, std::vector<End>& ends) : to(to), ends(ends) {}
         void evidence(Evidence&& e) override {
-            seen.evidences.push_back(e);
+            if (endsProcess(e)) ends.push_back({e.line, e.pid, e.rank});
             to.evidence(std::move(e));
+        }
+        void runBoundary(uint64_t line, std::optional<int64_t> rank) override {
+            ends.push_back({line, std::nullopt, rank});
         }
         void dispatch(Dispatch&& d) override { to.dispatch(std::move(d)); }
         void operand(Operand&& o) override { to.operand(std::move(o)); }
@@ -82,12 +88,12 @@ class ReferenceRouting {
         void context(const Evidence& e) override { to.context(e); }
         bool takesPendingArgs() const override { return to.takesPendingArgs(); }
         Sink& to;
-        CollectSink& seen;
+        std::vector<End>& ends;
     };
-    CollectSink sink_;
+    std::vector<End> ends_;
     size_t seen_ = 0;
     Sink& outer_;
-    Tee tee_{outer_, sink_};
+    Tee tee_{outer_, ends_};
     Sink& out_ = tee_;
     CollectSink unused_;
     TextPipeline decoder_;  ///< its decoder half only
