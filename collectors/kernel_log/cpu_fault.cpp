@@ -13,6 +13,8 @@
 //   next record.
 #include "collectors/kernel_log/cpu_fault.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <string>
 
@@ -117,13 +119,24 @@ void takeLikelyCpu(string_view* s, Evidence& e) {
     if (auto k = text::after(t, "socket ", ")")) e.setAttr("socket", std::string(*k));
 }
 
-/// After `segfault at `: `ADDR (r)ip IP (r)sp SP error E[ in MAP]`.
-void parseSegfault(string_view s, Evidence& e) {
+/// After `segfault at `: `ADDR (r)ip IP (r)sp SP error E[ in MAP]`. Returns why a whole ADDR
+/// field was not taken (not hex, or past 64 bits), "" otherwise; the fields after it are read.
+std::string parseSegfault(string_view s, Evidence& e) {
     takeLikelyCpu(&s, e);
+    std::string refused;
+    const string_view from = s;
+    const size_t space = from.find(' ');
     auto addr = hexField(&s, ' ');
-    if (!addr) return;
-    e.address = *addr;
-    e.address_exact = true;
+    if (!addr) {
+        if (space == npos) return refused;  // cut in the address: nothing more to read
+        refused = fmt::format("segfault: the address {} is not a 64-bit hex value: stored "
+                              "without an address",
+                              from.substr(0, std::min<size_t>(space, 64)));
+        s = from.substr(space);
+    } else {
+        e.address = *addr;
+        e.address_exact = true;
+    }
     std::optional<uint64_t> ip;
     if (text::startsWith(s, " ip ") || text::startsWith(s, " rip ")) {
         s.remove_prefix(s.find(' ', 1) + 1);
@@ -133,10 +146,11 @@ void parseSegfault(string_view s, Evidence& e) {
         s.remove_prefix(s.find(' ', 1) + 1);
         if (auto sp = hexField(&s, ' ')) e.setAttr("sp", text::hexAddr(*sp));
     }
-    if (!text::startsWith(s, " error ")) return;
+    if (!text::startsWith(s, " error ")) return refused;
     s.remove_prefix(7);
     if (auto err = hexField(&s, ' ', true)) e.setAttr("error", text::hexAddr(*err));
     if (text::startsWith(s, " in ")) parseMapping(s.substr(4), ip, e);
+    return refused;
 }
 
 /// After the trap description: `ip:IP sp:SP error:E[ in MAP]`.
@@ -215,7 +229,8 @@ class CpuFaultMatcher final : public Matcher {
         if (segfault) {
             if ((b = findPidGroup(t, "]: segfault at ")) == npos) return;
             size_t close = t.find(']', b);
-            parseSegfault(t.substr(close + 15), e);
+            if (auto refused = parseSegfault(t.substr(close + 15), e); !refused.empty())
+                out.warning({line.line, std::move(refused)});
         } else if (ip != npos) {
             if ((b = trapBracket(t, ip)) == npos) return;
             size_t close = t.find(']', b);

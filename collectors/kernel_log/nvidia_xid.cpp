@@ -8,6 +8,10 @@
 // Xid 31 body: `MMU Fault: ENGINE %s [GPC%d ]%s faulted @ 0x%x_%08x. Fault is of type %s %s`.
 #include "collectors/kernel_log/nvidia_xid.h"
 
+#include <fmt/format.h>
+
+#include <cctype>
+
 #include <string>
 
 #include "collectors/common/text.h"
@@ -56,26 +60,41 @@ std::optional<std::string> accessOf(string_view type) {
 
 /// Fault part of the body (`… faulted @ 0x%x_%08x. Fault is of type %s %s`): address (the
 /// 4 KiB page, so not exact), client (token before `faulted`, only for `MMU Fault: ENGINE`
-/// bodies), engine, reason (`FAULT_*`) and access.
-void parseFault(string_view body, Evidence& e) {
+/// bodies), engine, reason (`FAULT_*`) and access. Returns why the address was not taken (a
+/// value that is not `0x%x_%08x` of 64 bits), "" when it was or there is none.
+std::string parseFault(string_view body, Evidence& e) {
     size_t at = body.find(" faulted @ ");
-    if (at == string_view::npos) return;
+    if (at == string_view::npos) return "";
     string_view addr = body.substr(at + 11);
+    std::string refused;
     size_t used = 0;
     if (text::startsWith(addr, "0x")) {
         // `0x%x_%08x`: the high 32 bits, then the low 32 (zero-padded, so a low part of fewer
         // than 8 digits is still its own 32-bit value: `0x7f_1234800` is 0x7f01234800)
         auto hi = text::parseHex(addr, &used);
+        auto ends = [&](size_t n) {  // the value ends there (not more digits or another `_`)
+            return n >= addr.size() || !(std::isxdigit(static_cast<unsigned char>(addr[n])) ||
+                                         addr[n] == '_' || addr[n] == 'x' || addr[n] == 'X');
+        };
         if (hi && used < addr.size() && addr[used] == '_') {
             size_t lo_used = 0;
             auto lo = text::parseHex(addr.substr(used + 1), &lo_used);
-            if (lo && lo_used <= 8 && *hi <= 0xffffffffULL) {
+            if (lo && lo_used <= 8 && *hi <= 0xffffffffULL && ends(used + 1 + lo_used)) {
                 e.address = (*hi << 32) | *lo;
                 e.address_exact = false;
+            } else {
+                refused = "the fault address is not 0x%x_%08x of 64 bits";
             }
-        } else if (hi) {
+        } else if (hi && ends(used)) {
             e.address = *hi;
             e.address_exact = false;
+        } else {
+            refused = "the fault address is not a 64-bit hex value";
+        }
+        if (!refused.empty()) {
+            string_view shown = addr.substr(0, std::min<size_t>(addr.find_first_of(" ,"), 64));
+            if (!shown.empty() && shown.back() == '.') shown.remove_suffix(1);
+            refused = fmt::format("Xid: {} ({}): stored without an address", refused, shown);
         }
     }
     if (auto eng = body.find("MMU Fault: ENGINE "); eng != string_view::npos && eng + 18 <= at) {
@@ -84,17 +103,18 @@ void parseFault(string_view body, Evidence& e) {
         e.setAttr("engine", std::string(engine.substr(0, engine.find(' '))));
     }
     size_t ty = body.find("Fault is of type ", at);
-    if (ty == string_view::npos) return;
+    if (ty == string_view::npos) return refused;
     string_view rest = body.substr(ty + 17);
     size_t sp = rest.find(' ');
     string_view reason = rest.substr(0, sp);
     if (!reason.empty()) e.reason = std::string(reason);
-    if (sp == string_view::npos) return;
+    if (sp == string_view::npos) return refused;
     string_view access = text::trim(rest.substr(sp + 1));
     access = access.substr(0, access.find(' '));
-    if (access.empty()) return;
+    if (access.empty()) return refused;
     e.access = accessOf(access);
     e.setAttr("access_type", std::string(access));
+    return refused;
 }
 
 /// Legacy `Ch %08x` / newer `channel 0x%08x`, then `intr %08x`, kept as attrs.
@@ -151,8 +171,9 @@ class NvidiaXidMatcher final : public Matcher {
         }
         if (!body.empty()) e.setAttr("message", std::string(body.substr(0, 512)));
         parseChannel(body, e);
-        parseFault(body, e);
+        auto refused = parseFault(body, e);
         stampFromLine(e, line);
+        if (!refused.empty()) out.warning({line.line, std::move(refused)});
         out.evidence(std::move(e));
     }
 };

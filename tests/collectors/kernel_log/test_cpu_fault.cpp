@@ -33,6 +33,33 @@ Evidence one(const std::string& line, Origin origin = Origin::Unknown) {
 
 // Format strings (FORMATS.md §9.1), constructed.
 
+// Hostile review 17, i2 M1: an address past 64 bits made a record with nothing after it read
+// (no module) and no warning.
+TEST(CpuFault, AnAddressPast64BitsIsAWarningAndTheRestIsRead) {
+    auto m = makeCpuFaultMatcher();
+    CollectSink sink;
+    const std::string s =
+        "python[4321]: segfault at 1ffffffffffffffff ip 00007f00deadbeef sp 00007ffd00000000 "
+        "error 4 in libx.so[7f00deadb000+1000]";
+    LogLine l;
+    l.line = 7;
+    l.text = s;
+    l.raw = s;
+    m->feed(l, sink);
+    m->finish(sink);
+    ASSERT_EQ(sink.evidences.size(), 1u);
+    const auto& e = sink.evidences[0];
+    EXPECT_FALSE(e.address);
+    EXPECT_EQ(e.pid, 4321);
+    EXPECT_EQ(e.module, "libx.so");
+    EXPECT_EQ(e.attr("ip"), "0x7f00deadbeef");
+    ASSERT_EQ(sink.warnings.size(), 1u);
+    EXPECT_EQ(sink.warnings[0].line, 7u);
+    EXPECT_EQ(sink.warnings[0].message,
+              "segfault: the address 1ffffffffffffffff is not a 64-bit hex value: stored without "
+              "an address");
+}
+
 TEST(CpuFault, SegfaultOldMappingFormOffsetIsIpMinusStart) {
     auto e =
         one("iperf3[1525756]: segfault at 2d0 ip 00007b49bd09a8fd sp 00007fff39e19e80 error 4 in "

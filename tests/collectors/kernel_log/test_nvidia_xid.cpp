@@ -84,6 +84,32 @@ TEST(NvidiaXid, HiLoHalvesAreCombinedNotGlued) {
     EXPECT_EQ(zero.address, 0x1000ull);
 }
 
+// Hostile review 17, i2 M1: `0x1_ffffffff_ffffffff` was stored as 0x1ffffffff (the third
+// group dropped), and a low part too wide dropped the address without a word: both are now
+// refused with a warning naming the line; the record stays.
+TEST(NvidiaXid, AnAddressNotOf64BitsIsRefusedWithAWarning) {
+    auto m = makeNvidiaXidMatcher();
+    const std::string head =
+        "NVRM: Xid (PCI:0000:3b:00): 31, pid=1234, name=python, Ch 00000008, intr 00000000. MMU "
+        "Fault: ENGINE GRAPHICS GPCCLIENT_T1_8 faulted @ ";
+    const std::string tail = ". Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ";
+    auto sink = testing::feedMatcher(*m,
+                                     {head + "0x1_ffffffff_ffffffff" + tail,
+                                      head + "0x7f00_123456789" + tail,
+                                      head + "0x7fd2_baa00000" + tail});
+    ASSERT_EQ(sink.evidences.size(), 3u);
+    EXPECT_FALSE(sink.evidences[0].address);
+    EXPECT_FALSE(sink.evidences[1].address);
+    EXPECT_EQ(sink.evidences[2].address, 0x7fd2baa00000ull);
+    EXPECT_EQ(sink.evidences[0].reason, "FAULT_PDE");
+    ASSERT_EQ(sink.warnings.size(), 2u);
+    EXPECT_EQ(sink.warnings[0].line, 1u);
+    EXPECT_EQ(sink.warnings[0].message,
+              "Xid: the fault address is not 0x%x_%08x of 64 bits (0x1_ffffffff_ffffffff): "
+              "stored without an address");
+    EXPECT_EQ(sink.warnings[1].line, 2u);
+}
+
 TEST(NvidiaXid, LegacyChNoPidHiLoAddress) {
     auto e = one(
         "NVRM: Xid (PCI:0000:01:00): 31, Ch 0000003a, intr 10000000. MMU Fault: ENGINE GRAPHICS "
