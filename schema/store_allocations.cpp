@@ -183,6 +183,7 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
     };
     std::vector<alloclog::Warning> warnings;
     std::set<uint64_t> freesFound;  // lines of frees without an open allocation that were found
+    std::map<uint64_t, int64_t> doubleFrees;  // line of a free → line that freed it before
     auto afterEnd = [&](const Recording& r, uint64_t line, int64_t pid) {
         ++out.after_end;
         warnings.push_back(
@@ -285,7 +286,9 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
     //    `alloc_line` first).
     if (!log.late_frees.empty()) {
         auto target = db_.prepare(
-            "SELECT a.id, a.free_line IS NULL FROM allocations a JOIN alloc_processes p ON "
+            "SELECT a.id, a.free_line IS NULL, CASE WHEN a.free_line IS NOT NULL AND "
+            "ifnull(a.free_source_id, a.source_id) = ?7 AND a.free_line <> ?9 THEN a.free_line "
+            "END FROM allocations a JOIN alloc_processes p ON "
             "p.source_id = a.source_id AND p.pid = a.pid AND p.line = a.start_line WHERE a.pid = "
             "?1 AND a.ptr = ?2 AND a.kind = ?3 AND p.recording = ?4 AND CASE WHEN ?5 IS NOT NULL "
             "AND a.mono_us IS NOT NULL THEN a.mono_us <= ?5 WHEN ?6 IS NOT NULL AND a.wall_us IS "
@@ -299,16 +302,22 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
             target->bind(1, f.pid).bind(2, static_cast<int64_t>(f.ptr)).bind(3, f.kind);
             target->bind(4, r.key).bind(5, f.freed_mono_us).bind(6, f.freed_wall_us);
             target->bind(7, source_id).bind(8, static_cast<int64_t>(f.alloc_line));
+            target->bind(9, static_cast<int64_t>(f.free_line));
             auto found = target->step();
             if (!found) return std::unexpected(found.error());
-            std::optional<int64_t> id;
+            std::optional<int64_t> id, freedAt;
             bool open = false;
             if (*found) {
                 id = target->i64(0);
                 open = target->i64(1) != 0;
+                freedAt = target->optI64(2);
             }
             target->reset();
             if (!id) continue;  // still without an allocation: its warning stays
+            if (freedAt) {  // freed before by this file, at another line: a double free
+                doubleFrees[f.free_line] = *freedAt;
+                continue;
+            }
             if (f.alloc_line == 0) freesFound.insert(f.free_line);
             if (!open) continue;  // freed already: the same free through another file
             if (r.ended_wall_us && ((read_after_end && !r.exec) ||
@@ -347,11 +356,20 @@ db::Result<AllocAppend> Store::appendAllocations(int64_t source_id,
         exec->bind(1, source_id);
         if (auto r = exec->run(); !r) return std::unexpected(r.error());
     }
-    // 6. Warnings: the log's, less "no open allocation in this file" for frees found stored.
-    for (const auto& w : log.warnings)
-        if (!freesFound.contains(w.line) ||
-            !w.message.ends_with("with no open allocation in this file"))
+    // 6. Warnings: the log's, less "no open allocation in this file" for frees found stored;
+    //    a free of what this file freed before says so (hostile review 17, i4 M4).
+    constexpr std::string_view kUnmatched = "with no open allocation in this file";
+    for (const auto& w : log.warnings) {
+        if (!w.message.ends_with(kUnmatched)) {
             warnings.push_back(w);
+        } else if (auto d = doubleFrees.find(w.line); d != doubleFrees.end()) {
+            auto what = w.message.substr(0, w.message.size() - kUnmatched.size());
+            warnings.push_back(
+                {w.line, fmt::format("{}freed already at line {} (a double free)", what, d->second)});
+        } else if (!freesFound.contains(w.line)) {
+            warnings.push_back(w);
+        }
+    }
     std::stable_sort(warnings.begin(), warnings.end(), [](const auto& x, const auto& y) {
         return x.line < y.line;
     });

@@ -76,6 +76,27 @@ TEST(AllocGenerations, CutShortRewrittenOrGarbageKeepsTheStoredRows) {
     EXPECT_EQ(query(db, "SELECT count(*) AS n FROM sources WHERE kind = 'alloc'"), "n\n4\n");
 }
 
+// Hostile review 17, i4 M4: a second free of a pointer the file had freed was found stored
+// (freed) and its warning dropped as "the same free through another file": a double hipFree,
+// evidence in itself, went without a word.
+TEST(AllocRecords, ADoubleFreeIsNamedWithTheLineThatFreedItFirst) {
+    TempDir dir;
+    std::string db = dir.file("g.db"), f = dir.file("gpufault-alloc.4528.log");
+    const std::string free = "gpufault.alloc 1 free api=hipFree ptr=0x7a5895200000 size=0 rc=0 "
+                             "pid=4528 wall_us=3\n";
+    writeFile(f, kStart + alloc(0x7a5895200000, 4096) + free + free);
+    auto r = run({GPUFAULT_BIN, "--db", db, "ingest", f});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find(f + ":4: free of 0x7a5895200000 freed already at line 3 (a double free)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(query(db, "SELECT free_line FROM allocations"), "free_line\n3\n");
+    // Ingested again (the same file, nothing new): the same warning, no second row.
+    auto again = run({GPUFAULT_BIN, "--db", db, "ingest", f});
+    EXPECT_EQ(again.status, 0) << again.err;
+    EXPECT_EQ(query(db, "SELECT count(*) AS n FROM allocations"), "n\n1\n");
+}
+
 TEST(AllocRecords, NullPointersUnmatchedFreesAndRepeatedKeysAreWarnedPerLine) {
     TempDir dir;
     std::string db = dir.file("g.db"), f = dir.file("gpufault-alloc.4528.log");
