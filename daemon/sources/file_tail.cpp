@@ -518,12 +518,23 @@ void FileTail::committed() {
         f->lostPending = 0;
     }
     vanishedStreams_ = 0;
+    held_.clear();  // the store takes writes again: the files' own rows from now on
     if (lostStale_) refreshLost();  // counts changed in what was just committed
     for (auto& f : retired_) retiredEvidence_ += f->sum.evidenceTotal();
     retired_.clear();
 }
 
 void FileTail::reset() {
+    held_.clear();
+    for (auto& s : status()) {  // this run's rows, and the rows held from an earlier reset
+        const bool held = s.error.starts_with("store error");
+        const bool followed = !s.key.empty() && s.error.empty() && s.not_followed == 0 &&
+                              s.key != "file (finished files)";
+        if (!held && !followed) continue;
+        if (followed)
+            s.error = "store error: as at the failure; read again once the store takes writes";
+        held_.push_back(std::move(s));
+    }
     files_.clear();
     retired_.clear();
     finished_.clear();  // what they read was rolled back
@@ -555,6 +566,11 @@ std::vector<StreamStatus> FileTail::status() const {
         s.active = f->matched;
         s.key = keyText(k.first, k.second);
         out.push_back(std::move(s));
+    }
+    for (const auto& h : held_) {  // files not followed again since a store error
+        bool again = false;
+        for (const auto& [k, f] : files_) again = again || keyText(k.first, k.second) == h.key;
+        if (!again) out.push_back(h);
     }
     size_t shown = 0;
     for (const auto& [path, why] : problems_) {

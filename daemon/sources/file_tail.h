@@ -279,6 +279,10 @@ class FileTail final : public Source {
     // status()'s lost bytes: the store's sum of sources.lost_bytes, per file (device + inode)
     // and in all (read after a commit that changed them, and every kLostRefresh).
     std::map<Key, uint64_t> lostByFile_;
+    /// The followed files' status rows as at the last reset() (a store error rolled back what
+    /// they read): shown for the files not followed again yet, until the next commit
+    /// (hostile review 17, i3 M1: status listed no file while the store failed).
+    std::vector<StreamStatus> held_;
     uint64_t lostTotal_ = 0;
     bool lostStale_ = true;
     std::chrono::steady_clock::time_point lostAt_{};
