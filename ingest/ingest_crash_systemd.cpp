@@ -261,9 +261,14 @@ db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
         if (auto r = spilled->write(chunk); !r) spillError = r.error().message;
     };
     bool finishing = false;  // set while reader.finish() delivers an unended last entry
+    std::optional<cd::JournalExportReader::CutField> cutBinary;  // where finish() found it cut
     auto onEntry = [&](cd::FieldMap&& f, uint64_t offset) {
         ++sum.entries;
         JournalCore jc;  // this entry's COREDUMP= core, if it had one
+        if (finishing && cutBinary && cutBinary->name == "COREDUMP") {
+            spilled.reset();  // its first bytes only: not read as the core
+            spillError = "the export ends inside it (" + cutBinary->what + ")";
+        }
         if (spilled && spillError.empty()) jc.file.emplace(std::move(*spilled));
         jc.error = spillError.empty() && !jc.file ? "no COREDUMP= data" : spillError;
         if (kind == CrashInput::JournalJson)  // it writes null for a field over 4096 bytes
@@ -284,10 +289,14 @@ db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
             // Delivered by finish(): the export ends inside it (export ends every entry with a
             // blank line). Fields after the cut are missing: without COREDUMP_FILENAME it is not
             // known whether a core was kept, so no size limit is claimed.
-            sum.warnings.push_back(fmt::format(
-                "{}: the export ends inside this entry (no blank line after it): fields after "
-                "the cut are missing",
-                at));
+            sum.warnings.push_back(
+                cutBinary ? fmt::format("{}: the export ends inside this entry ({}): that field "
+                                        "and those after it are missing",
+                                        at,
+                                        cutBinary->what)
+                          : fmt::format("{}: the export ends inside this entry (no blank line "
+                                        "after it): fields after the cut are missing",
+                                        at));
             if (!e->filename && !e->in_journal)
                 e->not_kept = "not known whether a core was kept: the export ends inside the entry";
         }
@@ -362,6 +371,7 @@ db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
                 return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});
         }
         finishing = true;
+        cutBinary = reader.cutInsideBinary();
         if (!failed)
             if (auto r = reader.finish(); !r)
                 return std::unexpected(db::Error{fmt::format("{}: {}", path, r.error().message)});

@@ -54,9 +54,19 @@ class JournalExportReader {
     /// Consumes `data`. An error names the byte offset where the format broke; the reader is
     /// then unusable.
     Result<void> feed(std::string_view data);
-    /// Ends the stream: delivers a last entry without its blank line; an error when the stream
-    /// ended inside a binary field.
+    /// Ends the stream: delivers a last entry without its blank line. A stream that ends inside
+    /// a binary field's size or data (an export cut in the COREDUMP= core it holds) delivers
+    /// its entry without that field (a spilled one got its first bytes only); call
+    /// cutInsideBinary() before finish() to know.
     Result<void> finish();
+    /// A binary field the stream stopped inside: its name, and where ("offset N: binary field
+    /// NAME, M of S bytes", or "…, its size cut").
+    struct CutField {
+        std::string name, what;
+    };
+    /// The binary field the stream has stopped inside so far (its size or data incomplete),
+    /// nullopt when it stopped between fields.
+    std::optional<CutField> cutInsideBinary() const;
     uint64_t entries() const { return entries_; }
 
   private:

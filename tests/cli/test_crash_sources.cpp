@@ -201,16 +201,21 @@ TEST(CrashSources, JournalJsonLinesAndBrokenExport) {
     EXPECT_EQ(c[0]["pid"], 51234);
 
     TempDir u;
+    // Cut inside a binary field: the entry is stored from the fields before it, and the
+    // warning names where (hostile review 17, i4 M3: nothing was stored).
     writeFile(u.file("cut.export"),
-              "__CURSOR=s=1\nMESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1\n"
+              "__CURSOR=s=1\nMESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1\nCOREDUMP_PID=7\n"
               "MESSAGE\n" +
                   le64(100) + "short");
     auto bad = run(ingest(u, {u.file("cut.export")}));
-    EXPECT_EQ(bad.status, 2);
-    EXPECT_NE(bad.err.find(u.file("cut.export") + ": offset 78: the stream ends inside binary "
-                                                  "field MESSAGE"),
+    EXPECT_EQ(bad.status, 0) << bad.err;
+    EXPECT_NE(bad.err.find(u.file("cut.export") +
+                           ": entry 1 (byte offset 0): the export ends inside this entry (offset "
+                           "72: binary field MESSAGE, 5 of 100 bytes): that field and those after "
+                           "it are missing"),
               std::string::npos)
         << bad.err;
+    EXPECT_EQ(jsonLines(u, "cores").size(), 1u);
     auto lz4 = u.file("core.x.0." + kBoot + ".7.1764491498000000.lz4");
     writeFile(lz4, std::string("\x04\x22\x4d\x18", 4) + std::string(60, '\0'));
     auto l = run(ingest(u, {lz4}));
@@ -436,6 +441,34 @@ TEST(CrashSources, ABadCoreInABatchCostsOnlyItself) {
     ASSERT_EQ(c.size(), 1u) << r.err;
     EXPECT_EQ(c[0]["path"], good);
     EXPECT_EQ(c[0]["pid"], 14046);
+}
+
+// Hostile review 17, i4 M3: an export cut inside the COREDUMP= core it holds (Storage=journal:
+// most of the entry's bytes, where a cut lands) stored nothing; the entry's fields are kept, the
+// cut core is not read, and the note says where it was cut.
+TEST(CrashSources, AnExportCutInsideItsJournalCoreKeepsTheEntry) {
+    TempDir t;
+    std::string core = readFile(kDir + "core");
+    std::string entry =
+        "_BOOT_ID=0123456789abcdef0123456789abcdef\n_UID=0\n_COMM=systemd-coredum\n"
+        "MESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1\nCOREDUMP_PID=14046\nCOREDUMP_SIGNAL=11\n"
+        "COREDUMP_COMM=crashmain\nCOREDUMP_TIMESTAMP=1764491498000000\n";
+    std::string whole = entry + "COREDUMP\n" + le64(core.size()) + core + "\n\n";
+    writeFile(t.file("cut.export"), whole.substr(0, whole.size() - 100000));
+    auto r = run(ingest(t, {t.file("cut.export")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string where = fmt::format("offset {}: binary field COREDUMP, {} of {} bytes",
+                                          entry.size(),
+                                          core.size() + 2 - 100000,
+                                          core.size());
+    EXPECT_NE(r.err.find("the export ends inside this entry (" + where + ")"), std::string::npos)
+        << r.err;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["pid"], 14046);
+    EXPECT_EQ(c[0]["signal"], 11);
+    EXPECT_EQ(c[0]["note"],
+              "core in the journal not read: the export ends inside it (" + where + ")");
 }
 
 TEST(CrashSources, EntryStoredWithoutItsFileIsReplacedWhenTheFileIsRead) {

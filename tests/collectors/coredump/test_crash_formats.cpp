@@ -216,11 +216,18 @@ TEST(JournalExport, BrokenInputNamesTheOffset) {
     auto e = r.feed("__CURSOR=x\nthis is not a field\n");
     ASSERT_FALSE(e);
     EXPECT_EQ(e.error().message.substr(0, 10), "offset 11:");
-    JournalExportReader cut([](FieldMap&&, uint64_t) {});
-    ASSERT_TRUE(cut.feed("MESSAGE\n" + le64(100) + "short"));
-    auto f = cut.finish();
-    ASSERT_FALSE(f);
-    EXPECT_NE(f.error().message.find("inside binary field MESSAGE"), std::string::npos);
+    // Cut inside a binary value: the entry without it (hostile review 17, i4 M3), and where.
+    std::vector<FieldMap> got;
+    JournalExportReader cut([&](FieldMap&& m, uint64_t) { got.push_back(std::move(m)); });
+    ASSERT_TRUE(cut.feed("COREDUMP_PID=7\nMESSAGE\n" + le64(100) + "short"));
+    auto where = cut.cutInsideBinary();
+    ASSERT_TRUE(where);
+    EXPECT_EQ(where->name, "MESSAGE");
+    EXPECT_EQ(where->what, "offset 15: binary field MESSAGE, 5 of 100 bytes");
+    ASSERT_TRUE(cut.finish());
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].count("MESSAGE"), 0u);
+    EXPECT_EQ(got[0]["COREDUMP_PID"], "7");
     EXPECT_TRUE(looksLikeJournalExport("__CURSOR=s=1;i=2\n__REALTIME_TIMESTAMP=1\n"));
     EXPECT_FALSE(looksLikeJournalExport("Nov 30 08:00:00 host kernel: x=1\n"));
 }
