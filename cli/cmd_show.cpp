@@ -507,7 +507,18 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                 return a.rank_in_time.value_or(INT64_MAX) < b.rank_in_time.value_or(INT64_MAX);
             });
         if (byTime.size() > kLatestOperands) byTime.resize(kLatestOperands);
-        fmt::print("\nOperands by time (the {} last logged before the fault first)\n", byTime.size());
+        // rank_in_time numbers those logged before the fault; the others came after it.
+        auto before = static_cast<size_t>(
+            std::count_if(byTime.begin(), byTime.end(), [](const DistanceRow& r) {
+                return r.rank_in_time.has_value();
+            }));
+        if (before == byTime.size())
+            fmt::print("\nOperands by time (the {} logged last before the fault)\n", before);
+        else
+            fmt::print("\nOperands by time (the {} logged last before the fault first, then {} "
+                       "logged after it)\n",
+                       before,
+                       byTime.size() - before);
         operandTable(byTime, exact).print(stdout);
     } else if (v->allocations.empty()) {
         fmt::print("\nNo operands recorded near this fault (README: \"Operand lines\").\n");

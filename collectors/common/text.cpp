@@ -145,8 +145,10 @@ std::optional<uint64_t> parseGroupedDec(std::string_view s, size_t* consumed) {
         if (c == ',' && digits > 0 && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '9')
             continue;
         if (c < '0' || c > '9') break;
-        if (v > (UINT64_MAX - 9) / 10) return std::nullopt;
-        v = v * 10 + static_cast<uint64_t>(c - '0');
+        const auto d = static_cast<uint64_t>(c - '0');
+        if (v > UINT64_MAX / 10 || (v == UINT64_MAX / 10 && d > UINT64_MAX % 10))
+            return std::nullopt;  // past 2^64 - 1 (which itself is taken)
+        v = v * 10 + d;
         ++digits;
     }
     if (digits == 0) return std::nullopt;

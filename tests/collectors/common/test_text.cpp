@@ -123,6 +123,13 @@ TEST(Text, ParseGroupedDecimal) {
     EXPECT_EQ(*parseGroupedDec("7,055,657,985 bytes", &used), 7055657985ull);
     EXPECT_EQ(used, 13u);
     EXPECT_EQ(*parseGroupedDec("512,"), 512u);
+    // The whole uint64 range (hostile review 17, i2 LOW 1: 2^64 - 1 was refused, and a
+    // size of it was warned as "not a byte count" instead of passing the address space).
+    EXPECT_EQ(parseGroupedDec("18446744073709551615"), UINT64_MAX);
+    EXPECT_EQ(parseGroupedDec("18,446,744,073,709,551,615"), UINT64_MAX);
+    EXPECT_FALSE(parseGroupedDec("18446744073709551616"));
+    EXPECT_FALSE(parseGroupedDec("18446744073709551620"));
+    EXPECT_FALSE(parseGroupedDec("99999999999999999999"));
 }
 
 TEST(Text, NormalizePci) {
