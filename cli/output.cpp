@@ -152,8 +152,9 @@ std::string approxSpanText(bool inside,
                            humanBytes(*from_ptr));
     if (!distance)
         return below ? "page start 2^63 B or more below ptr" : "page start 2^63 B or more above end";
+    // +0 as the exact form writes it (`+0 B above end`): humanBytes gives 0 no sign.
     return fmt::format("page start {} {} (exact byte unknown)",
-                       humanBytes(*distance),
+                       *distance == 0 ? "+0 B" : humanBytes(*distance),
                        below ? "below ptr" : "above end");
 }
 

@@ -80,14 +80,14 @@ TEST(InexactAddress, MayNotBeExactGetsNoOffByOneVerdict) {
               "privilege.\n");
     std::string db = ingest(t, p);
     auto show = out(db, {"show", "1"});
-    EXPECT_NE(show.find("page start 0 B above end (exact byte unknown)"), std::string::npos)
+    EXPECT_NE(show.find("page start +0 B above end (exact byte unknown)"), std::string::npos)
         << show;
     EXPECT_EQ(show.find("first byte past"), std::string::npos) << show;
     auto rep = out(db, {"report", "1"});
     EXPECT_EQ(rep.find("first byte past"), std::string::npos) << rep;
     EXPECT_NE(rep.find("≈ page start above end"), std::string::npos) << rep;
     auto f = out(db, {"faults"});
-    EXPECT_NE(f.find("\tA\tpage start 0 B above end (exact byte unknown)\t"), std::string::npos)
+    EXPECT_NE(f.find("\tA\tpage start +0 B above end (exact byte unknown)\t"), std::string::npos)
         << f;
 }
 
