@@ -130,8 +130,9 @@ db::Result<IngestSummary> ingestFile(Store& store,
         // A device never ends (/dev/kmsg blocks at the ring's end): nothing would be stored.
         if (S_ISCHR(st.st_mode) && !::isatty(fd.fd))
             return std::unexpected(db::Error{fmt::format(
-                "{}: a character device, which never ends: ingest reads files and pipes to their "
-                "end (the kernel log: `dmesg | gpufault ingest -`, or gpufaultd's [kmsg] source)",
+                "{}: a character device, not a file: ingest reads files and pipes to their end "
+                "(a device such as /dev/kmsg never ends; the kernel log: `dmesg | gpufault "
+                "ingest -`, or gpufaultd's [kmsg] source)",
                 path)});
         id.device = static_cast<int64_t>(st.st_dev);
         id.inode = static_cast<int64_t>(st.st_ino);
