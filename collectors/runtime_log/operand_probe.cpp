@@ -17,6 +17,7 @@ constexpr size_t kMaxValue = 256;  // bytes kept of a shape/stride/dtype/name va
 
 struct Fields {
     std::string_view name, ptr, end, size, bytes, nbytes, shape, stride, dtype, pid;
+    std::string_view repeated;  ///< the first of name/ptr/end/size/bytes/nbytes/pid given twice
 };
 
 bool isKeyChar(char c) {
@@ -39,6 +40,7 @@ size_t csiLength(std::string_view s, size_t i) {
 /// Colour sequences separate tokens as blanks do.
 Fields parseFields(std::string_view s) {
     Fields f;
+    unsigned seen = 0;  // bits of the keys that make the operand, as met
     size_t i = 0;
     while (i < s.size()) {
         for (size_t c; i < s.size();) {
@@ -75,18 +77,25 @@ Fields parseFields(std::string_view s) {
             while (e < s.size() && s[e] != ' ' && s[e] != '\t' && csiLength(s, e) == 0) ++e;
         }
         std::string_view val = s.substr(v, e - v);
+        // Which of two values was meant cannot be told (hostile review 17, i2 LOW 5: the
+        // second `ptr=` was taken without a word): the line is refused, naming the key.
+        auto take = [&](std::string_view& slot, unsigned bit) {
+            if ((seen & bit) && f.repeated.empty()) f.repeated = key;
+            seen |= bit;
+            slot = val;
+        };
         if (key == "name")
-            f.name = val;
+            take(f.name, 1);
         else if (key == "ptr")
-            f.ptr = val;
+            take(f.ptr, 2);
         else if (key == "end")
-            f.end = val;
+            take(f.end, 4);
         else if (key == "size")
-            f.size = val;
+            take(f.size, 8);
         else if (key == "bytes")
-            f.bytes = val;
+            take(f.bytes, 16);
         else if (key == "nbytes")
-            f.nbytes = val;
+            take(f.nbytes, 32);
         else if (key == "shape")
             f.shape = val;
         else if (key == "stride")
@@ -94,7 +103,7 @@ Fields parseFields(std::string_view s) {
         else if (key == "dtype")
             f.dtype = val;
         else if (key == "pid")
-            f.pid = val;
+            take(f.pid, 64);
         i = e;
     }
     return f;
@@ -171,6 +180,12 @@ class OperandProbeMatcher final : public Matcher {
                  Sink& out) {
         std::string name(f.name.empty() ? fallback : f.name);
         bool sized = !f.end.empty() || !f.size.empty() || !f.bytes.empty() || !f.nbytes.empty();
+        if (!f.repeated.empty() && sized) {
+            out.warning({l.line,
+                         "operand " + name + ": repeated key '" + std::string(f.repeated) +
+                             "' (which value is meant cannot be told); line ignored"});
+            return;
+        }
         auto ptr = number(f.ptr);
         if (!ptr) {  // a line with a size says it is an operand: its bad ptr is worth a word
             if (sized) refused(l, name, "ptr", f.ptr, "an address", out);

@@ -142,6 +142,20 @@ TEST(OperandProbe, UnreadablePtrOrEndOfASizedLineIsAWarning) {
 }
 
 // Coloured probe output: `ESC[…m` around values separates tokens as a blank does.
+// Hostile review 17, i2 LOW 5: the second of two `ptr=` was taken without a word.
+TEST(OperandProbe, ARepeatedKeyRefusesTheLine) {
+    auto r = run({"[p] ptr=0x7f00000a0000 ptr=0x7f00000b0000 size=16",
+                  "[p] name=a name=b ptr=0x7f00000a0000 size=16",
+                  "[p] name=ok ptr=0x7f00000a0000 size=16 shape=(4,) shape=(2,2)"});
+    ASSERT_EQ(r.operands.size(), 1u);
+    EXPECT_EQ(r.operands[0].name, "ok");
+    ASSERT_EQ(r.warnings.size(), 2u);
+    EXPECT_EQ(r.warnings[0].line, 1u);
+    EXPECT_EQ(r.warnings[0].message,
+              "operand p: repeated key 'ptr' (which value is meant cannot be told); line ignored");
+    EXPECT_EQ(r.warnings[1].line, 2u);
+}
+
 TEST(OperandProbe, ColourSequencesEndValues) {
     auto s = run({"[probe] name=\x1b[32mW\x1b[0m ptr=0x1000 size=4096\x1b[0m "
                   "dtype=\x1b[33mfloat\x1b[0m"});
