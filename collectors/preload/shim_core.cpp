@@ -409,7 +409,12 @@ void putStack(Line& l) {
             continue;
         }
         if (shown++ > 0) l.putc(';');
-        for (const char* c = name; *c; ++c) l.putc(*c == ' ' || *c == ';' || *c == '=' ? '_' : *c);
+        // A blank, ';' or '=' would split the field; a control byte (a newline in a library's
+        // file name) the record itself (hostile review 17, i4 LOW 5).
+        for (const char* c = name; *c; ++c) {
+            const auto u = static_cast<unsigned char>(*c);
+            l.putc(*c == ' ' || *c == ';' || *c == '=' || u < 0x20 || u == 0x7f ? '_' : *c);
+        }
         l.putc('+');
         l.hex(off);
     }
