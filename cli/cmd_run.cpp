@@ -172,6 +172,20 @@ int cmdRun(const Global& g, const RunOptions& o) {
     std::string dir = o.spool_dir.empty() ? spoolDir() : o.spool_dir;
     std::error_code ec;
     fs::create_directories(dir, ec);
+    if (o.spool_dir.empty() && !fs::is_directory(dir)) {
+        // The default place cannot be made (a user without a home directory): the job still
+        // runs, spooled to a private directory of TMPDIR (hostile review 17, i3 LOW 2: exit 2
+        // before the job, indistinguishable from the job's own 2).
+        const char* t = std::getenv("TMPDIR");
+        std::string tmpl = fmt::format("{}/gpufault-spool-XXXXXX", t && *t ? t : "/tmp");
+        if (::mkdtemp(tmpl.data())) {
+            say("gpufault run: spool directory {}: {}; spooling to {} instead\n",
+                dir,
+                ec ? ec.message() : std::string("not a directory"),
+                tmpl);
+            dir = tmpl;
+        }
+    }
     ::chmod(dir.c_str(), 0700);
     std::string started = text::utcNowIso();
     std::string stamp;

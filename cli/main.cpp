@@ -297,8 +297,7 @@ int main(int argc, char** argv) {
         bool known = false;
         for (const auto* sub : app.get_subcommands({})) known |= sub->get_name() == a;
         if (!known) {
-            std::fprintf(
-                stderr, "gpufault: unknown command '%s' (see gpufault --help)\n", a.c_str());
+            printText(stderr, "gpufault: unknown command '{}' (see gpufault --help)\n", a);
             return 2;
         }
         break;

@@ -268,12 +268,18 @@ class StoreSink final : public Sink {
     };
     std::array<RecentWindow, 64> recentWindows_{};
     std::optional<db::Error> error_;
-    /// Whether `e` is a kernel-log record the file's earlier content held (a source of the same
-    /// file before this one: Store::earlierContentRecords()), each stored one matched once.
+    /// Whether `e` is a kernel record (amdgpu fault, Xid, segfault, GPU reset, with its time
+    /// stamp) the file's earlier content held (a source of the same file before this one:
+    /// Store::earlierContentRecords()): the same text, each stored one matched once, or the
+    /// tail of a stored block's lines (the ring wrapped inside that block).
     bool heldBefore(const Evidence& e);
-    /// Key (kind, raw) → how many of the earlier content's records are not matched yet; loaded
-    /// at the first kernel-log record.
-    std::optional<std::unordered_map<uint64_t, uint32_t>> earlier_;
+    /// The earlier content's kernel records: key (kind, raw) → how many are not matched yet,
+    /// and key (kind, last line) → their raw texts; loaded at the first kernel record.
+    struct Earlier {
+        std::unordered_map<uint64_t, uint32_t> whole;
+        std::unordered_map<uint64_t, std::vector<std::string>> byLastLine;
+    };
+    std::optional<Earlier> earlier_;
     std::deque<uint64_t> truncated_;
     std::deque<uint64_t> unended_;  ///< markUnended()
     /// loadHeld()'s first line: held_dispatches rows from it on go at the next persistHeld().

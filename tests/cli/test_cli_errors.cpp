@@ -265,6 +265,7 @@ TEST(CliHostile, ArgumentsQuotedInErrorsAreNeutralised) {
         {{"--db", t.file("nope") + "/\x1b[2J.db", "events"}, "/\\x1b[2J.db"},
         {{"--db", t.file("db"), "query", "select \x1b[2J"}, "\"\\x1b\""},
         {{"--db", t.file("db"), "ingest", t.file("\x1b]0;t\x07.log")}, "\\x1b]0;t\\x07.log"},
+        {{"--db", t.file("db"), "\x1b]0;t\x07"}, "unknown command '\\x1b]0;t\\x07'"},
     };
     for (const auto& c : cases) {
         std::vector<std::string> argv{GPUFAULT_BIN};

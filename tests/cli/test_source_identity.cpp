@@ -3,6 +3,7 @@
 // read; a file written again in place (same inode, same first line: `dmesg > crash.txt` after
 // a reboot) is new content, read from its start as a new source. Each `ingest -` is a stream
 // of its own, named `-#N`.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -204,6 +205,41 @@ TEST(SourceIdentity, ADmesgDumpedAgainAfterTheRingWrappedStoresEachMessageOnce) 
     ASSERT_GE(now.size(), 2u);
     EXPECT_EQ(std::vector<nlohmann::json>(now.begin(), now.begin() + 2), stored);
     for (size_t i = 2; i < now.size(); ++i) EXPECT_NE(now[i]["kind"], "amdgpu_page_fault") << now[i];
+}
+
+// Hostile review 17 (re-check), i2 H1: the ring wrapped inside a block: the block's last lines
+// made a header-less record, stored again. And a journald-stamped runtime line is no kernel
+// message: written again, it is a new record (its fold counted anew).
+TEST(SourceIdentity, ARingWrappedInsideABlockStoresNoPartOfItAgain) {
+    TempDir t;
+    std::string log = t.file("gpu.log"), db = t.file("db");
+    std::string whole = real("001-amdgpu-gfxhub0-noretry-tcp.txt");
+    writeFile(log, whole);
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", db, "ingest", log}).status, 0);
+    auto stored = records(db);
+    size_t at = whole.find('\n', whole.find('\n') + 1) + 1;  // from the first block's line 3
+    writeFile(log, whole.substr(at));
+    auto again = run({GPUFAULT_BIN, "--db", db, "ingest", log});
+    ASSERT_EQ(again.status, 0) << again.err;
+    EXPECT_NE(again.out.find("(2 kernel records already stored from its earlier content)"),
+              std::string::npos)
+        << again.out;
+    EXPECT_EQ(records(db), stored);
+
+    std::string job = t.file("job.log"), jdb = t.file("jdb");
+    auto line = [](int s) {
+        return fmt::format("Dec 01 10:00:{:02} node1 python[4242]: RuntimeError: CUDA error: an "
+                           "illegal memory access was encountered\n",
+                           s);
+    };
+    writeFile(job, "Dec 01 09:59:00 node1 systemd[1]: Started job.service.\n" + line(1) + line(2));
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", jdb, "ingest", job}).status, 0);
+    writeFile(job, "Dec 01 09:59:30 node1 python[4242]: starting\n" + line(1) + line(2) + line(3));
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", jdb, "ingest", job}).status, 0);
+    auto rows = records(jdb);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0]["count"], 2);
+    EXPECT_EQ(rows[1]["count"], 3);
 }
 
 TEST(SourceIdentity, BigFileRewrittenInItsFirst64MiBIsNewContent) {
