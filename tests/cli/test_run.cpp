@@ -118,6 +118,41 @@ TEST(Run, ExitCodeOfANormalJobAndACommandThatCannotRun) {
     EXPECT_NE(bad.err.find("unknown AMD_LOG_MASK bit 'kernel'"), std::string::npos);
 }
 
+// Hostile review 17, i3 LOW 2: a user whose default spool cannot be made (no home directory)
+// got exit 2 before the job ran, as if the job had exited 2. It runs, spooled under TMPDIR.
+TEST(Run, AJobRunsWhenTheDefaultSpoolCannotBeMade) {
+    if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0)
+        GTEST_SKIP() << "needs root and setpriv to run as another user";
+    TempDir dir;
+    ASSERT_EQ(::chmod(dir.path().c_str(), 01777), 0);
+    // As nobody, with a home directory that does not exist.
+    auto r = run({"/usr/bin/setpriv",
+                  "--reuid=65534",
+                  "--regid=65534",
+                  "--clear-groups",
+                  "/usr/bin/env",
+                  "-i",
+                  "HOME=/nonexistent/home",
+                  "TMPDIR=" + dir.path(),
+                  "PATH=/usr/bin:/bin",
+                  GPUFAULT_BIN,
+                  "--db",
+                  dir.file("g.db"),
+                  "run",
+                  "--",
+                  "sh",
+                  "-c",
+                  "echo ran; exit 3"});
+    EXPECT_EQ(r.status, 3) << r.err << r.out;
+    EXPECT_NE(r.out.find("ran"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("gpufault run: spool directory /nonexistent/home/.local/share/gpufault/"
+                         "spool: "),
+              std::string::npos)
+        << r.out << r.err;
+    EXPECT_NE(r.err.find("; spooling to " + dir.path() + "/gpufault-spool-"), std::string::npos)
+        << r.err;
+}
+
 // A real H200 fault (tests/data/device/h200-illegal-write): the job's stderr captured by
 // `gpufault run`, the kernel's Xid lines naming the pid the run spawned. The Xid 31 address is
 // measured against the operands the job printed, though they live in different streams.
