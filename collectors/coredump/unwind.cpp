@@ -124,6 +124,12 @@ void describe(Context& c, Dwfl_Module* m, Dwarf_Addr pc, Dwarf_Addr adjusted, Fr
     f.line = s.line;
 }
 
+/// A frame in no module libdwfl reported (a core without its executable's ELF headers and no
+/// file for it: libdwfl finds no module at all): its module and offset from the core's file
+/// mappings (NT_FILE), so the frame still reads `nbmain + 0x1135` and a signature does not
+/// depend on where ASLR put it. Defined below (it reads the unwind's LayoutCheck).
+void describeFromMappings(Dwarf_Addr pc, Dwarf_Addr adjusted, Frame& f);
+
 /// True once the deadline has passed; the first thread unwound (the crashing one) is exempt.
 bool pastDeadline(Context& c) {
     if (c.current && c.current->crashed) return false;
@@ -154,7 +160,10 @@ int onFrame(Dwfl_Frame* state, void* arg) {
     Frame f;
     f.pc = pc;
     f.activation = activation;
-    if (Dwfl_Module* m = dwfl_addrmodule(c.dwfl, adjusted)) describe(c, m, pc, adjusted, f);
+    if (Dwfl_Module* m = dwfl_addrmodule(c.dwfl, adjusted))
+        describe(c, m, pc, adjusted, f);
+    else
+        describeFromMappings(pc, adjusted, f);
     c.current->frames.push_back(std::move(f));
     return DWARF_CB_OK;
 }
@@ -195,6 +204,21 @@ struct LayoutCheck {
     std::vector<std::string> refused;  ///< CoreStack::modules_refused
 };
 thread_local LayoutCheck* t_layout = nullptr;
+
+void describeFromMappings(Dwarf_Addr pc, Dwarf_Addr adjusted, Frame& f) {
+    if (!t_layout) return;
+    for (const auto& m : t_layout->maps) {
+        if (adjusted < m.start || adjusted >= m.end) continue;
+        // The module's base: the start of its mapping of file offset 0 (as libdwfl's module
+        // start), else the lowest mapping of that path.
+        uint64_t base = m.start - m.file_offset;
+        for (const auto& n : t_layout->maps)
+            if (n.path == m.path && n.file_offset == 0) base = std::min<uint64_t>(base, n.start);
+        f.module = m.path;
+        f.module_offset = pc - base;
+        return;
+    }
+}
 
 /// libdwfl's find_elf: dwfl_build_id_find_elf, then, for a module whose build-id the core does
 /// not keep (libdwfl cannot tell a replaced file then), the check the executable gets: the
