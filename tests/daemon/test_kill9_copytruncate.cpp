@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 
 #include "tests/daemon/kill9_harness.h"
 
@@ -264,6 +265,28 @@ TEST(DaemonKill9, CopySmallerThanTheCheckpointMatchesAnEarlierOne) {
     EXPECT_EQ(storedNames(q.stop()), every(0, 17));
 }
 
+/// Starts the daemon paused in its first file identification (test pause point
+/// `file-identify`: the first line read, the bytes before the checkpoint not yet hashed), runs
+/// `during` there, lets it go on and waits for READY.
+::testing::AssertionResult restartPausedAtIdentify(Quiet& q, const std::function<void()>& during) {
+    std::string pause = q.s.dir.file("pause");
+    if (!std::filesystem::create_directory(pause))
+        return ::testing::AssertionFailure() << "cannot make " << pause;
+    gpufault::testing::writeFile(pause + "/file-identify", "");  // armed
+    ::setenv("GPUFAULTD_TEST_PAUSE_DIR", pause.c_str(), 1);
+    bool started = q.d.start();
+    ::unsetenv("GPUFAULTD_TEST_PAUSE_DIR");
+    if (!started) return ::testing::AssertionFailure() << "not started";
+    if (!eventually([&] { return std::filesystem::exists(pause + "/file-identify.paused"); },
+                    30s))
+        return ::testing::AssertionFailure() << "never paused: " << q.d.stderrText();
+    during();
+    std::filesystem::remove(pause + "/file-identify.paused");
+    if (!q.d.waitNotify("READY=1", 30s))
+        return ::testing::AssertionFailure() << "not ready: " << q.d.stderrText();
+    return ::testing::AssertionSuccess();
+}
+
 // Killed, then copied; at the restart app.log is truncated and written again while the daemon
 // identifies it: after it read the first line (still the stream's), before it hashed the bytes
 // before the checkpoint (found by seed 3280903452 of the random test, under load). The file is
@@ -292,20 +315,10 @@ TEST(DaemonKill9, TruncatedWhileIdentifiedAfterARestartLeavesTheStreamToTheCopy)
     q.d.kill9();
     gpufault::testing::writeFile(spare, gpufault::testing::readFile(q.s.app));  // copied ...
     ASSERT_EQ(::rename(spare.c_str(), (q.s.app + ".1").c_str()), 0);  // ... as app.log.1
-    std::string pause = q.s.dir.file("pause");
-    ASSERT_TRUE(std::filesystem::create_directory(pause));
-    gpufault::testing::writeFile(pause + "/file-identify", "");  // armed
-    ASSERT_EQ(::setenv("GPUFAULTD_TEST_PAUSE_DIR", pause.c_str(), 1), 0);
-    bool started = q.d.start();
-    ::unsetenv("GPUFAULTD_TEST_PAUSE_DIR");
-    ASSERT_TRUE(started);
-    ASSERT_TRUE(eventually(
-        [&] { return std::filesystem::exists(pause + "/file-identify.paused"); }, 30s))
-        << q.d.stderrText();
-    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
-    q.lines(q.fd, 3);  // L10-12: shorter than the checkpoint
-    std::filesystem::remove(pause + "/file-identify.paused");
-    ASSERT_TRUE(q.d.waitNotify("READY=1", 30s)) << q.d.stderrText();
+    ASSERT_TRUE(restartPausedAtIdentify(q, [&] {
+        ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+        q.lines(q.fd, 3);  // L10-12: shorter than the checkpoint
+    }));
     ASSERT_TRUE(q.caughtUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 13));
 }
@@ -320,20 +333,10 @@ TEST(DaemonKill9, CopytruncateWhileIdentifiedAfterARestartCountsNothingLost) {
     ASSERT_TRUE(q.startWith(10));  // L0-9
     q.d.kill9();
     q.lines(q.fd, 5);  // L10-14: not read before the kill
-    std::string pause = q.s.dir.file("pause");
-    ASSERT_TRUE(std::filesystem::create_directory(pause));
-    gpufault::testing::writeFile(pause + "/file-identify", "");  // armed
-    ASSERT_EQ(::setenv("GPUFAULTD_TEST_PAUSE_DIR", pause.c_str(), 1), 0);
-    bool started = q.d.start();
-    ::unsetenv("GPUFAULTD_TEST_PAUSE_DIR");
-    ASSERT_TRUE(started);
-    ASSERT_TRUE(eventually(
-        [&] { return std::filesystem::exists(pause + "/file-identify.paused"); }, 30s))
-        << q.d.stderrText();
-    gpufault::testing::writeFile(q.s.app + ".1", gpufault::testing::readFile(q.s.app));
-    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
-    std::filesystem::remove(pause + "/file-identify.paused");
-    ASSERT_TRUE(q.d.waitNotify("READY=1", 30s)) << q.d.stderrText();
+    ASSERT_TRUE(restartPausedAtIdentify(q, [&] {
+        gpufault::testing::writeFile(q.s.app + ".1", gpufault::testing::readFile(q.s.app));
+        ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    }));
     ASSERT_TRUE(q.caughtUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 15));
     EXPECT_EQ(q.lostInStore(), 0u);
