@@ -68,17 +68,20 @@ std::string parseFault(string_view body, Evidence& e) {
     string_view addr = body.substr(at + 11);
     std::string refused;
     size_t used = 0;
-    if (text::startsWith(addr, "0x")) {
+    if (text::startsWith(addr, "0x") || text::startsWith(addr, "0X")) {
         // `0x%x_%08x`: the high 32 bits, then the low 32 (zero-padded, so a low part of fewer
         // than 8 digits is still its own 32-bit value: `0x7f_1234800` is 0x7f01234800)
         auto hi = text::parseHex(addr, &used);
-        auto ends = [&](size_t n) {  // the value ends there (not more digits or another `_`)
-            return n >= addr.size() || !(std::isxdigit(static_cast<unsigned char>(addr[n])) ||
-                                         addr[n] == '_' || addr[n] == 'x' || addr[n] == 'X');
+        auto ends = [&](size_t n) {  // the value ends there: `.`, a blank, `,` or the line's end
+            return n >= addr.size() || addr[n] == '.' || addr[n] == ' ' || addr[n] == ',';
         };
         if (hi && used < addr.size() && addr[used] == '_') {
             size_t lo_used = 0;
-            auto lo = text::parseHex(addr.substr(used + 1), &lo_used);
+            std::string_view low = addr.substr(used + 1);
+            // bare hex digits only (`0x7f_0x1234` is no `%08x`)
+            auto lo = low.size() > 1 && (low[1] == 'x' || low[1] == 'X')
+                          ? std::nullopt
+                          : text::parseHex(low, &lo_used);
             if (lo && lo_used <= 8 && *hi <= 0xffffffffULL && ends(used + 1 + lo_used)) {
                 e.address = (*hi << 32) | *lo;
                 e.address_exact = false;

@@ -96,13 +96,19 @@ TEST(NvidiaXid, AnAddressNotOf64BitsIsRefusedWithAWarning) {
     auto sink = testing::feedMatcher(*m,
                                      {head + "0x1_ffffffff_ffffffff" + tail,
                                       head + "0x7f00_123456789" + tail,
-                                      head + "0x7fd2_baa00000" + tail});
-    ASSERT_EQ(sink.evidences.size(), 3u);
+                                      head + "0x7fd2_baa00000" + tail,
+                                      head + "0x7f_0x1234" + tail,
+                                      head + "0x7f_1234500g" + tail,
+                                      head + "0X7FD2_BAA00000" + tail});
+    ASSERT_EQ(sink.evidences.size(), 6u);
+    EXPECT_FALSE(sink.evidences[3].address);
+    EXPECT_FALSE(sink.evidences[4].address);
+    EXPECT_EQ(sink.evidences[5].address, 0x7fd2baa00000ull);
     EXPECT_FALSE(sink.evidences[0].address);
     EXPECT_FALSE(sink.evidences[1].address);
     EXPECT_EQ(sink.evidences[2].address, 0x7fd2baa00000ull);
     EXPECT_EQ(sink.evidences[0].reason, "FAULT_PDE");
-    ASSERT_EQ(sink.warnings.size(), 2u);
+    ASSERT_EQ(sink.warnings.size(), 4u);
     EXPECT_EQ(sink.warnings[0].line, 1u);
     EXPECT_EQ(sink.warnings[0].message,
               "Xid: the fault address is not 0x%x_%08x of 64 bits (0x1_ffffffff_ffffffff): "
