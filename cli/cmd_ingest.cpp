@@ -62,13 +62,15 @@ void progressBar(uint64_t done, uint64_t total) {
     if (total == 0) return;
     int pct = static_cast<int>(done * 100 / total);
     int bars = pct / 4;
-    printText(stderr,
+    // fmt::print: its '\r' redraws the bar (printText would escape it), and nothing in it
+    // comes from the input.
+    fmt::print(stderr,
                "\r[{:<25}] {:3}% {:.0f}/{:.0f} MiB",
                std::string(static_cast<size_t>(bars), '#'),
                pct,
                static_cast<double>(done) / (1 << 20),
                static_cast<double>(total) / (1 << 20));
-    if (done >= total) printText(stderr, "\n");
+    if (done >= total) fmt::print(stderr, "\n");
 }
 
 /// Why `f` is an ELF file that `ingest` cannot take (coredump::notACore of its first bytes);

@@ -225,10 +225,13 @@ db::Result<IngestSummary> ingestFile(Store& store,
     };
     auto checkpoint = [&](bool complete) -> db::Result<void> {
         auto end = static_cast<int64_t>(consumedAt);
+        // A file that grew while being read: its size is what was read (rows stored from
+        // bytes past the size at open are covered by the checkpoint's size and read_hash).
+        auto size = static_cast<int64_t>(total ? std::max(total, consumedAt) : 0);
         auto hash = [&](SourceState& cp) {
-            if (id.kind == "file") hashCheckpoint(prefix, cp, static_cast<int64_t>(total));
+            if (id.kind == "file") hashCheckpoint(prefix, cp, size);
         };
-        if (auto r = stream.checkpoint(end, complete, static_cast<int64_t>(total), hash); !r)
+        if (auto r = stream.checkpoint(end, complete, size, hash); !r)
             return r;
         if (auto r = store.commit(); !r) return r;
         stream.committed();

@@ -525,8 +525,9 @@ void FileTail::committed() {
 }
 
 void FileTail::reset() {
+    auto rows = status();  // this run's rows, and the rows held from an earlier reset
     held_.clear();
-    for (auto& s : status()) {  // this run's rows, and the rows held from an earlier reset
+    for (auto& s : rows) {
         const bool held = s.error.starts_with("store error");
         const bool followed = !s.key.empty() && s.error.empty() && s.not_followed == 0 &&
                               s.key != "file (finished files)";
@@ -567,10 +568,11 @@ std::vector<StreamStatus> FileTail::status() const {
         s.key = keyText(k.first, k.second);
         out.push_back(std::move(s));
     }
-    for (const auto& h : held_) {  // files not followed again since a store error
-        bool again = false;
-        for (const auto& [k, f] : files_) again = again || keyText(k.first, k.second) == h.key;
-        if (!again) out.push_back(h);
+    if (!held_.empty()) {  // files not followed again since a store error
+        std::set<std::string> followed;
+        for (const auto& [k, f] : files_) followed.insert(keyText(k.first, k.second));
+        for (const auto& h : held_)
+            if (!followed.contains(h.key)) out.push_back(h);
     }
     size_t shown = 0;
     for (const auto& [path, why] : problems_) {
