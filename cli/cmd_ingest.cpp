@@ -34,9 +34,8 @@ bool checkInputs(const std::vector<std::string>& files) {
             ok = false;
             continue;
         }
-        if (S_ISDIR(st.st_mode)) {
-            printText(stderr, "gpufault: {}: is a directory\n", f);
-            ok = false;
+        if (S_ISDIR(st.st_mode)) {  // `ingest logs/*` over a subdirectory: skipped, exit 2
+            printText(stderr, "gpufault: {}: is a directory: skipped\n", f);
             continue;
         }
         // A FIFO or device is checked without opening it: an open would block or consume data.
@@ -344,6 +343,10 @@ int cmdIngest(const Global& g,
     // is named and skipped, as cp and gzip do: `ingest /var/lib/systemd/coredump/*` stores
     // every other core, and exits 2 (hostile review 17, i4 H2).
     for (const auto& f : files) {
+        if (struct stat ds {}; f != "-" && ::stat(f.c_str(), &ds) == 0 && S_ISDIR(ds.st_mode)) {
+            rc = 2;  // named by checkInputs
+            continue;
+        }
         if (f != "-" && isAllocLogFile(f)) {
             if (!ingestOneAllocLog(*store, f, std::nullopt, quiet)) {
                 rc = 2;  // the rest are read: one bad file costs none of them

@@ -432,8 +432,11 @@ TEST(CrashSources, ABadCoreInABatchCostsOnlyItself) {
     auto cut = t.file("core.100");
     writeFile(cut, readFile(kDir + "core").substr(0, 3000));
     auto good = zstCore(t);
-    auto r = run(ingest(t, {lz4, cut, good}));
+    auto dir = t.file("subdir");  // `ingest dir/*` over a subdirectory (hostile 17 re-check)
+    ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+    auto r = run(ingest(t, {lz4, cut, dir, good}));
     EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find(dir + ": is a directory: skipped"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(lz4), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("lz4-compressed core: not supported"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(cut), std::string::npos) << r.err;
