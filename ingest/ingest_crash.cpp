@@ -17,6 +17,8 @@
 #include "collectors/coredump/signature.h"
 #include "ingest/ingest_crash_parts.h"
 
+#include <charconv>
+
 namespace gpufault {
 
 namespace cd = coredump;
@@ -58,7 +60,10 @@ std::string baseName(const std::string& p) {
     return std::filesystem::path(p).filename().string();
 }
 
-db::Result<Stored> stored(Store& store, const SourceIdentity& id, bool own_txn) {
+db::Result<Stored> stored(Store& store,
+                          const SourceIdentity& id,
+                          bool own_txn,
+                          uint64_t cap_bytes) {
     if (own_txn)
         if (auto r = store.begin(); !r) return std::unexpected(r.error());
     auto s = store.source(id);
@@ -70,7 +75,18 @@ db::Result<Stored> stored(Store& store, const SourceIdentity& id, bool own_txn) 
     if (own_txn) (void)store.rollback();
     if (!s) return std::unexpected(s.error());
     if (!s->complete) return Stored::No;
-    return note && note->starts_with(kNotRead) ? Stored::WithoutFile : Stored::Yes;
+    if (note && note->starts_with(kNotRead)) return Stored::WithoutFile;
+    // Kept cut at a cap lower than the one given now (hostile review 17 re-check, i4 M8: a
+    // larger --max-unpacked-mib said "unchanged"): read again.
+    constexpr std::string_view kCap = "than the cap of ";
+    if (auto at = note ? note->find(kCap) : std::string::npos; at != std::string::npos) {
+        uint64_t mib = 0;
+        const char* p = note->data() + at + kCap.size();
+        auto [end, ec] = std::from_chars(p, note->data() + note->size(), mib);
+        if (ec == std::errc() && mib < (uint64_t{1} << 40) && cap_bytes > (mib << 20))
+            return Stored::WithoutFile;
+    }
+    return Stored::Yes;
 }
 
 std::string entryOrigin(const cd::CoredumpEntry& e) {

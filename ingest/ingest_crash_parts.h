@@ -51,8 +51,13 @@ inline constexpr std::string_view kNotRead = "core file not read: ";
 /// How far a crash is stored: not at all, from its journal entry only because its core file
 /// could not be read then (the file replaces it), or completely.
 enum class Stored { No, WithoutFile, Yes };
-/// How far the source `id` is stored (in a read transaction of its own when `own_txn`).
-db::Result<Stored> stored(Store& store, const SourceIdentity& id, bool own_txn);
+/// How far the source `id` is stored (in a read transaction of its own when `own_txn`):
+/// WithoutFile also for a core kept cut at a cap (its note names "the cap of N MiB") below
+/// `cap_bytes` (the cap now, when the caller unpacks: read again whole, and replaced).
+db::Result<Stored> stored(Store& store,
+                          const SourceIdentity& id,
+                          bool own_txn,
+                          uint64_t cap_bytes = 0);
 
 /// "systemd-coredump", or "systemd-coredump (untrusted)" for an entry journald does not attest
 /// (coredump::attestedBySystemdCoredump: any user can write such an entry, any file can hold one).

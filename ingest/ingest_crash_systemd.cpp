@@ -401,7 +401,7 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
                                                   int64_t{st.st_mtim.tv_sec} * 1000000000 +
                                                       st.st_mtim.tv_nsec)};
     }
-    auto done = stored(store, id, own_txn);
+    auto done = stored(store, id, own_txn, opt.unpack.max_bytes);
     if (!done) return std::unexpected(done.error());
     if (*done == Stored::Yes) {
         CoreIngestSummary s;

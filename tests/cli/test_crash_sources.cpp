@@ -382,6 +382,16 @@ TEST(CrashSources, ZstdOverTheCapKeepsWhatFits) {
     ASSERT_EQ(stored.size(), 1u);
     EXPECT_EQ(stored[0]["note"], kept) << stored[0].dump();
     EXPECT_EQ(run({"/bin/sh", "-c", "ls -A '" + t.file("tmp") + "' | wc -l"}).out, "0\n");
+    // A larger cap reads it again, whole, in place of the cut one (hostile review 17 re-check,
+    // i4 M8: "unchanged"); the same cap again changes nothing.
+    auto same = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", "--max-unpacked-mib", "1", big});
+    EXPECT_NE(same.out.find("unchanged"), std::string::npos) << same.out;
+    auto larger =
+        run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", "--max-unpacked-mib", "16", big});
+    ASSERT_EQ(larger.status, 0) << larger.err;
+    auto again = jsonLines(t, "cores");
+    ASSERT_EQ(again.size(), 1u) << larger.out;
+    EXPECT_TRUE(again[0]["note"].is_null()) << again[0].dump();
 }
 
 }  // namespace
