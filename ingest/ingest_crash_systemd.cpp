@@ -277,6 +277,15 @@ db::Result<JournalCoresSummary> ingestJournalCores(Store& store,
         spillError.clear();
         if (failed) return;
         auto it = f.find("MESSAGE_ID");
+        if (it == f.end() && finishing && cutBinary) {
+            // Cut inside a binary field before its MESSAGE_ID (a COREDUMP= core early in the
+            // entry): whether it was a crash cannot be told; said, not dropped in silence.
+            sum.warnings.push_back(fmt::format("{}: the export ends inside this entry ({}) "
+                                               "before its MESSAGE_ID: not read",
+                                               where(sum.entries, offset),
+                                               cutBinary->what));
+            return;
+        }
         if (it == f.end() || it->second != cd::kCoredumpMessageId) return;
         auto at = where(sum.entries, offset);
         auto e = cd::parseCoredumpEntry(f);

@@ -482,6 +482,16 @@ TEST(CrashSources, AnExportCutInsideItsJournalCoreKeepsTheEntry) {
     EXPECT_EQ(c[0]["signal"], 11);
     EXPECT_EQ(c[0]["note"],
               "core in the journal not read: the export ends inside it (" + where + ")");
+    // Cut inside a COREDUMP= that comes before the entry's MESSAGE_ID: not read, but said.
+    std::string early = "__CURSOR=s=1\nCOREDUMP\n" + le64(core.size()) + core +
+                        "\nMESSAGE_ID=fc2e22bc6ee647b6b90729ab34a250b1\nCOREDUMP_PID=14046\n\n";
+    writeFile(t.file("early.export"), early.substr(0, early.size() - 100000));
+    auto e = run(ingest(t, {t.file("early.export")}));
+    EXPECT_EQ(e.status, 0) << e.err;
+    EXPECT_NE(e.err.find("the export ends inside this entry (offset 13: binary field COREDUMP, "),
+              std::string::npos)
+        << e.err;
+    EXPECT_NE(e.err.find("before its MESSAGE_ID: not read"), std::string::npos) << e.err;
 }
 
 TEST(CrashSources, EntryStoredWithoutItsFileIsReplacedWhenTheFileIsRead) {
