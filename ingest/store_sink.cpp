@@ -8,7 +8,6 @@
 #include "collectors/common/demangle.h"
 #include "collectors/common/dispatch_args.h"
 #include "collectors/common/same_bytes.h"
-#include "correlate/correlate.h"
 #include "schema/fault_lines.h"
 
 namespace gpufault {
@@ -72,8 +71,12 @@ uint64_t contentKey(std::string_view kind, std::string_view raw) {
 bool StoreSink::heldBefore(const Evidence& e) {
     // A kernel message's text carries its time (`[ 4778.915423]`, a journal stamp): the same
     // text in the same file's earlier content is the same message, dumped again. Only kernel
-    // records: a runtime line (even journald-stamped) may repeat as a new fault and folds.
-    if (!isKernelSide(e.kind) || e.kind == Kind::Coredump) return false;
+    // records (isKernelSide, less cores): a runtime line (even journald-stamped) may repeat as
+    // a new fault, and folds.
+    static constexpr Kind kKernel[] = {
+        Kind::AmdgpuPageFault, Kind::NvidiaXid, Kind::CpuSegfault, Kind::GpuReset};
+    if (std::find(std::begin(kKernel), std::end(kKernel), e.kind) == std::end(kKernel))
+        return false;
     if (!e.time.kernel_s && !e.time.wall) return false;
     auto lastLine = [](std::string_view raw) {
         raw = raw.substr(0, 4096);
@@ -81,14 +84,15 @@ bool StoreSink::heldBefore(const Evidence& e) {
     };
     if (!earlier_) {
         earlier_.emplace();
-        auto rows = store_.earlierContentRecords(source_);
+        std::string kinds = "[";
+        for (Kind k : kKernel)
+            kinds += fmt::format("{}\"{}\"", kinds.size() > 1 ? "," : "", kindName(k));
+        auto rows = store_.earlierContentRecords(source_, kinds + "]");
         if (!rows) {
             check(db::Result<void>(std::unexpected(rows.error())));
             return false;
         }
         for (auto& [kind, raw] : *rows) {
-            auto k = kindFromName(kind);
-            if (!k || !isKernelSide(*k) || *k == Kind::Coredump) continue;
             ++earlier_->whole[contentKey(kind, raw)];
             earlier_->byLastLine[contentKey(kind, lastLine(raw))].push_back(std::move(raw));
         }

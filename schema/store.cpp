@@ -775,13 +775,14 @@ db::Result<void> Store::dropLinesFrom(int64_t source_id, int64_t line) {
 }
 
 db::Result<std::vector<std::pair<std::string, std::string>>> Store::earlierContentRecords(
-    int64_t source_id) {
+    int64_t source_id, const std::string& kinds_json) {
     auto s = db_.prepare(
         "SELECT e.kind, e.raw FROM sources s JOIN sources p ON p.kind = s.kind AND p.device = "
         "s.device AND p.inode = s.inode AND p.id < s.id JOIN evidence e ON e.source_id = p.id "
-        "WHERE s.id = ?1 AND (e.kernel_s IS NOT NULL OR e.wall IS NOT NULL)");
+        "WHERE s.id = ?1 AND e.kind IN (SELECT value FROM json_each(?2)) AND "
+        "(e.kernel_s IS NOT NULL OR e.wall IS NOT NULL)");
     if (!s) return std::unexpected(s.error());
-    s->bind(1, source_id);
+    s->bind(1, source_id).bind(2, kinds_json);
     std::vector<std::pair<std::string, std::string>> out;
     for (;;) {
         auto row = s->step();

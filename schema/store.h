@@ -291,12 +291,13 @@ class Store {
     /// and held dispatches; dispatch counts stay. For a line stored without its newline
     /// (SourceState::unended) that is read again whole. Call inside the open transaction.
     db::Result<void> dropLinesFrom(int64_t source_id, int64_t line);
-    /// (kind, raw) of the records with a kernel-log time (kernel_s or wall) that earlier
-    /// sources of the same file (kind, device and inode; a lower id) than `source_id` stored:
-    /// what a file written again with other first bytes may hold again (`dmesg > gpu.log` after
-    /// the ring buffer wrapped). raw as stored (its first 4 KiB).
+    /// (kind, raw) of the records of the kinds named in `kinds_json` (a JSON array of kind
+    /// names) with a time (kernel_s or wall) that earlier sources of the same file (kind,
+    /// device and inode; a lower id) than `source_id` stored: what a file written again with
+    /// other first bytes may hold again (`dmesg > gpu.log` after the ring buffer wrapped). raw
+    /// as stored (its first 4 KiB).
     db::Result<std::vector<std::pair<std::string, std::string>>> earlierContentRecords(
-        int64_t source_id);
+        int64_t source_id, const std::string& kinds_json);
     /// Adds `delta` bytes to source `source_id`'s lost_bytes: bytes it saw and had not read when
     /// they were removed; negative when a copy gave back bytes counted before. Call inside the
     /// transaction that finishes (or resumes) the stream.
