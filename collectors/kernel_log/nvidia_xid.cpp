@@ -70,7 +70,8 @@ std::string parseFault(string_view body, Evidence& e) {
     size_t used = 0;
     if (text::startsWith(addr, "0x") || text::startsWith(addr, "0X")) {
         // `0x%x_%08x`: the high 32 bits, then the low 32 (zero-padded, so a low part of fewer
-        // than 8 digits is still its own 32-bit value: `0x7f_1234800` is 0x7f01234800)
+        // than 8 digits followed by `.` is still its own 32-bit value: `0x7f_1234800.` is
+        // 0x7f01234800; one that ends the line was cut there and is refused)
         auto hi = text::parseHex(addr, &used);
         auto ends = [&](size_t n) {  // the value ends there: `.`, a blank, `,` or the line's end
             return n >= addr.size() || addr[n] == '.' || addr[n] == ' ' || addr[n] == ',';
@@ -82,7 +83,9 @@ std::string parseFault(string_view body, Evidence& e) {
             auto lo = low.size() > 1 && (low[1] == 'x' || low[1] == 'X')
                           ? std::nullopt
                           : text::parseHex(low, &lo_used);
-            if (lo && lo_used <= 8 && *hi <= 0xffffffffULL && ends(used + 1 + lo_used)) {
+            size_t lo_end = used + 1 + lo_used;
+            bool cut = lo_used < 8 && lo_end >= addr.size();
+            if (lo && lo_used <= 8 && !cut && *hi <= 0xffffffffULL && ends(lo_end)) {
                 e.address = (*hi << 32) | *lo;
                 e.address_exact = false;
             } else {

@@ -134,8 +134,11 @@ void parseDetail(string_view d, Evidence& e) {
 class SanitizerMatcher final : public Matcher {
   public:
     void feed(const LogLine& line, Sink& out) override {
-        if (!line.text.empty() && line.text[0] == '=' && runBoundary(line.text)) {
-            flush(out);  // a run's last (or a new run's first) line ends the report
+        if (runBoundary(line.text)) {
+            // a run's last (or a new run's first) line ends the report, unless it is another
+            // rank's (MPI ranks share one log and each runs its own sanitizer)
+            bool other_rank = cur_ && cur_->rank && line.rank && *cur_->rank != *line.rank;
+            if (!other_rank) flush(out);
             out.runBoundary(line.line, line.rank);
             return;
         }
@@ -163,15 +166,22 @@ class SanitizerMatcher final : public Matcher {
 
   private:
     /// compute-sanitizer's `========= COMPUTE-SANITIZER` (a run starts) and
-    /// `========= ERROR SUMMARY: N errors` (it ended) lines, with the default prefix.
-    static bool runBoundary(string_view t) {
-        if (!text::startsWith(t, kDefaultPrefix)) return false;
-        t = text::trim(t.substr(kDefaultPrefix.size()));
-        return t == "COMPUTE-SANITIZER" || text::startsWith(t, "ERROR SUMMARY:");
+    /// `========= ERROR SUMMARY: N errors` (it ended) lines, with the default prefix or the
+    /// `--prefix` the last report carried, wherever the prefix starts (CI time stamps and
+    /// launchers put their own text before it).
+    bool runBoundary(string_view t) const {
+        auto after = [&](string_view prefix) -> bool {
+            auto rest = afterPrefix(t, prefix);
+            if (!rest) return false;
+            string_view r = text::trim(*rest);
+            return r == "COMPUTE-SANITIZER" || text::startsWith(r, "ERROR SUMMARY:");
+        };
+        return after(kDefaultPrefix) || (run_prefix_ != kDefaultPrefix && after(run_prefix_));
     }
 
     std::optional<Evidence> cur_;  ///< the report in progress
     std::string prefix_;           ///< its line prefix ("" when it had none)
+    std::string run_prefix_{kDefaultPrefix};  ///< the last report's prefix, when it had one
     int foreign_ = 0;
 
     /// A header line `Invalid __global__|__shared__|__local__ read|write|atomic of size N`: flushes
@@ -219,6 +229,7 @@ class SanitizerMatcher final : public Matcher {
             if (token.size() > kMaxPrefix) token = token.substr(token.size() - kMaxPrefix);
             prefix_ = std::string(token);
         }
+        if (!prefix_.empty()) run_prefix_ = prefix_;
         foreign_ = 0;
         appendRaw(line);
         return true;
@@ -227,9 +238,15 @@ class SanitizerMatcher final : public Matcher {
     /// The text after the report's prefix, or nullopt when the line does not carry it.
     std::optional<string_view> content(string_view t) const {
         if (prefix_.empty()) return t;
-        for (size_t p = t.find(prefix_); p != npos; p = t.find(prefix_, p + 1)) {
-            size_t q = p + prefix_.size();
-            bool glued = p > 0 && t[p - 1] == prefix_.back();  // part of a longer `=====` run
+        return afterPrefix(t, prefix_);
+    }
+
+    /// The text after the first `prefix` in `t` that stands on its own (not the tail of a
+    /// longer run of its last character; followed by a blank or the line's end).
+    static std::optional<string_view> afterPrefix(string_view t, string_view prefix) {
+        for (size_t p = t.find(prefix); p != npos; p = t.find(prefix, p + 1)) {
+            size_t q = p + prefix.size();
+            bool glued = p > 0 && t[p - 1] == prefix.back();  // part of a longer `=====` run
             if (!glued && (q == t.size() || t[q] == ' ' || t[q] == '\t')) {
                 return q < t.size() ? t.substr(q + 1) : string_view();
             }

@@ -116,6 +116,23 @@ TEST(NvidiaXid, AnAddressNotOf64BitsIsRefusedWithAWarning) {
     EXPECT_EQ(sink.warnings[1].line, 2u);
 }
 
+TEST(NvidiaXid, ALineCutInsideTheLowHalfHasNoAddress) {
+    // `%08x` prints 8 digits: a line that ends after fewer was cut there (a `dmesg | cut`, a
+    // full disk), and `0x7f_123` is not 0x7f00000123. Eight digits at the line's end are whole.
+    auto m = makeNvidiaXidMatcher();
+    const std::string head =
+        "NVRM: Xid (PCI:0000:3b:00): 31, pid=1234, name=python, Ch 00000008, intr 00000000. MMU "
+        "Fault: ENGINE GRAPHICS GPCCLIENT_T1_8 faulted @ ";
+    auto sink = testing::feedMatcher(*m, {head + "0x7f_123", head + "0x7f_12345678",
+                                          head + "0x7f_1234800. Fault is of type FAULT_PDE"});
+    ASSERT_EQ(sink.evidences.size(), 3u);
+    EXPECT_FALSE(sink.evidences[0].address);
+    EXPECT_EQ(sink.evidences[1].address, 0x7f12345678ull);
+    EXPECT_EQ(sink.evidences[2].address, 0x7f01234800ull);
+    ASSERT_EQ(sink.warnings.size(), 1u);
+    EXPECT_EQ(sink.warnings[0].line, 1u);
+}
+
 TEST(NvidiaXid, LegacyChNoPidHiLoAddress) {
     auto e = one(
         "NVRM: Xid (PCI:0000:01:00): 31, Ch 0000003a, intr 10000000. MMU Fault: ENGINE GRAPHICS "
