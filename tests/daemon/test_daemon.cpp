@@ -389,6 +389,15 @@ TEST(Daemon, SnapshotsTheProcessAKernelFaultRecordNamesWhileItLives) {
                 static_cast<char*>(nullptr));
         ::_exit(127);
     }
+    // Killed however the test ends: a failed assertion must not leave the `sleep` holding
+    // ctest's pipe for a minute (which turned one slow run into a time-out).
+    struct KillGroup {
+        pid_t pid;
+        ~KillGroup() {
+            ::kill(-pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+    } reap{child};
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
     ASSERT_TRUE(startedReady(d));
     // Tagged as a test record: it lands in the machine's real kernel log.
@@ -402,11 +411,10 @@ TEST(Daemon, SnapshotsTheProcessAKernelFaultRecordNamesWhileItLives) {
     ASSERT_TRUE(eventually(
         [&] { return f.count(fmt::format("SELECT count(*) FROM processes WHERE pid={}", child)) == 1; },
         kKmsgWait))
-        << d.stderrText();
+        << d.stderrText() << controlRequest(f.sock, "status")
+        << f.count(fmt::format("SELECT count(*) FROM evidence WHERE pid={}", child));
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(2s), 0);
-    ::kill(-child, SIGKILL);
-    ::waitpid(child, nullptr, 0);
 
     auto procs = run({GPUFAULT_BIN, "--db", f.store, "processes", "--json"});
     ASSERT_EQ(procs.status, 0) << procs.err;
