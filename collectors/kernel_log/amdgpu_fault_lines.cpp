@@ -13,14 +13,16 @@ namespace {
 using text::startsWith;
 constexpr auto npos = std::string_view::npos;
 
-// A `0x…` value at the start of `s` that is complete: at least `min_digits` digits or followed
-// by a character that is not a hex digit (a line cut inside a number gives nullopt).
+// A `0x…` value at the start of `s` that is complete: at least `min_digits` digits (the
+// producers print `%016llx`, `%08X`) or fewer followed by a blank (a log edited by hand). A line
+// cut inside a number, or shortened with `...`, gives nullopt.
 std::optional<uint64_t> completeHex(std::string_view s, size_t min_digits) {
     size_t used = 0;
     auto v = text::parseHex(s, &used);
     if (!v) return std::nullopt;
     size_t digits = used - (startsWith(s, "0x") || startsWith(s, "0X") ? 2 : 0);
-    if (used == s.size() && digits < min_digits) return std::nullopt;
+    if (digits < min_digits && (used == s.size() || (s[used] != ' ' && s[used] != '\t')))
+        return std::nullopt;
     return v;
 }
 

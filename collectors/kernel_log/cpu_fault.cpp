@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cctype>
 #include <string>
 
 #include "collectors/common/text.h"
@@ -209,6 +210,7 @@ std::optional<int64_t> suppressedCount(string_view t) {
 class CpuFaultMatcher final : public Matcher {
   public:
     void feed(const LogLine& line, Sink& out) override {
+        if (held_ && continueHeld(line, out)) return;
         if (suppressed_ && line.line > suppressed_line_ + kSuppressedWindow) suppressed_.reset();
         string_view t = line.text;
         // Cheap prefilter: every anchor below contains ':' (most log lines of other producers
@@ -243,15 +245,57 @@ class CpuFaultMatcher final : public Matcher {
         emit(line, b, std::move(e), out);
     }
 
+    void finish(Sink& out) override { releaseHeld(out); }
     bool kernelLogOnly() const override { return true; }
-    /// The suppressed count expires by line number: skipped lines change nothing.
-    bool idle() const override { return true; }
+    /// The suppressed count expires by line number: skipped lines change nothing; a record
+    /// held for its ` in MAP` fragment waits for the next line.
+    bool idle() const override { return !held_; }
     /// A pending `callbacks suppressed` count is state too: resume at its line to keep it.
     std::optional<uint64_t> openSince() const override {
+        if (held_) return held_->line;  // before any suppressed count it took
         return suppressed_ ? std::optional<uint64_t>(suppressed_line_) : std::nullopt;
     }
 
   private:
+    /// A record whose line ended at its `error` field: the kernel prints ` in MAP` and
+    /// ` likely on CPU …` with KERN_CONT (FORMATS.md §9.1), which a busy console or `dmesg`
+    /// shows as the next line(s) (kmsg flag `c`).
+    std::optional<Evidence> held_;
+
+    void releaseHeld(Sink& out) {
+        if (held_) out.evidence(std::move(*held_));
+        held_.reset();
+    }
+
+    /// Takes `line` into the held record when it is its continuation (` in MAP`, ` likely on
+    /// CPU …`); true then. Otherwise emits the held record (false: `line` is matched as usual).
+    bool continueHeld(const LogLine& line, Sink& out) {
+        string_view t = text::trim(line.text);
+        Evidence& e = *held_;
+        bool in = text::startsWith(t, "in ") && t.find('[') != npos;
+        bool cpu = text::startsWith(t, "likely on CPU ");
+        if (!in && !cpu) {
+            releaseHeld(out);
+            return false;
+        }
+        std::string spaced = " " + std::string(t);  // takeLikelyCpu() wants its leading blank
+        string_view sv = spaced;
+        takeLikelyCpu(&sv, e);
+        if (in) {
+            std::optional<uint64_t> ip;
+            if (auto a = e.attr("ip")) ip = text::parseHex(*a);
+            parseMapping(text::trim(sv).substr(3), ip, e);
+        }
+        if (e.raw.size() < kMaxRaw) {
+            string_view raw = line.raw.empty() ? line.text : line.raw;
+            e.raw += '\n';
+            e.raw.append(raw.substr(0, kMaxRaw - std::min(kMaxRaw, e.raw.size())));
+        }
+        // ` likely on CPU` is the last fragment the kernel prints; after ` in MAP` it may follow
+        if (cpu || e.attr("cpu")) releaseHeld(out);
+        return true;
+    }
+
     /// From a `callbacks suppressed` line, for the next record.
     std::optional<int64_t> suppressed_;
     uint64_t suppressed_line_ = 0;
@@ -266,6 +310,15 @@ class CpuFaultMatcher final : public Matcher {
             !text::startsWith(desc, "trap "))
             return npos;
         return pidBracket(t, close);
+    }
+    /// True when `t` ends with its ` error N` / ` error:N` field (nothing printed after it).
+    static bool endsAtError(string_view t) {
+        t = text::trimRight(t);
+        size_t i = t.size();
+        while (i > 0 && std::isxdigit(static_cast<unsigned char>(t[i - 1]))) --i;
+        if (i == t.size()) return false;
+        return text::endsWith(t.substr(0, i), " error ") ||
+               text::endsWith(t.substr(0, i), " error:");
     }
     static string_view trapName(string_view desc) {
         return text::startsWith(desc, "trap ") ? desc.substr(5) : desc;
@@ -282,6 +335,10 @@ class CpuFaultMatcher final : public Matcher {
         if (suppressed_) e.setAttr("callbacks_suppressed", std::to_string(*suppressed_));
         suppressed_.reset();
         stampFromLine(e, line);
+        if (!e.module && !e.attr("cpu") && e.attr("error") && endsAtError(t)) {
+            held_ = std::move(e);  // its ` in MAP` may come on the next line
+            return;
+        }
         out.evidence(std::move(e));
     }
 };

@@ -91,7 +91,7 @@ std::string parseFault(string_view body, Evidence& e) {
             } else {
                 refused = "the fault address is not 0x%x_%08x of 64 bits";
             }
-        } else if (hi && ends(used)) {
+        } else if (hi && ends(used) && used < addr.size()) {  // (at the line's end: cut before `_`)
             e.address = *hi;
             e.address_exact = false;
         } else {

@@ -43,9 +43,16 @@ std::string_view afterCarriageReturn(std::string_view s) {
 
 std::string_view stripReplyQuotes(std::string_view s) {
     while (!s.empty() && s[0] == '>') {
-        if (s.size() == 1) return {};
-        if (s[1] != ' ' && s[1] != '\t') break;
-        s.remove_prefix(2);
+        size_t n = s.find_first_not_of('>');
+        if (n == std::string_view::npos) return {};
+        if (n > 2) break;  // `>>> ` is Python's prompt, not a quote
+        if (s[n] == ' ' || s[n] == '\t') {
+            s.remove_prefix(n + 1);
+        } else if (s[n] == '[') {  // `>[  327.803487] …`: a quoted kernel line, no blank
+            s.remove_prefix(n);
+        } else {
+            break;
+        }
     }
     return s;
 }

@@ -17,8 +17,8 @@ std::string_view trimLineEnd(std::string_view s);
 /// `\r` (tqdm, pip) leaves its frames in front of the message printed after it.
 std::string_view afterCarriageReturn(std::string_view s);
 
-/// Removes e-mail/Markdown reply quoting `> ` or `>` + TAB (repeated `> > `); a line that is
-/// only `>` gives "".
+/// Removes e-mail/Markdown reply quoting `> ` or `>` + TAB, nested (`>> `, `> > `), and a
+/// bare `>` before a `[` time stamp; a line of only `>` gives "". `>>> ` (Python's prompt) stays.
 std::string_view stripReplyQuotes(std::string_view s);
 
 /// Bytes of leading logger stamps `2025-12-21T05:01:45.677513 - ` (ComfyUI's stdout/stderr

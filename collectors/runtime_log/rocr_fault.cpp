@@ -299,6 +299,13 @@ class RocrFaultMatcher final : public Matcher {
             e.address_exact = !masked && !tail.starts_with(kInexact);
             return;
         }
+        if (v && !text::trim(tail).empty() && kInexact.starts_with(text::trimRight(tail))) {
+            e.address = v;  // cut inside `(may not be exact address)`: the address is whole
+            e.address_exact = false;
+            out.warning({l.line, "ROCr `Memory access fault` line is cut after its address " +
+                                     std::string(rest.substr(0, used))});
+            return;
+        }
         if (v && text::trim(tail).empty()) {  // the line ends in or right after the address
             e.address = v;
             e.address_exact = !masked;

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collectors/common/text.h"
 #include "collectors/runtime_log/error_names.h"
@@ -14,14 +15,18 @@ namespace gpufault {
 namespace {
 
 constexpr size_t kMaxMessage = 256;
+constexpr size_t kMaxPending = 1024;  ///< error lines waiting for their rank's next line
 
 bool isUpper(char c) {
     return c >= 'A' && c <= 'Z';
 }
 
-/// The first non-benign `hipErrorX` / `cudaErrorX` identifier in `t` as programs print it.
+/// The first non-benign `hipErrorX` / `cudaErrorX` identifier in `t` as programs print it, else
+/// the first CUDA driver name (`CUDA_ERROR_ILLEGAL_ADDRESS`, cuGetErrorName(): TensorFlow/XLA,
+/// CuPy and Numba print these; FORMATS.md §9.5).
 std::optional<std::string_view> firstErrorToken(std::string_view t) {
-    for (std::string_view key : {std::string_view("hipError"), std::string_view("cudaError")}) {
+    for (std::string_view key : {std::string_view("hipError"), std::string_view("cudaError"),
+                                 std::string_view("CUDA_ERROR_")}) {
         for (size_t i = t.find(key); i != std::string_view::npos; i = t.find(key, i + 1)) {
             if (i > 0 && rt::isIdentChar(t[i - 1])) continue;
             if (i + key.size() >= t.size() || !isUpper(t[i + key.size()])) continue;  // hipError_t
@@ -50,8 +55,10 @@ class RuntimeErrorMatcher final : public Matcher {
   public:
     void feed(const LogLine& l, Sink& out) override {
         std::string_view t = l.text;
-        if (t.find("rror") == std::string_view::npos) {  // prefilter: error/Error/hipError…
-            flushPending(out);
+        // prefilter: error/Error/hipError…, and the driver's CUDA_ERROR_… names
+        if (t.find("rror") == std::string_view::npos &&
+            t.find("CUDA_ERROR_") == std::string_view::npos) {
+            flushPending(out, l.rank);
             if (t.find("No paths matched") != std::string_view::npos) return blas(l, out);
             if (t.find("no kernel image is available") != std::string_view::npos)
                 return noKernelImage(l, out);
@@ -59,7 +66,7 @@ class RuntimeErrorMatcher final : public Matcher {
         }
         if (size_t s = t.find("Search for `"); s != std::string_view::npos)
             return searchLine(l, t.substr(s + 12), out);
-        flushPending(out);
+        flushPending(out, l.rank);
         // AMD_LOG_LEVEL lines and HIP's own messages are hip_log.cpp's.
         if (rt::amdFieldsAtStart(l).present || t.find("Returned hip") != std::string_view::npos ||
             t.find("hipErrorNoBinaryForGpu: ") != std::string_view::npos)
@@ -74,7 +81,7 @@ class RuntimeErrorMatcher final : public Matcher {
                                 std::pair{std::string_view("HIP error: "), true},
                                 std::pair{std::string_view("ROCm error: "), true}}) {
             if (size_t e = t.find(key); e != std::string_view::npos)
-                return errorText(l, t.substr(e + key.size()), hip);
+                return errorText(l, t.substr(e + key.size()), hip, out);
         }
         if (t.find("no kernel image is available") != std::string_view::npos)
             return noKernelImage(l, out);
@@ -94,7 +101,7 @@ class RuntimeErrorMatcher final : public Matcher {
         folder_.publish(out);
     }
 
-    bool idle() const override { return !pending_; }  // folded records wait for no line
+    bool idle() const override { return pending_.empty(); }  // folded records wait for no line
     std::optional<uint64_t> foldedSince() const override { return folder_.firstLine(); }
     std::optional<uint64_t> closedFoldAround(uint64_t line) const override {
         return folder_.closedAround(line);
@@ -108,25 +115,48 @@ class RuntimeErrorMatcher final : public Matcher {
                       std::optional<int64_t> pid,
                       std::optional<int64_t> rank,
                       Sink& out) override {
-        if (pending_ && pending_->line < at) flushPending(out);
+        flushPendingBefore(at, out);
         folder_.closeProcess(at, pid, rank, out);
     }
     std::optional<uint64_t> openSince() const override {
         auto first = folder_.firstLine();
-        if (pending_ && (!first || pending_->line < *first)) first = pending_->line;
+        for (const auto& e : pending_)
+            if (!first || e.line < *first) first = e.line;
         return first;
     }
 
   private:
-    void flushPending(Sink& out) {
-        if (pending_) folder_.add(std::move(*pending_), out);
-        pending_.reset();
+    /// Completes the records waiting for their next line: those of `rank` and the rank-less
+    /// ones (a rank's next line is the next line of that rank: MPI ranks interleave theirs),
+    /// or all of them when the line states no rank.
+    void flushPending(Sink& out, std::optional<int64_t> rank = std::nullopt) {
+        if (pending_.empty()) return;
+        std::vector<Evidence> keep;
+        for (auto& e : pending_) {
+            if (!e.rank || !rank || *e.rank == *rank) {
+                folder_.add(std::move(e), out);
+            } else {
+                keep.push_back(std::move(e));
+            }
+        }
+        pending_ = std::move(keep);
+    }
+    void flushPendingBefore(uint64_t at, Sink& out) {
+        std::vector<Evidence> keep;
+        for (auto& e : pending_) {
+            if (e.line < at) {
+                folder_.add(std::move(e), out);
+            } else {
+                keep.push_back(std::move(e));
+            }
+        }
+        pending_ = std::move(keep);
     }
 
     /// PyTorch `CUDA error: %s` / hipified `HIP error: %s` (c10/cuda/CUDAException.cpp, after
     /// `torch.AcceleratorError: `, `RuntimeError: `, `what():  `, an NCCL watchdog line …),
     /// ggml's `ROCm error: %s`, or plain program output. The text is mapped back to a name.
-    void errorText(const LogLine& l, std::string_view msg, bool hip) {
+    void errorText(const LogLine& l, std::string_view msg, bool hip, Sink& out) {
         msg = text::trim(msg);
         if (msg.empty()) return;
         std::optional<std::string_view> name = firstErrorToken(l.text);
@@ -137,7 +167,12 @@ class RuntimeErrorMatcher final : public Matcher {
         Evidence e = rt::baseEvidence(kindOf(name), l, {}, vendor);
         if (name) e.reason = std::string(*name);
         e.setAttr("message", std::string(msg.substr(0, std::min(msg.size(), kMaxMessage))));
-        pending_ = std::move(e);  // PyTorch's next line may name the error exactly
+        // PyTorch's next line (of this rank) may name the error exactly
+        if (pending_.size() >= kMaxPending) {
+            folder_.add(std::move(pending_.front()), out);
+            pending_.erase(pending_.begin());
+        }
+        pending_.push_back(std::move(e));
     }
 
     /// "Search for `NAME' in https://… for more information." (get_cuda_error_help): the name
@@ -146,14 +181,15 @@ class RuntimeErrorMatcher final : public Matcher {
     /// an error of its own: without the error line right before it (a log cut there), no record.
     void searchLine(const LogLine& l, std::string_view rest, Sink& out) {
         std::string_view name = rt::identAt(rest, 0);
-        if (name.empty() || rest.substr(name.size(), 1) != "'") return flushPending(out);
-        if (!pending_) return;
-        if (errnames::isBenign(name)) {
-            pending_.reset();
-            return;
-        }
-        Evidence e = std::move(*pending_);
-        pending_.reset();
+        if (name.empty() || rest.substr(name.size(), 1) != "'") return flushPending(out, l.rank);
+        // the error line of this rank (the last one when the hint states no rank)
+        auto it = pending_.end();
+        for (auto i = pending_.begin(); i != pending_.end(); ++i)
+            if (!l.rank || !i->rank || *i->rank == *l.rank) it = i;
+        if (it == pending_.end()) return;
+        Evidence e = std::move(*it);
+        pending_.erase(it);
+        if (errnames::isBenign(name)) return;
         if (e.line != l.line) rt::appendRaw(e.raw, l.raw);
         e.kind = kindOf(name);
         e.reason = std::string(name);
@@ -227,7 +263,8 @@ class RuntimeErrorMatcher final : public Matcher {
     }
 
     rt::Folder folder_;
-    std::optional<Evidence> pending_;  ///< an error-text line; the next may be `Search for`
+    /// error-text lines whose next line (of their rank) may be `Search for`: one per rank
+    std::vector<Evidence> pending_;
 };
 
 }  // namespace

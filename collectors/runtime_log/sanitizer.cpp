@@ -18,7 +18,9 @@
 // `write` (the stricter permission it needs) with attr access_op=atomic.
 #include "collectors/runtime_log/sanitizer.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "collectors/common/text.h"
 
@@ -120,7 +122,8 @@ void parseDetail(string_view d, Evidence& e) {
                text::startsWith(d, "Access at 0x")) {
         string_view a = d.substr(d.find("0x"));
         size_t n = 0;
-        if (auto v = text::parseHex(a, &n); v && !e.address) {
+        // `0x%llx is …`: a value that ends the line was cut inside it (no address)
+        if (auto v = text::parseHex(a, &n); v && !e.address && n < a.size() && a[n] == ' ') {
             e.address = *v;
             e.address_exact = true;
             if (text::startsWith(a.substr(n), " is "))
@@ -134,11 +137,11 @@ void parseDetail(string_view d, Evidence& e) {
 class SanitizerMatcher final : public Matcher {
   public:
     void feed(const LogLine& line, Sink& out) override {
+        // MPI ranks share one log and each runs its own sanitizer: a line continues (or ends)
+        // the report of its own rank only
+        if (line.rank != rank_) select(line.rank, out);
         if (runBoundary(line.text)) {
-            // a run's last (or a new run's first) line ends the report, unless it is another
-            // rank's (MPI ranks share one log and each runs its own sanitizer)
-            bool other_rank = cur_ && cur_->rank && line.rank && *cur_->rank != *line.rank;
-            if (!other_rank) flush(out);
+            flush(out);  // a run's last (or a new run's first) line ends the report
             out.runBoundary(line.line, line.rank);
             return;
         }
@@ -159,9 +162,19 @@ class SanitizerMatcher final : public Matcher {
         parseDetail(text::trim(*body), *cur_);
     }
 
-    void finish(Sink& out) override { flush(out); }
+    void finish(Sink& out) override {
+        flush(out);
+        std::sort(parked_.begin(), parked_.end(),
+                  [](const Parked& a, const Parked& b) { return a.cur.line < b.cur.line; });
+        for (auto& p : parked_) out.evidence(std::move(p.cur));
+        parked_.clear();
+    }
     std::optional<uint64_t> openSince() const override {
-        return cur_ ? std::optional<uint64_t>(cur_->line) : std::nullopt;
+        std::optional<uint64_t> first;
+        if (cur_) first = cur_->line;
+        for (const auto& p : parked_)
+            if (!first || p.cur.line < *first) first = p.cur.line;
+        return first;
     }
 
   private:
@@ -179,6 +192,40 @@ class SanitizerMatcher final : public Matcher {
         return after(kDefaultPrefix) || (run_prefix_ != kDefaultPrefix && after(run_prefix_));
     }
 
+    /// Another rank's report in progress, while lines of other ranks are read.
+    struct Parked {
+        std::optional<int64_t> rank;
+        Evidence cur;
+        std::string prefix;
+        int foreign;
+    };
+    static constexpr size_t kMaxParked = 1024;
+
+    /// Makes `rank`'s report (if any) the one in progress, parking the current one.
+    void select(std::optional<int64_t> rank, Sink& out) {
+        if (cur_) {
+            if (parked_.size() >= kMaxParked) {  // more ranks than any job: the oldest ends
+                out.evidence(std::move(parked_.front().cur));
+                parked_.erase(parked_.begin());
+            }
+            parked_.push_back({rank_, std::move(*cur_), std::move(prefix_), foreign_});
+        }
+        cur_.reset();
+        prefix_.clear();
+        foreign_ = 0;
+        rank_ = rank;
+        for (auto it = parked_.begin(); it != parked_.end(); ++it) {
+            if (it->rank != rank) continue;
+            cur_ = std::move(it->cur);
+            prefix_ = std::move(it->prefix);
+            foreign_ = it->foreign;
+            parked_.erase(it);
+            break;
+        }
+    }
+
+    std::optional<int64_t> rank_;  ///< the rank of the report in progress (of the last line)
+    std::vector<Parked> parked_;   ///< other ranks' reports in progress
     std::optional<Evidence> cur_;  ///< the report in progress
     std::string prefix_;           ///< its line prefix ("" when it had none)
     std::string run_prefix_{kDefaultPrefix};  ///< the last report's prefix, when it had one

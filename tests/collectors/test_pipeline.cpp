@@ -421,5 +421,30 @@ TEST(Pipeline, AnotherRanksErrorSummaryDoesNotEndAReport) {
     EXPECT_EQ(sink.ev[0].address, 0x7f00dead0000ull);
 }
 
+// Two ranks' reports interleaved line by line: each keeps its own lines (hostile review 23,
+// H2: rank 1's record took rank 0's address and rank 0's had none).
+TEST(Pipeline, InterleavedRanksKeepTheirOwnSanitizerReports) {
+    CountingSink sink;
+    TextPipeline p(sink);
+    uint64_t n = 0;
+    auto feed = [&](std::string_view s) { p.feedLine(++n, s); };
+    feed("[rank0]:========= Invalid __global__ read of size 4 bytes");
+    feed("[rank0]:=========     at k(float *)+0x10 in k.cu:5");
+    feed("[rank1]:========= Invalid __global__ write of size 8 bytes");
+    feed("[rank0]:=========     by thread (0,0,0) in block (0,0,0)");
+    feed("[rank0]:=========     Address 0x7f0000001000 is out of bounds");
+    feed("[rank1]:=========     at k2(float *)+0x20 in k.cu:9");
+    feed("[rank1]:=========     Address 0x7e0000001000 is out of bounds");
+    feed("[rank1]:========= ");
+    p.finish();
+    ASSERT_EQ(sink.ev.size(), 2u);
+    for (const auto& e : sink.ev) {
+        ASSERT_TRUE(e.rank);
+        EXPECT_EQ(e.address, *e.rank == 0 ? 0x7f0000001000ull : 0x7e0000001000ull);
+        EXPECT_EQ(e.access, *e.rank == 0 ? "read" : "write");
+        EXPECT_EQ(e.line, *e.rank == 0 ? 1u : 3u);
+    }
+}
+
 }  // namespace
 }  // namespace gpufault

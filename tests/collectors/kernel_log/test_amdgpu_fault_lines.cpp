@@ -267,6 +267,24 @@ TEST(AmdgpuFault, NumbersCutByTheEndOfTheLineAreLeftOut) {
     EXPECT_FALSE(r[0].status);
 }
 
+// Hostile review 23, H3: an address shortened with `...` was stored as if whole. (A header
+// cut inside its thread pid cannot be told: 4.17–4.19 print the `)` on the next line.)
+TEST(AmdgpuFault, AnEllipsisAddressIsLeftOut) {
+    auto r = run({D + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 pasid:32769, for "
+                      "process pt_main_thread pid 12924 thread pt_main_thread pid 129",
+                  D + "  in page starting at address 0x00007f3a12... from IH client 0x1b (UTCL2)"});
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].pid, 12924);
+    EXPECT_EQ(r[0].thread, "pt_main_thread");
+    EXPECT_FALSE(r[0].address);
+    auto whole = run({D + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 pasid:32769)",
+                      D + " Process python3 pid 4242 thread python3 pid 4250",
+                      D + "  in page starting at address 0x7f3a12340000 from client 10"});
+    ASSERT_EQ(whole.size(), 1u);
+    EXPECT_EQ(whole[0].tid, 4250);
+    EXPECT_EQ(whole[0].address, 0x7f3a12340000ull);  // short, but whole (` from` follows)
+}
+
 // ---- gmc v6..v8 ---------------------------------------------------------------------------
 
 TEST(AmdgpuFault, GmcV8BlockAddressIsPageTimes4096) {

@@ -107,6 +107,34 @@ TEST(CpuFault, SegfaultWithoutInPart) {
     EXPECT_EQ(e.attr("cpu"), "2");
 }
 
+// ` in MAP` and ` likely on CPU` are KERN_CONT fragments (FORMATS.md §9.1): a console or
+// dmesg can show them as lines of their own. They complete the record (hostile review 23, M2:
+// the module and its offset were lost); any other next line releases it as it is.
+TEST(CpuFault, ASegfaultSplitIntoContinuationLinesIsOneRecord) {
+    auto ev = run({"python3[12345]: segfault at 8a ip 00007c7def28a610 sp 00007ffd4a1b2c40 error 4",
+                   " in libamdhip64.so.7.2.53211[489610,7c7dee000000+1a00000]",
+                   " likely on CPU 5 (core 5, socket 0)",
+                   "Code: 2e 0f 1f 84 00 00 00 00 00",
+                   "python3[777]: segfault at 0 ip 00007c7def28a610 sp 00007ffd4a1b2c40 error 6",
+                   "Code: 2e 0f 1f 84 00 00 00 00 00",
+                   "traps: python3[778] general protection fault ip:7f0e1e2a3b4c sp:7ffd error:0",
+                   " in libc.so.6[7f0e1e200000+195000]"});
+    ASSERT_EQ(ev.size(), 3u);
+    EXPECT_EQ(ev[0].pid, 12345);
+    EXPECT_EQ(ev[0].address, 0x8au);
+    EXPECT_EQ(ev[0].module, "libamdhip64.so.7.2.53211");
+    EXPECT_EQ(ev[0].module_offset, 0x489610u);
+    EXPECT_EQ(ev[0].attr("cpu"), "5");
+    EXPECT_EQ(ev[0].line, 1u);
+    EXPECT_NE(ev[0].raw.find("\n in libamdhip64"), std::string::npos) << ev[0].raw;
+    EXPECT_EQ(ev[1].pid, 777);
+    EXPECT_FALSE(ev[1].module);
+    EXPECT_EQ(ev[1].raw.find('\n'), std::string::npos);
+    EXPECT_EQ(ev[2].pid, 778);
+    EXPECT_EQ(ev[2].module, "libc.so.6");
+    EXPECT_EQ(ev[2].module_offset, 0xa3b4cu);
+}
+
 TEST(CpuFault, SegfaultPre2625RipRsp) {
     auto e =
         one("hal-resmgr[13791]: segfault at 3c rip 2b9c8caec182 rsp 7fff1e825d30 error 4 in "

@@ -124,13 +124,16 @@ TEST(NvidiaXid, ALineCutInsideTheLowHalfHasNoAddress) {
         "NVRM: Xid (PCI:0000:3b:00): 31, pid=1234, name=python, Ch 00000008, intr 00000000. MMU "
         "Fault: ENGINE GRAPHICS GPCCLIENT_T1_8 faulted @ ";
     auto sink = testing::feedMatcher(*m, {head + "0x7f_123", head + "0x7f_12345678",
-                                          head + "0x7f_1234800. Fault is of type FAULT_PDE"});
-    ASSERT_EQ(sink.evidences.size(), 3u);
+                                          head + "0x7f_1234800. Fault is of type FAULT_PDE",
+                                          head + "0x7f00"});
+    ASSERT_EQ(sink.evidences.size(), 4u);
     EXPECT_FALSE(sink.evidences[0].address);
     EXPECT_EQ(sink.evidences[1].address, 0x7f12345678ull);
     EXPECT_EQ(sink.evidences[2].address, 0x7f01234800ull);
-    ASSERT_EQ(sink.warnings.size(), 1u);
+    EXPECT_FALSE(sink.evidences[3].address);  // cut before its `_`
+    ASSERT_EQ(sink.warnings.size(), 2u);
     EXPECT_EQ(sink.warnings[0].line, 1u);
+    EXPECT_EQ(sink.warnings[1].line, 4u);
 }
 
 TEST(NvidiaXid, LegacyChNoPidHiLoAddress) {

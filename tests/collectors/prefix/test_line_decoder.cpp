@@ -65,6 +65,13 @@ TEST(LineDecoder, ReplyQuotes) {
     EXPECT_EQ(decodeOne("> ").text, "");
     EXPECT_EQ(decodeOne("> > ").text, "");
     EXPECT_EQ(decodeOne(">>> import torch").text, ">>> import torch");
+    // nested quotes without a blank between, and a bare `>` before a stamp (hostile review 23, M5)
+    for (std::string q : {">> ", ">>\t", ">", "> >> "}) {
+        auto n = decodeOne(q + "[ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: x");
+        EXPECT_EQ(n.text, "amdgpu 0000:c6:00.0: amdgpu: x") << q;
+        ASSERT_TRUE(n.time.kernel_s) << q;
+        EXPECT_NEAR(*n.time.kernel_s, 4778.915423, 5e-7) << q;
+    }
     // real: 108
     auto r = decodeOne(
         "> :0:rocdevice.cpp            :2984: 71322719728 us: [pid:8     "

@@ -63,6 +63,20 @@ TEST(RocrFault, AGarbledOrCutAddressIsNotStoredAndIsWarned) {
               std::string::npos);
 }
 
+// A line cut inside `(may not be exact address)`: the address before it is whole, and not
+// exact (hostile review 23, L3: it was dropped as garbled).
+TEST(RocrFault, ALineCutInsideMayNotBeExactKeepsTheAddress) {
+    auto m = makeRocrFaultMatcher();
+    auto out = testing::feedMatcher(*m, {"Memory access fault by GPU node-2 (Agent handle: "
+                                         "0x5604e1a0c1d0) on address 0x7f1a2b3c4000(may not be ex"});
+    ASSERT_EQ(out.evidences.size(), 1u);
+    EXPECT_EQ(out.evidences[0].address, 0x7f1a2b3c4000ull);
+    EXPECT_EQ(out.evidences[0].address_exact, false);
+    ASSERT_EQ(out.warnings.size(), 1u);
+    EXPECT_NE(out.warnings[0].message.find("cut after its address 0x7f1a2b3c4000"),
+              std::string::npos);
+}
+
 TEST(RocrFault, ANullAgentHandleIsNil) {
     auto ev = run({"Memory access fault by GPU node-1 (Agent handle: (nil)) on address "
                    "0x7f1a2b3c4000. Reason: Unknown."});

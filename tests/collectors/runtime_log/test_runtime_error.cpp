@@ -60,6 +60,47 @@ TEST(RuntimeError, HipErrorTextAndSearchLineOverrides) {
     EXPECT_EQ(ev[1].line, 2u);
 }
 
+// cuGetErrorName()'s driver names (FORMATS.md §9.5) as TensorFlow/XLA, CuPy and Numba print
+// them: one record each, the name as printed (hostile review 23, H1: no record at all).
+TEST(RuntimeError, CudaDriverErrorNames) {
+    auto ev = run({{"2024-05-01 10:00:00.123456: E external/local_xla/xla/stream_executor/cuda/"
+                    "cuda_driver.cc:1161] failed to synchronize the stop event: "
+                    "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered"},
+                   {"cupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_MISALIGNED_ADDRESS: "
+                    "misaligned address"},
+                   {"numba.cuda.cudadrv.driver.CudaAPIError: [700] Call to cuMemcpyDtoH results in "
+                    "CUDA_ERROR_LAUNCH_FAILED"},
+                   {"cuStreamQuery returned CUDA_ERROR_NOT_READY"},
+                   {"CUDA_ERROR_ is not a name"}});
+    ASSERT_EQ(ev.size(), 3u);
+    EXPECT_EQ(ev[0].reason, "CUDA_ERROR_ILLEGAL_ADDRESS");
+    EXPECT_EQ(ev[0].vendor, "nvidia");
+    EXPECT_EQ(ev[0].kind, Kind::RuntimeError);
+    EXPECT_EQ(ev[1].reason, "CUDA_ERROR_MISALIGNED_ADDRESS");
+    EXPECT_EQ(ev[2].reason, "CUDA_ERROR_LAUNCH_FAILED");
+    EXPECT_EQ(ev[2].line, 3u);
+}
+
+// Two ranks' PyTorch errors interleaved: each `Search for` hint names its own rank's error
+// (hostile review 23, M1: rank 1's record took rank 0's name).
+TEST(RuntimeError, SearchLinesNameTheErrorOfTheirRank) {
+    auto ev = run({{"torch.AcceleratorError: CUDA error: an illegal memory access was encountered", 0},
+                   {"torch.AcceleratorError: CUDA error: misaligned address", 1},
+                   {"Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/ for more "
+                    "information.",
+                    0},
+                   {"Search for `cudaErrorMisalignedAddress' in https://docs.nvidia.com/cuda/ for "
+                    "more information.",
+                    1}});
+    ASSERT_EQ(ev.size(), 2u);
+    for (const auto& e : ev) {
+        ASSERT_TRUE(e.rank);
+        EXPECT_EQ(e.reason, *e.rank == 0 ? "cudaErrorIllegalAddress" : "cudaErrorMisalignedAddress")
+            << e.line;
+        EXPECT_NE(e.raw.find("Search for"), std::string::npos) << e.raw;
+    }
+}
+
 TEST(RuntimeError, RocmBuildSayingCudaErrorIsAmd) {
     // Fixture 065.
     auto ev =

@@ -207,6 +207,17 @@ TEST(Sanitizer, RealOlderAccessAtWordingCutLastLine) {  // 025
     EXPECT_EQ(ev[0].attr("nearest_alloc_size"), "2400");
 }
 
+// `Address 0x%llx is …`: a line that ends in the number was cut inside it (hostile review 23,
+// H3: `Address 0x7f3a12` was stored as the fault address).
+TEST(Sanitizer, AnAddressCutByTheLinesEndIsLeftOut) {
+    auto ev = run({"========= Invalid __global__ write of size 4 bytes",
+                   "=========     at k(float *)+0x10",
+                   "=========     Address 0x7f3a12"});
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_FALSE(ev[0].address);
+    EXPECT_EQ(ev[0].kernel, "k(float *)");
+}
+
 // CUDA 11.5+ memcheck: `Invalid __global__ atomic of size 4 bytes` … `Address 0x… is not
 // readable/writable with atomic operations`. EVIDENCE.md's access has no `atomic`: stored as
 // `write` with attr access_op=atomic.
