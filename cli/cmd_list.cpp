@@ -7,6 +7,7 @@
 #include "cli/store_open.h"
 #include "collectors/common/demangle.h"
 #include "collectors/common/evidence_json.h"
+#include "collectors/common/log_line.h"
 #include "collectors/common/text.h"
 #include "schema/core_queries.h"
 #include "schema/queries.h"
@@ -97,7 +98,7 @@ nlohmann::json operandJson(const OperandRow& r) {
             {"stride", r.o.stride ? nlohmann::json(*r.o.stride) : nlohmann::json(nullptr)},
             {"dtype", r.o.dtype ? nlohmann::json(*r.o.dtype) : nlohmann::json(nullptr)},
             {"origin", r.o.origin},
-            {"rank", r.o.rank ? nlohmann::json(*r.o.rank) : nlohmann::json(nullptr)},
+            {"rank", statedRank(r.o.rank) ? nlohmann::json(*r.o.rank) : nlohmann::json(nullptr)},
             {"dispatch_kernel",
              r.dispatch_kernel ? nlohmann::json(*r.dispatch_kernel) : nlohmann::json(nullptr)}};
 }
@@ -295,18 +296,20 @@ int cmdDispatches(const Global& g, bool json) {
     TextTable t{{"ID", "WHERE", "PID", "THREAD", "RUNTIME_US", "KERNEL"}, {}};
     for (auto& r : *rows) {
         if (json) {
-            printJsonLine(stdout,
-                          {{"id", r.id},
-                           {"source", r.source},
-                           {"line", r.d.line},
-                           {"pid", r.d.pid ? nlohmann::json(*r.d.pid) : nlohmann::json(nullptr)},
-                           {"runtime_tid", r.d.runtime_tid},
-                           {"rank", r.d.rank ? nlohmann::json(*r.d.rank) : nlohmann::json(nullptr)},
-                           {"runtime_us",
-                            r.d.time.runtime_us ? nlohmann::json(*r.d.time.runtime_us)
-                                                : nlohmann::json(nullptr)},
-                           {"kernel", r.d.kernel},
-                           {"kernel_demangled", demangle(r.d.kernel)}});
+            printJsonLine(
+                stdout,
+                {{"id", r.id},
+                 {"source", r.source},
+                 {"line", r.d.line},
+                 {"pid", r.d.pid ? nlohmann::json(*r.d.pid) : nlohmann::json(nullptr)},
+                 {"runtime_tid", r.d.runtime_tid},
+                 {"rank",
+                  statedRank(r.d.rank) ? nlohmann::json(*r.d.rank) : nlohmann::json(nullptr)},
+                 {"runtime_us",
+                  r.d.time.runtime_us ? nlohmann::json(*r.d.time.runtime_us)
+                                      : nlohmann::json(nullptr)},
+                 {"kernel", r.d.kernel},
+                 {"kernel_demangled", demangle(r.d.kernel)}});
             continue;
         }
         t.rows.push_back({std::to_string(r.id),

@@ -3,8 +3,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <span>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "cli/commands.h"
 #include "cli/diagnosis_view.h"
@@ -14,6 +14,7 @@
 #include "cli/stack_view.h"
 #include "cli/store_open.h"
 #include "collectors/common/demangle.h"
+#include "collectors/common/log_line.h"
 #include "collectors/common/text.h"
 #include "schema/core_queries.h"
 #include "schema/queries.h"
@@ -73,7 +74,7 @@ std::string facts(const Evidence& e) {
     if (e.pci) f.push_back(*e.pci);
     if (e.gpu_node) f.push_back(fmt::format("node-{}", *e.gpu_node));
     if (e.pid) f.push_back(fmt::format("pid {}{}", *e.pid, e.process ? " " + *e.process : ""));
-    if (e.rank) f.push_back(fmt::format("rank {}", *e.rank));
+    if (statedRank(e.rank)) f.push_back(fmt::format("rank {}", *e.rank));
     if (e.vmid) f.push_back(fmt::format("vmid {}", *e.vmid));
     if (e.pasid) f.push_back(fmt::format("pasid {}", *e.pasid));
     if (e.client) f.push_back("client " + *e.client);
@@ -110,8 +111,8 @@ std::string candidatesText(const IncidentView& v) {
         if (m.role != "candidate") continue;
         const auto& e = m.ev.e;
         std::string who = e.pid ? fmt::format("pid {}{}", *e.pid, e.process ? " " + *e.process : "")
-                          : e.rank ? fmt::format("rank {}", *e.rank)
-                                   : fmt::format("{}:{}", m.ev.source, e.line);
+                          : statedRank(e.rank) ? fmt::format("rank {}", *e.rank)
+                                               : fmt::format("{}:{}", m.ev.source, e.line);
         s += fmt::format("{}{} (#{})", s.empty() ? "" : " or ", who, m.ev.id);
     }
     return s;
@@ -444,7 +445,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
             "  process    pid {}{}\n", orDash(i.pid), i.process ? " " + printable(*i.process) : "");
     if (auto procs = queryProcesses(store->db(), id); procs)
         for (const auto& r : *procs) fmt::print("{}", processText(r));
-    if (auto r = incidentRank(*v)) fmt::print("  rank       {}\n", *r);
+    if (auto r = statedRank(incidentRank(*v))) fmt::print("  rank       {}\n", *r);
     if (auto c = candidatesText(*v); !c.empty())
         fmt::print("  could be   {}: same 2 MiB region, nothing tells which, none joined\n",
                    printable(c));
@@ -648,7 +649,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
             addr16(fa->address));
     if (i.pid || i.process)
         fmt::print("- Process: {} (pid {})\n", mdText(i.process.value_or("?")), orDash(i.pid));
-    if (auto r = incidentRank(*v)) fmt::print("- Rank: {}\n", *r);
+    if (auto r = statedRank(incidentRank(*v))) fmt::print("- Rank: {}\n", *r);
     if (auto c = candidatesText(*v); !c.empty())
         fmt::print("- Could be: {} (same 2 MiB region, nothing tells which; not joined)\n",
                    mdText(c));
@@ -709,7 +710,7 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         fmt::print("{} ({}{}{}{}{})\n\n{}\n",
                    mdCode(fmt::format("{}:{}", m.ev.source, m.ev.e.line)),
                    kindName(m.ev.e.kind),
-                   m.ev.e.rank ? fmt::format(", rank {}", *m.ev.e.rank) : "",
+                   statedRank(m.ev.e.rank) ? fmt::format(", rank {}", *m.ev.e.rank) : "",
                    m.ev.e.count > 1 ? fmt::format(", ×{} identical lines", m.ev.e.count) : "",
                    suppressed ? fmt::format(", after {} messages the kernel's rate limit dropped",
                                             mdText(*suppressed))

@@ -435,6 +435,12 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
                         what,
                         static_cast<double>(*f->e.time.runtime_us - *c->e.time.runtime_us) / 1e6,
                         f->e.line - c->e.line);
+                else if (auto g = clockGap(*f, *c))  // the kernel's clock, or wall stamps
+                    why = fmt::format("{} {} ({} lines) before",
+                                      what,
+                                      g->tolerance > 0 ? fmt::format("{:.0f} s", g->s)
+                                                       : fmt::format("{:.3f} s", g->s),
+                                      f->e.line - c->e.line);
                 else
                     why = fmt::format("{} {} lines before", what, f->e.line - c->e.line);
                 break;

@@ -31,5 +31,7 @@ done
 echo
 echo "The store is $db. Next:"
 echo "  export PATH=\"$PWD/$build/cli:$PWD/$build/daemon:\$PATH\""
+echo "  gpufault --db $db groups       # incidents grouped by signature"
+echo "  gpufault --db $db faults       # each fault: 2 MiB alignment, nearest operand, last kernel"
 echo "  gpufault --db $db incidents"
 echo "  gpufault --db $db report $(incident_of gfx1201-worked-example.log) --format md"

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "collectors/common/log_line.h"
 #include "collectors/common/text.h"
 
 namespace gpufault {
@@ -57,7 +58,7 @@ nlohmann::json toJson(const Evidence& e) {
     j["module"] = opt(e.module);
     j["module_offset"] =
         e.module_offset ? nlohmann::json(text::hexAddr(*e.module_offset)) : nlohmann::json(nullptr);
-    j["rank"] = opt(e.rank);
+    j["rank"] = opt(statedRank(e.rank));  // a compose service's identity is no rank
     j["count"] = e.count;
     nlohmann::json attrs = nlohmann::json::object();
     for (auto& [k, v] : e.attrs) attrs[k] = v;

@@ -38,6 +38,17 @@ struct LogLine {
     std::string_view runtime_tid;    ///< `0x7f..` from `tid:0x..` / `tid: 0x..`, "" if none
 };
 
+/// LogLine::rank values from here up are no rank but the identity of a process that states
+/// none: a docker compose service replica, a vLLM worker without `rank=` (prefix::serviceRank()).
+constexpr int64_t kIdentityRankBase = int64_t{1} << 40;
+
+/// The rank a line or record states (EVIDENCE.md `rank`, "the distributed rank when the line
+/// carried a `[rankN]:` prefix"): `r`, or nullopt for a process identity (kIdentityRankBase up),
+/// which stays in the store to keep two services' records apart but is not printed as a rank.
+inline std::optional<int64_t> statedRank(std::optional<int64_t> r) {
+    return r && *r < kIdentityRankBase ? r : std::nullopt;
+}
+
 /// Bytes of the record's text kept in Evidence::raw.
 constexpr size_t kMaxRaw = 4096;
 

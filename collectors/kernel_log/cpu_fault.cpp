@@ -280,12 +280,26 @@ class CpuFaultMatcher final : public Matcher {
         }
         std::string spaced = " " + std::string(t);  // takeLikelyCpu() wants its leading blank
         string_view sv = spaced;
-        takeLikelyCpu(&sv, e);
+        Evidence more;
+        takeLikelyCpu(&sv, more);
         if (in) {
+            // START+SIZE is the VMA that contains ip (FORMATS.md §9.1): a fragment whose mapping
+            // does not hold the record's ip is another task's (two faults printed at once) or
+            // says the ip is in no module (`ip 0`)
             std::optional<uint64_t> ip;
             if (auto a = e.attr("ip")) ip = text::parseHex(*a);
-            parseMapping(text::trim(sv).substr(3), ip, e);
+            parseMapping(text::trim(sv).substr(3), ip, more);
+            if (ip && !mapHolds(more, *ip)) {
+                releaseHeld(out);
+                return false;
+            }
         }
+        if (more.module) {
+            e.module = more.module;
+            e.module_offset = more.module_offset;
+            e.vendor = more.vendor;
+        }
+        for (auto& [k, v] : more.attrs) e.setAttr(k, v);
         if (e.raw.size() < kMaxRaw) {
             string_view raw = line.raw.empty() ? line.text : line.raw;
             e.raw += '\n';
@@ -310,6 +324,14 @@ class CpuFaultMatcher final : public Matcher {
             !text::startsWith(desc, "trap "))
             return npos;
         return pidBracket(t, close);
+    }
+    /// True when the mapping parseMapping() read into `m` (attrs map_start, map_size) holds `ip`.
+    static bool mapHolds(const Evidence& m, uint64_t ip) {
+        auto start = m.attr("map_start"), size = m.attr("map_size");
+        if (!start || !size) return false;
+        uint64_t st = text::parseHex(*start).value_or(UINT64_MAX);
+        uint64_t sz = text::parseHex(*size).value_or(0);
+        return ip >= st && ip - st < sz;
     }
     /// True when `t` ends with its ` error N` / ` error:N` field (nothing printed after it).
     static bool endsAtError(string_view t) {

@@ -132,11 +132,12 @@ void LineDecoder::State::programPrefix(std::string_view& t, LogLine& l) {
         }
     }
     size_t rank_len = 0;
-    if (!t.empty() && t[0] == '[') {
-        if (auto r = parseRankPrefix(t, &rank_len)) {
-            l.rank = r;
-            t.remove_prefix(rank_len);
-        }
+    // (twice: a launcher's tag, then the program's own `[rankN]:`, which names the same rank)
+    for (int i = 0; i < 2 && !t.empty() && t[0] == '['; ++i) {
+        auto r = parseRankPrefix(t, &rank_len);
+        if (!r) break;
+        l.rank = r;
+        t.remove_prefix(rank_len);
     }
     if (auto amd = parseAmdLogPrefix(t)) {
         l.amd_level = amd->level;

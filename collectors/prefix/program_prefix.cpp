@@ -96,6 +96,21 @@ size_t containerStampLength(std::string_view s,
 
 std::optional<int64_t> parseRankPrefix(std::string_view s, size_t* len) {
     if (s.empty() || s[0] != '[') return std::nullopt;
+    if (s.size() > 1 && isDigit(s[1])) {  // Open MPI --tag-output: `[JOBID,RANK]<stdout>:`
+        Cursor c{s};
+        c.i = 1;
+        int64_t job = 0, rank = 0;
+        if (!c.number(job, 1, 10) || !c.eat(",") || !c.number(rank, 1, 7) || !c.eat("]<"))
+            return std::nullopt;
+        size_t close = s.find(">:", c.i);
+        if (close == std::string_view::npos || close - c.i > 8) return std::nullopt;
+        std::string_view stream = s.substr(c.i, close - c.i);
+        if (stream != "stdout" && stream != "stderr" && stream != "stddiag") return std::nullopt;
+        c.i = close + 2;
+        c.eat(' ');
+        if (len) *len = c.i;
+        return rank;
+    }
     size_t i = 1;
     auto roleChar = [](char ch) {
         return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_' || ch == '-';

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "collectors/common/log_line.h"
+
 namespace gpufault::prefix {
 
 /// `s` without its line ending: trailing CR (CRLF files), literal two-character `^M` (copies of
@@ -41,7 +43,8 @@ size_t containerStampLength(std::string_view s,
 /// `[default0]:` for the default role), optionally followed by a glog `[E610 …]` block that
 /// stays in the text. `role` is 1–32 letters, `_` or `-`. Returns N (a global rank for `rank`,
 /// else the local rank: both name one process of the stream) and sets `*len` to the prefix
-/// length with one following space.
+/// length with one following space. Also Open MPI's `mpirun --tag-output` prefix
+/// `[JOBID,RANK]<stdout|stderr|stddiag>:` (orte iof: `"[%s,%d]<%s>:"`): RANK.
 std::optional<int64_t> parseRankPrefix(std::string_view s, size_t* len);
 
 /// vLLM's worker prefix `({name} pid={pid}) ` (vllm/utils `_add_prefix()`, cyan when a terminal:
@@ -60,7 +63,7 @@ std::optional<WorkerPrefix> parseWorkerPrefix(std::string_view s);
 /// compose service replica `name` (`evaluator-1`, the text
 /// before the `|` without its padding): a distinct container. Kept as LogLine::rank, in a
 /// range no `[rankN]:` reaches (kServiceRankBase and up), so lines of two services never pair.
-constexpr int64_t kServiceRankBase = int64_t{1} << 40;
+constexpr int64_t kServiceRankBase = kIdentityRankBase;
 int64_t serviceRank(std::string_view name);
 
 }  // namespace gpufault::prefix

@@ -294,6 +294,7 @@ class RocrFaultMatcher final : public Matcher {
         auto v = parseAddress(rest, &masked, &used);
         std::string_view tail = rest.substr(v ? used : 0);
         constexpr std::string_view kInexact = "(may not be exact address)";
+        if (tail.starts_with(" (m")) tail.remove_prefix(1);  // a blank before it (a re-typed line)
         if (v && (tail.starts_with('.') || tail.starts_with(kInexact))) {
             e.address = v;
             e.address_exact = !masked && !tail.starts_with(kInexact);
@@ -302,8 +303,9 @@ class RocrFaultMatcher final : public Matcher {
         if (v && !text::trim(tail).empty() && kInexact.starts_with(text::trimRight(tail))) {
             e.address = v;  // cut inside `(may not be exact address)`: the address is whole
             e.address_exact = false;
-            out.warning({l.line, "ROCr `Memory access fault` line is cut after its address " +
-                                     std::string(rest.substr(0, used))});
+            out.warning({l.line,
+                         "ROCr `Memory access fault` line is cut after its address " +
+                             std::string(rest.substr(0, used))});
             return;
         }
         if (v && text::trim(tail).empty()) {  // the line ends in or right after the address

@@ -25,7 +25,8 @@ bool isUpper(char c) {
 /// the first CUDA driver name (`CUDA_ERROR_ILLEGAL_ADDRESS`, cuGetErrorName(): TensorFlow/XLA,
 /// CuPy and Numba print these; FORMATS.md §9.5).
 std::optional<std::string_view> firstErrorToken(std::string_view t) {
-    for (std::string_view key : {std::string_view("hipError"), std::string_view("cudaError"),
+    for (std::string_view key : {std::string_view("hipError"),
+                                 std::string_view("cudaError"),
                                  std::string_view("CUDA_ERROR_")}) {
         for (size_t i = t.find(key); i != std::string_view::npos; i = t.find(key, i + 1)) {
             if (i > 0 && rt::isIdentChar(t[i - 1])) continue;
@@ -73,13 +74,19 @@ class RuntimeErrorMatcher final : public Matcher {
             return;
         if (size_t p = t.find("Program hit "); p != std::string_view::npos)
             return programHit(l, t.substr(p + 12), out);
+        if (size_t o = t.find(" out of memory. Tried to allocate "); o != std::string_view::npos)
+            return outOfMemory(l, t, o, out);
         if (t.find("rocBLAS error: ") != std::string_view::npos ||
             t.find("rocblaslt error: ") != std::string_view::npos ||
             t.find("No paths matched ") != std::string_view::npos)
             return blas(l, out);
         for (auto [key, hip] : {std::pair{std::string_view("CUDA error: "), false},
                                 std::pair{std::string_view("HIP error: "), true},
-                                std::pair{std::string_view("ROCm error: "), true}}) {
+                                std::pair{std::string_view("ROCm error: "), true},
+                                // Triton (torch.compile), CHECK macros' `CUDA Error: `
+                                std::pair{std::string_view("Triton Error [CUDA]: "), false},
+                                std::pair{std::string_view("Triton Error [HIP]: "), true},
+                                std::pair{std::string_view("CUDA Error: "), false}}) {
             if (size_t e = t.find(key); e != std::string_view::npos)
                 return errorText(l, t.substr(e + key.size()), hip, out);
         }
@@ -195,6 +202,28 @@ class RuntimeErrorMatcher final : public Matcher {
         e.reason = std::string(name);
         if (const char* v = errnames::vendorOfName(name)) e.vendor = v;
         folder_.add(std::move(e), out);
+    }
+
+    /// PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp): `[torch.OutOfMemoryError:
+    /// |RuntimeError: ]CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has …` (`HIP out of
+    /// memory` on ROCm): an alloc_failure, attr `requested` as printed (`2.00 GiB`) and `message`.
+    void outOfMemory(const LogLine& l, std::string_view t, size_t at, Sink& out) {
+        std::string_view before = t.substr(0, at);
+        const char* vendor = before.ends_with("HIP")    ? "amd"
+                             : before.ends_with("CUDA") ? "nvidia"
+                                                        : nullptr;
+        Evidence e = rt::baseEvidence(Kind::AllocFailure, l, {}, vendor);
+        std::string_view rest = t.substr(at + 34);
+        size_t end = rest.find_first_of(".(;");
+        // `2.00 GiB.`: the amount ends at the `.` after its unit
+        if (size_t unit = rest.substr(0, 24).find("iB"); unit != std::string_view::npos)
+            end = unit + 2;
+        std::string_view amount = text::trim(rest.substr(0, std::min(end, rest.size())));
+        if (!amount.empty() && amount.size() <= 32) e.setAttr("requested", std::string(amount));
+        // from `CUDA`/`HIP` on (without the exception's name)
+        std::string_view msg = t.substr(vendor ? at - (*vendor == 'a' ? 3 : 4) : at + 1);
+        e.setAttr("message", std::string(msg.substr(0, std::min(msg.size(), kMaxMessage))));
+        out.evidence(std::move(e));
     }
 
     /// compute-sanitizer `Program hit cudaErrorX (error N) due to "TEXT" on CUDA API call to F.`,

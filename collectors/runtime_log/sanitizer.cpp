@@ -145,7 +145,7 @@ class SanitizerMatcher final : public Matcher {
             out.runBoundary(line.line, line.rank);
             return;
         }
-        if (startReport(line, out)) return;
+        if (startReport(line, out) || startHwException(line, out)) return;
         if (!cur_) return;
         auto body = content(line.text);
         if (!body) {  // program output between the report's lines
@@ -164,8 +164,9 @@ class SanitizerMatcher final : public Matcher {
 
     void finish(Sink& out) override {
         flush(out);
-        std::sort(parked_.begin(), parked_.end(),
-                  [](const Parked& a, const Parked& b) { return a.cur.line < b.cur.line; });
+        std::sort(parked_.begin(), parked_.end(), [](const Parked& a, const Parked& b) {
+            return a.cur.line < b.cur.line;
+        });
         for (auto& p : parked_) out.evidence(std::move(p.cur));
         parked_.clear();
     }
@@ -230,6 +231,44 @@ class SanitizerMatcher final : public Matcher {
     std::string prefix_;           ///< its line prefix ("" when it had none)
     std::string run_prefix_{kDefaultPrefix};  ///< the last report's prefix, when it had one
     int foreign_ = 0;
+
+    /// memcheck's imprecise hardware exception reports of a memory access (FORMATS.md §9.5
+    /// "Hardware exceptions": `Warp Illegal Address`, `Warp Misaligned Address`, `Warp
+    /// Out-of-range Address`, `Out-of-range Shared or Local Address`, the old `Fatal UVM GPU
+    /// fault of type … due to invalid address`) as a top-level line under the prefix: a report
+    /// without an address (none is printed), attr `exception` = the header; its `at`/`by
+    /// thread` lines are read as a report's. False for any other line.
+    bool startHwException(const LogLine& line, Sink& out) {
+        std::string_view t = line.text;
+        if (t.find("Address") == npos && t.find("address") == npos) return false;  // cheap
+        std::optional<string_view> rest = afterPrefix(t, kDefaultPrefix);
+        string_view prefix = kDefaultPrefix;
+        if (!rest && run_prefix_ != kDefaultPrefix) {
+            rest = afterPrefix(t, run_prefix_);
+            prefix = run_prefix_;
+        }
+        if (!rest || rest->empty() || (*rest)[0] == ' ' || (*rest)[0] == '\t') return false;
+        string_view h = text::trimRight(*rest);
+        bool known = h == "Warp Illegal Address" || h == "Warp Misaligned Address" ||
+                     h == "Warp Out-of-range Address" ||
+                     h == "Out-of-range Shared or Local Address" ||
+                     (text::startsWith(h, "Fatal UVM GPU fault of type ") &&
+                      text::endsWith(h, " due to invalid address"));
+        if (!known) return false;
+        flush(out);
+        Evidence e;
+        e.kind = Kind::SanitizerReport;
+        e.vendor = "nvidia";
+        e.setAttr("exception", std::string(h));
+        e.line = line.line;
+        e.time = line.time;
+        e.rank = line.rank;
+        cur_ = std::move(e);
+        prefix_ = std::string(prefix);
+        foreign_ = 0;
+        appendRaw(line);
+        return true;
+    }
 
     /// A header line `Invalid __global__|__shared__|__local__ read|write|atomic of size N`: flushes
     /// the report in progress and opens a new one. False for any other line.

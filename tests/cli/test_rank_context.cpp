@@ -269,5 +269,28 @@ TEST(RankContext, OperandPastTheTopOfTheAddressSpaceIsAWarning) {
             "ignored"}));
 }
 
+// docker compose's `svc-1  | ` names a container, not a distributed rank: its records stay apart
+// from another service's (an identity kept in the store) but state no `rank` (EVIDENCE.md: "the
+// distributed rank when the line carried a `[rankN]:` prefix"; acceptance audit 125: events
+// printed rank 1750472183250). An inner `[rankN]:` is the rank.
+TEST(RankContext, AComposeServiceIsNoRank) {
+    const std::string fault =
+        "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x7f6459a00000. "
+        "Reason: Page not present or supervisor privilege.";
+    Ingested s("trainer-1    | " + fault + "\nevaluator-1  | [rank3]: " + fault + "\n" +
+               "evaluator-1  | [probe] name=A ptr=0x7f6459a00000 end=0x7f6459c00000\n");
+    auto ev = s.jsonLines({"events", "--json"});
+    ASSERT_EQ(ev.size(), 2u);
+    EXPECT_TRUE(ev[0]["rank"].is_null()) << ev[0].dump();
+    EXPECT_EQ(ev[1]["rank"], 3);
+    auto ops = s.jsonLines({"operands", "--json"});
+    ASSERT_EQ(ops.size(), 1u);
+    EXPECT_TRUE(ops[0]["rank"].is_null()) << ops[0].dump();
+    auto show = s.cli({"show", "1"});
+    EXPECT_EQ(show.out.find("rank 1"), std::string::npos) << show.out;
+    // the two services' records are still two incidents
+    EXPECT_EQ(s.query("SELECT count(*) FROM incidents"), std::vector<std::string>{"2"});
+}
+
 }  // namespace
 }  // namespace gpufault::testing

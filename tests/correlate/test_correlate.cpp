@@ -244,6 +244,19 @@ TEST(Correlate, AllocationFailureIsContextWithItsTimeGap) {
     EXPECT_EQ(inc[0].members[1].link, "allocation failure 2.500 s (30 lines) before");
 }
 
+// The gap on the other clocks the two records carry (issue 2 §4: "with the time gap";
+// acceptance audit 125: only lines were given without the runtime's clock).
+TEST(Correlate, AllocationFailureGapOnTheKernelClock) {
+    auto a = rec(1, 1, Kind::AllocFailure, 10);
+    a.e.time.kernel_s = 100.25;
+    auto f = rec(2, 1, Kind::HsaQueueError, 40);
+    f.e.time.kernel_s = 101.5;
+    auto inc = correlate({a, f});
+    ASSERT_EQ(inc.size(), 1u);
+    ASSERT_EQ(inc[0].members.size(), 2u);
+    EXPECT_EQ(inc[0].members[1].link, "allocation failure 1.250 s (30 lines) before");
+}
+
 }  // namespace
 }  // namespace gpufault
 

@@ -409,7 +409,9 @@ TEST(Daemon, SnapshotsTheProcessAKernelFaultRecordNamesWhileItLives) {
     ASSERT_EQ(::write(probe, rec.data(), rec.size()), static_cast<ssize_t>(rec.size()));
     ::close(probe);
     ASSERT_TRUE(eventually(
-        [&] { return f.count(fmt::format("SELECT count(*) FROM processes WHERE pid={}", child)) == 1; },
+        [&] {
+            return f.count(fmt::format("SELECT count(*) FROM processes WHERE pid={}", child)) == 1;
+        },
         kKmsgWait))
         << d.stderrText() << controlRequest(f.sock, "status")
         << f.count(fmt::format("SELECT count(*) FROM evidence WHERE pid={}", child));

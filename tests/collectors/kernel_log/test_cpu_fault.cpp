@@ -135,6 +135,20 @@ TEST(CpuFault, ASegfaultSplitIntoContinuationLinesIsOneRecord) {
     EXPECT_EQ(ev[2].module_offset, 0xa3b4cu);
 }
 
+// A fragment whose mapping does not hold the record's ip is not its own (hostile review 24:
+// an `ip 0` segfault took libc's mapping; two tasks' fragments crossed).
+TEST(CpuFault, AContinuationWhoseMappingMissesTheIpIsNotTaken) {
+    auto ev =
+        run({"python3[12345]: segfault at 0 ip 0000000000000000 sp 00007ffd4a1b2c40 error 14",
+             " in libc.so.6[34567,7f1111200000+188000]",
+             "pt_worker[12346]: segfault at 8 ip 00007f1111234567 sp 00007ffd4a1b2c40 error 4",
+             " in libamdhip64.so.7[489610,7c7dee000000+1a00000]"});
+    ASSERT_EQ(ev.size(), 2u);
+    EXPECT_FALSE(ev[0].module);
+    EXPECT_FALSE(ev[1].module);
+    EXPECT_EQ(ev[1].pid, 12346);
+}
+
 TEST(CpuFault, SegfaultPre2625RipRsp) {
     auto e =
         one("hal-resmgr[13791]: segfault at 3c rip 2b9c8caec182 rsp 7fff1e825d30 error 4 in "

@@ -123,9 +123,11 @@ TEST(NvidiaXid, ALineCutInsideTheLowHalfHasNoAddress) {
     const std::string head =
         "NVRM: Xid (PCI:0000:3b:00): 31, pid=1234, name=python, Ch 00000008, intr 00000000. MMU "
         "Fault: ENGINE GRAPHICS GPCCLIENT_T1_8 faulted @ ";
-    auto sink = testing::feedMatcher(*m, {head + "0x7f_123", head + "0x7f_12345678",
-                                          head + "0x7f_1234800. Fault is of type FAULT_PDE",
-                                          head + "0x7f00"});
+    auto sink = testing::feedMatcher(*m,
+                                     {head + "0x7f_123",
+                                      head + "0x7f_12345678",
+                                      head + "0x7f_1234800. Fault is of type FAULT_PDE",
+                                      head + "0x7f00"});
     ASSERT_EQ(sink.evidences.size(), 4u);
     EXPECT_FALSE(sink.evidences[0].address);
     EXPECT_EQ(sink.evidences[1].address, 0x7f12345678ull);

@@ -144,6 +144,18 @@ TEST(LineDecoder, VllmWorkerPrefixKeepsRankAndPid) {
     EXPECT_EQ(decodeOne("(pid=12) x").text, "(pid=12) x");
 }
 
+// Open MPI `mpirun --tag-output` (hostile review 24: interleaved ranks' reports crossed).
+TEST(LineDecoder, OpenMpiTagOutputIsTheRank) {
+    auto d = decodeOne("[1,3]<stdout>:========= Invalid __global__ read of size 4 bytes");
+    EXPECT_EQ(d.rank, 3);
+    EXPECT_EQ(d.text, "========= Invalid __global__ read of size 4 bytes");
+    auto e = decodeOne("[12345,0]<stderr>: [rank0]: RuntimeError: CUDA error: x");
+    EXPECT_EQ(e.rank, 0);
+    EXPECT_EQ(e.text, "RuntimeError: CUDA error: x");
+    EXPECT_FALSE(decodeOne("[1,3]<stdin>: x").rank);
+    EXPECT_FALSE(decodeOne("[1,3] x").rank);
+}
+
 TEST(LineDecoder, ComposeServiceIsTheLinesProcess) {
     auto v = decodeAll({"trainer-1    | a", "evaluator-1  | b", "trainer-1    | c"});
     ASSERT_EQ(v.size(), 3u);

@@ -67,12 +67,20 @@ TEST(RocrFault, AGarbledOrCutAddressIsNotStoredAndIsWarned) {
 // exact (hostile review 23, L3: it was dropped as garbled).
 TEST(RocrFault, ALineCutInsideMayNotBeExactKeepsTheAddress) {
     auto m = makeRocrFaultMatcher();
-    auto out = testing::feedMatcher(*m, {"Memory access fault by GPU node-2 (Agent handle: "
-                                         "0x5604e1a0c1d0) on address 0x7f1a2b3c4000(may not be ex"});
+    auto out = testing::feedMatcher(*m,
+                                    {"Memory access fault by GPU node-2 (Agent handle: "
+                                     "0x5604e1a0c1d0) on address 0x7f1a2b3c4000(may not be ex"});
     ASSERT_EQ(out.evidences.size(), 1u);
     EXPECT_EQ(out.evidences[0].address, 0x7f1a2b3c4000ull);
     EXPECT_EQ(out.evidences[0].address_exact, false);
     ASSERT_EQ(out.warnings.size(), 1u);
+    // with a blank before it (acceptance audit 125: no address)
+    auto spaced =
+        run({"Memory access fault by GPU node-2 (Agent handle: 0x5604e1a0c1d0) on "
+             "address 0x7f1a2b3c4000 (may not be exact address). Reason: Unknown."});
+    ASSERT_EQ(spaced.size(), 1u);
+    EXPECT_EQ(spaced[0].address, 0x7f1a2b3c4000ull);
+    EXPECT_EQ(spaced[0].address_exact, false);
     EXPECT_NE(out.warnings[0].message.find("cut after its address 0x7f1a2b3c4000"),
               std::string::npos);
 }

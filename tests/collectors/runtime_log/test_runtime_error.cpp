@@ -84,14 +84,15 @@ TEST(RuntimeError, CudaDriverErrorNames) {
 // Two ranks' PyTorch errors interleaved: each `Search for` hint names its own rank's error
 // (hostile review 23, M1: rank 1's record took rank 0's name).
 TEST(RuntimeError, SearchLinesNameTheErrorOfTheirRank) {
-    auto ev = run({{"torch.AcceleratorError: CUDA error: an illegal memory access was encountered", 0},
-                   {"torch.AcceleratorError: CUDA error: misaligned address", 1},
-                   {"Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/ for more "
-                    "information.",
-                    0},
-                   {"Search for `cudaErrorMisalignedAddress' in https://docs.nvidia.com/cuda/ for "
-                    "more information.",
-                    1}});
+    auto ev =
+        run({{"torch.AcceleratorError: CUDA error: an illegal memory access was encountered", 0},
+             {"torch.AcceleratorError: CUDA error: misaligned address", 1},
+             {"Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/ for more "
+              "information.",
+              0},
+             {"Search for `cudaErrorMisalignedAddress' in https://docs.nvidia.com/cuda/ for "
+              "more information.",
+              1}});
     ASSERT_EQ(ev.size(), 2u);
     for (const auto& e : ev) {
         ASSERT_TRUE(e.rank);
@@ -99,6 +100,34 @@ TEST(RuntimeError, SearchLinesNameTheErrorOfTheirRank) {
             << e.line;
         EXPECT_NE(e.raw.find("Search for"), std::string::npos) << e.raw;
     }
+}
+
+// PyTorch's caching allocator's out-of-memory errors are allocation failures (hostile review 24:
+// no record), and Triton's and the common CHECK macros' error prints are runtime errors.
+TEST(RuntimeError, TorchOutOfMemoryIsAnAllocationFailure) {
+    auto ev =
+        run({{"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 "
+              "has a total capacity of 79.15 GiB of which 1.23 GiB is free."},
+             {"torch.OutOfMemoryError: HIP out of memory. Tried to allocate 1024.00 MiB. GPU "
+              "0 has a total capacity of 63.98 GiB of which 512.00 MiB is free."},
+             {"RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 2.00 GiB "
+              "total capacity; 1.10 GiB already allocated)"},
+             {"RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered"},
+             {"CUDA Error: unspecified launch failure at /src/kernel.cu:42"},
+             {"GPUassert: misaligned address /src/main.cu 88"}});
+    ASSERT_EQ(ev.size(), 6u);
+    EXPECT_EQ(ev[0].kind, Kind::AllocFailure);
+    EXPECT_EQ(ev[0].vendor, "nvidia");
+    EXPECT_EQ(ev[0].attr("requested"), "2.00 GiB");
+    EXPECT_TRUE(ev[0].attr("message")->starts_with("CUDA out of memory. Tried"));
+    EXPECT_EQ(ev[1].kind, Kind::AllocFailure);
+    EXPECT_EQ(ev[1].vendor, "amd");
+    EXPECT_EQ(ev[1].attr("requested"), "1024.00 MiB");
+    EXPECT_EQ(ev[2].attr("requested"), "20.00 MiB");
+    EXPECT_EQ(ev[3].kind, Kind::RuntimeError);
+    EXPECT_EQ(ev[3].reason, "cudaErrorIllegalAddress");
+    EXPECT_EQ(ev[4].reason, "cudaErrorLaunchFailure");
+    EXPECT_EQ(ev[5].reason, "cudaErrorMisalignedAddress");
 }
 
 TEST(RuntimeError, RocmBuildSayingCudaErrorIsAmd) {

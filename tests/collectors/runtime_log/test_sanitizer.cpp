@@ -218,6 +218,31 @@ TEST(Sanitizer, AnAddressCutByTheLinesEndIsLeftOut) {
     EXPECT_EQ(ev[0].kernel, "k(float *)");
 }
 
+// memcheck's imprecise hardware exceptions (FORMATS.md §9.5): a report without an address
+// (hostile review 24: no record, only the API error after it).
+TEST(Sanitizer, HardwareExceptionReportsHaveTheirKernelAndNoAddress) {
+    auto ev = run({"========= COMPUTE-SANITIZER",
+                   "========= Warp Illegal Address",
+                   "=========     at k(float *)+0x1d0 in /tmp/k.cu:9",
+                   "=========     by thread (0,0,0) in block (0,0,0)",
+                   "=========     Saved host backtrace up to driver entry point at kernel launch time",
+                   "=========",
+                   "========= Out-of-range Shared or Local Address",
+                   "=========     at reduce(int *)+0x90",
+                   "========= Warp Illegal Instruction",
+                   "=========     at other(int *)+0x10"});
+    ASSERT_EQ(ev.size(), 2u);
+    EXPECT_EQ(ev[0].kind, Kind::SanitizerReport);
+    EXPECT_EQ(ev[0].line, 2u);
+    EXPECT_EQ(ev[0].kernel, "k(float *)");
+    EXPECT_FALSE(ev[0].address);
+    EXPECT_FALSE(ev[0].access);
+    EXPECT_EQ(ev[0].attr("exception"), "Warp Illegal Address");
+    EXPECT_EQ(ev[0].attr("thread"), "(0,0,0)");
+    EXPECT_EQ(ev[1].attr("exception"), "Out-of-range Shared or Local Address");
+    EXPECT_EQ(ev[1].kernel, "reduce(int *)");
+}
+
 // CUDA 11.5+ memcheck: `Invalid __global__ atomic of size 4 bytes` … `Address 0x… is not
 // readable/writable with atomic operations`. EVIDENCE.md's access has no `atomic`: stored as
 // `write` with attr access_op=atomic.
