@@ -415,11 +415,13 @@ Link Linker::why(const StoredEvidence& a, const StoredEvidence& b) const {
                 true};
     if (a.source_id != b.source_id) return {};
     // Both state a rank (one, or contradicts() refused): one process of the job, as a pid.
-    if (x.rank && y.rank)
-        return {gap ? fmt::format("same rank {} {}", *x.rank, gapText(*gap))
-                    : fmt::format(
-                          "same rank {} in one stream, {} lines apart", *x.rank, linesApart(a, b)),
+    if (x.rank && y.rank) {
+        // (a compose service's or unranked worker's identity is one process too, not a rank)
+        std::string who = statedRank(x.rank) ? fmt::format("rank {}", *x.rank) : "process prefix";
+        return {gap ? fmt::format("same {} {}", who, gapText(*gap))
+                    : fmt::format("same {} in one stream, {} lines apart", who, linesApart(a, b)),
                 true};
+    }
     // An Xid without a pid belongs to the channel named by the Xid 43 that follows it
     // (13 → 43), not to an earlier process's Xid 31 of the same device.
     bool xidWithoutPid =

@@ -19,6 +19,7 @@
 #include "collectors/runtime_log/sanitizer.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -140,12 +141,17 @@ class SanitizerMatcher final : public Matcher {
         // MPI ranks share one log and each runs its own sanitizer: a line continues (or ends)
         // the report of its own rank only
         if (line.rank != rank_) select(line.rank, out);
-        if (runBoundary(line.text)) {
+        // every top-level line of a run is under the prefix: most lines of other producers
+        // have no `=` (a custom --prefix may have none: then every line is looked at)
+        const bool prefixed =
+            run_prefix_ != kDefaultPrefix ||
+            (!line.text.empty() && std::memchr(line.text.data(), '=', line.text.size()) != nullptr);
+        if (prefixed && runBoundary(line.text)) {
             flush(out);  // a run's last (or a new run's first) line ends the report
             out.runBoundary(line.line, line.rank);
             return;
         }
-        if (startReport(line, out) || startHwException(line, out)) return;
+        if (startReport(line, out) || (prefixed && startHwException(line, out))) return;
         if (!cur_) return;
         auto body = content(line.text);
         if (!body) {  // program output between the report's lines

@@ -278,16 +278,19 @@ TEST(RankContext, AComposeServiceIsNoRank) {
         "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x7f6459a00000. "
         "Reason: Page not present or supervisor privilege.";
     Ingested s("trainer-1    | " + fault + "\nevaluator-1  | [rank3]: " + fault + "\n" +
-               "evaluator-1  | [probe] name=A ptr=0x7f6459a00000 end=0x7f6459c00000\n");
+               "evaluator-1  | [probe] name=A ptr=0x7f6459a00000 end=0x7f6459c00000\n" +
+               "trainer-1    | RuntimeError: HIP error: an illegal memory access was "
+               "encountered\n");
     auto ev = s.jsonLines({"events", "--json"});
-    ASSERT_EQ(ev.size(), 2u);
+    ASSERT_EQ(ev.size(), 3u);
     EXPECT_TRUE(ev[0]["rank"].is_null()) << ev[0].dump();
     EXPECT_EQ(ev[1]["rank"], 3);
     auto ops = s.jsonLines({"operands", "--json"});
     ASSERT_EQ(ops.size(), 1u);
     EXPECT_TRUE(ops[0]["rank"].is_null()) << ops[0].dump();
     auto show = s.cli({"show", "1"});
-    EXPECT_EQ(show.out.find("rank 1"), std::string::npos) << show.out;
+    EXPECT_EQ(show.out.find("rank 1"), std::string::npos) << show.out;  // nor in its links
+    EXPECT_NE(show.out.find("same process prefix in one stream"), std::string::npos) << show.out;
     // the two services' records are still two incidents
     EXPECT_EQ(s.query("SELECT count(*) FROM incidents"), std::vector<std::string>{"2"});
 }
