@@ -19,12 +19,23 @@ grep_s=$(t grep -c ShaderName "$log")
 shader_lines=$(cat "$work/cmd.out")
 wc_s=$(t wc -l "$log")
 lines=$(wc -l < "$log")
-/usr/bin/time -f '%e %M' -o "$work/time" "$build/cli/gpufault" --db "$work/db" ingest "$log" > "$work/out"
+/usr/bin/time -f '%e %M' -o "$work/time" "$build/cli/gpufault" --db "$work/db" ingest "$log" > "$work/out" &
+# Peak anonymous and file-backed resident memory, sampled from /proc every 10 ms (the issue's
+# goal is anonymous memory; mapped input pages would be file-backed).
+anon_kib=0 file_kib=0
+while pid=$(pgrep -n -f "gpufault --db $work/db ingest") && [[ -r /proc/$pid/status ]]; do
+  read -r a f < <(awk '/^RssAnon:/{a=$2} /^RssFile:/{f=$2} END{print a+0, f+0}' "/proc/$pid/status" 2>/dev/null || echo "0 0")
+  (( a > anon_kib )) && anon_kib=$a
+  (( f > file_kib )) && file_kib=$f
+  sleep 0.01
+done
+wait
 read -r ingest_s peak_kib < "$work/time"
 echo "file            $(du -m "$log" | cut -f1) MiB, $lines lines"
 echo "grep -c         ${grep_s} s   ($shader_lines ShaderName lines)"
 echo "wc -l           ${wc_s} s"
 echo "gpufault ingest ${ingest_s} s   ($(ratio "$ingest_s" "$grep_s")x grep, $(ratio "$ingest_s" "$wc_s")x wc -l)"
 echo "peak RSS        $((peak_kib / 1024)) MiB (read(2) buffers, no mapped input)"
+echo "peak RssAnon    $((anon_kib / 1024)) MiB, RssFile $((file_kib / 1024)) MiB (sampled every 10 ms)"
 echo "store           $(du -m "$work/db" | cut -f1) MiB"
 cat "$work/out"
