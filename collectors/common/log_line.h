@@ -1,9 +1,11 @@
 // A decoded log line (prefixes stripped) and the Matcher interface every text parser implements.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "collectors/common/evidence.h"
@@ -51,6 +53,14 @@ inline std::optional<int64_t> statedRank(std::optional<int64_t> r) {
 
 /// Bytes of the record's text kept in Evidence::raw.
 constexpr size_t kMaxRaw = 4096;
+
+/// Appends `line` to a record's raw text ('\n'-joined), keeping at most kMaxRaw bytes: the one
+/// rule every multi-line record's raw follows.
+inline void appendRawLine(std::string& raw, std::string_view line) {
+    if (raw.size() >= kMaxRaw) return;
+    if (!raw.empty()) raw.push_back('\n');
+    raw.append(line.substr(0, kMaxRaw - std::min(raw.size(), kMaxRaw)));
+}
 
 /// Stamps a one-line record with where and when `l` says it happened: line, time, rank, and
 /// raw (the physical line, else the text; first kMaxRaw bytes).

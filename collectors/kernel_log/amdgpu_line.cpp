@@ -175,9 +175,7 @@ void applyTask(const TaskInfo& t, Evidence& e) {
 }
 
 void appendRaw(std::string& raw, std::string_view line) {
-    if (raw.size() >= kMaxRaw) return;
-    if (!raw.empty()) raw.push_back('\n');
-    raw.append(line.substr(0, kMaxRaw - std::min(raw.size(), kMaxRaw)));
+    appendRawLine(raw, line);
 }
 
 bool isBootMarker(std::string_view text) {

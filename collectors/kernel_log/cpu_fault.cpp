@@ -79,18 +79,25 @@ std::optional<std::string> vendorOf(string_view module) {
     return std::nullopt;
 }
 
+/// START and SIZE of a mapping as parseMapping() read them.
+struct MapRange {
+    std::optional<uint64_t> start, size;
+    /// True when both were read and [START, START+SIZE) holds `ip`.
+    bool holds(uint64_t ip) const { return start && size && ip >= *start && ip - *start < *size; }
+};
+
 /// `NAME[START+SIZE]` or `NAME[FILEOFF,START+SIZE]` (possibly cut): module, module_offset
-/// (FILEOFF; or ip − START for the old form), attrs map_start/map_size.
-void parseMapping(string_view s, std::optional<uint64_t> ip, Evidence& e) {
+/// (FILEOFF; or ip − START for the old form), attrs map_start/map_size. Returns the range read.
+MapRange parseMapping(string_view s, std::optional<uint64_t> ip, Evidence& e) {
     size_t lb = s.rfind('[');
-    if (lb == npos || lb == 0) return;  // cut before the brackets: the name may be cut too
+    if (lb == npos || lb == 0) return {};  // cut before the brackets: the name may be cut too
     string_view module = s.substr(0, lb);
     e.module = std::string(module);
     e.vendor = vendorOf(module);
     string_view in = s.substr(lb + 1);
     size_t n = 0;
     auto first = text::parseHex(in, &n);
-    if (!first || n >= in.size()) return;
+    if (!first || n >= in.size()) return {};
     std::optional<uint64_t> start, size;
     if (in[n] == ',') {  // 6.10+: FILEOFF,START+SIZE
         e.module_offset = *first;
@@ -100,13 +107,14 @@ void parseMapping(string_view s, std::optional<uint64_t> ip, Evidence& e) {
         start = *first;
         in.remove_prefix(n);
     }
-    if (!start) return;
+    if (!start) return {};
     e.setAttr("map_start", text::hexAddr(*start));
     if (!in.empty()) in.remove_prefix(1);
     size = hexField(&in, ']');
     if (size) e.setAttr("map_size", text::hexAddr(*size));
     bool inside = ip && *ip >= *start && (!size || *ip - *start < *size);
     if (!e.module_offset && inside) e.module_offset = *ip - *start;
+    return {start, size};
 }
 
 /// Cuts ` likely on CPU %d (core %d, socket %d)` off `*s` into attrs cpu/core/socket.
@@ -288,8 +296,8 @@ class CpuFaultMatcher final : public Matcher {
             // says the ip is in no module (`ip 0`)
             std::optional<uint64_t> ip;
             if (auto a = e.attr("ip")) ip = text::parseHex(*a);
-            parseMapping(text::trim(sv).substr(3), ip, more);
-            if (ip && !mapHolds(more, *ip)) {
+            MapRange range = parseMapping(text::trim(sv).substr(3), ip, more);
+            if (ip && !range.holds(*ip)) {
                 releaseHeld(out);
                 return false;
             }
@@ -300,11 +308,7 @@ class CpuFaultMatcher final : public Matcher {
             e.vendor = more.vendor;
         }
         for (auto& [k, v] : more.attrs) e.setAttr(k, v);
-        if (e.raw.size() < kMaxRaw) {
-            string_view raw = line.raw.empty() ? line.text : line.raw;
-            e.raw += '\n';
-            e.raw.append(raw.substr(0, kMaxRaw - std::min(kMaxRaw, e.raw.size())));
-        }
+        appendRawLine(e.raw, line.raw.empty() ? line.text : line.raw);
         // ` likely on CPU` is the last fragment the kernel prints; after ` in MAP` it may follow
         if (cpu || e.attr("cpu")) releaseHeld(out);
         return true;
@@ -324,14 +328,6 @@ class CpuFaultMatcher final : public Matcher {
             !text::startsWith(desc, "trap "))
             return npos;
         return pidBracket(t, close);
-    }
-    /// True when the mapping parseMapping() read into `m` (attrs map_start, map_size) holds `ip`.
-    static bool mapHolds(const Evidence& m, uint64_t ip) {
-        auto start = m.attr("map_start"), size = m.attr("map_size");
-        if (!start || !size) return false;
-        uint64_t st = text::parseHex(*start).value_or(UINT64_MAX);
-        uint64_t sz = text::parseHex(*size).value_or(0);
-        return ip >= st && ip - st < sz;
     }
     /// True when `t` ends with its ` error N` / ` error:N` field (nothing printed after it).
     static bool endsAtError(string_view t) {

@@ -135,6 +135,38 @@ bool isProbeResult(std::string_view n) {
            n == "CUDA_ERROR_NOT_SUPPORTED";
 }
 
+bool isDriverName(std::string_view n) {
+    static constexpr std::string_view kNames[] = {"CUDA_ERROR_ASSERT",
+                                                  "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+                                                  "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+                                                  "CUDA_ERROR_ECC_UNCORRECTABLE",
+                                                  "CUDA_ERROR_HARDWARE_STACK_ERROR",
+                                                  "CUDA_ERROR_ILLEGAL_ADDRESS",
+                                                  "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+                                                  "CUDA_ERROR_ILLEGAL_STATE",
+                                                  "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+                                                  "CUDA_ERROR_INVALID_HANDLE",
+                                                  "CUDA_ERROR_INVALID_IMAGE",
+                                                  "CUDA_ERROR_INVALID_PC",
+                                                  "CUDA_ERROR_INVALID_PTX",
+                                                  "CUDA_ERROR_INVALID_VALUE",
+                                                  "CUDA_ERROR_LAUNCH_FAILED",
+                                                  "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+                                                  "CUDA_ERROR_LAUNCH_TIMEOUT",
+                                                  "CUDA_ERROR_MISALIGNED_ADDRESS",
+                                                  "CUDA_ERROR_NOT_FOUND",
+                                                  "CUDA_ERROR_NOT_SUPPORTED",
+                                                  "CUDA_ERROR_NO_BINARY_FOR_GPU",
+                                                  "CUDA_ERROR_NVLINK_UNCORRECTABLE",
+                                                  "CUDA_ERROR_OPERATING_SYSTEM",
+                                                  "CUDA_ERROR_OUT_OF_MEMORY",
+                                                  "CUDA_ERROR_UNKNOWN",
+                                                  "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"};
+    for (auto k : kNames)
+        if (n == k) return true;
+    return false;
+}
+
 bool isMissingCodeObject(std::string_view n) {
     return n == "hipErrorNoBinaryForGpu" || n == "cudaErrorNoKernelImageForDevice" ||
            n == "CUDA_ERROR_NO_BINARY_FOR_GPU" || n == "hipErrorInvalidDeviceFunction" ||

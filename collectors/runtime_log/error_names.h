@@ -25,6 +25,10 @@ bool isBenign(std::string_view name);
 /// `CUDA_ERROR_NOT_SUPPORTED`: attribute and feature queries). They are records, but context of a
 /// later fault of their stream, never an incident of their own (docs/correlation.md).
 bool isProbeResult(std::string_view name);
+/// cuGetErrorName()'s names of the errors FORMATS.md §9.5 lists (`CUDA_ERROR_ILLEGAL_ADDRESS` …:
+/// a fault, a launch, a missing code object, the allocator): other `CUDA_ERROR_…` words (an
+/// enum, a variable named so) are no error names.
+bool isDriverName(std::string_view name);
 /// Names that mean "no code object for this GPU": hipErrorNoBinaryForGpu,
 /// cudaErrorNoKernelImageForDevice, CUDA_ERROR_NO_BINARY_FOR_GPU, …InvalidDeviceFunction.
 bool isMissingCodeObject(std::string_view name);

@@ -102,9 +102,7 @@ Evidence baseEvidence(Kind kind, const LogLine& l, const AmdFields& amd, const c
 }
 
 void appendRaw(std::string& raw, std::string_view more) {
-    if (raw.size() + 1 >= kMaxRaw) return;
-    raw += '\n';
-    raw.append(more.substr(0, std::min(more.size(), kMaxRaw - raw.size())));
+    appendRawLine(raw, more);
 }
 
 Evidence* Folder::add(Evidence&& e, Sink& out) {

@@ -21,41 +21,6 @@ bool isUpper(char c) {
     return c >= 'A' && c <= 'Z';
 }
 
-/// cuGetErrorName()'s names of the errors FORMATS.md §9.5 lists (a fault, a launch, a missing
-/// code object, the allocator): other `CUDA_ERROR_…` words (an enum, a `#define`, a variable
-/// named so) are not taken as errors.
-bool isDriverErrorName(std::string_view n) {
-    static constexpr std::string_view kNames[] = {"CUDA_ERROR_ASSERT",
-                                                  "CUDA_ERROR_CONTEXT_IS_DESTROYED",
-                                                  "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
-                                                  "CUDA_ERROR_ECC_UNCORRECTABLE",
-                                                  "CUDA_ERROR_HARDWARE_STACK_ERROR",
-                                                  "CUDA_ERROR_ILLEGAL_ADDRESS",
-                                                  "CUDA_ERROR_ILLEGAL_INSTRUCTION",
-                                                  "CUDA_ERROR_ILLEGAL_STATE",
-                                                  "CUDA_ERROR_INVALID_ADDRESS_SPACE",
-                                                  "CUDA_ERROR_INVALID_HANDLE",
-                                                  "CUDA_ERROR_INVALID_IMAGE",
-                                                  "CUDA_ERROR_INVALID_PC",
-                                                  "CUDA_ERROR_INVALID_PTX",
-                                                  "CUDA_ERROR_INVALID_VALUE",
-                                                  "CUDA_ERROR_LAUNCH_FAILED",
-                                                  "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
-                                                  "CUDA_ERROR_LAUNCH_TIMEOUT",
-                                                  "CUDA_ERROR_MISALIGNED_ADDRESS",
-                                                  "CUDA_ERROR_NOT_FOUND",
-                                                  "CUDA_ERROR_NOT_SUPPORTED",
-                                                  "CUDA_ERROR_NO_BINARY_FOR_GPU",
-                                                  "CUDA_ERROR_NVLINK_UNCORRECTABLE",
-                                                  "CUDA_ERROR_OPERATING_SYSTEM",
-                                                  "CUDA_ERROR_OUT_OF_MEMORY",
-                                                  "CUDA_ERROR_UNKNOWN",
-                                                  "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"};
-    for (auto k : kNames)
-        if (n == k) return true;
-    return false;
-}
-
 /// The first non-benign `hipErrorX` / `cudaErrorX` identifier in `t` as programs print it, else
 /// the first CUDA driver name (`CUDA_ERROR_ILLEGAL_ADDRESS`, cuGetErrorName(): TensorFlow/XLA,
 /// CuPy and Numba print these; FORMATS.md §9.5) not defined or assigned on the line.
@@ -69,7 +34,7 @@ std::optional<std::string_view> firstErrorToken(std::string_view t) {
             if (i + key.size() >= t.size() || !isUpper(t[i + key.size()])) continue;  // hipError_t
             std::string_view name = rt::identAt(t, i);
             if (driver &&
-                (!isDriverErrorName(name) || t.find("#define") != std::string_view::npos ||
+                (!errnames::isDriverName(name) || t.find("#define") != std::string_view::npos ||
                  text::startsWith(text::trimLeft(t.substr(i + name.size())), "=")))
                 continue;
             if (!errnames::isBenign(name)) return name;

@@ -146,12 +146,13 @@ class SanitizerMatcher final : public Matcher {
         const bool prefixed =
             run_prefix_ != kDefaultPrefix ||
             (!line.text.empty() && std::memchr(line.text.data(), '=', line.text.size()) != nullptr);
-        if (prefixed && runBoundary(line.text)) {
+        const std::optional<TopLevel> top = prefixed ? topLevel(line.text) : std::nullopt;
+        if (top && runBoundary(top->text)) {
             flush(out);  // a run's last (or a new run's first) line ends the report
             out.runBoundary(line.line, line.rank);
             return;
         }
-        if (startReport(line, out) || (prefixed && startHwException(line, out))) return;
+        if (startReport(line, out) || (top && startHwException(line, *top, out))) return;
         if (!cur_) return;
         auto body = content(line.text);
         if (!body) {  // program output between the report's lines
@@ -185,18 +186,25 @@ class SanitizerMatcher final : public Matcher {
     }
 
   private:
-    /// compute-sanitizer's `========= COMPUTE-SANITIZER` (a run starts) and
-    /// `========= ERROR SUMMARY: N errors` (it ended) lines, with the default prefix or the
-    /// `--prefix` the last report carried, wherever the prefix starts (CI time stamps and
-    /// launchers put their own text before it).
-    bool runBoundary(string_view t) const {
-        auto after = [&](string_view prefix) -> bool {
-            auto rest = afterPrefix(t, prefix);
-            if (!rest) return false;
-            string_view r = text::trim(*rest);
-            return r == "COMPUTE-SANITIZER" || text::startsWith(r, "ERROR SUMMARY:");
-        };
-        return after(kDefaultPrefix) || (run_prefix_ != kDefaultPrefix && after(run_prefix_));
+    /// A line under the default prefix or the `--prefix` the last report carried, wherever the
+    /// prefix starts (CI time stamps and launchers put their own text before it): the text
+    /// after the prefix, and which prefix it was.
+    struct TopLevel {
+        string_view text;
+        string_view prefix;
+    };
+    std::optional<TopLevel> topLevel(string_view t) const {
+        if (auto rest = afterPrefix(t, kDefaultPrefix)) return TopLevel{*rest, kDefaultPrefix};
+        if (run_prefix_ != kDefaultPrefix)
+            if (auto rest = afterPrefix(t, run_prefix_)) return TopLevel{*rest, run_prefix_};
+        return std::nullopt;
+    }
+
+    /// compute-sanitizer's `COMPUTE-SANITIZER` (a run starts) and `ERROR SUMMARY: N errors` (it
+    /// ended) lines, `top` being the text after the prefix.
+    static bool runBoundary(string_view top) {
+        string_view r = text::trim(top);
+        return r == "COMPUTE-SANITIZER" || text::startsWith(r, "ERROR SUMMARY:");
     }
 
     /// Another rank's report in progress, while lines of other ranks are read.
@@ -244,17 +252,9 @@ class SanitizerMatcher final : public Matcher {
     /// fault of type … due to invalid address`) as a top-level line under the prefix: a report
     /// without an address (none is printed), attr `exception` = the header; its `at`/`by
     /// thread` lines are read as a report's. False for any other line.
-    bool startHwException(const LogLine& line, Sink& out) {
-        std::string_view t = line.text;
-        if (t.find("Address") == npos && t.find("address") == npos) return false;  // cheap
-        std::optional<string_view> rest = afterPrefix(t, kDefaultPrefix);
-        string_view prefix = kDefaultPrefix;
-        if (!rest && run_prefix_ != kDefaultPrefix) {
-            rest = afterPrefix(t, run_prefix_);
-            prefix = run_prefix_;
-        }
-        if (!rest || rest->empty() || (*rest)[0] == ' ' || (*rest)[0] == '\t') return false;
-        string_view h = text::trimRight(*rest);
+    bool startHwException(const LogLine& line, const TopLevel& top, Sink& out) {
+        if (top.text.empty() || top.text[0] == ' ' || top.text[0] == '\t') return false;
+        string_view h = text::trimRight(top.text);
         bool known = h == "Warp Illegal Address" || h == "Warp Misaligned Address" ||
                      h == "Warp Out-of-range Address" ||
                      h == "Out-of-range Shared or Local Address" ||
@@ -263,17 +263,23 @@ class SanitizerMatcher final : public Matcher {
         if (!known) return false;
         flush(out);
         Evidence e;
+        e.setAttr("exception", std::string(h));
+        open(std::move(e), line, std::string(top.prefix));
+        return true;
+    }
+
+    /// Makes `e`, a report headed by `line`, the one in progress, with its line `prefix`.
+    void open(Evidence&& e, const LogLine& line, std::string prefix) {
         e.kind = Kind::SanitizerReport;
         e.vendor = "nvidia";
-        e.setAttr("exception", std::string(h));
         e.line = line.line;
         e.time = line.time;
         e.rank = line.rank;
         cur_ = std::move(e);
-        prefix_ = std::string(prefix);
+        prefix_ = std::move(prefix);
+        if (!prefix_.empty()) run_prefix_ = prefix_;
         foreign_ = 0;
         appendRaw(line);
-        return true;
     }
 
     /// A header line `Invalid __global__|__shared__|__local__ read|write|atomic of size N`: flushes
@@ -297,8 +303,6 @@ class SanitizerMatcher final : public Matcher {
         if (!size) return false;
         flush(out);
         Evidence e;
-        e.kind = Kind::SanitizerReport;
-        e.vendor = "nvidia";
         if (access == "atomic") {
             e.access = "write";
             e.setAttr("access_op", "atomic");
@@ -307,23 +311,17 @@ class SanitizerMatcher final : public Matcher {
         }
         e.setAttr("segment", std::string(seg));
         e.setAttr("access_size", std::to_string(*size));
-        e.line = line.line;
-        e.time = line.time;
-        e.rank = line.rank;
-        cur_ = std::move(e);
         string_view before = text::trimRight(t.substr(0, p));
-        if (text::endsWith(before, kDefaultPrefix) || before.empty()) {
-            prefix_ = before.empty() ? "" : std::string(kDefaultPrefix);
-        } else {
+        string_view prefix = before;  // "" when none
+        if (text::endsWith(before, kDefaultPrefix)) {
+            prefix = kDefaultPrefix;
+        } else if (!before.empty()) {
             size_t sp = before.find_last_of(" \t");
-            string_view token = sp == npos ? before : before.substr(sp + 1);
+            prefix = sp == npos ? before : before.substr(sp + 1);
             // Longer than any real prefix: keep its tail (bounded search; the report survives).
-            if (token.size() > kMaxPrefix) token = token.substr(token.size() - kMaxPrefix);
-            prefix_ = std::string(token);
+            if (prefix.size() > kMaxPrefix) prefix = prefix.substr(prefix.size() - kMaxPrefix);
         }
-        if (!prefix_.empty()) run_prefix_ = prefix_;
-        foreign_ = 0;
-        appendRaw(line);
+        open(std::move(e), line, std::string(prefix));
         return true;
     }
 
@@ -347,10 +345,7 @@ class SanitizerMatcher final : public Matcher {
     }
 
     void appendRaw(const LogLine& line) {
-        string_view r = line.raw.empty() ? line.text : line.raw;
-        std::string& raw = cur_->raw;
-        if (!raw.empty() && raw.size() < kMaxRaw) raw += '\n';
-        raw.append(r.substr(0, kMaxRaw - std::min(kMaxRaw, raw.size())));
+        appendRawLine(cur_->raw, line.raw.empty() ? line.text : line.raw);
     }
 
     void flush(Sink& out) {
