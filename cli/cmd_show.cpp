@@ -463,6 +463,7 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
                    printable(d),
                    d != k ? "\n                   (" + printable(k) + ")" : "");
     }
+    if (auto c = dispatchContextText(*v); !c.empty()) fmt::print("  context    {}\n", printable(c));
     fmt::print(
         "  signature  {} (the incident's: vendor, kinds, reason, client, kernel, core stack)\n"
         "\nEvidence\n",
@@ -502,24 +503,32 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
             prim.begin(), prim.begin() + static_cast<long>(std::min(prim.size(), kNearestOperands)));
         operandTable(nearest, exact).print(stdout);
         fmt::print("{}", moreOperandsText(v->operand_totals[prim.front().evidence_id], nearest.size(), prim.front().evidence_id, false));
+        // Ranked (logged before the fault in its stream) by rank; then other streams' operands
+        // (their lines do not order with the fault's), latest line first; then those logged
+        // after the fault.
+        auto group = [](const DistanceRow& r) {
+            return r.rank_in_time ? 0 : r.after_fault ? 2 : 1;
+        };
         auto byTime = prim;
         std::stable_sort(
-            byTime.begin(), byTime.end(), [](const DistanceRow& a, const DistanceRow& b) {
-                return a.rank_in_time.value_or(INT64_MAX) < b.rank_in_time.value_or(INT64_MAX);
+            byTime.begin(), byTime.end(), [&](const DistanceRow& a, const DistanceRow& b) {
+                if (group(a) != group(b)) return group(a) < group(b);
+                if (group(a) == 0) return *a.rank_in_time < *b.rank_in_time;
+                return group(a) == 1 && a.op.o.line > b.op.o.line;
             });
         if (byTime.size() > kLatestOperands) byTime.resize(kLatestOperands);
-        // rank_in_time numbers those logged before the fault; the others came after it.
-        auto before = static_cast<size_t>(
-            std::count_if(byTime.begin(), byTime.end(), [](const DistanceRow& r) {
-                return r.rank_in_time.has_value();
-            }));
-        if (before == byTime.size())
-            fmt::print("\nOperands by time (the {} logged last before the fault)\n", before);
-        else
-            fmt::print("\nOperands by time (the {} logged last before the fault first, then {} "
-                       "logged after it)\n",
-                       before,
-                       byTime.size() - before);
+        size_t counts[3] = {0, 0, 0};
+        for (const auto& r : byTime) ++counts[group(r)];
+        std::string parts;
+        auto part = [&](size_t n, const char* what) {
+            if (n)
+                parts += fmt::format(
+                    "{}{}", parts.empty() ? "the " : ", then ", fmt::format("{} {}", n, what));
+        };
+        part(counts[0], "logged last before the fault");
+        part(counts[1], "of other streams, latest line first");
+        part(counts[2], "logged after the fault");
+        fmt::print("\nOperands by time ({})\n", parts);
         operandTable(byTime, exact).print(stdout);
     } else if (v->allocations.empty()) {
         fmt::print("\nNo operands recorded near this fault (README: \"Operand lines\").\n");
@@ -581,6 +590,16 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         j["signature"] = i.signature;
         j["time"] = incidentTimeText(*v).empty() ? nlohmann::json(nullptr)
                                                  : nlohmann::json(incidentTimeText(*v));
+        if (const auto& c = v->dispatch_context)
+            j["dispatch_context"] = {{"source", c->source},
+                                     {"pid", optJson(c->pid)},
+                                     {"operand", c->operand},
+                                     {"operand_line", c->operand_line},
+                                     {"ptr", text::hexAddr(c->ptr)},
+                                     {"end", text::hexAddr(c->end)},
+                                     {"inside", c->inside}};
+        else
+            j["dispatch_context"] = nullptr;
         j["environment"] = environmentJson(env);
         j["diagnosis"] = diagnosisJson(store->db(), id);
         j["evidence"] = nlohmann::json::array();
@@ -654,6 +673,8 @@ int cmdReport(const Global& g, int64_t id, const std::string& format) {
         fmt::print("- Could be: {} (same 2 MiB region, nothing tells which; not joined)\n",
                    mdText(c));
     if (i.reason) fmt::print("- Reason: {}\n", mdText(*i.reason));
+    if (auto c = dispatchContextText(*v); !c.empty())
+        fmt::print("- Dispatch context: {}\n", mdText(c));
     for (const auto& m : v->members)  // compute-sanitizer measures the access itself
         if (auto a = m.ev.e.attr("nearest_alloc"))
             fmt::print("- compute-sanitizer: {} B {} the nearest allocation {} of {} B\n",

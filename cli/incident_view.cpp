@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "cli/output.h"
 #include "collectors/common/evidence_json.h"
+#include "collectors/common/log_line.h"
 
 namespace gpufault::cli {
 
@@ -36,13 +40,54 @@ std::optional<IncidentView> loadIncident(db::Db& d, int64_t id, int dispatches, 
     auto m = queryIncidentMembers(d, id);
     if (!m) return fail(m.error());
     v.members = std::move(*m);
-    auto dist = queryIncidentDistances(d, id, kNearestOperands, kLatestOperands, &v.operand_totals);
+    // No dispatch in the member streams: the dispatch context of another stream, if one
+    // places a member's address (EVIDENCE.md "Dispatch context across streams").
+    auto own = queryIncidentDispatches(d, id, 1);
+    if (!own) return fail(own.error());
+    std::map<int64_t, ContextStream> chosen;
+    if (own->empty()) {
+        auto ctx = queryIncidentContext(d, id);
+        if (!ctx) return fail(ctx.error());
+        v.context = std::move(*ctx);
+        // One context for the incident: none when a member's address is ambiguous or two
+        // members' contexts differ (which process faulted is not known then).
+        bool agree = true;
+        for (const auto& [ev, m] : v.context) {
+            const ContextStream* c = m.chosen();
+            if (!c) {
+                agree = false;
+                continue;
+            }
+            if (!chosen.empty()) {
+                const ContextStream& f = chosen.begin()->second;
+                agree = agree && std::tie(f.source_id, f.pid, f.rank, f.after_line) ==
+                                     std::tie(c->source_id, c->pid, c->rank, c->after_line);
+            }
+            chosen.emplace(ev, *c);
+        }
+        if (!agree) chosen.clear();
+        if (!chosen.empty()) {
+            auto fa = faultAddress(v);
+            auto primary = fa ? chosen.find(fa->evidence_id) : chosen.end();
+            v.dispatch_context = (primary != chosen.end() ? primary : chosen.begin())->second;
+        }
+    }
+    auto dist = queryIncidentDistances(d,
+                                       id,
+                                       kNearestOperands,
+                                       kLatestOperands,
+                                       &v.operand_totals,
+                                       chosen.empty() ? nullptr : &chosen);
     if (!dist) return fail(dist.error());
     v.distances = std::move(*dist);
-    auto disp = queryIncidentDispatches(d, id, dispatches);
+    auto dispatchesOf = [&](int limit) {
+        return v.dispatch_context ? queryContextDispatches(d, *v.dispatch_context, limit)
+                                  : queryIncidentDispatches(d, id, limit);
+    };
+    auto disp = dispatchesOf(dispatches);
     if (!disp) return fail(disp.error());
     v.dispatches = std::move(*disp);
-    auto window = queryIncidentDispatches(d, id, kLastKernelWindow);
+    auto window = dispatchesOf(kLastKernelWindow);
     if (!window) return fail(window.error());
     v.last = lastKernelOf(*window);
     auto al = queryIncidentAllocations(d, id);
@@ -112,6 +157,47 @@ std::vector<DistanceRow> primaryDistances(const IncidentView& v) {
     for (const auto& r : v.distances)
         if (!fa || r.evidence_id == fa->evidence_id) out.push_back(r);
     return out;
+}
+
+namespace {
+std::string contextWho(const ContextStream& c) {
+    std::string who = c.pid ? fmt::format("pid {}", *c.pid) : std::string("the process");
+    if (auto r = statedRank(c.rank)) who += fmt::format(" rank {}", *r);
+    who += fmt::format(" in {}", c.source);
+    if (c.after_line && c.before_line != UINT64_MAX)
+        who += fmt::format(" (the run of lines {}-{})", c.after_line + 1, c.before_line);
+    else if (c.after_line)
+        who += fmt::format(" (the run after line {})", c.after_line);
+    else if (c.before_line != UINT64_MAX)
+        who += fmt::format(" (the run up to line {})", c.before_line);
+    return who;
+}
+}  // namespace
+
+std::string dispatchContextText(const IncidentView& v) {
+    if (const auto& c = v.dispatch_context)
+        return fmt::format(
+            "dispatches and operands of {}: no member stream logged a dispatch, and its operand "
+            "{} [{}, {}) at line {} {} the fault address",
+            contextWho(*c),
+            c->operand,
+            addr16(c->ptr),
+            addr16(c->end),
+            c->operand_line,
+            c->inside ? "holds" : "meets the 2 MiB region of");
+    // Candidates of every member record (each once): two or more left it without a context.
+    std::vector<std::string> who;
+    for (const auto& [ev, m] : v.context)
+        for (const auto& c : m.candidates)
+            if (auto w = contextWho(c); std::find(who.begin(), who.end(), w) == who.end())
+                who.push_back(std::move(w));
+    if (who.size() < 2) return {};
+    std::string list;
+    for (const auto& w : who) list += fmt::format("{}{}", list.empty() ? "" : " or ", w);
+    return fmt::format(
+        "none chosen: operands of {} place the fault address, nothing tells which process "
+        "faulted",
+        list);
 }
 
 }  // namespace gpufault::cli

@@ -1,14 +1,15 @@
 // Everything `show` and `report` print about one incident, loaded once from the store.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "schema/alloc_misses.h"
 #include "schema/alloc_queries.h"
+#include "schema/context_stream.h"
 #include "schema/queries.h"
 
 namespace gpufault::cli {
@@ -25,6 +26,11 @@ struct IncidentView {
     std::vector<DistanceRow> distances;
     std::map<int64_t, int64_t> operand_totals;  ///< evidence id → all its operand rows
     std::vector<DispatchRow> dispatches;     ///< newest first
+    /// When the member streams logged no dispatch: what other streams' operands say about each
+    /// member record's address (schema/context_stream.h), and the context the dispatches and
+    /// context operands came from (the fault address's record's, else the first chosen).
+    std::map<int64_t, ContextMatch> context;
+    std::optional<ContextStream> dispatch_context;
     /// the last kernel before the fault (lastKernelOf() over the incident's last
     /// kLastKernelWindow dispatches, whatever `dispatches` keeps): what `faults` decides too
     std::optional<LastKernel> last;
@@ -55,6 +61,11 @@ std::optional<FaultAddress> faultAddress(const IncidentView& v);
 /// "0x…  2 MiB aligned: …" for an exact address; "page 0x… (exact byte unknown)" otherwise (no
 /// alignment claim: the low bits are not known).
 std::string faultAddressText(const FaultAddress& a);
+
+/// The dispatch context of another stream that `show` and `report` print: the stream, process
+/// and operand its dispatches and operands come from, or the candidates when two or more place
+/// the fault address; empty when neither.
+std::string dispatchContextText(const IncidentView& v);
 
 /// Distances of the record faultAddress() names only (one row per operand).
 std::vector<DistanceRow> primaryDistances(const IncidentView& v);

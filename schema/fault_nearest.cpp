@@ -36,6 +36,16 @@ bool sameOrUnstated(const std::optional<int64_t>& a, const std::optional<int64_t
 
 }  // namespace
 
+bool nearerThan(const Nearest& a, const Nearest& b) {
+    auto magnitude = [](const Nearest& n) -> unsigned __int128 {
+        if (!n.distance) return static_cast<unsigned __int128>(1) << 64;
+        return *n.distance < 0 ? static_cast<unsigned __int128>(-static_cast<__int128>(*n.distance))
+                               : static_cast<unsigned __int128>(*n.distance);
+    };
+    return std::make_tuple(a.after, magnitude(a), !a.inside) <
+           std::make_tuple(b.after, magnitude(b), !b.inside);
+}
+
 db::Result<std::map<int64_t, Nearest>> nearestOperands(db::Db& d,
                                                        const std::vector<NearestProbe>& probes) {
     std::map<int64_t, std::vector<const NearestProbe*>> bySource;

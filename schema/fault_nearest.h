@@ -34,6 +34,10 @@ struct Nearest {
     bool after = false;  ///< logged after the fault (chosen only when none was logged before)
 };
 
+/// True when `a` comes before `b` in nearestOperands()'s order (logged before the fault first,
+/// then by |distance|, refused distances last, then inside first); ties: false.
+bool nearerThan(const Nearest& a, const Nearest& b);
+
 /// For each probe, the operand of its stream (pid and rank where both state one, logged after
 /// start_line) chosen as the view orders them: logged at or before the fault first, then by
 /// |distance| (refused distances last), inside first, latest line first. Probes with no such

@@ -7,10 +7,14 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "schema/context_stream.h"
 #include "schema/distance.h"
 #include "schema/fault_nearest.h"
+#include "schema/query_rows.h"
 
 namespace gpufault {
+
+using namespace query_rows;
 
 namespace {
 
@@ -45,9 +49,6 @@ const std::string kEvidenceColumnsNoText =
 
 std::optional<bool> optBool(const db::Stmt& s, int c) {
     return s.isNull(c) ? std::nullopt : std::optional<bool>(s.i64(c) != 0);
-}
-std::optional<uint64_t> optU64(const db::Stmt& s, int c) {
-    return s.isNull(c) ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(s.i64(c)));
 }
 
 StoredEvidence readEvidence(const db::Stmt& s, int c0 = 0) {
@@ -97,58 +98,6 @@ StoredEvidence readEvidence(const db::Stmt& s, int c0 = 0) {
                     e.attrs.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
     }
     e.raw = s.str(c++);
-    return r;
-}
-
-template <typename Row, typename F>
-db::Result<std::vector<Row>> collect(db::Stmt& s, F&& read) {
-    std::vector<Row> out;
-    for (;;) {
-        auto row = s.step();
-        if (!row) return std::unexpected(row.error());
-        if (!*row) break;
-        out.push_back(read(s));
-    }
-    return out;
-}
-
-constexpr const char* kOperandColumns =
-    "o.id, s.path, o.line, o.pid, o.name, o.ptr, o.end, o.arg_ptr, o.shape, o.stride, o.dtype, "
-    "o.origin, o.rank, o.runtime_us, k.name";
-constexpr const char* kOperandJoins =
-    "JOIN sources s ON s.id = o.source_id LEFT JOIN dispatches dd ON dd.id = o.dispatch_id "
-    "LEFT JOIN kernels k ON k.id = dd.kernel_id";
-
-OperandRow readOperand(const db::Stmt& s, int c) {
-    OperandRow r;
-    r.id = s.i64(c++);
-    r.source = s.str(c++);
-    r.o.line = static_cast<uint64_t>(s.i64(c++));
-    r.o.pid = s.optI64(c++);
-    r.o.name = s.str(c++);
-    r.o.ptr = static_cast<uint64_t>(s.i64(c++));
-    r.o.end = static_cast<uint64_t>(s.i64(c++));
-    r.o.arg_ptr = optU64(s, c++);
-    r.o.shape = s.optStr(c++);
-    r.o.stride = s.optStr(c++);
-    r.o.dtype = s.optStr(c++);
-    r.o.origin = s.str(c++);
-    r.o.rank = s.optI64(c++);
-    r.o.time.runtime_us = s.optI64(c++);
-    r.dispatch_kernel = s.optStr(c++);
-    return r;
-}
-
-DispatchRow readDispatch(const db::Stmt& s) {
-    DispatchRow r;
-    r.id = s.i64(0);
-    r.source = s.str(1);
-    r.d.line = static_cast<uint64_t>(s.i64(2));
-    r.d.time.runtime_us = s.optI64(3);
-    r.d.pid = s.optI64(4);
-    r.d.runtime_tid = s.str(5);
-    r.d.kernel = s.str(6);
-    r.d.rank = s.optI64(7);
     return r;
 }
 
@@ -408,11 +357,13 @@ db::Result<std::vector<IncidentMemberRow>> queryIncidentMembers(db::Db& d, int64
     });
 }
 
-db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d,
-                                                            int64_t incident,
-                                                            size_t nearest,
-                                                            size_t latest,
-                                                            std::map<int64_t, int64_t>* totals) {
+db::Result<std::vector<DistanceRow>> queryIncidentDistances(
+    db::Db& d,
+    int64_t incident,
+    size_t nearest,
+    size_t latest,
+    std::map<int64_t, int64_t>* totals,
+    const std::map<int64_t, ContextStream>* context) {
     // Operands of the fault's own stream (the view), then operands of the incident's other
     // member streams: a kernel record (Xid 31, amdgpu) joined to a job's output by a process
     // link has its operands there. Across streams lines do not order: no rank in time, and
@@ -506,6 +457,30 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(db::Db& d,
             bucket.push_back(std::move(r));
             if (bucket.size() > cap) trim(bucket);
         }
+        // The dispatch context's operands, measured against the member's address.
+        if (!context) continue;
+        auto c = context->find(member);
+        if (c == context->end()) continue;
+        auto a = contextProbeOf(d, member);
+        if (!a) return std::unexpected(a.error());
+        if (!*a) continue;
+        auto each = forEachContextOperand(d, c->second, [&](OperandRow&& op) {
+            DistanceRow r;
+            r.evidence_id = member;
+            r.address = (*a)->address;
+            r.op = std::move(op);
+            auto m = measureSpan(r.address, r.op.o.ptr, r.op.o.end);
+            r.distance = m.distance;
+            r.from_ptr = m.from_ptr;
+            r.below = m.below;
+            r.inside = m.inside;
+            r.same_2mib = m.same_2mib;
+            ++counts[member];
+            auto& bucket = per[member];
+            bucket.push_back(std::move(r));
+            if (bucket.size() > cap) trim(bucket);
+        });
+        if (!each) return std::unexpected(each.error());
     }
     std::vector<DistanceRow> out;
     for (auto& [id, rows] : per) {
@@ -557,25 +532,49 @@ std::optional<LastKernel> lastKernelOf(const std::vector<DispatchRow>& newestFir
     return k;
 }
 
-db::Result<std::map<int64_t, LastKernel>> queryLastKernels(db::Db& d,
-                                                           const std::vector<int64_t>& evidence) {
+db::Result<std::map<int64_t, LastKernel>> queryLastKernels(
+    db::Db& d, const std::vector<int64_t>& evidence, std::map<int64_t, ContextStream>* contexts) {
     // The pairing of queryIncidentDispatches(), for one record: its stream's dispatches before
     // its line, of its pid and rank where both state one (newest first, via the index on
     // (source_id, line)).
-    auto s = d.prepare(
+    // After the end of an earlier process of the stream, as there (the record's start line
+    // computed once: MATERIALIZED keeps SQLite from evaluating it for every dispatch row).
+    auto s = d.prepare(fmt::format(
+        "WITH e AS MATERIALIZED (SELECT x.id, x.source_id, x.line, x.pid, x.rank, {} AS start "
+        "FROM evidence x WHERE x.id = ?1) "
         "SELECT d.id, s.path, d.line, d.runtime_us, d.pid, d.runtime_tid, k.name, d.rank FROM "
-        "evidence e JOIN dispatches d ON d.source_id = e.source_id AND d.line < e.line AND "
-        "(d.pid IS NULL OR e.pid IS NULL OR d.pid = e.pid) AND (d.rank IS NULL OR e.rank IS "
-        "NULL OR d.rank = e.rank) JOIN sources s ON s.id = d.source_id JOIN kernels k ON k.id = "
-        "d.kernel_id WHERE e.id = ?1 ORDER BY d.line DESC LIMIT ?2");
+        "e JOIN dispatches d ON d.source_id = e.source_id AND d.line < e.line AND d.line > "
+        "e.start AND (d.pid IS NULL OR e.pid IS NULL OR d.pid = e.pid) AND (d.rank IS NULL OR "
+        "e.rank IS NULL OR d.rank = e.rank) JOIN sources s ON s.id = d.source_id JOIN kernels k "
+        "ON k.id = d.kernel_id ORDER BY d.line DESC LIMIT ?2",
+        processStartSql("x")));
     if (!s) return std::unexpected(s.error());
     std::map<int64_t, LastKernel> out;
+    std::vector<ContextProbe> probes;  // records whose stream dispatched nothing before them
     for (int64_t id : evidence) {
         s->reset();
         s->bind(1, id).bind(2, static_cast<int64_t>(kLastKernelWindow));
         auto rows = collect<DispatchRow>(*s, readDispatch);
         if (!rows) return std::unexpected(rows.error());
-        if (auto k = lastKernelOf(*rows)) out.emplace(id, std::move(*k));
+        if (auto k = lastKernelOf(*rows)) {
+            out.emplace(id, std::move(*k));
+            continue;
+        }
+        auto p = contextProbeOf(d, id);
+        if (!p) return std::unexpected(p.error());
+        if (*p) probes.push_back(**p);
+    }
+    auto matches = queryContextStreams(d, probes);
+    if (!matches) return std::unexpected(matches.error());
+    for (const auto& [id, m] : *matches) {
+        const ContextStream* c = m.chosen();
+        if (!c) continue;
+        auto rows = queryContextDispatches(d, *c, kLastKernelWindow);
+        if (!rows) return std::unexpected(rows.error());
+        auto k = lastKernelOf(*rows);
+        if (!k) continue;
+        out.emplace(id, std::move(*k));
+        if (contexts) contexts->emplace(id, *c);
     }
     return out;
 }
@@ -609,6 +608,31 @@ db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
     // operand join with its window took 4.7 s for 100 faults × 10 000 operands.
     auto nearest = nearestOperands(d, probes);
     if (!nearest) return std::unexpected(nearest.error());
+    std::vector<int64_t> ids;
+    for (const auto& r : *rows) ids.push_back(r.ev.id);
+    std::map<int64_t, ContextStream> contexts;
+    auto last = queryLastKernels(d, ids, &contexts);
+    if (!last) return std::unexpected(last.error());
+    // A fault with a dispatch context: the nearer of its own stream's operand and the
+    // context's (as `show` puts both in one table).
+    std::vector<NearestProbe> moved;
+    for (const auto& p : probes) {
+        auto c = contexts.find(p.evidence_id);
+        if (c == contexts.end()) continue;
+        moved.push_back(NearestProbe{p.evidence_id,
+                                     c->second.source_id,
+                                     std::min<uint64_t>(c->second.before_line - 1, INT64_MAX),
+                                     p.address,
+                                     c->second.pid,
+                                     p.rank,
+                                     c->second.after_line});
+    }
+    auto viaContext = nearestOperands(d, moved);
+    if (!viaContext) return std::unexpected(viaContext.error());
+    for (auto& [id, n] : *viaContext) {
+        auto own = nearest->find(id);
+        if (own == nearest->end() || nearerThan(n, own->second)) (*nearest)[id] = std::move(n);
+    }
     for (auto& r : *rows) {
         auto n = nearest->find(r.ev.id);
         if (n == nearest->end()) continue;
@@ -617,10 +641,6 @@ db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
         r.nearest_inside = n->second.inside;
         r.nearest_after = n->second.after;
     }
-    std::vector<int64_t> ids;
-    for (const auto& r : *rows) ids.push_back(r.ev.id);
-    auto last = queryLastKernels(d, ids);
-    if (!last) return std::unexpected(last.error());
     for (auto& r : *rows) {
         auto k = last->find(r.ev.id);
         if (k == last->end()) continue;

@@ -14,6 +14,8 @@
 
 namespace gpufault {
 
+struct ContextStream;  // schema/context_stream.h
+
 /// An evidence row with its store id and source path.
 struct StoredEvidence {
     int64_t id = 0;
@@ -112,13 +114,16 @@ struct DistanceRow {
 /// rank in time (those without one last), then by operand line. Per fault record only the
 /// `nearest` first in that order and the `latest` with the highest rank in time (1, the last
 /// logged before the fault, first) are kept while the rows stream (memory flat in the operand
-/// count); `totals`, when given, receives each record's full row count.
+/// count); `totals`, when given, receives each record's full row count. `context`: for member
+/// records (by id) whose streams logged no dispatch, the dispatch context whose operands are
+/// measured too (as another member stream's: no rank in time).
 db::Result<std::vector<DistanceRow>> queryIncidentDistances(
     db::Db& d,
     int64_t incident,
     size_t nearest = SIZE_MAX,
     size_t latest = 0,
-    std::map<int64_t, int64_t>* totals = nullptr);
+    std::map<int64_t, int64_t>* totals = nullptr,
+    const std::map<int64_t, ContextStream>* context = nullptr);
 
 /// The last `limit` dispatches before each member record of an incident (same stream, process
 /// and rank: a dispatch and a record stating different pids or ranks do not meet), newest
@@ -164,10 +169,14 @@ constexpr int kLastKernelWindow = 64;
 
 /// lastKernelOf() for each record in `evidence` (ids): the last kLastKernelWindow dispatches
 /// before it in its stream, of its process and rank (as queryIncidentDispatches() pairs them).
-/// Records with no dispatch before them are absent from the map. One prepared statement,
-/// an index range per record.
-db::Result<std::map<int64_t, LastKernel>> queryLastKernels(db::Db& d,
-                                                           const std::vector<int64_t>& evidence);
+/// A record with no dispatch there but an address takes the last dispatches of its dispatch
+/// context, when one stream and process of another stream places the address (context_stream.h);
+/// `contexts`, when given, receives those contexts by record. Records with neither are absent
+/// from the map. One prepared statement, an index range per record.
+db::Result<std::map<int64_t, LastKernel>> queryLastKernels(
+    db::Db& d,
+    const std::vector<int64_t>& evidence,
+    std::map<int64_t, ContextStream>* contexts = nullptr);
 
 db::Result<std::vector<FaultRow>> queryFaults(db::Db& d);
 
