@@ -31,29 +31,9 @@ struct Span {
     auto key() const { return std::tie(source_id, pid, rank, after); }
 };
 
-/// Pid-less ROCr fault lines by (stream, rank), ascending: a stream that states no pid holds
-/// one program's runs one after another, ended by them (processStartSql() in queries.cpp).
-using RunEnds = std::map<std::pair<int64_t, int64_t>, std::vector<uint64_t>>;
-
-db::Result<RunEnds> runEnds(db::Db& d) {
-    auto s = d.prepare(
-        "SELECT source_id, rank, line FROM evidence WHERE kind = 'rocr_memory_fault' AND pid IS "
-        "NULL ORDER BY source_id, line");
-    if (!s) return std::unexpected(s.error());
-    RunEnds out;
-    for (;;) {
-        auto row = s->step();
-        if (!row) return std::unexpected(row.error());
-        if (!*row) break;
-        out[{s->i64(0), s->optI64(1).value_or(INT64_MIN)}].push_back(
-            static_cast<uint64_t>(s->i64(2)));
-    }
-    return out;
-}
-
 /// Stored operands as deduplicated spans sorted by ptr.
 db::Result<std::vector<Span>> loadSpans(db::Db& d) {
-    auto ends = runEnds(d);
+    auto ends = queryRunEnds(d);
     if (!ends) return std::unexpected(ends.error());
     auto s = d.prepare("SELECT ptr, end, source_id, pid, rank, line, id FROM operands");
     if (!s) return std::unexpected(s.error());
@@ -213,6 +193,32 @@ db::Result<std::map<int64_t, ContextMatch>> queryContextStreams(
         });
     }
     return out;
+}
+
+db::Result<RunEnds> queryRunEnds(db::Db& d) {
+    auto s = d.prepare(
+        "SELECT source_id, rank, line FROM evidence WHERE kind = 'rocr_memory_fault' AND pid IS "
+        "NULL ORDER BY source_id, line");
+    if (!s) return std::unexpected(s.error());
+    RunEnds out;
+    for (;;) {
+        auto row = s->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        out[{s->i64(0), s->optI64(1).value_or(INT64_MIN)}].push_back(
+            static_cast<uint64_t>(s->i64(2)));
+    }
+    return out;
+}
+
+uint64_t runStart(const RunEnds& ends,
+                  int64_t source_id,
+                  std::optional<int64_t> rank,
+                  uint64_t line) {
+    auto e = ends.find({source_id, rank.value_or(INT64_MIN)});
+    if (e == ends.end()) return 0;
+    auto it = std::lower_bound(e->second.begin(), e->second.end(), line);
+    return it == e->second.begin() ? 0 : *std::prev(it);
 }
 
 db::Result<std::optional<ContextProbe>> contextProbeOf(db::Db& d, int64_t evidence_id) {

@@ -63,6 +63,18 @@ struct ContextProbe {
 db::Result<std::map<int64_t, ContextMatch>> queryContextStreams(
     db::Db& d, const std::vector<ContextProbe>& probes);
 
+/// Pid-less ROCr fault lines by (stream, rank; INT64_MIN: none stated), ascending: a stream
+/// that states no pid holds one program's runs one after another, each ended by one (ROCr
+/// aborts the process; docs/correlation.md "Contradictions").
+using RunEnds = std::map<std::pair<int64_t, int64_t>, std::vector<uint64_t>>;
+db::Result<RunEnds> queryRunEnds(db::Db& d);
+/// The line after which the run holding `line` of a pid-less record of `source_id` and `rank`
+/// starts (the last such ROCr line before it; 0: none), as processStartSql() in queries.cpp.
+uint64_t runStart(const RunEnds& ends,
+                  int64_t source_id,
+                  std::optional<int64_t> rank,
+                  uint64_t line);
+
 /// The probe of stored record `evidence_id`: nullopt when it has no address or is not stored.
 db::Result<std::optional<ContextProbe>> contextProbeOf(db::Db& d, int64_t evidence_id);
 

@@ -537,32 +537,48 @@ db::Result<std::map<int64_t, LastKernel>> queryLastKernels(
     // The pairing of queryIncidentDispatches(), for one record: its stream's dispatches before
     // its line, of its pid and rank where both state one (newest first, via the index on
     // (source_id, line)).
-    // After the end of an earlier process of the stream, as there (the record's start line
-    // computed once: MATERIALIZED keeps SQLite from evaluating it for every dispatch row).
-    auto s = d.prepare(fmt::format(
-        "WITH e AS MATERIALIZED (SELECT x.id, x.source_id, x.line, x.pid, x.rank, {} AS start "
-        "FROM evidence x WHERE x.id = ?1) "
+    // The record (stream, line, pid, rank, address); then its dispatches by the index on
+    // (source_id, line), newest first, after an earlier process's end in a stream that states
+    // no pid (as queryIncidentDispatches() has it; the ends read once, not a subquery per
+    // record over the stream's evidence).
+    auto head = d.prepare(
+        "SELECT e.source_id, e.line, e.pid, e.rank, e.address FROM evidence e WHERE e.id = ?1");
+    if (!head) return std::unexpected(head.error());
+    auto ends = queryRunEnds(d);
+    if (!ends) return std::unexpected(ends.error());
+    auto s = d.prepare(
         "SELECT d.id, s.path, d.line, d.runtime_us, d.pid, d.runtime_tid, k.name, d.rank FROM "
-        "e JOIN dispatches d ON d.source_id = e.source_id AND d.line < e.line AND d.line > "
-        "e.start AND (d.pid IS NULL OR e.pid IS NULL OR d.pid = e.pid) AND (d.rank IS NULL OR "
-        "e.rank IS NULL OR d.rank = e.rank) JOIN sources s ON s.id = d.source_id JOIN kernels k "
-        "ON k.id = d.kernel_id ORDER BY d.line DESC LIMIT ?2",
-        processStartSql("x")));
+        "dispatches d JOIN sources s ON s.id = d.source_id JOIN kernels k ON k.id = d.kernel_id "
+        "WHERE d.source_id = ?1 AND d.line < ?2 AND d.line > ?3 AND (d.pid IS NULL OR ?4 IS "
+        "NULL OR d.pid = ?4) AND (d.rank IS NULL OR ?5 IS NULL OR d.rank = ?5) ORDER BY d.line "
+        "DESC LIMIT ?6");
     if (!s) return std::unexpected(s.error());
     std::map<int64_t, LastKernel> out;
     std::vector<ContextProbe> probes;  // records whose stream dispatched nothing before them
     for (int64_t id : evidence) {
+        head->reset();
+        head->bind(1, id);
+        auto found = head->step();
+        if (!found) return std::unexpected(found.error());
+        if (!*found) continue;
+        const int64_t source = head->i64(0);
+        const auto line = static_cast<uint64_t>(head->i64(1));
+        const std::optional<int64_t> pid = head->optI64(2), rank = head->optI64(3),
+                                     address = head->optI64(4);
         s->reset();
-        s->bind(1, id).bind(2, static_cast<int64_t>(kLastKernelWindow));
+        s->bind(1, source)
+            .bind(2, line)
+            .bind(3, pid ? 0 : runStart(*ends, source, rank, line))
+            .bind(4, pid)
+            .bind(5, rank)
+            .bind(6, static_cast<int64_t>(kLastKernelWindow));
         auto rows = collect<DispatchRow>(*s, readDispatch);
         if (!rows) return std::unexpected(rows.error());
         if (auto k = lastKernelOf(*rows)) {
             out.emplace(id, std::move(*k));
             continue;
         }
-        auto p = contextProbeOf(d, id);
-        if (!p) return std::unexpected(p.error());
-        if (*p) probes.push_back(**p);
+        if (address) probes.push_back({id, source, static_cast<uint64_t>(*address), rank});
     }
     auto matches = queryContextStreams(d, probes);
     if (!matches) return std::unexpected(matches.error());
