@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <tuple>
 
 #include "cli/output.h"
 #include "collectors/common/evidence_json.h"
@@ -49,28 +48,9 @@ std::optional<IncidentView> loadIncident(db::Db& d, int64_t id, int dispatches, 
         auto ctx = queryIncidentContext(d, id);
         if (!ctx) return fail(ctx.error());
         v.context = std::move(*ctx);
-        // One context for the incident: none when a member's address is ambiguous or two
-        // members' contexts differ (which process faulted is not known then).
-        bool agree = true;
-        for (const auto& [ev, m] : v.context) {
-            const ContextStream* c = m.chosen();
-            if (!c) {
-                agree = false;
-                continue;
-            }
-            if (!chosen.empty()) {
-                const ContextStream& f = chosen.begin()->second;
-                agree = agree && std::tie(f.source_id, f.pid, f.rank, f.after_line) ==
-                                     std::tie(c->source_id, c->pid, c->rank, c->after_line);
-            }
-            chosen.emplace(ev, *c);
-        }
-        if (!agree) chosen.clear();
-        if (!chosen.empty()) {
-            auto fa = faultAddress(v);
-            auto primary = fa ? chosen.find(fa->evidence_id) : chosen.end();
-            v.dispatch_context = (primary != chosen.end() ? primary : chosen.begin())->second;
-        }
+        auto fa = faultAddress(v);
+        v.dispatch_context = incidentContext(
+            v.context, fa ? std::optional<int64_t>(fa->evidence_id) : std::nullopt, chosen);
     }
     auto dist = queryIncidentDistances(d,
                                        id,

@@ -195,6 +195,14 @@ db::Result<std::map<int64_t, ContextMatch>> queryContextStreams(
     return out;
 }
 
+namespace {
+/// One process and run of one stream.
+bool sameProcess(const ContextStream& a, const ContextStream& b) {
+    return std::tie(a.source_id, a.pid, a.rank, a.after_line) ==
+           std::tie(b.source_id, b.pid, b.rank, b.after_line);
+}
+}  // namespace
+
 db::Result<RunEnds> queryRunEnds(db::Db& d) {
     auto s = d.prepare(
         "SELECT source_id, rank, line FROM evidence WHERE kind = 'rocr_memory_fault' AND pid IS "
@@ -293,6 +301,23 @@ db::Result<std::map<int64_t, ContextMatch>> queryIncidentContext(db::Db& d, int6
     });
     if (!probes) return std::unexpected(probes.error());
     return queryContextStreams(d, *probes);
+}
+
+std::optional<ContextStream> incidentContext(const std::map<int64_t, ContextMatch>& matches,
+                                             std::optional<int64_t> primary,
+                                             std::map<int64_t, ContextStream>& chosen) {
+    chosen.clear();
+    for (const auto& [ev, m] : matches) {
+        const ContextStream* c = m.chosen();
+        if (!c || (!chosen.empty() && !sameProcess(chosen.begin()->second, *c))) {
+            chosen.clear();
+            return std::nullopt;
+        }
+        chosen.emplace(ev, *c);
+    }
+    if (chosen.empty()) return std::nullopt;
+    auto p = primary ? chosen.find(*primary) : chosen.end();
+    return (p != chosen.end() ? p : chosen.begin())->second;
 }
 
 }  // namespace gpufault

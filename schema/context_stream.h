@@ -93,4 +93,12 @@ db::Result<void> forEachContextOperand(db::Db& d,
 /// incident whose member streams logged no dispatch before it (the caller checks that).
 db::Result<std::map<int64_t, ContextMatch>> queryIncidentContext(db::Db& d, int64_t incident);
 
+/// The incident's one context from its members' matches: none when a member's address is
+/// ambiguous or two members' contexts differ (which process faulted is not known then); else
+/// the context of record `primary` (the fault address's) when it has one, else the first
+/// member's. `chosen` receives each member's context (for queryIncidentDistances()).
+std::optional<ContextStream> incidentContext(const std::map<int64_t, ContextMatch>& matches,
+                                             std::optional<int64_t> primary,
+                                             std::map<int64_t, ContextStream>& chosen);
+
 }  // namespace gpufault

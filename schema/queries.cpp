@@ -399,18 +399,22 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(
     m->bind(1, incident);
     auto member_ids = collect<int64_t>(*m, [](const db::Stmt& st) { return st.i64(0); });
     if (!member_ids) return std::unexpected(member_ids.error());
-    auto read = [](const db::Stmt& st) {
-        DistanceRow r;
-        r.evidence_id = st.i64(0);
-        r.address = static_cast<uint64_t>(st.i64(1));
-        r.rank_in_time = st.optI64(6);
-        r.op = readOperand(st, 7);
+    // The distance fields of `r` from its address and operand span.
+    auto measure = [](DistanceRow& r) {
         auto m = measureSpan(r.address, r.op.o.ptr, r.op.o.end);
         r.distance = m.distance;
         r.from_ptr = m.from_ptr;
         r.below = m.below;
         r.inside = m.inside;
         r.same_2mib = m.same_2mib;
+    };
+    auto read = [&measure](const db::Stmt& st) {
+        DistanceRow r;
+        r.evidence_id = st.i64(0);
+        r.address = static_cast<uint64_t>(st.i64(1));
+        r.rank_in_time = st.optI64(6);
+        r.op = readOperand(st, 7);
+        measure(r);
         r.after_fault = st.optI64(23).value_or(0) != 0;
         return r;
     };
@@ -469,12 +473,7 @@ db::Result<std::vector<DistanceRow>> queryIncidentDistances(
             r.evidence_id = member;
             r.address = (*a)->address;
             r.op = std::move(op);
-            auto m = measureSpan(r.address, r.op.o.ptr, r.op.o.end);
-            r.distance = m.distance;
-            r.from_ptr = m.from_ptr;
-            r.below = m.below;
-            r.inside = m.inside;
-            r.same_2mib = m.same_2mib;
+            measure(r);
             ++counts[member];
             auto& bucket = per[member];
             bucket.push_back(std::move(r));
@@ -585,12 +584,10 @@ db::Result<std::map<int64_t, LastKernel>> queryLastKernels(
     for (const auto& [id, m] : *matches) {
         const ContextStream* c = m.chosen();
         if (!c) continue;
+        if (contexts) contexts->emplace(id, *c);  // its operands count even without dispatches
         auto rows = queryContextDispatches(d, *c, kLastKernelWindow);
         if (!rows) return std::unexpected(rows.error());
-        auto k = lastKernelOf(*rows);
-        if (!k) continue;
-        out.emplace(id, std::move(*k));
-        if (contexts) contexts->emplace(id, *c);
+        if (auto k = lastKernelOf(*rows)) out.emplace(id, std::move(*k));
     }
     return out;
 }
@@ -640,7 +637,7 @@ db::Result<std::vector<FaultRow>> queryFaults(db::Db& d) {
                                      std::min<uint64_t>(c->second.before_line - 1, INT64_MAX),
                                      p.address,
                                      c->second.pid,
-                                     p.rank,
+                                     c->second.rank ? c->second.rank : p.rank,
                                      c->second.after_line});
     }
     auto viaContext = nearestOperands(d, moved);

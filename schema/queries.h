@@ -171,7 +171,8 @@ constexpr int kLastKernelWindow = 64;
 /// before it in its stream, of its process and rank (as queryIncidentDispatches() pairs them).
 /// A record with no dispatch there but an address takes the last dispatches of its dispatch
 /// context, when one stream and process of another stream places the address (context_stream.h);
-/// `contexts`, when given, receives those contexts by record. Records with neither are absent
+/// `contexts`, when given, receives those contexts by record (also those without dispatches:
+/// their operands are the record's). Records with neither are absent
 /// from the map. One prepared statement, an index range per record.
 db::Result<std::map<int64_t, LastKernel>> queryLastKernels(
     db::Db& d,

@@ -211,6 +211,29 @@ TEST(DispatchContext, RanksAndRunsOfAStreamWithoutPidsAreProcessesOfTheirOwn) {
     EXPECT_EQ(report["operands"][0]["from_ptr"], 0x10);
 }
 
+TEST(DispatchContext, FaultsMeasuresOnlyTheContextsRank) {
+    // Rank 0's buffer lies in the fault's 2 MiB region (1 MiB above the address); rank 1's ends
+    // 16 bytes below the address, just outside the region: the context is rank 0's, and the
+    // nearest operand `faults` and `report` give is R0, not rank 1's nearer R1.
+    const uint64_t region = kBase + 0x200000;
+    Store s({{"torchrun.log",
+              fmt::format("[rank0]: [probe] name=R0 ptr={:#x} end={:#x}\n"
+                          "[rank1]: [probe] name=R1 ptr={:#x} end={:#x}\n",
+                          region + 0x100000,
+                          region + 0x101000,
+                          region - 0x1000,
+                          region)},
+             {"job.err", rocrLine(region + 0x10)}});
+    auto report = s.json({"report", "1", "--format", "json"});
+    ASSERT_TRUE(report.is_object());
+    EXPECT_EQ(report["dispatch_context"]["operand"], "R0") << report.dump();
+    ASSERT_EQ(report["operands"].size(), 1u) << report.dump();
+    EXPECT_EQ(report["operands"][0]["name"], "R0");
+    auto fault = s.json({"faults", "--json"});
+    EXPECT_EQ(fault["nearest_operand"], "R0") << fault.dump();
+    EXPECT_EQ(fault["nearest_distance"], -0xffff0);
+}
+
 /// A store with the files of tests/data/context_stream/`name` ingested in one call, in the
 /// order given (hostile review 28's repros).
 class Case {
