@@ -30,14 +30,27 @@ StreamIngest::StreamIngest(Store& store,
     sink_.resumeFaults(lineNo_ + 1);
     // The dispatches held from before those lines (a thread gone idle before the re-read line).
     sink_.loadHeld(lineNo_ + 1);
-    if (state.unended) replaceFrom_ = lineNo_ + 1;
+    if (state.unended) {
+        replaceFrom_ = lineNo_ + 1;
+        replaceTo_ = static_cast<uint64_t>(std::max(state.max_line, state.line));
+    }
 }
 
-void StreamIngest::replaceUnended() {
-    if (!replaceFrom_) return;
-    if (auto r = store_.dropLinesFrom(state_.id, static_cast<int64_t>(*replaceFrom_)); !r)
+void StreamIngest::replaceUnended(uint64_t through) {
+    if (!replaceFrom_ || through < *replaceFrom_) return;
+    // At the earlier reader's last whole line: the rest is at most its cut last line's rows
+    // (max_line + 1), which this reader reads again next or, committing first, no longer
+    // claims (its max_line stays at the last line it read).
+    const bool all = through >= replaceTo_;
+    if (auto r = store_.dropLinesFrom(state_.id,
+                                      static_cast<int64_t>(*replaceFrom_),
+                                      all ? INT64_MAX : static_cast<int64_t>(through));
+        !r)
         error_ = r.error();
-    replaceFrom_.reset();
+    if (all)
+        replaceFrom_.reset();
+    else
+        replaceFrom_ = through + 1;
 }
 
 namespace {
@@ -70,7 +83,7 @@ void StreamIngest::unendedAfter(const std::vector<uint64_t>& open) {
 }
 
 void StreamIngest::feed(std::string_view line, int64_t position, bool truncated, bool unended) {
-    replaceUnended();
+    replaceUnended(lineNo_ + 1);
     std::vector<uint64_t> open;
     if (unended) {
         unended_ = {lineNo_ + 1, position};
@@ -97,7 +110,7 @@ void StreamIngest::warnLast(std::string message) {
 void StreamIngest::matchBatch(const LineBatch& b) {
     const uint64_t first = b.first_line;
     const size_t n = b.lines();
-    if (n) replaceUnended();
+    if (n) replaceUnended(first + n - 1);
     std::vector<uint64_t> open;
     if (b.unended && n) {
         unended_ = {first, static_cast<int64_t>(b.offsetOf(0))};

@@ -109,6 +109,15 @@ class StreamIngest {
     std::optional<StoredPosition> expectedPosition() const {
         return written_ ? pending_.stored : state_.stored;
     }
+    /// Lines through `line` will be fed before the next checkpoint(): the rows an earlier
+    /// reader stored for them past its checkpoint are replaced in one pass now (else at each
+    /// line fed). Only while replacing(); every line through `line` must be fed before the
+    /// next checkpoint().
+    void replaceThrough(uint64_t line) { replaceUnended(line); }
+    /// Rows stored past the checkpoint by an earlier reader remain to be replaced.
+    bool replacing() const { return replaceFrom_.has_value(); }
+    /// replaceThrough() deleted rows of lines not fed yet: they must be fed before a checkpoint.
+    bool replacedAhead() const { return replaceFrom_ ? *replaceFrom_ > lineNo_ + 1 : false; }
     /// The first store error a record met (the transaction must then be rolled back).
     const std::optional<db::Error>& error() const { return error_ ? error_ : sink_.error(); }
 
@@ -127,11 +136,17 @@ class StreamIngest {
     void unendedAfter(const std::vector<uint64_t>& open);
     /// finish(true)'s openResumeLine(), taken before the open blocks were completed.
     std::optional<uint64_t> endResume_;
-    /// Before the first line is stored: the rows of a line stored without its newline, read
-    /// again now, are deleted (SourceState::unended).
-    void replaceUnended();
-    /// The line the rows of a stored unended line start at, until replaceUnended() ran.
+    /// Before lines through `through` are stored: the rows that an earlier reader stored for
+    /// them past its checkpoint (SourceState::unended), read again now, are deleted; the rows
+    /// of lines not read yet stay until they are (a checkpoint committed before then must not
+    /// leave them deleted: the row's max_line says they are stored).
+    void replaceUnended(uint64_t through);
+    /// The first line whose rows stored past the checkpoint were not replaced yet; nullopt
+    /// once all were (or none were stored).
     std::optional<uint64_t> replaceFrom_;
+    /// The earlier reader's last whole line (its max_line): replacing through it replaces
+    /// everything (its cut last line's rows, one line further, go with it).
+    uint64_t replaceTo_ = 0;
     /// This stream's last line has no newline: its number and where it starts.
     std::optional<std::pair<uint64_t, int64_t>> unended_;
     /// The first line of the oldest block that was open when the unended line came: that line

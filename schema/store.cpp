@@ -745,30 +745,31 @@ db::Result<void> Store::raiseCount(int64_t source_id, const Evidence& e) {
     return s->run();
 }
 
-db::Result<void> Store::dropLinesFrom(int64_t source_id, int64_t line) {
+db::Result<void> Store::dropLinesFrom(int64_t source_id, int64_t line, int64_t through) {
     // In dependency order, as dropSourceRows() (incidents are recomputed after the commit).
     static constexpr const char* kRows[] = {
         "DELETE FROM incident_evidence WHERE incident_id IN (SELECT id FROM incidents WHERE "
-        "first_evidence IN (SELECT id FROM evidence WHERE source_id=?1 AND line>=?2))",
+        "first_evidence IN (SELECT id FROM evidence WHERE source_id=?1 AND line BETWEEN ?2 AND "
+        "?3))",
         "DELETE FROM incident_evidence WHERE evidence_id IN (SELECT id FROM evidence WHERE "
-        "source_id=?1 AND line>=?2)",
+        "source_id=?1 AND line BETWEEN ?2 AND ?3)",
         "DELETE FROM incidents WHERE first_evidence IN (SELECT id FROM evidence WHERE "
-        "source_id=?1 AND line>=?2)",
+        "source_id=?1 AND line BETWEEN ?2 AND ?3)",
         "UPDATE processes SET evidence_id=NULL WHERE evidence_id IN (SELECT id FROM evidence "
-        "WHERE source_id=?1 AND line>=?2)",
+        "WHERE source_id=?1 AND line BETWEEN ?2 AND ?3)",
         "DELETE FROM diagnoses WHERE evidence_id IN (SELECT id FROM evidence WHERE "
-        "source_id=?1 AND line>=?2)",
-        "DELETE FROM evidence WHERE source_id=?1 AND line>=?2",
-        "DELETE FROM operands WHERE source_id=?1 AND (line>=?2 OR dispatch_id IN (SELECT id "
-        "FROM dispatches WHERE source_id=?1 AND line>=?2))",
-        "DELETE FROM dispatches WHERE source_id=?1 AND line>=?2",
-        "DELETE FROM held_dispatches WHERE source_id=?1 AND line>=?2",
-        "DELETE FROM warnings WHERE source_id=?1 AND line>=?2",
+        "source_id=?1 AND line BETWEEN ?2 AND ?3)",
+        "DELETE FROM evidence WHERE source_id=?1 AND line BETWEEN ?2 AND ?3",
+        "DELETE FROM operands WHERE source_id=?1 AND (line BETWEEN ?2 AND ?3 OR dispatch_id IN "
+        "(SELECT id FROM dispatches WHERE source_id=?1 AND line BETWEEN ?2 AND ?3))",
+        "DELETE FROM dispatches WHERE source_id=?1 AND line BETWEEN ?2 AND ?3",
+        "DELETE FROM held_dispatches WHERE source_id=?1 AND line BETWEEN ?2 AND ?3",
+        "DELETE FROM warnings WHERE source_id=?1 AND line BETWEEN ?2 AND ?3",
     };
     for (const char* sql : kRows) {
         auto st = db_.prepare(sql);
         if (!st) return std::unexpected(st.error());
-        st->bind(1, source_id).bind(2, line);
+        st->bind(1, source_id).bind(2, line).bind(3, through);
         if (auto r = st->run(); !r) return r;
     }
     return {};

@@ -290,7 +290,8 @@ class Store {
     /// incident memberships, diagnoses and process links), dispatch rows, operands, warnings
     /// and held dispatches; dispatch counts stay. For a line stored without its newline
     /// (SourceState::unended) that is read again whole. Call inside the open transaction.
-    db::Result<void> dropLinesFrom(int64_t source_id, int64_t line);
+    /// `through`: only the lines up to it (those a reader of that stretch has read again).
+    db::Result<void> dropLinesFrom(int64_t source_id, int64_t line, int64_t through = INT64_MAX);
     /// (kind, raw) of the records of the kinds named in `kinds_json` (a JSON array of kind
     /// names) with a time (kernel_s or wall) that earlier sources of the same file (kind,
     /// device and inode; a lower id) than `source_id` stored: what a file written again with

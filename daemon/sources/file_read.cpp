@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "daemon/daemon.h"
@@ -231,8 +232,15 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
     const char* lazy = p;
     int64_t endLine = 0;  // the number of the last line ended since `lazy`
     bool spent = false;   // stopped at a line end for the poll's time budget: the rest next poll
+    // Rows an ingest stored past its checkpoint (SourceState::unended) are replaced as their
+    // lines are read again: those of the lines this read ends at once (one pass, not one per
+    // line), and all of those lines are fed before the next commit (no stop for the budget).
+    if (f.stream->replacing() && f.verify.empty())
+        f.stream->replaceThrough(f.stream->lineNo() +
+                                 static_cast<uint64_t>(std::count(p, end, '\n')));
     for (unsigned lines = 0; p < end; ++lines) {
-        if ((lines & 255) == 255 && !f.skipping && Clock::now() >= pollUntil_) {
+        if ((lines & 255) == 255 && !f.skipping && !f.stream->replacedAhead() &&
+            Clock::now() >= pollUntil_) {
             spent = true;
             break;
         }
