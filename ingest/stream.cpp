@@ -47,6 +47,7 @@ void StreamIngest::replaceUnended(uint64_t through) {
                                       all ? INT64_MAX : static_cast<int64_t>(through));
         !r)
         error_ = r.error();
+    deletedThrough_ = std::max(deletedThrough_, std::min(through, replaceTo_));
     if (all)
         replaceFrom_.reset();
     else

@@ -117,7 +117,7 @@ class StreamIngest {
     /// Rows stored past the checkpoint by an earlier reader remain to be replaced.
     bool replacing() const { return replaceFrom_.has_value(); }
     /// replaceThrough() deleted rows of lines not fed yet: they must be fed before a checkpoint.
-    bool replacedAhead() const { return replaceFrom_ ? *replaceFrom_ > lineNo_ + 1 : false; }
+    bool replacedAhead() const { return deletedThrough_ > lineNo_; }
     /// The first store error a record met (the transaction must then be rolled back).
     const std::optional<db::Error>& error() const { return error_ ? error_ : sink_.error(); }
 
@@ -147,6 +147,9 @@ class StreamIngest {
     /// The earlier reader's last whole line (its max_line): replacing through it replaces
     /// everything (its cut last line's rows, one line further, go with it).
     uint64_t replaceTo_ = 0;
+    /// The last line up to replaceTo_ whose earlier rows replaceUnended() deleted: lines up to
+    /// it must be fed before a checkpoint (its max_line says they are stored).
+    uint64_t deletedThrough_ = 0;
     /// This stream's last line has no newline: its number and where it starts.
     std::optional<std::pair<uint64_t, int64_t>> unended_;
     /// The first line of the oldest block that was open when the unended line came: that line

@@ -81,5 +81,44 @@ TEST(PartialReplace, ACheckpointBeforeTheRereadEndsKeepsTheRowsNotReadAgain) {
     EXPECT_FALSE(rs.state().unended);
 }
 
+// gpufaultd's file read replaces the rows of a whole chunk's lines at once (replaceThrough())
+// and must then feed every one of them before it commits, whatever its poll budget says
+// (replacedAhead()): also when the chunk reaches the earlier reader's last line, where the
+// replacement is complete (replacing() false). The first fix reported nothing ahead once
+// complete, and the budget stopped the read mid-chunk: DaemonCliBeside still lost a row in 3
+// of 6 runs with a slow CLI correlation.
+TEST(PartialReplace, RowsReplacedAheadAreReportedUntilTheirLinesAreFed) {
+    const LineLog log = makeLog();
+    ResumedStore rs("/var/log/job.log", 8);
+    {
+        SourceState st = rs.state();
+        ASSERT_TRUE(rs.store->begin());
+        IngestSummary sum;
+        StreamIngest stream(*rs.store, st, rs.window, sum);
+        for (size_t i = 0; i < log.lines.size(); ++i)
+            stream.feed(log.lines[i], log.offsets[i], false);
+        stream.finish(true);
+        ASSERT_TRUE(stream.checkpoint(log.bytes, false, log.bytes));
+        ASSERT_TRUE(rs.store->commit());
+        stream.committed();
+    }
+    const SourceState st = rs.state();
+    ASSERT_TRUE(st.unended);
+    const auto last = static_cast<uint64_t>(st.max_line);
+    ASSERT_TRUE(rs.store->begin());
+    IngestSummary sum;
+    StreamIngest stream(*rs.store, st, rs.window, sum);
+    ASSERT_TRUE(stream.replacing());
+    EXPECT_FALSE(stream.replacedAhead());
+    stream.replaceThrough(last);  // the chunk holds every line to the end
+    EXPECT_FALSE(stream.replacing()) << "through the earlier reader's last line: complete";
+    for (size_t i = static_cast<size_t>(st.line); i < log.lines.size(); ++i) {
+        EXPECT_TRUE(stream.replacedAhead()) << "before line " << i + 1 << " was fed";
+        stream.feed(log.lines[i], log.offsets[i], false);
+    }
+    EXPECT_FALSE(stream.replacedAhead());
+    (void)rs.store->rollback();
+}
+
 }  // namespace
 }  // namespace gpufault::testing
