@@ -11,6 +11,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -255,16 +256,9 @@ class Case {
         auto r = cli({"faults", "--json"});
         EXPECT_EQ(r.status, 0) << r.err;
         std::map<int64_t, nlohmann::json> out;
-        size_t start = 0;
-        while (start < r.out.size()) {
-            size_t e = r.out.find('\n', start);
-            if (e == std::string::npos) e = r.out.size();
-            if (e > start) {
-                auto j = nlohmann::json::parse(r.out.substr(start, e - start));
-                out[j["line"].get<int64_t>()] = j;
-            }
-            start = e + 1;
-        }
+        std::istringstream lines(r.out);
+        for (std::string l; std::getline(lines, l);)
+            if (auto j = nlohmann::json::parse(l); j.is_object()) out[j["line"].get<int64_t>()] = j;
         return out;
     }
 

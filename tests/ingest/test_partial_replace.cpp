@@ -36,22 +36,23 @@ LineLog makeLog() {
     return log;
 }
 
+/// Reader 1: every line of `log`, ended only for now (finish(true)), committed.
+void endedForNow(ResumedStore& rs, const LineLog& log) {
+    SourceState st = rs.state();
+    ASSERT_TRUE(rs.store->begin());
+    IngestSummary sum;
+    StreamIngest stream(*rs.store, st, rs.window, sum);
+    for (size_t i = 0; i < log.lines.size(); ++i) stream.feed(log.lines[i], log.offsets[i], false);
+    stream.finish(true);
+    ASSERT_TRUE(stream.checkpoint(log.bytes, false, log.bytes));
+    ASSERT_TRUE(rs.store->commit());
+    stream.committed();
+}
+
 TEST(PartialReplace, ACheckpointBeforeTheRereadEndsKeepsTheRowsNotReadAgain) {
     const LineLog log = makeLog();
     ResumedStore rs("/var/log/job.log", 8);
-    // Reader 1: every line, ended only for now.
-    {
-        SourceState st = rs.state();
-        ASSERT_TRUE(rs.store->begin());
-        IngestSummary sum;
-        StreamIngest stream(*rs.store, st, rs.window, sum);
-        for (size_t i = 0; i < log.lines.size(); ++i)
-            stream.feed(log.lines[i], log.offsets[i], false);
-        stream.finish(true);
-        ASSERT_TRUE(stream.checkpoint(log.bytes, false, log.bytes));
-        ASSERT_TRUE(rs.store->commit());
-        stream.committed();
-    }
+    endedForNow(rs, log);
     const SourceState after1 = rs.state();
     ASSERT_TRUE(after1.unended) << "the setup needs a checkpoint before the end";
     ASSERT_EQ(after1.max_line, static_cast<int64_t>(log.lines.size()));
@@ -90,18 +91,7 @@ TEST(PartialReplace, ACheckpointBeforeTheRereadEndsKeepsTheRowsNotReadAgain) {
 TEST(PartialReplace, RowsReplacedAheadAreReportedUntilTheirLinesAreFed) {
     const LineLog log = makeLog();
     ResumedStore rs("/var/log/job.log", 8);
-    {
-        SourceState st = rs.state();
-        ASSERT_TRUE(rs.store->begin());
-        IngestSummary sum;
-        StreamIngest stream(*rs.store, st, rs.window, sum);
-        for (size_t i = 0; i < log.lines.size(); ++i)
-            stream.feed(log.lines[i], log.offsets[i], false);
-        stream.finish(true);
-        ASSERT_TRUE(stream.checkpoint(log.bytes, false, log.bytes));
-        ASSERT_TRUE(rs.store->commit());
-        stream.committed();
-    }
+    endedForNow(rs, log);
     const SourceState st = rs.state();
     ASSERT_TRUE(st.unended);
     const auto last = static_cast<uint64_t>(st.max_line);
