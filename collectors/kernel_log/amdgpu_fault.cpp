@@ -18,6 +18,8 @@ using amdgpu::FaultStage;
 constexpr auto npos = std::string_view::npos;
 
 constexpr size_t kMaxDevices = 16;  // blocks in progress at once (one per device)
+// Lines after a radeon device line within which a bare `VM fault (…)` line is its decode line.
+constexpr uint64_t kRadeonDecodeLines = 2;
 // Lines without one of its own after which a block ends.
 constexpr uint64_t kMaxGap = amdgpu::DirectionProbe::kMaxGapLines;
 
@@ -68,6 +70,7 @@ class AmdgpuFaultMatcher final : public Matcher {
     }
 
   private:
+    void feedLine(const LogLine& line, Sink& out);
     void step(const LogLine& line, Sink& out);
     void decide(Direction d, Sink& out);
     void closeAll(Sink& out);
@@ -88,6 +91,9 @@ class AmdgpuFaultMatcher final : public Matcher {
     std::optional<Warning> held_warning_;    // its cut-block warning, emitted with it
     uint64_t seq_ = 0;
     uint64_t last_block_seq_ = 0;  // feed counter at the last block line stepped
+    std::string radeonKey_;        // the BDF of the last radeon device line
+    uint64_t radeonSeq_ = 0;       // its feed counter (0: none)
+    std::string radeonLine_;       // a bare radeon decode line with its device put in front
 };
 
 size_t AmdgpuFaultMatcher::find(std::string_view key) const {
@@ -157,6 +163,29 @@ void AmdgpuFaultMatcher::close(size_t i, Sink& out) {
 
 void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
     ++seq_;
+    // radeon's si/cik/cayman_vm_decode_fault() print their `VM fault (…) at page …` line with a
+    // bare printk(): the device of the lines right before it (its STATUS line) is its device.
+    if (radeonSeq_ != 0 && seq_ - radeonSeq_ <= kRadeonDecodeLines) {
+        // (anywhere in the text, as splitDeviceLine() finds a device behind other prefixes)
+        const size_t at = line.text.find("VM fault (0x");
+        if (at != npos && !amdgpu::mentionsAmdgpu(line.text)) {
+            radeonSeq_ = 0;
+            radeonLine_ = "radeon " + radeonKey_ + ": " + std::string(line.text.substr(at));
+            LogLine decode = line;
+            decode.text = radeonLine_;
+            return feedLine(decode, out);
+        }
+    }
+    if (line.text.find("radeon ") != npos) {
+        if (auto d = amdgpu::splitDeviceLine(line.text); d && d->radeon && d->pci) {
+            radeonKey_ = *d->pci;
+            radeonSeq_ = seq_;
+        }
+    }
+    feedLine(line, out);
+}
+
+void AmdgpuFaultMatcher::feedLine(const LogLine& line, Sink& out) {
     if (amdgpu::isBootMarker(line.text)) {
         // journalctl's `-- Boot ID --` / `-- Reboot --`: the blocks before it are over, and the
         // order (and kernel clock) of the next boot is learned again from its own lines.

@@ -159,7 +159,8 @@ bool applyClient(std::string_view body, Evidence& e) {
 }
 
 // gmc_v6–v8 decode: `VM fault (0x%02x, vmid %d[, pasid %d]) at page %u, %s from '%s' (0x%08x)
-// (%d)`, later gmc_v6 `… at page %u, %s from %d`.
+// (%d)`, later gmc_v6 `… at page %u, %s from %d`, radeon si/cik and early gmc_v6 `… from %s (%d)`
+// (the block name unquoted).
 bool applyLegacyDecode(std::string_view body, Evidence& e) {
     std::string_view rest = body.substr(10);
     size_t c = rest.find(',');
@@ -201,6 +202,15 @@ bool applyLegacyDecode(std::string_view body, Evidence& e) {
         }
     } else if (auto id = decFollowedBy(rest, " ", true)) {
         e.setAttr("mc_id", std::to_string(*id));
+    } else {
+        // radeon's si/cik decode and amdgpu's gmc_v6: the block name unquoted, `from %s (%d)`.
+        size_t end = rest.find(' ');
+        std::string_view name = rest.substr(0, end);
+        if (!name.empty() && name.size() <= 8) e.client = std::string(name);
+        if (end != npos && startsWith(rest.substr(end), " (")) {
+            if (auto mc = decFollowedBy(rest.substr(end + 2), ")", false))
+                e.setAttr("mc_id", std::to_string(*mc));
+        }
     }
     return true;
 }

@@ -53,7 +53,7 @@ bool mentionsAmdgpu(std::string_view text) {
         if (i >= 2 && text.substr(i - 2, 4) == "drmn") return true;
         if (i >= 1 && text.substr(i - 1, 4) == "gmc_") return true;
     }
-    return false;
+    return text.find("radeon ") != std::string_view::npos;
 }
 
 std::string_view skipBlanks(std::string_view s) {
@@ -69,16 +69,19 @@ std::string_view skipBlanks(std::string_view s) {
 }
 
 std::optional<DeviceLine> splitDeviceLine(std::string_view text) {
-    constexpr std::string_view kAmdgpu = "amdgpu ";
-    for (size_t p = text.find(kAmdgpu); p != std::string_view::npos;
-         p = text.find(kAmdgpu, p + 1)) {
-        if (p > 0 && isWordChar(text[p - 1])) continue;
-        auto parts = splitAtColon(text.substr(p + kAmdgpu.size()), 12);
-        if (!parts || parts->first.size() != 12) continue;  // DDDD:BB:DD.F
-        auto pci = text::normalizePci(parts->first);
-        if (!pci) continue;
-        std::string key = *pci;
-        return makeLine(std::move(key), std::move(pci), parts->second);
+    for (std::string_view driver : {std::string_view("amdgpu "), std::string_view("radeon ")}) {
+        for (size_t p = text.find(driver); p != std::string_view::npos;
+             p = text.find(driver, p + 1)) {
+            if (p > 0 && isWordChar(text[p - 1])) continue;
+            auto parts = splitAtColon(text.substr(p + driver.size()), 12);
+            if (!parts || parts->first.size() != 12) continue;  // DDDD:BB:DD.F
+            auto pci = text::normalizePci(parts->first);
+            if (!pci) continue;
+            std::string key = *pci;
+            DeviceLine d = makeLine(std::move(key), std::move(pci), parts->second);
+            d.radeon = driver[0] == 'r';
+            return d;
+        }
     }
     // FreeBSD drm-kmod: `drmn0: ` instead of the BDF.
     for (size_t p = text.find("drmn"); p != std::string_view::npos; p = text.find("drmn", p + 1)) {

@@ -18,16 +18,18 @@ struct DeviceLine {
     std::string_view body;           ///< message after the prefix, the optional `amdgpu: ` tag and
                                      ///< leading blanks / TABs / kmsg `\x09` escapes
     bool tagged = false;             ///< the dev_fmt `amdgpu: ` tag followed the device
+    bool radeon = false;             ///< printed by the radeon driver (`radeon 0000:01:00.0: `)
 };
 
-/// The matchers' prefilter: true when `text` contains `amdgpu`, `drmn` (FreeBSD) or `gmc_`
-/// (`gmc_v10_0_process_interrupt: N callbacks suppressed`). One scan over the line.
+/// The matchers' prefilter: true when `text` contains `amdgpu`, `drmn` (FreeBSD), `gmc_`
+/// (`gmc_v10_0_process_interrupt: N callbacks suppressed`) or `radeon ` (pre-amdgpu GPUs).
 bool mentionsAmdgpu(std::string_view text);
 
 /// Finds the device prefix anywhere in `text` (so transport prefixes may still be there):
 /// Linux dev_printk `amdgpu 0000:c6:00.0: ` with or without the `amdgpu: ` tag (kernels before
-/// ~5.8 and after 6.x print none), or FreeBSD drm-kmod `drmn0: `. nullopt when there is none or
-/// the address is cut (`amdgpu 0000:c6:0`).
+/// ~5.8 and after 6.x print none), the radeon driver's `radeon 0000:01:00.0: ` (its SI/CIK fault
+/// lines are amdgpu's gmc_v6/v7 ones, FORMATS.md §1.3), or FreeBSD drm-kmod `drmn0: `. nullopt
+/// when there is none or the address is cut (`amdgpu 0000:c6:0`).
 std::optional<DeviceLine> splitDeviceLine(std::string_view text);
 
 /// `s` without leading spaces, TABs and literal `\x09` (kmsg-escaped TAB) sequences.

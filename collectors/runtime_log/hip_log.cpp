@@ -78,6 +78,25 @@ void appendAttr(Evidence& e, const char* key, std::string_view item) {
     e.setAttr(key, std::move(v));
 }
 
+/// hip_global.cpp's guarantee() text when a kernel's symbol is missing.
+constexpr std::string_view kNoSymbol = "Cannot find Symbol with name: ";
+
+/// True when `t` starts with one of the messages HipLogMatcher::message() reads that stand on
+/// their own (FORMATS.md §3.3, §3.4): no `ArgN`/`ShaderName` line, no API trace line.
+bool isStandaloneMessage(std::string_view t) {
+    if (t.size() < 16) return false;
+    for (std::string_view head : {std::string_view("Callback: Queue "),
+                                  std::string_view("Device::callbackQueue "),
+                                  std::string_view("Cannot find the function: "),
+                                  std::string_view("Allocation failed : "),
+                                  std::string_view("Cannot Register fat binary. "),
+                                  std::string_view("Memory allocation has failed"),
+                                  std::string_view("Heap buffer allocation failed"),
+                                  std::string_view("HW Exception Error")})
+        if (t.starts_with(head)) return true;
+    return false;
+}
+
 class HipLogMatcher final : public Matcher {
   public:
     void feed(const LogLine& l, Sink& out) override {
@@ -153,6 +172,15 @@ class HipLogMatcher final : public Matcher {
             case 'A':
                 if (m.starts_with("Arg")) return arg(l.line, amd, m, out);
                 if (m.starts_with("Allocation failed")) return alloc(l, amd, m, out);
+                // level 0: a failed internal allocation, most often of device memory
+                if (m.starts_with("An internal error has occurred. This may be due to "
+                                  "insufficient memory"))
+                    return alloc(l, amd, m, out);
+                break;
+            case '[':
+                if (m.starts_with("[OCL] Fail to allocate image memory")) {
+                    return alloc(l, amd, m, out);
+                }
                 break;
             case 'S':
                 if (m.starts_with("ShaderName : ")) return dispatch(l, amd, m.substr(13), out);
@@ -164,6 +192,9 @@ class HipLogMatcher final : public Matcher {
             case 'C':
                 if (m.starts_with("Callback: Queue ")) return queueAbort(l, amd, m, out);
                 if (m.starts_with("Cannot find the function: ")) return cannotFind(l, amd, m, out);
+                if (m.starts_with(kNoSymbol)) return cannotFindSymbol(l, amd, m, out);
+                if (m.starts_with("Cannot Register fat binary. "))
+                    return badFatBinary(l, amd, m, out);
                 if (m.starts_with("Can't allocate memory size - ")) return alloc(l, amd, m, out);
                 break;
             case 'D':
@@ -196,6 +227,12 @@ class HipLogMatcher final : public Matcher {
         rt::AmdFields amd = rt::amdFieldsAnywhere(l);
         if (amd.present) return message(l, amd, amd.message, out);
         std::string_view t = l.text;
+        // HIP's messages where the AMD prefix was lost (a wrapper that re-prints stderr lines,
+        // a pasted excerpt): at the text's start only, and none of the dispatch lines.
+        if (isStandaloneMessage(t)) return message(l, amd, t, out);
+        // The `guarantee()` abort of hip_global.cpp behind a build path (`file:line: `).
+        if (size_t i = t.find(kNoSymbol); i != std::string_view::npos)
+            return cannotFindSymbol(l, amd, t.substr(i), out);
         if (size_t i = t.find("NoBinaryForGpu: "); i >= 8 && i != std::string_view::npos) {
             if (t.substr(i - 8, 8) == "hipError") return noBinary(l, amd, t.substr(i - 8), out);
         }
@@ -421,6 +458,21 @@ class HipLogMatcher final : public Matcher {
         folder_.add(std::move(e), out);
     }
 
+    /// `Cannot find Symbol with name: %s` (hip_global.cpp, DeviceFunc: the `guarantee()` before
+    /// abort() when a kernel's symbol is not in its program, FORMATS.md §3.3): the kernel, as
+    /// printed; a name cut by the line's end is kept as printed too (no length to check it by).
+    void cannotFindSymbol(const LogLine& l,
+                          const rt::AmdFields& amd,
+                          std::string_view s,
+                          Sink& out) {
+        std::string_view rest = text::trim(s.substr(kNoSymbol.size()));
+        std::string_view name = rest.substr(0, rest.find_first_of(" \t\"'"));
+        if (name.empty()) return;
+        Evidence e = rt::baseEvidence(Kind::MissingCodeObject, l, amd, "amd");
+        e.kernel = std::string(name);
+        folder_.add(std::move(e), out);
+    }
+
     /// `hipErrorNoBinaryForGpu: Unable to find code object for all current devices!` (then its
     /// `Devices:`/`Bundled Code Objects:` listing), `…: Couldn't find binary for file: %s` /
     /// `ptr: 0x%x` (hip_code_object.cpp, hip_fatbin.cpp), also as a `guarantee()` message.
@@ -478,7 +530,22 @@ class HipLogMatcher final : public Matcher {
         }
         if (s.find("Device memory") != std::string_view::npos) e.setAttr("memory", "device");
         if (s.find("Pinned Memory") != std::string_view::npos) e.setAttr("memory", "pinned");
+        if (s.find("image memory") != std::string_view::npos) e.setAttr("memory", "image");
+        if (auto v = text::after(s, "hsa_status: ")) {
+            std::string_view status = text::trim(*v);
+            if (!status.empty() && status.size() <= 11)
+                e.setAttr("hsa_status", std::string(status));
+        }
         out.evidence(std::move(e));
+    }
+
+    /// `Cannot Register fat binary. FatMagic: %u version: %u ` (hip_platform.cpp): the program's
+    /// fat binary wrapper is not HIP's (a CUDA build, a corrupt section): no code object loads.
+    void badFatBinary(const LogLine& l, const rt::AmdFields& amd, std::string_view s, Sink& out) {
+        Evidence e = rt::baseEvidence(Kind::MissingCodeObject, l, amd, "amd");
+        if (auto v = text::after(s, "FatMagic: ", " ")) e.setAttr("fat_magic", std::string(*v));
+        if (auto v = text::after(s, "version: ", " ")) e.setAttr("fat_version", std::string(*v));
+        folder_.add(std::move(e), out);
     }
 
     /// `HW Exception Error` (rocdevice.cpp, level 1, on the HSA event thread): the device hit

@@ -74,6 +74,12 @@ Kind kindOf(std::optional<std::string_view> name) {
                                                         : Kind::RuntimeError;
 }
 
+/// PyTorch's caching allocator after `CUDA`/`HIP` (outOfMemory()).
+constexpr std::string_view kOutOfMemory = " out of memory. Tried to allocate ";
+/// The error-check macro of CUDA samples and answers (`fprintf(stderr, "GPUassert: %s %s %d\n",
+/// cudaGetErrorString(code), file, line)`), hipified as well: the error's text follows.
+constexpr std::string_view kGpuAssert = "GPUassert: ";
+
 class RuntimeErrorMatcher final : public Matcher {
   public:
     void feed(const LogLine& l, Sink& out) override {
@@ -83,6 +89,12 @@ class RuntimeErrorMatcher final : public Matcher {
             t.find("CUDA_ERROR_") == std::string_view::npos) {
             flushPending(out, l.rank);
             if (t.find("No paths matched") != std::string_view::npos) return blas(l, out);
+            // PyTorch's message printed on its own (a warning, a log that drops the exception's
+            // name), and the common user macro `GPUassert: %s %s %d` (cudaGetErrorString()).
+            if (size_t o = t.find(kOutOfMemory); o != std::string_view::npos)
+                return outOfMemory(l, t, o, out);
+            if (size_t g = t.find(kGpuAssert); g != std::string_view::npos)
+                return errorText(l, t.substr(g + kGpuAssert.size()), false, out);
             if (t.find("no kernel image is available") != std::string_view::npos)
                 return noKernelImage(l, out);
             return;
@@ -96,7 +108,7 @@ class RuntimeErrorMatcher final : public Matcher {
             return;
         if (size_t p = t.find("Program hit "); p != std::string_view::npos)
             return programHit(l, t.substr(p + 12), out);
-        if (size_t o = t.find(" out of memory. Tried to allocate "); o != std::string_view::npos)
+        if (size_t o = t.find(kOutOfMemory); o != std::string_view::npos)
             return outOfMemory(l, t, o, out);
         if (t.find("rocBLAS error: ") != std::string_view::npos ||
             t.find("rocblaslt error: ") != std::string_view::npos ||
@@ -108,7 +120,8 @@ class RuntimeErrorMatcher final : public Matcher {
                                 // Triton (torch.compile), CHECK macros' `CUDA Error: `
                                 std::pair{std::string_view("Triton Error [CUDA]: "), false},
                                 std::pair{std::string_view("Triton Error [HIP]: "), true},
-                                std::pair{std::string_view("CUDA Error: "), false}}) {
+                                std::pair{std::string_view("CUDA Error: "), false},
+                                std::pair{kGpuAssert, false}}) {
             if (size_t e = t.find(key); e != std::string_view::npos)
                 return errorText(l, t.substr(e + key.size()), hip, out);
         }
@@ -236,7 +249,7 @@ class RuntimeErrorMatcher final : public Matcher {
                              : before.ends_with("CUDA") ? "nvidia"
                                                         : nullptr;
         Evidence e = rt::baseEvidence(Kind::AllocFailure, l, {}, vendor);
-        std::string_view rest = t.substr(at + 34);
+        std::string_view rest = t.substr(at + kOutOfMemory.size());
         size_t end = rest.find_first_of(".(;");
         // `2.00 GiB.`: the amount ends at the `.` after its unit
         if (size_t unit = rest.substr(0, 24).find("iB"); unit != std::string_view::npos)

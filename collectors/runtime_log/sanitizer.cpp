@@ -123,8 +123,11 @@ void parseDetail(string_view d, Evidence& e) {
                text::startsWith(d, "Access at 0x")) {
         string_view a = d.substr(d.find("0x"));
         size_t n = 0;
-        // `0x%llx is …`: a value that ends the line was cut inside it (no address)
-        if (auto v = text::parseHex(a, &n); v && !e.address && n < a.size() && a[n] == ' ') {
+        // `0x%llx is …`: a value that ends the line was cut inside it (no address), except in
+        // a device-heap report, whose `Address 0x%llx` line ends with it
+        const bool heap = e.attr("heap_error").has_value();
+        if (auto v = text::parseHex(a, &n);
+            v && !e.address && ((n < a.size() && a[n] == ' ') || (heap && n == a.size()))) {
             e.address = *v;
             e.address_exact = true;
             if (text::startsWith(a.substr(n), " is "))
@@ -251,7 +254,8 @@ class SanitizerMatcher final : public Matcher {
     /// Out-of-range Address`, `Out-of-range Shared or Local Address`, the old `Fatal UVM GPU
     /// fault of type … due to invalid address`) as a top-level line under the prefix: a report
     /// without an address (none is printed), attr `exception` = the header; its `at`/`by
-    /// thread` lines are read as a report's. False for any other line.
+    /// thread` lines are read as a report's. Also the device heap's malloc/free reports (attr
+    /// `heap_error`, with the `Address` they print). False for any other line.
     bool startHwException(const LogLine& line, const TopLevel& top, Sink& out) {
         if (top.text.empty() || top.text[0] == ' ' || top.text[0] == '\t') return false;
         string_view h = text::trimRight(top.text);
@@ -260,10 +264,18 @@ class SanitizerMatcher final : public Matcher {
                      h == "Out-of-range Shared or Local Address" ||
                      (text::startsWith(h, "Fatal UVM GPU fault of type ") &&
                       text::endsWith(h, " due to invalid address"));
-        if (!known) return false;
+        // the device heap's `Malloc/Free error encountered : Double free` (`Invalid pointer to
+        // free`, `Heap corruption`), then `at`, `by thread` and `Address 0x…` lines
+        constexpr string_view kHeap = "Malloc/Free error encountered : ";
+        const bool heap = text::startsWith(h, kHeap) && h.size() > kHeap.size();
+        if (!known && !heap) return false;
         flush(out);
         Evidence e;
-        e.setAttr("exception", std::string(h));
+        if (heap) {
+            e.setAttr("heap_error", std::string(h.substr(kHeap.size())));
+        } else {
+            e.setAttr("exception", std::string(h));
+        }
         open(std::move(e), line, std::string(top.prefix));
         return true;
     }

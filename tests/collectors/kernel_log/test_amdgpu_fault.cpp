@@ -178,6 +178,40 @@ TEST(AmdgpuFault, Fixture056GmcV8InlineProcessAndPageNumber) {
     EXPECT_EQ(r[0].pasid, 32783);
 }
 
+// The radeon driver's SI/CIK fault (FORMATS.md §1.3; radeon cik.c/si.c): the same three device
+// lines as amdgpu's gmc_v6/v7, but the decode line is a bare printk() with the block name
+// unquoted. No record before (helper 131's audit).
+TEST(AmdgpuFault, RadeonBlockTakesItsBareDecodeLine) {
+    auto r = run({
+        "[ 1234.567890] radeon 0000:01:00.0: GPU fault detected: 146 0x0a48480c",
+        "[ 1234.567895] radeon 0000:01:00.0:   VM_CONTEXT1_PROTECTION_FAULT_ADDR   0x00001034",
+        "[ 1234.567897] radeon 0000:01:00.0:   VM_CONTEXT1_PROTECTION_FAULT_STATUS 0x0848000C",
+        "[ 1234.567899] VM fault (0x0c, vmid 4) at page 4148, read from TC0 (72)",
+        "[ 1240.000000] radeon 0000:02:00.0: GPU fault detected: 147 0x00000001",
+        "[ 1240.000001] radeon 0000:02:00.0:   VM_CONTEXT1_PROTECTION_FAULT_ADDR   0x00000010",
+        "[ 1240.000002] radeon 0000:02:00.0:   VM_CONTEXT1_PROTECTION_FAULT_STATUS 0x01000000",
+        "[ 1240.000003] usb 1-1: new high-speed USB device number 2 using xhci_hcd",
+        "[ 1240.000004] usb 1-1: reset high-speed USB device number 2 using xhci_hcd",
+        "[ 1240.000005] VM fault (0x04, vmid 1) at page 16, write from CB (200)",
+    });
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_EQ(r[0].kind, Kind::AmdgpuPageFault);
+    EXPECT_EQ(r[0].pci, "0000:01:00.0");
+    EXPECT_EQ(r[0].address, 4148ull * 4096);
+    EXPECT_EQ(r[0].address_exact, false);
+    EXPECT_EQ(r[0].vmid, 4);
+    EXPECT_EQ(r[0].status, 0x0848000C);
+    EXPECT_EQ(r[0].access, "read");
+    EXPECT_EQ(r[0].client, "TC0");
+    EXPECT_EQ(r[0].attr("mc_id"), "72");
+    EXPECT_EQ(r[0].line, 1u);
+    // a decode line three lines after its device's last line is none of its lines
+    EXPECT_EQ(r[1].pci, "0000:02:00.0");
+    EXPECT_EQ(r[1].address, 0x10000ull);
+    EXPECT_FALSE(r[1].vmid);
+    EXPECT_FALSE(r[1].client);
+}
+
 TEST(AmdgpuFault, CallbacksSuppressedGoesOnTheNextRecord) {
     auto r = run({
         "[  196.550063] gmc_v11_0_process_interrupt: 19 callbacks suppressed                    ",

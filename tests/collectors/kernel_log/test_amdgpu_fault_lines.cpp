@@ -340,6 +340,12 @@ TEST(AmdgpuFault, GmcV6DecodeWithoutPasidAndNumericClient) {
     EXPECT_EQ(b[0].attr("mc_id"), "5");
     EXPECT_FALSE(b[0].client);
     EXPECT_EQ(b[0].access, "read");
+    // the block name unquoted (radeon si/cik, early gmc_v6): `from %s (%d)`
+    auto c = run({d + "VM fault (0x04, vmid 1) at page 4660, write from CB (200)"});
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].client, "CB");
+    EXPECT_EQ(c[0].attr("mc_id"), "200");
+    EXPECT_EQ(c[0].address, 4660ull * 4096);
 }
 
 TEST(AmdgpuFault, ManyDeviceWordsOnOneLineAreLinear) {

@@ -400,6 +400,74 @@ TEST(HipLog, CannotFindFunctionBothFormsOneRecordPerKernel) {
     EXPECT_EQ(s.evidences[1].kernel, "Cijk_B");
 }
 
+// hip_global.cpp's guarantee() (FORMATS.md §3.3) at level 0 behind the full build path, and
+// plain behind the old `file:line: guarantee(...)` form; the queue callback (§3.4) without its
+// AMD prefix. None made a record before.
+TEST(HipLog, CannotFindSymbolAndAnUnprefixedQueueCallback) {
+    Feeder r;
+    r.plain(
+        ":0:/build/clr/hipamd/src/hip_global.cpp:62  : 2232307098 us: [pid:18963 "
+        "tid:0x7f3d5b7fe700] Cannot find Symbol with name: _Z6kernelPf");
+    r.plain(
+        "/src/clr/hipamd/src/hip_global.cpp:62: guarantee(symbol != nullptr && \"Cannot find "
+        "Symbol with name: _Z4axpyfPfS_\")");
+    r.plain(
+        "Callback: Queue 0x7f3c3c600000 aborting with error : "
+        "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond "
+        "the largest legal address. code: 0x29");
+    r.plain(
+        "Queue callback: Callback: Queue 0x1 aborting with error : HSA_STATUS_ERROR_EXCEPTION:");
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 3u);
+    EXPECT_EQ(s.evidences[0].kind, Kind::HsaQueueError);
+    EXPECT_EQ(s.evidences[0].line, 3u);
+    EXPECT_EQ(s.evidences[0].reason, "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION");
+    EXPECT_EQ(s.evidences[0].attr("code"), "0x29");
+    EXPECT_EQ(s.evidences[0].attr("queue"), "0x7f3c3c600000");
+    EXPECT_EQ(s.evidences[1].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(s.evidences[1].kernel, "_Z6kernelPf");
+    EXPECT_EQ(s.evidences[1].pid, 18963);
+    EXPECT_EQ(s.evidences[1].line, 1u);
+    EXPECT_EQ(s.evidences[2].kernel, "_Z4axpyfPfS_");
+    EXPECT_EQ(s.evidences[2].line, 2u);
+}
+
+// HIP's messages of FORMATS.md §3.3 with the AMD prefix lost (pasted, re-printed by a wrapper)
+// and the rarer ones with it. None made a record before (helper 131's audit).
+TEST(HipLog, StandaloneMessagesWithoutTheirPrefixAndTheRareAllocationTexts) {
+    Feeder r;
+    r.plain("Cannot find the function: _Z6kernelPfi for module: 0x5c1f2a40");
+    r.plain(
+        "Allocation failed : Device memory : required :17179869184 | free :1073741824 | "
+        "total :68702699520");
+    r.plain("Memory allocation has failed!");
+    r.amd({"[OCL] Fail to allocate image memory, failed with hsa_status: 4104 ", 4242, kT1, 5}, 1);
+    r.amd({"An internal error has occurred. This may be due to insufficient memory.", 4242, kT1, 6},
+          0);
+    r.amd({"Cannot Register fat binary. FatMagic: 1212764230 version: 2 ", 4242, kT1, 7}, 1);
+    // not HIP's: an Arg line and a ShaderName without their prefix stay program output
+    r.plain("Arg0: float* a = ptr:0x7f0000001000 obj:[0x7f0000000000-0x7f0000100000]");
+    r.plain("Allocation failed because the disk is full");
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 6u);
+    EXPECT_EQ(s.evidences[0].kind, Kind::AllocFailure);
+    EXPECT_EQ(s.evidences[0].attr("required"), "17179869184");
+    EXPECT_EQ(s.evidences[0].attr("memory"), "device");
+    EXPECT_EQ(s.evidences[1].kind, Kind::AllocFailure);
+    EXPECT_EQ(s.evidences[1].line, 3u);
+    EXPECT_EQ(s.evidences[2].attr("memory"), "image");
+    EXPECT_EQ(s.evidences[2].attr("hsa_status"), "4104");
+    EXPECT_EQ(s.evidences[2].pid, 4242);
+    EXPECT_EQ(s.evidences[3].kind, Kind::AllocFailure);
+    EXPECT_EQ(s.evidences[3].line, 5u);
+    EXPECT_EQ(s.evidences[4].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(s.evidences[4].kernel, "_Z6kernelPfi");
+    EXPECT_EQ(s.evidences[4].attr("module_handle"), "0x5c1f2a40");
+    EXPECT_EQ(s.evidences[5].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(s.evidences[5].attr("fat_magic"), "1212764230");
+    EXPECT_EQ(s.evidences[5].attr("fat_version"), "2");
+}
+
 TEST(HipLog, NoBinaryForGpuWithListingAndGuaranteeRepeat) {
     Feeder r;
     r.amd({"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"}, 1);

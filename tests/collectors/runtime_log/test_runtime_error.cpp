@@ -136,6 +136,26 @@ TEST(RuntimeError, TorchOutOfMemoryIsAnAllocationFailure) {
     EXPECT_EQ(ev[5].reason, "cudaErrorMisalignedAddress");
 }
 
+// The same messages without a word containing "rror" before them: PyTorch's OOM text printed on
+// its own and the GPUassert macro with cudaGetErrorString()'s text (no record before).
+TEST(RuntimeError, BareOutOfMemoryAndGpuAssertLines) {
+    auto ev = run({{"CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+                    "of 79.15 GiB of which 1.23 GiB is free."},
+                   {"GPUassert: an illegal memory access was encountered /src/main.cu 42"},
+                   {"[rank1]: GPUassert: misaligned address kernel.cu 7"},
+                   {"GPUassert: unspecified launch failure at line 9"}});
+    ASSERT_EQ(ev.size(), 4u);
+    EXPECT_EQ(ev[0].kind, Kind::AllocFailure);
+    EXPECT_EQ(ev[0].vendor, "nvidia");
+    EXPECT_EQ(ev[0].attr("requested"), "2.00 GiB");
+    EXPECT_EQ(ev[1].kind, Kind::RuntimeError);
+    EXPECT_EQ(ev[1].reason, "cudaErrorIllegalAddress");
+    EXPECT_EQ(ev[1].attr("message"), "an illegal memory access was encountered /src/main.cu 42");
+    EXPECT_EQ(ev[2].reason, "cudaErrorMisalignedAddress");
+    EXPECT_EQ(ev[2].rank, 1);
+    EXPECT_EQ(ev[3].reason, "cudaErrorLaunchFailure");
+}
+
 TEST(RuntimeError, RocmBuildSayingCudaErrorIsAmd) {
     // Fixture 065.
     auto ev =
