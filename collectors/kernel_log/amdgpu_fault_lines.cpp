@@ -37,7 +37,7 @@ std::optional<int64_t> headerField(std::string_view s, std::string_view key) {
 
 // `[%s] %s page fault (src_id:%u ring:%u vmid:%u pasid:%u[, for process %s pid %d thread %s pid
 // %d])` (gmc_v9 and gmc_v12_1 with retry/no-retry; gmc_v10–v12 without; 4.14–4.19
-// `[%s] VMC page fault (… pas_id:%u)`; FreeBSD the same behind `drmn0: `).
+// `[%s] VMC page fault (… pas_id:%u)`; FreeBSD the same behind `drmn0: `, with `vm_id:%u`).
 bool applyHeader(std::string_view body, Evidence& e) {
     size_t p = body.find("page fault (");
     size_t close = body.find(']');
@@ -51,6 +51,7 @@ bool applyHeader(std::string_view body, Evidence& e) {
     if (auto v = headerField(fields, "src_id:")) e.setAttr("src_id", std::to_string(*v));
     if (auto v = headerField(fields, "ring:")) e.setAttr("ring", std::to_string(*v));
     if (auto v = headerField(fields, "vmid:")) e.vmid = v;
+    if (auto v = headerField(fields, "vm_id:")) e.vmid = v;  // FreeBSD drm-kmod's VMC header
     if (auto v = headerField(fields, "pasid:")) e.pasid = v;
     if (auto v = headerField(fields, "pas_id:")) e.pasid = v;
     size_t t = fields.find("for process ");

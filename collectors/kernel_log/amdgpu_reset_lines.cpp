@@ -130,9 +130,16 @@ ResetEvent classifyResetLine(std::string_view b, Evidence& e) {
         e.setAttr("result", "failed");
         return ResetEvent::ResetFailed;
     }
-    if (startsWith(b, "MES failed to respond to msg=")) {
-        std::string_view msg = b.substr(29);
-        e.setAttr("mes_msg", std::string(msg.substr(0, msg.find(' '))));
+    // `MES failed to respond to msg=%s`, mes_v12's `MES(%d) failed to respond to msg=%s` (the
+    // pipe), and the early `*ERROR* MES failed to response msg=%d`
+    if (startsWith(b, "MES failed to respond") || startsWith(b, "MES failed to response") ||
+        (startsWith(b, "MES(") && b.find(") failed to respond") != npos &&
+         b.find(") failed to respond") < 8)) {
+        if (size_t m = b.find("msg="); m != npos) {
+            std::string_view msg = b.substr(m + 4);
+            msg = msg.substr(0, msg.find(' '));
+            if (!msg.empty()) e.setAttr("mes_msg", std::string(msg));
+        }
         return ResetEvent::MesFailure;
     }
     if (startsWith(b, "MES might be in unrecoverable state")) return ResetEvent::MesFailure;

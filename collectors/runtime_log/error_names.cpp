@@ -1,6 +1,7 @@
 #include "collectors/runtime_log/error_names.h"
 
 #include <array>
+#include <utility>
 
 namespace gpufault::errnames {
 
@@ -171,6 +172,53 @@ bool isMissingCodeObject(std::string_view n) {
     return n == "hipErrorNoBinaryForGpu" || n == "cudaErrorNoKernelImageForDevice" ||
            n == "CUDA_ERROR_NO_BINARY_FOR_GPU" || n == "hipErrorInvalidDeviceFunction" ||
            n == "cudaErrorInvalidDeviceFunction";
+}
+
+std::optional<std::string_view> hsaStatusName(uint64_t code) {
+    // hsa.h's hsa_status_t (ROCR-Runtime inc/hsa.h) and hsa_ext_amd.h's AMD statuses
+    static constexpr std::pair<uint64_t, std::string_view> kStatus[] = {
+        {0x1000, "HSA_STATUS_ERROR"},
+        {0x1001, "HSA_STATUS_ERROR_INVALID_ARGUMENT"},
+        {0x1002, "HSA_STATUS_ERROR_INVALID_QUEUE_CREATION"},
+        {0x1003, "HSA_STATUS_ERROR_INVALID_ALLOCATION"},
+        {0x1004, "HSA_STATUS_ERROR_INVALID_AGENT"},
+        {0x1005, "HSA_STATUS_ERROR_INVALID_REGION"},
+        {0x1006, "HSA_STATUS_ERROR_INVALID_SIGNAL"},
+        {0x1007, "HSA_STATUS_ERROR_INVALID_QUEUE"},
+        {0x1008, "HSA_STATUS_ERROR_OUT_OF_RESOURCES"},
+        {0x1009, "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT"},
+        {0x100a, "HSA_STATUS_ERROR_RESOURCE_FREE"},
+        {0x100b, "HSA_STATUS_ERROR_NOT_INITIALIZED"},
+        {0x100c, "HSA_STATUS_ERROR_REFCOUNT_OVERFLOW"},
+        {0x100d, "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS"},
+        {0x100e, "HSA_STATUS_ERROR_INVALID_INDEX"},
+        {0x100f, "HSA_STATUS_ERROR_INVALID_ISA"},
+        {0x1010, "HSA_STATUS_ERROR_INVALID_CODE_OBJECT"},
+        {0x1011, "HSA_STATUS_ERROR_INVALID_EXECUTABLE"},
+        {0x1012, "HSA_STATUS_ERROR_FROZEN_EXECUTABLE"},
+        {0x1013, "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME"},
+        {0x1014, "HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED"},
+        {0x1015, "HSA_STATUS_ERROR_VARIABLE_UNDEFINED"},
+        {0x1016, "HSA_STATUS_ERROR_EXCEPTION"},
+        {0x1017, "HSA_STATUS_ERROR_INVALID_ISA_NAME"},
+        {0x1018, "HSA_STATUS_ERROR_INVALID_CODE_SYMBOL"},
+        {0x1019, "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL"},
+        {0x1020, "HSA_STATUS_ERROR_INVALID_FILE"},
+        {0x1021, "HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER"},
+        {0x1022, "HSA_STATUS_ERROR_INVALID_CACHE"},
+        {0x1023, "HSA_STATUS_ERROR_INVALID_WAVEFRONT"},
+        {0x1024, "HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP"},
+        {0x1025, "HSA_STATUS_ERROR_INVALID_RUNTIME_STATE"},
+        {0x1026, "HSA_STATUS_ERROR_FATAL"},
+        {0x28, "HSA_STATUS_ERROR_INVALID_MEMORY_POOL"},
+        {0x29, "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION"},
+        {0x2a, "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION"},
+        {0x2b, "HSA_STATUS_ERROR_MEMORY_FAULT"},
+        {0x2d, "HSA_STATUS_ERROR_OUT_OF_REGISTERS"},
+    };
+    for (const auto& [c, name] : kStatus)
+        if (c == code) return name;
+    return std::nullopt;
 }
 
 const char* vendorOfName(std::string_view n) {

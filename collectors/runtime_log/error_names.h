@@ -2,6 +2,7 @@
 // hipGetErrorName/hipGetErrorString of ROCm/clr hip_error.cpp, cudaGetErrorName/String).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -32,6 +33,10 @@ bool isDriverName(std::string_view name);
 /// Names that mean "no code object for this GPU": hipErrorNoBinaryForGpu,
 /// cudaErrorNoKernelImageForDevice, CUDA_ERROR_NO_BINARY_FOR_GPU, …InvalidDeviceFunction.
 bool isMissingCodeObject(std::string_view name);
+/// The hsa_status_t name of an HSA status code (hsa.h and hsa_ext_amd.h: `0x100f` →
+/// `HSA_STATUS_ERROR_INVALID_ISA`, `0x29` → `HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION`), for
+/// HIP's queue callback lines that print only the code. nullopt for codes no header defines.
+std::optional<std::string_view> hsaStatusName(uint64_t code);
 /// "amd" for `hip…`/`HSA_…` names, "nvidia" for `cuda…`/`CUDA_ERROR_…`, nullptr otherwise.
 const char* vendorOfName(std::string_view name);
 

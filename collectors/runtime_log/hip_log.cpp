@@ -228,8 +228,11 @@ class HipLogMatcher final : public Matcher {
         if (amd.present) return message(l, amd, amd.message, out);
         std::string_view t = l.text;
         // HIP's messages where the AMD prefix was lost (a wrapper that re-prints stderr lines,
-        // a pasted excerpt): at the text's start only, and none of the dispatch lines.
+        // a pasted excerpt): at the text's start only, and none of the dispatch lines; the
+        // queue callback also behind other text (`rocdevice.cpp Callback: Queue …`).
         if (isStandaloneMessage(t)) return message(l, amd, t, out);
+        if (size_t c = t.find("Callback: Queue "); c != std::string_view::npos)
+            return queueAbort(l, amd, t.substr(c), out);
         // The `guarantee()` abort of hip_global.cpp behind a build path (`file:line: `).
         if (size_t i = t.find(kNoSymbol); i != std::string_view::npos)
             return cannotFindSymbol(l, amd, t.substr(i), out);
@@ -439,6 +442,9 @@ class HipLogMatcher final : public Matcher {
                 size_t n = 0;
                 if (auto v = text::parseHex(rest.substr(c + key.size() - 2), &n)) {
                     e.setAttr("code", text::hexAddr(*v));
+                    // the older `aborting with status: 0x%x` prints only the code
+                    if (!e.reason)
+                        if (auto name = errnames::hsaStatusName(*v)) e.reason = std::string(*name);
                     break;
                 }
             }

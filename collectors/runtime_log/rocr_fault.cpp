@@ -217,10 +217,22 @@ class RocrFaultMatcher final : public Matcher {
                       "no ROCr `Memory access fault` line followed within " +
                           std::to_string(kWaveToFault) + " lines");
         if (!l.text.empty() && l.text[0] == 'w' && l.text.starts_with("wave_")) return wave(l, out);
-        size_t at = l.text.find("by GPU ");
+        // `… by GPU …` (ROCr, the debug agent) or `… at GPU …` (the earliest debug agent)
+        size_t at = l.text.find(" GPU ");
+        while (at != std::string_view::npos &&
+               !(at >= 2 && (l.text.substr(at - 2, 2) == "by" || l.text.substr(at - 2, 2) == "at")))
+            at = l.text.find(" GPU ", at + 1);
         if (at == std::string_view::npos) return;
-        std::string_view before = l.text.substr(0, at);
-        std::string_view after = l.text.substr(at + 7);
+        std::string_view before = l.text.substr(0, at - 2);
+        std::string_view after = l.text.substr(at + 5);
+        if (l.text[at - 2] == 'a') {
+            // ROCm 2.x's debug agent: `Memory access fault at GPU Node: N`, then `Address: …`
+            if (before.ends_with("Memory access fault ") && after.starts_with("Node: ")) {
+                agentHeader(l, {}, out);
+                agent_->gpu_node = nodeAfter(after, "Node: ");
+            }
+            return;
+        }
         if (before.ends_with("Memory access fault ")) {
             if (after.starts_with("node-")) return rocrLine(l, after, out);
             if (after.starts_with("agent: ")) return agentHeader(l, after.substr(7), out);
@@ -351,11 +363,12 @@ class RocrFaultMatcher final : public Matcher {
     }
 
     /// Old debug agent (HSAHandleMemoryFault.cpp, ROCm 1.9–3.x): `Memory access fault by GPU
-    /// agent: NAME`, then `Node: N`, then `Address: 0x<page>xxx (reasons;)`.
+    /// agent: NAME`, then `Node: N`, then `Address: 0x<page>xxx (reasons;)`; ROCm 2.x's
+    /// `Memory access fault at GPU Node: N` header names the node itself (`name` empty).
     void agentHeader(const LogLine& l, std::string_view name, Sink& out) {
         if (agent_) out.evidence(std::move(*agent_));
         agent_ = rt::baseEvidence(Kind::RocrMemoryFault, l, {}, "amd");
-        agent_->setAttr("agent", std::string(text::trim(name)));
+        if (!text::trim(name).empty()) agent_->setAttr("agent", std::string(text::trim(name)));
         agent_->setAttr("producer", "debug_agent");
         agent_lines_ = 0;
     }

@@ -101,6 +101,16 @@ TEST(AmdgpuFault, OldestVmcPageFaultWithPasIdAndAtPage) {
     EXPECT_EQ(r[0].status, 0);
 }
 
+// FreeBSD drm-kmod prints the VMC header with `vm_id:` (a real report: vmid was left null).
+TEST(AmdgpuFault, FreeBsdVmcHeaderNamesItsVmidVmId) {
+    auto r = run({"drmn0: [mmhub] VMC page fault (src_id:0 ring:153 vm_id:3 pas_id:5)",
+                  "drmn0:   at address 0x00005b7199707000 from 18"});
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].vmid, 3);
+    EXPECT_EQ(r[0].pasid, 5);
+    EXPECT_EQ(r[0].address, 0x5b7199707000ull);
+}
+
 TEST(AmdgpuFault, VmcPageFaultWithProcessAndAtAddress) {
     // 4.17–4.19: "... pasid:%u, for process %s pid %d thread %s pid %d\n)\n", "  at address
     // 0x%016llx from %d"

@@ -129,6 +129,19 @@ TEST(GpuReset, MesFailureStartsAnEpisode) {
     EXPECT_EQ(r[0].attr("trigger"), "mes_failure");
 }
 
+// mes_v12's `MES(%d) failed to respond to msg=%s` and the early `MES failed to response
+// msg=%d` (no record before).
+TEST(GpuReset, MesFailureOfAPipeAndTheEarlyWording) {
+    auto a = run({D + "MES(1) failed to respond to msg=INVALIDATE_TLBS"});
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].attr("mes_msg"), "INVALIDATE_TLBS");
+    EXPECT_EQ(a[0].attr("trigger"), "mes_failure");
+    auto b = run({D + "MES failed to response msg=3"});
+    ASSERT_EQ(b.size(), 1u);
+    EXPECT_EQ(b[0].attr("mes_msg"), "3");
+    EXPECT_TRUE(run({D + "MES(1) is ready"}).empty());
+}
+
 TEST(GpuReset, RasErrorCountsOnlyWithAReset) {
     EXPECT_TRUE(
         run({D + "uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!"}).empty());

@@ -353,7 +353,7 @@ TEST(HipLog, QueueCallbackOldFormsAndCutName) {
     EXPECT_EQ(s.evidences[0].runtime_tid, "0x7f676e4c7640");
     EXPECT_EQ(s.evidences[0].reason, "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION");
     EXPECT_EQ(s.evidences[0].time.runtime_us, 696142325);
-    EXPECT_FALSE(s.evidences[1].reason);
+    EXPECT_EQ(s.evidences[1].reason, "HSA_STATUS_ERROR_INVALID_ISA");  // hsa.h's 0x100F
     EXPECT_FALSE(s.evidences[1].pid);
     EXPECT_EQ(s.evidences[1].attr("code"), "0x100f");
     EXPECT_EQ(s.evidences[1].time.runtime_us, 768423197593);
@@ -418,18 +418,19 @@ TEST(HipLog, CannotFindSymbolAndAnUnprefixedQueueCallback) {
     r.plain(
         "Queue callback: Callback: Queue 0x1 aborting with error : HSA_STATUS_ERROR_EXCEPTION:");
     auto& s = r.done();
-    ASSERT_EQ(s.evidences.size(), 3u);
+    ASSERT_EQ(s.evidences.size(), 4u);
     EXPECT_EQ(s.evidences[0].kind, Kind::HsaQueueError);
     EXPECT_EQ(s.evidences[0].line, 3u);
     EXPECT_EQ(s.evidences[0].reason, "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION");
     EXPECT_EQ(s.evidences[0].attr("code"), "0x29");
     EXPECT_EQ(s.evidences[0].attr("queue"), "0x7f3c3c600000");
-    EXPECT_EQ(s.evidences[1].kind, Kind::MissingCodeObject);
-    EXPECT_EQ(s.evidences[1].kernel, "_Z6kernelPf");
-    EXPECT_EQ(s.evidences[1].pid, 18963);
-    EXPECT_EQ(s.evidences[1].line, 1u);
-    EXPECT_EQ(s.evidences[2].kernel, "_Z4axpyfPfS_");
-    EXPECT_EQ(s.evidences[2].line, 2u);
+    EXPECT_EQ(s.evidences[1].reason, "HSA_STATUS_ERROR_EXCEPTION");  // behind other text
+    EXPECT_EQ(s.evidences[2].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(s.evidences[2].kernel, "_Z6kernelPf");
+    EXPECT_EQ(s.evidences[2].pid, 18963);
+    EXPECT_EQ(s.evidences[2].line, 1u);
+    EXPECT_EQ(s.evidences[3].kernel, "_Z4axpyfPfS_");
+    EXPECT_EQ(s.evidences[3].line, 2u);
 }
 
 // HIP's messages of FORMATS.md §3.3 with the AMD prefix lost (pasted, re-printed by a wrapper)
@@ -466,6 +467,27 @@ TEST(HipLog, StandaloneMessagesWithoutTheirPrefixAndTheRareAllocationTexts) {
     EXPECT_EQ(s.evidences[5].kind, Kind::MissingCodeObject);
     EXPECT_EQ(s.evidences[5].attr("fat_magic"), "1212764230");
     EXPECT_EQ(s.evidences[5].attr("fat_version"), "2");
+}
+
+// The queue callback behind other text (a ROCm 7 report: `rocdevice.cpp Callback: Queue …`), and
+// the older `aborting with status: 0x%x`, whose code names the status (hsa.h).
+TEST(HipLog, QueueCallbackBehindTextAndAStatusCodeOnly) {
+    Feeder r;
+    r.plain(
+        "rocdevice.cpp Callback: Queue 0x7fc220400000 aborting with error : "
+        "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond "
+        "the largest legal address. code: 0x29");
+    r.amd({"Device::callbackQueue aborting with status: 0x100f"}, 0);
+    r.amd({"Device::callbackQueue aborting with status: 0x7777"}, 0);
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 3u);
+    EXPECT_EQ(s.evidences[0].reason, "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION");
+    EXPECT_EQ(s.evidences[0].attr("queue"), "0x7fc220400000");
+    EXPECT_FALSE(s.evidences[0].address);
+    EXPECT_EQ(s.evidences[1].reason, "HSA_STATUS_ERROR_INVALID_ISA");
+    EXPECT_EQ(s.evidences[1].attr("code"), "0x100f");
+    EXPECT_FALSE(s.evidences[2].reason);
+    EXPECT_EQ(s.evidences[2].attr("code"), "0x7777");
 }
 
 TEST(HipLog, NoBinaryForGpuWithListingAndGuaranteeRepeat) {

@@ -217,6 +217,23 @@ TEST(RocrFault, OldDebugAgentMaskedAddress) {
     EXPECT_EQ(ev[0].attr("agent"), "AMD gfx900");
 }
 
+// ROCm 2.x's debug agent: the node on the header line (`Memory access fault at GPU Node: N`).
+TEST(RocrFault, EarliestDebugAgentNamesItsNodeOnTheHeader) {
+    auto ev = run({"Memory access fault at GPU Node: 2",
+                   "Address: 0x12345xxx (page not present;write access to a read-only page;)",
+                   "Aborted (core dumped)"});
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].kind, Kind::RocrMemoryFault);
+    EXPECT_EQ(ev[0].line, 1u);
+    EXPECT_EQ(ev[0].gpu_node, 2);
+    EXPECT_EQ(ev[0].address, 0x12345000u);
+    EXPECT_EQ(ev[0].address_exact, false);
+    EXPECT_EQ(ev[0].reason, "page not present;write access to a read-only page");
+    EXPECT_FALSE(ev[0].attr("agent"));
+    // `at GPU` in other text is nothing
+    EXPECT_TRUE(run({"Looking at GPU Node: 2 topology", "Address: 0x1000 (x)"}).empty());
+}
+
 TEST(RocrFault, DebugAgentBlockCutAfterNode) {
     auto ev = run({"Memory access fault by GPU agent: AMD gfx906", "Node: 2", "something else"});
     ASSERT_EQ(ev.size(), 1u);
