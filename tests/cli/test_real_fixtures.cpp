@@ -18,10 +18,13 @@ namespace gpufault::testing {
 namespace {
 
 const std::string kData = GPUFAULT_SOURCE_DIR "/tests/data/real";
+/// Excerpts of public bug reports that we found ourselves (tests/data/reports/README.md), checked
+/// the same way.
+const std::string kReports = GPUFAULT_SOURCE_DIR "/tests/data/reports";
 
-std::vector<std::string> cases() {
+std::vector<std::string> cases(const std::string& dir = kData) {
     std::vector<std::string> out;
-    for (auto& e : std::filesystem::directory_iterator(kData)) {
+    for (auto& e : std::filesystem::directory_iterator(dir)) {
         std::string n = e.path().filename().string();
         const std::string suffix = ".expected.jsonl";
         if (n.size() > suffix.size() && n.ends_with(suffix))
@@ -42,28 +45,48 @@ std::set<std::string> pending() {
     return out;
 }
 
+/// The problems of case `name` of `dir` (CASE.txt through the binary against CASE.expected.jsonl).
+std::string checkOne(const std::string& dir, const std::string& name) {
+    TempDir tmp;
+    std::string db = tmp.file("db");
+    auto ing = run({GPUFAULT_BIN, "--db", db, "ingest", dir + "/" + name + ".txt"}, 20);
+    if (ing.status != 0) return "  ingest failed: " + ing.err + "\n";
+    auto ev = run({GPUFAULT_BIN, "--db", db, "events", "--json"}, 20);
+    if (ev.status != 0) return "  events failed: " + ev.err + "\n";
+    auto problems = checkCase(parseJsonLines(readFile(dir + "/" + name + ".expected.jsonl")),
+                              parseJsonLines(ev.out));
+    std::string report;
+    for (auto& p : problems) report += "  " + p + "\n";
+    return report;
+}
+
 class RealFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RealFixture, EventsMatchExpected) {
     const std::string name = GetParam();
-    TempDir tmp;
-    std::string db = tmp.file("db");
-    auto ing = run({GPUFAULT_BIN, "--db", db, "ingest", kData + "/" + name + ".txt"}, 20);
-    ASSERT_EQ(ing.status, 0) << ing.err;
-    auto ev = run({GPUFAULT_BIN, "--db", db, "events", "--json"}, 20);
-    ASSERT_EQ(ev.status, 0) << ev.err;
-    auto problems = checkCase(parseJsonLines(readFile(kData + "/" + name + ".expected.jsonl")),
-                              parseJsonLines(ev.out));
-    std::string report;
-    for (auto& p : problems) report += "  " + p + "\n";
+    const std::string report = checkOne(kData, name);
+    const bool ok = report.empty();
     bool isPending = pending().count(name) > 0;
     if (isPending) {
-        if (problems.empty())
-            FAIL() << name << " passes now: remove it from tests/cli/fixtures_pending.txt";
+        if (ok) FAIL() << name << " passes now: remove it from tests/cli/fixtures_pending.txt";
         GTEST_SKIP() << "pending (tests/cli/fixtures_pending.txt):\n" << report;
     }
-    EXPECT_TRUE(problems.empty()) << name << " regressed:\n" << report;
+    EXPECT_TRUE(ok) << name << " regressed:\n" << report;
 }
+
+class ReportExcerpt : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ReportExcerpt, EventsMatchExpected) {
+    const std::string report = checkOne(kReports, GetParam());
+    EXPECT_TRUE(report.empty()) << GetParam() << ":\n" << report;
+}
+
+INSTANTIATE_TEST_SUITE_P(Reports,
+                         ReportExcerpt,
+                         ::testing::ValuesIn(cases(kReports)),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                             return "report_" + i.param.substr(0, 2);
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Corpus,
                          RealFixture,
