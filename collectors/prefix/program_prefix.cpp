@@ -42,6 +42,9 @@ std::string_view afterCarriageReturn(std::string_view s) {
 }
 
 std::string_view stripReplyQuotes(std::string_view s) {
+    // a Markdown code fence glued to the pasted line (```[Wed Jul 30 20:12:38 2025] amdgpu …)
+    if (s.size() > 3 && s[0] == '`' && s.starts_with("```") && (s[3] == '[' || s[3] == ' '))
+        s.remove_prefix(s[3] == ' ' ? 4 : 3);
     while (!s.empty() && s[0] == '>') {
         size_t n = s.find_first_not_of('>');
         if (n == std::string_view::npos) return {};

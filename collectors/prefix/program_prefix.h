@@ -21,6 +21,7 @@ std::string_view afterCarriageReturn(std::string_view s);
 
 /// Removes e-mail/Markdown reply quoting `> ` or `>` + TAB, nested (`>> `, `> > `), and a
 /// bare `>` before a `[` time stamp; a line of only `>` gives "". `>>> ` (Python's prompt) stays.
+/// A Markdown code fence glued in front of the line (```` ```[ ```` or ```` ``` ````) goes too.
 std::string_view stripReplyQuotes(std::string_view s);
 
 /// Bytes of leading logger stamps `2025-12-21T05:01:45.677513 - ` (ComfyUI's stdout/stderr

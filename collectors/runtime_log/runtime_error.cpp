@@ -80,6 +80,30 @@ constexpr std::string_view kOutOfMemory = " out of memory. Tried to allocate ";
 /// cudaGetErrorString(code), file, line)`), hipified as well: the error's text follows.
 constexpr std::string_view kGpuAssert = "GPUassert: ";
 
+/// Where `t` holds a cudaGetErrorString()/hipGetErrorString() text distinctive enough to stand
+/// for its error wherever a program prints it (glog `Check failed: error == cudaSuccess (77 vs. 0)
+/// TEXT`, TensorRT `Error Code 1: Cuda Runtime (TEXT)`, `Warp CUDA error 700: TEXT`, `X failed:
+/// TEXT`): the illegal address, illegal instruction and launch failure texts of FORMATS.md §9.5;
+/// never on a warning line.
+std::optional<size_t> distinctiveErrorText(std::string_view t) {
+    // c10's CUDA_WARN / `HIP warning:` after the error was reported: no error of its own
+    if (t.find("arning") != std::string_view::npos) return std::nullopt;
+    if (size_t w = t.find(" was encountered"); w != std::string_view::npos) {
+        for (std::string_view head : {std::string_view("an illegal memory access"),
+                                      std::string_view("an illegal instruction")})
+            if (w >= head.size() && t.substr(w - head.size(), head.size()) == head)
+                return w - head.size();
+    }
+    if (size_t u = t.find("unspecified launch failure"); u != std::string_view::npos) return u;
+    return std::nullopt;
+}
+
+/// A ROCm build's line (HIP, ROCm or hip in it): the text maps to the HIP name first.
+bool saysHip(std::string_view t) {
+    return t.find("HIP") != std::string_view::npos || t.find("ROCm") != std::string_view::npos ||
+           t.find("hip") != std::string_view::npos;
+}
+
 class RuntimeErrorMatcher final : public Matcher {
   public:
     void feed(const LogLine& l, Sink& out) override {
@@ -97,6 +121,8 @@ class RuntimeErrorMatcher final : public Matcher {
                 return errorText(l, t.substr(g + kGpuAssert.size()), false, out);
             if (t.find("no kernel image is available") != std::string_view::npos)
                 return noKernelImage(l, out);
+            if (auto d = distinctiveErrorText(t))
+                return errorText(l, t.substr(*d), saysHip(t), out);
             return;
         }
         if (size_t s = t.find("Search for `"); s != std::string_view::npos)
@@ -131,6 +157,8 @@ class RuntimeErrorMatcher final : public Matcher {
             Evidence e = rt::baseEvidence(kindOf(name), l, {}, errnames::vendorOfName(*name));
             e.reason = std::string(*name);
             folder_.add(std::move(e), out);
+        } else if (auto d = distinctiveErrorText(t)) {
+            errorText(l, t.substr(*d), saysHip(t), out);
         }
     }
 

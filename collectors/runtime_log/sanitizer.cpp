@@ -82,7 +82,22 @@ void parseAt(string_view r, Evidence& e) {
     }
     size_t p = offsetMarker(r, "+0x");
     if (p == npos) p = offsetMarker(r, ":0x");  // docs: `kernel():0x160 in file:6`
-    if (p == npos || p == 0) return;            // cut or unknown layout: no kernel guessed
+    if (p == npos) {
+        // `at NAME in FILE:LINE` with no offset printed (seen for CUTLASS/CuTe device functions):
+        // only with the whole `FILE:LINE` after the last ` in `
+        const size_t in = r.rfind(" in ");
+        if (in == npos || in == 0) return;
+        string_view file = text::trim(r.substr(in + 4));
+        const size_t colon = file.rfind(':');
+        if (colon == npos || colon == 0 || colon + 1 == file.size() ||
+            !std::all_of(
+                file.begin() + static_cast<std::ptrdiff_t>(colon) + 1, file.end(), isDigit))
+            return;
+        e.kernel = std::string(text::trim(r.substr(0, in)));
+        e.setAttr("source", std::string(file));
+        return;
+    }
+    if (p == 0) return;  // cut or unknown layout: no kernel guessed
     e.kernel = std::string(r.substr(0, p));
     string_view rest = r.substr(p + 1);
     if (auto off = text::parseHex(rest, &n)) e.setAttr("pc_offset", text::hexAddr(*off));
@@ -306,9 +321,11 @@ class SanitizerMatcher final : public Matcher {
         string_view seg = h.substr(2, seg_end - 2);
         if (seg != "global" && seg != "shared" && seg != "local") return false;
         h.remove_prefix(seg_end + 3);
+        // `?` when memcheck cannot tell the access (a Triton kernel's shared memory): no access
         string_view access = text::startsWith(h, "read ")     ? "read"
                              : text::startsWith(h, "write ")  ? "write"
                              : text::startsWith(h, "atomic ") ? "atomic"
+                             : text::startsWith(h, "? ")      ? "?"
                                                               : "";
         if (access.empty() || !text::startsWith(h.substr(access.size()), " of size ")) return false;
         auto size = text::parseGroupedDec(h.substr(access.size() + 9));
@@ -318,6 +335,8 @@ class SanitizerMatcher final : public Matcher {
         if (access == "atomic") {
             e.access = "write";
             e.setAttr("access_op", "atomic");
+        } else if (access == "?") {
+            e.setAttr("access_op", "?");
         } else {
             e.access = std::string(access);
         }

@@ -57,6 +57,17 @@ TEST(LineDecoder, CarriageReturnProgressBar) {
     EXPECT_EQ(decodeOne("100%|##########|\r" + kRocr + "\r").text, kRocr);
 }
 
+// A Markdown fence glued to a pasted dmesg -T line (a real report: the time was lost).
+TEST(LineDecoder, AGluedCodeFenceGoes) {
+    auto d = decodeOne("```[Wed Jul 30 20:12:38 2025] amdgpu 0000:65:00.0: amdgpu: x");
+    EXPECT_EQ(d.text, "amdgpu 0000:65:00.0: amdgpu: x");
+    ASSERT_TRUE(d.time.wall);
+    EXPECT_EQ(*d.time.wall, "2025-07-30T20:12:38");
+    EXPECT_EQ(decodeOne("``` [ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: y").text,
+              "amdgpu 0000:c6:00.0: amdgpu: y");
+    EXPECT_EQ(decodeOne("```text").text, "```text");
+}
+
 TEST(LineDecoder, ReplyQuotes) {
     auto d = decodeOne("> > [ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: x");
     EXPECT_EQ(d.text, "amdgpu 0000:c6:00.0: amdgpu: x");

@@ -156,6 +156,28 @@ TEST(RuntimeError, BareOutOfMemoryAndGpuAssertLines) {
     EXPECT_EQ(ev[3].reason, "cudaErrorLaunchFailure");
 }
 
+// cudaGetErrorString()'s distinctive texts wherever a framework prints them (real reports: no
+// record before): glog CHECK, TensorRT, NVIDIA Warp, a program's own `… failed: TEXT`.
+TEST(RuntimeError, DistinctiveErrorTextsInOtherWrappers) {
+    auto ev = run({{"F0524 19:24:39.746389 13813 math_functions.cu:81] Check failed: error == "
+                    "cudaSuccess (77 vs. 0)  an illegal memory access was encountered"},
+                   {"[01/13/2023-16:35:26] [TRT] [E] 1: [cudaResources.cpp::~ScopedCudaEvent::24] "
+                    "Error Code 1: Cuda Runtime (an illegal memory access was encountered)"},
+                   {"Warp CUDA error 700: an illegal memory access was encountered (warp.cu:223)"},
+                   {"ds4: CUDA end commands failed: unspecified launch failure"},
+                   {"llama: ROCm sync failed: an illegal memory access was encountered"},
+                   {"the loss was encountered twice"}});
+    ASSERT_EQ(ev.size(), 3u);  // the first three fold: the same error of the same process
+    EXPECT_EQ(ev[0].kind, Kind::RuntimeError);
+    EXPECT_EQ(ev[0].reason, "cudaErrorIllegalAddress");
+    EXPECT_EQ(ev[0].vendor, "nvidia");
+    EXPECT_EQ(ev[0].count, 3u);
+    EXPECT_EQ(ev[0].line, 1u);
+    EXPECT_EQ(ev[1].reason, "cudaErrorLaunchFailure");
+    EXPECT_EQ(ev[2].reason, "hipErrorIllegalAddress");
+    EXPECT_EQ(ev[2].vendor, "amd");
+}
+
 TEST(RuntimeError, RocmBuildSayingCudaErrorIsAmd) {
     // Fixture 065.
     auto ev =

@@ -261,6 +261,30 @@ TEST(Sanitizer, DeviceHeapMallocFreeErrorKeepsItsAddress) {
     EXPECT_EQ(ev[1].address, 0x400a00000ull);
 }
 
+// Real reports: memcheck prints `?` for an access it cannot tell (a Triton kernel's shared
+// memory: no record before), and `at NAME in FILE:LINE` without an offset (kernel was null).
+TEST(Sanitizer, UnknownAccessAndAnAtLineWithoutOffset) {
+    auto ev = run({"========= Invalid __shared__ ? of size 2048 bytes",
+                   "=========     at 0x2570 in /src/03-matrix-multiplication.py:223:matmul_kernel",
+                   "=========     by thread (224,0,0) in block (4,0,0)",
+                   "=========     Address 0x1bc20 is out of bounds",
+                   "  ========= Invalid __shared__ read of size 16 bytes",
+                   "  =========     at cp_async_bulk_cp_mask in cp_async_bulk.h:236",
+                   "  =========     Address 0x400 is out of bounds",
+                   "========= Invalid __global__ read of size 4 bytes",
+                   "=========     at k in the middle of nowhere",
+                   "=========     Address 0x10 is out of bounds"});
+    ASSERT_EQ(ev.size(), 3u);
+    EXPECT_EQ(ev[0].address, 0x1bc20u);
+    EXPECT_FALSE(ev[0].access);
+    EXPECT_EQ(ev[0].attr("access_op"), "?");
+    EXPECT_EQ(ev[0].kernel, "matmul_kernel");
+    EXPECT_EQ(ev[1].kernel, "cp_async_bulk_cp_mask");
+    EXPECT_EQ(ev[1].attr("source"), "cp_async_bulk.h:236");
+    EXPECT_EQ(ev[1].address, 0x400u);
+    EXPECT_FALSE(ev[2].kernel);  // no FILE:LINE after ` in `: no kernel guessed
+}
+
 // CUDA 11.5+ memcheck: `Invalid __global__ atomic of size 4 bytes` … `Address 0x… is not
 // readable/writable with atomic operations`. EVIDENCE.md's access has no `atomic`: stored as
 // `write` with attr access_op=atomic.
