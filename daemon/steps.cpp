@@ -95,6 +95,7 @@ StepResult openSourcesStep(State& s) {
                                             c.files_max_open,
                                             c.follow_hardlinks);
         f->excludeOwn({c.store_path, c.metrics_path});
+        f->setCommitRule(c.batch_lines, c.batch_ms);
         s.files = f.get();
         s.sources.push_back(std::move(f));
     }

@@ -35,6 +35,11 @@ FileTail::FileTail(Store& store,
       maxOpen_(max_open),
       followHardlinks_(follow_hardlinks) {}
 
+void FileTail::setCommitRule(uint64_t lines, uint64_t ms) {
+    commitLines_ = std::max<uint64_t>(lines, 1);
+    budget_ = std::min(kPollBudget, std::chrono::milliseconds(std::max<uint64_t>(ms, 1)));
+}
+
 FileTail::~FileTail() {
     for (const auto& d : carriedOpen_) ::close(d.fd);
 }
@@ -375,7 +380,7 @@ db::Result<bool> FileTail::poll(Txn& txn) {
     // Retention may drop counted sources, `gpufault ingest` count: read again now and then.
     constexpr auto kLostRefresh = std::chrono::seconds(10);
     if (!txn.open() && (lostStale_ || now - lostAt_ >= kLostRefresh)) refreshLost();
-    pollUntil_ = now + kPollBudget;
+    pollUntil_ = now + budget_;
     for (auto it = files_.begin(); it != files_.end();) {
         Followed& f = *it->second;
         auto r = read(txn, f);
@@ -670,7 +675,7 @@ db::Result<void> FileTail::finishDeleted(Txn& txn) {
             continue;
         }
         for (bool more = true; more;) {
-            pollUntil_ = Clock::now() + kPollBudget;
+            pollUntil_ = Clock::now() + budget_;
             auto r = read(txn, f);
             if (!r) return std::unexpected(r.error());
             more = *r;

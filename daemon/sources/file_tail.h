@@ -74,6 +74,12 @@ class FileTail final : public Source {
              bool follow_hardlinks = false);
     ~FileTail() override;
 
+    /// The commit rule of gpufaultd (issue 3: `lines` pending or `ms` after the first
+    /// uncommitted line): a poll stops at a line end once a stream holds `lines` uncommitted
+    /// lines or has parsed for `ms` (at most file_tail::kPollBudget), so that the loop commits in
+    /// between. Defaults: 10 000 lines, kPollBudget.
+    void setCommitRule(uint64_t lines, uint64_t ms);
+
     /// Files the daemon writes itself, never followed even when a pattern matches them: each
     /// path, its SQLite companions (`-wal`, `-shm`, `-journal`) and the metrics file's
     /// temporaries (`.tmp`, `.XXXXXX`). Compared after resolving the directory (symbolic links,
@@ -294,6 +300,8 @@ class FileTail final : public Source {
     /// Device + inode of the excludeOwn() files (and companions) that exist now.
     std::set<Key> ownKeys() const;
     std::chrono::steady_clock::time_point pollUntil_{};  ///< the current poll's time budget
+    uint64_t commitLines_ = 10000;                       ///< setCommitRule()
+    std::chrono::milliseconds budget_{100};              ///< setCommitRule(), kPollBudget
 };
 
 }  // namespace gpufault::daemon
