@@ -284,6 +284,33 @@ TEST(Daemon, ReadsInjectedKernelRecordsOnceAcrossRestarts) {
     ::close(probe);
 }
 
+namespace {
+
+/// `n` ROCr fault lines at distinct 2 MiB-apart addresses (each one a record).
+std::string distinctFaults(int n) {
+    std::string lines;
+    for (int i = 0; i < n; ++i)
+        lines += fmt::format(
+            "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x{:x}. Reason: "
+            "Page not present or supervisor privilege.\n",
+            0x7f0000000000 + uint64_t(i) * 0x200000);
+    return lines;
+}
+
+/// The daemon's status once it reports a store error within `wait`, else null.
+nlohmann::json storeErrorStatus(const std::string& sock, std::chrono::milliseconds wait) {
+    nlohmann::json st;
+    bool failed = eventually(
+        [&] {
+            st = nlohmann::json::parse(controlRequest(sock, "status"), nullptr, false);
+            return st.is_object() && !st["store"]["error"].get<std::string>().empty();
+        },
+        wait);
+    return failed ? st : nlohmann::json();
+}
+
+}  // namespace
+
 TEST(Daemon, KeepsRunningWhenTheStoreCannotGrowAndCatchesUpWithoutLoss) {
     Fixture f;
     writeFile(f.conf, f.config());
@@ -294,22 +321,10 @@ TEST(Daemon, KeepsRunningWhenTheStoreCannotGrowAndCatchesUpWithoutLoss) {
     // (EFBIG), as on a full file system.
     struct rlimit small {64 << 10, RLIM_INFINITY};  // soft limit: raising it back needs no privilege
     ASSERT_EQ(::prlimit(d.pid(), RLIMIT_FSIZE, &small, nullptr), 0) << std::strerror(errno);
-    std::string lines;
     constexpr int kFaults = 3000;
-    for (int i = 0; i < kFaults; ++i)
-        lines += fmt::format(
-            "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x{:x}. Reason: "
-            "Page not present or supervisor privilege.\n",
-            0x7f0000000000 + uint64_t(i) * 0x200000);
-    f.append("job.log", lines);
-    nlohmann::json st;
-    ASSERT_TRUE(eventually(
-        [&] {
-            st = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
-            return st.is_object() && !st["store"]["error"].get<std::string>().empty();
-        },
-        5s))
-        << d.stderrText();
+    f.append("job.log", distinctFaults(kFaults));
+    nlohmann::json st = storeErrorStatus(f.sock, 5s);
+    ASSERT_TRUE(st.is_object()) << d.stderrText();
     EXPECT_TRUE(d.waitExit(300ms) == std::nullopt) << "the daemon must keep running";
     EXPECT_NE(d.stderrText().find("store error:"), std::string::npos);
     // The followed file stays in status with what it had, saying why it is not read (hostile
@@ -374,22 +389,10 @@ TEST(Daemon, KeepsRunningOnAFullTmpfsAndCatchesUpWhenItGrows) {
     const std::string small = fmt::format("size={}", used + (64 << 10));
     ASSERT_EQ(::mount(nullptr, mnt.c_str(), nullptr, MS_REMOUNT, small.c_str()), 0)
         << std::strerror(errno);
-    std::string lines;
     constexpr int kFaults = 3000;
-    for (int i = 0; i < kFaults; ++i)
-        lines += fmt::format(
-            "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x{:x}. Reason: "
-            "Page not present or supervisor privilege.\n",
-            0x7f0000000000 + uint64_t(i) * 0x200000);
-    f.append("job.log", lines);
-    nlohmann::json st;
-    ASSERT_TRUE(eventually(
-        [&] {
-            st = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
-            return st.is_object() && !st["store"]["error"].get<std::string>().empty();
-        },
-        10s))
-        << d.stderrText();
+    f.append("job.log", distinctFaults(kFaults));
+    nlohmann::json st = storeErrorStatus(f.sock, 10s);
+    ASSERT_TRUE(st.is_object()) << d.stderrText();
     EXPECT_NE(st["store"]["error"].get<std::string>().find("full"), std::string::npos)
         << st["store"]["error"];
     EXPECT_TRUE(d.waitExit(300ms) == std::nullopt) << "the daemon must keep running";
