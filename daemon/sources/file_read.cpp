@@ -240,7 +240,8 @@ db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
                                  static_cast<uint64_t>(std::count(p, end, '\n')));
     for (unsigned lines = 0; p < end; ++lines) {
         if ((lines & 255) == 255 && !f.skipping && !f.stream->replacedAhead() &&
-            (Clock::now() >= pollUntil_ || f.stream->uncommittedLines() >= commitLines_)) {
+            (Clock::now() >= pollUntil_ ||
+             (commitBreak_ && f.stream->uncommittedLines() >= commitLines_))) {
             spent = true;
             break;
         }

@@ -383,7 +383,9 @@ db::Result<bool> FileTail::poll(Txn& txn) {
     pollUntil_ = now + budget_;
     for (auto it = files_.begin(); it != files_.end();) {
         Followed& f = *it->second;
+        commitBreak_ = true;  // the loop commits after this poll; elsewhere a read goes on
         auto r = read(txn, f);
+        commitBreak_ = false;
         if (!r) return r;
         if (f.renamed && f.stream)  // its new name is stored with the next checkpoint
             if (auto e = txn.ensure(); !e) return std::unexpected(e.error());

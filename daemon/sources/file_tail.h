@@ -301,6 +301,9 @@ class FileTail final : public Source {
     std::set<Key> ownKeys() const;
     std::chrono::steady_clock::time_point pollUntil_{};  ///< the current poll's time budget
     uint64_t commitLines_ = 10000;                       ///< setCommitRule()
+    /// A read stops at commitLines_ uncommitted lines only in poll()'s own loop, which the
+    /// event loop commits after (finishDeleted() reads a file to its end in one go).
+    bool commitBreak_ = false;
     std::chrono::milliseconds budget_{100};              ///< setCommitRule(), kPollBudget
 };
 
