@@ -1,6 +1,7 @@
 #include "collectors/kernel_log/amdgpu_reset_lines.h"
 
 #include <cctype>
+#include <optional>
 #include <string>
 
 #include "collectors/common/text.h"
@@ -84,12 +85,27 @@ bool endsEpisode(ResetEvent ev) {
            ev == ResetEvent::ResetDone || ev == ResetEvent::ResetFailed;
 }
 
+namespace {
+
+/// The message of a DRM_ERROR line: after Linux's `*ERROR* ` (`[drm] *ERROR* …`,
+/// `[drm:amdgpu_job_timedout [amdgpu]] *ERROR* …`) or FreeBSD drm-kmod's `[drm ERROR :FUNC] `.
+std::optional<std::string_view> drmErrorBody(std::string_view text) {
+    if (size_t p = text.find("*ERROR* "); p != npos) return skipBlanks(text.substr(p + 8));
+    if (size_t p = text.find("[drm ERROR :"); p != npos) {
+        size_t close = text.find("] ", p);
+        if (close != npos) return skipBlanks(text.substr(close + 2));
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 ResetEvent classifyResetLine(std::string_view b, Evidence& e) {
     if (b.empty()) return ResetEvent::None;
-    if (b[0] == '[') {  // `[drm] *ERROR* …` / `[drm:amdgpu_job_timedout [amdgpu]] *ERROR* …`
-        size_t p = b.find("*ERROR* ");
-        if (p == npos) return ResetEvent::None;
-        b = skipBlanks(b.substr(p + 8));
+    if (b[0] == '[') {
+        auto body = drmErrorBody(b);
+        if (!body) return ResetEvent::None;
+        b = *body;
     }
     if (startsWith(b, "ring ")) return ringLine(b, e);
     if (auto t = taskLineText(b)) {
@@ -154,10 +170,9 @@ ResetEvent classifyResetLine(std::string_view b, Evidence& e) {
 }
 
 ResetEvent classifyDrmErrorLine(std::string_view text, Evidence& e) {
-    size_t p = text.find("*ERROR* ");
-    if (p == npos) return ResetEvent::None;
-    std::string_view b = skipBlanks(text.substr(p + 8));
-    ResetEvent ev = classifyResetLine(b, e);
+    auto b = drmErrorBody(text);
+    if (!b) return ResetEvent::None;
+    ResetEvent ev = classifyResetLine(*b, e);
     if (ev != ResetEvent::RingTimeout && ev != ResetEvent::SoftRecovered && ev != ResetEvent::Task)
         return ResetEvent::None;
     return ev;

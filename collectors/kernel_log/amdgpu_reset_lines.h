@@ -38,7 +38,8 @@ ResetEvent classifyResetLine(std::string_view body, Evidence& e);
 
 /// For lines without a device prefix: the DRM_ERROR forms of older kernels,
 /// `[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx timeout, signaled seq=…` and
-/// `… *ERROR* Process information: process %s pid %d thread %s pid %d`. None otherwise.
+/// `… *ERROR* Process information: process %s pid %d thread %s pid %d`, and FreeBSD drm-kmod's
+/// `[drm ERROR :amdgpu_job_timedout] …` of the same messages. None otherwise.
 ResetEvent classifyDrmErrorLine(std::string_view text, Evidence& e);
 
 /// A short name of the event for the `trigger` attr (`ring_timeout`, `mes_failure`, …).

@@ -81,6 +81,9 @@ void appendAttr(Evidence& e, const char* key, std::string_view item) {
 /// hip_global.cpp's guarantee() text when a kernel's symbol is missing.
 constexpr std::string_view kNoSymbol = "Cannot find Symbol with name: ";
 
+/// hip_fatbin.cpp's report that the fat binary holds no code object for a device.
+constexpr std::string_view kNoCompatible = "No compatible code objects found for: ";
+
 /// True when `t` starts with one of the messages HipLogMatcher::message() reads that stand on
 /// their own (FORMATS.md §3.3, §3.4): no `ArgN`/`ShaderName` line, no API trace line.
 bool isStandaloneMessage(std::string_view t) {
@@ -90,6 +93,7 @@ bool isStandaloneMessage(std::string_view t) {
                                   std::string_view("Cannot find the function: "),
                                   std::string_view("Allocation failed : "),
                                   std::string_view("Cannot Register fat binary. "),
+                                  kNoCompatible,
                                   std::string_view("Memory allocation has failed"),
                                   std::string_view("Heap buffer allocation failed"),
                                   std::string_view("HW Exception Error")})
@@ -209,6 +213,9 @@ class HipLogMatcher final : public Matcher {
                 break;
             case 'M':
                 if (m.starts_with("Memory allocation has failed")) return alloc(l, amd, m, out);
+                break;
+            case 'N':
+                if (m.starts_with(kNoCompatible)) return noCompatible(l, amd, m, out);
                 break;
             case 'V':
                 if (m.starts_with("Video memory allocation failed")) return alloc(l, amd, m, out);
@@ -543,6 +550,17 @@ class HipLogMatcher final : public Matcher {
                 e.setAttr("hsa_status", std::string(status));
         }
         out.evidence(std::move(e));
+    }
+
+    /// `No compatible code objects found for: %s, value of HIP_FORCE_SPIRV_CODEOBJECT: %d`
+    /// (hip_fatbin.cpp, level 1, ROCm 6.x+): no code object of the fat binary for that target; attr
+    /// `target` (the device's gfx name as printed).
+    void noCompatible(const LogLine& l, const rt::AmdFields& amd, std::string_view s, Sink& out) {
+        Evidence e = rt::baseEvidence(Kind::MissingCodeObject, l, amd, "amd");
+        std::string_view target = s.substr(kNoCompatible.size());
+        target = text::trim(target.substr(0, target.find_first_of(", ")));
+        if (!target.empty()) e.setAttr("target", std::string(target));
+        folder_.add(std::move(e), out);
     }
 
     /// `Cannot Register fat binary. FatMagic: %u version: %u ` (hip_platform.cpp): the program's

@@ -232,6 +232,12 @@ class RuntimeErrorMatcher final : public Matcher {
         std::optional<std::string_view> name = firstErrorToken(l.text);
         if (!name && namesBenign(msg)) return;  // `CUDA Error: CUDA_ERROR_NOT_READY`
         if (!name) name = errnames::nameForText(msg, hip);
+        if (!name && msg[0] >= 'A' &&
+            msg[0] <= 'Z') {  // retyped by hand: `Invalid device function`
+            std::string lower(msg);
+            lower[0] = static_cast<char>(lower[0] - 'A' + 'a');
+            name = errnames::nameForText(lower, hip);  // the name is the table's, not `lower`'s
+        }
         if (name && errnames::isBenign(*name)) return;
         const char* vendor = name ? errnames::vendorOfName(*name) : nullptr;
         if (!vendor) vendor = hip ? "amd" : "nvidia";

@@ -170,6 +170,24 @@ TEST(GpuReset, OldDrmErrorTimeoutTakesTheDeviceOfTheResetAfterIt) {
     EXPECT_EQ(r[0].attr("ring"), "gfx");
 }
 
+// FreeBSD drm-kmod prints DRM_ERROR as `[drm ERROR :FUNC] …` (a real report: the timeout and its
+// process were not read, the record started at the reset line).
+TEST(GpuReset, FreeBsdDrmErrorTimeoutAndProcessLine) {
+    auto r =
+        run({"[drm ERROR :amdgpu_job_timedout] ring gfx_0.0.0 timeout, signaled seq=12174921, "
+             "emitted seq=12174923",
+             "[drm ERROR :amdgpu_job_timedout] Process information: process  pid 540118 "
+             "thread  pid 540118",
+             "drmn0: GPU reset begin!"});
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].line, 1u);
+    EXPECT_EQ(r[0].pid, 540118);
+    EXPECT_EQ(r[0].tid, 540118);
+    EXPECT_FALSE(r[0].process);
+    EXPECT_FALSE(r[0].pci);
+    EXPECT_EQ(r[0].attr("ring"), "gfx_0.0.0");
+}
+
 // `ring %s timeout, but soft recovered` (§1.5) is a timeout of its own: a device's soft recovery
 // of another ring does not take over the device-less DRM_ERROR timeout before it.
 TEST(GpuReset, SoftRecoveryDoesNotTakeOverADeviceLessTimeout) {

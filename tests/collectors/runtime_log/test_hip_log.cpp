@@ -490,6 +490,20 @@ TEST(HipLog, QueueCallbackBehindTextAndAStatusCodeOnly) {
     EXPECT_EQ(s.evidences[2].attr("code"), "0x7777");
 }
 
+// hip_fatbin.cpp (ROCm 6.x): `No compatible code objects found for: %s, value of
+// HIP_FORCE_SPIRV_CODEOBJECT: %d` (a real report: no record for it).
+TEST(HipLog, NoCompatibleCodeObjectsNamesTheTarget) {
+    Feeder r;
+    r.amd({"No compatible code objects found for: gfx1030, value of HIP_FORCE_SPIRV_CODEOBJECT: 0"},
+          1);
+    r.plain("No compatible code objects found for: gfx90a:sramecc+:xnack-");
+    auto& s = r.done();
+    ASSERT_EQ(s.evidences.size(), 2u);
+    EXPECT_EQ(s.evidences[0].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(s.evidences[0].attr("target"), "gfx1030");
+    EXPECT_EQ(s.evidences[1].attr("target"), "gfx90a:sramecc+:xnack-");
+}
+
 TEST(HipLog, NoBinaryForGpuWithListingAndGuaranteeRepeat) {
     Feeder r;
     r.amd({"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"}, 1);

@@ -178,6 +178,16 @@ TEST(RuntimeError, DistinctiveErrorTextsInOtherWrappers) {
     EXPECT_EQ(ev[2].vendor, "amd");
 }
 
+// An error text retyped with a capital (a real report: `HIP error: Invalid device function` was a
+// runtime_error without a name, the pasted one a missing_code_object).
+TEST(RuntimeError, ACapitalisedErrorTextStillNamesItsError) {
+    auto ev = run({{"HIP error: Invalid device function"}, {"CUDA error: Out of memory"}});
+    ASSERT_EQ(ev.size(), 2u);
+    EXPECT_EQ(ev[0].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(ev[0].reason, "hipErrorInvalidDeviceFunction");
+    EXPECT_EQ(ev[1].reason, "cudaErrorMemoryAllocation");
+}
+
 TEST(RuntimeError, RocmBuildSayingCudaErrorIsAmd) {
     // Fixture 065.
     auto ev =
