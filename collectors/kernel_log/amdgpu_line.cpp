@@ -53,7 +53,7 @@ bool mentionsAmdgpu(std::string_view text) {
         if (i >= 2 && text.substr(i - 2, 4) == "drmn") return true;
         if (i >= 1 && text.substr(i - 1, 4) == "gmc_") return true;
     }
-    return text.find("radeon ") != std::string_view::npos;
+    return text::find(text, "radeon ") != std::string_view::npos;
 }
 
 std::string_view skipBlanks(std::string_view s) {

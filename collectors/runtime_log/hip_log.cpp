@@ -88,17 +88,34 @@ constexpr std::string_view kNoCompatible = "No compatible code objects found for
 /// their own (FORMATS.md §3.3, §3.4): no `ArgN`/`ShaderName` line, no API trace line.
 bool isStandaloneMessage(std::string_view t) {
     if (t.size() < 16) return false;
-    for (std::string_view head : {std::string_view("Callback: Queue "),
-                                  std::string_view("Device::callbackQueue "),
-                                  std::string_view("Cannot find the function: "),
-                                  std::string_view("Allocation failed : "),
-                                  std::string_view("Cannot Register fat binary. "),
-                                  kNoCompatible,
-                                  std::string_view("Memory allocation has failed"),
-                                  std::string_view("Heap buffer allocation failed"),
-                                  std::string_view("HW Exception Error")})
-        if (t.starts_with(head)) return true;
-    return false;
+    // their whole printed shape, so that a program's own sentence starting alike is no record
+    const std::string_view trimmed = text::trimRight(t);
+    if (t.starts_with("Callback: Queue 0x") || t.starts_with("Device::callbackQueue aborting "))
+        return true;
+    if (t.starts_with("Allocation failed : Device memory : ") ||
+        t.starts_with("Allocation failed : Pinned Memory, size :"))
+        return true;
+    if (trimmed == "Memory allocation has failed!" || trimmed == "Heap buffer allocation failed!" ||
+        trimmed == "HW Exception Error")
+        return true;
+    if (t.starts_with("Cannot find the function: ")) {
+        // `%s for module: 0x%x` or `%s ` (the name alone)
+        std::string_view rest = trimmed.substr(26);
+        return rest.find(" for module: 0x") != std::string_view::npos ||
+               (!rest.empty() && rest.find(' ') == std::string_view::npos);
+    }
+    return t.starts_with("Cannot Register fat binary. FatMagic: ") || t.starts_with(kNoCompatible);
+}
+
+/// Where HIP's queue callback starts in a line that lost its AMD prefix but kept the file
+/// (`rocdevice.cpp Callback: Queue 0x… aborting with …`): after a `*.cpp` word, with the queue
+/// address and the abort that follow it; npos otherwise (prose quoting it, a source line).
+size_t queueCallbackAfterFile(std::string_view t) {
+    size_t c = t.find("Callback: Queue 0x");
+    if (c == std::string_view::npos || c < 5) return std::string_view::npos;
+    std::string_view before = text::trimRight(t.substr(0, c));
+    if (!before.ends_with(".cpp") && !before.ends_with(".cpp:")) return std::string_view::npos;
+    return t.find("borting with ", c) != std::string_view::npos ? c : std::string_view::npos;
 }
 
 class HipLogMatcher final : public Matcher {
@@ -238,7 +255,7 @@ class HipLogMatcher final : public Matcher {
         // a pasted excerpt): at the text's start only, and none of the dispatch lines; the
         // queue callback also behind other text (`rocdevice.cpp Callback: Queue …`).
         if (isStandaloneMessage(t)) return message(l, amd, t, out);
-        if (size_t c = t.find("Callback: Queue "); c != std::string_view::npos)
+        if (size_t c = queueCallbackAfterFile(t); c != std::string_view::npos)
             return queueAbort(l, amd, t.substr(c), out);
         // The `guarantee()` abort of hip_global.cpp behind a build path (`file:line: `).
         if (size_t i = t.find(kNoSymbol); i != std::string_view::npos)
@@ -480,7 +497,8 @@ class HipLogMatcher final : public Matcher {
                           Sink& out) {
         std::string_view rest = text::trim(s.substr(kNoSymbol.size()));
         std::string_view name = rest.substr(0, rest.find_first_of(" \t\"'"));
-        if (name.empty()) return;
+        if (name.empty() || name[0] == '%')
+            return;  // the format string itself (source, a build log)
         Evidence e = rt::baseEvidence(Kind::MissingCodeObject, l, amd, "amd");
         e.kernel = std::string(name);
         folder_.add(std::move(e), out);

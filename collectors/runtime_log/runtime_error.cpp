@@ -86,22 +86,68 @@ constexpr std::string_view kGpuAssert = "GPUassert: ";
 /// TEXT`): the illegal address, illegal instruction and launch failure texts of FORMATS.md §9.5;
 /// never on a warning line.
 std::optional<size_t> distinctiveErrorText(std::string_view t) {
-    // c10's CUDA_WARN / `HIP warning:` after the error was reported: no error of its own
-    if (t.find("arning") != std::string_view::npos) return std::nullopt;
-    if (size_t w = t.find(" was encountered"); w != std::string_view::npos) {
-        for (std::string_view head : {std::string_view("an illegal memory access"),
-                                      std::string_view("an illegal instruction")})
-            if (w >= head.size() && t.substr(w - head.size(), head.size()) == head)
-                return w - head.size();
+    // As printed, not mentioned: not in quotes (`assert "…" in msg`, a FAQ), and nothing but
+    // the end of the line, `)`, ` (`, `.` or `,` after it (`… was encountered is reported ... ok`).
+    auto printed = [&](size_t at, size_t len) {
+        if (at > 0 && (t[at - 1] == '"' || t[at - 1] == '\'' || t[at - 1] == '`')) return false;
+        std::string_view after = text::trimRight(t.substr(at + len));
+        return after.empty() || after[0] == ')' || after[0] == '.' || after[0] == ',' ||
+               after.starts_with(" (");
+    };
+    std::optional<size_t> hit;
+    constexpr std::string_view kEnc = "was encountered";
+    for (size_t w = t.find(kEnc); w != std::string_view::npos && !hit; w = t.find(kEnc, w + 1)) {
+        for (std::string_view head : {std::string_view("an illegal memory access "),
+                                      std::string_view("an illegal instruction ")})
+            if (w >= head.size() && t.substr(w - head.size(), head.size()) == head &&
+                printed(w - head.size(), head.size() + kEnc.size()))
+                hit = w - head.size();
     }
-    if (size_t u = t.find("unspecified launch failure"); u != std::string_view::npos) return u;
-    return std::nullopt;
+    constexpr std::string_view kLaunch = "unspecified launch failure";
+    if (size_t u = t.find(kLaunch);
+        !hit && u != std::string_view::npos && printed(u, kLaunch.size()))
+        hit = u;
+    // c10's CUDA_WARN / `HIP warning:` after the error was reported: no error of its own
+    if (hit && t.find("arning") != std::string_view::npos) return std::nullopt;
+    return hit;
 }
 
-/// A ROCm build's line (HIP, ROCm or hip in it): the text maps to the HIP name first.
+/// A ROCm build's line (the words HIP or ROCm, or `hip` starting a word: `hipMemcpy`, not
+/// `ship.cu` or `chip`): the text maps to the HIP name first.
 bool saysHip(std::string_view t) {
-    return t.find("HIP") != std::string_view::npos || t.find("ROCm") != std::string_view::npos ||
-           t.find("hip") != std::string_view::npos;
+    if (t.find("HIP") != std::string_view::npos || t.find("ROCm") != std::string_view::npos)
+        return true;
+    for (size_t h = t.find("hip"); h != std::string_view::npos; h = t.find("hip", h + 1)) {
+        const char b = h > 0 ? t[h - 1] : ' ';
+        if (!((b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9')))
+            return true;
+    }
+    return false;
+}
+
+/// PyTorch's out-of-memory message printed on its own, as printed: `CUDA out of memory. Tried to
+/// allocate` (or HIP) not inside quotes (a tip quoting it). The position of kOutOfMemory.
+std::optional<size_t> bareOutOfMemory(std::string_view t) {
+    size_t tried = t.find("Tried to allocate ");  // 'T': few candidates on a line
+    if (tried == std::string_view::npos || tried + 18 < kOutOfMemory.size()) return std::nullopt;
+    size_t at = tried + 18 - kOutOfMemory.size();
+    if (t.substr(at, kOutOfMemory.size()) != kOutOfMemory) return std::nullopt;
+    std::string_view before = t.substr(0, at);
+    size_t word = before.ends_with("CUDA") ? 4 : before.ends_with("HIP") ? 3 : 0;
+    if (word == 0) return std::nullopt;
+    if (at > word && (before[at - word - 1] == '"' || before[at - word - 1] == '\''))
+        return std::nullopt;
+    return at;
+}
+
+/// The text after `GPUassert: ` when it is an error's text: not a format string (`%s`, a
+/// compiler quoting the macro) nor the success text `no error`.
+std::optional<std::string_view> gpuAssertText(std::string_view t) {
+    size_t g = t.find(kGpuAssert);
+    if (g == std::string_view::npos) return std::nullopt;
+    std::string_view rest = t.substr(g + kGpuAssert.size());
+    if (rest.empty() || rest[0] == '%' || rest.starts_with("no error")) return std::nullopt;
+    return rest;
 }
 
 class RuntimeErrorMatcher final : public Matcher {
@@ -115,10 +161,8 @@ class RuntimeErrorMatcher final : public Matcher {
             if (t.find("No paths matched") != std::string_view::npos) return blas(l, out);
             // PyTorch's message printed on its own (a warning, a log that drops the exception's
             // name), and the common user macro `GPUassert: %s %s %d` (cudaGetErrorString()).
-            if (size_t o = t.find(kOutOfMemory); o != std::string_view::npos)
-                return outOfMemory(l, t, o, out);
-            if (size_t g = t.find(kGpuAssert); g != std::string_view::npos)
-                return errorText(l, t.substr(g + kGpuAssert.size()), false, out);
+            if (auto o = bareOutOfMemory(t)) return outOfMemory(l, t, *o, out);
+            if (auto g = gpuAssertText(t)) return errorText(l, *g, false, out);
             if (t.find("no kernel image is available") != std::string_view::npos)
                 return noKernelImage(l, out);
             if (auto d = distinctiveErrorText(t))
@@ -146,13 +190,13 @@ class RuntimeErrorMatcher final : public Matcher {
                                 // Triton (torch.compile), CHECK macros' `CUDA Error: `
                                 std::pair{std::string_view("Triton Error [CUDA]: "), false},
                                 std::pair{std::string_view("Triton Error [HIP]: "), true},
-                                std::pair{std::string_view("CUDA Error: "), false},
-                                std::pair{kGpuAssert, false}}) {
+                                std::pair{std::string_view("CUDA Error: "), false}}) {
             if (size_t e = t.find(key); e != std::string_view::npos)
                 return errorText(l, t.substr(e + key.size()), hip, out);
         }
         if (t.find("no kernel image is available") != std::string_view::npos)
             return noKernelImage(l, out);
+        if (auto g = gpuAssertText(t)) return errorText(l, *g, false, out);
         if (auto name = firstErrorToken(t)) {
             Evidence e = rt::baseEvidence(kindOf(name), l, {}, errnames::vendorOfName(*name));
             e.reason = std::string(*name);

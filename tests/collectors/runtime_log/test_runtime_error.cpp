@@ -188,6 +188,26 @@ TEST(RuntimeError, ACapitalisedErrorTextStillNamesItsError) {
     EXPECT_EQ(ev[1].reason, "cudaErrorMemoryAllocation");
 }
 
+// Helper 135's hostile lines: the distinctive texts, the OOM message and GPUassert mentioned in
+// tests, FAQs, source and compiler output are no record; a path with `ship` is no HIP line.
+TEST(RuntimeError, ErrorTextsMentionedNotPrintedAreNoRecord) {
+    EXPECT_TRUE(
+        run({{"Checks that an illegal memory access was encountered is reported ... ok"},
+             {"FAQ: \"unspecified launch failure\" usually means a kernel crashed"},
+             {"    assert \"an illegal instruction was encountered\" in msg"},
+             {"Tip: if you see \"CUDA out of memory. Tried to allocate X MiB\", lower the batch"},
+             {"main.cu:12:5: warning: format '%d' in fprintf(stderr,\"GPUassert: %s %s %d\\n\")"},
+             {"GPUassert: no error main.cu 1"}})
+            .empty());
+    auto ev = run({{"ship.cu:42 sync failed: unspecified launch failure"},
+                   {"An exception was encountered in step 3: an illegal memory access was "
+                    "encountered"}});
+    ASSERT_EQ(ev.size(), 2u);
+    EXPECT_EQ(ev[0].reason, "cudaErrorLaunchFailure");
+    EXPECT_EQ(ev[0].vendor, "nvidia");
+    EXPECT_EQ(ev[1].reason, "cudaErrorIllegalAddress");
+}
+
 TEST(RuntimeError, RocmBuildSayingCudaErrorIsAmd) {
     // Fixture 065.
     auto ev =
