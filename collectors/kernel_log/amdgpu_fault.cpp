@@ -176,7 +176,7 @@ void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
             return feedLine(decode, out);
         }
     }
-    if (text::find(line.text, "radeon ") != npos) {
+    if (amdgpu::mentionsRadeon(line.text)) {
         if (auto d = amdgpu::splitDeviceLine(line.text); d && d->radeon && d->pci) {
             radeonKey_ = *d->pci;
             radeonSeq_ = seq_;

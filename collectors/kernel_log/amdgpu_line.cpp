@@ -53,7 +53,19 @@ bool mentionsAmdgpu(std::string_view text) {
         if (i >= 2 && text.substr(i - 2, 4) == "drmn") return true;
         if (i >= 1 && text.substr(i - 1, 4) == "gmc_") return true;
     }
-    return text::find(text, "radeon ") != std::string_view::npos;
+    return mentionsRadeon(text);
+}
+
+bool mentionsRadeon(std::string_view text) {
+    // anchored on its 'd', a rarer byte than its first ('r'): one memchr a candidate
+    if (text.size() < 7) return false;
+    const char* b = text.data();
+    const char* e = b + text.size();
+    for (const char* p = b + 2;
+         p < e && (p = static_cast<const char*>(std::memchr(p, 'd', static_cast<size_t>(e - p))));
+         ++p)
+        if (e - p >= 5 && std::memcmp(p - 2, "radeon ", 7) == 0) return true;
+    return false;
 }
 
 std::string_view skipBlanks(std::string_view s) {

@@ -24,6 +24,8 @@ struct DeviceLine {
 /// The matchers' prefilter: true when `text` contains `amdgpu`, `drmn` (FreeBSD), `gmc_`
 /// (`gmc_v10_0_process_interrupt: N callbacks suppressed`) or `radeon ` (pre-amdgpu GPUs).
 bool mentionsAmdgpu(std::string_view text);
+/// True when `text` contains `radeon ` (the radeon driver's device prefix).
+bool mentionsRadeon(std::string_view text);
 
 /// Finds the device prefix anywhere in `text` (so transport prefixes may still be there):
 /// Linux dev_printk `amdgpu 0000:c6:00.0: ` with or without the `amdgpu: ` tag (kernels before
