@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,16 +59,6 @@ void forEachLine(std::string_view text, F&& f) {
         if (nl == std::string_view::npos) break;
         text.remove_prefix(nl + 1);
     }
-}
-
-/// Where `needle` first occurs in `s` (npos when it does not): glibc's memmem, which skips
-/// ahead by the needle's pairs of bytes, where std::string_view::find compares at every match of
-/// the first byte (a needle that starts with a blank tries every blank of the line). For the
-/// per-line prefilters of matchers that see every line of a plain log.
-inline size_t find(std::string_view s, std::string_view needle) {
-    if (needle.empty()) return 0;
-    const void* p = ::memmem(s.data(), s.size(), needle.data(), needle.size());
-    return p ? static_cast<size_t>(static_cast<const char*>(p) - s.data()) : std::string_view::npos;
 }
 
 /// The current UTC time as `YYYY-MM-DDTHH:MM:SS.uuuuuuZ` (the store's time stamps).
