@@ -100,7 +100,7 @@ bool isStandaloneMessage(std::string_view t) {
         return true;
     if (t.starts_with("Cannot find the function: ")) {
         // `%s for module: 0x%x` or `%s ` (the name alone)
-        std::string_view rest = trimmed.substr(26);
+        std::string_view rest = trimmed.substr(std::min<size_t>(26, trimmed.size()));
         return rest.find(" for module: 0x") != std::string_view::npos ||
                (!rest.empty() && rest.find(' ') == std::string_view::npos);
     }

@@ -517,6 +517,7 @@ TEST(HipLog, HipMessagesQuotedOrInProseAreNoRecord) {
     r.plain("Heap buffer allocation failed; using the pool");
     r.plain("HW Exception Error handling is documented in the manual");
     r.plain("Cannot find the function: foo in the plugin table");
+    r.plain("Cannot find the function:                ");  // no name (substr past the end)
     EXPECT_TRUE(r.done().evidences.empty());
 }
 
