@@ -802,6 +802,23 @@ db::Result<void> Store::addLostBytes(int64_t source_id, int64_t delta) {
     return s->run();
 }
 
+db::Result<void> Store::addLostRecords(int64_t source_id, int64_t delta) {
+    if (delta == 0) return {};
+    auto s = db_.prepare("UPDATE sources SET lost_records = lost_records + ?2 WHERE id=?1");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, source_id).bind(2, delta);
+    return s->run();
+}
+
+db::Result<int64_t> Store::lostRecords(int64_t source_id) {
+    auto s = db_.prepare("SELECT lost_records FROM sources WHERE id=?1");
+    if (!s) return std::unexpected(s.error());
+    s->bind(1, source_id);
+    auto row = s->step();
+    if (!row) return std::unexpected(row.error());
+    return *row ? s->i64(0) : int64_t{0};
+}
+
 db::Result<std::vector<FileLoss>> Store::fileLosses() {
     auto s = db_.prepare(
         "SELECT ifnull(device, 0), ifnull(inode, 0), sum(lost_bytes) FROM sources "

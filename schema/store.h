@@ -303,6 +303,12 @@ class Store {
     /// they were removed; negative when a copy gave back bytes counted before. Call inside the
     /// transaction that finishes (or resumes) the stream.
     db::Result<void> addLostBytes(int64_t source_id, int64_t delta);
+    /// Adds `delta` records to source `source_id`'s lost_records (kmsg: records the ring buffer
+    /// overwrote before they were read). Call inside the transaction that commits the records
+    /// read after the loss.
+    db::Result<void> addLostRecords(int64_t source_id, int64_t delta);
+    /// Source `source_id`'s lost_records (0 for an unknown id).
+    db::Result<int64_t> lostRecords(int64_t source_id);
     /// What `file` sources counted lost, summed per file (device + inode; rows without them
     /// under 0, 0), only files with a count: `gpufault status` shows these stored totals.
     db::Result<std::vector<FileLoss>> fileLosses();

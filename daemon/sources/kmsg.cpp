@@ -67,6 +67,10 @@ db::Result<bool> KmsgSource::poll(Txn& txn) {
         if (!src) return std::unexpected(src.error());
         resumeSeq_ = static_cast<uint64_t>(src->offset);
         haveNext_ = src->offset > 0;
+        auto stored = store_.lostRecords(src->id);
+        if (!stored) return std::unexpected(stored.error());
+        storedLost_ = static_cast<uint64_t>(*stored);
+        lost_ = 0;
         nextSeq_ = resumeSeq_;
         stream_ = std::make_unique<StreamIngest>(store_, *src, window_, sum_);
         ::lseek(fd_, 0, SEEK_SET);  // from the oldest record still in the ring buffer
@@ -112,18 +116,24 @@ uint64_t KmsgSource::uncommittedLines() const {
 }
 
 db::Result<void> KmsgSource::checkpoint() {
-    if (!stream_ || stream_->uncommittedLines() == 0) return {};
+    if (!stream_ || (stream_->uncommittedLines() == 0 && lost_ == 0)) return {};
+    if (auto r = store_.addLostRecords(stream_->state().id, static_cast<int64_t>(lost_)); !r)
+        return r;
     return stream_->checkpoint(static_cast<int64_t>(nextSeq_), false, 0);
 }
 
 void KmsgSource::committed() {
-    if (stream_) stream_->committed();
+    if (!stream_) return;
+    stream_->committed();
+    storedLost_ += lost_;
+    lost_ = 0;
 }
 
 void KmsgSource::reset() {
     stream_.reset();
     sum_ = IngestSummary{};
     haveNext_ = false;
+    lost_ = 0;  // counted again when the records after the checkpoint are read again
 }
 
 std::vector<StreamStatus> KmsgSource::status() const {
@@ -135,7 +145,9 @@ std::vector<StreamStatus> KmsgSource::status() const {
     s.key = s.source + " " + s.name;
     s.lines = carried_.lines + sum_.lines;
     s.evidence = carried_.evidence + sum_.evidenceTotal();
-    s.lost_records = carried_.lost_records + lost_;
+    // The boot's count from the store (every daemon before this one, a reload included) and
+    // what was counted since the last commit.
+    s.lost_records = storedLost_ + lost_;
     return {s};
 }
 

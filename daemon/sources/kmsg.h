@@ -16,7 +16,8 @@ namespace gpufault::daemon {
 /// parses. The source is identified by the boot id (/proc/sys/kernel/random/boot_id), so a new
 /// boot starts at the first record; within a boot it resumes at the checkpointed sequence
 /// number. EPIPE (records overwritten in the ring buffer before they were read) and sequence
-/// gaps are counted as lost records, and reading goes on.
+/// gaps (also the records overwritten while no daemon ran) are counted as lost records, stored
+/// with the checkpoint (sources.lost_records, per boot), and reading goes on.
 class KmsgSource final : public Source {
   public:
     /// `path` is /dev/kmsg (tests may not substitute another file: the semantics are the
@@ -53,7 +54,8 @@ class KmsgSource final : public Source {
     uint64_t resumeSeq_ = 0;  ///< records below this were stored before
     uint64_t nextSeq_ = 0;    ///< the sequence number expected next
     bool haveNext_ = false;
-    uint64_t lost_ = 0;
+    uint64_t lost_ = 0;        ///< records lost since the last commit
+    uint64_t storedLost_ = 0;  ///< sources.lost_records of this boot's row, as committed
     StreamStatus carried_;  ///< counters from before a reload
     std::vector<char> buf_;
 };

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/klog.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -19,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "schema/sqlite.h"
@@ -75,10 +78,58 @@ int openKmsgForTests(std::string& why) {
               "GPUFAULT_TEST_KMSG=1 (as root) to run it";
         return -1;
     }
+    // One kmsg test at a time across ctest's processes: Daemon.CountsKernelRecordsOverwritten…
+    // fills the ring buffer, which would overwrite another test's record before its daemon
+    // read it. Held until this process exits (taken once per process: a test binary run
+    // directly holds it for all its tests).
+    static const int lock = [] {
+        int l = ::open("/tmp/gpufault-test-kmsg.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (l >= 0) ::flock(l, LOCK_EX);
+        return l;
+    }();
+    (void)lock;
     int fd = ::open("/dev/kmsg", O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) why = "/dev/kmsg is not readable and writable here (needs root)";
     return fd;
 }
+
+/// The sequence number of the oldest record /dev/kmsg still holds (a fresh reader starts
+/// there), nullopt when unreadable.
+std::optional<uint64_t> oldestKmsgSeq() {
+    int fd = ::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    char buf[16384];
+    ssize_t n;
+    do n = ::read(fd, buf, sizeof buf);  // EPIPE: that record was overwritten meanwhile
+    while (n < 0 && (errno == EPIPE || errno == EINTR));
+    ::close(fd);
+    if (n <= 0) return std::nullopt;
+    std::string_view rec(buf, static_cast<size_t>(n));
+    size_t c1 = rec.find(','), c2 = rec.find(',', c1 + 1);
+    if (c1 == std::string_view::npos || c2 == std::string_view::npos) return std::nullopt;
+    return std::stoull(std::string(rec.substr(c1 + 1, c2 - c1 - 1)));
+}
+
+/// /proc/sys/kernel/printk_devkmsg set to `on` while it lives (the default `ratelimit` drops
+/// all but a few records a writer sends), then given its old value back.
+struct DevkmsgUnlimited {
+    std::string old;
+    bool ok = false;
+    DevkmsgUnlimited() {
+        std::ifstream in("/proc/sys/kernel/printk_devkmsg");
+        std::getline(in, old);
+        ok = !old.empty() && (old == "on" || writeSysctl("on"));
+    }
+    ~DevkmsgUnlimited() {
+        if (ok && old != "on") writeSysctl(old);
+    }
+    static bool writeSysctl(const std::string& v) {
+        std::ofstream out("/proc/sys/kernel/printk_devkmsg");
+        out << v << '\n';
+        out.flush();
+        return static_cast<bool>(out);
+    }
+};
 
 }  // namespace
 
@@ -281,6 +332,86 @@ TEST(Daemon, ReadsInjectedKernelRecordsOnceAcrossRestarts) {
               3);
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(2s), 0);
+    ::close(probe);
+}
+
+TEST(Daemon, CountsKernelRecordsOverwrittenWhileItWasDownAndKeepsTheCountAcrossRestarts) {
+    std::string why;
+    int probe = openKmsgForTests(why);
+    if (probe < 0) GTEST_SKIP() << why;
+    DevkmsgUnlimited unlimited;
+    if (!unlimited.ok) GTEST_SKIP() << "/proc/sys/kernel/printk_devkmsg cannot be set to on";
+    Fixture f;
+    writeFile(f.conf, f.config(true, f.logs + "/none.log"));
+    std::mt19937_64 rng(std::random_device{}());
+    const std::string tag = fmt::format("gpufault-test-{:016x}", rng());
+    auto inject = [&](int pid) {
+        auto rec = fmt::format(
+            "<3>{}[{}]: segfault at 8a ip 00007f38e8a8a610 sp 00007ffd3f0c1e30 "
+            "error 4 in libamdhip64.so.6[7f38e8600000+4a0000]\n",
+            tag,
+            pid);
+        ASSERT_EQ(::write(probe, rec.data(), rec.size()), static_cast<ssize_t>(rec.size()));
+    };
+    auto stored = [&](int pid) {
+        return f.count(
+            fmt::format("SELECT count(*) FROM evidence WHERE kind='cpu_segfault' AND "
+                        "pid={} AND raw LIKE '%{}%'",
+                        pid,
+                        tag));
+    };
+    auto kmsgStatus = [&] {
+        auto st = nlohmann::json::parse(controlRequest(f.sock, "status"), nullptr, false);
+        if (st.is_object())
+            for (const auto& s : st["streams"])
+                if (s["source"] == "kmsg") return s;
+        return nlohmann::json();
+    };
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(startedReady(d));
+    inject(201);
+    ASSERT_TRUE(eventually([&] { return stored(201) == 1; }, kKmsgWait)) << d.stderrText();
+    d.signal(SIGTERM);
+    ASSERT_EQ(d.waitExit(5s), 0);
+    const int64_t resume = f.count("SELECT offset FROM sources WHERE kind='kmsg'");
+    ASSERT_GT(resume, 0);
+    // While it is down, four times the ring buffer in records: the records after its
+    // checkpoint are overwritten (SYSLOG_ACTION_SIZE_BUFFER = 10).
+    const int ring = ::klogctl(10, nullptr, 0);
+    ASSERT_GT(ring, 0);
+    const std::string filler = "<6>" + tag + " filler " + std::string(80, 'x') + "\n";
+    for (int i = 0; i < 4 * ring / 100; ++i)
+        ASSERT_EQ(::write(probe, filler.data(), filler.size()),
+                  static_cast<ssize_t>(filler.size()));
+    inject(202);
+    const auto oldest = oldestKmsgSeq();
+    ASSERT_TRUE(oldest);
+    ASSERT_GT(*oldest, static_cast<uint64_t>(resume)) << "the ring buffer did not wrap";
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s));
+    ASSERT_TRUE(eventually([&] { return stored(202) == 1; }, kKmsgWait)) << d.stderrText();
+    // Between the oldest record when the test looked and when the daemon had read (another
+    // writer may have moved it meanwhile; on a quiet machine both are the same).
+    nlohmann::json k;
+    ASSERT_TRUE(eventually([&] { return (k = kmsgStatus()).is_object(); }, 5s));
+    const auto oldestAfter = oldestKmsgSeq();
+    ASSERT_TRUE(oldestAfter);
+    const auto lost = k["lost_records"].get<uint64_t>();
+    EXPECT_GE(lost, *oldest - static_cast<uint64_t>(resume)) << k.dump();
+    EXPECT_LE(lost, *oldestAfter - static_cast<uint64_t>(resume)) << k.dump();
+    // Stored with the checkpoint: the next daemon reports the same count, and the store has it.
+    d.signal(SIGTERM);
+    ASSERT_EQ(d.waitExit(5s), 0);
+    EXPECT_EQ(f.count("SELECT lost_records FROM sources WHERE kind='kmsg'"),
+              static_cast<int64_t>(lost));
+    ASSERT_TRUE(d.start());
+    ASSERT_TRUE(d.waitNotify("READY=1", 10s));
+    inject(203);
+    ASSERT_TRUE(eventually([&] { return stored(203) == 1; }, kKmsgWait));
+    ASSERT_TRUE(eventually([&] { return (k = kmsgStatus()).is_object(); }, 5s));
+    EXPECT_EQ(k["lost_records"].get<uint64_t>(), lost) << k.dump();
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(5s), 0);
     ::close(probe);
 }
 
