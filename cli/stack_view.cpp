@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/output.h"
+#include "collectors/common/demangle.h"
 #include "collectors/coredump/core_elf.h"
 #include "collectors/coredump/signature.h"
 
@@ -67,6 +68,74 @@ std::optional<int64_t> threadsTotal(const CoreRecord& c) {
     return it->get<int64_t>();
 }
 
+uint32_t u32(const nlohmann::json& j, const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number_unsigned() ? it->get<uint32_t>() : 0;
+}
+
+std::string dim3(const nlohmann::json& j, const char* key) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_array() || it->size() != 3) return "?";
+    return fmt::format("({},{},{})",
+                       (*it)[0].is_number() ? (*it)[0].get<int64_t>() : 0,
+                       (*it)[1].is_number() ? (*it)[1].get<int64_t>() : 0,
+                       (*it)[2].is_number() ? (*it)[2].get<int64_t>() : 0);
+}
+
+/// A CUDA GPU core's exceptions (meta `exceptions`, `exceptions_total`), one line per exception:
+/// how many warps, the first one's SM, warp, block and thread, its pc and the kernel offset.
+std::string exceptionLines(const CoreRecord& c, const std::string& indent) {
+    auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
+    if (!m.is_object() || !m.contains("exceptions") || !m["exceptions"].is_array()) return {};
+    std::vector<std::pair<std::string, std::pair<size_t, const nlohmann::json*>>> kinds;
+    for (const auto& x : m["exceptions"]) {
+        if (!x.is_object()) continue;
+        auto e = x.find("exception");
+        std::string name = e != x.end() && e->is_string() ? e->get<std::string>() : "";
+        if (name.empty()) name = fmt::format("exception {}", u32(x, "code"));
+        auto it =
+            std::find_if(kinds.begin(), kinds.end(), [&](auto& k) { return k.first == name; });
+        if (it == kinds.end())
+            kinds.push_back({name, {1, &x}});
+        else
+            ++it->second.first;
+    }
+    std::string out;
+    for (const auto& [name, seen] : kinds) {
+        const auto& x = *seen.second;
+        std::string where = fmt::format("SM {}", u32(x, "sm"));
+        if (u32(x, "lanes"))
+            where += fmt::format(" warp {} block {} thread {} ({} lanes)",
+                                 u32(x, "warp"),
+                                 dim3(x, "block"),
+                                 dim3(x, "thread"),
+                                 u32(x, "lanes"));
+        std::string pc;
+        if (auto it = x.find("pc"); it != x.end() && it->is_number_unsigned())
+            pc = fmt::format(", pc {}", addr16(it->get<uint64_t>()));
+        if (auto k = x.find("kernel"), o = x.find("kernel_offset");
+            k != x.end() && k->is_string() && o != x.end() && o->is_number_unsigned())
+            pc += fmt::format(" = {}+0x{:x}",
+                              shortKernelName(demangle(k->get<std::string>()), 48),
+                              o->get<uint64_t>());
+        out += fmt::format("{}exception  {}: {} {}, first {}{}\n",
+                           indent,
+                           printable(name),
+                           seen.first,
+                           seen.first == 1 ? "warp or SM" : "warps or SMs",
+                           where,
+                           printable(pc));
+    }
+    auto t = m.find("exceptions_total");
+    size_t total = t != m.end() && t->is_number_unsigned() ? t->get<size_t>() : 0;
+    if (total > m["exceptions"].size())
+        out += fmt::format("{}exception  … {} in all; the first {} are stored\n",
+                           indent,
+                           total,
+                           m["exceptions"].size());
+    return out;
+}
+
 }  // namespace
 
 std::string coreFacts(const CoreRow& r, const std::string& indent) {
@@ -79,6 +148,7 @@ std::string coreFacts(const CoreRow& r, const std::string& indent) {
                                   c.time_from,
                                   c.origin == "file" ? "" : ", from " + c.origin);
     if (c.note) out += fmt::format("{}note       {}\n", indent, printable(*c.note));
+    out += exceptionLines(c, indent);
     // An --exe refused at ingest (another build-id, not an ELF): never the exe, frames without it.
     if (auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
         m.is_object() && m.contains("exe_refused") && m["exe_refused"].is_string())

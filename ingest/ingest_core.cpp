@@ -257,7 +257,48 @@ std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const st
         if (!e.tid && g.host_tid) e.tid = g.host_tid;
     }
     if (!r.gpu->params.empty()) e.setAttr("pointer_args", std::to_string(r.gpu->params.size()));
+    // The first warp (table order) a CUDA exception stopped names the record's cause.
+    if (!r.gpu->exceptions.empty()) {
+        const auto& x = r.gpu->exceptions.front();
+        auto name = coredump::cudaExceptionName(x.code);
+        std::string exception =
+            name.empty() ? fmt::format("exception {}", x.code) : std::string(name);
+        e.reason = "CUDA GPU core: " + exception;
+        e.setAttr("exception", exception);
+        if (x.pc) e.setAttr("exception_pc", fmt::format("0x{:x}", *x.pc));
+        e.setAttr("exception_warps", std::to_string(r.gpu->exceptions_total));
+        what += fmt::format("; {} on device {} SM {}{}{}, {} warps or SMs with an exception",
+                            exception,
+                            x.dev,
+                            x.sm,
+                            x.lanes ? fmt::format(" warp {} block ({},{},{}) thread ({},{},{})",
+                                                  x.warp,
+                                                  x.block[0],
+                                                  x.block[1],
+                                                  x.block[2],
+                                                  x.thread[0],
+                                                  x.thread[1],
+                                                  x.thread[2])
+                                    : "",
+                            x.pc ? fmt::format(" pc 0x{:x}", *x.pc) : "",
+                            r.gpu->exceptions_total);
+    }
     e.raw = what;
+    return e;
+}
+
+std::optional<Evidence> rocrCoreEvidence(const coredump::CoreReport& r, const std::string& wall) {
+    if (!r.gpu || !r.gpu->pid) return std::nullopt;
+    Evidence e;
+    e.kind = Kind::Coredump;
+    e.vendor = "amd";
+    e.line = 1;
+    e.time.wall = wall;
+    e.pid = r.gpu->pid;
+    e.reason = "ROCr GPU core";
+    if (r.gpu->target) e.setAttr("target", *r.gpu->target);
+    e.raw = fmt::format(
+        "ROCr GPU core of pid {}{}", *r.gpu->pid, r.gpu->target ? " (" + *r.gpu->target + ")" : "");
     return e;
 }
 
@@ -379,6 +420,9 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         if (ev) ev->time.wall_utc_s = when;
         operands = cudaParamOperands(report);
         sum.operands = operands.size();
+    } else if (report.layout.kind == coredump::CoreKind::RocrGpu) {
+        ev = rocrCoreEvidence(report, localWall(when));
+        if (ev) ev->time.wall_utc_s = when;
     }
     if (ev) {
         if (prov.pid) ev->pid = prov.pid;

@@ -61,8 +61,14 @@ struct CoreProvenance {
 };
 
 /// The `coredump` record of a CUDA GPU core (pure): the pid and time of its file name, the
-/// grids it holds; nullopt when the file name names no pid.
+/// grids it holds, and the first warp a CUDA exception stopped (reason `CUDA GPU core: Warp
+/// Illegal Address`, attrs exception, exception_pc, exception_warps); nullopt when the file
+/// name names no pid.
 std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const std::string& wall);
+
+/// The `coredump` record of a ROCr GPU core (pure): pid from its name, reason `ROCr GPU core`,
+/// attr target (`gfx90a`), so that it joins the incident of that pid; nullopt without a pid.
+std::optional<Evidence> rocrCoreEvidence(const coredump::CoreReport& r, const std::string& wall);
 
 /// Operands from a CUDA GPU core's pointer arguments (pure): `KERNEL.argN` (dtype the
 /// parameter's type) when the core's cubin names the kernel, else `param+0xOFF`; from the pointer

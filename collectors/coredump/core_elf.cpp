@@ -251,7 +251,9 @@ Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
             c.places.push_back({*le<uint64_t>(h, 16),
                                 *le<uint64_t>(h, 24),
                                 *le<uint64_t>(h, 32),
-                                *le<uint32_t>(h, 44)});
+                                *le<uint32_t>(h, 44),
+                                *le<uint32_t>(h, 40),
+                                *le<uint64_t>(h, 56)});
             // A hostile core's section must not make its readers read past it (they trust
             // offset and size): its bytes lie in the file, and its device range does not wrap.
             const auto& p = c.places.back();

@@ -87,10 +87,13 @@ struct CoreLayout {
     std::optional<std::string> truncated;
     CoreNotes notes;
     std::vector<std::string> sections;  ///< section names (GPU cores keep theirs; CPU cores none)
-    /// Where each of `sections` lies: address (sh_addr), file offset and size, in bytes.
+    /// Where each of `sections` lies: address (sh_addr), file offset and size, in bytes; its
+    /// sh_link, sh_info and row size (sh_entsize, bytes; 0 when not a table).
     struct Place {
         uint64_t addr = 0, offset = 0, size = 0;
         uint32_t info = 0;  ///< sh_info
+        uint32_t link = 0;  ///< sh_link
+        uint64_t entsize = 0;
     };
     std::vector<Place> places;  ///< parallel to `sections`
 };

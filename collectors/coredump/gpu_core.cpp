@@ -170,6 +170,7 @@ void readGrids(const CoreLayout& c,
             CudaGrid g;
             g.dev = dg->first;
             g.grid = static_cast<int>(r / kGridRow);
+            g.grid_id = le<uint64_t>(row, 0);
             g.function_entry = le<uint64_t>(row, 0x18);
             for (int k = 0; k < 3; ++k) {
                 g.grid_dim[k] = le<uint32_t>(row, 0x48 + 4 * k);
@@ -233,6 +234,7 @@ void readCuda(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m) {
     std::vector<uint64_t> handles;
     readGrids(c, read, m, handles);
     nameKernels(c, read, m, handles);
+    readCudaExceptions(c, read, m);
     for (size_t i = 0; i < c.sections.size() && i < c.places.size(); ++i) {
         auto dg = devGrid(c.sections[i], ".cudbg.param.");
         if (!dg || dg->second < 0) continue;
@@ -331,6 +333,30 @@ nlohmann::json toJson(const GpuCoreMeta& m) {
              {"ptr", p.value},
              {"region", {p.lo, p.hi}},
              {"ordinal", p.ordinal ? nlohmann::json(*p.ordinal) : nlohmann::json()}});
+    for (const auto& e : m.exceptions) {
+        nlohmann::json x{{"dev", e.dev},
+                         {"sm", e.sm},
+                         {"code", e.code},
+                         {"exception", cudaExceptionName(e.code)},
+                         {"lanes", e.lanes}};
+        if (e.lanes) {
+            x["warp"] = e.warp;
+            x["block"] = {e.block[0], e.block[1], e.block[2]};
+            x["thread"] = {e.thread[0], e.thread[1], e.thread[2]};
+        }
+        if (e.pc) x["pc"] = *e.pc;
+        // The grid's kernel, and the pc's offset in it (the faulting instruction).
+        for (const auto& g : m.grids)
+            if (g.dev == e.dev &&
+                ((e.grid_id && g.grid_id == *e.grid_id) || (!e.grid_id && m.grids.size() == 1))) {
+                x["grid"] = g.grid;
+                if (!g.kernel.empty()) x["kernel"] = g.kernel;
+                if (e.pc && *e.pc >= g.function_entry && *e.pc - g.function_entry < (1u << 24))
+                    x["kernel_offset"] = *e.pc - g.function_entry;
+            }
+        j["exceptions"].push_back(std::move(x));
+    }
+    if (m.exceptions_total) j["exceptions_total"] = m.exceptions_total;
     return j;
 }
 

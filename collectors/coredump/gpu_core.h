@@ -37,12 +37,34 @@ struct CudaParamPointer {
 /// The launch of a grid (CudbgGridTableEntry of cuda-gdb's cudacoredump.h).
 struct CudaGrid {
     int dev = 0, grid = 0;
+    uint64_t grid_id = 0;  ///< gridId64, as the block table names it
     uint64_t function_entry = 0;
     uint32_t grid_dim[3] = {0, 0, 0}, block_dim[3] = {0, 0, 0};
     uint32_t host_tid = 0;  ///< the host thread that launched it
     std::string kernel;     ///< the function at function_entry (relocated cubin's symbols)
     std::vector<CudaParamInfo> params;  ///< by ordinal
 };
+
+/// A warp a CUDA exception stopped: lane table rows (CudbgThreadTableEntry, `.cudbg.lntbl.*`)
+/// whose `exception` is set, with their warp (`.cudbg.wptbl.*`: errorPC), block
+/// (`.cudbg.ctatbl.*`: grid, blockIdx) and SM (`.cudbg.smtbl.devD`), found through each table's
+/// sh_link/sh_info (cuda-gdb's cudacoredump.h). An SM table row's own exception (CUDA driver
+/// ≥ r555: its faulted warps had exited) gives a row with `lanes` 0.
+struct CudaException {
+    int dev = 0;
+    uint32_t sm = 0;             ///< the SM's smId
+    uint32_t warp = 0;           ///< warpId
+    uint32_t code = 0;           ///< CUDBGException_t (cudadebugger.h): 14 Warp Illegal Address …
+    std::optional<uint64_t> pc;  ///< errorPC (device address), when marked valid
+    std::optional<uint64_t> grid_id;  ///< the block's gridId64
+    uint32_t block[3] = {0, 0, 0};    ///< blockIdx
+    uint32_t thread[3] = {0, 0, 0};   ///< threadIdx of the first lane with the exception
+    uint32_t lanes = 0;               ///< lanes of the warp with this exception
+};
+
+/// cuda-gdb's words for a CUDBGException_t: 14 → "Warp Illegal Address"; "" for 0 and codes
+/// cudadebugger.h does not list.
+std::string_view cudaExceptionName(uint32_t code);
 
 struct GpuCoreMeta {
     /// from the file name `gpucore.<pid>`, `…core.<pid>` or CUDA's
@@ -55,13 +77,22 @@ struct GpuCoreMeta {
     std::vector<std::string> cudbg_sections;  ///< CUDA: distinct `.cudbg.*` section names
     std::vector<CudaGrid> grids;              ///< CUDA: `.cudbg.gridtbl.devD` rows
     std::vector<CudaParamPointer> params;     ///< CUDA: pointer arguments of the grids
+    std::vector<CudaException> exceptions;    ///< CUDA: the first kMaxExceptions, table order
+    size_t exceptions_total = 0;              ///< CUDA: warps (and SMs) with one, all of them
 };
+
+/// Exceptions kept per CUDA core (a grid of faulting warps can have thousands).
+inline constexpr size_t kMaxExceptions = 64;
 
 /// The metadata a GPU core's structure states. `file_name` is the core's base name. With
 /// `read` (the core's bytes), a CUDA core's grid table and parameter blocks are read too.
 GpuCoreMeta gpuCoreMeta(const CoreLayout& c,
                         std::string_view file_name,
                         const ReadAt* read = nullptr);
+
+/// Fills m.exceptions and m.exceptions_total from a CUDA GPU core's lane, warp, block and SM
+/// tables (at most kMaxExceptions rows kept; lane tables read capped at 65,536 and 64 MiB).
+void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m);
 
 /// The pid and time of CUDA's default core name `core_<time>_<host>_<pid>.nvcudmp`
 /// (CUDA_COREDUMP_FILE's default pattern `core_%t_%h_%p.nvcudmp`); nullopt for other names.

@@ -489,6 +489,38 @@ TEST(CliCores, RocrGpuCoreIsStoredAsMetadata) {
     auto s = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1"});
     EXPECT_NE(s.out.find("rocr_gpu core of pid 4242, gfx90a (e_machine 224)"), std::string::npos)
         << s.out;
+    // It makes a record of pid 4242 (the core's mtime: now), which joins that pid's page fault
+    // logged a second before.
+    auto e = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_EQ(e[0]["kind"], "coredump");
+    EXPECT_EQ(e[0]["vendor"], "amd");
+    EXPECT_EQ(e[0]["reason"], "ROCr GPU core");
+    EXPECT_EQ(e[0]["pid"], 4242);
+    EXPECT_EQ(e[0]["attrs"]["target"], "gfx90a");
+    auto now = std::time(nullptr) - 1;
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S+0000", std::gmtime(&now));
+    writeFile(t.file("kern.log"),
+              std::string(stamp) +
+                  " host kernel: amdgpu 0000:c3:00.0: amdgpu: [gfxhub0] no-retry page fault "
+                  "(src_id:0 ring:24 vmid:8 pasid:32774, for process python3 pid 4242 thread "
+                  "python3 pid 4242)\n" +
+                  stamp +
+                  " host kernel: amdgpu 0000:c3:00.0: amdgpu:   in page starting at address "
+                  "0x00007f0000000000 from client 10\n");
+    auto k = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("kern.log")});
+    ASSERT_EQ(k.status, 0) << k.err;
+    c = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"}).out);
+    ASSERT_EQ(c.size(), 1u);
+    ASSERT_TRUE(c[0]["incident"].is_number()) << c[0].dump();
+    auto show = run({GPUFAULT_BIN,
+                     "--db",
+                     t.file("db"),
+                     "show",
+                     std::to_string(c[0]["incident"].get<int64_t>())});
+    EXPECT_NE(show.out.find("Core 1: rocr_gpu core of pid 4242, gfx90a"), std::string::npos)
+        << show.out;
 }
 
 TEST(CoresCli, RealCudaGpuCoreFromAnH200IsStoredAsMetadata) {

@@ -345,9 +345,50 @@ TEST(CrashSources, CudaGpuCoreKernelPointersBecomeOperands) {
     EXPECT_EQ(c[0]["meta"]["grids"][0]["params"][3]["type"], "long long");
     EXPECT_EQ(c[0]["meta"]["grids"][0]["params"][3]["offset"], 24);
     ASSERT_TRUE(c[0]["incident"].is_number()) << c[0].dump();
+    // The CUDA exceptions (lane, warp, block and SM tables): 4 warps of 32 lanes, on SMs
+    // 124 and 130 Warp Illegal Address (14), on 126 and 128 Warp Invalid Address Space (7), all
+    // at the same instruction, scatter_rows+0x150.
+    const auto& meta = c[0]["meta"];
+    EXPECT_EQ(meta["exceptions_total"], 4);
+    ASSERT_EQ(meta["exceptions"].size(), 4u) << meta.dump();
+    const auto& x = meta["exceptions"][0];
+    EXPECT_EQ(x["exception"], "Warp Illegal Address");
+    EXPECT_EQ(x["code"], 14);
+    EXPECT_EQ(x["sm"], 124);
+    EXPECT_EQ(x["warp"], 7);
+    EXPECT_EQ(x["lanes"], 32);
+    EXPECT_EQ(x["block"], nlohmann::json::parse("[2,0,0]"));
+    EXPECT_EQ(x["thread"], nlohmann::json::parse("[224,0,0]"));
+    EXPECT_EQ(x["pc"], 0x7f441b7a0150ull);
+    EXPECT_EQ(x["kernel"], "_Z12scatter_rowsPfPKfix");
+    EXPECT_EQ(x["kernel_offset"], 0x150);
+    EXPECT_EQ(meta["exceptions"][1]["exception"], "Warp Invalid Address Space");
+    EXPECT_EQ(meta["exceptions"][1]["sm"], 126);
+    EXPECT_EQ(meta["exceptions"][3]["sm"], 130);
+    auto ev = jsonLines(t, "events");
+    bool found = false;
+    for (const auto& e : ev)
+        if (e["kind"] == "coredump") {
+            found = true;
+            EXPECT_EQ(e["reason"], "CUDA GPU core: Warp Illegal Address");
+            EXPECT_EQ(e["attrs"]["exception"], "Warp Illegal Address");
+            EXPECT_EQ(e["attrs"]["exception_pc"], "0x7f441b7a0150");
+            EXPECT_EQ(e["attrs"]["exception_warps"], "4");
+        }
+    EXPECT_TRUE(found);
     auto show = run(
         {GPUFAULT_BIN, "--db", t.file("db"), "show", std::to_string(c[0]["incident"].get<int>())});
     EXPECT_NE(show.out.find("+670,040,064 B"), std::string::npos) << show.out;
+    EXPECT_NE(show.out.find("exception  Warp Illegal Address: 2 warps or SMs, first SM 124 warp 7 "
+                            "block (2,0,0) thread (224,0,0) (32 lanes), pc "),
+              std::string::npos)
+        << show.out;
+    EXPECT_NE(show.out.find("= scatter_rows+0x150\n"), std::string::npos) << show.out;
+    // Two operands: one table (by distance; its ORDER column is the time order), each row once.
+    size_t rows = 0;
+    for (size_t at = 0; (at = show.out.find("\nscatter_rows.arg", at)) != std::string::npos; ++at)
+        ++rows;
+    EXPECT_EQ(rows, 2u) << show.out;
 }
 
 }  // namespace

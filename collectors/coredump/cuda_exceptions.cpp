@@ -1,0 +1,141 @@
+// The exceptions of a CUDA GPU core: which warps stopped, with what, where. Layouts from
+// cuda-gdb's cudacoredump.h (CudbgSmTableEntry, CudbgCTATableEntry, CudbgWarpTableEntry,
+// CudbgThreadTableEntry; each table's row size is its sh_entsize, which grows with the driver),
+// exception codes from cudadebugger.h (CUDBGException_t). Pure.
+#include <array>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "collectors/coredump/gpu_core.h"
+
+namespace gpufault::coredump {
+
+namespace {
+
+constexpr uint32_t kUnknown = 0xffffffffu;   ///< CUDBG_EXCEPTION_UNKNOWN
+constexpr uint64_t kLaneRowMin = 36;         ///< through `exception` (offset 32)
+constexpr uint64_t kWarpRowMin = 28;         ///< through `errorPCValid` (offset 24)
+constexpr uint64_t kCtaRowMin = 20;          ///< through blockIdxZ (offset 16)
+constexpr uint64_t kSmRowExceptionMin = 24;  ///< through errorPC (r555 and later)
+constexpr size_t kMaxLaneTables = 1u << 16;
+constexpr uint64_t kLaneBytesBudget = 64ull << 20;
+
+template <class T>
+T le(std::string_view b, size_t off) {
+    T v{};
+    if (off + sizeof(T) <= b.size()) std::memcpy(&v, b.data() + off, sizeof(T));
+    return v;
+}
+
+/// Row `row` of table section `t` (empty when the index, the row or its size is out of range).
+std::string rowOf(const CoreLayout& c, const ReadAt& read, uint64_t t, uint64_t row, uint64_t min) {
+    if (t == 0 || t >= c.places.size()) return {};
+    const auto& p = c.places[t];
+    if (p.entsize < min || p.entsize > 4096 || row >= p.size / p.entsize) return {};
+    return read(p.offset + row * p.entsize, static_cast<size_t>(p.entsize));
+}
+
+bool isException(uint32_t code) {
+    return code != 0 && code != kUnknown;
+}
+
+}  // namespace
+
+std::string_view cudaExceptionName(uint32_t code) {
+    static constexpr std::array<std::string_view, 20> kNames = {
+        "",
+        "Lane Illegal Address",
+        "Lane User Stack Overflow",
+        "Device Hardware Stack Overflow",
+        "Warp Illegal Instruction",
+        "Warp Out-of-range Address",
+        "Warp Misaligned Address",
+        "Warp Invalid Address Space",
+        "Warp Invalid PC",
+        "Warp Hardware Stack Overflow",
+        "Device Illegal Address",
+        "Lane Misaligned Address",
+        "Warp Assert",
+        "Lane Syscall Error",
+        "Warp Illegal Address",
+        "Lane Nonmigratable Atomsys",
+        "Lane Invalid Atomsys",
+        "Cluster Out-of-range Address",
+        "Cluster Block Not Present",
+        "Warp Stack Canary",
+    };
+    return code < kNames.size() ? kNames[code] : std::string_view{};
+}
+
+void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m) {
+    const size_t n = std::min(c.sections.size(), c.places.size());
+    std::map<std::pair<int, uint32_t>, bool> smWithWarp;  // (dev, smId) with a warp row kept
+    auto keep = [&](CudaException e) {
+        ++m.exceptions_total;
+        if (m.exceptions.size() < kMaxExceptions) m.exceptions.push_back(e);
+    };
+    size_t tables = 0;
+    uint64_t budget = kLaneBytesBudget;
+    for (size_t i = 0; i < n; ++i) {
+        if (!c.sections[i].starts_with(".cudbg.lntbl.")) continue;
+        const auto& p = c.places[i];
+        if (p.entsize < kLaneRowMin || p.entsize > 4096 || p.size > budget ||
+            ++tables > kMaxLaneTables)
+            continue;
+        budget -= p.size;
+        auto rows = read(p.offset, static_cast<size_t>(p.size));
+        CudaException e;
+        for (uint64_t r = 0; r + p.entsize <= rows.size(); r += p.entsize) {
+            auto row = std::string_view(rows).substr(r, p.entsize);
+            uint32_t code = le<uint32_t>(row, 32);
+            if (!isException(code) || (e.lanes && code != e.code)) continue;
+            if (!e.lanes++) {
+                e.code = code;
+                for (int k = 0; k < 3; ++k) e.thread[k] = le<uint32_t>(row, 20 + 4 * k);
+            }
+        }
+        if (!e.lanes) continue;
+        // lane table → warp row → block row → SM row, each by the table's sh_link/sh_info
+        auto warp = rowOf(c, read, p.link, p.info, kWarpRowMin);
+        if (!warp.empty()) {
+            e.warp = le<uint32_t>(warp, 8);
+            if (le<uint32_t>(warp, 24)) e.pc = le<uint64_t>(warp, 0);
+            const auto& wt = c.places[p.link];
+            auto cta = rowOf(c, read, wt.link, wt.info, kCtaRowMin);
+            if (!cta.empty()) {
+                e.grid_id = le<uint64_t>(cta, 0);
+                for (int k = 0; k < 3; ++k) e.block[k] = le<uint32_t>(cta, 8 + 4 * k);
+                const auto& ct = c.places[wt.link];
+                auto sm = rowOf(c, read, ct.link, ct.info, 4);
+                if (!sm.empty()) {
+                    e.sm = le<uint32_t>(sm, 0);
+                    e.dev = static_cast<int>(c.places[ct.link].info);
+                }
+            }
+        }
+        smWithWarp[{e.dev, e.sm}] = true;
+        keep(e);
+    }
+    // SMs whose faulted warps had all exited: only the SM row holds the exception.
+    for (size_t i = 0; i < n; ++i) {
+        if (!c.sections[i].starts_with(".cudbg.smtbl.")) continue;
+        const auto& p = c.places[i];
+        if (p.entsize < kSmRowExceptionMin || p.entsize > 4096 || p.size > (1u << 20)) continue;
+        auto rows = read(p.offset, static_cast<size_t>(p.size));
+        for (uint64_t r = 0; r + p.entsize <= rows.size(); r += p.entsize) {
+            auto row = std::string_view(rows).substr(r, p.entsize);
+            uint32_t code = le<uint32_t>(row, 8);
+            if (!isException(code)) continue;
+            CudaException e;
+            e.dev = static_cast<int>(p.info);
+            e.sm = le<uint32_t>(row, 0);
+            if (smWithWarp.contains({e.dev, e.sm})) continue;
+            e.code = code;
+            if (le<uint32_t>(row, 12)) e.pc = le<uint64_t>(row, 16);
+            keep(e);
+        }
+    }
+}
+
+}  // namespace gpufault::coredump

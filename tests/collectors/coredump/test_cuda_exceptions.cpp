@@ -1,0 +1,153 @@
+// readCudaExceptions on CUDA GPU core tables laid out in memory as cudacoredump.h describes
+// them (rows of sh_entsize bytes, each table linked to its parent row by sh_link/sh_info), and
+// on forged links. The real H200 core is checked through the CLI (tests/cli).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "collectors/coredump/gpu_core.h"
+
+namespace gpufault::coredump {
+namespace {
+
+/// A core image of tables: each add() appends a section of rows and returns its index.
+struct Tables {
+    CoreLayout c;
+    std::string bytes;
+    Tables() {
+        c.sections.push_back("");  // the null section
+        c.places.push_back({});
+    }
+    uint32_t add(const std::string& name,
+                 uint64_t entsize,
+                 const std::string& rows,
+                 uint32_t link,
+                 uint32_t info) {
+        c.sections.push_back(name);
+        c.places.push_back({0, bytes.size(), rows.size(), info, link, entsize});
+        bytes += rows;
+        return static_cast<uint32_t>(c.sections.size() - 1);
+    }
+    GpuCoreMeta read() const {
+        GpuCoreMeta m;
+        readCudaExceptions(
+            c,
+            [this](uint64_t off, size_t n) {
+                return off >= bytes.size() ? std::string() : bytes.substr(off, n);
+            },
+            m);
+        return m;
+    }
+};
+
+template <class T>
+void put(std::string& row, size_t off, T v) {
+    std::memcpy(row.data() + off, &v, sizeof v);
+}
+
+std::string smRow(uint32_t smId, uint32_t exception, uint64_t pc) {
+    std::string r(0x30, '\0');
+    put(r, 0, smId);
+    put(r, 8, exception);
+    put(r, 12, uint32_t{pc != 0});
+    put(r, 16, pc);
+    return r;
+}
+
+std::string ctaRow(uint64_t grid, uint32_t x) {
+    std::string r(0x38, '\0');
+    put(r, 0, grid);
+    put(r, 8, x);
+    return r;
+}
+
+std::string warpRow(uint32_t warpId, uint64_t pc) {
+    std::string r(0x40, '\0');
+    put(r, 0, pc);
+    put(r, 8, warpId);
+    put(r, 24, uint32_t{1});
+    return r;
+}
+
+std::string laneRow(uint32_t tid, uint32_t exception) {
+    std::string r(0x38, '\0');
+    put(r, 16, tid % 32);
+    put(r, 20, tid);
+    put(r, 32, exception);
+    return r;
+}
+
+TEST(CudaExceptions, LaneWarpBlockAndSmAreJoinedThroughTheirLinks) {
+    Tables t;
+    auto dev = t.add(".cudbg.devtbl", 0x58, std::string(0x58, '\0'), 0, 0);
+    // SM rows 0..2: SM 7 faulted with warps still there, SM 9's warps had exited (r555 row).
+    auto sm = t.add(".cudbg.smtbl.dev0",
+                    0x30,
+                    smRow(5, 0, 0) + smRow(7, 14, 0x7000150) + smRow(9, 6, 0x7000200),
+                    dev,
+                    0);
+    auto cta = t.add(".cudbg.ctatbl.dev0.sm1", 0x38, ctaRow(1, 2), sm, 1);
+    auto wp =
+        t.add(".cudbg.wptbl.dev0.sm1.cta0", 0x40, warpRow(0, 0) + warpRow(3, 0x7000150), cta, 0);
+    t.add(".cudbg.lntbl.dev0.sm1.cta0.wp0", 0x38, laneRow(0, 0) + laneRow(1, 0), wp, 0);
+    std::string lanes;
+    for (uint32_t l = 0; l < 32; ++l) lanes += laneRow(96 + l, l < 4 ? 0 : 14);
+    t.add(".cudbg.lntbl.dev0.sm1.cta0.wp1", 0x38, lanes, wp, 1);
+    auto m = t.read();
+    ASSERT_EQ(m.exceptions.size(), 2u);
+    EXPECT_EQ(m.exceptions_total, 2u);
+    const auto& w = m.exceptions[0];
+    EXPECT_EQ(w.code, 14u);
+    EXPECT_EQ(cudaExceptionName(w.code), "Warp Illegal Address");
+    EXPECT_EQ(w.sm, 7u);
+    EXPECT_EQ(w.warp, 3u);
+    EXPECT_EQ(w.lanes, 28u);
+    EXPECT_EQ(w.thread[0], 100u);  // the first lane with the exception
+    EXPECT_EQ(w.block[0], 2u);
+    EXPECT_EQ(w.grid_id, 1u);
+    EXPECT_EQ(w.pc, 0x7000150u);
+    // SM 9: only its SM row says so.
+    const auto& s = m.exceptions[1];
+    EXPECT_EQ(s.sm, 9u);
+    EXPECT_EQ(s.code, 6u);
+    EXPECT_EQ(s.lanes, 0u);
+    EXPECT_EQ(s.pc, 0x7000200u);
+    EXPECT_FALSE(s.grid_id);
+}
+
+TEST(CudaExceptions, ForgedLinksAndRowSizesReadNothingOutside) {
+    Tables t;
+    std::string lanes = laneRow(0, 14) + laneRow(1, 14);
+    // A link to itself, past the table, to the null section; a row size of 0 and of 1 byte.
+    t.add(".cudbg.lntbl.dev0.sm0.cta0.wp0", 0x38, lanes, 1, 0);
+    t.add(".cudbg.lntbl.dev0.sm0.cta0.wp1", 0x38, lanes, 4000000, 7);
+    t.add(".cudbg.lntbl.dev0.sm0.cta0.wp2", 0x38, lanes, 0, 0);
+    t.add(".cudbg.lntbl.dev0.sm0.cta0.wp3", 0, lanes, 0, 0);
+    t.add(".cudbg.lntbl.dev0.sm0.cta0.wp4", 1, lanes, 0, 0);
+    t.add(".cudbg.smtbl.dev0", 0x30, smRow(0, 0xffffffffu, 0), 0, 0);  // UNKNOWN: not one
+    auto m = t.read();
+    ASSERT_EQ(m.exceptions.size(), 3u);  // the three with a readable row size
+    for (const auto& e : m.exceptions) {
+        EXPECT_EQ(e.code, 14u);
+        EXPECT_EQ(e.lanes, 2u);
+        EXPECT_FALSE(e.pc);  // the self-linked one reads its own rows: errorPCValid 0
+    }
+    EXPECT_FALSE(m.exceptions[1].grid_id);  // no warp row: nothing above it either
+    EXPECT_FALSE(m.exceptions[2].grid_id);
+    EXPECT_EQ(cudaExceptionName(0), "");
+    EXPECT_EQ(cudaExceptionName(20), "");
+    EXPECT_EQ(cudaExceptionName(0xffffffffu), "");
+}
+
+TEST(CudaExceptions, KeepsTheFirstSixtyFourAndCountsAll) {
+    Tables t;
+    for (int w = 0; w < 100; ++w)
+        t.add(".cudbg.lntbl.dev0.sm0.cta0.wp" + std::to_string(w), 0x38, laneRow(0, 1), 0, 0);
+    auto m = t.read();
+    EXPECT_EQ(m.exceptions.size(), kMaxExceptions);
+    EXPECT_EQ(m.exceptions_total, 100u);
+    EXPECT_EQ(cudaExceptionName(m.exceptions[0].code), "Lane Illegal Address");
+}
+
+}  // namespace
+}  // namespace gpufault::coredump
