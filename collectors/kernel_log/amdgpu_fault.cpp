@@ -8,6 +8,7 @@
 #include "collectors/kernel_log/amdgpu_fault_lines.h"
 #include "collectors/kernel_log/amdgpu_fault_order.h"
 #include "collectors/kernel_log/amdgpu_line.h"
+#include "collectors/kernel_log/amdgpu_wrap.h"
 
 namespace gpufault {
 
@@ -58,18 +59,22 @@ class AmdgpuFaultMatcher final : public Matcher {
     void feed(const LogLine& line, Sink& out) override;
     void finish(Sink& out) override;
     bool kernelLogOnly() const override { return true; }
-    bool idle() const override { return blocks_.empty() && !held_ && probe_.empty(); }
+    bool idle() const override {
+        return blocks_.empty() && !held_ && probe_.empty() && !wrapped_.holding();
+    }
     /// The first line of the oldest block in progress, of the held record or of the lines held
     /// while the direction is not known.
     std::optional<uint64_t> openSince() const override {
         std::optional<uint64_t> first = probe_.firstLine();
         if (held_ && (!first || held_->line < *first)) first = held_->line;
+        if (wrapped_.holding() && (!first || wrapped_.line() < *first)) first = wrapped_.line();
         for (const auto& b : blocks_)
             if (!first || b.first_line < *first) first = b.first_line;
         return first;
     }
 
   private:
+    void feedWhole(const LogLine& line, Sink& out);
     void feedLine(const LogLine& line, Sink& out);
     void step(const LogLine& line, Sink& out);
     void decide(Direction d, Sink& out);
@@ -94,6 +99,7 @@ class AmdgpuFaultMatcher final : public Matcher {
     std::string radeonKey_;        // the BDF of the last radeon device line
     uint64_t radeonSeq_ = 0;       // its feed counter (0: none)
     std::string radeonLine_;       // a bare radeon decode line with its device put in front
+    amdgpu::WrappedLine wrapped_;  // a line wrapped by hand or a mail client, until its rest
 };
 
 size_t AmdgpuFaultMatcher::find(std::string_view key) const {
@@ -161,7 +167,22 @@ void AmdgpuFaultMatcher::close(size_t i, Sink& out) {
     out.evidence(std::move(b.ev));
 }
 
+// A device line that stops unfinished waits for its wrapped rest (amdgpu_wrap.h): the joined
+// line is fed as the producer printed it; anything else first releases it as it is.
 void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
+    if (wrapped_.holding()) {
+        bool done = false;
+        if (wrapped_.takeRest(line, done)) {
+            if (done) feedWhole(wrapped_.release(), out);
+            return;
+        }
+        feedWhole(wrapped_.release(), out);
+    }
+    if (wrapped_.hold(line)) return;
+    feedWhole(line, out);
+}
+
+void AmdgpuFaultMatcher::feedWhole(const LogLine& line, Sink& out) {
     ++seq_;
     // radeon's si/cik/cayman_vm_decode_fault() print their `VM fault (…) at page …` line with a
     // bare printk(): the device of the lines right before it (its STATUS line) is its device.
@@ -338,6 +359,7 @@ void AmdgpuFaultMatcher::step(const LogLine& line, Sink& out) {
 }
 
 void AmdgpuFaultMatcher::finish(Sink& out) {
+    if (wrapped_.holding()) feedWhole(wrapped_.release(), out);
     if (!probe_.empty()) decide(probe_.guess(), out);
     closeAll(out);
 }

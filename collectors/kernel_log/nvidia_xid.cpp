@@ -1,4 +1,5 @@
-// NVRM Xid lines (FORMATS.md §6). One line = one record; no state.
+// NVRM Xid lines (FORMATS.md §6). One line = one record; an Xid 31 line wrapped before its
+// `Fault is of type` is held for up to three unstamped continuation lines.
 //
 // Prefix (open-gpu-kernel-modules kernel_rc.c, all generations):
 //   NVRM: Xid (PCI:%04x:%02x:%02x[ GPU-I:%02u[ GPU-CI:%02u]]): %d, pid=%s, name=%s, %s
@@ -138,50 +139,131 @@ void parseChannel(string_view body, Evidence& e) {
     }
 }
 
+/// Parses the text after `NVRM: Xid (` into `e` (kind, vendor, pci, xid, pid, process, body
+/// fields); false when it is cut before the Xid number (not a record). `refused`: why the
+/// address was not taken ("" when it was or there is none).
+bool parseXid(string_view s, Evidence& e, std::string& refused) {
+    e.kind = Kind::NvidiaXid;
+    e.vendor = "nvidia";
+    // PCI:%04x:%02x:%02x, then optional MIG instance ids, then "): ".
+    size_t close = s.find(')');
+    if (close == string_view::npos) return false;  // cut inside the prefix: identifies nothing
+    string_view dev = s.substr(0, close);
+    string_view pci = dev.substr(0, dev.find(' '));
+    e.pci = text::normalizePci(pci);
+    if (auto gi = text::after(dev, " GPU-I:", " ")) e.setAttr("gpu_instance", std::string(*gi));
+    if (auto ci = text::after(dev, " GPU-CI:", " "))
+        e.setAttr("compute_instance", std::string(*ci));
+    s.remove_prefix(close + 1);
+    if (!consume(&s, ": ")) return false;
+    size_t used = 0;
+    auto xid = text::parseDec(s, &used);
+    if (!xid || *xid < 0) return false;  // cut before the Xid number: not a record
+    e.xid = *xid;
+    s.remove_prefix(used);
+    consume(&s, ",");
+    string_view body = text::trimLeft(s);
+    if (auto pid = takeField(&body, "pid=")) {  // '<unknown>' (no channel) stays null
+        size_t n = 0;
+        auto v = text::parseDec(*pid, &n);
+        // pid 0 as amdgpu's `pid 0` (no process); above PID_MAX_LIMIT no pid at all
+        if (v && *v >= 0 && *v <= (int64_t{1} << 22) && n == pid->size()) e.pid = *v;
+    }
+    if (auto name = takeField(&body, "name=")) {
+        if (!name->empty() && *name != "<unknown>") e.process = std::string(*name);
+    }
+    if (!body.empty()) e.setAttr("message", std::string(body.substr(0, 512)));
+    parseChannel(body, e);
+    refused = parseFault(body, e);
+    return true;
+}
+
+/// An Xid 31 line that stops before its MMU fault's `Fault is of type` (it ends with a comma,
+/// or names the `MMU Fault` without its type): wrapped by hand or by a mail client, its rest
+/// on the next lines.
+bool wantsMore(const Evidence& e, string_view s) {
+    if (e.xid != 31 || s.find("Fault is of type ") != string_view::npos) return false;
+    s = text::trimRight(s);
+    return (!s.empty() && s.back() == ',') || s.find("MMU Fault") != string_view::npos;
+}
+
+/// Lines that can continue a wrapped Xid line: no stamp of their own, not a new Xid line.
+bool continues(const LogLine& l) {
+    return l.time.empty() && l.text.find(kAnchor) == string_view::npos &&
+           !text::trim(l.text).empty();
+}
+
+/// Continuation lines joined to one Xid line at most.
+constexpr int kMaxXidContinuations = 3;
+
 class NvidiaXidMatcher final : public Matcher {
   public:
     bool kernelLogOnly() const override { return true; }
     void feed(const LogLine& line, Sink& out) override {
+        if (held_) {
+            if (continues(line)) {
+                held_->text += ' ';
+                held_->text += text::trim(line.text);
+                appendRawLine(held_->raw, line.raw.empty() ? line.text : line.raw);
+                if (++held_->lines >= kMaxXidContinuations || !reparse()) emit(out);
+                return;
+            }
+            emit(out);
+        }
         size_t a = line.text.find(kAnchor);
         if (a == string_view::npos) return;
         string_view s = line.text.substr(a + kAnchor.size());
         Evidence e;
-        e.kind = Kind::NvidiaXid;
-        e.vendor = "nvidia";
-        // PCI:%04x:%02x:%02x, then optional MIG instance ids, then "): ".
-        size_t close = s.find(')');
-        if (close == string_view::npos) return;  // cut inside the prefix: identifies nothing
-        string_view dev = s.substr(0, close);
-        string_view pci = dev.substr(0, dev.find(' '));
-        e.pci = text::normalizePci(pci);
-        if (auto gi = text::after(dev, " GPU-I:", " ")) e.setAttr("gpu_instance", std::string(*gi));
-        if (auto ci = text::after(dev, " GPU-CI:", " "))
-            e.setAttr("compute_instance", std::string(*ci));
-        s.remove_prefix(close + 1);
-        if (!consume(&s, ": ")) return;
-        size_t used = 0;
-        auto xid = text::parseDec(s, &used);
-        if (!xid || *xid < 0) return;  // cut before the Xid number: not a record
-        e.xid = *xid;
-        s.remove_prefix(used);
-        consume(&s, ",");
-        string_view body = text::trimLeft(s);
-        if (auto pid = takeField(&body, "pid=")) {  // '<unknown>' (no channel) stays null
-            size_t n = 0;
-            auto v = text::parseDec(*pid, &n);
-            // pid 0 as amdgpu's `pid 0` (no process); above PID_MAX_LIMIT no pid at all
-            if (v && *v >= 0 && *v <= (int64_t{1} << 22) && n == pid->size()) e.pid = *v;
-        }
-        if (auto name = takeField(&body, "name=")) {
-            if (!name->empty() && *name != "<unknown>") e.process = std::string(*name);
-        }
-        if (!body.empty()) e.setAttr("message", std::string(body.substr(0, 512)));
-        parseChannel(body, e);
-        auto refused = parseFault(body, e);
+        std::string refused;
+        if (!parseXid(s, e, refused)) return;
         stampFromLine(e, line);
+        if (wantsMore(e, s)) {
+            held_ = Held{std::move(e), std::string(s), {}, 0, std::move(refused)};
+            held_->raw = held_->e.raw;
+            return;
+        }
         if (!refused.empty()) out.warning({line.line, std::move(refused)});
         out.evidence(std::move(e));
     }
+    void finish(Sink& out) override {
+        if (held_) emit(out);
+    }
+    std::optional<uint64_t> openSince() const override {
+        return held_ ? std::optional<uint64_t>(held_->e.line) : std::nullopt;
+    }
+
+  private:
+    /// An Xid line waiting for its wrapped rest: its record (stamped from its own line), the
+    /// text from after the anchor with the continuations joined by blanks, the physical lines.
+    struct Held {
+        Evidence e;
+        std::string text;
+        std::string raw;
+        int lines = 0;
+        std::string refused;  ///< why the address was not taken, as parseXid() says
+    };
+
+    /// Parses the joined text again; true while it still wants more.
+    bool reparse() {
+        Evidence e;
+        std::string refused;
+        if (!parseXid(held_->text, e, refused)) return false;
+        e.line = held_->e.line;
+        e.time = held_->e.time;
+        e.rank = held_->e.rank;
+        e.raw = held_->raw;
+        held_->e = std::move(e);
+        held_->refused = std::move(refused);
+        return wantsMore(held_->e, held_->text);
+    }
+
+    void emit(Sink& out) {
+        if (!held_->refused.empty()) out.warning({held_->e.line, std::move(held_->refused)});
+        out.evidence(std::move(held_->e));
+        held_.reset();
+    }
+
+    std::optional<Held> held_;
 };
 
 }  // namespace

@@ -42,9 +42,17 @@ std::string_view afterCarriageReturn(std::string_view s) {
 }
 
 std::string_view stripReplyQuotes(std::string_view s) {
-    // a Markdown code fence glued to the pasted line (```[Wed Jul 30 20:12:38 2025] amdgpu …)
-    if (s.size() > 3 && s[0] == '`' && s.starts_with("```") && (s[3] == '[' || s[3] == ' '))
-        s.remove_prefix(s[3] == ' ' ? 4 : 3);
+    // a Markdown code fence or inline-code mark glued to the pasted line (```[Wed Jul 30
+    // 20:12:38 2025] amdgpu …, `[356702.608922] NVRM: …), or a terminal's `^[` (an escape
+    // copied as text) before blanks and a stamp
+    if (s.size() > 1 && s[0] == '`') {
+        size_t n = s.find_first_not_of('`');
+        if (n != std::string_view::npos && n <= 3 && (s[n] == '[' || (n == 3 && s[n] == ' ')))
+            s.remove_prefix(s[n] == ' ' ? n + 1 : n);
+    } else if (s.size() > 2 && s[0] == '^' && s[1] == '[') {
+        size_t n = s.find_first_not_of(' ', 2);
+        if (n != std::string_view::npos && n > 2 && s[n] == '[') s.remove_prefix(n);
+    }
     while (!s.empty() && s[0] == '>') {
         size_t n = s.find_first_not_of('>');
         if (n == std::string_view::npos) return {};

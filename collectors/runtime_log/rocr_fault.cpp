@@ -207,9 +207,40 @@ std::optional<int64_t> nodeAfter(std::string_view s, std::string_view key) {
     return text::parseDec(s.substr(i + key.size()));
 }
 
+/// The first period of a reason not in the table that has text glued right after it (`…
+/// privilege.Aborted (core dumped)`: ROCr's `%s.` and then a shell's message without a newline
+/// between them), npos when none: a period followed by a blank may be the reason's own.
+size_t gluedAfterPeriod(std::string_view reason) {
+    for (size_t dot = reason.find('.'); dot != std::string_view::npos;
+         dot = reason.find('.', dot + 1))
+        if (dot + 1 < reason.size() && std::isalpha(static_cast<unsigned char>(reason[dot + 1])))
+            return dot;
+    return std::string_view::npos;
+}
+
 class RocrFaultMatcher final : public Matcher {
   public:
     void feed(const LogLine& l, Sink& out) override {
+        if (cut_) {
+            // A ROCr line wrapped right after `on address` (by hand, in a comment block): a next
+            // line that starts, after quote and comment marks, with the address is its rest.
+            Cut c = std::move(*cut_);
+            cut_.reset();
+            auto rest = text::trim(l.text);
+            size_t lead = rest.find_first_not_of(" *#/>\\\t");
+            if (lead != std::string_view::npos && l.time.empty() &&
+                (rest.substr(lead).starts_with("0x") || rest.substr(lead).starts_with("(nil)"))) {
+                c.text += ' ';
+                c.text.append(rest.substr(lead));
+                appendRawLine(c.raw, l.raw.empty() ? l.text : l.raw);
+                LogLine joined = c.line;
+                joined.text = c.text;
+                joined.raw = c.raw;
+                joined.ident = c.ident;
+                return feed(joined, out);
+            }
+            releaseCut(c, out);
+        }
         if (split_ && completeReason(l, out)) return;
         if (agent_ && continueAgent(l, out)) return;
         if (waves_ && l.line - waves_->last_line > kWaveToFault)
@@ -242,6 +273,11 @@ class RocrFaultMatcher final : public Matcher {
     }
 
     void finish(Sink& out) override {
+        if (cut_) {
+            Cut c = std::move(*cut_);
+            cut_.reset();
+            releaseCut(c, out);
+        }
         if (split_ && split_->reason->empty()) split_->reason.reset();
         if (split_) out.evidence(std::move(*split_));
         if (agent_) out.evidence(std::move(*agent_));
@@ -253,6 +289,7 @@ class RocrFaultMatcher final : public Matcher {
     }
 
     std::optional<uint64_t> openSince() const override {
+        if (cut_) return cut_->line.line;
         if (split_) return split_->line;
         if (agent_) return agent_->line;
         return std::nullopt;
@@ -268,6 +305,14 @@ class RocrFaultMatcher final : public Matcher {
     /// ROCr `Memory access fault by GPU node-%u (Agent handle: %p) on address %p%s. Reason: %s.`
     /// (runtime.cpp VMFaultHandler, ROCm ≥ 1.8; ≤ 1.7 without the Agent handle).
     void rocrLine(const LogLine& l, std::string_view s, Sink& out) {
+        if (!cut_ && !releasing_ && text::trimRight(s).ends_with(" on address")) {
+            cut_ = Cut{l,
+                       std::string(l.text),
+                       std::string(l.raw.empty() ? l.text : l.raw),
+                       std::string(l.ident)};
+            cut_->line.runtime_tid = {};
+            return;
+        }
         Evidence e = rt::baseEvidence(Kind::RocrMemoryFault, l, {}, "amd");
         attachWaves(e, l, out);
         e.gpu_node = text::parseDec(s.substr(5));
@@ -278,6 +323,8 @@ class RocrFaultMatcher final : public Matcher {
         std::string_view reason = text::trim(s.substr(r + 8));
         if (size_t n = knownReasonLength(reason)) {
             reason = reason.substr(0, n);  // `%s.` then whatever the stream glued on
+        } else if (size_t dot = gluedAfterPeriod(reason); dot != std::string_view::npos) {
+            reason = text::trimRight(reason.substr(0, dot));
         } else if (reason.ends_with('.')) {
             reason.remove_suffix(1);
         } else if (!isKnownReason(reason) && isReasonPrefix(reason)) {
@@ -496,6 +543,25 @@ class RocrFaultMatcher final : public Matcher {
 
     std::optional<Waves> waves_;
     std::optional<Evidence> split_;  ///< ROCr line whose reason may continue on the next line
+    /// A ROCr line that ends at `on address` (its address may be the next line's start): the
+    /// line with its own copies of the text, raw line and ident.
+    struct Cut {
+        LogLine line;
+        std::string text, raw, ident;
+    };
+    std::optional<Cut> cut_;
+    bool releasing_ = false;  ///< a held cut line is fed as it is (its rest never came)
+
+    /// Feeds a held cut line as it is: a record without an address, with its warning.
+    void releaseCut(const Cut& c, Sink& out) {
+        LogLine alone = c.line;
+        alone.text = c.text;
+        alone.raw = c.raw;
+        alone.ident = c.ident;
+        releasing_ = true;
+        feed(alone, out);
+        releasing_ = false;
+    }
     std::optional<Evidence> agent_;  ///< old debug-agent block in progress
     int agent_lines_ = 0;
 };

@@ -65,7 +65,9 @@ AmdFields amdFieldsAnywhere(const LogLine& l) {
 
 std::optional<int64_t> rankOf(const LogLine& l) {
     if (l.rank) return l.rank;
-    for (std::string_view key : {std::string_view("[rank"), std::string_view(" Rank ")}) {
+    // `[rankN]:`, NCCL's `[PG ID 0 PG GUID 0(default_pg) Rank 2]` and its older `[Rank 0]`
+    for (std::string_view key :
+         {std::string_view("[rank"), std::string_view(" Rank "), std::string_view("[Rank ")}) {
         size_t i = l.text.find(key);
         if (i == std::string_view::npos) continue;
         size_t n = 0;
@@ -74,6 +76,7 @@ std::optional<int64_t> rankOf(const LogLine& l) {
         size_t end = i + key.size() + n;
         if (key[0] == '[' && l.text.substr(end, 2) == "]:") return v;
         if (key[0] == ' ' && l.text.substr(end, 1) == "]") return v;
+        if (key[1] == 'R' && l.text.substr(end, 1) == "]") return v;
     }
     return std::nullopt;
 }

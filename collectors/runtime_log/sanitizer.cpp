@@ -106,17 +106,25 @@ void parseAt(string_view r, Evidence& e) {
         e.setAttr("source", std::string(text::trim(rest.substr(4))));
 }
 
-/// `and is N bytes after|before the nearest allocation at 0x… of size S bytes` → attrs.
+/// `and is N bytes after|before the nearest allocation at 0x… of size S bytes`, or `and is
+/// inside the nearest allocation at 0x… of size S bytes` (a use after free, a racing free; seen
+/// in pytorch/pytorch#196209's report: distance 0, side `inside`) → attrs.
 void parseNearest(string_view r, Evidence& e) {
-    size_t n = 0;
-    auto dist = text::parseGroupedDec(r, &n);
-    if (!dist) return;
-    r.remove_prefix(n);
-    string_view side = text::startsWith(r, " bytes after ")    ? "after"
-                       : text::startsWith(r, " bytes before ") ? "before"
-                                                               : "";
-    if (side.empty()) return;
-    e.setAttr("nearest_distance", std::to_string(*dist));
+    string_view side;
+    if (text::startsWith(r, "inside the nearest allocation")) {
+        e.setAttr("nearest_distance", "0");
+        side = "inside";
+    } else {
+        size_t n = 0;
+        auto dist = text::parseGroupedDec(r, &n);
+        if (!dist) return;
+        r.remove_prefix(n);
+        side = text::startsWith(r, " bytes after ")    ? "after"
+               : text::startsWith(r, " bytes before ") ? "before"
+                                                       : "";
+        if (side.empty()) return;
+        e.setAttr("nearest_distance", std::to_string(*dist));
+    }
     e.setAttr("nearest_side", std::string(side));
     if (auto at = text::after(r, "nearest allocation at ")) {
         if (auto base = text::parseHex(*at)) e.setAttr("nearest_alloc", text::hexAddr(*base));

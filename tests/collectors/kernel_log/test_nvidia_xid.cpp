@@ -116,6 +116,57 @@ TEST(NvidiaXid, AnAddressNotOf64BitsIsRefusedWithAWarning) {
     EXPECT_EQ(sink.warnings[1].line, 2u);
 }
 
+TEST(NvidiaXid, AnXid31WrappedOverThreeLinesIsOneRecord) {
+    // A real report's kernel log, wrapped by hand (NVIDIA/open-gpu-kernel-modules#1208; the
+    // reporter replaced the pid): the lines after the first have no stamp of their own.
+    auto m = makeNvidiaXidMatcher();
+    auto sink = testing::feedMatcher(
+        *m,
+        {"NVRM: Xid (PCI:0000:01:00): 31, pid=<varies>, name=python3, channel 0x00000002,",
+         "  intr 00000000. MMU Fault: ENGINE GRAPHICS GPC0 GPCCLIENT_T1_0 faulted",
+         "  @ 0x0_00019000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ",
+         "",
+         "Always GPC0, GPCCLIENT_T1_{0,1,6}, low virtual addresses (0x3000-0x19000), FAULT_PDE."});
+    ASSERT_EQ(sink.evidences.size(), 1u);
+    const auto& e = sink.evidences[0];
+    EXPECT_EQ(e.line, 1u);
+    EXPECT_EQ(e.xid, 31);
+    EXPECT_EQ(e.address, 0x19000u);
+    EXPECT_EQ(e.address_exact, false);
+    EXPECT_EQ(e.client, "GPCCLIENT_T1_0");
+    EXPECT_EQ(e.reason, "FAULT_PDE");
+    EXPECT_EQ(e.access, "read");
+    EXPECT_EQ(e.process, "python3");
+    EXPECT_FALSE(e.pid);
+    EXPECT_NE(e.raw.find("faulted\n  @ 0x0_00019000"), std::string::npos) << e.raw;
+    EXPECT_FALSE(m->openSince());
+}
+
+TEST(NvidiaXid, AWrappedXid31EndsAtTheNextStampedLine) {
+    // The rest never came (a cut paste): the next stamped line closes it with what it has;
+    // the old `engmask` form, which has no MMU fault part, is never held.
+    std::vector<std::string> lines{
+        "NVRM: Xid (PCI:0000:01:00): 31, pid=77, name=a.out, channel 0x00000002,",
+        "NVRM: Xid (PCI:0000:01:00): 31, Ch 00000003, engmask 00000101, intr 10000000",
+        "NVRM: Xid (PCI:0000:01:00): 31, pid=78, name=b.out, channel 0x2, intr 0. MMU Fault: "
+        "ENGINE GRAPHICS GPC0 GPCCLIENT_T1_0 faulted @ 0x7f_00019000.",
+        "NVRM: Xid (PCI:0000:01:00): 13, Graphics SM Warp Exception on (GPC 0, TPC 0)"};
+    auto m = makeNvidiaXidMatcher();
+    auto sink = testing::feedMatcher(*m, lines);
+    ASSERT_EQ(sink.evidences.size(), 4u);
+    EXPECT_EQ(sink.evidences[0].pid, 77);
+    EXPECT_FALSE(sink.evidences[0].address);
+    EXPECT_EQ(sink.evidences[1].line, 2u);
+    EXPECT_EQ(sink.evidences[2].address, 0x7f00019000u);  // held, then closed by line 4
+    EXPECT_FALSE(sink.evidences[2].reason);
+    EXPECT_EQ(sink.evidences[3].xid, 13);
+    // Stamped lines are never a wrapped line's rest.
+    auto stamped =
+        run({lines[0], "intr 00000000. MMU Fault: ENGINE GRAPHICS GPC0 X faulted @ 0x0_1."});
+    ASSERT_EQ(stamped.size(), 1u);
+    EXPECT_FALSE(stamped[0].client);
+}
+
 TEST(NvidiaXid, ALineCutInsideTheLowHalfHasNoAddress) {
     // `%08x` prints 8 digits: a line that ends after fewer was cut there (a `dmesg | cut`, a
     // full disk), and `0x7f_123` is not 0x7f00000123. Eight digits at the line's end are whole.

@@ -66,6 +66,17 @@ TEST(LineDecoder, AGluedCodeFenceGoes) {
     EXPECT_EQ(decodeOne("``` [ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: y").text,
               "amdgpu 0000:c6:00.0: amdgpu: y");
     EXPECT_EQ(decodeOne("```text").text, "```text");
+    // One backtick (mbevand/silentarmy#6) and a terminal's `^[` copied as text
+    // (bugs.freedesktop.org 109022) before a stamp.
+    auto one = decodeOne("`[356702.608922] NVRM: Xid (PCI:0000:01:00): 13, Graphics SM Warp");
+    EXPECT_EQ(one.text, "NVRM: Xid (PCI:0000:01:00): 13, Graphics SM Warp");
+    ASSERT_TRUE(one.time.kernel_s);
+    EXPECT_DOUBLE_EQ(*one.time.kernel_s, 356702.608922);
+    auto esc = decodeOne("^[      [Jul31 16:10] amdgpu 0000:23:00.0: GPU fault detected: 147");
+    EXPECT_EQ(esc.text, "amdgpu 0000:23:00.0: GPU fault detected: 147");
+    EXPECT_EQ(esc.time.wall, "07-31T16:10");
+    EXPECT_EQ(decodeOne("`code` [1.0] x").text, "`code` [1.0] x");
+    EXPECT_EQ(decodeOne("^[[31mred").text, "^[[31mred");
 }
 
 TEST(LineDecoder, ReplyQuotes) {

@@ -116,8 +116,13 @@ TEST(RocrFault, ReasonEndsAtRocrsPeriod) {
              "Memory access fault by GPU node-3 (Agent handle: 0x1) on address 0x200000. "
              "Reason: Generic hang recovery.Aborted (core dumped)",
              "Memory access fault by GPU node-3 (Agent handle: 0x1) on address 0x200000. "
-             "Reason: A future reason. With two sentences."});
-    ASSERT_EQ(ev.size(), 3u);
+             "Reason: A future reason. With two sentences.",
+             // ROCm/pytorch#797's title: a reason not in the table (a typo), the shell's
+             // message glued on after its period
+             "Memory access fault by GPU node-2 (Agent handle: 0x56468ab3bb50) on address "
+             "0x7fe55fb03000. Reason: Page not present or supervisor p rivilege.Aborted (core "
+             "dumped)"});
+    ASSERT_EQ(ev.size(), 4u);
     EXPECT_EQ(ev[0].gpu_node, 4294967295);
     EXPECT_EQ(ev[0].attr("agent_handle"), "0xFFFFFFFFFFFF");
     EXPECT_EQ(ev[0].address, 0xffffffffffffffffu);
@@ -126,6 +131,29 @@ TEST(RocrFault, ReasonEndsAtRocrsPeriod) {
     EXPECT_EQ(ev[1].address, 0x200000u);
     EXPECT_EQ(ev[1].reason, "Generic hang recovery");
     EXPECT_EQ(ev[2].reason, "A future reason. With two sentences");  // not in the table: kept
+    EXPECT_EQ(ev[3].reason, "Page not present or supervisor p rivilege");
+    EXPECT_EQ(ev[3].address, 0x7fe55fb03000u);
+}
+
+TEST(RocrFault, ALineWrappedBeforeItsAddressTakesTheNextLine) {
+    // A comment block quoting the message, wrapped after `on address` (jtesta/rainbowcrackalack
+    // crackalack_lookup.c); a line cut there with nothing after it keeps no address.
+    auto ev = run({" *   Memory access fault by GPU node-2 (Agent handle: 0x1bb5e00) on address",
+                   " *   0x7f4c80b27000. Reason: Page not present or supervisor privilege.",
+                   "Memory access fault by GPU node-1 (Agent handle: 0x1) on address",
+                   "something else",
+                   "Memory access fault by GPU node-3 (Agent handle: 0x1) on address"});
+    ASSERT_EQ(ev.size(), 3u);
+    EXPECT_EQ(ev[0].line, 1u);
+    EXPECT_EQ(ev[0].gpu_node, 2);
+    EXPECT_EQ(ev[0].address, 0x7f4c80b27000u);
+    EXPECT_EQ(ev[0].address_exact, true);
+    EXPECT_EQ(ev[0].reason, "Page not present or supervisor privilege");
+    EXPECT_EQ(ev[1].line, 3u);
+    EXPECT_FALSE(ev[1].address);
+    EXPECT_EQ(ev[2].line, 5u);  // at the end of the stream
+    EXPECT_EQ(ev[2].gpu_node, 3);
+    EXPECT_FALSE(ev[2].address);
 }
 
 TEST(RocrFault, NilAddressAndNoAgentHandleRocm17LowerCaseUnknown) {

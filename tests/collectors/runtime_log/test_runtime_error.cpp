@@ -339,6 +339,15 @@ TEST(RuntimeError, NcclWatchdogRankFromLineOrText) {
     auto ev3 = run({{w}});  // only NCCL's own `Rank 5]`
     ASSERT_EQ(ev3.size(), 1u);
     EXPECT_EQ(ev3[0].rank, 5);
+    // The older `[Rank N]` (vllm-project/vllm#4108); a rank that is not all digits is none.
+    auto ev4 = run({{"[E ProcessGroupNCCL.cpp:916] [Rank 0] NCCL watchdog thread terminated "
+                     "with exception: CUDA error: an illegal memory access was encountered"},
+                    {"[E ProcessGroupNCCL.cpp:916] [Rank 3x] NCCL watchdog thread terminated "
+                     "with exception: CUDA error: an illegal memory access was encountered"}});
+    ASSERT_EQ(ev4.size(), 2u);
+    EXPECT_EQ(ev4[0].rank, 0);
+    EXPECT_EQ(ev4[0].reason, "cudaErrorIllegalAddress");
+    EXPECT_FALSE(ev4[1].rank);
 }
 
 TEST(RuntimeError, DifferentRanksAreDifferentRecords) {

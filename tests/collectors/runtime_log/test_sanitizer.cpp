@@ -105,6 +105,24 @@ TEST(Sanitizer, PlusOffsetLayoutWithWrappedSourceAndBeforeNearest) {
     EXPECT_EQ(ev[0].attr("nearest_alloc_size"), "2097152");
 }
 
+TEST(Sanitizer, InsideTheNearestAllocationIsKept) {
+    // pytorch/pytorch#196209: memcheck places the access inside the nearest allocation.
+    auto ev = run({"========= Invalid __global__ write of size 256 bytes",
+                   "=========     at bulk_copy_range(unsigned char *, int)+0x120",
+                   "=========     by thread (0,0,0) in block (0,0,0)",
+                   "=========     Access to 0x147267fff80 is out of bounds",
+                   "=========     and is inside the nearest allocation at 0x14725400000 of size "
+                   "20971520 bytes",
+                   "=========     Saved host backtrace up to driver entry point at kernel launch "
+                   "time"});
+    ASSERT_EQ(ev.size(), 1u);
+    EXPECT_EQ(ev[0].address, 0x147267fff80u);
+    EXPECT_EQ(ev[0].attr("nearest_side"), "inside");
+    EXPECT_EQ(ev[0].attr("nearest_distance"), "0");
+    EXPECT_EQ(ev[0].attr("nearest_alloc"), "0x14725400000");
+    EXPECT_EQ(ev[0].attr("nearest_alloc_size"), "20971520");
+}
+
 TEST(Sanitizer, InterleavedProgramOutputMidLine) {
     auto ev = run({"step 3 done========= Invalid __global__ read of size 4 bytes",
                    "=========     at kern(int*)+0x40 in a.cu:9",
