@@ -172,6 +172,34 @@ std::vector<std::string> unitContradictions(std::string_view unit, const Config&
                     "(mode 0600) are unreadable (allocations.directory)");
         }
     }
+    for (const auto& dir : cfg.core_dirs) {
+        // systemd-coredump's files are root's or the crashing user's (ACL), apport's reports
+        // 0640 user:whoopsie: read as root with CAP_DAC_READ_SEARCH.
+        if (isYes(d, "PrivateTmp") && (under(dir, "/tmp") || under(dir, "/var/tmp")))
+            out.push_back(
+                fmt::format("PrivateTmp=yes gives the service its own {}: '{}' sees no core "
+                            "(cores.directories)",
+                            under(dir, "/tmp") ? "/tmp" : "/var/tmp",
+                            dir));
+        auto home = last(d, "ProtectHome");
+        if ((home == "yes" || home == "true" || home == "tmpfs") &&
+            (under(dir, "/home") || under(dir, "/root") || under(dir, "/run/user")))
+            out.push_back(fmt::format(
+                "ProtectHome={} hides '{}' (cores.directories; read-only would do)", home, dir));
+        if (listedUnder(d, "InaccessiblePaths", dir))
+            out.push_back(fmt::format("InaccessiblePaths= hides '{}' (cores.directories)", dir));
+    }
+    if (!cfg.core_dirs.empty())
+        if (auto it = d.find("CapabilityBoundingSet"); it != d.end() && !it->second.empty()) {
+            bool inverted = it->second.front().starts_with("~");
+            bool named = false;
+            for (auto c : it->second)
+                named |= c == "CAP_DAC_READ_SEARCH" || c == "~CAP_DAC_READ_SEARCH";
+            if (inverted == named)
+                out.push_back(
+                    "CapabilityBoundingSet= lacks CAP_DAC_READ_SEARCH: other users' cores are "
+                    "unreadable (cores.directories)");
+        }
     auto sys = last(d, "ProtectSystem");
     if (sys == "strict" || sys == "full" || sys == "yes") {
         auto writable = [&](const std::string& dir) {

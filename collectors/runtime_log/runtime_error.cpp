@@ -369,8 +369,10 @@ class RuntimeErrorMatcher final : public Matcher {
     }
 
     /// rocBLAS/hipBLASLt (tensile_host.cpp): `rocBLAS error: Cannot read PATH: ERR[ for GPU arch
-    /// : gfxN]`, `… error: Could not initialize Tensile host…`, `rocblaslt warning: No paths
-    /// matched PATH. …` → missing_code_object, attr target (gfx…) where the text names it.
+    /// : gfxN]`, `… error: Could not load PATH` (a lazy library,
+    /// `TensileLibrary_lazy_gfx1103.dat`), `… error: Could not initialize Tensile host…` / `…
+    /// Tensile library`, `rocblaslt warning: No paths matched PATH. …` → missing_code_object,
+    /// attr target (gfx…) where the text names it.
     void blas(const LogLine& l, Sink& out) {
         std::string_view t = l.text;
         Evidence e = rt::baseEvidence(Kind::MissingCodeObject, l, {}, "amd");
@@ -387,8 +389,16 @@ class RuntimeErrorMatcher final : public Matcher {
             if (path.ends_with('.')) path.remove_suffix(1);
             e.setAttr("path", std::string(path));
             target = gfxIn(path);
+        } else if (size_t d = t.find("Could not load "); d != std::string_view::npos) {
+            // `Could not load PATH` (the lazy-loading library of one arch,
+            // TensileLibrary_lazy_gfx1103.dat; a Windows path may hold blanks: the line's rest)
+            std::string_view path = text::trim(t.substr(d + 15));
+            e.setAttr("path", std::string(path.substr(0, std::min<size_t>(path.size(), 1024))));
+            target = gfxIn(path);
         } else if (t.find("Could not initialize Tensile host") != std::string_view::npos) {
             e.setAttr("message", "Could not initialize Tensile host");
+        } else if (t.find("Could not initialize Tensile library") != std::string_view::npos) {
+            e.setAttr("message", "Could not initialize Tensile library");
         } else {
             return;
         }

@@ -2,6 +2,7 @@
 // source.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -40,6 +41,10 @@ TEST(Hardening, ShippedUnitKeepsEverySourceOfTheShippedConfig) {
     ASSERT_FALSE(unit.empty());
     Config c = shippedConfig();
     EXPECT_TRUE(c.kmsg);
+    // The package follows the crash stores of systemd-coredump and apport out of the box.
+    EXPECT_EQ(c.core_dirs,
+              (std::vector<std::string>{
+                  "/var/lib/systemd/coredump", "/var/crash", "/var/lib/apport/coredump"}));
     auto problems = unitContradictions(unit, c);
     EXPECT_TRUE(problems.empty()) << joined(problems);
     // The documented metrics directory and a job-log directory are fine too.
@@ -70,10 +75,13 @@ TEST(Hardening, ShippedTmpfilesCreatesTheAllocationDirectoryStickyAndWritableByJ
     auto cut = unit;
     cut.replace(cut.find(" CAP_DAC_READ_SEARCH"), 20, "");
     auto p = unitContradictions(cut, c);
-    ASSERT_EQ(p.size(), 1u) << joined(p);
+    ASSERT_EQ(p.size(), 2u) << joined(p);
     EXPECT_EQ(p[0],
               "CapabilityBoundingSet= lacks CAP_DAC_READ_SEARCH: jobs' allocation files (mode "
               "0600) are unreadable (allocations.directory)");
+    EXPECT_EQ(p[1],
+              "CapabilityBoundingSet= lacks CAP_DAC_READ_SEARCH: other users' cores are "
+              "unreadable (cores.directories)");
     c.alloc_dir = "/tmp/alloc";
     p = unitContradictions(unit, c);
     ASSERT_EQ(p.size(), 1u) << joined(p);
@@ -92,6 +100,30 @@ TEST(Hardening, PrivateTmpHidesLogsUnderTmp) {
               "files (files.globs)");
 }
 
+TEST(Hardening, CoreDirectoriesNeedTheirPathsAndCapability) {
+    Config c = shippedConfig();
+    c.core_dirs = {"/tmp/cores", "/home/ci/cores", "/var/crash"};
+    std::string unit = slurp(kUnitPath);
+    unit +=
+        "\n[Service]\nProtectHome=yes\nInaccessiblePaths=/var/crash\n"
+        "CapabilityBoundingSet=\nCapabilityBoundingSet=CAP_SYSLOG\n";
+    auto p = unitContradictions(unit, c);
+    auto has = [&](const std::string& s) { return std::find(p.begin(), p.end(), s) != p.end(); };
+    EXPECT_TRUE(
+        has("PrivateTmp=yes gives the service its own /tmp: '/tmp/cores' sees no core "
+            "(cores.directories)"))
+        << joined(p);
+    EXPECT_TRUE(
+        has("ProtectHome=yes hides '/home/ci/cores' (cores.directories; read-only would "
+            "do)"))
+        << joined(p);
+    EXPECT_TRUE(has("InaccessiblePaths= hides '/var/crash' (cores.directories)")) << joined(p);
+    EXPECT_TRUE(
+        has("CapabilityBoundingSet= lacks CAP_DAC_READ_SEARCH: other users' cores are "
+            "unreadable (cores.directories)"))
+        << joined(p);
+}
+
 TEST(Hardening, KernelLogDirectivesCutOffKmsg) {
     Config c = shippedConfig();
     std::string unit = slurp(kUnitPath);
@@ -104,10 +136,11 @@ TEST(Hardening, KernelLogDirectivesCutOffKmsg) {
     ASSERT_EQ(p.size(), 1u) << joined(p);
     EXPECT_EQ(p[0], "DevicePolicy=closed without DeviceAllow=/dev/kmsg r (kmsg.enabled)");
     p = unitContradictions("[Service]\nCapabilityBoundingSet=CAP_CHOWN\n", c);
-    ASSERT_EQ(p.size(), 3u) << joined(p);
+    ASSERT_EQ(p.size(), 4u) << joined(p);
     EXPECT_NE(p[0].find("lacks CAP_SYSLOG"), std::string::npos);
     EXPECT_NE(p[1].find("lacks CAP_SYS_PTRACE"), std::string::npos);
     EXPECT_NE(p[2].find("lacks CAP_DAC_READ_SEARCH"), std::string::npos);  // allocation files
+    EXPECT_NE(p[3].find("lacks CAP_DAC_READ_SEARCH"), std::string::npos);  // cores
     p = unitContradictions("[Service]\nCapabilityBoundingSet=~CAP_SYSLOG CAP_SYS_ADMIN\n", c);
     ASSERT_EQ(p.size(), 1u) << joined(p);
     EXPECT_NE(p[0].find("lacks CAP_SYSLOG"), std::string::npos);

@@ -374,6 +374,20 @@ TEST(RuntimeError, TensileLibraryMissing) {
     EXPECT_FALSE(ev[1].attr("target"));
     EXPECT_EQ(ev[2].attr("target"), "gfx906");
     EXPECT_EQ(ev[2].attr("library"), "hipBLASLt");
+    // The lazy library of one arch, on Windows (a path with blanks; likelovewant/
+    // ROCmLibs-for-gfx1103-AMD780M-APU#12), then the library's own failure.
+    auto lazy = run({{"rocBLAS error: Could not load C:\\Program Files\\AMD\\ROCm\\6.1\\bin\\/"
+                      "rocblas/library/TensileLibrary_lazy_gfx1103.dat"},
+                     {""},
+                     {"rocBLAS error: Could not initialize Tensile library"}});
+    ASSERT_EQ(lazy.size(), 2u);
+    EXPECT_EQ(lazy[0].line, 1u);
+    EXPECT_EQ(lazy[0].kind, Kind::MissingCodeObject);
+    EXPECT_EQ(lazy[0].attr("target"), "gfx1103");
+    EXPECT_EQ(lazy[0].attr("path"),
+              "C:\\Program Files\\AMD\\ROCm\\6.1\\bin\\/rocblas/library/"
+              "TensileLibrary_lazy_gfx1103.dat");
+    EXPECT_EQ(lazy[1].attr("message"), "Could not initialize Tensile library");
 }
 
 TEST(RuntimeError, AmdLogLinesBelongToHipLog) {
