@@ -505,34 +505,31 @@ int cmdShow(const Global& g, int64_t id, int dispatches) {
         fmt::print("{}", moreOperandsText(v->operand_totals[prim.front().evidence_id], nearest.size(), prim.front().evidence_id, false));
         // Ranked (logged before the fault in its stream) by rank; then other streams' operands
         // (their lines do not order with the fault's), latest line first; then those logged
-        // after the fault. Only when the first table did not hold them all: its ORDER column
-        // already gives the rank of each (the same rows twice said nothing new).
-        if (prim.size() > nearest.size()) {
-            auto group = [](const DistanceRow& r) {
-                return r.rank_in_time ? 0 : r.after_fault ? 2 : 1;
-            };
-            auto byTime = prim;
-            std::stable_sort(
-                byTime.begin(), byTime.end(), [&](const DistanceRow& a, const DistanceRow& b) {
-                    if (group(a) != group(b)) return group(a) < group(b);
-                    if (group(a) == 0) return *a.rank_in_time < *b.rank_in_time;
-                    return group(a) == 1 && a.op.o.line > b.op.o.line;
-                });
-            if (byTime.size() > kLatestOperands) byTime.resize(kLatestOperands);
-            size_t counts[3] = {0, 0, 0};
-            for (const auto& r : byTime) ++counts[group(r)];
-            std::string parts;
-            auto part = [&](size_t n, const char* what) {
-                if (n)
-                    parts += fmt::format(
-                        "{}{}", parts.empty() ? "the " : ", then ", fmt::format("{} {}", n, what));
-            };
-            part(counts[0], "logged last before the fault");
-            part(counts[1], "of other streams, latest line first");
-            part(counts[2], "logged after the fault");
-            fmt::print("\nOperands by time ({})\n", parts);
-            operandTable(byTime, exact).print(stdout);
-        }
+        // after the fault.
+        auto group = [](const DistanceRow& r) {
+            return r.rank_in_time ? 0 : r.after_fault ? 2 : 1;
+        };
+        auto byTime = prim;
+        std::stable_sort(
+            byTime.begin(), byTime.end(), [&](const DistanceRow& a, const DistanceRow& b) {
+                if (group(a) != group(b)) return group(a) < group(b);
+                if (group(a) == 0) return *a.rank_in_time < *b.rank_in_time;
+                return group(a) == 1 && a.op.o.line > b.op.o.line;
+            });
+        if (byTime.size() > kLatestOperands) byTime.resize(kLatestOperands);
+        size_t counts[3] = {0, 0, 0};
+        for (const auto& r : byTime) ++counts[group(r)];
+        std::string parts;
+        auto part = [&](size_t n, const char* what) {
+            if (n)
+                parts += fmt::format(
+                    "{}{}", parts.empty() ? "the " : ", then ", fmt::format("{} {}", n, what));
+        };
+        part(counts[0], "logged last before the fault");
+        part(counts[1], "of other streams, latest line first");
+        part(counts[2], "logged after the fault");
+        fmt::print("\nOperands by time ({})\n", parts);
+        operandTable(byTime, exact).print(stdout);
     } else if (v->allocations.empty()) {
         fmt::print("\nNo operands recorded near this fault (README: \"Operand lines\").\n");
     }

@@ -384,11 +384,14 @@ TEST(CrashSources, CudaGpuCoreKernelPointersBecomeOperands) {
               std::string::npos)
         << show.out;
     EXPECT_NE(show.out.find("= scatter_rows+0x150\n"), std::string::npos) << show.out;
-    // Two operands: one table (by distance; its ORDER column is the time order), each row once.
+    // Two operands, each once in each of the two tables (by |distance|, by time: issue 2 §5).
     size_t rows = 0;
     for (size_t at = 0; (at = show.out.find("\nscatter_rows.arg", at)) != std::string::npos; ++at)
         ++rows;
-    EXPECT_EQ(rows, 2u) << show.out;
+    EXPECT_EQ(rows, 4u) << show.out;
+    EXPECT_NE(show.out.find("Operands by time (the 2 of other streams, latest line first)"),
+              std::string::npos)
+        << show.out;
 }
 
 }  // namespace
