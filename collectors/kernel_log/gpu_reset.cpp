@@ -173,7 +173,23 @@ void Episodes::step(const LogLine& line, uint64_t seq, Sink& out) {
     }
     if (i == npos) i = open(line, std::move(key), std::move(pci), ev, out);
     Episode& e = episodes_[i];
-    for (auto& [k, v] : said.attrs) e.ev.setAttr(k, v);
+    for (auto& [k, v] : said.attrs) {
+        // Each MES message that went unanswered in the episode, once, in input order
+        // (`REMOVE_QUEUE,MISC`): a second MES line does not hide the first.
+        auto had = k == "mes_msg" ? e.ev.attr(k) : std::nullopt;
+        if (!had) {
+            e.ev.setAttr(k, v);
+            continue;
+        }
+        std::string list(*had);
+        bool seen = false;
+        for (size_t at = 0; at <= list.size();) {
+            size_t c = std::min(list.find(',', at), list.size());
+            seen |= std::string_view(list).substr(at, c - at) == v;
+            at = c + 1;
+        }
+        if (!seen && list.size() < 256) e.ev.setAttr(k, list + "," + v);
+    }
     e.confirmed |= ev != ResetEvent::RasUncorrectable;
     e.timeout |= starts_own;
     e.begun |= ev == ResetEvent::ResetBegin;

@@ -127,6 +127,13 @@ TEST(GpuReset, MesFailureStartsAnEpisode) {
     EXPECT_EQ(r[0].line, 1u);
     EXPECT_EQ(r[0].attr("mes_msg"), "REMOVE_QUEUE");
     EXPECT_EQ(r[0].attr("trigger"), "mes_failure");
+    // Two unanswered messages in one episode (and a repeat): both kept, in order, once.
+    auto two = run({D + "MES failed to respond to msg=REMOVE_QUEUE",
+                    D + "MES failed to respond to msg=MISC (WAIT_REG_MEM)",
+                    D + "MES failed to respond to msg=REMOVE_QUEUE",
+                    D + "GPU reset begin!"});
+    ASSERT_EQ(two.size(), 1u);
+    EXPECT_EQ(two[0].attr("mes_msg"), "REMOVE_QUEUE,MISC");
 }
 
 // mes_v12's `MES(%d) failed to respond to msg=%s` and the early `MES failed to response
