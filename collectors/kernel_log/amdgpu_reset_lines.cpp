@@ -142,6 +142,20 @@ ResetEvent classifyResetLine(std::string_view b, Evidence& e) {
         e.setAttr("result", b.substr(25) == "0" ? "succeeded" : "failed");
         return ResetEvent::ResetDone;
     }
+    // radeon_gpu_reset() (radeon_device.c): after `GPU reset succeeded, trying to resume`, a
+    // resume that failed prints `GPU reset failed`.
+    if (text::trimRight(b) == "GPU reset failed") {
+        e.setAttr("result", "failed");
+        return ResetEvent::ResetFailed;
+    }
+    // radeon_fence.c: `GPU lockup (current fence id 0x%016llx last fence id 0x%016llx on ring
+    // %d)`, radeon's ring timeout
+    if (startsWith(b, "GPU lockup (current fence id ")) {
+        if (size_t p = b.find(" on ring "); p != npos)
+            if (auto v = decFollowedBy(b.substr(p + 9), ")", true))
+                e.setAttr("ring", std::to_string(*v));
+        return ResetEvent::RingTimeout;
+    }
     if (startsWith(b, "GPU Recovery Failed")) {
         e.setAttr("result", "failed");
         return ResetEvent::ResetFailed;

@@ -136,6 +136,27 @@ TEST(GpuReset, MesFailureStartsAnEpisode) {
     EXPECT_EQ(two[0].attr("mes_msg"), "REMOVE_QUEUE,MISC");
 }
 
+// radeon (radeon_fence.c, radeon_device.c): a GPU lockup is the ring timeout that starts the
+// episode; a resume that fails after `GPU reset succeeded, trying to resume` says so.
+TEST(GpuReset, RadeonLockupResumeAndFailure) {
+    const std::string R = "radeon 0000:01:00.0: ";
+    auto r = run({R + "GPU lockup (current fence id 0x0000000000005b1b last fence id "
+                      "0x0000000000005b1c on ring 0)",
+                  R + "Saved 1177 dwords of commands on ring 0.",
+                  R + "GPU softreset: 0x00000048",
+                  R + "GPU reset succeeded, trying to resume",
+                  R + "GPU reset failed"});
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].line, 1u);
+    EXPECT_EQ(r[0].pci, "0000:01:00.0");
+    EXPECT_EQ(r[0].attr("trigger"), "ring_timeout");
+    EXPECT_EQ(r[0].attr("ring"), "0");
+    EXPECT_EQ(r[0].attr("result"), "failed");
+    auto ok = run({R + "GPU reset succeeded, trying to resume"});
+    ASSERT_EQ(ok.size(), 1u);
+    EXPECT_FALSE(ok[0].attr("result"));
+}
+
 // mes_v12's `MES(%d) failed to respond to msg=%s` and the early `MES failed to response
 // msg=%d` (no record before).
 TEST(GpuReset, MesFailureOfAPipeAndTheEarlyWording) {
