@@ -9,6 +9,7 @@
 #include "cli/output.h"
 #include "collectors/common/demangle.h"
 #include "collectors/coredump/core_elf.h"
+#include "collectors/coredump/gpu_core.h"
 #include "collectors/coredump/signature.h"
 
 namespace gpufault::cli {
@@ -70,16 +71,19 @@ std::optional<int64_t> threadsTotal(const CoreRecord& c) {
 
 uint32_t u32(const nlohmann::json& j, const char* key) {
     auto it = j.find(key);
-    return it != j.end() && it->is_number_unsigned() ? it->get<uint32_t>() : 0;
+    if (it == j.end() || !it->is_number_unsigned()) return 0;
+    auto v = it->get<uint64_t>();
+    return v <= UINT32_MAX ? static_cast<uint32_t>(v) : 0;
 }
 
 std::string dim3(const nlohmann::json& j, const char* key) {
     auto it = j.find(key);
     if (it == j.end() || !it->is_array() || it->size() != 3) return "?";
-    return fmt::format("({},{},{})",
-                       (*it)[0].is_number() ? (*it)[0].get<int64_t>() : 0,
-                       (*it)[1].is_number() ? (*it)[1].get<int64_t>() : 0,
-                       (*it)[2].is_number() ? (*it)[2].get<int64_t>() : 0);
+    auto at = [&](size_t k) -> int64_t {
+        const auto& v = (*it)[k];
+        return v.is_number_integer() ? v.get<int64_t>() : 0;  // a double is not a dim3 value
+    };
+    return fmt::format("({},{},{})", at(0), at(1), at(2));
 }
 
 /// A CUDA GPU core's exceptions (meta `exceptions`, `exceptions_total`), one line per exception:
@@ -88,7 +92,9 @@ std::string exceptionLines(const CoreRecord& c, const std::string& indent) {
     auto m = nlohmann::json::parse(c.meta.value_or("{}"), nullptr, false);
     if (!m.is_object() || !m.contains("exceptions") || !m["exceptions"].is_array()) return {};
     std::vector<std::pair<std::string, std::pair<size_t, const nlohmann::json*>>> kinds;
+    size_t seen = 0;  // ingest keeps 64: an edited store's longer list is not walked
     for (const auto& x : m["exceptions"]) {
+        if (++seen > coredump::kMaxExceptions) break;
         if (!x.is_object()) continue;
         auto e = x.find("exception");
         std::string name = e != x.end() && e->is_string() ? e->get<std::string>() : "";

@@ -262,12 +262,16 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
     // A core joins the record of its process (pid, or the crashing thread's tid that a segfault
     // line prints) whose wall time lies at most core_before_s after and core_after_s before
     // the core's time; the closest in time wins (the first in stream order on a tie). Records
-    // are looked up by pid and tid, not scanned per core.
+    // are looked up by pid and tid, not scanned per core. A runtime record without a pid of
+    // its own counts under the pid its journal states (`python3[4242]: Memory access fault …`:
+    // the process that wrote the line to the journal, which ROCr's abort() then dumped).
     std::unordered_map<int64_t, std::vector<size_t>> withPid, withTid;
+    auto pidOf = [](const Evidence& f) { return f.pid ? f.pid : links::journalPid(f); };
     for (size_t i = 0; i < faults.size(); ++i) {
         const auto& f = faults[i]->e;
-        if (f.kind == Kind::Coredump || !f.pid || !wallClock(*faults[i])) continue;
-        withPid[*f.pid].push_back(i);
+        auto pid = pidOf(f);
+        if (f.kind == Kind::Coredump || !pid || !wallClock(*faults[i])) continue;
+        withPid[*pid].push_back(i);
         if (f.tid) withTid[*f.tid].push_back(i);
     }
     std::vector<size_t> candidates;
@@ -292,7 +296,7 @@ std::optional<std::vector<IncidentRecord>> correlateUnless(
         for (size_t i : candidates) {
             if (stopped()) return std::nullopt;
             const auto& f = faults[i]->e;
-            bool samePid = *f.pid == *core.pid;
+            bool samePid = *pidOf(f) == *core.pid;
             // comm is cut to 15 characters; a thread's own name may differ from the process's
             if (samePid && f.process && core.process &&
                 f.process->substr(0, 15) != core.process->substr(0, 15))

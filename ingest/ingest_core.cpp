@@ -295,7 +295,9 @@ std::optional<Evidence> rocrCoreEvidence(const coredump::CoreReport& r, const st
     e.line = 1;
     e.time.wall = wall;
     e.pid = r.gpu->pid;
-    e.reason = "ROCr GPU core";
+    // No reason: nothing in the core states one (its notes are not read), and a label would
+    // become the reason of the incident it joins (an amdgpu fault states none).
+    e.setAttr("gpu_core", "rocr");
     if (r.gpu->target) e.setAttr("target", *r.gpu->target);
     e.raw = fmt::format(
         "ROCr GPU core of pid {}{}", *r.gpu->pid, r.gpu->target ? " (" + *r.gpu->target + ")" : "");

@@ -66,8 +66,9 @@ struct CoreProvenance {
 /// name names no pid.
 std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const std::string& wall);
 
-/// The `coredump` record of a ROCr GPU core (pure): pid from its name, reason `ROCr GPU core`,
-/// attr target (`gfx90a`), so that it joins the incident of that pid; nullopt without a pid.
+/// The `coredump` record of a ROCr GPU core (pure): pid from its name, no reason, attrs
+/// gpu_core `rocr` and target (`gfx90a`), so that it joins the incident of that pid; nullopt
+/// without a pid.
 std::optional<Evidence> rocrCoreEvidence(const coredump::CoreReport& r, const std::string& wall);
 
 /// Operands from a CUDA GPU core's pointer arguments (pure): `KERNEL.argN` (dtype the

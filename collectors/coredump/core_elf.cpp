@@ -253,7 +253,8 @@ Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
                                 *le<uint64_t>(h, 32),
                                 *le<uint32_t>(h, 44),
                                 *le<uint32_t>(h, 40),
-                                *le<uint64_t>(h, 56)});
+                                *le<uint64_t>(h, 56),
+                                type});
             // A hostile core's section must not make its readers read past it (they trust
             // offset and size): its bytes lie in the file, and its device range does not wrap.
             const auto& p = c.places.back();

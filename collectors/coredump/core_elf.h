@@ -94,6 +94,10 @@ struct CoreLayout {
         uint32_t info = 0;  ///< sh_info
         uint32_t link = 0;  ///< sh_link
         uint64_t entsize = 0;
+        uint32_t type = 0;  ///< sh_type (SHT_NULL 0 and SHT_NOBITS 8 have no bytes in the file)
+        /// Whether offset and size name bytes of the file (readCoreLayout checked them for
+        /// every type but SHT_NULL and SHT_NOBITS, whose offset and size may be anything).
+        bool hasBytes() const { return type != 0 && type != 8; }
     };
     std::vector<Place> places;  ///< parallel to `sections`
 };

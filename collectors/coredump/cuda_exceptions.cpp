@@ -19,7 +19,10 @@ constexpr uint64_t kWarpRowMin = 28;         ///< through `errorPCValid` (offset
 constexpr uint64_t kCtaRowMin = 20;          ///< through blockIdxZ (offset 16)
 constexpr uint64_t kSmRowExceptionMin = 24;  ///< through errorPC (r555 and later)
 constexpr size_t kMaxLaneTables = 1u << 16;
-constexpr uint64_t kLaneBytesBudget = 64ull << 20;
+constexpr size_t kMaxSmTables = 256;  ///< one per device
+/// Bytes of lane and SM tables read in all (a hostile core may name one blob 65,536 times).
+constexpr uint64_t kTableBytesBudget = 64ull << 20;
+constexpr uint32_t kMaxCode = 255;  ///< cudadebugger.h names 1–19; larger values are garbage
 
 template <class T>
 T le(std::string_view b, size_t off) {
@@ -32,12 +35,13 @@ T le(std::string_view b, size_t off) {
 std::string rowOf(const CoreLayout& c, const ReadAt& read, uint64_t t, uint64_t row, uint64_t min) {
     if (t == 0 || t >= c.places.size()) return {};
     const auto& p = c.places[t];
+    if (!p.hasBytes()) return {};
     if (p.entsize < min || p.entsize > 4096 || row >= p.size / p.entsize) return {};
     return read(p.offset + row * p.entsize, static_cast<size_t>(p.entsize));
 }
 
 bool isException(uint32_t code) {
-    return code != 0 && code != kUnknown;
+    return code != 0 && code != kUnknown && code <= kMaxCode;
 }
 
 }  // namespace
@@ -76,11 +80,11 @@ void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m)
         if (m.exceptions.size() < kMaxExceptions) m.exceptions.push_back(e);
     };
     size_t tables = 0;
-    uint64_t budget = kLaneBytesBudget;
+    uint64_t budget = kTableBytesBudget;
     for (size_t i = 0; i < n; ++i) {
         if (!c.sections[i].starts_with(".cudbg.lntbl.")) continue;
         const auto& p = c.places[i];
-        if (p.entsize < kLaneRowMin || p.entsize > 4096 || p.size > budget ||
+        if (!p.hasBytes() || p.entsize < kLaneRowMin || p.entsize > 4096 || p.size > budget ||
             ++tables > kMaxLaneTables)
             continue;
         budget -= p.size;
@@ -117,11 +121,16 @@ void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m)
         smWithWarp[{e.dev, e.sm}] = true;
         keep(e);
     }
-    // SMs whose faulted warps had all exited: only the SM row holds the exception.
+    // SMs whose faulted warps had all exited: only the SM row holds the exception (each SM of
+    // a device once, however many tables name it).
+    size_t smTables = 0;
     for (size_t i = 0; i < n; ++i) {
         if (!c.sections[i].starts_with(".cudbg.smtbl.")) continue;
         const auto& p = c.places[i];
-        if (p.entsize < kSmRowExceptionMin || p.entsize > 4096 || p.size > (1u << 20)) continue;
+        if (!p.hasBytes() || p.entsize < kSmRowExceptionMin || p.entsize > 4096 ||
+            p.size > (1u << 20) || p.size > budget || ++smTables > kMaxSmTables)
+            continue;
+        budget -= p.size;
         auto rows = read(p.offset, static_cast<size_t>(p.size));
         for (uint64_t r = 0; r + p.entsize <= rows.size(); r += p.entsize) {
             auto row = std::string_view(rows).substr(r, p.entsize);
@@ -131,6 +140,7 @@ void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m)
             e.dev = static_cast<int>(p.info);
             e.sm = le<uint32_t>(row, 0);
             if (smWithWarp.contains({e.dev, e.sm})) continue;
+            smWithWarp[{e.dev, e.sm}] = true;
             e.code = code;
             if (le<uint32_t>(row, 12)) e.pc = le<uint64_t>(row, 16);
             keep(e);

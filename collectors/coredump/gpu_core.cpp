@@ -162,7 +162,7 @@ void readGrids(const CoreLayout& c,
                std::vector<uint64_t>& handles) {
     for (size_t i = 0; i < c.sections.size() && i < c.places.size(); ++i) {
         auto dg = devGrid(c.sections[i], ".cudbg.gridtbl.");
-        if (!dg || dg->second >= 0) continue;
+        if (!dg || dg->second >= 0 || !c.places[i].hasBytes()) continue;
         const auto& p = c.places[i];
         auto rows = read(p.offset, static_cast<size_t>(std::min<uint64_t>(p.size, 1 << 20)));
         for (uint64_t r = 0; r + kGridRow <= rows.size() && m.grids.size() < 1024; r += kGridRow) {
@@ -194,11 +194,12 @@ void nameKernels(const CoreLayout& c,
     // (table suffix, module index) → the relocated cubin's section; the first one wins.
     std::map<std::pair<std::string, uint32_t>, size_t> images;
     for (size_t i = 0; i < c.sections.size() && i < c.places.size(); ++i)
-        if (c.sections[i].starts_with(".cudbg.relfimg.") && c.places[i].size <= kMaxCubin)
+        if (c.sections[i].starts_with(".cudbg.relfimg.") && c.places[i].size <= kMaxCubin &&
+            c.places[i].hasBytes())
             images.emplace(std::pair{c.sections[i].substr(15), c.places[i].info}, i);
     uint64_t budget = kModtblBudget;
     for (size_t t = 0; t < c.sections.size() && t < c.places.size(); ++t) {
-        if (!c.sections[t].starts_with(".cudbg.modtbl.")) continue;
+        if (!c.sections[t].starts_with(".cudbg.modtbl.") || !c.places[t].hasBytes()) continue;
         auto suffix = c.sections[t].substr(14);  // "devD.ctxC"
         std::unordered_map<uint64_t, std::vector<size_t>> wanted;  // handle → unnamed grids
         for (size_t gi = 0; gi < m.grids.size(); ++gi)
@@ -237,7 +238,7 @@ void readCuda(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m) {
     readCudaExceptions(c, read, m);
     for (size_t i = 0; i < c.sections.size() && i < c.places.size(); ++i) {
         auto dg = devGrid(c.sections[i], ".cudbg.param.");
-        if (!dg || dg->second < 0) continue;
+        if (!dg || dg->second < 0 || !c.places[i].hasBytes()) continue;
         const CudaGrid* grid = nullptr;
         for (const auto& g : m.grids)
             if (g.dev == dg->first && g.grid == dg->second) grid = &g;
@@ -268,7 +269,7 @@ std::optional<CudaCoreName> parseCudaCoreName(std::string_view n) {
     if (first == std::string_view::npos || last == first) return std::nullopt;
     auto t = digits(n.substr(0, first));
     auto pid = digits(n.substr(last + 1));
-    if (!t || !pid || *pid <= 0) return std::nullopt;
+    if (!t || !pid || *pid <= 0 || *pid > kPidMaxLimit) return std::nullopt;
     return CudaCoreName{*t, std::string(n.substr(first + 1, last - first - 1)), *pid};
 }
 
@@ -282,11 +283,12 @@ GpuCoreMeta gpuCoreMeta(const CoreLayout& c, std::string_view file_name, const R
     } else if (auto n = file_name.ends_with(".gpu") ? file_name.substr(0, file_name.size() - 4)
                                                     : file_name;
                n.rfind('.') != std::string_view::npos &&
-               n.substr(0, n.rfind('.')).ends_with("core")) {
+               (n.substr(0, n.rfind('.')) == "core" || n.substr(0, n.rfind('.')) == "gpucore")) {
         // `gpucore.<pid>`, `core.<pid>`, and ROCr's `gpucore.<pid>.gpu` / `core.<pid>.gpu`
-        // (FORMATS.md §2.3: the kernel's core_pattern name with `.gpu` appended)
+        // (FORMATS.md §2.3: the kernel's core_pattern name with `.gpu` appended); a number
+        // above PID_MAX_LIMIT names no process
         auto pid = digits(n.substr(n.rfind('.') + 1));
-        if (pid && *pid > 0) m.pid = pid;
+        if (pid && *pid > 0 && *pid <= kPidMaxLimit) m.pid = pid;
     }
     if (c.kind == CoreKind::RocrGpu) {
         auto name = codeobj::amdProcessorName(c.head.flags & 0xff);

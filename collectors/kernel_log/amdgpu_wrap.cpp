@@ -47,6 +47,11 @@ bool WrappedLine::takeRest(const LogLine& l, bool& done) {
     if (!held_ || !l.time.empty() || mentionsAmdgpu(l.text) || mentionsRadeon(l.text)) return false;
     auto rest = text::trim(l.text);
     if (rest.empty()) return false;
+    // another producer's line (an Xid, a runtime error, a ROCr line) is never a rest
+    for (std::string_view other : {std::string_view("NVRM"),
+                                   std::string_view("rror"),
+                                   std::string_view("Memory access fault")})
+        if (rest.find(other) != std::string_view::npos) return false;
     if (!stopsUnfinished(text_) && !(mayTakeProcess(text_) && rest.starts_with("for process")))
         return false;
     text_ += ' ';

@@ -187,10 +187,13 @@ bool wantsMore(const Evidence& e, string_view s) {
     return (!s.empty() && s.back() == ',') || s.find("MMU Fault") != string_view::npos;
 }
 
-/// Lines that can continue a wrapped Xid line: no stamp of their own, not a new Xid line.
+/// Lines that can continue a wrapped Xid line: no stamp of their own, not a new Xid line nor
+/// another producer's line (another `NVRM:` message, an `…Error`/`error:`, an exception).
 bool continues(const LogLine& l) {
-    return l.time.empty() && l.text.find(kAnchor) == string_view::npos &&
-           !text::trim(l.text).empty();
+    if (!l.time.empty() || text::trim(l.text).empty()) return false;
+    for (string_view other : {string_view("NVRM"), string_view("rror"), string_view("xception")})
+        if (l.text.find(other) != string_view::npos) return false;
+    return true;
 }
 
 /// Continuation lines joined to one Xid line at most.

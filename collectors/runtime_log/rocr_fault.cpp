@@ -207,6 +207,22 @@ std::optional<int64_t> nodeAfter(std::string_view s, std::string_view key) {
     return text::parseDec(s.substr(i + key.size()));
 }
 
+/// The rest of a ROCr line cut after `on address`: `%p` (`0x…` or `(nil)`) then the end, a `.`
+/// or `(may not be exact address)` — not a line that merely starts with a number.
+bool isAddressRest(std::string_view r) {
+    size_t n = 0;
+    if (r.starts_with("(nil)")) {
+        n = 5;
+    } else if (r.starts_with("0x") || r.starts_with("0X")) {
+        n = 2;
+        while (n < r.size() && std::isxdigit(static_cast<unsigned char>(r[n]))) ++n;
+        if (n == 2) return false;
+    } else {
+        return false;
+    }
+    return n == r.size() || r[n] == '.' || r[n] == '(';
+}
+
 /// The first period of a reason not in the table that has text glued right after it (`…
 /// privilege.Aborted (core dumped)`: ROCr's `%s.` and then a shell's message without a newline
 /// between them), npos when none: a period followed by a blank may be the reason's own.
@@ -229,15 +245,11 @@ class RocrFaultMatcher final : public Matcher {
             auto rest = text::trim(l.text);
             size_t lead = rest.find_first_not_of(" *#/>\\\t");
             if (lead != std::string_view::npos && l.time.empty() &&
-                (rest.substr(lead).starts_with("0x") || rest.substr(lead).starts_with("(nil)"))) {
+                isAddressRest(rest.substr(lead))) {
                 c.text += ' ';
                 c.text.append(rest.substr(lead));
                 appendRawLine(c.raw, l.raw.empty() ? l.text : l.raw);
-                LogLine joined = c.line;
-                joined.text = c.text;
-                joined.raw = c.raw;
-                joined.ident = c.ident;
-                return feed(joined, out);
+                return releaseCut(c, out);  // one rest at most: the joined line is never cut again
             }
             releaseCut(c, out);
         }
@@ -552,7 +564,8 @@ class RocrFaultMatcher final : public Matcher {
     std::optional<Cut> cut_;
     bool releasing_ = false;  ///< a held cut line is fed as it is (its rest never came)
 
-    /// Feeds a held cut line as it is: a record without an address, with its warning.
+    /// Feeds a held cut line, joined with its rest or alone (then a record without an address,
+    /// with its warning), never to be cut again.
     void releaseCut(const Cut& c, Sink& out) {
         LogLine alone = c.line;
         alone.text = c.text;

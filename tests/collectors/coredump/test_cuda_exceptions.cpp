@@ -10,6 +10,8 @@
 namespace gpufault::coredump {
 namespace {
 
+constexpr uint32_t kShtLouser = 0x80000000;  ///< CUDA's table types are SHT_LOUSER + n
+
 /// A core image of tables: each add() appends a section of rows and returns its index.
 struct Tables {
     CoreLayout c;
@@ -24,7 +26,7 @@ struct Tables {
                  uint32_t link,
                  uint32_t info) {
         c.sections.push_back(name);
-        c.places.push_back({0, bytes.size(), rows.size(), info, link, entsize});
+        c.places.push_back({0, bytes.size(), rows.size(), info, link, entsize, kShtLouser});
         bytes += rows;
         return static_cast<uint32_t>(c.sections.size() - 1);
     }
@@ -137,6 +139,22 @@ TEST(CudaExceptions, ForgedLinksAndRowSizesReadNothingOutside) {
     EXPECT_EQ(cudaExceptionName(0), "");
     EXPECT_EQ(cudaExceptionName(20), "");
     EXPECT_EQ(cudaExceptionName(0xffffffffu), "");
+}
+
+TEST(CudaExceptions, NobitsTablesFloodsAndGarbageCodesAreNotExceptions) {
+    // Hostile review 143: a NOBITS table's offset and size are anything (its "rows" were the
+    // file's own headers); one SM table named 1000 times counted each SM 1000 times; a code
+    // cudadebugger.h cannot hold (1651797363) is no exception.
+    Tables t;
+    t.add(".cudbg.lntbl.dev0.sm0.cta0.wp0", 0x38, laneRow(0, 14), 0, 0);
+    t.c.places.back().type = 8;  // SHT_NOBITS
+    std::string sm = smRow(3, 6, 0x7000200) + smRow(4, 1651797363u, 0);
+    for (int i = 0; i < 1000; ++i) t.add(".cudbg.smtbl.dev0", 0x30, sm, 0, 0);
+    auto m = t.read();
+    ASSERT_EQ(m.exceptions.size(), 1u);
+    EXPECT_EQ(m.exceptions_total, 1u);
+    EXPECT_EQ(m.exceptions[0].sm, 3u);
+    EXPECT_EQ(m.exceptions[0].code, 6u);
 }
 
 TEST(CudaExceptions, KeepsTheFirstSixtyFourAndCountsAll) {

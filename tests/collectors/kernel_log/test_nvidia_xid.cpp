@@ -160,6 +160,12 @@ TEST(NvidiaXid, AWrappedXid31EndsAtTheNextStampedLine) {
     EXPECT_EQ(sink.evidences[2].address, 0x7f00019000u);  // held, then closed by line 4
     EXPECT_FALSE(sink.evidences[2].reason);
     EXPECT_EQ(sink.evidences[3].xid, 13);
+    // Another producer's line is never the rest either (hostile review 143).
+    auto other = run({lines[0],
+                      "RuntimeError: CUDA error: an illegal memory access was encountered",
+                      "NVRM: GPU at PCI:0000:01:00: GPU-1234"});
+    ASSERT_EQ(other.size(), 1u);
+    EXPECT_EQ(other[0].raw.find("RuntimeError"), std::string::npos) << other[0].raw;
     // Stamped lines are never a wrapped line's rest.
     auto stamped =
         run({lines[0], "intr 00000000. MMU Fault: ENGINE GRAPHICS GPC0 X faulted @ 0x0_1."});

@@ -154,6 +154,26 @@ TEST(RocrFault, ALineWrappedBeforeItsAddressTakesTheNextLine) {
     EXPECT_EQ(ev[2].line, 5u);  // at the end of the stream
     EXPECT_EQ(ev[2].gpu_node, 3);
     EXPECT_FALSE(ev[2].address);
+    // Hostile review 143: one rest at most (a chain of `0x1 on address` lines was joined
+    // without end, quadratic), and only an address with nothing but `.`/`(` after it (a next
+    // ROCr line that starts with a number is its own record).
+    std::vector<std::string> chain{
+        "Memory access fault by GPU node-1 (Agent handle: 0x5) on address"};
+    for (int i = 0; i < 1000; ++i) chain.push_back("0x1 on address");
+    chain.push_back("0x7f0000001000. Reason: Page not present or supervisor privilege.");
+    auto c = run(chain);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_FALSE(c[0].address);
+    EXPECT_EQ(c[0].raw.find("0x1 on address\n0x1"), std::string::npos);  // one rest joined
+    auto two = run({"Memory access fault by GPU node-1 (Agent handle: 0x1) on address",
+                    "0x7f0000001000 Memory access fault by GPU node-2 (Agent handle: 0x2) on "
+                    "address 0x2000. Reason: Unknown."});
+    ASSERT_EQ(two.size(), 2u);
+    EXPECT_FALSE(two[0].address);
+    EXPECT_FALSE(two[0].reason);
+    EXPECT_EQ(two[1].gpu_node, 2);
+    EXPECT_EQ(two[1].address, 0x2000u);
+    EXPECT_EQ(two[1].reason, "Unknown");
 }
 
 TEST(RocrFault, NilAddressAndNoAgentHandleRocm17LowerCaseUnknown) {
