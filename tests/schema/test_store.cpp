@@ -112,7 +112,9 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     // 016_fault_utc, 017_alloc_images, 018_held_dispatches, 019_rank_context,
     // 020_alloc_threads_core_content, 021_foreign_pidns, 022_unended_line).
     const auto versions = static_cast<int64_t>(migrations().size());
-    EXPECT_EQ(versions, 23);  // 001 … 023
+    EXPECT_EQ(versions, 24);  // 001 … 023, 025_sources_fingerprint
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'sources_fingerprint'"),
+              1);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM pragma_table_info('cores') WHERE name = "
                          "'content_fingerprint'"),
               1);
