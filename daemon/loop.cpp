@@ -123,6 +123,7 @@ class Loop {
 
     void stop(int sig) {
         stopping_ = true;
+        s_.stop_asked = Clock::now();
         logLine(6, fmt::format("signal {}: flushing and stopping", sig));
         sd_notify(0, "STOPPING=1");
         // What is pending is committed; when records arrived since the worker was last asked,

@@ -1,9 +1,10 @@
 // gpufaultd: collects GPU fault evidence continuously into the gpufault store.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <sstream>
@@ -72,9 +73,26 @@ int main(int argc, char** argv) {
         }
     }
     if (failed.proceed && !check) runLoop(s);
+    using Clock = std::chrono::steady_clock;
+    const auto flushed = Clock::now();
     flushStep(s);
     stopWorkerStep(s);
+    const auto joined = Clock::now();
+    const auto asked = s.stop_asked;
     closeStep(s);
+    if (asked) {
+        auto secs = [](Clock::time_point a, Clock::time_point b) {
+            return std::chrono::duration<double>(b - a).count();
+        };
+        const auto done = Clock::now();
+        logLine(6,
+                fmt::format("stopped {:.3f} s after the signal (final commit {:.3f} s, "
+                            "incidents {:.3f} s, close {:.3f} s)",
+                            secs(*asked, done),
+                            secs(*asked, flushed),
+                            secs(flushed, joined),
+                            secs(joined, done)));
+    }
     if (check && failed.proceed) {
         fmt::print("{}: valid\n", s.config_path.empty() ? "defaults" : s.config_path);
         if (!unit.empty()) {

@@ -48,6 +48,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     id.device = static_cast<int64_t>(f.key.first);
     id.inode = static_cast<int64_t>(f.key.second);
     id.fingerprint = sourceFingerprint(head);
+    indexHead(f.key, id.fingerprint);
     if (auto nl = head.find('\n'); nl != std::string_view::npos) head = head.substr(0, nl + 1);
     f.head.assign(head);  // `head` is in buf_, which what follows reuses
     f.busy = true;
@@ -280,15 +281,36 @@ bool FileTail::sameHead(const Followed& f, const std::string& fingerprint) {
            sourceFingerprint(head) == fingerprint;
 }
 
+void FileTail::indexHead(const Key& key, const std::string& fingerprint) {
+    auto& keys = byHead_[fingerprint];
+    if (keys.empty() || keys.back() != key) keys.push_back(key);
+}
+
+void FileTail::indexHeads() {
+    byHead_.clear();
+    for (const auto& [k, f] : files_)
+        if (f->stream) indexHead(k, f->fingerprint);
+}
+
 db::Result<bool> FileTail::copyWaits(Txn& txn,
                                      Followed& c,
                                      const std::string& fingerprint,
                                      int64_t size) {
     // A copy made before the truncation (copytruncate; also a copy still being written)
     // holds bytes the original also holds: they are read from the original only. The copy
-    // waits while it is no larger than the original and the same as its start.
-    for (auto& [k, o] : files_) {
-        if (o.get() == &c || o->ignored) continue;
+    // waits while it is no larger than the original and the same as its start. Only a stream
+    // of its first line, or a file of it being identified, can be that original (byHead_).
+    // New files are identified the largest first (identifyNew): an original new to the
+    // daemon too is a stream by now (before, every file not identified was read here first,
+    // each new file reading every other: quadratic).
+    auto at = byHead_.find(fingerprint);
+    if (at == byHead_.end()) return false;
+    const std::vector<Key>& keys = at->second;  // may grow below (files identified)
+    for (size_t i = 0; i < keys.size(); ++i) {
+        auto it = files_.find(keys[i]);
+        if (it == files_.end()) continue;
+        Followed* o = it->second.get();
+        if (o == &c || o->ignored) continue;
         if (o->busy) {
             // Being identified, and looking at `c` meanwhile (both new to the daemon: the
             // copy was made before it read the original): the larger one holding the other's
@@ -303,22 +325,28 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
             }
             continue;
         }
-        // The others up to date first: an original truncated since our last look is finished
-        // (copyResume then finds it), one not identified yet is (the first file identified
-        // is the original; its copies wait).
-        bool update = o->stream ? o->fingerprint == fingerprint || !headIntact(*o)
-                                : !o->copyWait && sameHead(*o, fingerprint);
-        if (update)
+        if (!o->stream || o->fingerprint != fingerprint) continue;
+        // Up to date first, unless read in this poll already (the followed streams are read
+        // before new files are identified): an original truncated since our last look is
+        // finished (copyResume then finds it).
+        if (o->polled != polls_) {
+            o->polled = polls_;
             if (auto r = read(txn, *o); !r) return std::unexpected(r.error());
+        }
         if (!o->stream || o->fingerprint != fingerprint || size > o->size) continue;
         auto hc = prefixHash(c, size);
-        auto ho = prefixHash(*o, size);
+        // What it read, when that ends at a line end at `size` (no read of its file); else its
+        // file's bytes.
+        auto ho = size <= o->offset ? hashAt(*o, size) : std::nullopt;
+        const bool known = ho.has_value();
+        if (!ho) ho = prefixHash(*o, size);
         if (hc && ho && *hc == *ho) {
             c.copyOf = o->path;
             return true;
         }
-        // Unless the original was truncated just now: then it is finished by this read.
-        if (!headIntact(*o))
+        // Unless the original was truncated just now (its file then differs): then it is
+        // finished by this read.
+        if (!known && !headIntact(*o))
             if (auto r = read(txn, *o); !r) return std::unexpected(r.error());
     }
     return false;
@@ -368,14 +396,20 @@ db::Result<FileTail::Adoption> FileTail::adoptCopy(Followed& c,
     constexpr int64_t kCandidates = 16;  // the streams of this first line written to last
     auto rows = store_.copyCandidates(id.fingerprint, kCandidates);
     if (!rows) return std::unexpected(rows.error());
+    if (rows->empty()) return Adoption{};
     // A stream followed now is its file's: copyWaits and copyResume decide for its copies. One
     // finished in the open transaction (its file truncated just now) is a candidate like one
     // finished before: when this daemon started reading it after where the copy ends (a kill
     // after it committed past the copy), its marks in memory cannot place the copy, and the
     // checkpoints committed before its last one (sources.earlier) can.
-    std::set<int64_t> held;
-    for (const auto& [k, o] : files_)
-        if (o->stream) held.insert(o->stream->state().id);
+    std::set<int64_t> held;  // (a followed stream's row names its file: device + inode)
+    for (const auto& r : *rows) {
+        if (!r.identity.device || !r.identity.inode) continue;
+        auto o = files_.find(
+            Key{static_cast<dev_t>(*r.identity.device), static_cast<ino_t>(*r.identity.inode)});
+        if (o != files_.end() && o->second->stream && o->second->stream->state().id == r.state.id)
+            held.insert(r.state.id);
+    }
     // Each candidate's checkpoint and the ones committed before it (a copy made before its
     // original was read further is smaller than the last), by offset so that the copy's prefix
     // is hashed once; the match read furthest wins (a stream continued in a copy before

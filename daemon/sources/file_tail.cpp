@@ -381,48 +381,98 @@ db::Result<bool> FileTail::poll(Txn& txn) {
     constexpr auto kLostRefresh = std::chrono::seconds(10);
     if (!txn.open() && (lostStale_ || now - lostAt_ >= kLostRefresh)) refreshLost();
     pollUntil_ = now + budget_;
+    ++polls_;
+    indexHeads();
+    // The followed streams first (a truncation since the last look finishes a stream, which
+    // a copy found below then continues), then the files to identify.
     for (auto it = files_.begin(); it != files_.end();) {
-        Followed& f = *it->second;
-        commitBreak_ = true;  // the loop commits after this poll; elsewhere a read goes on
-        auto r = read(txn, f);
-        commitBreak_ = false;
-        if (!r) return r;
-        if (f.renamed && f.stream)  // its new name is stored with the next checkpoint
-            if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
-        more = more || *r;
-        struct stat st {};
-        bool gone = ::fstat(f.fd, &st) == 0 && st.st_nlink == 0;
-        auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - f.changed);
-        if ((!f.matched || gone) && !*r &&
-            static_cast<uint64_t>(idle.count()) >= idleCloseMs_) {
-            // Renamed out of the patterns or deleted, read to its end and idle: finished. A
-            // deleted file never identified (its first line incomplete) takes its bytes along.
-            if (gone && !f.stream && !f.copyWait && !f.ignored)
-                if (auto e = countLost(txn, f, static_cast<uint64_t>(f.size)); !e)
-                    return std::unexpected(e.error());
-            if (f.stream)
-                if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
-            if (auto e = retire(f, true); !e) return std::unexpected(e.error());
-            if (f.lostPending > 0) ++vanishedStreams_;  // its count, to commit
-            it = files_.erase(it);
+        if (!it->second->stream) {
+            ++it;
             continue;
         }
-        if (f.stream && f.matched && !gone && !*r && (f.size > f.offset || f.skipping) &&
-            static_cast<uint64_t>(idle.count()) >= idleCloseMs_ && rotatedAway(f)) {
-            // Rotated (renamed within the patterns, or a copytruncate copy) and another file
-            // now at its stream's path: its job writes there, the partial last line of this
-            // one never gets its newline. Taken as it is (LAG reaches 0), the file followed on.
-            if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
-            if (feedLast(f))
-                logLine(5, fmt::format("{}: rotated, its last line has no newline: stored as it is",
-                                       f.path));
-            if (f.stream->error()) return std::unexpected(*f.stream->error());
-        }
-        ++it;
+        auto r = pollFile(txn, it, now);
+        if (!r) return r;
+        more = more || *r;
     }
+    auto r = identifyNew(txn, now);
+    if (!r) return r;
+    more = more || *r;
     if (checkVanished_ && seenComplete_)
         if (auto r = accountVanished(txn); !r) return std::unexpected(r.error());
     return more;
+}
+
+db::Result<bool> FileTail::identifyNew(Txn& txn, Clock::time_point now) {
+    std::vector<std::pair<int64_t, Key>> fresh;
+    for (const auto& [k, f] : files_) {
+        if (f->stream || f->polled == polls_) continue;
+        struct stat st {};  // now: a file waiting for its first line may have grown since
+        fresh.emplace_back(f->fd >= 0 && ::fstat(f->fd, &st) == 0 ? st.st_size : 0, k);
+    }
+    // The largest first: a file no larger than another of the same bytes is its copy, and
+    // waits for it (copyWaits).
+    std::stable_sort(
+        fresh.begin(), fresh.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    bool more = false;
+    size_t looked = 0;
+    for (const auto& [size, key] : fresh) {
+        auto it = files_.find(key);
+        if (it == files_.end() || it->second->stream || it->second->polled == polls_) continue;
+        if (!it->second->ignored) {
+            if (looked >= kIdentifyMin && Clock::now() >= pollUntil_) {
+                more = true;  // the rest next poll, after the loop committed and answered
+                continue;
+            }
+            ++looked;
+        }
+        auto r = pollFile(txn, it, now);
+        if (!r) return r;
+        more = more || *r;
+    }
+    return more;
+}
+
+db::Result<bool> FileTail::pollFile(Txn& txn,
+                                    std::map<Key, std::unique_ptr<Followed>>::iterator& it,
+                                    Clock::time_point now) {
+    Followed& f = *it->second;
+    f.polled = polls_;
+    commitBreak_ = true;  // the loop commits after this poll; elsewhere a read goes on
+    auto r = read(txn, f);
+    commitBreak_ = false;
+    if (!r) return r;
+    if (f.renamed && f.stream)  // its new name is stored with the next checkpoint
+        if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
+    struct stat st {};
+    bool gone = ::fstat(f.fd, &st) == 0 && st.st_nlink == 0;
+    auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - f.changed);
+    if ((!f.matched || gone) && !*r && static_cast<uint64_t>(idle.count()) >= idleCloseMs_) {
+        // Renamed out of the patterns or deleted, read to its end and idle: finished. A
+        // deleted file never identified (its first line incomplete) takes its bytes along.
+        if (gone && !f.stream && !f.copyWait && !f.ignored)
+            if (auto e = countLost(txn, f, static_cast<uint64_t>(f.size)); !e)
+                return std::unexpected(e.error());
+        if (f.stream)
+            if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
+        if (auto e = retire(f, true); !e) return std::unexpected(e.error());
+        if (f.lostPending > 0) ++vanishedStreams_;  // its count, to commit
+        it = files_.erase(it);
+        return false;
+    }
+    if (f.stream && f.matched && !gone && !*r && (f.size > f.offset || f.skipping) &&
+        static_cast<uint64_t>(idle.count()) >= idleCloseMs_ && rotatedAway(f)) {
+        // Rotated (renamed within the patterns, or a copytruncate copy) and another file
+        // now at its stream's path: its job writes there, the partial last line of this
+        // one never gets its newline. Taken as it is (LAG reaches 0), the file followed on.
+        if (auto e = txn.ensure(); !e) return std::unexpected(e.error());
+        if (feedLast(f))
+            logLine(
+                5,
+                fmt::format("{}: rotated, its last line has no newline: stored as it is", f.path));
+        if (f.stream->error()) return std::unexpected(*f.stream->error());
+    }
+    ++it;
+    return *r;
 }
 
 db::Result<void> FileTail::accountVanished(Txn& txn) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -35,7 +36,9 @@ namespace gpufault::daemon {
 /// files are skipped and hold none); a regular file with more than one hard link is not
 /// followed unless `follow_hardlinks` (a user could link a file they may read into a followed
 /// directory, and the daemon reads as root). A file not followed (open failed, over the cap,
-/// hard links) shows in status() with the reason and is logged once, not at every scan.
+/// hard links) shows in status() with the reason and is logged once, not at every scan. New
+/// files are identified the largest first, kIdentifyMin a poll and more while its time budget
+/// lasts: thousands appearing at once are taken over several polls, with commits between.
 /// Lost bytes (status `lost_bytes`): what the daemon saw (a size) and had not read when the
 /// bytes disappeared: at a truncation, size at the last look − offset read; a deleted file
 /// never identified (a partial first line), its size; after a restart, from the checkpoints:
@@ -48,20 +51,21 @@ namespace gpufault::daemon {
 /// the same as its start, is a copy: it waits until that stream is finished (truncated,
 /// renamed away, deleted), then resumes where the stream ended when its bytes up to there are
 /// the same (a hash of what each stream read, and of its last kMarks line ends, is kept for 60
-/// s), in that stream's row unless a followed file still uses it. Each checkpoint also stores the hash of the file's bytes before it (sources.prefix_hash):
-/// after a restart, or when a kill undid the resume, a new file whose first line is a stored
-/// stream's and whose bytes before that stream's checkpoint hash to the stored value continues
-/// that stream (the store moves it to the copy; lines after the checkpoint are numbered as
-/// before, so none is stored twice), unless the stream's own file is still there as large:
-/// followed and holding those bytes, the copy waits as above; out of the patterns, the new
-/// file is another file of the same bytes. A file found again by device + inode + first line whose
-/// bytes before the checkpoint differ (truncated and rewritten while the daemon was down, or
-/// a reused inode) is read from its start. A copy smaller than the checkpoint (its original
-/// was read past what was copied before the truncation, and a kill undid the resume) matches
-/// one of the places before it (sources.earlier: the last four checkpoints, and the line ends
-/// 1, 2, 4 … 512 lines before it). Not recognised: a copy smaller than all of those, a copy compressed before the daemon saw it
-/// (compressed files are skipped), checkpoints beyond kHashCap (64 MiB). Taken for a copy: a
-/// new file of the same bytes as a stream whose file is gone (the same job output again).
+/// s), in that stream's row unless a followed file still uses it. Each checkpoint also stores the
+/// hash of the file's bytes before it (sources.prefix_hash): after a restart, or when a kill undid
+/// the resume, a new file whose first line is a stored stream's and whose bytes before that
+/// stream's checkpoint hash to the stored value continues that stream (the store moves it to the
+/// copy; lines after the checkpoint are numbered as before, so none is stored twice), unless the
+/// stream's own file is still there as large: followed and holding those bytes, the copy waits as
+/// above; out of the patterns, the new file is another file of the same bytes. A file found again
+/// by device + inode + first line whose bytes before the checkpoint differ (truncated and rewritten
+/// while the daemon was down, or a reused inode) is read from its start. A copy smaller than the
+/// checkpoint (its original was read past what was copied before the truncation, and a kill undid
+/// the resume) matches one of the places before it (sources.earlier: the last four checkpoints, and
+/// the line ends 1, 2, 4 … 512 lines before it). Not recognised: a copy smaller than all of those,
+/// a copy compressed before the daemon saw it (compressed files are skipped), checkpoints beyond
+/// kHashCap (64 MiB). Taken for a copy: a new file of the same bytes as a stream whose file is gone
+/// (the same job output again).
 class FileTail final : public Source {
   public:
     /// `window`: dispatches kept per runtime thread; `idle_close_ms`: how long a file that no
@@ -127,6 +131,7 @@ class FileTail final : public Source {
     db::Result<void> finishDeleted(Txn& txn);
 
   private:
+    using Clock = std::chrono::steady_clock;
     struct Followed;
     using Key = std::pair<dev_t, ino_t>;
     /// A line end of a stream: its offset, the lines before it, FNV-1a of bytes [0, offset).
@@ -203,6 +208,21 @@ class FileTail final : public Source {
     std::optional<uint64_t> prefixHash(Followed& f, int64_t len);
     /// The file starts with a first line of this fingerprint.
     static bool sameHead(const Followed& f, const std::string& fingerprint);
+    /// byHead_ anew: each followed stream under its first line.
+    void indexHeads();
+    /// `key` (a stream, or a file being identified) is a candidate of copyWaits() for files
+    /// of this first line.
+    void indexHead(const Key& key, const std::string& fingerprint);
+    /// The files not identified yet (nor read in this poll), the largest first, each looked
+    /// at in turn (pollFile) while the poll's time budget lasts (at least kIdentifyMin); true
+    /// when there is more to read, or files left for the next poll.
+    db::Result<bool> identifyNew(Txn& txn, Clock::time_point now);
+    /// One file's turn in poll(): read, then finished when gone (renamed away, deleted) and
+    /// idle, or its partial last line taken when rotated away; `it` is advanced (past an erased
+    /// file too). True when it has more to read.
+    db::Result<bool> pollFile(Txn& txn,
+                              std::map<Key, std::unique_ptr<Followed>>::iterator& it,
+                              Clock::time_point now);
     /// True while `c` (not identified yet) may be a copy of a stream still being read.
     db::Result<bool> copyWaits(Txn& txn, Followed& c, const std::string& fingerprint, int64_t size);
     /// Where a copy resumes the stream of source `row` (0: a row of its own), whose last line
@@ -266,6 +286,13 @@ class FileTail final : public Source {
     uint64_t idleCloseMs_;
     bool scanDue_ = true;
     std::map<Key, std::unique_ptr<Followed>> files_;
+    /// Followed streams by first line (indexHeads(), then indexHead() as files are
+    /// identified): copyWaits() compares a new file with those of its first line only, where
+    /// it read every followed file again for each new one (3 000 files at once: 17 s in one
+    /// poll, nothing committed, `status` unanswered; docs/performance.md, Session 19). Entries
+    /// may be stale: checked where used.
+    std::unordered_map<std::string, std::vector<Key>> byHead_;
+    uint64_t polls_ = 0;                              ///< polls so far (Followed::polled)
     std::vector<std::unique_ptr<Followed>> retired_;  ///< finished, checkpoint not committed
     std::vector<Finished> finished_;                  ///< lately, newest last (copytruncate)
     std::vector<char> buf_;

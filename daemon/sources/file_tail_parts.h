@@ -26,6 +26,10 @@ inline constexpr size_t kChunk = 4u << 20;  ///< bytes read per file per poll, a
 /// is more: the loop's other handlers (a SIGTERM, `status`) wait for one budget, not for 4 MiB
 /// of fault lines (each a record: seconds on a loaded machine).
 inline constexpr auto kPollBudget = std::chrono::milliseconds(100);
+/// New files looked at (identified: a store lookup, maybe a checkpoint, then their lines) per
+/// poll at least; more only within the poll's time budget. Thousands of files that appear at
+/// once are taken over several polls, the loop committing and answering between them.
+inline constexpr size_t kIdentifyMin = 8;
 inline constexpr size_t kMaxLine = LineDecoder::kMaxLine;
 inline constexpr size_t kMarks = 1024;   ///< line ends remembered per stream (copytruncate)
 /// Bytes kept of what was read last (before the read offset): a file truncated and written
@@ -90,6 +94,7 @@ struct FileTail::Followed {
     std::vector<Mark> verify;
     int64_t high = 0;          ///< the last line number the stream used before
     bool busy = false;         ///< being identified (copyWaits does not recurse into it)
+    uint64_t polled = 0;       ///< the poll (FileTail::polls_) that read it last
     bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
     uint64_t carriedLines = 0, carriedEvidence = 0;  ///< counted before a reload
     int64_t checkpointedSize = -1;  ///< `size` at the last checkpoint written

@@ -111,12 +111,14 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     // 012_alloc_processes, 013_pending_cores, 014_lost_bytes, 015_alloc_recordings,
     // 016_fault_utc, 017_alloc_images, 018_held_dispatches, 019_rank_context,
     // 020_alloc_threads_core_content, 021_foreign_pidns, 022_unended_line, 023_unended_read_hash,
-    // 024_lost_records).
+    // 024_lost_records, 025_sources_fingerprint).
     const auto versions = static_cast<int64_t>(migrations().size());
-    EXPECT_EQ(versions, 24);  // 001 … 024
+    EXPECT_EQ(versions, 25);  // 001 … 025
     EXPECT_EQ(scalar(*s,
                      "SELECT count(*) FROM pragma_table_info('sources') WHERE name = "
                      "'lost_records'"),
+              1);
+    EXPECT_EQ(scalar(*s, "SELECT count(*) FROM sqlite_master WHERE name = 'sources_fingerprint'"),
               1);
     EXPECT_EQ(scalar(*s, "SELECT count(*) FROM pragma_table_info('cores') WHERE name = "
                          "'content_fingerprint'"),
