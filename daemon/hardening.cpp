@@ -87,6 +87,41 @@ std::string parentDir(const std::string& path) {
     return cut == 0 || cut == std::string::npos ? "/" : path.substr(0, cut);
 }
 
+/// Whether CapabilityBoundingSet= (when set) leaves out `cap` (`CAP_X`, or a `~` list naming it).
+bool lacksCapability(const Directives& d, std::string_view cap) {
+    auto it = d.find("CapabilityBoundingSet");
+    if (it == d.end() || it->second.empty()) return false;
+    bool inverted = it->second.front().starts_with("~");
+    bool named = false;
+    for (const auto& c : it->second)
+        named |= c == cap || (c.starts_with('~') && std::string_view(c).substr(1) == cap);
+    return inverted == named;
+}
+
+/// What hides directory `dir` (shown as `shown`) from the service: PrivateTmp= for /tmp and
+/// /var/tmp (`nothing`: what it then sees none of), ProtectHome= for /home, /root, /run/user
+/// (`hint` appended to `key`), InaccessiblePaths=.
+void hidingProblems(const Directives& d,
+                    const std::string& dir,
+                    std::string_view shown,
+                    std::string_view nothing,
+                    std::string_view key,
+                    std::string_view hint,
+                    std::vector<std::string>& out) {
+    if (isYes(d, "PrivateTmp") && (under(dir, "/tmp") || under(dir, "/var/tmp")))
+        out.push_back(fmt::format("PrivateTmp=yes gives the service its own {}: '{}' sees {} ({})",
+                                  under(dir, "/tmp") ? "/tmp" : "/var/tmp",
+                                  shown,
+                                  nothing,
+                                  key));
+    auto home = last(d, "ProtectHome");
+    if ((home == "yes" || home == "true" || home == "tmpfs") &&
+        (under(dir, "/home") || under(dir, "/root") || under(dir, "/run/user")))
+        out.push_back(fmt::format("ProtectHome={} hides '{}' ({}{})", home, shown, key, hint));
+    if (listedUnder(d, "InaccessiblePaths", dir))
+        out.push_back(fmt::format("InaccessiblePaths= hides '{}' ({})", shown, key));
+}
+
 }  // namespace
 
 std::vector<std::string> unitContradictions(std::string_view unit, const Config& cfg) {
@@ -102,15 +137,10 @@ std::vector<std::string> unitContradictions(std::string_view unit, const Config&
         if ((policy == "closed" || policy == "strict") && !listedUnder(d, "DeviceAllow", k))
             out.push_back(fmt::format("DevicePolicy={} without DeviceAllow={} r (kmsg.enabled)",
                                       policy, k));
-        if (auto it = d.find("CapabilityBoundingSet"); it != d.end() && !it->second.empty()) {
-            bool inverted = it->second.front().starts_with("~");
-            bool named = false;
-            for (auto c : it->second) named |= c == "CAP_SYSLOG" || c == "~CAP_SYSLOG";
-            if (inverted == named)
-                out.push_back(
-                    "CapabilityBoundingSet= lacks CAP_SYSLOG: /dev/kmsg is unreadable with "
-                    "kernel.dmesg_restrict=1 (kmsg.enabled)");
-        }
+        if (lacksCapability(d, "CAP_SYSLOG"))
+            out.push_back(
+                "CapabilityBoundingSet= lacks CAP_SYSLOG: /dev/kmsg is unreadable with "
+                "kernel.dmesg_restrict=1 (kmsg.enabled)");
         if (listedUnder(d, "InaccessiblePaths", k))
             out.push_back(fmt::format("InaccessiblePaths= hides {} (kmsg.enabled)", k));
         // Kernel fault records lead to /proc/PID snapshots of the faulting process.
@@ -118,88 +148,32 @@ std::vector<std::string> unitContradictions(std::string_view unit, const Config&
         if (proc == "invisible" || proc == "noaccess" || proc == "ptraceable")
             out.push_back(fmt::format(
                 "ProtectProc={} hides faulting processes' /proc/PID (process snapshots)", proc));
-        if (auto it = d.find("CapabilityBoundingSet"); it != d.end() && !it->second.empty()) {
-            bool inverted = it->second.front().starts_with("~");
-            bool named = false;
-            for (auto c : it->second) named |= c == "CAP_SYS_PTRACE" || c == "~CAP_SYS_PTRACE";
-            if (inverted == named)
-                out.push_back(
-                    "CapabilityBoundingSet= lacks CAP_SYS_PTRACE: other users' /proc/PID/maps "
-                    "are unreadable (process snapshots: modules)");
-        }
-    }
-    for (const auto& g : cfg.file_globs) {
-        auto dir = fixedDir(g);
-        if (isYes(d, "PrivateTmp") && (under(dir, "/tmp") || under(dir, "/var/tmp")))
-            out.push_back(fmt::format(
-                "PrivateTmp=yes gives the service its own {}: '{}' sees no job's files "
-                "(files.globs)",
-                under(dir, "/tmp") ? "/tmp" : "/var/tmp", g));
-        auto home = last(d, "ProtectHome");
-        if ((home == "yes" || home == "true" || home == "tmpfs") &&
-            (under(dir, "/home") || under(dir, "/root") || under(dir, "/run/user")))
+        if (lacksCapability(d, "CAP_SYS_PTRACE"))
             out.push_back(
-                fmt::format("ProtectHome={} hides '{}' (files.globs; read-only would do)", home, g));
-        if (listedUnder(d, "InaccessiblePaths", dir))
-            out.push_back(fmt::format("InaccessiblePaths= hides '{}' (files.globs)", g));
+                "CapabilityBoundingSet= lacks CAP_SYS_PTRACE: other users' /proc/PID/maps are "
+                "unreadable (process snapshots: modules)");
     }
+    for (const auto& g : cfg.file_globs)
+        hidingProblems(
+            d, fixedDir(g), g, "no job's files", "files.globs", "; read-only would do", out);
     if (!cfg.alloc_dir.empty()) {
         // Jobs write their allocation files there (mode 0600, their own): the daemon reads
         // them as root with CAP_DAC_READ_SEARCH.
-        const auto& dir = cfg.alloc_dir;
-        if (isYes(d, "PrivateTmp") && (under(dir, "/tmp") || under(dir, "/var/tmp")))
+        hidingProblems(
+            d, cfg.alloc_dir, cfg.alloc_dir, "no job's files", "allocations.directory", "", out);
+        if (lacksCapability(d, "CAP_DAC_READ_SEARCH"))
             out.push_back(
-                fmt::format("PrivateTmp=yes gives the service its own {}: '{}' sees no "
-                            "job's files (allocations.directory)",
-                            under(dir, "/tmp") ? "/tmp" : "/var/tmp",
-                            dir));
-        auto home = last(d, "ProtectHome");
-        if ((home == "yes" || home == "true" || home == "tmpfs") &&
-            (under(dir, "/home") || under(dir, "/root") || under(dir, "/run/user")))
-            out.push_back(
-                fmt::format("ProtectHome={} hides '{}' (allocations.directory)", home, dir));
-        if (listedUnder(d, "InaccessiblePaths", dir))
-            out.push_back(
-                fmt::format("InaccessiblePaths= hides '{}' (allocations.directory)", dir));
-        if (auto it = d.find("CapabilityBoundingSet"); it != d.end() && !it->second.empty()) {
-            bool inverted = it->second.front().starts_with("~");
-            bool named = false;
-            for (auto c : it->second)
-                named |= c == "CAP_DAC_READ_SEARCH" || c == "~CAP_DAC_READ_SEARCH";
-            if (inverted == named)
-                out.push_back(
-                    "CapabilityBoundingSet= lacks CAP_DAC_READ_SEARCH: jobs' allocation files "
-                    "(mode 0600) are unreadable (allocations.directory)");
-        }
+                "CapabilityBoundingSet= lacks CAP_DAC_READ_SEARCH: jobs' allocation files "
+                "(mode 0600) are unreadable (allocations.directory)");
     }
-    for (const auto& dir : cfg.core_dirs) {
-        // systemd-coredump's files are root's or the crashing user's (ACL), apport's reports
-        // 0640 user:whoopsie: read as root with CAP_DAC_READ_SEARCH.
-        if (isYes(d, "PrivateTmp") && (under(dir, "/tmp") || under(dir, "/var/tmp")))
-            out.push_back(
-                fmt::format("PrivateTmp=yes gives the service its own {}: '{}' sees no core "
-                            "(cores.directories)",
-                            under(dir, "/tmp") ? "/tmp" : "/var/tmp",
-                            dir));
-        auto home = last(d, "ProtectHome");
-        if ((home == "yes" || home == "true" || home == "tmpfs") &&
-            (under(dir, "/home") || under(dir, "/root") || under(dir, "/run/user")))
-            out.push_back(fmt::format(
-                "ProtectHome={} hides '{}' (cores.directories; read-only would do)", home, dir));
-        if (listedUnder(d, "InaccessiblePaths", dir))
-            out.push_back(fmt::format("InaccessiblePaths= hides '{}' (cores.directories)", dir));
-    }
-    if (!cfg.core_dirs.empty())
-        if (auto it = d.find("CapabilityBoundingSet"); it != d.end() && !it->second.empty()) {
-            bool inverted = it->second.front().starts_with("~");
-            bool named = false;
-            for (auto c : it->second)
-                named |= c == "CAP_DAC_READ_SEARCH" || c == "~CAP_DAC_READ_SEARCH";
-            if (inverted == named)
-                out.push_back(
-                    "CapabilityBoundingSet= lacks CAP_DAC_READ_SEARCH: other users' cores are "
-                    "unreadable (cores.directories)");
-        }
+    // systemd-coredump's files are root's or the crashing user's (ACL), apport's reports 0640
+    // user:whoopsie: read as root with CAP_DAC_READ_SEARCH.
+    for (const auto& dir : cfg.core_dirs)
+        hidingProblems(d, dir, dir, "no core", "cores.directories", "; read-only would do", out);
+    if (!cfg.core_dirs.empty() && lacksCapability(d, "CAP_DAC_READ_SEARCH"))
+        out.push_back(
+            "CapabilityBoundingSet= lacks CAP_DAC_READ_SEARCH: other users' cores are unreadable "
+            "(cores.directories)");
     auto sys = last(d, "ProtectSystem");
     if (sys == "strict" || sys == "full" || sys == "yes") {
         auto writable = [&](const std::string& dir) {
