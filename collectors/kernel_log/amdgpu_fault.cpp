@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectors/common/text.h"
+#include "collectors/common/wrapped_line.h"
 #include "collectors/kernel_log/amdgpu_fault_lines.h"
 #include "collectors/kernel_log/amdgpu_fault_order.h"
 #include "collectors/kernel_log/amdgpu_line.h"
@@ -67,7 +68,8 @@ class AmdgpuFaultMatcher final : public Matcher {
     std::optional<uint64_t> openSince() const override {
         std::optional<uint64_t> first = probe_.firstLine();
         if (held_ && (!first || held_->line < *first)) first = held_->line;
-        if (wrapped_.holding() && (!first || wrapped_.line() < *first)) first = wrapped_.line();
+        if (wrapped_.holding() && (!first || wrapped_.lineNumber() < *first))
+            first = wrapped_.lineNumber();
         for (const auto& b : blocks_)
             if (!first || b.first_line < *first) first = b.first_line;
         return first;
@@ -99,7 +101,7 @@ class AmdgpuFaultMatcher final : public Matcher {
     std::string radeonKey_;        // the BDF of the last radeon device line
     uint64_t radeonSeq_ = 0;       // its feed counter (0: none)
     std::string radeonLine_;       // a bare radeon decode line with its device put in front
-    amdgpu::WrappedLine wrapped_;  // a line wrapped by hand or a mail client, until its rest
+    WrappedLine wrapped_;          // a line wrapped by hand or a mail client, until its rest
 };
 
 size_t AmdgpuFaultMatcher::find(std::string_view key) const {
@@ -171,14 +173,16 @@ void AmdgpuFaultMatcher::close(size_t i, Sink& out) {
 // line is fed as the producer printed it; anything else first releases it as it is.
 void AmdgpuFaultMatcher::feed(const LogLine& line, Sink& out) {
     if (wrapped_.holding()) {
-        bool done = false;
-        if (wrapped_.takeRest(line, done)) {
-            if (done) feedWhole(wrapped_.release(), out);
+        if (amdgpu::isRestOf(wrapped_.line().text, line)) {
+            wrapped_.append(text::trim(line.text), line);
+            if (wrapped_.rests() >= kMaxWrappedRests ||
+                !amdgpu::stopsUnfinished(wrapped_.line().text))
+                feedWhole(wrapped_.release(), out);
             return;
         }
         feedWhole(wrapped_.release(), out);
     }
-    if (wrapped_.hold(line)) return;
+    if (amdgpu::wantsRest(line)) return wrapped_.hold(line);
     feedWhole(line, out);
 }
 

@@ -1,9 +1,7 @@
-// Re-joins amdgpu fault lines that a mail client, a bug tracker or a hand wrapped at ~80
-// columns: the rest of the line follows on lines without a stamp of their own. Pure.
+// Which amdgpu fault lines a mail client, a bug tracker or a hand wrapped at ~80 columns, and
+// which lines are their rest (collectors/common/wrapped_line.h keeps the copy). Pure.
 #pragma once
 
-#include <optional>
-#include <string>
 #include <string_view>
 
 #include "collectors/common/log_line.h"
@@ -20,29 +18,12 @@ bool stopsUnfinished(std::string_view text);
 /// old kernels never print: only a next line starting with `for process` is its rest.
 bool mayTakeProcess(std::string_view text);
 
-/// One amdgpu line held until its wrapped rest is read. The LogLine it gives points into its
-/// own strings (valid until the next call that changes it).
-class WrappedLine {
-  public:
-    /// Continuation lines joined to one line at most.
-    static constexpr int kMaxRest = 3;
+/// Whether line `l` is to be held for a wrapped rest: an amdgpu device line that stops
+/// unfinished or may take a process line.
+bool wantsRest(const LogLine& l);
 
-    bool holding() const { return held_; }
-    uint64_t line() const { return line_.line; }
-    /// Holds `l` (a copy) when it stops unfinished or may take a process line; false otherwise.
-    bool hold(const LogLine& l);
-    /// When `l` is the held line's rest (no stamp of its own, no device prefix, the held line
-    /// wants it), joins it with a blank and returns true; `done` then says whether the joined
-    /// line is complete (or took kMaxRest lines) and must be fed now.
-    bool takeRest(const LogLine& l, bool& done);
-    /// The held line (joined), and stops holding it.
-    const LogLine& release();
-
-  private:
-    LogLine line_;
-    std::string text_, raw_, ident_;
-    int rest_ = 0;
-    bool held_ = false;
-};
+/// Whether `l` is the rest of the held line `held` (its text joined so far): a line that may
+/// be a wrapped rest (mayBeWrappedRest) naming no device, which the held line wants.
+bool isRestOf(std::string_view held, const LogLine& l);
 
 }  // namespace gpufault::amdgpu

@@ -12,10 +12,10 @@
 #include <fmt/format.h>
 
 #include <cctype>
-
 #include <string>
 
 #include "collectors/common/text.h"
+#include "collectors/common/wrapped_line.h"
 
 namespace gpufault {
 
@@ -178,95 +178,63 @@ bool parseXid(string_view s, Evidence& e, std::string& refused) {
     return true;
 }
 
-/// An Xid 31 line that stops before its MMU fault's `Fault is of type` (it ends with a comma,
-/// or names the `MMU Fault` without its type): wrapped by hand or by a mail client, its rest
-/// on the next lines.
-bool wantsMore(const Evidence& e, string_view s) {
-    if (e.xid != 31 || s.find("Fault is of type ") != string_view::npos) return false;
+/// Whether the text of an Xid line stops before its MMU fault's `Fault is of type` (it ends
+/// with a comma, or names the `MMU Fault` without its type): wrapped by hand or by a mail
+/// client, its rest on the next lines.
+bool stopsBeforeFaultType(string_view s) {
+    if (s.find("Fault is of type ") != string_view::npos) return false;
     s = text::trimRight(s);
     return (!s.empty() && s.back() == ',') || s.find("MMU Fault") != string_view::npos;
 }
-
-/// Lines that can continue a wrapped Xid line: no stamp of their own, not a new Xid line nor
-/// another producer's line (another `NVRM:` message, an `…Error`/`error:`, an exception).
-bool continues(const LogLine& l) {
-    if (!l.time.empty() || text::trim(l.text).empty()) return false;
-    for (string_view other : {string_view("NVRM"), string_view("rror"), string_view("xception")})
-        if (l.text.find(other) != string_view::npos) return false;
-    return true;
-}
-
-/// Continuation lines joined to one Xid line at most.
-constexpr int kMaxXidContinuations = 3;
 
 class NvidiaXidMatcher final : public Matcher {
   public:
     bool kernelLogOnly() const override { return true; }
     void feed(const LogLine& line, Sink& out) override {
-        if (held_) {
-            if (continues(line)) {
-                held_->text += ' ';
-                held_->text += text::trim(line.text);
-                appendRawLine(held_->raw, line.raw.empty() ? line.text : line.raw);
-                if (++held_->lines >= kMaxXidContinuations || !reparse()) emit(out);
-                return;
+        if (wrapped_.holding()) {
+            if (mayBeWrappedRest(line)) {  // never an Xid line: mayBeWrappedRest refuses NVRM
+                wrapped_.append(text::trim(line.text), line);
+                if (wrapped_.rests() < kMaxWrappedRests &&
+                    stopsBeforeFaultType(wrapped_.line().text))
+                    return;
+                return record(wrapped_.release(), out);
             }
-            emit(out);
+            record(wrapped_.release(), out);
         }
         size_t a = line.text.find(kAnchor);
         if (a == string_view::npos) return;
+        // An Xid 31 that stops before its fault type waits for its rest (the record, parsed
+        // from the joined line, keeps this line's number and stamp).
         string_view s = line.text.substr(a + kAnchor.size());
-        Evidence e;
-        std::string refused;
-        if (!parseXid(s, e, refused)) return;
-        stampFromLine(e, line);
-        if (wantsMore(e, s)) {
-            held_ = Held{std::move(e), std::string(s), {}, 0, std::move(refused)};
-            held_->raw = held_->e.raw;
-            return;
-        }
-        if (!refused.empty()) out.warning({line.line, std::move(refused)});
-        out.evidence(std::move(e));
+        size_t used = 0;
+        if (auto close = s.find("): "); close != string_view::npos &&
+                                        text::parseDec(s.substr(close + 3), &used) == 31 &&
+                                        stopsBeforeFaultType(s))
+            return wrapped_.hold(line);
+        record(line, out);
     }
     void finish(Sink& out) override {
-        if (held_) emit(out);
+        if (wrapped_.holding()) record(wrapped_.release(), out);
     }
     std::optional<uint64_t> openSince() const override {
-        return held_ ? std::optional<uint64_t>(held_->e.line) : std::nullopt;
+        return wrapped_.holding() ? std::optional<uint64_t>(wrapped_.lineNumber()) : std::nullopt;
     }
 
   private:
-    /// An Xid line waiting for its wrapped rest: its record (stamped from its own line), the
-    /// text from after the anchor with the continuations joined by blanks, the physical lines.
-    struct Held {
-        Evidence e;
-        std::string text;
-        std::string raw;
-        int lines = 0;
-        std::string refused;  ///< why the address was not taken, as parseXid() says
-    };
-
-    /// Parses the joined text again; true while it still wants more.
-    bool reparse() {
+    /// The record of an Xid line (nothing when it is cut before its number), with the warning
+    /// of an address not taken.
+    static void record(const LogLine& line, Sink& out) {
+        size_t a = line.text.find(kAnchor);
+        if (a == string_view::npos) return;
         Evidence e;
         std::string refused;
-        if (!parseXid(held_->text, e, refused)) return false;
-        e.line = held_->e.line;
-        e.time = held_->e.time;
-        e.rank = held_->e.rank;
-        e.raw = held_->raw;
-        held_->e = std::move(e);
-        held_->refused = std::move(refused);
-        return wantsMore(held_->e, held_->text);
+        if (!parseXid(line.text.substr(a + kAnchor.size()), e, refused)) return;
+        stampFromLine(e, line);
+        if (!refused.empty()) out.warning({line.line, std::move(refused)});
+        out.evidence(std::move(e));
     }
 
-    void emit(Sink& out) {
-        if (!held_->refused.empty()) out.warning({held_->e.line, std::move(held_->refused)});
-        out.evidence(std::move(held_->e));
-        held_.reset();
-    }
-
-    std::optional<Held> held_;
+    WrappedLine wrapped_;  ///< an Xid 31 line waiting for its wrapped rest
 };
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include <string>
 
 #include "collectors/common/text.h"
+#include "collectors/common/wrapped_line.h"
 #include "collectors/runtime_log/runtime_common.h"
 
 namespace gpufault {
@@ -237,21 +238,17 @@ size_t gluedAfterPeriod(std::string_view reason) {
 class RocrFaultMatcher final : public Matcher {
   public:
     void feed(const LogLine& l, Sink& out) override {
-        if (cut_) {
+        if (cut_.holding()) {
             // A ROCr line wrapped right after `on address` (by hand, in a comment block): a next
             // line that starts, after quote and comment marks, with the address is its rest.
-            Cut c = std::move(*cut_);
-            cut_.reset();
             auto rest = text::trim(l.text);
             size_t lead = rest.find_first_not_of(" *#/>\\\t");
-            if (lead != std::string_view::npos && l.time.empty() &&
+            if (lead != std::string_view::npos && mayBeWrappedRest(l) &&
                 isAddressRest(rest.substr(lead))) {
-                c.text += ' ';
-                c.text.append(rest.substr(lead));
-                appendRawLine(c.raw, l.raw.empty() ? l.text : l.raw);
-                return releaseCut(c, out);  // one rest at most: the joined line is never cut again
+                cut_.append(rest.substr(lead), l);
+                return releaseCut(out);  // one rest at most: the joined line is never cut again
             }
-            releaseCut(c, out);
+            releaseCut(out);
         }
         if (split_ && completeReason(l, out)) return;
         if (agent_ && continueAgent(l, out)) return;
@@ -285,11 +282,7 @@ class RocrFaultMatcher final : public Matcher {
     }
 
     void finish(Sink& out) override {
-        if (cut_) {
-            Cut c = std::move(*cut_);
-            cut_.reset();
-            releaseCut(c, out);
-        }
+        if (cut_.holding()) releaseCut(out);
         if (split_ && split_->reason->empty()) split_->reason.reset();
         if (split_) out.evidence(std::move(*split_));
         if (agent_) out.evidence(std::move(*agent_));
@@ -301,7 +294,7 @@ class RocrFaultMatcher final : public Matcher {
     }
 
     std::optional<uint64_t> openSince() const override {
-        if (cut_) return cut_->line.line;
+        if (cut_.holding()) return cut_.lineNumber();
         if (split_) return split_->line;
         if (agent_) return agent_->line;
         return std::nullopt;
@@ -317,14 +310,8 @@ class RocrFaultMatcher final : public Matcher {
     /// ROCr `Memory access fault by GPU node-%u (Agent handle: %p) on address %p%s. Reason: %s.`
     /// (runtime.cpp VMFaultHandler, ROCm ≥ 1.8; ≤ 1.7 without the Agent handle).
     void rocrLine(const LogLine& l, std::string_view s, Sink& out) {
-        if (!cut_ && !releasing_ && text::trimRight(s).ends_with(" on address")) {
-            cut_ = Cut{l,
-                       std::string(l.text),
-                       std::string(l.raw.empty() ? l.text : l.raw),
-                       std::string(l.ident)};
-            cut_->line.runtime_tid = {};
-            return;
-        }
+        if (!cut_.holding() && !releasing_ && text::trimRight(s).ends_with(" on address"))
+            return cut_.hold(l);
         Evidence e = rt::baseEvidence(Kind::RocrMemoryFault, l, {}, "amd");
         attachWaves(e, l, out);
         e.gpu_node = text::parseDec(s.substr(5));
@@ -555,24 +542,15 @@ class RocrFaultMatcher final : public Matcher {
 
     std::optional<Waves> waves_;
     std::optional<Evidence> split_;  ///< ROCr line whose reason may continue on the next line
-    /// A ROCr line that ends at `on address` (its address may be the next line's start): the
-    /// line with its own copies of the text, raw line and ident.
-    struct Cut {
-        LogLine line;
-        std::string text, raw, ident;
-    };
-    std::optional<Cut> cut_;
-    bool releasing_ = false;  ///< a held cut line is fed as it is (its rest never came)
+    /// A ROCr line that ends at `on address` (its address may be the next line's start).
+    WrappedLine cut_;
+    bool releasing_ = false;  ///< the held line is being fed: it is never cut again
 
-    /// Feeds a held cut line, joined with its rest or alone (then a record without an address,
-    /// with its warning), never to be cut again.
-    void releaseCut(const Cut& c, Sink& out) {
-        LogLine alone = c.line;
-        alone.text = c.text;
-        alone.raw = c.raw;
-        alone.ident = c.ident;
+    /// Feeds the held cut line, joined with its rest or alone (then a record without an
+    /// address, with its warning).
+    void releaseCut(Sink& out) {
         releasing_ = true;
-        feed(alone, out);
+        feed(cut_.release(), out);
         releasing_ = false;
     }
     std::optional<Evidence> agent_;  ///< old debug-agent block in progress
