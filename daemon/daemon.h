@@ -86,6 +86,10 @@ void closeStep(State& s);
 /// takes at most about this long, as the 2 s rule of issue 3 asks.
 inline constexpr std::chrono::milliseconds kFinalCorrelation{1000};
 
+/// How long after SIGTERM the stop reads deleted files held open (FileTail::finishDeleted);
+/// the rest of them is counted lost. Leaves the final commit and kFinalCorrelation their time.
+inline constexpr std::chrono::milliseconds kDeletedReadBudget{600};
+
 /// Runs the event loop until SIGTERM/SIGINT (daemon/loop.cpp): reads sources, commits in
 /// batches, re-correlates, reloads on SIGHUP, pings the watchdog, writes metrics.
 void runLoop(State& s);

@@ -130,7 +130,7 @@ class Loop {
         // it gets one more pass, which the teardown (stopWorkerStep) lets run for
         // kFinalCorrelation.
         if (s_.store_error.empty() && s_.txn && s_.files)
-            if (auto r = s_.files->finishDeleted(*s_.txn); !r) {
+            if (auto r = s_.files->finishDeleted(*s_.txn, Clock::now() + kDeletedReadBudget); !r) {
                 logLine(3, fmt::format("stop: {}", r.error().message));
                 s_.txn->rollback();
             }

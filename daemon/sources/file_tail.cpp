@@ -715,7 +715,7 @@ void FileTail::adoptCarried(std::set<Key>* seen) {
     carriedOpen_.clear();
 }
 
-db::Result<void> FileTail::finishDeleted(Txn& txn) {
+db::Result<void> FileTail::finishDeleted(Txn& txn, Clock::time_point deadline) {
     // Carried across a reload and no scan since: a stop right after a SIGHUP (hostile review
     // 9, HIGH 1). Those still linked stay at their checkpoints, for a restart to find.
     adoptCarried(nullptr);
@@ -726,18 +726,30 @@ db::Result<void> FileTail::finishDeleted(Txn& txn) {
             ++it;
             continue;
         }
-        for (bool more = true; more;) {
-            pollUntil_ = Clock::now() + budget_;
+        bool more = true;
+        while (more && Clock::now() < deadline) {
+            pollUntil_ = std::min(Clock::now() + budget_, deadline);
             auto r = read(txn, f);
             if (!r) return std::unexpected(r.error());
             more = *r;
+        }
+        const bool cut = more && ::fstat(f.fd, &st) == 0 && st.st_size > f.offset;
+        if (cut) {
+            // Out of time: nothing can read the rest after this process, so it is lost (from
+            // the last whole line read: the rest is no last line to store as it is).
+            auto unread = static_cast<uint64_t>(st.st_size - f.offset);
+            logLine(4,
+                    fmt::format("stop: {} was deleted with {} bytes not read yet: counted lost",
+                                f.path,
+                                unread));
+            if (auto e = countLost(txn, f, unread); !e) return e;
         }
         if (!f.stream) {  // never identified (its first line incomplete): as at any stop
             ++it;
             continue;
         }
         if (auto e = txn.ensure(); !e) return e;
-        if (auto e = retire(f, true); !e) return e;
+        if (auto e = retire(f, !cut); !e) return e;
         if (f.lostPending > 0) ++vanishedStreams_;
         it = files_.erase(it);
     }
