@@ -231,14 +231,24 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
     return r;
 }
 
-std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const std::string& wall) {
-    if (!r.gpu || !r.gpu->pid) return std::nullopt;
+namespace {
+
+/// The part of a GPU core's `coredump` record its file name gives: pid, time, `vendor`.
+Evidence gpuCoreRecord(const coredump::CoreReport& r, const std::string& wall, const char* vendor) {
     Evidence e;
     e.kind = Kind::Coredump;
-    e.vendor = "nvidia";
+    e.vendor = vendor;
     e.line = 1;
     e.time.wall = wall;
     e.pid = r.gpu->pid;
+    return e;
+}
+
+}  // namespace
+
+std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const std::string& wall) {
+    if (!r.gpu || !r.gpu->pid) return std::nullopt;
+    Evidence e = gpuCoreRecord(r, wall, "nvidia");
     e.reason = "CUDA GPU core";
     std::string what = fmt::format("CUDA GPU core of pid {}", *r.gpu->pid);
     for (const auto& g : r.gpu->grids) {
@@ -289,12 +299,7 @@ std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const st
 
 std::optional<Evidence> rocrCoreEvidence(const coredump::CoreReport& r, const std::string& wall) {
     if (!r.gpu || !r.gpu->pid) return std::nullopt;
-    Evidence e;
-    e.kind = Kind::Coredump;
-    e.vendor = "amd";
-    e.line = 1;
-    e.time.wall = wall;
-    e.pid = r.gpu->pid;
+    Evidence e = gpuCoreRecord(r, wall, "amd");
     // No reason: nothing in the core states one (its notes are not read), and a label would
     // become the reason of the incident it joins (an amdgpu fault states none).
     e.setAttr("gpu_core", "rocr");

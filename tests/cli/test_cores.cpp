@@ -469,13 +469,26 @@ TEST(CliCores, ACoreCutInsideItsNotesIsAnErrorAndStoresNothing) {
     EXPECT_EQ(e.size(), 1u);
 }
 
-TEST(CliCores, RocrGpuCoreIsStoredAsMetadata) {
-    TempDir t;
+/// A ROCr GPU core (e_machine 224, gfx90a) named `gpucore.4242` in `t`.
+void writeRocrGpuCore(const TempDir& t) {
     CoreBuilder b;
     b.machine = 224;
     b.flags = 0x3f;  // gfx90a
     b.sections = {".note", "load0"};
     writeFile(t.file("gpucore.4242"), b.build());
+}
+
+/// `ago` seconds before now as an ISO stamp with its zone (`2026-12-03T08:00:00+0000`).
+std::string utcStampAgo(std::time_t ago) {
+    auto at = std::time(nullptr) - ago;
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S+0000", std::gmtime(&at));
+    return stamp;
+}
+
+TEST(CliCores, RocrGpuCoreIsStoredAsMetadata) {
+    TempDir t;
+    writeRocrGpuCore(t);
     auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("gpucore.4242")});
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("rocr_gpu core 1 (metadata only, not unwound)"), std::string::npos)
@@ -499,11 +512,9 @@ TEST(CliCores, RocrGpuCoreIsStoredAsMetadata) {
     EXPECT_EQ(e[0]["attrs"]["gpu_core"], "rocr");
     EXPECT_EQ(e[0]["pid"], 4242);
     EXPECT_EQ(e[0]["attrs"]["target"], "gfx90a");
-    auto now = std::time(nullptr) - 1;
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S+0000", std::gmtime(&now));
+    const std::string stamp = utcStampAgo(1);
     writeFile(t.file("kern.log"),
-              std::string(stamp) +
+              stamp +
                   " host kernel: amdgpu 0000:c3:00.0: amdgpu: [gfxhub0] no-retry page fault "
                   "(src_id:0 ring:24 vmid:8 pasid:32774, for process python3 pid 4242 thread "
                   "python3 pid 4242)\n" +
@@ -528,16 +539,9 @@ TEST(CliCores, RocrGpuCoreIsStoredAsMetadata) {
 // the GPU core of that pid, written 5 s later, joins it (hostile review 143: 2 incidents).
 TEST(CliCores, ARocrGpuCoreJoinsTheJournalLineOfItsProcess) {
     TempDir t;
-    CoreBuilder b;
-    b.machine = 224;
-    b.flags = 0x3f;
-    b.sections = {".note", "load0"};
-    writeFile(t.file("gpucore.4242"), b.build());
-    auto at = std::time(nullptr) - 5;
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S+0000", std::gmtime(&at));
+    writeRocrGpuCore(t);
     writeFile(t.file("journal.txt"),
-              std::string(stamp) +
+              utcStampAgo(5) +
                   " host python3[4242]: Memory access fault by GPU node-1 (Agent handle: "
                   "0x55d5b2d4a780) on address 0x7f0000001000. Reason: Page not present or "
                   "supervisor privilege.\n");
