@@ -2,10 +2,12 @@
 // cuda-gdb's cudacoredump.h (CudbgSmTableEntry, CudbgCTATableEntry, CudbgWarpTableEntry,
 // CudbgThreadTableEntry; each table's row size is its sh_entsize, which grows with the driver),
 // exception codes from cudadebugger.h (CUDBGException_t). Pure.
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "collectors/coredump/gpu_core.h"
 
@@ -89,37 +91,52 @@ void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m)
             continue;
         budget -= p.size;
         auto rows = read(p.offset, static_cast<size_t>(p.size));
-        CudaException e;
+        // One row per exception code in the warp (lanes of one warp can stop with different
+        // ones: a Lane Illegal Address beside a Lane Misaligned Address), in order of the
+        // first lane with each.
+        std::vector<CudaException> codes;
         for (uint64_t r = 0; r + p.entsize <= rows.size(); r += p.entsize) {
             auto row = std::string_view(rows).substr(r, p.entsize);
             uint32_t code = le<uint32_t>(row, 32);
-            if (!isException(code) || (e.lanes && code != e.code)) continue;
-            if (!e.lanes++) {
+            if (!isException(code)) continue;
+            auto it = std::find_if(
+                codes.begin(), codes.end(), [&](const auto& x) { return x.code == code; });
+            if (it == codes.end()) {
+                CudaException e;
                 e.code = code;
                 for (int k = 0; k < 3; ++k) e.thread[k] = le<uint32_t>(row, 20 + 4 * k);
+                it = codes.insert(codes.end(), e);
             }
+            ++it->lanes;
         }
-        if (!e.lanes) continue;
+        if (codes.empty()) continue;
         // lane table → warp row → block row → SM row, each by the table's sh_link/sh_info
+        CudaException at;
         auto warp = rowOf(c, read, p.link, p.info, kWarpRowMin);
         if (!warp.empty()) {
-            e.warp = le<uint32_t>(warp, 8);
-            if (le<uint32_t>(warp, 24)) e.pc = le<uint64_t>(warp, 0);
+            at.warp = le<uint32_t>(warp, 8);
+            if (le<uint32_t>(warp, 24)) at.pc = le<uint64_t>(warp, 0);
             const auto& wt = c.places[p.link];
             auto cta = rowOf(c, read, wt.link, wt.info, kCtaRowMin);
             if (!cta.empty()) {
-                e.grid_id = le<uint64_t>(cta, 0);
-                for (int k = 0; k < 3; ++k) e.block[k] = le<uint32_t>(cta, 8 + 4 * k);
+                at.grid_id = le<uint64_t>(cta, 0);
+                for (int k = 0; k < 3; ++k) at.block[k] = le<uint32_t>(cta, 8 + 4 * k);
                 const auto& ct = c.places[wt.link];
                 auto sm = rowOf(c, read, ct.link, ct.info, 4);
                 if (!sm.empty()) {
-                    e.sm = le<uint32_t>(sm, 0);
-                    e.dev = static_cast<int>(c.places[ct.link].info);
+                    at.sm = le<uint32_t>(sm, 0);
+                    at.dev = static_cast<int>(c.places[ct.link].info);
                 }
             }
         }
-        smWithWarp[{e.dev, e.sm}] = true;
-        keep(e);
+        smWithWarp[{at.dev, at.sm}] = true;
+        for (const auto& x : codes) {
+            CudaException e = at;
+            e.code = x.code;
+            e.lanes = x.lanes;
+            std::copy(std::begin(x.thread), std::end(x.thread), std::begin(e.thread));
+            keep(e);
+        }
     }
     // SMs whose faulted warps had all exited: only the SM row holds the exception (each SM of
     // a device once, however many tables name it).

@@ -45,8 +45,9 @@ struct CudaGrid {
     std::vector<CudaParamInfo> params;  ///< by ordinal
 };
 
-/// A warp a CUDA exception stopped: lane table rows (CudbgThreadTableEntry, `.cudbg.lntbl.*`)
-/// whose `exception` is set, with their warp (`.cudbg.wptbl.*`: errorPC), block
+/// A warp a CUDA exception stopped (one per exception code its lanes hold): lane table rows
+/// (CudbgThreadTableEntry, `.cudbg.lntbl.*`) whose `exception` is set, with their warp
+/// (`.cudbg.wptbl.*`: errorPC), block
 /// (`.cudbg.ctatbl.*`: grid, blockIdx) and SM (`.cudbg.smtbl.devD`), found through each table's
 /// sh_link/sh_info (cuda-gdb's cudacoredump.h). An SM table row's own exception (CUDA driver
 /// ≥ r555: its faulted warps had exited) gives a row with `lanes` 0.

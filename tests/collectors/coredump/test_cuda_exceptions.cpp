@@ -117,6 +117,36 @@ TEST(CudaExceptions, LaneWarpBlockAndSmAreJoinedThroughTheirLinks) {
     EXPECT_FALSE(s.grid_id);
 }
 
+// Lanes of one warp stopped by two different exceptions: a row for each code, with its own
+// lane count and first lane, the warp's place shared (before, the second code's 8 lanes were
+// dropped and counted nowhere).
+TEST(CudaExceptions, LanesOfOneWarpWithTwoCodesGiveARowEach) {
+    Tables t;
+    auto dev = t.add(".cudbg.devtbl", 0x58, std::string(0x58, '\0'), 0, 0);
+    auto sm = t.add(".cudbg.smtbl.dev0", 0x30, smRow(4, 0, 0), dev, 0);
+    auto cta = t.add(".cudbg.ctatbl.dev0.sm0", 0x38, ctaRow(5, 1), sm, 0);
+    auto wp = t.add(".cudbg.wptbl.dev0.sm0.cta0", 0x40, warpRow(2, 0x7000300), cta, 0);
+    std::string lanes;
+    for (uint32_t l = 0; l < 32; ++l) lanes += laneRow(64 + l, l < 8 ? 0 : l < 16 ? 11 : 1);
+    t.add(".cudbg.lntbl.dev0.sm0.cta0.wp0", 0x38, lanes, wp, 0);
+    auto m = t.read();
+    ASSERT_EQ(m.exceptions.size(), 2u);
+    EXPECT_EQ(m.exceptions_total, 2u);
+    EXPECT_EQ(m.exceptions[0].code, 11u);  // Lane Misaligned Address, lanes 8–15
+    EXPECT_EQ(m.exceptions[0].lanes, 8u);
+    EXPECT_EQ(m.exceptions[0].thread[0], 72u);
+    EXPECT_EQ(m.exceptions[1].code, 1u);  // Lane Illegal Address, lanes 16–31
+    EXPECT_EQ(m.exceptions[1].lanes, 16u);
+    EXPECT_EQ(m.exceptions[1].thread[0], 80u);
+    for (const auto& e : m.exceptions) {
+        EXPECT_EQ(e.sm, 4u);
+        EXPECT_EQ(e.warp, 2u);
+        EXPECT_EQ(e.pc, 0x7000300u);
+        EXPECT_EQ(e.grid_id, 5u);
+        EXPECT_EQ(e.block[0], 1u);
+    }
+}
+
 TEST(CudaExceptions, ForgedLinksAndRowSizesReadNothingOutside) {
     Tables t;
     std::string lanes = laneRow(0, 14) + laneRow(1, 14);
