@@ -49,7 +49,10 @@ struct StreamStatus {
     std::string position;  ///< committed position ("offset 1234", "seq 5678 boot …")
     uint64_t lines = 0;    ///< lines read since the daemon started
     uint64_t evidence = 0;
-    uint64_t lag = 0;           ///< bytes (files) or records (kmsg) not read yet
+    /// Not read yet: bytes of a file, cores or recordings queued; 0 for kmsg and the journal,
+    /// which give no count of unread records (a kmsg source is read until read(2) answers
+    /// EAGAIN, at most kRecordsPerPoll records a turn; behind, its `seq` position trails).
+    uint64_t lag = 0;
     uint64_t lost_records = 0;  ///< kmsg records overwritten before they were read
     uint64_t lost_bytes = 0;    ///< bytes truncated away before they were read (at least)
     bool active = true;         ///< false once a rotated or deleted file is finished
