@@ -281,8 +281,7 @@ TEST(RocrCoreState, EveryPrefixAndRandomBytesAreSafe) {
     }
 }
 
-// A note cut inside the core (its PT_NOTE past the file's end) is the layout's error, as for
-// every note; a core without the note reads as before (name and e_flags only).
+// A core without the note reads as before: pid from the name, target from e_flags, no `rocr`.
 TEST(RocrCoreState, ACoreWithoutTheNote) {
     CoreBuilder b;
     b.machine = 224;
