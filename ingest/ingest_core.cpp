@@ -300,12 +300,67 @@ std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const st
 std::optional<Evidence> rocrCoreEvidence(const coredump::CoreReport& r, const std::string& wall) {
     if (!r.gpu || !r.gpu->pid) return std::nullopt;
     Evidence e = gpuCoreRecord(r, wall, "amd");
-    // No reason: nothing in the core states one (its notes are not read), and a label would
-    // become the reason of the incident it joins (an amdgpu fault states none).
     e.setAttr("gpu_core", "rocr");
     if (r.gpu->target) e.setAttr("target", *r.gpu->target);
-    e.raw = fmt::format(
+    std::string what = fmt::format(
         "ROCr GPU core of pid {}{}", *r.gpu->pid, r.gpu->target ? " (" + *r.gpu->target + ")" : "");
+    if (!r.gpu->rocr) {
+        // No reason without the note: nothing else in the core states one, and a label would
+        // become the reason of the incident it joins (an amdgpu fault states none).
+        e.raw = what;
+        return e;
+    }
+    const auto& s = *r.gpu->rocr;
+    // The KFD snapshot (NT_AMDGPU_CORE_STATE): the most specific exception names the cause,
+    // its queue and agent the device.
+    auto f = coredump::rocrFault(s);
+    if (f.cause) {
+        e.reason = fmt::format("ROCr GPU core: {}", f.cause->words);
+        e.setAttr("exception", std::string(f.cause->name));
+    }
+    std::vector<std::string> all;  // every exception set, queues' then agents', once each
+    for (const auto& q : s.queues)
+        for (const auto& x : q.exceptions)
+            if (std::find(all.begin(), all.end(), x) == all.end()) all.push_back(x);
+    for (const auto& a : s.agents)
+        for (const auto& x : a.exceptions)
+            if (std::find(all.begin(), all.end(), x) == all.end()) all.push_back(x);
+    if (!all.empty()) {
+        std::string joined;
+        for (const auto& x : all) joined += (joined.empty() ? "" : ",") + x;
+        e.setAttr("exceptions", joined);
+    }
+    if (f.queue) {
+        e.setAttr("queue_id", std::to_string(f.queue->queue_id));
+        e.setAttr("queue_type", coredump::queueTypeName(f.queue->queue_type));
+    }
+    if (f.agent) {
+        if (!f.agent->pci.empty()) e.pci = f.agent->pci;
+        e.setAttr("gpu_id", std::to_string(f.agent->gpu_id));
+        if (f.agent->partition) e.setAttr("partition", std::to_string(*f.agent->partition));
+    } else if (f.queue) {
+        e.setAttr("gpu_id", std::to_string(f.queue->gpu_id));
+    }
+    if (s.kfd_major || s.kfd_minor)
+        e.setAttr("kfd_version", fmt::format("{}.{}", s.kfd_major, s.kfd_minor));
+    e.setAttr("agents", std::to_string(s.agents_stated));
+    e.setAttr("queues", std::to_string(s.queues_stated));
+    if (!s.warnings.empty()) e.setAttr("core_state_warning", s.warnings.front());
+    if (f.cause)
+        what += fmt::format("; {}{}{}",
+                            f.cause->name,
+                            f.queue ? fmt::format(" on queue {} ({})",
+                                                  f.queue->queue_id,
+                                                  coredump::queueTypeName(f.queue->queue_type))
+                                    : "",
+                            f.agent ? fmt::format(" of GPU {} (gpu_id {})",
+                                                  f.agent->pci.empty() ? "?" : f.agent->pci,
+                                                  f.agent->gpu_id)
+                                    : "");
+    else
+        what += "; no exception in the KFD snapshot";
+    what += fmt::format("; {} agents, {} queues", s.agents_stated, s.queues_stated);
+    e.raw = what;
     return e;
 }
 
@@ -411,6 +466,9 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     }
     rec.note = note;
     rec.exe = prov.exe;
+    if (report.gpu && report.gpu->rocr)
+        for (const auto& w : report.gpu->rocr->warnings)
+            sum.warnings.push_back("ROCr GPU core: " + w);
     if (!prov.meta.empty()) {
         auto m = nlohmann::json::parse(rec.meta.value_or("{}"), nullptr, false);
         if (!m.is_object()) m = nlohmann::json::object();
@@ -464,6 +522,9 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
             for (const auto& w : report.stack->modules_refused) warnings.push_back(w);
         }
         if ((report.layout.truncated || report.unwind_error) && note) warnings.push_back(*note);
+        if (report.gpu && report.gpu->rocr)
+            for (const auto& w : report.gpu->rocr->warnings)
+                warnings.push_back("ROCr GPU core: " + w);
         for (const auto& w : warnings)
             if (auto r = store.addWarning(s->id, Warning{0, w}); !r)
                 return std::unexpected(r.error());

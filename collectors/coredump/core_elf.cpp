@@ -191,6 +191,8 @@ void parseNotes(std::string_view notes, CoreNotes& out) {
                 parseSiginfo(d, out.siginfo.emplace());
             else if (type == kNtFile && out.files.empty())
                 parseFiles(d, out.files);
+        } else if (owner == "AMDGPU" && type == kNtAmdgpuCoreState && !out.amdgpu_core_state) {
+            out.amdgpu_core_state = std::string(d);
         }
         off = desc + pad4(descsz);
     }

@@ -64,6 +64,10 @@ struct CoreNotes {
     std::optional<int> cursig;  ///< pr_cursig of the crashing thread
     std::optional<SigInfo> siginfo;
     std::vector<MappedFile> files;  ///< NT_FILE, in address order
+    /// ROCr GPU cores: the descriptor of the first note named "AMDGPU" of type
+    /// NT_AMDGPU_CORE_STATE (33), as written (ROCr's amd_core_dump.cpp; decoded by
+    /// readRocrCoreState, rocr_core_state.h). At most kMaxNoteBytes, as every note.
+    std::optional<std::string> amdgpu_core_state;
 };
 
 /// ELF header fields a core reader needs.
@@ -106,6 +110,10 @@ struct CoreLayout {
 inline constexpr int64_t kPidMaxLimit = int64_t{1} << 22;  ///< the kernel's PID_MAX_LIMIT
 /// 9999-12-31T23:59:59Z, UTC seconds: the last time a stored timestamp may name.
 inline constexpr int64_t kMaxEpochSeconds = 253402300799;
+
+/// NT_AMDGPU_CORE_STATE: the type of ROCr's "AMDGPU" note holding KFD's snapshot of the
+/// runtime, agents and queues (ROCm/ROCR-Runtime runtime/hsa-runtime/inc/amd_hsa_elf.h).
+inline constexpr uint32_t kNtAmdgpuCoreState = 33;
 
 /// Limits on what a (possibly hostile) core may make the reader allocate.
 inline constexpr uint64_t kMaxNoteBytes = 64ull << 20;

@@ -1,5 +1,7 @@
 #include "collectors/coredump/gpu_core.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -293,6 +295,22 @@ GpuCoreMeta gpuCoreMeta(const CoreLayout& c, std::string_view file_name, const R
     if (c.kind == CoreKind::RocrGpu) {
         auto name = codeobj::amdProcessorName(c.head.flags & 0xff);
         if (!name.empty()) m.target = std::string(name);
+        if (c.notes.amdgpu_core_state) {
+            m.rocr = readRocrCoreState(*c.notes.amdgpu_core_state);
+            // The agent's own version names the target (ROCr writes e_flags 0); with several
+            // agents and no fault, only a target they all share.
+            auto f = rocrFault(*m.rocr);
+            if (f.agent && !f.agent->target.empty()) {
+                m.target = f.agent->target;
+            } else if (!f.agent && !m.rocr->agents.empty() &&
+                       std::all_of(
+                           m.rocr->agents.begin(),
+                           m.rocr->agents.end(),
+                           [&](auto& a) { return a.target == m.rocr->agents.front().target; }) &&
+                       !m.rocr->agents.front().target.empty()) {
+                m.target = m.rocr->agents.front().target;
+            }
+        }
     }
     for (const auto& s : c.sections)
         if (s.starts_with(".cudbg") &&
@@ -302,6 +320,42 @@ GpuCoreMeta gpuCoreMeta(const CoreLayout& c, std::string_view file_name, const R
             m.cudbg_sections.push_back(s);
     if (read && c.kind == CoreKind::CudaGpu) readCuda(c, *read, m);
     return m;
+}
+
+nlohmann::json toJson(const RocrCoreState& s) {
+    auto hex = [](uint64_t v) { return fmt::format("0x{:x}", v); };
+    nlohmann::json j{{"note_version", s.note_version}};
+    if (s.kfd_major || s.kfd_minor)
+        j["kfd_version"] = fmt::format("{}.{}", s.kfd_major, s.kfd_minor);
+    if (s.r_debug) j["r_debug"] = hex(*s.r_debug);
+    if (s.runtime_state) j["runtime_state"] = *s.runtime_state;
+    j["agents"] = nlohmann::json::array();
+    for (const auto& a : s.agents) {
+        nlohmann::json x{{"gpu_id", a.gpu_id},
+                         {"location_id", hex(a.location_id)},
+                         {"vendor_id", hex(a.vendor_id)},
+                         {"device_id", hex(a.device_id)},
+                         {"gfx_target_version", a.gfx_target_version},
+                         {"exception_status", hex(a.exception_status)},
+                         {"exceptions", a.exceptions}};
+        if (!a.pci.empty()) x["pci"] = a.pci;
+        if (a.partition) x["partition"] = *a.partition;
+        if (!a.target.empty()) x["target"] = a.target;
+        j["agents"].push_back(std::move(x));
+    }
+    j["queues"] = nlohmann::json::array();
+    for (const auto& q : s.queues)
+        j["queues"].push_back({{"queue_id", q.queue_id},
+                               {"gpu_id", q.gpu_id},
+                               {"type", queueTypeName(q.queue_type)},
+                               {"ring_base_address", hex(q.ring_base_address)},
+                               {"ring_size", q.ring_size},
+                               {"exception_status", hex(q.exception_status)},
+                               {"exceptions", q.exceptions}});
+    if (s.agents_stated != s.agents.size()) j["agents_stated"] = s.agents_stated;
+    if (s.queues_stated != s.queues.size()) j["queues_stated"] = s.queues_stated;
+    if (!s.warnings.empty()) j["warnings"] = s.warnings;
+    return j;
 }
 
 nlohmann::json toJson(const GpuCoreMeta& m) {
@@ -359,6 +413,7 @@ nlohmann::json toJson(const GpuCoreMeta& m) {
         j["exceptions"].push_back(std::move(x));
     }
     if (m.exceptions_total) j["exceptions_total"] = m.exceptions_total;
+    if (m.rocr) j["rocr"] = toJson(*m.rocr);
     return j;
 }
 

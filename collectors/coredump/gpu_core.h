@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectors/coredump/core_elf.h"
+#include "collectors/coredump/rocr_core_state.h"
 
 namespace gpufault::coredump {
 
@@ -73,13 +74,18 @@ struct GpuCoreMeta {
     std::optional<int64_t> pid;
     std::optional<int64_t> time;  ///< CUDA's `%t` in the file name: UTC seconds
     uint32_t e_flags = 0;
-    std::optional<std::string> target;  ///< AMDGPU: the processor of e_flags (`gfx90a`)
+    /// AMDGPU: the processor of the snapshot's faulting (or only) agent, else of e_flags
+    /// (`gfx90a`; ROCr writes e_flags 0)
+    std::optional<std::string> target;
     size_t sections = 0;
     std::vector<std::string> cudbg_sections;  ///< CUDA: distinct `.cudbg.*` section names
     std::vector<CudaGrid> grids;              ///< CUDA: `.cudbg.gridtbl.devD` rows
     std::vector<CudaParamPointer> params;     ///< CUDA: pointer arguments of the grids
     std::vector<CudaException> exceptions;    ///< CUDA: the first kMaxExceptions, table order
     size_t exceptions_total = 0;              ///< CUDA: warps (and SMs) with one, all of them
+    /// ROCr: the KFD snapshot of its NT_AMDGPU_CORE_STATE note (agents, queues, exceptions),
+    /// when the core has one (rocr_core_state.h)
+    std::optional<RocrCoreState> rocr;
 };
 
 /// Exceptions kept per CUDA core (a grid of faulting warps can have thousands).
@@ -104,6 +110,13 @@ struct CudaCoreName {
 };
 std::optional<CudaCoreName> parseCudaCoreName(std::string_view file_name);
 
+/// `cores --json` meta: pid, target, CUDA grids/params/exceptions, ROCr `rocr` (toJson below).
 nlohmann::json toJson(const GpuCoreMeta& m);
+/// A ROCr snapshot as meta `rocr`: note_version, kfd_version (`1.13`), r_debug, runtime_state,
+/// agents (gpu_id, pci, partition, location_id, vendor_id, device_id, gfx_target_version,
+/// target, exception_status, exceptions), queues (queue_id, gpu_id, type, ring_base_address,
+/// ring_size in bytes, exception_status, exceptions), agents_stated / queues_stated when other
+/// than the rows kept, warnings. Addresses, masks and PCI ids as `0x` hex strings.
+nlohmann::json toJson(const RocrCoreState& s);
 
 }  // namespace gpufault::coredump

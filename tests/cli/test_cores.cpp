@@ -469,12 +469,19 @@ TEST(CliCores, ACoreCutInsideItsNotesIsAnErrorAndStoresNothing) {
     EXPECT_EQ(e.size(), 1u);
 }
 
-/// A ROCr GPU core (e_machine 224, gfx90a) named `gpucore.4242` in `t`.
-void writeRocrGpuCore(const TempDir& t) {
+/// A ROCr GPU core (e_machine 224, gfx90a) named `gpucore.4242` in `t`; with `state`, its
+/// NT_AMDGPU_CORE_STATE note (the KFD snapshot ROCr writes, core_builder.h) and, as ROCr writes
+/// it, e_flags 0, no sections and a PT_LOAD of device memory.
+void writeRocrGpuCore(const TempDir& t, const std::optional<KfdCoreState>& state = std::nullopt) {
     CoreBuilder b;
     b.machine = 224;
-    b.flags = 0x3f;  // gfx90a
-    b.sections = {".note", "load0"};
+    if (state) {
+        b.kfdState(*state);
+        b.load_size = 4096;
+    } else {
+        b.flags = 0x3f;  // gfx90a
+        b.sections = {".note", "load0"};
+    }
     writeFile(t.file("gpucore.4242"), b.build());
 }
 
@@ -533,6 +540,106 @@ TEST(CliCores, RocrGpuCoreIsStoredAsMetadata) {
                      std::to_string(c[0]["incident"].get<int64_t>())});
     EXPECT_NE(show.out.find("Core 1: rocr_gpu core of pid 4242, gfx90a"), std::string::npos)
         << show.out;
+}
+
+// Issue 4: the KFD snapshot of a ROCr GPU core (its NT_AMDGPU_CORE_STATE note) names the
+// exception, the device and the queue: a gfx942 at 0000:c3:00.0 whose compute queue 3 stopped
+// on a wave's memory violation. `cores --json` carries the agents and queues, `events --json`
+// the record's reason, PCI address and attrs; the amdgpu page fault of the same GPU and pid
+// joins its incident.
+TEST(CliCores, RocrGpuCoreNamesItsExceptionDeviceAndQueue) {
+    TempDir t;
+    KfdCoreState k;
+    k.agents.push_back({KfdCoreState::bit(33), 12345, 0xc300, 0x1002, 0x74a1, 90402});
+    k.queues.push_back(
+        {KfdCoreState::bit(5) | KfdCoreState::bit(1), 0x7f3a20000000, 3, 12345, 1 << 20, 2});
+    k.queues.push_back({0, 0x7f3a30000000, 4, 12345, 4096, 1});
+    writeRocrGpuCore(t, k);
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("gpucore.4242")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+    auto c = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "cores", "--json"}).out);
+    ASSERT_EQ(c.size(), 1u);
+    auto meta = c[0]["meta"].is_string() ? nlohmann::json::parse(c[0]["meta"].get<std::string>())
+                                         : c[0]["meta"];
+    EXPECT_EQ(meta["target"], "gfx942");  // the agent's: ROCr writes e_flags 0
+    EXPECT_EQ(meta["rocr"]["kfd_version"], "1.13");
+    ASSERT_EQ(meta["rocr"]["agents"].size(), 1u);
+    EXPECT_EQ(meta["rocr"]["agents"][0]["pci"], "0000:c3:00.0");
+    EXPECT_EQ(meta["rocr"]["agents"][0]["gpu_id"], 12345);
+    EXPECT_EQ(meta["rocr"]["agents"][0]["exceptions"][0], "EC_DEVICE_MEMORY_VIOLATION");
+    ASSERT_EQ(meta["rocr"]["queues"].size(), 2u);
+    EXPECT_EQ(meta["rocr"]["queues"][0]["queue_id"], 3);
+    EXPECT_EQ(meta["rocr"]["queues"][0]["type"], "compute_aql");
+    EXPECT_EQ(meta["rocr"]["queues"][0]["exceptions"][1], "EC_QUEUE_WAVE_MEMORY_VIOLATION");
+    auto e = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_EQ(e[0]["kind"], "coredump");
+    EXPECT_EQ(e[0]["pid"], 4242);
+    EXPECT_EQ(e[0]["reason"], "ROCr GPU core: queue memory violation");
+    EXPECT_EQ(e[0]["pci"], "0000:c3:00.0");
+    EXPECT_EQ(e[0]["attrs"]["exception"], "EC_QUEUE_WAVE_MEMORY_VIOLATION");
+    EXPECT_EQ(e[0]["attrs"]["exceptions"],
+              "EC_QUEUE_WAVE_ABORT,EC_QUEUE_WAVE_MEMORY_VIOLATION,EC_DEVICE_MEMORY_VIOLATION");
+    EXPECT_EQ(e[0]["attrs"]["gpu_id"], "12345");
+    EXPECT_EQ(e[0]["attrs"]["queue_id"], "3");
+    EXPECT_EQ(e[0]["attrs"]["queue_type"], "compute_aql");
+    EXPECT_EQ(e[0]["attrs"]["target"], "gfx942");
+    EXPECT_EQ(e[0]["attrs"]["kfd_version"], "1.13");
+    EXPECT_EQ(e[0]["attrs"]["agents"], "1");
+    EXPECT_EQ(e[0]["attrs"]["queues"], "2");
+    EXPECT_NE(e[0]["raw"].get<std::string>().find(
+                  "EC_QUEUE_WAVE_MEMORY_VIOLATION on queue 3 (compute_aql) of GPU 0000:c3:00.0 "
+                  "(gpu_id 12345)"),
+              std::string::npos)
+        << e[0]["raw"];
+    auto s = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1"});
+    EXPECT_NE(s.out.find("rocr_gpu core of pid 4242, gfx942 (e_machine 224)"), std::string::npos)
+        << s.out;
+    const std::string stamp = utcStampAgo(1);
+    writeFile(t.file("kern.log"),
+              stamp +
+                  " host kernel: amdgpu 0000:c3:00.0: amdgpu: [gfxhub0] no-retry page fault "
+                  "(src_id:0 ring:24 vmid:8 pasid:32774, for process python3 pid 4242 thread "
+                  "python3 pid 4242)\n" +
+                  stamp +
+                  " host kernel: amdgpu 0000:c3:00.0: amdgpu:   in page starting at address "
+                  "0x00007f0000000000 from client 10\n");
+    ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("kern.log")}).status, 0);
+    auto inc = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "incidents", "--json"}).out);
+    EXPECT_EQ(inc.size(), 1u);
+}
+
+// A note whose version the reader does not know: the core is stored from its name (pid) with
+// a warning naming the note, and its record states no reason.
+TEST(CliCores, RocrGpuCoreWithAnUnknownNoteVersionWarns) {
+    TempDir t;
+    KfdCoreState k;
+    k.note_version = 7;
+    k.agents.push_back({KfdCoreState::bit(33), 1, 0xc300, 0x1002, 0, 90402});
+    writeRocrGpuCore(t, k);
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("gpucore.4242")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: " + t.file("gpucore.4242") +
+                         ": ROCr GPU core: NT_AMDGPU_CORE_STATE note version 7 is not known"),
+              std::string::npos)
+        << r.err;
+    auto e = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_EQ(e[0]["pid"], 4242);
+    EXPECT_TRUE(e[0]["reason"].is_null());
+    EXPECT_TRUE(e[0]["pci"].is_null());
+    EXPECT_NE(
+        e[0]["attrs"]["core_state_warning"].get<std::string>().find("note version 7 is not known"),
+        std::string::npos)
+        << e[0].dump();
+    auto w = run({GPUFAULT_BIN,
+                  "--db",
+                  t.file("db"),
+                  "query",
+                  "select count(*) from warnings where message like 'ROCr GPU core: "
+                  "NT_AMDGPU_CORE_STATE note version 7%'"});
+    EXPECT_NE(w.out.find("\n1\n"), std::string::npos) << w.out;
 }
 
 // A ROCr line in the journal states no pid of its own, only its journal's (`python3[4242]:`):

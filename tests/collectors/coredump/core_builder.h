@@ -3,11 +3,91 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace gpufault::testing {
+
+/// The descriptor of ROCr's NT_AMDGPU_CORE_STATE note (type 33, owner "AMDGPU"), byte by byte
+/// as amd_core_dump.cpp writes it: a 40-byte header (u64 note version, u32 KFD major, u32
+/// minor, u64 runtime info size, u32 n_agents, u32 agent entry size, u32 n_queues, u32 queue
+/// entry size), then kfd_runtime_info, the kfd_dbg_device_info_entry rows and the
+/// kfd_queue_snapshot_entry rows (kfd_ioctl.h), each part padded to 8 bytes. A row's fields are
+/// written where they fit its entry size; the counts can be overridden to lie.
+struct KfdCoreState {
+    struct Agent {
+        uint64_t exception_status = 0;
+        uint32_t gpu_id = 0, location_id = 0, vendor_id = 0x1002, device_id = 0;
+        uint32_t gfx_target_version = 0;
+    };
+    struct Queue {
+        uint64_t exception_status = 0, ring_base = 0;
+        uint32_t queue_id = 0, gpu_id = 0, ring_size = 0, queue_type = 2;  // compute_aql
+    };
+    uint64_t note_version = 1;
+    uint32_t kfd_major = 1, kfd_minor = 13;
+    uint64_t runtime_size = 16;  ///< sizeof(kfd_runtime_info)
+    uint64_t r_debug = 0x7f3a10200000;
+    uint32_t runtime_state = 1;  ///< DEBUG_RUNTIME_STATE_ENABLED
+    std::vector<Agent> agents;
+    std::vector<Queue> queues;
+    uint32_t agent_size = 120, queue_size = 64;  ///< sizeof the structs at KFD 1.13–1.18
+    std::optional<uint32_t> n_agents, n_queues;  ///< stated counts, when not the rows'
+
+    static uint64_t bit(uint32_t ecode) { return uint64_t{1} << (ecode - 1); }  ///< KFD_EC_MASK
+
+    std::string build() const {
+        std::string d;
+        auto put = [&](uint64_t v, int n) {
+            for (int i = 0; i < n; ++i) d += static_cast<char>((v >> (8 * i)) & 0xff);
+        };
+        auto field = [](std::string& row, size_t off, uint64_t v, int n) {
+            for (int i = 0; i < n && off + i < row.size(); ++i)
+                row[off + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+        };
+        auto pad = [&] {
+            while (d.size() % 8) d += '\0';
+        };
+        put(note_version, 8);
+        put(kfd_major, 4);
+        put(kfd_minor, 4);
+        put(runtime_size, 8);
+        put(n_agents.value_or(static_cast<uint32_t>(agents.size())), 4);
+        put(agent_size, 4);
+        put(n_queues.value_or(static_cast<uint32_t>(queues.size())), 4);
+        put(queue_size, 4);
+        std::string rt(runtime_size < 4096 ? runtime_size : 0, '\0');
+        field(rt, 0, r_debug, 8);
+        field(rt, 8, runtime_state, 4);
+        d += rt;
+        pad();
+        for (const auto& a : agents) {
+            std::string row(agent_size, '\0');
+            field(row, 0, a.exception_status, 8);
+            field(row, 56, a.gpu_id, 4);
+            field(row, 60, a.location_id, 4);
+            field(row, 64, a.vendor_id, 4);
+            field(row, 68, a.device_id, 4);
+            field(row, 88, a.gfx_target_version, 4);
+            d += row;
+        }
+        pad();
+        for (const auto& q : queues) {
+            std::string row(queue_size, '\0');
+            field(row, 0, q.exception_status, 8);
+            field(row, 8, q.ring_base, 8);
+            field(row, 40, q.queue_id, 4);
+            field(row, 44, q.gpu_id, 4);
+            field(row, 48, q.ring_size, 4);
+            field(row, 52, q.queue_type, 4);
+            d += row;
+        }
+        pad();
+        return d;
+    }
+};
 
 class CoreBuilder {
   public:
@@ -57,6 +137,8 @@ class CoreBuilder {
         at(d, 16, addr, 8);
         note("CORE", 0x53494749, d);
     }
+    /// ROCr's KFD snapshot note: owner "AMDGPU" (namesz 7), type NT_AMDGPU_CORE_STATE (33).
+    void kfdState(const KfdCoreState& k) { note("AMDGPU", 33, k.build()); }
     /// (start, end, file offset in bytes, path)
     void files(const std::vector<std::tuple<uint64_t, uint64_t, uint64_t, std::string>>& f) {
         std::string d;
