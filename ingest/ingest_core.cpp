@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -59,9 +60,17 @@ Evidence coreEvidence(const coredump::CoreReport& r, const std::string& wall) {
         e.setAttr("si_code", code.empty() ? std::to_string(n.siginfo->code) : std::string(code));
         if (!code.empty()) what += fmt::format(" ({})", code);
         if (n.siginfo->addr) {
-            e.address = n.siginfo->addr;
-            e.address_exact = true;
+            // A data address for SIGSEGV and SIGBUS; for SIGILL, SIGFPE and SIGTRAP si_addr
+            // is the instruction's, which no buffer distance or alignment concerns.
+            if (n.siginfo->signo == SIGSEGV || n.siginfo->signo == SIGBUS) {
+                e.address = n.siginfo->addr;
+                e.address_exact = true;
+            } else {
+                e.setAttr("fault_pc", fmt::format("0x{:x}", *n.siginfo->addr));
+            }
             what += fmt::format(" at 0x{:x}", *n.siginfo->addr);
+        } else if (n.siginfo->code == 0x80 && n.siginfo->signo == SIGSEGV) {
+            what += " (general protection: no address)";
         }
     }
     if (r.stack) {

@@ -52,7 +52,10 @@ struct MappedFile {
 struct SigInfo {
     int signo = 0;
     int code = 0;                   ///< si_code: > 0 sent by the kernel (SEGV_MAPERR = 1 …)
-    std::optional<uint64_t> addr;   ///< si_addr: SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP only
+    /// si_addr of a kernel-sent SIGSEGV or SIGBUS (the data address), SIGILL, SIGFPE or
+    /// SIGTRAP (the instruction's address); none for SI_KERNEL (a general-protection fault:
+    /// the kernel states no address) nor for signals sent by a process.
+    std::optional<uint64_t> addr;
     std::optional<int64_t> sender;  ///< si_pid for signals sent by a process (kill, abort)
 };
 

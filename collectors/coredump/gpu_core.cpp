@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -22,6 +23,8 @@ namespace {
 constexpr uint64_t kGridRow = 0x88;           ///< sizeof(CudbgGridTableEntry), CUDA ≥ 11
 constexpr uint64_t kMaxParamBytes = 32768;    ///< CUDA's kernel parameter limit (32,764 B)
 constexpr uint64_t kMaxCubin = 256ull << 20;  ///< a relocated cubin read for its symbols
+/// Bytes of relocated cubins read in all to name kernels (each cubin once).
+constexpr uint64_t kCubinBudget = 512ull << 20;
 /// Bytes of module tables (`.cudbg.modtbl.*`) read in all to name kernels.
 constexpr uint64_t kModtblBudget = 64ull << 20;
 constexpr uint8_t kEiattrKparamInfo = 0x17;   ///< EIATTR_KPARAM_INFO
@@ -187,8 +190,11 @@ void readGrids(const CoreLayout& c,
 
 /// Names each grid's kernel: its module handle's index in `.cudbg.modtbl.devD.ctxC` (u64
 /// handles) is the sh_info of its relocated cubin `.cudbg.relfimg.devD.ctxC`. Linear in the
-/// bytes read, which are capped (kModtblBudget; a hostile core may hold 65,536 overlapping
-/// tables): each table is scanned once for the handles still unnamed, each cubin parsed once.
+/// bytes read, which are capped (kModtblBudget for the tables, kCubinBudget for the cubins; a
+/// hostile core may hold 65,536 overlapping tables): each table is scanned once for the
+/// handles still unnamed, then each cubin any of them points to is read and parsed once, for
+/// all its grids (before, a cubin was parsed again for every table naming it: a forged core of
+/// 65,000 tables and a 256 MiB cubin took hours).
 void nameKernels(const CoreLayout& c,
                  const ReadAt& read,
                  GpuCoreMeta& m,
@@ -200,29 +206,40 @@ void nameKernels(const CoreLayout& c,
             c.places[i].hasBytes())
             images.emplace(std::pair{c.sections[i].substr(15), c.places[i].info}, i);
     uint64_t budget = kModtblBudget;
+    std::vector<size_t> order;                   // cubins, first named first
+    std::map<size_t, std::set<size_t>> byImage;  // cubin section → grids it may name
     for (size_t t = 0; t < c.sections.size() && t < c.places.size(); ++t) {
         if (!c.sections[t].starts_with(".cudbg.modtbl.") || !c.places[t].hasBytes()) continue;
         auto suffix = c.sections[t].substr(14);  // "devD.ctxC"
-        std::unordered_map<uint64_t, std::vector<size_t>> wanted;  // handle → unnamed grids
+        std::unordered_map<uint64_t, std::vector<size_t>> wanted;  // handle → its grids
         for (size_t gi = 0; gi < m.grids.size(); ++gi)
-            if (m.grids[gi].kernel.empty() &&
-                suffix.starts_with("dev" + std::to_string(m.grids[gi].dev) + "."))
+            if (suffix.starts_with("dev" + std::to_string(m.grids[gi].dev) + "."))
                 wanted[handles[gi]].push_back(gi);
         if (wanted.empty()) continue;
         uint64_t size = std::min<uint64_t>(c.places[t].size, 1 << 20);
         if (size > budget) break;
         budget -= size;
         auto b = read(c.places[t].offset, static_cast<size_t>(size));
-        std::map<size_t, std::vector<size_t>> byImage;  // cubin section → its grids
         for (uint32_t k = 0; 8 * (k + 1) <= b.size() && !wanted.empty(); ++k) {
             auto w = wanted.find(le<uint64_t>(b, 8 * k));
             if (w == wanted.end()) continue;
-            if (auto im = images.find({suffix, k}); im != images.end())
-                for (size_t gi : w->second) byImage[im->second].push_back(gi);
+            if (auto im = images.find({suffix, k}); im != images.end()) {
+                auto& grids = byImage[im->second];
+                if (grids.empty()) order.push_back(im->second);
+                grids.insert(w->second.begin(), w->second.end());
+            }
             wanted.erase(w);  // the first index of a handle counts
         }
-        for (const auto& [i, grids] : byImage)
-            kernelsOf(read(c.places[i].offset, static_cast<size_t>(c.places[i].size)), m, grids);
+    }
+    uint64_t cubins = kCubinBudget;
+    for (size_t i : order) {
+        if (c.places[i].size > cubins) break;
+        cubins -= c.places[i].size;
+        std::vector<size_t> unnamed;  // an earlier cubin (another context's) may have named it
+        for (size_t gi : byImage[i])
+            if (m.grids[gi].kernel.empty()) unnamed.push_back(gi);
+        if (unnamed.empty()) continue;
+        kernelsOf(read(c.places[i].offset, static_cast<size_t>(c.places[i].size)), m, unnamed);
     }
 }
 

@@ -67,6 +67,27 @@ TEST(CoreElf, AbortHasASenderNotAnAddress) {
     EXPECT_EQ(signalName(64), "signal 64");
 }
 
+// A general-protection fault (a read through 0xdead000000000000) is a SIGSEGV with si_code
+// SI_KERNEL and si_addr 0: no address, where it was stored as an exact NULL pointer (hostile
+// review 148, finding 5). A SIGILL keeps si_addr (the instruction's address).
+TEST(CoreElf, AGeneralProtectionFaultHasNoAddress) {
+    CoreBuilder b;
+    b.prstatus(10, SIGSEGV);
+    b.siginfo(SIGSEGV, 0x80, 0);
+    auto c = layoutOf(b.build());
+    ASSERT_TRUE(c) << c.error().message;
+    ASSERT_TRUE(c->notes.siginfo);
+    EXPECT_EQ(c->notes.siginfo->code, 0x80);
+    EXPECT_FALSE(c->notes.siginfo->addr);
+    EXPECT_EQ(sigCodeName(SIGSEGV, 0x80), "SI_KERNEL");
+    CoreBuilder ill;
+    ill.prstatus(10, SIGILL);
+    ill.siginfo(SIGILL, 2, 0x401136);  // ILL_ILLOPN at the instruction
+    auto i = layoutOf(ill.build());
+    ASSERT_TRUE(i) << i.error().message;
+    EXPECT_EQ(i->notes.siginfo->addr, 0x401136u);
+}
+
 TEST(CoreElf, SniffTellsCoresFromOtherFiles) {
     auto cpu = crashCore().build();
     EXPECT_EQ(sniffCore(cpu), CoreKind::Cpu);

@@ -197,5 +197,33 @@ TEST(CudaExceptions, KeepsTheFirstSixtyFourAndCountsAll) {
     EXPECT_EQ(cudaExceptionName(m.exceptions[0].code), "Lane Illegal Address");
 }
 
+// Hostile review 148, HIGH 1: 2 000 module tables naming one grid's handle, each pointing to the
+// same junk cubin (no symbols: the kernel stays unnamed). The cubin was read and parsed again
+// for every table (65 000 tables and a 256 MiB cubin: hours in the parent); now each cubin is
+// read once, whatever the number of tables that name it.
+TEST(CudaGridKernels, ACubinNamedByManyModuleTablesIsReadOnce) {
+    Tables t;
+    t.c.kind = CoreKind::CudaGpu;
+    std::string grid(0x88, '\0');
+    put(grid, 0x18, uint64_t{0x7000000});  // function entry
+    put(grid, 0x20, uint64_t{0xabcd});     // module handle
+    t.add(".cudbg.gridtbl.dev0", 0, grid, 0, 0);
+    std::string handle(8, '\0');
+    put(handle, 0, uint64_t{0xabcd});
+    for (int i = 0; i < 2000; ++i) t.add(".cudbg.modtbl.dev0.ctx0", 8, handle, 0, 0);
+    const uint32_t img = t.add(".cudbg.relfimg.dev0.ctx0", 0, std::string(1 << 20, 'j'), 0, 0);
+    uint64_t imageBytes = 0, reads = 0;
+    const ReadAt read = [&](uint64_t off, size_t n) {
+        ++reads;
+        if (off == t.c.places[img].offset) imageBytes += n;
+        return off >= t.bytes.size() ? std::string() : t.bytes.substr(off, n);
+    };
+    auto m = gpuCoreMeta(t.c, "core_1_h_42.nvcudmp", &read);
+    ASSERT_EQ(m.grids.size(), 1u);
+    EXPECT_EQ(m.grids[0].kernel, "");  // junk: no symbol
+    EXPECT_EQ(imageBytes, 1u << 20);   // once (before: 2 000 times, 2 GB)
+    EXPECT_LT(reads, 2100u);
+}
+
 }  // namespace
 }  // namespace gpufault::coredump
