@@ -109,13 +109,18 @@ std::string exceptionLines(const CoreRecord& c, const std::string& indent) {
     std::string out;
     for (const auto& [name, seen] : kinds) {
         const auto& x = *seen.second;
-        std::string where = fmt::format("SM {}", u32(x, "sm"));
-        if (u32(x, "lanes"))
+        // A forged or cut core's tables may lead nowhere: then no SM, warp or block is stated.
+        std::string where =
+            x.contains("sm") ? fmt::format("SM {}", u32(x, "sm")) : std::string("SM unknown");
+        if (u32(x, "lanes") && x.contains("warp"))
             where += fmt::format(" warp {} block {} thread {} ({} lanes)",
                                  u32(x, "warp"),
                                  dim3(x, "block"),
                                  dim3(x, "thread"),
                                  u32(x, "lanes"));
+        else if (u32(x, "lanes"))
+            where += fmt::format(
+                ", warp unknown, thread {} ({} lanes)", dim3(x, "thread"), u32(x, "lanes"));
         std::string pc;
         if (auto it = x.find("pc"); it != x.end() && it->is_number_unsigned())
             pc = fmt::format(", pc {}", addr16(it->get<uint64_t>()));

@@ -114,6 +114,7 @@ void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m)
         CudaException at;
         auto warp = rowOf(c, read, p.link, p.info, kWarpRowMin);
         if (!warp.empty()) {
+            at.warp_known = true;
             at.warp = le<uint32_t>(warp, 8);
             if (le<uint32_t>(warp, 24)) at.pc = le<uint64_t>(warp, 0);
             const auto& wt = c.places[p.link];
@@ -124,12 +125,13 @@ void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m)
                 const auto& ct = c.places[wt.link];
                 auto sm = rowOf(c, read, ct.link, ct.info, 4);
                 if (!sm.empty()) {
+                    at.sm_known = true;
                     at.sm = le<uint32_t>(sm, 0);
                     at.dev = static_cast<int>(c.places[ct.link].info);
                 }
             }
         }
-        smWithWarp[{at.dev, at.sm}] = true;
+        if (at.sm_known) smWithWarp[{at.dev, at.sm}] = true;
         for (const auto& x : codes) {
             CudaException e = at;
             e.code = x.code;
@@ -156,6 +158,7 @@ void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m)
             CudaException e;
             e.dev = static_cast<int>(p.info);
             e.sm = le<uint32_t>(row, 0);
+            e.sm_known = true;
             if (smWithWarp.contains({e.dev, e.sm})) continue;
             smWithWarp[{e.dev, e.sm}] = true;
             e.code = code;

@@ -407,20 +407,21 @@ nlohmann::json toJson(const GpuCoreMeta& m) {
              {"region", {p.lo, p.hi}},
              {"ordinal", p.ordinal ? nlohmann::json(*p.ordinal) : nlohmann::json()}});
     for (const auto& e : m.exceptions) {
-        nlohmann::json x{{"dev", e.dev},
-                         {"sm", e.sm},
-                         {"code", e.code},
-                         {"exception", cudaExceptionName(e.code)},
-                         {"lanes", e.lanes}};
-        if (e.lanes) {
+        nlohmann::json x{
+            {"code", e.code}, {"exception", cudaExceptionName(e.code)}, {"lanes", e.lanes}};
+        if (e.sm_known) {  // where the tables' links lead nowhere, no place is stated
+            x["dev"] = e.dev;
+            x["sm"] = e.sm;
+        }
+        if (e.lanes && e.warp_known) {
             x["warp"] = e.warp;
             x["block"] = {e.block[0], e.block[1], e.block[2]};
-            x["thread"] = {e.thread[0], e.thread[1], e.thread[2]};
         }
+        if (e.lanes) x["thread"] = {e.thread[0], e.thread[1], e.thread[2]};
         if (e.pc) x["pc"] = *e.pc;
         // The grid's kernel, and the pc's offset in it (the faulting instruction).
         for (const auto& g : m.grids)
-            if (g.dev == e.dev &&
+            if ((g.dev == e.dev || !e.sm_known) &&
                 ((e.grid_id && g.grid_id == *e.grid_id) || (!e.grid_id && m.grids.size() == 1))) {
                 x["grid"] = g.grid;
                 if (!g.kernel.empty()) x["kernel"] = g.kernel;

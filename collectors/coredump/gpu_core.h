@@ -62,6 +62,9 @@ struct CudaException {
     uint32_t block[3] = {0, 0, 0};    ///< blockIdx
     uint32_t thread[3] = {0, 0, 0};   ///< threadIdx of the first lane with the exception
     uint32_t lanes = 0;               ///< lanes of the warp with this exception
+    /// The lane table's links led to its warp row (warp, pc, block, grid_id are read) and on
+    /// to its SM row (sm, dev): false for a forged or cut core, whose zeros are no place.
+    bool warp_known = false, sm_known = false;
 };
 
 /// cuda-gdb's words for a CUDBGException_t: 14 → "Warp Illegal Address"; "" for 0 and codes

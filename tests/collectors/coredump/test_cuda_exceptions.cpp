@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "collectors/coredump/gpu_core.h"
 
@@ -108,6 +109,8 @@ TEST(CudaExceptions, LaneWarpBlockAndSmAreJoinedThroughTheirLinks) {
     EXPECT_EQ(w.block[0], 2u);
     EXPECT_EQ(w.grid_id, 1u);
     EXPECT_EQ(w.pc, 0x7000150u);
+    EXPECT_TRUE(w.warp_known);
+    EXPECT_TRUE(w.sm_known);
     // SM 9: only its SM row says so.
     const auto& s = m.exceptions[1];
     EXPECT_EQ(s.sm, 9u);
@@ -166,6 +169,16 @@ TEST(CudaExceptions, ForgedLinksAndRowSizesReadNothingOutside) {
     }
     EXPECT_FALSE(m.exceptions[1].grid_id);  // no warp row: nothing above it either
     EXPECT_FALSE(m.exceptions[2].grid_id);
+    // Links that lead nowhere state no place: no "SM 0 warp 0 block (0,0,0)" in `cores --json`
+    // and `show` (hostile review 148), where zeros looked like a real location.
+    for (size_t i : {1, 2}) {
+        EXPECT_FALSE(m.exceptions[i].warp_known);
+        EXPECT_FALSE(m.exceptions[i].sm_known);
+        auto x = toJson(m)["exceptions"][i];
+        EXPECT_FALSE(x.contains("sm")) << x.dump();
+        EXPECT_FALSE(x.contains("warp")) << x.dump();
+        EXPECT_EQ(x["lanes"], 2);
+    }
     EXPECT_EQ(cudaExceptionName(0), "");
     EXPECT_EQ(cudaExceptionName(20), "");
     EXPECT_EQ(cudaExceptionName(0xffffffffu), "");
