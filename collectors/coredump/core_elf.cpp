@@ -77,9 +77,10 @@ Result<std::string> readRange(
 void parsePrstatus(std::string_view d, CoreNotes& out) {
     // elf_prstatus (64-bit): pr_info (12), pr_cursig (short) at 12, sigpend/sighold, pr_pid at 32.
     auto pid = le<uint32_t>(d, 32);
-    if (!pid) return;
+    if (!pid || asInt32(*pid) <= 0 || asInt32(*pid) > kPidMaxLimit) return;  // no thread's id
     if (out.tids.empty())
-        if (auto sig = le<uint16_t>(d, 12)) out.cursig = *sig;
+        if (auto sig = le<uint16_t>(d, 12); sig && *sig >= 1 && *sig <= kMaxSignal)
+            out.cursig = *sig;
     if (out.tids.size() < 1u << 20) out.tids.push_back(asInt32(*pid));
 }
 
@@ -89,8 +90,10 @@ void parsePrpsinfo(std::string_view d, CoreNotes& out) {
     // pr_psargs (the command line) is not read: it may hold secrets.
     if (d.size() < 56) return;
     out.uid = *le<uint32_t>(d, 16);
-    out.pid = asInt32(*le<uint32_t>(d, 24));
-    out.ppid = asInt32(*le<uint32_t>(d, 28));
+    // A number that is no pid (forged, or a cut note's garbage) is not stored as one.
+    if (auto pid = asInt32(*le<uint32_t>(d, 24)); pid > 0 && pid <= kPidMaxLimit) out.pid = pid;
+    if (auto ppid = asInt32(*le<uint32_t>(d, 28)); ppid >= 0 && ppid <= kPidMaxLimit)
+        out.ppid = ppid;
     out.comm = cstr(d, 40, 16);
 }
 
@@ -190,9 +193,11 @@ void parseNotes(std::string_view notes, CoreNotes& out) {
                 parsePrstatus(d, out);
             else if (type == kNtPrpsinfo)
                 parsePrpsinfo(d, out);
-            else if (type == kNtSiginfo && !out.siginfo)
-                parseSiginfo(d, out.siginfo.emplace());
-            else if (type == kNtFile && out.files.empty())
+            else if (type == kNtSiginfo && !out.siginfo) {
+                SigInfo si;
+                parseSiginfo(d, si);
+                if (si.signo >= 1 && si.signo <= kMaxSignal) out.siginfo = si;  // else none
+            } else if (type == kNtFile && out.files.empty())
                 parseFiles(d, out.files);
         } else if (owner == "AMDGPU" && type == kNtAmdgpuCoreState && !out.amdgpu_core_state) {
             out.amdgpu_core_state = std::string(d);

@@ -88,6 +88,24 @@ TEST(CoreElf, AGeneralProtectionFaultHasNoAddress) {
     EXPECT_EQ(i->notes.siginfo->addr, 0x401136u);
 }
 
+// Notes whose numbers are no pid or signal (forged, or garbage) are not stored as one: pid −1,
+// signal −7 and a tid of 5 000 000 were stored as they were (hostile review 148, LOW).
+TEST(CoreElf, NumbersThatAreNoPidOrSignalAreLeftOut) {
+    CoreBuilder b;
+    b.prpsinfo(-1, "forged", "");
+    b.prstatus(5000000, 7);
+    b.prstatus(10, 11);
+    b.siginfo(-7, 1, 0x8a);
+    auto c = layoutOf(b.build());
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_FALSE(c->notes.pid);
+    EXPECT_FALSE(c->notes.siginfo);
+    ASSERT_EQ(c->notes.tids.size(), 1u);
+    EXPECT_EQ(c->notes.tids[0], 10);
+    EXPECT_EQ(c->notes.cursig, 11);  // the first thread with a real tid
+    EXPECT_EQ(c->notes.comm, "forged");
+}
+
 TEST(CoreElf, SniffTellsCoresFromOtherFiles) {
     auto cpu = crashCore().build();
     EXPECT_EQ(sniffCore(cpu), CoreKind::Cpu);
