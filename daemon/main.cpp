@@ -4,8 +4,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -98,7 +100,12 @@ int main(int argc, char** argv) {
         if (!unit.empty()) {
             std::ifstream in(unit);
             if (!in) {
-                logLine(3, fmt::format("{}: cannot read", unit));
+                // --check-unit takes the unit file's path (a unit name is no file here).
+                logLine(3,
+                        fmt::format("{}: cannot read the unit file: {} (--check-unit takes its "
+                                    "path, e.g. /lib/systemd/system/gpufaultd.service)",
+                                    unit,
+                                    std::strerror(errno)));
                 return 2;
             }
             std::stringstream text;

@@ -31,7 +31,8 @@ done
 for f in usr/lib/systemd/system/gpufaultd.service usr/lib/tmpfiles.d/gpufault.conf \
          etc/gpufault/gpufaultd.conf usr/lib/python3/dist-packages/gpufault_operands.py \
          usr/lib/gpufault/libgpufault-preload.so usr/share/doc/gpufault/README.md \
-         usr/share/doc/gpufault/copyright; do
+         usr/share/doc/gpufault/copyright usr/share/doc/gpufault/docs/reference/EVIDENCE.md \
+         usr/share/doc/gpufault/docs/reference/FORMATS.md; do
   check "[ -f '$root/$f' ]" "$f missing"
 done
 # Man pages are gzipped with -9n (Debian policy 12.1): a gzip header without file name (FLG 0)
