@@ -516,6 +516,11 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         note = note ? *note + "; " + same : same;
         sum.warnings.push_back(same);
     }
+    if (prov.takes_over)
+        sum.warnings.push_back(
+            fmt::format("core {} from {} is the same crash: replaced by this one (stored once)",
+                        prov.takes_over->id,
+                        prov.takes_over->path));
     rec.note = note;
     rec.exe = prov.exe;
     if (report.gpu && report.gpu->rocr)
@@ -555,9 +560,10 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         if (!s) return std::unexpected(s.error());
         if (prov.replace)
             if (auto r = store.dropCoreOf(s->id); !r) return std::unexpected(r.error());
-        if (prov.supersedes)
-            if (auto r = store.dropCoreOf(prov.supersedes->source_id); !r)
-                return std::unexpected(r.error());
+        for (const auto& other : {prov.supersedes, prov.takes_over})
+            if (other)
+                if (auto r = store.dropCoreOf(other->source_id); !r)
+                    return std::unexpected(r.error());
         std::optional<int64_t> evidence;
         if (ev) {
             if (auto r = store.addEvidence(s->id, *ev); !r) return std::unexpected(r.error());

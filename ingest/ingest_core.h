@@ -58,6 +58,11 @@ struct CoreProvenance {
     /// A stored core of the same crash, cut (prefixStoredCore()): its source's rows are dropped
     /// in the same transaction, this more complete core's frames win.
     std::optional<PrefixCore> supersedes;
+    /// The core of the same crash stored from another source, which this one replaces: the
+    /// same content (sameStoredCore(): the raw core, apport's CoreDump) stored before a journal
+    /// entry of it, or an apport report stored without its CoreDump. Its source's rows are
+    /// dropped in the same transaction, this one stored in its place.
+    std::optional<PrefixCore> takes_over;
     nlohmann::json meta = nlohmann::json::object();  ///< merged into cores.meta
 };
 

@@ -146,6 +146,16 @@ db::Result<std::optional<std::pair<int64_t, std::string>>> queryCoreByFingerprin
     return std::optional<std::pair<int64_t, std::string>>{std::pair{st->i64(0), st->str(1)}};
 }
 
+db::Result<std::optional<int64_t>> queryCoreSource(db::Db& d, int64_t core) {
+    auto st = d.prepare("SELECT source_id FROM cores WHERE id = ?1");
+    if (!st) return std::unexpected(st.error());
+    st->bind(1, core);
+    auto row = st->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) return std::optional<int64_t>{};
+    return std::optional<int64_t>{st->i64(0)};
+}
+
 db::Result<std::vector<CoreCandidate>> queryCoresByHeadFingerprint(db::Db& d,
                                                                    const std::string& head) {
     auto st = d.prepare(

@@ -41,6 +41,9 @@ db::Result<std::map<int64_t, std::string>> queryStackSignatures(db::Db& d);
 db::Result<std::optional<std::pair<int64_t, std::string>>> queryCoreByFingerprint(
     db::Db& d, const std::string& fingerprint);
 
+/// The source a stored core was read from (cores.source_id); nullopt when no core `core`.
+db::Result<std::optional<int64_t>> queryCoreSource(db::Db& d, int64_t core);
+
 /// A stored core that may be the same as a new one: id, path, and the pid and crashing thread
 /// its notes named (NULL when unknown).
 struct CoreCandidate {
