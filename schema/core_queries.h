@@ -74,4 +74,18 @@ db::Result<std::vector<CrashCandidate>> queryCoresOfCrash(db::Db& d,
                                                           std::optional<int64_t> fault_address,
                                                           const std::string& process);
 
+/// A core stored from an apport report, found by its crash (apportCoresOfCrash).
+struct ApportCandidate {
+    int64_t id = 0, source_id = 0;
+    std::string path;
+    bool entry_only = false;  ///< stored without its CoreDump (no content fingerprint)
+};
+/// Cores of origin `apport` of the crash of `exe` at `time` (UTC s, the report's Date) whose pid
+/// is `pid` (either unknown: any), oldest first: a report read before its CoreDump was written
+/// and the whole report of the same crash.
+db::Result<std::vector<ApportCandidate>> queryApportCoresOfCrash(db::Db& d,
+                                                                 const std::string& exe,
+                                                                 int64_t time,
+                                                                 std::optional<int64_t> pid);
+
 }  // namespace gpufault

@@ -685,3 +685,53 @@ TEST(CrashSources, AJournalEntryOfAStoredCoreIsStoredOnceInEitherOrder) {
 
 }  // namespace
 }  // namespace gpufault::testing
+
+namespace gpufault::testing {
+namespace {
+
+/// The first `lines` lines of `s`.
+std::string firstLines(const std::string& s, size_t lines) {
+    size_t at = 0;
+    for (size_t i = 0; i < lines && at != std::string::npos; ++i) at = s.find('\n', at + 1);
+    return at == std::string::npos ? s : s.substr(0, at + 1);
+}
+
+// Hostile review 148, HIGH 3: an apport report read before its CoreDump was written (apport
+// still writing it: `head -n 8`) was stored without a core ("no CoreDump in the apport
+// report"); the whole report, read later, was a second core and a second incident, for ever.
+// Now the whole report of the same crash (ExecutablePath, Date, Pid) replaces the core stored
+// without its CoreDump, and a head read after the whole report is that core.
+TEST(CrashSources, AnApportReportReadBeforeItsCoreDumpIsReplacedByTheWholeOne) {
+    TempDir t;
+    const auto whole = fixtureReport(false);
+    const auto x = t.file("_tmp_crashfixture_crashmain.0.crash");
+    writeFile(x, firstLines(whole, 8));
+    ASSERT_EQ(firstLines(whole, 8).find("CoreDump"), std::string::npos);
+    auto r = run(ingest(t, {x}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["note"], "no CoreDump in the apport report");
+    writeFile(x, whole);
+    r = run(ingest(t, {x}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u) << r.out << r.err;
+    EXPECT_EQ(c[0]["origin"], "apport");
+    EXPECT_EQ(c[0]["pid"], 14046);
+    EXPECT_EQ(c[0]["si_addr"], "0x8a");  // from the core's notes: the CoreDump was read
+    EXPECT_EQ(c[0]["threads"], 1);
+    auto n = run({GPUFAULT_BIN, "--db", t.file("db"), "query", "select count(*) from incidents"});
+    EXPECT_EQ(n.out, "count(*)\n1\n") << n.out;
+    // The head of the same report read after it (another copy): the same crash, not stored.
+    writeFile(t.file("head.crash"), firstLines(whole, 8));
+    r = run(ingest(t, {t.file("head.crash")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find(fmt::format("core {} from ", c[0]["id"].get<int64_t>())),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(jsonLines(t, "cores").size(), 1u);
+}
+
+}  // namespace
+}  // namespace gpufault::testing
