@@ -170,18 +170,33 @@ CoreRecord coreRecord(const coredump::CoreReport& r) {
 db::Result<CoreIngestSummary> ingestCore(Store& store,
                                          const std::string& path,
                                          const coredump::ReadOptions& opt,
-                                         bool own_txn) {
+                                         bool own_txn,
+                                         const CoreIngestHooks& hooks) {
     auto fail = [&](const std::string& m) { return std::unexpected(db::Error{path + ": " + m}); };
     // Never blocks: a FIFO, a device or a directory is "not a regular file" (hostile12c).
     auto opened = coredump::openRegular(path, opt.follow_links);
     if (!opened) return std::unexpected(db::Error{opened.error().message});
-    int fd = *opened;
+    // One descriptor for every read (identity, content fingerprint, notes, the unwinding
+    // child): a core renamed over `path` meanwhile is not read half from each file (hostile
+    // review 148, HIGH 1). The others open it again as /proc/self/fd/N: the same open file.
+    struct Fd {
+        int fd;
+        ~Fd() { ::close(fd); }
+    } held{*opened};
+    const int fd = held.fd;
+    const std::string self = fmt::format("/proc/self/fd/{}", fd);
+    // Their messages name the file as given, not /proc/self/fd/N.
+    auto named = [&](std::string m) {
+        for (auto at = m.find(self); at != std::string::npos; at = m.find(self, at + path.size()))
+            m.replace(at, self.size(), path);
+        return db::Error{std::move(m)};
+    };
     struct stat st {};
     std::string head(4096, '\0');
     ssize_t got = ::fstat(fd, &st) == 0 ? ::pread(fd, head.data(), head.size(), 0) : -1;
-    ::close(fd);
     if (got < 0) return fail(std::strerror(errno));
     head.resize(static_cast<size_t>(got));
+    if (hooks.after_open) hooks.after_open();
 
     SourceIdentity id{path,
                       "core",
@@ -204,10 +219,10 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
         return sum;
     }
     // The same content under another path or name (a copy, `gpucore.N`): stored once.
-    auto content = fileCoreFingerprint(path);
-    if (!content) return std::unexpected(content.error());
-    auto same = sameStoredCore(store.db(), path, *content);
-    if (!same) return std::unexpected(same.error());
+    auto content = fileCoreFingerprint(self);
+    if (!content) return std::unexpected(named(content.error().message));
+    auto same = sameStoredCore(store.db(), self, *content);
+    if (!same) return std::unexpected(named(same.error().message));
     if (*same) {
         sum.unchanged = true;
         sum.same_as = fmt::format("core {} from {}", (*same)->first, (*same)->second);
@@ -216,8 +231,8 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
 
     // The same crash, one of the two cut (a cut `.zst` and its raw core): one core, the more
     // complete one's.
-    auto prefix = prefixStoredCore(store.db(), path, *content);
-    if (!prefix) return std::unexpected(prefix.error());
+    auto prefix = prefixStoredCore(store.db(), self, *content);
+    if (!prefix) return std::unexpected(named(prefix.error().message));
     if (*prefix && (*prefix)->stored_longer) {
         sum.unchanged = true;
         sum.same_as = fmt::format(
@@ -225,8 +240,28 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
         return sum;
     }
 
-    auto report = coredump::readCore(path, opt);
-    if (!report) return std::unexpected(db::Error{report.error().message});
+    coredump::ReadOptions through = opt;
+    through.follow_links = true;  // /proc/self/fd/N: `path` itself was opened as `opt` says
+    through.name = opt.name.value_or(path);
+    auto report = coredump::readCore(self, through);
+    if (!report) return std::unexpected(named(report.error().message));
+    report->path = path;
+    if (report->unwind_error) report->unwind_error = named(*report->unwind_error).message;
+    // Written to while read (a writer not done, a file rewritten in place): the fingerprint
+    // and the notes may be of different bytes. Nothing is stored; the next scan reads it whole.
+    struct stat now {};
+    if (::fstat(fd, &now) != 0) return fail(std::strerror(errno));
+    if (now.st_size != st.st_size || now.st_mtim.tv_sec != st.st_mtim.tv_sec ||
+        now.st_mtim.tv_nsec != st.st_mtim.tv_nsec || now.st_ino != st.st_ino)
+        return fail(
+            fmt::format("changed while read (size {} then {} bytes, mtime {}.{:09} then "
+                        "{}.{:09}): not stored",
+                        st.st_size,
+                        now.st_size,
+                        st.st_mtim.tv_sec,
+                        st.st_mtim.tv_nsec,
+                        now.st_mtim.tv_sec,
+                        now.st_mtim.tv_nsec));
     CoreProvenance prov;
     prov.supersedes = *prefix;
     prov.content_fingerprint = *content;
@@ -237,6 +272,14 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
         prov.exe = std::filesystem::absolute(*opt.unwind.exe).lexically_normal().string();
     auto r = storeCoreReport(store, id, *report, prov, own_txn);
     if (!r) return fail(r.error().message);
+    // Renamed over meanwhile: what was stored is the file opened, whole; the new one at `path`
+    // is another source, read on its own.
+    if (struct stat at{};
+        ::stat(path.c_str(), &at) == 0 && (at.st_ino != st.st_ino || at.st_dev != st.st_dev))
+        r->warnings.push_back(fmt::format(
+            "replaced while read: the core stored is the file opened (pid {}); the file now at "
+            "this path is another one",
+            report->layout.notes.pid.value_or(0)));
     return r;
 }
 
@@ -473,6 +516,11 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         note = note ? *note + "; " + same : same;
         sum.warnings.push_back(same);
     }
+    if (prov.takes_over)
+        sum.warnings.push_back(
+            fmt::format("core {} from {} is the same crash: replaced by this one (stored once)",
+                        prov.takes_over->id,
+                        prov.takes_over->path));
     rec.note = note;
     rec.exe = prov.exe;
     if (report.gpu && report.gpu->rocr)
@@ -512,9 +560,10 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         if (!s) return std::unexpected(s.error());
         if (prov.replace)
             if (auto r = store.dropCoreOf(s->id); !r) return std::unexpected(r.error());
-        if (prov.supersedes)
-            if (auto r = store.dropCoreOf(prov.supersedes->source_id); !r)
-                return std::unexpected(r.error());
+        for (const auto& other : {prov.supersedes, prov.takes_over})
+            if (other)
+                if (auto r = store.dropCoreOf(other->source_id); !r)
+                    return std::unexpected(r.error());
         std::optional<int64_t> evidence;
         if (ev) {
             if (auto r = store.addEvidence(s->id, *ev); !r) return std::unexpected(r.error());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -57,6 +58,11 @@ struct CoreProvenance {
     /// A stored core of the same crash, cut (prefixStoredCore()): its source's rows are dropped
     /// in the same transaction, this more complete core's frames win.
     std::optional<PrefixCore> supersedes;
+    /// The core of the same crash stored from another source, which this one replaces: the
+    /// same content (sameStoredCore(): the raw core, apport's CoreDump) stored before a journal
+    /// entry of it, or an apport report stored without its CoreDump. Its source's rows are
+    /// dropped in the same transaction, this one stored in its place.
+    std::optional<PrefixCore> takes_over;
     nlohmann::json meta = nlohmann::json::object();  ///< merged into cores.meta
 };
 
@@ -99,6 +105,13 @@ Evidence coreEvidence(const coredump::CoreReport& r, const std::string& wall);
 /// The rows of the core tables for a report (pure; mapped files folded to one row per path).
 CoreRecord coreRecord(const coredump::CoreReport& r);
 
+/// Test seams of ingestCore (empty in production, where the same code runs).
+struct CoreIngestHooks {
+    /// Runs once the file is open and its identity (fstat, first 4 KiB) read, before its
+    /// content is fingerprinted and read: a test renames another file over the path here.
+    std::function<void()> after_open;
+};
+
 /// Reads and stores the core at `path` (the path as given: it is stored as the source path;
 /// the cores table keeps its absolute form). A core already stored (same device, inode,
 /// first 4 KiB and size) is not read again. Errors name the file; nothing is stored then.
@@ -106,6 +119,7 @@ CoreRecord coreRecord(const coredump::CoreReport& r);
 db::Result<CoreIngestSummary> ingestCore(Store& store,
                                          const std::string& path,
                                          const coredump::ReadOptions& opt = {},
-                                         bool own_txn = true);
+                                         bool own_txn = true,
+                                         const CoreIngestHooks& hooks = {});
 
 }  // namespace gpufault

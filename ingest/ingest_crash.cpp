@@ -124,7 +124,8 @@ db::Result<CoreIngestSummary> storeEntryOnly(Store& store,
                                              const cd::CoredumpEntry& e,
                                              const std::optional<std::string>& why,
                                              bool own_txn,
-                                             const std::string& origin) {
+                                             const std::string& origin,
+                                             std::optional<int64_t> replaces) {
     CoreRecord rec;
     rec.kind = "cpu";
     rec.path = e.filename.value_or("");
@@ -170,6 +171,8 @@ db::Result<CoreIngestSummary> storeEntryOnly(Store& store,
     auto body = [&]() -> db::Result<int64_t> {
         auto s = store.source(id);
         if (!s) return std::unexpected(s.error());
+        if (replaces)
+            if (auto r = store.dropCoreOf(*replaces); !r) return std::unexpected(r.error());
         if (auto r = store.addEvidence(s->id, ev); !r) return std::unexpected(r.error());
         auto evid = store.evidenceIdOf(s->id, Kind::Coredump);
         if (!evid) return std::unexpected(evid.error());

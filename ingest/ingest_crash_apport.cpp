@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <ctime>
 
@@ -13,6 +14,7 @@
 #include "ingest/ingest_crash.h"
 #include "ingest/ingest_crash_parts.h"
 #include "ingest/line_reader.h"
+#include "schema/core_queries.h"
 
 namespace gpufault {
 
@@ -102,8 +104,28 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
         if (r) r->warnings = rep.warnings();
         return r;
     };
+    // The same crash stored from a report read before its CoreDump was written (apport still
+    // writing it, hostile review 148, HIGH 3), or whole: known by its executable, Date and pid.
+    std::vector<ApportCandidate> crash;
+    if (prov.exe && prov.time) {
+        auto c = queryApportCoresOfCrash(store.db(), *prov.exe, *prov.time, prov.pid);
+        if (!c) return std::unexpected(c.error());
+        crash = std::move(*c);
+    }
+    auto entryOnly = std::find_if(
+        crash.begin(), crash.end(), [](const ApportCandidate& c) { return c.entry_only; });
     if (!core) {
-        // apport left the core out (size, or a report of a non-crash problem).
+        // apport left the core out (size, or a report of a non-crash problem). One with its
+        // CoreDump already stored is the more complete one.
+        for (const auto& c : crash)
+            if (!c.entry_only) {
+                CoreIngestSummary s;
+                s.path = path;
+                s.unchanged = true;
+                s.same_as = fmt::format(
+                    "core {} from {} (the same crash, with its CoreDump)", c.id, c.path);
+                return warned(std::move(s));
+            }
         cd::CoredumpEntry e;
         e.pid = prov.pid.value_or(0);
         e.comm = prov.comm.value_or("");
@@ -111,8 +133,16 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
         e.signal = prov.signal;
         if (prov.time) e.timestamp_us = static_cast<uint64_t>(*prov.time) * 1000000;
         e.stack = rep.stack();
-        return warned(
-            storeEntryOnly(store, id, e, "no CoreDump in the apport report", own_txn, "apport"));
+        std::optional<int64_t> replaces;
+        if (entryOnly != crash.end()) replaces = entryOnly->source_id;
+        auto r = warned(storeEntryOnly(
+            store, id, e, "no CoreDump in the apport report", own_txn, "apport", replaces));
+        if (r && replaces)
+            r->warnings.push_back(
+                fmt::format("core {} from {} is the same crash: replaced by this one (stored once)",
+                            entryOnly->id,
+                            entryOnly->path));
+        return r;
     }
     auto tmp = inflater->finish();
     if (!tmp)  // a cut report: name where the CoreDump data stop
@@ -136,6 +166,8 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
         return warned(std::move(s));
     }
     prov.content_fingerprint = *content;
+    if (entryOnly != crash.end())  // stored from the report's head: this whole one replaces it
+        prov.takes_over = PrefixCore{entryOnly->id, entryOnly->source_id, entryOnly->path, false};
     std::optional<std::string> cut;
     if (tmp->cut())
         cut = fmt::format(

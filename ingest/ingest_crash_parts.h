@@ -72,12 +72,15 @@ CoreProvenance entryProvenance(const coredump::CoredumpEntry& e);
 const coredump::Frame* firstSpecific(const std::vector<coredump::Frame>& frames);
 
 /// Stores an entry without a readable core: the text stack, the reason (`why`, else the
-/// entry's own). `origin` "apport" for an apport report without CoreDump.
+/// entry's own). `origin` "apport" for an apport report without CoreDump. `replaces`: the
+/// source whose core gives way to this one (the same crash, stored earlier from less of its
+/// report), its rows dropped in the same transaction.
 db::Result<CoreIngestSummary> storeEntryOnly(Store& store,
                                              const SourceIdentity& id,
                                              const coredump::CoredumpEntry& e,
                                              const std::optional<std::string>& why,
                                              bool own_txn,
-                                             const std::string& origin = "systemd-coredump");
+                                             const std::string& origin = "systemd-coredump",
+                                             std::optional<int64_t> replaces = std::nullopt);
 
 }  // namespace gpufault::crash

@@ -144,18 +144,38 @@ db::Result<cd::CoreReport> readOpenedCore(const KeptCore& k,
     return std::move(*r);
 }
 
-/// Reads the core at `file` (openKeptCore(), then readOpenedCore()); `fingerprint` gets its
-/// content's fingerprint, `cut` KeptCore::cut.
-db::Result<cd::CoreReport> readKeptCore(const std::string& file,
-                                        const CrashOptions& opt,
-                                        std::string& fingerprint,
-                                        std::optional<std::string>& cut,
-                                        bool follow_links = true) {
-    auto k = openKeptCore(file, opt, follow_links);
-    if (!k) return std::unexpected(k.error());
-    fingerprint = k->fingerprint;
-    cut = k->cut;
-    return readOpenedCore(*k, file, opt);
+/// Before a journal entry's core (read at `path`, content `fingerprint`) is stored, as the
+/// kept-file path checks (hostile review 148, HIGH 2): the core of the same content stored from
+/// another file (the raw core, apport's report of it) is taken over (`prov.takes_over`: one
+/// core, with the entry's metadata, whichever came first); of the same crash, one cut, the
+/// shorter stored one gives way (`prov.supersedes`). A summary ("core N from PATH, of which …")
+/// when the stored core is the more complete one: nothing to store.
+db::Result<std::optional<CoreIngestSummary>> joinStoredCore(Store& store,
+                                                            const std::string& path,
+                                                            const std::string& fingerprint,
+                                                            const std::string& where,
+                                                            CoreProvenance& prov) {
+    using Joined = std::optional<CoreIngestSummary>;
+    auto same = sameStoredCore(store.db(), path, fingerprint);
+    if (!same) return std::unexpected(same.error());
+    if (*same) {
+        auto source = queryCoreSource(store.db(), (*same)->first);
+        if (!source) return std::unexpected(source.error());
+        if (*source) prov.takes_over = PrefixCore{(*same)->first, **source, (*same)->second, false};
+        return Joined{};
+    }
+    auto p = prefixStoredCore(store.db(), path, fingerprint);
+    if (!p) return std::unexpected(p.error());
+    if (*p && (*p)->stored_longer) {
+        CoreIngestSummary s;
+        s.path = where;
+        s.unchanged = true;
+        s.same_as = fmt::format(
+            "core {} from {}, of which this cut core is a prefix", (*p)->id, (*p)->path);
+        return Joined{std::move(s)};
+    }
+    prov.supersedes = *p;
+    return Joined{};
 }
 
 /// `r` with the warning `cut` (KeptCore::cut) first, when set.
@@ -189,16 +209,23 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
     }
     std::optional<std::string> why;
     if (e.filename) {
-        std::string fingerprint;
-        std::optional<std::string> cut;
-        auto report = readKeptCore(*e.filename, opt, fingerprint, cut, false);
+        auto kept = openKeptCore(*e.filename, opt, false);
+        auto prov = entryProvenance(e);
+        std::optional<CoreIngestSummary> joined;
+        if (kept) {
+            auto j = joinStoredCore(store, kept->path, kept->fingerprint, *e.filename, prov);
+            if (!j) return std::unexpected(j.error());
+            joined = std::move(*j);
+        }
+        if (joined) return std::move(*joined);
+        auto report = kept ? readOpenedCore(*kept, *e.filename, opt)
+                           : db::Result<cd::CoreReport>(std::unexpected(kept.error()));
         if (report) {
-            auto prov = entryProvenance(e);
-            prov.content_fingerprint = fingerprint;
+            prov.content_fingerprint = kept->fingerprint;
             prov.path = *e.filename;
             prov.size = fileSize(*e.filename);
-            if (cut) prov.note = prov.note ? *prov.note + "; " + *cut : *cut;
-            return withCut(storeCoreReport(store, id, *report, prov, own_txn), cut);
+            if (kept->cut) prov.note = prov.note ? *prov.note + "; " + *kept->cut : *kept->cut;
+            return withCut(storeCoreReport(store, id, *report, prov, own_txn), kept->cut);
         }
         why = std::string(kNotRead) + report.error().message;
     }
@@ -210,14 +237,19 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
             auto ro = opt.read;
             ro.name = "COREDUMP";
             ro.follow_links = true;  // our temporary file, read through /proc/self/fd/N
+            auto prov = entryProvenance(e);
+            if (auto fp = fileCoreFingerprint(journal_core->file->path())) {
+                prov.content_fingerprint = std::move(*fp);
+                auto j = joinStoredCore(
+                    store, journal_core->file->path(), *prov.content_fingerprint, where, prov);
+                if (!j) return std::unexpected(j.error());
+                if (*j) return std::move(**j);
+            }
             auto report = cd::readCore(journal_core->file->path(), ro);
             if (report) {
-                auto prov = entryProvenance(e);
                 prov.path = where + " (COREDUMP=)";
                 prov.size = static_cast<int64_t>(journal_core->file->size());
                 prov.meta["storage"] = "journal";
-                if (auto fp = fileCoreFingerprint(journal_core->file->path()))
-                    prov.content_fingerprint = std::move(*fp);
                 return storeCoreReport(store, id, *report, prov, own_txn);
             }
             why = "core in the journal not read: " + report.error().message;

@@ -146,6 +146,16 @@ db::Result<std::optional<std::pair<int64_t, std::string>>> queryCoreByFingerprin
     return std::optional<std::pair<int64_t, std::string>>{std::pair{st->i64(0), st->str(1)}};
 }
 
+db::Result<std::optional<int64_t>> queryCoreSource(db::Db& d, int64_t core) {
+    auto st = d.prepare("SELECT source_id FROM cores WHERE id = ?1");
+    if (!st) return std::unexpected(st.error());
+    st->bind(1, core);
+    auto row = st->step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) return std::optional<int64_t>{};
+    return std::optional<int64_t>{st->i64(0)};
+}
+
 db::Result<std::vector<CoreCandidate>> queryCoresByHeadFingerprint(db::Db& d,
                                                                    const std::string& head) {
     auto st = d.prepare(
@@ -185,6 +195,26 @@ db::Result<std::vector<CrashCandidate>> queryCoresOfCrash(db::Db& d,
         if (!row) return std::unexpected(row.error());
         if (!*row) break;
         out.push_back(CrashCandidate{st->i64(0), st->i64(1), st->str(2), st->str(3)});
+    }
+    return out;
+}
+
+db::Result<std::vector<ApportCandidate>> queryApportCoresOfCrash(db::Db& d,
+                                                                 const std::string& exe,
+                                                                 int64_t time,
+                                                                 std::optional<int64_t> pid) {
+    auto st = d.prepare(
+        "SELECT c.id, c.source_id, c.path, c.content_fingerprint IS NULL FROM sources s JOIN "
+        "cores c ON c.source_id = s.id WHERE s.complete = 1 AND c.origin = 'apport' AND c.exe = "
+        "?1 AND c.time = ?2 AND (?3 IS NULL OR c.pid IS NULL OR c.pid = ?3) ORDER BY c.id");
+    if (!st) return std::unexpected(st.error());
+    st->bind(1, exe).bind(2, time).bind(3, pid);
+    std::vector<ApportCandidate> out;
+    for (;;) {
+        auto row = st->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        out.push_back(ApportCandidate{st->i64(0), st->i64(1), st->str(2), st->i64(3) != 0});
     }
     return out;
 }

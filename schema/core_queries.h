@@ -41,6 +41,9 @@ db::Result<std::map<int64_t, std::string>> queryStackSignatures(db::Db& d);
 db::Result<std::optional<std::pair<int64_t, std::string>>> queryCoreByFingerprint(
     db::Db& d, const std::string& fingerprint);
 
+/// The source a stored core was read from (cores.source_id); nullopt when no core `core`.
+db::Result<std::optional<int64_t>> queryCoreSource(db::Db& d, int64_t core);
+
 /// A stored core that may be the same as a new one: id, path, and the pid and crashing thread
 /// its notes named (NULL when unknown).
 struct CoreCandidate {
@@ -70,5 +73,19 @@ db::Result<std::vector<CrashCandidate>> queryCoresOfCrash(db::Db& d,
                                                           std::optional<int64_t> signal,
                                                           std::optional<int64_t> fault_address,
                                                           const std::string& process);
+
+/// A core stored from an apport report, found by its crash (apportCoresOfCrash).
+struct ApportCandidate {
+    int64_t id = 0, source_id = 0;
+    std::string path;
+    bool entry_only = false;  ///< stored without its CoreDump (no content fingerprint)
+};
+/// Cores of origin `apport` of the crash of `exe` at `time` (UTC s, the report's Date) whose pid
+/// is `pid` (either unknown: any), oldest first: a report read before its CoreDump was written
+/// and the whole report of the same crash.
+db::Result<std::vector<ApportCandidate>> queryApportCoresOfCrash(db::Db& d,
+                                                                 const std::string& exe,
+                                                                 int64_t time,
+                                                                 std::optional<int64_t> pid);
 
 }  // namespace gpufault

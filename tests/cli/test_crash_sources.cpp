@@ -16,12 +16,24 @@
 namespace gpufault::testing {
 namespace {
 
-const std::string kDir = kCoreDir;
+// This file's own paths, not the inline kCoreDir/coreIngestArgs of core_ingest.h: an object of
+// another test compiled elsewhere (a build directory copied from another checkout) may bring
+// its definition, and with it another checkout's binary.
+const std::string kDir = GPUFAULT_SOURCE_DIR "/tests/data/cores/";
 const std::string kBoot = "0123456789abcdef0123456789abcdef";
 const std::string kZstName = "core.crashmain.0." + kBoot + ".14046.1764491498000000.zst";
 
 std::vector<std::string> ingest(const TempDir& t, const std::vector<std::string>& files) {
-    return coreIngestArgs(t.file("db"), files);
+    std::vector<std::string> a{GPUFAULT_BIN,
+                               "--db",
+                               t.file("db"),
+                               "ingest",
+                               "--exe",
+                               kDir + "crashmain",
+                               "--debuginfo-path",
+                               kDir + "buildid"};
+    a.insert(a.end(), files.begin(), files.end());
+    return a;
 }
 
 std::vector<nlohmann::json> jsonLines(const TempDir& t, const std::string& cmd) {
@@ -599,6 +611,126 @@ TEST(CrashSources, ApportReportWithoutCoreDumpKeepsItsStacktrace) {
     EXPECT_EQ(c[0]["time_from"], "apport Date");
     EXPECT_EQ(c[0]["top_frame"], "n/a (libhsa-runtime64.so.1 + 0x3b2c5)");
     EXPECT_TRUE(c[0]["incident"].is_number());
+}
+
+}  // namespace
+}  // namespace gpufault::testing
+
+namespace gpufault::testing {
+namespace {
+
+// Hostile review 148, HIGH 2: a systemd-coredump journal entry of a core already stored from
+// another file (the raw core, apport's report of it) stored it a second time, with a second
+// incident, when it came second; the other order stored it once. Now either order stores one
+// core, the entry's metadata on it (origin systemd-coredump, its path), one incident: its file
+// (COREDUMP_FILENAME) or its COREDUMP= field.
+TEST(CrashSources, AJournalEntryOfAStoredCoreIsStoredOnceInEitherOrder) {
+    for (bool inJournal : {false, true})
+        for (bool apport : {false, true})
+            for (bool entryFirst : {false, true}) {
+                SCOPED_TRACE(fmt::format(
+                    "in journal {}, apport {}, entry first {}", inJournal, apport, entryFirst));
+                TempDir t;
+                std::vector<std::pair<std::string, std::string>> fields{
+                    {"__CURSOR", "s=1"},
+                    {"_BOOT_ID", kBoot},
+                    {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+                    {"COREDUMP_PID", "14046"},
+                    {"COREDUMP_UID", "0"},
+                    {"COREDUMP_SIGNAL", "11"},
+                    {"COREDUMP_TIMESTAMP", "1764491498000000"},
+                    {"COREDUMP_COMM", "crashmain"},
+                    {"COREDUMP_EXE", "/tmp/crashfixture/crashmain"}};
+                if (!inJournal) fields.emplace_back("COREDUMP_FILENAME", zstCore(t));
+                auto entry =
+                    exportEntry(fields, "Process 14046 (crashmain) of user 0 dumped core.");
+                if (inJournal) {
+                    auto core = readFile(kDir + "core");
+                    entry.insert(entry.size() - 1, "COREDUMP\n" + le64(core.size()) + core + "\n");
+                }
+                writeFile(t.file("j.export"), entry);
+                std::string other = kDir + "core";
+                if (apport) {
+                    other = t.file("_tmp_crashfixture_crashmain.0.crash");
+                    writeFile(other, fixtureReport(false));
+                }
+                std::vector<std::string> files{other, t.file("j.export")};
+                if (entryFirst) std::swap(files[0], files[1]);
+                std::string said;
+                for (const auto& f : files) {
+                    auto r = run(ingest(t, {f}));
+                    ASSERT_EQ(r.status, 0) << r.err;
+                    said += r.out + r.err;
+                }
+                auto c = jsonLines(t, "cores");
+                ASSERT_EQ(c.size(), 1u) << said;
+                EXPECT_EQ(c[0]["origin"], "systemd-coredump (untrusted)");
+                EXPECT_EQ(c[0]["pid"], 14046);
+                EXPECT_EQ(c[0]["path"],
+                          inJournal ? t.file("j.export") + " (COREDUMP=)" : t.file(kZstName));
+                auto n = run({GPUFAULT_BIN,
+                              "--db",
+                              t.file("db"),
+                              "query",
+                              "select count(*) from incidents"});
+                EXPECT_EQ(n.out, "count(*)\n1\n") << n.out;
+                // Each file again: nothing new.
+                for (const auto& f : files) {
+                    auto r = run(ingest(t, {f}));
+                    ASSERT_EQ(r.status, 0) << r.err;
+                }
+                EXPECT_EQ(jsonLines(t, "cores").size(), 1u);
+            }
+}
+
+}  // namespace
+}  // namespace gpufault::testing
+
+namespace gpufault::testing {
+namespace {
+
+/// The first `lines` lines of `s`.
+std::string firstLines(const std::string& s, size_t lines) {
+    size_t at = 0;
+    for (size_t i = 0; i < lines && at != std::string::npos; ++i) at = s.find('\n', at + 1);
+    return at == std::string::npos ? s : s.substr(0, at + 1);
+}
+
+// Hostile review 148, HIGH 3: an apport report read before its CoreDump was written (apport
+// still writing it: `head -n 8`) was stored without a core ("no CoreDump in the apport
+// report"); the whole report, read later, was a second core and a second incident, for ever.
+// Now the whole report of the same crash (ExecutablePath, Date, Pid) replaces the core stored
+// without its CoreDump, and a head read after the whole report is that core.
+TEST(CrashSources, AnApportReportReadBeforeItsCoreDumpIsReplacedByTheWholeOne) {
+    TempDir t;
+    const auto whole = fixtureReport(false);
+    const auto x = t.file("_tmp_crashfixture_crashmain.0.crash");
+    writeFile(x, firstLines(whole, 8));
+    ASSERT_EQ(firstLines(whole, 8).find("CoreDump"), std::string::npos);
+    auto r = run(ingest(t, {x}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["note"], "no CoreDump in the apport report");
+    writeFile(x, whole);
+    r = run(ingest(t, {x}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u) << r.out << r.err;
+    EXPECT_EQ(c[0]["origin"], "apport");
+    EXPECT_EQ(c[0]["pid"], 14046);
+    EXPECT_EQ(c[0]["si_addr"], "0x8a");  // from the core's notes: the CoreDump was read
+    EXPECT_EQ(c[0]["threads"], 1);
+    auto n = run({GPUFAULT_BIN, "--db", t.file("db"), "query", "select count(*) from incidents"});
+    EXPECT_EQ(n.out, "count(*)\n1\n") << n.out;
+    // The head of the same report read after it (another copy): the same crash, not stored.
+    writeFile(t.file("head.crash"), firstLines(whole, 8));
+    r = run(ingest(t, {t.file("head.crash")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find(fmt::format("core {} from ", c[0]["id"].get<int64_t>())),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(jsonLines(t, "cores").size(), 1u);
 }
 
 }  // namespace
