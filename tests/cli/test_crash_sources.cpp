@@ -16,24 +16,12 @@
 namespace gpufault::testing {
 namespace {
 
-// This file's own paths, not the inline kCoreDir/coreIngestArgs of core_ingest.h: an object of
-// another test compiled elsewhere (a build directory copied from another checkout) may bring
-// its definition, and with it another checkout's binary.
-const std::string kDir = GPUFAULT_SOURCE_DIR "/tests/data/cores/";
+const std::string kDir = kCoreDir;
 const std::string kBoot = "0123456789abcdef0123456789abcdef";
 const std::string kZstName = "core.crashmain.0." + kBoot + ".14046.1764491498000000.zst";
 
 std::vector<std::string> ingest(const TempDir& t, const std::vector<std::string>& files) {
-    std::vector<std::string> a{GPUFAULT_BIN,
-                               "--db",
-                               t.file("db"),
-                               "ingest",
-                               "--exe",
-                               kDir + "crashmain",
-                               "--debuginfo-path",
-                               kDir + "buildid"};
-    a.insert(a.end(), files.begin(), files.end());
-    return a;
+    return coreIngestArgs(t.file("db"), files);
 }
 
 std::vector<nlohmann::json> jsonLines(const TempDir& t, const std::string& cmd) {
@@ -406,12 +394,6 @@ TEST(CrashSources, CudaGpuCoreKernelPointersBecomeOperands) {
         << show.out;
 }
 
-}  // namespace
-}  // namespace gpufault::testing
-
-namespace gpufault::testing {
-namespace {
-
 TEST(CrashSources, ZstdOverTheCapKeepsWhatFits) {
     TempDir t;
     ::mkdir(t.file("tmp").c_str(), 0700);
@@ -449,12 +431,6 @@ TEST(CrashSources, ZstdOverTheCapKeepsWhatFits) {
     ASSERT_EQ(again.size(), 1u) << larger.out;
     EXPECT_TRUE(again[0]["note"].is_null()) << again[0].dump();
 }
-
-}  // namespace
-}  // namespace gpufault::testing
-
-namespace gpufault::testing {
-namespace {
 
 // An apport report whose CoreDump inflates past the cap kept nothing of the report before
 // (hostile review 16, i4 M1): its first cap bytes are kept, as for a .zst core, and read as a
@@ -586,12 +562,6 @@ TEST(CrashSources, EntryStoredWithoutItsFileIsReplacedWhenTheFileIsRead) {
     EXPECT_NE(again.out.find("core already ingested, unchanged"), std::string::npos) << again.out;
 }
 
-}  // namespace
-}  // namespace gpufault::testing
-
-namespace gpufault::testing {
-namespace {
-
 TEST(CrashSources, ApportReportWithoutCoreDumpKeepsItsStacktrace) {
     TempDir t;
     writeFile(
@@ -612,12 +582,6 @@ TEST(CrashSources, ApportReportWithoutCoreDumpKeepsItsStacktrace) {
     EXPECT_EQ(c[0]["top_frame"], "n/a (libhsa-runtime64.so.1 + 0x3b2c5)");
     EXPECT_TRUE(c[0]["incident"].is_number());
 }
-
-}  // namespace
-}  // namespace gpufault::testing
-
-namespace gpufault::testing {
-namespace {
 
 // Hostile review 148, HIGH 2: a systemd-coredump journal entry of a core already stored from
 // another file (the raw core, apport's report of it) stored it a second time, with a second
@@ -682,12 +646,6 @@ TEST(CrashSources, AJournalEntryOfAStoredCoreIsStoredOnceInEitherOrder) {
                 EXPECT_EQ(jsonLines(t, "cores").size(), 1u);
             }
 }
-
-}  // namespace
-}  // namespace gpufault::testing
-
-namespace gpufault::testing {
-namespace {
 
 /// The first `lines` lines of `s`.
 std::string firstLines(const std::string& s, size_t lines) {
