@@ -69,7 +69,7 @@ Evidence coreEvidence(const coredump::CoreReport& r, const std::string& wall) {
                 e.setAttr("fault_pc", fmt::format("0x{:x}", *n.siginfo->addr));
             }
             what += fmt::format(" at 0x{:x}", *n.siginfo->addr);
-        } else if (n.siginfo->code == 0x80 && n.siginfo->signo == SIGSEGV) {
+        } else if (n.siginfo->code == coredump::kSiKernel && n.siginfo->signo == SIGSEGV) {
             what += " (general protection: no address)";
         }
     }
@@ -167,6 +167,11 @@ CoreRecord coreRecord(const coredump::CoreReport& r) {
     return c;
 }
 
+std::string replacedCoreWarning(int64_t core, const std::string& path) {
+    return fmt::format(
+        "core {} from {} is the same crash: replaced by this one (stored once)", core, path);
+}
+
 db::Result<CoreIngestSummary> ingestCore(Store& store,
                                          const std::string& path,
                                          const coredump::ReadOptions& opt,
@@ -252,7 +257,7 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
     struct stat now {};
     if (::fstat(fd, &now) != 0) return fail(std::strerror(errno));
     if (now.st_size != st.st_size || now.st_mtim.tv_sec != st.st_mtim.tv_sec ||
-        now.st_mtim.tv_nsec != st.st_mtim.tv_nsec || now.st_ino != st.st_ino)
+        now.st_mtim.tv_nsec != st.st_mtim.tv_nsec)
         return fail(
             fmt::format("changed while read (size {} then {} bytes, mtime {}.{:09} then "
                         "{}.{:09}): not stored",
@@ -371,12 +376,12 @@ std::optional<Evidence> rocrCoreEvidence(const coredump::CoreReport& r, const st
         e.setAttr("exception", std::string(f.cause->name));
     }
     std::vector<std::string> all;  // every exception set, queues' then agents', once each
-    for (const auto& q : s.queues)
-        for (const auto& x : q.exceptions)
+    auto add = [&all](const std::vector<std::string>& xs) {
+        for (const auto& x : xs)
             if (std::find(all.begin(), all.end(), x) == all.end()) all.push_back(x);
-    for (const auto& a : s.agents)
-        for (const auto& x : a.exceptions)
-            if (std::find(all.begin(), all.end(), x) == all.end()) all.push_back(x);
+    };
+    for (const auto& q : s.queues) add(q.exceptions);
+    for (const auto& a : s.agents) add(a.exceptions);
     if (!all.empty()) {
         std::string joined;
         for (const auto& x : all) joined += (joined.empty() ? "" : ",") + x;
@@ -517,10 +522,7 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         sum.warnings.push_back(same);
     }
     if (prov.takes_over)
-        sum.warnings.push_back(
-            fmt::format("core {} from {} is the same crash: replaced by this one (stored once)",
-                        prov.takes_over->id,
-                        prov.takes_over->path));
+        sum.warnings.push_back(replacedCoreWarning(prov.takes_over->id, prov.takes_over->path));
     rec.note = note;
     rec.exe = prov.exe;
     if (report.gpu && report.gpu->rocr)

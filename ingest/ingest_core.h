@@ -105,6 +105,9 @@ Evidence coreEvidence(const coredump::CoreReport& r, const std::string& wall);
 /// The rows of the core tables for a report (pure; mapped files folded to one row per path).
 CoreRecord coreRecord(const coredump::CoreReport& r);
 
+/// The warning of a core stored in place of core `core` (read from `path`) of the same crash.
+std::string replacedCoreWarning(int64_t core, const std::string& path);
+
 /// Test seams of ingestCore (empty in production, where the same code runs).
 struct CoreIngestHooks {
     /// Runs once the file is open and its identity (fstat, first 4 KiB) read, before its

@@ -138,10 +138,7 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
         auto r = warned(storeEntryOnly(
             store, id, e, "no CoreDump in the apport report", own_txn, "apport", replaces));
         if (r && replaces)
-            r->warnings.push_back(
-                fmt::format("core {} from {} is the same crash: replaced by this one (stored once)",
-                            entryOnly->id,
-                            entryOnly->path));
+            r->warnings.push_back(replacedCoreWarning(entryOnly->id, entryOnly->path));
         return r;
     }
     auto tmp = inflater->finish();

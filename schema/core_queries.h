@@ -74,7 +74,7 @@ db::Result<std::vector<CrashCandidate>> queryCoresOfCrash(db::Db& d,
                                                           std::optional<int64_t> fault_address,
                                                           const std::string& process);
 
-/// A core stored from an apport report, found by its crash (apportCoresOfCrash).
+/// A core stored from an apport report, found by its crash (queryApportCoresOfCrash).
 struct ApportCandidate {
     int64_t id = 0, source_id = 0;
     std::string path;

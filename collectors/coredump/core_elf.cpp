@@ -104,9 +104,7 @@ void parseSiginfo(std::string_view d, SigInfo& s) {
     s.code = static_cast<int>(asInt32(*le<uint32_t>(d, 8)));
     bool fault = s.signo == SIGSEGV || s.signo == SIGBUS || s.signo == SIGILL ||
                  s.signo == SIGFPE || s.signo == SIGTRAP;
-    // SI_KERNEL (0x80): a general-protection fault (a non-canonical pointer such as
-    // 0xdead000000000000) or a kernel-raised signal; its si_addr is 0 and means nothing.
-    constexpr int kSiKernel = 0x80;
+    // SI_KERNEL: its si_addr is 0 and means nothing.
     if (fault && s.code > 0 && s.code != kSiKernel)
         s.addr = *le<uint64_t>(d, 16);
     else if (s.code <= 0)  // SI_USER, SI_TKILL, SI_QUEUE: si_pid, si_uid
@@ -323,7 +321,7 @@ std::string_view sigCodeName(int signo, int code) {
                 return "";
         }
     }
-    if (code == 0x80) return "SI_KERNEL";
+    if (code == kSiKernel) return "SI_KERNEL";
     if (signo == SIGSEGV) {
         static constexpr std::string_view k[] = {
             "SEGV_MAPERR", "SEGV_ACCERR", "SEGV_BNDERR", "SEGV_PKUERR"};

@@ -112,6 +112,9 @@ struct CoreLayout {
 /// Bounds of forged numeric fields in crash reports: beyond them a value is stored as unknown.
 inline constexpr int64_t kPidMaxLimit = int64_t{1} << 22;  ///< the kernel's PID_MAX_LIMIT
 inline constexpr int kMaxSignal = 64;                      ///< SIGRTMAX on Linux
+/// si_code SI_KERNEL: a signal the kernel raised with no address, e.g. a SIGSEGV for a
+/// general-protection fault (a non-canonical pointer such as 0xdead000000000000).
+inline constexpr int kSiKernel = 0x80;
 /// 9999-12-31T23:59:59Z, UTC seconds: the last time a stored timestamp may name.
 inline constexpr int64_t kMaxEpochSeconds = 253402300799;
 

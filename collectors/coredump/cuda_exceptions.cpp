@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collectors/coredump/gpu_core.h"
+#include "collectors/coredump/le_field.h"
 
 namespace gpufault::coredump {
 
@@ -25,13 +26,6 @@ constexpr size_t kMaxSmTables = 256;  ///< one per device
 /// Bytes of lane and SM tables read in all (a hostile core may name one blob 65,536 times).
 constexpr uint64_t kTableBytesBudget = 64ull << 20;
 constexpr uint32_t kMaxCode = 255;  ///< cudadebugger.h names 1–19; larger values are garbage
-
-template <class T>
-T le(std::string_view b, size_t off) {
-    T v{};
-    if (off + sizeof(T) <= b.size()) std::memcpy(&v, b.data() + off, sizeof(T));
-    return v;
-}
 
 /// Row `row` of table section `t` (empty when the index, the row or its size is out of range).
 std::string rowOf(const CoreLayout& c, const ReadAt& read, uint64_t t, uint64_t row, uint64_t min) {
@@ -97,14 +91,14 @@ void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m)
         std::vector<CudaException> codes;
         for (uint64_t r = 0; r + p.entsize <= rows.size(); r += p.entsize) {
             auto row = std::string_view(rows).substr(r, p.entsize);
-            uint32_t code = le<uint32_t>(row, 32);
+            uint32_t code = leField<uint32_t>(row, 32);
             if (!isException(code)) continue;
             auto it = std::find_if(
                 codes.begin(), codes.end(), [&](const auto& x) { return x.code == code; });
             if (it == codes.end()) {
                 CudaException e;
                 e.code = code;
-                for (int k = 0; k < 3; ++k) e.thread[k] = le<uint32_t>(row, 20 + 4 * k);
+                for (int k = 0; k < 3; ++k) e.thread[k] = leField<uint32_t>(row, 20 + 4 * k);
                 it = codes.insert(codes.end(), e);
             }
             ++it->lanes;
@@ -115,18 +109,18 @@ void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m)
         auto warp = rowOf(c, read, p.link, p.info, kWarpRowMin);
         if (!warp.empty()) {
             at.warp_known = true;
-            at.warp = le<uint32_t>(warp, 8);
-            if (le<uint32_t>(warp, 24)) at.pc = le<uint64_t>(warp, 0);
+            at.warp = leField<uint32_t>(warp, 8);
+            if (leField<uint32_t>(warp, 24)) at.pc = leField<uint64_t>(warp, 0);
             const auto& wt = c.places[p.link];
             auto cta = rowOf(c, read, wt.link, wt.info, kCtaRowMin);
             if (!cta.empty()) {
-                at.grid_id = le<uint64_t>(cta, 0);
-                for (int k = 0; k < 3; ++k) at.block[k] = le<uint32_t>(cta, 8 + 4 * k);
+                at.grid_id = leField<uint64_t>(cta, 0);
+                for (int k = 0; k < 3; ++k) at.block[k] = leField<uint32_t>(cta, 8 + 4 * k);
                 const auto& ct = c.places[wt.link];
                 auto sm = rowOf(c, read, ct.link, ct.info, 4);
                 if (!sm.empty()) {
                     at.sm_known = true;
-                    at.sm = le<uint32_t>(sm, 0);
+                    at.sm = leField<uint32_t>(sm, 0);
                     at.dev = static_cast<int>(c.places[ct.link].info);
                 }
             }
@@ -153,16 +147,16 @@ void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m)
         auto rows = read(p.offset, static_cast<size_t>(p.size));
         for (uint64_t r = 0; r + p.entsize <= rows.size(); r += p.entsize) {
             auto row = std::string_view(rows).substr(r, p.entsize);
-            uint32_t code = le<uint32_t>(row, 8);
+            uint32_t code = leField<uint32_t>(row, 8);
             if (!isException(code)) continue;
             CudaException e;
             e.dev = static_cast<int>(p.info);
-            e.sm = le<uint32_t>(row, 0);
+            e.sm = leField<uint32_t>(row, 0);
             e.sm_known = true;
             if (smWithWarp.contains({e.dev, e.sm})) continue;
             smWithWarp[{e.dev, e.sm}] = true;
             e.code = code;
-            if (le<uint32_t>(row, 12)) e.pc = le<uint64_t>(row, 16);
+            if (leField<uint32_t>(row, 12)) e.pc = leField<uint64_t>(row, 16);
             keep(e);
         }
     }

@@ -15,6 +15,7 @@
 #include "collectors/code_object/amdgpu_code_object.h"
 #include "collectors/code_object/elf.h"
 #include "collectors/common/demangle.h"
+#include "collectors/coredump/le_field.h"
 
 namespace gpufault::coredump {
 
@@ -34,13 +35,6 @@ std::optional<int64_t> digits(std::string_view s) {
     int64_t v = 0;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc{} || p != s.data() + s.size() || s.empty()) return std::nullopt;
-    return v;
-}
-
-template <class T>
-T le(std::string_view b, size_t off) {
-    T v{};
-    if (off + sizeof(T) <= b.size()) std::memcpy(&v, b.data() + off, sizeof(T));
     return v;
 }
 
@@ -175,15 +169,15 @@ void readGrids(const CoreLayout& c,
             CudaGrid g;
             g.dev = dg->first;
             g.grid = static_cast<int>(r / kGridRow);
-            g.grid_id = le<uint64_t>(row, 0);
-            g.function_entry = le<uint64_t>(row, 0x18);
+            g.grid_id = leField<uint64_t>(row, 0);
+            g.function_entry = leField<uint64_t>(row, 0x18);
             for (int k = 0; k < 3; ++k) {
-                g.grid_dim[k] = le<uint32_t>(row, 0x48 + 4 * k);
-                g.block_dim[k] = le<uint32_t>(row, 0x54 + 4 * k);
+                g.grid_dim[k] = leField<uint32_t>(row, 0x48 + 4 * k);
+                g.block_dim[k] = leField<uint32_t>(row, 0x54 + 4 * k);
             }
-            g.host_tid = le<uint32_t>(row, 0x64);
+            g.host_tid = leField<uint32_t>(row, 0x64);
             m.grids.push_back(g);
-            handles.push_back(le<uint64_t>(row, 0x20));
+            handles.push_back(leField<uint64_t>(row, 0x20));
         }
     }
 }
@@ -221,7 +215,7 @@ void nameKernels(const CoreLayout& c,
         budget -= size;
         auto b = read(c.places[t].offset, static_cast<size_t>(size));
         for (uint32_t k = 0; 8 * (k + 1) <= b.size() && !wanted.empty(); ++k) {
-            auto w = wanted.find(le<uint64_t>(b, 8 * k));
+            auto w = wanted.find(leField<uint64_t>(b, 8 * k));
             if (w == wanted.end()) continue;
             if (auto im = images.find({suffix, k}); im != images.end()) {
                 auto& grids = byImage[im->second];
@@ -264,7 +258,7 @@ void readCuda(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m) {
         const auto& p = c.places[i];
         auto b = read(p.offset, static_cast<size_t>(std::min(p.size, kMaxParamBytes)));
         for (uint64_t off = 0; off + 8 <= b.size() && m.params.size() < 4096; off += 8) {
-            uint64_t v = le<uint64_t>(b, off);
+            uint64_t v = leField<uint64_t>(b, off);
             const auto* r = regionOf(v);
             if (!r) continue;
             CudaParamPointer cp{dg->first, dg->second, off, v, r->first, r->second, {}, 0};

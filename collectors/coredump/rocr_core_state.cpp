@@ -8,6 +8,8 @@
 #include <cstring>
 #include <utility>
 
+#include "collectors/coredump/le_field.h"
+
 namespace gpufault::coredump {
 
 namespace {
@@ -15,13 +17,6 @@ namespace {
 constexpr uint64_t kHeaderBytes = 40;  ///< u64, 2×u32, u64, 4×u32
 constexpr uint64_t kAgentRowMin = 92;  ///< through gfx_target_version (offset 88)
 constexpr uint64_t kQueueRowMin = 56;  ///< through queue_type (offset 52)
-
-template <class T>
-T le(std::string_view b, uint64_t off) {
-    T v{};
-    if (off <= b.size() && sizeof(T) <= b.size() - off) std::memcpy(&v, b.data() + off, sizeof(T));
-    return v;
-}
 
 uint64_t align8(uint64_t v) {
     return v > UINT64_MAX - 7 ? UINT64_MAX : (v + 7) & ~uint64_t{7};
@@ -195,7 +190,7 @@ RocrCoreState readRocrCoreState(std::string_view d) {
         w.push_back(fmt::format("NT_AMDGPU_CORE_STATE note of {} bytes: no version", d.size()));
         return s;
     }
-    s.note_version = le<uint64_t>(d, 0);
+    s.note_version = leField<uint64_t>(d, 0);
     if (s.note_version != 1) {
         w.push_back(fmt::format(
             "NT_AMDGPU_CORE_STATE note version {} is not known (1 is): not read", s.note_version));
@@ -206,13 +201,13 @@ RocrCoreState readRocrCoreState(std::string_view d) {
             "NT_AMDGPU_CORE_STATE note of {} bytes: its header needs {}", d.size(), kHeaderBytes));
         return s;
     }
-    s.kfd_major = le<uint32_t>(d, 8);
-    s.kfd_minor = le<uint32_t>(d, 12);
-    const uint64_t runtime_size = le<uint64_t>(d, 16);
-    s.agents_stated = le<uint32_t>(d, 24);
-    const uint32_t agent_size = le<uint32_t>(d, 28);
-    s.queues_stated = le<uint32_t>(d, 32);
-    const uint32_t queue_size = le<uint32_t>(d, 36);
+    s.kfd_major = leField<uint32_t>(d, 8);
+    s.kfd_minor = leField<uint32_t>(d, 12);
+    const uint64_t runtime_size = leField<uint64_t>(d, 16);
+    s.agents_stated = leField<uint32_t>(d, 24);
+    const uint32_t agent_size = leField<uint32_t>(d, 28);
+    s.queues_stated = leField<uint32_t>(d, 32);
+    const uint32_t queue_size = leField<uint32_t>(d, 36);
     if (s.kfd_major != 1) {
         w.push_back(fmt::format("KFD ABI version {}.{} is not known (1.x is): rows not read",
                                 s.kfd_major,
@@ -229,8 +224,8 @@ RocrCoreState readRocrCoreState(std::string_view d) {
             d.size()));
         return s;
     }
-    if (runtime_size >= 8) s.r_debug = le<uint64_t>(d, off);
-    if (runtime_size >= 12) s.runtime_state = le<uint32_t>(d, off + 8);
+    if (runtime_size >= 8) s.r_debug = leField<uint64_t>(d, off);
+    if (runtime_size >= 12) s.runtime_state = leField<uint32_t>(d, off + 8);
     off = align8(off + runtime_size);
 
     auto next =
@@ -244,12 +239,12 @@ RocrCoreState readRocrCoreState(std::string_view d) {
                   w,
                   [&](std::string_view r) {
                       RocrAgent a;
-                      a.exception_status = le<uint64_t>(r, 0);
-                      a.gpu_id = le<uint32_t>(r, 56);
-                      a.location_id = le<uint32_t>(r, 60);
-                      a.vendor_id = le<uint32_t>(r, 64);
-                      a.device_id = le<uint32_t>(r, 68);
-                      a.gfx_target_version = le<uint32_t>(r, 88);
+                      a.exception_status = leField<uint64_t>(r, 0);
+                      a.gpu_id = leField<uint32_t>(r, 56);
+                      a.location_id = leField<uint32_t>(r, 60);
+                      a.vendor_id = leField<uint32_t>(r, 64);
+                      a.device_id = leField<uint32_t>(r, 68);
+                      a.gfx_target_version = leField<uint32_t>(r, 88);
                       a.target = gfxTargetName(a.gfx_target_version);
                       // 0 is a CPU node's location (and what a writer that did not fill it leaves)
                       if (uint32_t bdf = a.location_id & 0xffff)
@@ -270,12 +265,12 @@ RocrCoreState readRocrCoreState(std::string_view d) {
               w,
               [&](std::string_view r) {
                   RocrQueue q;
-                  q.exception_status = le<uint64_t>(r, 0);
-                  q.ring_base_address = le<uint64_t>(r, 8);
-                  q.queue_id = le<uint32_t>(r, 40);
-                  q.gpu_id = le<uint32_t>(r, 44);
-                  q.ring_size = le<uint32_t>(r, 48);
-                  q.queue_type = le<uint32_t>(r, 52);
+                  q.exception_status = leField<uint64_t>(r, 0);
+                  q.ring_base_address = leField<uint64_t>(r, 8);
+                  q.queue_id = leField<uint32_t>(r, 40);
+                  q.gpu_id = leField<uint32_t>(r, 44);
+                  q.ring_size = leField<uint32_t>(r, 48);
+                  q.queue_type = leField<uint32_t>(r, 52);
                   q.exceptions = kfdExceptionNames(q.exception_status);
                   s.queues.push_back(std::move(q));
               });
