@@ -52,7 +52,10 @@ TempFile::TempFile(TempFile&& o) noexcept
       head_(std::move(o.head_)),
       checked_(o.checked_),
       cut_(o.cut_),
-      ended_at_(o.ended_at_) {
+      past_end_(o.past_end_),
+      ended_at_(o.ended_at_),
+      end_(o.end_),
+      end_retry_at_(o.end_retry_at_) {
     o.fd_ = -1;
     o.path_.clear();
 }
@@ -121,7 +124,39 @@ db::Result<void> TempFile::write(std::string_view data) {
     // A hole at the end still counts in the file's size.
     if (runStart == data.size() && ::ftruncate(fd_, static_cast<off_t>(size_)) != 0)
         return std::unexpected(err(fmt::format("writing {}: {}", path_, std::strerror(errno))));
+    if (!end_ && size_ >= end_retry_at_) findEnd();
     return {};
+}
+
+void TempFile::findEnd() {
+    auto x = coredump::coreExtent(
+        [this](uint64_t off, size_t n) {
+            std::string s(n, '\0');
+            ssize_t got = off > size_ ? 0 : ::pread(fd_, s.data(), n, static_cast<off_t>(off));
+            s.resize(got > 0 ? static_cast<size_t>(got) : 0);
+            return s;
+        },
+        size_);
+    end_ = x.end;
+    end_retry_at_ = x.retry_at;
+}
+
+db::Result<bool> TempFile::append(std::string_view b) {
+    while (!b.empty()) {
+        uint64_t limit = std::min(cap_, end_.value_or(UINT64_MAX));
+        uint64_t room = limit - std::min(limit, size_);
+        if (room == 0) {  // past the core's end, or the cap: the rest is not decompressed
+            (end_ && *end_ <= cap_ ? past_end_ : cut_) = true;
+            return false;
+        }
+        // Up to where the end may become known, so that nothing past it is written.
+        uint64_t piece = std::min<uint64_t>(b.size(), room);
+        if (!end_ && end_retry_at_ > size_) piece = std::min(piece, end_retry_at_ - size_);
+        if (auto w = write(b.substr(0, static_cast<size_t>(piece))); !w)
+            return std::unexpected(w.error());
+        b.remove_prefix(static_cast<size_t>(piece));
+    }
+    return true;
 }
 
 std::string_view compressionOf(std::string_view h) {
@@ -207,16 +242,7 @@ bool isZstdCore(const std::string& path) {
 db::Result<TempFile> unzstdToTemp(const std::string& path, const UnpackLimits& lim) {
     auto t = TempFile::create(lim, "core");
     if (!t) return std::unexpected(t.error());
-    auto r = unzstd(path, [&](std::string_view b) -> db::Result<bool> {
-        uint64_t room = t->cap_ - std::min(t->cap_, t->size_);
-        if (b.size() > room) {  // what fits is kept; the rest is not decompressed
-            b = b.substr(0, static_cast<size_t>(room));
-            t->cut_ = true;
-        }
-        if (!b.empty())
-            if (auto w = t->write(b); !w) return std::unexpected(w.error());
-        return !t->cut_;
-    });
+    auto r = unzstd(path, [&](std::string_view b) { return t->append(b); });
     if (!r) return std::unexpected(r.error());
     t->ended_at_ = *r;
     return std::move(*t);
@@ -254,14 +280,9 @@ db::Result<void> InflateToTemp::feed(std::string_view c) {
             return std::unexpected(
                 err(fmt::format("CoreDump: zlib: {}", z_->msg ? z_->msg : "error")));
         std::string_view out(buf.data(), buf.size() - z_->avail_out);
-        uint64_t room = file_->cap_ - std::min(file_->cap_, file_->size_);
-        if (out.size() > room) {  // what fits is kept, the rest not inflated (as unzstdToTemp)
-            out = out.substr(0, static_cast<size_t>(room));
-            file_->cut_ = true;
-            ended_ = true;
-        }
-        if (!out.empty())
-            if (auto w = file_->write(out); !w) return w;
+        auto more = file_->append(out);  // what fits is kept, the rest not inflated
+        if (!more) return std::unexpected(more.error());
+        if (!*more) ended_ = true;
         if (r == Z_STREAM_END) ended_ = true;
         if (r == Z_BUF_ERROR) break;
     }

@@ -46,6 +46,14 @@ class TempFile {
     /// For a cut zstd file (unzstdToTemp()): the compressed offset where its data end in
     /// mid-frame, which is the file's size; what decompressed before it is the content.
     std::optional<uint64_t> endedAt() const { return ended_at_; }
+    /// True when the content went on past the end its ELF headers state (coreExtent(): the
+    /// last segment, section or header table) and the rest was not decompressed: a bomb of
+    /// 16 GiB behind a small core writes the small core, not 16 GiB.
+    bool pastEnd() const { return past_end_; }
+    /// write()s what fits of `b`: up to the cap, and up to the core's end once its headers
+    /// state it (looked for as they arrive). False when the rest was not written: cut() or
+    /// pastEnd() says which; the caller stops decompressing. Errors are write()'s.
+    db::Result<bool> append(std::string_view b);
 
   private:
     TempFile(std::string path, int fd, uint64_t cap) : path_(std::move(path)), fd_(fd), cap_(cap) {}
@@ -55,7 +63,11 @@ class TempFile {
     std::string head_;  ///< the first 64 bytes, until they are checked
     bool checked_ = false;
     bool cut_ = false;
+    bool past_end_ = false;
     std::optional<uint64_t> ended_at_;
+    std::optional<uint64_t> end_;  ///< coreExtent()'s end, once the headers are written
+    uint64_t end_retry_at_ = 64;   ///< the size at which to look for it again
+    void findEnd();
     friend db::Result<TempFile> unzstdToTemp(const std::string&, const UnpackLimits&);
     friend class InflateToTemp;
 };

@@ -172,6 +172,11 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
             "cores.max_unpacked_mib): its first {} MiB kept",
             tmp->cap() >> 20,
             tmp->cap() >> 20);
+    else if (tmp->pastEnd())
+        cut = fmt::format(
+            "CoreDump goes on past the core's end (byte {}, as its ELF headers state): not "
+            "inflated",
+            tmp->size());
     prov.note = cut;
     auto ro = opt.read;
     ro.name = "core";

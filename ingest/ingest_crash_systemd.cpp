@@ -59,6 +59,14 @@ struct KeptCore {
     /// zstd data end in mid-frame (a cut file): says so, naming the cap or the compressed offset
     /// (a note of the core and a warning).
     std::optional<std::string> cut;
+    /// Set when the zstd data go on past the end the core's headers state (a bomb behind a
+    /// small core): that end, and that the rest was not decompressed.
+    std::optional<std::string> past_end;
+    /// What the core's note and the ingest's warnings say about it: cut, past_end, or both.
+    std::optional<std::string> notice() const {
+        if (cut && past_end) return *cut + "; " + *past_end;
+        return cut ? cut : past_end;
+    }
 };
 
 /// Opens the core at `file` (decompressing a zstd one) and fingerprints its content; `name` is
@@ -103,6 +111,11 @@ db::Result<KeptCore> openKeptCore(const std::string& file,
                                   file)});
         k.tmp.emplace(std::move(*tmp));
         k.path = k.tmp->path();
+        if (k.tmp->pastEnd())
+            k.past_end = fmt::format(
+                "zstd data go on past the core's end (byte {}, as its ELF headers state): not "
+                "decompressed",
+                k.tmp->size());
         if (k.tmp->cut())
             k.cut = fmt::format(
                 "core larger than the cap of {} MiB once decompressed (--max-unpacked-mib, "
@@ -224,8 +237,8 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
             prov.content_fingerprint = kept->fingerprint;
             prov.path = *e.filename;
             prov.size = fileSize(*e.filename);
-            if (kept->cut) prov.note = prov.note ? *prov.note + "; " + *kept->cut : *kept->cut;
-            return withCut(storeCoreReport(store, id, *report, prov, own_txn), kept->cut);
+            if (auto n = kept->notice()) prov.note = prov.note ? *prov.note + "; " + *n : *n;
+            return withCut(storeCoreReport(store, id, *report, prov, own_txn), kept->notice());
         }
         why = std::string(kNotRead) + report.error().message;
     }
@@ -486,7 +499,7 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
     CoreProvenance prov;
     prov.supersedes = prefix;
     prov.content_fingerprint = kept->fingerprint;
-    prov.note = kept->cut;
+    prov.note = kept->notice();
     prov.replace = *done == Stored::WithoutFile;  // the entry's text stack gives way to the core
     prov.path = path;
     prov.size = fileSize(path);
@@ -499,7 +512,7 @@ db::Result<CoreIngestSummary> ingestSystemdCoreFile(Store& store,
         prov.uid = name->uid;
         prov.meta["boot_id"] = name->boot_id;
     }
-    return withCut(storeCoreReport(store, id, *report, prov, own_txn), kept->cut);
+    return withCut(storeCoreReport(store, id, *report, prov, own_txn), kept->notice());
 }
 
 }  // namespace gpufault

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <csignal>
+#include <functional>
 
 namespace gpufault::coredump {
 
@@ -204,8 +205,123 @@ void parseNotes(std::string_view notes, CoreNotes& out) {
     }
 }
 
-Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
+namespace {
+
+constexpr uint32_t kPnXnum = 0xffff, kShnXindex = 0xffff;
+/// Program headers read at a time: memory stays bounded whatever e_phnum says.
+constexpr uint64_t kPhdrChunk = 4096;
+
+/// Calls `each(index, type, offset, filesz)` for every program header of `h`, read in chunks;
+/// an error when the table lies outside the first `size` bytes.
+Result<void> forEachPhdr(
+    const ReadAt& read,
+    uint64_t size,
+    const ElfHead& h,
+    const std::function<Result<void>(uint32_t, uint32_t, uint64_t, uint64_t)>& each) {
+    if (uint64_t{h.phnum} * 56 > size || h.phoff > size - uint64_t{h.phnum} * 56)
+        return std::unexpected(Error{fmt::format(
+            "truncated: the program headers ({} at 0x{:x}) lie beyond the end of the file ({} "
+            "bytes)",
+            h.phnum,
+            h.phoff,
+            size)});
+    for (uint64_t first = 0; first < h.phnum; first += kPhdrChunk) {
+        uint64_t n = std::min<uint64_t>(kPhdrChunk, h.phnum - first);
+        auto ph = readRange(read, size, h.phoff + first * 56, n * 56, "program headers");
+        if (!ph) return std::unexpected(ph.error());
+        for (uint64_t i = 0; i < n; ++i) {
+            auto p = std::string_view(*ph).substr(i * 56, 56);
+            uint64_t off = *le<uint64_t>(p, 8), filesz = *le<uint64_t>(p, 32);
+            if (off > UINT64_MAX - filesz)
+                return std::unexpected(
+                    Error{fmt::format("program header {} overflows", first + i)});
+            if (auto r = each(static_cast<uint32_t>(first + i), *le<uint32_t>(p, 0), off, filesz);
+                !r)
+                return r;
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<ElfHead> readElfHead(const ReadAt& read, uint64_t file_size) {
     auto head = parseHead(read(0, 64));
+    if (!head) return head;
+    bool xnum = head->phnum == kPnXnum, xsh = head->shnum == 0 && head->shoff != 0,
+         xstr = head->shstrndx == kShnXindex;
+    if (!xnum && !xsh && !xstr) return head;
+    // Extended numbering: section header 0 holds what did not fit in 16 bits.
+    auto sh0 = readRange(read, file_size, head->shoff, 64, "section header 0 (extended numbering)");
+    if (!sh0) return std::unexpected(sh0.error());
+    if (xnum) head->phnum = *le<uint32_t>(*sh0, 44);
+    if (xsh) {
+        uint64_t n = *le<uint64_t>(*sh0, 32);
+        if (n > UINT32_MAX)
+            return std::unexpected(
+                Error{fmt::format("section count {} (sh_size of section 0) "
+                                  "is no count",
+                                  n)});
+        head->shnum = static_cast<uint32_t>(n);
+    }
+    if (xstr) head->shstrndx = *le<uint32_t>(*sh0, 40);
+    return head;
+}
+
+CoreExtent coreExtent(const ReadAt& read, uint64_t available) {
+    CoreExtent x;
+    if (available < 64) {
+        x.retry_at = 64;
+        return x;
+    }
+    auto raw = parseHead(read(0, 64));
+    if (!raw) return x;
+    // Section header 0 first when it holds a count (Linux writes it after the segments).
+    bool xnum = raw->phnum == kPnXnum || (raw->shnum == 0 && raw->shoff != 0) ||
+                raw->shstrndx == kShnXindex;
+    if (xnum && (raw->shoff > UINT64_MAX - 64 || raw->shoff + 64 > available)) {
+        if (raw->shoff <= UINT64_MAX - 64) x.retry_at = raw->shoff + 64;
+        return x;
+    }
+    auto h = readElfHead(read, available);
+    if (!h) return x;
+    uint64_t end = 64;
+    auto tableEnd = [](uint64_t off, uint64_t n, uint64_t entry) -> std::optional<uint64_t> {
+        if (n > (UINT64_MAX - off) / entry) return std::nullopt;
+        return off + n * entry;
+    };
+    auto phEnd = tableEnd(h->phoff, h->phnum, 56);
+    auto shEnd = h->shoff ? tableEnd(h->shoff, h->shnum, 64) : std::optional<uint64_t>(0);
+    if (!phEnd || !shEnd) return x;
+    if (*phEnd > available || *shEnd > available) {
+        x.retry_at = std::max(*phEnd, *shEnd);
+        return x;
+    }
+    end = std::max({end, *phEnd, *shEnd});
+    auto segs =
+        forEachPhdr(read,
+                    available,
+                    *h,
+                    [&](uint32_t, uint32_t type, uint64_t off, uint64_t filesz) -> Result<void> {
+                        if (type == kPtLoad || type == kPtNote) end = std::max(end, off + filesz);
+                        return {};
+                    });
+    if (!segs) return x;
+    for (uint64_t i = 0; h->shoff && i < h->shnum; ++i) {
+        auto s = read(h->shoff + i * 64, 64);
+        if (s.size() != 64) return x;
+        uint32_t type = *le<uint32_t>(s, 4);
+        uint64_t off = *le<uint64_t>(s, 24), size = *le<uint64_t>(s, 32);
+        if (type == kShtNull || type == kShtNobits) continue;
+        if (off > UINT64_MAX - size) return x;
+        end = std::max(end, off + size);
+    }
+    x.end = end;
+    return x;
+}
+
+Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
+    auto head = readElfHead(read, file_size);
     if (!head) return std::unexpected(head.error());
     auto kind = sniffCore(read(0, 64));
     if (!kind)
@@ -214,28 +330,27 @@ Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
     c.kind = *kind;
     c.head = *head;
     c.file_size = file_size;
-    if (uint64_t{head->phnum} * 56 > file_size)
-        return std::unexpected(Error{"truncated: the program headers lie beyond the file"});
-    auto ph =
-        readRange(read, file_size, head->phoff, uint64_t{head->phnum} * 56, "program headers");
-    if (!ph) return std::unexpected(ph.error());
     uint64_t noteBytes = 0;
-    for (uint16_t i = 0; i < head->phnum; ++i) {
-        auto p = std::string_view(*ph).substr(i * 56u, 56);
-        uint32_t type = *le<uint32_t>(p, 0);
-        uint64_t off = *le<uint64_t>(p, 8), filesz = *le<uint64_t>(p, 32);
-        if (type != kPtLoad && type != kPtNote) continue;
-        if (off > UINT64_MAX - filesz)
-            return std::unexpected(Error{fmt::format("program header {} overflows", i)});
-        c.needed_size = std::max(c.needed_size, off + filesz);
-        if (type != kPtNote) continue;
-        noteBytes += filesz;
-        if (noteBytes > kMaxNoteBytes)
-            return std::unexpected(Error{fmt::format("notes larger than {} bytes", kMaxNoteBytes)});
-        auto n = readRange(read, file_size, off, filesz, "PT_NOTE segment");
-        if (!n) return std::unexpected(n.error());
-        parseNotes(*n, c.notes);
-    }
+    auto segs =
+        forEachPhdr(read,
+                    file_size,
+                    *head,
+                    [&](uint32_t i, uint32_t type, uint64_t off, uint64_t filesz) -> Result<void> {
+                        if (type != kPtLoad && type != kPtNote) return {};
+                        c.needed_size = std::max(c.needed_size, off + filesz);
+                        if (type != kPtNote) return {};
+                        noteBytes += filesz;
+                        if (noteBytes > kMaxNoteBytes)
+                            return std::unexpected(
+                                Error{fmt::format("notes larger than {} bytes", kMaxNoteBytes)});
+                        auto n = readRange(read, file_size, off, filesz, "PT_NOTE segment");
+                        if (!n)
+                            return std::unexpected(
+                                Error{fmt::format("{} (program header {})", n.error().message, i)});
+                        parseNotes(*n, c.notes);
+                        return {};
+                    });
+    if (!segs) return std::unexpected(segs.error());
     if (c.needed_size > file_size)  // cut while written (ulimit -c, a full disk): notes whole
         c.truncated = fmt::format(
             "truncated: its segments need {} bytes, the file has {}", c.needed_size, file_size);
@@ -252,7 +367,7 @@ Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
             if (!t) return std::unexpected(t.error());
             strtab = std::move(*t);
         }
-        for (uint16_t i = 0; i < head->shnum; ++i) {
+        for (uint32_t i = 0; i < head->shnum; ++i) {
             auto h = std::string_view(*sh).substr(i * 64u, 64);
             uint32_t name = *le<uint32_t>(h, 0), type = *le<uint32_t>(h, 4);
             c.sections.push_back(cstr(strtab, name, strtab.size()));

@@ -79,7 +79,11 @@ struct ElfHead {
     uint32_t flags = 0;
     uint8_t os_abi = 0, abi_version = 0;
     uint64_t phoff = 0, shoff = 0;
-    uint16_t phnum = 0, shnum = 0, shstrndx = 0;
+    /// Counts and the names' section as they are, extended numbering resolved: with e_phnum
+    /// PN_XNUM (0xffff), e_shnum 0 or e_shstrndx SHN_XINDEX (0xffff) the value is in section
+    /// header 0 (sh_info, sh_size, sh_link; gABI; Linux binfmt_elf.c fill_extnum_info writes it
+    /// for cores of 65 535 segments or more).
+    uint32_t phnum = 0, shnum = 0, shstrndx = 0;
 };
 
 /// A core's structure: header, notes, section names (GPU cores), and how many bytes its
@@ -125,6 +129,23 @@ inline constexpr uint32_t kNtAmdgpuCoreState = 33;
 /// Limits on what a (possibly hostile) core may make the reader allocate.
 inline constexpr uint64_t kMaxNoteBytes = 64ull << 20;
 inline constexpr uint32_t kMaxSections = 65536;
+
+/// Reads the ELF64 little-endian header of a core of `file_size` bytes, extended numbering
+/// resolved (section header 0 read through `read`). Errors: not ELF, 32-bit, big-endian, bad
+/// entry sizes, section header 0 outside the file.
+Result<ElfHead> readElfHead(const ReadAt& read, uint64_t file_size);
+
+/// Where a core's content ends as its headers state it, in bytes: the end of the ELF header,
+/// the program and section header tables, every PT_LOAD and PT_NOTE segment and every section
+/// with bytes. Computed once the first `available` bytes of the file can be read (a file being
+/// written, e.g. decompressed): `end` is set when every table it needs lies in them, else
+/// `retry_at` is how many bytes must be there before it can be known. `end` stays unset for
+/// anything that is no readable core header (the reader says why later).
+struct CoreExtent {
+    std::optional<uint64_t> end;
+    uint64_t retry_at = UINT64_MAX;
+};
+CoreExtent coreExtent(const ReadAt& read, uint64_t available);
 
 /// Reads and checks the structure of the ELF64 little-endian core of `file_size` bytes. Errors:
 /// not an ELF core, a 32-bit or big-endian core, headers or notes outside the file. A file

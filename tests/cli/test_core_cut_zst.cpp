@@ -135,6 +135,32 @@ TEST(CoreCutZst, ACutCoreWhoseBytesDifferIsAnotherCore) {
     EXPECT_EQ(coresOf(db).size(), 2u);
 }
 
+// Hostile review 148 (MED): data behind the core's end (as its ELF headers state: the last
+// segment) are not decompressed; the core is the raw core's bytes, so the two are one core.
+TEST(CoreCutZst, DataPastTheCoresEndAreNotDecompressedAndTheCoreIsTheRawOne) {
+    TempDir t;
+    auto whole = readFile(kCoreDir + "core");
+    std::string zst = t.file(kZstName), raw = t.file("core");
+    writeFile(zst, zstdCompress(whole + std::string(64u << 20, '\xab')));
+    writeFile(raw, whole);
+    std::string db = t.file("db");
+    auto r = run(coreIngestArgs(db, {zst}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find(zst + ": zstd data go on past the core's end (byte 462848, as its ELF "
+                               "headers state): not decompressed"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(framesOfCore1(db), 8u);
+    auto c = coresOf(db);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_NE(c[0].value("note", "").find("past the core's end"), std::string::npos) << c[0];
+    r = run(coreIngestArgs(db, {raw}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find(raw + ": core already stored as core 1 from " + zst), std::string::npos)
+        << r.out;
+    EXPECT_EQ(coresOf(db).size(), 1u);
+}
+
 // A zstd file may start with a skippable frame (magic 0x184D2A50..5F, a 32-bit size, data):
 // libzstd skips it; the core after it is read (it was refused as "not a zstd frame").
 TEST(CoreCutZst, ASkippableFrameFirstIsSkipped) {

@@ -397,11 +397,11 @@ TEST(CrashSources, CudaGpuCoreKernelPointersBecomeOperands) {
 TEST(CrashSources, ZstdOverTheCapKeepsWhatFits) {
     TempDir t;
     ::mkdir(t.file("tmp").c_str(), 0700);
-    // The real core followed by 2 MiB: more than a cap of 1 MiB once decompressed. Its first
-    // 1 MiB are kept (systemd-coredump keeps what fits), which hold the whole core: stored, with
-    // a warning and a note naming the cap.
+    // The real core with 2 MiB more in its last segment: more than a cap of 1 MiB once
+    // decompressed. Its first 1 MiB are kept (systemd-coredump keeps what fits), which hold its
+    // notes and stack: stored, with a warning and a note naming the cap, and the truncation.
     auto big = t.file(kZstName);
-    writeFile(big, zstdCompress(readFile(kDir + "core") + std::string(2 << 20, '\0')));
+    writeFile(big, zstdCompress(grownCore(readFile(kDir + "core"), 2 << 20, '\0')));
     auto r = run({"/usr/bin/env",
                   "TMPDIR=" + t.file("tmp"),
                   GPUFAULT_BIN,
@@ -415,10 +415,13 @@ TEST(CrashSources, ZstdOverTheCapKeepsWhatFits) {
     const std::string kept =
         "core larger than the cap of 1 MiB once decompressed (--max-unpacked-mib, "
         "cores.max_unpacked_mib): its first 1 MiB kept";
+    const std::string truncated =
+        "core file truncated: its segments need 2560000 bytes, the file has 1048576 (stored "
+        "from its notes, frames as far as its memory goes)";
     EXPECT_NE(r.err.find("gpufault: warning: " + big + ": " + kept), std::string::npos) << r.err;
     auto stored = jsonLines(t, "cores");
     ASSERT_EQ(stored.size(), 1u);
-    EXPECT_EQ(stored[0]["note"], kept) << stored[0].dump();
+    EXPECT_EQ(stored[0]["note"], kept + "; " + truncated) << stored[0].dump();
     EXPECT_EQ(run({"/bin/sh", "-c", "ls -A '" + t.file("tmp") + "' | wc -l"}).out, "0\n");
     // A larger cap reads it again, whole, in place of the cut one (hostile review 17 re-check,
     // i4 M8: "unchanged"); the same cap again changes nothing.
@@ -440,7 +443,7 @@ TEST(CrashSources, ApportCoreDumpOverTheCapKeepsWhatFits) {
     ::mkdir(t.file("tmp").c_str(), 0700);
     auto crash = t.file("_tmp_crashfixture_crashmain.0.crash");
     writeFile(crash,
-              apportReport(readFile(kDir + "core") + std::string(2 << 20, '\x01'),
+              apportReport(grownCore(readFile(kDir + "core"), 2 << 20, '\x01'),
                            "ProblemType: Crash\nDate: Sun Nov 30 08:31:38 2025\n"
                            "ExecutablePath: /tmp/crashfixture/crashmain\n"
                            "ProcStatus:\n Name:\tcrashmain\n Pid:\t14046\nSignal: 11\n"));
@@ -459,7 +462,11 @@ TEST(CrashSources, ApportCoreDumpOverTheCapKeepsWhatFits) {
     auto stored = jsonLines(t, "cores");
     ASSERT_EQ(stored.size(), 1u);
     EXPECT_EQ(stored[0]["pid"], 14046);
-    EXPECT_EQ(stored[0]["note"], kept) << stored[0].dump();
+    EXPECT_EQ(stored[0]["note"],
+              kept +
+                  "; core file truncated: its segments need 2560000 bytes, the file has 1048576 "
+                  "(stored from its notes, frames as far as its memory goes)")
+        << stored[0].dump();
     EXPECT_EQ(run({"/bin/sh", "-c", "ls -A '" + t.file("tmp") + "' | wc -l"}).out, "0\n");
 }
 

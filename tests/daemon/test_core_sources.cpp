@@ -270,9 +270,9 @@ TEST(DaemonCores, FollowsACoreDirectory) {
     writeFile(cdir + "/core.crashmain.0." + kBoot + ".14046.1764480100000000.zst",
               zstdCompress(core));
     // apport's report of another crash (the same core bytes twice are one core: its content
-    // fingerprint), here the fixture with one more page after its segments.
+    // fingerprint), here the fixture with one more page in its last segment.
     writeFile(cdir + "/_tmp_crashfixture_crashmain.0.crash",
-              apportReport(core + std::string(4096, '\x01'),
+              apportReport(grownCore(core, 4096, '\x01'),
                            "ProblemType: Crash\nDate: Sun Nov 30 08:31:38 2025\n"
                            "ExecutablePath: /tmp/crashfixture/crashmain\n"
                            "ProcStatus:\n Pid:\t14046\nSignal: 11\n"));

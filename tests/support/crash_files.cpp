@@ -14,6 +14,28 @@ std::string zstdCompress(const std::string& data) {
     return z;
 }
 
+std::string grownCore(std::string core, uint64_t extra, char fill) {
+    auto get = [&](size_t off, size_t n) {
+        uint64_t v = 0;
+        for (size_t i = n; i-- > 0;) v = (v << 8) | static_cast<unsigned char>(core[off + i]);
+        return v;
+    };
+    auto set = [&](size_t off, uint64_t v) {
+        for (size_t i = 0; i < 8; ++i) core[off + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+    };
+    uint64_t phoff = get(32, 8), phnum = get(56, 2);
+    for (uint64_t i = 0; i < phnum; ++i) {
+        size_t ph = static_cast<size_t>(phoff + i * 56);
+        if (get(ph, 4) == 1 && get(ph + 8, 8) + get(ph + 32, 8) == core.size()) {  // PT_LOAD
+            set(ph + 32, get(ph + 32, 8) + extra);
+            set(ph + 40, get(ph + 40, 8) + extra);
+            break;
+        }
+    }
+    core.append(static_cast<size_t>(extra), fill);
+    return core;
+}
+
 std::string le64(uint64_t v) {
     std::string s;
     for (int i = 0; i < 8; ++i) s += static_cast<char>((v >> (8 * i)) & 0xff);

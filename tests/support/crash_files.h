@@ -13,6 +13,11 @@ namespace gpufault::testing {
 /// `data` compressed with libzstd (one frame), as systemd-coredump stores a core.
 std::string zstdCompress(const std::string& data);
 
+/// `core` (an ELF64 little-endian core whose last PT_LOAD ends the file) with `extra` bytes of
+/// `fill` more in that segment: p_filesz and p_memsz grown, the bytes appended. A larger core
+/// as its headers state it (bytes appended without that lie past its end and are not read).
+std::string grownCore(std::string core, uint64_t extra, char fill);
+
 /// The little-endian 64-bit size that precedes a binary field in the export format.
 std::string le64(uint64_t v);
 
