@@ -303,13 +303,24 @@ Evidence gpuCoreRecord(const coredump::CoreReport& r, const std::string& wall, c
 
 }  // namespace
 
+/// Grids a CUDA GPU core's record names in its text.
+constexpr size_t kMaxGridsInText = 8;
+
 std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const std::string& wall) {
     if (!r.gpu || !r.gpu->pid) return std::nullopt;
     Evidence e = gpuCoreRecord(r, wall, "nvidia");
     e.reason = "CUDA GPU core";
     std::string what = fmt::format("CUDA GPU core of pid {}", *r.gpu->pid);
+    // The first kMaxGridsInText grids are named in the text (`gpufault cores --json` has all):
+    // a forged core's 1 024 grids of long names made one record of many MiB.
+    size_t listed = 0;
     for (const auto& g : r.gpu->grids) {
         if (!g.kernel.empty() && !e.kernel) e.kernel = g.kernel;
+        if (!e.tid && g.host_tid) e.tid = g.host_tid;
+        if (listed++ == kMaxGridsInText) {
+            what += fmt::format("; {} more grids", r.gpu->grids.size() - kMaxGridsInText);
+            break;
+        }
         what += fmt::format("; grid {} on device {}{}: {}x{}x{} blocks of {}x{}x{}, host thread {}",
                             g.grid,
                             g.dev,
@@ -321,7 +332,6 @@ std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const st
                             g.block_dim[1],
                             g.block_dim[2],
                             g.host_tid);
-        if (!e.tid && g.host_tid) e.tid = g.host_tid;
     }
     if (!r.gpu->params.empty()) e.setAttr("pointer_args", std::to_string(r.gpu->params.size()));
     // The first warp (table order) a CUDA exception stopped names the record's cause.

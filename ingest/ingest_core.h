@@ -67,9 +67,9 @@ struct CoreProvenance {
 };
 
 /// The `coredump` record of a CUDA GPU core (pure): the pid and time of its file name, the
-/// grids it holds, and the first warp a CUDA exception stopped (reason `CUDA GPU core: Warp
-/// Illegal Address`, attrs exception, exception_pc, exception_warps); nullopt when the file
-/// name names no pid.
+/// grids it holds (the first 8 named in its text, then how many more), and the first warp a CUDA
+/// exception stopped (reason `CUDA GPU core: Warp Illegal Address`, attrs exception, exception_pc,
+/// exception_warps); nullopt when the file name names no pid.
 std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const std::string& wall);
 
 /// The `coredump` record of a ROCr GPU core (pure): pid from its name, no reason, attrs

@@ -96,8 +96,27 @@ Result<Elf> parseElf(Bytes b, uint64_t base) {
     if (shstrndx < shnum) {
         auto tab = e.bytes(e.sections[shstrndx]);
         if (!tab) return std::unexpected(tab.error());
-        for (uint64_t i = 0; i < shnum; ++i)
-            e.sections[i].name = std::string(nameAt(*tab, nameOffsets[i]));
+        // A forged table's names may be long and all the same bytes (one run without a NUL
+        // named by every section): each name and their sum are bounded, else the file is refused.
+        uint64_t total = 0, maxTotal = 4 * tab->size() + (64u << 20);
+        for (uint64_t i = 0; i < shnum; ++i) {
+            auto name = nameAt(*tab, nameOffsets[i]);
+            total += name.size();
+            if (name.size() > kMaxSectionName || total > maxTotal)
+                return fail(
+                    base + e.sections[shstrndx].offset + nameOffsets[i],
+                    fmt::format("section {}: its name ({} bytes at offset {} of the name "
+                                "table) {}",
+                                i,
+                                name.size(),
+                                nameOffsets[i],
+                                name.size() > kMaxSectionName
+                                    ? fmt::format("is longer than {} bytes", kMaxSectionName)
+                                    : fmt::format("brings the names past {} bytes, 4 times "
+                                                  "their table",
+                                                  maxTotal)));
+            e.sections[i].name = std::string(name);
+        }
     }
     return e;
 }

@@ -28,6 +28,11 @@ struct ElfHeader {
     uint32_t flags = 0;       ///< e_flags
 };
 
+/// The longest section or kernel name taken from a string table, in bytes. Mangled kernel names
+/// of template-heavy libraries (CUTLASS, Composable Kernel) reach a few KiB; a cubin's sections
+/// are named after its kernels (`.nv.info.<kernel>`). A longer one is a forged table.
+inline constexpr size_t kMaxSectionName = 64u << 10;
+
 /// One section: its name, type, file range and load address.
 struct ElfSection {
     std::string name;
@@ -53,7 +58,9 @@ struct Elf {
 bool isElf(Bytes b);
 
 /// Parses the ELF64 little-endian header and section table of `b`. `base` is the file offset
-/// of `b` (errors name file offsets). Section count is bounded by what fits in `b`.
+/// of `b` (errors name file offsets). Section count is bounded by what fits in `b`; a name
+/// longer than kMaxSectionName, or names of more than 4 times their table's size + 64 MiB in
+/// all (one run without a NUL named by every section), is an error naming the section.
 Result<Elf> parseElf(Bytes b, uint64_t base = 0);
 
 /// A defined symbol: name and value (an address for executables and shared objects). `name`

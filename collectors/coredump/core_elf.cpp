@@ -359,18 +359,36 @@ Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
             readRange(read, file_size, head->shoff, uint64_t{head->shnum} * 64, "section headers");
         if (!sh) return std::unexpected(sh.error());
         std::string strtab;
+        uint64_t strtabOff = 0;
         if (head->shstrndx < head->shnum) {
             auto s = std::string_view(*sh).substr(head->shstrndx * 64u, 64);
             uint64_t off = *le<uint64_t>(s, 24), size = *le<uint64_t>(s, 32);
+            strtabOff = off;
             auto t = readRange(
                 read, file_size, off, std::min<uint64_t>(size, 16u << 20), "section names");
             if (!t) return std::unexpected(t.error());
             strtab = std::move(*t);
         }
+        uint64_t names = 0, maxNames = 4 * strtab.size() + (64u << 20);
         for (uint32_t i = 0; i < head->shnum; ++i) {
             auto h = std::string_view(*sh).substr(i * 64u, 64);
             uint32_t name = *le<uint32_t>(h, 0), type = *le<uint32_t>(h, 4);
-            c.sections.push_back(cstr(strtab, name, strtab.size()));
+            // A forged table's names may all be one long run without a NUL: each name and
+            // their sum are bounded (hostile review 151: 2 000 sections naming a 4 MiB run
+            // needed 8 GB).
+            c.sections.push_back(cstr(strtab, name, kMaxSectionNameBytes + 1));
+            names += c.sections.back().size();
+            if (c.sections.back().size() > kMaxSectionNameBytes || names > maxNames)
+                return std::unexpected(Error{fmt::format(
+                    "section {}: its name at offset {} of the section names (file offset {:#x}) "
+                    "{}",
+                    i,
+                    name,
+                    strtabOff + name,
+                    c.sections.back().size() > kMaxSectionNameBytes
+                        ? fmt::format("is longer than {} bytes", kMaxSectionNameBytes)
+                        : fmt::format("brings the names past {} bytes, 4 times their table",
+                                      maxNames))});
             c.places.push_back({*le<uint64_t>(h, 16),
                                 *le<uint64_t>(h, 24),
                                 *le<uint64_t>(h, 32),

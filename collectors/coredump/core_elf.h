@@ -129,6 +129,10 @@ inline constexpr uint32_t kNtAmdgpuCoreState = 33;
 /// Limits on what a (possibly hostile) core may make the reader allocate.
 inline constexpr uint64_t kMaxNoteBytes = 64ull << 20;
 inline constexpr uint32_t kMaxSections = 65536;
+/// The longest section name of a GPU core (`.cudbg.relfimg.dev0.0` …), in bytes; a longer one,
+/// or names of more than 4 times their table + 64 MiB in all (sections of one name
+/// repeat it: one `.cudbg.relfimg.devD.ctxC` per module), makes readCoreLayout() refuse it.
+inline constexpr size_t kMaxSectionNameBytes = 4096;
 
 /// Reads the ELF64 little-endian header of a core of `file_size` bytes, extended numbering
 /// resolved (section header 0 read through `read`). Errors: not ELF, 32-bit, big-endian, bad

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "collectors/code_object/amdgpu_code_object.h"
 #include "collectors/code_object/elf.h"
@@ -111,7 +112,9 @@ std::vector<CudaParamInfo> kparams(codeobj::Bytes b) {
 }
 
 /// Names each grid of `grids` (indices into m.grids) whose entry point is a function symbol
-/// of the relocated cubin `image`, with its parameters. The image is parsed once.
+/// of the relocated cubin `image`, with its parameters. The image is parsed once, each kernel
+/// once however many grids run it; a name longer than codeobj::kMaxSectionName (a forged
+/// symbol table) names no kernel.
 void kernelsOf(const std::string& image, GpuCoreMeta& m, const std::vector<size_t>& grids) {
     auto bytes = std::as_bytes(std::span(image.data(), image.size()));
     auto elf = codeobj::parseElf(bytes);
@@ -121,19 +124,26 @@ void kernelsOf(const std::string& image, GpuCoreMeta& m, const std::vector<size_
     std::unordered_map<uint64_t, std::string_view> functions;
     for (const auto& s : *syms)
         if (s.type == 2) functions[s.value] = s.name;  // the last one, as before
+    std::unordered_map<uint64_t, std::vector<CudaParamInfo>> paramsOf;  // entry → its parameters
     for (size_t gi : grids) {
         CudaGrid& g = m.grids[gi];
         auto it = functions.find(g.function_entry);
-        if (it == functions.end()) continue;
+        if (it == functions.end() || it->second.size() > codeobj::kMaxSectionName) continue;
         g.kernel = std::string(it->second);
+        if (auto known = paramsOf.find(g.function_entry); known != paramsOf.end()) {
+            g.params = known->second;
+            continue;
+        }
+        auto& params = paramsOf[g.function_entry];
         const auto* info = elf->find(".nv.info." + g.kernel);
         if (!info) continue;
         auto b = elf->bytes(*info);
         if (!b) continue;
-        g.params = kparams(*b);
+        params = kparams(*b);
         auto types = paramTypes(demangle(g.kernel));
-        for (auto& p : g.params)
+        for (auto& p : params)
             if (p.ordinal < types.size()) p.type = types[p.ordinal];
+        g.params = params;
     }
 }
 
@@ -202,27 +212,31 @@ void nameKernels(const CoreLayout& c,
     uint64_t budget = kModtblBudget;
     std::vector<size_t> order;                   // cubins, first named first
     std::map<size_t, std::set<size_t>> byImage;  // cubin section → grids it may name
+    // "devD." → handle → the grids of device D with that module handle, built once (per table
+    // it cost tables × grids: 65 533 tables and 1 024 grids took 8 s, hostile review 151).
+    std::map<std::string, std::unordered_map<uint64_t, std::vector<size_t>>, std::less<>> byDev;
+    for (size_t gi = 0; gi < m.grids.size(); ++gi)
+        byDev["dev" + std::to_string(m.grids[gi].dev) + "."][handles[gi]].push_back(gi);
     for (size_t t = 0; t < c.sections.size() && t < c.places.size(); ++t) {
         if (!c.sections[t].starts_with(".cudbg.modtbl.") || !c.places[t].hasBytes()) continue;
         auto suffix = c.sections[t].substr(14);  // "devD.ctxC"
-        std::unordered_map<uint64_t, std::vector<size_t>> wanted;  // handle → its grids
-        for (size_t gi = 0; gi < m.grids.size(); ++gi)
-            if (suffix.starts_with("dev" + std::to_string(m.grids[gi].dev) + "."))
-                wanted[handles[gi]].push_back(gi);
-        if (wanted.empty()) continue;
+        auto dev = byDev.find(std::string_view(suffix).substr(0, suffix.find('.') + 1));
+        if (suffix.find('.') == std::string::npos || dev == byDev.end()) continue;
+        const auto& wanted = dev->second;  // handle → its grids
         uint64_t size = std::min<uint64_t>(c.places[t].size, 1 << 20);
         if (size > budget) break;
         budget -= size;
         auto b = read(c.places[t].offset, static_cast<size_t>(size));
-        for (uint32_t k = 0; 8 * (k + 1) <= b.size() && !wanted.empty(); ++k) {
-            auto w = wanted.find(leField<uint64_t>(b, 8 * k));
-            if (w == wanted.end()) continue;
+        std::unordered_set<uint64_t> found;  // the first index of a handle counts
+        for (uint32_t k = 0; 8 * (k + 1) <= b.size() && found.size() < wanted.size(); ++k) {
+            uint64_t handle = leField<uint64_t>(b, 8 * k);
+            auto w = wanted.find(handle);
+            if (w == wanted.end() || !found.insert(handle).second) continue;
             if (auto im = images.find({suffix, k}); im != images.end()) {
                 auto& grids = byImage[im->second];
                 if (grids.empty()) order.push_back(im->second);
                 grids.insert(w->second.begin(), w->second.end());
             }
-            wanted.erase(w);  // the first index of a handle counts
         }
     }
     uint64_t cubins = kCubinBudget;

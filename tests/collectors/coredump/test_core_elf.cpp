@@ -208,5 +208,46 @@ TEST(GpuCore, CudaGpuCoreSections) {
                   ".cudbg.devtbl", ".cudbg.smtbl.dev0", ".cudbg.warptbl.dev0.sm0"}));
 }
 
+// Hostile review 151, HIGH: every section name was copied up to the next NUL of the names'
+// table: 2 000 sections naming one 4 MiB run without a NUL needed 8 GB and aborted gpufaultd.
+TEST(GpuCore, ANameLongerThanAnySectionNameIsRefusedNamingTheSection) {
+    CoreBuilder b;
+    b.machine = 190;
+    b.sections = {".cudbg.devtbl", std::string(kMaxSectionNameBytes + 1, 'a')};
+    auto c = layoutOf(b.build());
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.error().message.find("section 2: its name at offset 15 of the section names"),
+              std::string::npos)
+        << c.error().message;
+    EXPECT_NE(c.error().message.find("is longer than 4096 bytes"), std::string::npos);
+    b.sections[1].pop_back();  // 4 096 bytes: a name
+    EXPECT_TRUE(layoutOf(b.build()));
+}
+
+TEST(GpuCore, NamesThatAllNameOneLongRunAreRefusedPastTheirSum) {
+    CoreBuilder b;
+    b.machine = 190;
+    b.sections.assign(17001, "x");
+    b.sections[0] = std::string(4000, 'a');
+    auto f = b.build();
+    uint64_t shoff = 0;
+    for (int i = 7; i >= 0; --i) shoff = (shoff << 8) | static_cast<unsigned char>(f[40 + i]);
+    auto renamed = [&](size_t sections) {  // the first `sections` "x" named like section 1
+        auto g = f;
+        for (size_t i = 2; i < 2 + sections; ++i) CoreBuilder::at(g, shoff + 64 * i, 1, 4);
+        return layoutOf(g);
+    };
+    // 16 000 names of 4 000 bytes: 64 MB, under the bound (4 × the table + 64 MiB); the names
+    // are read as written.
+    auto fits = renamed(16000);
+    ASSERT_TRUE(fits) << fits.error().message;
+    EXPECT_EQ(fits->sections[16001], std::string(4000, 'a'));
+    EXPECT_EQ(fits->sections[16002], "x");
+    auto c = renamed(17000);
+    ASSERT_FALSE(c);
+    EXPECT_NE(c.error().message.find("brings the names past"), std::string::npos)
+        << c.error().message;
+}
+
 }  // namespace
 }  // namespace gpufault::coredump
