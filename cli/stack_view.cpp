@@ -112,15 +112,13 @@ std::string exceptionLines(const CoreRecord& c, const std::string& indent) {
         // A forged or cut core's tables may lead nowhere: then no SM, warp or block is stated.
         std::string where =
             x.contains("sm") ? fmt::format("SM {}", u32(x, "sm")) : std::string("SM unknown");
-        if (u32(x, "lanes") && x.contains("warp"))
-            where += fmt::format(" warp {} block {} thread {} ({} lanes)",
-                                 u32(x, "warp"),
-                                 dim3(x, "block"),
+        if (u32(x, "lanes"))
+            where += fmt::format("{}{} thread {} ({} lanes)",
+                                 x.contains("warp") ? fmt::format(" warp {}", u32(x, "warp"))
+                                                    : std::string(", warp unknown,"),
+                                 x.contains("block") ? " block " + dim3(x, "block") : "",
                                  dim3(x, "thread"),
                                  u32(x, "lanes"));
-        else if (u32(x, "lanes"))
-            where += fmt::format(
-                ", warp unknown, thread {} ({} lanes)", dim3(x, "thread"), u32(x, "lanes"));
         std::string pc;
         if (auto it = x.find("pc"); it != x.end() && it->is_number_unsigned())
             pc = fmt::format(", pc {}", addr16(it->get<uint64_t>()));

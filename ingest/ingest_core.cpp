@@ -343,22 +343,21 @@ std::optional<Evidence> cudaCoreEvidence(const coredump::CoreReport& r, const st
         e.reason = "CUDA GPU core: " + exception;
         e.setAttr("exception", exception);
         if (x.pc) e.setAttr("exception_pc", fmt::format("0x{:x}", *x.pc));
-        e.setAttr("exception_warps", std::to_string(r.gpu->exceptions_total));
-        what += fmt::format("; {} on device {} SM {}{}{}, {} warps or SMs with an exception",
+        e.setAttr("exception_warps", std::to_string(r.gpu->exception_warps));
+        // Only what the tables' links reached is stated (a forged or cut core's zeros are no
+        // place: hostile review 151).
+        std::string place =
+            x.sm_known ? fmt::format("device {} SM {}", x.dev, x.sm) : std::string("SM unknown");
+        if (x.lanes && x.warp_known) place += fmt::format(" warp {}", x.warp);
+        if (x.lanes && x.block_known)
+            place += fmt::format(" block ({},{},{})", x.block[0], x.block[1], x.block[2]);
+        if (x.lanes)
+            place += fmt::format(" thread ({},{},{})", x.thread[0], x.thread[1], x.thread[2]);
+        what += fmt::format("; {} on {}{}, {} warps or SMs with an exception",
                             exception,
-                            x.dev,
-                            x.sm,
-                            x.lanes ? fmt::format(" warp {} block ({},{},{}) thread ({},{},{})",
-                                                  x.warp,
-                                                  x.block[0],
-                                                  x.block[1],
-                                                  x.block[2],
-                                                  x.thread[0],
-                                                  x.thread[1],
-                                                  x.thread[2])
-                                    : "",
+                            place,
                             x.pc ? fmt::format(" pc 0x{:x}", *x.pc) : "",
-                            r.gpu->exceptions_total);
+                            r.gpu->exception_warps);
     }
     e.raw = what;
     return e;

@@ -114,6 +114,7 @@ void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m)
             const auto& wt = c.places[p.link];
             auto cta = rowOf(c, read, wt.link, wt.info, kCtaRowMin);
             if (!cta.empty()) {
+                at.block_known = true;
                 at.grid_id = leField<uint64_t>(cta, 0);
                 for (int k = 0; k < 3; ++k) at.block[k] = leField<uint32_t>(cta, 8 + 4 * k);
                 const auto& ct = c.places[wt.link];
@@ -126,6 +127,7 @@ void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m)
             }
         }
         if (at.sm_known) smWithWarp[{at.dev, at.sm}] = true;
+        ++m.exception_warps;  // a lane table is one warp's lanes
         for (const auto& x : codes) {
             CudaException e = at;
             e.code = x.code;
@@ -157,6 +159,7 @@ void readCudaExceptions(const CoreLayout& c, const ReadAt& read, GpuCoreMeta& m)
             smWithWarp[{e.dev, e.sm}] = true;
             e.code = code;
             if (leField<uint32_t>(row, 12)) e.pc = leField<uint64_t>(row, 16);
+            ++m.exception_warps;
             keep(e);
         }
     }

@@ -421,10 +421,8 @@ nlohmann::json toJson(const GpuCoreMeta& m) {
             x["dev"] = e.dev;
             x["sm"] = e.sm;
         }
-        if (e.lanes && e.warp_known) {
-            x["warp"] = e.warp;
-            x["block"] = {e.block[0], e.block[1], e.block[2]};
-        }
+        if (e.lanes && e.warp_known) x["warp"] = e.warp;
+        if (e.lanes && e.block_known) x["block"] = {e.block[0], e.block[1], e.block[2]};
         if (e.lanes) x["thread"] = {e.thread[0], e.thread[1], e.thread[2]};
         if (e.pc) x["pc"] = *e.pc;
         // The grid's kernel, and the pc's offset in it (the faulting instruction).
@@ -439,6 +437,7 @@ nlohmann::json toJson(const GpuCoreMeta& m) {
         j["exceptions"].push_back(std::move(x));
     }
     if (m.exceptions_total) j["exceptions_total"] = m.exceptions_total;
+    if (m.exception_warps) j["exception_warps"] = m.exception_warps;
     if (m.rocr) j["rocr"] = toJson(*m.rocr);
     return j;
 }

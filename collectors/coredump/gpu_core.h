@@ -62,9 +62,10 @@ struct CudaException {
     uint32_t block[3] = {0, 0, 0};    ///< blockIdx
     uint32_t thread[3] = {0, 0, 0};   ///< threadIdx of the first lane with the exception
     uint32_t lanes = 0;               ///< lanes of the warp with this exception
-    /// The lane table's links led to its warp row (warp, pc, block, grid_id are read) and on
-    /// to its SM row (sm, dev): false for a forged or cut core, whose zeros are no place.
-    bool warp_known = false, sm_known = false;
+    /// The lane table's links led to its warp row (warp, pc), on to its block row (block,
+    /// grid_id) and on to its SM row (sm, dev): false for a forged or cut core, whose zeros are
+    /// no place.
+    bool warp_known = false, block_known = false, sm_known = false;
 };
 
 /// cuda-gdb's words for a CUDBGException_t: 14 → "Warp Illegal Address"; "" for 0 and codes
@@ -85,7 +86,8 @@ struct GpuCoreMeta {
     std::vector<CudaGrid> grids;              ///< CUDA: `.cudbg.gridtbl.devD` rows
     std::vector<CudaParamPointer> params;     ///< CUDA: pointer arguments of the grids
     std::vector<CudaException> exceptions;    ///< CUDA: the first kMaxExceptions, table order
-    size_t exceptions_total = 0;              ///< CUDA: warps (and SMs) with one, all of them
+    size_t exceptions_total = 0;  ///< CUDA: exception rows (a warp's codes, SMs), all of them
+    size_t exception_warps = 0;   ///< CUDA: warps (and SMs whose warps exited) with one
     /// ROCr: the KFD snapshot of its NT_AMDGPU_CORE_STATE note (agents, queues, exceptions),
     /// when the core has one (rocr_core_state.h)
     std::optional<RocrCoreState> rocr;

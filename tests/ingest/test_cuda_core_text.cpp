@@ -32,5 +32,37 @@ TEST(CudaCoreText, TheFirstEightGridsAreNamedAndTheRestCounted) {
     EXPECT_EQ(e->pid, 4242);
 }
 
+// Only the place the tables' links reached is stated (hostile review 151: a warp whose block
+// and SM rows were not found read "device 0 SM 0 warp 12 block (0,0,0)").
+TEST(CudaCoreText, AnExceptionStatesOnlyThePlaceItsTablesReached) {
+    coredump::CoreReport r;
+    r.gpu.emplace();
+    r.gpu->pid = 4242;
+    coredump::CudaException x;
+    x.code = 14;
+    x.lanes = 1;
+    x.warp = 12;
+    x.warp_known = true;
+    x.thread[0] = 5;
+    x.pc = 0x7fff0010;
+    r.gpu->exceptions = {x};
+    r.gpu->exceptions_total = 1;
+    r.gpu->exception_warps = 1;
+    auto e = cudaCoreEvidence(r, "2026-12-03T10:00:00");
+    ASSERT_TRUE(e);
+    EXPECT_NE(e->raw.find("; Warp Illegal Address on SM unknown warp 12 thread (5,0,0) pc "
+                          "0x7fff0010, 1 warps or SMs with an exception"),
+              std::string::npos)
+        << e->raw;
+    EXPECT_EQ(e->reason, "CUDA GPU core: Warp Illegal Address");
+    r.gpu->exceptions[0].block_known = r.gpu->exceptions[0].sm_known = true;
+    r.gpu->exceptions[0].sm = 7;
+    r.gpu->exceptions[0].block[0] = 3;
+    e = cudaCoreEvidence(r, "2026-12-03T10:00:00");
+    EXPECT_NE(e->raw.find("on device 0 SM 7 warp 12 block (3,0,0) thread (5,0,0)"),
+              std::string::npos)
+        << e->raw;
+}
+
 }  // namespace
 }  // namespace gpufault

@@ -135,6 +135,7 @@ TEST(CudaExceptions, LanesOfOneWarpWithTwoCodesGiveARowEach) {
     auto m = t.read();
     ASSERT_EQ(m.exceptions.size(), 2u);
     EXPECT_EQ(m.exceptions_total, 2u);
+    EXPECT_EQ(m.exception_warps, 1u);  // one warp, two codes (hostile review 151 LOW: "2 warps")
     EXPECT_EQ(m.exceptions[0].code, 11u);  // Lane Misaligned Address, lanes 8–15
     EXPECT_EQ(m.exceptions[0].lanes, 8u);
     EXPECT_EQ(m.exceptions[0].thread[0], 72u);
@@ -148,6 +149,26 @@ TEST(CudaExceptions, LanesOfOneWarpWithTwoCodesGiveARowEach) {
         EXPECT_EQ(e.grid_id, 5u);
         EXPECT_EQ(e.block[0], 1u);
     }
+}
+
+// A warp row found but its block row not (the warp table's link leads nowhere): the warp is
+// stated, the block is not (hostile review 151: `block (0,0,0)` and `SM 0` were shown).
+TEST(CudaExceptions, AWarpWhoseBlockIsUnknownStatesNoBlock) {
+    Tables t;
+    auto wp = t.add(".cudbg.wptbl.dev0.sm0.cta0", 0x40, warpRow(12, 0x7fff0010), 4000000, 3);
+    t.add(".cudbg.lntbl.dev0.sm0.cta0.wp0", 0x38, laneRow(5, 14), wp, 0);
+    auto m = t.read();
+    ASSERT_EQ(m.exceptions.size(), 1u);
+    const auto& e = m.exceptions[0];
+    EXPECT_TRUE(e.warp_known);
+    EXPECT_FALSE(e.block_known);
+    EXPECT_FALSE(e.sm_known);
+    EXPECT_EQ(e.warp, 12u);
+    auto x = toJson(m)["exceptions"][0];
+    EXPECT_EQ(x["warp"], 12);
+    EXPECT_FALSE(x.contains("block")) << x.dump();
+    EXPECT_FALSE(x.contains("sm")) << x.dump();
+    EXPECT_EQ(toJson(m)["exception_warps"], 1);
 }
 
 TEST(CudaExceptions, ForgedLinksAndRowSizesReadNothingOutside) {
