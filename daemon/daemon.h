@@ -1,7 +1,9 @@
 // gpufaultd: the state shared by the start-up steps, the event loop and the teardown.
 #pragma once
 
+// clang-format off
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
+// clang-format on
 #include <boost/asio.hpp>
 #include <chrono>
 #include <memory>
@@ -11,6 +13,7 @@
 
 #include "daemon/config.h"
 #include "daemon/control.h"
+#include "daemon/core_marker.h"
 #include "daemon/source.h"
 #include "daemon/worker.h"
 #include "schema/store.h"
@@ -44,6 +47,10 @@ struct State {
     std::unique_ptr<ControlServer> control;
     /// Re-correlation and diagnoses, on its own thread and store connection (daemon/worker.h).
     std::unique_ptr<Worker> worker;
+    /// The core the worker is reading, named beside the store (daemon/core_marker.h), and what
+    /// the previous run left there: a core not to read again until it changes.
+    std::shared_ptr<CoreReadMarker> core_marker;
+    std::optional<MarkedCore> core_leftover;
     /// Control servers replaced by a reload: kept (closed) until exit, because handlers of
     /// their connections may still be queued and refer to them.
     std::vector<std::unique_ptr<ControlServer>> retired_control;

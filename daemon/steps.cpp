@@ -80,6 +80,10 @@ StepResult openSourcesStep(State& s) {
         j->unwindOn([&s](WorkerJob job) {
             if (s.worker) s.worker->submit(std::move(job));
         });
+        j->guardReads(s.core_marker,
+                      s.core_leftover && std::holds_alternative<MarkedPendingCore>(*s.core_leftover)
+                          ? std::optional(std::get<MarkedPendingCore>(*s.core_leftover))
+                          : std::nullopt);
         if (auto r = j->open(); !r) {
             logLine(3, fmt::format("journal source off: {}", r.error().message));
         } else {
@@ -99,11 +103,17 @@ StepResult openSourcesStep(State& s) {
         s.files = f.get();
         s.sources.push_back(std::move(f));
     }
-    if (!c.core_dirs.empty())
-        s.sources.push_back(std::make_unique<CoreDirSource>(
+    if (!c.core_dirs.empty()) {
+        auto d = std::make_unique<CoreDirSource>(
             c.core_dirs, crash, std::chrono::milliseconds(c.poll_ms), [&s](WorkerJob job) {
                 if (s.worker) s.worker->submit(std::move(job));
-            }));
+            });
+        d->guardReads(s.core_marker,
+                      s.core_leftover && std::holds_alternative<MarkedCoreFile>(*s.core_leftover)
+                          ? std::optional(std::get<MarkedCoreFile>(*s.core_leftover))
+                          : std::nullopt);
+        s.sources.push_back(std::move(d));
+    }
     if (!c.alloc_dir.empty()) {
         struct stat st {};
         if (::stat(c.alloc_dir.c_str(), &st) != 0) {
@@ -144,6 +154,28 @@ StepResult startWorkerStep(State& s) {
     });
     if (!w) return StepResult::fatal(1, w.error());
     s.worker = std::move(*w);
+    // What the previous run was reading when it died is not read again (until it changes).
+    std::string marker = s.cfg.store_path + ".reading-core";
+    if (!s.core_marker || s.core_marker->file() != marker) {
+        s.core_marker = std::make_shared<CoreReadMarker>(marker);
+        s.core_leftover = s.core_marker->takeLeftover();
+        if (s.core_leftover) {
+            bool file = std::holds_alternative<MarkedCoreFile>(*s.core_leftover);
+            int attempt = file ? std::get<MarkedCoreFile>(*s.core_leftover).attempt
+                               : std::get<MarkedPendingCore>(*s.core_leftover).attempt;
+            logLine(
+                attempt >= kMaxCoreReadAttempts ? 3 : 4,
+                fmt::format("gpufaultd stopped while reading {} (a crash, kill -9 or the OOM "
+                            "killer; {} of {} runs): {}",
+                            file ? std::get<MarkedCoreFile>(*s.core_leftover).path
+                                 : fmt::format("the core of queued journal entry {}",
+                                               std::get<MarkedPendingCore>(*s.core_leftover).id),
+                            attempt,
+                            kMaxCoreReadAttempts,
+                            attempt >= kMaxCoreReadAttempts ? "not read again until it changes"
+                                                            : "read once more"));
+        }
+    }
     return StepResult::ok();
 }
 
@@ -151,6 +183,8 @@ void stopWorkerStep(State& s) {
     if (!s.worker) return;
     s.worker->stop(s.stop_asked.value_or(std::chrono::steady_clock::now()) + kFinalCorrelation);
     s.worker.reset();
+    // A clean stop, even in the middle of a core: nothing killed the daemon while reading it.
+    if (s.core_marker) s.core_marker->end();
 }
 
 void flushStep(State& s) {

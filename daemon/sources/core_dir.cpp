@@ -10,6 +10,7 @@
 #include "collectors/coredump/core_reader.h"
 #include "collectors/coredump/systemd_coredump.h"
 #include "daemon/daemon.h"
+#include "daemon/test_pause.h"
 
 namespace gpufault::daemon {
 
@@ -78,6 +79,17 @@ void CoreDirSource::scan() {
             // whatever happens to it: a bad file is not retried until it changes.
             if (pending_.contains(key) && wall.tv_sec - st.st_mtim.tv_sec >= 2) {
                 seen_.insert(key);
+                if (died_ && sameCoreFile(*died_, path) && died_->attempt >= kMaxCoreReadAttempts) {
+                    logLine(3,
+                            fmt::format("core not read: {}: gpufaultd stopped while reading it "
+                                        "{} times; not read again until it changes (`gpufault "
+                                        "ingest` reads it by hand)",
+                                        path,
+                                        died_->attempt));
+                    std::lock_guard lk(counters_->mu);
+                    ++counters_->killed;
+                    continue;
+                }
                 ready.push_back(path);
                 continue;
             }
@@ -100,8 +112,11 @@ void CoreDirSource::scan() {
         // unwinding holds no lock on the store).
         auto opt = opt_;
         opt.read.follow_links = false;  // a file swapped for a link since the scan: refused
-        submit_([path, what, dir, opt, counters = counters_](Store& store,
-                                                             const std::function<bool()>&) -> bool {
+        int attempt = died_ && sameCoreFile(*died_, path) ? died_->attempt + 1 : 1;
+        submit_([path, what, dir, opt, counters = counters_, marker = marker_, attempt](
+                    Store& store, const std::function<bool()>&) -> bool {
+            if (marker) marker->begin(path, attempt);
+            testPause("core-read");  // tests: kill the daemon while it reads a core
             db::Result<CoreIngestSummary> r = std::unexpected(db::Error{"not a core"});
             switch (what) {
                 case What::Apport:
@@ -117,6 +132,7 @@ void CoreDirSource::scan() {
                 case What::Skip:
                     break;
             }
+            if (marker) marker->end();
             std::lock_guard lk(counters->mu);
             --counters->queued;
             if (!r) {
@@ -163,6 +179,9 @@ std::vector<StreamStatus> CoreDirSource::status() const {
                                  counters_->perDir[d],
                                  counters_->errors,
                                  counters_->symlinks);
+        if (counters_->killed)
+            s.position +=
+                fmt::format(", {} not read again (gpufaultd died reading it)", counters_->killed);
         s.evidence = counters_->perDir[d];
         s.lag = counters_->queued;
         out.push_back(std::move(s));

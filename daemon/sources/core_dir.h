@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "daemon/core_marker.h"
 #include "daemon/source.h"
 #include "daemon/worker.h"
 #include "ingest/ingest_crash.h"
@@ -36,6 +37,14 @@ class CoreDirSource final : public Source {
                   CrashOptions opt,
                   std::chrono::milliseconds interval,
                   std::function<void(WorkerJob)> submit);
+
+    /// Each core is named in `marker` while it is read (nullptr: not). `died`, the core the
+    /// previous run died reading: read once more while unchanged, or skipped (logged, counted
+    /// in status) when kMaxCoreReadAttempts runs died on it.
+    void guardReads(std::shared_ptr<CoreReadMarker> marker, std::optional<MarkedCoreFile> died) {
+        marker_ = std::move(marker);
+        died_ = std::move(died);
+    }
 
     db::Result<bool> poll(Txn& txn) override;
     db::Result<void> flushIdle(Txn&) override { return {}; }
@@ -57,6 +66,7 @@ class CoreDirSource final : public Source {
         std::vector<uint64_t> perDir;  ///< cores stored per directory
         uint64_t errors = 0, queued = 0;
         uint64_t symlinks = 0;  ///< symbolic links skipped (never followed)
+        uint64_t killed = 0;    ///< cores not read again: the previous run died reading them
     };
     void scan();
 
@@ -67,6 +77,8 @@ class CoreDirSource final : public Source {
     std::chrono::steady_clock::time_point lastScan_{};
     std::set<std::pair<std::string, FileState>> seen_, pending_;
     std::shared_ptr<Counters> counters_;
+    std::shared_ptr<CoreReadMarker> marker_;
+    std::optional<MarkedCoreFile> died_;
 };
 
 }  // namespace gpufault::daemon

@@ -305,7 +305,8 @@ db::Result<void> JournalSource::checkpoint() {
 void JournalSource::committed() {
     coresUncommitted_ = 0;
     if (stream_) stream_->committed();
-    for (auto& p : queued_) submit_(unwindJournalCore(std::move(p), "journal:" + name(), crash_));
+    for (auto& p : queued_)
+        submit_(unwindJournalCore(std::move(p), "journal:" + name(), crash_, marker_, died_));
     queued_.clear();
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/core_marker.h"
 #include "daemon/source.h"
 #include "daemon/worker.h"
 #include "ingest/ingest_crash.h"
@@ -63,6 +64,13 @@ class JournalSource final : public Source {
     /// handed over once that is committed; entries still queued from an earlier run are handed
     /// over when the source starts. Without it they are unwound on the loop, in its transaction.
     void unwindOn(std::function<void(WorkerJob)> submit) { submit_ = std::move(submit); }
+    /// Each queued core is named in `marker` while a job reads it. `died`, the queued entry
+    /// whose core the previous run died reading: read once more, or dropped from the queue
+    /// unread (logged) when kMaxCoreReadAttempts runs died on it.
+    void guardReads(std::shared_ptr<CoreReadMarker> marker, std::optional<MarkedPendingCore> died) {
+        marker_ = std::move(marker);
+        died_ = died;
+    }
 
   private:
     /// Stores the systemd-coredump entry the journal is positioned on (in `txn`).
@@ -92,6 +100,8 @@ class JournalSource final : public Source {
     uint64_t cores_ = 0;  ///< systemd-coredump entries stored on the loop
     uint64_t coresUncommitted_ = 0;
     std::function<void(WorkerJob)> submit_;
+    std::shared_ptr<CoreReadMarker> marker_;
+    std::optional<MarkedPendingCore> died_;
     std::vector<PendingCore> queued_;  ///< queued in the open transaction, handed over at commit
 };
 
@@ -105,6 +115,13 @@ JournalCore journalCoreHere(sd_journal* j, const UnpackLimits& limits);
 /// transaction of its own, then removes `p` from the queue. A core stored before (a kill after
 /// the store and before the removal, or queued twice) is left as it is; a store error leaves
 /// `p` queued for the next start. True when records were stored.
-WorkerJob unwindJournalCore(PendingCore p, std::string where, CrashOptions opt);
+/// `marker` (may be null) names `p` while it is read; when `p` is `died` (previous runs died
+/// reading it) it is read once more, or removed from the queue unread (with a log line) once
+/// kMaxCoreReadAttempts runs died on it.
+WorkerJob unwindJournalCore(PendingCore p,
+                            std::string where,
+                            CrashOptions opt,
+                            std::shared_ptr<CoreReadMarker> marker = nullptr,
+                            std::optional<MarkedPendingCore> died = std::nullopt);
 
 }  // namespace gpufault::daemon

@@ -73,12 +73,43 @@ JournalCore journalCoreAt(const std::string& directory,
 
 }  // namespace
 
-WorkerJob unwindJournalCore(PendingCore p, std::string where, CrashOptions opt) {
-    return [p = std::move(p), where = std::move(where), opt = std::move(opt)](
-               Store& store, const std::function<bool()>&) -> bool {
+WorkerJob unwindJournalCore(PendingCore p,
+                            std::string where,
+                            CrashOptions opt,
+                            std::shared_ptr<CoreReadMarker> marker,
+                            std::optional<MarkedPendingCore> died) {
+    int attempt = died && died->id == p.id ? died->attempt + 1 : 1;
+    return [p = std::move(p),
+            where = std::move(where),
+            opt = std::move(opt),
+            marker = std::move(marker),
+            attempt](Store& store, const std::function<bool()>&) -> bool {
         auto still = store.hasPendingCore(p.id);
         if (!still || !*still) return false;  // done meanwhile (queued twice: a reload)
-        testPause("core-unwind");             // tests: the loop answers meanwhile
+        auto dropQueued = [&] {
+            auto r = store.begin();
+            if (r) r = store.removePendingCore(p.id);
+            if (r) r = store.commit();
+            if (!r) {
+                (void)store.rollback();
+                logLine(4,
+                        fmt::format("queued core {}: {} (done again at the next start)",
+                                    p.id,
+                                    r.error().message));
+            }
+        };
+        if (attempt > kMaxCoreReadAttempts) {
+            logLine(3,
+                    fmt::format("queued core {} ({}) not read: gpufaultd stopped while reading it "
+                                "{} times",
+                                p.id,
+                                p.cursor,
+                                attempt - 1));
+            dropQueued();
+            return false;
+        }
+        if (marker) marker->begin(MarkedPendingCore{p.id, attempt});
+        testPause("core-unwind");  // tests: the loop answers meanwhile
         coredump::FieldMap fields;
         auto j = nlohmann::json::parse(p.fields, nullptr, false);
         if (j.is_object())
@@ -103,18 +134,8 @@ WorkerJob unwindJournalCore(PendingCore p, std::string where, CrashOptions opt) 
                 stored = !r->unchanged;
             }
         }
-        if (!keep) {
-            auto r = store.begin();
-            if (r) r = store.removePendingCore(p.id);
-            if (r) r = store.commit();
-            if (!r) {
-                (void)store.rollback();
-                logLine(4,
-                        fmt::format("queued core {}: {} (done again at the next start)",
-                                    p.id,
-                                    r.error().message));
-            }
-        }
+        if (marker) marker->end();
+        if (!keep) dropQueued();
         return stored;
     };
 }

@@ -2,6 +2,7 @@
 // systemd-journal-remote through the harness's writeJournal, as journald stores them) and a
 // followed core directory holding a systemd-coredump zstd file and an apport report made from the
 // real fixture core.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -349,4 +350,71 @@ TEST(DaemonCores, SkipsSymbolicLinksInACoreDirectory) {
     EXPECT_EQ(f.count("SELECT count(*) FROM cores WHERE path LIKE '%/crash/core.1'"), 1);
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(5s), 0);
+}
+
+// A core whose reading kills gpufaultd (hostile review 151: a forged GPU core aborted it, and
+// each restart read it again: a crash loop) is read by at most two runs. The worker names the
+// core in STORE.reading-core before reading it; here the daemon is killed (SIGKILL) while the
+// job is held at its start, twice: the third start does not read the core, says why, and
+// counts it in status. Changed (touched), the core is read. A clean stop while a core is read
+// removes the marker: no attempt counted.
+TEST(DaemonCores, ACoreThatKillsTheDaemonTwiceIsNotReadAgainUntilItChanges) {
+    Fixture f;
+    std::string cdir = f.dir.file("crash");
+    ::mkdir(cdir.c_str(), 0755);
+    writeFile(f.conf, f.config(fmt::format("[cores]\ndirectories = [\"{}\"]\n", cdir)));
+    std::string core = cdir + "/core.1234";
+    writeFile(core, readFile(kCore));
+    struct timespec old[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 60, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, core.c_str(), old, 0), 0);  // taken at the second scan
+    std::string pause = f.dir.file("pause"), marker = f.store + ".reading-core";
+    ASSERT_EQ(::mkdir(pause.c_str(), 0755), 0);
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    auto startHeld = [&] {  // started with the next core job held at its start
+        writeFile(pause + "/core-read", "");
+        ::setenv("GPUFAULTD_TEST_PAUSE_DIR", pause.c_str(), 1);
+        bool started = d.start();
+        ::unsetenv("GPUFAULTD_TEST_PAUSE_DIR");
+        return started &&
+               eventually(
+                   [&] { return ::access((pause + "/core-read.paused").c_str(), F_OK) == 0; }, 20s);
+    };
+    for (int run = 1; run <= 2; ++run) {  // the second run reads it once more
+        ASSERT_TRUE(startHeld()) << "run " << run << ": " << d.stderrText();
+        EXPECT_EQ(readFile(marker).substr(0, 7), fmt::format("file {} ", run));
+        d.kill9();
+        ASSERT_EQ(::unlink((pause + "/core-read.paused").c_str()), 0);
+    }
+    ASSERT_TRUE(startedReady(d));
+    ASSERT_TRUE(eventually(
+        [&] {
+            return controlRequest(f.sock, "status")
+                       .find("1 not read again (gpufaultd died reading it)") != std::string::npos;
+        },
+        20s))
+        << d.stderrText() << controlRequest(f.sock, "status");
+    EXPECT_NE(d.stderrText().find("core not read: " + core +
+                                  ": gpufaultd stopped while reading it 2 times"),
+              std::string::npos)
+        << d.stderrText();
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores"), 0);
+    EXPECT_NE(::access(marker.c_str(), F_OK), 0);
+    // Changed since: another file, read.
+    ASSERT_EQ(::utimensat(AT_FDCWD, core.c_str(), old, 0), 0);
+    struct timespec older[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 120, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, core.c_str(), older, 0), 0);
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM cores") == 1; }, 20s))
+        << d.stderrText();
+    d.signal(SIGTERM);
+    ASSERT_EQ(d.waitExit(5s), 0);
+
+    // A clean stop in the middle of a core: the marker is removed; the next run reads it.
+    std::string other = cdir + "/core.5678";
+    writeFile(other, readFile(kCore).substr(0, 300000));
+    ASSERT_EQ(::utimensat(AT_FDCWD, other.c_str(), old, 0), 0);
+    ASSERT_TRUE(startHeld()) << d.stderrText();
+    d.signal(SIGTERM);
+    ASSERT_EQ(::unlink((pause + "/core-read.paused").c_str()), 0);
+    EXPECT_EQ(d.waitExit(10s), 0);
+    EXPECT_NE(::access(marker.c_str(), F_OK), 0);
 }
