@@ -9,8 +9,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "collectors/coredump/journal_fields.h"
+#include "collectors/coredump/signature.h"
 #include "ingest/ingest_crash.h"
 #include "ingest/ingest_crash_parts.h"
 #include "ingest/line_reader.h"
@@ -172,6 +174,24 @@ db::Result<std::optional<CoreIngestSummary>> joinStoredCore(Store& store,
     auto same = sameStoredCore(store.db(), path, fingerprint);
     if (!same) return std::unexpected(same.error());
     if (*same) {
+        auto rows = queryCores(store.db(), (*same)->first);
+        if (!rows) return std::unexpected(rows.error());
+        if (rows->empty()) return Joined{};
+        const CoreRecord& old = rows->front().core;
+        // An entry journald does not attest (an export file anyone could write) never takes
+        // over a core from elsewhere: its pid, time and executable are only its word (hostile
+        // review 151, MED 1: COREDUMP_PID=1 replaced the core's pid).
+        if (prov.origin.ends_with("(untrusted)") && !old.origin.ends_with("(untrusted)")) {
+            CoreIngestSummary s;
+            s.path = where;
+            s.unchanged = true;
+            s.same_as = fmt::format(
+                "core {} from {} (this entry is not attested by journald: the stored core is "
+                "kept as it is)",
+                (*same)->first,
+                (*same)->second);
+            return Joined{std::move(s)};
+        }
         auto source = queryCoreSource(store.db(), (*same)->first);
         if (!source) return std::unexpected(source.error());
         if (*source) prov.takes_over = PrefixCore{(*same)->first, **source, (*same)->second, false};
@@ -189,6 +209,38 @@ db::Result<std::optional<CoreIngestSummary>> joinStoredCore(Store& store,
     }
     prov.supersedes = *p;
     return Joined{};
+}
+
+/// The stack of core `core` (stored, of the same content as `report`'s) in place of the one
+/// just unwound: it was unwound with the options of its own ingest (`--exe`, `--debuginfo-path`),
+/// which this reading may not have (hostile review 151, MED 1: a journal entry taking over a
+/// core read with them left `n/a (libcrashlib.so + 0x116e)` frames). The signature follows.
+db::Result<void> keepStoredStack(Store& store,
+                                 int64_t core,
+                                 cd::CoreReport& report,
+                                 const CrashOptions& opt) {
+    if (!report.stack) return {};
+    auto threads = queryCoreThreads(store.db(), core, true);
+    if (!threads) return std::unexpected(threads.error());
+    if (threads->empty()) return {};
+    auto rows = queryCores(store.db(), core);
+    if (!rows) return std::unexpected(rows.error());
+    report.stack->threads = std::move(*threads);
+    if (!rows->empty()) {
+        auto missing = nlohmann::json::parse(rows->front().core.modules_missing, nullptr, false);
+        report.stack->modules_without_file.clear();
+        if (missing.is_array())
+            for (const auto& m : missing)
+                if (m.is_string())
+                    report.stack->modules_without_file.push_back(m.get<std::string>());
+        report.stack->threads_truncated = rows->front().core.threads_truncated;
+    }
+    for (const auto& t : report.stack->threads)
+        if (t.crashed) {
+            report.signature = cd::stackSignature(t.frames, opt.read.signature_depth);
+            break;
+        }
+    return {};
 }
 
 /// `r` with the warning `cut` (KeptCore::cut) first, when set.
@@ -233,12 +285,25 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
         if (joined) return std::move(*joined);
         auto report = kept ? readOpenedCore(*kept, *e.filename, opt)
                            : db::Result<cd::CoreReport>(std::unexpected(kept.error()));
+        if (report && prov.takes_over)
+            if (auto k = keepStoredStack(store, prov.takes_over->id, *report, opt); !k)
+                return std::unexpected(k.error());
         if (report) {
             prov.content_fingerprint = kept->fingerprint;
             prov.path = *e.filename;
             prov.size = fileSize(*e.filename);
             if (auto n = kept->notice()) prov.note = prov.note ? *prov.note + "; " + *n : *n;
-            return withCut(storeCoreReport(store, id, *report, prov, own_txn), kept->notice());
+            auto r = withCut(storeCoreReport(store, id, *report, prov, own_txn), kept->notice());
+            // The entry's pid replaces the one the stored core showed: say so when they differ.
+            if (r && prov.takes_over && report->layout.notes.pid &&
+                *report->layout.notes.pid != e.pid)
+                r->warnings.push_back(fmt::format(
+                    "the entry's COREDUMP_PID {} is not the pid {} the core's notes name (a "
+                    "process in a PID namespace, or an entry that is wrong): the entry's is "
+                    "stored",
+                    e.pid,
+                    *report->layout.notes.pid));
+            return r;
         }
         why = std::string(kNotRead) + report.error().message;
     }
@@ -259,6 +324,9 @@ db::Result<CoreIngestSummary> ingestCoredumpEntry(Store& store,
                 if (*j) return std::move(**j);
             }
             auto report = cd::readCore(journal_core->file->path(), ro);
+            if (report && prov.takes_over)
+                if (auto k = keepStoredStack(store, prov.takes_over->id, *report, opt); !k)
+                    return std::unexpected(k.error());
             if (report) {
                 prov.path = where + " (COREDUMP=)";
                 prov.size = static_cast<int64_t>(journal_core->file->size());

@@ -602,9 +602,13 @@ TEST(CrashSources, AJournalEntryOfAStoredCoreIsStoredOnceInEitherOrder) {
                 SCOPED_TRACE(fmt::format(
                     "in journal {}, apport {}, entry first {}", inJournal, apport, entryFirst));
                 TempDir t;
+                // Attested by journald (systemd-coredump's own fields): only such an entry
+                // takes over a core stored from another file.
                 std::vector<std::pair<std::string, std::string>> fields{
                     {"__CURSOR", "s=1"},
                     {"_BOOT_ID", kBoot},
+                    {"_UID", "0"},
+                    {"_COMM", "systemd-coredum"},
                     {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
                     {"COREDUMP_PID", "14046"},
                     {"COREDUMP_UID", "0"},
@@ -635,7 +639,7 @@ TEST(CrashSources, AJournalEntryOfAStoredCoreIsStoredOnceInEitherOrder) {
                 }
                 auto c = jsonLines(t, "cores");
                 ASSERT_EQ(c.size(), 1u) << said;
-                EXPECT_EQ(c[0]["origin"], "systemd-coredump (untrusted)");
+                EXPECT_EQ(c[0]["origin"], "systemd-coredump");
                 EXPECT_EQ(c[0]["pid"], 14046);
                 EXPECT_EQ(c[0]["path"],
                           inJournal ? t.file("j.export") + " (COREDUMP=)" : t.file(kZstName));
@@ -652,6 +656,60 @@ TEST(CrashSources, AJournalEntryOfAStoredCoreIsStoredOnceInEitherOrder) {
                 }
                 EXPECT_EQ(jsonLines(t, "cores").size(), 1u);
             }
+}
+
+// Hostile review 151, MED 1: an entry journald does not attest (an export file: no _UID=0 and
+// _COMM of systemd-coredump) of a core stored from its file took it over: its COREDUMP_PID=1
+// became the core's pid, and the frames `ingest --exe` had symbolized were read again without
+// the executable (`n/a (libcrashlib.so + 0x116e)`). Now such an entry leaves the stored core
+// as it is; an attested one takes it over with the executable the core was read with.
+TEST(CrashSources, AnEntryTakesOverAStoredCoreOnlyWhenAttestedAndKeepsItsStack) {
+    for (bool attested : {false, true}) {
+        SCOPED_TRACE(attested ? "attested" : "not attested");
+        TempDir t;
+        std::vector<std::pair<std::string, std::string>> fields{
+            {"__CURSOR", "s=1"},
+            {"_BOOT_ID", kBoot},
+            {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+            {"COREDUMP_PID", attested ? "14046" : "1"},
+            {"COREDUMP_UID", "0"},
+            {"COREDUMP_SIGNAL", "11"},
+            {"COREDUMP_TIMESTAMP", "1999999999000000"},
+            {"COREDUMP_COMM", "sshd"},
+            {"COREDUMP_EXE", "/usr/sbin/sshd"},
+            {"COREDUMP_FILENAME", zstCore(t)}};
+        if (attested) {
+            fields.emplace_back("_UID", "0");
+            fields.emplace_back("_COMM", "systemd-coredum");
+        }
+        writeFile(t.file("j.export"),
+                  exportEntry(fields, "Process 1 (sshd) of user 0 dumped core."));
+        ASSERT_EQ(run(ingest(t, {kDir + "core"})).status, 0);
+        // The entry without --exe: the stored core's executable is used again.
+        auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("j.export")});
+        ASSERT_EQ(r.status, 0) << r.err;
+        auto c = jsonLines(t, "cores");
+        ASSERT_EQ(c.size(), 1u) << r.out << r.err;
+        EXPECT_EQ(c[0]["top_frame"],
+                  "fakeamd::Symbol::getDeviceKernel(int) const (libcrashlib.so + 0x116e)");
+        auto stack = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1"}).out;
+        EXPECT_NE(stack.find("crashlib.cpp:"), std::string::npos) << stack;
+        if (attested) {  // the entry's metadata, the stack the file's ingest made
+            EXPECT_EQ(c[0]["origin"], "systemd-coredump");
+            EXPECT_EQ(c[0]["pid"], 14046);
+            EXPECT_EQ(c[0]["exe"], "/usr/sbin/sshd");
+            EXPECT_EQ(c[0]["signature"], "517ce8f7350f0719");
+        } else {
+            EXPECT_EQ(c[0]["exe"], kDir + "crashmain");
+            EXPECT_NE(r.out.find("this entry is not attested by journald: the stored core is "
+                                 "kept as it is"),
+                      std::string::npos)
+                << r.out;
+            EXPECT_EQ(c[0]["origin"], "file");
+            EXPECT_EQ(c[0]["pid"], 14046);
+            EXPECT_EQ(c[0]["process"], "crashmain");
+        }
+    }
 }
 
 /// The first `lines` lines of `s`.
