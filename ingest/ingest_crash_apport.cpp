@@ -160,6 +160,26 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
         s.path = path;
         s.unchanged = true;
         s.same_as = fmt::format("core {} from {}", (*same)->first, (*same)->second);
+        // The core stored from this report's head (read before its CoreDump was written) is
+        // the same crash as that core: it gives way (hostile review 151, MED 2: head, journal
+        // entry, whole report were 2 cores and 2 incidents for ever).
+        if (entryOnly != crash.end() && entryOnly->id != (*same)->first) {
+            if (own_txn)
+                if (auto b = store.begin(); !b) return std::unexpected(b.error());
+            auto d = store.dropCoreOf(entryOnly->source_id);
+            if (d && own_txn) d = store.commit();
+            if (!d) {
+                if (own_txn) (void)store.rollback();
+                return std::unexpected(d.error());
+            }
+            auto r = warned(std::move(s));
+            r->warnings.push_back(fmt::format(
+                "core {} (stored from this report before its CoreDump was written) is the same "
+                "crash as core {}: removed",
+                entryOnly->id,
+                (*same)->first));
+            return r;
+        }
         return warned(std::move(s));
     }
     prov.content_fingerprint = *content;

@@ -756,5 +756,34 @@ TEST(CrashSources, AnApportReportReadBeforeItsCoreDumpIsReplacedByTheWholeOne) {
     EXPECT_EQ(jsonLines(t, "cores").size(), 1u);
 }
 
+// Hostile review 151, MED 2: the report's head stored (no CoreDump yet), then the raw core of
+// the same crash, then the whole report: the whole report's core is the raw core's ("already
+// stored"), and the core stored from its head stayed beside it: 2 cores, 2 incidents for ever.
+// Now it gives way to the stored core of the same crash.
+TEST(CrashSources, AReportsHeadGivesWayWhenItsCoreIsStoredFromAnotherFile) {
+    TempDir t;
+    const auto whole = fixtureReport(false);
+    const auto x = t.file("_tmp_crashfixture_crashmain.0.crash");
+    writeFile(x, firstLines(whole, 8));
+    ASSERT_EQ(run(ingest(t, {x})).status, 0);
+    ASSERT_EQ(run(ingest(t, {kDir + "core"})).status, 0);
+    ASSERT_EQ(jsonLines(t, "cores").size(), 2u);
+    writeFile(x, whole);
+    auto r = run(ingest(t, {x}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("core already stored as core 2 from " + kDir + "core"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.err.find("core 1 (stored from this report before its CoreDump was written) is "
+                         "the same crash as core 2: removed"),
+              std::string::npos)
+        << r.err;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u) << r.out << r.err;
+    EXPECT_EQ(c[0]["id"], 2);
+    EXPECT_EQ(c[0]["path"], kDir + "core");
+    auto n = run({GPUFAULT_BIN, "--db", t.file("db"), "query", "select count(*) from incidents"});
+    EXPECT_EQ(n.out, "count(*)\n1\n") << n.out;
+}
+
 }  // namespace
 }  // namespace gpufault::testing
