@@ -167,6 +167,40 @@ CoreRecord coreRecord(const coredump::CoreReport& r) {
     return c;
 }
 
+bool sameCrashTop(const std::vector<coredump::Frame>& a, const std::vector<coredump::Frame>& b) {
+    size_t compared = 0;
+    for (size_t i = 0; i < 3 && i < a.size() && i < b.size(); ++i) {
+        const auto &x = a[i], &y = b[i];
+        if (!x.module || !y.module || !x.module_offset || !y.module_offset) break;
+        if (std::filesystem::path(*x.module).filename() !=
+                std::filesystem::path(*y.module).filename() ||
+            *x.module_offset != *y.module_offset)
+            return false;
+        ++compared;
+    }
+    return compared > 0;
+}
+
+db::Result<std::optional<EntryCrashCandidate>> findCoreOfCrash(
+    db::Db& d,
+    int64_t pid,
+    int64_t signal,
+    const std::string& process,
+    std::optional<int64_t> time,
+    const std::vector<coredump::Frame>& frames,
+    bool with_file) {
+    auto cands = queryCoresOfEntryCrash(d, pid, signal, process, with_file);
+    if (!cands) return std::unexpected(cands.error());
+    for (const auto& c : *cands) {
+        if (time && c.time >= *time - kSameCrashWindow && c.time <= *time + kSameCrashWindow)
+            return c;
+        auto threads = queryCoreThreads(d, c.id, false);
+        if (!threads) return std::unexpected(threads.error());
+        if (!threads->empty() && sameCrashTop(threads->front().frames, frames)) return c;
+    }
+    return std::nullopt;
+}
+
 std::string replacedCoreWarning(int64_t core, const std::string& path) {
     return fmt::format(
         "core {} from {} is the same crash: replaced by this one (stored once)", core, path);
@@ -275,6 +309,29 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
     // use it.
     if (opt.unwind.exe && !(report->stack && report->stack->exe_refused))
         prov.exe = std::filesystem::absolute(*opt.unwind.exe).lexically_normal().string();
+    // A systemd-coredump entry or apport report of this crash stored without its core ("core
+    // not kept", no CoreDump): this core takes it over (hostile review 151, MED 3: the two
+    // were 2 cores and 2 incidents in either order).
+    const auto& n = report->layout.notes;
+    if (!prov.supersedes && report->layout.kind == coredump::CoreKind::Cpu && n.pid && n.siginfo &&
+        !n.comm.empty()) {
+        static const std::vector<coredump::Frame> kNone;
+        const auto* crashed = report->stack ? coredump::crashingThread(*report->stack) : nullptr;
+        auto entry = findCoreOfCrash(store.db(),
+                                     *n.pid,
+                                     n.siginfo->signo,
+                                     n.comm,
+                                     st.st_mtim.tv_sec,
+                                     crashed ? crashed->frames : kNone,
+                                     false);
+        if (!entry) return fail(entry.error().message);
+        if (*entry)
+            prov.takes_over = PrefixCore{
+                (*entry)->id,
+                (*entry)->source_id,
+                (*entry)->path.empty() ? "a " + (*entry)->origin + " record" : (*entry)->path,
+                false};
+    }
     auto r = storeCoreReport(store, id, *report, prov, own_txn);
     if (!r) return fail(r.error().message);
     // Renamed over meanwhile: what was stored is the file opened, whole; the new one at `path`
@@ -284,7 +341,7 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
         r->warnings.push_back(fmt::format(
             "replaced while read: the core stored is the file opened (pid {}); the file now at "
             "this path is another one",
-            report->layout.notes.pid.value_or(0)));
+            report->layout.notes.pid.value_or(report->gpu ? report->gpu->pid.value_or(0) : 0)));
     return r;
 }
 

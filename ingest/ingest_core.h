@@ -12,6 +12,7 @@
 #include "collectors/common/evidence.h"
 #include "collectors/coredump/core_reader.h"
 #include "ingest/core_fingerprint.h"
+#include "schema/core_queries.h"
 #include "schema/store.h"
 
 namespace gpufault {
@@ -65,6 +66,29 @@ struct CoreProvenance {
     std::optional<PrefixCore> takes_over;
     nlohmann::json meta = nlohmann::json::object();  ///< merged into cores.meta
 };
+
+/// How far apart, in seconds, a core file's mtime and the time a systemd-coredump entry or
+/// apport report gives may be for the two to be one crash (with the same pid, signal and
+/// command): writing a large core takes minutes.
+inline constexpr int64_t kSameCrashWindow = 600;
+
+/// Whether two stacks of a crashing thread agree at the top: their first frames (up to 3, each
+/// with a module offset) name the same module (file name) at the same offset, and at least one
+/// is compared. A journal entry's text stack and the unwound core of the same crash agree.
+bool sameCrashTop(const std::vector<coredump::Frame>& a, const std::vector<coredump::Frame>& b);
+
+/// The stored core of the crash of `pid`, `signal` and `process` (queryCoresOfEntryCrash(),
+/// `with_file` as there) whose time is within kSameCrashWindow of `time` (UTC s) or whose
+/// crashing thread's top frames agree with `frames` (a copied core's mtime is not its crash's
+/// time); nullopt when none.
+db::Result<std::optional<EntryCrashCandidate>> findCoreOfCrash(
+    db::Db& d,
+    int64_t pid,
+    int64_t signal,
+    const std::string& process,
+    std::optional<int64_t> time,
+    const std::vector<coredump::Frame>& frames,
+    bool with_file);
 
 /// The `coredump` record of a CUDA GPU core (pure): the pid and time of its file name, the
 /// grids it holds (the first 8 named in its text, then how many more), and the first warp a CUDA

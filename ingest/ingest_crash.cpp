@@ -10,14 +10,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 
 #include "collectors/coredump/journal_fields.h"
 #include "collectors/coredump/signature.h"
+#include "ingest/ingest_core.h"
 #include "ingest/ingest_crash_parts.h"
-
-#include <charconv>
+#include "schema/core_queries.h"
 
 namespace gpufault {
 
@@ -126,6 +127,34 @@ db::Result<CoreIngestSummary> storeEntryOnly(Store& store,
                                              bool own_txn,
                                              const std::string& origin,
                                              std::optional<int64_t> replaces) {
+    // The core file of this crash stored already (a raw core, a `.zst`): the entry adds no
+    // core; stored once (hostile review 151, MED 3).
+    if (!replaces && e.pid > 0 && e.signal && !e.comm.empty()) {
+        static const std::vector<cd::Frame> kNone;
+        const auto* t = e.stack ? cd::crashingThread(*e.stack) : nullptr;
+        auto file = findCoreOfCrash(
+            store.db(),
+            e.pid,
+            *e.signal,
+            e.comm,
+            e.timestamp_us ? std::optional(static_cast<int64_t>(*e.timestamp_us / 1000000))
+                           : std::nullopt,
+            t ? t->frames : kNone,
+            true);
+        if (!file) return std::unexpected(file.error());
+        if (*file) {
+            CoreIngestSummary s;
+            s.path = e.filename.value_or(id.path);
+            s.unchanged = true;
+            s.same_as = fmt::format(
+                "core {} from {} (the same crash: pid, signal, command and time or stack agree; "
+                "this {} record has no core of its own)",
+                (*file)->id,
+                (*file)->path,
+                origin);
+            return s;
+        }
+    }
     CoreRecord rec;
     rec.kind = "cpu";
     rec.path = e.filename.value_or("");

@@ -199,6 +199,27 @@ db::Result<std::vector<CrashCandidate>> queryCoresOfCrash(db::Db& d,
     return out;
 }
 
+db::Result<std::vector<EntryCrashCandidate>> queryCoresOfEntryCrash(
+    db::Db& d, int64_t pid, int64_t signal, const std::string& process, bool with_file) {
+    auto st = d.prepare(
+        "SELECT c.id, c.source_id, c.path, c.origin, c.time FROM sources s JOIN cores c ON "
+        "c.source_id = s.id WHERE s.complete = 1 AND c.kind = 'cpu' AND c.pid = ?1 AND c.signal "
+        "= ?2 AND c.process = ?3 AND (CASE WHEN ?4 THEN c.content_fingerprint IS NOT NULL ELSE "
+        "c.content_fingerprint IS NULL AND c.origin IN ('systemd-coredump', 'systemd-coredump "
+        "(untrusted)', 'apport') END) ORDER BY c.id LIMIT 64");
+    if (!st) return std::unexpected(st.error());
+    st->bind(1, pid).bind(2, signal).bind(3, process).bind(4, int64_t{with_file});
+    std::vector<EntryCrashCandidate> out;
+    for (;;) {
+        auto row = st->step();
+        if (!row) return std::unexpected(row.error());
+        if (!*row) break;
+        out.push_back(
+            EntryCrashCandidate{st->i64(0), st->i64(1), st->str(2), st->str(3), st->i64(4)});
+    }
+    return out;
+}
+
 db::Result<std::vector<ApportCandidate>> queryApportCoresOfCrash(db::Db& d,
                                                                  const std::string& exe,
                                                                  int64_t time,

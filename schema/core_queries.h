@@ -74,6 +74,21 @@ db::Result<std::vector<CrashCandidate>> queryCoresOfCrash(db::Db& d,
                                                           std::optional<int64_t> fault_address,
                                                           const std::string& process);
 
+/// A stored core of the same crash as a journal entry or apport report without a core (or as
+/// a core file, for one stored without): id, source, path, origin.
+struct EntryCrashCandidate {
+    int64_t id = 0, source_id = 0;
+    std::string path, origin;
+    int64_t time = 0;  ///< UTC seconds
+};
+/// CPU cores whose pid is `pid`, signal `signal` and command `process` (≤ 15 characters, as
+/// COREDUMP_COMM and a core's NT_PRPSINFO keep it), oldest first: `with_file` true, those read
+/// from a core file (content fingerprint set); false, those stored without one from
+/// systemd-coredump or apport (`core not kept`, no CoreDump). Candidates only: the caller
+/// compares times or stacks.
+db::Result<std::vector<EntryCrashCandidate>> queryCoresOfEntryCrash(
+    db::Db& d, int64_t pid, int64_t signal, const std::string& process, bool with_file);
+
 /// A core stored from an apport report, found by its crash (queryApportCoresOfCrash).
 struct ApportCandidate {
     int64_t id = 0, source_id = 0;

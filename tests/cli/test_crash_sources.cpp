@@ -1,6 +1,7 @@
 // systemd-coredump (journal entries in export and JSON form, its zstd core files), apport's
 // .crash reports and a real CUDA GPU core's kernel arguments, through the built binary. The
 // zstd file and the .crash report are made here from the real fixture core.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -783,6 +784,72 @@ TEST(CrashSources, AReportsHeadGivesWayWhenItsCoreIsStoredFromAnotherFile) {
     EXPECT_EQ(c[0]["path"], kDir + "core");
     auto n = run({GPUFAULT_BIN, "--db", t.file("db"), "query", "select count(*) from incidents"});
     EXPECT_EQ(n.out, "count(*)\n1\n") << n.out;
+}
+
+// Hostile review 151, MED 3 (and 148's gap): a systemd-coredump entry whose core was not kept
+// (only its MESSAGE stack) or an apport report without its CoreDump, and the raw core of the
+// same crash (pid, signal and command agree, and the time or the top of the stack), were 2
+// cores and 2 incidents in either order. Now one core, the raw core's frames. The raw core's
+// mtime is the checkout's, not the crash's: the stacks make them one.
+TEST(CrashSources, ACoreNotKeptAndItsRawCoreAreOneCoreInEitherOrder) {
+    const std::string message =
+        "Process 14046 (crashmain) of user 0 dumped core.\n\nStack trace of thread 14046:\n"
+        "#0  0x00007f5eb547916e n/a (libcrashlib.so + 0x116e)\n"
+        "#1  0x00007f5eb547919b n/a (libcrashlib.so + 0x119b)\n";
+    for (bool apport : {false, true})
+        for (bool rawFirst : {false, true}) {
+            SCOPED_TRACE(fmt::format("apport {}, raw core first {}", apport, rawFirst));
+            TempDir t;
+            std::string entry;
+            if (apport) {
+                entry = t.file("_tmp_crashfixture_crashmain.0.crash");
+                writeFile(entry, firstLines(fixtureReport(false), 8));
+            } else {
+                entry = t.file("j.export");
+                writeFile(entry,
+                          exportEntry({{"__CURSOR", "s=1"},
+                                       {"_BOOT_ID", kBoot},
+                                       {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+                                       {"COREDUMP_PID", "14046"},
+                                       {"COREDUMP_UID", "0"},
+                                       {"COREDUMP_SIGNAL", "11"},
+                                       {"COREDUMP_TIMESTAMP", "1764491498000000"},
+                                       {"COREDUMP_COMM", "crashmain"}},
+                                      message));
+            }
+            // apport's report head has no stack: its Date (UTC here) and the core's mtime,
+            // written 30 s after it, make them one.
+            std::string raw = kDir + "core";
+            if (apport) {
+                raw = t.file("core.14046");
+                writeFile(raw, readFile(kDir + "core"));
+                struct timespec when[2] = {{0, UTIME_OMIT}, {1764491498 + 30, 0}};
+                ASSERT_EQ(::utimensat(AT_FDCWD, raw.c_str(), when, 0), 0);
+            }
+            std::vector<std::string> files{entry, raw};
+            if (rawFirst) std::swap(files[0], files[1]);
+            std::string said;
+            for (const auto& f : files) {
+                auto args = ingest(t, {f});
+                args.insert(args.begin(), {"/usr/bin/env", "TZ=UTC"});
+                auto r = run(args);
+                ASSERT_EQ(r.status, 0) << r.err;
+                said += r.out + r.err;
+            }
+            auto c = jsonLines(t, "cores");
+            ASSERT_EQ(c.size(), 1u) << said;
+            EXPECT_EQ(c[0]["path"], raw);
+            EXPECT_EQ(c[0]["si_addr"], "0x8a");
+            EXPECT_EQ(c[0]["signature"], "517ce8f7350f0719");
+            EXPECT_NE(said.find(rawFirst ? "has no core of its own"
+                                         : "is the same crash: replaced "
+                                           "by this one"),
+                      std::string::npos)
+                << said;
+            auto n = run(
+                {GPUFAULT_BIN, "--db", t.file("db"), "query", "select count(*) from incidents"});
+            EXPECT_EQ(n.out, "count(*)\n1\n") << n.out;
+        }
 }
 
 }  // namespace
