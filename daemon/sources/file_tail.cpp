@@ -403,20 +403,36 @@ db::Result<bool> FileTail::poll(Txn& txn) {
 }
 
 db::Result<bool> FileTail::identifyNew(Txn& txn, Clock::time_point now) {
-    std::vector<std::pair<int64_t, Key>> fresh;
+    struct Waiting {
+        bool had = false;  // had its turn in this round
+        int64_t size = 0;
+        Key key{};
+    };
+    std::vector<Waiting> fresh;
+    bool due = false;  // a file had no turn in this round yet
     for (const auto& [k, f] : files_) {
         if (f->stream || f->polled == polls_) continue;
         struct stat st {};  // now: a file waiting for its first line may have grown since
-        fresh.emplace_back(f->fd >= 0 && ::fstat(f->fd, &st) == 0 ? st.st_size : 0, k);
+        int64_t size = f->fd >= 0 && ::fstat(f->fd, &st) == 0 ? st.st_size : 0;
+        fresh.push_back({f->turn >= round_, size, k});
+        due = due || (f->turn < round_ && !f->ignored);
     }
-    // The largest first: a file no larger than another of the same bytes is its copy, and
-    // waits for it (copyWaits).
-    std::stable_sort(
-        fresh.begin(), fresh.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (!due && !fresh.empty()) {  // every file had its turn: a new round
+        ++round_;
+        for (auto& w : fresh) w.had = false;
+    }
+    // Those without a turn in this round first (round-robin: files whose first line stays
+    // unfinished cannot take the turns of every poll; hostile review 144, MED 1), the largest
+    // first among them: a file no larger than another of the same bytes is its copy, and waits
+    // for it (copyWaits).
+    std::stable_sort(fresh.begin(), fresh.end(), [](const Waiting& a, const Waiting& b) {
+        if (a.had != b.had) return !a.had;
+        return a.size > b.size;
+    });
     bool more = false;
     size_t looked = 0;
-    for (const auto& [size, key] : fresh) {
-        auto it = files_.find(key);
+    for (const auto& w : fresh) {
+        auto it = files_.find(w.key);
         if (it == files_.end() || it->second->stream || it->second->polled == polls_) continue;
         if (!it->second->ignored) {
             if (looked >= kIdentifyMin && Clock::now() >= pollUntil_) {
@@ -425,6 +441,7 @@ db::Result<bool> FileTail::identifyNew(Txn& txn, Clock::time_point now) {
             }
             ++looked;
         }
+        it->second->turn = round_;
         auto r = pollFile(txn, it, now);
         if (!r) return r;
         more = more || *r;

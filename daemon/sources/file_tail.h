@@ -217,9 +217,12 @@ class FileTail final : public Source {
     /// `key` (a stream, or a file being identified) is a candidate of copyWaits() for files
     /// of this first line.
     void indexHead(const Key& key, const std::string& fingerprint);
-    /// The files not identified yet (nor read in this poll), the largest first, each looked
-    /// at in turn (pollFile) while the poll's time budget lasts (at least kIdentifyMin); true
-    /// when there is more to read, or files left for the next poll.
+    /// The files not identified yet (nor read in this poll) in rounds: those that had no turn
+    /// in this round first, the largest first among them, each looked at in turn (pollFile)
+    /// while the poll's time budget lasts (at least kIdentifyMin); a file its turn did not
+    /// identify (its first line unfinished, a copy waiting) goes to the back, so that files
+    /// that stay unfinished cannot take every poll's turns. True when there is more to read,
+    /// or files left for the next poll.
     db::Result<bool> identifyNew(Txn& txn, Clock::time_point now);
     /// One file's turn in poll(): read, then finished when gone (renamed away, deleted) and
     /// idle, or its partial last line taken when rotated away; `it` is advanced (past an erased
@@ -297,6 +300,7 @@ class FileTail final : public Source {
     /// may be stale: checked where used.
     std::unordered_map<std::string, std::vector<Key>> byHead_;
     uint64_t polls_ = 0;                              ///< polls so far (Followed::polled)
+    uint64_t round_ = 1;  ///< identification round (Followed::turn): all waiting files had one
     std::vector<std::unique_ptr<Followed>> retired_;  ///< finished, checkpoint not committed
     std::vector<Finished> finished_;                  ///< lately, newest last (copytruncate)
     std::vector<char> buf_;

@@ -95,6 +95,9 @@ struct FileTail::Followed {
     int64_t high = 0;          ///< the last line number the stream used before
     bool busy = false;         ///< being identified (copyWaits does not recurse into it)
     uint64_t polled = 0;       ///< the poll (FileTail::polls_) that read it last
+    /// The identification round (FileTail::round_) of its last turn while not identified: a
+    /// file whose turn did not identify it waits until every other has had one (identifyNew).
+    uint64_t turn = 0;
     bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
     uint64_t carriedLines = 0, carriedEvidence = 0;  ///< counted before a reload
     int64_t checkpointedSize = -1;  ///< `size` at the last checkpoint written

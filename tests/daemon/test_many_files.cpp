@@ -1,7 +1,8 @@
 // gpufaultd when thousands of small files matching its patterns appear at once (hostile review,
 // D2; docs/performance.md "Session 19: many new files at once"): each new file used to be
 // compared with every followed file, each read again, all in one poll: 3 000 files held the loop
-// for 17 s, nothing committed, `status` unanswered, SIGTERM waiting for the end of it.
+// for 17 s, nothing committed, `status` unanswered, SIGTERM waiting for the end of it. Hostile
+// review 144: new files that never finish their first line took every poll's turns.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -87,5 +88,87 @@ TEST(DaemonManyFiles, ThousandsOfNewFilesAreCommittedInTurnsAndAStopIsPrompt) {
     EXPECT_TRUE(storeReaches(d, f.store, "SELECT count(*) FROM evidence", 2 * kFiles, 120s));
     EXPECT_EQ(storeCount(f.store, "SELECT count(*) FROM sources"), 2 * kFiles);
     EXPECT_EQ(storeCount(f.store, "SELECT count(DISTINCT source_id) FROM evidence"), 2 * kFiles);
+    EXPECT_TRUE(stoppedCleanly(d));
+}
+
+namespace {
+
+/// The checkpoint offset (bytes) of the stream of the file at `path`; -1 when it has none.
+int64_t storedOffset(const FollowedLog& f, const std::string& path) {
+    return storeCount(
+        f.store,
+        fmt::format("SELECT ifnull(max(offset), -1) FROM sources WHERE path = '{}'", path));
+}
+
+/// Stops `d` (SIGSTOP) until resumed (SIGCONT): what is written meanwhile appears to it at once.
+::testing::AssertionResult stopped(DaemonProcess& d) {
+    int st = 0;
+    if (::kill(d.pid(), SIGSTOP) != 0 || ::waitpid(d.pid(), &st, WUNTRACED) != d.pid() ||
+        !WIFSTOPPED(st))
+        return ::testing::AssertionFailure() << "SIGSTOP failed";
+    return ::testing::AssertionSuccess();
+}
+
+}  // namespace
+
+// Hostile review 144, MED 1: files whose first line never ends (no newline yet: not
+// identified) took the kIdentifyMin turns of every poll while a backlog spent each poll's time
+// budget, so a new job log waited for the whole backlog (10.7 s instead of 0.47 s). Turns go
+// round: a file whose turn did not identify it waits until the others had theirs. The job
+// log's record must be stored while the backlog (200 000 lines, seconds of reading) is still
+// being read: within a few polls, not after it.
+TEST(DaemonManyFiles, FilesWithAnUnfinishedFirstLineDoNotStarveANewLog) {
+    FollowedLog f;
+    f.writeConfig("*.log", 100);
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(startedReady(d));
+
+    constexpr int kBacklog = 200000, kUnfinished = 12;
+    ASSERT_TRUE(stopped(d));
+    std::string backlog = "backlog started\n";
+    backlog.reserve(kBacklog * 140);
+    for (int i = 0; i < kBacklog; ++i) backlog += rocrFaultText(i % 1000) + "\n";
+    const std::string big = f.logs + "/big.log", job = f.logs + "/job.log";
+    writeFile(big, backlog);
+    for (int i = 0; i < kUnfinished; ++i)  // larger than the job log: the largest had turns first
+        writeFile(fmt::format("{}/unfinished{:02}.log", f.logs, i), std::string(2000, 'x'));
+    writeFile(job, fmt::format("job 7 started\n{}\n", rocrFaultText(4242)));
+    ASSERT_EQ(::kill(d.pid(), SIGCONT), 0);
+    auto t0 = std::chrono::steady_clock::now();
+
+    const std::string jobRecords = fmt::format(
+        "SELECT count(*) FROM evidence WHERE source_id IN (SELECT id FROM sources WHERE path = "
+        "'{}')",
+        job);
+    ASSERT_TRUE(eventually([&] { return storeCount(f.store, jobRecords) >= 1; }, 60s))
+        << d.stderrText();
+    const int64_t read = storedOffset(f, big);
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("job log's record stored after %.2f s, backlog read to %lld of %zu bytes\n",
+                took,
+                static_cast<long long>(read),
+                backlog.size());
+    EXPECT_LT(read, static_cast<int64_t>(backlog.size()))
+        << "the job log waited for the whole backlog";
+    // The backlog is stored whole, and the other files once their first line ends.
+    ASSERT_TRUE(storeReaches(d,
+                             f.store,
+                             fmt::format("SELECT offset FROM sources WHERE path = '{}'", big),
+                             static_cast<int64_t>(backlog.size()),
+                             120s));
+    for (int i = 0; i < kUnfinished; ++i) {
+        std::FILE* u = std::fopen(fmt::format("{}/unfinished{:02}.log", f.logs, i).c_str(), "a");
+        ASSERT_NE(u, nullptr);
+        std::fputs(("\n" + rocrFaultText(i) + "\n").c_str(), u);
+        std::fclose(u);
+    }
+    EXPECT_TRUE(storeReaches(
+        d,
+        f.store,
+        "SELECT count(*) FROM evidence WHERE source_id IN (SELECT id FROM sources WHERE path "
+        "LIKE '%/unfinished%')",
+        kUnfinished,
+        30s));
     EXPECT_TRUE(stoppedCleanly(d));
 }
