@@ -171,7 +171,9 @@ void FileTail::consumedBatch(Followed& f, const char* p, size_t n, int64_t end_l
 
 db::Result<bool> FileTail::read(Txn& txn, Followed& f) {
     struct stat st {};
+    f.links = 1;  // not known: not taken for deleted
     if (::fstat(f.fd, &st) != 0) return false;
+    f.links = st.st_nlink;
     int64_t size = st.st_size;
     if (size < f.offset || (size < f.size && !f.stream)) {
         // Truncated (copytruncate, `> file`).

@@ -172,3 +172,46 @@ TEST(DaemonManyFiles, FilesWithAnUnfinishedFirstLineDoNotStarveANewLog) {
         30s));
     EXPECT_TRUE(stoppedCleanly(d));
 }
+
+// Hostile review 144, MED 2: 8 000 new files of one first line took 37.7 s, each compared with
+// every followed file of that first line. Now only those of the same first bytes are (up to a
+// power of two of its size): 2 000 such files are stored once each, and a byte-for-byte copy of
+// one of them (each shares its first line with 2 000 followed files; its first 128 bytes with
+// one) still waits for its original instead of being read again.
+TEST(DaemonManyFiles, ThousandsOfFilesOfOneFirstLineAreEachStoredOnceAndACopyWaits) {
+    constexpr int kSame = 2000;
+    struct rlimit nofile {};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &nofile), 0);
+    const rlim_t need = 2 * kSame + 256;
+    if (nofile.rlim_max != RLIM_INFINITY && nofile.rlim_max < need)
+        GTEST_SKIP() << "RLIMIT_NOFILE hard limit " << nofile.rlim_max << " < " << need;
+    if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < need) {
+        nofile.rlim_cur = need;
+        ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &nofile), 0);
+    }
+    FollowedLog f;
+    f.writeConfig("*.log", 100, "max_open = 8192\n");
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(startedReady(d));
+    ASSERT_TRUE(stopped(d));
+    auto text = [](int i) { return fmt::format("=== job started ===\n{}\n", rocrFaultText(i)); };
+    for (int i = 0; i < kSame; ++i) writeFile(fmt::format("{}/same{:05}.log", f.logs, i), text(i));
+    ASSERT_EQ(::kill(d.pid(), SIGCONT), 0);
+    ASSERT_TRUE(storeReaches(d, f.store, "SELECT count(*) FROM evidence", kSame, 120s));
+    EXPECT_EQ(storeCount(f.store, "SELECT count(*) FROM sources"), kSame);
+
+    writeFile(f.logs + "/copy.log", text(kSame / 2));  // the same bytes as same01000.log
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto st = nlohmann::json::parse(controlRequest(f.sock, "status", 10s), nullptr, false);
+            if (!st.is_object()) return false;
+            for (const auto& s : st.value("streams", nlohmann::json::array()))
+                if (s.value("name", "") == f.logs + "/copy.log")
+                    return s.value("position", "").starts_with("waiting: a copy of");
+            return false;
+        },
+        30s))
+        << d.stderrText();
+    EXPECT_EQ(storeCount(f.store, "SELECT count(*) FROM evidence"), kSame);
+    EXPECT_TRUE(stoppedCleanly(d));
+}
