@@ -308,6 +308,15 @@ db::Result<void> FileTail::truncated(Txn& txn, Followed& f) {
     uint64_t lost = f.copyWait || (!f.stream && f.storedStream)
                         ? 0
                         : static_cast<uint64_t>(std::max<int64_t>(f.size - f.offset, 0));
+    if (lost > 0 && !f.stream && f.fingerprint.empty()) {
+        // Never identified in this run: when an earlier run read part of it (a stream of its
+        // device + inode not finished), that stream counts what it had not read (accountVanished,
+        // identify): not counted twice here.
+        auto held = store_.hasUnfinishedFile(static_cast<int64_t>(f.key.first),
+                                             static_cast<int64_t>(f.key.second));
+        if (!held) return std::unexpected(held.error());
+        if (*held) lost = 0;
+    }
     f.storedStream = false;
     if (auto r = countLost(txn, f, lost); !r) return r;
     if (auto r = txn.ensure(); !r) return r;

@@ -215,3 +215,51 @@ TEST(DaemonManyFiles, ThousandsOfFilesOfOneFirstLineAreEachStoredOnceAndACopyWai
     EXPECT_EQ(storeCount(f.store, "SELECT count(*) FROM evidence"), kSame);
     EXPECT_TRUE(stoppedCleanly(d));
 }
+
+// Hostile review 144, MED 3: a file truncated between the scan that found it and its turn to be
+// identified lost its bytes without counting them (98 of 3 000 files, lost_bytes 0): the size
+// the scan saw was not recorded. 2 000 files of the same size appear at once; once the first
+// record is committed (the scan found them all, a few are read) every file is truncated to 0.
+// Each file is then either read (its record stored) or counted lost whole: records · size +
+// lost bytes = 2 000 · size, never more (nothing counted twice). Allowed short of it: 1 % (a file
+// truncated while its turn reads it, after its first line was read and before its lines were:
+// its stream sees a size at its read offset, no truncation; 1 of 2 000 files in one run of 4;
+// before: 1 856 of 1 862 unread files uncounted).
+TEST(DaemonManyFiles, FilesTruncatedBeforeTheirTurnAreCountedLost) {
+    constexpr int kTrunc = 2000;
+    struct rlimit nofile {};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &nofile), 0);
+    const rlim_t need = 2 * kTrunc + 256;
+    if (nofile.rlim_max != RLIM_INFINITY && nofile.rlim_max < need)
+        GTEST_SKIP() << "RLIMIT_NOFILE hard limit " << nofile.rlim_max << " < " << need;
+    if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < need) {
+        nofile.rlim_cur = need;
+        ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &nofile), 0);
+    }
+    FollowedLog f;
+    f.writeConfig("*.log", 100, "max_open = 8192\n");
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(startedReady(d));
+    ASSERT_TRUE(stopped(d));
+    auto name = [&](int i) { return fmt::format("{}/t{:05}.log", f.logs, i); };
+    const std::string text0 = fmt::format("job {:05} started\n{}\n", 0, rocrFaultText(0));
+    for (int i = 0; i < kTrunc; ++i)
+        writeFile(name(i), fmt::format("job {:05} started\n{}\n", i, rocrFaultText(i % 1000)));
+    ASSERT_EQ(::kill(d.pid(), SIGCONT), 0);
+    ASSERT_TRUE(eventually([&] { return records(f) > 0; }, 60s)) << d.stderrText();
+    for (int i = 0; i < kTrunc; ++i) ASSERT_EQ(::truncate(name(i).c_str(), 0), 0);
+    const auto size = static_cast<int64_t>(text0.size());
+    const char* lost = "SELECT total(lost_bytes) FROM sources";
+    const bool whole = eventually(
+        [&] { return records(f) * size + storeCount(f.store, lost) >= kTrunc * size * 99 / 100; },
+        60s);
+    EXPECT_LE(records(f) * size + storeCount(f.store, lost), kTrunc * size);
+    std::printf("%lld files read, %lld bytes counted lost (%lld files)\n",
+                static_cast<long long>(records(f)),
+                static_cast<long long>(storeCount(f.store, lost)),
+                static_cast<long long>(storeCount(f.store, lost) / size));
+    EXPECT_TRUE(whole) << "records " << records(f) << ", lost bytes " << storeCount(f.store, lost)
+                       << ", each file " << size << " bytes";
+    EXPECT_LT(records(f), kTrunc) << "every file was read before the truncation: nothing tested";
+    EXPECT_TRUE(stoppedCleanly(d));
+}
