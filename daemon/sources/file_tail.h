@@ -212,14 +212,22 @@ class FileTail final : public Source {
     std::optional<uint64_t> prefixHash(Followed& f, int64_t len);
     /// The file starts with a first line of this fingerprint.
     static bool sameHead(const Followed& f, const std::string& fingerprint);
-    /// byHead_ anew: each followed stream under its first line.
+    /// byPrefix_ anew from each followed stream's keys, when stale entries outnumber the live.
     void indexHeads();
-    /// `key` (a stream, or a file being identified) is a candidate of copyWaits() for files
-    /// of this first line.
-    void indexHead(const Key& key, const std::string& fingerprint);
-    /// The files not identified yet (nor read in this poll), the largest first, each looked
-    /// at in turn (pollFile) while the poll's time budget lasts (at least kIdentifyMin); true
-    /// when there is more to read, or files left for the next poll.
+    /// `f` (a stream, or a file being identified; first line `fingerprint`), `size` bytes long,
+    /// is a candidate of copyWaits() for files whose bytes [0, 2^k) are its own, for each power
+    /// of two up to `size` (at most kKeyedMax): the hashes not computed yet are (one read of its
+    /// first bytes when it grew past a power of two).
+    void indexPrefix(Followed& f, const std::string& fingerprint, int64_t size);
+    /// byPrefix_'s key of a file of first line `fingerprint` whose bytes [0, `len`) hash to
+    /// `hash`.
+    static uint64_t prefixKey(const std::string& fingerprint, int64_t len, uint64_t hash);
+    /// The files not identified yet (nor read in this poll) in rounds: those that had no turn
+    /// in this round first, the largest first among them, each looked at in turn (pollFile)
+    /// while the poll's time budget lasts (at least kIdentifyMin); a file its turn did not
+    /// identify (its first line unfinished, a copy waiting) goes to the back, so that files
+    /// that stay unfinished cannot take every poll's turns. True when there is more to read,
+    /// or files left for the next poll.
     db::Result<bool> identifyNew(Txn& txn, Clock::time_point now);
     /// One file's turn in poll(): read, then finished when gone (renamed away, deleted) and
     /// idle, or its partial last line taken when rotated away; `it` is advanced (past an erased
@@ -290,13 +298,16 @@ class FileTail final : public Source {
     uint64_t idleCloseMs_;
     bool scanDue_ = true;
     std::map<Key, std::unique_ptr<Followed>> files_;
-    /// Followed streams by first line (indexHeads(), then indexHead() as files are
-    /// identified): copyWaits() compares a new file with those of its first line only, where
-    /// it read every followed file again for each new one (3 000 files at once: 17 s in one
-    /// poll, nothing committed, `status` unanswered; docs/performance.md, Session 19). Entries
-    /// may be stale: checked where used.
-    std::unordered_map<std::string, std::vector<Key>> byHead_;
+    /// Followed streams (and files being identified) by the hash of their first bytes up to
+    /// each power of two (prefixKey(), indexPrefix()): copyWaits() compares a new file of `n`
+    /// bytes with those of its bytes up to the largest power of two ≤ n only. Before: every
+    /// followed file (3 000 files at once: 17 s in one poll; docs/performance.md, Session 19),
+    /// then every one of its first line (8 000 files of one first line: 37.7 s; Session 20).
+    /// Entries may be stale: checked where used, dropped by indexHeads().
+    std::unordered_map<uint64_t, std::vector<Key>> byPrefix_;
+    size_t indexed_ = 0;  ///< entries added to byPrefix_ (stale ones included)
     uint64_t polls_ = 0;                              ///< polls so far (Followed::polled)
+    uint64_t round_ = 1;  ///< identification round (Followed::turn): all waiting files had one
     std::vector<std::unique_ptr<Followed>> retired_;  ///< finished, checkpoint not committed
     std::vector<Finished> finished_;                  ///< lately, newest last (copytruncate)
     std::vector<char> buf_;
