@@ -351,11 +351,13 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
     // holds bytes the original also holds: they are read from the original only. The copy
     // waits while it is no larger than the original and the same as its start. Only a stream
     // of its first line, or a file of it being identified, can be that original (byPrefix_).
-    // New files are identified the largest first (identifyNew): an original new to the
-    // daemon too is a stream by now (before, every file not identified was read here first,
-    // each new file reading every other: quadratic). Of those, only the files whose bytes up
-    // to the largest power of two within `size` are its own (byPrefix_; before, each new file
-    // was compared with every one of its first line: quadratic again).
+    // New files are identified the largest first (identifyNew, by their size at the last
+    // scan; one that had its turn empty or with its first line unfinished and was written to
+    // since has one again: scan()): an original new to the daemon too is a stream by now
+    // (before, every file not identified was read here first, each new file reading every
+    // other: quadratic). Of those, only the files whose bytes up to the largest power of two
+    // within `size` are its own (byPrefix_; before, each new file was compared with every one
+    // of its first line: quadratic again).
     const int64_t len = keyLength(size);
     auto first = prefixHash(c, len);
     if (!first) return false;

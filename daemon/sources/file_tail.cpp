@@ -174,9 +174,20 @@ void FileTail::scan() {
                 Key key{st.st_dev, st.st_ino};
                 seen.insert(key);
                 if (auto it = files_.find(key); it != files_.end()) {
-                    if (it->second->path != path) {  // renamed within the patterns (rotation)
-                        it->second->path = path;
-                        it->second->renamed = true;
+                    Followed& f = *it->second;
+                    if (f.path != path) {  // renamed within the patterns (rotation)
+                        f.path = path;
+                        f.renamed = true;
+                    }
+                    if (!f.stream && !f.ignored) {
+                        // Not identified yet: its size now orders it among the files to
+                        // identify (the largest first: an original before its copies), and
+                        // changed since its last turn (empty or its first line unfinished
+                        // then), it has a turn in this round again. Else a copy of it that
+                        // this scan found went first: no followed file held its bytes, it was
+                        // read from its start, and the original then waited as its copy.
+                        f.scanned = st.st_size;
+                        if (f.turn > 0 && st.st_size != f.size) f.turn = 0;
                     }
                     continue;
                 }
@@ -424,9 +435,10 @@ db::Result<bool> FileTail::identifyNew(Txn& txn, Clock::time_point now) {
     bool due = false;  // a file had no turn in this round yet
     for (const auto& [k, f] : files_) {
         if (f->stream || f->polled == polls_) continue;
-        // Its size at its last look (or when found): not looked at again for the order, only
-        // at its turn (8 000 files waiting: 8 000 fstat() a poll).
-        fresh.push_back({f->turn >= round_, std::max(f->size, f->found), k});
+        // Its size at the last scan, else at its last look (or when found): not looked at
+        // again for the order, only at its turn (8 000 files waiting: 8 000 fstat() a poll).
+        int64_t size = f->scanned >= 0 ? f->scanned : std::max(f->size, f->found);
+        fresh.push_back({f->turn >= round_, size, k});
         due = due || (f->turn < round_ && !f->ignored);
     }
     if (!due && !fresh.empty()) {  // every file had its turn: a new round
@@ -458,6 +470,7 @@ db::Result<bool> FileTail::identifyNew(Txn& txn, Clock::time_point now) {
             ++looked;
         }
         it->second->turn = round_;
+        it->second->scanned = -1;  // its turn looks: `size` is newer
         auto r = pollFile(txn, it, now);
         if (!r) return r;
         more = more || *r;

@@ -226,8 +226,10 @@ class FileTail final : public Source {
     /// in this round first, the largest first among them, each looked at in turn (pollFile)
     /// while the poll's time budget lasts (at least kIdentifyMin); a file its turn did not
     /// identify (its first line unfinished, a copy waiting) goes to the back, so that files
-    /// that stay unfinished cannot take every poll's turns. True when there is more to read,
-    /// or files left for the next poll.
+    /// that stay unfinished cannot take every poll's turns, until a scan sees it changed
+    /// (Followed::scanned): an original must go before its copies, whose copyWaits() finds
+    /// only identified files. True when there is more to read, or files left for the next
+    /// poll.
     db::Result<bool> identifyNew(Txn& txn, Clock::time_point now);
     /// One file's turn in poll(): read, then finished when gone (renamed away, deleted) and
     /// idle, or its partial last line taken when rotated away; `it` is advanced (past an erased

@@ -108,6 +108,10 @@ struct FileTail::Followed {
     /// The identification round (FileTail::round_) of its last turn while not identified: a
     /// file whose turn did not identify it waits until every other has had one (identifyNew).
     uint64_t turn = 0;
+    /// Its size at a scan since its last turn (-1: none), while not identified: identifyNew's
+    /// order. A scan that sees it changed since that turn gives it a turn in this round again
+    /// (`turn` 0): an original that was empty at its turn goes before a copy of it found since.
+    int64_t scanned = -1;
     bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
     uint64_t carriedLines = 0, carriedEvidence = 0;  ///< counted before a reload
     int64_t checkpointedSize = -1;  ///< `size` at the last checkpoint written

@@ -101,6 +101,41 @@ TEST(DaemonKill9, CopySeenBeforeTheTruncationWaitsForTheOriginal) {
     EXPECT_EQ(storedNames(q.stop()), every(0, 30));
 }
 
+// app.log had its turns empty, then with its first line unfinished (20 bytes); with the daemon
+// frozen the line is completed, 14 more are written and app.log is copied (L0-9) but not
+// truncated. Thawed, app.log (written to since its last turn) is identified before its copy, the
+// copy waits for it, and after the truncation resumes where it ended: every line once, nothing
+// lost. Before, the copy went first (app.log had had its turn in this round, and was ordered by
+// its size at that turn, 20 B, below the copy's 550): no followed file held its bytes, so it was
+// read from its start as a stream of its own, and app.log then waited as a copy of the copy.
+TEST(DaemonKill9, AnOriginalUnfinishedAtItsLastTurnIsIdentifiedBeforeItsCopy) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    std::string l0 = ledgerLine(0, 8);
+    ASSERT_TRUE(writeAll(q.fd, l0.substr(0, 20)));
+    ASSERT_TRUE(q.lagShows(q.s.app, 20));  // looked at: its first line unfinished
+    auto a = q.stream(q.s.app);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->position, "waiting for a first line");
+    ASSERT_TRUE(freeze(q.d.pid()));
+    ASSERT_TRUE(writeAll(q.fd, l0.substr(20)));
+    q.next = 1;
+    q.lines(q.fd, 9);  // L1-9
+    const std::string copy = q.s.app + ".1";
+    copyTruncate(q, copy, false);
+    q.lines(q.fd, 5);  // L10-14: in app.log only
+    thaw(q.d.pid());
+    ASSERT_TRUE(q.copyWaits(copy, true)) << q.d.stderrText();
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 2);  // L15-16
+    ASSERT_TRUE(q.caughtUp());
+    auto c = q.stream(copy);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->lost, 0u);
+    EXPECT_EQ(storedNames(q.stop()), every(0, 17));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
+
 // Copied and truncated while the daemon was frozen, with lines it had not read: they are read
 // from the copy, after what app.log gave.
 TEST(DaemonKill9, CopyHoldsWhatTheOriginalHadNotGiven) {
