@@ -187,6 +187,7 @@ void FileTail::scan() {
                         // this scan found went first: no followed file held its bytes, it was
                         // read from its start, and the original then waited as its copy.
                         f.scanned = st.st_size;
+                        f.scannedCtime = st.st_ctim;
                         if (f.turn > 0 && st.st_size != f.size) f.turn = 0;
                     }
                     continue;
@@ -226,6 +227,8 @@ void FileTail::scan() {
                 f->key = key;
                 f->fd = fd;
                 f->found = fst.st_size;
+                f->scanned = fst.st_size;
+                f->scannedCtime = fst.st_ctim;
                 if (auto c = carried_.find(keyText(key.first, key.second)); c != carried_.end()) {
                     // Followed before a reload: its counters go on.
                     f->carriedLines = c->second.lines;
@@ -429,6 +432,7 @@ db::Result<bool> FileTail::identifyNew(Txn& txn, Clock::time_point now) {
     struct Waiting {
         bool had = false;  // had its turn in this round
         int64_t size = 0;
+        struct timespec ctime {};
         Key key{};
     };
     std::vector<Waiting> fresh;
@@ -437,8 +441,11 @@ db::Result<bool> FileTail::identifyNew(Txn& txn, Clock::time_point now) {
         if (f->stream || f->polled == polls_) continue;
         // Its size at the last scan, else at its last look (or when found): not looked at
         // again for the order, only at its turn (8 000 files waiting: 8 000 fstat() a poll).
-        int64_t size = f->scanned >= 0 ? f->scanned : std::max(f->size, f->found);
-        fresh.push_back({f->turn >= round_, size, k});
+        const bool scanned = f->scanned >= 0;
+        fresh.push_back({f->turn >= round_,
+                         scanned ? f->scanned : std::max(f->size, f->found),
+                         scanned ? f->scannedCtime : f->ctime,
+                         k});
         due = due || (f->turn < round_ && !f->ignored);
     }
     if (!due && !fresh.empty()) {  // every file had its turn: a new round
@@ -448,10 +455,14 @@ db::Result<bool> FileTail::identifyNew(Txn& txn, Clock::time_point now) {
     // Those without a turn in this round first (round-robin: files whose first line stays
     // unfinished cannot take the turns of every poll; hostile review 144, MED 1), the largest
     // first among them: a file no larger than another of the same bytes is its copy, and waits
-    // for it (copyWaits).
+    // for it (copyWaits). Of one size, the one changed first: a byte copy is written after its
+    // original (by the inode, a copy of a reused lower inode went first, was read from its
+    // start, and the original waited as its copy; hostile review 144, MED 4).
     std::stable_sort(fresh.begin(), fresh.end(), [](const Waiting& a, const Waiting& b) {
         if (a.had != b.had) return !a.had;
-        return a.size > b.size;
+        if (a.size != b.size) return a.size > b.size;
+        if (a.ctime.tv_sec != b.ctime.tv_sec) return a.ctime.tv_sec < b.ctime.tv_sec;
+        return a.ctime.tv_nsec < b.ctime.tv_nsec;
     });
     // At least kIdentifyMin, then for what is left of the poll's budget, or half a budget when
     // the followed streams spent it: thousands of streams read first would otherwise leave

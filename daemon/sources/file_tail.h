@@ -37,8 +37,9 @@ namespace gpufault::daemon {
 /// followed unless `follow_hardlinks` (a user could link a file they may read into a followed
 /// directory, and the daemon reads as root). A file not followed (open failed, over the cap,
 /// hard links) shows in status() with the reason and is logged once, not at every scan. New
-/// files are identified the largest first, kIdentifyMin a poll and more while its time budget
-/// lasts: thousands appearing at once are taken over several polls, with commits between.
+/// files are identified the largest first (of one size, the one changed first), kIdentifyMin a
+/// poll and more while its time budget lasts: thousands appearing at once are taken over several
+/// polls, with commits between.
 /// Lost bytes (status `lost_bytes`): what the daemon saw (a size) and had not read when the
 /// bytes disappeared: at a truncation, size at the last look − offset read; a deleted file
 /// never identified (a partial first line), its size; after a restart, from the checkpoints:
@@ -64,7 +65,11 @@ namespace gpufault::daemon {
 /// the resume) matches one of the places before it (sources.earlier: the last four checkpoints, and
 /// the line ends 1, 2, 4 … 512 lines before it). Not recognised: a copy smaller than all of those,
 /// a copy compressed before the daemon saw it (compressed files are skipped), checkpoints beyond
-/// kHashCap (64 MiB). Taken for a copy: a new file of the same bytes as a stream whose file is gone
+/// kHashCap (64 MiB). Taken for the original: a byte copy of a file new to the daemon too (no
+/// stream of it followed nor stored) whose change time is not later than the original's (made
+/// in the same clock tick as its last write where file times are coarse, or the original
+/// chmod-ed, renamed or linked since): the original waits as its copy and, written to, is read
+/// from its start. Taken for a copy: a new file of the same bytes as a stream whose file is gone
 /// (the same job output again).
 class FileTail final : public Source {
   public:

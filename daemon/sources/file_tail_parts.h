@@ -112,6 +112,11 @@ struct FileTail::Followed {
     /// order. A scan that sees it changed since that turn gives it a turn in this round again
     /// (`turn` 0): an original that was empty at its turn goes before a copy of it found since.
     int64_t scanned = -1;
+    /// Its status change time at that scan: of files of one size, the one changed last goes
+    /// last (a byte copy is written after its original's last write; before, their inodes
+    /// decided, and a copy of the lower inode was taken for the original: hostile review 144,
+    /// MED 4).
+    struct timespec scannedCtime {};
     bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
     uint64_t carriedLines = 0, carriedEvidence = 0;  ///< counted before a reload
     int64_t checkpointedSize = -1;  ///< `size` at the last checkpoint written
