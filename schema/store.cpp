@@ -243,6 +243,17 @@ db::Result<bool> Store::hasSource(const SourceIdentity& id) {
     return *row;
 }
 
+db::Result<bool> Store::hasUnfinishedFile(int64_t device, int64_t inode) {
+    auto sel = db_.prepare(
+        "SELECT 1 FROM sources WHERE kind='file' AND complete=0 AND device=?1 AND inode=?2 "
+        "LIMIT 1");
+    if (!sel) return std::unexpected(sel.error());
+    sel->bind(1, device).bind(2, inode);
+    auto row = sel->step();
+    if (!row) return std::unexpected(row.error());
+    return *row;
+}
+
 db::Result<int64_t> Store::addProcess(const ProcessRecord& p) {
     auto ins = db_.prepare(
         "INSERT OR IGNORE INTO processes(pid, boot_id, taken_at, start_ticks, name, ppid, uid, "

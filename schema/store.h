@@ -226,6 +226,9 @@ class Store {
     /// True when a source of this kind, device, inode and fingerprint is stored (nothing is
     /// created).
     db::Result<bool> hasSource(const SourceIdentity& id);
+    /// True when a `file` source not complete is stored for this device and inode (whatever
+    /// its first line): a stream of that file an earlier run read part of.
+    db::Result<bool> hasUnfinishedFile(int64_t device, int64_t inode);
     db::Result<void> begin();
     db::Result<void> commit();
     db::Result<void> rollback();

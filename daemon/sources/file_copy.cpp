@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <set>
 
@@ -48,7 +49,7 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     id.device = static_cast<int64_t>(f.key.first);
     id.inode = static_cast<int64_t>(f.key.second);
     id.fingerprint = sourceFingerprint(head);
-    indexHead(f.key, id.fingerprint);
+    indexPrefix(f, id.fingerprint, size);
     if (auto nl = head.find('\n'); nl != std::string_view::npos) head = head.substr(0, nl + 1);
     f.head.assign(head);  // `head` is in buf_, which what follows reuses
     f.busy = true;
@@ -281,15 +282,65 @@ bool FileTail::sameHead(const Followed& f, const std::string& fingerprint) {
            sourceFingerprint(head) == fingerprint;
 }
 
-void FileTail::indexHead(const Key& key, const std::string& fingerprint) {
-    auto& keys = byHead_[fingerprint];
-    if (keys.empty() || keys.back() != key) keys.push_back(key);
+uint64_t FileTail::prefixKey(const std::string& fingerprint, int64_t len, uint64_t hash) {
+    PrefixHasher h;
+    h.add(fingerprint.data(), fingerprint.size());
+    h.add(reinterpret_cast<const char*>(&len), sizeof len);
+    h.add(reinterpret_cast<const char*>(&hash), sizeof hash);
+    return h.value();
+}
+
+namespace {
+/// The largest power of two ≤ min(`size`, kKeyedMax); 0 for an empty file.
+int64_t keyLength(int64_t size) {
+    if (size <= 0) return 0;
+    return static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(std::min(size, kKeyedMax))));
+}
+}  // namespace
+
+void FileTail::indexPrefix(Followed& f, const std::string& fingerprint, int64_t size) {
+    const int64_t want = keyLength(size);
+    if (want <= f.keyed || f.fd < 0) return;
+    char b[kKeyedMax];  // not buf_: identify() holds the first line there
+    ssize_t n = ::pread(f.fd, b, static_cast<size_t>(want), 0);
+    if (n <= 0) return;
+    const int64_t len = keyLength(n);
+    PrefixHasher h;
+    f.keys.clear();
+    for (int64_t at = 0, next = 1; next <= len; at = next, next *= 2) {
+        h.add(b + at, static_cast<size_t>(next - at));
+        f.keys.push_back(h.value());
+        if (next > f.keyed) {
+            auto& keys = byPrefix_[prefixKey(fingerprint, next, h.value())];
+            if (keys.empty() || keys.back() != f.key) {
+                keys.push_back(f.key);
+                ++indexed_;
+            }
+        }
+    }
+    f.keyed = len;
 }
 
 void FileTail::indexHeads() {
-    byHead_.clear();
+    // Stale entries (files gone, truncated, identified anew) are dropped when they outnumber
+    // the live ones: the index is built again from the keys each stream kept.
+    size_t live = 0;
     for (const auto& [k, f] : files_)
-        if (f->stream) indexHead(k, f->fingerprint);
+        if (f->stream) live += f->keys.size();
+    if (indexed_ <= 2 * live + 1024) return;
+    byPrefix_.clear();
+    indexed_ = 0;
+    for (const auto& [k, f] : files_) {
+        if (!f->stream) {
+            f->keys.clear();
+            f->keyed = 0;
+            continue;
+        }
+        for (size_t i = 0; i < f->keys.size(); ++i) {
+            byPrefix_[prefixKey(f->fingerprint, int64_t{1} << i, f->keys[i])].push_back(k);
+            ++indexed_;
+        }
+    }
 }
 
 db::Result<bool> FileTail::copyWaits(Txn& txn,
@@ -299,12 +350,19 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
     // A copy made before the truncation (copytruncate; also a copy still being written)
     // holds bytes the original also holds: they are read from the original only. The copy
     // waits while it is no larger than the original and the same as its start. Only a stream
-    // of its first line, or a file of it being identified, can be that original (byHead_).
-    // New files are identified the largest first (identifyNew): an original new to the
-    // daemon too is a stream by now (before, every file not identified was read here first,
-    // each new file reading every other: quadratic).
-    auto at = byHead_.find(fingerprint);
-    if (at == byHead_.end()) return false;
+    // of its first line, or a file of it being identified, can be that original (byPrefix_).
+    // New files are identified the largest first (identifyNew, by their size at the last
+    // scan; one that had its turn empty or with its first line unfinished and was written to
+    // since has one again: scan()): an original new to the daemon too is a stream by now
+    // (before, every file not identified was read here first, each new file reading every
+    // other: quadratic). Of those, only the files whose bytes up to the largest power of two
+    // within `size` are its own (byPrefix_; before, each new file was compared with every one
+    // of its first line: quadratic again).
+    const int64_t len = keyLength(size);
+    auto first = prefixHash(c, len);
+    if (!first) return false;
+    auto at = byPrefix_.find(prefixKey(fingerprint, len, *first));
+    if (at == byPrefix_.end()) return false;
     const std::vector<Key>& keys = at->second;  // may grow below (files identified)
     for (size_t i = 0; i < keys.size(); ++i) {
         auto it = files_.find(keys[i]);
@@ -332,6 +390,7 @@ db::Result<bool> FileTail::copyWaits(Txn& txn,
         if (o->polled != polls_) {
             o->polled = polls_;
             if (auto r = read(txn, *o); !r) return std::unexpected(r.error());
+            if (o->stream) indexPrefix(*o, o->fingerprint, o->size);
         }
         if (!o->stream || o->fingerprint != fingerprint || size > o->size) continue;
         auto hc = prefixHash(c, size);

@@ -37,8 +37,9 @@ namespace gpufault::daemon {
 /// followed unless `follow_hardlinks` (a user could link a file they may read into a followed
 /// directory, and the daemon reads as root). A file not followed (open failed, over the cap,
 /// hard links) shows in status() with the reason and is logged once, not at every scan. New
-/// files are identified the largest first, kIdentifyMin a poll and more while its time budget
-/// lasts: thousands appearing at once are taken over several polls, with commits between.
+/// files are identified the largest first (of one size, the one changed first), kIdentifyMin a
+/// poll and more while its time budget lasts: thousands appearing at once are taken over several
+/// polls, with commits between.
 /// Lost bytes (status `lost_bytes`): what the daemon saw (a size) and had not read when the
 /// bytes disappeared: at a truncation, size at the last look − offset read; a deleted file
 /// never identified (a partial first line), its size; after a restart, from the checkpoints:
@@ -64,7 +65,11 @@ namespace gpufault::daemon {
 /// the resume) matches one of the places before it (sources.earlier: the last four checkpoints, and
 /// the line ends 1, 2, 4 … 512 lines before it). Not recognised: a copy smaller than all of those,
 /// a copy compressed before the daemon saw it (compressed files are skipped), checkpoints beyond
-/// kHashCap (64 MiB). Taken for a copy: a new file of the same bytes as a stream whose file is gone
+/// kHashCap (64 MiB). Taken for the original: a byte copy of a file new to the daemon too (no
+/// stream of it followed nor stored) whose change time is not later than the original's (made
+/// in the same clock tick as its last write where file times are coarse, or the original
+/// chmod-ed, renamed or linked since): the original waits as its copy and, written to, is read
+/// from its start. Taken for a copy: a new file of the same bytes as a stream whose file is gone
 /// (the same job output again).
 class FileTail final : public Source {
   public:
@@ -212,14 +217,24 @@ class FileTail final : public Source {
     std::optional<uint64_t> prefixHash(Followed& f, int64_t len);
     /// The file starts with a first line of this fingerprint.
     static bool sameHead(const Followed& f, const std::string& fingerprint);
-    /// byHead_ anew: each followed stream under its first line.
+    /// byPrefix_ anew from each followed stream's keys, when stale entries outnumber the live.
     void indexHeads();
-    /// `key` (a stream, or a file being identified) is a candidate of copyWaits() for files
-    /// of this first line.
-    void indexHead(const Key& key, const std::string& fingerprint);
-    /// The files not identified yet (nor read in this poll), the largest first, each looked
-    /// at in turn (pollFile) while the poll's time budget lasts (at least kIdentifyMin); true
-    /// when there is more to read, or files left for the next poll.
+    /// `f` (a stream, or a file being identified; first line `fingerprint`), `size` bytes long,
+    /// is a candidate of copyWaits() for files whose bytes [0, 2^k) are its own, for each power
+    /// of two up to `size` (at most kKeyedMax): the hashes not computed yet are (one read of its
+    /// first bytes when it grew past a power of two).
+    void indexPrefix(Followed& f, const std::string& fingerprint, int64_t size);
+    /// byPrefix_'s key of a file of first line `fingerprint` whose bytes [0, `len`) hash to
+    /// `hash`.
+    static uint64_t prefixKey(const std::string& fingerprint, int64_t len, uint64_t hash);
+    /// The files not identified yet (nor read in this poll) in rounds: those that had no turn
+    /// in this round first, the largest first among them, each looked at in turn (pollFile)
+    /// while the poll's time budget lasts (at least kIdentifyMin); a file its turn did not
+    /// identify (its first line unfinished, a copy waiting) goes to the back, so that files
+    /// that stay unfinished cannot take every poll's turns, until a scan sees it changed
+    /// (Followed::scanned): an original must go before its copies, whose copyWaits() finds
+    /// only identified files. True when there is more to read, or files left for the next
+    /// poll.
     db::Result<bool> identifyNew(Txn& txn, Clock::time_point now);
     /// One file's turn in poll(): read, then finished when gone (renamed away, deleted) and
     /// idle, or its partial last line taken when rotated away; `it` is advanced (past an erased
@@ -290,13 +305,16 @@ class FileTail final : public Source {
     uint64_t idleCloseMs_;
     bool scanDue_ = true;
     std::map<Key, std::unique_ptr<Followed>> files_;
-    /// Followed streams by first line (indexHeads(), then indexHead() as files are
-    /// identified): copyWaits() compares a new file with those of its first line only, where
-    /// it read every followed file again for each new one (3 000 files at once: 17 s in one
-    /// poll, nothing committed, `status` unanswered; docs/performance.md, Session 19). Entries
-    /// may be stale: checked where used.
-    std::unordered_map<std::string, std::vector<Key>> byHead_;
+    /// Followed streams (and files being identified) by the hash of their first bytes up to
+    /// each power of two (prefixKey(), indexPrefix()): copyWaits() compares a new file of `n`
+    /// bytes with those of its bytes up to the largest power of two ≤ n only. Before: every
+    /// followed file (3 000 files at once: 17 s in one poll; docs/performance.md, Session 19),
+    /// then every one of its first line (8 000 files of one first line: 37.7 s; Session 20).
+    /// Entries may be stale: checked where used, dropped by indexHeads().
+    std::unordered_map<uint64_t, std::vector<Key>> byPrefix_;
+    size_t indexed_ = 0;  ///< entries added to byPrefix_ (stale ones included)
     uint64_t polls_ = 0;                              ///< polls so far (Followed::polled)
+    uint64_t round_ = 1;  ///< identification round (Followed::turn): all waiting files had one
     std::vector<std::unique_ptr<Followed>> retired_;  ///< finished, checkpoint not committed
     std::vector<Finished> finished_;                  ///< lately, newest last (copytruncate)
     std::vector<char> buf_;

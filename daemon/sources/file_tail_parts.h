@@ -27,8 +27,9 @@ inline constexpr size_t kChunk = 4u << 20;  ///< bytes read per file per poll, a
 /// of fault lines (each a record: seconds on a loaded machine).
 inline constexpr auto kPollBudget = std::chrono::milliseconds(100);
 /// New files looked at (identified: a store lookup, maybe a checkpoint, then their lines) per
-/// poll at least; more only within the poll's time budget. Thousands of files that appear at
-/// once are taken over several polls, the loop committing and answering between them.
+/// poll at least; more only within the poll's time budget (or half a budget when the followed
+/// streams spent it). Thousands of files that appear at once are taken over several polls, the
+/// loop committing and answering between them.
 inline constexpr size_t kIdentifyMin = 8;
 inline constexpr size_t kMaxLine = LineDecoder::kMaxLine;
 inline constexpr size_t kMarks = 1024;   ///< line ends remembered per stream (copytruncate)
@@ -36,6 +37,9 @@ inline constexpr size_t kMarks = 1024;   ///< line ends remembered per stream (c
 /// past the offset again between two looks under the same first line is seen by them.
 inline constexpr size_t kTail = 128;
 inline constexpr size_t kFinished = 32;  ///< finished streams remembered (copytruncate)
+/// copyWaits()'s index keys a file by the hash of its bytes [0, 2^k) for each power of two up to
+/// its size and at most this many bytes (the first line's fingerprint is taken over as many).
+inline constexpr int64_t kKeyedMax = 4096;
 inline constexpr auto kFinishedFor = std::chrono::seconds(60);
 /// A resumed stream's prefix is hashed up to this many bytes (and checkpoints beyond it have no
 /// prefix hash): the same cap as `gpufault ingest`'s (ingest/prefix_hash.h).
@@ -66,6 +70,7 @@ struct FileTail::Followed {
     std::string origin;
     int64_t offset = 0;  ///< next byte to read: the start of a held partial line
     int64_t size = 0;    ///< size at the last poll
+    nlink_t links = 1;   ///< its hard links at the last read (0: deleted)
     struct timespec ctime {};  ///< status change time at the last poll (any write moves it)
     /// A line over kMaxLine is being read (its bytes up to `offset`), fed at its newline as
     /// `gpufault ingest` takes it (LongLine: after a '\r', the text after the last one).
@@ -94,7 +99,24 @@ struct FileTail::Followed {
     std::vector<Mark> verify;
     int64_t high = 0;          ///< the last line number the stream used before
     bool busy = false;         ///< being identified (copyWaits does not recurse into it)
+    /// copyWaits()'s index (FileTail::byPrefix_): the hash of its bytes [0, 2^k) at [k], each
+    /// power of two up to `keyed` bytes (indexPrefix()).
+    std::vector<uint64_t> keys;
+    int64_t keyed = 0;
+    int64_t found = 0;         ///< its size (bytes) when a scan found it (identifyNew's order)
     uint64_t polled = 0;       ///< the poll (FileTail::polls_) that read it last
+    /// The identification round (FileTail::round_) of its last turn while not identified: a
+    /// file whose turn did not identify it waits until every other has had one (identifyNew).
+    uint64_t turn = 0;
+    /// Its size at a scan since its last turn (-1: none), while not identified: identifyNew's
+    /// order. A scan that sees it changed since that turn gives it a turn in this round again
+    /// (`turn` 0): an original that was empty at its turn goes before a copy of it found since.
+    int64_t scanned = -1;
+    /// Its status change time at that scan: of files of one size, the one changed last goes
+    /// last (a byte copy is written after its original's last write; before, their inodes
+    /// decided, and a copy of the lower inode was taken for the original: hostile review 144,
+    /// MED 4).
+    struct timespec scannedCtime {};
     bool resumed = false;      ///< resumed after an original's lines: checkpoint to commit
     uint64_t carriedLines = 0, carriedEvidence = 0;  ///< counted before a reload
     int64_t checkpointedSize = -1;  ///< `size` at the last checkpoint written

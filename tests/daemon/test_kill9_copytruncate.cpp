@@ -69,6 +69,35 @@ int64_t checkpointSize(const std::string& store, const std::string& path) {
     return n;
 }
 
+/// app.log replaced by a new empty file (q.fd reopened) whose inode is higher than that of the
+/// empty file returned, made in the logs directory outside the patterns: the copy-to-be, so that
+/// a tie broken by the inode puts the copy first. Call under ASSERT_NO_FATAL_FAILURE.
+void spareOfALowerInode(Quiet& q, std::string* spare) {
+    ::close(q.fd);
+    ASSERT_EQ(::unlink(q.s.app.c_str()), 0);
+    std::string a = q.s.logs + "/a.tmp", b = q.s.logs + "/b.tmp";
+    gpufault::testing::writeFile(a, "");
+    gpufault::testing::writeFile(b, "");
+    struct stat sa {};
+    struct stat sb {};
+    ASSERT_EQ(::stat(a.c_str(), &sa), 0);
+    ASSERT_EQ(::stat(b.c_str(), &sb), 0);
+    *spare = sa.st_ino < sb.st_ino ? a : b;
+    ASSERT_EQ(::rename((sa.st_ino < sb.st_ino ? b : a).c_str(), q.s.app.c_str()), 0);
+    q.fd = ::open(q.s.app.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    ASSERT_GE(q.fd, 0);
+}
+
+/// `spare` gets app.log's bytes and becomes app.log.1 (its path returned), 20 ms after app.log's
+/// last write: its change time is later also where file times are coarse (a clock tick).
+std::string copyInto(Quiet& q, const std::string& spare) {
+    sleepFor(20ms);
+    gpufault::testing::writeFile(spare, gpufault::testing::readFile(q.s.app));
+    const std::string copy = q.s.app + ".1";
+    EXPECT_EQ(::rename(spare.c_str(), copy.c_str()), 0);
+    return copy;
+}
+
 }  // namespace
 
 
@@ -99,6 +128,41 @@ TEST(DaemonKill9, CopySeenBeforeTheTruncationWaitsForTheOriginal) {
     q.lines(q.fd, 5);  // L25-29
     ASSERT_TRUE(q.caughtUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 30));
+}
+
+// app.log had its turns empty, then with its first line unfinished (20 bytes); with the daemon
+// frozen the line is completed, 14 more are written and app.log is copied (L0-9) but not
+// truncated. Thawed, app.log (written to since its last turn) is identified before its copy, the
+// copy waits for it, and after the truncation resumes where it ended: every line once, nothing
+// lost. Before, the copy went first (app.log had had its turn in this round, and was ordered by
+// its size at that turn, 20 B, below the copy's 550): no followed file held its bytes, so it was
+// read from its start as a stream of its own, and app.log then waited as a copy of the copy.
+TEST(DaemonKill9, AnOriginalUnfinishedAtItsLastTurnIsIdentifiedBeforeItsCopy) {
+    Quiet q;
+    ASSERT_TRUE(q.start());
+    std::string l0 = ledgerLine(0, 8);
+    ASSERT_TRUE(writeAll(q.fd, l0.substr(0, 20)));
+    ASSERT_TRUE(q.lagShows(q.s.app, 20));  // looked at: its first line unfinished
+    auto a = q.stream(q.s.app);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->position, "waiting for a first line");
+    ASSERT_TRUE(freeze(q.d.pid()));
+    ASSERT_TRUE(writeAll(q.fd, l0.substr(20)));
+    q.next = 1;
+    q.lines(q.fd, 9);  // L1-9
+    const std::string copy = q.s.app + ".1";
+    copyTruncate(q, copy, false);
+    q.lines(q.fd, 5);  // L10-14: in app.log only
+    thaw(q.d.pid());
+    ASSERT_TRUE(q.copyWaits(copy, true)) << q.d.stderrText();
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 2);  // L15-16
+    ASSERT_TRUE(q.caughtUp());
+    auto c = q.stream(copy);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->lost, 0u);
+    EXPECT_EQ(storedNames(q.stop()), every(0, 17));
+    EXPECT_EQ(q.lostInStore(), 0u);
 }
 
 // Copied and truncated while the daemon was frozen, with lines it had not read: they are read
@@ -296,25 +360,17 @@ TEST(DaemonKill9, CopySmallerThanTheCheckpointMatchesAnEarlierOne) {
 // but not committed, was read from its start: its lines stored twice. Files are looked at in
 // inode order, and app.log is identified first through its copy (copyWaits) only when the copy
 // has the lower inode (as in that run: app.log.22 had reused an older one): the file that
-// becomes the copy is made first, outside the patterns.
+// becomes the copy is made first, outside the patterns. (Files of one size now go in the order
+// of their change times, the copy last: app.log's is moved past the copy's by a chmod.)
 TEST(DaemonKill9, TruncatedWhileIdentifiedAfterARestartLeavesTheStreamToTheCopy) {
     Quiet q;
-    ::close(q.fd);
-    ASSERT_EQ(::unlink(q.s.app.c_str()), 0);
-    std::string a = q.s.logs + "/a.tmp", b = q.s.logs + "/b.tmp";
-    gpufault::testing::writeFile(a, "");
-    gpufault::testing::writeFile(b, "");
-    struct stat sa {}, sb {};
-    ASSERT_EQ(::stat(a.c_str(), &sa), 0);
-    ASSERT_EQ(::stat(b.c_str(), &sb), 0);
-    std::string spare = sa.st_ino < sb.st_ino ? a : b;  // the copy-to-be: the lower inode
-    ASSERT_EQ(::rename((sa.st_ino < sb.st_ino ? b : a).c_str(), q.s.app.c_str()), 0);
-    q.fd = ::open(q.s.app.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-    ASSERT_GE(q.fd, 0);
+    std::string spare;  // the copy-to-be: the lower inode
+    ASSERT_NO_FATAL_FAILURE(spareOfALowerInode(q, &spare));
     ASSERT_TRUE(q.startWith(10));  // L0-9
     q.d.kill9();
-    gpufault::testing::writeFile(spare, gpufault::testing::readFile(q.s.app));  // copied ...
-    ASSERT_EQ(::rename(spare.c_str(), (q.s.app + ".1").c_str()), 0);  // ... as app.log.1
+    copyInto(q, spare);  // copied as app.log.1
+    sleepFor(20ms);
+    ASSERT_EQ(::fchmod(q.fd, 0644), 0);  // app.log changed last: looked at after the copy
     ASSERT_TRUE(restartPausedAtIdentify(q, [&] {
         ASSERT_EQ(::ftruncate(q.fd, 0), 0);
         q.lines(q.fd, 3);  // L10-12: shorter than the checkpoint
@@ -513,4 +569,87 @@ TEST(DaemonKill9, CopyOfAStreamItsTruncatedFileStillUsesGetsARowOfItsOwn) {
     EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 105));
     ASSERT_TRUE(q.startAndCatchUp());
     EXPECT_EQ(storedNames(q.stop()), every(0, 10) + every(100, 105));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A byte-for-byte copy whose inode is lower than its original's (hostile review 144, MED 4):
+// new files of one size were identified in inode order, the copy first. Each: the copy waits
+// while app.log is written on, continues after the truncation, every line stored once.
+
+namespace {
+
+/// With app.log.1 a byte copy of app.log (the lower inode), the daemon running: 3 lines written
+/// to app.log (the copy waits on), then app.log truncated and 2 lines written.
+void writtenOnThenTruncated(Quiet& q, const std::string& copy) {
+    ASSERT_TRUE(q.copyWaits(copy, true)) << q.d.stderrText();
+    q.lines(q.fd, 3);
+    ASSERT_TRUE(q.copyWaits(copy, true)) << q.d.stderrText();
+    ASSERT_EQ(::ftruncate(q.fd, 0), 0);
+    q.lines(q.fd, 2);
+    ASSERT_TRUE(q.caughtUp());
+}
+
+}  // namespace
+
+// Neither file read before: both found at the start.
+TEST(DaemonKill9, AByteCopyOfALowerInodeFoundWithItsOriginalWaitsForIt) {
+    Quiet q;
+    std::string spare;
+    ASSERT_NO_FATAL_FAILURE(spareOfALowerInode(q, &spare));
+    q.lines(q.fd, 10);  // L0-9
+    const std::string copy = copyInto(q, spare);
+    ASSERT_TRUE(q.start());
+    ASSERT_NO_FATAL_FAILURE(writtenOnThenTruncated(q, copy));  // L10-14
+    EXPECT_EQ(storedNames(q.stop()), every(0, 15));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
+
+// app.log read and committed, the daemon stopped, then copied: after the restart.
+TEST(DaemonKill9, AByteCopyOfALowerInodeMadeWhileStoppedWaitsForItsOriginal) {
+    Quiet q;
+    std::string spare;
+    ASSERT_NO_FATAL_FAILURE(spareOfALowerInode(q, &spare));
+    ASSERT_TRUE(q.startWith(10));  // L0-9
+    EXPECT_EQ(storedNames(q.stop()), every(0, 10));
+    const std::string copy = copyInto(q, spare);
+    ASSERT_TRUE(q.start());
+    ASSERT_NO_FATAL_FAILURE(writtenOnThenTruncated(q, copy));  // L10-14
+    EXPECT_EQ(storedNames(q.stop()), every(0, 15));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
+
+// app.log followed (its stream read to its end), then copied while the daemon is frozen.
+TEST(DaemonKill9, AByteCopyOfALowerInodeOfAFollowedFileWaitsForIt) {
+    Quiet q;
+    std::string spare;
+    ASSERT_NO_FATAL_FAILURE(spareOfALowerInode(q, &spare));
+    ASSERT_TRUE(q.startWith(10));  // L0-9
+    ASSERT_TRUE(freeze(q.d.pid()));
+    const std::string copy = copyInto(q, spare);
+    thaw(q.d.pid());
+    ASSERT_NO_FATAL_FAILURE(writtenOnThenTruncated(q, copy));  // L10-14
+    EXPECT_EQ(storedNames(q.stop()), every(0, 15));
+    EXPECT_EQ(q.lostInStore(), 0u);
+}
+
+// app.log had its turn empty; written to and copied while the daemon is frozen (the scan then
+// finds both of one size).
+TEST(DaemonKill9, AByteCopyOfALowerInodeOfAFileEmptyAtItsTurnWaitsForIt) {
+    Quiet q;
+    std::string spare;
+    ASSERT_NO_FATAL_FAILURE(spareOfALowerInode(q, &spare));
+    ASSERT_TRUE(q.start());
+    ASSERT_TRUE(eventually(
+        [&] {
+            auto a = q.stream(q.s.app);
+            return a && a->position == "waiting for a first line";
+        },
+        30s));
+    ASSERT_TRUE(freeze(q.d.pid()));
+    q.lines(q.fd, 10);  // L0-9
+    const std::string copy = copyInto(q, spare);
+    thaw(q.d.pid());
+    ASSERT_NO_FATAL_FAILURE(writtenOnThenTruncated(q, copy));  // L10-14
+    EXPECT_EQ(storedNames(q.stop()), every(0, 15));
+    EXPECT_EQ(q.lostInStore(), 0u);
 }
