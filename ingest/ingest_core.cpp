@@ -167,18 +167,17 @@ CoreRecord coreRecord(const coredump::CoreReport& r) {
     return c;
 }
 
-bool sameCrashTop(const std::vector<coredump::Frame>& a, const std::vector<coredump::Frame>& b) {
-    size_t compared = 0;
+bool crashTopsDisagree(const std::vector<coredump::Frame>& a,
+                       const std::vector<coredump::Frame>& b) {
     for (size_t i = 0; i < 3 && i < a.size() && i < b.size(); ++i) {
         const auto &x = a[i], &y = b[i];
         if (!x.module || !y.module || !x.module_offset || !y.module_offset) break;
         if (std::filesystem::path(*x.module).filename() !=
                 std::filesystem::path(*y.module).filename() ||
             *x.module_offset != *y.module_offset)
-            return false;
-        ++compared;
+            return true;
     }
-    return compared > 0;
+    return false;
 }
 
 db::Result<std::optional<EntryCrashCandidate>> findCoreOfCrash(
@@ -186,17 +185,17 @@ db::Result<std::optional<EntryCrashCandidate>> findCoreOfCrash(
     int64_t pid,
     int64_t signal,
     const std::string& process,
-    std::optional<int64_t> time,
+    int64_t time,
     const std::vector<coredump::Frame>& frames,
     bool with_file) {
     auto cands = queryCoresOfEntryCrash(d, pid, signal, process, with_file);
     if (!cands) return std::unexpected(cands.error());
     for (const auto& c : *cands) {
-        if (time && c.time >= *time - kSameCrashWindow && c.time <= *time + kSameCrashWindow)
-            return c;
+        if (c.time < time - kSameCrashWindow || c.time > time + kSameCrashWindow) continue;
         auto threads = queryCoreThreads(d, c.id, false);
         if (!threads) return std::unexpected(threads.error());
-        if (!threads->empty() && sameCrashTop(threads->front().frames, frames)) return c;
+        if (!threads->empty() && crashTopsDisagree(threads->front().frames, frames)) continue;
+        return c;
     }
     return std::nullopt;
 }

@@ -72,21 +72,23 @@ struct CoreProvenance {
 /// command): writing a large core takes minutes.
 inline constexpr int64_t kSameCrashWindow = 600;
 
-/// Whether two stacks of a crashing thread agree at the top: their first frames (up to 3, each
-/// with a module offset) name the same module (file name) at the same offset, and at least one
-/// is compared. A journal entry's text stack and the unwound core of the same crash agree.
-bool sameCrashTop(const std::vector<coredump::Frame>& a, const std::vector<coredump::Frame>& b);
+/// Whether two stacks of a crashing thread disagree at the top: one of their first frames (up
+/// to 3, while both have a module offset) names another module (file name) or offset. A
+/// journal entry's text stack and the unwound core of the same crash agree.
+bool crashTopsDisagree(const std::vector<coredump::Frame>& a,
+                       const std::vector<coredump::Frame>& b);
 
 /// The stored core of the crash of `pid`, `signal` and `process` (queryCoresOfEntryCrash(),
-/// `with_file` as there) whose time is within kSameCrashWindow of `time` (UTC s) or whose
-/// crashing thread's top frames agree with `frames` (a copied core's mtime is not its crash's
-/// time); nullopt when none.
+/// `with_file` as there) whose time is within kSameCrashWindow of `time` (UTC s) and whose
+/// crashing thread's top frames do not disagree with `frames`; nullopt when none. Two crashes
+/// of one pid and command at one time are one crash; a copied core (its mtime the copy's) is
+/// not matched, rather than risk making two crashes one.
 db::Result<std::optional<EntryCrashCandidate>> findCoreOfCrash(
     db::Db& d,
     int64_t pid,
     int64_t signal,
     const std::string& process,
-    std::optional<int64_t> time,
+    int64_t time,
     const std::vector<coredump::Frame>& frames,
     bool with_file);
 

@@ -129,26 +129,24 @@ db::Result<CoreIngestSummary> storeEntryOnly(Store& store,
                                              std::optional<int64_t> replaces) {
     // The core file of this crash stored already (a raw core, a `.zst`): the entry adds no
     // core; stored once (hostile review 151, MED 3).
-    if (!replaces && e.pid > 0 && e.signal && !e.comm.empty()) {
+    if (!replaces && e.pid > 0 && e.signal && !e.comm.empty() && e.timestamp_us) {
         static const std::vector<cd::Frame> kNone;
         const auto* t = e.stack ? cd::crashingThread(*e.stack) : nullptr;
-        auto file = findCoreOfCrash(
-            store.db(),
-            e.pid,
-            *e.signal,
-            e.comm,
-            e.timestamp_us ? std::optional(static_cast<int64_t>(*e.timestamp_us / 1000000))
-                           : std::nullopt,
-            t ? t->frames : kNone,
-            true);
+        auto file = findCoreOfCrash(store.db(),
+                                    e.pid,
+                                    *e.signal,
+                                    e.comm,
+                                    static_cast<int64_t>(*e.timestamp_us / 1000000),
+                                    t ? t->frames : kNone,
+                                    true);
         if (!file) return std::unexpected(file.error());
         if (*file) {
             CoreIngestSummary s;
             s.path = e.filename.value_or(id.path);
             s.unchanged = true;
             s.same_as = fmt::format(
-                "core {} from {} (the same crash: pid, signal, command and time or stack agree; "
-                "this {} record has no core of its own)",
+                "core {} from {} (the same crash: pid, signal, command and time agree; this {} "
+                "record has no core of its own)",
                 (*file)->id,
                 (*file)->path,
                 origin);

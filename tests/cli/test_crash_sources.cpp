@@ -788,9 +788,9 @@ TEST(CrashSources, AReportsHeadGivesWayWhenItsCoreIsStoredFromAnotherFile) {
 
 // Hostile review 151, MED 3 (and 148's gap): a systemd-coredump entry whose core was not kept
 // (only its MESSAGE stack) or an apport report without its CoreDump, and the raw core of the
-// same crash (pid, signal and command agree, and the time or the top of the stack), were 2
-// cores and 2 incidents in either order. Now one core, the raw core's frames. The raw core's
-// mtime is the checkout's, not the crash's: the stacks make them one.
+// same crash (pid, signal, command and time agree, and the top of the stacks where both have
+// one), were 2 cores and 2 incidents in either order. Now one core, the raw core's frames.
+// Another time, or another top frame, is another crash.
 TEST(CrashSources, ACoreNotKeptAndItsRawCoreAreOneCoreInEitherOrder) {
     const std::string message =
         "Process 14046 (crashmain) of user 0 dumped core.\n\nStack trace of thread 14046:\n"
@@ -817,15 +817,11 @@ TEST(CrashSources, ACoreNotKeptAndItsRawCoreAreOneCoreInEitherOrder) {
                                        {"COREDUMP_COMM", "crashmain"}},
                                       message));
             }
-            // apport's report head has no stack: its Date (UTC here) and the core's mtime,
-            // written 30 s after it, make them one.
-            std::string raw = kDir + "core";
-            if (apport) {
-                raw = t.file("core.14046");
-                writeFile(raw, readFile(kDir + "core"));
-                struct timespec when[2] = {{0, UTIME_OMIT}, {1764491498 + 30, 0}};
-                ASSERT_EQ(::utimensat(AT_FDCWD, raw.c_str(), when, 0), 0);
-            }
+            // The core written 30 s after the crash (the entry's time, apport's Date in UTC).
+            std::string raw = t.file("core.14046");
+            writeFile(raw, readFile(kDir + "core"));
+            struct timespec when[2] = {{0, UTIME_OMIT}, {1764491498 + 30, 0}};
+            ASSERT_EQ(::utimensat(AT_FDCWD, raw.c_str(), when, 0), 0);
             std::vector<std::string> files{entry, raw};
             if (rawFirst) std::swap(files[0], files[1]);
             std::string said;
@@ -850,6 +846,34 @@ TEST(CrashSources, ACoreNotKeptAndItsRawCoreAreOneCoreInEitherOrder) {
                 {GPUFAULT_BIN, "--db", t.file("db"), "query", "select count(*) from incidents"});
             EXPECT_EQ(n.out, "count(*)\n1\n") << n.out;
         }
+}
+
+TEST(CrashSources, ACoreNotKeptIsNotAnotherTimesOrAnotherStacksCore) {
+    for (int other : {0, 1}) {  // 0: written a day later; 1: another top frame
+        SCOPED_TRACE(other ? "another top frame" : "a day later");
+        TempDir t;
+        std::string message =
+            "Process 14046 (crashmain) of user 0 dumped core.\n\nStack trace of thread 14046:\n" +
+            std::string(other ? "#0  0x00007f5eb5479170 n/a (libcrashlib.so + 0x1170)\n"
+                              : "#0  0x00007f5eb547916e n/a (libcrashlib.so + 0x116e)\n");
+        writeFile(t.file("j.export"),
+                  exportEntry({{"__CURSOR", "s=1"},
+                               {"_BOOT_ID", kBoot},
+                               {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+                               {"COREDUMP_PID", "14046"},
+                               {"COREDUMP_UID", "0"},
+                               {"COREDUMP_SIGNAL", "11"},
+                               {"COREDUMP_TIMESTAMP", "1764491498000000"},
+                               {"COREDUMP_COMM", "crashmain"}},
+                              message));
+        std::string raw = t.file("core.14046");
+        writeFile(raw, readFile(kDir + "core"));
+        struct timespec when[2] = {{0, UTIME_OMIT}, {1764491498 + (other ? 30 : 86400), 0}};
+        ASSERT_EQ(::utimensat(AT_FDCWD, raw.c_str(), when, 0), 0);
+        ASSERT_EQ(run(ingest(t, {t.file("j.export")})).status, 0);
+        ASSERT_EQ(run(ingest(t, {raw})).status, 0);
+        EXPECT_EQ(jsonLines(t, "cores").size(), 2u);
+    }
 }
 
 }  // namespace
