@@ -136,7 +136,7 @@ db::Result<std::optional<std::pair<int64_t, std::string>>> sameStoredCore(
         if (layout) {
             const auto& notes = layout->notes;
             if (c.pid && notes.pid && *c.pid != *notes.pid) continue;
-            if (c.tid && !notes.tids.empty() && *c.tid != notes.tids.front()) continue;
+            if (c.tid && notes.crashingTid() && *c.tid != *notes.crashingTid()) continue;
         }
         auto fp = fileCoreFingerprint(c.path);
         if (fp && *fp == content) return Found{std::pair{c.id, c.path}};
@@ -195,7 +195,7 @@ db::Result<std::optional<PrefixCore>> prefixStoredCore(db::Db& d,
         },
         *size);
     // Notes cut or without a crashing thread and command: nothing to match on.
-    if (!layout || layout->notes.tids.empty() || layout->notes.comm.empty())
+    if (!layout || !layout->notes.crashingTid() || layout->notes.comm.empty())
         return std::optional<PrefixCore>{};
     const auto& n = layout->notes;
     std::optional<int64_t> signal, addr;
@@ -205,7 +205,7 @@ db::Result<std::optional<PrefixCore>> prefixStoredCore(db::Db& d,
     } else if (n.cursig) {
         signal = *n.cursig;
     }
-    auto cands = queryCoresOfCrash(d, n.tids.front(), signal, addr, n.comm);
+    auto cands = queryCoresOfCrash(d, *n.crashingTid(), signal, addr, n.comm);
     if (!cands) return std::unexpected(cands.error());
     for (const auto& c : *cands) {
         auto theirs = fingerprintSize(c.content_fingerprint);

@@ -47,7 +47,7 @@ Evidence coreEvidence(const coredump::CoreReport& r, const std::string& wall) {
     e.time.wall = wall;
     e.pid = n.pid;
     if (!n.comm.empty()) e.process = n.comm;
-    if (!n.tids.empty()) e.tid = n.tids.front();
+    e.tid = n.crashingTid();
     int signo = n.siginfo ? n.siginfo->signo : n.cursig.value_or(0);
     std::string what = fmt::format("core of {}[{}]", n.comm, n.pid.value_or(0));
     if (signo) {
@@ -100,7 +100,7 @@ CoreRecord coreRecord(const coredump::CoreReport& r) {
     c.size = static_cast<int64_t>(r.size);
     c.time = r.mtime;
     c.pid = n.pid;
-    if (!n.tids.empty()) c.tid = n.tids.front();
+    c.tid = n.crashingTid();
     c.uid = n.uid;
     if (!n.comm.empty()) c.process = n.comm;
     if (n.siginfo) {

@@ -78,8 +78,13 @@ Result<std::string> readRange(
 void parsePrstatus(std::string_view d, CoreNotes& out) {
     // elf_prstatus (64-bit): pr_info (12), pr_cursig (short) at 12, sigpend/sighold, pr_pid at 32.
     auto pid = le<uint32_t>(d, 32);
-    if (!pid || asInt32(*pid) <= 0 || asInt32(*pid) > kPidMaxLimit) return;  // no thread's id
-    if (out.tids.empty())
+    bool first = !out.prstatus_seen;
+    out.prstatus_seen = true;
+    if (!pid || asInt32(*pid) <= 0 || asInt32(*pid) > kPidMaxLimit) {  // no thread's id
+        if (first) out.crashing_unknown = true;  // the next one is not the crashing thread
+        return;
+    }
+    if (first)
         if (auto sig = le<uint16_t>(d, 12); sig && *sig >= 1 && *sig <= kMaxSignal)
             out.cursig = *sig;
     if (out.tids.size() < 1u << 20) out.tids.push_back(asInt32(*pid));

@@ -64,6 +64,15 @@ struct CoreNotes {
     std::optional<int64_t> pid, ppid, uid;  ///< NT_PRPSINFO (pid as the process saw it)
     std::string comm;                       ///< NT_PRPSINFO pr_fname (≤ 15 characters)
     std::vector<int64_t> tids;  ///< NT_PRSTATUS pr_pid in note order: [0] is the crashing thread
+    /// The first NT_PRSTATUS (the crashing thread's, as the kernel writes them) named no pid: a
+    /// forged or damaged core. `tids` then holds the others, none of which crashed.
+    bool crashing_unknown = false;
+    bool prstatus_seen = false;  ///< an NT_PRSTATUS was parsed (the first one decides)
+    /// The crashing thread's id: tids[0], unless crashing_unknown.
+    std::optional<int64_t> crashingTid() const {
+        if (crashing_unknown || tids.empty()) return std::nullopt;
+        return tids.front();
+    }
     std::optional<int> cursig;  ///< pr_cursig of the crashing thread
     std::optional<SigInfo> siginfo;
     std::vector<MappedFile> files;  ///< NT_FILE, in address order

@@ -73,7 +73,8 @@ Result<CoreReport> readCore(const std::string& path, const ReadOptions& opt) {
     r.runtimes = runtimeVersions(r.layout.notes.files);
     if (r.layout.kind == CoreKind::Cpu) {
         if (r.layout.notes.tids.empty()) return fail("no NT_PRSTATUS note: no thread to unwind");
-        auto s = unwindCore(path, opt.unwind, r.layout.notes.tids.front(), opt.limits);
+        // A damaged first NT_PRSTATUS: no thread is marked as the crashing one.
+        auto s = unwindCore(path, opt.unwind, r.layout.notes.crashingTid(), opt.limits);
         // Without a stack the notes still say who crashed, with which signal and where.
         if (!s && !r.layout.truncated) r.unwind_error = "unwinding failed: " + s.error().message;
         if (s) r.stack = std::move(*s);

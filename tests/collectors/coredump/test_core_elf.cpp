@@ -102,8 +102,33 @@ TEST(CoreElf, NumbersThatAreNoPidOrSignalAreLeftOut) {
     EXPECT_FALSE(c->notes.siginfo);
     ASSERT_EQ(c->notes.tids.size(), 1u);
     EXPECT_EQ(c->notes.tids[0], 10);
-    EXPECT_EQ(c->notes.cursig, 11);  // the first thread with a real tid
+    // The first NT_PRSTATUS is the crashing thread's: with no pid, no thread is the crashing
+    // one and no signal is taken from another (hostile review 151, LOW 4).
+    EXPECT_EQ(c->notes.cursig, std::nullopt);
+    EXPECT_EQ(c->notes.crashingTid(), std::nullopt);
     EXPECT_EQ(c->notes.comm, "forged");
+}
+
+// Hostile review 151, LOW 4: a first NT_PRSTATUS (the crashing thread's) whose pid is no pid
+// made the next thread the crashing one, with its pr_cursig.
+TEST(CoreElf, ADamagedFirstThreadNoteMakesNoOtherThreadTheCrashingOne) {
+    CoreBuilder b;
+    b.prstatus(0x80000000u, SIGSEGV);
+    b.prstatus(6001, SIGABRT);
+    b.prpsinfo(6000, "app", "app");
+    auto c = layoutOf(b.build());
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_TRUE(c->notes.crashing_unknown);
+    EXPECT_EQ(c->notes.tids, (std::vector<int64_t>{6001}));
+    EXPECT_EQ(c->notes.crashingTid(), std::nullopt);
+    EXPECT_EQ(c->notes.cursig, std::nullopt);
+    CoreBuilder ok;
+    ok.prstatus(6000, SIGSEGV);
+    ok.prstatus(6001, 0);
+    auto d = layoutOf(ok.build());
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->notes.crashingTid(), 6000);
+    EXPECT_EQ(d->notes.cursig, SIGSEGV);
 }
 
 TEST(CoreElf, SniffTellsCoresFromOtherFiles) {
