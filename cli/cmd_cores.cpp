@@ -49,7 +49,7 @@ nlohmann::json coreJson(const CoreRow& r) {
         {"evidence_id", opt(r.evidence_id)},
         {"path", c.path},
         {"size", c.size},
-        {"time", c.time},
+        {"time", c.time_from == "unknown" ? nlohmann::json(nullptr) : nlohmann::json(c.time)},
         {"time_from", c.time_from},
         {"pid", opt(c.pid)},
         {"tid", opt(c.tid)},

@@ -149,12 +149,14 @@ std::string exceptionLines(const CoreRecord& c, const std::string& indent) {
 
 std::string coreFacts(const CoreRow& r, const std::string& indent) {
     const auto& c = r.core;
-    std::string out = fmt::format("{}core       {}, {}, written {} ({}){}\n",
+    // A time the producer did not give, or gave out of range, is unknown, not 1970.
+    std::string written =
+        c.time_from == "unknown" ? "at an unknown time" : fmt::format("{} ({})", utcText(c.time), c.time_from);
+    std::string out = fmt::format("{}core       {}, {}, written {}{}\n",
                                   indent,
                                   printable(c.path.empty() ? "-" : c.path),
                                   sizeText(static_cast<uint64_t>(c.size)),
-                                  utcText(c.time),
-                                  c.time_from,
+                                  written,
                                   c.origin == "file" ? "" : ", from " + c.origin);
     if (c.note) out += fmt::format("{}note       {}\n", indent, printable(*c.note));
     out += exceptionLines(c, indent);

@@ -232,7 +232,7 @@ std::optional<std::string_view> pidText(const std::map<std::string, std::string>
 std::optional<int64_t> ApportReport::pid() const {
     auto t = pidText(fields);
     auto p = t ? number<int64_t>(*t) : std::nullopt;
-    if (!p || *p <= 0 || *p > kPidMaxLimit) return std::nullopt;
+    if (!p || *p <= 0 || *p > kMaxPid) return std::nullopt;
     return p;
 }
 
@@ -247,7 +247,7 @@ std::vector<std::string> ApportReport::warnings() const {
     std::vector<std::string> w;
     if (auto t = pidText(fields); t && !pid())
         w.push_back(fmt::format(
-            "ProcStatus Pid: {:.40} is not a pid (1..{}): stored as unknown", *t, kPidMaxLimit));
+            "ProcStatus Pid: {:.40} is not a pid (1..{}): stored as unknown", *t, kMaxPid));
     if (auto it = fields.find("Signal"); it != fields.end() && !signal())
         w.push_back(
             fmt::format("Signal: {:.40} is not a signal (1..64): stored as unknown", it->second));

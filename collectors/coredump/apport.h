@@ -25,7 +25,7 @@ struct ApportReport {
     std::map<std::string, uint64_t> binary;     ///< binary field → decoded (compressed) bytes
     bool truncated_fields = false;              ///< a text value was cut at the cap
 
-    /// ProcStatus `Pid:`; nullopt when absent or not a pid (1..kPidMaxLimit).
+    /// ProcStatus `Pid:`; nullopt when absent or not a pid (1..kMaxPid).
     std::optional<int64_t> pid() const;
     std::optional<int> signal() const;  ///< `Signal`; nullopt when absent or not in 1..64
     /// A warning per field present but impossible (pid, signal, a Date past year 9999 or not

@@ -80,7 +80,7 @@ void parsePrstatus(std::string_view d, CoreNotes& out) {
     auto pid = le<uint32_t>(d, 32);
     bool first = !out.prstatus_seen;
     out.prstatus_seen = true;
-    if (!pid || asInt32(*pid) <= 0 || asInt32(*pid) > kPidMaxLimit) {  // no thread's id
+    if (!pid || asInt32(*pid) <= 0 || asInt32(*pid) > kMaxPid) {  // no thread's id
         if (first) out.crashing_unknown = true;  // the next one is not the crashing thread
         return;
     }
@@ -97,8 +97,8 @@ void parsePrpsinfo(std::string_view d, CoreNotes& out) {
     if (d.size() < 56) return;
     out.uid = *le<uint32_t>(d, 16);
     // A number that is no pid (forged, or a cut note's garbage) is not stored as one.
-    if (auto pid = asInt32(*le<uint32_t>(d, 24)); pid > 0 && pid <= kPidMaxLimit) out.pid = pid;
-    if (auto ppid = asInt32(*le<uint32_t>(d, 28)); ppid >= 0 && ppid <= kPidMaxLimit)
+    if (auto pid = asInt32(*le<uint32_t>(d, 24)); pid > 0 && pid <= kMaxPid) out.pid = pid;
+    if (auto ppid = asInt32(*le<uint32_t>(d, 28)); ppid >= 0 && ppid <= kMaxPid)
         out.ppid = ppid;
     out.comm = cstr(d, 40, 16);
 }

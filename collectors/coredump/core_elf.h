@@ -124,6 +124,8 @@ struct CoreLayout {
 
 /// Bounds of forged numeric fields in crash reports: beyond them a value is stored as unknown.
 inline constexpr int64_t kPidMaxLimit = int64_t{1} << 22;  ///< the kernel's PID_MAX_LIMIT
+/// The largest pid Linux gives (pids are below PID_MAX_LIMIT).
+inline constexpr int64_t kMaxPid = kPidMaxLimit - 1;
 inline constexpr int kMaxSignal = 64;                      ///< SIGRTMAX on Linux
 /// si_code SI_KERNEL: a signal the kernel raised with no address, e.g. a SIGSEGV for a
 /// general-protection fault (a non-canonical pointer such as 0xdead000000000000).

@@ -296,7 +296,7 @@ std::optional<CudaCoreName> parseCudaCoreName(std::string_view n) {
     if (first == std::string_view::npos || last == first) return std::nullopt;
     auto t = digits(n.substr(0, first));
     auto pid = digits(n.substr(last + 1));
-    if (!t || !pid || *pid <= 0 || *pid > kPidMaxLimit) return std::nullopt;
+    if (!t || !pid || *pid <= 0 || *pid > kMaxPid) return std::nullopt;
     return CudaCoreName{*t, std::string(n.substr(first + 1, last - first - 1)), *pid};
 }
 
@@ -315,7 +315,7 @@ GpuCoreMeta gpuCoreMeta(const CoreLayout& c, std::string_view file_name, const R
         // (FORMATS.md §2.3: the kernel's core_pattern name with `.gpu` appended); a number
         // above PID_MAX_LIMIT names no process
         auto pid = digits(n.substr(n.rfind('.') + 1));
-        if (pid && *pid > 0 && *pid <= kPidMaxLimit) m.pid = pid;
+        if (pid && *pid > 0 && *pid <= kMaxPid) m.pid = pid;
     }
     if (c.kind == CoreKind::RocrGpu) {
         auto name = codeobj::amdProcessorName(c.head.flags & 0xff);

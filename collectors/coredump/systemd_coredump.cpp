@@ -153,11 +153,11 @@ Result<CoredumpEntry> parseCoredumpEntry(const FieldMap& f) {
     if (!f.contains("COREDUMP_PID"))
         return std::unexpected(Error{"systemd-coredump entry without COREDUMP_PID"});
     auto pid = number<int64_t>(get(f, "COREDUMP_PID"));
-    if (!pid || *pid <= 0 || *pid > kPidMaxLimit)
+    if (!pid || *pid <= 0 || *pid > kMaxPid)
         return std::unexpected(
             Error{fmt::format("COREDUMP_PID={:.40} is not a pid (1..{}): crash not stored",
                               get(f, "COREDUMP_PID"),
-                              kPidMaxLimit)});
+                              kMaxPid)});
     CoredumpEntry e;
     e.pid = *pid;
     e.uid = number<int64_t>(get(f, "COREDUMP_UID"));

@@ -46,7 +46,7 @@ struct CoredumpEntry {
 };
 
 /// Reads a systemd-coredump entry. Errors: MESSAGE_ID is not kCoredumpMessageId, or
-/// COREDUMP_PID is missing, not a number or not a pid (1..kPidMaxLimit). A COREDUMP_SIGNAL
+/// COREDUMP_PID is missing, not a number or not a pid (1..kMaxPid). A COREDUMP_SIGNAL
 /// outside 1..64 or a COREDUMP_TIMESTAMP that is not a time up to year 9999 is left unknown,
 /// with a warning; so is a stack text over the caps (StackTextLimits).
 Result<CoredumpEntry> parseCoredumpEntry(const FieldMap& fields);

@@ -150,15 +150,15 @@ TEST(CrashHostile, ForgedNumbersAreUnknownWithAWarningAndDropsSayWhy) {
             v = "18446744073709551615";
     std::string exp = exportEntry(entry("99999999999999999999"), "forged pid") +
                       exportEntry(entry("-5"), "negative pid") + exportEntry(entry("0"), "zero") +
-                      exportEntry(entry("4194305"), "above PID_MAX_LIMIT") +
+                      exportEntry(entry("4194304"), "PID_MAX_LIMIT itself") +
                       exportEntry(sig, "forged signal and time");
     writeFile(t.file("forged.export"), exp);
     auto r = run(coreIngestArgs(t.file("db"), {t.file("forged.export")}));
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("5 journal entries, 1 systemd-coredump"), std::string::npos) << r.out;
-    for (std::string pid : {"99999999999999999999", "-5", "0", "4194305"})
+    for (std::string pid : {"99999999999999999999", "-5", "0", "4194304"})
         EXPECT_NE(
-            r.err.find("COREDUMP_PID=" + pid + " is not a pid (1..4194304): crash not stored"),
+            r.err.find("COREDUMP_PID=" + pid + " is not a pid (1..4194303): crash not stored"),
             std::string::npos)
             << r.err;
     EXPECT_NE(r.err.find(t.file("forged.export") + ": entry 1 (byte offset 0): COREDUMP_PID="),
@@ -176,6 +176,12 @@ TEST(CrashHostile, ForgedNumbersAreUnknownWithAWarningAndDropsSayWhy) {
     ASSERT_EQ(c.size(), 1u);
     EXPECT_EQ(c[0]["pid"], 4242);
     EXPECT_TRUE(c[0]["signal"].is_null()) << c[0].dump();
+    // Unknown, not 1970 (hostile review 151, LOW 5): null in JSON, said so by `stack`.
+    EXPECT_TRUE(c[0]["time"].is_null()) << c[0].dump();
+    EXPECT_EQ(c[0]["time_from"], "unknown");
+    auto st = run({GPUFAULT_BIN, "--db", t.file("db"), "stack", "1"});
+    EXPECT_NE(st.out.find("written at an unknown time"), std::string::npos) << st.out;
+    EXPECT_EQ(st.out.find("1970"), std::string::npos) << st.out;
 
     // apport: the first Pid line is -1, the Signal impossible, the Date past 9999.
     auto crash = t.file("_usr_bin_forged.0.crash");
@@ -185,7 +191,7 @@ TEST(CrashHostile, ForgedNumbersAreUnknownWithAWarningAndDropsSayWhy) {
               " Pid:\t777\nSignal: 99999\n");
     auto a = run(coreIngestArgs(t.file("db"), {crash}));
     ASSERT_EQ(a.status, 0) << a.err;
-    for (std::string w : {"ProcStatus Pid: -1 is not a pid (1..4194304): stored as unknown",
+    for (std::string w : {"ProcStatus Pid: -1 is not a pid (1..4194303): stored as unknown",
                           "Signal: 99999 is not a signal (1..64): stored as unknown",
                           "Date: Sun Nov 30 08:31:38 10000 is not a date (asctime form, 1970 "
                           "to 9999): the time is unknown"})
