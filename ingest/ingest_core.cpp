@@ -481,7 +481,14 @@ std::optional<Evidence> rocrCoreEvidence(const coredump::CoreReport& r, const st
                                     : "");
     else
         what += "; no exception in the KFD snapshot";
-    what += fmt::format("; {} agents, {} queues", s.agents_stated, s.queues_stated);
+    // The counts read; a stated count that differs (a cut or forged snapshot) is said as such.
+    auto counted = [](size_t read, uint32_t stated, const char* what) {
+        return read == stated ? fmt::format("{} {}", read, what)
+                              : fmt::format("{} {} read of {} stated", read, what, stated);
+    };
+    what += fmt::format("; {}, {}",
+                        counted(s.agents.size(), s.agents_stated, "agents"),
+                        counted(s.queues.size(), s.queues_stated, "queues"));
     e.raw = what;
     return e;
 }

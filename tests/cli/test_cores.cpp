@@ -588,6 +588,8 @@ TEST(CliCores, RocrGpuCoreNamesItsExceptionDeviceAndQueue) {
     EXPECT_EQ(e[0]["attrs"]["kfd_version"], "1.13");
     EXPECT_EQ(e[0]["attrs"]["agents"], "1");
     EXPECT_EQ(e[0]["attrs"]["queues"], "2");
+    EXPECT_NE(e[0]["raw"].get<std::string>().find("; 1 agents, 2 queues"), std::string::npos)
+        << e[0]["raw"];
     EXPECT_NE(e[0]["raw"].get<std::string>().find(
                   "EC_QUEUE_WAVE_MEMORY_VIOLATION on queue 3 (compute_aql) of GPU 0000:c3:00.0 "
                   "(gpu_id 12345)"),
@@ -608,6 +610,23 @@ TEST(CliCores, RocrGpuCoreNamesItsExceptionDeviceAndQueue) {
     ASSERT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("kern.log")}).status, 0);
     auto inc = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "incidents", "--json"}).out);
     EXPECT_EQ(inc.size(), 1u);
+}
+
+// A snapshot whose stated counts are not the rows it holds (forged, or cut): the text says what
+// was read of what was stated, not the stated count as a fact (hostile review 151, LOW 6).
+TEST(CliCores, RocrGpuCoreStatesTheAgentsItReadOfTheCountStated) {
+    TempDir t;
+    KfdCoreState k;
+    k.agents.push_back({KfdCoreState::bit(33), 12345, 0xc300, 0x1002, 0x74a1, 90402});
+    k.n_agents = 4294967295u;
+    writeRocrGpuCore(t, k);
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("gpucore.4242")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto e = parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out);
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_NE(e[0]["raw"].get<std::string>().find("agents read of 4294967295 stated, 0 queues"),
+              std::string::npos)
+        << e[0]["raw"];
 }
 
 // A note whose version the reader does not know: the core is stored from its name (pid) with
