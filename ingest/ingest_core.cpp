@@ -578,6 +578,12 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
         note = note ? *note + "; " + why : why;
         sum.warnings.push_back(why);
     }
+    if (const auto& n = report.layout.notes; n.files_stated > n.files.size()) {
+        std::string capped = fmt::format(
+            "NT_FILE lists {} mappings: the first {} kept", n.files_stated, n.files.size());
+        note = note ? *note + "; " + capped : capped;
+        sum.warnings.push_back(capped);
+    }
     if (report.layout.truncated) {  // cut after its notes: pid, signal, threads still known
         std::string cut = "core file " + *report.layout.truncated + " (stored from its notes" +
                           (report.stack ? ", frames as far as its memory goes)" : ", no stack)");

@@ -117,12 +117,13 @@ void parseSiginfo(std::string_view d, SigInfo& s) {
         s.sender = asInt32(*le<uint32_t>(d, 16));
 }
 
-void parseFiles(std::string_view d, std::vector<MappedFile>& out) {
+void parseFiles(std::string_view d, std::vector<MappedFile>& out, uint64_t& files_stated) {
     // count, page_size, count × (start, end, file_ofs in pages), then count NUL-terminated names.
     auto count = le<uint64_t>(d, 0), page = le<uint64_t>(d, 8);
     if (!count || !page || *count > (d.size() - 16) / 24) return;
     uint64_t names = 16 + *count * 24;
-    for (uint64_t i = 0; i < *count && names < d.size(); ++i) {
+    files_stated = *count;
+    for (uint64_t i = 0; i < *count && i < kMaxMappedFiles && names < d.size(); ++i) {
         MappedFile f;
         f.start = *le<uint64_t>(d, 16 + i * 24);
         f.end = *le<uint64_t>(d, 24 + i * 24);
@@ -202,7 +203,7 @@ void parseNotes(std::string_view notes, CoreNotes& out) {
                 parseSiginfo(d, si);
                 if (si.signo >= 1 && si.signo <= kMaxSignal) out.siginfo = si;  // else none
             } else if (type == kNtFile && out.files.empty())
-                parseFiles(d, out.files);
+                parseFiles(d, out.files, out.files_stated);
         } else if (owner == "AMDGPU" && type == kNtAmdgpuCoreState && !out.amdgpu_core_state) {
             out.amdgpu_core_state = std::string(d);
         }

@@ -75,7 +75,8 @@ struct CoreNotes {
     }
     std::optional<int> cursig;  ///< pr_cursig of the crashing thread
     std::optional<SigInfo> siginfo;
-    std::vector<MappedFile> files;  ///< NT_FILE, in address order
+    std::vector<MappedFile> files;  ///< NT_FILE, in address order (the first kMaxMappedFiles)
+    uint64_t files_stated = 0;      ///< NT_FILE's count: more than files.size() when capped
     /// ROCr GPU cores: the descriptor of the first note named "AMDGPU" of type
     /// NT_AMDGPU_CORE_STATE (33), as written (ROCr's amd_core_dump.cpp; decoded by
     /// readRocrCoreState, rocr_core_state.h). At most kMaxNoteBytes, as every note.
@@ -139,6 +140,9 @@ inline constexpr uint32_t kNtAmdgpuCoreState = 33;
 
 /// Limits on what a (possibly hostile) core may make the reader allocate.
 inline constexpr uint64_t kMaxNoteBytes = 64ull << 20;
+/// NT_FILE mappings kept: 4 × vm.max_map_count's default (65 530); a 64 MiB note could list
+/// 2.8 million (hostile review 148: 1.8 million took 480 MB).
+inline constexpr uint64_t kMaxMappedFiles = 262144;
 inline constexpr uint32_t kMaxSections = 65536;
 /// The longest section name of a GPU core (`.cudbg.relfimg.dev0.0` …), in bytes; a longer one,
 /// or names of more than 4 times their table + 64 MiB in all (sections of one name

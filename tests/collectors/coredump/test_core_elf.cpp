@@ -131,6 +131,23 @@ TEST(CoreElf, ADamagedFirstThreadNoteMakesNoOtherThreadTheCrashingOne) {
     EXPECT_EQ(d->notes.cursig, SIGSEGV);
 }
 
+// Hostile review 148, MED: a 64 MiB NT_FILE note may list 2.8 million mappings (1.8 million
+// took 480 MB through ingest); the first kMaxMappedFiles are kept and the count stated.
+TEST(CoreElf, MappedFilesAreCappedAndTheirCountKept) {
+    CoreBuilder b;
+    b.prstatus(6000, SIGSEGV);
+    std::vector<std::tuple<uint64_t, uint64_t, uint64_t, std::string>> f;
+    for (uint64_t i = 0; i < kMaxMappedFiles + 6; ++i)
+        f.emplace_back(0x10000 + i * 0x1000, 0x11000 + i * 0x1000, 0, "/l");
+    b.files(f);
+    auto c = layoutOf(b.build());
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->notes.files.size(), kMaxMappedFiles);
+    EXPECT_EQ(c->notes.files_stated, kMaxMappedFiles + 6);
+    EXPECT_EQ(c->notes.files.back().start, 0x10000 + (kMaxMappedFiles - 1) * 0x1000);
+    EXPECT_EQ(c->notes.files.back().path, "/l");
+}
+
 TEST(CoreElf, SniffTellsCoresFromOtherFiles) {
     auto cpu = crashCore().build();
     EXPECT_EQ(sniffCore(cpu), CoreKind::Cpu);
