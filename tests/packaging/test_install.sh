@@ -2,7 +2,8 @@
 # `cmake --install` into scratch roots (DESTDIR): the installed unit's ExecStart= names the
 # gpufaultd this install put there, for prefix /usr (then the unit is the one shipped in
 # packaging/, as in the .deb), the default /usr/local and another prefix; the installed daemon
-# runs and accepts the installed config. Usage: test_install.sh BUILD_DIR SOURCE_DIR.
+# runs and accepts the installed config; a second install keeps an edited config. Usage:
+# test_install.sh BUILD_DIR SOURCE_DIR.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
@@ -29,6 +30,15 @@ for prefix in /usr /usr/local /opt/gpufault; do
       echo "FAIL: prefix $prefix: the installed gpufaultd refuses the installed config: $out"; fail=1
     fi
 done
+# A configuration edited after the first install is kept by the next one (as dpkg keeps a
+# conffile); the shipped one is installed where none is.
+cmp "$work/root_usr/etc/gpufault/gpufaultd.conf" "$src/packaging/gpufaultd.conf" ||
+  { echo "FAIL: the first install did not put packaging/gpufaultd.conf in /etc/gpufault"; fail=1; }
+echo "# edited by the administrator" >>"$work/root_usr/etc/gpufault/gpufaultd.conf"
+DESTDIR="$work/root_usr" cmake --install "$build" --prefix /usr >"$work/install.log" 2>&1 ||
+  { cat "$work/install.log"; exit 1; }
+tail -n 1 "$work/root_usr/etc/gpufault/gpufaultd.conf" | grep -qx "# edited by the administrator" ||
+  { echo "FAIL: a second cmake --install replaced the edited /etc/gpufault/gpufaultd.conf"; fail=1; }
 cmp "$work/root_usr/usr/lib/systemd/system/gpufaultd.service" "$src/packaging/gpufaultd.service" ||
   { echo "FAIL: with prefix /usr the installed unit differs from packaging/gpufaultd.service"; fail=1; }
 [ $fail = 0 ] && echo "install: the unit's ExecStart= is the installed gpufaultd for /usr, /usr/local, /opt/gpufault"
