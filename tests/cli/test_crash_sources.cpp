@@ -786,6 +786,20 @@ TEST(CrashSources, AReportsHeadGivesWayWhenItsCoreIsStoredFromAnotherFile) {
     EXPECT_EQ(n.out, "count(*)\n1\n") << n.out;
 }
 
+/// A systemd-coredump export entry of the fixture's crash (crashmain[14046], SIGSEGV at
+/// 1764491498 s) whose core was not kept: `message` (its MESSAGE, with a stack or not) only.
+std::string notKeptEntry(const std::string& message) {
+    return exportEntry({{"__CURSOR", "s=1"},
+                        {"_BOOT_ID", kBoot},
+                        {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+                        {"COREDUMP_PID", "14046"},
+                        {"COREDUMP_UID", "0"},
+                        {"COREDUMP_SIGNAL", "11"},
+                        {"COREDUMP_TIMESTAMP", "1764491498000000"},
+                        {"COREDUMP_COMM", "crashmain"}},
+                       message);
+}
+
 // Hostile review 151, MED 3 (and 148's gap): a systemd-coredump entry whose core was not kept
 // (only its MESSAGE stack) or an apport report without its CoreDump, and the raw core of the
 // same crash (pid, signal, command and time agree, and the top of the stacks where both have
@@ -806,16 +820,7 @@ TEST(CrashSources, ACoreNotKeptAndItsRawCoreAreOneCoreInEitherOrder) {
                 writeFile(entry, firstLines(fixtureReport(false), 8));
             } else {
                 entry = t.file("j.export");
-                writeFile(entry,
-                          exportEntry({{"__CURSOR", "s=1"},
-                                       {"_BOOT_ID", kBoot},
-                                       {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
-                                       {"COREDUMP_PID", "14046"},
-                                       {"COREDUMP_UID", "0"},
-                                       {"COREDUMP_SIGNAL", "11"},
-                                       {"COREDUMP_TIMESTAMP", "1764491498000000"},
-                                       {"COREDUMP_COMM", "crashmain"}},
-                                      message));
+                writeFile(entry, notKeptEntry(message));
             }
             // The core written 30 s after the crash (the entry's time, apport's Date in UTC).
             std::string raw = t.file("core.14046");
@@ -856,16 +861,7 @@ TEST(CrashSources, ACoreNotKeptIsNotAnotherTimesOrAnotherStacksCore) {
             "Process 14046 (crashmain) of user 0 dumped core.\n\nStack trace of thread 14046:\n" +
             std::string(other ? "#0  0x00007f5eb5479170 n/a (libcrashlib.so + 0x1170)\n"
                               : "#0  0x00007f5eb547916e n/a (libcrashlib.so + 0x116e)\n");
-        writeFile(t.file("j.export"),
-                  exportEntry({{"__CURSOR", "s=1"},
-                               {"_BOOT_ID", kBoot},
-                               {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
-                               {"COREDUMP_PID", "14046"},
-                               {"COREDUMP_UID", "0"},
-                               {"COREDUMP_SIGNAL", "11"},
-                               {"COREDUMP_TIMESTAMP", "1764491498000000"},
-                               {"COREDUMP_COMM", "crashmain"}},
-                              message));
+        writeFile(t.file("j.export"), notKeptEntry(message));
         std::string raw = t.file("core.14046");
         writeFile(raw, readFile(kDir + "core"));
         struct timespec when[2] = {{0, UTIME_OMIT}, {1764491498 + (other ? 30 : 86400), 0}};

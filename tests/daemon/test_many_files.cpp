@@ -23,6 +23,21 @@ using namespace std::chrono_literals;
 
 namespace {
 
+/// Raises this process's soft RLIMIT_NOFILE (the daemon inherits it) so that `files` followed
+/// files fit twice over; "" when done, else why not (the hard limit is lower: skip).
+std::string openFilesForUpTo(int files) {
+    struct rlimit nofile {};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0) return "getrlimit failed";
+    const rlim_t need = 2 * static_cast<rlim_t>(files) + 256;
+    if (nofile.rlim_max != RLIM_INFINITY && nofile.rlim_max < need)
+        return fmt::format("RLIMIT_NOFILE hard limit {} < {}", nofile.rlim_max, need);
+    if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < need) {
+        nofile.rlim_cur = need;
+        if (::setrlimit(RLIMIT_NOFILE, &nofile) != 0) return "setrlimit failed";
+    }
+    return "";
+}
+
 constexpr int kFiles = 3000;
 
 /// Writes kFiles files of two lines (a first line of its own, a ROCr fault line) named
@@ -50,15 +65,7 @@ int64_t records(const FollowedLog& f) {
 // meanwhile, and a SIGTERM while 3 000 more are being read ends the daemon promptly with
 // status 0 (before: 38 s); a restart stores the rest, every file once.
 TEST(DaemonManyFiles, ThousandsOfNewFilesAreCommittedInTurnsAndAStopIsPrompt) {
-    struct rlimit nofile {};
-    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &nofile), 0);
-    const rlim_t need = 2 * kFiles + 256;  // the daemon inherits it
-    if (nofile.rlim_max != RLIM_INFINITY && nofile.rlim_max < need)
-        GTEST_SKIP() << "RLIMIT_NOFILE hard limit " << nofile.rlim_max << " < " << need;
-    if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < need) {
-        nofile.rlim_cur = need;
-        ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &nofile), 0);
-    }
+    if (auto why = openFilesForUpTo(kFiles); !why.empty()) GTEST_SKIP() << why;
     FollowedLog f;
     f.writeConfig("*.log", 100, "max_open = 8192\n");
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
@@ -180,15 +187,7 @@ TEST(DaemonManyFiles, FilesWithAnUnfinishedFirstLineDoNotStarveANewLog) {
 // one) still waits for its original instead of being read again.
 TEST(DaemonManyFiles, ThousandsOfFilesOfOneFirstLineAreEachStoredOnceAndACopyWaits) {
     constexpr int kSame = 2000;
-    struct rlimit nofile {};
-    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &nofile), 0);
-    const rlim_t need = 2 * kSame + 256;
-    if (nofile.rlim_max != RLIM_INFINITY && nofile.rlim_max < need)
-        GTEST_SKIP() << "RLIMIT_NOFILE hard limit " << nofile.rlim_max << " < " << need;
-    if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < need) {
-        nofile.rlim_cur = need;
-        ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &nofile), 0);
-    }
+    if (auto why = openFilesForUpTo(kSame); !why.empty()) GTEST_SKIP() << why;
     FollowedLog f;
     f.writeConfig("*.log", 100, "max_open = 8192\n");
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
@@ -227,15 +226,7 @@ TEST(DaemonManyFiles, ThousandsOfFilesOfOneFirstLineAreEachStoredOnceAndACopyWai
 // before: 1 856 of 1 862 unread files uncounted).
 TEST(DaemonManyFiles, FilesTruncatedBeforeTheirTurnAreCountedLost) {
     constexpr int kTrunc = 2000;
-    struct rlimit nofile {};
-    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &nofile), 0);
-    const rlim_t need = 2 * kTrunc + 256;
-    if (nofile.rlim_max != RLIM_INFINITY && nofile.rlim_max < need)
-        GTEST_SKIP() << "RLIMIT_NOFILE hard limit " << nofile.rlim_max << " < " << need;
-    if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < need) {
-        nofile.rlim_cur = need;
-        ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &nofile), 0);
-    }
+    if (auto why = openFilesForUpTo(kTrunc); !why.empty()) GTEST_SKIP() << why;
     FollowedLog f;
     f.writeConfig("*.log", 100, "max_open = 8192\n");
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
