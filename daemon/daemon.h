@@ -47,10 +47,10 @@ struct State {
     std::unique_ptr<ControlServer> control;
     /// Re-correlation and diagnoses, on its own thread and store connection (daemon/worker.h).
     std::unique_ptr<Worker> worker;
-    /// The core the worker is reading, named beside the store (daemon/core_marker.h), and what
-    /// the previous run left there: a core not to read again until it changes.
+    /// The core the worker is reading, named beside the store (daemon/core_marker.h), and the
+    /// cores that killed earlier runs (read at start): not read again once they killed two.
     std::shared_ptr<CoreReadMarker> core_marker;
-    std::optional<MarkedCore> core_leftover;
+    std::vector<MarkedCore> core_killers;
     /// Control servers replaced by a reload: kept (closed) until exit, because handlers of
     /// their connections may still be queued and refer to them.
     std::vector<std::unique_ptr<ControlServer>> retired_control;

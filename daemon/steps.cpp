@@ -80,10 +80,7 @@ StepResult openSourcesStep(State& s) {
         j->unwindOn([&s](WorkerJob job) {
             if (s.worker) s.worker->submit(std::move(job));
         });
-        j->guardReads(s.core_marker,
-                      s.core_leftover && std::holds_alternative<MarkedPendingCore>(*s.core_leftover)
-                          ? std::optional(std::get<MarkedPendingCore>(*s.core_leftover))
-                          : std::nullopt);
+        j->guardReads(s.core_marker, s.core_killers);
         if (auto r = j->open(); !r) {
             logLine(3, fmt::format("journal source off: {}", r.error().message));
         } else {
@@ -108,10 +105,7 @@ StepResult openSourcesStep(State& s) {
             c.core_dirs, crash, std::chrono::milliseconds(c.poll_ms), [&s](WorkerJob job) {
                 if (s.worker) s.worker->submit(std::move(job));
             });
-        d->guardReads(s.core_marker,
-                      s.core_leftover && std::holds_alternative<MarkedCoreFile>(*s.core_leftover)
-                          ? std::optional(std::get<MarkedCoreFile>(*s.core_leftover))
-                          : std::nullopt);
+        d->guardReads(s.core_marker, s.core_killers);
         s.sources.push_back(std::move(d));
     }
     if (!c.alloc_dir.empty()) {
@@ -158,22 +152,19 @@ StepResult startWorkerStep(State& s) {
     std::string marker = s.cfg.store_path + ".reading-core";
     if (!s.core_marker || s.core_marker->file() != marker) {
         s.core_marker = std::make_shared<CoreReadMarker>(marker);
-        s.core_leftover = s.core_marker->takeLeftover();
-        if (s.core_leftover) {
-            bool file = std::holds_alternative<MarkedCoreFile>(*s.core_leftover);
-            int attempt = file ? std::get<MarkedCoreFile>(*s.core_leftover).attempt
-                               : std::get<MarkedPendingCore>(*s.core_leftover).attempt;
-            logLine(
-                attempt >= kMaxCoreReadAttempts ? 3 : 4,
-                fmt::format("gpufaultd stopped while reading {} (a crash, kill -9 or the OOM "
-                            "killer; {} of {} runs): {}",
-                            file ? std::get<MarkedCoreFile>(*s.core_leftover).path
-                                 : fmt::format("the core of queued journal entry {}",
-                                               std::get<MarkedPendingCore>(*s.core_leftover).id),
-                            attempt,
-                            kMaxCoreReadAttempts,
-                            attempt >= kMaxCoreReadAttempts ? "not read again until it changes"
-                                                            : "read once more"));
+        s.core_killers = s.core_marker->takeKillers();
+        for (const auto& k : s.core_killers) {
+            const auto* f = std::get_if<MarkedCoreFile>(&k);
+            int deaths = f ? f->deaths : std::get<MarkedPendingCore>(k).deaths;
+            logLine(deaths >= kMaxCoreReadAttempts ? 3 : 4,
+                    fmt::format("gpufaultd died while reading {} ({} of {} runs): {}",
+                                f ? f->path
+                                  : fmt::format("the core of queued journal entry {}",
+                                                std::get<MarkedPendingCore>(k).id),
+                                deaths,
+                                kMaxCoreReadAttempts,
+                                deaths >= kMaxCoreReadAttempts ? "not read again until it changes"
+                                                               : "read once more"));
         }
     }
     return StepResult::ok();

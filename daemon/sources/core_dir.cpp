@@ -79,13 +79,13 @@ void CoreDirSource::scan() {
             // whatever happens to it: a bad file is not retried until it changes.
             if (pending_.contains(key) && wall.tv_sec - st.st_mtim.tv_sec >= 2) {
                 seen_.insert(key);
-                if (died_ && sameCoreFile(*died_, path) && died_->attempt >= kMaxCoreReadAttempts) {
+                if (int deaths = deathsOf(killers_, path); deaths >= kMaxCoreReadAttempts) {
                     logLine(3,
-                            fmt::format("core not read: {}: gpufaultd stopped while reading it "
-                                        "{} times; not read again until it changes (`gpufault "
+                            fmt::format("core not read: {}: gpufaultd died while reading it {} "
+                                        "times; not read again until it changes (`gpufault "
                                         "ingest` reads it by hand)",
                                         path,
-                                        died_->attempt));
+                                        deaths));
                     std::lock_guard lk(counters_->mu);
                     ++counters_->killed;
                     continue;
@@ -112,10 +112,9 @@ void CoreDirSource::scan() {
         // unwinding holds no lock on the store).
         auto opt = opt_;
         opt.read.follow_links = false;  // a file swapped for a link since the scan: refused
-        int attempt = died_ && sameCoreFile(*died_, path) ? died_->attempt + 1 : 1;
-        submit_([path, what, dir, opt, counters = counters_, marker = marker_, attempt](
+        submit_([path, what, dir, opt, counters = counters_, marker = marker_](
                     Store& store, const std::function<bool()>&) -> bool {
-            if (marker) marker->begin(path, attempt);
+            if (marker) marker->begin(path);
             testPause("core-read");  // tests: kill the daemon while it reads a core
             db::Result<CoreIngestSummary> r = std::unexpected(db::Error{"not a core"});
             switch (what) {

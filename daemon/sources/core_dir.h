@@ -38,12 +38,12 @@ class CoreDirSource final : public Source {
                   std::chrono::milliseconds interval,
                   std::function<void(WorkerJob)> submit);
 
-    /// Each core is named in `marker` while it is read (nullptr: not). `died`, the core the
-    /// previous run died reading: read once more while unchanged, or skipped (logged, counted
-    /// in status) when kMaxCoreReadAttempts runs died on it.
-    void guardReads(std::shared_ptr<CoreReadMarker> marker, std::optional<MarkedCoreFile> died) {
+    /// Each core is named in `marker` while it is read (nullptr: not). `killers`: the cores
+    /// that killed earlier runs; one that killed kMaxCoreReadAttempts runs is skipped while
+    /// unchanged (logged, counted in status).
+    void guardReads(std::shared_ptr<CoreReadMarker> marker, std::vector<MarkedCore> killers) {
         marker_ = std::move(marker);
-        died_ = std::move(died);
+        killers_ = std::move(killers);
     }
 
     db::Result<bool> poll(Txn& txn) override;
@@ -78,7 +78,7 @@ class CoreDirSource final : public Source {
     std::set<std::pair<std::string, FileState>> seen_, pending_;
     std::shared_ptr<Counters> counters_;
     std::shared_ptr<CoreReadMarker> marker_;
-    std::optional<MarkedCoreFile> died_;
+    std::vector<MarkedCore> killers_;
 };
 
 }  // namespace gpufault::daemon

@@ -306,7 +306,8 @@ void JournalSource::committed() {
     coresUncommitted_ = 0;
     if (stream_) stream_->committed();
     for (auto& p : queued_)
-        submit_(unwindJournalCore(std::move(p), "journal:" + name(), crash_, marker_, died_));
+        submit_(unwindJournalCore(
+            p, "journal:" + name(), crash_, marker_, deathsOfPending(killers_, p.id)));
     queued_.clear();
 }
 

@@ -64,12 +64,12 @@ class JournalSource final : public Source {
     /// handed over once that is committed; entries still queued from an earlier run are handed
     /// over when the source starts. Without it they are unwound on the loop, in its transaction.
     void unwindOn(std::function<void(WorkerJob)> submit) { submit_ = std::move(submit); }
-    /// Each queued core is named in `marker` while a job reads it. `died`, the queued entry
-    /// whose core the previous run died reading: read once more, or dropped from the queue
-    /// unread (logged) when kMaxCoreReadAttempts runs died on it.
-    void guardReads(std::shared_ptr<CoreReadMarker> marker, std::optional<MarkedPendingCore> died) {
+    /// Each queued core is named in `marker` while a job reads it. `killers`: the cores that
+    /// killed earlier runs; a queued one that killed kMaxCoreReadAttempts runs is dropped from
+    /// the queue unread (logged).
+    void guardReads(std::shared_ptr<CoreReadMarker> marker, std::vector<MarkedCore> killers) {
         marker_ = std::move(marker);
-        died_ = died;
+        killers_ = std::move(killers);
     }
 
   private:
@@ -101,7 +101,7 @@ class JournalSource final : public Source {
     uint64_t coresUncommitted_ = 0;
     std::function<void(WorkerJob)> submit_;
     std::shared_ptr<CoreReadMarker> marker_;
-    std::optional<MarkedPendingCore> died_;
+    std::vector<MarkedCore> killers_;
     std::vector<PendingCore> queued_;  ///< queued in the open transaction, handed over at commit
 };
 
@@ -115,13 +115,12 @@ JournalCore journalCoreHere(sd_journal* j, const UnpackLimits& limits);
 /// transaction of its own, then removes `p` from the queue. A core stored before (a kill after
 /// the store and before the removal, or queued twice) is left as it is; a store error leaves
 /// `p` queued for the next start. True when records were stored.
-/// `marker` (may be null) names `p` while it is read; when `p` is `died` (previous runs died
-/// reading it) it is read once more, or removed from the queue unread (with a log line) once
-/// kMaxCoreReadAttempts runs died on it.
+/// `marker` (may be null) names `p` while it is read; `deaths`, the runs that died reading it:
+/// at kMaxCoreReadAttempts it is removed from the queue unread, with a log line.
 WorkerJob unwindJournalCore(PendingCore p,
                             std::string where,
                             CrashOptions opt,
                             std::shared_ptr<CoreReadMarker> marker = nullptr,
-                            std::optional<MarkedPendingCore> died = std::nullopt);
+                            int deaths = 0);
 
 }  // namespace gpufault::daemon

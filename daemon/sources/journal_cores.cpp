@@ -77,13 +77,12 @@ WorkerJob unwindJournalCore(PendingCore p,
                             std::string where,
                             CrashOptions opt,
                             std::shared_ptr<CoreReadMarker> marker,
-                            std::optional<MarkedPendingCore> died) {
-    int attempt = died && died->id == p.id ? died->attempt + 1 : 1;
+                            int deaths) {
     return [p = std::move(p),
             where = std::move(where),
             opt = std::move(opt),
             marker = std::move(marker),
-            attempt](Store& store, const std::function<bool()>&) -> bool {
+            deaths](Store& store, const std::function<bool()>&) -> bool {
         auto still = store.hasPendingCore(p.id);
         if (!still || !*still) return false;  // done meanwhile (queued twice: a reload)
         auto dropQueued = [&] {
@@ -98,17 +97,17 @@ WorkerJob unwindJournalCore(PendingCore p,
                                     r.error().message));
             }
         };
-        if (attempt > kMaxCoreReadAttempts) {
+        if (deaths >= kMaxCoreReadAttempts) {
             logLine(3,
-                    fmt::format("queued core {} ({}) not read: gpufaultd stopped while reading it "
-                                "{} times",
+                    fmt::format("queued core {} ({}) not read: gpufaultd died while reading it {} "
+                                "times",
                                 p.id,
                                 p.cursor,
-                                attempt - 1));
+                                deaths));
             dropQueued();
             return false;
         }
-        if (marker) marker->begin(MarkedPendingCore{p.id, attempt});
+        if (marker) marker->begin(MarkedPendingCore{p.id, 0});
         testPause("core-unwind");  // tests: the loop answers meanwhile
         coredump::FieldMap fields;
         auto j = nlohmann::json::parse(p.fields, nullptr, false);
