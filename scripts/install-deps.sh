@@ -6,7 +6,7 @@ pkgs=(
   build-essential cmake pkg-config
   libsqlite3-dev sqlite3 libfmt-dev libcli11-dev nlohmann-json3-dev
   libboost-dev libsystemd-dev libtomlplusplus-dev systemd-journal-remote
-  zlib1g-dev libzstd-dev libxxhash-dev libdw-dev libelf-dev libunwind-dev
+  zlib1g-dev libzstd-dev libxxhash-dev libdw-dev libelf-dev libunwind-dev libiberty-dev
   libgtest-dev libgmock-dev libbenchmark-dev time
   elfutils gdb  # eu-stack and gdb: bench/core_vs_eustack.sh's yardsticks
 )

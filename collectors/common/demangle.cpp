@@ -1,24 +1,42 @@
 #include "collectors/common/demangle.h"
 
-#include <cxxabi.h>
+#include <libiberty/demangle.h>
 
-#include <cstdlib>
+#include <csetjmp>
 
 namespace gpufault {
+
+namespace {
+
+/// What the demangler printed so far, and where to jump once it would pass the cap.
+struct Printed {
+    std::string out;
+    std::jmp_buf too_long;
+};
+
+extern "C" void appendPrinted(const char* s, size_t n, void* opaque) {
+    auto* p = static_cast<Printed*>(opaque);
+    // A name whose back-references nest (`…S0_IS1_S1_E…`) doubles its text at each level:
+    // stop printing (libiberty's callback demangler allocates nothing on the heap, so jumping
+    // out of it leaks nothing).
+    if (p->out.size() + n > kMaxDemangled) std::longjmp(p->too_long, 1);
+    p->out.append(s, n);
+}
+
+}  // namespace
 
 std::string demangle(std::string_view name) {
     if (name.size() < 3 || name.substr(0, 2) != "_Z" || name.size() > 4096)
         return std::string(name);
     std::string mangled(name);
-    int status = 0;
-    char* out = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-    if (status != 0 || !out) {
-        std::free(out);
+    Printed p;
+    if (setjmp(p.too_long) != 0) return mangled;  // longer than kMaxDemangled
+    // The flags __cxa_demangle passes: the same text.
+    if (cplus_demangle_v3_callback(mangled.c_str(), DMGL_PARAMS | DMGL_TYPES, appendPrinted, &p) ==
+            0 ||
+        p.out.empty())
         return mangled;
-    }
-    std::string r(out);
-    std::free(out);
-    return r;
+    return p.out;
 }
 
 std::string shortKernelName(std::string_view name, size_t max) {

@@ -143,6 +143,10 @@ TEST(Text, NormalizePci) {
 
 }  // namespace gpufault::text
 
+#include <cxxabi.h>
+
+#include <cstdlib>
+
 #include "collectors/common/demangle.h"
 
 namespace gpufault {
@@ -160,6 +164,38 @@ TEST(Demangle, HipKernelNames) {
     EXPECT_EQ(demangle("_Zgarbage"), "_Zgarbage");
     EXPECT_EQ(shortKernelName("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0_APM1", 20),
               "Cijk_Ailk_Bljk_HH...");
+}
+
+/// `_Z1fI1A1BIS_S_ES0_IS1_S1_E…EvT_`: template arguments that each name the ones before them
+/// twice (a back-reference nest); each level doubles the demangled text.
+std::string backReferenceNest(int levels) {
+    auto b36 = [](int n) {  // 1 → "1", 10 → "A", 36 → "10"
+        std::string d;
+        for (; n > 0; n /= 36) d.insert(d.begin(), "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[n % 36]);
+        return d;
+    };
+    std::string m = "_Z1fI1A1BIS_S_E";
+    for (int i = 1; i < levels; ++i) m += "S0_IS" + b36(i) + "_S" + b36(i) + "_E";
+    return m + "EvT_";
+}
+
+// Hostile review 152, HIGH: a 573-byte name of this kind demangled to 654 MB in 16 s (a log's
+// ShaderName, a CUDA core's kernel). The text is capped at kMaxDemangled: past it, the mangled
+// name is kept, at once. Under it, the text is __cxa_demangle's.
+TEST(Demangle, ABackReferenceNestStopsAtTheCap) {
+    for (int levels : {3, 16}) {
+        const auto name = backReferenceNest(levels);
+        int status = 0;
+        char* libstdcxx = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+        ASSERT_EQ(status, 0);
+        EXPECT_EQ(demangle(name), libstdcxx);
+        std::free(libstdcxx);
+    }
+    EXPECT_EQ(demangle(backReferenceNest(16)).size(), 6579u);
+    const auto bomb = backReferenceNest(48);
+    EXPECT_EQ(bomb.size(), 560u);
+    EXPECT_EQ(demangle(bomb), bomb);
+    EXPECT_EQ(shortKernelName(bomb, 20), bomb.substr(0, 17) + "...");
 }
 
 }  // namespace gpufault
