@@ -53,6 +53,7 @@ TempFile::TempFile(TempFile&& o) noexcept
       checked_(o.checked_),
       cut_(o.cut_),
       past_end_(o.past_end_),
+      bad_headers_(o.bad_headers_),
       ended_at_(o.ended_at_),
       end_(o.end_),
       end_retry_at_(o.end_retry_at_) {
@@ -139,10 +140,18 @@ void TempFile::findEnd() {
         size_);
     end_ = x.end;
     end_retry_at_ = x.retry_at;
+    // Headers there but no end from them (a bad entry size, a table or segment that overflows),
+    // or the program header count in a section header 0 past the cap: readCoreLayout()
+    // refuses such a core, so nothing more is decompressed (hostile review 152: it went on to
+    // the cap, 16 GiB by default). A section table past the cap (gdb's gcore writes it last)
+    // is a core cut at the cap, read from its notes.
+    bad_headers_ =
+        !end_ && (end_retry_at_ == UINT64_MAX || (x.needs_section_header0 && end_retry_at_ > cap_));
 }
 
 db::Result<bool> TempFile::append(std::string_view b) {
     while (!b.empty()) {
+        if (bad_headers_) return false;
         uint64_t limit = std::min(cap_, end_.value_or(UINT64_MAX));
         uint64_t room = limit - std::min(limit, size_);
         if (room == 0) {  // past the core's end, or the cap: the rest is not decompressed

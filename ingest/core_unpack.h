@@ -52,7 +52,9 @@ class TempFile {
     bool pastEnd() const { return past_end_; }
     /// write()s what fits of `b`: up to the cap, and up to the core's end once its headers
     /// state it (looked for as they arrive). False when the rest was not written: cut() or
-    /// pastEnd() says which; the caller stops decompressing. Errors are write()'s.
+    /// pastEnd() says which, or neither when the headers state no end (bad entry sizes, tables
+    /// that overflow: the core reader refuses them); the caller stops decompressing. Errors
+    /// are write()'s.
     db::Result<bool> append(std::string_view b);
 
   private:
@@ -64,6 +66,7 @@ class TempFile {
     bool checked_ = false;
     bool cut_ = false;
     bool past_end_ = false;
+    bool bad_headers_ = false;  ///< headers written that state no end: stop, the reader refuses
     std::optional<uint64_t> ended_at_;
     std::optional<uint64_t> end_;  ///< coreExtent()'s end, once the headers are written
     uint64_t end_retry_at_ = 64;   ///< the size at which to look for it again

@@ -287,6 +287,7 @@ CoreExtent coreExtent(const ReadAt& read, uint64_t available) {
                 raw->shstrndx == kShnXindex;
     if (xnum && (raw->shoff > UINT64_MAX - 64 || raw->shoff + 64 > available)) {
         if (raw->shoff <= UINT64_MAX - 64) x.retry_at = raw->shoff + 64;
+        x.needs_section_header0 = true;  // readElfHead() reads it for any of the three
         return x;
     }
     auto h = readElfHead(read, available);
@@ -319,7 +320,7 @@ CoreExtent coreExtent(const ReadAt& read, uint64_t available) {
         uint32_t type = *le<uint32_t>(s, 4);
         uint64_t off = *le<uint64_t>(s, 24), size = *le<uint64_t>(s, 32);
         if (type == kShtNull || type == kShtNobits) continue;
-        if (off > UINT64_MAX - size) return x;
+        if (off > UINT64_MAX - size) continue;  // readCoreLayout() judges such a section
         end = std::max(end, off + size);
     }
     x.end = end;

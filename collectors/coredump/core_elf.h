@@ -163,6 +163,9 @@ Result<ElfHead> readElfHead(const ReadAt& read, uint64_t file_size);
 struct CoreExtent {
     std::optional<uint64_t> end;
     uint64_t retry_at = UINT64_MAX;
+    /// `retry_at` waits for section header 0, which holds a count or the names' index
+    /// (extended numbering): a file cut before it cannot be read at all.
+    bool needs_section_header0 = false;
 };
 CoreExtent coreExtent(const ReadAt& read, uint64_t available);
 

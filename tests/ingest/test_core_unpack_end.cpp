@@ -114,6 +114,26 @@ TEST(CoreUnpackEnd, AnInflatedCoreDumpStopsAtTheCoresEnd) {
     EXPECT_EQ(readFile(f->path()), core);
 }
 
+// Hostile review 152, MED: headers that state no end (a bad e_phentsize, section header 0 at
+// 1 TiB with e_shstrndx SHN_XINDEX) let the bomb behind them decompress to the cap (4 GiB in
+// 27 s for a 155 KB file). The core reader refuses such headers: nothing past them is written.
+TEST(CoreUnpackEnd, HeadersThatStateNoEndStopTheDecompression) {
+    TempDir t;
+    const std::string core = readFile(kCore);
+    std::string badEntry = core, farTable = core;
+    put(badEntry, 54, 57, 2);          // e_phentsize 57
+    put(farTable, 40, 1ull << 40, 8);  // e_shoff 1 TiB
+    put(farTable, 62, 0xffff, 2);      // e_shstrndx SHN_XINDEX: section header 0 is needed
+    for (const auto& bad : {badEntry, farTable}) {
+        writeFile(t.file("core.zst"), zstdCompress(bad + std::string(64u << 20, '\x01')));
+        auto f = unzstdToTemp(t.file("core.zst"), limitsIn(t));
+        ASSERT_TRUE(f) << f.error().message;
+        EXPECT_EQ(f->size(), 64u);  // the ELF header, where the decompression stopped
+        EXPECT_FALSE(f->cut());
+        EXPECT_FALSE(f->pastEnd());
+    }
+}
+
 TEST(CoreUnpackEnd, TheEndOfACoreWithExtendedNumberingIncludesItsSectionHeader) {
     const std::string x = withExtendedNumbering(readFile(kCore));
     ASSERT_EQ(x.size(), 462848u + 64);
