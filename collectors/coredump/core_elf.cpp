@@ -54,8 +54,14 @@ Result<ElfHead> parseHead(std::string_view h) {
     e.phnum = *le<uint16_t>(h, 56);
     e.shnum = *le<uint16_t>(h, 60);
     e.shstrndx = *le<uint16_t>(h, 62);
-    if (*le<uint16_t>(h, 54) != 56 && e.phnum) return std::unexpected(Error{"bad e_phentsize"});
-    if (*le<uint16_t>(h, 58) != 64 && e.shnum) return std::unexpected(Error{"bad e_shentsize"});
+    if (*le<uint16_t>(h, 54) != 56 && e.phnum)
+        return std::unexpected(Error{fmt::format(
+            "bad e_phentsize {} at offset 54 (ELF64 program headers are 56 bytes)",
+            *le<uint16_t>(h, 54))});
+    if (*le<uint16_t>(h, 58) != 64 && e.shnum)
+        return std::unexpected(Error{fmt::format(
+            "bad e_shentsize {} at offset 58 (ELF64 section headers are 64 bytes)",
+            *le<uint16_t>(h, 58))});
     return e;
 }
 
@@ -239,8 +245,12 @@ Result<void> forEachPhdr(
             auto p = std::string_view(*ph).substr(i * 56, 56);
             uint64_t off = *le<uint64_t>(p, 8), filesz = *le<uint64_t>(p, 32);
             if (off > UINT64_MAX - filesz)
-                return std::unexpected(
-                    Error{fmt::format("program header {} overflows", first + i)});
+                return std::unexpected(Error{fmt::format(
+                    "program header {} at offset {:#x} overflows: p_offset {:#x} + p_filesz {:#x}",
+                    first + i,
+                    h.phoff + (first + i) * 56,
+                    off,
+                    filesz)});
             if (auto r = each(static_cast<uint32_t>(first + i), *le<uint32_t>(p, 0), off, filesz);
                 !r)
                 return r;
@@ -265,9 +275,10 @@ Result<ElfHead> readElfHead(const ReadAt& read, uint64_t file_size) {
         uint64_t n = *le<uint64_t>(*sh0, 32);
         if (n > UINT32_MAX)
             return std::unexpected(
-                Error{fmt::format("section count {} (sh_size of section 0) "
+                Error{fmt::format("section count {} (sh_size of section 0, at offset {:#x}) "
                                   "is no count",
-                                  n)});
+                                  n,
+                                  head->shoff + 32)});
         head->shnum = static_cast<uint32_t>(n);
     }
     if (xstr) head->shstrndx = *le<uint32_t>(*sh0, 40);
