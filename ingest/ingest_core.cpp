@@ -17,6 +17,7 @@
 #include "collectors/common/demangle.h"
 #include "ingest/core_fingerprint.h"
 #include "schema/core_queries.h"
+#include "schema/diagnosis_queries.h"
 
 namespace gpufault {
 
@@ -167,6 +168,15 @@ CoreRecord coreRecord(const coredump::CoreReport& r) {
     return c;
 }
 
+namespace {
+std::vector<std::string> mappedPaths(const std::vector<coredump::MappedFile>& files) {
+    std::vector<std::string> out;
+    out.reserve(files.size());
+    for (const auto& f : files) out.push_back(f.path);
+    return out;
+}
+}  // namespace
+
 bool crashTopsDisagree(const std::vector<coredump::Frame>& a,
                        const std::vector<coredump::Frame>& b) {
     for (size_t i = 0; i < 3 && i < a.size() && i < b.size(); ++i) {
@@ -187,11 +197,29 @@ db::Result<std::optional<EntryCrashCandidate>> findCoreOfCrash(
     const std::string& process,
     int64_t time,
     const std::vector<coredump::Frame>& frames,
-    bool with_file) {
+    bool with_file,
+    const std::optional<std::string>& exe,
+    const std::vector<std::string>& mapped) {
+    // The entry's executable is one of the core's files (hostile review 152, LOW 1: an entry of
+    // /usr/bin/other joined a core of crashmain of the same pid and command).
+    auto exeMapped = [](const std::optional<std::string>& e, const std::vector<std::string>& m) {
+        if (!e || e->empty() || m.empty()) return true;  // nothing to compare
+        auto name = std::filesystem::path(*e).filename();
+        return std::any_of(m.begin(), m.end(), [&](const auto& p) {
+            return std::filesystem::path(p).filename() == name;
+        });
+    };
     auto cands = queryCoresOfEntryCrash(d, pid, signal, process, with_file);
     if (!cands) return std::unexpected(cands.error());
     for (const auto& c : *cands) {
         if (c.time < time - kSameCrashWindow || c.time > time + kSameCrashWindow) continue;
+        if (with_file) {
+            auto files = queryCoreFilePaths(d, c.id);
+            if (!files) return std::unexpected(files.error());
+            if (!exeMapped(exe, *files)) continue;
+        } else if (!exeMapped(c.exe, mapped)) {
+            continue;
+        }
         auto threads = queryCoreThreads(d, c.id, false);
         if (!threads) return std::unexpected(threads.error());
         if (!threads->empty() && crashTopsDisagree(threads->front().frames, frames)) continue;
@@ -322,7 +350,9 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
                                      n.comm,
                                      st.st_mtim.tv_sec,
                                      crashed ? crashed->frames : kNone,
-                                     false);
+                                     false,
+                                     std::nullopt,
+                                     mappedPaths(n.files));
         if (!entry) return fail(entry.error().message);
         if (*entry)
             prov.takes_over = PrefixCore{

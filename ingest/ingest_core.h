@@ -79,9 +79,11 @@ bool crashTopsDisagree(const std::vector<coredump::Frame>& a,
                        const std::vector<coredump::Frame>& b);
 
 /// The stored core of the crash of `pid`, `signal` and `process` (queryCoresOfEntryCrash(),
-/// `with_file` as there) whose time is within kSameCrashWindow of `time` (UTC s) and whose
-/// crashing thread's top frames do not disagree with `frames`; nullopt when none. Two crashes
-/// of one pid and command at one time are one crash; a copied core (its mtime the copy's) is
+/// `with_file` as there) whose time is within kSameCrashWindow of `time` (UTC s), whose
+/// crashing thread's top frames do not disagree with `frames`, and whose executable agrees:
+/// an entry's executable (`exe`, or the stored entry's) is among the files the core maps
+/// (`mapped`, or the stored core's), by file name. Nullopt when none. Two crashes of one pid,
+/// command and executable at one time are one crash; a copied core (its mtime the copy's) is
 /// not matched, rather than risk making two crashes one.
 db::Result<std::optional<EntryCrashCandidate>> findCoreOfCrash(
     db::Db& d,
@@ -90,7 +92,9 @@ db::Result<std::optional<EntryCrashCandidate>> findCoreOfCrash(
     const std::string& process,
     int64_t time,
     const std::vector<coredump::Frame>& frames,
-    bool with_file);
+    bool with_file,
+    const std::optional<std::string>& exe,
+    const std::vector<std::string>& mapped);
 
 /// The `coredump` record of a CUDA GPU core (pure): the pid and time of its file name, the
 /// grids it holds (the first 8 named in its text, then how many more), and the first warp a CUDA

@@ -138,7 +138,9 @@ db::Result<CoreIngestSummary> storeEntryOnly(Store& store,
                                     e.comm,
                                     static_cast<int64_t>(*e.timestamp_us / 1000000),
                                     t ? t->frames : kNone,
-                                    true);
+                                    true,
+                                    e.exe.empty() ? std::nullopt : std::optional(e.exe),
+                                    {});
         if (!file) return std::unexpected(file.error());
         if (*file) {
             CoreIngestSummary s;

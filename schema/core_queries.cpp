@@ -202,7 +202,7 @@ db::Result<std::vector<CrashCandidate>> queryCoresOfCrash(db::Db& d,
 db::Result<std::vector<EntryCrashCandidate>> queryCoresOfEntryCrash(
     db::Db& d, int64_t pid, int64_t signal, const std::string& process, bool with_file) {
     auto st = d.prepare(
-        "SELECT c.id, c.source_id, c.path, c.origin, c.time FROM sources s JOIN cores c ON "
+        "SELECT c.id, c.source_id, c.path, c.origin, c.time, c.exe FROM sources s JOIN cores c ON "
         "c.source_id = s.id WHERE s.complete = 1 AND c.kind = 'cpu' AND c.pid = ?1 AND c.signal "
         "= ?2 AND c.process = ?3 AND (CASE WHEN ?4 THEN c.content_fingerprint IS NOT NULL ELSE "
         "c.content_fingerprint IS NULL AND c.origin IN ('systemd-coredump', 'systemd-coredump "
@@ -214,8 +214,8 @@ db::Result<std::vector<EntryCrashCandidate>> queryCoresOfEntryCrash(
         auto row = st->step();
         if (!row) return std::unexpected(row.error());
         if (!*row) break;
-        out.push_back(
-            EntryCrashCandidate{st->i64(0), st->i64(1), st->str(2), st->str(3), st->i64(4)});
+        out.push_back(EntryCrashCandidate{
+            st->i64(0), st->i64(1), st->str(2), st->str(3), st->i64(4), st->optStr(5)});
     }
     return out;
 }

@@ -79,7 +79,8 @@ db::Result<std::vector<CrashCandidate>> queryCoresOfCrash(db::Db& d,
 struct EntryCrashCandidate {
     int64_t id = 0, source_id = 0;
     std::string path, origin;
-    int64_t time = 0;  ///< UTC seconds
+    int64_t time = 0;                ///< UTC seconds
+    std::optional<std::string> exe;  ///< the executable's path, when stored
 };
 /// CPU cores whose pid is `pid`, signal `signal` and command `process` (≤ 15 characters, as
 /// COREDUMP_COMM and a core's NT_PRPSINFO keep it), oldest first: `with_file` true, those read

@@ -788,16 +788,18 @@ TEST(CrashSources, AReportsHeadGivesWayWhenItsCoreIsStoredFromAnotherFile) {
 
 /// A systemd-coredump export entry of the fixture's crash (crashmain[14046], SIGSEGV at
 /// 1764491498 s) whose core was not kept: `message` (its MESSAGE, with a stack or not) only.
-std::string notKeptEntry(const std::string& message) {
-    return exportEntry({{"__CURSOR", "s=1"},
-                        {"_BOOT_ID", kBoot},
-                        {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
-                        {"COREDUMP_PID", "14046"},
-                        {"COREDUMP_UID", "0"},
-                        {"COREDUMP_SIGNAL", "11"},
-                        {"COREDUMP_TIMESTAMP", "1764491498000000"},
-                        {"COREDUMP_COMM", "crashmain"}},
-                       message);
+std::string notKeptEntry(const std::string& message, const std::string& exe = "") {
+    std::vector<std::pair<std::string, std::string>> fields{
+        {"__CURSOR", "s=1"},
+        {"_BOOT_ID", kBoot},
+        {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+        {"COREDUMP_PID", "14046"},
+        {"COREDUMP_UID", "0"},
+        {"COREDUMP_SIGNAL", "11"},
+        {"COREDUMP_TIMESTAMP", "1764491498000000"},
+        {"COREDUMP_COMM", "crashmain"}};
+    if (!exe.empty()) fields.emplace_back("COREDUMP_EXE", exe);
+    return exportEntry(fields, message);
 }
 
 // Hostile review 151, MED 3 (and 148's gap): a systemd-coredump entry whose core was not kept
@@ -853,15 +855,22 @@ TEST(CrashSources, ACoreNotKeptAndItsRawCoreAreOneCoreInEitherOrder) {
         }
 }
 
-TEST(CrashSources, ACoreNotKeptIsNotAnotherTimesOrAnotherStacksCore) {
-    for (int other : {0, 1}) {  // 0: written a day later; 1: another top frame
-        SCOPED_TRACE(other ? "another top frame" : "a day later");
+TEST(CrashSources, ACoreNotKeptIsNotTheCoreOfAnotherTimeStackOrExecutable) {
+    // 0: written a day later; 1: another top frame; 2: another executable (hostile review
+    // 152, LOW 1: an entry of /usr/bin/other without a stack joined crashmain's core).
+    for (int other : {0, 1, 2}) {
+        SCOPED_TRACE(other == 0 ? "a day later" : other == 1 ? "another top frame" : "another exe");
         TempDir t;
-        std::string message =
-            "Process 14046 (crashmain) of user 0 dumped core.\n\nStack trace of thread 14046:\n" +
-            std::string(other ? "#0  0x00007f5eb5479170 n/a (libcrashlib.so + 0x1170)\n"
-                              : "#0  0x00007f5eb547916e n/a (libcrashlib.so + 0x116e)\n");
-        writeFile(t.file("j.export"), notKeptEntry(message));
+        std::string message = "Process 14046 (crashmain) of user 0 dumped core.\n";
+        if (other == 0)
+            message +=
+                "\nStack trace of thread 14046:\n#0  0x00007f5eb547916e n/a "
+                "(libcrashlib.so + 0x116e)\n";
+        if (other == 1)
+            message +=
+                "\nStack trace of thread 14046:\n#0  0x00007f5eb5479170 n/a "
+                "(libcrashlib.so + 0x1170)\n";
+        writeFile(t.file("j.export"), notKeptEntry(message, other == 2 ? "/usr/bin/other" : ""));
         std::string raw = t.file("core.14046");
         writeFile(raw, readFile(kDir + "core"));
         struct timespec when[2] = {{0, UTIME_OMIT}, {1764491498 + (other ? 30 : 86400), 0}};
@@ -869,6 +878,12 @@ TEST(CrashSources, ACoreNotKeptIsNotAnotherTimesOrAnotherStacksCore) {
         ASSERT_EQ(run(ingest(t, {t.file("j.export")})).status, 0);
         ASSERT_EQ(run(ingest(t, {raw})).status, 0);
         EXPECT_EQ(jsonLines(t, "cores").size(), 2u);
+        // The other order too.
+        TempDir u;
+        writeFile(u.file("j.export"), readFile(t.file("j.export")));
+        ASSERT_EQ(run(ingest(u, {raw})).status, 0);
+        ASSERT_EQ(run(ingest(u, {u.file("j.export")})).status, 0);
+        EXPECT_EQ(jsonLines(u, "cores").size(), 2u);
     }
 }
 
