@@ -1,12 +1,13 @@
 #include "daemon/sources/file_tail.h"
 
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <fmt/format.h>
+#include <fnmatch.h>
 #include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -113,6 +114,14 @@ void FileTail::excludeOwn(std::vector<std::string> paths) {
 
 bool FileTail::isOwn(const std::string& path) const {
     if (own_.empty()) return false;
+    // Only a file named like one of them may be one: resolving the path (a readlink and an
+    // lstat per directory) for every file a scan sees took half of an idle daemon's CPU with
+    // 20 000 files matched (hostile review 144, LOW 5).
+    auto name = std::string_view(path).substr(path.rfind('/') + 1);
+    if (std::none_of(own_.begin(), own_.end(), [&](const std::string& o) {
+            return name.starts_with(std::string_view(o).substr(o.rfind('/') + 1));
+        }))
+        return false;
     std::string r = resolvedPath(path);
     for (const auto& o : own_) {
         if (!r.starts_with(o)) continue;
