@@ -72,7 +72,6 @@ class TempFile {
     uint64_t end_retry_at_ = 64;   ///< the size at which to look for it again
     void findEnd();
     friend db::Result<TempFile> unzstdToTemp(const std::string&, const UnpackLimits&);
-    friend class InflateToTemp;
 };
 
 /// The compression a file's first bytes show: "zstd", "gzip", "xz", "lz4", "bzip2", or "".

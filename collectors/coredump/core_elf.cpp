@@ -224,7 +224,8 @@ constexpr uint32_t kPnXnum = 0xffff, kShnXindex = 0xffff;
 constexpr uint64_t kPhdrChunk = 4096;
 
 /// Calls `each(index, type, offset, filesz)` for every program header of `h`, read in chunks;
-/// an error when the table lies outside the first `size` bytes.
+/// an error when the table lies outside the first `size` bytes or a PT_LOAD/PT_NOTE segment's
+/// offset + size overflows.
 Result<void> forEachPhdr(
     const ReadAt& read,
     uint64_t size,
@@ -243,17 +244,17 @@ Result<void> forEachPhdr(
         if (!ph) return std::unexpected(ph.error());
         for (uint64_t i = 0; i < n; ++i) {
             auto p = std::string_view(*ph).substr(i * 56, 56);
+            uint32_t type = *le<uint32_t>(p, 0);
             uint64_t off = *le<uint64_t>(p, 8), filesz = *le<uint64_t>(p, 32);
-            if (off > UINT64_MAX - filesz)
+            // Only segments with file bytes a reader uses (the kernel writes no others).
+            if ((type == kPtLoad || type == kPtNote) && off > UINT64_MAX - filesz)
                 return std::unexpected(Error{fmt::format(
                     "program header {} at offset {:#x} overflows: p_offset {:#x} + p_filesz {:#x}",
                     first + i,
                     h.phoff + (first + i) * 56,
                     off,
                     filesz)});
-            if (auto r = each(static_cast<uint32_t>(first + i), *le<uint32_t>(p, 0), off, filesz);
-                !r)
-                return r;
+            if (auto r = each(static_cast<uint32_t>(first + i), type, off, filesz); !r) return r;
         }
     }
     return {};
@@ -325,14 +326,19 @@ CoreExtent coreExtent(const ReadAt& read, uint64_t available) {
                         return {};
                     });
     if (!segs) return x;
-    for (uint64_t i = 0; h->shoff && i < h->shnum; ++i) {
-        auto s = read(h->shoff + i * 64, 64);
-        if (s.size() != 64) return x;
-        uint32_t type = *le<uint32_t>(s, 4);
-        uint64_t off = *le<uint64_t>(s, 24), size = *le<uint64_t>(s, 32);
-        if (type == kShtNull || type == kShtNobits) continue;
-        if (off > UINT64_MAX - size) continue;  // readCoreLayout() judges such a section
-        end = std::max(end, off + size);
+    // Section headers read kPhdrChunk at a time, as program headers are.
+    for (uint64_t first = 0; h->shoff && first < h->shnum; first += kPhdrChunk) {
+        uint64_t n = std::min<uint64_t>(kPhdrChunk, h->shnum - first);
+        auto sh = read(h->shoff + first * 64, static_cast<size_t>(n * 64));
+        if (sh.size() != n * 64) return x;
+        for (uint64_t i = 0; i < n; ++i) {
+            auto s = std::string_view(sh).substr(i * 64, 64);
+            uint32_t type = *le<uint32_t>(s, 4);
+            uint64_t off = *le<uint64_t>(s, 24), size = *le<uint64_t>(s, 32);
+            if (type == kShtNull || type == kShtNobits) continue;
+            if (off > UINT64_MAX - size) continue;  // readCoreLayout() judges such a section
+            end = std::max(end, off + size);
+        }
     }
     x.end = end;
     return x;

@@ -29,6 +29,23 @@ std::vector<nlohmann::json> jsonLines(const TempDir& t, const std::string& cmd) 
     return parseJsonLines(run({GPUFAULT_BIN, "--db", t.file("db"), cmd, "--json"}).out);
 }
 
+/// The export fields of systemd-coredump's entry of the fixture's crash (crashmain[14046],
+/// SIGSEGV at 1764491498 s, boot kBoot), then `extra` (COREDUMP_EXE, COREDUMP_FILENAME, …).
+std::vector<std::pair<std::string, std::string>> crashmainFields(
+    std::vector<std::pair<std::string, std::string>> extra = {}) {
+    std::vector<std::pair<std::string, std::string>> f{
+        {"__CURSOR", "s=1"},
+        {"_BOOT_ID", kBoot},
+        {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
+        {"COREDUMP_PID", "14046"},
+        {"COREDUMP_UID", "0"},
+        {"COREDUMP_SIGNAL", "11"},
+        {"COREDUMP_TIMESTAMP", "1764491498000000"},
+        {"COREDUMP_COMM", "crashmain"}};
+    f.insert(f.end(), extra.begin(), extra.end());
+    return f;
+}
+
 /// The fixture core compressed with libzstd, as systemd-coredump stores it.
 std::string zstCore(const TempDir& t) {
     auto path = t.file(kZstName);
@@ -88,16 +105,8 @@ TEST(CrashSources, JournalExportEntriesKeptAndNotKept) {
     TempDir t;
     auto zst = zstCore(t);
     std::string exp =
-        exportEntry({{"__CURSOR", "s=1"},
-                     {"_BOOT_ID", kBoot},
-                     {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
-                     {"COREDUMP_PID", "14046"},
-                     {"COREDUMP_UID", "0"},
-                     {"COREDUMP_SIGNAL", "11"},
-                     {"COREDUMP_TIMESTAMP", "1764491498000000"},
-                     {"COREDUMP_COMM", "crashmain"},
-                     {"COREDUMP_EXE", "/tmp/crashfixture/crashmain"},
-                     {"COREDUMP_FILENAME", zst}},
+        exportEntry(crashmainFields({{"COREDUMP_EXE", "/tmp/crashfixture/crashmain"},
+                                     {"COREDUMP_FILENAME", zst}}),
                     "Process 14046 (crashmain) of user 0 dumped core.") +
         exportEntry({{"__CURSOR", "s=9"}, {"_TRANSPORT", "kernel"}}, "unrelated kernel line") +
         exportEntry(notKeptFields(), kNotKeptMessage);
@@ -137,16 +146,7 @@ TEST(CrashSources, CoreStoredInTheJournalEntryIsUnwound) {
     TempDir t;
     auto core = readFile(kDir + "core");
     ASSERT_GT(core.size(), 100000u);
-    std::vector<std::pair<std::string, std::string>> fields{
-        {"__CURSOR", "s=1"},
-        {"_BOOT_ID", kBoot},
-        {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
-        {"COREDUMP_PID", "14046"},
-        {"COREDUMP_UID", "0"},
-        {"COREDUMP_SIGNAL", "11"},
-        {"COREDUMP_TIMESTAMP", "1764491498000000"},
-        {"COREDUMP_COMM", "crashmain"},
-        {"COREDUMP_EXE", "/tmp/crashfixture/crashmain"}};
+    auto fields = crashmainFields({{"COREDUMP_EXE", "/tmp/crashfixture/crashmain"}});
     auto entry = exportEntry(fields, "Process 14046 (crashmain) of user 0 dumped core.");
     // The binary field before the entry's blank line.
     entry.insert(entry.size() - 1, "COREDUMP\n" + le64(core.size()) + core + "\n");
@@ -605,18 +605,9 @@ TEST(CrashSources, AJournalEntryOfAStoredCoreIsStoredOnceInEitherOrder) {
                 TempDir t;
                 // Attested by journald (systemd-coredump's own fields): only such an entry
                 // takes over a core stored from another file.
-                std::vector<std::pair<std::string, std::string>> fields{
-                    {"__CURSOR", "s=1"},
-                    {"_BOOT_ID", kBoot},
-                    {"_UID", "0"},
-                    {"_COMM", "systemd-coredum"},
-                    {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
-                    {"COREDUMP_PID", "14046"},
-                    {"COREDUMP_UID", "0"},
-                    {"COREDUMP_SIGNAL", "11"},
-                    {"COREDUMP_TIMESTAMP", "1764491498000000"},
-                    {"COREDUMP_COMM", "crashmain"},
-                    {"COREDUMP_EXE", "/tmp/crashfixture/crashmain"}};
+                auto fields = crashmainFields({{"_UID", "0"},
+                                               {"_COMM", "systemd-coredum"},
+                                               {"COREDUMP_EXE", "/tmp/crashfixture/crashmain"}});
                 if (!inJournal) fields.emplace_back("COREDUMP_FILENAME", zstCore(t));
                 auto entry =
                     exportEntry(fields, "Process 14046 (crashmain) of user 0 dumped core.");
@@ -789,15 +780,7 @@ TEST(CrashSources, AReportsHeadGivesWayWhenItsCoreIsStoredFromAnotherFile) {
 /// A systemd-coredump export entry of the fixture's crash (crashmain[14046], SIGSEGV at
 /// 1764491498 s) whose core was not kept: `message` (its MESSAGE, with a stack or not) only.
 std::string notKeptEntry(const std::string& message, const std::string& exe = "") {
-    std::vector<std::pair<std::string, std::string>> fields{
-        {"__CURSOR", "s=1"},
-        {"_BOOT_ID", kBoot},
-        {"MESSAGE_ID", "fc2e22bc6ee647b6b90729ab34a250b1"},
-        {"COREDUMP_PID", "14046"},
-        {"COREDUMP_UID", "0"},
-        {"COREDUMP_SIGNAL", "11"},
-        {"COREDUMP_TIMESTAMP", "1764491498000000"},
-        {"COREDUMP_COMM", "crashmain"}};
+    auto fields = crashmainFields();
     if (!exe.empty()) fields.emplace_back("COREDUMP_EXE", exe);
     return exportEntry(fields, message);
 }
