@@ -131,6 +131,29 @@ db::Result<void> Store::migrate() {
             v = done - 1;
             continue;
         }
+        if (v == 0 && freshSchemaVersion() == m.size()) {
+            // An empty database (no schema object yet): the migrations' end state in one
+            // script (freshSchema(): ~6× fewer instructions than running them).
+            auto objects = db_.prepare("SELECT count(*) FROM sqlite_schema");
+            if (!objects) {
+                (void)db_.exec("ROLLBACK");
+                return std::unexpected(objects.error());
+            }
+            auto counted = objects->step();
+            const bool empty = counted && *counted && objects->i64(0) == 0;
+            objects->reset();
+            if (empty) {
+                auto r = db_.exec(freshSchema());
+                if (r) r = db_.exec(fmt::format("PRAGMA user_version={}", m.size()));
+                if (!r) {
+                    (void)db_.exec("ROLLBACK");
+                    return std::unexpected(
+                        db::Error{fmt::format("new store schema: {}", r.error().message)});
+                }
+                if (auto c = db_.exec("COMMIT"); !c) return c;
+                break;
+            }
+        }
         auto r = db_.exec(m[v]);
         if (r) r = db_.exec(fmt::format("PRAGMA user_version={}", v + 1));
         if (!r) {
