@@ -292,14 +292,19 @@ bool ingestOneAllocLog(Store& store, const std::string& f, std::optional<int64_t
                         r->duplicates);
     if (r->after_end > 0)
         extra += fmt::format(", {} after the end of their process (not stored)", r->after_end);
+    // A file that grew since it was ingested: what this read added.
+    std::string lines = counted(static_cast<int64_t>(r->lines), "line");
+    if (r->lines_before > 0 && !r->new_generation)
+        lines = fmt::format("{} after the {} ingested before", lines, r->lines_before);
     printText(stdout,
               "{}: allocation records of pid {}: {}, {} ({} freed{}), {}, {}, {:.2f} s\n",
               f,
               pids.empty()            ? "-"
               : r->pids_without_start ? pids + " (no start record stored)"
                                       : pids,
-              counted(static_cast<int64_t>(r->lines), "line"),
-              counted(static_cast<int64_t>(r->allocations), "allocation"),
+              lines,
+              counted(static_cast<int64_t>(r->allocations - r->allocations_before),
+                      "allocation"),
               r->freed,
               extra,
               counted(static_cast<int64_t>(r->failed), "failed call"),

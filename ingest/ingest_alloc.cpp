@@ -37,11 +37,6 @@ std::string allocFingerprint(std::string_view text) {
     return fmt::format("alloc-{:016x}", h);
 }
 
-/// FNV-1a of the bytes already stored (kept in the source's cursor): a file whose stored
-/// prefix changed was written again.
-std::string prefixHash(std::string_view text) {
-    return cursorText(fnv(kFnvBasis, text), text.size());
-}
 
 }  // namespace
 
@@ -54,77 +49,6 @@ bool isAllocLogFile(const std::string& path) {
 }
 
 namespace {
-
-/// The file's bytes (at most kMaxBytes) and its stat. `nofollow`: a symbolic link is refused.
-struct FileText {
-    std::string text;
-    struct stat st {};
-};
-
-db::Result<FileText> readAllocFile(const std::string& path, bool nofollow) {
-    auto fail = [&](const std::string& m) { return std::unexpected(db::Error{path + ": " + m}); };
-    auto f = RegularFile::open(path, nofollow);
-    if (!f) return fail(f.error().text());
-    auto read = f->read(kMaxBytes);
-    if (!read) {
-        const auto& e = read.error();
-        if (e.why != FileError::Why::TooLarge) return fail(e.text());
-        return fail(fmt::format("allocation records of {} bytes: over the 1 GiB limit", e.size));
-    }
-    return FileText{std::move(*read), f->st()};
-}
-
-/// Stores `text` (the file's bytes, or its whole lines) as the allocations of its source, in
-/// the open transaction. `file_size`: the bytes the file has (a checkpoint up to it, over the
-/// same prefix, is `unchanged` even when `text` stops at the last newline). `log`'s warnings
-/// become those stored (Store::appendAllocations() drops and adds some).
-db::Result<void> storeAllocText(Store& store,
-                                AllocIngestSummary& sum,
-                                const SourceIdentity& id,
-                                std::string_view text,
-                                size_t file_size,
-                                alloclog::Log& log,
-                                std::optional<int64_t> run_id) {
-    auto s = store.source(id);
-    if (!s) return std::unexpected(s.error());
-    sum.source_id = s->id;
-    auto size = static_cast<int64_t>(text.size());
-    auto prefixSame = [&](int64_t upto) {
-        return upto <= static_cast<int64_t>(file_size) && s->cursor &&
-               *s->cursor == prefixHash(std::string_view(text.data(), file_size)
-                                            .substr(0, static_cast<size_t>(upto)));
-    };
-    bool same = !s->cursor || (s->offset <= size && prefixSame(s->offset));
-    if (s->complete && s->offset >= size && (s->offset == size ? same : prefixSame(s->offset))) {
-        sum.unchanged = true;
-        return {};
-    }
-    if (s->offset > size || !same) {
-        // Cut short or written again: a new generation. The rows stored so far stay with
-        // the old source (retired); the file's rows are added beside them.
-        auto kept = store.retireSource(s->id);
-        if (!kept) return std::unexpected(kept.error());
-        sum.new_generation = true;
-        sum.kept_allocations = static_cast<uint64_t>(*kept);
-        sum.old_size = static_cast<uint64_t>(s->offset);
-        s = store.source(id);
-        if (!s) return std::unexpected(s.error());
-        sum.source_id = s->id;
-    }
-    auto n = store.replaceAllocations(s->id, run_id, log);
-    if (!n) return std::unexpected(n.error());
-    sum.duplicates = static_cast<uint64_t>(n->duplicates);
-    sum.after_end = static_cast<uint64_t>(n->after_end);
-    sum.freed = static_cast<uint64_t>(n->frees);  // summarise() adds the file's own pairs
-    log.warnings = std::move(n->warnings);        // what was stored
-    SourceState done = *s;
-    done.offset = size;
-    done.line = static_cast<int64_t>(log.lines);
-    done.max_line = done.line;
-    done.complete = true;
-    done.cursor = prefixHash(text);
-    return store.setPosition(s->id, done, size);
-}
 
 /// The summary's counts and warning texts from what was stored.
 void summarise(AllocIngestSummary& sum, const alloclog::Log& log, size_t size) {
@@ -175,12 +99,13 @@ void onlyPid(alloclog::Log& log, int64_t pid) {
     });
 }
 
-SourceIdentity identityOf(const std::string& path, const FileText& f) {
+/// The source a file is: device, inode and its first line (`first`: the file's first bytes).
+SourceIdentity identityOf(const std::string& path, const struct stat& st, std::string_view first) {
     return SourceIdentity{path,
                           "alloc",
-                          static_cast<int64_t>(f.st.st_dev),
-                          static_cast<int64_t>(f.st.st_ino),
-                          allocFingerprint(f.text)};
+                          static_cast<int64_t>(st.st_dev),
+                          static_cast<int64_t>(st.st_ino),
+                          allocFingerprint(first)};
 }
 
 }  // namespace
@@ -188,34 +113,32 @@ SourceIdentity identityOf(const std::string& path, const FileText& f) {
 db::Result<AllocIngestSummary> ingestAllocLog(Store& store,
                                               const std::string& path,
                                               std::optional<int64_t> run_id) {
-    auto t0 = std::chrono::steady_clock::now();
-    auto f = readAllocFile(path, false);
-    if (!f) return std::unexpected(f.error());
-    AllocIngestSummary sum;
-    sum.path = path;
-    auto log = alloclog::parse(f->text);
+    AllocFollowOptions opt;
+    opt.run_id = run_id;
+    opt.follow_links = true;
+    opt.read_after_end = false;
+    opt.to_end = true;
     // A file named by the shim counts only for the pid its name gives, as gpufaultd stores it:
     // a record claiming another process is refused with a warning (hostile review 16, H3).
     std::optional<uint64_t> pidns;
     if (int64_t pid =
             alloclog::pidOfFileName(std::filesystem::path(path).filename().string(), pidns))
-        onlyPid(log, pid);
-    auto stored = [&]() -> db::Result<void> {
-        if (auto r = store.begin(); !r) return r;
-        if (auto r = storeAllocText(
-                store, sum, identityOf(path, *f), f->text, f->text.size(), log, run_id);
-            !r)
-            return r;
-        return sum.unchanged ? store.rollback() : store.commit();
+        opt.only_pid = pid;
+    AllocFollowState state;
+    auto stored = [&]() -> db::Result<AllocIngestSummary> {
+        if (auto r = store.begin(); !r) return std::unexpected(r.error());
+        auto sum = storeAllocLogInTxn(store, path, opt, state);
+        if (!sum) return sum;
+        if (auto r = sum->unchanged ? store.rollback() : store.commit(); !r)
+            return std::unexpected(r.error());
+        return sum;
     }();
     if (!stored) {
         (void)store.rollback();
-        return std::unexpected(db::Error{path + ": " + stored.error().message});
+        const std::string& m = stored.error().message;
+        return std::unexpected(db::Error{m.starts_with(path + ": ") ? m : path + ": " + m});
     }
-    if (sum.unchanged) return sum;
-    summarise(sum, log, f->text.size());
-    sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return sum;
+    return stored;
 }
 
 std::optional<SourceIdentity> allocSourceIdentity(const std::string& path) {
@@ -224,9 +147,9 @@ std::optional<SourceIdentity> allocSourceIdentity(const std::string& path) {
     char buf[4096];
     ssize_t n = ::pread(file->fd(), buf, sizeof buf, 0);
     if (n <= 0) return std::nullopt;
-    FileText f{std::string(buf, static_cast<size_t>(n)), file->st()};
-    if (f.text.find('\n') == std::string::npos) return std::nullopt;
-    return identityOf(path, f);
+    std::string_view first(buf, static_cast<size_t>(n));
+    if (first.find('\n') == std::string_view::npos) return std::nullopt;
+    return identityOf(path, file->st(), first);
 }
 
 namespace {
@@ -306,7 +229,7 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
                                                   AllocFollowState& state) {
     auto t0 = std::chrono::steady_clock::now();
     auto fail = [&](const std::string& m) { return std::unexpected(db::Error{path + ": " + m}); };
-    auto f = RegularFile::open(path, true);
+    auto f = RegularFile::open(path, !opt.follow_links);
     if (!f) return fail(f.error().text());
     const struct stat& st = f->st();
     if (opt.owner && st.st_uid != *opt.owner)
@@ -322,14 +245,13 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
     ssize_t hn = ::pread(f->fd(), head, sizeof head, 0);
     std::string_view first(head, hn > 0 ? static_cast<size_t>(hn) : 0);
     if (first.find('\n') == std::string_view::npos) {  // not one whole record yet
+        if (opt.to_end)
+            return fail(hn <= 0 ? std::string("empty")
+                                : "no whole record (the first line has no newline)");
         sum.unchanged = true;
         return sum;
     }
-    SourceIdentity id{path,
-                      "alloc",
-                      static_cast<int64_t>(st.st_dev),
-                      static_cast<int64_t>(st.st_ino),
-                      allocFingerprint(first)};
+    const SourceIdentity id = identityOf(path, st, first);
     auto s = store.source(id);
     if (!s) return std::unexpected(s.error());
     int64_t size = st.st_size;
@@ -373,17 +295,32 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
     }
     sum.source_id = s->id;
     int64_t before = state.offset;
+    sum.lines_before = state.lines;
+    sum.allocations_before = state.allocations;
+    if (opt.to_end && before < size) {
+        // A line cut short when the file was read before ("record cut short", stored after
+        // the checkpoint) is read again now: its warning goes.
+        if (auto d = store.dropLinesFrom(s->id, static_cast<int64_t>(state.lines) + 1); !d)
+            return std::unexpected(d.error());
+    }
     uint64_t freed = 0;
     alloclog::Log all;  // counts and the first warnings only
+    std::vector<int64_t> allocPids;  // of the allocations, when no `start` record is read
+    constexpr size_t kMaxPids = 64;
     auto r = feedLines(
         f->fd(), size, state, path, sum.bytes_read, [&](alloclog::Log&& log) -> db::Result<void> {
             if (opt.only_pid) onlyPid(log, *opt.only_pid);
             for (const auto& p : log.processes) state.lastStart(p);
             // read after any end stored before: a recording that ended takes no more records
-            auto added = store.appendAllocations(s->id, std::nullopt, log, true);
+            auto added = store.appendAllocations(s->id, opt.run_id, log, opt.read_after_end);
             if (!added) return std::unexpected(added.error());
             state.allocations += log.allocations.size();
-            for (const auto& a : log.allocations) freed += a.free_line ? 1 : 0;
+            for (const auto& a : log.allocations) {
+                freed += a.free_line ? 1 : 0;
+                if (allocPids.size() < kMaxPids &&
+                    std::find(allocPids.begin(), allocPids.end(), a.pid) == allocPids.end())
+                    allocPids.push_back(a.pid);
+            }
             freed += static_cast<uint64_t>(added->frees);
             sum.duplicates += static_cast<uint64_t>(added->duplicates);
             sum.after_end += static_cast<uint64_t>(added->after_end);
@@ -397,6 +334,17 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
             return {};
         });
     if (!r) return std::unexpected(db::Error{path + ": " + r.error().message});
+    if (opt.to_end && state.offset < size && state.offset > before) {
+        // The last line has no newline (the writer was killed, or is still writing it).
+        alloclog::Log cut;
+        cut.warnings.push_back(
+            {state.lines + 1, "record cut short (no newline at the end of the file)"});
+        auto added = store.appendAllocations(s->id, opt.run_id, cut, opt.read_after_end);
+        if (!added) return std::unexpected(db::Error{path + ": " + added.error().message});
+        for (auto& w : added->warnings)
+            if (all.warnings.size() < 10) all.warnings.push_back(std::move(w));
+        sum.warnings += added->warnings.size();
+    }
     if (state.offset == before && !sum.new_generation) {
         sum.unchanged = true;
         return sum;
@@ -411,6 +359,12 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
         return std::unexpected(db::Error{path + ": " + p.error().message});
     uint64_t warnings = sum.warnings;
     summarise(sum, all, static_cast<size_t>(state.offset));
+    if (sum.pids.empty() && state.start_pid) {  // its `start` record was read before
+        sum.pids.push_back(*state.start_pid);
+    } else if (sum.pids.empty() && !allocPids.empty()) {  // as summarise() says of a whole log
+        sum.pids = std::move(allocPids);
+        sum.pids_without_start = true;
+    }
     sum.warnings = warnings;
     sum.allocations = state.allocations;
     sum.freed = freed;

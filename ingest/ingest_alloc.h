@@ -1,11 +1,11 @@
 // Ingest of one allocation record file written by libgpufault-preload.so
-// (gpufault-alloc.<pid>.log): parsed whole (collectors/preload/alloc_log) and stored in one
+// (gpufault-alloc.<pid>.log): parsed in blocks (collectors/preload/alloc_log) and stored in one
 // transaction with the source's checkpoint. A file that grew since it was ingested (its stored
 // bytes unchanged) is read again and its new records added; a file that shrank or whose stored
 // bytes changed is a new generation: the rows stored before are kept, the new ones added. The
 // records of one recording process are stored once, whatever file, copy or generation they came
 // through (Store::appendAllocations()).
-// gpufaultd reads a followed file from its checkpoint instead (storeAllocLogInTxn).
+// `gpufault ingest` and gpufaultd both read from the checkpoint (storeAllocLogInTxn).
 #pragma once
 
 #include <cstdint>
@@ -37,14 +37,20 @@ struct AllocIngestSummary {
     std::vector<std::string> warning_texts;  ///< the first 10, as "PATH:LINE: message"
     double seconds = 0;
     uint64_t bytes_read = 0;  ///< storeAllocLogInTxn: bytes of the file read by this call
+    /// Lines and allocations of the source stored by earlier reads (storeAllocLogInTxn: the
+    /// file grew; `lines`, `events`, `freed`, `failed` and `warnings` are this read's, and
+    /// `allocations` the source's total).
+    uint64_t lines_before = 0, allocations_before = 0;
 };
 
 /// True when the file at `path` starts with a gpufault.alloc record (reads its first bytes;
 /// false for anything that is not a readable regular file).
 bool isAllocLogFile(const std::string& path);
 
-/// Reads and stores the file (at most 1 GiB); `run_id`: the run whose job wrote it. Errors name
-/// the file; nothing is stored then.
+/// Reads and stores the file (at most 1 GiB) in one transaction, as storeAllocLogInTxn() with
+/// `to_end` (in 1 MiB blocks: memory holds the parser's open allocations, not the file);
+/// `run_id`: the run whose job wrote it. A file named by the shim (gpufault-alloc.PID.log)
+/// counts only for that pid. Errors name the file; nothing is stored then.
 db::Result<AllocIngestSummary> ingestAllocLog(Store& store,
                                               const std::string& path,
                                               std::optional<int64_t> run_id = std::nullopt);
@@ -62,6 +68,18 @@ struct AllocFollowOptions {
     /// Only records of this pid are stored; others become warnings ("record of pid X in the
     /// file of pid P: refused"). nullopt: every pid.
     std::optional<int64_t> only_pid;
+    /// The run whose job wrote the file (`gpufault run`, `ingest --run`).
+    std::optional<int64_t> run_id;
+    /// A symbolic link is followed (`gpufault ingest LINK`); gpufaultd refuses one.
+    bool follow_links = false;
+    /// Records of a process whose end is stored are all refused: they were read after it
+    /// (gpufaultd). false: only those timed after the end (Store::appendAllocations()).
+    bool read_after_end = true;
+    /// `gpufault ingest`: the file is read to its end once. A last line without its newline
+    /// is stored as the warning "record cut short …" at its line and left after the
+    /// checkpoint (a later read takes it whole and drops that warning); a file without one
+    /// whole line is an error.
+    bool to_end = false;
 };
 
 /// What gpufaultd keeps of a followed file between reads: the parser with its open allocations
@@ -79,9 +97,11 @@ struct AllocFollowState {
     /// that record's boot id and pid namespace inode (newer shims), when written
     std::optional<std::string> boot;
     std::optional<uint64_t> pidns;
+    std::optional<int64_t> start_pid;  ///< that record's pid
     alloclog::Parser parser;
     /// Takes `p` (a `start` record read) as the file's last one.
     void lastStart(const alloclog::Process& p) {
+        start_pid = p.pid;
         start_ticks = p.start_ticks;
         boot = p.boot_id;
         pidns = p.pidns;

@@ -157,3 +157,53 @@ TEST(IngestAllocations, BadLinesAreNamedByFileAndLineAndTheRestIsKept) {
     auto w = run({GPUFAULT_BIN, "--db", dir.file("g.db"), "query", "SELECT line FROM warnings"});
     EXPECT_EQ(w.out, "line\n3\n4\n");
 }
+
+TEST(IngestAllocations, ALineCutShortIsTakenWholeWhenTheFileIsIngestedAgain) {
+    TempDir dir;
+    const std::string f = dir.file("gpufault-alloc.77.log");
+    const std::string db = dir.file("g.db");
+    const std::string head =
+        "gpufault.alloc 1 start pid=77 ppid=1 wall_us=1 mono_us=1 exe=/bin/x\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000000000 size=4096 rc=0 pid=77\n"
+        "gpufault.alloc 1 alloc api=hipMalloc ptr=0x7f0000200000 si";
+    writeFile(f, head);
+    auto r = run({GPUFAULT_BIN, "--db", db, "ingest", f});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find(f + ":3: record cut short (no newline at the end of the file)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.out.find("2 lines, 1 allocation (0 freed), 0 failed calls, 1 warning"),
+              std::string::npos)
+        << r.out;
+    // The writer finishes the line: the next ingest reads it whole, and its warning goes.
+    writeFile(f, head + "ze=8192 rc=0 pid=77\n");
+    auto again = run({GPUFAULT_BIN, "--db", db, "ingest", f});
+    ASSERT_EQ(again.status, 0) << again.err;
+    EXPECT_EQ(again.err, "");
+    EXPECT_NE(again.out.find("allocation records of pid 77: 1 line after the 2 ingested before, 1 "
+                                "allocation (0 freed), 0 failed calls, 0 warnings"),
+              std::string::npos)
+        << again.out;
+    auto q = run({GPUFAULT_BIN,
+                  "--db",
+                  db,
+                  "query",
+                  "SELECT (SELECT group_concat(end - ptr) FROM allocations), (SELECT count(*) "
+                  "FROM warnings)"});
+    EXPECT_EQ(q.out.substr(q.out.find('\n') + 1), "4096,8192\t0\n") << q.out;
+    // Read to its end: unchanged.
+    auto third = run({GPUFAULT_BIN, "--db", db, "ingest", f});
+    EXPECT_NE(third.out.find("allocation records already ingested, unchanged"), std::string::npos)
+        << third.out;
+}
+
+TEST(IngestAllocations, AFileWithoutOneWholeRecordIsAnErrorNamingIt) {
+    TempDir dir;
+    const std::string f = dir.file("gpufault-alloc.77.log");
+    writeFile(f, "gpufault.alloc 1 start pid=77 ppid=1 wall_us=1 mono_us=1 exe=/bin/x");
+    auto r = run({GPUFAULT_BIN, "--db", dir.file("g.db"), "ingest", f});
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_NE(r.err.find(f + ": no whole record (the first line has no newline)"),
+              std::string::npos)
+        << r.err;
+}
