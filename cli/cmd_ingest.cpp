@@ -303,8 +303,7 @@ bool ingestOneAllocLog(Store& store, const std::string& f, std::optional<int64_t
               : r->pids_without_start ? pids + " (no start record stored)"
                                       : pids,
               lines,
-              counted(static_cast<int64_t>(r->allocations - r->allocations_before),
-                      "allocation"),
+              counted(static_cast<int64_t>(r->allocations - r->allocations_before), "allocation"),
               r->freed,
               extra,
               counted(static_cast<int64_t>(r->failed), "failed call"),

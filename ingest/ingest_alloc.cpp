@@ -37,7 +37,6 @@ std::string allocFingerprint(std::string_view text) {
     return fmt::format("alloc-{:016x}", h);
 }
 
-
 }  // namespace
 
 bool isAllocLogFile(const std::string& path) {

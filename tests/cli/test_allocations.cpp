@@ -181,7 +181,7 @@ TEST(IngestAllocations, ALineCutShortIsTakenWholeWhenTheFileIsIngestedAgain) {
     ASSERT_EQ(again.status, 0) << again.err;
     EXPECT_EQ(again.err, "");
     EXPECT_NE(again.out.find("allocation records of pid 77: 1 line after the 2 ingested before, 1 "
-                                "allocation (0 freed), 0 failed calls, 0 warnings"),
+                             "allocation (0 freed), 0 failed calls, 0 warnings"),
               std::string::npos)
         << again.out;
     auto q = run({GPUFAULT_BIN,
