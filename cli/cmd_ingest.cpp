@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -318,6 +319,13 @@ int cmdIngest(const Global& g,
               bool quiet,
               const CoreOptions& cores) {
     if (!checkInputs(files)) return 2;
+    // Only directories (named by checkInputs): nothing to read, so no store is created or
+    // touched (hostile review 154, LOW 1).
+    if (std::all_of(files.begin(), files.end(), [](const std::string& f) {
+            struct stat ds {};
+            return f != "-" && ::stat(f.c_str(), &ds) == 0 && S_ISDIR(ds.st_mode);
+        }))
+        return 2;
     if (cores.exe) {  // named by the user: a missing or unreadable one is a usage error
         struct stat st {};
         if (::stat(cores.exe->c_str(), &st) != 0 || ::access(cores.exe->c_str(), R_OK) != 0) {

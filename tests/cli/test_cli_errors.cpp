@@ -30,6 +30,20 @@ TEST(CliErrors, MissingFileExits2AndLeavesStoreUntouched) {
     EXPECT_EQ(run({GPUFAULT_BIN, "--db", t.file("db"), "events", "--json"}).out, before);
 }
 
+// Hostile review 154, LOW 1: only a directory named created an empty store and said "0
+// incidents" while exiting 2.
+TEST(CliErrors, OnlyDirectoriesNamedExit2AndCreateNoStore) {
+    TempDir t;
+    ASSERT_EQ(::mkdir(t.file("logs").c_str(), 0755), 0);
+    auto r = run({GPUFAULT_BIN, "--db", t.file("db"), "ingest", t.file("logs")});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find(t.file("logs") + ": is a directory: skipped"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out, "");
+    struct stat st {};
+    EXPECT_NE(::stat(t.file("db").c_str(), &st), 0) << "a store was created";
+}
+
 TEST(CliErrors, ACharacterDeviceIsRefusedNotReadForever) {
     TempDir t;
     // /dev/null everywhere; /dev/kmsg (root) would block at the end of the ring buffer.
