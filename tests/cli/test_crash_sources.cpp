@@ -120,7 +120,7 @@ TEST(CrashSources, JournalExportEntriesKeptAndNotKept) {
     EXPECT_EQ(c[0]["threads"], 1);
     EXPECT_EQ(c[0]["time_from"], "journal");
     EXPECT_EQ(c[0]["exe"], "/tmp/crashfixture/crashmain");
-    EXPECT_EQ(c[1]["note"], "core not kept: size limit");
+    EXPECT_EQ(c[1]["note"], "core not kept: size limit, or Storage=none");
     EXPECT_EQ(c[1]["pid"], 51234);
     EXPECT_EQ(c[1]["tid"], 51240);
     EXPECT_EQ(c[1]["signal"], 6);
@@ -130,7 +130,9 @@ TEST(CrashSources, JournalExportEntriesKeptAndNotKept) {
     EXPECT_EQ(c[1]["incident"].is_number(), true) << c[1].dump();
     auto s =
         run({GPUFAULT_BIN, "--db", t.file("db"), "stack", std::to_string(c[1]["id"].get<int>())});
-    EXPECT_NE(s.out.find("note       core not kept: size limit"), std::string::npos) << s.out;
+    EXPECT_NE(s.out.find("note       core not kept: size limit, or Storage=none"),
+              std::string::npos)
+        << s.out;
     EXPECT_NE(s.out.find("0x00007f3a61f3b2c5 n/a (libhsa-runtime64.so.1 + 0x3b2c5)"),
               std::string::npos)
         << s.out;
