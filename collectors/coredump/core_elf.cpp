@@ -189,7 +189,7 @@ std::optional<CoreKind> sniffCore(std::string_view head) {
     return std::nullopt;
 }
 
-void parseNotes(std::string_view notes, CoreNotes& out) {
+void parseNotes(std::string_view notes, CoreNotes& out, uint64_t file_offset) {
     uint64_t off = 0;
     auto pad4 = [](uint64_t n) { return (n + 3) & ~uint64_t{3}; };
     while (off + 12 <= notes.size()) {
@@ -212,6 +212,7 @@ void parseNotes(std::string_view notes, CoreNotes& out) {
                 parseFiles(d, out.files, out.files_stated);
         } else if (owner == "AMDGPU" && type == kNtAmdgpuCoreState && !out.amdgpu_core_state) {
             out.amdgpu_core_state = std::string(d);
+            out.amdgpu_core_state_offset = file_offset + desc;
         }
         off = desc + pad4(descsz);
     }
@@ -371,7 +372,7 @@ Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size) {
                         if (!n)
                             return std::unexpected(
                                 Error{fmt::format("{} (program header {})", n.error().message, i)});
-                        parseNotes(*n, c.notes);
+                        parseNotes(*n, c.notes, off);
                         return {};
                     });
     if (!segs) return std::unexpected(segs.error());

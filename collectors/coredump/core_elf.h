@@ -81,6 +81,7 @@ struct CoreNotes {
     /// NT_AMDGPU_CORE_STATE (33), as written (ROCr's amd_core_dump.cpp; decoded by
     /// readRocrCoreState, rocr_core_state.h). At most kMaxNoteBytes, as every note.
     std::optional<std::string> amdgpu_core_state;
+    uint64_t amdgpu_core_state_offset = 0;  ///< where that descriptor starts in the core file
 };
 
 /// ELF header fields a core reader needs.
@@ -175,7 +176,8 @@ CoreExtent coreExtent(const ReadAt& read, uint64_t available);
 Result<CoreLayout> readCoreLayout(const ReadAt& read, uint64_t file_size);
 
 /// Parses the note records of one PT_NOTE segment into `out` (pure; bounds-checked).
-void parseNotes(std::string_view notes, CoreNotes& out);
+/// `file_offset`: where the segment starts in the core (descriptor offsets kept are the file's).
+void parseNotes(std::string_view notes, CoreNotes& out, uint64_t file_offset = 0);
 
 /// The signal's name (`SIGSEGV`); "signal N" for others.
 std::string signalName(int signo);

@@ -321,7 +321,8 @@ GpuCoreMeta gpuCoreMeta(const CoreLayout& c, std::string_view file_name, const R
         auto name = codeobj::amdProcessorName(c.head.flags & 0xff);
         if (!name.empty()) m.target = std::string(name);
         if (c.notes.amdgpu_core_state) {
-            m.rocr = readRocrCoreState(*c.notes.amdgpu_core_state);
+            m.rocr =
+                readRocrCoreState(*c.notes.amdgpu_core_state, c.notes.amdgpu_core_state_offset);
             // The agent's own version names the target (ROCr writes e_flags 0); with several
             // agents and no fault, only a target they all share.
             auto f = rocrFault(*m.rocr);

@@ -79,6 +79,7 @@ std::optional<uint64_t> readTable(std::string_view d,
                                   uint64_t min,
                                   size_t cap,
                                   std::string_view what,
+                                  uint64_t base,
                                   std::vector<std::string>& warnings,
                                   Row&& row) {
     if (n == 0) return off;
@@ -92,13 +93,14 @@ std::optional<uint64_t> readTable(std::string_view d,
     if (bytes > avail) {
         fit = avail / entsize;
         warnings.push_back(fmt::format(
-            "the note states {} {} rows of {} bytes ({} bytes) at offset {}, but holds {} "
-            "bytes there: {} read{}",
+            "the note states {} {} rows of {} bytes ({} bytes) at its offset {} (file offset {}), "
+            "but holds {} bytes there: {} read{}",
             n,
             what,
             entsize,
             bytes,
             off,
+            base + off,
             avail,
             entsize >= min && entsize <= kMaxRocrEntrySize ? fit : 0,
             what == "agent" ? ", queues not read" : ""));
@@ -183,7 +185,7 @@ std::string queueTypeName(uint32_t type) {
     return type < kNames.size() ? std::string(kNames[type]) : fmt::format("type {}", type);
 }
 
-RocrCoreState readRocrCoreState(std::string_view d) {
+RocrCoreState readRocrCoreState(std::string_view d, uint64_t base) {
     RocrCoreState s;
     auto& w = s.warnings;
     if (d.size() < 8) {
@@ -217,10 +219,11 @@ RocrCoreState readRocrCoreState(std::string_view d) {
     uint64_t off = kHeaderBytes;
     if (runtime_size > d.size() - off) {
         w.push_back(fmt::format(
-            "runtime info of {} bytes at offset {} runs past the note's {} bytes: agents and "
-            "queues not read",
+            "runtime info of {} bytes at the note's offset {} (file offset {}) runs past the "
+            "note's {} bytes: agents and queues not read",
             runtime_size,
             off,
+            base + off,
             d.size()));
         return s;
     }
@@ -236,6 +239,7 @@ RocrCoreState readRocrCoreState(std::string_view d) {
                   kAgentRowMin,
                   kMaxRocrAgents,
                   "agent",
+                  base,
                   w,
                   [&](std::string_view r) {
                       RocrAgent a;
@@ -262,6 +266,7 @@ RocrCoreState readRocrCoreState(std::string_view d) {
               kQueueRowMin,
               kMaxRocrQueues,
               "queue",
+              base,
               w,
               [&](std::string_view r) {
                   RocrQueue q;

@@ -89,7 +89,8 @@ inline constexpr uint32_t kMaxRocrEntrySize = 4096;  ///< a larger row size is r
 
 /// Decodes the descriptor of an NT_AMDGPU_CORE_STATE note (bytes after the note's name).
 /// Never reads outside `desc`; a note version other than 1 is not read past its header.
-RocrCoreState readRocrCoreState(std::string_view desc);
+/// `file_offset`: where `desc` starts in the core file (warnings name both offsets).
+RocrCoreState readRocrCoreState(std::string_view desc, uint64_t file_offset = 0);
 
 /// KFD's name of an exception code (kfd_dbg_trap_exception_code): 5 →
 /// "EC_QUEUE_WAVE_MEMORY_VIOLATION"; "" for 0 and codes the header does not list.

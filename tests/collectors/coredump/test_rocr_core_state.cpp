@@ -4,6 +4,7 @@
 // versions. The CLI test (tests/cli/test_cores.cpp) takes one through ingest, cores and events.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -205,6 +206,31 @@ TEST(RocrCoreState, CountsBeyondTheNoteReadWhatFits) {
     EXPECT_LE(s.agents.size(), kMaxRocrAgents);
     EXPECT_TRUE(s.queues.empty());
     EXPECT_TRUE(mentions(s, "queues not read"));
+}
+
+// Hostile review 151, LOW 6: offsets were the note's only; a user opening the core needs the
+// file's (the note's descriptor found in the built core by its bytes).
+TEST(RocrCoreState, WarningsNameTheFileOffsetBesideTheNotes) {
+    auto k = faultingState();
+    k.n_queues = 1000000;
+    CoreBuilder b;
+    b.machine = 224;
+    b.kfdState(k);
+    const std::string core = b.build();
+    const size_t desc = core.find(k.build());
+    ASSERT_NE(desc, std::string::npos);
+    auto m = metaOf(core);
+    ASSERT_TRUE(m.rocr);
+    ASSERT_FALSE(m.rocr->warnings.empty());
+    const std::string& w = m.rocr->warnings.front();
+    unsigned long long in_note = 0, in_file = 0;
+    auto at = w.find("at its offset ");
+    ASSERT_NE(at, std::string::npos) << w;
+    ASSERT_EQ(
+        std::sscanf(w.c_str() + at, "at its offset %llu (file offset %llu)", &in_note, &in_file), 2)
+        << w;
+    EXPECT_GT(in_note, 40u);  // after the header, the runtime info and the agent row
+    EXPECT_EQ(in_file, desc + in_note) << w;
 }
 
 TEST(RocrCoreState, ZeroSmallAndHugeEntrySizes) {
