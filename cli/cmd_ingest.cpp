@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -23,6 +24,48 @@
 namespace gpufault::cli {
 
 namespace {
+
+/// The signal (SIGINT, SIGTERM) that asked an ingest to stop; 0 while none did.
+volatile std::sig_atomic_t gStopSignal = 0;
+
+/// The first SIGINT or SIGTERM stops the ingest at its next batch, which is committed with
+/// its checkpoint (IngestOptions::stop); the second one ends the process at once.
+void onStopSignal(int sig) {
+    if (gStopSignal != 0) {
+        ::signal(sig, SIG_DFL);
+        ::raise(sig);
+        return;
+    }
+    gStopSignal = sig;
+    static constexpr char kSaid[] =
+        "\ngpufault: interrupted: storing what was read (again to quit at once)\n";
+    (void)!::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
+}
+
+/// onStopSignal for SIGINT and SIGTERM while alive (SA_RESTART: the reading thread's read()
+/// goes on); the earlier actions come back after.
+class StopSignals {
+  public:
+    StopSignals() {
+        gStopSignal = 0;
+        struct sigaction sa {};
+        sa.sa_handler = onStopSignal;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        ::sigaction(SIGINT, &sa, &int_);
+        ::sigaction(SIGTERM, &sa, &term_);
+    }
+    ~StopSignals() {
+        ::sigaction(SIGINT, &int_, nullptr);
+        ::sigaction(SIGTERM, &term_, nullptr);
+    }
+    StopSignals(const StopSignals&) = delete;
+    StopSignals& operator=(const StopSignals&) = delete;
+
+  private:
+    struct sigaction int_ {
+    }, term_{};
+};
 
 /// Every input must be readable before the store is touched.
 bool checkInputs(const std::vector<std::string>& files) {
@@ -349,12 +392,18 @@ int cmdIngest(const Global& g,
     }
     IngestOptions opt;
     opt.dispatch_window = window;
+    StopSignals signals;
+    opt.stop = [] { return gStopSignal != 0; };
     bool tty = ::isatty(STDERR_FILENO);
     int rc = 0;
     // A file that cannot be read as what it is (a cut core, an lz4 core, a malformed report)
     // is named and skipped, as cp and gzip do: `ingest /var/lib/systemd/coredump/*` stores
     // every other core, and exits 2 (hostile review 17, i4 H2).
     for (const auto& f : files) {
+        if (gStopSignal != 0) {
+            printText(stderr, "gpufault: {}: not read (interrupted)\n", f);
+            continue;
+        }
         if (struct stat ds {}; f != "-" && ::stat(f.c_str(), &ds) == 0 && S_ISDIR(ds.st_mode)) {
             rc = 2;  // named by checkInputs
             continue;
@@ -396,6 +445,14 @@ int cmdIngest(const Global& g,
             rc = 2;
             continue;
         }
+        if (r->interrupted)
+            printText(stderr,
+                      "gpufault: {}: interrupted after {}; {}\n",
+                      r->name,
+                      counted(static_cast<int64_t>(r->lines), "line"),
+                      f == "-" ? "the lines read are stored (a stream is not read again)"
+                               : "stored up to its checkpoint: the same `gpufault ingest` goes "
+                                 "on from there");
         if (quiet) continue;
         if (r->unchanged) {
             printText(stdout, "{}: already ingested, unchanged\n", f);
@@ -435,6 +492,8 @@ int cmdIngest(const Global& g,
                   r->seconds);
         if (n == 0 && r->repeated == 0) printNoEvidenceHint(f);
     }
+    // Also after an interrupt: the records stored so far get their incidents (a second
+    // signal ends the process at once).
     auto inc = recorrelate(*store);
     if (!inc) {
         printText(stderr, "gpufault: correlation: {}\n", inc.error().message);
@@ -442,6 +501,7 @@ int cmdIngest(const Global& g,
     }
     if (!quiet)
         printText(stdout, "{} in {}\n", counted(static_cast<int64_t>(*inc), "incident"), g.db);
+    if (gStopSignal != 0) return 128 + gStopSignal;  // as the shell reports a signal
     if (int d = runDiagnoses(store->db(), cores.sysfs_root, cores.proc_root, quiet); d != 0)
         return d;
     return rc;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -247,17 +248,26 @@ db::Result<IngestSummary> ingestFile(Store& store,
     BatchChannel channel(kQueuedBatches);
     const size_t batchLines =
         static_cast<size_t>(std::clamp<uint64_t>(opt.batch_lines, 1, kBatchLines));
+    // A pipe's read may wait for ever (`journalctl -f | gpufault ingest -`): an ingest that
+    // ends early (stopped, failed) ends it through an eventfd.
+    Fd cancel;
+    if (!S_ISREG(st.st_mode)) {
+        cancel.fd = ::eventfd(0, EFD_CLOEXEC);
+        reader.setCancel(cancel.fd);
+    }
     std::thread front([&, lineNo = static_cast<uint64_t>(state.line)] {
         readLines(reader, channel, lineNo, batchLines, id.kind == "file");
     });
     struct Join {
         BatchChannel& channel;
         std::thread& thread;
+        int cancel;
         ~Join() {
             channel.close();
+            if (cancel >= 0) (void)::eventfd_write(cancel, 1);
             thread.join();
         }
-    } join{channel, front};
+    } join{channel, front, cancel.fd};
 
     LineClassifier classifier;
     for (;;) {
@@ -268,6 +278,16 @@ db::Result<IngestSummary> ingestFile(Store& store,
         consumedAt = b->end_offset;
         channel.done(b->seq);
         if (b->last) break;
+        if (opt.stop && opt.stop()) {  // stopped as a kill after this batch's commit would
+            if (stream.error()) return fail(*stream.error());
+            if (auto r = checkpoint(false); !r) return fail(r.error());
+            (void)store.rollback();  // the transaction checkpoint() opened, empty
+            sum.interrupted = true;
+            sum.bytes = consumedAt;
+            sum.seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            return sum;
+        }
         if (stream.uncommittedLines() >= opt.batch_lines ||
             std::chrono::duration<double>(std::chrono::steady_clock::now() - batchStart).count() >
                 opt.batch_seconds) {

@@ -23,6 +23,11 @@ struct IngestOptions {
     size_t read_chunk_bytes = 0;
     /// Progress callback: bytes read so far, total bytes (0 when unknown). May be empty.
     std::function<void(uint64_t, uint64_t)> progress;
+    /// Asked after each batch of lines (a batch ends within batch_seconds of a line read);
+    /// true: what was read is committed with the checkpoint, as a batch is, and the ingest
+    /// ends with IngestSummary::interrupted (the same ingest of a file goes on from there).
+    /// May be empty. A read blocked on a pipe is not woken by it.
+    std::function<bool()> stop;
 };
 
 /// What one ingest did.
@@ -54,6 +59,7 @@ struct IngestSummary {
     uint64_t classified_by_reader = 0, classified_by_matcher = 0;
     bool resumed = false;          ///< started from an earlier, interrupted run's checkpoint
     bool unchanged = false;        ///< already ingested completely; nothing read
+    bool interrupted = false;      ///< IngestOptions::stop said so: stopped at a checkpoint
     /// The file's stored source was written for other bytes (rewritten in place under the same
     /// first line, or cut short): it was retired with its records, and the file read from its
     /// start as a new source. Its id (0: none) and the bytes it had read.

@@ -1,5 +1,6 @@
 #include "ingest/line_reader.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include "collectors/common/simd.h"
@@ -200,6 +201,14 @@ db::Result<bool> LineReader::fill() {
     Buffer& buf = bufs_[cur_];
     if (end_ == buf.size()) buf.resize(buf.size() * 2);  // only peek() can get here
     for (;;) {
+        if (cancel_ >= 0) {
+            pollfd p[2] = {{fd_, POLLIN, 0}, {cancel_, POLLIN, 0}};
+            if (::poll(p, 2, -1) < 0) {
+                if (errno == EINTR) continue;
+                return std::unexpected(db::Error{std::strerror(errno)});
+            }
+            if (p[1].revents != 0) return std::unexpected(db::Error{"cancelled"});
+        }
         ssize_t n = ::read(fd_, buf.data() + end_, buf.size() - end_);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return std::unexpected(db::Error{std::strerror(errno)});
