@@ -18,6 +18,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "cli/proc_forks.h"
 #include "collectors/common/text.h"
 
 namespace gpufault::cli {
@@ -121,6 +122,8 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
 
     JobResult res;
     res.started = text::utcNowIso();
+    // Subscribed before the job exists: no fork of it is missed (root only; else sampled).
+    auto forks = ForkEvents::open();
     pid_t pid = ::fork();
     if (pid < 0) {
         ::close(spool);
@@ -162,10 +165,14 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
             addDescendants(pid, res.pids);
             lastScan = now;
         }
-        pollfd fds[3] = {{master, POLLIN, 0}, {sigPipe[0], POLLIN, 0}, {0, POLLIN, 0}};
-        int n = ::poll(fds, inOpen ? 3 : 2, 200);
+        pollfd fds[4] = {{master, POLLIN, 0},
+                         {sigPipe[0], POLLIN, 0},
+                         {forks ? forks->fd() : -1, POLLIN, 0},
+                         {0, POLLIN, 0}};
+        int n = ::poll(fds, inOpen ? 4 : 3, 200);
         if (n < 0 && errno != EINTR) break;
         if (n == 0 && exited) break;  // the job is gone and its output has gone quiet
+        if (fds[2].revents & POLLIN) forks->drain(res.pids);
         if (fds[1].revents & POLLIN) {
             unsigned char sig;
             while (::read(sigPipe[0], &sig, 1) == 1) {
@@ -208,7 +215,7 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
                 nanosleep(&ts, nullptr);
             }
         }
-        if (inOpen && (fds[2].revents & (POLLIN | POLLHUP))) {
+        if (inOpen && (fds[3].revents & (POLLIN | POLLHUP))) {
             ssize_t r = ::read(0, buf, sizeof buf);
             if (r > 0)
                 writeAll(master, buf, static_cast<size_t>(r));
@@ -225,6 +232,7 @@ std::expected<JobResult, std::string> runJob(const JobSpec& spec) {
         if (WIFEXITED(st)) res.exit_status = WEXITSTATUS(st);
         if (WIFSIGNALED(st)) res.signal = WTERMSIG(st);
     }
+    if (forks) forks->drain(res.pids);  // forks told before the job's end was seen
     raw.reset();
     ::close(master);
     ::fsync(spool);
