@@ -209,6 +209,14 @@ db::Result<CoreIngestSummary> ingestApportReport(Store& store,
     }
     auto r = warned(storeCoreReport(store, id, *report, prov, own_txn));
     if (r && cut) r->warnings.insert(r->warnings.begin(), *cut);
+    // The report's pid replaces the one the core's notes name: said when they differ (as for a
+    // systemd-coredump entry; hostile review 151: silent before).
+    if (r && prov.pid && report->layout.notes.pid && *report->layout.notes.pid != *prov.pid)
+        r->warnings.push_back(fmt::format(
+            "ProcStatus Pid {} is not the pid {} the CoreDump's notes name (a process in a PID "
+            "namespace, or a report that is wrong): the report's is stored",
+            *prov.pid,
+            *report->layout.notes.pid));
     return r;
 }
 

@@ -235,6 +235,25 @@ std::string fixtureReport(bool cut) {
                         cut);
 }
 
+// Hostile review 151: a report whose ProcStatus Pid is not the core's stored the report's in
+// silence (a systemd-coredump entry says so).
+TEST(CrashSources, ApportPidThatIsNotTheCoresIsStoredAndSaid) {
+    TempDir t;
+    writeFile(t.file("x.crash"),
+              apportReport(readFile(kDir + "core"),
+                           "ProblemType: Crash\nDate: Sun Nov 30 08:31:38 2025\n"
+                           "ExecutablePath: /tmp/crashfixture/crashmain\n"
+                           "ProcStatus:\n Name:\tcrashmain\n Pid:\t77\nSignal: 11\n"));
+    auto r = run(ingest(t, {t.file("x.crash")}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("ProcStatus Pid 77 is not the pid 14046 the CoreDump's notes name"),
+              std::string::npos)
+        << r.err;
+    auto c = jsonLines(t, "cores");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0]["pid"], 77);
+}
+
 TEST(CrashSources, ApportReportWithARealCore) {
     TempDir t;
     writeFile(t.file("_tmp_crashfixture_crashmain.0.crash"), fixtureReport(false));
