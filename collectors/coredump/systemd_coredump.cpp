@@ -72,8 +72,12 @@ std::string moduleBase(std::string_view m) {
 
 }  // namespace
 
-std::optional<CoreStack> parseStackTraceText(std::string_view message, const StackTextLimits& lim) {
+std::optional<CoreStack> parseStackTraceText(std::string_view message,
+                                             const StackTextLimits& lim,
+                                             StackTextCounts* counts) {
     CoreStack s;
+    StackTextCounts n;
+    size_t frames = 0;                            // of the current block, kept or not
     std::map<std::string, std::string> buildIds;  // module base name → build-id
     Thread* cur = nullptr;
     constexpr std::string_view kHead = "Stack trace of thread ";
@@ -84,6 +88,8 @@ std::optional<CoreStack> parseStackTraceText(std::string_view message, const Sta
         if (line.starts_with(kHead)) {
             auto tid = line.substr(kHead.size());
             if (tid.ends_with(':')) tid.remove_suffix(1);
+            ++n.threads;
+            frames = 0;
             if (s.threads.size() >= lim.max_threads) {
                 // The frames that follow belong to a thread not kept.
                 s.threads_truncated = true;
@@ -106,8 +112,11 @@ std::optional<CoreStack> parseStackTraceText(std::string_view message, const Sta
             }
             continue;
         }
+        if (n.threads == 0) continue;
+        auto f = parseFrame(line);
+        if (f) n.most_frames = std::max(n.most_frames, ++frames);
         if (!cur) continue;
-        if (auto f = parseFrame(line)) {
+        if (f) {
             if (cur->frames.size() >= lim.max_frames) {
                 cur->frames_truncated = true;
                 continue;
@@ -117,6 +126,7 @@ std::optional<CoreStack> parseStackTraceText(std::string_view message, const Sta
         }
     }
     if (s.threads.empty()) return std::nullopt;
+    if (counts) *counts = n;
     for (auto& t : s.threads)
         for (auto& f : t.frames)
             if (f.module)
@@ -125,19 +135,26 @@ std::optional<CoreStack> parseStackTraceText(std::string_view message, const Sta
     return s;
 }
 
-std::vector<std::string> stackCapWarnings(const CoreStack& s, const StackTextLimits& lim) {
+std::vector<std::string> stackCapWarnings(const CoreStack& s,
+                                          const StackTextLimits& lim,
+                                          const StackTextCounts* counts) {
     std::vector<std::string> w;
     if (s.threads_truncated)
-        w.push_back(fmt::format("MESSAGE stack trace: more than {0} threads: the first {0} kept",
-                                lim.max_threads));
+        w.push_back(counts ? fmt::format("MESSAGE stack trace: {} threads: the first {} kept",
+                                         counts->threads,
+                                         lim.max_threads)
+                           : fmt::format("MESSAGE stack trace: more than {0} threads: the "
+                                         "first {0} kept",
+                                         lim.max_threads));
     size_t cut = 0;
     for (const auto& t : s.threads) cut += t.frames_truncated;
     if (cut)
         w.push_back(fmt::format(
-            "MESSAGE stack trace: {} thread{} with more than {} frames: the first {} kept",
+            "MESSAGE stack trace: {} thread{} with more than {} frames{}: the first {} kept",
             cut,
             cut == 1 ? "" : "s",
             lim.max_frames,
+            counts ? fmt::format(" (up to {})", counts->most_frames) : "",
             lim.max_frames));
     return w;
 }
@@ -200,9 +217,10 @@ Result<CoredumpEntry> parseCoredumpEntry(const FieldMap& f) {
             // review 151, LOW 5.
             e.not_kept = "core not kept: size limit, or Storage=none";
     }
-    e.stack = parseStackTraceText(e.message);
+    StackTextCounts counts;
+    e.stack = parseStackTraceText(e.message, {}, &counts);
     if (e.stack)
-        for (auto& w : stackCapWarnings(*e.stack)) e.warnings.push_back(std::move(w));
+        for (auto& w : stackCapWarnings(*e.stack, {}, &counts)) e.warnings.push_back(std::move(w));
     e.attested = attestedBySystemdCoredump(f);
     return e;
 }

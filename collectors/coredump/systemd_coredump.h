@@ -63,13 +63,23 @@ struct StackTextLimits {
 /// `#N  0xPC SYMBOL (MODULE + 0xOFF)` (systemd ≥ 249) or `#N  0xPC SYMBOL (MODULE)` (≤ 248);
 /// `n/a` is an unknown symbol or module. The first thread is the crashing one. Lines
 /// `Module MODULE … with build-id HEX` (newer systemd) give the frames of MODULE their
-/// build-id. nullopt when the text holds no stack trace. Capped by `lim` (flags set when hit).
-std::optional<CoreStack> parseStackTraceText(std::string_view message,
-                                             const StackTextLimits& lim = {});
+/// What a stack text states, kept or not (parseStackTraceText's caps).
+struct StackTextCounts {
+    size_t threads = 0;      ///< `Stack trace of thread` blocks
+    size_t most_frames = 0;  ///< frames of the thread with the most
+};
 
-/// The warnings for the caps a parsed stack hit ("MESSAGE stack trace: more than 1024
-/// threads: the first 1024 kept"); empty when none was hit.
-std::vector<std::string> stackCapWarnings(const CoreStack& s, const StackTextLimits& lim = {});
+/// build-id. nullopt when the text holds no stack trace. Capped by `lim` (flags set when hit);
+/// `counts`, when given, gets what the text states.
+std::optional<CoreStack> parseStackTraceText(std::string_view message,
+                                             const StackTextLimits& lim = {},
+                                             StackTextCounts* counts = nullptr);
+
+/// The warnings for the caps a parsed stack hit ("MESSAGE stack trace: 1100 threads: the
+/// first 1024 kept", with `counts`; "more than 1024 threads" without); empty when none was hit.
+std::vector<std::string> stackCapWarnings(const CoreStack& s,
+                                          const StackTextLimits& lim = {},
+                                          const StackTextCounts* counts = nullptr);
 
 /// Whether journald attests that systemd-coredump wrote the entry: `_UID=0` and `_COMM=
 /// systemd-coredum` (15 characters: TASK_COMM_LEN) or `SYSLOG_IDENTIFIER=systemd-coredump`.

@@ -132,14 +132,20 @@ TEST(SystemdCoredump, StackTextIsCappedLikeTheUnwinderAndSaysSo) {
               (std::vector<std::string>{
                   "MESSAGE stack trace: more than 3 threads: the first 3 kept",
                   "MESSAGE stack trace: 1 thread with more than 5 frames: the first 5 kept"}));
+    // What the text states, beside what was kept (hostile review 151: the totals were hidden).
+    StackTextCounts counts;
+    ASSERT_TRUE(parseStackTraceText(m, StackTextLimits{3, 5}, &counts));
+    EXPECT_EQ(counts.threads, 1100u);
+    EXPECT_EQ(counts.most_frames, 300u);
     auto f = entry();
     f["MESSAGE"] = m;
     auto e = parseCoredumpEntry(f);
     ASSERT_TRUE(e);
     EXPECT_EQ(e->warnings,
               (std::vector<std::string>{
-                  "MESSAGE stack trace: more than 1024 threads: the first 1024 kept",
-                  "MESSAGE stack trace: 1 thread with more than 256 frames: the first 256 kept"}));
+                  "MESSAGE stack trace: 1100 threads: the first 1024 kept",
+                  "MESSAGE stack trace: 1 thread with more than 256 frames (up to 300): the "
+                  "first 256 kept"}));
     f["MESSAGE"] = kStackMessage;
     EXPECT_TRUE(parseCoredumpEntry(f)->warnings.empty());
 }
