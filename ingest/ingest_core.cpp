@@ -631,6 +631,7 @@ db::Result<CoreIngestSummary> storeCoreReport(Store& store,
     }
     if (prov.takes_over)
         sum.warnings.push_back(replacedCoreWarning(prov.takes_over->id, prov.takes_over->path));
+    sum.replaced = prov.supersedes || prov.takes_over || prov.replace;
     rec.note = note;
     rec.exe = prov.exe;
     if (report.gpu && report.gpu->rocr)

@@ -25,6 +25,9 @@ struct CoreIngestSummary {
     /// The same core (same content) already stored from another path: "core N from PATH"
     /// (with `unchanged`); nothing stored, no incident.
     std::optional<std::string> same_as;
+    /// This core replaced one of the same crash stored before (a cut copy, a journal entry's
+    /// or a report's head without the core): the store holds one core for both.
+    bool replaced = false;
     std::string kind;        ///< cpu | rocr_gpu | cuda_gpu
     size_t threads = 0;
     size_t frames = 0;      ///< frames of the crashing thread

@@ -141,7 +141,9 @@ void CoreDirSource::scan() {
                 return false;
             }
             if (r->unchanged) return false;
-            ++counters->perDir[dir];
+            // A core that replaced a stored one of its crash (a cut copy, the journal entry's
+            // or a report's head) is not one more (hostile review 151: status counted both).
+            if (!r->replaced) ++counters->perDir[dir];
             return true;
         });
     }

@@ -312,6 +312,38 @@ TEST(DaemonCores, FollowsACoreDirectory) {
     EXPECT_EQ(d.waitExit(5s), 0);
 }
 
+// Hostile review 151: a cut core and the whole core of its crash are one core in the store,
+// and `status` said "2 cores stored".
+TEST(DaemonCores, AWholeCoreReplacingItsCutCopyIsNotCountedTwice) {
+    Fixture f;
+    std::string cdir = f.dir.file("crash");
+    ::mkdir(cdir.c_str(), 0755);
+    writeFile(f.conf, f.config(fmt::format("[cores]\ndirectories = [\"{}\"]\n", cdir)));
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(startedReady(d));
+    auto core = readFile(kCore);
+    auto z = zstdCompress(core);
+    writeFile(cdir + "/core.crashmain.0." + kBoot + ".14046.1764480100000000.zst",
+              z.substr(0, z.size() / 2));
+    ASSERT_TRUE(eventually([&] { return f.count("SELECT count(*) FROM cores") == 1; }, 20s))
+        << d.stderrText() << controlRequest(f.sock, "status");
+    writeFile(cdir + "/core.14046", core);
+    ASSERT_TRUE(eventually(
+        [&] { return f.count("SELECT count(*) FROM cores WHERE path LIKE '%/core.14046'") == 1; },
+        20s))
+        << d.stderrText() << controlRequest(f.sock, "status");
+    EXPECT_EQ(f.count("SELECT count(*) FROM cores"), 1);
+    EXPECT_TRUE(eventually(
+        [&] {
+            return controlRequest(f.sock, "status").find("1 cores stored, 0 not readable") !=
+                   std::string::npos;
+        },
+        10s))
+        << controlRequest(f.sock, "status");
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(5s), 0);
+}
+
 // Hostile review of issue 4 (MEDIUM 4): a symbolic link in a watched directory is not followed
 // (whoever may write there could point it at /etc/shadow or a FIFO): skipped with a warning and
 // counted in `status`. The link here names another crash's core (the fixture core with bytes
