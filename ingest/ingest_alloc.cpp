@@ -39,6 +39,28 @@ std::string allocFingerprint(std::string_view text) {
 
 }  // namespace
 
+namespace {
+
+/// The file's first line with its newline (read in 4 KiB steps, at most alloclog::kMaxLine + 1
+/// bytes: the identity of a file whose `start` line is long, hostile review 155, MED 4); ""
+/// while it has no newline yet, nullopt when it has none within the cap or cannot be read.
+std::optional<std::string> firstLine(int fd) {
+    std::string head;
+    char buf[4096];
+    while (head.size() <= alloclog::kMaxLine) {
+        ssize_t n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(head.size()));
+        if (n < 0) return std::nullopt;
+        std::string_view got(buf, static_cast<size_t>(n));
+        if (auto nl = got.find('\n'); nl != std::string_view::npos)
+            return head.append(got.substr(0, nl + 1));
+        if (n == 0) return std::string();
+        head.append(got);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 bool isAllocLogFile(const std::string& path) {
     auto f = RegularFile::open(path);
     if (!f) return false;
@@ -143,12 +165,9 @@ db::Result<AllocIngestSummary> ingestAllocLog(Store& store,
 std::optional<SourceIdentity> allocSourceIdentity(const std::string& path) {
     auto file = RegularFile::open(path, true);
     if (!file) return std::nullopt;
-    char buf[4096];
-    ssize_t n = ::pread(file->fd(), buf, sizeof buf, 0);
-    if (n <= 0) return std::nullopt;
-    std::string_view first(buf, static_cast<size_t>(n));
-    if (first.find('\n') == std::string_view::npos) return std::nullopt;
-    return identityOf(path, file->st(), first);
+    auto first = firstLine(file->fd());
+    if (!first || first->empty()) return std::nullopt;
+    return identityOf(path, file->st(), *first);
 }
 
 namespace {
@@ -240,17 +259,20 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
             fmt::format("allocation records of {} bytes: over the 1 GiB limit", st.st_size));
     AllocIngestSummary sum;
     sum.path = path;
-    char head[4096];
-    ssize_t hn = ::pread(f->fd(), head, sizeof head, 0);
-    std::string_view first(head, hn > 0 ? static_cast<size_t>(hn) : 0);
-    if (first.find('\n') == std::string_view::npos) {  // not one whole record yet
+    auto first = firstLine(f->fd());
+    if (!first)
+        return fail(
+            fmt::format("the first line is longer than {} bytes: not a record file "
+                        "gpufault reads",
+                        alloclog::kMaxLine));
+    if (first->empty()) {  // not one whole record yet
         if (opt.to_end)
-            return fail(hn <= 0 ? std::string("empty")
-                                : "no whole record (the first line has no newline)");
+            return fail(st.st_size == 0 ? std::string("empty")
+                                        : "no whole record (the first line has no newline)");
         sum.unchanged = true;
         return sum;
     }
-    const SourceIdentity id = identityOf(path, st, first);
+    const SourceIdentity id = identityOf(path, st, *first);
     auto s = store.source(id);
     if (!s) return std::unexpected(s.error());
     int64_t size = st.st_size;
@@ -296,15 +318,18 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
     int64_t before = state.offset;
     sum.lines_before = state.lines;
     sum.allocations_before = state.allocations;
-    if (opt.to_end && before < size) {
-        // A line cut short when the file was read before ("record cut short", stored after
-        // the checkpoint) is read again now: its warning goes.
-        if (auto d = store.dropLinesFrom(s->id, static_cast<int64_t>(state.lines) + 1); !d)
+    if (before < size) {
+        // A line `gpufault ingest` found cut short ("record cut short", stored after the
+        // checkpoint) is read again now: its warning goes (also when gpufaultd reads it:
+        // hostile review 155, MED 3).
+        if (auto d = store.dropWarningsFrom(s->id, static_cast<int64_t>(state.lines) + 1); !d)
             return std::unexpected(d.error());
     }
     uint64_t freed = 0;
     alloclog::Log all;  // counts and the first warnings only
     std::vector<int64_t> allocPids;  // of the allocations, when no `start` record is read
+    std::vector<int64_t> startPids;  // of the `start` records read, each once
+    uint64_t starts = 0;
     constexpr size_t kMaxPids = 64;
     auto r = feedLines(
         f->fd(), size, state, path, sum.bytes_read, [&](alloclog::Log&& log) -> db::Result<void> {
@@ -326,7 +351,13 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
             all.lines += log.lines;
             all.events += log.events;
             all.failed += log.failed;
-            for (auto& p : log.processes) all.processes.push_back(std::move(p));
+            // Counted, and their pids kept once each (hostile review 155, LOW 5: 10 000
+            // `start` records of one pid printed it 10 000 times).
+            starts += log.processes.size();
+            for (const auto& p : log.processes)
+                if (startPids.size() < kMaxPids &&
+                    std::find(startPids.begin(), startPids.end(), p.pid) == startPids.end())
+                    startPids.push_back(p.pid);
             for (auto& w : added->warnings)
                 if (all.warnings.size() < 10) all.warnings.push_back(std::move(w));
             sum.warnings += added->warnings.size();
@@ -358,6 +389,8 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
         return std::unexpected(db::Error{path + ": " + p.error().message});
     uint64_t warnings = sum.warnings;
     summarise(sum, all, static_cast<size_t>(state.offset));
+    sum.processes = starts;
+    sum.pids = std::move(startPids);
     if (sum.pids.empty() && state.start_pid) {  // its `start` record was read before
         sum.pids.push_back(*state.start_pid);
     } else if (sum.pids.empty() && !allocPids.empty()) {  // as summarise() says of a whole log

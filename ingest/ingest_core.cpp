@@ -238,7 +238,10 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
                                          const coredump::ReadOptions& opt,
                                          bool own_txn,
                                          const CoreIngestHooks& hooks) {
-    auto fail = [&](const std::string& m) { return std::unexpected(db::Error{path + ": " + m}); };
+    // `code`: SQLite's, kept for a store error (gpufaultd reads a core again after one).
+    auto fail = [&](const std::string& m, int code = 0) {
+        return std::unexpected(db::Error{path + ": " + m, code});
+    };
     // Never blocks: a FIFO, a device or a directory is "not a regular file" (hostile12c).
     auto opened = coredump::openRegular(path, opt.follow_links);
     if (!opened) return std::unexpected(db::Error{opened.error().message});
@@ -252,10 +255,10 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
     const int fd = held.fd;
     const std::string self = fmt::format("/proc/self/fd/{}", fd);
     // Their messages name the file as given, not /proc/self/fd/N.
-    auto named = [&](std::string m) {
+    auto named = [&](std::string m, int code = 0) {
         for (auto at = m.find(self); at != std::string::npos; at = m.find(self, at + path.size()))
             m.replace(at, self.size(), path);
-        return db::Error{std::move(m)};
+        return db::Error{std::move(m), code};
     };
     struct stat st {};
     std::string head(4096, '\0');
@@ -288,7 +291,7 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
     auto content = fileCoreFingerprint(self);
     if (!content) return std::unexpected(named(content.error().message));
     auto same = sameStoredCore(store.db(), self, *content);
-    if (!same) return std::unexpected(named(same.error().message));
+    if (!same) return std::unexpected(named(same.error().message, same.error().code));
     if (*same) {
         sum.unchanged = true;
         sum.same_as = fmt::format("core {} from {}", (*same)->first, (*same)->second);
@@ -298,7 +301,7 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
     // The same crash, one of the two cut (a cut `.zst` and its raw core): one core, the more
     // complete one's.
     auto prefix = prefixStoredCore(store.db(), self, *content);
-    if (!prefix) return std::unexpected(named(prefix.error().message));
+    if (!prefix) return std::unexpected(named(prefix.error().message, prefix.error().code));
     if (*prefix && (*prefix)->stored_longer) {
         sum.unchanged = true;
         sum.same_as = fmt::format(
@@ -362,7 +365,7 @@ db::Result<CoreIngestSummary> ingestCore(Store& store,
                 false};
     }
     auto r = storeCoreReport(store, id, *report, prov, own_txn);
-    if (!r) return fail(r.error().message);
+    if (!r) return fail(r.error().message, r.error().code);
     // Renamed over meanwhile: what was stored is the file opened, whole; the new one at `path`
     // is another source, read on its own.
     if (struct stat at{};

@@ -354,6 +354,9 @@ class Store {
     /// source. Records of a process whose end is stored are refused (a warning each) when
     /// timed after that end, or, with `read_after_end` (gpufaultd: the bytes were read after
     /// the end was stored), all of them. docs/preload.md "Recordings".
+    /// Removes a source's warnings at `line` and after, in the open transaction: an allocation
+    /// file's line warned about as cut short is read again whole (store_allocations.cpp).
+    db::Result<void> dropWarningsFrom(int64_t source_id, int64_t line);
     db::Result<AllocAppend> appendAllocations(int64_t source_id,
                                               std::optional<int64_t> run_id,
                                               const alloclog::Log& log,
@@ -414,6 +417,10 @@ class Store {
   private:
     Store(db::Db db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
     db::Result<void> migrate();
+    /// appendAllocations() step 5: each program image of the processes whose `start` records
+    /// `log` holds ends at the next image's start (ended_by 'exec'); read from the image
+    /// before the log's first, in start order (index alloc_processes_image, migration 026).
+    db::Result<void> endImagesByExec(const alloclog::Log& log);
     db::Result<void> prepareWriters();
     db::Result<int64_t> kernelId(const std::string& name);
     /// Deletes what source `source_id` recorded (evidence, incidents built on it, operands,

@@ -42,6 +42,30 @@ CoreDirSource::CoreDirSource(std::vector<std::string> dirs,
 }
 
 void CoreDirSource::scan() {
+    ++scans_;
+    {
+        // A core the store could not take is read again, after 1, 2, 4 … 64 scans (hostile
+        // review 155, HIGH 2: it was seen for good, its crash lost until a restart).
+        std::vector<std::string> retry;
+        {
+            std::lock_guard lk(counters_->mu);
+            retry.swap(counters_->retry);
+        }
+        for (const auto& path : retry) {
+            Retry& r = retries_[path];
+            r.from_scan = scans_ + (uint64_t{1} << std::min(r.attempts, 6));
+            ++r.attempts;
+        }
+        for (auto it = retries_.begin(); it != retries_.end();) {
+            if (it->second.from_scan > scans_) {
+                ++it;
+                continue;
+            }
+            std::erase_if(seen_, [&](const auto& k) { return k.first == it->first; });
+            it->second.from_scan = UINT64_MAX;  // until the worker says it failed again
+            ++it;
+        }
+    }
     std::set<std::pair<std::string, FileState>> now;
     std::vector<std::string> ready;
     struct timespec wall {};
@@ -137,7 +161,16 @@ void CoreDirSource::scan() {
             if (!r) {
                 if (r.error().message == "not a core") return false;
                 ++counters->errors;
-                logLine(4, fmt::format("core not stored: {}", r.error().message));
+                // The store's own trouble, not the core's: read it again later.
+                const int code = r.error().primary();
+                const bool again = code == SQLITE_FULL || code == SQLITE_BUSY ||
+                                   code == SQLITE_LOCKED || code == SQLITE_IOERR ||
+                                   code == SQLITE_READONLY;
+                logLine(4,
+                        fmt::format("core not stored: {}{}",
+                                    r.error().message,
+                                    again ? " (read again later)" : ""));
+                if (again) counters->retry.push_back(path);
                 return false;
             }
             if (r->unchanged) return false;

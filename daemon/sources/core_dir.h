@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -67,6 +68,14 @@ class CoreDirSource final : public Source {
         uint64_t errors = 0, queued = 0;
         uint64_t symlinks = 0;  ///< symbolic links skipped (never followed)
         uint64_t killed = 0;    ///< cores not read again: the previous run died reading them
+        /// Cores the store could not take (full, locked, an I/O error: SQLite's code says so),
+        /// read again by a later scan (the worker adds, scan() takes them).
+        std::vector<std::string> retry;
+    };
+    /// A core to read again after a store error: its attempts so far, and the scan from which.
+    struct Retry {
+        int attempts = 0;
+        uint64_t from_scan = 0;
     };
     void scan();
 
@@ -76,6 +85,8 @@ class CoreDirSource final : public Source {
     std::function<void(WorkerJob)> submit_;
     std::chrono::steady_clock::time_point lastScan_{};
     std::set<std::pair<std::string, FileState>> seen_, pending_;
+    std::map<std::string, Retry> retries_;  ///< by path
+    uint64_t scans_ = 0;
     std::shared_ptr<Counters> counters_;
     std::shared_ptr<CoreReadMarker> marker_;
     std::vector<MarkedCore> killers_;

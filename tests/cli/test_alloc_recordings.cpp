@@ -106,7 +106,7 @@ TEST(AllocRecordings, OneRecordingThroughTwoPathsIsStoredAndListedOnce) {
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(
         r.out.find(copy +
-                   ": allocation records of pid 4528,4528: 4 lines, 2 allocations (0 "
+                   ": allocation records of pid 4528: 4 lines, 2 allocations (0 "
                    "freed, 2 already stored through another file or generation of the recording)"),
         std::string::npos)
         << r.out;

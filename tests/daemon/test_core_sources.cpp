@@ -6,10 +6,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "schema/sqlite.h"
 #include "tests/daemon/daemon_harness.h"
@@ -308,6 +311,50 @@ TEST(DaemonCores, FollowsACoreDirectory) {
               std::string::npos)
         << d.stderrText();
     EXPECT_EQ(f.count("SELECT count(*) FROM cores"), 2);
+    d.signal(SIGTERM);
+    EXPECT_EQ(d.waitExit(5s), 0);
+}
+
+// Hostile review 155, HIGH 2: a core that met a full store was marked seen for good: its crash
+// was lost until the daemon restarted. It is read again once the store takes it.
+TEST(DaemonCores, ACoreTheFullStoreRefusedIsReadAgainWhenSpaceReturns) {
+    Fixture f;
+    const std::string mnt = f.dir.file("full");
+    ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
+    if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=16m,mode=0755") != 0)
+        GTEST_SKIP() << "cannot mount a tmpfs here (" << std::strerror(errno) << ")";
+    struct Unmount {
+        std::string at;
+        ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+    } unmount{mnt};
+    std::string cdir = f.dir.file("crash");
+    ::mkdir(cdir.c_str(), 0755);
+    const std::string store = mnt + "/store.db";
+    std::string conf = f.config(fmt::format("[cores]\ndirectories = [\"{}\"]\n", cdir));
+    conf.replace(conf.find(f.store), f.store.size(), store);
+    writeFile(f.conf, conf);
+    DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
+    ASSERT_TRUE(startedReady(d));
+    // The rest of the file system taken by a filler: the core's rows do not fit.
+    const std::string filler = mnt + "/filler";
+    {
+        std::string block(1 << 16, 'x');
+        int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ASSERT_GE(fd, 0);
+        while (::write(fd, block.data(), block.size()) > 0) {
+        }
+        ::close(fd);
+    }
+    writeFile(cdir + "/core.14046", readFile(kCore));
+    ASSERT_TRUE(eventually(
+        [&] { return d.stderrText().find("(read again later)") != std::string::npos; }, 20s))
+        << d.stderrText();
+    EXPECT_EQ(storeCount(store, "SELECT count(*) FROM cores"), 0);
+    ASSERT_EQ(::unlink(filler.c_str()), 0);
+    ASSERT_TRUE(
+        eventually([&] { return storeCount(store, "SELECT count(*) FROM cores") == 1; }, 30s))
+        << d.stderrText();
+    EXPECT_EQ(storeCount(store, "SELECT count(*) FROM cores WHERE si_addr = 0x8a"), 1);
     d.signal(SIGTERM);
     EXPECT_EQ(d.waitExit(5s), 0);
 }

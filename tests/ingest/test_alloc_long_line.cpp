@@ -69,5 +69,74 @@ TEST(AllocLongLine, TheDaemonsReaderAndTheCliAgreeOnLinesOver1MiB) {
     EXPECT_EQ(rows("SELECT line, message FROM warnings ORDER BY line"), want);
 }
 
+// Hostile review 155, MED 4: a `start` line over 4 KiB (a long exe=) made the CLI say "no whole
+// record" and gpufaultd never read the file. LOW 5: the pid of many `start` records once.
+TEST(AllocLongLine, AStartLineOver4KiBIsTheFilesIdentityAndItsPidIsSaidOnce) {
+    TempDir dir;
+    std::string f = dir.file("gpufault-alloc.4800.log");
+    const std::string start =
+        "gpufault.alloc 1 start pid=4800 ppid=1 wall_us=1796032800000000 "
+        "mono_us=1 exe=/opt/" +
+        std::string(4300, 'x') + "\n";
+    writeFile(f,
+              start + start + rec("0x7e0000000000", 0, '-') +
+                  "gpufault.alloc 1 start pid=4800 ppid=1 wall_us=1796032800000009 mono_us=9 "
+                  "exe=/x\n");
+    ASSERT_GT(start.size(), 4096u);
+    auto store = Store::open(dir.file("g.db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(store) << store.error().message;
+    auto cli = ingestAllocLog(*store, f);
+    ASSERT_TRUE(cli) << cli.error().message;
+    EXPECT_EQ(cli->allocations, 1u);
+    EXPECT_EQ(cli->processes, 3u);
+    EXPECT_EQ(cli->pids, std::vector<int64_t>{4800});
+    auto id = allocSourceIdentity(f);
+    ASSERT_TRUE(id);
+    EXPECT_EQ(id->fingerprint.size(), std::string("alloc-0123456789abcdef").size());
+    // The daemon's reader on a file of its own: the same records.
+    std::string g = dir.file("gpufault-alloc.4801.log");
+    writeFile(g, start + rec("0x7e0000000000", 0, '-'));
+    AllocFollowState state;
+    ASSERT_TRUE(store->begin());
+    auto d = storeAllocLogInTxn(*store, g, AllocFollowOptions{}, state);
+    ASSERT_TRUE(d) << d.error().message;
+    ASSERT_TRUE(store->commit());
+    EXPECT_FALSE(d->unchanged);
+    EXPECT_EQ(d->lines, 2u);
+    EXPECT_EQ(d->allocations, 1u);
+}
+
+// Hostile review 155, MED 3: `gpufault ingest` stored "record cut short" for a line being
+// written; gpufaultd then read it whole and the warning stayed.
+TEST(AllocLongLine, TheDaemonReadingALineTheCliFoundCutDropsItsWarning) {
+    TempDir dir;
+    std::string f = dir.file("gpufault-alloc.4800.log");
+    const std::string head =
+        "gpufault.alloc 1 start pid=4800 ppid=1 wall_us=1796032800000000 mono_us=1 exe=/x\n" +
+        rec("0x7e0000000000", 0, '-');
+    const std::string last = rec("0x7e0000100000", 0, '-');
+    writeFile(f, head + last.substr(0, 40));
+    auto store = Store::open(dir.file("g.db"), Store::Mode::ReadWrite);
+    ASSERT_TRUE(store) << store.error().message;
+    auto cli = ingestAllocLog(*store, f);
+    ASSERT_TRUE(cli) << cli.error().message;
+    auto warnings = [&] {
+        auto s = store->db().prepare("SELECT line || ' ' || message FROM warnings");
+        std::vector<std::string> out;
+        while (s && s->step().value_or(false)) out.push_back(s->str(0));
+        return out;
+    };
+    EXPECT_EQ(warnings(),
+              std::vector<std::string>{"3 record cut short (no newline at the end of the file)"});
+    writeFile(f, head + last);
+    AllocFollowState state;
+    ASSERT_TRUE(store->begin());
+    auto d = storeAllocLogInTxn(*store, f, AllocFollowOptions{}, state);
+    ASSERT_TRUE(d) << d.error().message;
+    ASSERT_TRUE(store->commit());
+    EXPECT_EQ(d->allocations, 2u);
+    EXPECT_TRUE(warnings().empty()) << warnings().front();
+}
+
 }  // namespace
 }  // namespace gpufault::testing

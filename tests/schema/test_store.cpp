@@ -113,7 +113,7 @@ TEST(Store, NewFileIsMigratedWithIncrementalVacuumAndWal) {
     // 020_alloc_threads_core_content, 021_foreign_pidns, 022_unended_line, 023_unended_read_hash,
     // 024_lost_records, 025_sources_fingerprint).
     const auto versions = static_cast<int64_t>(migrations().size());
-    EXPECT_EQ(versions, 25);  // 001 … 025
+    EXPECT_EQ(versions, 26);  // 001 … 026
     EXPECT_EQ(scalar(*s,
                      "SELECT count(*) FROM pragma_table_info('sources') WHERE name = "
                      "'lost_records'"),
