@@ -1,16 +1,19 @@
 #include "collectors/coredump/sandbox.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 namespace gpufault::coredump {
@@ -30,9 +33,32 @@ bool writeAll(int fd, std::string_view s) {
     return true;
 }
 
-[[noreturn]] void child(int fd, const std::function<std::string()>& fn, const ChildLimits& l) {
+/// Closes the sockets the child inherited (gpufaultd's listening control socket above all:
+/// held by a child that outlives a killed daemon, it made the next start find "another gpufaultd
+/// listening", hostile review 155, LOW 7). The unwinding reads files only.
+void closeSockets() {
+    DIR* d = ::opendir("/proc/self/fd");
+    if (!d) return;
+    const int own = ::dirfd(d);
+    while (auto* e = ::readdir(d)) {
+        char* end = nullptr;
+        long fd = std::strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end != '\0' || fd == own) continue;
+        struct stat st {};
+        if (::fstat(static_cast<int>(fd), &st) == 0 && S_ISSOCK(st.st_mode))
+            ::close(static_cast<int>(fd));
+    }
+    ::closedir(d);
+}
+
+[[noreturn]] void child(int fd,
+                        pid_t parent,
+                        const std::function<std::string()>& fn,
+                        const ChildLimits& l) {
     ::prctl(PR_SET_DUMPABLE, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);  // the parent died before PDEATHSIG was set
+    closeSockets();
     struct rlimit core {
         0, 0
     }, as{l.address_space, l.address_space};
@@ -58,6 +84,7 @@ Result<std::string> runInChild(const std::function<std::string()>& fn, const Chi
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0)
         return std::unexpected(Error{fmt::format("pipe: {}", std::strerror(errno))});
+    const pid_t parent = ::getpid();
     pid_t pid = ::fork();
     if (pid < 0) {
         ::close(p[0]);
@@ -66,7 +93,7 @@ Result<std::string> runInChild(const std::function<std::string()>& fn, const Chi
     }
     if (pid == 0) {
         ::close(p[0]);
-        child(p[1], fn, limits);
+        child(p[1], parent, fn, limits);
     }
     ::close(p[1]);
     auto deadline = std::chrono::steady_clock::now() +

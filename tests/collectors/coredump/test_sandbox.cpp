@@ -1,9 +1,13 @@
 // The limited child: a result comes back; a crash, a hang or a memory blow-up is an error value.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "collectors/coredump/sandbox.h"
@@ -66,6 +70,31 @@ TEST(Sandbox, OversizedResultIsRefused) {
     auto r = runInChild([] { return std::string(5000, 'y'); }, l);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().message, "result larger than 1000 bytes");
+}
+
+// Hostile review 155, LOW 7: the child held gpufaultd's listening control socket; after a kill
+// -9 of the daemon the next start could find "another gpufaultd listening". Sockets are closed
+// in the child; files (the core it reads) stay open.
+TEST(Sandbox, TheChildHoldsNoSocketButKeepsFiles) {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    int file = ::open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(file, 0);
+    auto r = runInChild(
+        [&] {
+            std::string s;
+            for (int fd : {sv[0], sv[1], file})
+                s += ::fcntl(fd, F_GETFD) == -1 && errno == EBADF ? "closed " : "open ";
+            return s;
+        },
+        {});
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(*r, "closed closed open ");
+    // The parent's stay open.
+    EXPECT_NE(::fcntl(sv[0], F_GETFD), -1);
+    ::close(sv[0]);
+    ::close(sv[1]);
+    ::close(file);
 }
 
 }  // namespace
