@@ -165,6 +165,7 @@ std::vector<MarkedCore> CoreReadMarker::takeKillers() {
         it = killers.end() - 1;
     }
     std::visit([](auto& c) { ++c.deaths; }, *it);
+    died_ = *it;
     std::string out;
     for (const auto& k : killers) out += record(k) + '\0';
     writeAtomic(listFile(), out);

@@ -50,6 +50,9 @@ class CoreReadMarker {
     /// Both files are read without following links or blocking (a FIFO or a link there is
     /// ignored with a log line), at most 1 MiB; the list keeps the last 256 cores.
     std::vector<MarkedCore> takeKillers();
+    /// The core the marker named at takeKillers() (the previous run died reading it), with its
+    /// deaths counted; nullopt when that run did not die reading one.
+    const std::optional<MarkedCore>& diedReading() const { return died_; }
     /// Names the core file at `path` (lstat now) as being read. A failure to write is logged
     /// and reading goes on (the guard is lost, not the core).
     void begin(const std::string& path);
@@ -62,6 +65,7 @@ class CoreReadMarker {
     std::string listFile() const;
 
   private:
+    std::optional<MarkedCore> died_;  ///< diedReading()
     std::string file_;
 };
 

@@ -153,14 +153,16 @@ StepResult startWorkerStep(State& s) {
     if (!s.core_marker || s.core_marker->file() != marker) {
         s.core_marker = std::make_shared<CoreReadMarker>(marker);
         s.core_killers = s.core_marker->takeKillers();
-        for (const auto& k : s.core_killers) {
-            const auto* f = std::get_if<MarkedCoreFile>(&k);
-            int deaths = f ? f->deaths : std::get<MarkedPendingCore>(k).deaths;
+        // Said of the core the previous run died reading, not of every earlier one at every
+        // start (hostile review 155, LOW 6); those skipped are counted in status.
+        if (const auto& k = s.core_marker->diedReading()) {
+            const auto* f = std::get_if<MarkedCoreFile>(&*k);
+            int deaths = f ? f->deaths : std::get<MarkedPendingCore>(*k).deaths;
             logLine(deaths >= kMaxCoreReadAttempts ? 3 : 4,
                     fmt::format("gpufaultd died while reading {} ({} of {} runs): {}",
                                 f ? f->path
                                   : fmt::format("the core of queued journal entry {}",
-                                                std::get<MarkedPendingCore>(k).id),
+                                                std::get<MarkedPendingCore>(*k).id),
                                 deaths,
                                 kMaxCoreReadAttempts,
                                 deaths >= kMaxCoreReadAttempts ? "not read again until it changes"
