@@ -3,12 +3,15 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -260,6 +263,19 @@ std::vector<std::string> storeRows(const std::string& store_path, const std::str
         rows.push_back(std::move(row));
     }
     return rows;
+}
+
+ScratchTmpfs::ScratchTmpfs(std::string path, const std::string& options) : path_(std::move(path)) {
+    if (::mkdir(path_.c_str(), 0755) != 0 && errno != EEXIST) {
+        error_ = std::strerror(errno);
+        return;
+    }
+    mounted_ = ::mount("tmpfs", path_.c_str(), "tmpfs", 0, options.c_str()) == 0;
+    if (!mounted_) error_ = std::strerror(errno);
+}
+
+ScratchTmpfs::~ScratchTmpfs() {
+    if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
 }
 
 }  // namespace gpufault::testing

@@ -50,6 +50,23 @@ class DaemonProcess {
 /// -1 when the store or the statement fails or gives no row.
 int64_t storeCount(const std::string& store_path, const std::string& sql);
 
+/// A tmpfs mounted at `path` (created) with mount(2) `options` ("size=16m,mode=0755") for a
+/// test; unmounted (lazily) by the destructor. mounted() is false where mounting is refused
+/// (not root, a container): the test skips, error() says why.
+class ScratchTmpfs {
+  public:
+    ScratchTmpfs(std::string path, const std::string& options);
+    ~ScratchTmpfs();
+    ScratchTmpfs(const ScratchTmpfs&) = delete;
+    ScratchTmpfs& operator=(const ScratchTmpfs&) = delete;
+    bool mounted() const { return mounted_; }
+    const std::string& error() const { return error_; }
+
+  private:
+    std::string path_, error_;
+    bool mounted_ = false;
+};
+
 /// The rows of `sql` (its first `columns` columns, joined by '|', NULL as "NULL") from the
 /// store at `store_path`, read beside a running daemon (WAL, read-only); empty when the store or
 /// the statement fails.

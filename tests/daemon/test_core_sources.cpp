@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +42,16 @@ struct Fixture {
             extra);
     }
     int64_t count(const std::string& sql) const { return storeCount(store, sql); }
+    /// A directory `crash` followed as a core directory: the configuration written (the store
+    /// at `store_path` when given); returns the directory.
+    std::string coreDirConfig(const std::string& store_path = "") const {
+        std::string cdir = dir.file("crash");
+        ::mkdir(cdir.c_str(), 0755);
+        std::string c = config(fmt::format("[cores]\ndirectories = [\"{}\"]\n", cdir));
+        if (!store_path.empty()) c.replace(c.find(store), store.size(), store_path);
+        writeFile(conf, c);
+        return cdir;
+    }
     /// Writes `entries` into journal/a.journal (writeJournal) and a configuration that reads
     /// that directory; false when the journal could not be written.
     bool journalConfig(const std::vector<JournalFields>& entries) const {
@@ -266,9 +275,7 @@ TEST(DaemonCores, ForgedEntryIgnoredAndFifoCoreNeverBlocks) {
 
 TEST(DaemonCores, FollowsACoreDirectory) {
     Fixture f;
-    std::string cdir = f.dir.file("crash");
-    ::mkdir(cdir.c_str(), 0755);
-    writeFile(f.conf, f.config(fmt::format("[cores]\ndirectories = [\"{}\"]\n", cdir)));
+    const std::string cdir = f.coreDirConfig();
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
     ASSERT_TRUE(startedReady(d));
     auto core = readFile(kCore);
@@ -320,19 +327,10 @@ TEST(DaemonCores, FollowsACoreDirectory) {
 TEST(DaemonCores, ACoreTheFullStoreRefusedIsReadAgainWhenSpaceReturns) {
     Fixture f;
     const std::string mnt = f.dir.file("full");
-    ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
-    if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=16m,mode=0755") != 0)
-        GTEST_SKIP() << "cannot mount a tmpfs here (" << std::strerror(errno) << ")";
-    struct Unmount {
-        std::string at;
-        ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
-    } unmount{mnt};
-    std::string cdir = f.dir.file("crash");
-    ::mkdir(cdir.c_str(), 0755);
+    ScratchTmpfs fs(mnt, "size=16m,mode=0755");
+    if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (" << fs.error() << ")";
     const std::string store = mnt + "/store.db";
-    std::string conf = f.config(fmt::format("[cores]\ndirectories = [\"{}\"]\n", cdir));
-    conf.replace(conf.find(f.store), f.store.size(), store);
-    writeFile(f.conf, conf);
+    const std::string cdir = f.coreDirConfig(store);
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
     ASSERT_TRUE(startedReady(d));
     // The rest of the file system taken by a filler: the core's rows do not fit.
@@ -363,9 +361,7 @@ TEST(DaemonCores, ACoreTheFullStoreRefusedIsReadAgainWhenSpaceReturns) {
 // and `status` said "2 cores stored".
 TEST(DaemonCores, AWholeCoreReplacingItsCutCopyIsNotCountedTwice) {
     Fixture f;
-    std::string cdir = f.dir.file("crash");
-    ::mkdir(cdir.c_str(), 0755);
-    writeFile(f.conf, f.config(fmt::format("[cores]\ndirectories = [\"{}\"]\n", cdir)));
+    const std::string cdir = f.coreDirConfig();
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
     ASSERT_TRUE(startedReady(d));
     auto core = readFile(kCore);
@@ -442,9 +438,7 @@ TEST(DaemonCores, SkipsSymbolicLinksInACoreDirectory) {
 // (touched), a core is read. A clean stop while a core is read counts nothing.
 TEST(DaemonCores, CoresThatKillTheDaemonTwiceAreNotReadAgainUntilTheyChange) {
     Fixture f;
-    std::string cdir = f.dir.file("crash");
-    ::mkdir(cdir.c_str(), 0755);
-    writeFile(f.conf, f.config(fmt::format("[cores]\ndirectories = [\"{}\"]\n", cdir)));
+    const std::string cdir = f.coreDirConfig();
     const std::string a = cdir + "/core.1111", b = cdir + "/core.2222";
     writeFile(a, readFile(kCore));
     writeFile(b, readFile(kCore).substr(0, 300000));  // another core of the same crash

@@ -497,13 +497,8 @@ TEST(Daemon, KeepsRunningWhenTheStoreCannotGrowAndCatchesUpWithoutLoss) {
 TEST(Daemon, KeepsRunningOnAFullTmpfsAndCatchesUpWhenItGrows) {
     Fixture f;
     const std::string mnt = f.dir.file("full");
-    ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
-    if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=16m,mode=0755") != 0)
-        GTEST_SKIP() << "cannot mount a tmpfs here (" << std::strerror(errno) << ")";
-    struct Unmount {
-        std::string at;
-        ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
-    } unmount{mnt};
+    ScratchTmpfs tmpfs(mnt, "size=16m,mode=0755");
+    if (!tmpfs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (" << tmpfs.error() << ")";
     const std::string store = mnt + "/store.db";
     std::string conf = f.config();
     conf.replace(conf.find(f.store), f.store.size(), store);
