@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +28,8 @@ namespace {
 
 /// The signal (SIGINT, SIGTERM) that asked an ingest to stop; 0 while none did.
 volatile std::sig_atomic_t gStopSignal = 0;
+/// An eventfd the handler writes: a read waiting on a quiet pipe ends (IngestOptions::stop_fd).
+int gStopFd = -1;
 
 /// The first SIGINT or SIGTERM stops the ingest at its next batch, which is committed with
 /// its checkpoint (IngestOptions::stop); the second one ends the process at once.
@@ -37,6 +40,10 @@ void onStopSignal(int sig) {
         return;
     }
     gStopSignal = sig;
+    if (gStopFd >= 0) {
+        const uint64_t one = 1;
+        (void)!::write(gStopFd, &one, sizeof one);
+    }
     static constexpr char kSaid[] =
         "\ngpufault: interrupted: storing what was read (again to quit at once)\n";
     (void)!::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
@@ -48,6 +55,7 @@ class StopSignals {
   public:
     StopSignals() {
         gStopSignal = 0;
+        gStopFd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         struct sigaction sa {};
         sa.sa_handler = onStopSignal;
         sa.sa_flags = SA_RESTART;
@@ -58,6 +66,8 @@ class StopSignals {
     ~StopSignals() {
         ::sigaction(SIGINT, &int_, nullptr);
         ::sigaction(SIGTERM, &term_, nullptr);
+        if (gStopFd >= 0) ::close(gStopFd);
+        gStopFd = -1;
     }
     StopSignals(const StopSignals&) = delete;
     StopSignals& operator=(const StopSignals&) = delete;
@@ -394,6 +404,7 @@ int cmdIngest(const Global& g,
     opt.dispatch_window = window;
     StopSignals signals;
     opt.stop = [] { return gStopSignal != 0; };
+    opt.stop_fd = gStopFd;
     bool tty = ::isatty(STDERR_FILENO);
     int rc = 0;
     // A file that cannot be read as what it is (a cut core, an lz4 core, a malformed report)

@@ -139,6 +139,8 @@ db::Result<IngestSummary> ingestFile(Store& store,
         id.inode = static_cast<int64_t>(st.st_ino);
     }
     LineReader reader(fd.fd, kMaxLine, {}, opt.read_chunk_bytes);
+    // A stop ends the wait for the head on a quiet pipe too (what came is the head).
+    if (!S_ISREG(st.st_mode)) reader.setCancel(-1, opt.stop_fd);
     auto head = reader.peek(kFingerprintBytes);
     if (!head) return std::unexpected(db::Error{fmt::format("{}: {}", path, head.error().message)});
     // Compressed logs and cores (journal exports, `dmesg.gz`, `core.zst`) are not text.
@@ -253,7 +255,7 @@ db::Result<IngestSummary> ingestFile(Store& store,
     Fd cancel;
     if (!S_ISREG(st.st_mode)) {
         cancel.fd = ::eventfd(0, EFD_CLOEXEC);
-        reader.setCancel(cancel.fd);
+        reader.setCancel(cancel.fd, opt.stop_fd);
     }
     std::thread front([&, lineNo = static_cast<uint64_t>(state.line)] {
         readLines(reader, channel, lineNo, batchLines, id.kind == "file");
@@ -269,25 +271,27 @@ db::Result<IngestSummary> ingestFile(Store& store,
         }
     } join{channel, front, cancel.fd};
 
+    // Stopped as a kill after this batch's commit would be: what was matched is committed.
+    auto stopHere = [&]() -> db::Result<IngestSummary> {
+        if (stream.error()) return fail(*stream.error());
+        if (auto r = checkpoint(false); !r) return fail(r.error());
+        (void)store.rollback();  // the transaction checkpoint() opened, empty
+        sum.interrupted = true;
+        sum.bytes = consumedAt;
+        sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return sum;
+    };
     LineClassifier classifier;
     for (;;) {
         auto b = channel.pop(classifier);
         if (!b) return fail(db::Error{"reader stopped"});
-        if (b->error) return fail(*b->error);
+        // A read that waited on a quiet pipe, ended by the stop (opt.stop_fd).
+        if (b->error) return opt.stop && opt.stop() ? stopHere() : fail(*b->error);
         stream.matchBatch(*b);
         consumedAt = b->end_offset;
         channel.done(b->seq);
         if (b->last) break;
-        if (opt.stop && opt.stop()) {  // stopped as a kill after this batch's commit would
-            if (stream.error()) return fail(*stream.error());
-            if (auto r = checkpoint(false); !r) return fail(r.error());
-            (void)store.rollback();  // the transaction checkpoint() opened, empty
-            sum.interrupted = true;
-            sum.bytes = consumedAt;
-            sum.seconds =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            return sum;
-        }
+        if (opt.stop && opt.stop()) return stopHere();
         if (stream.uncommittedLines() >= opt.batch_lines ||
             std::chrono::duration<double>(std::chrono::steady_clock::now() - batchStart).count() >
                 opt.batch_seconds) {

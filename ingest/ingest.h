@@ -23,11 +23,14 @@ struct IngestOptions {
     size_t read_chunk_bytes = 0;
     /// Progress callback: bytes read so far, total bytes (0 when unknown). May be empty.
     std::function<void(uint64_t, uint64_t)> progress;
-    /// Asked after each batch of lines (a batch ends within batch_seconds of a line read);
+    /// Asked after each batch of lines and when a read waiting on a pipe is ended (stop_fd);
     /// true: what was read is committed with the checkpoint, as a batch is, and the ingest
     /// ends with IngestSummary::interrupted (the same ingest of a file goes on from there).
-    /// May be empty. A read blocked on a pipe is not woken by it.
+    /// May be empty.
     std::function<bool()> stop;
+    /// Readable once `stop` says true (an eventfd the signal handler writes): a read that waits
+    /// on a quiet pipe ends then, and what was read is stored. -1: none.
+    int stop_fd = -1;
 };
 
 /// What one ingest did.

@@ -94,6 +94,7 @@ LineReader::LineReader(int fd, size_t max_line, std::function<void()> reuse, siz
 db::Result<std::string_view> LineReader::peek(size_t n) {
     while (end_ < n) {
         auto r = fill();
+        if (!r && cancelled_) break;  // what came before the cancel is the head
         if (!r) return std::unexpected(r.error());
         if (!*r) break;
     }
@@ -201,13 +202,16 @@ db::Result<bool> LineReader::fill() {
     Buffer& buf = bufs_[cur_];
     if (end_ == buf.size()) buf.resize(buf.size() * 2);  // only peek() can get here
     for (;;) {
-        if (cancel_ >= 0) {
-            pollfd p[2] = {{fd_, POLLIN, 0}, {cancel_, POLLIN, 0}};
-            if (::poll(p, 2, -1) < 0) {
+        if (cancel_ >= 0 || cancel2_ >= 0) {
+            pollfd p[3] = {{fd_, POLLIN, 0}, {cancel_, POLLIN, 0}, {cancel2_, POLLIN, 0}};
+            if (::poll(p, 3, -1) < 0) {
                 if (errno == EINTR) continue;
                 return std::unexpected(db::Error{std::strerror(errno)});
             }
-            if (p[1].revents != 0) return std::unexpected(db::Error{"cancelled"});
+            if (p[1].revents != 0 || p[2].revents != 0) {
+                cancelled_ = true;
+                return std::unexpected(db::Error{"cancelled"});
+            }
         }
         ssize_t n = ::read(fd_, buf.data() + end_, buf.size() - end_);
         if (n < 0 && errno == EINTR) continue;

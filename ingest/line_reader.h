@@ -101,9 +101,12 @@ class LineReader {
     void setReuse(std::function<void()> reuse) { reuse_ = std::move(reuse); }
     /// Tells the reader that its fd was positioned at `offset` (resume), so offsets stay absolute.
     void setBase(uint64_t offset) { base_ = offset; }
-    /// A descriptor that becomes readable to end a read that waits (a pipe's): each read first
-    /// polls both, and fails with "cancelled" once `fd` is readable. -1: none (the default).
-    void setCancel(int fd) { cancel_ = fd; }
+    /// Descriptors that become readable to end a read that waits (a pipe's): each read first
+    /// polls them with the input, and fails with "cancelled" once one is readable. -1: none.
+    void setCancel(int fd, int other = -1) {
+        cancel_ = fd;
+        cancel2_ = other;
+    }
     /// Next line (without '\n'); nullopt at end. `truncated` is set for lines over max_line.
     db::Result<std::optional<std::string_view>> next(uint64_t& line_offset, bool& truncated);
     /// Consumes up to `max` lines that end in the current buffer (after a call to next() or
@@ -163,7 +166,8 @@ class LineReader {
     bool hasCr(size_t a, size_t b);
 
     int fd_;
-    int cancel_ = -1;  ///< setCancel()
+    int cancel_ = -1, cancel2_ = -1;  ///< setCancel()
+    bool cancelled_ = false;          ///< a read ended by setCancel()'s descriptors
     size_t maxLine_;
     std::function<void()> reuse_;
     Buffer bufs_[2];
