@@ -104,12 +104,18 @@ void CoreDirSource::scan() {
             if (pending_.contains(key) && wall.tv_sec - st.st_mtim.tv_sec >= 2) {
                 seen_.insert(key);
                 if (int deaths = deathsOf(killers_, path); deaths >= kMaxCoreReadAttempts) {
-                    logLine(3,
-                            fmt::format("core not read: {}: gpufaultd died while reading it {} "
-                                        "times; not read again until it changes (`gpufault "
-                                        "ingest` reads it by hand)",
-                                        path,
-                                        deaths));
+                    // Said at the start after the run that died reading it; at later starts
+                    // only counted in status (hostile review 157, F3).
+                    const MarkedCoreFile* died = nullptr;
+                    if (marker_ && marker_->diedReading())
+                        died = std::get_if<MarkedCoreFile>(&*marker_->diedReading());
+                    if (died && died->path == path)
+                        logLine(3,
+                                fmt::format("core not read: {}: gpufaultd died while reading it {} "
+                                            "times; not read again until it changes (`gpufault "
+                                            "ingest` reads it by hand)",
+                                            path,
+                                            deaths));
                     std::lock_guard lk(counters_->mu);
                     ++counters_->killed;
                     continue;

@@ -136,6 +136,15 @@ db::Result<bool> JournalSource::poll(Txn& txn) {
     if (!j_) return false;
     if (!stream_)
         if (auto r = start(txn); !r) return std::unexpected(r.error());
+    if (submit_) {  // cores the store refused, handed over again after the next commit
+        auto again = retries_->take();
+        if (!again.empty())
+            if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
+        for (auto& p : again) {
+            queued_.push_back(std::move(p));
+            ++coresUncommitted_;
+        }
+    }
     for (int i = 0; i < kEntriesPerPoll; ++i) {
         if (!pendingFirst_) {
             int r = sd_journal_next(j_);
@@ -307,7 +316,7 @@ void JournalSource::committed() {
     if (stream_) stream_->committed();
     for (auto& p : queued_)
         submit_(unwindJournalCore(
-            p, "journal:" + name(), crash_, marker_, deathsOfPending(killers_, p.id)));
+            p, "journal:" + name(), crash_, marker_, deathsOfPending(killers_, p.id), retries_));
     queued_.clear();
 }
 

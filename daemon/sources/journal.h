@@ -2,10 +2,13 @@
 // configured units, resumed by cursor.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +22,24 @@
 typedef struct sd_journal sd_journal;
 
 namespace gpufault::daemon {
+
+/// Queued cores the store refused (full, busy, locked, an I/O error), to be handed to the worker
+/// again by their source after 1, 2, 4 … 64 s (hostile review 157, F2: only the next start did).
+/// Shared by the source (loop thread) and its jobs (worker thread).
+struct CoreRetries {
+    std::mutex mu;
+    struct Due {
+        PendingCore core;
+        int attempts = 0;
+        std::chrono::steady_clock::time_point at;
+    };
+    std::vector<Due> due;
+    std::map<int64_t, int> attempts;  ///< by queued core id
+    /// Called by a job: `p` again later.
+    void later(const PendingCore& p);
+    /// Called by the source: the cores whose time has come.
+    std::vector<PendingCore> take();
+};
 
 /// Follows `_TRANSPORT=kernel` entries, systemd-coredump's entries (MESSAGE_ID
 /// fc2e22bc6ee647b6b90729ab34a250b1: stored as cores, ingest/ingest_crash.h) plus
@@ -103,6 +124,7 @@ class JournalSource final : public Source {
     std::shared_ptr<CoreReadMarker> marker_;
     std::vector<MarkedCore> killers_;
     std::vector<PendingCore> queued_;  ///< queued in the open transaction, handed over at commit
+    std::shared_ptr<CoreRetries> retries_ = std::make_shared<CoreRetries>();
 };
 
 /// The COREDUMP= core (Storage=journal) of the entry `j` is positioned on, read whole (no data
@@ -114,13 +136,15 @@ JournalCore journalCoreHere(sd_journal* j, const UnpackLimits& limits);
 /// by the cursor), unwinds and stores it as `where` ("journal:…") with ingestCoredumpEntry in a
 /// transaction of its own, then removes `p` from the queue. A core stored before (a kill after
 /// the store and before the removal, or queued twice) is left as it is; a store error leaves
-/// `p` queued for the next start. True when records were stored.
+/// `p` queued for the next start, and in `retries` (may be null) to be tried again by this run.
+/// True when records were stored.
 /// `marker` (may be null) names `p` while it is read; `deaths`, the runs that died reading it:
 /// at kMaxCoreReadAttempts it is removed from the queue unread, with a log line.
 WorkerJob unwindJournalCore(PendingCore p,
                             std::string where,
                             CrashOptions opt,
                             std::shared_ptr<CoreReadMarker> marker = nullptr,
-                            int deaths = 0);
+                            int deaths = 0,
+                            std::shared_ptr<CoreRetries> retries = nullptr);
 
 }  // namespace gpufault::daemon

@@ -73,16 +73,38 @@ JournalCore journalCoreAt(const std::string& directory,
 
 }  // namespace
 
+void CoreRetries::later(const PendingCore& p) {
+    std::lock_guard lk(mu);
+    int& n = attempts[p.id];
+    due.push_back(
+        Due{p, n, std::chrono::steady_clock::now() + std::chrono::seconds(1 << std::min(n, 6))});
+    ++n;
+}
+
+std::vector<PendingCore> CoreRetries::take() {
+    std::lock_guard lk(mu);
+    std::vector<PendingCore> out;
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(due, [&](const Due& d) {
+        if (d.at > now) return false;
+        out.push_back(d.core);
+        return true;
+    });
+    return out;
+}
+
 WorkerJob unwindJournalCore(PendingCore p,
                             std::string where,
                             CrashOptions opt,
                             std::shared_ptr<CoreReadMarker> marker,
-                            int deaths) {
+                            int deaths,
+                            std::shared_ptr<CoreRetries> retries) {
     return [p = std::move(p),
             where = std::move(where),
             opt = std::move(opt),
             marker = std::move(marker),
-            deaths](Store& store, const std::function<bool()>&) -> bool {
+            deaths,
+            retries = std::move(retries)](Store& store, const std::function<bool()>&) -> bool {
         auto still = store.hasPendingCore(p.id);
         if (!still || !*still) return false;  // done meanwhile (queued twice: a reload)
         auto dropQueued = [&] {
@@ -123,12 +145,19 @@ WorkerJob unwindJournalCore(PendingCore p,
                                  : JournalCore{};
             auto r = ingestCoredumpEntry(store, *e, where, opt, true, &jc);
             if (!r) {
-                // A store error (busy, disk full): queued still, done at the next start.
+                // Queued still, done at the next start; the store's own trouble (busy, disk
+                // full) is also tried again by this run.
                 keep = true;
+                const int code = r.error().primary();
+                const bool again = retries && (code == SQLITE_FULL || code == SQLITE_BUSY ||
+                                               code == SQLITE_LOCKED || code == SQLITE_IOERR ||
+                                               code == SQLITE_READONLY);
+                if (again) retries->later(p);
                 logLine(4,
-                        fmt::format("systemd-coredump entry of pid {} not stored: {}",
+                        fmt::format("systemd-coredump entry of pid {} not stored: {}{}",
                                     e->pid,
-                                    r.error().message));
+                                    r.error().message,
+                                    again ? " (read again later)" : ""));
             } else {
                 stored = !r->unchanged;
             }
