@@ -87,6 +87,27 @@ JournalFields coredumpEntry(const std::string& pid,
             {"COREDUMP_EXE", "/usr/bin/python3.12"}};
 }
 
+/// A journal holding the crash of pid 14046 with the fixture core in its COREDUMP= field
+/// (Storage=journal), and `d` started on it with its first core job held at the test pause
+/// "core-unwind" (PAUSE/core-unwind.paused exists while held: remove it to go on). Returns the
+/// pause directory; "" when the daemon did not get there.
+std::string startWithJournalCoreHeld(const Fixture& f, DaemonProcess& d) {
+    auto entry = coredumpEntry(
+        "14046", "1764480100000000", "Process 14046 (crashmain) of user 1000 dumped core.");
+    entry["COREDUMP"] = readFile(kCore);  // Storage=journal: the worker reads it by the cursor
+    if (!f.journalConfig({entry})) return "";
+    const std::string pause = f.dir.file("pause");
+    ::mkdir(pause.c_str(), 0755);
+    writeFile(pause + "/core-unwind", "");  // armed: the first job waits
+    ::setenv("GPUFAULTD_TEST_PAUSE_DIR", pause.c_str(), 1);
+    const bool started = d.start();
+    ::unsetenv("GPUFAULTD_TEST_PAUSE_DIR");
+    if (!started || !d.waitNotify("READY=1", 10s)) return "";
+    const bool held = eventually(
+        [&] { return ::access((pause + "/core-unwind.paused").c_str(), F_OK) == 0; }, 20s);
+    return held ? pause : "";
+}
+
 /// The entry of the fixture core's crash (crashmain, pid 14046), kept in a systemd-coredump zstd
 /// file written into the fixture's directory.
 JournalFields keptCoreEntry(const Fixture& f) {
@@ -191,22 +212,9 @@ TEST(DaemonCores, JournalCoreIsUnwoundOffTheLoopAndSurvivesAKill) {
     if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)
         GTEST_SKIP() << "systemd-journal-remote is not installed (scripts/install-deps.sh)";
     Fixture f;
-    auto entry = coredumpEntry(
-        "14046", "1764480100000000", "Process 14046 (crashmain) of user 1000 dumped core.");
-    entry["COREDUMP"] = readFile(kCore);  // Storage=journal: the worker reads it by the cursor
-    ASSERT_TRUE(f.journalConfig({entry}));
-    std::string pause = f.dir.file("pause");
-    ASSERT_EQ(::mkdir(pause.c_str(), 0755), 0);
-    writeFile(pause + "/core-unwind", "");  // armed: the first job waits
-    ASSERT_EQ(::setenv("GPUFAULTD_TEST_PAUSE_DIR", pause.c_str(), 1), 0);
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    bool started = d.start();
-    ::unsetenv("GPUFAULTD_TEST_PAUSE_DIR");
-    ASSERT_TRUE(started);
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-    ASSERT_TRUE(eventually([&] { return ::access((pause + "/core-unwind.paused").c_str(), F_OK) == 0; },
-                           20s))
-        << d.stderrText();
+    const std::string pause = startWithJournalCoreHeld(f, d);
+    ASSERT_FALSE(pause.empty()) << d.stderrText();
     std::string st = controlRequest(f.sock, "status");
     EXPECT_NE(st.find("\"streams\""), std::string::npos) << st;
     EXPECT_EQ(f.count("SELECT count(*) FROM pending_cores"), 1);
@@ -328,22 +336,9 @@ TEST(DaemonCores, AJournalCoreTheStoreRefusedIsReadAgainByTheSameRun) {
     if (::access("/lib/systemd/systemd-journal-remote", X_OK) != 0)
         GTEST_SKIP() << "systemd-journal-remote is not installed (scripts/install-deps.sh)";
     Fixture f;
-    auto entry = coredumpEntry(
-        "14046", "1764480100000000", "Process 14046 (crashmain) of user 1000 dumped core.");
-    entry["COREDUMP"] = readFile(kCore);
-    ASSERT_TRUE(f.journalConfig({entry}));
-    std::string pause = f.dir.file("pause");
-    ASSERT_EQ(::mkdir(pause.c_str(), 0755), 0);
-    writeFile(pause + "/core-unwind", "");
-    ASSERT_EQ(::setenv("GPUFAULTD_TEST_PAUSE_DIR", pause.c_str(), 1), 0);
     DaemonProcess d(GPUFAULTD_BIN, f.conf, f.dir.path());
-    bool started = d.start();
-    ::unsetenv("GPUFAULTD_TEST_PAUSE_DIR");
-    ASSERT_TRUE(started);
-    ASSERT_TRUE(d.waitNotify("READY=1", 10s)) << d.stderrText();
-    ASSERT_TRUE(eventually(
-        [&] { return ::access((pause + "/core-unwind.paused").c_str(), F_OK) == 0; }, 20s))
-        << d.stderrText();
+    const std::string pause = startWithJournalCoreHeld(f, d);
+    ASSERT_FALSE(pause.empty()) << d.stderrText();
     {
         auto lock = gpufault::db::Db::open(f.store, false, false);
         ASSERT_TRUE(lock) << lock.error().message;
