@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -402,9 +403,19 @@ int cmdIngest(const Global& g,
     }
     IngestOptions opt;
     opt.dispatch_window = window;
-    StopSignals signals;
-    opt.stop = [] { return gStopSignal != 0; };
-    opt.stop_fd = gStopFd;
+    // Ctrl-C stores what was read — except with a named FIFO among the inputs, whose open()
+    // waits for a writer where no stop can reach it: Ctrl-C ends the process at once then, as
+    // it always did (hostile review 158, N1).
+    const bool fifo = std::any_of(files.begin(), files.end(), [](const std::string& f) {
+        struct stat fs {};
+        return f != "-" && ::stat(f.c_str(), &fs) == 0 && S_ISFIFO(fs.st_mode);
+    });
+    std::optional<StopSignals> signals;
+    if (!fifo) {
+        signals.emplace();
+        opt.stop = [] { return gStopSignal != 0; };
+        opt.stop_fd = gStopFd;
+    }
     bool tty = ::isatty(STDERR_FILENO);
     int rc = 0;
     // A file that cannot be read as what it is (a cut core, an lz4 core, a malformed report)

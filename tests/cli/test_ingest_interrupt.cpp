@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -161,6 +162,44 @@ TEST(IngestInterrupt, AQuietPipeEndsAtTheSignalWithWhatItRead) {
     EXPECT_EQ(scalar(db, "SELECT count(*) FROM operands"), "1\n");
     EXPECT_NE(readFile(t.file("out")).find("1 incident in " + db), std::string::npos)
         << readFile(t.file("out")) << readFile(t.file("err"));
+}
+
+// Hostile review 158, N1: a named FIFO without a writer kept `gpufault ingest FIFO` in open()
+// after the first Ctrl-C (no stop reaches it there). With a FIFO among the inputs the first
+// signal ends the ingest at once, as before the stop existed.
+TEST(IngestInterrupt, ANamedFifoWithoutAWriterEndsAtTheFirstSignal) {
+    TempDir t;
+    const std::string fifo = t.file("ff");
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        int null = ::open("/dev/null", O_WRONLY);
+        ::dup2(null, 1);
+        ::dup2(null, 2);
+        ::execl(GPUFAULT_BIN,
+                GPUFAULT_BIN,
+                "--db",
+                t.file("db").c_str(),
+                "ingest",
+                fifo.c_str(),
+                nullptr);
+        ::_exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // in open(), waiting
+    ::kill(pid, SIGINT);
+    int st = 0;
+    bool ended = false;
+    for (int i = 0; i < 500 && !ended; ++i) {
+        ended = ::waitpid(pid, &st, WNOHANG) == pid;
+        if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!ended) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &st, 0);
+    }
+    ASSERT_TRUE(ended) << "still waiting 5 s after SIGINT";
+    EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGINT);
 }
 
 }  // namespace
