@@ -71,22 +71,11 @@ bool isAllocLogFile(const std::string& path) {
 
 namespace {
 
-/// The summary's counts and warning texts from what was stored.
-void summarise(AllocIngestSummary& sum, const alloclog::Log& log, size_t size) {
-    sum.lines = log.lines;
-    sum.events = log.events;
-    sum.allocations = log.allocations.size();
-    for (const auto& a : log.allocations) sum.freed += a.free_line ? 1 : 0;
-    sum.failed = log.failed;
-    sum.warnings = log.warnings.size();
-    sum.processes = log.processes.size();
-    for (const auto& p : log.processes) sum.pids.push_back(p.pid);
-    if (sum.pids.empty()) {  // a `start` record refused or never written: the records' pids
-        for (const auto& a : log.allocations)
-            if (std::find(sum.pids.begin(), sum.pids.end(), a.pid) == sum.pids.end())
-                sum.pids.push_back(a.pid);
-        sum.pids_without_start = !sum.pids.empty();
-    }
+/// The summary's warning texts: a new generation's, then the first stored warnings (at most
+/// 10), as "PATH:LINE: message". `size`: the bytes read of the file.
+void warningTexts(AllocIngestSummary& sum,
+                  const std::vector<alloclog::Warning>& warnings,
+                  size_t size) {
     if (sum.new_generation)
         sum.warning_texts.push_back(fmt::format(
             "{}: {} since it was ingested ({} bytes then, {} now): a new generation; the {} "
@@ -96,9 +85,9 @@ void summarise(AllocIngestSummary& sum, const alloclog::Log& log, size_t size) {
             sum.old_size,
             size,
             sum.kept_allocations));
-    for (size_t i = 0; i < log.warnings.size() && i < 10; ++i)
+    for (size_t i = 0; i < warnings.size() && i < 10; ++i)
         sum.warning_texts.push_back(
-            fmt::format("{}:{}: {}", sum.path, log.warnings[i].line, log.warnings[i].message));
+            fmt::format("{}:{}: {}", sum.path, warnings[i].line, warnings[i].message));
 }
 
 /// Drops the records of other pids than `pid` (warned), as the daemon stores a user's file.
@@ -331,6 +320,10 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
     std::vector<int64_t> startPids;  // of the `start` records read, each once
     uint64_t starts = 0;
     constexpr size_t kMaxPids = 64;
+    auto addOnce = [](std::vector<int64_t>& pids, int64_t pid) {
+        if (pids.size() < kMaxPids && std::find(pids.begin(), pids.end(), pid) == pids.end())
+            pids.push_back(pid);
+    };
     auto r = feedLines(
         f->fd(), size, state, path, sum.bytes_read, [&](alloclog::Log&& log) -> db::Result<void> {
             if (opt.only_pid) onlyPid(log, *opt.only_pid);
@@ -341,9 +334,7 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
             state.allocations += log.allocations.size();
             for (const auto& a : log.allocations) {
                 freed += a.free_line ? 1 : 0;
-                if (allocPids.size() < kMaxPids &&
-                    std::find(allocPids.begin(), allocPids.end(), a.pid) == allocPids.end())
-                    allocPids.push_back(a.pid);
+                addOnce(allocPids, a.pid);
             }
             freed += static_cast<uint64_t>(added->frees);
             sum.duplicates += static_cast<uint64_t>(added->duplicates);
@@ -354,10 +345,7 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
             // Counted, and their pids kept once each (hostile review 155, LOW 5: 10 000
             // `start` records of one pid printed it 10 000 times).
             starts += log.processes.size();
-            for (const auto& p : log.processes)
-                if (startPids.size() < kMaxPids &&
-                    std::find(startPids.begin(), startPids.end(), p.pid) == startPids.end())
-                    startPids.push_back(p.pid);
+            for (const auto& p : log.processes) addOnce(startPids, p.pid);
             for (auto& w : added->warnings)
                 if (all.warnings.size() < 10) all.warnings.push_back(std::move(w));
             sum.warnings += added->warnings.size();
@@ -387,17 +375,18 @@ db::Result<AllocIngestSummary> storeAllocLogInTxn(Store& store,
     done.cursor = cursorText(state.hash, static_cast<size_t>(state.offset));
     if (auto p = store.setPosition(s->id, done, state.offset); !p)
         return std::unexpected(db::Error{path + ": " + p.error().message});
-    uint64_t warnings = sum.warnings;
-    summarise(sum, all, static_cast<size_t>(state.offset));
+    warningTexts(sum, all.warnings, static_cast<size_t>(state.offset));
+    sum.lines = all.lines;
+    sum.events = all.events;
+    sum.failed = all.failed;
     sum.processes = starts;
     sum.pids = std::move(startPids);
     if (sum.pids.empty() && state.start_pid) {  // its `start` record was read before
         sum.pids.push_back(*state.start_pid);
-    } else if (sum.pids.empty() && !allocPids.empty()) {  // as summarise() says of a whole log
+    } else if (sum.pids.empty() && !allocPids.empty()) {  // no `start` record stored
         sum.pids = std::move(allocPids);
         sum.pids_without_start = true;
     }
-    sum.warnings = warnings;
     sum.allocations = state.allocations;
     sum.freed = freed;
     sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
