@@ -25,6 +25,13 @@ struct Error {
     int primary() const { return code & 0xff; }
     /// Another connection held the lock the statement needed (SQLITE_BUSY).
     bool busy() const { return primary() == SQLITE_BUSY; }
+    /// The store's own trouble, which may pass (busy, locked, full, an I/O error, read-only):
+    /// the same write may succeed later (gpufaultd reads such a core again).
+    bool transient() const {
+        const int c = primary();
+        return c == SQLITE_BUSY || c == SQLITE_LOCKED || c == SQLITE_FULL || c == SQLITE_IOERR ||
+               c == SQLITE_READONLY;
+    }
 };
 
 template <typename T>

@@ -168,10 +168,7 @@ void CoreDirSource::scan() {
                 if (r.error().message == "not a core") return false;
                 ++counters->errors;
                 // The store's own trouble, not the core's: read it again later.
-                const int code = r.error().primary();
-                const bool again = code == SQLITE_FULL || code == SQLITE_BUSY ||
-                                   code == SQLITE_LOCKED || code == SQLITE_IOERR ||
-                                   code == SQLITE_READONLY;
+                const bool again = r.error().transient();
                 logLine(4,
                         fmt::format("core not stored: {}{}",
                                     r.error().message,

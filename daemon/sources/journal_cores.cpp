@@ -148,10 +148,7 @@ WorkerJob unwindJournalCore(PendingCore p,
                 // Queued still, done at the next start; the store's own trouble (busy, disk
                 // full) is also tried again by this run.
                 keep = true;
-                const int code = r.error().primary();
-                const bool again = retries && (code == SQLITE_FULL || code == SQLITE_BUSY ||
-                                               code == SQLITE_LOCKED || code == SQLITE_IOERR ||
-                                               code == SQLITE_READONLY);
+                const bool again = retries && r.error().transient();
                 if (again) retries->later(p);
                 logLine(4,
                         fmt::format("systemd-coredump entry of pid {} not stored: {}{}",
