@@ -52,12 +52,16 @@ done
 if [ -z "$boot" ]; then echo "SKIP: systemd did not start"; cat "$work/boot.log"; exit 77; fi
 inside() { timeout "${T:-60}" nsenter -t "$boot" -m -p -u -i -r -w /bin/sh -c "$1"; }
 state=""
-for _ in $(seq 1 60); do  # the manager's bus comes up after its PID 1
-  state=$(T=90 inside 'systemctl is-system-running --wait 2>/dev/null' || true)
+deadline=$((SECONDS + 120))  # the manager's bus comes up after its PID 1; a unit may hang
+while [ "$SECONDS" -lt "$deadline" ]; do
+  state=$(T=$((deadline - SECONDS + 1)) inside 'systemctl is-system-running --wait 2>/dev/null' || true)
   [ -n "$state" ] && break
   sleep 0.5
 done
-case "$state" in running | degraded) ;; *) echo "SKIP: systemd is '$state'"; exit 77 ;; esac
+case "$state" in
+  running | degraded) ;;
+  *) echo "SKIP: systemd is '${state:-not answering after 120 s}'"; exit 77 ;;
+esac
 cp "$work"/pkg/gpufault_*.deb "/proc/$boot/root/tmp/gpufault.deb"
 
 fail=0
