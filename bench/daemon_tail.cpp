@@ -4,8 +4,11 @@
 //   2. latency: the same log is appended at a fixed rate (lines per second) while a unique
 //      ROCr fault line is written every 20 ms; a `watch` client timestamps each fault's record;
 //      p50/p99/max of written → seen;
-// the daemon's peak RSS (VmHWM) over both and its CPU time over the latency phase. usage:
+// the daemon's peak RSS (VmHWM) over both and its CPU time over the latency phase. IDLE_FILES
+// > 0 adds that many followed files of one line each beside the log (logs/idle-N.log), which
+// the daemon follows too (files.max_open raised to match). usage:
 //   daemon_tail GPUFAULTD GEN_LOG WORKDIR [RATE_LINES_PER_S=500000] [LATENCY_SECONDS=10]
+//               [IDLE_FILES=0]
 // GEN_LOG comes from bench/gen_amdlog. Prints one line per figure (docs/performance.md).
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -76,11 +79,13 @@ nlohmann::json status(const std::string& sock) {
     return nlohmann::json::parse(out, nullptr, false);
 }
 
-uint64_t linesRead(const std::string& sock) {
+/// Lines read from files whose name ends with `suffix` ("": every stream).
+uint64_t linesRead(const std::string& sock, const std::string& suffix = "") {
     auto s = status(sock);
     uint64_t n = 0;
     if (s.is_object())
-        for (const auto& st : s["streams"]) n += st.value("lines", uint64_t{0});
+        for (const auto& st : s["streams"])
+            if (st.value("name", "").ends_with(suffix)) n += st.value("lines", uint64_t{0});
     return n;
 }
 
@@ -119,15 +124,21 @@ int main(int argc, char** argv) {
     std::string bin = argv[1], gen = argv[2], dir = argv[3];
     double rate = argc > 4 ? std::stod(argv[4]) : 500000;
     double seconds = argc > 5 ? std::stod(argv[5]) : 10;
+    uint64_t idle = argc > 6 ? std::stoull(argv[6]) : 0;
     std::string log = dir + "/logs/job.log", sock = dir + "/ctl.sock", conf = dir + "/d.conf";
     ::mkdir(dir.c_str(), 0755);
     ::mkdir((dir + "/logs").c_str(), 0755);
     ::unlink(log.c_str());
     for (auto f : {"/store.db", "/store.db-wal", "/store.db-shm"}) ::unlink((dir + f).c_str());
+    for (uint64_t i = 0; i < idle; ++i)
+        std::ofstream(fmt::format("{}/logs/idle-{}.log", dir, i)) << "=== job " << i << " ===\n";
     std::ofstream(conf) << fmt::format(
         "[store]\npath = \"{}/store.db\"\n[kmsg]\nenabled = false\n[files]\nglobs = [\"{}\"]\n"
-        "[control]\nsocket = \"{}\"\ngroup = \"\"\n",
-        dir, log, sock);
+        "max_open = {}\n[control]\nsocket = \"{}\"\ngroup = \"\"\n",
+        dir,
+        idle > 0 ? dir + "/logs/*.log" : log,
+        idle + 512,
+        sock);
     std::string data = slurp(gen);
     uint64_t total = static_cast<uint64_t>(std::count(data.begin(), data.end(), '\n'));
     std::fprintf(stderr, "%zu bytes, %lu lines\n", data.size(), static_cast<unsigned long>(total));
@@ -139,13 +150,18 @@ int main(int argc, char** argv) {
         ::execl(bin.c_str(), bin.c_str(), "--config", conf.c_str(), static_cast<char*>(nullptr));
         ::_exit(127);
     }
-    while (connectTo(sock) < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int c; (c = connectTo(sock)) < 0 || (::close(c), false);)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    // The idle files read first; then status (a large reply with them) is asked less often.
+    while (idle > 0 && linesRead(sock) < idle)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto every = std::chrono::milliseconds(idle > 0 ? 100 : 5);
 
     // 1. Throughput.
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     auto t0 = Clock::now();
     appendAll(fd, data.data(), data.size());
-    while (linesRead(sock) < total) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (linesRead(sock, "/job.log") < total) std::this_thread::sleep_for(every);
     double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     fmt::print("throughput: {} lines in {:.2f} s = {:.0f} lines/s ({:.0f} MiB/s)\n", total, secs,
                total / secs, data.size() / secs / (1 << 20));

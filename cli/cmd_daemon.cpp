@@ -95,6 +95,13 @@ std::optional<std::string> statusShapeError(const json& j) {
                                {"error", kStr, "a string"}},
                               "worker"))
             return e;
+    if (j.contains("files"))
+        if (auto e = badField(j["files"],
+                              {{"watched", kBool, "true or false"},
+                               {"scans", kNum, "a number"},
+                               {"poll_interval_ms", kNum, "a number"}},
+                              "files"))
+            return e;
     if (j.contains("streams"))
         for (size_t i = 0; i < j["streams"].size(); ++i)
             if (auto e = badField(j["streams"][i],
@@ -355,6 +362,16 @@ int cmdStatus(const std::string& socket, bool json, double timeout_s) {
         if (!w.value("error", "").empty())
             std::printf("WORKER ERROR: %s (retrying every second)\n",
                         printable(w.value("error", "")).c_str());
+    }
+    if (j.contains("files")) {
+        const auto& f = j["files"];
+        const std::string how =
+            f.value("watched", false)
+                ? std::string("inotify watches every pattern's directory (a full look every 30 s)")
+                : fmt::format("patterns polled every {} ms",
+                              f.value("poll_interval_ms", uint64_t{0}));
+        std::printf(
+            "files: %s; patterns expanded %s times\n", how.c_str(), u64(f, "scans").c_str());
     }
     TextTable t;
     t.header = {

@@ -16,6 +16,7 @@
 #include "collectors/common/evidence_json.h"
 #include "collectors/common/text.h"
 #include "daemon/daemon.h"
+#include "daemon/sources/file_tail.h"
 #include "schema/queries.h"
 
 namespace gpufault::daemon {
@@ -342,6 +343,10 @@ std::string ControlServer::statusJson() const {
                     {"watchers", watchers_.size()},
                     {"refused", refused_},
                     {"accept_errors", acceptErrors_}};
+    if (s_.files)
+        j["files"] = {{"watched", s_.files->watched()},
+                      {"scans", s_.files->scans()},
+                      {"poll_interval_ms", s_.cfg.poll_ms}};
     auto streams = nlohmann::json::array();
     for (const auto& src : s_.sources)
         for (const auto& st : src->status())

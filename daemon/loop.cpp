@@ -19,6 +19,7 @@
 #include "daemon/processes.h"
 #include "daemon/sources/alloc_dir.h"
 #include "daemon/sources/file_tail.h"
+#include "daemon/sources/file_watch.h"
 #include "daemon/sources/journal.h"
 #include "daemon/sources/kmsg.h"
 #include "ingest/ingest.h"
@@ -152,21 +153,47 @@ class Loop {
         if ((s_.files || s_.allocs) && s_.cfg.inotify) {
             int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
             if (fd >= 0) {
-                if (s_.files)
-                    for (const auto& d : s_.files->watchDirs())
-                        ::inotify_add_watch(fd,
-                                            d.c_str(),
-                                            IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM |
-                                                IN_DELETE | IN_CLOSE_WRITE);
-                // A new allocation file is looked at at once, while its process still runs
-                // (its owner is checked against /proc/PID); growth is read on the poll timer.
-                if (s_.allocs)
-                    ::inotify_add_watch(fd, s_.allocs->dir().c_str(), IN_CREATE | IN_MOVED_TO);
                 inotify_.assign(fd);
+                addWatches();
                 waitInotify();
             }
         }
         pollTick();
+    }
+
+    /// inotify watches on the patterns' directories and the allocation directory (again after
+    /// a watched directory went: adding one that exists changes nothing). The file patterns
+    /// are expanded only every FileTail::kWatchedRescan while every pattern's directory is
+    /// watched where inotify sees every change; else at every poll tick.
+    void addWatches() {
+        const int fd = inotify_.native_handle();
+        bool every = s_.files && s_.files->watchDirsCoverEveryPattern();
+        if (s_.files)
+            for (const auto& d : s_.files->watchDirs()) {
+                const uint32_t mask = IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM |
+                                      IN_DELETE | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF |
+                                      IN_MOVE_SELF | IN_MASK_ADD;
+                if (::inotify_add_watch(fd, d.c_str(), mask) < 0 || !inotifySeesEveryChange(d))
+                    every = false;
+            }
+        // A new allocation file is looked at at once, while its process still runs (its owner
+        // is checked against /proc/PID); growth is read on the poll timer. IN_MASK_ADD: the
+        // directory may be a pattern's too.
+        if (s_.allocs)
+            ::inotify_add_watch(
+                fd, s_.allocs->dir().c_str(), IN_CREATE | IN_MOVED_TO | IN_MASK_ADD);
+        if (s_.files) s_.files->setWatched(every);
+        if (s_.files && every != watchedLogged_) {
+            logLine(6,
+                    every ? fmt::format("files: inotify watches every pattern's directory: "
+                                        "patterns expanded on its events (and every {} s)",
+                                        FileTail::kWatchedRescan.count())
+                          : "files: patterns expanded at every poll tick (a directory with a "
+                            "wildcard, missing, or on a filesystem whose changes inotify may "
+                            "not see)");
+            watchedLogged_ = every;
+        }
+        rewatch_ = !every && s_.files && s_.files->watchDirsCoverEveryPattern();
     }
 
     void waitKmsg() {
@@ -192,11 +219,16 @@ class Loop {
         inotify_.async_wait(asio::posix::stream_descriptor::wait_read,
                             [this](const boost::system::error_code& ec) {
                                 if (ec) return;
-                                char buf[8192];
-                                while (::read(inotify_.native_handle(), buf, sizeof buf) > 0) {
+                                const WatchEvents w = drainWatchEvents(inotify_.native_handle());
+                                if (w.names) {
+                                    if (s_.files) s_.files->rescanSoon();
+                                    if (s_.allocs) s_.allocs->rescanSoon();
                                 }
-                                if (s_.files) s_.files->rescanSoon();
-                                if (s_.allocs) s_.allocs->rescanSoon();
+                                if (w.contents && s_.files) s_.files->changedInPlace();
+                                if (w.lost && s_.files) {
+                                    s_.files->setWatched(false);  // until added again
+                                    rewatch_ = true;
+                                }
                                 pump();
                                 waitInotify();
                             });
@@ -206,7 +238,8 @@ class Loop {
         pollTimer_.expires_after(milliseconds(s_.cfg.poll_ms));
         pollTimer_.async_wait([this](const boost::system::error_code& ec) {
             if (ec) return;
-            if (s_.files) s_.files->rescanSoon();
+            if (s_.files) s_.files->tick();
+            if (rewatch_ && inotify_.is_open()) addWatches();  // a directory may exist now
             pump();
             pollTick();
         });
@@ -515,6 +548,8 @@ class Loop {
     asio::steady_timer pollTimer_, commitTimer_, retryTimer_, correlateTimer_, watchdogTimer_,
         metricsTimer_, retentionTimer_, idleTimer_;
     asio::posix::stream_descriptor kmsgWait_, journalWait_, inotify_, stopWait_;
+    bool rewatch_ = false;               ///< add the inotify watches again at the next poll tick
+    std::optional<bool> watchedLogged_;  ///< what addWatches() logged last
     Clock::duration watchdogPeriod_{};
     Clock::time_point lastCorrelate_{};
     bool commitArmed_ = false, correlateArmed_ = false, morePosted_ = false, stopping_ = false;

@@ -55,6 +55,16 @@ std::vector<std::string> FileTail::watchDirs() const {
     return {dirs.begin(), dirs.end()};
 }
 
+bool FileTail::watchDirsCoverEveryPattern() const {
+    return std::none_of(globs_.begin(), globs_.end(), [](const std::string& g) {
+        return g.substr(0, g.rfind('/')).find_first_of("*?[") != std::string::npos;
+    });
+}
+
+void FileTail::tick() {
+    if (!watched_ || retryScan_ || Clock::now() - scannedAt_ >= kWatchedRescan) scanDue_ = true;
+}
+
 namespace {
 constexpr size_t kProblemsLogged = 20;  ///< problems logged per scan (then a count)
 constexpr size_t kProblemsShown = 100;  ///< problem rows in status()
@@ -146,6 +156,8 @@ std::set<FileTail::Key> FileTail::ownKeys() const {
 
 void FileTail::scan() {
     scanDue_ = false;
+    scannedAt_ = Clock::now();
+    ++scans_;
     std::set<Key> seen;
     // The own files by device + inode too: a hard link to the store's WAL under a followed
     // name is the WAL (hostile review 9, LOW 4).
@@ -153,6 +165,7 @@ void FileTail::scan() {
     problems_.clear();
     problemsUnkept_ = 0;
     bool complete = true;  // false: a directory could not be read, files may be missing
+    bool retry = false;    // a file could not be opened
     size_t open = 0, over = 0;
     for (const auto& [k, f] : files_) open += f->fd >= 0 ? 1 : 0;
     auto linked = [&](nlink_t n) {
@@ -219,6 +232,7 @@ void FileTail::scan() {
                 int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
                 if (fd < 0) {
                     problem(path, fmt::format("cannot open: {}", std::strerror(errno)));
+                    retry = true;  // out of descriptors, or denied: may change without a name
                     continue;
                 }
                 struct stat fst {};
@@ -257,6 +271,7 @@ void FileTail::scan() {
     // end, as it would have (seen: not taken for vanished streams while they are identified).
     adoptCarried(&seen);
     seenComplete_ = complete;
+    retryScan_ = retry || !complete;
     if (checkVanished_)
         seen_ = std::move(seen);
     else
@@ -446,8 +461,11 @@ db::Result<bool> FileTail::identifyNew(Txn& txn, Clock::time_point now) {
     };
     std::vector<Waiting> fresh;
     bool due = false;  // a file had no turn in this round yet
+    waiting_ = false;
     for (const auto& [k, f] : files_) {
-        if (f->stream || f->polled == polls_) continue;
+        if (f->stream) continue;
+        waiting_ = waiting_ || !f->ignored;
+        if (f->polled == polls_) continue;
         // Its size at the last scan, else at its last look (or when found): not looked at
         // again for the order, only at its turn (8 000 files waiting: 8 000 fstat() a poll).
         const bool scanned = f->scanned >= 0;
@@ -523,6 +541,7 @@ db::Result<bool> FileTail::pollFile(Txn& txn,
         if (auto e = retire(f, true); !e) return std::unexpected(e.error());
         if (f.lostPending > 0) ++vanishedStreams_;  // its count, to commit
         it = files_.erase(it);
+        if (overCap_ > 0) scanDue_ = true;  // a slot for a file over files.max_open
         return false;
     }
     if (f.stream && f.matched && !gone && !*r && (f.size > f.offset || f.skipping) &&

@@ -95,10 +95,32 @@ class FileTail final : public Source {
     /// `..`); shown in status as not followed.
     void excludeOwn(std::vector<std::string> paths);
 
-    /// Next poll() re-expands the patterns (called on the poll timer and on inotify events).
+    /// Next poll() re-expands the patterns (inotify: a name changed in a watched directory).
     void rescanSoon() { scanDue_ = true; }
+    /// The poll timer (files.poll_interval_ms): the patterns are expanded again at this tick,
+    /// or, while setWatched(true) holds (inotify reports their directories' names), only every
+    /// kWatchedRescan and while the last scan could not open a file or read a directory (that
+    /// may change without an event). Followed files are read at every poll either way.
+    void tick();
+    /// inotify reported a file written in a watched directory: the patterns are expanded
+    /// again only while files wait to be identified (their size orders their turns); the
+    /// followed files are read at the next poll anyway.
+    void changedInPlace() {
+        if (waiting_) scanDue_ = true;
+    }
+    /// `watched`: every pattern's directory is watched by inotify on a filesystem where it sees
+    /// every change (inotifySeesEveryChange()); false: polled at every tick (the default).
+    void setWatched(bool watched) { watched_ = watched; }
     /// The directories the patterns look into (for inotify watches).
     std::vector<std::string> watchDirs() const;
+    /// True when watchDirs() holds every pattern's directory (none has a wildcard).
+    bool watchDirsCoverEveryPattern() const;
+    /// setWatched()'s value, and how often the patterns were expanded since the start (both
+    /// in status: "files").
+    bool watched() const { return watched_; }
+    uint64_t scans() const { return scans_; }
+    /// How often the patterns are expanded while setWatched(true) holds (a safety net).
+    static constexpr std::chrono::seconds kWatchedRescan{30};
 
     db::Result<bool> poll(Txn& txn) override;
     db::Result<void> flushIdle(Txn& txn) override;
@@ -304,6 +326,11 @@ class FileTail final : public Source {
     int window_;
     uint64_t idleCloseMs_;
     bool scanDue_ = true;
+    bool watched_ = false;    ///< setWatched()
+    bool waiting_ = false;    ///< a followed file is not identified yet (at the last poll)
+    bool retryScan_ = false;  ///< the last scan could not open a file or read a directory
+    std::chrono::steady_clock::time_point scannedAt_{};  ///< the last scan()
+    uint64_t scans_ = 0;                                 ///< scan()s so far
     std::map<Key, std::unique_ptr<Followed>> files_;
     /// Followed streams (and files being identified) by the hash of their first bytes up to
     /// each power of two (prefixKey(), indexPrefix()): copyWaits() compares a new file of `n`

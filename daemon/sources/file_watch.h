@@ -1,0 +1,34 @@
+// inotify(7) for the followed files' directories: what a batch of events means for the
+// patterns, and where inotify can stand in for polling.
+#pragma once
+
+#include <string>
+
+namespace gpufault::daemon {
+
+/// What the events read from an inotify descriptor ask for.
+struct WatchEvents {
+    /// A name appeared, went or changed (IN_CREATE, IN_MOVED_FROM/TO, IN_DELETE, IN_ATTRIB), or
+    /// the kernel's queue overflowed (IN_Q_OVERFLOW: events were dropped): expand the patterns
+    /// again.
+    bool names = false;
+    /// A file was written (IN_MODIFY, IN_CLOSE_WRITE): the followed files are read anyway;
+    /// only files still being identified need a new look at their size.
+    bool contents = false;
+    /// A watched directory went (IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT, IN_IGNORED): a
+    /// directory made at its path is not watched; add the watches again.
+    bool lost = false;
+};
+
+/// Reads every pending event of the non-blocking inotify descriptor `fd` (until EAGAIN) and
+/// says what they ask for. Event records are parsed from their lengths (struct inotify_event);
+/// a short or inconsistent record ends the batch with `names` set (look again).
+WatchEvents drainWatchEvents(int fd);
+
+/// True when inotify reports every change to files in `dir` made on this machine: `dir` is on
+/// ext2/3/4, XFS, Btrfs, tmpfs, F2FS or ZFS (statfs(2) f_type). False for NFS, CIFS, Lustre,
+/// GPFS, CephFS, FUSE, overlayfs (writes to an underlying layer are not reported through the
+/// overlay) and anything unknown or unreadable: gpufaultd then polls those patterns.
+bool inotifySeesEveryChange(const std::string& dir);
+
+}  // namespace gpufault::daemon
