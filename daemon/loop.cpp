@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "daemon/control.h"
 #include "daemon/daemon.h"
@@ -173,8 +174,9 @@ class Loop {
                 const uint32_t mask = IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM |
                                       IN_DELETE | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF |
                                       IN_MOVE_SELF | IN_MASK_ADD;
-                if (::inotify_add_watch(fd, d.c_str(), mask) < 0 || !inotifySeesEveryChange(d))
-                    every = false;
+                const int wd = ::inotify_add_watch(fd, d.c_str(), mask);
+                if (wd >= 0) watchDirOf_[wd] = d;
+                if (wd < 0 || !inotifySeesEveryChange(d)) every = false;
             }
         // A new allocation file is looked at at once, while its process still runs (its owner
         // is checked against /proc/PID); growth is read on the poll timer. IN_MASK_ADD: the
@@ -224,7 +226,14 @@ class Loop {
                                     if (s_.files) s_.files->rescanSoon();
                                     if (s_.allocs) s_.allocs->rescanSoon();
                                 }
-                                if (w.contents && s_.files) s_.files->changedInPlace();
+                                if (w.contents && s_.files) {
+                                    s_.files->changedInPlace();
+                                    for (const auto& [wd, name] : w.written)
+                                        if (auto d = watchDirOf_.find(wd);
+                                            d != watchDirOf_.end() && !name.empty())
+                                            s_.files->written(d->second + "/" + name);
+                                    if (w.manyWritten) s_.files->writtenMany();
+                                }
                                 if (w.lost && s_.files) {
                                     s_.files->setWatched(false);  // until added again
                                     rewatch_ = true;
@@ -489,6 +498,7 @@ class Loop {
         kmsgWait_.close();
         journalWait_.close();
         inotify_.close();
+        watchDirOf_.clear();
         pollTimer_.cancel();
         metricsTimer_.cancel();
         retentionTimer_.cancel();
@@ -550,6 +560,7 @@ class Loop {
     asio::posix::stream_descriptor kmsgWait_, journalWait_, inotify_, stopWait_;
     bool rewatch_ = false;               ///< add the inotify watches again at the next poll tick
     std::optional<bool> watchedLogged_;  ///< what addWatches() logged last
+    std::unordered_map<int, std::string> watchDirOf_;  ///< inotify watch → the directory
     Clock::duration watchdogPeriod_{};
     Clock::time_point lastCorrelate_{};
     bool commitArmed_ = false, correlateArmed_ = false, morePosted_ = false, stopping_ = false;

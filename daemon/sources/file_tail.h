@@ -100,7 +100,8 @@ class FileTail final : public Source {
     /// The poll timer (files.poll_interval_ms): the patterns are expanded again at this tick,
     /// or, while setWatched(true) holds (inotify reports their directories' names), only every
     /// kWatchedRescan and while the last scan could not open a file or read a directory (that
-    /// may change without an event). Followed files are read at every poll either way.
+    /// may change without an event). Every followed file is read at this tick's poll (a file
+    /// written where no watched directory sees it: renamed away, deleted, another hard link).
     void tick();
     /// inotify reported a file written in a watched directory: the patterns are expanded
     /// again only while files wait to be identified (their size orders their turns); the
@@ -108,6 +109,12 @@ class FileTail final : public Source {
     void changedInPlace() {
         if (waiting_) scanDue_ = true;
     }
+    /// inotify reported `path` written: while setWatched(true) holds, a poll reads only the
+    /// followed files reported written, those with more to read, and all of them after a
+    /// scan, at a tick and after writtenMany(); else every followed file at every poll.
+    void written(const std::string& path);
+    /// More files were reported written than an event batch lists: the next poll reads all.
+    void writtenMany() { pollAll_ = true; }
     /// `watched`: every pattern's directory is watched by inotify on a filesystem where it sees
     /// every change (inotifySeesEveryChange()); false: polled at every tick (the default).
     void setWatched(bool watched) { watched_ = watched; }
@@ -329,6 +336,7 @@ class FileTail final : public Source {
     bool watched_ = false;    ///< setWatched()
     bool waiting_ = false;    ///< a followed file is not identified yet (at the last poll)
     bool retryScan_ = false;  ///< the last scan could not open a file or read a directory
+    bool pollAll_ = true;     ///< the next poll reads every followed file (watched mode)
     std::chrono::steady_clock::time_point scannedAt_{};  ///< the last scan()
     uint64_t scans_ = 0;                                 ///< scan()s so far
     std::map<Key, std::unique_ptr<Followed>> files_;

@@ -122,6 +122,8 @@ struct FileTail::Followed {
     int64_t checkpointedSize = -1;  ///< `size` at the last checkpoint written
     uint64_t lostPending = 0;       ///< lost bytes counted, not committed yet
     bool renamed = false;  ///< found under a new name: sources.path written with the checkpoint
+    bool written = false;  ///< inotify reported it written since its last poll (watched mode)
+    bool more = false;     ///< its last poll stopped before its end (a budget, a commit)
     ~Followed() {
         if (fd >= 0) ::close(fd);
     }

@@ -5,6 +5,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -15,26 +16,41 @@ namespace gpufault::daemon {
 WatchEvents drainWatchEvents(int fd) {
     WatchEvents w;
     alignas(struct inotify_event) char buf[16384];
-    for (;;) {
+    // At most 64 reads: a writer faster than this loop cannot keep it here (the descriptor
+    // stays readable; the event loop comes back after its pump).
+    for (int reads = 0; reads < 64; ++reads) {
         ssize_t n = ::read(fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
-        for (size_t at = 0; at < static_cast<size_t>(n);) {
+        const auto got = static_cast<size_t>(n);
+        for (size_t at = 0; at < got;) {
             struct inotify_event ev {};
-            if (static_cast<size_t>(n) - at < sizeof ev) {
+            if (got - at < sizeof ev) {
                 w.names = true;
                 break;
             }
             std::memcpy(&ev, buf + at, sizeof ev);
+            if (got - at - sizeof ev < ev.len) {
+                w.names = true;
+                break;
+            }
+            const char* p = buf + at + sizeof ev;  // the name: ev.len bytes, NUL-padded
             at += sizeof ev + ev.len;
             if (ev.mask & IN_Q_OVERFLOW) w.names = true;
             if (ev.mask & (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_ATTRIB))
                 w.names = true;
-            if (ev.mask & (IN_MODIFY | IN_CLOSE_WRITE)) w.contents = true;
             if (ev.mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED)) {
                 w.lost = true;
                 w.names = true;
             }
+            if (!(ev.mask & (IN_MODIFY | IN_CLOSE_WRITE))) continue;
+            w.contents = true;
+            std::pair<int, std::string> f{ev.wd, std::string(p, ::strnlen(p, ev.len))};
+            if (std::find(w.written.begin(), w.written.end(), f) != w.written.end()) continue;
+            if (w.written.size() < WatchEvents::kWrittenMax)
+                w.written.push_back(std::move(f));
+            else
+                w.manyWritten = true;
         }
     }
     return w;

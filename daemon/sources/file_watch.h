@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gpufault::daemon {
 
@@ -12,17 +14,23 @@ struct WatchEvents {
     /// the kernel's queue overflowed (IN_Q_OVERFLOW: events were dropped): expand the patterns
     /// again.
     bool names = false;
-    /// A file was written (IN_MODIFY, IN_CLOSE_WRITE): the followed files are read anyway;
-    /// only files still being identified need a new look at their size.
+    /// A file was written (IN_MODIFY, IN_CLOSE_WRITE): read those followed files; files still
+    /// being identified need a new look at their size.
     bool contents = false;
+    /// The files written: (watch descriptor, name in its directory), each once, at most
+    /// kWrittenMax; `manyWritten` when there were more (then read every followed file).
+    std::vector<std::pair<int, std::string>> written;
+    bool manyWritten = false;
+    static constexpr size_t kWrittenMax = 256;
     /// A watched directory went (IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT, IN_IGNORED): a
     /// directory made at its path is not watched; add the watches again.
     bool lost = false;
 };
 
-/// Reads every pending event of the non-blocking inotify descriptor `fd` (until EAGAIN) and
-/// says what they ask for. Event records are parsed from their lengths (struct inotify_event);
-/// a short or inconsistent record ends the batch with `names` set (look again).
+/// Reads the pending events of the non-blocking inotify descriptor `fd` (until EAGAIN, at most
+/// 64 reads of 16 KiB) and says what they ask for. Event records are parsed from their lengths
+/// (struct inotify_event); a short or inconsistent record ends the batch with `names` set (look
+/// again).
 WatchEvents drainWatchEvents(int fd);
 
 /// True when inotify reports every change to files in `dir` made on this machine: `dir` is on

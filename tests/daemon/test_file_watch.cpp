@@ -80,7 +80,8 @@ TEST(FileWatch, EventsOfARealDirectorySayWhatTheyAskFor) {
     ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
     InotifyFd in;
     ASSERT_GE(in.fd, 0);
-    ASSERT_GE(::inotify_add_watch(in.fd, dir.c_str(), kMask), 0);
+    const int wd = ::inotify_add_watch(in.fd, dir.c_str(), kMask);
+    ASSERT_GE(wd, 0);
     auto none = drainWatchEvents(in.fd);  // nothing happened yet
     EXPECT_FALSE(none.names || none.contents || none.lost);
 
@@ -95,6 +96,9 @@ TEST(FileWatch, EventsOfARealDirectorySayWhatTheyAskFor) {
     auto written = drainWatchEvents(in.fd);
     EXPECT_FALSE(written.names);
     EXPECT_TRUE(written.contents);
+    ASSERT_EQ(written.written.size(), 1u);  // which file, under which watch
+    EXPECT_EQ(written.written[0], std::make_pair(wd, std::string("a.log")));
+    EXPECT_FALSE(written.manyWritten);
     ASSERT_EQ(::ftruncate(fd, 0), 0);  // a truncation is a write too
     auto truncated = drainWatchEvents(in.fd);
     EXPECT_FALSE(truncated.names);
@@ -136,6 +140,26 @@ TEST(FileWatch, ABatchOfManyEventsIsReadToItsEnd) {
     EXPECT_TRUE(w.contents);
     EXPECT_TRUE(w.names);
     EXPECT_FALSE(drainWatchEvents(in.fd).names);  // drained
+}
+
+// More files written in one batch than it lists: the first kWrittenMax, each once, and
+// manyWritten (the daemon then reads every followed file).
+TEST(FileWatch, ABatchListsItsWrittenFilesUpToACap) {
+    TempDir t;
+    InotifyFd in;
+    ASSERT_GE(::inotify_add_watch(in.fd, t.path().c_str(), kMask), 0);
+    const size_t n = WatchEvents::kWrittenMax + 44;
+    for (size_t i = 0; i < n; ++i) std::ofstream(t.file(fmt::format("f{}.log", i))) << "x\n";
+    auto w = drainWatchEvents(in.fd);
+    EXPECT_TRUE(w.names);  // created
+    EXPECT_EQ(w.written.size(), WatchEvents::kWrittenMax);
+    EXPECT_TRUE(w.manyWritten);
+    EXPECT_EQ(w.written.front().second, "f0.log");
+    for (int i = 0; i < 3; ++i)  // three writes, one file: listed once
+        std::ofstream(t.file("f0.log"), std::ios::app) << "y\n";
+    auto again = drainWatchEvents(in.fd);
+    ASSERT_EQ(again.written.size(), 1u);
+    EXPECT_FALSE(again.manyWritten);
 }
 
 // Where inotify is trusted, against stat(1)'s name of the filesystem.
@@ -312,5 +336,40 @@ TEST(DaemonFileWatch, AFileOverMaxOpenIsFollowedWhenASlotFrees) {
     EXPECT_EQ(w.evidenceOf(out), 0);
     ASSERT_EQ(::unlink((w.logs + "/" + in).c_str()), 0);
     EXPECT_TRUE(eventually([&] { return w.evidenceOf(out) == 1; }, 15s)) << w.d->stderrText();
+    EXPECT_TRUE(w.stop());
+}
+
+// Watched, with a tick a minute away: a followed file's appends are read on their events alone
+// (the poll reads the files reported written, not every followed file).
+TEST(DaemonFileWatch, AppendsAreReadOnTheirEventsAlone) {
+    Watched w;
+    if (!w.shm.ok()) GTEST_SKIP() << "/dev/shm is no tmpfs here";
+    for (int i = 0; i < 50; ++i)  // other followed files, never written again
+        w.append(fmt::format("idle-{}.log", i), fmt::format("idle {} started\n", i));
+    w.append("a.log", fmt::format("a.log started\n{}\n", kRocrFault));
+    ASSERT_TRUE(w.start(60000));
+    ASSERT_TRUE(eventually([&] { return w.evidenceOf("a.log") == 1; }, 10s)) << w.d->stderrText();
+    for (int i = 0; i < 5; ++i) {
+        w.append("a.log", std::string(kRocrFault) + "\n");
+        ASSERT_TRUE(eventually([&] { return w.evidenceOf("a.log") == 2 + i; }, 10s)) << i;
+    }
+    EXPECT_TRUE(w.stop());
+}
+
+// A followed file written through a hard link in a directory no watch sees (follow_hardlinks):
+// no event reports it; the tick's poll reads every followed file, so its lines come within a
+// tick (500 ms) all the same.
+TEST(DaemonFileWatch, AFileWrittenWhereNoWatchSeesItIsReadAtTheTick) {
+    Watched w;
+    if (!w.shm.ok()) GTEST_SKIP() << "/dev/shm is no tmpfs here";
+    w.append("a.log", fmt::format("a.log started\n{}\n", kRocrFault));
+    std::string other = w.shm.path + "/elsewhere";
+    ASSERT_EQ(::mkdir(other.c_str(), 0755), 0);
+    ASSERT_EQ(::link((w.logs + "/a.log").c_str(), (other + "/a.log").c_str()), 0);
+    ASSERT_TRUE(w.start(500, "follow_hardlinks = true\n"));
+    ASSERT_EQ(w.files()["watched"], true);
+    ASSERT_TRUE(eventually([&] { return w.evidenceOf("a.log") == 1; }, 10s)) << w.d->stderrText();
+    std::ofstream(other + "/a.log", std::ios::app) << kRocrFault << "\n" << std::flush;
+    EXPECT_TRUE(eventually([&] { return w.evidenceOf("a.log") == 2; }, 10s)) << w.d->stderrText();
     EXPECT_TRUE(w.stop());
 }
