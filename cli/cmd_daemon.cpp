@@ -98,6 +98,7 @@ std::optional<std::string> statusShapeError(const json& j) {
     if (j.contains("files"))
         if (auto e = badField(j["files"],
                               {{"watched", kBool, "true or false"},
+                               {"retrying", kBool, "true or false"},
                                {"scans", kNum, "a number"},
                                {"poll_interval_ms", kNum, "a number"}},
                               "files"))
@@ -365,11 +366,15 @@ int cmdStatus(const std::string& socket, bool json, double timeout_s) {
     }
     if (j.contains("files")) {
         const auto& f = j["files"];
+        const auto every = f.value("poll_interval_ms", uint64_t{0});
         const std::string how =
-            f.value("watched", false)
-                ? std::string("inotify watches every pattern's directory (a full look every 30 s)")
-                : fmt::format("patterns polled every {} ms",
-                              f.value("poll_interval_ms", uint64_t{0}));
+            !f.value("watched", false) ? fmt::format("patterns polled every {} ms", every)
+            : f.value("retrying", false)
+                ? fmt::format(
+                      "inotify watches every pattern's directory; polled every {} ms "
+                      "while a file cannot be opened or has other links",
+                      every)
+                : std::string("inotify watches every pattern's directory (a full look every 30 s)");
         std::printf(
             "files: %s; patterns expanded %s times\n", how.c_str(), u64(f, "scans").c_str());
     }

@@ -345,6 +345,7 @@ std::string ControlServer::statusJson() const {
                     {"accept_errors", acceptErrors_}};
     if (s_.files)
         j["files"] = {{"watched", s_.files->watched()},
+                      {"retrying", s_.files->retrying()},
                       {"scans", s_.files->scans()},
                       {"poll_interval_ms", s_.cfg.poll_ms}};
     auto streams = nlohmann::json::array();

@@ -172,11 +172,22 @@ class Loop {
         if (s_.files)
             for (const auto& d : s_.files->watchDirs()) {
                 const uint32_t mask = IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM |
-                                      IN_DELETE | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF |
-                                      IN_MOVE_SELF | IN_MASK_ADD;
+                                      IN_DELETE | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF |
+                                      IN_MASK_ADD;
                 const int wd = ::inotify_add_watch(fd, d.c_str(), mask);
-                if (wd >= 0) watchDirOf_[wd] = d;
-                if (wd < 0 || !inotifySeesEveryChange(d)) every = false;
+                struct stat st {};
+                if (wd < 0 || ::stat(d.c_str(), &st) != 0 || !inotifySeesEveryChange(d)) {
+                    every = false;
+                    continue;
+                }
+                // Another directory now at this path (renamed over, a symbolic link moved, a
+                // mount): the old one's watch goes.
+                if (auto old = watched_.find(d); old != watched_.end() && old->second.wd != wd) {
+                    ::inotify_rm_watch(fd, old->second.wd);
+                    watchDirOf_.erase(old->second.wd);
+                }
+                watchDirOf_[wd] = d;
+                watched_[d] = {wd, st.st_dev, st.st_ino};
             }
         // A new allocation file is looked at at once, while its process still runs (its owner
         // is checked against /proc/PID); growth is read on the poll timer. IN_MASK_ADD: the
@@ -227,14 +238,18 @@ class Loop {
                                     if (s_.allocs) s_.allocs->rescanSoon();
                                 }
                                 if (w.contents && s_.files) {
-                                    s_.files->changedInPlace();
                                     for (const auto& [wd, name] : w.written)
                                         if (auto d = watchDirOf_.find(wd);
                                             d != watchDirOf_.end() && !name.empty())
                                             s_.files->written(d->second + "/" + name);
                                     if (w.manyWritten) s_.files->writtenMany();
                                 }
-                                if (w.lost && s_.files) {
+                                // A watch of a pattern's directory went (not one that
+                                // addWatches() removed itself), or events were dropped.
+                                bool lost = false;
+                                for (int wd : w.lostWatches)
+                                    lost = lost || wd < 0 || watchDirOf_.count(wd) > 0;
+                                if (lost && s_.files) {
                                     s_.files->setWatched(false);  // until added again
                                     rewatch_ = true;
                                 }
@@ -247,6 +262,10 @@ class Loop {
         pollTimer_.expires_after(milliseconds(s_.cfg.poll_ms));
         pollTimer_.async_wait([this](const boost::system::error_code& ec) {
             if (ec) return;
+            if (s_.files && s_.files->watched() && !watchesHold()) {
+                s_.files->setWatched(false);  // this tick expands the patterns
+                rewatch_ = true;
+            }
             if (s_.files) s_.files->tick();
             if (rewatch_ && inotify_.is_open()) addWatches();  // a directory may exist now
             pump();
@@ -499,6 +518,7 @@ class Loop {
         journalWait_.close();
         inotify_.close();
         watchDirOf_.clear();
+        watched_.clear();
         pollTimer_.cancel();
         metricsTimer_.cancel();
         retentionTimer_.cancel();
@@ -561,6 +581,23 @@ class Loop {
     bool rewatch_ = false;               ///< add the inotify watches again at the next poll tick
     std::optional<bool> watchedLogged_;  ///< what addWatches() logged last
     std::unordered_map<int, std::string> watchDirOf_;  ///< inotify watch → the directory
+    /// A pattern's directory as watched: its watch, and the directory it was (device, inode).
+    struct WatchedDir {
+        int wd = -1;
+        dev_t dev = 0;
+        ino_t ino = 0;
+    };
+    std::unordered_map<std::string, WatchedDir> watched_;  ///< by path (addWatches())
+    /// Every watched path still leads to the directory watched (one stat() each): a parent
+    /// renamed, a symbolic link moved or a mount made over it sends no event to the watch.
+    bool watchesHold() const {
+        for (const auto& [d, w] : watched_) {
+            struct stat st {};
+            if (::stat(d.c_str(), &st) != 0 || st.st_dev != w.dev || st.st_ino != w.ino)
+                return false;
+        }
+        return true;
+    }
     Clock::duration watchdogPeriod_{};
     Clock::time_point lastCorrelate_{};
     bool commitArmed_ = false, correlateArmed_ = false, morePosted_ = false, stopping_ = false;

@@ -36,13 +36,15 @@ db::Result<bool> FileTail::identify(Txn& txn, Followed& f, int64_t size) {
     ssize_t n = ::pread(f.fd, buf_.data(), want, 0);
     if (n <= 0) return false;
     std::string_view head(buf_.data(), static_cast<size_t>(n));
-    if (head.find('\n') == std::string_view::npos && head.size() < 4096) return false;
+    // Compressed: known from its magic, newline or not (a small .gz may hold none).
     if (compressed(head)) {
         f.ignored = true;
         ::close(f.fd);  // never read: its descriptor is not kept (files.max_open)
         f.fd = -1;
+        if (overCap_ > 0) scanDue_ = true;  // a slot for a file over files.max_open
         return false;
     }
+    if (head.find('\n') == std::string_view::npos && head.size() < 4096) return false;
     if (auto r = txn.ensure(); !r) return std::unexpected(r.error());
     SourceIdentity id;
     id.path = f.path;

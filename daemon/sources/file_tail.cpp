@@ -69,8 +69,22 @@ void FileTail::tick() {
 void FileTail::written(const std::string& path) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) return;  // gone: its name event follows
-    if (auto it = files_.find({st.st_dev, st.st_ino}); it != files_.end())
-        it->second->written = true;
+    auto it = files_.find({st.st_dev, st.st_ino});
+    if (it == files_.end()) return;  // not followed: a name event brings a new one
+    Followed& f = *it->second;
+    f.written = true;
+    if (!f.stream && !f.ignored) noteWaiting(f, st);  // as a scan would (one lstat)
+}
+
+void FileTail::writtenMany() {
+    pollAll_ = true;
+    if (waiting_) scanDue_ = true;  // the waiting files' sizes: from a scan
+}
+
+void FileTail::noteWaiting(Followed& f, const struct stat& st) {
+    f.scanned = st.st_size;
+    f.scannedCtime = st.st_ctim;
+    if (f.turn > 0 && st.st_size != f.size) f.turn = 0;
 }
 
 namespace {
@@ -173,7 +187,7 @@ void FileTail::scan() {
     problems_.clear();
     problemsUnkept_ = 0;
     bool complete = true;  // false: a directory could not be read, files may be missing
-    bool retry = false;    // a file could not be opened
+    bool retry = false;    // a file could not be opened, or has other links
     size_t open = 0, over = 0;
     for (const auto& [k, f] : files_) open += f->fd >= 0 ? 1 : 0;
     auto linked = [&](nlink_t n) {
@@ -216,9 +230,7 @@ void FileTail::scan() {
                         // then), it has a turn in this round again. Else a copy of it that
                         // this scan found went first: no followed file held its bytes, it was
                         // read from its start, and the original then waited as its copy.
-                        f.scanned = st.st_size;
-                        f.scannedCtime = st.st_ctim;
-                        if (f.turn > 0 && st.st_size != f.size) f.turn = 0;
+                        noteWaiting(f, st);
                     }
                     continue;
                 }
@@ -228,6 +240,7 @@ void FileTail::scan() {
                 }
                 if (st.st_nlink > 1 && !followHardlinks_) {
                     problem(path, linked(st.st_nlink));
+                    retry = true;  // its other link may go where no watch sees it
                     continue;
                 }
                 if (open >= maxOpen_) {
@@ -251,6 +264,7 @@ void FileTail::scan() {
                 if (fst.st_nlink > 1 && !followHardlinks_) {  // linked since the lstat
                     ::close(fd);
                     problem(path, linked(fst.st_nlink));
+                    retry = true;
                     continue;
                 }
                 auto f = std::make_unique<Followed>();

@@ -3,6 +3,7 @@
 // over 1 MiB is read on, and fed at its newline as `gpufault ingest` takes it: LongLine).
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -103,18 +104,14 @@ class FileTail final : public Source {
     /// may change without an event). Every followed file is read at this tick's poll (a file
     /// written where no watched directory sees it: renamed away, deleted, another hard link).
     void tick();
-    /// inotify reported a file written in a watched directory: the patterns are expanded
-    /// again only while files wait to be identified (their size orders their turns); the
-    /// followed files are read at the next poll anyway.
-    void changedInPlace() {
-        if (waiting_) scanDue_ = true;
-    }
     /// inotify reported `path` written: while setWatched(true) holds, a poll reads only the
     /// followed files reported written, those with more to read, and all of them after a
-    /// scan, at a tick and after writtenMany(); else every followed file at every poll.
+    /// scan, at a tick and after writtenMany(); else every followed file at every poll. A file
+    /// waiting to be identified gets its new size (it orders their turns), as a scan gives.
     void written(const std::string& path);
-    /// More files were reported written than an event batch lists: the next poll reads all.
-    void writtenMany() { pollAll_ = true; }
+    /// More files were reported written than an event batch lists: the next poll reads all,
+    /// after a scan while files wait to be identified.
+    void writtenMany();
     /// `watched`: every pattern's directory is watched by inotify on a filesystem where it sees
     /// every change (inotifySeesEveryChange()); false: polled at every tick (the default).
     void setWatched(bool watched) { watched_ = watched; }
@@ -122,9 +119,11 @@ class FileTail final : public Source {
     std::vector<std::string> watchDirs() const;
     /// True when watchDirs() holds every pattern's directory (none has a wildcard).
     bool watchDirsCoverEveryPattern() const;
-    /// setWatched()'s value, and how often the patterns were expanded since the start (both
-    /// in status: "files").
+    /// setWatched()'s value; whether the last scan could not open a file or found one with
+    /// other links (then every tick expands the patterns); how often the patterns were
+    /// expanded since the start or the last reload (all in status: "files").
     bool watched() const { return watched_; }
+    bool retrying() const { return retryScan_; }
     uint64_t scans() const { return scans_; }
     /// How often the patterns are expanded while setWatched(true) holds (a safety net).
     static constexpr std::chrono::seconds kWatchedRescan{30};
@@ -326,6 +325,9 @@ class FileTail final : public Source {
 
     /// True when `path` (a regular file a pattern matched) is one of excludeOwn()'s.
     bool isOwn(const std::string& path) const;
+    /// A file waiting to be identified, seen at `st` (its lstat): its size and change time
+    /// order the turns; changed since its turn, it has one again in this round.
+    static void noteWaiting(Followed& f, const struct stat& st);
 
     Store& store_;
     std::vector<std::string> globs_;
@@ -335,7 +337,7 @@ class FileTail final : public Source {
     bool scanDue_ = true;
     bool watched_ = false;    ///< setWatched()
     bool waiting_ = false;    ///< a followed file is not identified yet (at the last poll)
-    bool retryScan_ = false;  ///< the last scan could not open a file or read a directory
+    bool retryScan_ = false;  ///< the last scan: a file not opened or linked, a directory unread
     bool pollAll_ = true;     ///< the next poll reads every followed file (watched mode)
     std::chrono::steady_clock::time_point scannedAt_{};  ///< the last scan()
     uint64_t scans_ = 0;                                 ///< scan()s so far

@@ -36,12 +36,16 @@ WatchEvents drainWatchEvents(int fd) {
             }
             const char* p = buf + at + sizeof ev;  // the name: ev.len bytes, NUL-padded
             at += sizeof ev + ev.len;
-            if (ev.mask & IN_Q_OVERFLOW) w.names = true;
-            if (ev.mask & (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE | IN_ATTRIB))
-                w.names = true;
-            if (ev.mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED)) {
+            if (ev.mask & (IN_CREATE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE)) w.names = true;
+            // Dropped events may have held a directory's own move or deletion.
+            if (ev.mask &
+                (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED | IN_Q_OVERFLOW)) {
                 w.lost = true;
                 w.names = true;
+                const int wd = (ev.mask & IN_Q_OVERFLOW) ? -1 : ev.wd;
+                if (std::find(w.lostWatches.begin(), w.lostWatches.end(), wd) ==
+                    w.lostWatches.end())
+                    w.lostWatches.push_back(wd);
             }
             if (!(ev.mask & (IN_MODIFY | IN_CLOSE_WRITE))) continue;
             w.contents = true;

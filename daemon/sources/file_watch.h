@@ -10,9 +10,10 @@ namespace gpufault::daemon {
 
 /// What the events read from an inotify descriptor ask for.
 struct WatchEvents {
-    /// A name appeared, went or changed (IN_CREATE, IN_MOVED_FROM/TO, IN_DELETE, IN_ATTRIB), or
-    /// the kernel's queue overflowed (IN_Q_OVERFLOW: events were dropped): expand the patterns
-    /// again.
+    /// A name appeared or went (IN_CREATE, IN_MOVED_FROM/TO, IN_DELETE), a watch went, or the
+    /// kernel's queue overflowed (IN_Q_OVERFLOW: events were dropped): expand the patterns
+    /// again. (IN_ATTRIB is not asked for: a chmod or touch storm would expand them at every
+    /// batch; files that might change so are looked at every tick: FileTail::tick().)
     bool names = false;
     /// A file was written (IN_MODIFY, IN_CLOSE_WRITE): read those followed files; files still
     /// being identified need a new look at their size.
@@ -22,9 +23,12 @@ struct WatchEvents {
     std::vector<std::pair<int, std::string>> written;
     bool manyWritten = false;
     static constexpr size_t kWrittenMax = 256;
-    /// A watched directory went (IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT, IN_IGNORED): a
-    /// directory made at its path is not watched; add the watches again.
+    /// A watched directory went (IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT, IN_IGNORED), or
+    /// events were dropped (IN_Q_OVERFLOW) that may have said so: a directory made at its path
+    /// is not watched; add the watches again. `lostWatches`: the watches that went (-1: the
+    /// overflow), each once; one removed on purpose (inotify_rm_watch) is among them too.
     bool lost = false;
+    std::vector<int> lostWatches;
 };
 
 /// Reads the pending events of the non-blocking inotify descriptor `fd` (until EAGAIN, at most
