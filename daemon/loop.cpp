@@ -180,15 +180,22 @@ class Loop {
                     every = false;
                     continue;
                 }
-                // Another directory now at this path (renamed over, a symbolic link moved, a
-                // mount): the old one's watch goes.
-                if (auto old = watched_.find(d); old != watched_.end() && old->second.wd != wd) {
-                    ::inotify_rm_watch(fd, old->second.wd);
-                    watchDirOf_.erase(old->second.wd);
-                }
                 watchDirOf_[wd] = d;
                 watched_[d] = {wd, st.st_dev, st.st_ino};
             }
+        // Watches no pattern's path leads to any more (renamed over, a symbolic link moved, a
+        // mount) go; one that another path still uses stays (two paths to one directory, two
+        // directories swapped: hostile review 161).
+        std::set<int> used;
+        for (const auto& [d, w] : watched_) used.insert(w.wd);
+        for (auto it = watchDirOf_.begin(); it != watchDirOf_.end();) {
+            if (used.count(it->first)) {
+                ++it;
+                continue;
+            }
+            ::inotify_rm_watch(fd, it->first);
+            it = watchDirOf_.erase(it);
+        }
         // A new allocation file is looked at at once, while its process still runs (its owner
         // is checked against /proc/PID); growth is read on the poll timer. IN_MASK_ADD: the
         // directory may be a pattern's too.

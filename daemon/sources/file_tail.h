@@ -102,7 +102,8 @@ class FileTail final : public Source {
     /// or, while setWatched(true) holds (inotify reports their directories' names), only every
     /// kWatchedRescan and while the last scan could not open a file or read a directory (that
     /// may change without an event). Every followed file is read at this tick's poll (a file
-    /// written where no watched directory sees it: renamed away, deleted, another hard link).
+    /// written where no watched directory sees it: renamed out of them, another hard link, or
+    /// deleted with a new file made at its name).
     void tick();
     /// inotify reported `path` written: while setWatched(true) holds, a poll reads only the
     /// followed files reported written, those with more to read, and all of them after a

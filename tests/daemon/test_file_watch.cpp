@@ -472,3 +472,56 @@ TEST(DaemonFileWatch, ASlotFreedByACompressedFileIsTaken) {
     EXPECT_TRUE(eventually([&] { return w.evidenceOf("b.log") == 1; }, 10s)) << w.d->stderrText();
     EXPECT_TRUE(w.stop());
 }
+
+// Two patterns whose paths lead to one directory (`current` a symbolic link to `app`), then
+// `current` moved to `app2` (hostile review 161, MED A): app keeps its watch — the one its
+// path and, until then, current's led to — and app2 gets one; new files in both are followed.
+TEST(DaemonFileWatch, APathMovedOffASharedDirectoryLeavesItsWatch) {
+    Watched w;
+    if (!w.shm.ok()) GTEST_SKIP() << "/dev/shm is no tmpfs here";
+    const std::string app = w.shm.path + "/app", app2 = w.shm.path + "/app2",
+                      current = w.shm.path + "/current";
+    ASSERT_EQ(::mkdir(app.c_str(), 0755), 0);
+    ASSERT_EQ(::mkdir(app2.c_str(), 0755), 0);
+    ASSERT_EQ(::symlink("app", current.c_str()), 0);
+    ASSERT_TRUE(w.start(200, "", app + "/*.log\", \"" + current + "/*.log"));
+    ASSERT_EQ(w.files()["watched"], true);
+    ASSERT_EQ(::symlink("app2", (current + ".new").c_str()), 0);
+    ASSERT_EQ(::rename((current + ".new").c_str(), current.c_str()), 0);  // ln -sfn, atomically
+    auto rows = [&](const std::string& path) {
+        return storeCount(w.store,
+                          fmt::format("SELECT count(*) FROM evidence e JOIN sources s ON "
+                                      "s.id = e.source_id WHERE s.path = '{}'",
+                                      path));
+    };
+    ::usleep(600'000);  // two ticks: the move is seen and the watches are added again
+    // (app2's file is found, and stored, under the pattern's path: current/b.log)
+    for (const std::string& f : {current + "/b.log", app + "/c.log", app + "/d.log"}) {
+        std::ofstream(f) << f << " started\n" << kRocrFault << "\n";
+        EXPECT_TRUE(eventually([&] { return rows(f) == 1; }, 10s)) << f << "\n"
+                                                                   << w.d->stderrText();
+    }
+    EXPECT_EQ(w.files()["watched"], true);
+    EXPECT_TRUE(w.stop());
+}
+
+// A followed file deleted while its writer keeps writing (hostile review 161, LOW C): inotify
+// names the write by the deleted name; with no file there now, the followed file of that path
+// is read on the event, not at the tick (a minute away here).
+TEST(DaemonFileWatch, ADeletedFileStillWrittenIsReadOnItsEvents) {
+    Watched w;
+    if (!w.shm.ok()) GTEST_SKIP() << "/dev/shm is no tmpfs here";
+    const std::string a = w.logs + "/a.log";
+    int fd = ::open(a.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    const std::string first = fmt::format("a.log started\n{}\n", kRocrFault);
+    ASSERT_EQ(::write(fd, first.data(), first.size()), static_cast<ssize_t>(first.size()));
+    ASSERT_TRUE(w.start(60000));
+    ASSERT_TRUE(eventually([&] { return w.evidenceOf("a.log") == 1; }, 10s)) << w.d->stderrText();
+    ASSERT_EQ(::unlink(a.c_str()), 0);
+    const std::string more = std::string(kRocrFault) + "\n";
+    ASSERT_EQ(::write(fd, more.data(), more.size()), static_cast<ssize_t>(more.size()));
+    EXPECT_TRUE(eventually([&] { return w.evidenceOf("a.log") == 2; }, 10s)) << w.d->stderrText();
+    ::close(fd);
+    EXPECT_TRUE(w.stop());
+}
